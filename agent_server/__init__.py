@@ -1,0 +1,3 @@
+"""agent-server: a language server that runs coding-agent sessions for editors."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,4 @@
+from agent_server.cli import main
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,44 @@
+"""The command line: agent-server serve | chat | demo | sim | bench | sessions.
+
+Each command's work lives in its own module, imported only when the command runs, so that
+`agent-server serve` starts without loading the simulator or the terminal UI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="agent-server",
+        description="A language server that runs coding-agent sessions for editors.",
+    )
+    parser.add_argument("--log-level", default="WARNING", help="stderr log level (default WARNING)")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    sim = commands.add_parser("sim", help="run the built-in model simulator (Anthropic and OpenAI APIs)")
+    sim.add_argument("--host", default="127.0.0.1")
+    sim.add_argument("--port", type=int, default=8765, help="0 picks a free port")
+    sim.add_argument("--scenario", metavar="FILE", help="JSON or YAML scenario (default: built-in)")
+    sim.add_argument("--faults", metavar="SPEC", help="fault injection, see README")
+    sim.add_argument("--log", metavar="FILE", help="append one JSONL line per request")
+
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if args.command == "sim":
+        from agent_server.sim.server import run_cli
+
+        return run_cli(args)
+    raise AssertionError(f"unhandled command {args.command}")

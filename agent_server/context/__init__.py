@@ -1,0 +1,1 @@
+"""context layer; see DESIGN.md."""

@@ -1,0 +1,159 @@
+"""The one exception hierarchy of agent-server.
+
+Every message says what went wrong and what to do about it. No message, attribute or repr
+ever holds an API key: provider errors are built from the provider's error body, which does
+not echo keys, and `redact` scrubs anything that looks like one before it is shown.
+"""
+
+from __future__ import annotations
+
+import re
+
+_KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-]{8,}|sk-ant-[A-Za-z0-9_\-]{8,})")
+
+
+def redact(text: str, *secrets: str) -> str:
+    """`text` with the given secrets, and anything shaped like an API key, replaced."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "[redacted]")
+    return _KEY_PATTERN.sub("[redacted]", text)
+
+
+class AgentServerError(Exception):
+    """Base of every error agent-server raises on purpose."""
+
+    code = "agent_error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+# --- configuration --------------------------------------------------------------------------
+
+
+class ConfigError(AgentServerError):
+    code = "config_error"
+
+
+class MissingApiKeyError(ConfigError):
+    code = "missing_api_key"
+
+    def __init__(self, variable: str, provider: str) -> None:
+        super().__init__(
+            f"No API key for {provider}: set the environment variable {variable} "
+            f"(or point the setting 'apiKeyEnv' at the variable that holds it). "
+            f'To try agent-server offline, set "provider": "sim" to use the built-in simulator.'
+        )
+        self.variable = variable
+        self.provider = provider
+
+
+class UnknownModelError(ConfigError):
+    code = "unknown_model"
+
+
+# --- providers ------------------------------------------------------------------------------
+
+
+class ProviderError(AgentServerError):
+    """A model call failed. `retryable` says whether the same call may succeed later."""
+
+    code = "provider_error"
+    retryable = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        provider: str = "",
+        error_type: str | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.provider = provider
+        self.error_type = error_type
+        self.retry_after = retry_after
+
+
+class RateLimitError(ProviderError):
+    code = "rate_limited"
+    retryable = True
+
+
+class OverloadedError(ProviderError):
+    code = "overloaded"
+    retryable = True
+
+
+class ProviderServerError(ProviderError):
+    code = "provider_server_error"
+    retryable = True
+
+
+class ProviderConnectionError(ProviderError):
+    """The connection failed or the stream was dropped before the answer was complete."""
+
+    code = "connection_error"
+    retryable = True
+
+
+class ContextOverflowError(ProviderError):
+    """The prompt does not fit the model's context window."""
+
+    code = "context_overflow"
+
+
+class AuthenticationError(ProviderError):
+    code = "authentication_failed"
+
+
+class InvalidRequestError(ProviderError):
+    code = "invalid_request"
+
+
+class ModelNotFoundError(ProviderError):
+    code = "model_not_found"
+
+
+# --- sessions -------------------------------------------------------------------------------
+
+
+class SessionError(AgentServerError):
+    code = "session_error"
+
+
+class SessionNotFoundError(SessionError):
+    code = "session_not_found"
+
+
+class SessionLockedError(SessionError):
+    code = "session_locked"
+
+
+class SessionBusyError(SessionError):
+    code = "session_busy"
+
+
+class EntryNotFoundError(SessionError):
+    code = "entry_not_found"
+
+
+class LedgerFormatError(SessionError):
+    code = "ledger_format"
+
+
+# --- tools ----------------------------------------------------------------------------------
+
+
+class ToolError(AgentServerError):
+    """A tool could not do what it was asked; the message goes back to the model."""
+
+    code = "tool_error"
+
+
+class PathOutsideWorkspaceError(ToolError):
+    code = "path_outside_workspace"

@@ -1,0 +1,1 @@
+"""Provider-neutral messages, the model registry, and one module per provider API."""

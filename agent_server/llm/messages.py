@@ -1,0 +1,361 @@
+"""Provider-neutral messages, content blocks, usage and cost.
+
+These are the types a session stores and a provider turns into its own wire format. They are
+frozen dataclasses: a message, once made, never changes (the ledger is append-only and the
+request prefix must stay byte-identical). `to_json`/`from_json` give the one JSON form used by
+the ledger and the editor protocol (camelCase keys).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+StopReason: TypeAlias = Literal[
+    "stop",  # the model finished its answer
+    "length",  # the output hit max_tokens
+    "toolUse",  # the model asks for tool calls
+    "contextOverflow",  # the output was cut off by the context window
+    "refusal",  # the model declined
+    "error",  # the call failed; `error_message` says why
+    "aborted",  # the user interrupted; the content is what arrived before
+]
+STOP_REASONS: frozenset[str] = frozenset(
+    ("stop", "length", "toolUse", "contextOverflow", "refusal", "error", "aborted")
+)
+
+
+# --- content blocks -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TextContent:
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class ImageContent:
+    data: str  # base64, without a data: prefix
+    mime_type: str
+    type: Literal["image"] = "image"
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingContent:
+    thinking: str
+    # The provider's opaque signature; Anthropic requires it back unchanged. For redacted
+    # thinking the encrypted payload is kept here and `thinking` is empty.
+    signature: str | None = None
+    redacted: bool = False
+    type: Literal["thinking"] = "thinking"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: Mapping[str, Any]
+    type: Literal["toolCall"] = "toolCall"
+
+
+UserContent: TypeAlias = TextContent | ImageContent
+AssistantContent: TypeAlias = TextContent | ThinkingContent | ToolCall
+
+
+def canonical_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """Tool arguments with keys sorted at every depth.
+
+    Models stream arguments in whatever key order they like; a prefix that must be
+    byte-identical across requests cannot depend on it.
+    """
+    return dict(json.loads(json.dumps(arguments, sort_keys=True, ensure_ascii=False)))
+
+
+# --- usage and cost -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """US dollars, per usage category."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return self.input + self.output + self.cache_read + self.cache_write
+
+    def __add__(self, other: Cost) -> Cost:
+        return Cost(
+            self.input + other.input,
+            self.output + other.output,
+            self.cache_read + other.cache_read,
+            self.cache_write + other.cache_write,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Tokens of one model call, normalised across providers.
+
+    `input` is the uncached input only; `cache_read` and `cache_write` are the cached parts;
+    input + cache_read + cache_write + output = total_tokens, the size of the context after
+    the call.
+    """
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    cost: Cost = field(default_factory=Cost)
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input + self.output + self.cache_read + self.cache_write
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.input + self.cache_read + self.cache_write
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input + other.input,
+            self.output + other.output,
+            self.cache_read + other.cache_read,
+            self.cache_write + other.cache_write,
+            self.cost + other.cost,
+        )
+
+
+# --- messages -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class UserMessage:
+    content: tuple[UserContent, ...]
+    role: Literal["user"] = "user"
+
+    @staticmethod
+    def of_text(text: str) -> UserMessage:
+        return UserMessage((TextContent(text),))
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantMessage:
+    content: tuple[AssistantContent, ...]
+    stop_reason: StopReason
+    # The provider's bill for this call; None when the call produced none (an error before
+    # the first byte, a synthetic message).
+    usage: Usage | None = None
+    model: str = ""
+    api: str = ""
+    error_message: str | None = None
+    role: Literal["assistant"] = "assistant"
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        return tuple(block for block in self.content if isinstance(block, ToolCall))
+
+    @property
+    def text(self) -> str:
+        return "".join(block.text for block in self.content if isinstance(block, TextContent))
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultMessage:
+    tool_call_id: str
+    tool_name: str
+    content: tuple[UserContent, ...]
+    is_error: bool = False
+    role: Literal["toolResult"] = "toolResult"
+
+    @property
+    def text(self) -> str:
+        return "".join(block.text for block in self.content if isinstance(block, TextContent))
+
+
+Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
+
+
+# --- requests -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool as the model sees it: name, fixed description, JSON schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What one model call is made of, in prefix order: tools, system prompt, messages."""
+
+    system_prompt: str
+    tools: tuple[ToolSpec, ...]
+    messages: tuple[Message, ...]
+
+
+# --- JSON form (ledger and wire) ------------------------------------------------------------
+
+
+class MessageFormatError(ValueError):
+    """A stored or received message does not have the expected shape."""
+
+
+def content_to_json(block: UserContent | AssistantContent) -> dict[str, Any]:
+    if isinstance(block, TextContent):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, ImageContent):
+        return {"type": "image", "mimeType": block.mime_type, "data": block.data}
+    if isinstance(block, ThinkingContent):
+        out: dict[str, Any] = {"type": "thinking", "thinking": block.thinking}
+        if block.signature is not None:
+            out["signature"] = block.signature
+        if block.redacted:
+            out["redacted"] = True
+        return out
+    return {"type": "toolCall", "id": block.id, "name": block.name, "arguments": block.arguments}
+
+
+def content_from_json(data: Mapping[str, Any]) -> UserContent | AssistantContent:
+    kind = data.get("type")
+    if kind == "text":
+        return TextContent(_str(data, "text"))
+    if kind == "image":
+        return ImageContent(data=_str(data, "data"), mime_type=_str(data, "mimeType"))
+    if kind == "thinking":
+        signature = data.get("signature")
+        return ThinkingContent(
+            thinking=_str(data, "thinking"),
+            signature=signature if isinstance(signature, str) else None,
+            redacted=bool(data.get("redacted", False)),
+        )
+    if kind == "toolCall":
+        arguments = data.get("arguments", {})
+        if not isinstance(arguments, Mapping):
+            raise MessageFormatError("toolCall.arguments must be an object")
+        return ToolCall(
+            id=_str(data, "id"), name=_str(data, "name"), arguments=canonical_arguments(arguments)
+        )
+    raise MessageFormatError(f"unknown content block type {kind!r}")
+
+
+def usage_to_json(usage: Usage) -> dict[str, Any]:
+    return {
+        "input": usage.input,
+        "output": usage.output,
+        "cacheRead": usage.cache_read,
+        "cacheWrite": usage.cache_write,
+        "totalTokens": usage.total_tokens,
+        "cost": {
+            "input": usage.cost.input,
+            "output": usage.cost.output,
+            "cacheRead": usage.cost.cache_read,
+            "cacheWrite": usage.cost.cache_write,
+            "total": usage.cost.total,
+        },
+    }
+
+
+def usage_from_json(data: Mapping[str, Any]) -> Usage:
+    cost = data.get("cost") or {}
+    return Usage(
+        input=int(data.get("input", 0)),
+        output=int(data.get("output", 0)),
+        cache_read=int(data.get("cacheRead", 0)),
+        cache_write=int(data.get("cacheWrite", 0)),
+        cost=Cost(
+            input=float(cost.get("input", 0.0)),
+            output=float(cost.get("output", 0.0)),
+            cache_read=float(cost.get("cacheRead", 0.0)),
+            cache_write=float(cost.get("cacheWrite", 0.0)),
+        ),
+    )
+
+
+def message_to_json(message: Message) -> dict[str, Any]:
+    if isinstance(message, UserMessage):
+        return {"role": "user", "content": [content_to_json(b) for b in message.content]}
+    if isinstance(message, ToolResultMessage):
+        out: dict[str, Any] = {
+            "role": "toolResult",
+            "toolCallId": message.tool_call_id,
+            "toolName": message.tool_name,
+            "content": [content_to_json(b) for b in message.content],
+        }
+        if message.is_error:
+            out["isError"] = True
+        return out
+    result: dict[str, Any] = {
+        "role": "assistant",
+        "content": [content_to_json(b) for b in message.content],
+        "stopReason": message.stop_reason,
+    }
+    if message.usage is not None:
+        result["usage"] = usage_to_json(message.usage)
+    if message.model:
+        result["model"] = message.model
+    if message.api:
+        result["api"] = message.api
+    if message.error_message is not None:
+        result["errorMessage"] = message.error_message
+    return result
+
+
+def message_from_json(data: Mapping[str, Any]) -> Message:
+    role = data.get("role")
+    blocks = data.get("content")
+    if not isinstance(blocks, list):
+        raise MessageFormatError("message.content must be a list")
+    content = tuple(content_from_json(b) for b in blocks if isinstance(b, Mapping))
+    if role == "user":
+        return UserMessage(_user_content(content))
+    if role == "toolResult":
+        return ToolResultMessage(
+            tool_call_id=_str(data, "toolCallId"),
+            tool_name=str(data.get("toolName", "")),
+            content=_user_content(content),
+            is_error=bool(data.get("isError", False)),
+        )
+    if role == "assistant":
+        stop_reason = data.get("stopReason", "stop")
+        if stop_reason not in STOP_REASONS:
+            raise MessageFormatError(f"unknown stopReason {stop_reason!r}")
+        usage = data.get("usage")
+        error_message = data.get("errorMessage")
+        assistant_content = tuple(
+            b for b in content if isinstance(b, TextContent | ThinkingContent | ToolCall)
+        )
+        return AssistantMessage(
+            content=assistant_content,
+            stop_reason=stop_reason,
+            usage=usage_from_json(usage) if isinstance(usage, Mapping) else None,
+            model=str(data.get("model", "")),
+            api=str(data.get("api", "")),
+            error_message=error_message if isinstance(error_message, str) else None,
+        )
+    raise MessageFormatError(f"unknown message role {role!r}")
+
+
+def _user_content(content: tuple[UserContent | AssistantContent, ...]) -> tuple[UserContent, ...]:
+    out: list[UserContent] = []
+    for block in content:
+        if not isinstance(block, TextContent | ImageContent):
+            raise MessageFormatError(f"{block.type} blocks belong to assistant messages only")
+        out.append(block)
+    return tuple(out)
+
+
+def _str(data: Mapping[str, Any], key: str) -> str:
+    value = data.get(key)
+    if not isinstance(value, str):
+        raise MessageFormatError(f"{key} must be a string")
+    return value

@@ -1,0 +1,208 @@
+"""Neutral stream events, the assembler that turns them into an assistant message, and the
+`Provider` protocol every provider module implements.
+
+A provider's `stream()` is an async iterator of events ending with exactly one `MessageDone`.
+A failed call raises a `ProviderError` (agent_server.errors) instead; cancelling the consumer
+closes the HTTP response. Callers that need what arrived before a failure or a cancel feed the
+events into their own `MessageAssembler`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Literal, Protocol, TypeAlias
+
+from agent_server.llm.messages import (
+    AssistantContent,
+    AssistantMessage,
+    Context,
+    StopReason,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    Usage,
+    canonical_arguments,
+)
+from agent_server.llm.models import ModelInfo
+
+CacheRetention: TypeAlias = Literal["none", "short", "long"]
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingSignature:
+    """The signature of the thinking block in progress (Anthropic sends it at the end)."""
+
+    signature: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStart:
+    id: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    id: str
+    arguments_json: str  # a fragment of the arguments' JSON text
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallEnd:
+    tool_call: ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class MessageDone:
+    message: AssistantMessage
+
+
+StreamEvent: TypeAlias = (
+    TextDelta | ThinkingDelta | ThinkingSignature | ToolCallStart | ToolCallDelta | ToolCallEnd
+    | MessageDone
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CallOptions:
+    """How to make one model call, apart from what is in the context."""
+
+    session_id: str = ""
+    cache_retention: CacheRetention = "short"
+    max_tokens: int | None = None  # None: the model's max output
+    # "auto" lets the model choose; "none" forbids tool calls while keeping the tool list (and
+    # so the cached prefix) unchanged.
+    tool_choice: Literal["auto", "none"] = "auto"
+    # When false, no cache_control marks are sent (the "no caching" baseline).
+    cache_breakpoints: bool = True
+
+
+class Provider(Protocol):
+    """One provider API. Implementations: anthropic, openai_chat, openai_responses."""
+
+    api: str
+
+    def stream(
+        self, model: ModelInfo, context: Context, options: CallOptions
+    ) -> AsyncIterator[StreamEvent]: ...
+
+    async def aclose(self) -> None: ...
+
+
+class MessageAssembler:
+    """Collects stream events into the content of an assistant message, in arrival order."""
+
+    def __init__(self) -> None:
+        self._blocks: list[AssistantContent | _OpenBlock] = []
+
+    def apply(self, event: StreamEvent) -> None:
+        match event:
+            case TextDelta(text):
+                self._open("text").parts.append(text)
+            case ThinkingDelta(text):
+                self._open("thinking").parts.append(text)
+            case ThinkingSignature(signature):
+                self._open("thinking").signature = signature
+            case ToolCallStart(call_id, name):
+                self._blocks.append(_OpenBlock("toolCall", call_id=call_id, name=name))
+            case ToolCallDelta(call_id, fragment):
+                block = self._find_call(call_id)
+                if block is not None:
+                    block.parts.append(fragment)
+            case ToolCallEnd(tool_call):
+                for index, existing in enumerate(self._blocks):
+                    if isinstance(existing, _OpenBlock) and existing.call_id == tool_call.id:
+                        self._blocks[index] = tool_call
+                        break
+                else:
+                    self._blocks.append(tool_call)
+            case MessageDone():
+                pass
+
+    def content(self) -> tuple[AssistantContent, ...]:
+        """The content so far; an unfinished tool call is dropped (it cannot be answered)."""
+        out: list[AssistantContent] = []
+        for block in self._blocks:
+            if not isinstance(block, _OpenBlock):
+                out.append(block)
+            elif block.kind == "text":
+                out.append(TextContent("".join(block.parts)))
+            elif block.kind == "thinking":
+                out.append(ThinkingContent("".join(block.parts), signature=block.signature))
+        return tuple(out)
+
+    def message(
+        self,
+        stop_reason: StopReason,
+        *,
+        usage: Usage | None = None,
+        model: str = "",
+        api: str = "",
+        error_message: str | None = None,
+    ) -> AssistantMessage:
+        return AssistantMessage(
+            content=self.content(),
+            stop_reason=stop_reason,
+            usage=usage,
+            model=model,
+            api=api,
+            error_message=error_message,
+        )
+
+    @property
+    def has_output(self) -> bool:
+        return bool(self._blocks)
+
+    def _open(self, kind: Literal["text", "thinking"]) -> _OpenBlock:
+        last = self._blocks[-1] if self._blocks else None
+        if isinstance(last, _OpenBlock) and last.kind == kind:
+            return last
+        block = _OpenBlock(kind)
+        self._blocks.append(block)
+        return block
+
+    def _find_call(self, call_id: str) -> _OpenBlock | None:
+        for block in reversed(self._blocks):
+            if isinstance(block, _OpenBlock) and block.call_id == call_id:
+                return block
+        return None
+
+
+class _OpenBlock:
+    __slots__ = ("call_id", "kind", "name", "parts", "signature")
+
+    def __init__(self, kind: str, call_id: str = "", name: str = "") -> None:
+        self.kind = kind
+        self.call_id = call_id
+        self.name = name
+        self.parts: list[str] = []
+        self.signature: str | None = None
+
+
+def parse_tool_arguments(text: str) -> dict[str, object]:
+    """The complete JSON text of a tool call's arguments, canonicalised.
+
+    Invalid JSON (a model that emitted garbage, or output cut off mid-call) becomes an empty
+    object with the raw text kept under `_raw`, so the tool can report the problem.
+    """
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return {"_raw": text}
+    if not isinstance(value, dict):
+        return {"_raw": text}
+    return canonical_arguments(value)

@@ -1,0 +1,1 @@
+"""session layer; see DESIGN.md."""

@@ -1,0 +1,1 @@
+"""The built-in model simulator: a local HTTP server speaking the Anthropic and OpenAI APIs."""
