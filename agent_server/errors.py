@@ -119,6 +119,18 @@ class ModelNotFoundError(ProviderError):
     code = "model_not_found"
 
 
+class PermissionDeniedError(ProviderError):
+    """The key is valid but may not use this model or feature."""
+
+    code = "permission_denied"
+
+
+class QuotaExceededError(ProviderError):
+    """The account is out of credit or over its spending limit: waiting will not help."""
+
+    code = "quota_exceeded"
+
+
 # --- sessions -------------------------------------------------------------------------------
 
 
@@ -157,3 +169,9 @@ class ToolError(AgentServerError):
 
 class PathOutsideWorkspaceError(ToolError):
     code = "path_outside_workspace"
+
+
+class InvalidToolArgumentsError(ToolError):
+    """The model called a tool with missing or ill-typed arguments; the message says which."""
+
+    code = "invalid_tool_arguments"

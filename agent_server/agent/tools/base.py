@@ -1,0 +1,164 @@
+"""What every tool is made of: the `Tool` protocol, the context a call runs in, its result.
+
+A tool is stateless: the same instance serves every session. Its `spec` (name, description,
+argument schema) never changes, because the tool list is part of the cached prompt prefix.
+Everything that differs between sessions or calls lives in the `ToolContext`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol, TypeAlias
+
+from agent_server.errors import InvalidToolArgumentsError
+from agent_server.llm.messages import (
+    ImageContent,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    ToolSpec,
+)
+
+# The Agent Client Protocol's tool kinds that these tools use; the editor picks an icon by it.
+ToolKind: TypeAlias = Literal["read", "edit", "search", "execute", "other"]
+
+OutputCallback: TypeAlias = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What a tool call gives back.
+
+    `content` goes to the model. `details` are for the editor only (the diff of an edit, the
+    path of a spilled full output, an exit code): they are never sent to the model.
+    """
+
+    content: tuple[TextContent | ImageContent, ...]
+    is_error: bool = False
+    details: Mapping[str, Any] | None = None
+
+    @staticmethod
+    def of_text(
+        text: str, *, is_error: bool = False, details: Mapping[str, Any] | None = None
+    ) -> ToolResult:
+        return ToolResult((TextContent(text),), is_error=is_error, details=details)
+
+    @staticmethod
+    def error(message: str, details: Mapping[str, Any] | None = None) -> ToolResult:
+        return ToolResult((TextContent(message),), is_error=True, details=details)
+
+    @property
+    def text(self) -> str:
+        return "".join(block.text for block in self.content if isinstance(block, TextContent))
+
+    def to_message(self, call: ToolCall) -> ToolResultMessage:
+        """The tool-result message the model gets for `call` (details left out)."""
+        return ToolResultMessage(
+            tool_call_id=call.id, tool_name=call.name, content=self.content, is_error=self.is_error
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """Where and how one tool call runs.
+
+    workspace: the root every path must stay inside.
+    spill_dir: the session's directory for full outputs that were too long to return; the
+        read tool may read files in it (the one exception to the workspace rule).
+    on_output: receives partial output while a long call runs (bash), for live display.
+    secrets: values scrubbed from every text a tool returns or streams.
+    bash_timeout: seconds before a bash command is killed, unless the call asks otherwise.
+    env_drop: environment variable names removed from bash's environment, in addition to
+        every name ending in _API_KEY, _TOKEN, _SECRET or _PASSWORD.
+    """
+
+    workspace: Path
+    spill_dir: Path
+    on_output: OutputCallback | None = None
+    secrets: tuple[str, ...] = ()
+    bash_timeout: float = 120.0
+    env_drop: tuple[str, ...] = ()
+
+
+class Tool(Protocol):
+    """A coding tool the agent can call.
+
+    `read_only` tools change nothing (the default permission mode runs them without asking).
+    `kind` and `title` are for display and for permission prompts ("Run: npm test").
+    `paths` names the workspace files the call reads or writes, as the model wrote them
+    (resolve them with `resolve_in_workspace`); `title` and `paths` must accept any
+    arguments, valid or not, and never raise.
+    """
+
+    @property
+    def spec(self) -> ToolSpec: ...
+
+    @property
+    def read_only(self) -> bool: ...
+
+    @property
+    def kind(self) -> ToolKind: ...
+
+    async def run(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult: ...
+
+    def paths(self, arguments: Mapping[str, Any]) -> tuple[str, ...]: ...
+
+    def title(self, arguments: Mapping[str, Any]) -> str: ...
+
+
+# --- typed access to (already validated) arguments ------------------------------------------
+
+
+def str_arg(arguments: Mapping[str, Any], name: str) -> str:
+    value = arguments.get(name)
+    if not isinstance(value, str):
+        raise InvalidToolArgumentsError(f"'{name}' must be a string")
+    return value
+
+
+def optional_str_arg(arguments: Mapping[str, Any], name: str) -> str | None:
+    value = arguments.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidToolArgumentsError(f"'{name}' must be a string")
+    return value
+
+
+def int_arg(arguments: Mapping[str, Any], name: str, default: int) -> int:
+    value = arguments.get(name)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidToolArgumentsError(f"'{name}' must be an integer")
+    return value
+
+
+def float_arg(arguments: Mapping[str, Any], name: str, default: float) -> float:
+    value = arguments.get(name)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidToolArgumentsError(f"'{name}' must be a number")
+    return float(value)
+
+
+def bool_arg(arguments: Mapping[str, Any], name: str, default: bool) -> bool:
+    value = arguments.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise InvalidToolArgumentsError(f"'{name}' must be true or false")
+    return value
+
+
+def display_arg(arguments: Mapping[str, Any], name: str, default: str = "") -> str:
+    """An argument as one short line for a title; never raises."""
+    value = arguments.get(name) if isinstance(arguments, Mapping) else None
+    text = value if isinstance(value, str) else default
+    first, _, rest = text.strip().partition("\n")
+    if len(first) > 100:
+        return first[:99] + "…"
+    return first + (" …" if rest.strip() else "")

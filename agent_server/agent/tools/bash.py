@@ -1,0 +1,281 @@
+"""bash: run a shell command in the workspace.
+
+The command runs as `bash -c` in its own session (so in its own process group), with the
+workspace as working directory, no standard input, stdout and stderr merged. Output streams
+through `ctx.on_output` line by line as it arrives. A timeout, or cancelling the call, ends the
+whole process group: SIGTERM, then SIGKILL after a short grace. The environment loses every
+variable that holds a secret. The result keeps the tail of the output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import logging
+import os
+import signal
+from collections.abc import Mapping
+from typing import Any
+
+from agent_server.agent.tools.base import (
+    ToolContext,
+    ToolKind,
+    ToolResult,
+    display_arg,
+    float_arg,
+    str_arg,
+)
+from agent_server.agent.tools.output import StreamingOutput
+from agent_server.agent.tools.paths import resolve_in_workspace
+from agent_server.errors import ToolError, redact
+from agent_server.llm.messages import ToolSpec
+
+MAX_TIMEOUT = 600.0
+KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
+DRAIN_GRACE = 1.0  # seconds to wait for output after bash exits (background jobs may hold it)
+SECRET_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
+_CHUNK = 65536
+_PARTIAL_FLUSH = 4096  # stream an unfinished line once it is this long
+
+logger = logging.getLogger(__name__)
+
+SPEC = ToolSpec(
+    name="bash",
+    description=(
+        "Run a shell command with bash in the workspace root (stdout and stderr merged, no "
+        "input). Returns the output and the exit code; a non-zero exit code is reported as an "
+        "error. Long output keeps its last 2000 lines (50 KB); the full output is saved to a "
+        "file that read can open. The command is killed, with its child processes, when it "
+        "exceeds the timeout (seconds; the default is the user's setting, normally 120; at "
+        f"most {int(MAX_TIMEOUT)}). Do not start interactive programs or servers that never "
+        "exit; a command's background jobs keep running, but their later output is lost."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "description": "The command line, run with bash -c"},
+            "timeout": {
+                "type": "number",
+                "minimum": 1,
+                "maximum": MAX_TIMEOUT,
+                "description": "Seconds before the command is killed (normally 120)",
+            },
+        },
+        "required": ["command"],
+    },
+)
+
+
+def scrubbed_environment(
+    environ: Mapping[str, str], drop: tuple[str, ...] = (), secrets: tuple[str, ...] = ()
+) -> dict[str, str]:
+    """`environ` without variables that hold secrets: names ending in _API_KEY, _TOKEN,
+    _SECRET or _PASSWORD, the names in `drop`, and any whose value is one of `secrets`."""
+    dropped = {name.upper() for name in drop}
+    secret_values = {s for s in secrets if s}
+    return {
+        name: value
+        for name, value in environ.items()
+        if not name.upper().endswith(SECRET_SUFFIXES)
+        and name.upper() not in dropped
+        and value not in secret_values
+    }
+
+
+class BashTool:
+    spec = SPEC
+    read_only = False
+    kind: ToolKind = "execute"
+
+    def paths(self, arguments: Mapping[str, Any]) -> tuple[str, ...]:
+        return ()
+
+    def title(self, arguments: Mapping[str, Any]) -> str:
+        return f"Run: {display_arg(arguments, 'command', '?')}"
+
+    async def run(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        command = str_arg(arguments, "command")
+        if not command.strip():
+            raise ToolError("command is empty. Give a shell command to run.")
+        timeout = min(float_arg(arguments, "timeout", ctx.bash_timeout), MAX_TIMEOUT)
+        cwd = resolve_in_workspace(ctx.workspace, ".")
+        env = scrubbed_environment(os.environ, ctx.env_drop, ctx.secrets)
+        read_fd, write_fd = os.pipe()
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                "bash",
+                "-c",
+                command,
+                cwd=cwd,
+                env=env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=write_fd,
+                stderr=write_fd,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            os.close(read_fd)
+            raise ToolError(f"Could not start bash: {exc}") from exc
+        finally:
+            os.close(write_fd)
+        # Our own pipe (not asyncio's subprocess pipes), so that waiting for bash does not
+        # wait for background jobs that inherited the pipe, and so that we can stop reading.
+        pipe = os.fdopen(read_fd, "rb", buffering=0)
+        output = StreamingOutput(ctx.spill_dir, "bash")
+        transport: asyncio.BaseTransport | None = None
+        pump: asyncio.Task[None] | None = None
+        timed_out = False
+        detached = False
+        try:
+            reader = asyncio.StreamReader(limit=2 * _CHUNK)
+            transport, _ = await asyncio.get_running_loop().connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(reader), pipe
+            )
+            pump = asyncio.create_task(_pump(reader, output, ctx))
+            try:
+                async with asyncio.timeout(timeout):
+                    await proc.wait()
+            except TimeoutError:
+                timed_out = True
+                await _shielded_terminate(proc.pid)
+            done, _ = await asyncio.wait({pump}, timeout=DRAIN_GRACE)
+            if pump not in done:
+                detached = True  # background jobs still hold the output pipe
+        except asyncio.CancelledError:
+            await _shielded_terminate(proc.pid)
+            raise
+        finally:
+            if pump is not None:
+                await _stop(pump)
+            if transport is not None:
+                transport.close()
+            else:
+                pipe.close()
+            output.close()
+        return _result(output, proc.returncode, timed_out, detached, timeout)
+
+
+def _result(
+    output: StreamingOutput, code: int | None, timed_out: bool, detached: bool, timeout: float
+) -> ToolResult:
+    bounded = output.finish()
+    text = bounded.text if bounded.text.strip() else "(no output)"
+    details: dict[str, Any] = {"exitCode": code, "timedOut": timed_out, **bounded.details()}
+    notes: list[str] = []
+    if detached:
+        notes.append(
+            "Background processes started by the command are still running; their further "
+            "output is not captured."
+        )
+    if timed_out:
+        notes.append(
+            f"The command timed out after {timeout:g} seconds and was killed together with its "
+            f"child processes. If it needs longer, pass a larger timeout (at most "
+            f"{int(MAX_TIMEOUT)})."
+        )
+        return ToolResult.error(_join(text, notes), details)
+    if code is not None and code < 0:
+        name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
+        notes.append(f"The command was killed by signal {name}.")
+        return ToolResult.error(_join(text, notes), details)
+    if code:
+        notes.append(f"Exit code {code}.")
+        return ToolResult.error(_join(text, notes), details)
+    return ToolResult.of_text(_join(text, notes), details=details)
+
+
+def _join(text: str, notes: list[str]) -> str:
+    return "\n\n".join([text.rstrip("\n"), *notes]) if notes else text
+
+
+async def _stop(pump: asyncio.Task[None]) -> None:
+    if not pump.done():
+        pump.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await pump
+    elif not pump.cancelled() and pump.exception() is not None:
+        logger.warning("reading the command's output failed: %s", pump.exception())
+
+
+async def _pump(reader: asyncio.StreamReader, output: StreamingOutput, ctx: ToolContext) -> None:
+    """Reads the command's output, scrubs it, records it and streams it line by line."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    pending = ""
+    while True:
+        data = await reader.read(_CHUNK)
+        final = not data
+        pending += decoder.decode(data, final=final)
+        cut = max(pending.rfind("\n"), pending.rfind("\r")) + 1
+        if final or (cut == 0 and len(pending) >= _PARTIAL_FLUSH):
+            cut = len(pending)
+        if cut:
+            piece, pending = redact(pending[:cut], *ctx.secrets), pending[cut:]
+            output.write(piece)
+            if ctx.on_output is not None:
+                try:
+                    ctx.on_output(piece)
+                except Exception:
+                    logger.exception("on_output callback failed")
+        if final:
+            return
+
+
+async def _shielded_terminate(pgid: int) -> None:
+    """Ends the process group, even if the caller is cancelled again meanwhile."""
+    await asyncio.shield(asyncio.ensure_future(terminate_process_group(pgid)))
+
+
+async def terminate_process_group(pgid: int, grace: float = KILL_GRACE) -> None:
+    """SIGTERM to every process in the group; SIGKILL to those still there after `grace`."""
+    if not _signal_group(pgid, signal.SIGTERM):
+        return
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + grace
+    while loop.time() < deadline:
+        await asyncio.sleep(0.05)
+        if not _group_alive(pgid):
+            return
+    _signal_group(pgid, signal.SIGKILL)
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> bool:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        logger.warning("not allowed to signal process group %d", pgid)
+        return False
+    return True
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether any process of the group is still running (zombies do not count)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return _has_live_member(pgid)
+
+
+def _has_live_member(pgid: int) -> bool:
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return True  # no /proc: assume alive, the SIGKILL is harmless
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                stat = handle.read().decode("ascii", errors="replace")
+        except OSError:
+            continue
+        # pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses.
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) >= 3 and fields[2] == str(pgid) and fields[0] != "Z":
+            return True
+    return False

@@ -1,0 +1,114 @@
+"""edit: replace one exact, unique piece of text in a file."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from agent_server.agent.tools.base import ToolContext, ToolKind, ToolResult, display_arg, str_arg
+from agent_server.agent.tools.diff import unified_diff
+from agent_server.agent.tools.paths import display_path, resolve_in_workspace
+from agent_server.errors import ToolError
+from agent_server.llm.messages import ToolSpec
+
+SPEC = ToolSpec(
+    name="edit",
+    description=(
+        "Edit a file in the workspace by replacing exact text: oldText must match the file "
+        "exactly (including whitespace and indentation) and occur exactly once; include enough "
+        "surrounding lines to make it unique. To create a file or replace all of it, use write."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "path": {
+                "type": "string",
+                "description": "File path, relative to the workspace root (or absolute inside it)",
+            },
+            "oldText": {
+                "type": "string",
+                "description": "The exact text to replace; must occur exactly once in the file",
+            },
+            "newText": {"type": "string", "description": "The text to put in its place"},
+        },
+        "required": ["path", "oldText", "newText"],
+    },
+)
+
+
+class EditTool:
+    spec = SPEC
+    read_only = False
+    kind: ToolKind = "edit"
+
+    def paths(self, arguments: Mapping[str, Any]) -> tuple[str, ...]:
+        path = arguments.get("path")
+        return (path,) if isinstance(path, str) and path else ()
+
+    def title(self, arguments: Mapping[str, Any]) -> str:
+        return f"Edit {display_arg(arguments, 'path', '?')}"
+
+    async def run(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        return await asyncio.to_thread(self._edit, arguments, ctx)
+
+    def _edit(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        path = resolve_in_workspace(ctx.workspace, str_arg(arguments, "path"))
+        old_text = str_arg(arguments, "oldText")
+        new_text = str_arg(arguments, "newText")
+        shown = display_path(ctx.workspace, path)
+        if not path.exists():
+            raise ToolError(f"File not found: {shown}. To create a new file, use write.")
+        if path.is_dir():
+            raise ToolError(f"{shown} is a directory, not a file.")
+        if not old_text:
+            raise ToolError(
+                "oldText is empty. Give the exact text to replace; to create or "
+                "replace a whole file, use write."
+            )
+        if old_text == new_text:
+            raise ToolError("oldText and newText are the same; the edit would change nothing.")
+        try:
+            content = path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ToolError(f"{shown} is not a UTF-8 text file; it cannot be edited.") from exc
+        # A file with Windows line endings, and text the model wrote with "\n": match anyway.
+        if "\r\n" in content and "\r\n" not in old_text and old_text not in content:
+            old_text = old_text.replace("\n", "\r\n")
+            new_text = new_text.replace("\n", "\r\n")
+        matches = content.count(old_text)
+        if matches == 0:
+            raise ToolError(
+                f"oldText was not found in {shown}. It must match the file exactly, including "
+                "whitespace, indentation and line breaks. Read the file again and copy the text."
+            )
+        if matches > 1:
+            raise ToolError(
+                f"oldText occurs {matches} times in {shown} (at lines "
+                f"{_match_lines(content, old_text)}); it must be unique. Include more "
+                "surrounding lines in oldText so that it matches one place only."
+            )
+        start = content.index(old_text)
+        updated = content[:start] + new_text + content[start + len(old_text) :]
+        path.write_bytes(updated.encode("utf-8"))
+        line = content.count("\n", 0, start) + 1
+        old_lines = old_text.count("\n") + 1
+        new_lines = new_text.count("\n") + 1
+        return ToolResult.of_text(
+            f"Edited {shown}: replaced {old_lines} line{'s' if old_lines != 1 else ''} "
+            f"at line {line} with {new_lines} line{'s' if new_lines != 1 else ''}.",
+            details={
+                "path": shown,
+                "line": line,
+                "diff": unified_diff(content, updated, shown),
+            },
+        )
+
+
+def _match_lines(content: str, text: str, shown: int = 10) -> str:
+    lines: list[int] = []
+    start = content.find(text)
+    while start != -1 and len(lines) < shown:
+        lines.append(content.count("\n", 0, start) + 1)
+        start = content.find(text, start + len(text))
+    return ", ".join(str(n) for n in lines) + (", ..." if content.count(text) > shown else "")

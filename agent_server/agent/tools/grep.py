@@ -1,0 +1,377 @@
+"""grep: search file contents by regular expression.
+
+Uses ripgrep (`rg`) when it is installed, a Python walk otherwise; both give the same output
+(`path:line: text` for matching lines, `path-line- text` for context lines, `--` between
+groups), search hidden files, skip binary files and the directories find skips, and do not
+follow symbolic links. The Python fallback speaks Python's regex dialect; ripgrep's is nearly
+the same, and a pattern ripgrep rejects but Python accepts (look-around, backreferences) is
+run by the fallback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import re
+import shutil
+from collections import deque
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent_server.agent.tools.base import (
+    ToolContext,
+    ToolKind,
+    ToolResult,
+    bool_arg,
+    display_arg,
+    int_arg,
+    optional_str_arg,
+    str_arg,
+)
+from agent_server.agent.tools.output import bound_output
+from agent_server.agent.tools.paths import display_path, resolve_in_workspace
+from agent_server.agent.tools.walk import SKIPPED_DIRS, compile_glob, is_binary, walk_files
+from agent_server.errors import ToolError
+from agent_server.llm.messages import ToolSpec
+
+MAX_MATCHES = 500
+MAX_CONTEXT = 10
+MAX_LINE_CHARS = 500
+
+SPEC = ToolSpec(
+    name="grep",
+    description=(
+        "Search file contents in the workspace with a regular expression. Prints matching "
+        "lines as 'path:line: text' (context lines as 'path-line- text'). Searches hidden "
+        "files; skips binary files and .git, node_modules, .venv, __pycache__ and similar. "
+        f"At most {MAX_MATCHES} matches; lines are cut at {MAX_LINE_CHARS} characters."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "pattern": {"type": "string", "description": "Regular expression to search for"},
+            "path": {
+                "type": "string",
+                "description": (
+                    "File or directory to search, relative to the workspace root "
+                    "(default: the root)"
+                ),
+            },
+            "glob": {
+                "type": "string",
+                "description": "Only search files matching this glob, e.g. '*.py' or 'src/**/*.ts'",
+            },
+            "ignoreCase": {"type": "boolean", "description": "Case-insensitive search"},
+            "context": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": MAX_CONTEXT,
+                "description": "Lines of context to show before and after each match",
+            },
+        },
+        "required": ["pattern"],
+    },
+)
+
+
+@dataclass(frozen=True, slots=True)
+class GrepLine:
+    path: str  # relative to the workspace root
+    line: int
+    text: str
+    is_match: bool
+
+
+@dataclass(slots=True)
+class GrepOutcome:
+    lines: list[GrepLine]
+    matches: int
+    more: bool  # stopped at MAX_MATCHES
+    engine: str
+
+
+class GrepTool:
+    """`rg`: the ripgrep executable to use; "auto" finds it on PATH, None forces the fallback."""
+
+    spec = SPEC
+    read_only = True
+    kind: ToolKind = "search"
+
+    def __init__(self, rg: str | None = "auto") -> None:
+        self._rg = rg
+
+    def paths(self, arguments: Mapping[str, Any]) -> tuple[str, ...]:
+        return ()
+
+    def title(self, arguments: Mapping[str, Any]) -> str:
+        where = display_arg(arguments, "path")
+        return f"Grep {display_arg(arguments, 'pattern', '?')}" + (f" in {where}" if where else "")
+
+    def _rg_path(self) -> str | None:
+        return shutil.which("rg") if self._rg == "auto" else self._rg
+
+    async def run(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        pattern = str_arg(arguments, "pattern")
+        if not pattern:
+            raise ToolError("pattern is empty. Give a regular expression to search for.")
+        glob = optional_str_arg(arguments, "glob") or None
+        ignore_case = bool_arg(arguments, "ignoreCase", False)
+        context = max(0, min(int_arg(arguments, "context", 0), MAX_CONTEXT))
+        top = resolve_in_workspace(ctx.workspace, optional_str_arg(arguments, "path") or ".")
+        root = resolve_in_workspace(ctx.workspace, ".")
+        shown_top = display_path(ctx.workspace, top)
+        if not top.exists():
+            raise ToolError(f"Path not found: {shown_top}.")
+        try:
+            regex: re.Pattern[str] | None = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+            regex_error = ""
+        except re.error as exc:
+            regex, regex_error = None, str(exc)
+        outcome: GrepOutcome | None = None
+        rg = self._rg_path()
+        if rg is not None:
+            outcome = await _run_rg(
+                rg, pattern, shown_top, top.is_dir(), root, glob, ignore_case, context
+            )
+        if outcome is None:
+            if regex is None:
+                raise ToolError(
+                    f"Invalid regular expression {pattern!r}: {regex_error}. Escape special "
+                    "characters such as ( [ { . * + ? with a backslash to match them literally."
+                )
+            outcome = await asyncio.to_thread(
+                _grep_python, regex, top, ctx.workspace, glob, context
+            )
+        details: dict[str, Any] = {
+            "pattern": pattern,
+            "path": shown_top,
+            "matches": outcome.matches,
+            "engine": outcome.engine,
+        }
+        if not outcome.lines:
+            where = "the workspace" if shown_top == "." else shown_top
+            filtered = f" (files matching {glob!r})" if glob else ""
+            return ToolResult.of_text(
+                f"No matches for {pattern!r} in {where}{filtered}.", details=details
+            )
+        text = format_lines(outcome.lines)
+        if outcome.more:
+            text += (
+                f"\n\n[Stopped after {MAX_MATCHES} matches. Narrow the pattern, the path or the "
+                "glob to see the rest.]"
+            )
+        bounded = bound_output(text, spill_dir=ctx.spill_dir, tool_name="grep", secrets=ctx.secrets)
+        return ToolResult.of_text(bounded.text, details={**details, **bounded.details()})
+
+
+def format_lines(lines: list[GrepLine]) -> str:
+    out: list[str] = []
+    previous: GrepLine | None = None
+    with_context = any(not line.is_match for line in lines)
+    for item in lines:
+        new_group = previous is not None and (
+            item.path != previous.path or item.line > previous.line + 1
+        )
+        if new_group and with_context:  # groups only matter with context
+            out.append("--")
+        text = item.text
+        if len(text) > MAX_LINE_CHARS:
+            cut = len(item.text) - MAX_LINE_CHARS
+            text = f"{text[:MAX_LINE_CHARS]} [... {cut} more characters]"
+        separator = ":" if item.is_match else "-"
+        out.append(f"{item.path}{separator}{item.line}{separator} {text}")
+        previous = item
+    return "\n".join(out)
+
+
+def _trim_after_cut(lines: list[GrepLine], more: bool, context: int) -> list[GrepLine]:
+    """Without the leading context of the first match not shown (when the search stopped)."""
+    if not more:
+        return lines
+    last = max((i for i, x in enumerate(lines) if x.is_match), default=-1)
+    if last < 0:
+        return []
+    anchor = lines[last]
+    end = last + 1
+    while (
+        end < len(lines)
+        and lines[end].path == anchor.path
+        and lines[end].line <= anchor.line + context
+    ):
+        end += 1
+    return lines[:end]
+
+
+def _clean(text: str) -> str:
+    return text.rstrip("\n").rstrip("\r")
+
+
+# --- ripgrep ---------------------------------------------------------------------------------
+
+
+async def _run_rg(
+    rg: str,
+    pattern: str,
+    target: str,
+    searching_dir: bool,
+    workspace: Path,
+    glob: str | None,
+    ignore_case: bool,
+    context: int,
+) -> GrepOutcome | None:
+    """ripgrep's result, or None when ripgrep cannot run or rejects the pattern."""
+    args = [
+        "--json",
+        "--sort",
+        "path",
+        "--hidden",
+        "--no-ignore",
+        "--no-config",
+        "--no-messages",
+    ]
+    if ignore_case:
+        args.append("--ignore-case")
+    if context:
+        args += ["--context", str(context)]
+    if glob and searching_dir:
+        args += ["--glob", glob]
+    for name in sorted(SKIPPED_DIRS):
+        args += ["--glob", f"!{name}"]
+    args += ["--regexp", pattern, "--", target]
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            rg,
+            *args,
+            cwd=workspace,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+    except OSError:
+        return None
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    lines: list[GrepLine] = []
+    matches = 0
+    more = False
+    try:
+        while True:
+            raw = await proc.stdout.readline()
+            if not raw:
+                break
+            item = _parse_rg_line(raw)
+            if item is None:
+                continue
+            if item.is_match:
+                if matches == MAX_MATCHES:
+                    more = True
+                    break
+                matches += 1
+            lines.append(item)
+        if more:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+        stderr = await proc.stderr.read()  # rg prints a rejected pattern's error here
+        code = await proc.wait()
+    finally:
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+    if code == 2 and not lines and stderr.strip():
+        return None  # a pattern ripgrep rejects: let the Python fallback decide
+    return GrepOutcome(_trim_after_cut(lines, more, context), matches, more, "ripgrep")
+
+
+def _parse_rg_line(raw: bytes) -> GrepLine | None:
+    try:
+        message = json.loads(raw)
+    except ValueError:
+        return None
+    kind = message.get("type")
+    if kind not in ("match", "context"):
+        return None
+    data = message.get("data", {})
+    path = _rg_text(data.get("path", {}))
+    text = _rg_text(data.get("lines", {}))
+    number = data.get("line_number")
+    if path is None or text is None or not isinstance(number, int):
+        return None
+    while path.startswith("./"):
+        path = path[2:]
+    return GrepLine(path, number, _clean(text), kind == "match")
+
+
+def _rg_text(field: Mapping[str, Any]) -> str | None:
+    if "text" in field:
+        return str(field["text"])
+    if "bytes" in field:
+        return base64.b64decode(field["bytes"]).decode("utf-8", errors="replace")
+    return None
+
+
+# --- Python fallback -------------------------------------------------------------------------
+
+
+def _grep_python(
+    regex: re.Pattern[str], top: Path, workspace: Path, glob: str | None, context: int
+) -> GrepOutcome:
+    lines: list[GrepLine] = []
+    matches = 0
+    matcher = compile_glob(glob) if glob else None
+    for path in _files(top, matcher):
+        shown = display_path(workspace, path)
+        for item in _grep_file(regex, path, shown, context):
+            if item.is_match:
+                if matches == MAX_MATCHES:
+                    kept = _trim_after_cut(lines, True, context)
+                    return GrepOutcome(kept, matches, True, "python")
+                matches += 1
+            lines.append(item)
+    return GrepOutcome(lines, matches, False, "python")
+
+
+def _files(top: Path, matcher: re.Pattern[str] | None) -> Iterator[Path]:
+    if top.is_file():
+        yield top
+        return
+    for path in walk_files(top):
+        if path.is_symlink() or not path.is_file():
+            continue
+        if matcher is not None and not matcher.fullmatch(path.relative_to(top).as_posix()):
+            continue
+        if is_binary(path):
+            continue
+        yield path
+
+
+def _grep_file(regex: re.Pattern[str], path: Path, shown: str, context: int) -> Iterator[GrepLine]:
+    before: deque[tuple[int, str]] = deque(maxlen=context or 1)
+    after = 0
+    last_emitted = 0
+    try:
+        handle = path.open("rb")
+    except OSError:
+        return
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            line = _clean(raw.decode("utf-8", errors="replace"))
+            if regex.search(line):
+                if context:
+                    for n, text in before:
+                        if n > last_emitted:
+                            yield GrepLine(shown, n, text, False)
+                    before.clear()
+                yield GrepLine(shown, number, line, True)
+                last_emitted = number
+                after = context
+            elif after > 0:
+                yield GrepLine(shown, number, line, False)
+                last_emitted = number
+                after -= 1
+            elif context:
+                before.append((number, line))

@@ -1,0 +1,276 @@
+"""Output bounds: no single tool result may fill the context window.
+
+Every tool's text is held to MAX_LINES lines and MAX_BYTES bytes (UTF-8), whichever comes
+first. What does not fit is saved in full to a file in the session's spill directory, and the
+result says where and how to read it (the read tool with offset/limit). Most tools keep the
+head of their output; bash keeps the tail, where a log's verdict is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import uuid
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from agent_server.errors import redact
+
+MAX_LINES = 2000
+MAX_BYTES = 50 * 1024
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Truncation:
+    text: str  # what is kept
+    total_lines: int
+    kept_lines: int
+    truncated: bool
+    cut_by: Literal["lines", "bytes"] | None = None
+
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def printable(text: str) -> str:
+    """`text` with lone surrogates (from undecodable file names) replaced by U+FFFD, so that
+    it can be encoded as UTF-8 and sent as JSON."""
+    return _SURROGATES.sub("\ufffd", text)
+
+
+def _split_lines(text: str) -> list[str]:
+    """Lines without their terminators; a trailing newline does not add an empty line."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def count_lines(text: str) -> int:
+    return len(_split_lines(text))
+
+
+def _cut_bytes(text: str, max_bytes: int, *, from_end: bool) -> str:
+    data = text.encode("utf-8")
+    if len(data) <= max_bytes:
+        return text
+    if max_bytes <= 0:
+        return ""
+    part = data[-max_bytes:] if from_end else data[:max_bytes]
+    return part.decode("utf-8", errors="ignore")
+
+
+def truncate_head(text: str, max_lines: int = MAX_LINES, max_bytes: int = MAX_BYTES) -> Truncation:
+    """The first whole lines of `text` that fit both bounds."""
+    lines = _split_lines(text)
+    total = len(lines)
+    kept: list[str] = []
+    size = 0
+    cut_by: Literal["lines", "bytes"] | None = None
+    for line in lines:
+        if len(kept) == max_lines:
+            cut_by = "lines"
+            break
+        line_size = len(line.encode("utf-8")) + 1
+        if size + line_size > max_bytes:
+            cut_by = "bytes"
+            if not kept:  # one enormous first line: keep its beginning
+                kept.append(_cut_bytes(line, max_bytes, from_end=False))
+            break
+        kept.append(line)
+        size += line_size
+    if cut_by is None:
+        return Truncation(text, total, total, False)
+    return Truncation("\n".join(kept), total, len(kept), True, cut_by)
+
+
+def truncate_tail(text: str, max_lines: int = MAX_LINES, max_bytes: int = MAX_BYTES) -> Truncation:
+    """The last whole lines of `text` that fit both bounds."""
+    lines = _split_lines(text)
+    total = len(lines)
+    kept: list[str] = []
+    size = 0
+    cut_by: Literal["lines", "bytes"] | None = None
+    for line in reversed(lines):
+        if len(kept) == max_lines:
+            cut_by = "lines"
+            break
+        line_size = len(line.encode("utf-8")) + 1
+        if size + line_size > max_bytes:
+            cut_by = "bytes"
+            if not kept:  # one enormous last line: keep its end
+                kept.append(_cut_bytes(line, max_bytes, from_end=True))
+            break
+        kept.append(line)
+        size += line_size
+    if cut_by is None:
+        return Truncation(text, total, total, False)
+    kept.reverse()
+    return Truncation("\n".join(kept), total, len(kept), True, cut_by)
+
+
+def new_spill_path(spill_dir: Path, tool_name: str) -> Path:
+    spill_dir.mkdir(parents=True, exist_ok=True)
+    return spill_dir / f"{tool_name}-{uuid.uuid4().hex[:12]}.txt"
+
+
+def spill(spill_dir: Path, tool_name: str, text: str) -> Path | None:
+    """Save `text` in full; None (logged) when the spill directory cannot be written."""
+    try:
+        path = new_spill_path(spill_dir, tool_name)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        logger.warning("could not save the full %s output in %s: %s", tool_name, spill_dir, exc)
+        return None
+    return path
+
+
+def _how_to_read(path: Path | None, first_line: int) -> str:
+    if path is None:
+        return "The full output could not be saved."
+    return (
+        f"Full output saved to {path}; read it with the read tool "
+        f'(path "{path}", offset {first_line}, limit {MAX_LINES}).'
+    )
+
+
+def head_notice(cut: Truncation, path: Path | None) -> str:
+    reason = f"{MAX_BYTES // 1024} KB limit" if cut.cut_by == "bytes" else f"{MAX_LINES}-line limit"
+    return (
+        f"[Output truncated at the {reason}: showing lines 1-{cut.kept_lines} of "
+        f"{cut.total_lines}. {_how_to_read(path, cut.kept_lines + 1)}]"
+    )
+
+
+def tail_notice(cut: Truncation, path: Path | None) -> str:
+    dropped = cut.total_lines - cut.kept_lines
+    return (
+        f"[Output truncated: the first {dropped} of {cut.total_lines} lines were cut; showing "
+        f"the last {cut.kept_lines}. {_how_to_read(path, 1)}]"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class BoundedOutput:
+    text: str  # what the model gets, with a notice when something was cut
+    truncated: bool
+    total_lines: int
+    full_output_path: Path | None = None
+
+    def details(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"truncated": self.truncated, "totalLines": self.total_lines}
+        if self.full_output_path is not None:
+            out["fullOutputPath"] = str(self.full_output_path)
+        return out
+
+
+def bound_output(
+    text: str,
+    *,
+    spill_dir: Path,
+    tool_name: str,
+    keep: Literal["head", "tail"] = "head",
+    secrets: tuple[str, ...] = (),
+) -> BoundedOutput:
+    """`text` held to the bounds; the full text (secrets scrubbed) spilled when cut."""
+    text = printable(redact(text, *secrets))
+    cut = truncate_head(text) if keep == "head" else truncate_tail(text)
+    if not cut.truncated:
+        return BoundedOutput(text, False, cut.total_lines)
+    path = spill(spill_dir, tool_name, text)
+    if keep == "head":
+        shown = f"{cut.text}\n\n{head_notice(cut, path)}"
+    else:
+        shown = f"{tail_notice(cut, path)}\n\n{cut.text}"
+    return BoundedOutput(shown, True, cut.total_lines, path)
+
+
+class StreamingOutput:
+    """Collects a long-running command's output without holding all of it in memory.
+
+    Small outputs stay in memory. Once the output passes the bounds it is written to a spill
+    file as it arrives, and only a tail large enough for `truncate_tail` is kept in memory.
+    Text given to `write` should already be scrubbed of secrets.
+    """
+
+    def __init__(self, spill_dir: Path, tool_name: str) -> None:
+        self._spill_dir = spill_dir
+        self._tool_name = tool_name
+        self._pieces: deque[str] = deque()
+        self._piece_bytes: deque[int] = deque()
+        self._held_bytes = 0
+        self._newlines = 0
+        self._last_char = ""
+        self._file: Any = None
+        self._path: Path | None = None
+        self._spill_failed = False
+
+    def write(self, text: str) -> None:
+        if not text:
+            return
+        size = len(text.encode("utf-8"))
+        self._pieces.append(text)
+        self._piece_bytes.append(size)
+        self._held_bytes += size
+        self._newlines += text.count("\n")
+        self._last_char = text[-1]
+        if self._file is not None:
+            try:
+                self._file.write(text)
+            except OSError as exc:  # a full disk must not stop the command's output
+                logger.warning("could not save the full %s output: %s", self._tool_name, exc)
+                self.close()
+                self._path = None
+                self._spill_failed = True
+            self._trim()
+        elif self._spill_failed:
+            self._trim()
+        elif self._held_bytes > MAX_BYTES or self._newlines > MAX_LINES:
+            self._start_spill()
+
+    def _start_spill(self) -> None:
+        try:
+            self._path = new_spill_path(self._spill_dir, self._tool_name)
+            self._file = self._path.open("w", encoding="utf-8")
+            self._file.write("".join(self._pieces))
+        except OSError as exc:
+            logger.warning("could not save the full %s output: %s", self._tool_name, exc)
+            self._spill_failed = True
+            self._file = None
+            self._path = None
+        self._trim()
+
+    def _trim(self) -> None:
+        # Keep just over MAX_BYTES so truncate_tail can always cut at a line start.
+        while len(self._pieces) > 1 and self._held_bytes - self._piece_bytes[0] > MAX_BYTES:
+            self._held_bytes -= self._piece_bytes.popleft()
+            self._pieces.popleft()
+
+    @property
+    def total_lines(self) -> int:
+        return self._newlines + (1 if self._last_char not in ("", "\n") else 0)
+
+    def finish(self) -> BoundedOutput:
+        """The tail held to the bounds, with a notice when lines were cut."""
+        self.close()
+        held = "".join(self._pieces)
+        total = self.total_lines
+        cut = truncate_tail(held)
+        if not cut.truncated:
+            return BoundedOutput(held, False, total)
+        # `held` may be only the tail of the output: count lines over all of it.
+        cut = Truncation(cut.text, total, cut.kept_lines, True, cut.cut_by)
+        return BoundedOutput(
+            f"{tail_notice(cut, self._path)}\n\n{cut.text}", True, total, self._path
+        )
+
+    def close(self) -> None:
+        if self._file is not None:
+            with contextlib.suppress(OSError):
+                self._file.close()
+            self._file = None

@@ -1,0 +1,171 @@
+"""read: a text file as numbered lines, a page at a time; images as image content."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from agent_server.agent.tools.base import (
+    ToolContext,
+    ToolKind,
+    ToolResult,
+    display_arg,
+    int_arg,
+    str_arg,
+)
+from agent_server.agent.tools.output import MAX_BYTES, MAX_LINES
+from agent_server.agent.tools.paths import display_path, resolve_in_workspace
+from agent_server.errors import ToolError
+from agent_server.llm.messages import ImageContent, TextContent, ToolSpec
+
+MAX_LINE_CHARS = 2000
+MAX_IMAGE_BYTES = 5 * 1024 * 1024
+
+_IMAGE_SIGNATURES: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
+_IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp"})
+
+SPEC = ToolSpec(
+    name="read",
+    description=(
+        "Read a file in the workspace. Text files come back as numbered lines (like cat -n), "
+        f"at most {MAX_LINES} lines or {MAX_BYTES // 1024} KB per call; lines longer than "
+        f"{MAX_LINE_CHARS} characters are cut. Use offset (1-based line number) and limit to "
+        "read further pages; the result says which offset to continue from. Images (png, jpg, "
+        "gif, webp) come back as images. Binary files are refused. Also reads the full-output "
+        "files that other tools save when their output was truncated."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "path": {
+                "type": "string",
+                "description": "File path, relative to the workspace root (or absolute inside it)",
+            },
+            "offset": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "Line number to start reading from (1-based, default 1)",
+            },
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "description": f"Maximum number of lines to read (default and cap {MAX_LINES})",
+            },
+        },
+        "required": ["path"],
+    },
+)
+
+
+class ReadTool:
+    spec = SPEC
+    read_only = True
+    kind: ToolKind = "read"
+
+    def paths(self, arguments: Mapping[str, Any]) -> tuple[str, ...]:
+        path = arguments.get("path")
+        return (path,) if isinstance(path, str) and path else ()
+
+    def title(self, arguments: Mapping[str, Any]) -> str:
+        return f"Read {display_arg(arguments, 'path', '?')}"
+
+    async def run(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        return await asyncio.to_thread(self._read, arguments, ctx)
+
+    def _read(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        given = str_arg(arguments, "path")
+        offset = int_arg(arguments, "offset", 1)
+        limit = min(int_arg(arguments, "limit", MAX_LINES), MAX_LINES)
+        if offset < 1 or limit < 1:
+            raise ToolError("offset and limit must be at least 1.")
+        path = resolve_in_workspace(ctx.workspace, given, extra_roots=(ctx.spill_dir,))
+        shown = display_path(ctx.workspace, path)
+        if not path.exists():
+            raise ToolError(f"File not found: {shown}. Use ls or find to locate the file.")
+        if path.is_dir():
+            raise ToolError(f"{shown} is a directory, not a file. Use ls to list it.")
+        with path.open("rb") as handle:
+            head = handle.read(8192)
+        image_type = _image_type(path, head)
+        if image_type is not None:
+            return _read_image(path, shown, image_type)
+        if b"\x00" in head:
+            raise ToolError(
+                f"{shown} is a binary file and cannot be shown as text. "
+                "Use bash with a suitable tool (file, xxd, unzip -l, ...) to inspect it."
+            )
+        return _read_text(path, shown, offset, limit)
+
+
+def _image_type(path: Path, head: bytes) -> str | None:
+    if path.suffix.lower() not in _IMAGE_SUFFIXES:
+        return None
+    for signature, mime in _IMAGE_SIGNATURES:
+        if head.startswith(signature):
+            return mime
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def _read_image(path: Path, shown: str, mime: str) -> ToolResult:
+    size = path.stat().st_size
+    if size > MAX_IMAGE_BYTES:
+        raise ToolError(
+            f"{shown} is an image of {size // 1024} KB, larger than the "
+            f"{MAX_IMAGE_BYTES // (1024 * 1024)} MB that can be sent to the model. "
+            "Make a smaller copy with bash (e.g. ImageMagick's convert) and read that."
+        )
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return ToolResult(
+        (TextContent(f"Image {shown} ({mime}, {size} bytes):"), ImageContent(data, mime)),
+        details={"path": shown, "mimeType": mime, "bytes": size},
+    )
+
+
+def _read_text(path: Path, shown: str, offset: int, limit: int) -> ToolResult:
+    out: list[str] = []
+    size = 0
+    total = 0
+    last_shown = offset - 1
+    stopped_by_bytes = False
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            total = number
+            if number < offset or len(out) >= limit or stopped_by_bytes:
+                continue
+            line = raw.decode("utf-8", errors="replace").rstrip("\n").rstrip("\r")
+            if len(line) > MAX_LINE_CHARS:
+                cut = len(line) - MAX_LINE_CHARS
+                line = f"{line[:MAX_LINE_CHARS]} [... {cut} more characters on this line]"
+            numbered = f"{number:>6}\t{line}"
+            line_size = len(numbered.encode("utf-8")) + 1
+            if out and size + line_size > MAX_BYTES:
+                stopped_by_bytes = True
+                continue
+            out.append(numbered)
+            size += line_size
+            last_shown = number
+    details = {"path": shown, "totalLines": total}
+    if total == 0:
+        return ToolResult.of_text(f"{shown} is empty.", details=details)
+    if offset > total:
+        raise ToolError(
+            f"offset {offset} is past the end of {shown}, which has {total} lines. "
+            f"Use an offset between 1 and {total}."
+        )
+    text = "\n".join(out)
+    if last_shown < total:
+        text += (
+            f"\n\n[Showing lines {offset}-{last_shown} of {total}. "
+            f"Continue with offset={last_shown + 1}.]"
+        )
+    return ToolResult.of_text(text, details={**details, "startLine": offset, "endLine": last_shown})

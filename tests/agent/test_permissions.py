@@ -1,0 +1,233 @@
+"""The permission gate: modes, remembered answers, headless runs, denial results."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from agent_server.agent.permissions import (
+    PermissionDecision,
+    PermissionGate,
+    PermissionRequest,
+    default_options,
+    denied_result,
+)
+from agent_server.agent.tools import Tool, default_tools
+from agent_server.errors import ConfigError
+from agent_server.llm.messages import ToolCall
+
+TOOLS = {tool.spec.name: tool for tool in default_tools()}
+READ, EDIT, BASH = TOOLS["read"], TOOLS["edit"], TOOLS["bash"]
+
+
+def call_of(tool: Tool, **arguments: Any) -> ToolCall:
+    return ToolCall(f"call_{tool.spec.name}", tool.spec.name, arguments)
+
+
+class User:
+    """Answers permission questions with scripted option ids, recording each question."""
+
+    def __init__(self, *answers: str | None) -> None:
+        self.answers = list(answers)
+        self.asked: list[PermissionRequest] = []
+
+    async def __call__(self, request: PermissionRequest) -> str | None:
+        self.asked.append(request)
+        return self.answers.pop(0)
+
+
+async def decide(gate: PermissionGate, tool: Tool, **arguments: Any) -> PermissionDecision:
+    return await gate.decide(tool, call_of(tool, **arguments))
+
+
+def test_default_options_follow_the_agent_client_protocol() -> None:
+    options = default_options()
+    assert [o.kind for o in options] == [
+        "allow_once",
+        "allow_always",
+        "reject_once",
+        "reject_always",
+    ]
+    assert [o.option_id for o in options] == [o.kind for o in options]
+    assert options[0].to_json() == {"optionId": "allow_once", "name": "Allow", "kind": "allow_once"}
+
+
+@pytest.mark.parametrize(
+    ("mode", "asks_for"),
+    [
+        ("ask", {"read", "write", "edit", "ls", "find", "grep", "bash"}),
+        ("allowReads", {"write", "edit", "bash"}),
+        ("allowAll", set()),
+    ],
+)
+async def test_modes_decide_which_tools_ask(mode: Any, asks_for: set[str]) -> None:
+    user = User(*["allow_once"] * 7)
+    gate = PermissionGate(mode, user)
+    for tool in default_tools():
+        decision = await gate.decide(tool, call_of(tool))
+        assert decision.allowed
+        assert (decision.basis == "user") is (tool.spec.name in asks_for)
+    assert {r.tool_name for r in user.asked} == asks_for
+
+
+async def test_default_mode_is_allow_reads() -> None:
+    gate = PermissionGate(ask=User())
+    assert gate.mode == "allowReads"
+    assert (await decide(gate, READ, path="a.py")).allowed
+
+
+async def test_the_request_carries_a_one_line_title_and_the_options() -> None:
+    user = User("allow_once", "allow_once")
+    gate = PermissionGate("allowReads", user)
+    await decide(gate, BASH, command="npm test")
+    await decide(gate, EDIT, path="src/app.py", oldText="a", newText="b")
+    assert [r.title for r in user.asked] == ["Run: npm test", "Edit src/app.py"]
+    assert user.asked[0].options == default_options()
+    assert user.asked[0].tool_call.arguments == {"command": "npm test"}
+    assert user.asked[0].tool is BASH
+
+
+async def test_allow_once_asks_again_next_time() -> None:
+    user = User("allow_once", "reject_once")
+    gate = PermissionGate("allowReads", user)
+    first = await decide(gate, BASH, command="ls")
+    second = await decide(gate, BASH, command="ls")
+    assert first.allowed
+    assert not first.remembered
+    assert not second.allowed
+    assert not second.remembered
+    assert len(user.asked) == 2
+
+
+async def test_allow_always_is_remembered_per_tool() -> None:
+    user = User("allow_always", "allow_once")
+    gate = PermissionGate("allowReads", user)
+    first = await decide(gate, BASH, command="make")
+    assert first.allowed
+    assert first.remembered
+    again = await decide(gate, BASH, command="rm -rf build")
+    assert again.allowed
+    assert again.remembered
+    assert again.basis == "remembered"
+    assert len(user.asked) == 1
+    # Another tool still asks.
+    await decide(gate, EDIT, path="a", oldText="x", newText="y")
+    assert len(user.asked) == 2
+    assert gate.remembered == {"bash": True}
+
+
+async def test_reject_always_is_remembered_even_in_allow_all() -> None:
+    user = User("reject_always")
+    gate = PermissionGate("allowReads", user)
+    first = await decide(gate, BASH, command="curl evil")
+    assert not first.allowed
+    assert first.remembered
+    gate.set_mode("allowAll")
+    again = await decide(gate, BASH, command="echo hi")
+    assert not again.allowed
+    assert again.basis == "remembered"
+    assert len(user.asked) == 1
+    gate.forget("bash")
+    assert (await decide(gate, BASH, command="echo hi")).allowed
+
+
+async def test_set_mode_between_turns() -> None:
+    user = User("allow_once")
+    gate = PermissionGate("allowAll", user)
+    assert (await decide(gate, BASH, command="x")).basis == "mode"
+    gate.set_mode("ask")
+    assert (await decide(gate, READ, path="a")).basis == "user"
+    with pytest.raises(ConfigError, match="allowReads"):
+        gate.set_mode("yolo")  # type: ignore[arg-type]
+
+
+async def test_headless_denies_what_would_ask() -> None:
+    gate = PermissionGate("allowReads", None)
+    assert (await decide(gate, READ, path="a")).allowed
+    decision = await decide(gate, BASH, command="make")
+    assert not decision.allowed
+    assert decision.basis == "headless"
+    assert "no one to ask" in decision.reason
+
+
+async def test_assume_yes_allows_what_would_ask() -> None:
+    gate = PermissionGate("ask", None, assume_yes=True)
+    decision = await decide(gate, BASH, command="make")
+    assert decision.allowed
+    assert decision.basis == "assumeYes"
+
+
+async def test_a_dismissed_question_denies() -> None:
+    gate = PermissionGate("allowReads", User(None))
+    decision = await decide(gate, BASH, command="make")
+    assert not decision.allowed
+    assert decision.basis == "dismissed"
+
+
+async def test_an_unknown_option_denies() -> None:
+    gate = PermissionGate("allowReads", User("maybe"))
+    decision = await decide(gate, BASH, command="make")
+    assert not decision.allowed
+    assert "maybe" in decision.reason
+
+
+async def test_a_failing_ask_callback_denies() -> None:
+    async def broken(request: PermissionRequest) -> str | None:
+        raise ConnectionError("client went away")
+
+    decision = await decide(PermissionGate("allowReads", broken), BASH, command="make")
+    assert not decision.allowed
+    assert "client went away" in decision.reason
+
+
+async def test_cancelling_while_asking_propagates() -> None:
+    started = asyncio.Event()
+
+    async def slow(request: PermissionRequest) -> str | None:
+        started.set()
+        await asyncio.sleep(3600)
+        return "allow_once"
+
+    task = asyncio.create_task(decide(PermissionGate("allowReads", slow), BASH, command="x"))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def test_parallel_calls_see_an_always_answer_instead_of_asking_again() -> None:
+    release = asyncio.Event()
+    asked: list[str] = []
+
+    async def user(request: PermissionRequest) -> str | None:
+        asked.append(request.tool_call.id)
+        await release.wait()
+        return "allow_always"
+
+    gate = PermissionGate("allowReads", user)
+    calls = [ToolCall(f"c{i}", "bash", {"command": f"echo {i}"}) for i in range(3)]
+    tasks = [asyncio.create_task(gate.decide(BASH, c)) for c in calls]
+    await asyncio.sleep(0)
+    release.set()
+    decisions = await asyncio.gather(*tasks)
+    assert all(d.allowed for d in decisions)
+    assert asked == ["c0"]
+
+
+def test_denied_results_tell_the_model_not_to_retry() -> None:
+    by_user = denied_result(PermissionDecision(False, "the user rejected bash", False, "user"))
+    assert by_user.is_error
+    assert by_user.text == (
+        "The user denied permission to run this tool call. Do not retry it; ask the user how "
+        "to proceed."
+    )
+    assert by_user.details == {"permission": "denied", "reason": "the user rejected bash"}
+    always = denied_result(PermissionDecision(False, "r", True, "remembered"))
+    assert "every call of this tool" in always.text
+    headless = denied_result(PermissionDecision(False, "r", False, "headless"))
+    assert "no one to ask" in headless.text
+    assert "Do not retry" in headless.text
+    dismissed = denied_result(PermissionDecision(False, "r", False, "dismissed"))
+    assert "dismissed" in dismissed.text

@@ -1,0 +1,260 @@
+"""bash: real subprocesses; exit codes, streaming, timeouts, cancellation, a clean environment."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from agent_server.agent.tools import ToolContext, run_tool
+from agent_server.agent.tools.bash import BashTool, scrubbed_environment
+from agent_server.agent.tools.read import ReadTool
+
+BASH = BashTool()
+
+
+def group_members(pgid: int) -> set[int]:
+    """Live (non-zombie) processes in the process group `pgid`."""
+    members: set[int] = set()
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{name}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if fields[2] == str(pgid) and fields[0] != "Z":
+            members.add(int(name))
+    return members
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return state[state.rfind(")") + 2] != "Z"
+
+
+def file_size(path: str) -> int:
+    return os.stat(path).st_size
+
+
+async def wait_until(condition: object, what: str, limit: float = 10.0) -> None:
+    """Polls `condition` until true; fails (not a timing assert: a hang guard) after `limit`."""
+    assert callable(condition)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit
+    while not condition():
+        if loop.time() > deadline:
+            pytest.fail(f"gave up waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+async def test_output_and_exit_code_zero(ctx: ToolContext, workspace: Path) -> None:
+    result = await run_tool(BASH, {"command": "echo hello; echo oops >&2"}, ctx)
+    assert not result.is_error
+    assert result.text == "hello\noops\n"
+    assert result.details is not None
+    assert result.details["exitCode"] == 0
+
+
+async def test_runs_in_the_workspace(
+    ctx: ToolContext, workspace: Path, real_workspace: Path
+) -> None:
+    (workspace / "marker.txt").write_text("here\n")
+    result = await run_tool(BASH, {"command": "pwd; cat marker.txt"}, ctx)
+    assert result.text.splitlines() == [str(real_workspace), "here"]
+
+
+async def test_non_zero_exit_is_an_error_with_the_code(ctx: ToolContext) -> None:
+    result = await run_tool(BASH, {"command": "echo failing; exit 3"}, ctx)
+    assert result.is_error
+    assert result.text == "failing\n\nExit code 3."
+    assert result.details is not None
+    assert result.details["exitCode"] == 3
+
+
+async def test_no_output(ctx: ToolContext) -> None:
+    result = await run_tool(BASH, {"command": "true"}, ctx)
+    assert result.text == "(no output)"
+
+
+async def test_killed_by_a_signal(ctx: ToolContext) -> None:
+    result = await run_tool(BASH, {"command": "kill -KILL $$"}, ctx)
+    assert result.is_error
+    assert "killed by signal SIGKILL" in result.text
+
+
+async def test_output_streams_through_on_output(workspace: Path, spill_dir: Path) -> None:
+    pieces: list[str] = []
+    seen_before_exit = asyncio.Event()
+    release = workspace / "release"
+
+    def on_output(piece: str) -> None:
+        pieces.append(piece)
+        if "first" in piece:
+            seen_before_exit.set()
+
+    ctx = ToolContext(workspace, spill_dir, on_output=on_output)
+    # The command waits until the test has seen its first line: output must stream while
+    # the command is still running, not arrive at the end.
+    command = "echo first; while [ ! -e release ]; do sleep 0.02; done; echo second"
+    task = asyncio.create_task(run_tool(BASH, {"command": command}, ctx))
+    await asyncio.wait_for(seen_before_exit.wait(), 10)
+    assert not task.done()
+    release.write_text("")
+    result = await task
+    assert "".join(pieces) == "first\nsecond\n"
+    assert result.text == "first\nsecond\n"
+
+
+async def test_a_failing_on_output_callback_does_not_break_the_call(
+    workspace: Path, spill_dir: Path
+) -> None:
+    def on_output(piece: str) -> None:
+        raise RuntimeError("display went away")
+
+    ctx = ToolContext(workspace, spill_dir, on_output=on_output)
+    result = await run_tool(BASH, {"command": "echo still fine"}, ctx)
+    assert result.text == "still fine\n"
+
+
+async def test_timeout_kills_the_whole_process_group(workspace: Path, spill_dir: Path) -> None:
+    ctx = ToolContext(workspace, spill_dir, bash_timeout=1)
+    command = "sleep 60 & echo child $!; echo partial; sleep 60; wait"
+    result = await run_tool(BASH, {"command": command}, ctx)
+    assert result.is_error
+    assert "timed out after 1 seconds" in result.text
+    assert "partial" in result.text  # the output so far is kept
+    assert result.details is not None
+    assert result.details["timedOut"] is True
+    child = int(result.text.split("child ")[1].split()[0])
+    await wait_until(lambda: not alive(child), "the background child to die")
+
+
+async def test_timeout_argument_overrides_the_default(ctx: ToolContext) -> None:
+    result = await run_tool(BASH, {"command": "sleep 30", "timeout": 1}, ctx)
+    assert result.is_error
+    assert "timed out after 1 seconds" in result.text
+
+
+async def test_timeout_above_the_maximum_is_refused(ctx: ToolContext) -> None:
+    result = await run_tool(BASH, {"command": "true", "timeout": 3600}, ctx)
+    assert result.is_error
+    assert "timeout: expected a number <= 600" in result.text
+
+
+async def test_cancelling_kills_the_command_and_its_children(
+    workspace: Path, spill_dir: Path
+) -> None:
+    streamed: list[str] = []
+    ctx = ToolContext(workspace, spill_dir, on_output=streamed.append)
+    command = 'echo "shell $$"; sleep 60 & sleep 60; wait'
+    task = asyncio.create_task(run_tool(BASH, {"command": command}, ctx))
+    await wait_until(lambda: "shell " in "".join(streamed), "the shell to report its pid")
+    shell = int("".join(streamed).split("shell ")[1].split()[0])
+    # The shell leads its own process group: both sleeps are in it.
+    await wait_until(lambda: len(group_members(shell)) >= 3, "both sleeps to start")
+    members = group_members(shell)
+    assert shell in members
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    # Zombies do not count: reaping orphans is init's job, and some inits are slow at it.
+    await wait_until(lambda: not any(alive(pid) for pid in members), "the group to die")
+    assert not group_members(shell)
+
+
+async def test_children_that_ignore_sigterm_get_sigkill(workspace: Path, spill_dir: Path) -> None:
+    streamed: list[str] = []
+    ctx = ToolContext(workspace, spill_dir, on_output=streamed.append)
+    command = "trap '' TERM; sleep 60 & echo child $!; wait"
+    task = asyncio.create_task(run_tool(BASH, {"command": command}, ctx))
+    await wait_until(lambda: "child " in "".join(streamed), "the child to start")
+    child = int("".join(streamed).split("child ")[1].split()[0])
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await wait_until(lambda: not alive(child), "the child to be killed")
+
+
+async def test_background_jobs_do_not_hold_the_call(ctx: ToolContext) -> None:
+    result = await run_tool(BASH, {"command": "sleep 30 & echo $! > bg.pid; echo started"}, ctx)
+    assert not result.is_error
+    assert result.text.startswith("started\n")
+    assert "still running" in result.text
+    pid = int((ctx.workspace / "bg.pid").read_text())
+    os.kill(pid, signal.SIGKILL)
+
+
+async def test_secret_variables_are_not_in_the_environment(
+    workspace: Path, spill_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789abcdef")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_faketoken")
+    monkeypatch.setenv("DB_PASSWORD", "hunter2")
+    monkeypatch.setenv("APP_SECRET", "s3cr3t")
+    monkeypatch.setenv("CUSTOM_CREDENTIAL", "drop-me")
+    monkeypatch.setenv("HARMLESS_SETTING", "visible")
+    ctx = ToolContext(workspace, spill_dir, env_drop=("CUSTOM_CREDENTIAL",))
+    result = await run_tool(BASH, {"command": "env"}, ctx)
+    names = {line.split("=", 1)[0] for line in result.text.splitlines() if "=" in line}
+    assert "HARMLESS_SETTING" in names
+    for name in ("ANTHROPIC_API_KEY", "GITHUB_TOKEN", "DB_PASSWORD", "APP_SECRET"):
+        assert name not in names
+    assert "CUSTOM_CREDENTIAL" not in names
+    for value in ("sk-ant-test", "ghp_faketoken", "hunter2", "s3cr3t", "drop-me"):
+        assert value not in result.text
+
+
+def test_scrubbed_environment_drops_values_equal_to_secrets() -> None:
+    env = {"PATH": "/bin", "MY_KEY_VAR": "the-secret", "openai_api_key": "x", "OTHER": "ok"}
+    assert scrubbed_environment(env, secrets=("the-secret",)) == {"PATH": "/bin", "OTHER": "ok"}
+
+
+async def test_secrets_are_scrubbed_from_streamed_and_returned_output(
+    workspace: Path, spill_dir: Path
+) -> None:
+    streamed: list[str] = []
+    ctx = ToolContext(
+        workspace, spill_dir, on_output=streamed.append, secrets=("correct-horse-battery",)
+    )
+    result = await run_tool(BASH, {"command": "echo token=correct-horse-battery"}, ctx)
+    assert result.text == "token=[redacted]\n"
+    assert "".join(streamed) == "token=[redacted]\n"
+
+
+async def test_long_output_keeps_the_tail_and_spills_the_rest(
+    ctx: ToolContext, spill_dir: Path
+) -> None:
+    result = await run_tool(BASH, {"command": "seq 1 10000; echo 'BUILD FAILED'; exit 1"}, ctx)
+    assert result.is_error
+    lines = result.text.splitlines()
+    assert lines[0].startswith("[Output truncated: the first 8001 of 10001 lines were cut")
+    assert lines[-3:] == ["BUILD FAILED", "", "Exit code 1."]
+    assert "1\n2\n3\n" not in result.text
+    assert len(result.text.encode()) < 52 * 1024
+    assert result.details is not None
+    full = spill_dir / Path(result.details["fullOutputPath"]).name
+    assert str(full) == result.details["fullOutputPath"]
+    assert full.read_text().splitlines() == [*map(str, range(1, 10001)), "BUILD FAILED"]
+    page = await run_tool(ReadTool(), {"path": str(full), "offset": 1, "limit": 2}, ctx)
+    assert page.text.splitlines()[:2] == ["     1\t1", "     2\t2"]
+
+
+async def test_one_huge_line_is_bounded(ctx: ToolContext) -> None:
+    result = await run_tool(BASH, {"command": "head -c 300000 /dev/zero | tr '\\0' x"}, ctx)
+    assert len(result.text.encode()) < 52 * 1024
+    assert result.details is not None
+    assert file_size(result.details["fullOutputPath"]) == 300000
+
+
+async def test_title_names_the_command() -> None:
+    assert BASH.title({"command": "npm test"}) == "Run: npm test"
+    assert BASH.title({"command": "set -e\nmake"}) == "Run: set -e …"
+    assert BASH.title({}) == "Run: ?"

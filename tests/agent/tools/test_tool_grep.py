@@ -1,0 +1,165 @@
+"""grep: the same results and format with ripgrep and with the Python fallback."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from agent_server.agent.tools import ToolContext, run_tool
+from agent_server.agent.tools.grep import MAX_MATCHES, GrepTool
+
+RG = shutil.which("rg")
+
+ENGINES = [
+    pytest.param(None, id="python"),
+    pytest.param(
+        RG or "rg",
+        id="ripgrep",
+        marks=pytest.mark.skipif(RG is None, reason="ripgrep (rg) is not installed"),
+    ),
+]
+
+
+@pytest.fixture(params=ENGINES)
+def grep(request: pytest.FixtureRequest) -> GrepTool:
+    return GrepTool(rg=request.param)
+
+
+def make_tree(root: Path) -> None:
+    files = {
+        "src/app.py": "import os\n\ndef main():\n    # TODO: parse args\n    return os.getcwd()\n",
+        "src/util.py": "def helper():\n    pass  # todo later\n",
+        "src/ui/view.ts": "// TODO render\nexport const x = 1;\n",
+        "README.md": "Nothing to do here.\n",
+        ".hidden/notes.txt": "TODO hidden but searched\n",
+        ".git/HEAD": "TODO never searched\n",
+        "node_modules/pkg/index.js": "// TODO never searched\n",
+        ".venv/lib.py": "# TODO never searched\n",
+    }
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    (root / "image.bin").write_bytes(b"TODO\x00\x01\x02binary")
+
+
+async def test_matches_are_path_line_text(
+    grep: GrepTool, ctx: ToolContext, workspace: Path
+) -> None:
+    make_tree(workspace)
+    result = await run_tool(grep, {"pattern": "TODO"}, ctx)
+    assert not result.is_error, result.text
+    assert result.text.splitlines() == [
+        ".hidden/notes.txt:1: TODO hidden but searched",
+        "src/app.py:4:     # TODO: parse args",
+        "src/ui/view.ts:1: // TODO render",
+    ]
+
+
+async def test_ignore_case_and_glob(grep: GrepTool, ctx: ToolContext, workspace: Path) -> None:
+    make_tree(workspace)
+    result = await run_tool(grep, {"pattern": "todo", "ignoreCase": True, "glob": "*.py"}, ctx)
+    assert result.text.splitlines() == [
+        "src/app.py:4:     # TODO: parse args",
+        "src/util.py:2:     pass  # todo later",
+    ]
+    anchored = await run_tool(grep, {"pattern": "TODO", "glob": "src/**/*.ts"}, ctx)
+    assert anchored.text.splitlines() == ["src/ui/view.ts:1: // TODO render"]
+
+
+async def test_path_narrows_to_a_directory_or_a_file(
+    grep: GrepTool, ctx: ToolContext, workspace: Path
+) -> None:
+    make_tree(workspace)
+    in_dir = await run_tool(grep, {"pattern": "def ", "path": "src"}, ctx)
+    assert in_dir.text.splitlines() == ["src/app.py:3: def main():", "src/util.py:1: def helper():"]
+    in_file = await run_tool(grep, {"pattern": "def ", "path": "src/util.py"}, ctx)
+    assert in_file.text.splitlines() == ["src/util.py:1: def helper():"]
+
+
+async def test_context_lines_and_group_separators(
+    grep: GrepTool, ctx: ToolContext, workspace: Path
+) -> None:
+    (workspace / "c.txt").write_text("a\nb\nMATCH 1\nc\nd\ne\nf\nMATCH 2\ng\n")
+    result = await run_tool(grep, {"pattern": "MATCH", "context": 1}, ctx)
+    assert result.text.splitlines() == [
+        "c.txt-2- b",
+        "c.txt:3: MATCH 1",
+        "c.txt-4- c",
+        "--",
+        "c.txt-7- f",
+        "c.txt:8: MATCH 2",
+        "c.txt-9- g",
+    ]
+
+
+async def test_python_regex_features_work(
+    grep: GrepTool, ctx: ToolContext, workspace: Path
+) -> None:
+    (workspace / "l.txt").write_text("foobar\nfoobaz\n")
+    # Look-ahead is not in ripgrep's default dialect: the fallback runs it.
+    result = await run_tool(grep, {"pattern": r"foo(?=baz)"}, ctx)
+    assert result.text.splitlines() == ["l.txt:2: foobaz"]
+
+
+async def test_invalid_regex_is_a_clear_error(
+    grep: GrepTool, ctx: ToolContext, workspace: Path
+) -> None:
+    (workspace / "a.txt").write_text("f(x)\n")
+    result = await run_tool(grep, {"pattern": "f(x"}, ctx)
+    assert result.is_error
+    assert "Invalid regular expression 'f(x'" in result.text
+    assert "backslash" in result.text
+
+
+async def test_no_matches_is_not_an_error(
+    grep: GrepTool, ctx: ToolContext, workspace: Path
+) -> None:
+    make_tree(workspace)
+    result = await run_tool(grep, {"pattern": "zebra", "glob": "*.md"}, ctx)
+    assert not result.is_error
+    assert result.text == "No matches for 'zebra' in the workspace (files matching '*.md')."
+
+
+async def test_matches_are_bounded(grep: GrepTool, ctx: ToolContext, workspace: Path) -> None:
+    (workspace / "many.txt").write_text("hit\n" * (MAX_MATCHES + 50))
+    result = await run_tool(grep, {"pattern": "hit"}, ctx)
+    hits = [line for line in result.text.splitlines() if line.startswith("many.txt:")]
+    assert len(hits) == MAX_MATCHES
+    assert f"Stopped after {MAX_MATCHES} matches" in result.text
+
+
+async def test_long_lines_are_cut(grep: GrepTool, ctx: ToolContext, workspace: Path) -> None:
+    (workspace / "min.js").write_text("var a='" + "x" * 3000 + "';\n")
+    result = await run_tool(grep, {"pattern": "var a"}, ctx)
+    assert len(result.text) < 700
+    assert "more characters" in result.text
+
+
+async def test_symlinks_to_outside_are_not_followed(
+    grep: GrepTool, ctx: ToolContext, workspace: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("password=hunter2\n")
+    (workspace / "dir-link").symlink_to(outside, target_is_directory=True)
+    (workspace / "file-link.txt").symlink_to(outside / "secret.txt")
+    result = await run_tool(grep, {"pattern": "password"}, ctx)
+    assert "hunter2" not in result.text
+
+
+@pytest.mark.skipif(RG is None, reason="ripgrep (rg) is not installed")
+async def test_both_engines_give_the_same_output(ctx: ToolContext, workspace: Path) -> None:
+    make_tree(workspace)
+    for arguments in (
+        {"pattern": "TODO"},
+        {"pattern": "o", "context": 2},
+        {"pattern": "TODO|def", "ignoreCase": True, "glob": "*.py"},
+    ):
+        with_rg = await run_tool(GrepTool(rg=RG), arguments, ctx)
+        fallback = await run_tool(GrepTool(rg=None), arguments, ctx)
+        assert with_rg.text == fallback.text
+        assert with_rg.details is not None
+        assert with_rg.details["engine"] == "ripgrep"

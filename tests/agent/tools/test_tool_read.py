@@ -1,0 +1,163 @@
+"""read: numbered pages of text, images as images, binary refused, spill files readable."""
+
+from __future__ import annotations
+
+import base64
+import struct
+import zlib
+from pathlib import Path
+
+import pytest
+
+from agent_server.agent.tools import ToolContext, run_tool
+from agent_server.agent.tools.bash import BashTool
+from agent_server.agent.tools.read import MAX_LINE_CHARS, ReadTool
+from agent_server.llm.messages import ImageContent
+
+READ = ReadTool()
+
+
+def tiny_png() -> bytes:
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
+    pixels = zlib.compress(b"\x00\xff\x00\x00")
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
+    )
+
+
+async def test_lines_are_numbered_like_cat_n(ctx: ToolContext, workspace: Path) -> None:
+    (workspace / "a.py").write_text("first\nsecond\n\tindented\n")
+    result = await run_tool(READ, {"path": "a.py"}, ctx)
+    assert not result.is_error
+    assert result.text == "     1\tfirst\n     2\tsecond\n     3\t\tindented"
+    assert result.details is not None
+    assert result.details["totalLines"] == 3
+
+
+async def test_offset_and_limit_page_through_and_say_how_to_continue(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    (workspace / "n.txt").write_text("".join(f"line {i}\n" for i in range(1, 11)))
+    result = await run_tool(READ, {"path": "n.txt", "offset": 4, "limit": 3}, ctx)
+    lines = result.text.splitlines()
+    assert lines[:3] == ["     4\tline 4", "     5\tline 5", "     6\tline 6"]
+    assert "Showing lines 4-6 of 10" in result.text
+    assert "offset=7" in result.text
+    last = await run_tool(READ, {"path": "n.txt", "offset": 7}, ctx)
+    assert last.text.splitlines()[-1] == "    10\tline 10"
+    assert "offset=" not in last.text
+
+
+async def test_default_page_is_2000_lines(ctx: ToolContext, workspace: Path) -> None:
+    (workspace / "big.txt").write_text("".join(f"{i}\n" for i in range(1, 5001)))
+    result = await run_tool(READ, {"path": "big.txt"}, ctx)
+    numbered = [line for line in result.text.splitlines() if "\t" in line]
+    assert len(numbered) == 2000
+    assert numbered[-1] == "  2000\t2000"
+    assert "Showing lines 1-2000 of 5000" in result.text
+    assert "offset=2001" in result.text
+    # A larger limit is capped, so one result cannot fill the window.
+    capped = await run_tool(READ, {"path": "big.txt", "limit": 4000}, ctx)
+    assert len([line for line in capped.text.splitlines() if "\t" in line]) == 2000
+
+
+async def test_pages_stop_at_50_kb(ctx: ToolContext, workspace: Path) -> None:
+    (workspace / "wide.txt").write_text(("x" * 1000 + "\n") * 500)
+    result = await run_tool(READ, {"path": "wide.txt"}, ctx)
+    assert len(result.text.encode()) <= 51 * 1024
+    shown = [line for line in result.text.splitlines() if "\t" in line]
+    assert 40 <= len(shown) < 60
+    assert f"offset={len(shown) + 1}" in result.text
+
+
+async def test_long_lines_are_cut(ctx: ToolContext, workspace: Path) -> None:
+    (workspace / "min.js").write_text("a" * (MAX_LINE_CHARS + 500) + "\nshort\n")
+    result = await run_tool(READ, {"path": "min.js"}, ctx)
+    first, second = result.text.splitlines()[:2]
+    assert first.startswith("     1\t" + "a" * MAX_LINE_CHARS)
+    assert "500 more characters" in first
+    assert second == "     2\tshort"
+
+
+async def test_windows_line_endings_are_not_shown(ctx: ToolContext, workspace: Path) -> None:
+    (workspace / "w.txt").write_bytes(b"one\r\ntwo\r\n")
+    result = await run_tool(READ, {"path": "w.txt"}, ctx)
+    assert result.text == "     1\tone\n     2\ttwo"
+
+
+async def test_empty_file(ctx: ToolContext, workspace: Path) -> None:
+    (workspace / "empty.txt").write_text("")
+    result = await run_tool(READ, {"path": "empty.txt"}, ctx)
+    assert not result.is_error
+    assert "empty" in result.text
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ({"path": "missing.txt"}, "File not found: missing.txt"),
+        ({"path": "sub"}, "is a directory"),
+        ({"path": "short.txt", "offset": 50}, "past the end of short.txt, which has 2"),
+    ],
+)
+async def test_errors_say_what_to_do(
+    ctx: ToolContext, workspace: Path, arguments: dict[str, object], expected: str
+) -> None:
+    (workspace / "sub").mkdir()
+    (workspace / "short.txt").write_text("a\nb\n")
+    result = await run_tool(READ, arguments, ctx)
+    assert result.is_error
+    assert expected in result.text
+
+
+async def test_binary_files_are_refused(ctx: ToolContext, workspace: Path) -> None:
+    (workspace / "prog.bin").write_bytes(b"\x7fELF\x02\x01\x00\x00" + bytes(range(256)))
+    result = await run_tool(READ, {"path": "prog.bin"}, ctx)
+    assert result.is_error
+    assert "binary" in result.text
+
+
+async def test_images_come_back_as_image_content(ctx: ToolContext, workspace: Path) -> None:
+    png = tiny_png()
+    (workspace / "dot.png").write_bytes(png)
+    result = await run_tool(READ, {"path": "dot.png"}, ctx)
+    assert not result.is_error
+    images = [block for block in result.content if isinstance(block, ImageContent)]
+    assert len(images) == 1
+    assert images[0].mime_type == "image/png"
+    assert base64.b64decode(images[0].data) == png
+
+
+async def test_a_text_file_named_like_an_image_is_read_as_text(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    (workspace / "notes.png").write_text("not really a picture\n")
+    result = await run_tool(READ, {"path": "notes.png"}, ctx)
+    assert result.text == "     1\tnot really a picture"
+
+
+async def test_reads_the_full_output_another_tool_spilled(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    bash = await run_tool(BashTool(), {"command": "seq 1 5000"}, ctx)
+    assert bash.details is not None
+    spilled = bash.details["fullOutputPath"]
+    assert spilled.startswith(str(ctx.spill_dir))
+    assert spilled in bash.text
+    page = await run_tool(READ, {"path": spilled, "offset": 1, "limit": 3}, ctx)
+    assert not page.is_error
+    assert page.text.splitlines()[:3] == ["     1\t1", "     2\t2", "     3\t3"]
+    assert "of 5000" in page.text
+
+
+async def test_spill_exception_does_not_open_other_directories(
+    ctx: ToolContext, tmp_path: Path
+) -> None:
+    (tmp_path / "elsewhere.txt").write_text("no\n")
+    result = await run_tool(READ, {"path": str(tmp_path / "elsewhere.txt")}, ctx)
+    assert result.is_error
+    assert "outside the workspace" in result.text

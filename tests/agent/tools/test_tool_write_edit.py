@@ -1,0 +1,137 @@
+"""write and edit: files change exactly as asked, and the editor gets a diff."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent_server.agent.tools import ToolContext, run_tool
+from agent_server.agent.tools.edit import EditTool
+from agent_server.agent.tools.write import WriteTool
+
+WRITE = WriteTool()
+EDIT = EditTool()
+
+
+async def test_write_creates_parent_directories_and_reports_size(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    result = await run_tool(WRITE, {"path": "src/pkg/mod.py", "content": "a = 1\nb = 2\n"}, ctx)
+    assert not result.is_error
+    assert (workspace / "src/pkg/mod.py").read_text() == "a = 1\nb = 2\n"
+    assert "12 bytes" in result.text
+    assert "2 lines" in result.text
+    assert result.details is not None
+    assert result.details["created"] is True
+    assert "+b = 2" in result.details["diff"]
+
+
+async def test_write_keeps_content_byte_for_byte(ctx: ToolContext, workspace: Path) -> None:
+    content = "crlf\r\nunicode é ✓\nno final newline"
+    await run_tool(WRITE, {"path": "exact.txt", "content": content}, ctx)
+    assert (workspace / "exact.txt").read_bytes() == content.encode()
+
+
+async def test_overwrite_reports_a_diff_for_the_editor_only(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    (workspace / "f.txt").write_text("old line\n")
+    result = await run_tool(WRITE, {"path": "f.txt", "content": "new line\n"}, ctx)
+    assert result.text.startswith("Overwrote f.txt")
+    assert "-old line" not in result.text
+    assert result.details is not None
+    assert result.details["created"] is False
+    assert "-old line\n+new line\n" in result.details["diff"]
+
+
+async def test_write_to_a_directory_is_an_error(ctx: ToolContext, workspace: Path) -> None:
+    (workspace / "d").mkdir()
+    result = await run_tool(WRITE, {"path": "d", "content": "x"}, ctx)
+    assert result.is_error
+    assert "directory" in result.text
+
+
+async def test_edit_replaces_the_unique_match(ctx: ToolContext, workspace: Path) -> None:
+    (workspace / "app.py").write_text("def f():\n    return 1\n\ndef g():\n    return 2\n")
+    result = await run_tool(
+        EDIT, {"path": "app.py", "oldText": "    return 2\n", "newText": "    return 3\n"}, ctx
+    )
+    assert not result.is_error, result.text
+    assert (workspace / "app.py").read_text() == (
+        "def f():\n    return 1\n\ndef g():\n    return 3\n"
+    )
+    assert "line 5" in result.text
+    assert result.details is not None
+    diff = result.details["diff"]
+    assert diff.startswith("--- a/app.py\n+++ b/app.py\n")
+    assert "-    return 2\n+    return 3\n" in diff
+
+
+async def test_edit_refuses_a_missing_match(ctx: ToolContext, workspace: Path) -> None:
+    (workspace / "app.py").write_text("x = 1\n")
+    result = await run_tool(EDIT, {"path": "app.py", "oldText": "x  = 1", "newText": "x = 2"}, ctx)
+    assert result.is_error
+    assert "not found" in result.text
+    assert "exactly" in result.text
+    assert (workspace / "app.py").read_text() == "x = 1\n"
+
+
+async def test_edit_refuses_an_ambiguous_match_and_says_where(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    (workspace / "app.py").write_text("x = 1\ny = 2\nx = 1\nz = 3\nx = 1\n")
+    result = await run_tool(EDIT, {"path": "app.py", "oldText": "x = 1", "newText": "x = 9"}, ctx)
+    assert result.is_error
+    assert "3 times" in result.text
+    assert "lines 1, 3, 5" in result.text
+    assert "more surrounding lines" in result.text
+    assert (workspace / "app.py").read_text().count("x = 1") == 3
+
+
+async def test_edit_with_enough_context_succeeds(ctx: ToolContext, workspace: Path) -> None:
+    (workspace / "app.py").write_text("x = 1\ny = 2\nx = 1\n")
+    result = await run_tool(
+        EDIT, {"path": "app.py", "oldText": "y = 2\nx = 1", "newText": "y = 2\nx = 9"}, ctx
+    )
+    assert not result.is_error
+    assert (workspace / "app.py").read_text() == "x = 1\ny = 2\nx = 9\n"
+
+
+async def test_edit_matches_lf_text_in_a_crlf_file(ctx: ToolContext, workspace: Path) -> None:
+    (workspace / "win.txt").write_bytes(b"one\r\ntwo\r\nthree\r\n")
+    result = await run_tool(
+        EDIT, {"path": "win.txt", "oldText": "one\ntwo", "newText": "uno\ndos"}, ctx
+    )
+    assert not result.is_error, result.text
+    assert (workspace / "win.txt").read_bytes() == b"uno\r\ndos\r\nthree\r\n"
+
+
+async def test_edit_can_delete_text(ctx: ToolContext, workspace: Path) -> None:
+    (workspace / "a.txt").write_text("keep\ndrop me\nkeep too\n")
+    result = await run_tool(EDIT, {"path": "a.txt", "oldText": "drop me\n", "newText": ""}, ctx)
+    assert not result.is_error
+    assert (workspace / "a.txt").read_text() == "keep\nkeep too\n"
+
+
+async def test_edit_refusals(ctx: ToolContext, workspace: Path) -> None:
+    (workspace / "a.txt").write_text("text\n")
+    (workspace / "bin.dat").write_bytes(b"\xff\xfe\x00garbage")
+    cases = [
+        ({"path": "nope.txt", "oldText": "a", "newText": "b"}, "File not found"),
+        ({"path": "a.txt", "oldText": "", "newText": "b"}, "oldText is empty"),
+        ({"path": "a.txt", "oldText": "text", "newText": "text"}, "change nothing"),
+        ({"path": "bin.dat", "oldText": "garbage", "newText": "x"}, "not a UTF-8 text file"),
+    ]
+    for arguments, expected in cases:
+        result = await run_tool(EDIT, arguments, ctx)
+        assert result.is_error
+        assert expected in result.text
+    assert (workspace / "a.txt").read_text() == "text\n"
+
+
+async def test_edit_keeps_the_file_mode(ctx: ToolContext, workspace: Path) -> None:
+    script = workspace / "run.sh"
+    script.write_text("#!/bin/sh\necho old\n")
+    script.chmod(0o755)
+    await run_tool(EDIT, {"path": "run.sh", "oldText": "old", "newText": "new"}, ctx)
+    assert script.stat().st_mode & 0o777 == 0o755
+    assert script.read_text() == "#!/bin/sh\necho new\n"
