@@ -1,0 +1,361 @@
+"""The entry types of a session ledger and their JSON form.
+
+A ledger is a JSONL file: a `session` header line, then one entry per line. Every entry has
+an `id` (short hex, unique within the file), a `parentId` (the entry it follows; None for the
+first) and an ISO 8601 UTC `timestamp`; together the parent links form a tree, and the path
+from the root to the current leaf is the conversation. JSON keys are camelCase.
+
+Types this version does not know are loaded as `UnknownEntry` and written back untouched, so
+that an older server never destroys what a newer one wrote.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal, TypeAlias
+
+from agent_server.errors import LedgerFormatError
+from agent_server.llm.messages import (
+    Message,
+    MessageFormatError,
+    message_from_json,
+    message_to_json,
+)
+
+LEDGER_VERSION = 1
+
+CompactionReason: TypeAlias = Literal["threshold", "overflow", "truncation", "manual"]
+COMPACTION_REASONS: frozenset[str] = frozenset(("threshold", "overflow", "truncation", "manual"))
+
+
+def utc_timestamp(moment: datetime | None = None) -> str:
+    """ISO 8601 UTC with milliseconds, e.g. 2025-01-31T12:00:00.123Z."""
+    moment = moment or datetime.now(UTC)
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# --- header ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SessionHeader:
+    """The first line of a ledger."""
+
+    session_id: str
+    workspace: str
+    created_at: str
+    version: int = LEDGER_VERSION
+    title: str | None = None
+    model: str | None = None  # the model the session was created with, for the session list
+
+
+def header_to_json(header: SessionHeader) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "type": "session",
+        "version": header.version,
+        "id": header.session_id,
+        "workspace": header.workspace,
+        "createdAt": header.created_at,
+    }
+    if header.title is not None:
+        out["title"] = header.title
+    if header.model is not None:
+        out["model"] = header.model
+    return out
+
+
+def header_from_json(data: Mapping[str, Any]) -> SessionHeader:
+    if data.get("type") != "session":
+        raise LedgerFormatError("the first line is not a session header (type 'session')")
+    version = data.get("version")
+    if not isinstance(version, int) or version < 1:
+        raise LedgerFormatError("the session header has no valid 'version'")
+    title = data.get("title")
+    model = data.get("model")
+    return SessionHeader(
+        session_id=_str(data, "id"),
+        workspace=_str(data, "workspace"),
+        created_at=_str(data, "createdAt"),
+        version=version,
+        title=title if isinstance(title, str) else None,
+        model=model if isinstance(model, str) else None,
+    )
+
+
+# --- entries --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MessageEntry:
+    id: str
+    parent_id: str | None
+    timestamp: str
+    message: Message
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionDetails:
+    """Files the summarised history touched, carried from compaction to compaction."""
+
+    read_files: tuple[str, ...] = ()
+    modified_files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionEntry:
+    """History before `first_kept_entry_id` is replaced by `summary` in the projection.
+
+    `first_kept_entry_id` None means nothing was kept: the projection is the summary plus what
+    came after this entry. `split_turn_summary` summarises the early part of a turn that was
+    too large to keep whole (its later part starts at `first_kept_entry_id`).
+    """
+
+    id: str
+    parent_id: str | None
+    timestamp: str
+    summary: str
+    first_kept_entry_id: str | None
+    tokens_before: int
+    tokens_after: int | None
+    reason: CompactionReason
+    details: CompactionDetails = field(default_factory=CompactionDetails)
+    split_turn_summary: str | None = None
+    model: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChangeEntry:
+    id: str
+    parent_id: str | None
+    timestamp: str
+    provider: str
+    model: str
+
+
+@dataclass(frozen=True, slots=True)
+class BranchEntry:
+    """A rewind: the conversation continues from `target_id` (this entry's parent).
+
+    `target_id` None means back to the very start, before the first entry.
+    """
+
+    id: str
+    parent_id: str | None
+    timestamp: str
+    target_id: str | None
+    summary: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TitleEntry:
+    id: str
+    parent_id: str | None
+    timestamp: str
+    title: str
+
+
+@dataclass(frozen=True, slots=True)
+class SystemPromptEntry:
+    """The system prompt the session's requests start with, recorded so that the prefix
+    stays byte-identical across restarts (invariant 1)."""
+
+    id: str
+    parent_id: str | None
+    timestamp: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownEntry:
+    """An entry of a type this version does not know; `raw` is written back unchanged."""
+
+    raw: dict[str, Any]
+
+    @property
+    def id(self) -> str:
+        return str(self.raw["id"])
+
+    @property
+    def parent_id(self) -> str | None:
+        parent = self.raw.get("parentId")
+        return parent if isinstance(parent, str) else None
+
+    @property
+    def timestamp(self) -> str:
+        value = self.raw.get("timestamp")
+        return value if isinstance(value, str) else ""
+
+    @property
+    def type(self) -> str:
+        return str(self.raw.get("type"))
+
+
+Entry: TypeAlias = (
+    MessageEntry
+    | CompactionEntry
+    | ModelChangeEntry
+    | BranchEntry
+    | TitleEntry
+    | SystemPromptEntry
+    | UnknownEntry
+)
+
+KNOWN_ENTRY_TYPES: frozenset[str] = frozenset(
+    ("message", "compaction", "modelChange", "branch", "title", "systemPrompt")
+)
+
+
+def entry_type(entry: Entry) -> str:
+    """The `type` field this entry has on disk."""
+    if isinstance(entry, MessageEntry):
+        return "message"
+    if isinstance(entry, CompactionEntry):
+        return "compaction"
+    if isinstance(entry, ModelChangeEntry):
+        return "modelChange"
+    if isinstance(entry, BranchEntry):
+        return "branch"
+    if isinstance(entry, TitleEntry):
+        return "title"
+    if isinstance(entry, SystemPromptEntry):
+        return "systemPrompt"
+    return entry.type
+
+
+def entry_to_json(entry: Entry) -> dict[str, Any]:
+    if isinstance(entry, UnknownEntry):
+        return copy.deepcopy(entry.raw)
+    out: dict[str, Any] = {
+        "type": entry_type(entry),
+        "id": entry.id,
+        "parentId": entry.parent_id,
+        "timestamp": entry.timestamp,
+    }
+    if isinstance(entry, MessageEntry):
+        out["message"] = message_to_json(entry.message)
+    elif isinstance(entry, CompactionEntry):
+        out["summary"] = entry.summary
+        out["firstKeptEntryId"] = entry.first_kept_entry_id
+        out["tokensBefore"] = entry.tokens_before
+        out["tokensAfter"] = entry.tokens_after
+        out["reason"] = entry.reason
+        out["details"] = {
+            "readFiles": list(entry.details.read_files),
+            "modifiedFiles": list(entry.details.modified_files),
+        }
+        if entry.split_turn_summary is not None:
+            out["splitTurnSummary"] = entry.split_turn_summary
+        if entry.model is not None:
+            out["model"] = entry.model
+    elif isinstance(entry, ModelChangeEntry):
+        out["provider"] = entry.provider
+        out["model"] = entry.model
+    elif isinstance(entry, BranchEntry):
+        out["targetId"] = entry.target_id
+        if entry.summary is not None:
+            out["summary"] = entry.summary
+    elif isinstance(entry, SystemPromptEntry):
+        out["text"] = entry.text
+    else:
+        out["title"] = entry.title
+    return out
+
+
+def entry_from_json(data: Mapping[str, Any]) -> Entry:
+    """One ledger line's object as an entry; raises LedgerFormatError saying what is wrong."""
+    if not isinstance(data, Mapping):
+        raise LedgerFormatError("an entry must be a JSON object")
+    kind = data.get("type")
+    if not isinstance(kind, str):
+        raise LedgerFormatError("the entry has no 'type'")
+    entry_id = _str(data, "id")
+    if not entry_id:
+        raise LedgerFormatError("the entry has an empty 'id'")
+    parent = data.get("parentId")
+    if parent is not None and not isinstance(parent, str):
+        raise LedgerFormatError("parentId must be a string or null")
+    if kind not in KNOWN_ENTRY_TYPES:
+        return UnknownEntry(raw=copy.deepcopy(dict(data)))
+    timestamp = _str(data, "timestamp")
+    if kind == "message":
+        message = data.get("message")
+        if not isinstance(message, Mapping):
+            raise LedgerFormatError("a message entry needs a 'message' object")
+        try:
+            parsed = message_from_json(message)
+        except MessageFormatError as exc:
+            raise LedgerFormatError(f"bad message: {exc}") from exc
+        return MessageEntry(entry_id, parent, timestamp, parsed)
+    if kind == "compaction":
+        reason = data.get("reason")
+        if reason not in COMPACTION_REASONS:
+            raise LedgerFormatError(f"unknown compaction reason {reason!r}")
+        first_kept = data.get("firstKeptEntryId")
+        if first_kept is not None and not isinstance(first_kept, str):
+            raise LedgerFormatError("firstKeptEntryId must be a string or null")
+        details = data.get("details") or {}
+        if not isinstance(details, Mapping):
+            raise LedgerFormatError("compaction details must be an object")
+        tokens_after = data.get("tokensAfter")
+        split = data.get("splitTurnSummary")
+        model = data.get("model")
+        return CompactionEntry(
+            id=entry_id,
+            parent_id=parent,
+            timestamp=timestamp,
+            summary=_str(data, "summary"),
+            first_kept_entry_id=first_kept,
+            tokens_before=_int(data, "tokensBefore"),
+            tokens_after=tokens_after if isinstance(tokens_after, int) else None,
+            reason=reason,
+            details=CompactionDetails(
+                read_files=_str_tuple(details.get("readFiles")),
+                modified_files=_str_tuple(details.get("modifiedFiles")),
+            ),
+            split_turn_summary=split if isinstance(split, str) else None,
+            model=model if isinstance(model, str) else None,
+        )
+    if kind == "modelChange":
+        return ModelChangeEntry(
+            entry_id, parent, timestamp, provider=_str(data, "provider"), model=_str(data, "model")
+        )
+    if kind == "branch":
+        target = data.get("targetId")
+        if target is not None and not isinstance(target, str):
+            raise LedgerFormatError("targetId must be a string or null")
+        summary = data.get("summary")
+        return BranchEntry(
+            entry_id,
+            parent,
+            timestamp,
+            target_id=target,
+            summary=summary if isinstance(summary, str) else None,
+        )
+    if kind == "systemPrompt":
+        return SystemPromptEntry(entry_id, parent, timestamp, text=_str(data, "text"))
+    return TitleEntry(entry_id, parent, timestamp, title=_str(data, "title"))
+
+
+def _str(data: Mapping[str, Any], key: str) -> str:
+    value = data.get(key)
+    if not isinstance(value, str):
+        raise LedgerFormatError(f"{key!r} must be a string")
+    return value
+
+
+def _int(data: Mapping[str, Any], key: str) -> int:
+    value = data.get(key)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise LedgerFormatError(f"{key!r} must be an integer")
+    return value
+
+
+def _str_tuple(value: object) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise LedgerFormatError("file lists must be lists of strings")
+    return tuple(value)

@@ -1,0 +1,109 @@
+"""What a session list shows about a ledger, folded entry by entry.
+
+The ledger keeps one `MetaFold` up to date as it appends; the store keeps a small sidecar
+(`<id>.meta.json`) written from it, and rebuilds the same fold by scanning the file when the
+sidecar is missing or stale. Both therefore agree on what the title, model and counts are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from agent_server.llm.messages import AssistantMessage
+from agent_server.session.entries import (
+    Entry,
+    MessageEntry,
+    ModelChangeEntry,
+    SessionHeader,
+    TitleEntry,
+)
+
+META_VERSION = 1
+
+
+@dataclass(slots=True)
+class MetaFold:
+    """Title, model, last update and entry count of a ledger, as entries arrive."""
+
+    title: str | None
+    model: str | None
+    updated_at: str
+    entry_count: int = 0
+
+    @classmethod
+    def start(cls, header: SessionHeader) -> MetaFold:
+        return cls(title=header.title, model=header.model, updated_at=header.created_at)
+
+    def add(self, entry: Entry) -> None:
+        self.entry_count += 1
+        if entry.timestamp:
+            self.updated_at = entry.timestamp
+        if isinstance(entry, TitleEntry):
+            self.title = entry.title
+        elif isinstance(entry, ModelChangeEntry):
+            self.model = entry.model
+        elif (
+            isinstance(entry, MessageEntry)
+            and isinstance(entry.message, AssistantMessage)
+            and entry.message.model
+        ):
+            self.model = entry.message.model
+
+
+@dataclass(frozen=True, slots=True)
+class SessionMeta:
+    """The sidecar's content. `size_bytes`/`mtime_ns`/`tail_digest` say which state of the
+    ledger it describes: `size_bytes` is always at a line boundary, and `tail_digest` hashes
+    the bytes just before it, so that growth can be folded in without rereading the start."""
+
+    session_id: str
+    workspace: str
+    created_at: str
+    updated_at: str
+    title: str | None
+    model: str | None
+    entry_count: int
+    size_bytes: int
+    mtime_ns: int
+    tail_digest: str
+
+
+def meta_to_json(meta: SessionMeta) -> dict[str, Any]:
+    return {
+        "version": META_VERSION,
+        "sessionId": meta.session_id,
+        "workspace": meta.workspace,
+        "createdAt": meta.created_at,
+        "updatedAt": meta.updated_at,
+        "title": meta.title,
+        "model": meta.model,
+        "entryCount": meta.entry_count,
+        "sizeBytes": meta.size_bytes,
+        "mtimeNs": meta.mtime_ns,
+        "tailDigest": meta.tail_digest,
+    }
+
+
+def meta_from_json(data: Any) -> SessionMeta | None:
+    """The sidecar's content, or None when it is not a sidecar this version wrote."""
+    if not isinstance(data, dict) or data.get("version") != META_VERSION:
+        return None
+    try:
+        title = data.get("title")
+        model = data.get("model")
+        meta = SessionMeta(
+            session_id=str(data["sessionId"]),
+            workspace=str(data["workspace"]),
+            created_at=str(data["createdAt"]),
+            updated_at=str(data["updatedAt"]),
+            title=title if isinstance(title, str) else None,
+            model=model if isinstance(model, str) else None,
+            entry_count=int(data["entryCount"]),
+            size_bytes=int(data["sizeBytes"]),
+            mtime_ns=int(data["mtimeNs"]),
+            tail_digest=str(data["tailDigest"]),
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
+    return meta

@@ -1,0 +1,410 @@
+"""Where sessions live: one directory per workspace, one ledger per session.
+
+Layout under the root (default: the user data directory's `agent-server/sessions`, the
+`sessionsDir` setting overrides it):
+
+    <root>/<workspace key>/workspace.json        {"workspace": "/abs/path"}
+    <root>/<workspace key>/<id>.jsonl            the ledger
+    <root>/<workspace key>/<id>.jsonl.lock       the writer's lock (holds its pid)
+    <root>/<workspace key>/<id>.meta.json        what the session list shows
+    <root>/<workspace key>/<id>/                 large tool outputs (`session_dir`)
+
+The workspace key is a readable slug of the folder name plus a short hash of the resolved
+path, so two folders with the same name never share sessions.
+
+Listing never reads whole ledgers: each session has a small meta sidecar written when its
+ledger is synced. The sidecar records the ledger's size, mtime and a digest of its last bytes;
+when the ledger has only grown since, the new lines are folded in; when it is missing or does
+not match, it is rebuilt by a scan.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+import platformdirs
+
+from agent_server.errors import LedgerFormatError, SessionError, SessionNotFoundError
+from agent_server.session.entries import entry_from_json, header_from_json
+from agent_server.session.ledger import FsyncMode, Ledger, lock_path_for
+from agent_server.session.lock import SessionLock
+from agent_server.session.meta import MetaFold, SessionMeta, meta_from_json, meta_to_json
+
+log = logging.getLogger(__name__)
+
+LEDGER_SUFFIX = ".jsonl"
+META_SUFFIX = ".meta.json"
+WORKSPACE_FILE = "workspace.json"
+_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+_DIGEST_SPAN = 256
+
+
+def default_sessions_root() -> Path:
+    return Path(platformdirs.user_data_dir("agent-server")) / "sessions"
+
+
+def workspace_key(workspace: Path | str) -> str:
+    """`<slug>-<hash>`: the folder's name made safe, and 10 hex of its resolved path."""
+    resolved = Path(workspace).expanduser().resolve()
+    digest = hashlib.sha256(str(resolved).encode("utf-8")).hexdigest()[:10]
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", resolved.name).strip("-.")[:40] or "root"
+    return f"{slug}-{digest}"
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    session_id: str
+    title: str | None
+    model: str | None
+    created_at: str
+    updated_at: str
+    entry_count: int
+    size_bytes: int
+    path: Path
+    workspace: str
+
+
+class SessionStore:
+    """Sessions under one root directory, one subdirectory per workspace.
+
+    With `workspace`, the store is scoped to that workspace: `list`, `open`, `exists`,
+    `rename`, `delete` and `session_dir` see only its sessions, and `create` defaults to it.
+    Without, it spans every workspace under the root.
+    """
+
+    def __init__(
+        self,
+        root: Path | None = None,
+        workspace: Path | str | None = None,
+        *,
+        fsync: FsyncMode = "turn",
+    ) -> None:
+        self.root = (root or default_sessions_root()).expanduser()
+        self.workspace = Path(workspace).expanduser().resolve() if workspace else None
+        self.fsync: FsyncMode = fsync
+        self._open: dict[str, Ledger] = {}
+
+    # --- paths ----------------------------------------------------------------------------
+
+    def workspace_dir(self, workspace: Path | str) -> Path:
+        return self.root / workspace_key(workspace)
+
+    def ledger_path(self, session_id: str) -> Path:
+        """The ledger of an existing session (SessionNotFoundError otherwise)."""
+        _check_session_id(session_id)
+        name = f"{session_id}{LEDGER_SUFFIX}"
+        if self.workspace is not None:
+            candidates = [self.workspace_dir(self.workspace) / name]
+            where = f"workspace {self.workspace}"
+        else:
+            candidates = sorted(self.root.glob(f"*/{name}"))
+            where = str(self.root)
+        for candidate in candidates:
+            if candidate.is_file():
+                return candidate
+        raise SessionNotFoundError(
+            f"no session {session_id} in {where}; list the sessions to see which exist"
+        )
+
+    def exists(self, session_id: str) -> bool:
+        try:
+            self.ledger_path(session_id)
+        except SessionNotFoundError:
+            return False
+        return True
+
+    def session_dir(self, session_id: str) -> Path:
+        """A directory beside the ledger for the session's large tool outputs (created)."""
+        path = self.ledger_path(session_id).with_suffix("")
+        path.mkdir(exist_ok=True)
+        return path
+
+    # --- sessions -------------------------------------------------------------------------
+
+    def create(
+        self,
+        workspace: Path | str | None = None,
+        *,
+        title: str | None = None,
+        model: str | None = None,
+        session_id: str | None = None,
+    ) -> Ledger:
+        """A new session for `workspace` (default: the store's), open and locked. `model` is
+        recorded in the header (the session list shows it until a model change says else)."""
+        workspace = workspace if workspace is not None else self.workspace
+        if workspace is None:
+            raise SessionError("a new session needs a workspace folder")
+        directory = self.workspace_dir(workspace)
+        directory.mkdir(parents=True, exist_ok=True)
+        resolved = str(Path(workspace).expanduser().resolve())
+        marker = directory / WORKSPACE_FILE
+        if not marker.exists():
+            _write_json_atomic(marker, {"workspace": resolved})
+        if session_id is not None:
+            _check_session_id(session_id)
+        sid = session_id or new_session_id()
+        ledger = Ledger.create(
+            directory / f"{sid}{LEDGER_SUFFIX}",
+            session_id=sid,
+            workspace=resolved,
+            title=title,
+            model=model,
+            fsync=self.fsync,
+            on_sync=self._write_meta,
+            on_close=self._forget,
+        )
+        self._open[sid] = ledger
+        return ledger
+
+    def open(self, session_id: str) -> Ledger:
+        """Open and lock an existing session (SessionLockedError if it is open elsewhere)."""
+        path = self.ledger_path(session_id)
+        ledger = Ledger.open(
+            path,
+            fsync=self.fsync,
+            session_id=session_id,
+            on_sync=self._write_meta,
+            on_close=self._forget,
+        )
+        if not ledger.load_report.clean:
+            for issue in ledger.load_report.issues:
+                log.warning(
+                    "session %s, line %d: %s (%s)",
+                    session_id,
+                    issue.line_number,
+                    issue.reason,
+                    issue.action,
+                )
+        self._open[session_id] = ledger
+        return ledger
+
+    def get_open(self, session_id: str) -> Ledger | None:
+        """The ledger this store opened for `session_id`, if it is still open."""
+        return self._open.get(session_id)
+
+    def list(self, workspace: Path | str | None = None) -> list[SessionInfo]:
+        """The sessions of `workspace` (default: the store's, else every workspace), newest
+        first."""
+        if not self.root.is_dir():
+            return []
+        workspace = workspace if workspace is not None else self.workspace
+        if workspace is not None:
+            directories = [self.workspace_dir(workspace)]
+        else:
+            directories = [d for d in self.root.iterdir() if d.is_dir()]
+        infos: list[SessionInfo] = []
+        for directory in directories:
+            if not directory.is_dir():
+                continue
+            for path in directory.glob(f"*{LEDGER_SUFFIX}"):
+                info = self._info(path)
+                if info is not None:
+                    infos.append(info)
+        infos.sort(key=lambda i: (i.updated_at, i.created_at, i.session_id), reverse=True)
+        return infos
+
+    def info(self, session_id: str) -> SessionInfo:
+        info = self._info(self.ledger_path(session_id))
+        if info is None:
+            raise SessionError(f"session {session_id} cannot be read; see the server log")
+        return info
+
+    def rename(self, session_id: str, title: str) -> None:
+        """Append a title entry (through the open ledger when this store has it open)."""
+        ledger = self._open.get(session_id)
+        if ledger is not None:
+            ledger.append_title(title)
+            ledger.sync()
+            return
+        with self.open(session_id) as opened:
+            opened.append_title(title)
+
+    def delete(self, session_id: str) -> None:
+        """Remove a session's ledger, sidecars and outputs; refused while it is open."""
+        path = self.ledger_path(session_id)
+        lock = SessionLock.acquire(lock_path_for(path), session_id)
+        try:
+            path.unlink()
+            path.with_name(f"{session_id}{META_SUFFIX}").unlink(missing_ok=True)
+            outputs = path.with_suffix("")
+            if outputs.is_dir():
+                shutil.rmtree(outputs, ignore_errors=True)
+            lock_path_for(path).unlink(missing_ok=True)
+        finally:
+            lock.release()
+
+    # --- meta sidecars --------------------------------------------------------------------
+
+    def _forget(self, ledger: Ledger) -> None:
+        if self._open.get(ledger.session_id) is ledger:
+            del self._open[ledger.session_id]
+
+    def _write_meta(self, ledger: Ledger) -> None:
+        try:
+            fold = ledger.meta
+            meta = SessionMeta(
+                session_id=ledger.session_id,
+                workspace=ledger.header.workspace,
+                created_at=ledger.header.created_at,
+                updated_at=fold.updated_at,
+                title=fold.title,
+                model=fold.model,
+                entry_count=fold.entry_count,
+                size_bytes=ledger.size_bytes,
+                mtime_ns=ledger.mtime_ns(),
+                tail_digest=_tail_digest(ledger.path, ledger.size_bytes),
+            )
+            _write_json_atomic(_meta_path(ledger.path), meta_to_json(meta))
+        except OSError as exc:
+            log.warning("cannot write the session list entry of %s: %s", ledger.session_id, exc)
+
+    def _info(self, path: Path) -> SessionInfo | None:
+        try:
+            stat = path.stat()
+        except OSError:
+            return None
+        meta = _read_meta(_meta_path(path))
+        if meta is None or not _meta_matches(meta, path, stat.st_size, stat.st_mtime_ns):
+            try:
+                meta = scan_meta(path, meta)
+            except (OSError, SessionError, LedgerFormatError) as exc:
+                log.warning("skipping session file %s: %s", path, exc)
+                return None
+            try:
+                _write_json_atomic(_meta_path(path), meta_to_json(meta))
+            except OSError as exc:
+                log.warning("cannot write the session list entry %s: %s", path, exc)
+        return SessionInfo(
+            session_id=meta.session_id,
+            title=meta.title,
+            model=meta.model,
+            created_at=meta.created_at,
+            updated_at=meta.updated_at,
+            entry_count=meta.entry_count,
+            size_bytes=stat.st_size,
+            path=path,
+            workspace=meta.workspace,
+        )
+
+
+def new_session_id() -> str:
+    return os.urandom(8).hex()
+
+
+def scan_meta(path: Path, previous: SessionMeta | None = None) -> SessionMeta:
+    """The meta of the ledger at `path`, folding in only the lines after `previous` when the
+    ledger has only grown since `previous` was written; a full scan otherwise."""
+    with path.open("rb") as handle:
+        stat = os.fstat(handle.fileno())
+        if previous is not None and _grew_from(previous, handle, stat.st_size):
+            start = previous.size_bytes
+            handle.seek(start)
+            data = handle.read(stat.st_size - start)
+            session_id, workspace, created_at = (
+                previous.session_id,
+                previous.workspace,
+                previous.created_at,
+            )
+            fold = MetaFold(
+                previous.title, previous.model, previous.updated_at, previous.entry_count
+            )
+        else:
+            handle.seek(0)
+            data = handle.read(stat.st_size)
+            header_end = data.find(b"\n")
+            if header_end < 0:
+                raise LedgerFormatError(f"{path} has no complete session header")
+            try:
+                header = header_from_json(json.loads(data[:header_end]))
+            except ValueError as exc:
+                raise LedgerFormatError(f"{path}: the session header is not valid JSON") from exc
+            session_id, workspace, created_at = (
+                header.session_id,
+                header.workspace,
+                header.created_at,
+            )
+            fold = MetaFold.start(header)
+            start = header_end + 1
+            data = data[start:]
+    end = data.rfind(b"\n") + 1  # complete lines only; a line being written waits
+    for raw in data[:end].split(b"\n"):
+        if not raw.strip():
+            continue
+        try:
+            fold.add(entry_from_json(json.loads(raw)))
+        except (ValueError, LedgerFormatError, RecursionError):
+            continue
+    size = start + end
+    return SessionMeta(
+        session_id=session_id,
+        workspace=workspace,
+        created_at=created_at,
+        updated_at=fold.updated_at,
+        title=fold.title,
+        model=fold.model,
+        entry_count=fold.entry_count,
+        size_bytes=size,
+        mtime_ns=stat.st_mtime_ns,
+        tail_digest=_tail_digest(path, size),
+    )
+
+
+def _meta_path(ledger_path: Path) -> Path:
+    return ledger_path.with_name(ledger_path.name[: -len(LEDGER_SUFFIX)] + META_SUFFIX)
+
+
+def _read_meta(path: Path) -> SessionMeta | None:
+    try:
+        return meta_from_json(json.loads(path.read_bytes()))
+    except (OSError, ValueError):
+        return None
+
+
+def _meta_matches(meta: SessionMeta, path: Path, size: int, mtime_ns: int) -> bool:
+    return (
+        meta.size_bytes == size
+        and meta.mtime_ns == mtime_ns
+        and meta.session_id == (path.name[: -len(LEDGER_SUFFIX)])
+    )
+
+
+def _grew_from(previous: SessionMeta, handle: BinaryIO, size: int) -> bool:
+    """Whether the file still starts with what `previous` described (it only grew)."""
+    if previous.size_bytes <= 0 or previous.size_bytes > size:
+        return False
+    begin = max(0, previous.size_bytes - _DIGEST_SPAN)
+    handle.seek(begin)
+    tail = handle.read(previous.size_bytes - begin)
+    return tail.endswith(b"\n") and _digest(tail) == previous.tail_digest
+
+
+def _tail_digest(path: Path, size: int) -> str:
+    begin = max(0, size - _DIGEST_SPAN)
+    with path.open("rb") as handle:
+        handle.seek(begin)
+        return _digest(handle.read(size - begin))
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def _write_json_atomic(path: Path, data: object) -> None:
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", "utf-8")
+    os.replace(temporary, path)
+
+
+def _check_session_id(session_id: str) -> None:
+    if not isinstance(session_id, str) or not _SESSION_ID.match(session_id):
+        raise SessionNotFoundError(
+            f"{session_id!r} is not a session id (letters, digits, '-' and '_' only)"
+        )

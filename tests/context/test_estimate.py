@@ -1,0 +1,121 @@
+from __future__ import annotations
+
+from agent_server.context.estimate import (
+    IMAGE_TOKENS,
+    estimate_context_tokens,
+    estimate_full,
+    estimate_tokens,
+)
+from agent_server.context.projection import project
+from agent_server.llm.messages import (
+    AssistantMessage,
+    Context,
+    ImageContent,
+    Message,
+    TextContent,
+    ThinkingContent,
+    ToolResultMessage,
+    ToolSpec,
+    Usage,
+    UserMessage,
+)
+
+from .builders import assistant, call, compaction, entries_of, result, user
+
+
+def ctx(*messages: Message, system: str = "", tools: tuple[ToolSpec, ...] = ()) -> Context:
+    return Context(system, tools, messages)
+
+
+def test_chars_over_four_rounded_up() -> None:
+    assert estimate_tokens(user("")) == 0
+    assert estimate_tokens(user("a")) == 1
+    assert estimate_tokens(user("abcd")) == 1
+    assert estimate_tokens(user("abcde")) == 2
+    assert estimate_tokens(UserMessage((TextContent("ab"), TextContent("cd")))) == 1
+
+
+def test_what_counts() -> None:
+    thinking = AssistantMessage((ThinkingContent("t" * 8), TextContent("x" * 4)), "stop")
+    assert estimate_tokens(thinking) == 3
+    # the name plus the arguments' JSON: read + {"path":"a.py"}
+    tool = assistant("", call("c1", "read", path="a.py"))
+    assert estimate_tokens(tool) == -(-(len("read") + len('{"path":"a.py"}')) // 4)
+    assert estimate_tokens(result("c1", "y" * 40)) == 10
+    image = UserMessage((ImageContent("AAAA" * 10_000, "image/png"),))
+    assert estimate_tokens(image) == IMAGE_TOKENS
+    tool_image = ToolResultMessage("c", "read", (ImageContent("AA", "image/png"),))
+    assert estimate_tokens(tool_image) == IMAGE_TOKENS
+
+
+def test_full_estimate_counts_system_and_tools() -> None:
+    tool = ToolSpec("read", "Read a file", {"type": "object"})
+    full = estimate_full(ctx(user("abcd"), system="s" * 40, tools=(tool,)))
+    assert full == 1 + 10 + -(-(4 + 11 + len('{"type":"object"}')) // 4)
+
+
+def test_no_usage_falls_back_to_the_full_estimate() -> None:
+    estimate = estimate_context_tokens(ctx(user("x" * 400), assistant("y" * 400)))
+    assert estimate.tokens == estimate.full_estimate == 200
+    assert estimate.last_usage_index is None
+    assert not estimate.from_usage
+
+
+def test_last_usage_plus_trailing_messages() -> None:
+    context = ctx(
+        user("x" * 40),
+        assistant("first", usage=Usage(input=500, output=100)),
+        user("again"),
+        assistant("second", usage=Usage(input=900, cache_read=1000, output=100)),
+        result("c1", "z" * 400),
+        user("q" * 40),
+    )
+    estimate = estimate_context_tokens(context)
+    assert estimate.last_usage_index == 3
+    assert estimate.usage_tokens == 2000
+    assert estimate.trailing_tokens == 100 + 10
+    assert estimate.tokens == 2110
+
+
+def test_never_below_the_full_estimate() -> None:
+    context = ctx(user("x" * 40_000), assistant("ok", usage=Usage(input=10, output=1)))
+    estimate = estimate_context_tokens(context)
+    assert estimate.usage_tokens == 11
+    assert estimate.tokens == estimate.full_estimate > 10_000
+
+
+def test_error_and_aborted_usage_is_ignored() -> None:
+    good = assistant("good", usage=Usage(input=3000, output=10))
+    failed = assistant("", stop="error", usage=Usage(input=99_999))
+    aborted = assistant("half", stop="aborted", usage=Usage(input=88_888))
+    estimate = estimate_context_tokens(ctx(user("go"), good, user("more"), failed, aborted))
+    assert estimate.last_usage_index == 1
+    assert estimate.usage_tokens == 3010
+
+
+def test_usage_from_before_a_compaction_is_stale() -> None:
+    # kept messages carry usage measured on the context before the compaction
+    path = entries_of(
+        user("old " * 100),
+        assistant("old answer", usage=Usage(input=150_000, output=500)),
+        user("kept"),
+        assistant("kept answer", usage=Usage(input=160_000, output=500)),
+    )
+    path.append(compaction("c1", path[-1].id, first_kept="m2"))
+    projection = project(path)
+    context = ctx(*projection.messages)
+    assert projection.fresh_from == len(projection.messages)
+    stale = estimate_context_tokens(context, fresh_from=projection.fresh_from)
+    assert stale.last_usage_index is None
+    assert stale.tokens == stale.full_estimate < 1000
+    # without fresh_from the stale bill would wrongly dominate
+    assert estimate_context_tokens(context).tokens > 160_000
+    # a call after the compaction gives fresh usage again
+    path += entries_of(
+        user("next"), assistant("fresh", usage=Usage(input=2000, output=50)), start=10
+    )
+    path[-2] = path[-2].__class__(path[-2].id, "c1", path[-2].timestamp, path[-2].message)
+    projection = project(path)
+    fresh = estimate_context_tokens(ctx(*projection.messages), fresh_from=projection.fresh_from)
+    assert fresh.last_usage_index == len(projection.messages) - 1
+    assert fresh.tokens == max(2050, fresh.full_estimate)

@@ -1,0 +1,366 @@
+"""Property tests of the context invariants over random sessions.
+
+A session is a random sequence of operations on a real ledger: user prompts, assistant
+messages with 0-3 tool calls (some failed, aborted or cut off by the window), tool results
+(some missing, some orphaned), compactions planned by find_cut_point, rewinds to any entry,
+title and model changes, and reloads from disk. After every operation the projection must be
+a valid request, and the same whichever way it is computed.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from agent_server.context.cut_point import CutPoint, find_cut_point
+from agent_server.context.estimate import estimate_context_tokens, estimate_tokens
+from agent_server.context.projection import (
+    Projection,
+    build_compacted_messages,
+    compaction_window,
+    project,
+)
+from agent_server.context.summary_prompt import SUMMARY_PREFIX
+from agent_server.llm.messages import (
+    AssistantMessage,
+    Context,
+    Message,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+    message_to_json,
+)
+from agent_server.session.entries import CompactionEntry, Entry, MessageEntry
+from agent_server.session.ledger import Ledger
+
+KINDS = (
+    ["turn"] * 3
+    + ["user"] * 3
+    + ["assistant"] * 4
+    + ["results"] * 4
+    + ["compact"] * 2
+    + ["rewind", "reload", "meta"]
+)
+OPERATIONS = st.lists(
+    st.tuples(st.sampled_from(KINDS), st.integers(0, 10**6), st.integers(0, 10**6)),
+    min_size=5,
+    max_size=60,
+)
+PROPERTY_SETTINGS = settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+# --- checks ---------------------------------------------------------------------------------
+
+
+def assert_valid_request(messages: Sequence[Message]) -> None:
+    """No leading or orphaned tool result, no unanswered call (except a running turn's), no
+    two user messages in a row."""
+    assert not messages or not isinstance(messages[0], ToolResultMessage)
+    for index, message in enumerate(messages):
+        if index and isinstance(message, UserMessage):
+            assert not isinstance(messages[index - 1], UserMessage), "two user messages in a row"
+        if isinstance(message, ToolResultMessage):
+            # walk back over the run of results to the assistant that owns it
+            owner = index - 1
+            while owner >= 0 and isinstance(messages[owner], ToolResultMessage):
+                owner -= 1
+            assert owner >= 0, "orphaned tool result"
+            assistant = messages[owner]
+            assert isinstance(assistant, AssistantMessage), "tool result after a user message"
+            assert message.tool_call_id in {c.id for c in assistant.tool_calls}, "orphaned result"
+            earlier = messages[owner + 1 : index]
+            assert message.tool_call_id not in {
+                m.tool_call_id for m in earlier if isinstance(m, ToolResultMessage)
+            }, "duplicate result"
+        if isinstance(message, AssistantMessage) and message.tool_calls:
+            end = index + 1
+            while end < len(messages) and isinstance(messages[end], ToolResultMessage):
+                end += 1
+            answered = {
+                m.tool_call_id
+                for m in messages[index + 1 : end]
+                if isinstance(m, ToolResultMessage)
+            }
+            if end < len(messages):  # something follows: every call must have its answer
+                assert {c.id for c in message.tool_calls} <= answered, "unanswered tool call"
+
+
+def as_json(messages: Sequence[Message]) -> list[str]:
+    return [json.dumps(message_to_json(m), ensure_ascii=False) for m in messages]
+
+
+def check_ledger(ledger: Ledger) -> Projection:
+    tail = ledger.projection_entries()
+    branch = ledger.branch()
+    assert branch[len(branch) - len(tail) :] == tail  # a suffix of the branch
+    projection = project(tail)
+    assert projection == project(branch)
+    assert_valid_request(projection.messages)
+
+    compactions = [e for e in branch if isinstance(e, CompactionEntry)]
+    if compactions:
+        assert projection.compaction == compactions[-1]
+        first = projection.messages[0]
+        assert isinstance(first, UserMessage)
+        block = first.content[0]
+        assert isinstance(block, TextContent)
+        assert block.text.startswith(SUMMARY_PREFIX)
+        assert compactions[-1].summary in block.text
+        # before fresh_from: only the summary and kept entries
+        window = compaction_window(tail)
+        kept_ids = {e.id for _, e in window.kept}
+        for entry_id in projection.entry_ids[: projection.fresh_from]:
+            assert entry_id is None or entry_id in kept_ids
+    else:
+        assert projection.compaction is None
+        assert projection.fresh_from == 0
+
+    estimate = estimate_context_tokens(
+        Context("system prompt", (), projection.messages), fresh_from=projection.fresh_from
+    )
+    assert estimate.tokens >= estimate.full_estimate
+    if estimate.last_usage_index is not None:
+        assert estimate.last_usage_index >= projection.fresh_from
+    return projection
+
+
+def check_cut(entries: Sequence[Entry], cut: CutPoint, budget: int, turns: int) -> None:
+    window = [e for _, e in compaction_window(entries).messages]
+    assert [*cut.summarize, *cut.turn_prefix, *cut.kept] == window
+    if cut.kept:
+        first = cut.kept[0]
+        assert cut.first_kept_entry_id == first.id
+        assert cut.first_kept_index is not None
+        assert entries[cut.first_kept_index] == first
+        assert not isinstance(first.message, ToolResultMessage)
+        assert cut.kept_tokens == sum(estimate_tokens(e.message) for e in cut.kept)
+        assert cut.kept_tokens <= budget
+        assert sum(isinstance(e.message, UserMessage) for e in cut.kept) <= turns
+        # the cut never falls between an assistant's tool calls and the run of results
+        # right after it
+        start = len(window) - len(cut.kept)
+        if isinstance(window[start].message, ToolResultMessage):
+            raise AssertionError("kept tail starts inside a run of tool results")
+    else:
+        assert cut.first_kept_index is None
+    if cut.is_split_turn:
+        assert cut.turn_prefix
+        assert isinstance(cut.kept[0].message, AssistantMessage)
+        assert not any(isinstance(e.message, UserMessage) for e in cut.turn_prefix[1:])
+
+
+# --- the random session ---------------------------------------------------------------------
+
+
+class Session:
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / "s.jsonl"
+        self.ledger = Ledger.create(self.path, session_id="s", workspace="/w", fsync="never")
+        self.counter = 0
+
+    def pending_calls(self) -> list[ToolCall]:
+        answered: set[str] = set()
+        for entry in reversed(self.ledger.projection_entries()):
+            if not isinstance(entry, MessageEntry):
+                continue
+            message = entry.message
+            if isinstance(message, ToolResultMessage):
+                answered.add(message.tool_call_id)
+                continue
+            if isinstance(message, AssistantMessage):
+                return [c for c in message.tool_calls if c.id not in answered]
+            return []
+        return []
+
+    def run(self, kind: str, a: int, b: int) -> None:
+        ledger = self.ledger
+        self.counter += 1
+        if kind == "turn":  # a whole well-formed turn: prompt, tool round trips, answer
+            ledger.append_message(UserMessage.of_text(f"prompt {self.counter} " + "u" * (a % 400)))
+            for step in range(a % 6):
+                call = ToolCall(f"call{self.counter}_{step}", "read", {"path": f"f{step}"})
+                ledger.append_message(
+                    AssistantMessage(
+                        (TextContent("step"), call),
+                        "toolUse",
+                        Usage(input=b % 40_000, output=50),
+                    )
+                )
+                size = (b >> step) % 12_000
+                ledger.append_message(
+                    ToolResultMessage(call.id, "read", (TextContent("r" * size),))
+                )
+            ledger.append_message(AssistantMessage((TextContent("done"),), "stop", Usage(input=b)))
+        elif kind == "user":
+            ledger.append_message(UserMessage.of_text(f"prompt {self.counter} " + "u" * (a % 4000)))
+        elif kind == "assistant":
+            calls = tuple(
+                ToolCall(f"call{self.counter}_{i}", ("read", "edit", "bash")[i], {"path": f"f{i}"})
+                for i in range(a % 4)
+            )
+            variant = b % 8
+            stop = "toolUse" if calls else "stop"
+            usage: Usage | None = Usage(input=b % 50_000, output=a % 3000)
+            if variant == 6:
+                stop, usage = "error", None
+            elif variant == 5:
+                stop = "aborted"
+            elif variant == 7:
+                stop = "contextOverflow"
+            text = f"answer {self.counter} " + "a" * (b % 3000)
+            ledger.append_message(
+                AssistantMessage(content=(TextContent(text), *calls), stop_reason=stop, usage=usage)  # type: ignore[arg-type]
+            )
+        elif kind == "results":
+            pending = self.pending_calls()
+            if not pending:
+                if a % 4 == 0:  # an orphaned result, as a lost line could leave
+                    ledger.append_message(
+                        ToolResultMessage(f"ghost{self.counter}", "read", (TextContent("boo"),))
+                    )
+                return
+            for call in pending[: 1 + a % len(pending)]:
+                text = "r" * (b % 30_000)
+                ledger.append_message(ToolResultMessage(call.id, call.name, (TextContent(text),)))
+        elif kind == "compact":
+            self.compact(keep=a % 12_000, turns=1 + b % 3)
+        elif kind == "rewind":
+            entries = ledger.entries
+            if not entries or a % 11 == 0:
+                ledger.rewind(None)
+            else:
+                ledger.rewind(entries[a % len(entries)].id)
+        elif kind == "reload":
+            self.reload()
+        elif a % 2:
+            ledger.append_title(f"title {self.counter}")
+        else:
+            ledger.append_model_change("sim", f"model-{self.counter}")
+
+    def compact(self, *, keep: int, turns: int) -> None:
+        entries = self.ledger.projection_entries()
+        cut = find_cut_point(entries, keep_recent_tokens=keep, keep_recent_turns=turns)
+        check_cut(entries, cut, keep, turns)
+        if not cut.can_compact:
+            event("compaction: nothing to summarise")
+            return
+        event(
+            "compaction: split turn"
+            if cut.is_split_turn
+            else "compaction: kept nothing"
+            if not cut.kept
+            else "compaction: whole turns"
+        )
+        summary = f"summary {self.counter}"
+        split = f"turn prefix {self.counter}" if cut.is_split_turn else None
+        self.ledger.append_compaction(
+            summary=summary,
+            first_kept_entry_id=cut.first_kept_entry_id,
+            tokens_before=cut.kept_tokens + cut.summarize_tokens,
+            tokens_after=None,
+            reason="threshold",
+            split_turn_summary=split,
+        )
+        # the projection is the summary plus exactly the kept entries
+        projection = project(self.ledger.projection_entries())
+        kept_alone = project(list(cut.kept)).messages
+        expected = build_compacted_messages(summary, kept_alone, split_turn_summary=split)
+        assert list(projection.messages) == expected
+        ids = [i for i in projection.entry_ids if i is not None]
+        assert set(ids) <= {e.id for e in cut.kept}
+        if cut.kept:
+            assert ids[0] == cut.first_kept_entry_id
+        assert projection.fresh_from == len(projection.messages)
+
+    def reload(self) -> None:
+        before = project(self.ledger.projection_entries())
+        entries = list(self.ledger.entries)
+        leaf = self.ledger.leaf_id
+        self.ledger.close()
+        self.ledger = Ledger.open(self.path, fsync="never")
+        assert self.ledger.load_report.clean
+        assert list(self.ledger.entries) == entries
+        assert self.ledger.leaf_id == leaf
+        after = project(self.ledger.projection_entries())
+        assert after == before
+        assert as_json(after.messages) == as_json(before.messages)
+
+
+@PROPERTY_SETTINGS
+@given(OPERATIONS)
+def test_random_sessions_always_project_to_valid_requests(
+    operations: list[tuple[str, int, int]],
+) -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        session = Session(Path(directory))
+        try:
+            for kind, a, b in operations:
+                session.run(kind, a, b)
+                check_ledger(session.ledger)
+            session.reload()
+            check_ledger(session.ledger)
+        finally:
+            session.ledger.close()
+
+
+# --- cut points over random windows -----------------------------------------------------------
+
+MESSAGE = st.one_of(
+    st.tuples(st.just("user"), st.integers(0, 20_000)),
+    st.tuples(st.just("assistant"), st.integers(0, 3), st.integers(0, 8000)),
+    st.tuples(st.just("result"), st.integers(0, 40_000)),
+)
+
+
+def build_window(spec: list[tuple[object, ...]]) -> list[MessageEntry]:
+    entries: list[MessageEntry] = []
+    last_calls: list[str] = []
+    for index, item in enumerate(spec):
+        message: Message
+        if item[0] == "user":
+            message = UserMessage.of_text("u" * int(item[1]))  # type: ignore[call-overload]
+        elif item[0] == "assistant":
+            calls = tuple(ToolCall(f"c{index}_{i}", "read", {}) for i in range(int(item[1])))  # type: ignore[call-overload]
+            last_calls = [c.id for c in calls]
+            message = AssistantMessage(
+                (TextContent("a" * int(item[2])), *calls),  # type: ignore[call-overload]
+                "toolUse" if calls else "stop",
+            )
+        else:
+            call_id = last_calls.pop(0) if last_calls else f"orphan{index}"
+            message = ToolResultMessage(call_id, "read", (TextContent("r" * int(item[1])),))  # type: ignore[call-overload]
+        parent = entries[-1].id if entries else None
+        entries.append(MessageEntry(f"e{index}", parent, "", message))
+    return entries
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(MESSAGE, max_size=40),
+    st.integers(0, 12_000),
+    st.integers(1, 3),
+    st.one_of(st.none(), st.integers(0, 12_000)),
+)
+def test_cut_points_keep_tool_pairs_and_budgets(
+    spec: list[tuple[object, ...]], keep: int, turns: int, cap: int | None
+) -> None:
+    entries = build_window(spec)
+    cut = find_cut_point(
+        entries, keep_recent_tokens=keep, keep_recent_turns=turns, max_kept_tokens=cap
+    )
+    check_cut(entries, cut, keep if cap is None else min(keep, cap), turns)
+    # compacting there gives a valid request
+    if cut.can_compact:
+        messages = build_compacted_messages("S", project(list(cut.kept)).messages)
+        assert_valid_request(messages)

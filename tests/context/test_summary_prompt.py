@@ -1,0 +1,171 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent_server.context.cut_point import find_cut_point
+from agent_server.context.summary_prompt import (
+    FOLD_INSTRUCTION,
+    SUMMARY_CONTRACT,
+    SUMMARY_REQUEST_MARKER,
+    build_summary_instruction,
+    build_summary_prompt,
+    build_turn_prefix_prompt,
+    extract_file_operations,
+    previous_summary_text,
+    serialize_conversation,
+)
+from agent_server.llm.messages import ImageContent, TextContent, ThinkingContent, UserMessage
+from agent_server.session.entries import CompactionDetails
+from agent_server.session.ledger import Ledger
+
+from .builders import assistant, call, compaction, result, user
+
+SECTIONS = (
+    "## Goal",
+    "## Constraints and preferences",
+    "## Progress",
+    "### Done",
+    "### In progress",
+    "### Blocked",
+    "## Key decisions",
+    "## Files read",
+    "## Files modified",
+    "## Next steps",
+    "## Critical context",
+)
+
+
+def test_contract_has_every_section_in_order() -> None:
+    positions = [SUMMARY_CONTRACT.index(section) for section in SECTIONS]
+    assert positions == sorted(positions)
+    assert "verbatim" in SUMMARY_CONTRACT
+
+
+def test_serialize_conversation() -> None:
+    messages = [
+        UserMessage((TextContent("fix the bug"), ImageContent("AAAA", "image/png"))),
+        assistant("", call("c1", "read", path="src/a.py", limit=20)),
+        result("c1", "x" * 5000),
+        assistant("Fixed."),
+        result("c2", "boom", name="bash", error=True),
+    ]
+    text = serialize_conversation(messages, max_tool_result_chars=100)
+    assert "[User]: fix the bug\n[image image/png]" in text
+    assert '[Assistant tool call]: read(path="src/a.py", limit=20)' in text
+    assert "[Tool result read]: " + "x" * 100 + "\n[... 4900 more characters not shown]" in text
+    assert "[Assistant]: Fixed." in text
+    assert "[Tool result bash (error)]: boom" in text
+    thinking = serialize_conversation(
+        [assistant("answer").__class__((ThinkingContent("hmm"), TextContent("ok")), "stop")]
+    )
+    assert thinking == "[Assistant thinking]: hmm\n\n[Assistant]: ok"
+
+
+def test_fresh_prompt_without_previous_summary() -> None:
+    prompt = build_summary_prompt([user("hello"), assistant("hi")])
+    assert prompt.startswith(SUMMARY_REQUEST_MARKER)
+    assert "<conversation>\n[User]: hello\n\n[Assistant]: hi\n</conversation>" in prompt
+    assert "<previous-summary>" not in prompt
+    assert FOLD_INSTRUCTION not in prompt
+    assert SUMMARY_CONTRACT in prompt
+
+
+def test_fresh_prompt_folds_the_previous_summary() -> None:
+    prompt = build_summary_prompt(
+        [user("new work")],
+        previous_summary="## Goal\nold goal",
+        instructions="Focus on the parser.",
+        file_operations=CompactionDetails(("a.py",), ("b.py",)),
+    )
+    assert "<previous-summary>\n## Goal\nold goal\n</previous-summary>" in prompt
+    assert FOLD_INSTRUCTION in prompt
+    assert prompt.index("<conversation>") < prompt.index("<previous-summary>")
+    assert "Focus on the parser." in prompt
+    assert "Read: a.py" in prompt
+    assert "Modified: b.py" in prompt
+
+
+def test_iterative_summaries_see_only_the_previous_summary_and_what_followed(
+    tmp_path: Path,
+) -> None:
+    with Ledger.create(tmp_path / "s.jsonl", session_id="s", workspace="/w", fsync="never") as led:
+        for index in range(6):
+            led.append_message(user(f"early prompt {index}"))
+            led.append_message(assistant(f"early answer {index}"))
+        cut = find_cut_point(led.projection_entries(), keep_recent_turns=2)
+        led.append_compaction(
+            summary="FIRST SUMMARY",
+            first_kept_entry_id=cut.first_kept_entry_id,
+            tokens_before=100,
+            reason="threshold",
+        )
+        for index in range(6):
+            led.append_message(user(f"late prompt {index}"))
+            led.append_message(assistant(f"late answer {index}"))
+        second = find_cut_point(led.projection_entries(), keep_recent_turns=2)
+        assert second.previous is not None
+        prompt = build_summary_prompt(
+            second.summarize_messages, previous_summary=previous_summary_text(second.previous)
+        )
+    assert "FIRST SUMMARY" in prompt
+    for index in range(4):  # summarised by the first compaction: not sent again
+        assert f"early prompt {index}" not in prompt
+    # the turns the first compaction kept are in, and so are the newer ones but the last two
+    assert "early prompt 4" in prompt
+    assert "early prompt 5" in prompt
+    assert "late prompt 3" in prompt
+    assert "late prompt 4" not in prompt
+    assert "late prompt 5" not in prompt
+
+
+def test_previous_summary_text_includes_a_split_turn() -> None:
+    assert previous_summary_text(None) is None
+    assert previous_summary_text(compaction("c", None, None, summary="S")) == "S"
+    text = previous_summary_text(compaction("c", None, "m1", summary="S", split="P"))
+    assert text is not None
+    assert text.startswith("S")
+    assert text.endswith("P")
+
+
+def test_summary_instruction_for_the_cached_prefix() -> None:
+    text = build_summary_instruction(kept_messages=4, previous_summary_in_context=True)
+    assert SUMMARY_REQUEST_MARKER in text
+    assert "last 4 messages" in text
+    assert "fold it" in text
+    assert "Do not call tools" in text
+    assert SUMMARY_CONTRACT in text
+    none_kept = build_summary_instruction(
+        kept_messages=0, previous_summary_in_context=False, instructions="Be short."
+    )
+    assert "whole conversation" in none_kept
+    assert "fold" not in none_kept
+    assert "Be short." in none_kept
+
+
+def test_turn_prefix_prompt() -> None:
+    text = build_turn_prefix_prompt(
+        [user("big task"), assistant("", call("c1")), result("c1", "r")]
+    )
+    assert SUMMARY_REQUEST_MARKER in text
+    assert "[User]: big task" in text
+    assert "early part" in text
+
+
+def test_extract_file_operations() -> None:
+    messages = [
+        assistant(
+            "",
+            call("c1", "read", path="src/b.py"),
+            call("c2", "grep", path="src", pattern="x"),
+            call("c3", "edit", path="src/a.py"),
+            call("c4", "write", path="src/fail.py"),
+            call("c5", "bash", command="ls"),
+            call("c6", "read", path="src/a.py"),
+        ),
+        result("c4", "denied", name="write", error=True),
+    ]
+    previous = CompactionDetails(read_files=("docs/x.md", "src/b.py"), modified_files=("old.py",))
+    details = extract_file_operations(messages, previous)
+    assert details.read_files == ("docs/x.md", "src", "src/b.py")
+    assert details.modified_files == ("old.py", "src/a.py")
+    assert extract_file_operations([], None) == CompactionDetails()
