@@ -42,9 +42,16 @@ class ThinkingDelta:
 
 @dataclass(frozen=True, slots=True)
 class ThinkingSignature:
-    """The signature of the thinking block in progress (Anthropic sends it at the end)."""
+    """The signature of the thinking block in progress (Anthropic sends it at the end).
+
+    A signature closes its thinking block: thinking that follows starts a new block. With
+    `redacted`, the signature is the encrypted payload of a redacted thinking block (it may
+    arrive with no thinking text at all). OpenAI Responses reasoning items travel the same
+    way: the signature is the item, which must be sent back verbatim.
+    """
 
     signature: str
+    redacted: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,8 +120,10 @@ class MessageAssembler:
                 self._open("text").parts.append(text)
             case ThinkingDelta(text):
                 self._open("thinking").parts.append(text)
-            case ThinkingSignature(signature):
-                self._open("thinking").signature = signature
+            case ThinkingSignature(signature, redacted):
+                thinking = self._open("thinking")
+                thinking.signature = signature
+                thinking.redacted = redacted
             case ToolCallStart(call_id, name):
                 self._blocks.append(_OpenBlock("toolCall", call_id=call_id, name=name))
             case ToolCallDelta(call_id, fragment):
@@ -140,7 +149,11 @@ class MessageAssembler:
             elif block.kind == "text":
                 out.append(TextContent("".join(block.parts)))
             elif block.kind == "thinking":
-                out.append(ThinkingContent("".join(block.parts), signature=block.signature))
+                out.append(
+                    ThinkingContent(
+                        "".join(block.parts), signature=block.signature, redacted=block.redacted
+                    )
+                )
         return tuple(out)
 
     def message(
@@ -167,7 +180,8 @@ class MessageAssembler:
 
     def _open(self, kind: Literal["text", "thinking"]) -> _OpenBlock:
         last = self._blocks[-1] if self._blocks else None
-        if isinstance(last, _OpenBlock) and last.kind == kind:
+        # A signed thinking block is complete: what follows is a new block.
+        if isinstance(last, _OpenBlock) and last.kind == kind and last.signature is None:
             return last
         block = _OpenBlock(kind)
         self._blocks.append(block)
@@ -181,7 +195,7 @@ class MessageAssembler:
 
 
 class _OpenBlock:
-    __slots__ = ("call_id", "kind", "name", "parts", "signature")
+    __slots__ = ("call_id", "kind", "name", "parts", "redacted", "signature")
 
     def __init__(self, kind: str, call_id: str = "", name: str = "") -> None:
         self.kind = kind
@@ -189,6 +203,7 @@ class _OpenBlock:
         self.name = name
         self.parts: list[str] = []
         self.signature: str | None = None
+        self.redacted = False
 
 
 def parse_tool_arguments(text: str) -> dict[str, object]:

@@ -1,0 +1,460 @@
+"""The Anthropic Messages API: requests that keep the prompt cache warm, streamed answers.
+
+`build_request` is pure: the same context and options give the same parameters, and so the
+same bytes, every time. The prefix order is tools, system, messages; cache breakpoints
+(invariant 2 of DESIGN.md) sit on
+
+1. the last tool definition,
+2. the end of the system prompt,
+3. the last content block of the last user/tool-result message,
+4. only when the last breakpoint lies more than 20 blocks after the previous request's (one
+   step added many blocks, e.g. parallel tool calls, and the provider's 20-block lookback
+   would miss the previous cache entry): the end of the user message the last assistant
+   message answered, which is where the previous request put its breakpoint 3.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+import anthropic
+from anthropic import AsyncStream
+
+from agent_server.llm.cost import priced_usage
+from agent_server.llm.history import prepare_history
+from agent_server.llm.messages import (
+    AssistantMessage,
+    Context,
+    ImageContent,
+    StopReason,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserContent,
+    UserMessage,
+    canonical_arguments,
+)
+from agent_server.llm.models import ModelInfo
+from agent_server.llm.provider_errors import ErrorContext
+from agent_server.llm.provider_stream import EventDicts, run_provider_stream
+from agent_server.llm.stream import (
+    CacheRetention,
+    CallOptions,
+    MessageAssembler,
+    MessageDone,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ThinkingSignature,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    parse_tool_arguments,
+)
+
+API = "anthropic-messages"
+DEFAULT_API_KEY_ENV = "ANTHROPIC_API_KEY"
+# How far back from a breakpoint the provider looks for an earlier cache entry, in blocks.
+LOOKBACK_BLOCKS = 20
+MAX_BREAKPOINTS = 4
+# Anthropic rejects empty text blocks; an empty tool result or user text is sent as this.
+EMPTY_TEXT = "(empty)"
+
+STOP_REASONS: Mapping[str, StopReason] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "contextOverflow",
+    "tool_use": "toolUse",
+    "refusal": "refusal",
+}
+
+
+# --- request building (pure) ----------------------------------------------------------------
+
+
+def cache_control(retention: CacheRetention) -> dict[str, str] | None:
+    """The cache_control mark for a retention; None for `none`."""
+    if retention == "none":
+        return None
+    if retention == "long":
+        return {"type": "ephemeral", "ttl": "1h"}
+    return {"type": "ephemeral"}
+
+
+def build_request(model: ModelInfo, context: Context, options: CallOptions) -> dict[str, Any]:
+    """The exact parameters of a streaming Messages API call for `context`."""
+    mark = cache_control(options.cache_retention) if options.cache_breakpoints else None
+    params: dict[str, Any] = {
+        "model": model.id,
+        "max_tokens": options.max_tokens or model.max_output,
+        "stream": True,
+    }
+    if context.tools:
+        tools = [
+            {
+                "name": tool.name,
+                "description": tool.description,
+                "input_schema": dict(tool.parameters),
+            }
+            for tool in context.tools
+        ]
+        if mark is not None:
+            tools[-1]["cache_control"] = dict(mark)
+        params["tools"] = tools
+        if options.tool_choice == "none":
+            params["tool_choice"] = {"type": "none"}
+    if context.system_prompt:
+        system: dict[str, Any] = {"type": "text", "text": context.system_prompt}
+        if mark is not None:
+            system["cache_control"] = dict(mark)
+        params["system"] = [system]
+    messages = convert_messages(context.messages)
+    if mark is not None:
+        for message_index in message_breakpoints(messages):
+            blocks = messages[message_index]["content"]
+            blocks[-1]["cache_control"] = dict(mark)
+    params["messages"] = messages
+    return params
+
+
+def message_breakpoints(messages: Sequence[Mapping[str, Any]]) -> list[int]:
+    """Indexes of the API messages whose last block gets a cache breakpoint (at most two).
+
+    The last user message always; and the user message the last assistant message answered
+    (the previous request's breakpoint) when it lies more than LOOKBACK_BLOCKS blocks back.
+    """
+    user_indexes = [i for i, message in enumerate(messages) if message["role"] == "user"]
+    if not user_indexes:
+        return []
+    last = user_indexes[-1]
+    assistants = [i for i in range(last) if messages[i]["role"] == "assistant"]
+    if not assistants:
+        return [last]
+    previous = [i for i in user_indexes if i < assistants[-1]]
+    if not previous:
+        return [last]
+    ends = _block_ends(messages)
+    if ends[last] - ends[previous[-1]] > LOOKBACK_BLOCKS:
+        return [previous[-1], last]
+    return [last]
+
+
+def _block_ends(messages: Sequence[Mapping[str, Any]]) -> list[int]:
+    """For each message, the position of its last content block in the whole message list."""
+    ends: list[int] = []
+    position = -1
+    for message in messages:
+        position += len(message["content"])
+        ends.append(position)
+    return ends
+
+
+def convert_messages(messages: Sequence[Any]) -> list[dict[str, Any]]:
+    """Neutral messages as Messages API messages.
+
+    Tool results and the user message after them become one user message, tool_result
+    blocks first; thinking goes back with its signature (unsigned thinking, which the API
+    would reject, is left out); tool arguments in canonical key order.
+    """
+    out: list[dict[str, Any]] = []
+    # Blocks of the user message being gathered: tool results first, then the rest.
+    results: list[dict[str, Any]] = []
+    others: list[dict[str, Any]] = []
+
+    def flush_user() -> None:
+        if results or others:
+            out.append({"role": "user", "content": [*results, *others]})
+            results.clear()
+            others.clear()
+
+    for message in prepare_history(messages):
+        if isinstance(message, ToolResultMessage):
+            results.append(_tool_result_block(message))
+        elif isinstance(message, UserMessage):
+            others.extend(_user_blocks(message.content))
+        elif isinstance(message, AssistantMessage):
+            blocks = _assistant_blocks(message)
+            if not blocks:
+                continue
+            flush_user()
+            if out and out[-1]["role"] == "assistant":
+                out[-1]["content"].extend(blocks)  # roles must alternate
+            else:
+                out.append({"role": "assistant", "content": blocks})
+    flush_user()
+    return out
+
+
+def _user_blocks(content: Sequence[UserContent]) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    for block in content:
+        if isinstance(block, TextContent):
+            if block.text:
+                blocks.append({"type": "text", "text": block.text})
+        else:
+            blocks.append(_image_block(block))
+    return blocks
+
+
+def _image_block(image: ImageContent) -> dict[str, Any]:
+    return {
+        "type": "image",
+        "source": {"type": "base64", "media_type": image.mime_type, "data": image.data},
+    }
+
+
+def _tool_result_block(message: ToolResultMessage) -> dict[str, Any]:
+    content = _user_blocks(message.content) or [{"type": "text", "text": EMPTY_TEXT}]
+    block: dict[str, Any] = {
+        "type": "tool_result",
+        "tool_use_id": message.tool_call_id,
+        "content": content,
+    }
+    if message.is_error:
+        block["is_error"] = True
+    return block
+
+
+def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
+    same_api = message.api in ("", API)
+    blocks: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, TextContent):
+            if block.text:
+                blocks.append({"type": "text", "text": block.text})
+        elif isinstance(block, ThinkingContent):
+            # Signatures are only valid for the API (and model family) that made them.
+            if not same_api or not block.signature:
+                continue
+            if block.redacted:
+                blocks.append({"type": "redacted_thinking", "data": block.signature})
+            else:
+                blocks.append(
+                    {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+                )
+        elif isinstance(block, ToolCall):
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": block.id,
+                    "name": block.name,
+                    "input": canonical_arguments(block.arguments),
+                }
+            )
+    return blocks
+
+
+# --- streaming ------------------------------------------------------------------------------
+
+
+@dataclass
+class _Block:
+    kind: Literal["text", "thinking", "redacted_thinking", "tool_use", "other"]
+    tool_id: str = ""
+    tool_name: str = ""
+    arguments: str = ""  # the streamed JSON text of a tool call's input
+    initial: str = ""  # a tool call's input as given in content_block_start
+    signature: str = ""
+
+
+@dataclass
+class _UsageSoFar:
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    cache_write_5m: int | None = None
+    cache_write_1h: int | None = None
+
+    def update(self, usage: Mapping[str, Any]) -> None:
+        self.input = _int(usage.get("input_tokens"), self.input)
+        self.output = _int(usage.get("output_tokens"), self.output)
+        self.cache_read = _int(usage.get("cache_read_input_tokens"), self.cache_read)
+        self.cache_write = _int(usage.get("cache_creation_input_tokens"), self.cache_write)
+        split = usage.get("cache_creation")
+        if isinstance(split, Mapping):
+            self.cache_write_5m = _int(split.get("ephemeral_5m_input_tokens"), 0)
+            self.cache_write_1h = _int(split.get("ephemeral_1h_input_tokens"), 0)
+
+    def priced(self, model: ModelInfo, retention: CacheRetention) -> Usage:
+        if (
+            self.cache_write_5m is not None
+            and self.cache_write_1h is not None
+            and (self.cache_write_5m + self.cache_write_1h == self.cache_write)
+        ):
+            short, long = self.cache_write_5m, self.cache_write_1h
+        elif retention == "long":
+            short, long = 0, self.cache_write
+        else:
+            short, long = self.cache_write, 0
+        return priced_usage(
+            model,
+            input=self.input,
+            output=self.output,
+            cache_read=self.cache_read,
+            cache_write_short=short,
+            cache_write_long=long,
+        )
+
+
+def _int(value: object, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+class AnthropicProvider:
+    """The Anthropic Messages API through the official SDK (`AsyncAnthropic`).
+
+    The SDK's own retries are off (`max_retries=0`): the agent layer retries with its own
+    backoff and tells the user. `client_options` go to `AsyncAnthropic` (timeout,
+    http_client, default_headers, ...).
+    """
+
+    api = API
+
+    def __init__(
+        self,
+        api_key: str,
+        base_url: str | None = None,
+        *,
+        api_key_env: str | None = DEFAULT_API_KEY_ENV,
+        provider_name: str = "Anthropic",
+        **client_options: Any,
+    ) -> None:
+        client_options["max_retries"] = 0
+        self._client = anthropic.AsyncAnthropic(
+            api_key=api_key, base_url=base_url, **client_options
+        )
+        self._errors = ErrorContext(
+            provider=provider_name,
+            api_key_env=api_key_env,
+            base_url=base_url,
+            secrets=(api_key,),
+        )
+
+    @property
+    def client(self) -> anthropic.AsyncAnthropic:
+        return self._client
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    def stream(
+        self, model: ModelInfo, context: Context, options: CallOptions
+    ) -> AsyncIterator[StreamEvent]:
+        params = build_request(model, context, options)
+
+        async def open_stream() -> AsyncStream[Any]:
+            stream: AsyncStream[Any] = await self._client.messages.create(**params)
+            return stream
+
+        def translate(
+            events: EventDicts, assembler: MessageAssembler
+        ) -> AsyncGenerator[StreamEvent, None]:
+            return _translate(events, model, options, assembler)
+
+        return run_provider_stream(
+            open_stream, translate, replace(self._errors, model=model.id), "message_stop"
+        )
+
+
+async def _translate(
+    events: EventDicts,
+    model: ModelInfo,
+    options: CallOptions,
+    assembler: MessageAssembler,
+) -> AsyncGenerator[StreamEvent, None]:
+    """SDK stream events to neutral events; ends with MessageDone once message_stop arrives."""
+    blocks: dict[int, _Block] = {}
+    usage = _UsageSoFar()
+    stop_reason: StopReason = "stop"
+
+    def emit(event: StreamEvent) -> StreamEvent:
+        assembler.apply(event)
+        return event
+
+    async for event in events:
+        kind = event.get("type")
+        if kind == "message_start":
+            message = event.get("message") or {}
+            if isinstance(message.get("usage"), Mapping):
+                usage.update(message["usage"])
+        elif kind == "content_block_start":
+            index = _int(event.get("index"), len(blocks))
+            block = event.get("content_block") or {}
+            block_type = block.get("type")
+            if block_type == "text":
+                blocks[index] = _Block("text")
+                if block.get("text"):
+                    yield emit(TextDelta(str(block["text"])))
+            elif block_type == "thinking":
+                blocks[index] = _Block("thinking", signature=str(block.get("signature") or ""))
+                if block.get("thinking"):
+                    yield emit(ThinkingDelta(str(block["thinking"])))
+            elif block_type == "redacted_thinking":
+                blocks[index] = _Block("redacted_thinking", signature=str(block.get("data", "")))
+            elif block_type == "tool_use":
+                call = _Block(
+                    "tool_use",
+                    tool_id=str(block.get("id", "")),
+                    tool_name=str(block.get("name", "")),
+                )
+                initial = block.get("input")
+                if isinstance(initial, Mapping) and initial:
+                    call.initial = json.dumps(initial)
+                blocks[index] = call
+                yield emit(ToolCallStart(call.tool_id, call.tool_name))
+            else:
+                blocks[index] = _Block("other")
+        elif kind == "content_block_delta":
+            current = blocks.get(_int(event.get("index"), -1))
+            delta = event.get("delta") or {}
+            delta_type = delta.get("type")
+            if current is None:
+                continue
+            if delta_type == "text_delta" and delta.get("text"):
+                yield emit(TextDelta(str(delta["text"])))
+            elif delta_type == "thinking_delta" and delta.get("thinking"):
+                yield emit(ThinkingDelta(str(delta["thinking"])))
+            elif delta_type == "signature_delta":
+                current.signature += str(delta.get("signature", ""))
+            elif delta_type == "input_json_delta" and current.kind == "tool_use":
+                fragment = str(delta.get("partial_json", ""))
+                if fragment:
+                    current.arguments += fragment
+                    yield emit(ToolCallDelta(current.tool_id, fragment))
+        elif kind == "content_block_stop":
+            current = blocks.get(_int(event.get("index"), -1))
+            if current is None:
+                continue
+            if current.kind == "tool_use":
+                yield emit(
+                    ToolCallEnd(
+                        ToolCall(
+                            current.tool_id,
+                            current.tool_name,
+                            parse_tool_arguments(current.arguments or current.initial),
+                        )
+                    )
+                )
+            elif current.kind == "thinking" and current.signature:
+                yield emit(ThinkingSignature(current.signature))
+            elif current.kind == "redacted_thinking" and current.signature:
+                yield emit(ThinkingSignature(current.signature, redacted=True))
+        elif kind == "message_delta":
+            delta = event.get("delta") or {}
+            reason = delta.get("stop_reason")
+            if isinstance(reason, str):
+                stop_reason = STOP_REASONS.get(reason, "stop")
+            if isinstance(event.get("usage"), Mapping):
+                usage.update(event["usage"])
+        elif kind == "message_stop":
+            priced = usage.priced(model, options.cache_retention)
+            yield MessageDone(assembler.message(stop_reason, usage=priced, model=model.id, api=API))
+            return

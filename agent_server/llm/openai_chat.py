@@ -1,0 +1,299 @@
+"""The OpenAI Chat Completions API (and every OpenAI-compatible server): requests, streaming.
+
+`build_request` is pure and deterministic: the same context and options give the same
+parameters, tool arguments in canonical key order. Usage is normalised: `input` excludes
+cached tokens, `cacheRead` is the cached tokens, `cacheWrite` what the provider reports
+writing (models from GPT-5.6 on).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from openai import AsyncStream
+
+from agent_server.llm.cost import priced_usage
+from agent_server.llm.history import arguments_json, prepare_history
+from agent_server.llm.messages import (
+    AssistantMessage,
+    Context,
+    ImageContent,
+    StopReason,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserContent,
+    UserMessage,
+)
+from agent_server.llm.models import ModelInfo
+from agent_server.llm.openai_client import (
+    OpenAIClientProvider,
+    cache_fields,
+    data_url,
+    speaks_openai_extensions,
+)
+from agent_server.llm.provider_errors import error_from_body
+from agent_server.llm.provider_stream import EventDicts, run_provider_stream
+from agent_server.llm.stream import (
+    CacheRetention,
+    CallOptions,
+    MessageAssembler,
+    MessageDone,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    parse_tool_arguments,
+)
+
+API = "openai-chat"
+
+FINISH_REASONS: Mapping[str, StopReason] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "toolUse",
+    "function_call": "toolUse",
+    "content_filter": "refusal",
+}
+
+
+# --- request building (pure) ----------------------------------------------------------------
+
+
+def build_request(model: ModelInfo, context: Context, options: CallOptions) -> dict[str, Any]:
+    """The exact parameters of a streaming Chat Completions call for `context`.
+
+    `messages` comes last, so that the JSON of a request whose history only grew begins with
+    the JSON of the request before it (up to its closing brackets).
+    """
+    params: dict[str, Any] = {"model": model.id}
+    if context.tools:
+        params["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": dict(tool.parameters),
+                },
+            }
+            for tool in context.tools
+        ]
+        if options.tool_choice == "none":
+            params["tool_choice"] = "none"
+    max_tokens = options.max_tokens or model.max_output
+    if speaks_openai_extensions(model):
+        params["max_completion_tokens"] = max_tokens
+    else:
+        params["max_tokens"] = max_tokens
+    params.update(cache_fields(model, options))
+    params["stream"] = True
+    params["stream_options"] = {"include_usage": True}
+    messages: list[dict[str, Any]] = []
+    if context.system_prompt:
+        messages.append({"role": "system", "content": context.system_prompt})
+    messages.extend(convert_messages(context.messages))
+    params["messages"] = messages
+    return params
+
+
+def convert_messages(messages: Sequence[Any]) -> list[dict[str, Any]]:
+    """Neutral messages as Chat Completions messages.
+
+    Thinking is not sent back (the API has no place for it). Tool results are `tool`
+    messages; images in tool results follow them in one user message.
+    """
+    out: list[dict[str, Any]] = []
+    pending_images: list[dict[str, Any]] = []
+
+    def flush_images() -> None:
+        if pending_images:
+            out.append(
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "Images returned by the tools above:"},
+                        *pending_images,
+                    ],
+                }
+            )
+            pending_images.clear()
+
+    for message in prepare_history(messages):
+        if isinstance(message, ToolResultMessage):
+            out.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": message.tool_call_id,
+                    "content": message.text,
+                }
+            )
+            pending_images.extend(
+                _image_part(block) for block in message.content if isinstance(block, ImageContent)
+            )
+            continue
+        flush_images()
+        if isinstance(message, UserMessage):
+            content = _user_content(message.content)
+            if content:
+                out.append({"role": "user", "content": content})
+        elif isinstance(message, AssistantMessage):
+            converted = _assistant_message(message)
+            if converted is not None:
+                out.append(converted)
+    flush_images()
+    return out
+
+
+def _user_content(content: Sequence[UserContent]) -> str | list[dict[str, Any]]:
+    if len(content) == 1 and isinstance(content[0], TextContent):
+        return content[0].text
+    parts: list[dict[str, Any]] = []
+    for block in content:
+        if isinstance(block, TextContent):
+            parts.append({"type": "text", "text": block.text})
+        else:
+            parts.append(_image_part(block))
+    return parts
+
+
+def _image_part(image: ImageContent) -> dict[str, Any]:
+    return {"type": "image_url", "image_url": {"url": data_url(image.mime_type, image.data)}}
+
+
+def _assistant_message(message: AssistantMessage) -> dict[str, Any] | None:
+    text = "".join(block.text for block in message.content if isinstance(block, TextContent))
+    calls = [
+        {
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": arguments_json(call.arguments)},
+        }
+        for call in message.tool_calls
+    ]
+    if not text and not calls:
+        return None
+    out: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+# --- usage ----------------------------------------------------------------------------------
+
+
+def normalise_usage(usage: Mapping[str, Any], model: ModelInfo, retention: CacheRetention) -> Usage:
+    """Chat Completions usage as neutral usage: prompt tokens split into uncached input,
+    cache reads and cache writes (prompt_tokens counts all three)."""
+    prompt = _int(usage.get("prompt_tokens"))
+    output = _int(usage.get("completion_tokens"))
+    details = usage.get("prompt_tokens_details")
+    details = details if isinstance(details, Mapping) else {}
+    # DeepSeek and some compatible servers report hits at the top level.
+    cached = _int(details.get("cached_tokens")) or _int(usage.get("prompt_cache_hit_tokens"))
+    written = _int(details.get("cache_write_tokens"))
+    cached = min(cached, prompt)
+    written = min(written, prompt - cached)
+    short, long = (0, written) if retention == "long" else (written, 0)
+    return priced_usage(
+        model,
+        input=prompt - cached - written,
+        output=output,
+        cache_read=cached,
+        cache_write_short=short,
+        cache_write_long=long,
+    )
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+# --- streaming ------------------------------------------------------------------------------
+
+
+@dataclass
+class _OpenCall:
+    id: str
+    name: str
+    arguments: list[str] = field(default_factory=list)
+
+
+class OpenAIChatProvider(OpenAIClientProvider):
+    """The Chat Completions API through the official SDK (`AsyncOpenAI`)."""
+
+    api = API
+
+    def stream(
+        self, model: ModelInfo, context: Context, options: CallOptions
+    ) -> AsyncIterator[StreamEvent]:
+        params = build_request(model, context, options)
+        where = replace(self._errors, model=model.id)
+
+        async def open_stream() -> AsyncStream[Any]:
+            stream: AsyncStream[Any] = await self._client.chat.completions.create(**params)
+            return stream
+
+        async def translate(
+            events: EventDicts, assembler: MessageAssembler
+        ) -> AsyncGenerator[StreamEvent, None]:
+            calls: dict[int, _OpenCall] = {}
+            finish: str | None = None
+            usage: Mapping[str, Any] | None = None
+
+            def emit(event: StreamEvent) -> StreamEvent:
+                assembler.apply(event)
+                return event
+
+            async for chunk in events:
+                if isinstance(chunk.get("error"), Mapping):
+                    raise error_from_body(chunk["error"], where)
+                if isinstance(chunk.get("usage"), Mapping):
+                    usage = chunk["usage"]
+                for choice in chunk.get("choices") or ():
+                    delta = choice.get("delta") or {}
+                    reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+                    if isinstance(reasoning, str) and reasoning:
+                        yield emit(ThinkingDelta(reasoning))
+                    content = delta.get("content")
+                    if isinstance(content, str) and content:
+                        yield emit(TextDelta(content))
+                    for fragment in delta.get("tool_calls") or ():
+                        index = _int(fragment.get("index"))
+                        function = fragment.get("function") or {}
+                        call = calls.get(index)
+                        if call is None:
+                            call_id = fragment.get("id") or f"call_{index}"
+                            call = _OpenCall(str(call_id), str(function.get("name") or ""))
+                            calls[index] = call
+                            yield emit(ToolCallStart(call.id, call.name))
+                        arguments = function.get("arguments")
+                        if isinstance(arguments, str) and arguments:
+                            call.arguments.append(arguments)
+                            yield emit(ToolCallDelta(call.id, arguments))
+                    if choice.get("finish_reason"):
+                        finish = str(choice["finish_reason"])
+            if finish is None or (usage is None and speaks_openai_extensions(model)):
+                # Cut off: no finish_reason, or (from a server that always sends it, the
+                # include_usage chunk just before [DONE]) no usage.
+                return
+            for index in sorted(calls):
+                call = calls[index]
+                arguments = parse_tool_arguments("".join(call.arguments))
+                yield emit(ToolCallEnd(ToolCall(call.id, call.name, arguments)))
+            stop_reason = FINISH_REASONS.get(finish, "stop")
+            if calls and stop_reason == "stop":
+                stop_reason = "toolUse"  # some servers say "stop" after tool calls
+            priced = (
+                normalise_usage(usage, model, options.cache_retention)
+                if usage is not None
+                else None
+            )
+            yield MessageDone(assembler.message(stop_reason, usage=priced, model=model.id, api=API))
+
+        return run_provider_stream(open_stream, translate, where, "finish_reason, usage and [DONE]")

@@ -1,0 +1,315 @@
+"""The OpenAI Responses API: stateless requests (`store: false`), streamed answers.
+
+Nothing is stored server-side, so each request carries the whole conversation, reasoning
+included: a reasoning model's reasoning items come back with their encrypted content
+(`include: ["reasoning.encrypted_content"]`), are kept verbatim as the signature of a
+thinking block, and are sent back inline in later requests. `build_request` is pure and
+deterministic; usage is normalised as for Chat Completions.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from openai import AsyncStream
+
+from agent_server.llm.cost import priced_usage
+from agent_server.llm.history import arguments_json, prepare_history
+from agent_server.llm.messages import (
+    AssistantMessage,
+    Context,
+    ImageContent,
+    StopReason,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserContent,
+    UserMessage,
+)
+from agent_server.llm.models import ModelInfo
+from agent_server.llm.openai_client import (
+    OpenAIClientProvider,
+    cache_fields,
+    data_url,
+    speaks_openai_extensions,
+)
+from agent_server.llm.provider_errors import error_from_body
+from agent_server.llm.provider_stream import EventDicts, run_provider_stream
+from agent_server.llm.stream import (
+    CacheRetention,
+    CallOptions,
+    MessageAssembler,
+    MessageDone,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ThinkingSignature,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    parse_tool_arguments,
+)
+
+API = "openai-responses"
+
+INCOMPLETE_REASONS: Mapping[str, StopReason] = {
+    "max_output_tokens": "length",
+    "content_filter": "refusal",
+}
+
+
+# --- request building (pure) ----------------------------------------------------------------
+
+
+def build_request(model: ModelInfo, context: Context, options: CallOptions) -> dict[str, Any]:
+    """The exact parameters of a streaming Responses call for `context`.
+
+    `input` comes last, so that the JSON of a request whose history only grew begins with
+    the JSON of the request before it (up to its closing brackets).
+    """
+    params: dict[str, Any] = {"model": model.id}
+    if context.system_prompt:
+        params["instructions"] = context.system_prompt
+    if context.tools:
+        params["tools"] = [
+            {
+                "type": "function",
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": dict(tool.parameters),
+                "strict": False,
+            }
+            for tool in context.tools
+        ]
+        if options.tool_choice == "none":
+            params["tool_choice"] = "none"
+    params["max_output_tokens"] = options.max_tokens or model.max_output
+    params["store"] = False
+    if model.reasoning:
+        params["reasoning"] = {"summary": "auto"}
+        params["include"] = ["reasoning.encrypted_content"]
+    params.update(cache_fields(model, options))
+    params["stream"] = True
+    params["input"] = convert_messages(context.messages)
+    return params
+
+
+def convert_messages(messages: Sequence[Any]) -> list[dict[str, Any]]:
+    """Neutral messages as Responses input items, in order."""
+    items: list[dict[str, Any]] = []
+    for message in prepare_history(messages):
+        if isinstance(message, UserMessage):
+            content = _input_content(message.content)
+            if content:
+                items.append({"role": "user", "content": content})
+        elif isinstance(message, ToolResultMessage):
+            items.append(
+                {
+                    "type": "function_call_output",
+                    "call_id": message.tool_call_id,
+                    "output": _tool_output(message),
+                }
+            )
+        elif isinstance(message, AssistantMessage):
+            items.extend(_assistant_items(message))
+    return items
+
+
+def _input_content(content: Sequence[UserContent]) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    for block in content:
+        if isinstance(block, TextContent):
+            parts.append({"type": "input_text", "text": block.text})
+        else:
+            parts.append(_input_image(block))
+    return parts
+
+
+def _input_image(image: ImageContent) -> dict[str, Any]:
+    return {
+        "type": "input_image",
+        "image_url": data_url(image.mime_type, image.data),
+        "detail": "auto",
+    }
+
+
+def _tool_output(message: ToolResultMessage) -> str | list[dict[str, Any]]:
+    if not any(isinstance(block, ImageContent) for block in message.content):
+        return message.text
+    return _input_content(message.content)
+
+
+def _assistant_items(message: AssistantMessage) -> list[dict[str, Any]]:
+    same_api = message.api in ("", API)
+    items: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, ThinkingContent):
+            item = reasoning_item(block) if same_api else None
+            if item is not None:
+                items.append(item)
+        elif isinstance(block, TextContent):
+            if block.text:
+                items.append({"role": "assistant", "content": block.text})
+        elif isinstance(block, ToolCall):
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": block.id,
+                    "name": block.name,
+                    "arguments": arguments_json(block.arguments),
+                }
+            )
+    return items
+
+
+def reasoning_item(block: ThinkingContent) -> dict[str, Any] | None:
+    """The reasoning item kept as `block`'s signature, or None if it holds none."""
+    if not block.signature:
+        return None
+    try:
+        item = json.loads(block.signature)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(item, dict) or item.get("type") != "reasoning":
+        return None
+    return item
+
+
+def _signature_of(item: Mapping[str, Any]) -> str:
+    """A reasoning item as stored: the fields the API takes back, canonical JSON."""
+    kept = {key: item[key] for key in ("id", "type", "summary", "encrypted_content") if key in item}
+    if item.get("content"):
+        kept["content"] = item["content"]
+    return json.dumps(kept, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+# --- usage ----------------------------------------------------------------------------------
+
+
+def normalise_usage(usage: Mapping[str, Any], model: ModelInfo, retention: CacheRetention) -> Usage:
+    """Responses usage as neutral usage (input_tokens counts cached and written tokens)."""
+    total_input = _int(usage.get("input_tokens"))
+    details = usage.get("input_tokens_details")
+    details = details if isinstance(details, Mapping) else {}
+    cached = min(_int(details.get("cached_tokens")), total_input)
+    written = min(_int(details.get("cache_write_tokens")), total_input - cached)
+    split = details.get("cache_write_tokens_details")
+    if isinstance(split, Mapping) and (
+        _int(split.get("ttl_30m_tokens")) + _int(split.get("ttl_12h_tokens")) == written
+    ):
+        short, long = _int(split.get("ttl_30m_tokens")), _int(split.get("ttl_12h_tokens"))
+    elif retention == "long":
+        short, long = 0, written
+    else:
+        short, long = written, 0
+    return priced_usage(
+        model,
+        input=total_input - cached - written,
+        output=_int(usage.get("output_tokens")),
+        cache_read=cached,
+        cache_write_short=short,
+        cache_write_long=long,
+    )
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+# --- streaming ------------------------------------------------------------------------------
+
+
+class OpenAIResponsesProvider(OpenAIClientProvider):
+    """The Responses API through the official SDK (`AsyncOpenAI`)."""
+
+    api = API
+
+    def stream(
+        self, model: ModelInfo, context: Context, options: CallOptions
+    ) -> AsyncIterator[StreamEvent]:
+        params = build_request(model, context, options)
+        where = replace(self._errors, model=model.id)
+
+        async def open_stream() -> AsyncStream[Any]:
+            stream: AsyncStream[Any] = await self._client.responses.create(**params)
+            return stream
+
+        async def translate(
+            events: EventDicts, assembler: MessageAssembler
+        ) -> AsyncGenerator[StreamEvent, None]:
+            call_ids: dict[str, str] = {}  # item id -> call id
+            names: dict[str, str] = {}  # call id -> tool name
+            ended: set[str] = set()
+
+            def emit(event: StreamEvent) -> StreamEvent:
+                assembler.apply(event)
+                return event
+
+            async for event in events:
+                kind = event.get("type")
+                if kind == "response.output_item.added":
+                    item = event.get("item") or {}
+                    if item.get("type") == "function_call":
+                        call_id = str(item.get("call_id") or item.get("id") or "")
+                        call_ids[str(item.get("id") or call_id)] = call_id
+                        names[call_id] = str(item.get("name") or "")
+                        yield emit(ToolCallStart(call_id, names[call_id]))
+                elif kind == "response.output_text.delta":
+                    if event.get("delta"):
+                        yield emit(TextDelta(str(event["delta"])))
+                elif kind in (
+                    "response.reasoning_summary_text.delta",
+                    "response.reasoning_text.delta",
+                ):
+                    if event.get("delta"):
+                        yield emit(ThinkingDelta(str(event["delta"])))
+                elif kind == "response.reasoning_summary_part.added":
+                    if _int(event.get("summary_index")) > 0:
+                        yield emit(ThinkingDelta("\n\n"))
+                elif kind == "response.function_call_arguments.delta":
+                    delta_call = call_ids.get(str(event.get("item_id") or ""))
+                    if delta_call is not None and event.get("delta"):
+                        yield emit(ToolCallDelta(delta_call, str(event["delta"])))
+                elif kind == "response.output_item.done":
+                    item = event.get("item") or {}
+                    if item.get("type") == "function_call":
+                        call_id = str(item.get("call_id") or item.get("id") or "")
+                        ended.add(call_id)
+                        arguments = parse_tool_arguments(str(item.get("arguments") or ""))
+                        name = str(item.get("name") or names.get(call_id, ""))
+                        yield emit(ToolCallEnd(ToolCall(call_id, name, arguments)))
+                    elif item.get("type") == "reasoning":
+                        yield emit(ThinkingSignature(_signature_of(item)))
+                elif kind in ("response.completed", "response.incomplete"):
+                    response = event.get("response") or {}
+                    stop_reason: StopReason = "toolUse" if ended else "stop"
+                    if kind == "response.incomplete":
+                        details = response.get("incomplete_details") or {}
+                        stop_reason = INCOMPLETE_REASONS.get(str(details.get("reason")), "length")
+                    usage = response.get("usage")
+                    priced = (
+                        normalise_usage(usage, model, options.cache_retention)
+                        if isinstance(usage, Mapping)
+                        else None
+                    )
+                    yield MessageDone(
+                        assembler.message(stop_reason, usage=priced, model=model.id, api=API)
+                    )
+                    return
+                elif kind == "response.failed":
+                    response = event.get("response") or {}
+                    error = response.get("error")
+                    raise error_from_body(
+                        error if isinstance(error, Mapping) else {"message": "response failed"},
+                        where,
+                    )
+                elif kind == "error":
+                    raise error_from_body(event, where)
+
+        end = "response.completed" if speaks_openai_extensions(model) else "a final event"
+        return run_provider_stream(open_stream, translate, where, end)

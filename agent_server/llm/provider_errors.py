@@ -1,0 +1,346 @@
+"""Provider failures, mapped onto the one exception hierarchy (agent_server.errors).
+
+Whatever the SDK or the network raised, the agent layer sees a ProviderError subclass whose
+`retryable` flag says whether to try again, whose `retry_after` says when (from the
+provider's retry-after header), and whose message says what went wrong and what to do. Keys
+never appear in a message: every message passes through `redact`.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anthropic
+import httpx2
+import openai
+
+from agent_server.errors import (
+    AuthenticationError,
+    ContextOverflowError,
+    InvalidRequestError,
+    ModelNotFoundError,
+    OverloadedError,
+    PermissionDeniedError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderServerError,
+    QuotaExceededError,
+    RateLimitError,
+    redact,
+)
+from agent_server.llm.overflow import ErrorFacts, error_facts, facts_say_overflow
+
+
+class StreamInterrupted(Exception):
+    """The response stream ended before the provider's end-of-message event."""
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorContext:
+    """Who was called, for messages that say what to do."""
+
+    provider: str  # display name: "Anthropic", "OpenAI", or the server's base URL
+    api_key_env: str | None = None
+    model: str = ""
+    base_url: str | None = None
+    secrets: Sequence[str] = ()
+
+
+_QUOTA_CODES = frozenset({"insufficient_quota", "quota_exceeded", "billing_error"})
+_RATE_LIMIT_CODES = frozenset({"rate_limit_error", "rate_limit_exceeded", "rate_limited"})
+_OVERLOAD_CODES = frozenset({"overloaded_error", "overloaded", "server_overloaded"})
+_SERVER_CODES = frozenset({"api_error", "server_error", "internal_error", "internal_server_error"})
+_AUTH_CODES = frozenset({"authentication_error", "invalid_api_key", "unauthorized"})
+_PERMISSION_CODES = frozenset({"permission_error", "permission_denied"})
+_NOT_FOUND_CODES = frozenset({"not_found_error", "model_not_found"})
+
+
+def to_provider_error(exc: BaseException, where: ErrorContext) -> ProviderError:
+    """The ProviderError for `exc`, a failure of a provider call (see `is_provider_failure`)."""
+    if isinstance(exc, ProviderError):
+        return exc
+    if isinstance(exc, anthropic.APITimeoutError | openai.APITimeoutError):
+        return ProviderConnectionError(
+            _say(
+                where,
+                f"{where.provider} did not answer in time ({_detail(exc, where)}). The call "
+                "will be retried; if this persists, check the network or the 'baseUrl' setting.",
+            ),
+            provider=where.provider,
+        )
+    if isinstance(
+        exc,
+        anthropic.APIConnectionError
+        | openai.APIConnectionError
+        | httpx2.TransportError
+        | StreamInterrupted,
+    ):
+        return _connection_error(exc, where)
+    if isinstance(exc, anthropic.APIError | openai.APIError):
+        return _status_error(exc, where)
+    return ProviderError(
+        _say(where, f"{where.provider} call failed: {_detail(exc, where)}"),
+        provider=where.provider,
+    )
+
+
+def is_provider_failure(exc: BaseException) -> bool:
+    """Whether `exc` is a failure of the provider call (SDK, network, dropped stream)."""
+    return isinstance(
+        exc,
+        ProviderError
+        | anthropic.APIError
+        | openai.APIError
+        | httpx2.TransportError
+        | httpx2.DecodingError
+        | StreamInterrupted,
+    )
+
+
+def retry_after_seconds(
+    headers: Mapping[str, str] | None, now: float | None = None
+) -> float | None:
+    """Seconds to wait from `retry-after-ms` or `retry-after` (seconds or an HTTP date)."""
+    if not headers:
+        return None
+    lowered = {key.lower(): value for key, value in headers.items()}
+    millis = lowered.get("retry-after-ms")
+    if millis:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = lowered.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        moment = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, moment.timestamp() - (time.time() if now is None else now))
+
+
+def error_from_body(
+    body: Mapping[str, Any], where: ErrorContext, status: int | None = None
+) -> ProviderError:
+    """The ProviderError for an error reported inside a stream (an `error` event, a failed
+    response): `body` is the provider's error object, e.g. {"type", "code", "message"}."""
+    facts = error_facts(body)
+    if status is not None:
+        facts = ErrorFacts(status, facts.codes, facts.text)
+    message = _body_message_of(body) or facts.text
+    detail = redact(" ".join(message.split())[:500], *where.secrets)
+    error_type = next(
+        (
+            value
+            for key in ("code", "type")
+            if isinstance(value := body.get(key), str) and value and value != "error"
+        ),
+        None,
+    )
+    return _classify(facts, detail, None, error_type, where)
+
+
+def _connection_error(exc: BaseException, where: ErrorContext) -> ProviderConnectionError:
+    if isinstance(exc, StreamInterrupted):
+        text = (
+            f"The connection to {where.provider} dropped before the answer was complete "
+            f"({exc}). The call will be retried."
+        )
+    elif _could_not_connect(exc):
+        target = f" at {where.base_url}" if where.base_url else ""
+        text = (
+            f"Could not reach {where.provider}{target} ({_detail(exc, where)}). Check the "
+            "network connection and the 'baseUrl' setting; the call will be retried."
+        )
+    else:
+        text = (
+            f"The connection to {where.provider} failed while answering "
+            f"({_detail(exc, where)}). The call will be retried."
+        )
+    return ProviderConnectionError(_say(where, text), provider=where.provider)
+
+
+def _could_not_connect(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    for _ in range(4):
+        if seen is None:
+            return False
+        if isinstance(seen, httpx2.ConnectError | httpx2.ConnectTimeout):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _status_error(exc: anthropic.APIError | openai.APIError, where: ErrorContext) -> ProviderError:
+    facts = error_facts(exc)
+    return _classify(
+        facts,
+        _detail(exc, where),
+        retry_after_seconds(_headers(exc)),
+        _error_type(exc, facts.codes),
+        where,
+    )
+
+
+def _classify(
+    facts: ErrorFacts,
+    detail: str,
+    retry_after: float | None,
+    error_type: str | None,
+    where: ErrorContext,
+) -> ProviderError:
+    status = facts.status
+    codes = {code.lower() for code in facts.codes}
+    provider = where.provider
+
+    def make(cls: type[ProviderError], text: str, wait: float | None = None) -> ProviderError:
+        return cls(
+            _say(where, text),
+            status=status,
+            provider=provider,
+            error_type=error_type,
+            retry_after=wait,
+        )
+
+    # A quota or billing problem looks like a rate limit (429) but waiting will not fix it.
+    lowered = facts.text.lower()
+    if (
+        codes & _QUOTA_CODES
+        or (status == 429 and "quota" in lowered)
+        or "credit balance is too low" in lowered
+    ):
+        return make(
+            QuotaExceededError,
+            f"{provider} refused the call: the account is out of quota or credit ({detail}). "
+            f"Check the plan and billing of the account that owns the key{_in_variable(where)}.",
+        )
+    if status == 429 or codes & _RATE_LIMIT_CODES:
+        when = f" in {retry_after:g}s" if retry_after is not None else " with backoff"
+        return make(
+            RateLimitError,
+            f"{provider} rate limit reached ({detail}). The call will be retried{when}.",
+            retry_after,
+        )
+    if status in (529, 503) or codes & _OVERLOAD_CODES:
+        return make(
+            OverloadedError,
+            f"{provider} is overloaded ({detail}). The call will be retried with backoff.",
+            retry_after,
+        )
+    if facts_say_overflow(facts):
+        return make(
+            ContextOverflowError,
+            f"The prompt does not fit the context window of {_model(where)} ({detail}). "
+            "Compact the session (or start a new one) and try again.",
+        )
+    if status == 401 or codes & _AUTH_CODES:
+        return make(
+            AuthenticationError,
+            f"{provider} rejected the API key ({detail}). Check the key in {_variable(where)}, "
+            "or point the 'apiKeyEnv' setting at the variable that holds the right one.",
+        )
+    if status == 403 or codes & _PERMISSION_CODES:
+        return make(
+            PermissionDeniedError,
+            f"{provider} refused the call ({detail}). The key{_in_variable(where)} may not use "
+            f"{_model(where)}: check its permissions, or choose another model.",
+        )
+    if status == 404 or codes & _NOT_FOUND_CODES:
+        return make(
+            ModelNotFoundError,
+            f"{provider} does not know {_model(where)} ({detail}). Check the 'model' setting "
+            "(and 'baseUrl'); a model of a local server must be defined in the models file "
+            "with the id that server uses.",
+        )
+    if (status is not None and status >= 500) or codes & _SERVER_CODES:
+        return make(
+            ProviderServerError,
+            f"{provider} had an internal error ({detail}). The call will be retried.",
+            retry_after,
+        )
+    if status is not None and 400 <= status < 500:
+        return make(
+            InvalidRequestError,
+            f"{provider} rejected the request ({detail}). This is likely a bug in agent-server "
+            "or a setting this model does not support; please report it.",
+        )
+    # An error event inside a stream that says nothing we recognise: treat as transient.
+    return make(
+        ProviderServerError,
+        f"{provider} reported an error while answering ({detail}). The call will be retried.",
+    )
+
+
+def _headers(exc: BaseException) -> Mapping[str, str] | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    return {str(key): str(value) for key, value in headers.items()}
+
+
+def _detail(exc: BaseException, where: ErrorContext) -> str:
+    """The provider's own words, trimmed, with anything key-shaped removed."""
+    status = getattr(exc, "status_code", None)
+    message = getattr(exc, "api_message", None) or _body_message(exc) or str(exc)
+    message = " ".join(str(message).split())
+    if len(message) > 500:
+        message = message[:497] + "..."
+    prefix = f"{status}: " if isinstance(status, int) and status >= 400 else ""
+    return redact(
+        f"{prefix}{message}" if message else f"{prefix}{type(exc).__name__}", *where.secrets
+    )
+
+
+def _body_message(exc: BaseException) -> str | None:
+    return _body_message_of(getattr(exc, "body", None))
+
+
+def _body_message_of(body: object) -> str | None:
+    if isinstance(body, Mapping):
+        inner = body.get("error", body)
+        if isinstance(inner, Mapping):
+            message = inner.get("message")
+            if isinstance(message, str):
+                return message
+        elif isinstance(inner, str):
+            return inner
+        message = body.get("message")
+        if isinstance(message, str):
+            return message
+    return None
+
+
+def _say(where: ErrorContext, text: str) -> str:
+    return redact(text, *where.secrets)
+
+
+def _model(where: ErrorContext) -> str:
+    return f"the model {where.model!r}" if where.model else "the model"
+
+
+def _variable(where: ErrorContext) -> str:
+    return f"the environment variable {where.api_key_env}" if where.api_key_env else "the API key"
+
+
+def _in_variable(where: ErrorContext) -> str:
+    return f" in {where.api_key_env}" if where.api_key_env else ""
+
+
+def _error_type(exc: BaseException, codes: frozenset[str]) -> str | None:
+    """The most specific code the provider gave: a stable error code, else the error type."""
+    for attribute in ("error_code", "code", "type"):
+        value = getattr(exc, attribute, None)
+        if isinstance(value, str) and value and value != "error":
+            return value
+    specific = sorted(code for code in codes if code != "error")
+    return specific[0] if specific else None

@@ -1,0 +1,248 @@
+"""Provider failures become the right ProviderError, with what to do, and no secrets."""
+
+from __future__ import annotations
+
+import anthropic
+import httpx2
+import openai
+import pytest
+
+from agent_server.errors import (
+    AuthenticationError,
+    ConfigError,
+    ContextOverflowError,
+    InvalidRequestError,
+    MissingApiKeyError,
+    ModelNotFoundError,
+    OverloadedError,
+    PermissionDeniedError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderServerError,
+    QuotaExceededError,
+    RateLimitError,
+)
+from agent_server.llm.anthropic import AnthropicProvider
+from agent_server.llm.credentials import resolve_api_key
+from agent_server.llm.openai_chat import OpenAIChatProvider
+from agent_server.llm.openai_responses import OpenAIResponsesProvider
+from agent_server.llm.provider_errors import (
+    ErrorContext,
+    StreamInterrupted,
+    error_from_body,
+    retry_after_seconds,
+    to_provider_error,
+)
+from agent_server.llm.providers import create_provider
+
+KEY = "sk-ant-api03-SECRETSECRETSECRET"
+WHERE = ErrorContext("Anthropic", "ANTHROPIC_API_KEY", "claude-sonnet-5-5", None, (KEY,))
+
+
+def _response(status: int, headers: dict[str, str] | None = None) -> httpx2.Response:
+    request = httpx2.Request("POST", "https://api.anthropic.com/v1/messages")
+    return httpx2.Response(status, headers=headers or {}, request=request)
+
+
+def _anthropic(
+    status: int, kind: str, message: str, headers: dict[str, str] | None = None
+) -> Exception:
+    body = {"type": "error", "error": {"type": kind, "message": message}}
+    client = anthropic.AsyncAnthropic(api_key=KEY)
+    return client._make_status_error(message, body=body, response=_response(status, headers))
+
+
+@pytest.mark.parametrize(
+    ("status", "kind", "message", "cls", "retryable"),
+    [
+        (
+            429,
+            "rate_limit_error",
+            "Number of request tokens has exceeded your per-minute rate limit",
+            RateLimitError,
+            True,
+        ),
+        (529, "overloaded_error", "Overloaded", OverloadedError, True),
+        (503, "api_error", "Service unavailable", OverloadedError, True),
+        (500, "api_error", "Internal server error", ProviderServerError, True),
+        (
+            400,
+            "invalid_request_error",
+            "prompt is too long: 300000 tokens > 200000 maximum",
+            ContextOverflowError,
+            False,
+        ),
+        (
+            413,
+            "request_too_large",
+            "Request exceeds the maximum allowed number of bytes.",
+            ContextOverflowError,
+            False,
+        ),
+        (401, "authentication_error", "invalid x-api-key", AuthenticationError, False),
+        (
+            403,
+            "permission_error",
+            "Your API key does not have permission to use the specified resource.",
+            PermissionDeniedError,
+            False,
+        ),
+        (404, "not_found_error", "model: claude-nope", ModelNotFoundError, False),
+        (
+            400,
+            "invalid_request_error",
+            "messages: roles must alternate",
+            InvalidRequestError,
+            False,
+        ),
+        (
+            400,
+            "invalid_request_error",
+            "Your credit balance is too low to access the Anthropic API.",
+            QuotaExceededError,
+            False,
+        ),
+    ],
+)
+def test_anthropic_status_errors(
+    status: int, kind: str, message: str, cls: type[ProviderError], retryable: bool
+) -> None:
+    error = to_provider_error(_anthropic(status, kind, message), WHERE)
+    assert type(error) is cls
+    assert error.retryable is retryable
+    assert error.status == status
+    assert error.provider == "Anthropic"
+    assert message.split(":")[0] in error.message
+
+
+def test_rate_limit_carries_retry_after() -> None:
+    error = to_provider_error(
+        _anthropic(429, "rate_limit_error", "slow down", {"retry-after": "7"}), WHERE
+    )
+    assert isinstance(error, RateLimitError)
+    assert error.retry_after == 7.0
+    assert "retried in 7s" in error.message
+
+
+def test_retry_after_forms() -> None:
+    assert retry_after_seconds({"Retry-After": "2.5"}) == 2.5
+    assert retry_after_seconds({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5
+    assert (
+        retry_after_seconds({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, now=1445412470.0)
+        == 10.0
+    )
+    assert retry_after_seconds({"retry-after": "soon"}) is None
+    assert retry_after_seconds(None) is None
+
+
+def test_authentication_error_names_the_variable_and_hides_the_key() -> None:
+    error = to_provider_error(
+        _anthropic(401, "authentication_error", f"invalid x-api-key {KEY}"), WHERE
+    )
+    assert "ANTHROPIC_API_KEY" in error.message
+    assert "apiKeyEnv" in error.message
+    assert KEY not in error.message
+    assert KEY not in repr(error.args)
+
+
+def test_openai_errors() -> None:
+    request = httpx2.Request("POST", "https://api.openai.com/v1/responses")
+    where = ErrorContext("OpenAI", "OPENAI_API_KEY", "gpt-5.5")
+    quota = openai.RateLimitError(
+        "quota",
+        response=httpx2.Response(429, request=request),
+        body={
+            "message": "You exceeded your current quota",
+            "type": "insufficient_quota",
+            "code": "insufficient_quota",
+        },
+    )
+    mapped = to_provider_error(quota, where)
+    assert isinstance(mapped, QuotaExceededError)
+    assert not mapped.retryable
+    overflow = openai.BadRequestError(
+        "bad",
+        response=httpx2.Response(400, request=request),
+        body={
+            "message": "Your input exceeds the context window of this model.",
+            "code": "context_length_exceeded",
+        },
+    )
+    mapped = to_provider_error(overflow, where)
+    assert isinstance(mapped, ContextOverflowError)
+    assert mapped.error_type == "context_length_exceeded"
+
+
+def test_connection_failures_are_retryable() -> None:
+    request = httpx2.Request("POST", "http://127.0.0.1:9/v1/messages")
+    connect = anthropic.APIConnectionError(request=request)
+    connect.__cause__ = httpx2.ConnectError("refused")
+    error = to_provider_error(connect, WHERE)
+    assert isinstance(error, ProviderConnectionError)
+    assert error.retryable
+    assert "Could not reach" in error.message
+    dropped = to_provider_error(
+        StreamInterrupted("the response stream ended without message_stop"), WHERE
+    )
+    assert isinstance(dropped, ProviderConnectionError)
+    assert dropped.retryable
+    assert "dropped" in dropped.message
+    read = to_provider_error(httpx2.RemoteProtocolError("peer closed connection"), WHERE)
+    assert isinstance(read, ProviderConnectionError)
+    timeout = to_provider_error(openai.APITimeoutError(request=request), WHERE)
+    assert isinstance(timeout, ProviderConnectionError)
+
+
+def test_errors_inside_a_stream() -> None:
+    overloaded = error_from_body({"type": "overloaded_error", "message": "Overloaded"}, WHERE)
+    assert isinstance(overloaded, OverloadedError)
+    failed = error_from_body(
+        {
+            "code": "context_length_exceeded",
+            "message": "Your input exceeds the context window of this model.",
+        },
+        WHERE,
+    )
+    assert isinstance(failed, ContextOverflowError)
+    limited = error_from_body(
+        {"code": "rate_limit_exceeded", "message": "Rate limit reached"}, WHERE
+    )
+    assert isinstance(limited, RateLimitError)
+    unknown = error_from_body({"message": "something odd"}, WHERE)
+    assert isinstance(unknown, ProviderServerError)
+
+
+def test_resolve_api_key() -> None:
+    assert resolve_api_key("anthropic", env={"ANTHROPIC_API_KEY": " k "}) == "k"
+    assert resolve_api_key("openai-chat", "MY_KEY", env={"MY_KEY": "x"}) == "x"
+    with pytest.raises(MissingApiKeyError) as raised:
+        resolve_api_key("openai-responses", env={"OPENAI_API_KEY": "  "})
+    assert raised.value.variable == "OPENAI_API_KEY"
+    assert "OPENAI_API_KEY" in raised.value.message
+    assert '"provider": "sim"' in raised.value.message
+
+
+async def test_create_provider() -> None:
+    anthropic_provider = create_provider("anthropic", env={"ANTHROPIC_API_KEY": KEY})
+    assert isinstance(anthropic_provider, AnthropicProvider)
+    assert anthropic_provider.client.max_retries == 0
+    chat = create_provider(
+        "openai-chat", api_key_env="WORK_KEY", env={"WORK_KEY": "sk-work-123456789"}
+    )
+    assert isinstance(chat, OpenAIChatProvider)
+    assert chat.client.max_retries == 0
+    responses = create_provider("openai-responses", env={"OPENAI_API_KEY": "sk-x-123456789"})
+    assert isinstance(responses, OpenAIResponsesProvider)
+    with pytest.raises(MissingApiKeyError, match="ANTHROPIC_API_KEY"):
+        create_provider("anthropic", env={})
+    with pytest.raises(MissingApiKeyError, match="CUSTOM_VAR"):
+        create_provider("openai-chat", api_key_env="CUSTOM_VAR", env={})
+    # A local server needs no key.
+    local = create_provider("openai-chat", base_url="http://localhost:11434/v1", env={})
+    assert str(local.client.base_url).startswith("http://localhost:11434/v1")  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError, match="must be one of"):
+        create_provider("gemini", env={})
+    with pytest.raises(ConfigError, match="base URL"):
+        create_provider("sim", env={})
+    for provider in (anthropic_provider, chat, responses, local):
+        await provider.aclose()
