@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-python lint typecheck bench bench-quick clean
+.PHONY: demo test test-python lint typecheck bench bench-quick system-deps clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -12,10 +12,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# A whole agent session over LSP against the built-in simulator: no key, no network.
 demo: $(STAMP)
 	$(BIN)/agent-server demo
 
-test: lint typecheck test-python
+# Everything: lint, types, the Python suite, and the VS Code extension's tests.
+test: lint typecheck test-python test-extension
 
 lint: $(STAMP)
 	$(BIN)/ruff check agent_server tests benchmarks
@@ -23,8 +25,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test-python: $(STAMP)
+test-python: $(STAMP) system-deps
 	$(BIN)/pytest -q
+
+# ripgrep: the grep tool uses it when installed, and its tests cover both paths.
+system-deps:
+	@command -v rg >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ripgrep; }
 
 bench: $(STAMP)
 	$(BIN)/agent-server bench --json .bench/latest.json
@@ -33,4 +39,6 @@ bench-quick: $(STAMP)
 	$(BIN)/agent-server bench --quick
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache client-vscode/node_modules client-vscode/dist
+
+include client-vscode/extension.mk

@@ -10,6 +10,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -20,7 +21,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--log-level", default="WARNING", help="stderr log level (default WARNING)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    sim = commands.add_parser("sim", help="run the built-in model simulator (Anthropic and OpenAI APIs)")
+    serve = commands.add_parser("serve", help="run the language server (stdio by default)")
+    serve.add_argument("--stdio", action="store_true", help="serve over stdio (the default)")
+    serve.add_argument("--tcp", metavar="HOST:PORT", help="serve over TCP, for debugging")
+
+    demo = commands.add_parser(
+        "demo", help="a whole agent session over LSP against the simulator (no key needed)"
+    )
+    demo.add_argument("--turns", type=int, help="stop after this many scenario turns")
+    demo.add_argument("--log", metavar="FILE", help="keep the simulator's request log")
+
+    sim = commands.add_parser(
+        "sim", help="run the built-in model simulator (Anthropic and OpenAI APIs)"
+    )
     sim.add_argument("--host", default="127.0.0.1")
     sim.add_argument("--port", type=int, default=8765, help="0 picks a free port")
     sim.add_argument("--scenario", metavar="FILE", help="JSON or YAML scenario (default: built-in)")
@@ -37,6 +50,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if args.command == "serve":
+        from agent_server.lsp.server import serve_stdio, serve_tcp
+
+        if args.tcp:
+            host, _, port = str(args.tcp).rpartition(":")
+            serve_tcp(host or "127.0.0.1", int(port))
+        else:
+            serve_stdio()
+        return 0
+    if args.command == "demo":
+        from agent_server.console.demo import main as demo_main
+
+        return demo_main(turns=args.turns, log=Path(args.log) if args.log else None)
     if args.command == "sim":
         from agent_server.sim.server import run_cli
 

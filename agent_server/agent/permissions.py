@@ -126,6 +126,10 @@ class PermissionGate:
     def mode(self) -> PermissionMode:
         return self._mode
 
+    def set_ask(self, ask: AskCallback | None) -> None:
+        """Who answers from now on (the editor that opened the session)."""
+        self._ask = ask
+
     def set_mode(self, mode: PermissionMode) -> None:
         """Changes the mode (between turns); remembered answers are kept."""
         self._mode = parse_mode(mode)

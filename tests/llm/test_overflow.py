@@ -1,4 +1,4 @@
-# ruff: noqa: E501  (a table of real-world error messages, quoted whole)
+
 """Overflow classification: every provider's wording, and never a rate limit."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-# ruff: noqa: E501  (provider events spelled out as they come over the wire)
+
 """Provider stream shapes the simulator does not produce (signed and redacted thinking,
 refusals, local servers without usage, failed responses), replayed through the real SDKs
 over an in-memory HTTP transport."""

@@ -1,0 +1,142 @@
+"""What an agent session tells the outside world while it works.
+
+A UI (the LSP layer, the terminal) subscribes with a callback and renders these; none of them
+is needed to run the agent. They are plain frozen data, in the order they happen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+from agent_server.llm.messages import ToolCall, Usage, UserContent
+
+CompactionReason: TypeAlias = Literal["threshold", "overflow", "truncation", "manual"]
+CompactionStatus: TypeAlias = Literal["completed", "failed", "cancelled"]
+ToolStatus: TypeAlias = Literal["in_progress", "completed", "failed"]
+NoticeLevel: TypeAlias = Literal["info", "warning", "error"]
+TurnStopReason: TypeAlias = Literal[
+    "end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled", "error"
+]
+
+
+@dataclass(frozen=True, slots=True)
+class UsageSnapshot:
+    """The context meter: how full the window is, and what the session has cost."""
+
+    used: int  # estimated tokens of the context the next call would send
+    size: int  # the model's context window
+    compact_at: int  # the threshold above which the next call compacts first
+    window_number: int  # the cache cycle: compactions + 1
+    last_call: Usage | None
+    cache_hit_rate: float  # session cache-read share of prompt tokens, 0..1
+    cost: float  # session cost, USD
+    calls: int
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStarted:
+    turn_id: str
+    entry_id: str
+    content: tuple[UserContent, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TextChunk:
+    turn_id: str
+    message_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingChunk:
+    turn_id: str
+    message_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStarted:
+    turn_id: str
+    tool_call: ToolCall
+    title: str
+    kind: str  # read, edit, search, execute, other
+    locations: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallUpdated:
+    turn_id: str
+    tool_call_id: str
+    status: ToolStatus
+    output: str | None = None  # the text the model gets back (or a streamed fragment)
+    details: Mapping[str, Any] | None = None  # e.g. {"diff": ..., "path": ...}
+
+
+@dataclass(frozen=True, slots=True)
+class UsageUpdated:
+    snapshot: UsageSnapshot
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionStarted:
+    compaction_id: str
+    reason: CompactionReason
+    tokens_before: int
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionFinished:
+    compaction_id: str
+    reason: CompactionReason
+    status: CompactionStatus
+    tokens_before: int
+    tokens_after: int | None = None
+    summary: str | None = None
+    first_kept_entry_id: str | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OverflowHappened:
+    turn_id: str
+    kind: Literal["truncated", "rejected"]
+    action: Literal["compacting", "retrying", "gaveUp"]
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    turn_id: str | None
+    level: NoticeLevel
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEnded:
+    turn_id: str
+    stop_reason: TurnStopReason
+    usage: Usage  # summed over the turn's model calls
+    error: str | None = None
+    error_code: str | None = None
+
+
+AgentEvent: TypeAlias = (
+    TurnStarted
+    | TextChunk
+    | ThinkingChunk
+    | ToolCallStarted
+    | ToolCallUpdated
+    | UsageUpdated
+    | CompactionStarted
+    | CompactionFinished
+    | OverflowHappened
+    | Notice
+    | TurnEnded
+)
+EventSink: TypeAlias = Callable[[AgentEvent], None]
+
+
+def ignore_events(_event: AgentEvent) -> None:
+    """An EventSink for headless runs that render nothing."""

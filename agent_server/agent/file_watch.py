@@ -1,0 +1,154 @@
+"""External edits: files the agent read or wrote that changed on disk behind its back.
+
+The agent's view of a file is the content it last read or wrote. `FileWatch` remembers a
+fingerprint of that content; when the file changes from outside (the user saves it in the
+editor, a formatter rewrites it), the next message sent to the model carries an appended note
+saying so. The note is appended, never put in the system prompt: the cached prefix stays.
+
+watchfiles reports changes as they happen (the UI can say so at once); the fingerprints are
+re-checked with a cheap stat before each message, so a missed or coalesced event is caught
+too, and the agent's own writes, recorded right after they happen, are never reported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import watchfiles
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class _Seen:
+    mtime_ns: int
+    size: int
+    digest: str | None  # None: the file did not exist
+
+
+def _fingerprint(path: Path) -> _Seen:
+    try:
+        stat = path.stat()
+    except OSError:
+        return _Seen(0, -1, None)
+    try:
+        digest = hashlib.blake2b(path.read_bytes(), digest_size=16).hexdigest()
+    except OSError:
+        digest = None
+    return _Seen(stat.st_mtime_ns, stat.st_size, digest)
+
+
+class FileWatch:
+    def __init__(self, workspace: Path, on_change: Callable[[str], None] | None = None) -> None:
+        self.workspace = workspace.resolve()
+        self._seen: dict[Path, _Seen] = {}
+        self._on_change = on_change
+        self._task: asyncio.Task[None] | None = None
+        self._restart = asyncio.Event()
+        self._stop = asyncio.Event()
+
+    @property
+    def tracked(self) -> list[str]:
+        return sorted(self._relative(p) for p in self._seen)
+
+    def record(self, path: str | Path) -> None:
+        """The agent just read or wrote `path`: its current content is what the agent knows."""
+        resolved = self._resolve(path)
+        if resolved is None:
+            return
+        is_new_directory = resolved.parent not in {p.parent for p in self._seen}
+        self._seen[resolved] = _fingerprint(resolved)
+        if is_new_directory and self._task is not None:
+            self._restart.set()
+
+    def take_changes(self) -> list[str]:
+        """Workspace-relative paths changed since the agent last saw them; each change is
+        reported once (the new content becomes what the agent is told about)."""
+        changed: list[str] = []
+        for path, seen in list(self._seen.items()):
+            try:
+                stat = path.stat()
+                if stat.st_mtime_ns == seen.mtime_ns and stat.st_size == seen.size:
+                    continue
+            except OSError:
+                if seen.digest is None:
+                    continue
+            now = _fingerprint(path)
+            self._seen[path] = now
+            if now.digest != seen.digest:
+                changed.append(self._relative(path))
+        return sorted(changed)
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._watch(), name="file-watch")
+
+    async def stop(self) -> None:
+        self._stop.set()
+        self._restart.set()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+            self._task = None
+
+    async def _watch(self) -> None:
+        while not self._stop.is_set():
+            self._restart.clear()
+            directories = sorted({p.parent for p in self._seen if p.parent.exists()})
+            if not directories:
+                await self._restart.wait()
+                continue
+            try:
+                async for changes in watchfiles.awatch(
+                    *directories,
+                    recursive=False,
+                    stop_event=self._restart,
+                    debounce=200,
+                    step=50,
+                    watch_filter=None,
+                ):
+                    self._report(changes)
+            except (OSError, RuntimeError) as error:  # e.g. inotify limits: the stat check remains
+                log.warning("file watching stopped: %s", error)
+                return
+
+    def _report(self, changes: set[tuple[watchfiles.Change, str]]) -> None:
+        if self._on_change is None:
+            return
+        for _kind, raw in sorted(changes, key=lambda change: change[1]):
+            path = Path(raw)
+            seen = self._seen.get(path)
+            if seen is None:
+                continue
+            if _fingerprint(path).digest != seen.digest:
+                self._on_change(self._relative(path))
+
+    def _resolve(self, path: str | Path) -> Path | None:
+        candidate = Path(path)
+        if not candidate.is_absolute():
+            candidate = self.workspace / candidate
+        try:
+            resolved = candidate.resolve()
+        except OSError:
+            return None
+        if not resolved.is_relative_to(self.workspace):
+            return None
+        return resolved
+
+    def _relative(self, path: Path) -> str:
+        return path.relative_to(self.workspace).as_posix()
+
+
+def external_edit_note(paths: list[str]) -> str:
+    listed = ", ".join(paths)
+    return (
+        f"[Note from the editor: {listed} changed on disk since you last read or wrote "
+        f"{'it' if len(paths) == 1 else 'them'}. Read again before relying on the old content.]"
+    )

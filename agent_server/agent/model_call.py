@@ -1,0 +1,95 @@
+"""One model call: stream the answer, retry what may succeed later, classify what may not.
+
+Rate limits, overloads, server errors and dropped streams are retried with exponential backoff
+(honouring retry-after); each wait is announced so the user knows why nothing moves. A prompt
+that does not fit the window is never retried here: it raises ContextOverflowError for the
+harness to compact. Cancelling the caller closes the HTTP stream (the provider does that) and
+leaves what arrived in the caller's assembler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from agent_server.errors import ContextOverflowError, ProviderError
+from agent_server.llm.messages import AssistantMessage, Context
+from agent_server.llm.models import ModelInfo
+from agent_server.llm.overflow import is_context_overflow
+from agent_server.llm.stream import (
+    CallOptions,
+    MessageAssembler,
+    MessageDone,
+    Provider,
+    StreamEvent,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    max_retries: int = 4
+    base_delay: float = 1.0
+    max_delay: float = 30.0
+
+    def delay(self, attempt: int, error: ProviderError) -> float:
+        """Seconds to wait before retry number `attempt` (1-based)."""
+        if error.retry_after is not None:
+            return min(max(error.retry_after, 0.0), self.max_delay)
+        return float(min(self.base_delay * 2 ** (attempt - 1), self.max_delay))
+
+
+@dataclass(slots=True)
+class CallAttempt:
+    """What the UI needs to know about the attempt in progress."""
+
+    message_id: str
+    assembler: MessageAssembler
+
+
+async def call_model(
+    provider: Provider,
+    model: ModelInfo,
+    context: Context,
+    options: CallOptions,
+    *,
+    on_event: Callable[[CallAttempt, StreamEvent], None],
+    on_retry: Callable[[ProviderError, float, int], None],
+    new_message_id: Callable[[], str],
+    retry: RetryPolicy,
+    attempt_holder: list[CallAttempt] | None = None,
+) -> AssistantMessage:
+    """Stream one answer. Raises ContextOverflowError, or ProviderError when retries run out.
+
+    `attempt_holder`, when given, always holds the current attempt as its only item, so a
+    caller that is cancelled can recover the partial message from its assembler.
+    """
+    retries = 0
+    while True:
+        attempt = CallAttempt(new_message_id(), MessageAssembler())
+        if attempt_holder is not None:
+            attempt_holder[:] = [attempt]
+        try:
+            async for event in provider.stream(model, context, options):
+                attempt.assembler.apply(event)
+                if isinstance(event, MessageDone):
+                    return event.message
+                on_event(attempt, event)
+            raise ProviderError("the stream ended without a final message", provider=provider.api)
+        except ContextOverflowError:
+            raise
+        except ProviderError as error:
+            if is_context_overflow(error, model.context_window):
+                raise ContextOverflowError(
+                    error.message, status=error.status, provider=error.provider
+                ) from error
+            if not error.retryable or retries >= retry.max_retries:
+                raise
+            retries += 1
+            wait = retry.delay(retries, error)
+            log.info("retrying model call in %.1fs after: %s", wait, error.message)
+            on_retry(error, wait, retries)
+            await asyncio.sleep(wait)

@@ -1,0 +1,102 @@
+"""From settings to a provider and models: which API, which model, which key.
+
+The "sim" provider starts the built-in simulator in this process, on a free loopback port,
+once, and talks to it through the Anthropic SDK like any other server.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+
+from agent_server.agent.session import ModelSetup
+from agent_server.agent.settings import AgentSettings
+from agent_server.errors import UnknownModelError
+from agent_server.llm.models import (
+    DEFAULT_MODEL_BY_PROVIDER,
+    ModelInfo,
+    ModelRegistry,
+    load_models_file,
+)
+from agent_server.llm.providers import create_provider
+from agent_server.llm.stream import Provider
+
+_sim_lock = threading.Lock()
+_sim_base_url: str | None = None
+_sim_handle: object | None = None
+
+
+def shared_simulator_url() -> str:
+    """The base URL of this process's simulator, started on first use."""
+    global _sim_base_url, _sim_handle
+    with _sim_lock:
+        if _sim_base_url is None:
+            from agent_server.sim.server import SimServer, Simulator
+
+            handle = SimServer(Simulator()).run_in_thread()
+            _sim_handle = handle
+            _sim_base_url = str(handle.base_url)
+        return _sim_base_url
+
+
+def model_registry(settings: AgentSettings) -> ModelRegistry:
+    registry = ModelRegistry()
+    if settings.models_file:
+        for model in load_models_file(Path(settings.models_file).expanduser()):
+            registry.add(model)
+    return registry
+
+
+def resolve_model(
+    model_id: str | None, settings: AgentSettings, registry: ModelRegistry
+) -> ModelInfo:
+    wanted = model_id or DEFAULT_MODEL_BY_PROVIDER[settings.provider]
+    model = registry.get(wanted)
+    if model is None:
+        known = ", ".join(m.id for m in registry)
+        raise UnknownModelError(
+            f"unknown model {wanted!r}: use one of {known}, or define it in a models file "
+            "(the modelsFile setting)"
+        )
+    return model
+
+
+def open_provider(
+    settings: AgentSettings, model: ModelInfo, env: Mapping[str, str] | None = None
+) -> Provider:
+    if settings.provider == "sim":
+        return create_provider(
+            "anthropic",
+            base_url=settings.base_url or shared_simulator_url(),
+            api_key="sim",
+        )
+    return create_provider(
+        settings.provider,
+        base_url=settings.base_url or model.base_url,
+        api_key_env=settings.key_variable,
+        env=env if env is not None else os.environ,
+    )
+
+
+def connect(settings: AgentSettings, env: Mapping[str, str] | None = None) -> ModelSetup:
+    """The provider and models for these settings. Raises ConfigError (e.g. a missing key,
+    named) before any request is made."""
+    registry = model_registry(settings)
+    model = resolve_model(settings.model, settings, registry)
+    summary_model = (
+        resolve_model(settings.compaction.model, settings, registry)
+        if settings.compaction.model
+        else model
+    )
+    return ModelSetup(
+        provider=open_provider(settings, model, env), model=model, summary_model=summary_model
+    )
+
+
+def secrets_of(settings: AgentSettings, env: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The secret values a session must scrub from tool output."""
+    env = env if env is not None else os.environ
+    names = {settings.key_variable, "ANTHROPIC_API_KEY", "OPENAI_API_KEY"}
+    return tuple(sorted(value for name in names if name and (value := env.get(name))))

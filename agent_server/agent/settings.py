@@ -1,0 +1,171 @@
+"""Agent settings: the `agent` section of the editor's configuration, or the CLI's config file.
+
+`settings_from_json` is the one place raw settings are read; a bad value raises ConfigError
+naming the key and what is expected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, TypeAlias, cast
+
+from agent_server.errors import ConfigError
+
+ProviderName: TypeAlias = Literal["anthropic", "openai-chat", "openai-responses", "sim"]
+PROVIDERS: tuple[str, ...] = ("anthropic", "openai-chat", "openai-responses", "sim")
+CacheRetentionName: TypeAlias = Literal["none", "short", "long"]
+PermissionModeName: TypeAlias = Literal["ask", "allowReads", "allowAll"]
+SummaryMode: TypeAlias = Literal["cached", "fresh"]
+
+DEFAULT_API_KEY_ENV: Mapping[str, str] = {
+    "anthropic": "ANTHROPIC_API_KEY",
+    "openai-chat": "OPENAI_API_KEY",
+    "openai-responses": "OPENAI_API_KEY",
+    "sim": "",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionOptions:
+    enabled: bool = True
+    reserve_tokens: int | None = None  # None: max output + 4096, clamped to [8k, 20k]
+    keep_recent_tokens: int = 8000
+    model: str | None = None  # None: the session's model
+    # "cached": the summary request is the current context plus one final instruction, so it
+    # is billed at the cache-read price; "fresh": a separate summary prompt (the seed's way).
+    summary: SummaryMode = "cached"
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSettings:
+    provider: ProviderName = "anthropic"
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    cache_retention: CacheRetentionName = "short"
+    compaction: CompactionOptions = field(default_factory=CompactionOptions)
+    permissions_mode: PermissionModeName = "allowReads"
+    sessions_dir: str | None = None
+    models_file: str | None = None
+    max_steps: int = 200  # model calls in one turn before it stops with max_turn_requests
+    bash_timeout: float = 120.0
+
+    @property
+    def key_variable(self) -> str:
+        return self.api_key_env or DEFAULT_API_KEY_ENV[self.provider]
+
+    def with_overrides(self, **changes: Any) -> AgentSettings:
+        return replace(self, **changes)
+
+
+def settings_from_json(
+    data: Mapping[str, Any] | None, base: AgentSettings | None = None
+) -> AgentSettings:
+    """Settings from the camelCase JSON form; keys not given keep `base`'s values."""
+    settings = base or AgentSettings()
+    if data is None:
+        return settings
+    if not isinstance(data, Mapping):
+        raise ConfigError("settings must be an object")
+    reader = _Reader(data, "")
+    compaction_data = data.get("compaction")
+    compaction = settings.compaction
+    if compaction_data is not None:
+        if not isinstance(compaction_data, Mapping):
+            raise ConfigError("setting 'compaction' must be an object")
+        sub = _Reader(compaction_data, "compaction.")
+        compaction = CompactionOptions(
+            enabled=sub.boolean("enabled", compaction.enabled),
+            reserve_tokens=sub.optional_int("reserveTokens", compaction.reserve_tokens, minimum=0),
+            keep_recent_tokens=sub.integer(
+                "keepRecentTokens", compaction.keep_recent_tokens, minimum=0
+            ),
+            model=sub.optional_str("model", compaction.model),
+            summary=cast(
+                SummaryMode, sub.choice("summary", compaction.summary, ("cached", "fresh"))
+            ),
+        )
+    permissions = data.get("permissions")
+    mode = settings.permissions_mode
+    if permissions is not None:
+        if not isinstance(permissions, Mapping):
+            raise ConfigError("setting 'permissions' must be an object")
+        mode = cast(
+            PermissionModeName,
+            _Reader(permissions, "permissions.").choice(
+                "mode", mode, ("ask", "allowReads", "allowAll")
+            ),
+        )
+    return AgentSettings(
+        provider=cast(ProviderName, reader.choice("provider", settings.provider, PROVIDERS)),
+        model=reader.optional_str("model", settings.model),
+        base_url=reader.optional_str("baseUrl", settings.base_url),
+        api_key_env=reader.optional_str("apiKeyEnv", settings.api_key_env),
+        cache_retention=cast(
+            CacheRetentionName,
+            reader.choice("cacheRetention", settings.cache_retention, ("none", "short", "long")),
+        ),
+        compaction=compaction,
+        permissions_mode=mode,
+        sessions_dir=reader.optional_str("sessionsDir", settings.sessions_dir),
+        models_file=reader.optional_str("modelsFile", settings.models_file),
+        max_steps=reader.integer("maxSteps", settings.max_steps, minimum=1),
+        bash_timeout=float(reader.integer("bashTimeout", int(settings.bash_timeout), minimum=1)),
+    )
+
+
+class _Reader:
+    """Typed reads of one settings object; errors name the full key."""
+
+    def __init__(self, data: Mapping[str, Any], prefix: str) -> None:
+        self.data = data
+        self.prefix = prefix
+
+    def _fail(self, key: str, expected: str) -> ConfigError:
+        return ConfigError(
+            f"setting '{self.prefix}{key}' must be {expected}, not {self.data.get(key)!r}"
+        )
+
+    def choice(self, key: str, default: str, allowed: tuple[str, ...]) -> str:
+        value = self.data.get(key)
+        if value is None or value == "":
+            return default
+        if value not in allowed:
+            raise self._fail(key, "one of " + ", ".join(allowed))
+        return str(value)
+
+    def optional_str(self, key: str, default: str | None) -> str | None:
+        if key not in self.data:
+            return default
+        value = self.data[key]
+        if value is None or value == "":
+            return None
+        if not isinstance(value, str):
+            raise self._fail(key, "a string")
+        return value
+
+    def boolean(self, key: str, default: bool) -> bool:
+        value = self.data.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise self._fail(key, "true or false")
+        return value
+
+    def integer(self, key: str, default: int, *, minimum: int) -> int:
+        value = self.data.get(key)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value:
+            raise self._fail(key, "a whole number")
+        if value < minimum:
+            raise self._fail(key, f"at least {minimum}")
+        return int(value)
+
+    def optional_int(self, key: str, default: int | None, *, minimum: int) -> int | None:
+        if key in self.data and self.data[key] is None:
+            return None
+        if key not in self.data:
+            return default
+        return self.integer(key, 0, minimum=minimum)

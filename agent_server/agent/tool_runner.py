@@ -1,0 +1,111 @@
+"""Running the tool calls of one assistant message.
+
+Calls are checked by the permission gate one at a time, in order (a person answers them);
+consecutive read-only calls then run in parallel, anything that writes runs alone. Results
+come back in the order of the calls, whatever order they finish in, so the ledger and the
+next request do not depend on timing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from agent_server.agent.events import EventSink, ToolCallStarted, ToolCallUpdated
+from agent_server.agent.permissions import PermissionGate, denied_result
+from agent_server.agent.tools import Tool, ToolContext, ToolResult, run_tool, unknown_tool_result
+from agent_server.llm.messages import TextContent, ToolCall, ToolResultMessage
+
+
+def aborted_result(
+    call: ToolCall, why: str = "The tool call was aborted by the user."
+) -> ToolResultMessage:
+    return ToolResultMessage(call.id, call.name, (TextContent(why),), is_error=True)
+
+
+class ToolRunner:
+    def __init__(
+        self,
+        tools: Sequence[Tool],
+        gate: PermissionGate,
+        make_context: Callable[[Callable[[str], None] | None], ToolContext],
+        emit: EventSink,
+    ) -> None:
+        self._tools = {tool.spec.name: tool for tool in tools}
+        self._gate = gate
+        self._make_context = make_context
+        self._emit = emit
+
+    def tool(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def announce(self, turn_id: str, calls: Sequence[ToolCall]) -> None:
+        for call in calls:
+            tool = self._tools.get(call.name)
+            if tool is None:
+                self._emit(ToolCallStarted(turn_id, call, call.name, "other", ()))
+                continue
+            self._emit(
+                ToolCallStarted(
+                    turn_id, call, tool.title(call.arguments), tool.kind, tool.paths(call.arguments)
+                )
+            )
+
+    async def run(
+        self, turn_id: str, calls: Sequence[ToolCall], results: dict[str, ToolResultMessage]
+    ) -> None:
+        """Run every call; `results` fills in as calls finish (so a cancelled caller knows
+        which calls have their result)."""
+        batch: list[ToolCall] = []
+        for call in calls:
+            tool = self._tools.get(call.name)
+            if tool is None:
+                results[call.id] = self._finish(
+                    turn_id, call, unknown_tool_result(call.name, tuple(self._tools.values()))
+                )
+                continue
+            decision = await self._gate.decide(tool, call)
+            if not decision.allowed:
+                results[call.id] = self._finish(turn_id, call, denied_result(decision))
+                continue
+            if tool.read_only:
+                batch.append(call)
+                continue
+            await self._run_batch(turn_id, batch, results)
+            batch = []
+            await self._run_batch(turn_id, [call], results)
+        await self._run_batch(turn_id, batch, results)
+
+    async def _run_batch(
+        self, turn_id: str, calls: Sequence[ToolCall], results: dict[str, ToolResultMessage]
+    ) -> None:
+        if not calls:
+            return
+
+        async def one(call: ToolCall) -> None:
+            tool = self._tools[call.name]
+            self._emit(ToolCallUpdated(turn_id, call.id, "in_progress"))
+
+            def on_output(fragment: str) -> None:
+                self._emit(ToolCallUpdated(turn_id, call.id, "in_progress", output=fragment))
+
+            context = self._make_context(on_output if call.name == "bash" else None)
+            result = await run_tool(tool, call.arguments, context)
+            results[call.id] = self._finish(turn_id, call, result)
+
+        await asyncio.gather(*(one(call) for call in calls))
+
+    def _finish(self, turn_id: str, call: ToolCall, result: ToolResult) -> ToolResultMessage:
+        message = ToolResultMessage(call.id, call.name, result.content, is_error=result.is_error)
+        details: Mapping[str, Any] | None = result.details
+        self._emit(
+            ToolCallUpdated(
+                turn_id,
+                call.id,
+                "failed" if result.is_error else "completed",
+                output=message.text,
+                details=details,
+            )
+        )
+        return message

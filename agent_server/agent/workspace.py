@@ -1,0 +1,141 @@
+"""The agent side of one workspace folder: its settings, its session store, its open sessions.
+
+The LSP server keeps one per folder; the CLI keeps one for the current directory.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from agent_server.agent.events import EventSink, ignore_events
+from agent_server.agent.model_call import RetryPolicy
+from agent_server.agent.model_setup import connect, secrets_of
+from agent_server.agent.permissions import AskCallback
+from agent_server.agent.session import AgentSession, ModelSetup
+from agent_server.agent.settings import AgentSettings
+from agent_server.agent.system_prompt import build_system_prompt
+from agent_server.agent.tools import default_tools
+from agent_server.errors import SessionNotFoundError
+from agent_server.session.ledger import Ledger
+from agent_server.session.store import SessionInfo, SessionStore, default_sessions_root
+
+log = logging.getLogger(__name__)
+
+Connect = Callable[[AgentSettings], ModelSetup]
+
+
+class WorkspaceAgent:
+    def __init__(
+        self,
+        root: Path,
+        settings: AgentSettings,
+        *,
+        connect_to: Connect = connect,
+        retry: RetryPolicy | None = None,
+        env: Mapping[str, str] | None = None,
+        watch_files: bool = True,
+    ) -> None:
+        self.root = root.resolve()
+        self.settings = settings
+        self._connect = connect_to
+        self._retry = retry
+        self._env = env
+        self._watch_files = watch_files
+        self.sessions: dict[str, AgentSession] = {}
+        self.store = self._make_store(settings)
+
+    def _make_store(self, settings: AgentSettings) -> SessionStore:
+        root = (
+            Path(settings.sessions_dir).expanduser()
+            if settings.sessions_dir
+            else default_sessions_root()
+        )
+        return SessionStore(root, self.root)
+
+    def update_settings(self, settings: AgentSettings) -> None:
+        """Applied to each open session from its next turn."""
+        if settings.sessions_dir != self.settings.sessions_dir:
+            self.store = self._make_store(settings)
+        self.settings = settings
+        for session in self.sessions.values():
+            session.update_settings(settings)
+
+    def list(self) -> list[SessionInfo]:
+        return self.store.list()
+
+    def create(
+        self,
+        *,
+        model: str | None = None,
+        title: str | None = None,
+        emit: EventSink = ignore_events,
+        ask: AskCallback | None = None,
+        assume_yes: bool = False,
+    ) -> AgentSession:
+        settings = self.settings.with_overrides(model=model) if model else self.settings
+        setup = self._connect(settings)
+        ledger = self.store.create(self.root, title=title, model=setup.model.id)
+        ledger.append_model_change(setup.provider.api, setup.model.id)
+        ledger.append_system_prompt(build_system_prompt(self.root))
+        ledger.sync()
+        return self._start(ledger, settings, setup, emit, ask, assume_yes)
+
+    def open(
+        self,
+        session_id: str,
+        *,
+        emit: EventSink = ignore_events,
+        ask: AskCallback | None = None,
+        assume_yes: bool = False,
+    ) -> AgentSession:
+        session = self.sessions.get(session_id)
+        if session is not None:
+            return session
+        if not self.store.exists(session_id):
+            raise SessionNotFoundError(f"no session {session_id} in workspace {self.root}")
+        ledger = self.store.open(session_id)
+        settings = self.settings
+        recorded = ledger.latest_model()
+        if recorded is not None and settings.model is None:
+            settings = settings.with_overrides(model=recorded)
+        setup = self._connect(settings)
+        return self._start(ledger, settings, setup, emit, ask, assume_yes)
+
+    def has(self, session_id: str) -> bool:
+        return session_id in self.sessions or self.store.exists(session_id)
+
+    def _start(
+        self,
+        ledger: Ledger,
+        settings: AgentSettings,
+        setup: ModelSetup,
+        emit: EventSink,
+        ask: AskCallback | None,
+        assume_yes: bool,
+    ) -> AgentSession:
+        system_prompt = ledger.system_prompt() or build_system_prompt(self.root)
+        session = AgentSession(
+            ledger=ledger,
+            workspace=self.root,
+            settings=settings,
+            setup=setup,
+            system_prompt=system_prompt,
+            tools=default_tools(),
+            spill_dir=self.store.session_dir(ledger.header.session_id),
+            ask=ask,
+            assume_yes=assume_yes,
+            emit=emit,
+            retry=self._retry,
+            secrets=secrets_of(settings, self._env),
+            watch_files=self._watch_files,
+            reconnect=self._connect,
+        )
+        self.sessions[session.session_id] = session
+        return session
+
+    async def close(self) -> None:
+        for session in list(self.sessions.values()):
+            await session.close()
+        self.sessions.clear()

@@ -1,0 +1,1 @@
+"""Terminal front ends: the demo, chat and session commands."""

@@ -1,0 +1,572 @@
+"""The language server: the editor protocol of docs/protocol.md over pygls.
+
+One module, each feature a small function. The server keeps a WorkspaceAgent per workspace
+folder and relays the agent's events as notifications; it knows nothing of providers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import cattrs
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import (
+    JsonRPCNotification,
+    JsonRPCRequestMessage,
+    JsonRPCResponseMessage,
+    LanguageServerProtocol,
+    default_converter,
+)
+
+from agent_server import __version__
+from agent_server.agent.events import (
+    AgentEvent,
+    CompactionFinished,
+    CompactionStarted,
+    OverflowHappened,
+    ToolCallStarted,
+    TurnEnded,
+    UsageUpdated,
+)
+from agent_server.agent.permissions import PermissionRequest
+from agent_server.agent.session import AgentSession
+from agent_server.agent.settings import AgentSettings, settings_from_json
+from agent_server.agent.workspace import WorkspaceAgent
+from agent_server.errors import (
+    AgentServerError,
+    ConfigError,
+    SessionBusyError,
+    SessionNotFoundError,
+)
+from agent_server.lsp import wire
+from agent_server.lsp.wire import Params, UnknownWorkspaceError, rpc_error
+
+log = logging.getLogger(__name__)
+
+SESSION_NEW = "agent/session/new"
+SESSION_LIST = "agent/session/list"
+SESSION_LOAD = "agent/session/load"
+TURN = "agent/turn"
+INTERRUPT = "agent/interrupt"
+COMPACT = "agent/compact"
+REWIND = "agent/rewind"
+USAGE = "agent/usage"
+METHODS = (SESSION_NEW, SESSION_LIST, SESSION_LOAD, TURN, INTERRUPT, COMPACT, REWIND, USAGE)
+
+
+def _keep_raw(obj: dict[str, Any], cls: type) -> Any:
+    return cls(**obj)
+
+
+def agent_converter() -> cattrs.Converter:
+    """lsprotocol's converter, but params and results of custom methods stay plain JSON
+    (pygls would turn them into namedtuples)."""
+    converter: cattrs.Converter = default_converter()  # type: ignore[no-untyped-call]
+    for cls in (JsonRPCRequestMessage, JsonRPCResponseMessage, JsonRPCNotification):
+        converter.register_structure_hook(cls, _keep_raw)
+    return converter
+
+
+@dataclass
+class TurnStream:
+    """Per-turn notification state: the seq counter and the progress token."""
+
+    turn_id: str
+    seq: int = 0
+    progress_token: str | int | None = None
+
+
+@dataclass
+class Folder:
+    uri: str
+    agent: WorkspaceAgent
+
+
+@dataclass
+class ServerState:
+    folders: dict[Path, Folder] = field(default_factory=dict)
+    base_settings: Mapping[str, Any] | None = None
+    permission_requests: bool = False
+    work_done_progress: bool = False
+    configuration: bool = False
+    turns: dict[str, TurnStream] = field(default_factory=dict)  # by session id
+    progress: dict[str, asyncio.Task[None]] = field(default_factory=dict)  # by compaction id
+    background: set[asyncio.Task[None]] = field(default_factory=set)
+
+
+class AgentLanguageServer(LanguageServer):
+    def __init__(self, *, connect_to: Callable[..., Any] | None = None, **options: Any) -> None:
+        super().__init__(
+            "agent-server",
+            __version__,
+            protocol_cls=LanguageServerProtocol,
+            converter_factory=agent_converter,
+            text_document_sync_kind=types.TextDocumentSyncKind.None_,
+        )
+        self.state = ServerState()
+        self.agent_options = options
+        self.connect_to = connect_to
+
+    # --- folders and sessions -----------------------------------------------------------
+
+    def add_folder(self, uri: str, settings: AgentSettings) -> Folder:
+        path = wire.uri_to_path(uri).resolve()
+        existing = self.state.folders.get(path)
+        if existing is not None:
+            return existing
+        kwargs: dict[str, Any] = dict(self.agent_options)
+        if self.connect_to is not None:
+            kwargs["connect_to"] = self.connect_to
+        folder = Folder(uri, WorkspaceAgent(path, settings, **kwargs))
+        self.state.folders[path] = folder
+        return folder
+
+    def folder_for(self, path: Path) -> Folder:
+        folder = self.state.folders.get(path.resolve())
+        if folder is None:
+            known = ", ".join(str(p) for p in self.state.folders) or "none"
+            raise UnknownWorkspaceError(
+                f"{path} is not an open workspace folder (open folders: {known})"
+            )
+        return folder
+
+    def session(self, session_id: str) -> AgentSession:
+        for folder in self.state.folders.values():
+            if folder.agent.has(session_id):
+                return folder.agent.open(
+                    session_id, emit=self.sink(session_id), ask=self.asker(session_id)
+                )
+        raise SessionNotFoundError(f"unknown session {session_id}")
+
+    # --- events to notifications --------------------------------------------------------
+
+    def sink(self, session_id: str) -> Callable[[AgentEvent], None]:
+        def emit(event: AgentEvent) -> None:
+            self.relay(session_id, event)
+
+        return emit
+
+    def relay(self, session_id: str, event: AgentEvent) -> None:
+        stream = self.state.turns.get(session_id)
+        if isinstance(event, UsageUpdated):
+            self.protocol.notify(USAGE, wire.usage_json(session_id, event.snapshot))
+            return
+        if isinstance(event, CompactionStarted | CompactionFinished):
+            self.protocol.notify("agent/compaction", wire.compaction_json(session_id, event))
+            self.compaction_progress(session_id, event)
+            return
+        if isinstance(event, OverflowHappened):
+            self.protocol.notify("agent/overflow", wire.overflow_json(session_id, event))
+            return
+        if isinstance(event, TurnEnded):
+            return
+        update = wire.update_json(event)
+        if update is None:
+            return
+        if stream is None:
+            # Outside a turn (e.g. a file changed between turns): a turn-less update.
+            stream = TurnStream(turn_id="")
+        self.protocol.notify(
+            "agent/update",
+            {
+                "sessionId": session_id,
+                "turnId": stream.turn_id,
+                "seq": stream.seq,
+                "update": update,
+            },
+        )
+        stream.seq += 1
+        if isinstance(event, ToolCallStarted) and stream.progress_token is not None:
+            self.work_done_progress.report(
+                stream.progress_token, types.WorkDoneProgressReport(message=event.title)
+            )
+
+    def compaction_progress(
+        self, session_id: str, event: CompactionStarted | CompactionFinished
+    ) -> None:
+        """Server-started work gets its own progress, when the client can show it."""
+        if not self.state.work_done_progress:
+            return
+        token = f"agent-compaction-{event.compaction_id}"
+        if isinstance(event, CompactionStarted):
+            message = f"{event.tokens_before} tokens ({event.reason})"
+            self.state.progress[event.compaction_id] = self._background(
+                self._begin_progress(token, "Compacting the conversation", message)
+            )
+        else:
+            begun = self.state.progress.pop(event.compaction_id, None)
+            self._background(self._end_progress(token, event.status, begun))
+
+    async def _begin_progress(self, token: str, title: str, message: str) -> None:
+        with contextlib.suppress(Exception):
+            await self.work_done_progress.create_async(token)
+            self.work_done_progress.begin(
+                token, types.WorkDoneProgressBegin(title=title, message=message, cancellable=False)
+            )
+
+    async def _end_progress(
+        self, token: str, message: str, begun: asyncio.Task[None] | None
+    ) -> None:
+        if begun is not None:
+            await begun
+        with contextlib.suppress(Exception):
+            self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
+
+    def _background(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.create_task(work)
+        self.state.background.add(task)
+        task.add_done_callback(self.state.background.discard)
+        return task
+
+    # --- permission -----------------------------------------------------------------------
+
+    def asker(self, session_id: str) -> Callable[[PermissionRequest], Any]:
+        async def ask(request: PermissionRequest) -> str | None:
+            call = request.tool_call
+            tool_call = {
+                "toolCallId": call.id,
+                "title": request.title,
+                "toolKind": request.tool.kind,
+                "rawInput": dict(call.arguments),
+            }
+            options = [
+                {"optionId": o.option_id, "name": o.name, "kind": o.kind} for o in request.options
+            ]
+            if self.state.permission_requests:
+                return await self.request_permission(session_id, tool_call, options)
+            return await self.show_message_permission(request)
+
+        return ask
+
+    async def request_permission(
+        self, session_id: str, tool_call: dict[str, Any], options: list[dict[str, Any]]
+    ) -> str | None:
+        msg_id = f"perm-{uuid.uuid4().hex[:12]}"
+        params = {"sessionId": session_id, "toolCall": tool_call, "options": options}
+        try:
+            result = await self.protocol.send_request_async(
+                "agent/requestPermission", params, msg_id=msg_id
+            )
+        except asyncio.CancelledError:
+            self.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
+            raise
+        except Exception as error:  # the client failed to answer: treat as a dismissal
+            log.warning("permission request failed: %s", error)
+            return None
+        outcome = result.get("outcome") if isinstance(result, Mapping) else None
+        if isinstance(outcome, Mapping) and isinstance(outcome.get("selected"), str):
+            selected = outcome["selected"]
+            if any(o["optionId"] == selected for o in options):
+                return str(selected)
+        return None
+
+    async def show_message_permission(self, request: PermissionRequest) -> str | None:
+        actions = [types.MessageActionItem(title=o.name) for o in request.options]
+        try:
+            choice = await self.window_show_message_request_async(
+                types.ShowMessageRequestParams(
+                    type=types.MessageType.Warning,
+                    message=f"agent-server wants to: {request.title}",
+                    actions=actions,
+                )
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            log.warning("showMessageRequest failed: %s", error)
+            return None
+        title = (
+            choice.get("title") if isinstance(choice, Mapping) else getattr(choice, "title", None)
+        )
+        for option in request.options:
+            if option.name == title:
+                return option.option_id
+        return None
+
+    # --- settings -------------------------------------------------------------------------
+
+    async def fetch_settings(self, uri: str) -> AgentSettings:
+        raw: Any = self.state.base_settings
+        if self.state.configuration:
+            try:
+                results = await self.workspace_configuration_async(
+                    types.ConfigurationParams(
+                        items=[types.ConfigurationItem(scope_uri=uri, section="agent")]
+                    )
+                )
+                if results and isinstance(results[0], Mapping):
+                    raw = _merge(self.state.base_settings or {}, results[0])
+            except Exception as error:
+                log.warning("workspace/configuration failed: %s", error)
+        try:
+            return settings_from_json(raw)
+        except ConfigError as error:
+            self.window_show_message(
+                types.ShowMessageParams(
+                    type=types.MessageType.Error, message=f"agent-server: {error.message}"
+                )
+            )
+            return AgentSettings()
+
+
+def _merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = _merge(out[key], value)
+        elif value is not None:
+            out[key] = value
+    return out
+
+
+def create_server(**options: Any) -> AgentLanguageServer:
+    """A server with every feature registered. `options` go to each WorkspaceAgent."""
+    server = AgentLanguageServer(**options)
+    _register(server)
+    return server
+
+
+def _guard(error: AgentServerError) -> Exception:
+    return rpc_error(error)
+
+
+def _register(server: AgentLanguageServer) -> None:
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: AgentLanguageServer, params: types.InitializeParams) -> None:
+        options = (
+            params.initialization_options
+            if isinstance(params.initialization_options, Mapping)
+            else {}
+        )
+        settings = options.get("settings")
+        ls.state.base_settings = settings if isinstance(settings, Mapping) else None
+        declared = options.get("clientCapabilities")
+        experimental = params.capabilities.experimental
+        agent_caps = experimental.get("agent") if isinstance(experimental, Mapping) else None
+        ls.state.permission_requests = bool(
+            (isinstance(declared, Mapping) and declared.get("requestPermission"))
+            or (isinstance(agent_caps, Mapping) and agent_caps.get("requestPermission"))
+        )
+        window = params.capabilities.window
+        ls.state.work_done_progress = bool(window and window.work_done_progress)
+        workspace = params.capabilities.workspace
+        ls.state.configuration = bool(workspace and workspace.configuration)
+        try:
+            base = settings_from_json(ls.state.base_settings)
+        except ConfigError as error:
+            log.error("initializationOptions.settings: %s", error.message)
+            base = AgentSettings()
+        uris = [f.uri for f in params.workspace_folders or []]
+        if not uris and params.root_uri:
+            uris = [params.root_uri]
+        for uri in uris:
+            with contextlib.suppress(Exception):
+                ls.add_folder(uri, base)
+
+    @server.feature(types.INITIALIZED)
+    async def initialized(ls: AgentLanguageServer, params: types.InitializedParams) -> None:
+        for folder in list(ls.state.folders.values()):
+            folder.agent.update_settings(await ls.fetch_settings(folder.uri))
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(
+        ls: AgentLanguageServer, params: types.DidChangeConfigurationParams
+    ) -> None:
+        settings = getattr(params, "settings", None)
+        if isinstance(settings, Mapping) and isinstance(settings.get("agent"), Mapping):
+            ls.state.base_settings = _merge(ls.state.base_settings or {}, settings["agent"])
+        for folder in list(ls.state.folders.values()):
+            folder.agent.update_settings(await ls.fetch_settings(folder.uri))
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    async def did_change_folders(
+        ls: AgentLanguageServer, params: types.DidChangeWorkspaceFoldersParams
+    ) -> None:
+        for removed in params.event.removed:
+            path = wire.uri_to_path(removed.uri).resolve()
+            folder = ls.state.folders.pop(path, None)
+            if folder is not None:
+                await folder.agent.close()
+        for added in params.event.added:
+            folder = ls.add_folder(added.uri, AgentSettings())
+            folder.agent.update_settings(await ls.fetch_settings(added.uri))
+
+    @server.feature(types.SHUTDOWN)
+    async def shutdown(ls: AgentLanguageServer, params: Any) -> None:
+        for folder in list(ls.state.folders.values()):
+            with contextlib.suppress(Exception):
+                await folder.agent.close()
+
+    @server.feature(SESSION_NEW)
+    async def session_new(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
+        params = Params(raw, SESSION_NEW)
+        workspace = params.workspace()
+        model = params.optional_string("model")
+        title = params.optional_string("title")
+        try:
+            folder = ls.folder_for(workspace)
+            session = folder.agent.create(model=model, title=title)
+            session.attach(ls.sink(session.session_id), ls.asker(session.session_id))
+            return {
+                "sessionId": session.session_id,
+                "usage": wire.usage_json(session.session_id, session.usage_snapshot()),
+            }
+        except AgentServerError as error:
+            raise _guard(error) from None
+
+    @server.feature(SESSION_LIST)
+    async def session_list(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
+        params = Params(raw, SESSION_LIST)
+        try:
+            folder = ls.folder_for(params.workspace())
+        except AgentServerError as error:
+            raise _guard(error) from None
+        return {
+            "sessions": [
+                {
+                    "sessionId": info.session_id,
+                    "title": info.title,
+                    "model": info.model,
+                    "createdAt": info.created_at,
+                    "updatedAt": info.updated_at,
+                    "entryCount": info.entry_count,
+                }
+                for info in folder.agent.list()
+            ]
+        }
+
+    @server.feature(SESSION_LOAD)
+    async def session_load(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
+        params = Params(raw, SESSION_LOAD)
+        session_id = params.string("sessionId")
+        try:
+            session = ls.session(session_id)
+        except AgentServerError as error:
+            raise _guard(error) from None
+        snapshot = session.usage_snapshot()
+        ls.protocol.notify(USAGE, wire.usage_json(session_id, snapshot))
+        return {
+            "sessionId": session_id,
+            "title": session.ledger.title,
+            "leafId": session.ledger.leaf_id,
+            "transcript": wire.transcript(session.ledger.branch()),
+            "usage": wire.usage_json(session_id, snapshot),
+        }
+
+    @server.feature(TURN)
+    async def turn(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
+        params = Params(raw, TURN)
+        session_id = params.string("sessionId")
+        prompt = params.prompt()
+        token = params.token("workDoneToken")
+        try:
+            session = ls.session(session_id)
+            if session.busy:
+                raise SessionBusyError(
+                    f"session {session_id} is busy with another turn; wait for it or interrupt it"
+                )
+        except AgentServerError as error:
+            raise _guard(error) from None
+        turn_id = uuid.uuid4().hex[:12]
+        stream = TurnStream(turn_id, progress_token=token)
+        ls.state.turns[session_id] = stream
+        if token is not None:
+            ls.work_done_progress.begin(
+                token,
+                types.WorkDoneProgressBegin(title="Agent", message="Working", cancellable=True),
+            )
+        try:
+            result = await session.run_turn(prompt, turn_id=turn_id)
+        except AgentServerError as error:
+            raise _guard(error) from None
+        finally:
+            if ls.state.turns.get(session_id) is stream:
+                del ls.state.turns[session_id]
+            if token is not None:
+                ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="Done"))
+        out: dict[str, Any] = {
+            "turnId": result.turn_id,
+            "stopReason": result.stop_reason,
+            "usage": wire.usage_json(session_id, session.usage_snapshot()),
+        }
+        if result.error is not None:
+            out["error"] = {"code": result.error_code, "message": result.error}
+        return out
+
+    @server.feature(INTERRUPT)
+    async def interrupt(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
+        params = Params(raw, INTERRUPT)
+        session_id = params.string("sessionId")
+        try:
+            ls.session(session_id).interrupt()
+        except AgentServerError as error:
+            raise _guard(error) from None
+        return {}
+
+    @server.feature(COMPACT)
+    async def compact(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
+        params = Params(raw, COMPACT)
+        session_id = params.string("sessionId")
+        instructions = params.optional_string("instructions")
+        try:
+            session = ls.session(session_id)
+            outcome = await session.compact(instructions)
+        except AgentServerError as error:
+            raise _guard(error) from None
+        out: dict[str, Any] = {
+            "outcome": outcome.outcome if outcome.outcome != "cancelled" else "failed",
+            "tokensBefore": outcome.tokens_before,
+            "tokensAfter": outcome.tokens_after,
+            "windowNumber": session.usage_snapshot().window_number,
+        }
+        if outcome.error:
+            out["error"] = outcome.error
+        return out
+
+    @server.feature(REWIND)
+    async def rewind(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
+        params = Params(raw, REWIND)
+        session_id = params.string("sessionId")
+        entry_id = params.string("entryId")
+        try:
+            session = ls.session(session_id)
+            leaf = session.rewind(entry_id)
+        except AgentServerError as error:
+            raise _guard(error) from None
+        ls.protocol.notify(USAGE, wire.usage_json(session_id, session.usage_snapshot()))
+        return {"leafId": leaf}
+
+    @server.feature(USAGE)
+    async def usage(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
+        params = Params(raw, USAGE)
+        session_id = params.string("sessionId")
+        try:
+            session = ls.session(session_id)
+        except AgentServerError as error:
+            raise _guard(error) from None
+        return wire.usage_json(session_id, session.usage_snapshot())
+
+    @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
+    def progress_cancel(
+        ls: AgentLanguageServer, params: types.WorkDoneProgressCancelParams
+    ) -> None:
+        for session_id, stream in list(ls.state.turns.items()):
+            if stream.progress_token == params.token:
+                with contextlib.suppress(AgentServerError):
+                    ls.session(session_id).interrupt()
+
+
+def serve_stdio() -> None:
+    create_server().start_io()
+
+
+def serve_tcp(host: str, port: int) -> None:
+    create_server().start_tcp(host, port)

@@ -1,0 +1,337 @@
+"""The editor protocol's wire shapes: params read at the edge, results and notifications out.
+
+Every custom request's params go through `Params`, which raises InvalidParams (-32602) with a
+message naming the field and the problem. Agent errors become JSON-RPC errors with the codes
+of docs/protocol.md. Everything sent is plain JSON in camelCase.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+
+from agent_server.agent.events import (
+    AgentEvent,
+    CompactionFinished,
+    CompactionStarted,
+    Notice,
+    OverflowHappened,
+    TextChunk,
+    ThinkingChunk,
+    ToolCallStarted,
+    ToolCallUpdated,
+    TurnStarted,
+    UsageSnapshot,
+)
+from agent_server.errors import (
+    AgentServerError,
+    ConfigError,
+    EntryNotFoundError,
+    SessionBusyError,
+    SessionLockedError,
+    SessionNotFoundError,
+)
+from agent_server.llm.messages import (
+    ImageContent,
+    TextContent,
+    UserContent,
+    content_to_json,
+    message_to_json,
+)
+from agent_server.session.entries import (
+    BranchEntry,
+    CompactionEntry,
+    Entry,
+    MessageEntry,
+    ModelChangeEntry,
+    TitleEntry,
+)
+
+UNKNOWN_SESSION = -32001
+SESSION_BUSY = -32002
+UNKNOWN_WORKSPACE = -32003
+UNKNOWN_ENTRY = -32004
+SESSION_LOCKED = -32005
+CONFIG_ERROR = -32010
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+MAX_PROMPT_CHARS = 2_000_000
+
+
+class UnknownWorkspaceError(AgentServerError):
+    code = "unknown_workspace"
+
+
+def invalid(message: str) -> JsonRpcInvalidParams:
+    return JsonRpcInvalidParams(message=message)
+
+
+def rpc_error(error: AgentServerError) -> JsonRpcException:
+    """The JSON-RPC error for an agent error (docs/protocol.md, Errors)."""
+    codes: list[tuple[type[AgentServerError], int]] = [
+        (SessionNotFoundError, UNKNOWN_SESSION),
+        (SessionBusyError, SESSION_BUSY),
+        (UnknownWorkspaceError, UNKNOWN_WORKSPACE),
+        (EntryNotFoundError, UNKNOWN_ENTRY),
+        (SessionLockedError, SESSION_LOCKED),
+        (ConfigError, CONFIG_ERROR),
+    ]
+    for kind, code in codes:
+        if isinstance(error, kind):
+            return JsonRpcException(code=code, message=error.message, data={"code": error.code})
+    return JsonRpcException(code=-32603, message=error.message, data={"code": error.code})
+
+
+class Params:
+    """Typed reads of one request's params."""
+
+    def __init__(self, raw: Any, method: str) -> None:
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, Mapping):
+            raise invalid(f"{method}: params must be an object")
+        self.raw = raw
+        self.method = method
+
+    def _fail(self, key: str, problem: str) -> JsonRpcInvalidParams:
+        return invalid(f"{self.method}: '{key}' {problem}")
+
+    def string(self, key: str) -> str:
+        value = self.raw.get(key)
+        if value is None:
+            raise self._fail(key, "is required")
+        if not isinstance(value, str):
+            raise self._fail(key, f"must be a string, not {type(value).__name__}")
+        if not value.strip():
+            raise self._fail(key, "must not be empty")
+        return value
+
+    def optional_string(self, key: str) -> str | None:
+        if self.raw.get(key) is None:
+            return None
+        return self.string(key)
+
+    def token(self, key: str) -> str | int | None:
+        value = self.raw.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            raise self._fail(key, "must be a string or an integer")
+        return value
+
+    def workspace(self, key: str = "workspaceUri") -> Path:
+        return uri_to_path(self.string(key), self._fail)
+
+    def prompt(self, key: str = "prompt") -> tuple[UserContent, ...]:
+        value = self.raw.get(key)
+        if value is None:
+            raise self._fail(key, "is required")
+        if isinstance(value, str):
+            if not value.strip():
+                raise self._fail(key, "must not be empty")
+            if len(value) > MAX_PROMPT_CHARS:
+                raise self._fail(key, f"is longer than {MAX_PROMPT_CHARS} characters")
+            return (TextContent(value),)
+        if not isinstance(value, list) or not value:
+            raise self._fail(key, "must be a string or a non-empty list of content blocks")
+        blocks: list[UserContent] = []
+        for index, block in enumerate(value):
+            where = f"{key}[{index}]"
+            if not isinstance(block, Mapping):
+                raise self._fail(where, "must be a content block object")
+            kind = block.get("type")
+            if kind == "text":
+                text = block.get("text")
+                if not isinstance(text, str):
+                    raise self._fail(f"{where}.text", "must be a string")
+                blocks.append(TextContent(text))
+            elif kind == "image":
+                mime = block.get("mimeType")
+                data = block.get("data")
+                if mime not in IMAGE_TYPES:
+                    raise self._fail(
+                        f"{where}.mimeType", "must be one of " + ", ".join(IMAGE_TYPES)
+                    )
+                if not isinstance(data, str) or not data:
+                    raise self._fail(f"{where}.data", "must be base64 image data")
+                try:
+                    base64.b64decode(data, validate=True)
+                except (binascii.Error, ValueError):
+                    raise self._fail(f"{where}.data", "is not valid base64") from None
+                blocks.append(ImageContent(data=data, mime_type=str(mime)))
+            else:
+                raise self._fail(f"{where}.type", "must be 'text' or 'image'")
+        if not any(isinstance(b, ImageContent) or b.text.strip() for b in blocks):
+            raise self._fail(key, "has no text or image")
+        return tuple(blocks)
+
+
+def uri_to_path(uri: str, fail: Any = None) -> Path:
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        if fail is not None:
+            raise fail("workspaceUri", "must be a file:// URI")
+        raise invalid("a workspace URI must be a file:// URI")
+    return Path(unquote(parsed.path))
+
+
+def path_to_uri(path: Path) -> str:
+    return path.resolve().as_uri()
+
+
+# --- outgoing shapes ----------------------------------------------------------------------
+
+
+def usage_json(session_id: str, snapshot: UsageSnapshot) -> dict[str, Any]:
+    last = snapshot.last_call
+    return {
+        "sessionId": session_id,
+        "used": snapshot.used,
+        "size": snapshot.size,
+        "compactAt": snapshot.compact_at,
+        "windowNumber": snapshot.window_number,
+        "lastTurn": {
+            "input": last.input if last else 0,
+            "cacheRead": last.cache_read if last else 0,
+            "cacheWrite": last.cache_write if last else 0,
+            "output": last.output if last else 0,
+        },
+        "cacheHitRate": round(snapshot.cache_hit_rate, 4),
+        "cost": round(snapshot.cost, 6),
+    }
+
+
+def transcript_item(entry: Entry) -> dict[str, Any] | None:
+    base: dict[str, Any] = {
+        "entryId": entry.id,
+        "parentId": entry.parent_id,
+        "timestamp": entry.timestamp,
+    }
+    if isinstance(entry, MessageEntry):
+        return {"type": "message", **base, "message": message_to_json(entry.message)}
+    if isinstance(entry, CompactionEntry):
+        return {
+            "type": "compaction",
+            **base,
+            "summary": entry.summary,
+            "firstKeptEntryId": entry.first_kept_entry_id,
+            "tokensBefore": entry.tokens_before,
+            "tokensAfter": entry.tokens_after,
+            "reason": entry.reason,
+        }
+    if isinstance(entry, BranchEntry):
+        return {"type": "branch", **base, "targetId": entry.target_id}
+    if isinstance(entry, ModelChangeEntry):
+        return {"type": "modelChange", **base, "provider": entry.provider, "model": entry.model}
+    if isinstance(entry, TitleEntry):
+        return {"type": "title", **base, "title": entry.title}
+    return None
+
+
+def transcript(entries: Sequence[Entry]) -> list[dict[str, Any]]:
+    return [item for entry in entries if (item := transcript_item(entry)) is not None]
+
+
+def update_json(event: AgentEvent) -> dict[str, Any] | None:
+    """The `update` of an agent/update notification, or None if the event is not one."""
+    if isinstance(event, TurnStarted):
+        return {
+            "kind": "userMessage",
+            "entryId": event.entry_id,
+            "content": [content_to_json(block) for block in event.content],
+        }
+    if isinstance(event, TextChunk):
+        return {
+            "kind": "messageChunk",
+            "messageId": event.message_id,
+            "content": {"type": "text", "text": event.text},
+        }
+    if isinstance(event, ThinkingChunk):
+        return {
+            "kind": "thoughtChunk",
+            "messageId": event.message_id,
+            "content": {"type": "text", "text": event.text},
+        }
+    if isinstance(event, ToolCallStarted):
+        return {
+            "kind": "toolCall",
+            "toolCallId": event.tool_call.id,
+            "title": event.title,
+            "toolKind": event.kind,
+            "status": "pending",
+            "rawInput": dict(event.tool_call.arguments),
+            "locations": [{"path": path} for path in event.locations],
+        }
+    if isinstance(event, ToolCallUpdated):
+        update: dict[str, Any] = {"kind": "toolCallUpdate", "toolCallId": event.tool_call_id}
+        update["status"] = event.status
+        content: list[dict[str, Any]] = []
+        if event.output is not None:
+            content.append({"type": "content", "content": {"type": "text", "text": event.output}})
+        details = event.details or {}
+        diff = details.get("diff")
+        if isinstance(diff, Mapping) and "path" in diff:
+            content.append(
+                {
+                    "type": "diff",
+                    "path": diff.get("path"),
+                    "oldText": diff.get("oldText"),
+                    "newText": diff.get("newText"),
+                }
+            )
+        if content:
+            update["content"] = content
+        if details:
+            update["rawOutput"] = {k: v for k, v in details.items() if _is_json(v)}
+        return update
+    if isinstance(event, Notice):
+        return {"kind": "notice", "level": event.level, "message": event.message}
+    return None
+
+
+def compaction_json(
+    session_id: str, event: CompactionStarted | CompactionFinished
+) -> dict[str, Any]:
+    if isinstance(event, CompactionStarted):
+        return {
+            "sessionId": session_id,
+            "compactionId": event.compaction_id,
+            "status": "started",
+            "reason": event.reason,
+            "tokensBefore": event.tokens_before,
+        }
+    out: dict[str, Any] = {
+        "sessionId": session_id,
+        "compactionId": event.compaction_id,
+        "status": event.status,
+        "reason": event.reason,
+        "tokensBefore": event.tokens_before,
+    }
+    if event.tokens_after is not None:
+        out["tokensAfter"] = event.tokens_after
+    if event.summary is not None:
+        out["summary"] = event.summary
+    if event.first_kept_entry_id is not None:
+        out["firstKeptEntryId"] = event.first_kept_entry_id
+    if event.error is not None:
+        out["error"] = event.error
+    return out
+
+
+def overflow_json(session_id: str, event: OverflowHappened) -> dict[str, Any]:
+    return {
+        "sessionId": session_id,
+        "turnId": event.turn_id,
+        "kind": event.kind,
+        "action": event.action,
+        "message": event.message,
+    }
+
+
+def _is_json(value: Any) -> bool:
+    return isinstance(value, str | int | float | bool | type(None) | list | dict)

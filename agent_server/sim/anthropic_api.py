@@ -1,0 +1,642 @@
+"""The Anthropic Messages API: validation, prompt rendering, responses and SSE streams.
+
+Rendering (what a request costs, and its cache blocks, in prefix order):
+- each tool: 12 + name + description + JSON of `input_schema`;
+- each system block: 2 + text (the first one 3 more for the system header);
+- each message content block: text 1 + text; image or document 1600; tool_use 6 + name + JSON
+  input; tool_result 5 + its text (+1600 per image); thinking 2 + thinking; the first block of
+  each message 3 more for the role header.
+`tool_choice` and `thinking` are part of the identity of every message block (changing them
+invalidates the cached messages but not the cached tools and system, as documented).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from agent_server.llm.models import ModelInfo, ModelRegistry
+from agent_server.sim.cache import ANTHROPIC_TTL_1H, ANTHROPIC_TTL_5M, CacheUsage, PromptBlock
+from agent_server.sim.fields import FieldPath, FieldProblem, dotted, get_field
+from agent_server.sim.generation import Generation
+from agent_server.sim.rejection import RequestRejected
+from agent_server.sim.sse import sse_event
+from agent_server.sim.tokenizer import count_tokens, split_tokens
+from agent_server.sim.transcript import (
+    ImagePart,
+    Part,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+    Transcript,
+    append_part,
+    freeze,
+)
+
+MAX_CACHE_BREAKPOINTS = 4
+IMAGE_TOKENS = 1600
+_TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
+_USER_BLOCKS = frozenset(("text", "image", "document", "tool_result", "search_result"))
+_ASSISTANT_BLOCKS = frozenset(
+    ("text", "thinking", "redacted_thinking", "tool_use", "server_tool_use",
+     "web_search_tool_result")
+)
+_ALL_BLOCKS = _USER_BLOCKS | _ASSISTANT_BLOCKS
+# The request fields the API accepts (those of anthropic 2.16's MessageCreateParams, plus the
+# sampling parameters older clients send); anything else is "Extra inputs are not permitted".
+_REQUEST_FIELDS = frozenset((
+    "model", "messages", "max_tokens", "system", "tools", "tool_choice", "thinking", "stream",
+    "metadata", "stop_sequences", "cache_control", "container", "diagnostics", "inference_geo",
+    "output_config", "service_tier", "speed", "user_profile_id", "workspace_id", "temperature",
+    "top_p", "top_k", "context_management", "mcp_servers",
+))
+_STOP_REASONS = {
+    "end_turn": "end_turn",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "context_window": "model_context_window_exceeded",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class MessagesRequest:
+    model: ModelInfo
+    max_tokens: int
+    stream: bool
+    thinking: bool  # extended thinking enabled
+    blocks: tuple[PromptBlock, ...]
+    transcript: Transcript
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(block.tokens for block in self.blocks)
+
+
+# --- errors ---------------------------------------------------------------------------------
+
+
+def error_body(rejection: RequestRejected, request_id: str) -> dict[str, Any]:
+    return {
+        "type": "error",
+        "error": {"type": rejection.error_type, "message": rejection.message},
+        "request_id": request_id,
+    }
+
+
+def invalid(message: str) -> RequestRejected:
+    return RequestRejected(400, message, "invalid_request_error")
+
+
+def prompt_too_long(prompt_tokens: int, window: int) -> RequestRejected:
+    return invalid(f"prompt is too long: {prompt_tokens} tokens > {window} maximum")
+
+
+def field_rejection(problem: FieldProblem) -> RequestRejected:
+    where = dotted(problem.path)
+    if problem.kind == "missing":
+        return invalid(f"{where}: Field required")
+    expected = "dictionary" if problem.expected == "object" else problem.expected
+    return invalid(f"{where}: Input should be a valid {expected}")
+
+
+# --- parsing and validation -----------------------------------------------------------------
+
+
+def parse_request(
+    body: Any, registry: ModelRegistry, *, count_only: bool = False
+) -> MessagesRequest:
+    """The validated request; raises RequestRejected with the real API's wording."""
+    try:
+        return _parse(body, registry, count_only)
+    except FieldProblem as problem:
+        raise field_rejection(problem) from None
+
+
+def _parse(body: Any, registry: ModelRegistry, count_only: bool) -> MessagesRequest:
+    if not isinstance(body, dict):
+        raise invalid("The request body must be a JSON object")
+    for key in body:
+        if key not in _REQUEST_FIELDS:
+            raise invalid(f"{key}: Extra inputs are not permitted")
+    model_id = get_field(body, "model", (), "string", required=True)
+    messages = get_field(body, "messages", (), "list", required=True)
+    max_tokens = get_field(body, "max_tokens", (), "integer", required=not count_only)
+    stream = get_field(body, "stream", (), "boolean") or False
+    model = registry.get(model_id)
+    if model is None:
+        raise RequestRejected(404, f"model: {model_id}", "not_found_error")
+    if max_tokens is None:
+        max_tokens = model.max_output
+    if max_tokens < 1:
+        raise invalid("max_tokens: Input should be greater than or equal to 1")
+    if max_tokens > model.max_output:
+        raise invalid(
+            f"max_tokens: {max_tokens} > {model.max_output}, which is the maximum allowed "
+            f"number of output tokens for {model.id}"
+        )
+    thinking = _thinking(body, max_tokens)
+    tool_choice = get_field(body, "tool_choice", (), "object")
+    if tool_choice is not None:
+        choice_type = tool_choice.get("type")
+        if choice_type not in ("auto", "any", "tool", "none"):
+            raise invalid(
+                "tool_choice.type: Input tag "
+                f"'{choice_type}' found using 'type' does not match any of the expected tags: "
+                "'auto', 'any', 'tool', 'none'"
+            )
+        if choice_type == "tool":
+            get_field(tool_choice, "name", ("tool_choice",), "string", required=True)
+
+    breakpoints = 0
+    blocks: list[PromptBlock] = []
+
+    tools = get_field(body, "tools", (), "list") or []
+    tool_names: list[str] = []
+    for index, tool in enumerate(tools):
+        path: FieldPath = ("tools", index)
+        if not isinstance(tool, dict):
+            raise FieldProblem(path, "type", "object", tool)
+        name = get_field(tool, "name", path, "string", required=True)
+        tool_type = tool.get("type")
+        if tool_type in (None, "custom"):
+            if not _TOOL_NAME.match(name):
+                raise invalid(
+                    f"tools.{index}.custom.name: String should match pattern "
+                    "'^[a-zA-Z0-9_-]{1,128}$'"
+                )
+            get_field(tool, "input_schema", path, "object", required=True)
+            get_field(tool, "description", path, "string")
+        if name in tool_names:
+            raise invalid("tools: Tool names must be unique.")
+        tool_names.append(name)
+        ttl = _cache_ttl(tool, path)
+        breakpoints += ttl is not None
+        description = tool.get("description") or ""
+        schema = json.dumps(tool.get("input_schema", {}), sort_keys=True, separators=(",", ":"))
+        tokens = 12 + count_tokens(name) + count_tokens(str(description)) + count_tokens(schema)
+        blocks.append(PromptBlock("tool|" + _canonical(tool), tokens, ttl))
+
+    system = body.get("system")
+    system_text: list[str] = []
+    if isinstance(system, str):
+        if system:
+            blocks.append(PromptBlock("system|" + _canonical({"type": "text", "text": system}),
+                                      5 + count_tokens(system)))
+            system_text.append(system)
+    elif isinstance(system, list):
+        for index, block in enumerate(system):
+            path = ("system", index)
+            if not isinstance(block, dict):
+                raise FieldProblem(path, "type", "object", block)
+            if block.get("type") != "text":
+                raise invalid(
+                    f"system.{index}.type: Input should be 'text'"
+                )
+            text = get_field(block, "text", path, "string", required=True)
+            _check_text(text, path, block)
+            ttl = _cache_ttl(block, path)
+            breakpoints += ttl is not None
+            tokens = 2 + count_tokens(text) + (3 if index == 0 else 0)
+            blocks.append(PromptBlock("system|" + _canonical(block), tokens, ttl))
+            system_text.append(text)
+    elif system is not None:
+        raise invalid("system: Input should be a valid string or a valid list")
+
+    if not messages:
+        raise invalid("messages: at least one message is required")
+    header = "messages|" + _canonical(
+        {"tool_choice": tool_choice, "thinking": body.get("thinking")}
+    )
+    parts: list[tuple[Literal["user", "assistant"], list[Part]]] = []
+    previous_tool_uses: list[str] = []
+    previous_role: str | None = None
+    seen_ids: set[str] = set()
+    for m_index, message in enumerate(messages):
+        path = ("messages", m_index)
+        if not isinstance(message, dict):
+            raise FieldProblem(path, "type", "object", message)
+        for key in message:
+            if key not in ("role", "content"):
+                raise invalid(f"messages.{m_index}.{key}: Extra inputs are not permitted")
+        role = message.get("role")
+        if role is None:
+            raise FieldProblem((*path, "role"), "missing", "string")
+        if role not in ("user", "assistant"):
+            raise invalid(f"messages.{m_index}.role: Input should be 'user' or 'assistant'")
+        if m_index == 0 and role != "user":
+            raise invalid('messages: first message must use the "user" role')
+        if role == previous_role:
+            raise invalid(
+                'messages: roles must alternate between "user" and "assistant", '
+                f'but found multiple "{role}" roles in a row'
+            )
+        content = message.get("content")
+        if content is None:
+            raise FieldProblem((*path, "content"), "missing", "list")
+        if isinstance(content, str):
+            content_blocks: list[Any] = [{"type": "text", "text": content}]
+        elif isinstance(content, list):
+            content_blocks = content
+        else:
+            raise invalid(f"messages.{m_index}.content: Input should be a valid list")
+        if not content_blocks and not (role == "assistant" and m_index == len(messages) - 1):
+            raise invalid(f"messages.{m_index}: all messages must have non-empty content "
+                          "except for the optional final assistant message")
+
+        tool_uses: list[str] = []
+        results_answered: list[str] = []
+        leading_results = True
+        for b_index, block in enumerate(content_blocks):
+            b_path = (*path, "content", b_index)
+            if not isinstance(block, dict):
+                raise FieldProblem(b_path, "type", "object", block)
+            kind = block.get("type")
+            if kind is None:
+                raise FieldProblem((*b_path, "type"), "missing", "string")
+            if kind not in _ALL_BLOCKS:
+                raise invalid(
+                    f"{dotted(b_path)}.type: Input tag '{kind}' found using 'type' does not match "
+                    "any of the expected tags"
+                )
+            allowed = _USER_BLOCKS if role == "user" else _ASSISTANT_BLOCKS
+            if kind not in allowed:
+                raise invalid(f"{dotted(b_path)}: `{kind}` blocks are not allowed in `{role}` "
+                              "messages")
+            ttl = _cache_ttl(block, b_path)
+            breakpoints += ttl is not None
+            if kind == "tool_result" and ttl is None:
+                ttl = _inner_cache_ttl(block, b_path)
+            tokens, part = _block(block, kind, b_path, m_index, b_index)
+            if kind == "tool_result":
+                assert isinstance(part, ToolResultPart)
+                if part.tool_call_id not in previous_tool_uses:
+                    raise invalid(
+                        f"messages.{m_index}.content.{b_index}: unexpected `tool_use_id` found in "
+                        f"`tool_result` blocks: {part.tool_call_id}. Each `tool_result` block must "
+                        "have a corresponding `tool_use` block in the previous message."
+                    )
+                if leading_results:
+                    results_answered.append(part.tool_call_id)
+                breakpoints += _inner_cache_controls(block)
+            else:
+                leading_results = False
+            if kind == "tool_use":
+                assert isinstance(part, ToolCallPart)
+                if part.id in seen_ids:
+                    raise invalid(f"{dotted(b_path)}: `tool_use` ids must be unique")
+                seen_ids.add(part.id)
+                tool_uses.append(part.id)
+            if part is not None:
+                append_part(parts, role, part)
+            first = b_index == 0
+            # The header makes tool_choice and thinking part of every message prefix.
+            lead = header if m_index == 0 and first else ""
+            canonical = f"{lead}{role}|{int(first)}|{_canonical(block)}"
+            blocks.append(PromptBlock(canonical, tokens + (3 if first else 0), ttl))
+        if previous_tool_uses and role == "user":
+            missing = [i for i in previous_tool_uses if i not in results_answered]
+            if missing:
+                raise invalid(
+                    f"messages.{m_index - 1}: `tool_use` ids were found without `tool_result` "
+                    f"blocks immediately after: {', '.join(missing)}. Each `tool_use` block must "
+                    "have a corresponding `tool_result` block in the next message."
+                )
+        previous_tool_uses = tool_uses if role == "assistant" else []
+        previous_role = role
+    if previous_tool_uses:
+        raise invalid(
+            f"messages.{len(messages) - 1}: `tool_use` ids were found without `tool_result` "
+            f"blocks immediately after: {', '.join(previous_tool_uses)}. Each `tool_use` block "
+            "must have a corresponding `tool_result` block in the next message."
+        )
+
+    top_level = body.get("cache_control")
+    if top_level is not None:
+        ttl = _cache_ttl(body, ())
+        if ttl is not None and blocks and blocks[-1].breakpoint_ttl is None:
+            last = blocks[-1]
+            blocks[-1] = PromptBlock(last.canonical, last.tokens, ttl)
+            breakpoints += 1
+    if breakpoints > MAX_CACHE_BREAKPOINTS:
+        raise invalid(
+            f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. "
+            f"Found {breakpoints}."
+        )
+    transcript = Transcript(
+        system="\n\n".join(system_text), tool_names=tuple(tool_names), messages=freeze(parts)
+    )
+    return MessagesRequest(
+        model=model,
+        max_tokens=max_tokens,
+        stream=stream,
+        thinking=thinking,
+        blocks=tuple(blocks),
+        transcript=transcript,
+    )
+
+
+def _thinking(body: Mapping[str, Any], max_tokens: int) -> bool:
+    thinking = get_field(body, "thinking", (), "object")
+    if thinking is None:
+        return False
+    kind = thinking.get("type")
+    if kind == "disabled":
+        return False
+    if kind == "adaptive":
+        return True
+    if kind != "enabled":
+        raise invalid(
+            f"thinking.type: Input tag '{kind}' found using 'type' does not match any of the "
+            "expected tags: 'enabled', 'disabled', 'adaptive'"
+        )
+    budget = get_field(thinking, "budget_tokens", ("thinking", "enabled"), "integer", required=True)
+    if budget < 1024:
+        raise invalid(
+            "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+        )
+    if max_tokens <= budget:
+        raise invalid(
+            "`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our "
+            "documentation at https://docs.claude.com/en/docs/build-with-claude/"
+            "extended-thinking#max-tokens-and-context-window-size"
+        )
+    return True
+
+
+def _check_text(text: str, path: FieldPath, block: Mapping[str, Any]) -> None:
+    if not text:
+        if "cache_control" in block:
+            raise invalid(f"{dotted(path)}.text: cache_control cannot be set for empty text blocks")
+        raise invalid(f"{path[0]}: text content blocks must be non-empty")
+    if not text.strip():
+        raise invalid(f"{path[0]}: text content blocks must contain non-whitespace text")
+
+
+def _cache_ttl(block: Mapping[str, Any], path: FieldPath) -> float | None:
+    control = block.get("cache_control")
+    if control is None:
+        return None
+    if not isinstance(control, dict):
+        raise FieldProblem((*path, "cache_control"), "type", "object", control)
+    if control.get("type") != "ephemeral":
+        raise invalid(f"{dotted((*path, 'cache_control', 'type'))}: Input should be 'ephemeral'")
+    ttl = control.get("ttl", "5m")
+    if ttl == "5m":
+        return ANTHROPIC_TTL_5M
+    if ttl == "1h":
+        return ANTHROPIC_TTL_1H
+    raise invalid(f"{dotted((*path, 'cache_control', 'ttl'))}: Input should be '5m' or '1h'")
+
+
+def _inner_cache_ttl(block: Mapping[str, Any], path: FieldPath) -> float | None:
+    """A tool_result whose content carries cache_control is a breakpoint at the tool_result."""
+    content = block.get("content")
+    ttls = [
+        _cache_ttl(item, (*path, "content", index))
+        for index, item in enumerate(content if isinstance(content, list) else [])
+        if isinstance(item, dict)
+    ]
+    present = [ttl for ttl in ttls if ttl is not None]
+    return max(present) if present else None
+
+
+def _inner_cache_controls(block: Mapping[str, Any]) -> int:
+    content = block.get("content")
+    if not isinstance(content, list):
+        return 0
+    return sum(1 for item in content if isinstance(item, dict) and "cache_control" in item)
+
+
+def _block(
+    block: Mapping[str, Any], kind: str, path: FieldPath, m_index: int, b_index: int
+) -> tuple[int, Part | None]:
+    """(tokens, transcript part) of one message content block, validating it."""
+    if kind == "text":
+        text = get_field(block, "text", path, "string", required=True)
+        _check_text(text, path, block)
+        return 1 + count_tokens(text), TextPart(text)
+    if kind in ("image", "document"):
+        get_field(block, "source", path, "object", required=True)
+        return IMAGE_TOKENS, ImagePart()
+    if kind == "tool_use":
+        call_id = get_field(block, "id", path, "string", required=True)
+        name = get_field(block, "name", path, "string", required=True)
+        arguments = get_field(block, "input", path, "object", required=True)
+        encoded = json.dumps(arguments, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        tokens = 6 + count_tokens(name) + count_tokens(encoded)
+        return tokens, ToolCallPart(call_id, name, arguments)
+    if kind == "tool_result":
+        call_id = get_field(block, "tool_use_id", path, "string", required=True)
+        is_error = bool(block.get("is_error", False))
+        content = block.get("content", "")
+        texts: list[str] = []
+        tokens = 5
+        if isinstance(content, str):
+            texts.append(content)
+        elif isinstance(content, list):
+            for index, item in enumerate(content):
+                i_path = (*path, "content", index)
+                if not isinstance(item, dict):
+                    raise FieldProblem(i_path, "type", "object", item)
+                if item.get("type") == "text":
+                    text = get_field(item, "text", i_path, "string", required=True)
+                    _check_text(text, i_path, item)
+                    texts.append(text)
+                elif item.get("type") in ("image", "document", "search_result"):
+                    tokens += IMAGE_TOKENS
+                else:
+                    raise invalid(
+                        f"{dotted(i_path)}.type: Input tag '{item.get('type')}' found using "
+                        "'type' does not match any of the expected tags: 'text', 'image', "
+                        "'search_result', 'document'"
+                    )
+        else:
+            raise invalid(f"{dotted(path)}.content: Input should be a valid string or list")
+        text = "\n".join(texts)
+        return tokens + count_tokens(text), ToolResultPart(call_id, text, is_error)
+    if kind == "thinking":
+        thinking = get_field(block, "thinking", path, "string", required=True)
+        signature = get_field(block, "signature", path, "string", required=True)
+        if signature != thinking_signature(thinking):
+            raise invalid(f"messages.{m_index}.content.{b_index}: Invalid `signature` in "
+                          "`thinking` block")
+        return 2 + count_tokens(thinking), ThinkingPart(thinking)
+    if kind == "redacted_thinking":
+        data = get_field(block, "data", path, "string", required=True)
+        return 2 + count_tokens(data) // 4, None
+    return 4 + count_tokens(_canonical(block)), None
+
+
+def _canonical(block: Mapping[str, Any]) -> str:
+    return json.dumps(_without_cache_control(block), sort_keys=True, ensure_ascii=False,
+                      separators=(",", ":"))
+
+
+def _without_cache_control(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_cache_control(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_without_cache_control(item) for item in value]
+    return value
+
+
+def thinking_signature(thinking: str) -> str:
+    """The signature the simulator gives a thinking block, and checks when it comes back."""
+    digest = hashlib.sha256(b"agent-server-sim:thinking:" + thinking.encode("utf-8")).digest()
+    return base64.b64encode(digest * 2).decode()
+
+
+# --- responses ------------------------------------------------------------------------------
+
+
+def usage_json(usage: CacheUsage, output_tokens: int) -> dict[str, Any]:
+    return {
+        "input_tokens": usage.input,
+        "cache_creation_input_tokens": usage.cache_write,
+        "cache_read_input_tokens": usage.cache_read,
+        "cache_creation": {
+            "ephemeral_5m_input_tokens": usage.cache_write_5m,
+            "ephemeral_1h_input_tokens": usage.cache_write_1h,
+        },
+        "output_tokens": output_tokens,
+        "service_tier": "standard",
+    }
+
+
+def stop_reason(generation: Generation) -> str:
+    return _STOP_REASONS[generation.stop]
+
+
+def content_blocks(generation: Generation) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if generation.thinking:
+        out.append({"type": "thinking", "thinking": generation.thinking,
+                    "signature": thinking_signature(generation.thinking)})
+    if generation.text:
+        out.append({"type": "text", "text": generation.text})
+    for call in generation.calls:
+        out.append({"type": "tool_use", "id": call.id, "name": call.name,
+                    "input": dict(call.arguments)})
+    return out
+
+
+def message_json(message_id: str, model_id: str, generation: Generation,
+                 usage: CacheUsage) -> dict[str, Any]:
+    return {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model_id,
+        "content": content_blocks(generation),
+        "stop_reason": stop_reason(generation),
+        "stop_sequence": None,
+        "usage": usage_json(usage, generation.output_tokens),
+    }
+
+
+def text_chunks(text: str, tokens_per_chunk: int = 8) -> list[str]:
+    """`text` in pieces of a few tokens, as a model streams it."""
+    pieces = split_tokens(text)
+    return ["".join(pieces[i : i + tokens_per_chunk]) for i in range(0, len(pieces),
+                                                                        tokens_per_chunk)]
+
+
+def json_fragments(encoded: str, parts: int = 4) -> list[str]:
+    """A JSON document cut into a few fragments (never fewer than 2 when it is long enough)."""
+    size = max(1, -(-len(encoded) // parts))
+    return [encoded[i : i + size] for i in range(0, len(encoded), size)] or [""]
+
+
+def stream_events(message_id: str, model_id: str, generation: Generation,
+                  usage: CacheUsage) -> list[bytes]:
+    """The SSE events of a streamed answer, every one with its `event:` line."""
+    events: list[bytes] = []
+
+    def emit(kind: str, data: Mapping[str, Any]) -> None:
+        events.append(sse_event(kind, data))
+
+    start_usage = usage_json(usage, 1)
+    emit("message_start", {
+        "type": "message_start",
+        "message": {
+            "id": message_id, "type": "message", "role": "assistant", "model": model_id,
+            "content": [], "stop_reason": None, "stop_sequence": None, "usage": start_usage,
+        },
+    })
+    emit("ping", {"type": "ping"})
+    index = 0
+    if generation.thinking:
+        emit("content_block_start", {"type": "content_block_start", "index": index,
+                                     "content_block": {"type": "thinking", "thinking": "",
+                                                       "signature": ""}})
+        for chunk in text_chunks(generation.thinking):
+            emit("content_block_delta", {"type": "content_block_delta", "index": index,
+                                         "delta": {"type": "thinking_delta", "thinking": chunk}})
+        emit("content_block_delta", {
+            "type": "content_block_delta", "index": index,
+            "delta": {"type": "signature_delta",
+                      "signature": thinking_signature(generation.thinking)},
+        })
+        emit("content_block_stop", {"type": "content_block_stop", "index": index})
+        index += 1
+    if generation.text:
+        emit("content_block_start", {"type": "content_block_start", "index": index,
+                                     "content_block": {"type": "text", "text": ""}})
+        for chunk in text_chunks(generation.text):
+            emit("content_block_delta", {"type": "content_block_delta", "index": index,
+                                         "delta": {"type": "text_delta", "text": chunk}})
+        emit("content_block_stop", {"type": "content_block_stop", "index": index})
+        index += 1
+    for call in generation.calls:
+        emit("content_block_start", {
+            "type": "content_block_start", "index": index,
+            "content_block": {"type": "tool_use", "id": call.id, "name": call.name, "input": {}},
+        })
+        encoded = json.dumps(dict(call.arguments), ensure_ascii=False, separators=(",", ":"))
+        for fragment in ["", *json_fragments(encoded)]:
+            emit("content_block_delta", {"type": "content_block_delta", "index": index,
+                                         "delta": {"type": "input_json_delta",
+                                                   "partial_json": fragment}})
+        emit("content_block_stop", {"type": "content_block_stop", "index": index})
+        index += 1
+    final_usage = usage_json(usage, generation.output_tokens)
+    del final_usage["cache_creation"], final_usage["service_tier"]
+    emit("message_delta", {
+        "type": "message_delta",
+        "delta": {"stop_reason": stop_reason(generation), "stop_sequence": None},
+        "usage": final_usage,
+    })
+    emit("message_stop", {"type": "message_stop"})
+    return events
+
+
+def count_tokens_json(request: MessagesRequest) -> dict[str, Any]:
+    return {"input_tokens": request.prompt_tokens}
+
+
+def models_json(models: Sequence[ModelInfo]) -> dict[str, Any]:
+    data = [model_json(model) for model in models]
+    return {
+        "data": data,
+        "has_more": False,
+        "first_id": data[0]["id"] if data else None,
+        "last_id": data[-1]["id"] if data else None,
+    }
+
+
+def model_json(model: ModelInfo) -> dict[str, Any]:
+    return {
+        "type": "model",
+        "id": model.id,
+        "display_name": model.name,
+        "created_at": "2025-01-01T00:00:00Z",
+        "lifecycle": "active",
+        "max_input_tokens": model.context_window,
+        "max_tokens": model.max_output,
+    }

@@ -1,0 +1,69 @@
+"""Errors in the OpenAI APIs' shape: `{"error": {"message", "type", "param", "code"}}`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent_server.llm.models import ModelInfo, ModelRegistry
+from agent_server.sim.fields import FieldProblem, bracketed, json_type_name
+from agent_server.sim.rejection import RequestRejected
+
+_ARTICLE = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "a boolean",
+    "list": "an array",
+    "object": "an object",
+}
+
+
+def error_body(rejection: RequestRejected) -> dict[str, Any]:
+    return {
+        "error": {
+            "message": rejection.message,
+            "type": rejection.error_type,
+            "param": rejection.param,
+            "code": rejection.code,
+        }
+    }
+
+
+def invalid(message: str, param: str | None = None, code: str | None = None) -> RequestRejected:
+    return RequestRejected(400, message, "invalid_request_error", param=param, code=code)
+
+
+def field_rejection(problem: FieldProblem) -> RequestRejected:
+    where = bracketed(problem.path)
+    if problem.kind == "missing":
+        return invalid(f"Missing required parameter: '{where}'.", where,
+                       "missing_required_parameter")
+    return invalid(
+        f"Invalid type for '{where}': expected {_ARTICLE[problem.expected]}, but got "
+        f"{json_type_name(problem.got)} instead.",
+        where,
+        "invalid_type",
+    )
+
+
+def find_model(registry: ModelRegistry, model_id: str) -> ModelInfo:
+    model = registry.get(model_id)
+    if model is None:
+        raise RequestRejected(
+            404,
+            f"The model `{model_id}` does not exist or you do not have access to it.",
+            "invalid_request_error",
+            code="model_not_found",
+        )
+    return model
+
+
+def models_json(models: list[ModelInfo]) -> dict[str, Any]:
+    return {"object": "list", "data": [model_json(model) for model in models]}
+
+
+def model_json(model: ModelInfo) -> dict[str, Any]:
+    owner = {"openai": "openai", "anthropic": "anthropic", "sim": "agent-server"}.get(
+        model.vendor, "user"
+    )
+    return {"id": model.id, "object": "model", "created": 1735689600, "owned_by": owner}

@@ -1,0 +1,499 @@
+"""The OpenAI Responses API: validation, rendering, response objects and event streams.
+
+Rendering, in prefix order: `instructions` (4 + text), each tool (8 + JSON of its definition),
+then each input item (a message 4 + its text, a function_call 6 + name + arguments, a
+function_call_output 5 + output, a reasoning item 2 + its summary). Every one is a cache block.
+With `previous_response_id`, the stored input and output of that response come first.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from agent_server.llm.models import ModelInfo, ModelRegistry
+from agent_server.sim.cache import CacheUsage, PromptBlock
+from agent_server.sim.fields import FieldPath, FieldProblem, bracketed, get_field
+from agent_server.sim.generation import Generation
+from agent_server.sim.openai_errors import field_rejection, find_model, invalid
+from agent_server.sim.rejection import RequestRejected
+from agent_server.sim.sse import sse_event
+from agent_server.sim.tokenizer import count_tokens, split_tokens
+from agent_server.sim.transcript import (
+    ImagePart,
+    Part,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+    Transcript,
+    append_part,
+    freeze,
+)
+
+IMAGE_TOKENS = 1600
+MIN_OUTPUT_TOKENS = 16
+# The parameters of openai 3.57's ResponseCreateParams, plus `stream`.
+_REQUEST_FIELDS = frozenset((
+    "model", "input", "stream", "stream_options", "access_programs", "background",
+    "background_options", "context_management", "conversation", "image", "include",
+    "instructions", "max_output_tokens", "max_tool_calls", "metadata", "moderation",
+    "parallel_tool_calls", "previous_response_id", "prompt", "prompt_cache_key",
+    "prompt_cache_options", "prompt_cache_retention", "reasoning", "safety_identifier",
+    "service_tier", "store", "temperature", "text", "tool_choice", "tools", "top_logprobs",
+    "top_p", "truncation", "user",
+))
+
+
+@dataclass(frozen=True, slots=True)
+class ResponsesRequest:
+    model: ModelInfo
+    max_output_tokens: int
+    stream: bool
+    store: bool
+    instructions: str | None
+    tools: tuple[dict[str, Any], ...]
+    tool_choice: Any
+    reasoning: dict[str, Any] | None
+    include_encrypted_reasoning: bool
+    cache_key: str | None
+    cache_retention: str | None
+    previous_response_id: str | None
+    items: tuple[dict[str, Any], ...]  # the full input, previous response's items included
+    blocks: tuple[PromptBlock, ...]
+    transcript: Transcript
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(block.tokens for block in self.blocks)
+
+    @property
+    def shows_reasoning_summary(self) -> bool:
+        return bool(self.reasoning and self.reasoning.get("summary"))
+
+
+def context_length_exceeded() -> RequestRejected:
+    return invalid(
+        "Your input exceeds the context window of this model. Please adjust your input and "
+        "try again.",
+        "input",
+        "context_length_exceeded",
+    )
+
+
+PreviousLookup = Callable[[str], Sequence[dict[str, Any]] | None]
+
+
+def parse_request(body: Any, registry: ModelRegistry, previous: PreviousLookup) -> ResponsesRequest:
+    try:
+        return _parse(body, registry, previous)
+    except FieldProblem as problem:
+        raise field_rejection(problem) from None
+
+
+def _parse(body: Any, registry: ModelRegistry, previous: PreviousLookup) -> ResponsesRequest:
+    if not isinstance(body, dict):
+        raise invalid("The request body must be a JSON object.")
+    for key in body:
+        if key not in _REQUEST_FIELDS:
+            raise invalid(f"Unknown parameter: '{key}'.", key, "unknown_parameter")
+    model_id = get_field(body, "model", (), "string", required=True)
+    raw_input = body.get("input")
+    if raw_input is None:
+        raise FieldProblem(("input",), "missing", "list")
+    if not isinstance(raw_input, str | list):
+        raise FieldProblem(("input",), "type", "list", raw_input)
+    stream = get_field(body, "stream", (), "boolean") or False
+    store = get_field(body, "store", (), "boolean")
+    instructions = get_field(body, "instructions", (), "string")
+    cache_key = get_field(body, "prompt_cache_key", (), "string")
+    retention = get_field(body, "prompt_cache_retention", (), "string")
+    if retention is not None and retention not in ("in_memory", "24h"):
+        raise invalid(
+            f"Invalid value: '{retention}'. Supported values are: 'in_memory' and '24h'.",
+            "prompt_cache_retention", "invalid_value",
+        )
+    reasoning = get_field(body, "reasoning", (), "object")
+    include = get_field(body, "include", (), "list") or []
+    previous_id = get_field(body, "previous_response_id", (), "string")
+    metadata = get_field(body, "metadata", (), "object") or {}
+    model = find_model(registry, model_id)
+    max_output = get_field(body, "max_output_tokens", (), "integer")
+    if max_output is None:
+        max_output = model.max_output
+    elif max_output < MIN_OUTPUT_TOKENS:
+        raise invalid(
+            "Invalid 'max_output_tokens': integer below minimum value. Expected a value >= "
+            f"{MIN_OUTPUT_TOKENS}, but got {max_output} instead.", "max_output_tokens",
+            "integer_below_min_value",
+        )
+    elif max_output > model.max_output:
+        raise invalid(
+            f"max_output_tokens is too large: {max_output}. This model supports at most "
+            f"{model.max_output} output tokens, whereas you provided {max_output}.",
+            "max_output_tokens", "invalid_value",
+        )
+
+    items: list[dict[str, Any]] = []
+    if previous_id is not None:
+        stored = previous(previous_id)
+        if stored is None:
+            raise invalid(f"Previous response with id '{previous_id}' not found.",
+                          "previous_response_id", "previous_response_not_found")
+        items.extend(stored)
+    if isinstance(raw_input, str):
+        items.append({"type": "message", "role": "user", "content": raw_input})
+    else:
+        for index, item in enumerate(raw_input):
+            if not isinstance(item, dict):
+                raise FieldProblem(("input", index), "type", "object", item)
+            items.append(item)
+
+    blocks: list[PromptBlock] = []
+    if instructions:
+        blocks.append(PromptBlock("instructions|" + instructions, 4 + count_tokens(instructions)))
+    tools: list[dict[str, Any]] = []
+    tool_names: list[str] = []
+    for index, tool in enumerate(get_field(body, "tools", (), "list") or []):
+        path: FieldPath = ("tools", index)
+        if not isinstance(tool, dict):
+            raise FieldProblem(path, "type", "object", tool)
+        kind = get_field(tool, "type", path, "string", required=True)
+        if kind == "function":
+            tool_names.append(get_field(tool, "name", path, "string", required=True))
+        tools.append(tool)
+        encoded = _canonical(tool)
+        blocks.append(PromptBlock("tool|" + encoded, 8 + count_tokens(encoded)))
+
+    parts: list[tuple[Literal["user", "assistant"], list[Part]]] = []
+    system: list[str] = [instructions] if instructions else []
+    calls: dict[str, int] = {}  # call_id -> item index
+    answered: set[str] = set()
+    first_new = len(items) - (len(raw_input) if isinstance(raw_input, list) else 1)
+    for index, item in enumerate(items):
+        path = ("input", max(index - first_new, 0))
+        kind = item.get("type", "message")
+        tokens: int
+        if kind == "message":
+            role = get_field(item, "role", path, "string", required=True)
+            if role not in ("user", "assistant", "system", "developer"):
+                raise invalid(
+                    f"Invalid value: '{role}'. Supported values are: 'assistant', 'system', "
+                    "'developer', and 'user'.", f"{bracketed(path)}.role", "invalid_value",
+                )
+            texts, extra = _content_text(item, path)
+            tokens = 4 + sum(count_tokens(text) for text in texts) + extra
+            if role in ("system", "developer"):
+                system.append("\n".join(texts))
+            else:
+                who: Literal["user", "assistant"] = "user" if role == "user" else "assistant"
+                for text in texts:
+                    append_part(parts, who, TextPart(text))
+                if extra:
+                    append_part(parts, who, ImagePart())
+        elif kind == "function_call":
+            call_id = get_field(item, "call_id", path, "string", required=True)
+            name = get_field(item, "name", path, "string", required=True)
+            arguments = get_field(item, "arguments", path, "string", required=True)
+            try:
+                decoded = json.loads(arguments) if arguments.strip() else {}
+            except json.JSONDecodeError:
+                decoded = {}
+            calls[call_id] = index
+            append_part(parts, "assistant",
+                        ToolCallPart(call_id, name, decoded if isinstance(decoded, dict) else {}))
+            tokens = 6 + count_tokens(name) + count_tokens(arguments)
+        elif kind == "function_call_output":
+            call_id = get_field(item, "call_id", path, "string", required=True)
+            if call_id not in calls:
+                raise invalid(
+                    f"No tool call found for function call output with call_id {call_id}.",
+                    "input", None,
+                )
+            answered.add(call_id)
+            output = item.get("output")
+            if isinstance(output, str):
+                text, extra = output, 0
+            elif isinstance(output, list):
+                texts, extra = _parts_text(output, (*path, "output"))
+                text = "\n".join(texts)
+            else:
+                raise FieldProblem((*path, "output"), "missing" if output is None else "type",
+                                   "string", output)
+            append_part(parts, "user", ToolResultPart(call_id, text))
+            tokens = 5 + count_tokens(text) + extra
+        elif kind == "reasoning":
+            summary = item.get("summary") or []
+            text = "\n".join(
+                str(s.get("text", "")) for s in summary if isinstance(s, dict)
+            )
+            if text:
+                append_part(parts, "assistant", ThinkingPart(text))
+            tokens = 2 + count_tokens(text)
+        else:
+            raise invalid(
+                f"Invalid value: '{kind}'. This simulator supports input items of type "
+                "'message', 'function_call', 'function_call_output' and 'reasoning'.",
+                f"{bracketed(path)}.type", "invalid_value",
+            )
+        blocks.append(PromptBlock(f"{kind}|{_canonical(_identity(item))}", tokens))
+    for call_id in calls:
+        if call_id not in answered:
+            raise invalid(f"No tool output found for function call {call_id}.", "input", None)
+
+    transcript = Transcript(
+        system="\n\n".join(system), tool_names=tuple(tool_names), messages=freeze(parts)
+    )
+    return ResponsesRequest(
+        model=model,
+        max_output_tokens=max_output,
+        stream=stream,
+        store=store is not False,
+        instructions=instructions,
+        tools=tuple(tools),
+        tool_choice=body.get("tool_choice", "auto"),
+        reasoning=reasoning,
+        include_encrypted_reasoning="reasoning.encrypted_content" in include,
+        cache_key=cache_key,
+        cache_retention=retention,
+        previous_response_id=previous_id,
+        items=tuple(items),
+        blocks=tuple(blocks),
+        transcript=transcript,
+        metadata=metadata,
+    )
+
+
+def _identity(item: Mapping[str, Any]) -> dict[str, Any]:
+    """An item without the fields that do not reach the model (ids and statuses)."""
+    return {k: v for k, v in item.items() if k not in ("id", "status")}
+
+
+def _content_text(item: Mapping[str, Any], path: FieldPath) -> tuple[list[str], int]:
+    content = item.get("content")
+    if content is None:
+        raise FieldProblem((*path, "content"), "missing", "string")
+    if isinstance(content, str):
+        return ([content] if content else []), 0
+    if not isinstance(content, list):
+        raise FieldProblem((*path, "content"), "type", "string", content)
+    return _parts_text(content, (*path, "content"))
+
+
+def _parts_text(content: list[Any], path: FieldPath) -> tuple[list[str], int]:
+    texts: list[str] = []
+    extra = 0
+    for index, part in enumerate(content):
+        p_path = (*path, index)
+        if not isinstance(part, dict):
+            raise FieldProblem(p_path, "type", "object", part)
+        kind = part.get("type")
+        if kind in ("input_text", "output_text"):
+            texts.append(get_field(part, "text", p_path, "string", required=True))
+        elif kind == "refusal":
+            texts.append(get_field(part, "refusal", p_path, "string", required=True))
+        elif kind in ("input_image", "input_file", "input_audio"):
+            extra += IMAGE_TOKENS
+        else:
+            raise invalid(
+                f"Invalid value: '{kind}'. Supported values are: 'input_text', 'input_image', "
+                "'output_text', 'refusal', 'input_file', and 'input_audio'.",
+                f"{bracketed(p_path)}.type", "invalid_value",
+            )
+    return [text for text in texts if text], extra
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+# --- output ---------------------------------------------------------------------------------
+
+
+def usage_json(usage: CacheUsage, generation: Generation) -> dict[str, Any]:
+    prompt = usage.prompt_tokens
+    return {
+        "input_tokens": prompt,
+        "input_tokens_details": {"cached_tokens": usage.cache_read, "cache_write_tokens": 0},
+        "output_tokens": generation.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": generation.reasoning_tokens},
+        "total_tokens": prompt + generation.output_tokens,
+    }
+
+
+def output_items(response_id: str, request: ResponsesRequest,
+                 generation: Generation) -> list[dict[str, Any]]:
+    """The finished output items: reasoning, message, function calls."""
+    suffix = response_id.removeprefix("resp_")
+    status = "incomplete" if generation.truncated else "completed"
+    items: list[dict[str, Any]] = []
+    if request.model.reasoning and generation.reasoning_tokens:
+        reasoning: dict[str, Any] = {
+            "id": f"rs_{suffix}",
+            "type": "reasoning",
+            "summary": (
+                [{"type": "summary_text", "text": generation.thinking}]
+                if generation.thinking else []
+            ),
+        }
+        if request.include_encrypted_reasoning:
+            digest = hashlib.sha256(generation.thinking.encode()).digest()
+            reasoning["encrypted_content"] = base64.b64encode(b"sim-reasoning:" + digest).decode()
+        items.append(reasoning)
+    if generation.text:
+        items.append({
+            "id": f"msg_{suffix}",
+            "type": "message",
+            "role": "assistant",
+            "status": status,
+            "content": [{"type": "output_text", "text": generation.text, "annotations": [],
+                         "logprobs": []}],
+        })
+    for index, call in enumerate(generation.calls):
+        items.append({
+            "id": f"fc_{suffix}_{index}",
+            "type": "function_call",
+            "call_id": call.id,
+            "name": call.name,
+            "arguments": json.dumps(dict(call.arguments), ensure_ascii=False),
+            "status": "completed",
+        })
+    return items
+
+
+def response_json(
+    response_id: str,
+    created: float,
+    request: ResponsesRequest,
+    generation: Generation | None,
+    usage: CacheUsage | None,
+    output: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """A Response object; without a generation it is the in-progress snapshot."""
+    if generation is None:
+        status = "in_progress"
+    else:
+        status = "incomplete" if generation.truncated else "completed"
+    return {
+        "id": response_id,
+        "object": "response",
+        "created_at": created,
+        "status": status,
+        "background": False,
+        "error": None,
+        "incomplete_details": (
+            {"reason": "max_output_tokens"} if status == "incomplete" else None
+        ),
+        "instructions": request.instructions,
+        "max_output_tokens": request.max_output_tokens,
+        "max_tool_calls": None,
+        "model": request.model.id,
+        "output": output,
+        "parallel_tool_calls": True,
+        "previous_response_id": request.previous_response_id,
+        "prompt_cache_key": request.cache_key,
+        "prompt_cache_retention": request.cache_retention,
+        "reasoning": {
+            "effort": (request.reasoning or {}).get("effort"),
+            "summary": (request.reasoning or {}).get("summary"),
+        },
+        "safety_identifier": None,
+        "service_tier": "default",
+        "store": request.store,
+        "temperature": 1.0,
+        "text": {"format": {"type": "text"}, "verbosity": "medium"},
+        "tool_choice": request.tool_choice,
+        "tools": [_tool_json(tool) for tool in request.tools],
+        "top_logprobs": 0,
+        "top_p": 1.0,
+        "truncation": "disabled",
+        "usage": usage_json(usage, generation) if generation is not None and usage else None,
+        "user": None,
+        "metadata": request.metadata,
+        "completed_at": created if status == "completed" else None,
+    }
+
+
+def _tool_json(tool: Mapping[str, Any]) -> dict[str, Any]:
+    if tool.get("type") != "function":
+        return dict(tool)
+    return {
+        "type": "function",
+        "name": tool.get("name"),
+        "description": tool.get("description"),
+        "parameters": tool.get("parameters"),
+        "strict": tool.get("strict", True),
+    }
+
+
+def stream_events(response_id: str, created: float, request: ResponsesRequest,
+                  generation: Generation, usage: CacheUsage) -> list[bytes]:
+    """The SSE events of a streamed response, numbered by `sequence_number`."""
+    events: list[bytes] = []
+
+    def emit(kind: str, data: dict[str, Any]) -> None:
+        payload = {"type": kind, "sequence_number": len(events), **data}
+        events.append(sse_event(kind, payload))
+
+    start = response_json(response_id, created, request, None, None, [])
+    emit("response.created", {"response": start})
+    emit("response.in_progress", {"response": start})
+    items = output_items(response_id, request, generation)
+    for index, item in enumerate(items):
+        if item["type"] == "reasoning":
+            emit("response.output_item.added",
+                 {"output_index": index, "item": {**item, "summary": []}})
+            for s_index, summary in enumerate(item["summary"]):
+                common = {"item_id": item["id"], "output_index": index, "summary_index": s_index}
+                emit("response.reasoning_summary_part.added",
+                     {**common, "part": {"type": "summary_text", "text": ""}})
+                for chunk in _chunks(summary["text"]):
+                    emit("response.reasoning_summary_text.delta", {**common, "delta": chunk})
+                emit("response.reasoning_summary_text.done", {**common, "text": summary["text"]})
+                emit("response.reasoning_summary_part.done",
+                     {**common, "part": {"type": "summary_text", "text": summary["text"]}})
+        elif item["type"] == "message":
+            emit("response.output_item.added", {
+                "output_index": index,
+                "item": {**item, "status": "in_progress", "content": []},
+            })
+            part = item["content"][0]
+            common = {"item_id": item["id"], "output_index": index, "content_index": 0}
+            emit("response.content_part.added",
+                 {**common, "part": {**part, "text": ""}})
+            for chunk in _chunks(part["text"]):
+                emit("response.output_text.delta", {**common, "delta": chunk, "logprobs": []})
+            emit("response.output_text.done", {**common, "text": part["text"], "logprobs": []})
+            emit("response.content_part.done", {**common, "part": part})
+        else:
+            emit("response.output_item.added", {
+                "output_index": index,
+                "item": {**item, "arguments": "", "status": "in_progress"},
+            })
+            arguments = item["arguments"]
+            size = max(1, -(-len(arguments) // 4))
+            for begin in range(0, len(arguments), size):
+                emit("response.function_call_arguments.delta", {
+                    "item_id": item["id"], "output_index": index,
+                    "delta": arguments[begin : begin + size],
+                })
+            emit("response.function_call_arguments.done", {
+                "item_id": item["id"], "output_index": index, "arguments": arguments,
+                "name": item["name"],
+            })
+        emit("response.output_item.done", {"output_index": index, "item": item})
+    final = response_json(response_id, created, request, generation, usage, items)
+    emit("response.incomplete" if generation.truncated else "response.completed",
+         {"response": final})
+    return events
+
+
+def _chunks(text: str, tokens_per_chunk: int = 8) -> list[str]:
+    pieces = split_tokens(text)
+    return ["".join(pieces[i : i + tokens_per_chunk])
+            for i in range(0, len(pieces), tokens_per_chunk)]

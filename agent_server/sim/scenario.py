@@ -1,0 +1,217 @@
+"""Scenarios: what the simulated model answers, turn by turn, loaded from JSON or YAML.
+
+A scenario is a list of turns. A turn names the user prompt it answers (`user`) and the
+assistant messages (`steps`) the model sends in reply, one per model call:
+
+```yaml
+name: example
+turns:
+  - user: "List the files, then read the README."
+    steps:
+      - thinking: "Start with the top of the tree."      # optional
+        text: "Let me look around."                      # optional
+        tools:                                           # several = parallel calls
+          - {name: ls, arguments: {path: "."}}
+      - tools:
+          - {name: read, arguments: {path: README.md}}
+      - text: "The README says what the project is."
+        textTokens: 300                                  # optional filler of ~300 tokens
+```
+
+A step with tools ends its model call with a tool-use stop; the step without tools is the last
+of its turn. The scenario is consumed statelessly (see `responder.py`): which step answers a
+request is read from the request itself, so retries and compactions are safe.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+_STEP_KEYS = frozenset(("thinking", "text", "textTokens", "tools"))
+_TURN_KEYS = frozenset(("user", "steps"))
+_TOOL_KEYS = frozenset(("name", "arguments"))
+
+
+class ScenarioError(ValueError):
+    """A scenario file that cannot be used; the message names the file and the field."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolInvocation:
+    name: str
+    arguments: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One assistant message: thinking, then text (and filler), then tool calls."""
+
+    thinking: str = ""
+    text: str = ""
+    text_tokens: int = 0
+    tools: tuple[ToolInvocation, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    user: str
+    steps: tuple[Step, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    name: str
+    turns: tuple[Turn, ...]
+
+    def find_turn(self, prompt: str) -> int | None:
+        """The index of the turn whose `user` text equals `prompt`, whitespace-normalised."""
+        wanted = normalise_prompt(prompt)
+        for index, turn in enumerate(self.turns):
+            if normalise_prompt(turn.user) == wanted:
+                return index
+        return None
+
+    @property
+    def prompts(self) -> tuple[str, ...]:
+        """The user prompts in order: what a driver (the demo, a benchmark) sends."""
+        return tuple(turn.user for turn in self.turns)
+
+
+def normalise_prompt(text: str) -> str:
+    return " ".join(text.split())
+
+
+def parse_scenario(data: Any, source: str = "scenario") -> Scenario:
+    """A scenario from parsed JSON/YAML: a list of turns, or `{name?, turns: [...]}`."""
+    name = source
+    if isinstance(data, Mapping):
+        unknown = set(data) - {"name", "turns", "description"}
+        if unknown:
+            raise ScenarioError(f"{source}: unknown top-level keys {sorted(unknown)}")
+        if "name" in data:
+            if not isinstance(data["name"], str):
+                raise ScenarioError(f"{source}: name must be a string")
+            name = data["name"]
+        turns_data = data.get("turns")
+    else:
+        turns_data = data
+    if not isinstance(turns_data, list) or not turns_data:
+        raise ScenarioError(f"{source}: expected a non-empty list of turns (under 'turns')")
+    turns = tuple(_parse_turn(turn, f"{source}: turns[{i}]") for i, turn in enumerate(turns_data))
+    seen: dict[str, int] = {}
+    for index, turn in enumerate(turns):
+        key = normalise_prompt(turn.user)
+        if key in seen:
+            raise ScenarioError(
+                f"{source}: turns[{index}].user repeats turns[{seen[key]}].user; "
+                "each turn must answer a distinct prompt"
+            )
+        seen[key] = index
+    return Scenario(name=name, turns=turns)
+
+
+def load_scenario(path: Path) -> Scenario:
+    """A scenario file, JSON (`.json`) or YAML (anything else)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScenarioError(f"{path}: cannot read the scenario ({exc.strerror})") from exc
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        kind = "JSON" if path.suffix == ".json" else "YAML"
+        raise ScenarioError(f"{path}: not valid {kind}: {exc}") from exc
+    return parse_scenario(data, str(path))
+
+
+@functools.cache
+def default_scenario() -> Scenario:
+    """The built-in scenario: a repository exploration written against the sample workspace."""
+    text = resources.files("agent_server.sim").joinpath("scenarios/default.yaml").read_text("utf-8")
+    return parse_scenario(yaml.safe_load(text), "default.yaml")
+
+
+def _parse_turn(data: Any, where: str) -> Turn:
+    if not isinstance(data, Mapping):
+        raise ScenarioError(f"{where}: expected an object with 'user' and 'steps'")
+    unknown = set(data) - _TURN_KEYS
+    if unknown:
+        raise ScenarioError(f"{where}: unknown keys {sorted(unknown)} (expected user, steps)")
+    user = data.get("user")
+    if not isinstance(user, str) or not user.strip():
+        raise ScenarioError(f"{where}.user: expected the user prompt as a non-empty string")
+    steps_data = data.get("steps")
+    if not isinstance(steps_data, list) or not steps_data:
+        raise ScenarioError(f"{where}.steps: expected a non-empty list of steps")
+    steps = tuple(_parse_step(step, f"{where}.steps[{i}]") for i, step in enumerate(steps_data))
+    for index, step in enumerate(steps[:-1]):
+        if not step.tools:
+            raise ScenarioError(
+                f"{where}.steps[{index}]: only the last step may end without tool calls "
+                "(a step without tools ends the turn)"
+            )
+    if steps[-1].tools:
+        raise ScenarioError(
+            f"{where}.steps[{len(steps) - 1}]: the last step must not call tools "
+            "(add a final step with text that ends the turn)"
+        )
+    return Turn(user=user, steps=steps)
+
+
+def _parse_step(data: Any, where: str) -> Step:
+    if not isinstance(data, Mapping):
+        raise ScenarioError(f"{where}: expected an object (thinking, text, textTokens, tools)")
+    unknown = set(data) - _STEP_KEYS
+    if unknown:
+        raise ScenarioError(
+            f"{where}: unknown keys {sorted(unknown)} (expected thinking, text, textTokens, tools)"
+        )
+    thinking = _optional_str(data, "thinking", where)
+    text = _optional_str(data, "text", where)
+    text_tokens = data.get("textTokens", 0)
+    if isinstance(text_tokens, bool) or not isinstance(text_tokens, int) or text_tokens < 0:
+        raise ScenarioError(f"{where}.textTokens: expected a non-negative integer")
+    tools_data = data.get("tools", [])
+    if not isinstance(tools_data, list):
+        raise ScenarioError(f"{where}.tools: expected a list of {{name, arguments}}")
+    tools = tuple(_parse_tool(t, f"{where}.tools[{i}]") for i, t in enumerate(tools_data))
+    if not text and not text_tokens and not tools:
+        raise ScenarioError(f"{where}: a step needs text, textTokens or tools")
+    return Step(thinking=thinking, text=text, text_tokens=text_tokens, tools=tools)
+
+
+def _parse_tool(data: Any, where: str) -> ToolInvocation:
+    if not isinstance(data, Mapping):
+        raise ScenarioError(f"{where}: expected an object with 'name' and 'arguments'")
+    unknown = set(data) - _TOOL_KEYS
+    if unknown:
+        raise ScenarioError(f"{where}: unknown keys {sorted(unknown)} (expected name, arguments)")
+    name = data.get("name")
+    if not isinstance(name, str) or not name:
+        raise ScenarioError(f"{where}.name: expected the tool name as a non-empty string")
+    arguments = data.get("arguments", {})
+    if not isinstance(arguments, Mapping):
+        raise ScenarioError(f"{where}.arguments: expected an object")
+    try:
+        canonical = json.loads(json.dumps(arguments, sort_keys=True))
+    except (TypeError, ValueError) as exc:
+        raise ScenarioError(f"{where}.arguments: not representable as JSON ({exc})") from exc
+    return ToolInvocation(name=name, arguments=canonical)
+
+
+def _optional_str(data: Mapping[str, Any], key: str, where: str) -> str:
+    value = data.get(key, "")
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ScenarioError(f"{where}.{key}: expected a string")
+    return value
+

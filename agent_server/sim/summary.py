@@ -1,0 +1,410 @@
+"""The simulator's answer to a summary request: a deterministic, extractive, bounded summary.
+
+Two request shapes are understood (both carry SUMMARY_REQUEST_MARKER in the last user message;
+see agent_server/context/summary_prompt.py):
+
+- fresh prompt: the conversation is serialised inside `<conversation>...</conversation>` as
+  `[User]: ...`, `[Assistant]: ...`, `[Assistant tool call]: read(path="a.py")`,
+  `[Tool result read]: ...` entries, and the previous summary, if any, sits inside
+  `<previous-summary>...</previous-summary>`;
+- cache-sharing: the conversation is the request's own messages; a previous summary is a text
+  block that begins with SUMMARY_PREFIX and holds `<summary>...</summary>`.
+
+What is kept: the user's requests (quoted; the first is the goal, the latest is in progress),
+the files read (tools read, ls, grep, find, glob) and modified (write, edit), as well as the
+"Files touched so far" lists of the instruction, commands run, failed tool calls, the first
+sentence of the assistant's texts, and the previous summary's sections, merged. Calls whose
+result is an error count as failures, not as files read or modified. Lists are capped and the
+whole is trimmed until it is at most MAX_SUMMARY_TOKENS, so a compaction always shrinks the
+context, whatever the size of what it summarises.
+
+The answer is the bare summary in the eight sections of SUMMARY_CONTRACT (## Goal ... ##
+Critical context). A turn-prefix request (its instruction asks for `## Request` and `## State
+at the cut`) gets those three sections instead. When the instruction asks for `<summary>`
+tags, the answer is wrapped in them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from agent_server.context.summary_prompt import (
+    SUMMARY_CLOSE,
+    SUMMARY_OPEN,
+    SUMMARY_PREFIX,
+    SUMMARY_REQUEST_MARKER,
+)
+from agent_server.sim.tokenizer import count_tokens
+from agent_server.sim.transcript import (
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    Transcript,
+    TranscriptMessage,
+)
+
+MAX_SUMMARY_TOKENS = 1500
+READ_TOOLS = frozenset(("read", "ls", "grep", "find", "glob", "view", "cat"))
+WRITE_TOOLS = frozenset(("write", "edit", "multiedit", "multi_edit", "apply_patch", "create"))
+SHELL_TOOLS = frozenset(("bash", "shell", "exec"))
+_PATH_KEYS = ("path", "file_path", "filePath")
+
+_CONSTRAINT_WORDS = re.compile(
+    r"\b(must|never|always|don't|do not|avoid|prefer|only|without|keep)\b", re.IGNORECASE
+)
+_ENTRY = re.compile(
+    r"^\[(?P<label>User|Assistant(?: thinking| tool call| error)?"
+    r"|Tool result (?P<tool>[^\]\s(]+)(?P<error> \(error\))?)\]:[ ]?(?P<rest>.*)$"
+)
+_CALL = re.compile(r"^(?P<name>[\w.-]+)\((?P<args>.*)\)\s*$", re.DOTALL)
+_ARG = re.compile(r'(?P<key>\w+)=(?P<value>"(?:[^"\\]|\\.)*"|[^,]*)')
+_TOUCHED = re.compile(r"^(?P<kind>Read|Modified): (?P<paths>.+)$", re.MULTILINE)
+
+
+@dataclass(slots=True)
+class _Facts:
+    requests: list[str] = field(default_factory=list)
+    files_read: list[str] = field(default_factory=list)
+    files_modified: list[str] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    previous: dict[str, list[str]] = field(default_factory=dict)
+
+
+def summarise(transcript: Transcript) -> str:
+    """The summary answering the summary request that ends `transcript`."""
+    last = transcript.messages[-1]
+    instruction = next(
+        (text for text in reversed(last.texts) if SUMMARY_REQUEST_MARKER in text), ""
+    )
+    facts = _Facts()
+    conversation = _between(instruction, "<conversation>", "</conversation>")
+    if conversation is not None:
+        previous = _between(instruction, "<previous-summary>", "</previous-summary>")
+        if previous is not None:
+            facts.previous = _parse_sections(previous)
+        _facts_from_serialised(conversation, facts)
+    else:
+        _facts_from_messages(transcript.messages, facts)
+    outer = _strip_regions(instruction)
+    for match in _TOUCHED.finditer(outer):
+        target = facts.files_read if match["kind"] == "Read" else facts.files_modified
+        for path in match["paths"].split(", "):
+            _add(target, path, only_new=True)
+    if "## Request" in outer and "## State at the cut" in outer:
+        body = _render_turn_prefix(facts)
+    else:
+        body = _render(facts)
+    if SUMMARY_OPEN in outer:
+        return f"{SUMMARY_OPEN}\n{body}\n{SUMMARY_CLOSE}"
+    return body
+
+
+# --- extraction -----------------------------------------------------------------------------
+
+
+def _facts_from_messages(messages: Iterable[TranscriptMessage], facts: _Facts) -> None:
+    calls: list[ToolCallPart] = []
+    failed: dict[str, str] = {}
+    for message in messages:
+        for part in message.parts:
+            if isinstance(part, TextPart):
+                if message.role == "user":
+                    _user_text(part.text, facts)
+                else:
+                    _note(part.text, facts)
+            elif isinstance(part, ToolCallPart):
+                calls.append(part)
+            elif isinstance(part, ToolResultPart) and part.is_error:
+                failed[part.tool_call_id] = _first_line(part.text)
+    for call in calls:
+        if call.id in failed:
+            _add(facts.failures, f"{call.name}: {failed[call.id]}")
+        else:
+            _tool_call(call.name, dict(call.arguments), facts)
+
+
+def _facts_from_serialised(conversation: str, facts: _Facts) -> None:
+    entries: list[tuple[str, str | None, bool, list[str]]] = []
+    for line in conversation.splitlines():
+        match = _ENTRY.match(line)
+        if match is not None:
+            entries.append((match["label"], match["tool"], bool(match["error"]), [match["rest"]]))
+        elif entries:
+            entries[-1][3].append(line)
+    for label, tool, error, lines in entries:
+        text = "\n".join(lines).strip()
+        if label == "User":
+            _user_text(text, facts)
+        elif label == "Assistant":
+            _note(text, facts)
+        elif label == "Assistant tool call":
+            call = _CALL.match(text)
+            if call is not None:
+                _tool_call(call["name"], _call_arguments(call["args"]), facts)
+        elif tool is not None and error:
+            _add(facts.failures, f"{tool}: {_first_line(text)}")
+        elif label == "Assistant error":
+            _add(facts.failures, f"model: {_first_line(text)}")
+
+
+def _call_arguments(text: str) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for match in _ARG.finditer(text):
+        value = match["value"].strip()
+        try:
+            out[match["key"]] = json.loads(value)
+        except json.JSONDecodeError:
+            out[match["key"]] = value
+    return out
+
+
+def _user_text(text: str, facts: _Facts) -> None:
+    stripped = text.strip()
+    if not stripped or SUMMARY_REQUEST_MARKER in stripped:
+        return
+    if stripped.startswith(SUMMARY_PREFIX):
+        inner = _between(stripped, SUMMARY_OPEN, SUMMARY_CLOSE)
+        if inner is not None:
+            facts.previous = _parse_sections(inner)
+            rest = stripped.split(SUMMARY_CLOSE, 1)[1].strip() if SUMMARY_CLOSE in stripped else ""
+            if rest:
+                _user_text(rest, facts)
+            return
+    facts.requests.append(stripped)
+
+
+def _note(text: str, facts: _Facts) -> None:
+    sentence = re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0]
+    if sentence:
+        facts.notes.append(sentence[:200])
+
+
+def _tool_call(name: str, arguments: dict[str, object], facts: _Facts) -> None:
+    path = next((str(arguments[key]) for key in _PATH_KEYS if key in arguments), None)
+    lowered = name.lower()
+    if lowered in WRITE_TOOLS and path:
+        _add(facts.files_modified, path)
+    elif lowered in READ_TOOLS and path:
+        _add(facts.files_read, path)
+    elif lowered in SHELL_TOOLS:
+        command = str(arguments.get("command", "")).strip()
+        if command:
+            _add(facts.commands, _clip(command, 200))
+
+
+# --- previous summary -----------------------------------------------------------------------
+
+
+def _parse_sections(text: str) -> dict[str, list[str]]:
+    sections: dict[str, list[str]] = {}
+    current: str | None = None
+    for line in text.splitlines():
+        heading = re.match(r"^##\s+(.+?)\s*$", line)
+        if heading:
+            current = heading.group(1)
+            sections.setdefault(current, [])
+            continue
+        if current is not None and line.strip():
+            sections[current].append(line.rstrip())
+    return sections
+
+
+def _bullets(lines: Iterable[str]) -> list[str]:
+    out = []
+    for line in lines:
+        stripped = line.strip()
+        if stripped.startswith(("- ", "* ")):
+            out.append(stripped[2:].strip())
+    return out
+
+
+def _subsection(lines: list[str], name: str) -> list[str]:
+    out: list[str] = []
+    inside = False
+    for line in lines:
+        heading = re.match(r"^###\s+(.+?)\s*$", line)
+        if heading:
+            inside = heading.group(1).lower() == name.lower()
+            continue
+        if inside and line.strip().startswith(("- ", "* ")):
+            out.append(line.strip()[2:].strip())
+    return out
+
+
+# --- rendering ------------------------------------------------------------------------------
+
+
+def _render(facts: _Facts) -> str:
+    caps = {"requests": 6, "files": 30, "items": 8, "quote": 400}
+    while True:
+        text = _render_with(facts, caps)
+        if count_tokens(text) <= MAX_SUMMARY_TOKENS or caps["files"] <= 1:
+            return text
+        caps = {key: max(1, value // 2) for key, value in caps.items()}
+        caps["quote"] = max(caps["quote"], 60)
+
+
+def _render_with(facts: _Facts, caps: dict[str, int]) -> str:
+    previous = facts.previous
+    requests = facts.requests
+    quote = caps["quote"]
+    goal_lines = [line for line in previous.get("Goal", []) if line.strip()]
+    if goal_lines:
+        goal = _clip(" ".join(line.strip() for line in goal_lines), quote)
+    elif requests:
+        goal = f'"{_clip(requests[0], quote)}"'
+    else:
+        goal = "(not stated)"
+
+    constraints = _merge(
+        _bullets(previous.get("Constraints and preferences", [])),
+        [
+            f'"{_clip(sentence, 200)}"'
+            for request in requests
+            for sentence in re.split(r"(?<=[.!?])\s+", request)
+            if _CONSTRAINT_WORDS.search(sentence)
+        ],
+        caps["items"],
+    )
+    progress = previous.get("Progress", [])
+    done = _merge(
+        _subsection(progress, "Done"),
+        [f'Answered: "{_clip(request, 120)}"' for request in requests[:-1]],
+        caps["items"],
+    )
+    if facts.files_read or facts.files_modified or facts.commands:
+        done.append(
+            f"Since the last summary: {len(facts.files_read)} path(s) read, "
+            f"{len(facts.files_modified)} modified, {len(facts.commands)} command(s) run."
+        )
+    in_progress = (
+        [f'"{_clip(requests[-1], 200)}"'] if requests else _subsection(progress, "In progress")
+    )
+    blocked = _merge(_subsection(progress, "Blocked"), facts.failures, caps["items"])
+
+    modified = _merge(_bullets(previous.get("Files modified", [])), facts.files_modified,
+                      caps["files"])
+    modified_keys = {_path_key(path) for path in modified}
+    read = [
+        path
+        for path in _merge(_bullets(previous.get("Files read", [])), facts.files_read,
+                           caps["files"])
+        if _path_key(path) not in modified_keys
+    ]
+    decisions = _merge(_bullets(previous.get("Key decisions", [])), facts.notes, caps["items"])
+    next_steps = (
+        [f'Continue with the latest request: "{_clip(requests[-1], 200)}"']
+        if requests
+        else _bullets(previous.get("Next steps", []))[: caps["items"]]
+    )
+    if modified:
+        next_steps.append("Re-read a modified file before editing it again.")
+    critical = _merge(
+        _bullets(previous.get("Critical context", [])),
+        [f'User said: "{_clip(request, quote)}"' for request in requests[-caps["requests"] :]]
+        + [f"Ran: `{command}`" for command in facts.commands[-4:]],
+        caps["items"] + caps["requests"],
+    )
+
+    def listed(lines: list[str], empty: str = "Nothing") -> str:
+        return "\n".join(f"- {line}" for line in lines) if lines else f"- {empty}"
+
+    return "\n\n".join(
+        (
+            f"## Goal\n{goal}",
+            f"## Constraints and preferences\n{listed(constraints, 'None stated')}",
+            "## Progress\n"
+            f"### Done\n{listed(done)}\n"
+            f"### In progress\n{listed(in_progress)}\n"
+            f"### Blocked\n{listed(blocked)}",
+            f"## Key decisions\n{listed(decisions, 'None recorded')}",
+            f"## Files read\n{listed([_code(p) for p in read], 'None')}",
+            f"## Files modified\n{listed([_code(p) for p in modified], 'None')}",
+            f"## Next steps\n{listed(next_steps, 'Wait for the next request')}",
+            f"## Critical context\n{listed(critical, 'None')}",
+        )
+    )
+
+
+def _render_turn_prefix(facts: _Facts) -> str:
+    request = f'"{_clip(facts.requests[0], 400)}"' if facts.requests else "(not stated)"
+    done = [f"Read {_code(p)}" for p in facts.files_read[-20:]]
+    done += [f"Modified {_code(p)}" for p in facts.files_modified[-20:]]
+    done += [f"Ran `{c}`" for c in facts.commands[-6:]]
+    done += [f"Failed: {f}" for f in facts.failures[-6:]]
+    state = facts.notes[-3:] or ["Working through the request."]
+    text = (
+        f"## Request\n{request}\n\n## Done so far in this turn\n"
+        + ("\n".join(f"- {line}" for line in done) or "- Nothing yet")
+        + "\n\n## State at the cut\n"
+        + "\n".join(f"- {line}" for line in state)
+    )
+    while count_tokens(text) > MAX_SUMMARY_TOKENS and len(text) > 200:
+        text = text[: len(text) * 3 // 4]
+    return text
+
+
+def _merge(old: list[str], new: list[str], cap: int) -> list[str]:
+    """old + new without duplicates (the later occurrence wins), the most recent `cap`."""
+    seen: dict[str, str] = {}
+    for item in [*old, *new]:
+        key = _path_key(item)
+        if key and item.strip() not in ("Nothing", "None", "None stated", "None recorded"):
+            seen.pop(key, None)
+            seen[key] = item.strip()
+    items = list(seen.values())
+    return items[-cap:] if cap > 0 else []
+
+
+def _path_key(item: str) -> str:
+    return item.strip().strip("`").strip()
+
+
+def _code(path: str) -> str:
+    return f"`{_path_key(path)}`"
+
+
+def _add(items: list[str], value: str, *, only_new: bool = False) -> None:
+    value = value.strip()
+    if not value:
+        return
+    if value in items:
+        if only_new:
+            return
+        items.remove(value)
+    items.append(value)
+
+
+def _first_line(text: str) -> str:
+    return _clip(next((line for line in text.splitlines() if line.strip()), ""), 160)
+
+
+def _clip(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _between(text: str, opening: str, closing: str) -> str | None:
+    start = text.find(opening)
+    if start < 0:
+        return None
+    end = text.find(closing, start + len(opening))
+    if end < 0:
+        return text[start + len(opening) :]
+    return text[start + len(opening) : end]
+
+
+def _strip_regions(text: str) -> str:
+    for opening, closing in (
+        ("<conversation>", "</conversation>"),
+        ("<previous-summary>", "</previous-summary>"),
+    ):
+        while (start := text.find(opening)) >= 0:
+            end = text.find(closing, start)
+            text = text[:start] + (text[end + len(closing) :] if end >= 0 else "")
+    return text

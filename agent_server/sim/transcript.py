@@ -1,0 +1,108 @@
+"""The conversation as the simulated model reads it, whatever API it came through.
+
+Each API module parses its request into a `Transcript`: user and assistant messages made of
+text, thinking, tool calls and tool results. Tool results sit in user messages, as in the
+Anthropic API (OpenAI `tool` messages and `function_call_output` items are grouped into one).
+The responder and the summariser work on this view only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+
+@dataclass(frozen=True, slots=True)
+class TextPart:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingPart:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ImagePart:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallPart:
+    id: str
+    name: str
+    arguments: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultPart:
+    tool_call_id: str
+    text: str
+    is_error: bool = False
+
+
+Part: TypeAlias = TextPart | ThinkingPart | ImagePart | ToolCallPart | ToolResultPart
+
+
+@dataclass(frozen=True, slots=True)
+class TranscriptMessage:
+    role: Literal["user", "assistant"]
+    parts: tuple[Part, ...]
+
+    @property
+    def texts(self) -> list[str]:
+        return [part.text for part in self.parts if isinstance(part, TextPart)]
+
+    @property
+    def tool_results(self) -> list[ToolResultPart]:
+        return [part for part in self.parts if isinstance(part, ToolResultPart)]
+
+    @property
+    def tool_calls(self) -> list[ToolCallPart]:
+        return [part for part in self.parts if isinstance(part, ToolCallPart)]
+
+
+@dataclass(frozen=True, slots=True)
+class Transcript:
+    system: str
+    tool_names: tuple[str, ...]
+    messages: tuple[TranscriptMessage, ...]
+
+    def tool_call(self, call_id: str) -> ToolCallPart | None:
+        for message in self.messages:
+            for call in message.tool_calls:
+                if call.id == call_id:
+                    return call
+        return None
+
+    def latest_prompt(self) -> str:
+        """The text the user last typed: the last text of the last user message that is not
+        only tool results, or "" when there is none."""
+        for message in reversed(self.messages):
+            if message.role != "user":
+                continue
+            if message.tool_results:
+                continue
+            texts = [text for text in message.texts if text.strip()]
+            if texts:
+                return texts[-1]
+        return ""
+
+
+def append_part(
+    messages: list[tuple[Literal["user", "assistant"], list[Part]]],
+    role: Literal["user", "assistant"],
+    part: Part,
+) -> None:
+    """Add `part` to the last message if it has `role`, else open a new message."""
+    if messages and messages[-1][0] == role:
+        messages[-1][1].append(part)
+    else:
+        messages.append((role, [part]))
+
+
+def freeze(
+    messages: list[tuple[Literal["user", "assistant"], list[Part]]],
+) -> tuple[TranscriptMessage, ...]:
+    return tuple(TranscriptMessage(role=role, parts=tuple(parts)) for role, parts in messages)

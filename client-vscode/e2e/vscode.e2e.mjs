@@ -1,0 +1,381 @@
+#!/usr/bin/env node
+// End to end in a real VS Code (code-server, driven by headless Chromium): install the built
+// .vsix, open a temp copy of the simulator's sample repository with agentServer.python set to
+// the repository's .venv and provider "sim", open the Agent view, send a prompt, check the
+// streamed answer, a tool call, the context meter and the status bar; then run the scenario's
+// turns on the small-window model (sim-small) until a compaction marker shows. Screenshots of
+// each stage go to client-vscode/artifacts/vscode-e2e/.
+//
+//   npm run package && node e2e/vscode.e2e.mjs        (or `make e2e-vscode` at the root)
+//
+// Environment: VSIX (default dist/agent-server.vsix), AGENT_SERVER_PYTHON (default
+// ../.venv/bin/python), CHROMIUM_PATH (default /usr/bin/chromium), E2E_MAX_TURNS (default 18).
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const CLIENT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const REPO = resolve(CLIENT, '..');
+const VSIX = resolve(process.env.VSIX ?? join(CLIENT, 'dist', 'agent-server.vsix'));
+const PYTHON = resolve(process.env.AGENT_SERVER_PYTHON ?? join(REPO, '.venv', 'bin', 'python'));
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const SETUP = resolve(REPO, '..', 'shared', 'tools', 'vscode-e2e', 'setup.sh');
+const SCENARIO = join(REPO, 'agent_server', 'sim', 'scenarios', 'default.yaml');
+const ARTIFACTS = join(CLIENT, 'artifacts', 'vscode-e2e');
+const MAX_TURNS = Number(process.env.E2E_MAX_TURNS ?? 18);
+const KEEP = process.env.E2E_KEEP === '1';
+
+const started = Date.now();
+function log(message) {
+  console.log(`[e2e ${((Date.now() - started) / 1000).toFixed(1)}s] ${message}`);
+}
+function fail(message) {
+  throw new Error(message);
+}
+
+let codeServer;
+let browser;
+let tmp;
+let stage = 0;
+
+async function main() {
+  if (!existsSync(VSIX)) fail(`${VSIX} not found: run \`npm run package\` first`);
+  if (!existsSync(PYTHON)) fail(`${PYTHON} not found: run \`make\` at the repository root first`);
+  const imported = spawnSync(PYTHON, ['-c', 'import agent_server.lsp.server'], { encoding: 'utf8' });
+  if (imported.status !== 0) fail(`the server does not import in ${PYTHON}:\n${imported.stderr}`);
+  rmSync(ARTIFACTS, { recursive: true, force: true });
+  mkdirSync(ARTIFACTS, { recursive: true });
+
+  // code-server and the Node 24 it needs.
+  log('setting up code-server (first run takes minutes)…');
+  const setup = execFileSync('bash', [SETUP], { encoding: 'utf8' });
+  const pathLine = /export PATH="([^"]+)"/.exec(setup);
+  if (!pathLine) fail(`unexpected output from ${SETUP}: ${setup}`);
+  const env = { ...process.env, PATH: pathLine[1].replace('$PATH', process.env.PATH ?? '') };
+  delete env.ANTHROPIC_API_KEY;
+  delete env.OPENAI_API_KEY;
+
+  tmp = mkdtempSync(join(tmpdir(), 'agent-vscode-e2e-'));
+  const ext = join(tmp, 'ext');
+  const data = join(tmp, 'data');
+  const workspace = join(tmp, 'stockroom');
+  mkdirSync(join(data, 'User'), { recursive: true });
+  execFileSync(PYTHON, [
+    '-c',
+    'import sys, pathlib; from agent_server.sim.workspace import write_sample_workspace; write_sample_workspace(pathlib.Path(sys.argv[1]))',
+    workspace,
+  ]);
+  // First a Python without agent-server (if there is one), to see the install advice; the
+  // settings then switch to the repository's .venv, which restarts the server.
+  const bare = ['/usr/bin/python3', '/usr/local/bin/python3'].find(
+    (py) => existsSync(py) && spawnSync(py, ['-c', 'import agent_server'], { cwd: tmp }).status === 1,
+  );
+  const settingsFile = join(data, 'User', 'settings.json');
+  const writeSettings = (python) =>
+    writeFileSync(
+      settingsFile,
+      JSON.stringify(
+        {
+          'security.workspace.trust.enabled': false,
+          'workbench.startupEditor': 'none',
+          'workbench.tips.enabled': false,
+          'telemetry.telemetryLevel': 'off',
+          'extensions.ignoreRecommendations': true,
+          'chat.disableAIFeatures': true,
+          'agentServer.python': python,
+          'agentServer.provider': 'sim',
+          'agentServer.sessionsDir': join(tmp, 'sessions'),
+        },
+        null,
+        2,
+      ),
+    );
+  writeSettings(bare ?? PYTHON);
+  const config = join(tmp, 'code-server.yaml');
+  writeFileSync(config, 'auth: none\ncert: false\n');
+  const common = ['--config', config, '--extensions-dir', ext, '--user-data-dir', data];
+
+  log(`installing ${VSIX}`);
+  const install = spawnSync('code-server', [...common, '--install-extension', VSIX], { env, encoding: 'utf8' });
+  if (install.status !== 0 || !/successfully installed/i.test(install.stdout + install.stderr)) {
+    fail(`installing the extension failed:\n${install.stdout}\n${install.stderr}`);
+  }
+
+  const port = await freePort();
+  log(`starting code-server on 127.0.0.1:${port}`);
+  codeServer = spawn(
+    'code-server',
+    [...common, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust', workspace],
+    { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let serverLog = '';
+  codeServer.stdout.on('data', (d) => (serverLog += d));
+  codeServer.stderr.on('data', (d) => (serverLog += d));
+  await waitForHttp(`http://127.0.0.1:${port}/healthz`, 60_000).catch((e) => fail(`${e.message}\n${serverLog}`));
+
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
+  });
+  const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`);
+  await page.waitForSelector('.monaco-workbench', { timeout: 60_000 });
+  await page.waitForTimeout(8000);
+  await shot(page, 'workbench');
+
+  // The Agent view, from its activity-bar container.
+  log('opening the Agent view');
+  await page.locator('.activitybar [aria-label*="Agent"]').first().click();
+  const view = await findFrame(page, 'textarea.prompt', 60_000);
+  await view.waitForSelector('.toolbar');
+  if (bare) {
+    log(`agentServer.python = ${bare} (no agent-server there): expecting the install advice`);
+    const banner = view.locator('.banner.error .banner-text');
+    await banner.waitFor({ timeout: 60_000 });
+    const advice = await banner.innerText();
+    if (!advice.includes('pip install agent-server') || !advice.includes(bare)) fail(`unexpected advice: ${advice}`);
+    await shot(page, 'server-missing');
+    log(`advice shown: ${advice}`);
+    // Fix it the way a user would, in the Settings editor; the change restarts the server.
+    log(`setting agentServer.python = ${PYTHON} in the Settings editor`);
+    await setSettingInEditor(page, 'agentServer.python', PYTHON);
+    await shot(page, 'settings-fixed');
+    await runCommand(page, 'Notifications: Clear All Notifications');
+  }
+  // The server starts when the view opens: wait until the input is enabled.
+  await waitUntil(async () => !(await view.locator('textarea.prompt').isDisabled()), 60_000, async () => {
+    const banner = await view.locator('.banner').innerText().catch(() => '');
+    return `the server did not start; the view says: ${banner}`;
+  });
+  await shot(page, 'view-open');
+
+  // Turn 1: streamed answer, a tool call, the meter.
+  const prompts = scenarioPrompts();
+  log(`turn 1: ${prompts[0]}`);
+  await send(view, prompts[0]);
+  await view.locator('.item.assistant .markdown').first().waitFor({ timeout: 60_000 });
+  await view.locator('details.tool').first().waitFor({ timeout: 60_000 });
+  await waitIdle(view);
+  const answer = await view.locator('.item.assistant').last().innerText();
+  if (!/stockroom/i.test(answer)) fail(`unexpected answer to turn 1: ${answer}`);
+  const tools = await view.locator('details.tool').count();
+  const meterText = await view.locator('.meter-text').innerText();
+  if (!/\d+(\.\d+)?k? \/ 32\.8k \(\d+%\)/.test(meterText)) fail(`the meter does not show usage: ${meterText}`);
+  const status = await page.locator('.statusbar-item', { hasText: '% ctx' }).first().innerText().catch(() => '');
+  if (!/% ctx/.test(status)) fail('the status-bar context meter did not show');
+  log(`turn 1 done: ${tools} tool call(s); meter "${meterText}"; status bar "${status.trim()}"`);
+  await shot(page, 'turn-1');
+
+  // More turns on sim-small (32k) until the history is compacted.
+  let compacted = false;
+  for (let i = 1; i < Math.min(prompts.length, MAX_TURNS) && !compacted; i++) {
+    log(`turn ${i + 1}: ${prompts[i]}`);
+    await send(view, prompts[i]);
+    await waitIdle(view);
+    const meter = await view.locator('.meter-text').innerText();
+    compacted = (await view.locator('.marker.compaction.status-completed').count()) > 0;
+    log(`turn ${i + 1} done; meter "${meter}"${compacted ? '; compacted' : ''}`);
+    await shot(page, `turn-${i + 1}`);
+  }
+  if (!compacted) fail(`no compaction marker after ${MAX_TURNS} turns`);
+  const marker = view.locator('.marker.compaction.status-completed').first();
+  const markerText = await marker.locator('.marker-line').innerText();
+  await marker.scrollIntoViewIfNeeded();
+  const summary = marker.locator('details.summary');
+  if ((await summary.count()) > 0) await summary.locator('summary').click();
+  const window = await view.locator('.meter-window').innerText();
+  if (window !== 'window 2' && window !== 'window 3') fail(`the meter did not move to a new cache window: ${window}`);
+  await shot(page, 'compaction');
+  log(`compaction marker: "${markerText}"; meter ${window}`);
+
+  // An API key through "Agent: Set API Key": kept in secret storage, the server restarts with
+  // it in its environment, and it appears in no log or settings file. The reopened session
+  // still shows the compaction marker (from agent/session/load).
+  const secret = 'sk-ant-e2e-NOT-A-REAL-KEY-4711';
+  log('Agent: Set API Key');
+  await runCommand(page, 'Agent: Set API Key');
+  await page.locator('.quick-input-widget').getByText('Anthropic', { exact: true }).first().waitFor({ timeout: 15_000 });
+  await page.keyboard.press('Enter');
+  await page.locator('.quick-input-widget input[type="password"]').waitFor({ timeout: 15_000 });
+  await page.keyboard.type(secret);
+  await shot(page, 'api-key-input');
+  await page.keyboard.press('Enter');
+  const logFile = () => {
+    const root = join(tmp, 'data', 'logs');
+    const out = spawnSync('grep', ['-rl', 'Restarting the server: an API key changed', root], { encoding: 'utf8' });
+    return out.stdout.trim();
+  };
+  await waitUntil(async () => logFile() !== '', 60_000, async () => 'the server did not restart after the key changed');
+  await waitUntil(
+    async () => readFileSync(logFile(), 'utf8').includes('API keys from secret storage: ANTHROPIC_API_KEY'),
+    60_000,
+    async () => 'the restarted server did not get the key',
+  );
+  const leaks = spawnSync('grep', ['-rl', secret, join(tmp, 'data', 'logs'), join(tmp, 'data', 'User'), join(tmp, 'data', 'Machine')], { encoding: 'utf8' }).stdout.trim();
+  if (leaks) fail(`the API key leaked into ${leaks}`);
+  await waitUntil(async () => !(await view.locator('textarea.prompt').isDisabled()), 60_000, async () => 'the view did not come back');
+  // Reloaded from the ledger: the permission cards (not part of the ledger) are gone, the
+  // compaction marker is there.
+  await waitUntil(async () => (await view.locator('.card.permission').count()) === 0, 30_000, async () => 'the session was not reloaded');
+  await view.locator('.marker.compaction.status-completed').first().waitFor({ timeout: 30_000 });
+  await shot(page, 'after-key-restart');
+  log('key stored, server restarted with it, no key in logs or settings; session reloaded with its compaction marker');
+  log(`PASS: screenshots in ${ARTIFACTS}`);
+}
+
+async function runCommand(page, title) {
+  await page.keyboard.press('F1');
+  await page.locator('.quick-input-widget').waitFor({ timeout: 15_000 });
+  await page.keyboard.type(title);
+  await page.waitForTimeout(800);
+  await page.keyboard.press('Enter');
+}
+
+async function setSettingInEditor(page, key, value) {
+  await page.keyboard.press('Control+Comma');
+  await page.locator('.settings-editor').waitFor({ timeout: 30_000 });
+  await page.waitForTimeout(1500);
+  // The search box has the focus.
+  await page.keyboard.type(key);
+  await page.waitForTimeout(2000);
+  await shot(page, 'settings-search');
+  const input = page.locator('.settings-editor .setting-item-contents input.input').first();
+  if ((await input.count()) === 0) {
+    // Machine-overridable settings live under "Remote" when the extension host is remote
+    // (code-server), not under "User".
+    await page.locator('.settings-editor .settings-tabs-widget .action-label', { hasText: /^Remote/ }).first().click();
+    await page.waitForTimeout(1500);
+  }
+  await input.waitFor({ timeout: 15_000 });
+  await input.click();
+  await page.keyboard.press('Control+KeyA');
+  await page.keyboard.type(value);
+  await page.keyboard.press('Tab');
+  await page.waitForTimeout(1500);
+  await page.keyboard.press('Control+KeyW');
+}
+
+function scenarioPrompts() {
+  const text = readFileSync(SCENARIO, 'utf8');
+  const prompts = [...text.matchAll(/^\s*- user:\s*"((?:[^"\\]|\\.)*)"\s*$/gm)].map((m) => JSON.parse(`"${m[1]}"`));
+  if (prompts.length === 0) fail(`no prompts found in ${SCENARIO}`);
+  return prompts;
+}
+
+async function send(view, prompt) {
+  const users = view.locator('.item.user');
+  const before = await users.count();
+  const input = view.locator('textarea.prompt');
+  await input.fill(prompt);
+  await input.press('Enter');
+  // The prompt shows at once (then becomes the recorded user message).
+  await waitUntil(async () => (await users.count()) > before, 30_000, async () => `the prompt did not appear: ${prompt}`);
+}
+
+let cardShot = false;
+
+/** Until the turn ends; answers any permission card with its first "allow" option meanwhile. */
+async function waitIdle(view, timeoutMs = 180_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const card = view.locator('.card.permission.status-pending').first();
+    if ((await card.count()) > 0) {
+      const allow = card.locator('button.option-allow_once, button.option-allow_always').first();
+      const title = (await card.locator('.card-title').innerText()).replace(/\s+/g, ' ').trim();
+      log(`permission card: ${title} -> ${await allow.innerText()}`);
+      if (!cardShot) {
+        cardShot = true;
+        await card.scrollIntoViewIfNeeded();
+        await shot(view.page(), 'permission-card');
+      }
+      await allow.click();
+    }
+    if (await view.locator('button.send').isVisible()) return;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  fail('the turn did not finish in time');
+}
+
+async function findFrame(page, selector, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    for (const frame of page.frames()) {
+      if (await frame.$(selector).catch(() => null)) return frame;
+    }
+    await page.waitForTimeout(500);
+  }
+  await shot(page, 'view-missing');
+  fail(`no frame with ${selector}`);
+}
+
+async function waitUntil(predicate, timeoutMs, describe) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await predicate()) return;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  fail(await describe());
+}
+
+async function shot(page, name) {
+  stage += 1;
+  const file = join(ARTIFACTS, `${String(stage).padStart(2, '0')}-${name}.png`);
+  await page.screenshot({ path: file });
+}
+
+function freePort() {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolvePort(port));
+    });
+    server.on('error', reject);
+  });
+}
+
+async function waitForHttp(url, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    try {
+      const res = await fetch(url);
+      if (res.ok) return;
+    } catch {
+      // not up yet
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  throw new Error(`${url} did not answer in ${timeoutMs / 1000}s`);
+}
+
+async function cleanup() {
+  await browser?.close().catch(() => undefined);
+  if (codeServer?.pid && codeServer.exitCode === null) {
+    // code-server and its extension host (and the Python server under it) share a process group.
+    try {
+      process.kill(-codeServer.pid, 'SIGTERM');
+    } catch {
+      // already gone
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+    try {
+      process.kill(-codeServer.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  if (tmp && !KEEP) rmSync(tmp, { recursive: true, force: true });
+}
+
+try {
+  await main();
+  await cleanup();
+} catch (error) {
+  console.error(`[e2e] FAIL: ${error instanceof Error ? error.message : String(error)}`);
+  await cleanup();
+  process.exit(1);
+}

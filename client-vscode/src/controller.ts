@@ -1,0 +1,279 @@
+/**
+ * The session controller: what the chat view's buttons do, in protocol calls, and the protocol
+ * events turned into reducer actions. It owns the current session and the host's copy of the
+ * view state. No `vscode` import: unit tests drive it over a fake connection.
+ */
+import {
+  AgentClient,
+  CancellationSource,
+  isRpcError,
+  type CancellationTokenLike,
+  type DisposableLike,
+} from './protocol/client';
+import { ErrorCodes, type RequestPermissionParams, type RequestPermissionResult } from './protocol/types';
+import { initialState, reduce, type Action, type ViewState } from './state/reducer';
+
+export interface ControllerHooks {
+  /** Every action, in order, right after the host state has applied it. */
+  publish(actions: Action[]): void;
+  /** A configuration error from the server (e.g. a missing API key): the host may offer a fix. */
+  onConfigurationError?(message: string): void;
+}
+
+interface PermissionWaiter {
+  resolve(result: RequestPermissionResult): void;
+  cancelListener: DisposableLike;
+}
+
+export class SessionController {
+  private _state: ViewState = initialState();
+  private client: AgentClient | undefined;
+  private subscriptions: DisposableLike[] = [];
+  private turnSource: CancellationSource | undefined;
+  private readonly permissionWaiters = new Map<string, PermissionWaiter>();
+  private permissionCounter = 0;
+
+  constructor(private readonly hooks: ControllerHooks) {}
+
+  get state(): ViewState {
+    return this._state;
+  }
+
+  get connected(): boolean {
+    return this.client !== undefined;
+  }
+
+  dispatch(...actions: Action[]): void {
+    for (const action of actions) this._state = reduce(this._state, action);
+    this.hooks.publish(actions);
+  }
+
+  // ---- connection ------------------------------------------------------------------------
+
+  /** Listens to a (started) client's notifications and permission requests. */
+  attach(client: AgentClient): void {
+    this.detach();
+    this.client = client;
+    this.subscriptions = [
+      client.onUpdate((params) => this.dispatch({ type: 'update', params })),
+      client.onUsage((params) => this.dispatch({ type: 'usage', params })),
+      client.onCompaction((params) => this.dispatch({ type: 'compaction', params })),
+      client.onOverflow((params) => this.dispatch({ type: 'overflow', params })),
+      client.onRequestPermission((params, token) => this.askPermission(params, token)),
+    ];
+  }
+
+  /** The server went away: forget its handlers and cancel what waits on it. */
+  detach(): void {
+    for (const s of this.subscriptions) s.dispose();
+    this.subscriptions = [];
+    for (const requestId of [...this.permissionWaiters.keys()]) this.settlePermission(requestId, 'cancelled');
+    this.turnSource = undefined;
+    this.client = undefined;
+  }
+
+  setWorkspace(workspaceUri: string | undefined): void {
+    if (workspaceUri !== this._state.workspaceUri) this.dispatch({ type: 'workspace', workspaceUri });
+  }
+
+  // ---- sessions --------------------------------------------------------------------------
+
+  async refreshSessions(): Promise<void> {
+    const client = this.client;
+    const workspaceUri = this._state.workspaceUri;
+    if (!client || !workspaceUri) return;
+    try {
+      const { sessions } = await client.listSessions({ workspaceUri });
+      this.dispatch({ type: 'sessionsListed', sessions });
+    } catch (error) {
+      this.fail('Could not list sessions', error);
+    }
+  }
+
+  /** After a (re)start: list the sessions and reopen the current one, or the newest. */
+  async openInitialSession(): Promise<void> {
+    const client = this.client;
+    const workspaceUri = this._state.workspaceUri;
+    if (!client || !workspaceUri) return;
+    try {
+      const { sessions } = await client.listSessions({ workspaceUri });
+      this.dispatch({ type: 'sessionsListed', sessions });
+      const current = this._state.sessionId;
+      const target = sessions.find((s) => s.sessionId === current) ?? sessions[0];
+      if (target) await this.loadSession(target.sessionId);
+    } catch (error) {
+      this.fail('Could not open the sessions', error);
+    }
+  }
+
+  async newSession(): Promise<string | undefined> {
+    const client = this.client;
+    const workspaceUri = this._state.workspaceUri;
+    if (!client) return this.notConnected();
+    if (!workspaceUri) {
+      this.dispatch({ type: 'notice', level: 'warning', message: 'Open a folder first: sessions live in a workspace folder.' });
+      return undefined;
+    }
+    try {
+      const result = await client.newSession({ workspaceUri });
+      this.dispatch({ type: 'sessionStarted', sessionId: result.sessionId, usage: result.usage });
+      void this.refreshSessions();
+      return result.sessionId;
+    } catch (error) {
+      this.fail('Could not create a session', error);
+      return undefined;
+    }
+  }
+
+  async loadSession(sessionId: string): Promise<void> {
+    const client = this.client;
+    if (!client) return void this.notConnected();
+    try {
+      const result = await client.loadSession({ sessionId });
+      this.dispatch({ type: 'sessionLoaded', result });
+    } catch (error) {
+      this.fail('Could not load the session', error);
+    }
+  }
+
+  // ---- turns -----------------------------------------------------------------------------
+
+  async send(text: string): Promise<void> {
+    const prompt = text.trim();
+    if (!prompt || this._state.turn.status !== 'idle') return;
+    const client = this.client;
+    if (!client) return void this.notConnected();
+    const sessionId = this._state.sessionId ?? (await this.newSession());
+    if (!sessionId) return;
+    const source = new CancellationSource();
+    this.turnSource = source;
+    this.dispatch({ type: 'promptSent', text: prompt });
+    try {
+      const result = await client.turn({ sessionId, prompt }, source.token);
+      if (sessionId === this._state.sessionId) this.dispatch({ type: 'turnEnded', result });
+    } catch (error) {
+      if (sessionId === this._state.sessionId) {
+        if (isRpcError(error) && error.code === ErrorCodes.RequestCancelled) {
+          this.dispatch({ type: 'turnEnded', result: { stopReason: 'cancelled' } });
+        } else {
+          this.dispatch({ type: 'turnFailed', message: describeError(error) });
+          if (isRpcError(error) && error.code === ErrorCodes.ConfigurationError) {
+            this.hooks.onConfigurationError?.(error.message);
+          }
+        }
+      }
+    } finally {
+      if (this.turnSource === source) this.turnSource = undefined;
+      void this.refreshSessions();
+    }
+  }
+
+  /** Stop the running turn: `agent/interrupt`, and `$/cancelRequest` if that fails. */
+  async stop(): Promise<void> {
+    const client = this.client;
+    const sessionId = this._state.sessionId;
+    if (!client || !sessionId || this._state.turn.status !== 'running') return;
+    this.dispatch({ type: 'stopRequested' });
+    try {
+      await client.interrupt({ sessionId });
+    } catch {
+      this.turnSource?.cancel();
+    }
+  }
+
+  async compact(instructions?: string): Promise<void> {
+    const client = this.client;
+    const sessionId = this._state.sessionId;
+    if (!client) return void this.notConnected();
+    if (!sessionId || this._state.compacting) return;
+    this.dispatch({ type: 'compactRequested' });
+    try {
+      const text = instructions?.trim();
+      const result = await client.compact(text ? { sessionId, instructions: text } : { sessionId });
+      this.dispatch({ type: 'compactFinished', result });
+      // The usage after compaction comes as agent/usage; ask in case it raced the answer.
+      const usage = await client.usage({ sessionId }).catch(() => undefined);
+      if (usage) this.dispatch({ type: 'usage', params: usage });
+    } catch (error) {
+      this.dispatch({ type: 'compactFailed', message: `Compaction failed: ${describeError(error)}` });
+    }
+  }
+
+  /** Continue from an earlier message; the transcript is reloaded to show that branch. */
+  async rewind(entryId: string): Promise<void> {
+    const client = this.client;
+    const sessionId = this._state.sessionId;
+    if (!client) return void this.notConnected();
+    if (!sessionId || this._state.turn.status !== 'idle') return;
+    try {
+      await client.rewind({ sessionId, entryId });
+      await this.loadSession(sessionId);
+    } catch (error) {
+      this.fail('Could not rewind', error);
+    }
+  }
+
+  // ---- permissions -----------------------------------------------------------------------
+
+  private askPermission(params: RequestPermissionParams, token: CancellationTokenLike): Promise<RequestPermissionResult> {
+    const requestId = `p${++this.permissionCounter}`;
+    return new Promise<RequestPermissionResult>((resolve) => {
+      const cancelListener = token.onCancellationRequested(() => this.settlePermission(requestId, 'cancelled'));
+      this.permissionWaiters.set(requestId, { resolve, cancelListener });
+      this.dispatch({ type: 'permissionRequested', requestId, params });
+      if (token.isCancellationRequested) this.settlePermission(requestId, 'cancelled');
+    });
+  }
+
+  /** The user's answer from the card; no option means dismissed ("cancelled"). */
+  answerPermission(requestId: string, optionId?: string): void {
+    this.settlePermission(requestId, optionId ? { selected: optionId } : 'cancelled');
+  }
+
+  private settlePermission(requestId: string, outcome: RequestPermissionResult['outcome']): void {
+    const waiter = this.permissionWaiters.get(requestId);
+    if (!waiter) return;
+    this.permissionWaiters.delete(requestId);
+    waiter.cancelListener.dispose();
+    waiter.resolve({ outcome });
+    this.dispatch({ type: 'permissionResolved', requestId, outcome });
+  }
+
+  get pendingPermissions(): number {
+    return this.permissionWaiters.size;
+  }
+
+  // ---- errors ----------------------------------------------------------------------------
+
+  private notConnected(): undefined {
+    this.dispatch({
+      type: 'notice',
+      level: 'warning',
+      message: 'The agent server is not running. Use "Agent: Restart Server" after fixing the problem shown above.',
+    });
+    return undefined;
+  }
+
+  private fail(what: string, error: unknown): void {
+    this.dispatch({ type: 'notice', level: 'error', message: `${what}: ${describeError(error)}` });
+    if (isRpcError(error) && error.code === ErrorCodes.ConfigurationError) {
+      this.hooks.onConfigurationError?.(error.message);
+    }
+  }
+}
+
+/** A user-facing sentence for a request error (the server's messages say what to do). */
+export function describeError(error: unknown): string {
+  if (isRpcError(error)) {
+    switch (error.code) {
+      case ErrorCodes.SessionBusy:
+        return `${error.message} (a turn is already running on this session)`;
+      case ErrorCodes.SessionLocked:
+        return `${error.message} (another process has this session open)`;
+      default:
+        return error.message;
+    }
+  }
+  if (error instanceof Error) return error.message;
+  return String(error);
+}

@@ -1,0 +1,221 @@
+/**
+ * The extension's entry point: wires the server process, the session controller, the chat
+ * view, the status bar, the commands, settings and secrets together.
+ */
+import * as vscode from 'vscode';
+import { SessionController } from './controller';
+import { KEY_FAMILIES, ApiKeyStore } from './secrets';
+import { AgentServer } from './server/agentServer';
+import { onPythonInterpreterChange } from './server/python';
+import { CONFIG_SECTION, DEFAULT_KEY_ENV, agentSettingsFrom, restartReason } from './settings/mapping';
+import { ChatViewProvider } from './view/chatViewProvider';
+import type { WebviewToHost } from './view/messages';
+import { ContextStatusBar } from './view/statusBar';
+
+let server: AgentServer | undefined;
+
+export function activate(context: vscode.ExtensionContext): void {
+  const log = vscode.window.createOutputChannel('Agent Server', { log: true });
+  const keys = new ApiKeyStore(context.secrets);
+  const statusBar = new ContextStatusBar('agentServer.showView');
+
+  let view: ChatViewProvider | undefined;
+  const controller = new SessionController({
+    publish: (actions) => {
+      view?.publish(actions);
+      statusBar.update(controller.state);
+    },
+    onConfigurationError: (message) => {
+      void vscode.window.showErrorMessage(message, 'Set API Key', 'Open Settings').then((choice) => {
+        if (choice === 'Set API Key') void vscode.commands.executeCommand('agentServer.setApiKey');
+        else if (choice === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', CONFIG_SECTION);
+      });
+    },
+  });
+  controller.setWorkspace(vscode.workspace.workspaceFolders?.[0]?.uri.toString());
+
+  const agentServer = new AgentServer(log, keys, {
+    onStarting: (message) => controller.dispatch({ type: 'serverStatus', status: 'starting', message }),
+    onRunning: (client) => {
+      controller.attach(client);
+      controller.dispatch({ type: 'serverStatus', status: 'running' });
+      void controller.openInitialSession();
+    },
+    onStopped: (advice) => {
+      controller.detach();
+      controller.dispatch(
+        advice
+          ? { type: 'serverStatus', status: 'failed', message: advice.message }
+          : { type: 'serverStatus', status: 'stopped', message: 'The agent server is stopped.' },
+      );
+    },
+  });
+  server = agentServer;
+  const ensureServer = (): Promise<void> => agentServer.start();
+
+  const onMessage = (message: WebviewToHost): void => {
+    switch (message.type) {
+      case 'send':
+        void controller.send(message.text);
+        break;
+      case 'stop':
+        void controller.stop();
+        break;
+      case 'newSession':
+        void controller.newSession();
+        break;
+      case 'loadSession':
+        void controller.loadSession(message.sessionId);
+        break;
+      case 'refreshSessions':
+        void controller.refreshSessions();
+        break;
+      case 'compact':
+        void controller.compact(message.instructions);
+        break;
+      case 'rewind':
+        void controller.rewind(message.entryId);
+        break;
+      case 'permission':
+        controller.answerPermission(message.requestId, message.optionId);
+        break;
+      case 'command': {
+        const command = {
+          showOutput: 'agentServer.showLog',
+          openSettings: 'agentServer.openSettings',
+          setApiKey: 'agentServer.setApiKey',
+          restartServer: 'agentServer.restartServer',
+        }[message.command];
+        void vscode.commands.executeCommand(command);
+        break;
+      }
+      case 'ready':
+        break;
+    }
+  };
+  view = new ChatViewProvider(context.extensionUri, controller, onMessage);
+
+  let restartTimer: ReturnType<typeof setTimeout> | undefined;
+  const scheduleRestart = (why: string): void => {
+    if (restartTimer) clearTimeout(restartTimer);
+    restartTimer = setTimeout(() => {
+      restartTimer = undefined;
+      log.info(`Restarting the server: ${why}.`);
+      void agentServer.restart();
+    }, 300);
+  };
+
+  const showView = async (): Promise<void> => {
+    await vscode.commands.executeCommand(`${ChatViewProvider.viewType}.focus`);
+  };
+
+  context.subscriptions.push(
+    log,
+    statusBar,
+    view,
+    agentServer,
+    vscode.window.registerWebviewViewProvider(ChatViewProvider.viewType, view),
+    // The server starts with the view, once; after a failure it waits for a fix or a restart.
+    view.onDidResolve(() => {
+      if (controller.state.server.status === 'starting') void ensureServer();
+    }),
+
+    vscode.commands.registerCommand('agentServer.showView', showView),
+    vscode.commands.registerCommand('agentServer.showLog', () => log.show(true)),
+    vscode.commands.registerCommand('agentServer.openSettings', () =>
+      vscode.commands.executeCommand('workbench.action.openSettings', CONFIG_SECTION),
+    ),
+    vscode.commands.registerCommand('agentServer.newSession', async () => {
+      await showView();
+      await ensureServer();
+      await controller.newSession();
+      view?.focusInput();
+    }),
+    vscode.commands.registerCommand('agentServer.compact', async () => {
+      await ensureServer();
+      if (!controller.state.sessionId) {
+        void vscode.window.showInformationMessage('No agent session is open.');
+        return;
+      }
+      const instructions = await vscode.window.showInputBox({
+        title: 'Compact the agent context',
+        prompt: 'Optional instructions for the summary (what to keep). Leave empty for the default.',
+        ignoreFocusOut: true,
+      });
+      if (instructions === undefined) return;
+      await controller.compact(instructions);
+    }),
+    vscode.commands.registerCommand('agentServer.interrupt', () => controller.stop()),
+    vscode.commands.registerCommand('agentServer.restartServer', async () => {
+      log.info('Restart requested.');
+      await agentServer.restart();
+    }),
+    vscode.commands.registerCommand('agentServer.setApiKey', async () => {
+      const provider = agentSettingsFrom(vscode.workspace.getConfiguration(CONFIG_SECTION)).provider;
+      const preferred = provider?.startsWith('openai') ? 'openai' : 'anthropic';
+      const picked = await vscode.window.showQuickPick(
+        [...KEY_FAMILIES]
+          .sort((a, b) => (a.family === preferred ? -1 : b.family === preferred ? 1 : 0))
+          .map((k) => ({ label: k.label, detail: k.detail, family: k.family })),
+        { title: 'Agent: Set API Key', placeHolder: 'Which provider is the key for?', ignoreFocusOut: true },
+      );
+      if (!picked) return;
+      const existing = await keys.get(picked.family);
+      const value = await vscode.window.showInputBox({
+        title: `${picked.label} API key`,
+        prompt:
+          `Stored in VS Code's secret storage and handed to the server as ${DEFAULT_KEY_ENV[picked.family]} ` +
+          '(or the variable named by agentServer.apiKeyEnv).' +
+          (existing ? ' Leave empty to remove the stored key.' : ''),
+        password: true,
+        ignoreFocusOut: true,
+        placeHolder: picked.family === 'anthropic' ? 'sk-ant-…' : 'sk-…',
+      });
+      if (value === undefined) return;
+      const key = value.trim();
+      if (key) await keys.set(picked.family, key);
+      else if (existing) await keys.delete(picked.family);
+      else return;
+      void vscode.window.showInformationMessage(
+        key ? `${picked.label} API key stored; restarting the agent server.` : `${picked.label} API key removed; restarting the agent server.`,
+      );
+      // keys.onDidChange restarts the server.
+    }),
+
+    keys.onDidChange(() => {
+      if (agentServer.languageClient) scheduleRestart('an API key changed');
+    }),
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (!e.affectsConfiguration(CONFIG_SECTION)) return;
+      const settings = agentSettingsFrom(vscode.workspace.getConfiguration(CONFIG_SECTION));
+      const why = restartReason((key) => e.affectsConfiguration(`${CONFIG_SECTION}.${key}`), settings);
+      if (why) {
+        if (agentServer.languageClient || controller.state.server.status !== 'starting') scheduleRestart(why);
+      } else {
+        void agentServer.notifyConfigurationChanged();
+      }
+    }),
+    vscode.workspace.onDidChangeWorkspaceFolders(() => {
+      const uri = vscode.workspace.workspaceFolders?.[0]?.uri.toString();
+      if (uri === controller.state.workspaceUri) return;
+      controller.setWorkspace(uri);
+      void controller.openInitialSession();
+    }),
+    { dispose: () => restartTimer && clearTimeout(restartTimer) },
+  );
+
+  // Without agentServer.python, the Python extension's interpreter is used: follow its changes.
+  void onPythonInterpreterChange(() => {
+    const configured = vscode.workspace.getConfiguration(CONFIG_SECTION).get<string>('python')?.trim();
+    if (!configured && (agentServer.languageClient || controller.state.server.status === 'failed')) {
+      scheduleRestart("the Python extension's interpreter changed");
+    }
+  }).then((d) => d && context.subscriptions.push(d));
+
+  statusBar.update(controller.state);
+}
+
+export async function deactivate(): Promise<void> {
+  await server?.stop();
+  server = undefined;
+}

@@ -1,0 +1,406 @@
+/**
+ * Wire types of the agent-server editor protocol (docs/protocol.md). camelCase, exactly as
+ * sent. Nothing here depends on the `vscode` API; the webview bundle imports it too.
+ */
+
+// ---------------------------------------------------------------------------------------------
+// Content blocks
+
+export interface TextContent {
+  type: 'text';
+  text: string;
+}
+
+export interface ImageContent {
+  type: 'image';
+  mimeType: string;
+  data: string;
+}
+
+export type PromptBlock = TextContent | ImageContent;
+
+export interface ThinkingContent {
+  type: 'thinking';
+  thinking: string;
+}
+
+export interface ToolCallContentBlock {
+  type: 'toolCall';
+  id: string;
+  name: string;
+  arguments: Record<string, unknown>;
+}
+
+export type AssistantBlock = TextContent | ThinkingContent | ToolCallContentBlock;
+
+// ---------------------------------------------------------------------------------------------
+// Usage and cost
+
+export interface Cost {
+  input?: number;
+  output?: number;
+  cacheRead?: number;
+  cacheWrite?: number;
+  total?: number;
+}
+
+export interface MessageUsage {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  totalTokens: number;
+  cost?: Cost;
+}
+
+export interface LastTurnUsage {
+  input: number;
+  cacheRead: number;
+  cacheWrite: number;
+  output: number;
+}
+
+/** `agent/usage` notification params and the `usage` of several results. */
+export interface UsageSnapshot {
+  sessionId: string;
+  used: number;
+  size: number;
+  compactAt: number;
+  windowNumber: number;
+  lastTurn: LastTurnUsage;
+  cacheHitRate: number;
+  cost: number;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Transcript (agent/session/load)
+
+export interface UserMessage {
+  role: 'user';
+  content: string | PromptBlock[];
+}
+
+export interface AssistantMessage {
+  role: 'assistant';
+  content: AssistantBlock[];
+  /** The provider-neutral stop reason of that model call (e.g. `toolUse`, `stop`). */
+  stopReason?: string;
+  usage?: MessageUsage;
+  model?: string;
+  provider?: string;
+  errorMessage?: string;
+}
+
+export interface ToolResultMessage {
+  role: 'toolResult';
+  toolCallId: string;
+  toolName: string;
+  content: PromptBlock[];
+  isError: boolean;
+}
+
+export type TranscriptMessage = UserMessage | AssistantMessage | ToolResultMessage;
+
+interface TranscriptEntryBase {
+  entryId: string;
+  parentId?: string | null;
+  timestamp?: string;
+}
+
+export interface MessageTranscriptItem extends TranscriptEntryBase {
+  type: 'message';
+  message: TranscriptMessage;
+}
+
+export type CompactionReason = 'threshold' | 'overflow' | 'truncation' | 'manual';
+
+export interface CompactionTranscriptItem extends TranscriptEntryBase {
+  type: 'compaction';
+  summary: string;
+  firstKeptEntryId: string;
+  tokensBefore: number;
+  tokensAfter?: number;
+  reason?: CompactionReason;
+}
+
+export interface BranchTranscriptItem extends TranscriptEntryBase {
+  type: 'branch';
+  targetId: string;
+}
+
+export interface ModelChangeTranscriptItem extends TranscriptEntryBase {
+  type: 'modelChange';
+  provider: string;
+  model: string;
+}
+
+export interface TitleTranscriptItem extends TranscriptEntryBase {
+  type: 'title';
+  title: string;
+}
+
+export type TranscriptItem =
+  | MessageTranscriptItem
+  | CompactionTranscriptItem
+  | BranchTranscriptItem
+  | ModelChangeTranscriptItem
+  | TitleTranscriptItem;
+
+// ---------------------------------------------------------------------------------------------
+// Requests (client to server)
+
+export interface SessionNewParams {
+  workspaceUri: string;
+  model?: string;
+  title?: string;
+}
+export interface SessionNewResult {
+  sessionId: string;
+  usage: UsageSnapshot;
+}
+
+export interface SessionListParams {
+  workspaceUri: string;
+}
+export interface SessionSummary {
+  sessionId: string;
+  title: string | null;
+  model: string;
+  createdAt: string;
+  updatedAt: string;
+  entryCount: number;
+}
+export interface SessionListResult {
+  sessions: SessionSummary[];
+}
+
+export interface SessionLoadParams {
+  sessionId: string;
+}
+export interface SessionLoadResult {
+  sessionId: string;
+  title?: string | null;
+  leafId?: string | null;
+  transcript: TranscriptItem[];
+  usage: UsageSnapshot;
+}
+
+export interface TurnParams {
+  sessionId: string;
+  prompt: string | PromptBlock[];
+  workDoneToken?: string | number;
+}
+export type TurnStopReason =
+  | 'end_turn'
+  | 'max_tokens'
+  | 'max_turn_requests'
+  | 'refusal'
+  | 'cancelled'
+  | 'error';
+export interface TurnResult {
+  turnId: string;
+  stopReason: TurnStopReason;
+  usage: UsageSnapshot;
+  error?: { code: number | string; message: string };
+}
+
+export interface InterruptParams {
+  sessionId: string;
+}
+export type InterruptResult = Record<string, never>;
+
+export interface CompactParams {
+  sessionId: string;
+  instructions?: string;
+}
+export interface CompactResult {
+  outcome: 'compacted' | 'noop' | 'failed';
+  tokensBefore: number;
+  tokensAfter: number;
+  windowNumber: number;
+  error?: string;
+}
+
+export interface RewindParams {
+  sessionId: string;
+  entryId: string;
+}
+export interface RewindResult {
+  leafId: string;
+}
+
+export interface UsageParams {
+  sessionId: string;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Notifications (server to client)
+
+export type ToolKind = 'read' | 'edit' | 'search' | 'execute' | 'other';
+export type ToolCallStatus = 'pending' | 'in_progress' | 'completed' | 'failed';
+
+export interface ToolCallLocation {
+  path: string;
+  line?: number;
+}
+
+export type ToolCallContent =
+  | { type: 'content'; content: TextContent }
+  | { type: 'diff'; path: string; oldText: string | null; newText: string };
+
+export interface UserMessageUpdate {
+  kind: 'userMessage';
+  entryId: string;
+  content: PromptBlock[];
+}
+export interface MessageChunkUpdate {
+  kind: 'messageChunk';
+  messageId: string;
+  content: TextContent;
+}
+export interface ThoughtChunkUpdate {
+  kind: 'thoughtChunk';
+  messageId: string;
+  content: TextContent;
+}
+export interface ToolCallUpdateStart {
+  kind: 'toolCall';
+  toolCallId: string;
+  title: string;
+  toolKind: ToolKind;
+  status: 'pending';
+  rawInput: unknown;
+  locations?: ToolCallLocation[];
+}
+export interface ToolCallProgressUpdate {
+  kind: 'toolCallUpdate';
+  toolCallId: string;
+  status?: 'in_progress' | 'completed' | 'failed';
+  content?: ToolCallContent[];
+  rawOutput?: unknown;
+}
+export interface NoticeUpdate {
+  kind: 'notice';
+  level: 'info' | 'warning' | 'error';
+  message: string;
+}
+
+export type SessionUpdate =
+  | UserMessageUpdate
+  | MessageChunkUpdate
+  | ThoughtChunkUpdate
+  | ToolCallUpdateStart
+  | ToolCallProgressUpdate
+  | NoticeUpdate;
+
+export interface AgentUpdateParams {
+  sessionId: string;
+  turnId: string;
+  seq: number;
+  update: SessionUpdate;
+}
+
+export type UsageNotificationParams = UsageSnapshot;
+
+export type CompactionStatus = 'started' | 'completed' | 'failed' | 'cancelled';
+
+export interface CompactionParams {
+  sessionId: string;
+  compactionId: string;
+  status: CompactionStatus;
+  reason: CompactionReason;
+  tokensBefore: number;
+  tokensAfter?: number;
+  summary?: string;
+  firstKeptEntryId?: string;
+  error?: string;
+}
+
+export interface OverflowParams {
+  sessionId: string;
+  turnId: string;
+  kind: 'truncated' | 'rejected';
+  action: 'compacting' | 'retrying' | 'gaveUp';
+  message: string;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Requests (server to client)
+
+export type PermissionOptionKind = 'allow_once' | 'allow_always' | 'reject_once' | 'reject_always';
+
+export interface PermissionOption {
+  optionId: string;
+  name: string;
+  kind: PermissionOptionKind;
+}
+
+export interface PermissionToolCall {
+  toolCallId: string;
+  title: string;
+  toolKind: ToolKind;
+  rawInput: unknown;
+}
+
+export interface RequestPermissionParams {
+  sessionId: string;
+  toolCall: PermissionToolCall;
+  options: PermissionOption[];
+}
+
+export interface RequestPermissionResult {
+  outcome: { selected: string } | 'cancelled';
+}
+
+// ---------------------------------------------------------------------------------------------
+// Initialization and settings
+
+/** The `agent` settings section (workspace/configuration or initializationOptions.settings). */
+export interface AgentSettings {
+  provider?: 'anthropic' | 'openai-chat' | 'openai-responses' | 'sim';
+  model?: string;
+  baseUrl?: string;
+  apiKeyEnv?: string;
+  cacheRetention?: 'none' | 'short' | 'long';
+  compaction?: {
+    enabled?: boolean;
+    reserveTokens?: number;
+    keepRecentTokens?: number;
+    model?: string;
+  };
+  permissions?: { mode?: 'ask' | 'allowReads' | 'allowAll' };
+  sessionsDir?: string;
+}
+
+export interface AgentInitializationOptions {
+  settings: AgentSettings;
+  clientCapabilities: { requestPermission: boolean };
+}
+
+/** Error codes of docs/protocol.md. */
+export const ErrorCodes = {
+  InvalidParams: -32602,
+  RequestCancelled: -32800,
+  UnknownSession: -32001,
+  SessionBusy: -32002,
+  UnknownWorkspace: -32003,
+  UnknownEntry: -32004,
+  SessionLocked: -32005,
+  ConfigurationError: -32010,
+} as const;
+
+/** Method names, one place. */
+export const Methods = {
+  sessionNew: 'agent/session/new',
+  sessionList: 'agent/session/list',
+  sessionLoad: 'agent/session/load',
+  turn: 'agent/turn',
+  interrupt: 'agent/interrupt',
+  compact: 'agent/compact',
+  rewind: 'agent/rewind',
+  usage: 'agent/usage',
+  update: 'agent/update',
+  compaction: 'agent/compaction',
+  overflow: 'agent/overflow',
+  requestPermission: 'agent/requestPermission',
+} as const;

@@ -1,0 +1,159 @@
+/**
+ * From the extension's `agentServer.*` settings to the server's `agent` section, and from the
+ * stored API keys to the server's environment. Pure: no `vscode` import; the extension passes
+ * a `WorkspaceConfiguration` (it has the same `get`).
+ */
+import type { AgentSettings } from '../protocol/types';
+
+/** The extension's configuration section. */
+export const CONFIG_SECTION = 'agentServer';
+/** The section the server asks for in `workspace/configuration`. */
+export const SERVER_SECTION = 'agent';
+
+export const PROVIDERS = ['anthropic', 'openai-chat', 'openai-responses', 'sim'] as const;
+export type Provider = (typeof PROVIDERS)[number];
+
+/** API key families: one stored secret each. */
+export type KeyFamily = 'anthropic' | 'openai';
+
+export const DEFAULT_KEY_ENV: Record<KeyFamily, string> = {
+  anthropic: 'ANTHROPIC_API_KEY',
+  openai: 'OPENAI_API_KEY',
+};
+
+/** Anything with WorkspaceConfiguration's `get(key)` (keys relative to `agentServer`). */
+export interface ConfigReader {
+  get<T>(key: string): T | undefined;
+}
+
+/** Settings that only the extension reads; they never go to the server. */
+export const CLIENT_ONLY_KEYS = ['python'] as const;
+
+
+function str(config: ConfigReader, key: string): string | undefined {
+  const v = config.get<unknown>(key);
+  if (typeof v !== 'string') return undefined;
+  const t = v.trim();
+  return t === '' ? undefined : t;
+}
+
+function int(config: ConfigReader, key: string): number | undefined {
+  const v = config.get<unknown>(key);
+  if (typeof v !== 'number' || !Number.isFinite(v)) return undefined;
+  return Math.max(0, Math.round(v));
+}
+
+function bool(config: ConfigReader, key: string): boolean | undefined {
+  const v = config.get<unknown>(key);
+  return typeof v === 'boolean' ? v : undefined;
+}
+
+function oneOf<T extends string>(config: ConfigReader, key: string, allowed: readonly T[]): T | undefined {
+  const v = str(config, key);
+  return v !== undefined && (allowed as readonly string[]).includes(v) ? (v as T) : undefined;
+}
+
+/**
+ * The `agent` section for the server: camelCase keys, nested `compaction` and `permissions`
+ * objects as docs/protocol.md shows them; unset or empty values are left out so the server's
+ * defaults apply.
+ */
+export function agentSettingsFrom(config: ConfigReader): AgentSettings {
+  const settings: AgentSettings = {};
+  const provider = oneOf(config, 'provider', PROVIDERS);
+  if (provider) settings.provider = provider;
+  const model = str(config, 'model');
+  if (model) settings.model = model;
+  const baseUrl = str(config, 'baseUrl');
+  if (baseUrl) settings.baseUrl = baseUrl;
+  const apiKeyEnv = str(config, 'apiKeyEnv');
+  if (apiKeyEnv) settings.apiKeyEnv = apiKeyEnv;
+  const cacheRetention = oneOf(config, 'cacheRetention', ['none', 'short', 'long'] as const);
+  if (cacheRetention) settings.cacheRetention = cacheRetention;
+
+  const compaction: NonNullable<AgentSettings['compaction']> = {};
+  const enabled = bool(config, 'compaction.enabled');
+  if (enabled !== undefined) compaction.enabled = enabled;
+  const reserveTokens = int(config, 'compaction.reserveTokens');
+  if (reserveTokens !== undefined) compaction.reserveTokens = reserveTokens;
+  const keepRecentTokens = int(config, 'compaction.keepRecentTokens');
+  if (keepRecentTokens !== undefined) compaction.keepRecentTokens = keepRecentTokens;
+  const compactionModel = str(config, 'compaction.model');
+  if (compactionModel) compaction.model = compactionModel;
+  if (Object.keys(compaction).length > 0) settings.compaction = compaction;
+
+  const mode = oneOf(config, 'permissions.mode', ['ask', 'allowReads', 'allowAll'] as const);
+  if (mode) settings.permissions = { mode };
+
+  const sessionsDir = str(config, 'sessionsDir');
+  if (sessionsDir) settings.sessionsDir = expandHome(sessionsDir);
+  return settings;
+}
+
+function expandHome(path: string): string {
+  const home = typeof process !== 'undefined' ? process.env['HOME'] ?? process.env['USERPROFILE'] : undefined;
+  if (home && (path === '~' || path.startsWith('~/'))) return home + path.slice(1);
+  return path;
+}
+
+/** Which stored key a provider uses. `sim` needs none. */
+export function keyFamilyOf(provider: string | undefined): KeyFamily | undefined {
+  if (provider === undefined || provider === 'anthropic') return 'anthropic';
+  if (provider === 'openai-chat' || provider === 'openai-responses') return 'openai';
+  return undefined;
+}
+
+/** The environment variable the server reads the key from (settings `apiKeyEnv`, else the default). */
+export function keyVariableFor(settings: AgentSettings): string | undefined {
+  const family = keyFamilyOf(settings.provider);
+  if (settings.apiKeyEnv) return settings.apiKeyEnv;
+  return family ? DEFAULT_KEY_ENV[family] : undefined;
+}
+
+/**
+ * The server process's environment: the editor's, plus the stored keys under their default
+ * names, plus the configured provider's key under `apiKeyEnv` when that names another variable.
+ * A stored key wins over one inherited from the editor's environment.
+ */
+export function serverEnvironment(
+  base: Readonly<Record<string, string | undefined>>,
+  settings: AgentSettings,
+  keys: Partial<Record<KeyFamily, string>>,
+): Record<string, string | undefined> {
+  const env: Record<string, string | undefined> = { ...base };
+  for (const family of ['anthropic', 'openai'] as const) {
+    const key = keys[family];
+    if (key) env[DEFAULT_KEY_ENV[family]] = key;
+  }
+  const family = keyFamilyOf(settings.provider);
+  if (settings.apiKeyEnv && family && keys[family]) env[settings.apiKeyEnv] = keys[family];
+  // The server's stdout is the LSP stream; keep Python from buffering its stderr log.
+  env['PYTHONUNBUFFERED'] = '1';
+  return env;
+}
+
+/** For the output channel: the environment names that carry keys, never their values. */
+export function describeKeys(keys: Partial<Record<KeyFamily, string>>, settings: AgentSettings): string {
+  const names: string[] = [];
+  for (const family of ['anthropic', 'openai'] as const) {
+    if (keys[family]) names.push(DEFAULT_KEY_ENV[family]);
+  }
+  const family = keyFamilyOf(settings.provider);
+  if (settings.apiKeyEnv && family && keys[family]) names.push(settings.apiKeyEnv);
+  return names.length ? `API keys from secret storage: ${names.join(', ')}` : 'no API key in secret storage';
+}
+
+/**
+ * Whether a configuration change needs a new server process (the interpreter, or which
+ * variable carries the key) rather than `workspace/didChangeConfiguration`.
+ * `affects(key)` answers for keys relative to `agentServer`.
+ */
+export function restartReason(
+  affects: (key: string) => boolean,
+  settings: AgentSettings,
+): string | undefined {
+  if (affects('python')) return 'the Python interpreter changed';
+  if (affects('apiKeyEnv')) return 'the API key variable changed';
+  if (affects('provider') && settings.apiKeyEnv) return 'the provider changed and apiKeyEnv is set';
+  return undefined;
+}

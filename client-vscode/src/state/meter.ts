@@ -1,0 +1,90 @@
+/**
+ * The context meter: what `agent/usage` says, in the words and colours the view shows.
+ * Pure; used by the webview and the status bar.
+ */
+import type { UsageSnapshot } from '../protocol/types';
+
+/** ok below 70 %, warn from 70 %, high from 85 %, critical from 95 % of the window. */
+export type MeterLevel = 'ok' | 'warn' | 'high' | 'critical';
+
+export const METER_THRESHOLDS = { warn: 70, high: 85, critical: 95 } as const;
+
+export interface Meter {
+  used: number;
+  size: number;
+  /** 0..100 (may exceed 100 when the estimate is over the window), one decimal. */
+  percent: number;
+  level: MeterLevel;
+  /** Where compaction triggers, as a percent of the window. */
+  compactAtPercent: number;
+  windowNumber: number;
+  cacheHitRate: number;
+  cost: number;
+  /** "12.3k / 32.8k (38%)" */
+  label: string;
+  /** "cache 87%" */
+  cacheLabel: string;
+  /** "$0.0123" */
+  costLabel: string;
+  /** Several lines for a tooltip. */
+  detail: string;
+}
+
+export function meterLevel(percent: number): MeterLevel {
+  if (percent >= METER_THRESHOLDS.critical) return 'critical';
+  if (percent >= METER_THRESHOLDS.high) return 'high';
+  if (percent >= METER_THRESHOLDS.warn) return 'warn';
+  return 'ok';
+}
+
+export function meterFor(usage: UsageSnapshot | undefined): Meter | undefined {
+  if (!usage || !(usage.size > 0)) return undefined;
+  const percent = Math.round((usage.used / usage.size) * 1000) / 10;
+  const compactAtPercent = Math.round((usage.compactAt / usage.size) * 1000) / 10;
+  const cacheLabel = `cache ${Math.round((usage.cacheHitRate || 0) * 100)}%`;
+  const costLabel = formatCost(usage.cost || 0);
+  const label = `${formatTokens(usage.used)} / ${formatTokens(usage.size)} (${Math.round(percent)}%)`;
+  const last = usage.lastTurn;
+  const detail = [
+    `Context: ${usage.used.toLocaleString('en-US')} of ${usage.size.toLocaleString('en-US')} tokens (${percent}%)`,
+    `Compacts at ${usage.compactAt.toLocaleString('en-US')} tokens (${compactAtPercent}%)`,
+    `Cache window #${usage.windowNumber}, ${cacheLabel} of prompt tokens this session`,
+    last
+      ? `Last call: ${last.input} input, ${last.cacheRead} cache read, ${last.cacheWrite} cache write, ${last.output} output`
+      : undefined,
+    `Session cost: ${costLabel}`,
+  ]
+    .filter((line): line is string => line !== undefined)
+    .join('\n');
+  return {
+    used: usage.used,
+    size: usage.size,
+    percent,
+    level: meterLevel(percent),
+    compactAtPercent,
+    windowNumber: usage.windowNumber,
+    cacheHitRate: usage.cacheHitRate,
+    cost: usage.cost,
+    label,
+    cacheLabel,
+    costLabel,
+    detail,
+  };
+}
+
+export function formatTokens(n: number): string {
+  if (n < 1000) return String(Math.round(n));
+  if (n < 1_000_000) {
+    const k = n / 1000;
+    return `${k < 100 ? k.toFixed(1).replace(/\.0$/, '') : Math.round(k)}k`;
+  }
+  const m = n / 1_000_000;
+  return `${m.toFixed(2).replace(/\.?0+$/, '')}M`;
+}
+
+export function formatCost(usd: number): string {
+  if (usd === 0) return '$0.00';
+  if (usd < 0.01) return `$${usd.toFixed(4)}`;
+  if (usd < 1) return `$${usd.toFixed(3)}`;
+  return `$${usd.toFixed(2)}`;
+}

@@ -1,0 +1,695 @@
+/**
+ * The chat view's state and the pure reducer that builds it from protocol events.
+ *
+ * The extension host and the webview run the same reducer on the same actions: the host keeps
+ * a copy (for the status bar and to re-hydrate a re-created webview), the webview renders its
+ * own. State is immutable: an item that did not change keeps its identity, so the renderer can
+ * skip it.
+ */
+import type {
+  AgentUpdateParams,
+  AssistantMessage,
+  CompactResult,
+  CompactionParams,
+  CompactionReason,
+  CompactionStatus,
+  OverflowParams,
+  PermissionOption,
+  PermissionToolCall,
+  PromptBlock,
+  RequestPermissionParams,
+  RequestPermissionResult,
+  SessionLoadResult,
+  SessionSummary,
+  ToolCallContent,
+  ToolCallLocation,
+  ToolCallStatus,
+  ToolKind,
+  TranscriptItem,
+  TurnResult,
+  UsageSnapshot,
+} from '../protocol/types';
+
+// ---------------------------------------------------------------------------------------------
+// View state
+
+export interface UserItem {
+  kind: 'user';
+  id: string;
+  /** The ledger entry (rewind target); absent while the prompt is not yet recorded. */
+  entryId?: string;
+  text: string;
+  imageCount: number;
+  pending: boolean;
+}
+
+export interface AssistantItem {
+  kind: 'assistant';
+  id: string;
+  messageId?: string;
+  entryId?: string;
+  text: string;
+  thinking: string;
+  error?: string;
+}
+
+export interface ToolCallItem {
+  kind: 'toolCall';
+  id: string;
+  toolCallId: string;
+  title: string;
+  toolKind: ToolKind;
+  status: ToolCallStatus;
+  rawInput: unknown;
+  locations: ToolCallLocation[];
+  content: ToolCallContent[];
+  rawOutput?: unknown;
+}
+
+export interface CompactionItem {
+  kind: 'compaction';
+  id: string;
+  compactionId?: string;
+  entryId?: string;
+  status: CompactionStatus;
+  reason?: CompactionReason;
+  tokensBefore: number;
+  tokensAfter?: number;
+  summary?: string;
+  firstKeptEntryId?: string;
+  error?: string;
+}
+
+export interface OverflowItem {
+  kind: 'overflow';
+  id: string;
+  turnId: string;
+  overflow: OverflowParams['kind'];
+  action: OverflowParams['action'];
+  message: string;
+}
+
+export interface NoticeItem {
+  kind: 'notice';
+  id: string;
+  level: 'info' | 'warning' | 'error';
+  message: string;
+}
+
+export interface PermissionItem {
+  kind: 'permission';
+  id: string;
+  requestId: string;
+  sessionId: string;
+  toolCall: PermissionToolCall;
+  options: PermissionOption[];
+  status: 'pending' | 'answered' | 'cancelled';
+  selected?: string;
+}
+
+export interface BranchItem {
+  kind: 'branch';
+  id: string;
+  entryId: string;
+  targetId: string;
+}
+
+export type Item =
+  | UserItem
+  | AssistantItem
+  | ToolCallItem
+  | CompactionItem
+  | OverflowItem
+  | NoticeItem
+  | PermissionItem
+  | BranchItem;
+
+export type ServerStatus = 'starting' | 'running' | 'stopped' | 'failed';
+
+export interface TurnState {
+  status: 'idle' | 'running' | 'stopping';
+  turnId?: string;
+  /** Highest `seq` seen per turn; updates at or below it are duplicates and are dropped. */
+  lastSeq?: number;
+}
+
+export interface ViewState {
+  server: { status: ServerStatus; message?: string };
+  workspaceUri?: string;
+  sessions: SessionSummary[];
+  sessionId?: string;
+  title?: string;
+  items: Item[];
+  usage?: UsageSnapshot;
+  turn: TurnState;
+  /** A compaction is running (started, no terminal status yet) or was requested. */
+  compacting: boolean;
+  /** Monotonic counter for ids of items made here (notices, optimistic prompts). */
+  counter: number;
+}
+
+export function initialState(): ViewState {
+  return {
+    server: { status: 'starting' },
+    sessions: [],
+    items: [],
+    turn: { status: 'idle' },
+    compacting: false,
+    counter: 0,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Actions
+
+/** How a turn ended: the `agent/turn` result, or just a stop reason when there was none. */
+export type TurnEnd = Pick<TurnResult, 'stopReason' | 'error'> & { turnId?: string; usage?: UsageSnapshot };
+
+export type Action =
+  | { type: 'serverStatus'; status: ServerStatus; message?: string }
+  | { type: 'workspace'; workspaceUri?: string }
+  | { type: 'sessionsListed'; sessions: SessionSummary[] }
+  | { type: 'sessionStarted'; sessionId: string; usage?: UsageSnapshot; title?: string }
+  | { type: 'sessionLoaded'; result: SessionLoadResult }
+  | { type: 'promptSent'; text: string }
+  | { type: 'update'; params: AgentUpdateParams }
+  | { type: 'usage'; params: UsageSnapshot }
+  | { type: 'compaction'; params: CompactionParams }
+  | { type: 'overflow'; params: OverflowParams }
+  | { type: 'permissionRequested'; requestId: string; params: RequestPermissionParams }
+  | { type: 'permissionResolved'; requestId: string; outcome: RequestPermissionResult['outcome'] }
+  | { type: 'turnEnded'; result: TurnEnd }
+  | { type: 'turnFailed'; message: string }
+  | { type: 'stopRequested' }
+  | { type: 'compactRequested' }
+  | { type: 'compactFinished'; result: CompactResult }
+  | { type: 'compactFailed'; message: string }
+  | { type: 'notice'; level: NoticeItem['level']; message: string };
+
+// ---------------------------------------------------------------------------------------------
+// Reducer
+
+export function reduce(state: ViewState, action: Action): ViewState {
+  switch (action.type) {
+    case 'serverStatus': {
+      const next: ViewState = {
+        ...state,
+        server: { status: action.status, message: action.message },
+      };
+      if (action.status === 'stopped' || action.status === 'failed') {
+        // Whatever was in flight died with the server.
+        return endTurn({ ...next, compacting: false });
+      }
+      return next;
+    }
+
+    case 'workspace':
+      return { ...state, workspaceUri: action.workspaceUri };
+
+    case 'sessionsListed':
+      return { ...state, sessions: action.sessions };
+
+    case 'sessionStarted':
+      return {
+        ...state,
+        sessionId: action.sessionId,
+        title: action.title,
+        items: [],
+        usage: action.usage,
+        turn: { status: 'idle' },
+        compacting: false,
+      };
+
+    case 'sessionLoaded': {
+      const { result } = action;
+      const { items, title } = itemsFromTranscript(result.transcript);
+      return {
+        ...state,
+        sessionId: result.sessionId,
+        title: result.title ?? title ?? state.sessions.find((s) => s.sessionId === result.sessionId)?.title ?? undefined,
+        items,
+        usage: result.usage,
+        turn: { status: 'idle' },
+        compacting: false,
+      };
+    }
+
+    case 'promptSent': {
+      const counter = state.counter + 1;
+      const item: UserItem = {
+        kind: 'user',
+        id: `pending:${counter}`,
+        text: action.text,
+        imageCount: 0,
+        pending: true,
+      };
+      return {
+        ...state,
+        counter,
+        items: [...state.items, item],
+        turn: { status: 'running' },
+      };
+    }
+
+    case 'update':
+      return applyUpdate(state, action.params);
+
+    case 'usage':
+      if (action.params.sessionId !== state.sessionId) return state;
+      return { ...state, usage: action.params };
+
+    case 'compaction':
+      if (action.params.sessionId !== state.sessionId) return state;
+      return applyCompaction(state, action.params);
+
+    case 'overflow': {
+      const p = action.params;
+      if (p.sessionId !== state.sessionId) return state;
+      const counter = state.counter + 1;
+      const item: OverflowItem = {
+        kind: 'overflow',
+        id: `overflow:${counter}`,
+        turnId: p.turnId,
+        overflow: p.kind,
+        action: p.action,
+        message: p.message,
+      };
+      return { ...state, counter, items: [...state.items, item] };
+    }
+
+    case 'permissionRequested': {
+      const p = action.params;
+      const item: PermissionItem = {
+        kind: 'permission',
+        id: `permission:${action.requestId}`,
+        requestId: action.requestId,
+        sessionId: p.sessionId,
+        toolCall: p.toolCall,
+        options: p.options,
+        status: 'pending',
+      };
+      return { ...state, items: [...state.items, item] };
+    }
+
+    case 'permissionResolved':
+      return mapItems(state, (item) =>
+        item.kind === 'permission' && item.requestId === action.requestId
+          ? action.outcome === 'cancelled'
+            ? { ...item, status: 'cancelled' }
+            : { ...item, status: 'answered', selected: action.outcome.selected }
+          : item,
+      );
+
+    case 'turnEnded': {
+      const { result } = action;
+      let next = endTurn(state);
+      const notice = stopNotice(result);
+      if (notice) next = addNotice(next, notice.level, notice.message);
+      if (result.usage && result.usage.sessionId === next.sessionId) next = { ...next, usage: result.usage };
+      return next;
+    }
+
+    case 'turnFailed':
+      return addNotice(endTurn(state), 'error', action.message);
+
+    case 'stopRequested':
+      if (state.turn.status !== 'running') return state;
+      return { ...state, turn: { ...state.turn, status: 'stopping' } };
+
+    case 'compactRequested':
+      return { ...state, compacting: true };
+
+    case 'compactFinished': {
+      const next = { ...state, compacting: false };
+      const r = action.result;
+      if (r.outcome === 'noop') {
+        return addNotice(next, 'info', 'Nothing to compact yet: the history is already short.');
+      }
+      if (r.outcome === 'failed') {
+        return addNotice(next, 'error', `Compaction failed${r.error ? `: ${r.error}` : '.'}`);
+      }
+      return next;
+    }
+
+    case 'compactFailed':
+      return addNotice({ ...state, compacting: false }, 'error', action.message);
+
+    case 'notice':
+      return addNotice(state, action.level, action.message);
+  }
+}
+
+/** Replays many actions (a fixture, a batch from the host). */
+export function reduceAll(state: ViewState, actions: readonly Action[]): ViewState {
+  return actions.reduce(reduce, state);
+}
+
+// ---------------------------------------------------------------------------------------------
+// agent/update
+
+function applyUpdate(state: ViewState, params: AgentUpdateParams): ViewState {
+  if (params.sessionId !== state.sessionId) return state;
+  // seq starts at 0 for each turn; drop a repeat of one already applied.
+  let turn = state.turn;
+  if (turn.turnId === params.turnId) {
+    if (turn.lastSeq !== undefined && params.seq <= turn.lastSeq) return state;
+    turn = { ...turn, lastSeq: params.seq };
+  } else {
+    turn = {
+      status: turn.status === 'idle' ? 'running' : turn.status,
+      turnId: params.turnId,
+      lastSeq: params.seq,
+    };
+  }
+  const next: ViewState = { ...state, turn };
+  const u = params.update;
+  switch (u.kind) {
+    case 'userMessage': {
+      const text = textOf(u.content);
+      const imageCount = u.content.filter((b) => b.type === 'image').length;
+      const id = `entry:${u.entryId}`;
+      const pendingIndex = next.items.findIndex((i) => i.kind === 'user' && i.pending);
+      const item: UserItem = { kind: 'user', id, entryId: u.entryId, text, imageCount, pending: false };
+      if (pendingIndex >= 0) {
+        const items = next.items.slice();
+        items[pendingIndex] = item;
+        return { ...next, items };
+      }
+      return { ...next, items: [...next.items, item] };
+    }
+    case 'messageChunk':
+    case 'thoughtChunk': {
+      const id = `msg:${u.messageId}`;
+      const index = next.items.findIndex((i) => i.id === id);
+      const field = u.kind === 'messageChunk' ? 'text' : 'thinking';
+      if (index < 0) {
+        const item: AssistantItem = {
+          kind: 'assistant',
+          id,
+          messageId: u.messageId,
+          text: field === 'text' ? u.content.text : '',
+          thinking: field === 'thinking' ? u.content.text : '',
+        };
+        return { ...next, items: [...next.items, item] };
+      }
+      const old = next.items[index] as AssistantItem;
+      const items = next.items.slice();
+      items[index] = { ...old, [field]: old[field] + u.content.text };
+      return { ...next, items };
+    }
+    case 'toolCall': {
+      const id = `tool:${u.toolCallId}`;
+      const index = next.items.findIndex((i) => i.id === id);
+      const item: ToolCallItem = {
+        kind: 'toolCall',
+        id,
+        toolCallId: u.toolCallId,
+        title: u.title,
+        toolKind: u.toolKind,
+        status: u.status,
+        rawInput: u.rawInput,
+        locations: u.locations ?? [],
+        content: [],
+      };
+      if (index >= 0) {
+        const items = next.items.slice();
+        const old = items[index] as ToolCallItem;
+        items[index] = { ...item, status: old.status === 'pending' ? item.status : old.status, content: old.content };
+        return { ...next, items };
+      }
+      return { ...next, items: [...next.items, item] };
+    }
+    case 'toolCallUpdate': {
+      const id = `tool:${u.toolCallId}`;
+      const index = next.items.findIndex((i) => i.id === id);
+      const old: ToolCallItem =
+        index >= 0
+          ? (next.items[index] as ToolCallItem)
+          : {
+              kind: 'toolCall',
+              id,
+              toolCallId: u.toolCallId,
+              title: u.toolCallId,
+              toolKind: 'other',
+              status: 'pending',
+              rawInput: undefined,
+              locations: [],
+              content: [],
+            };
+      const updated: ToolCallItem = {
+        ...old,
+        status: u.status ?? old.status,
+        content: u.content ?? old.content,
+        rawOutput: u.rawOutput !== undefined ? u.rawOutput : old.rawOutput,
+      };
+      const items = next.items.slice();
+      if (index >= 0) items[index] = updated;
+      else items.push(updated);
+      return { ...next, items };
+    }
+    case 'notice': {
+      const item: NoticeItem = {
+        kind: 'notice',
+        id: `notice:${params.turnId}:${params.seq}`,
+        level: u.level,
+        message: u.message,
+      };
+      return { ...next, items: [...next.items, item] };
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// agent/compaction
+
+const TERMINAL: ReadonlySet<CompactionStatus> = new Set(['completed', 'failed', 'cancelled']);
+
+function applyCompaction(state: ViewState, p: CompactionParams): ViewState {
+  const id = `compaction:${p.compactionId}`;
+  const index = state.items.findIndex((i) => i.id === id);
+  const old = index >= 0 ? (state.items[index] as CompactionItem) : undefined;
+  // Exactly one terminal status per compactionId: ignore anything after it.
+  if (old && TERMINAL.has(old.status)) return state;
+  const item: CompactionItem = {
+    kind: 'compaction',
+    id,
+    compactionId: p.compactionId,
+    status: p.status,
+    reason: p.reason,
+    tokensBefore: p.tokensBefore,
+    tokensAfter: p.tokensAfter ?? old?.tokensAfter,
+    summary: p.summary ?? old?.summary,
+    firstKeptEntryId: p.firstKeptEntryId ?? old?.firstKeptEntryId,
+    error: p.error,
+  };
+  const items = state.items.slice();
+  if (old) items[index] = item;
+  else items.push(item);
+  const compacting = items.some((i) => i.kind === 'compaction' && i.status === 'started');
+  return { ...state, items, compacting };
+}
+
+// ---------------------------------------------------------------------------------------------
+// agent/session/load transcript
+
+/** Turns a loaded transcript into view items; compactions become markers where they happened. */
+export function itemsFromTranscript(transcript: readonly TranscriptItem[]): {
+  items: Item[];
+  title?: string;
+} {
+  const items: Item[] = [];
+  const toolIndex = new Map<string, number>();
+  let title: string | undefined;
+  for (const entry of transcript) {
+    switch (entry.type) {
+      case 'message': {
+        const m = entry.message;
+        if (m.role === 'user') {
+          const blocks: PromptBlock[] =
+            typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content;
+          items.push({
+            kind: 'user',
+            id: `entry:${entry.entryId}`,
+            entryId: entry.entryId,
+            text: textOf(blocks),
+            imageCount: blocks.filter((b) => b.type === 'image').length,
+            pending: false,
+          });
+        } else if (m.role === 'assistant') {
+          pushAssistant(items, toolIndex, entry.entryId, m);
+        } else {
+          const index = toolIndex.get(m.toolCallId);
+          const content: ToolCallContent[] = m.content
+            .filter((b): b is Extract<PromptBlock, { type: 'text' }> => b.type === 'text')
+            .map((b) => ({ type: 'content', content: b }));
+          const status: ToolCallStatus = m.isError ? 'failed' : 'completed';
+          if (index !== undefined) {
+            const old = items[index] as ToolCallItem;
+            items[index] = { ...old, status, content };
+          } else {
+            toolIndex.set(m.toolCallId, items.length);
+            items.push({
+              kind: 'toolCall',
+              id: `tool:${m.toolCallId}`,
+              toolCallId: m.toolCallId,
+              title: m.toolName,
+              toolKind: toolKindOf(m.toolName),
+              status,
+              rawInput: undefined,
+              locations: [],
+              content,
+            });
+          }
+        }
+        break;
+      }
+      case 'compaction':
+        items.push({
+          kind: 'compaction',
+          id: `entry:${entry.entryId}`,
+          entryId: entry.entryId,
+          status: 'completed',
+          reason: entry.reason,
+          tokensBefore: entry.tokensBefore,
+          tokensAfter: entry.tokensAfter,
+          summary: entry.summary,
+          firstKeptEntryId: entry.firstKeptEntryId,
+        });
+        break;
+      case 'branch':
+        items.push({ kind: 'branch', id: `entry:${entry.entryId}`, entryId: entry.entryId, targetId: entry.targetId });
+        break;
+      case 'modelChange':
+        items.push({
+          kind: 'notice',
+          id: `entry:${entry.entryId}`,
+          level: 'info',
+          message: `Model: ${entry.provider}/${entry.model}`,
+        });
+        break;
+      case 'title':
+        title = entry.title;
+        break;
+    }
+  }
+  return { items, title };
+}
+
+function pushAssistant(
+  items: Item[],
+  toolIndex: Map<string, number>,
+  entryId: string,
+  m: AssistantMessage,
+): void {
+  const text = m.content
+    .filter((b) => b.type === 'text')
+    .map((b) => (b as { text: string }).text)
+    .join('\n\n');
+  const thinking = m.content
+    .filter((b) => b.type === 'thinking')
+    .map((b) => (b as { thinking: string }).thinking)
+    .join('\n\n');
+  if (text || thinking || m.errorMessage) {
+    items.push({
+      kind: 'assistant',
+      id: `entry:${entryId}`,
+      entryId,
+      text,
+      thinking,
+      error: m.errorMessage,
+    });
+  }
+  for (const block of m.content) {
+    if (block.type !== 'toolCall') continue;
+    toolIndex.set(block.id, items.length);
+    items.push({
+      kind: 'toolCall',
+      id: `tool:${block.id}`,
+      toolCallId: block.id,
+      title: toolTitle(block.name, block.arguments),
+      toolKind: toolKindOf(block.name),
+      status: 'pending',
+      rawInput: block.arguments,
+      locations: typeof block.arguments['path'] === 'string' ? [{ path: block.arguments['path'] }] : [],
+      content: [],
+    });
+  }
+}
+
+/** A tool's kind from its name, for transcripts (live updates carry `toolKind`). */
+export function toolKindOf(name: string): ToolKind {
+  const n = name.toLowerCase();
+  if (['read', 'read_file', 'view', 'cat'].includes(n)) return 'read';
+  if (['write', 'edit', 'write_file', 'edit_file', 'apply_patch'].includes(n)) return 'edit';
+  if (['grep', 'find', 'glob', 'ls', 'search', 'list'].includes(n)) return 'search';
+  if (['bash', 'shell', 'exec', 'run'].includes(n)) return 'execute';
+  return 'other';
+}
+
+function toolTitle(name: string, args: Record<string, unknown>): string {
+  for (const key of ['path', 'command', 'pattern', 'query']) {
+    const v = args[key];
+    if (typeof v === 'string' && v) return `${name} ${v.length > 80 ? `${v.slice(0, 77)}…` : v}`;
+  }
+  return name;
+}
+
+// ---------------------------------------------------------------------------------------------
+// helpers
+
+function textOf(blocks: readonly PromptBlock[]): string {
+  return blocks
+    .filter((b): b is Extract<PromptBlock, { type: 'text' }> => b.type === 'text')
+    .map((b) => b.text)
+    .join('\n\n');
+}
+
+function mapItems(state: ViewState, f: (item: Item) => Item): ViewState {
+  let changed = false;
+  const items = state.items.map((item) => {
+    const next = f(item);
+    if (next !== item) changed = true;
+    return next;
+  });
+  return changed ? { ...state, items } : state;
+}
+
+function endTurn(state: ViewState): ViewState {
+  const next = mapItems(state, (item) => {
+    if (item.kind === 'user' && item.pending) return { ...item, pending: false };
+    if (item.kind === 'permission' && item.status === 'pending') return { ...item, status: 'cancelled' };
+    return item;
+  });
+  return { ...next, turn: { status: 'idle' } };
+}
+
+function addNotice(state: ViewState, level: NoticeItem['level'], message: string): ViewState {
+  const counter = state.counter + 1;
+  const item: NoticeItem = { kind: 'notice', id: `local:${counter}`, level, message };
+  return { ...state, counter, items: [...state.items, item] };
+}
+
+function stopNotice(result: TurnEnd): { level: NoticeItem['level']; message: string } | undefined {
+  switch (result.stopReason) {
+    case 'end_turn':
+      return undefined;
+    case 'cancelled':
+      return { level: 'info', message: 'Stopped.' };
+    case 'max_tokens':
+      return { level: 'warning', message: 'The reply was cut off at the output limit.' };
+    case 'max_turn_requests':
+      return { level: 'warning', message: 'The turn stopped at the step limit.' };
+    case 'refusal':
+      return { level: 'warning', message: 'The model declined to continue.' };
+    case 'error':
+      return { level: 'error', message: result.error?.message ?? 'The turn failed.' };
+    default:
+      return undefined;
+  }
+}
+
+/** The rewind target of an item, if it has one (messages recorded in the ledger). */
+export function rewindTarget(item: Item): string | undefined {
+  if ((item.kind === 'user' || item.kind === 'assistant') && item.entryId) return item.entryId;
+  return undefined;
+}

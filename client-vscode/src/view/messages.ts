@@ -1,0 +1,20 @@
+/** Messages between the extension host and the chat webview. */
+import type { Action, ViewState } from '../state/reducer';
+
+export type HostToWebview =
+  | { type: 'reset'; state: ViewState }
+  | { type: 'actions'; actions: Action[] }
+  | { type: 'focusInput' };
+
+export type WebviewToHost =
+  | { type: 'ready' }
+  | { type: 'send'; text: string }
+  | { type: 'stop' }
+  | { type: 'newSession' }
+  | { type: 'loadSession'; sessionId: string }
+  | { type: 'refreshSessions' }
+  | { type: 'compact'; instructions?: string }
+  | { type: 'rewind'; entryId: string }
+  /** `optionId` absent: the user dismissed the card (answered "cancelled"). */
+  | { type: 'permission'; requestId: string; optionId?: string }
+  | { type: 'command'; command: 'showOutput' | 'openSettings' | 'setApiKey' | 'restartServer' };

@@ -1,0 +1,595 @@
+/**
+ * The chat view's DOM, rendered from `ViewState`. Items are keyed by id; an item whose object
+ * did not change (the reducer keeps identity) is not touched, so streaming re-renders only the
+ * message that grows. Open/closed state of collapsible parts survives re-renders.
+ */
+import { formatTokens, meterFor } from '../state/meter';
+import {
+  rewindTarget,
+  type AssistantItem,
+  type BranchItem,
+  type CompactionItem,
+  type Item,
+  type NoticeItem,
+  type OverflowItem,
+  type PermissionItem,
+  type ToolCallItem,
+  type UserItem,
+  type ViewState,
+} from '../state/reducer';
+import type { ToolCallContent } from '../protocol/types';
+import type { WebviewToHost } from '../view/messages';
+import { renderMarkdown } from './markdown';
+
+type Post = (message: WebviewToHost) => void;
+
+interface Rendered {
+  item: Item;
+  el: HTMLElement;
+  /** Whether the rendering depended on turn state (rewind buttons, streaming cursor). */
+  turnKey: string;
+}
+
+function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  props: { class?: string; text?: string; title?: string; attrs?: Record<string, string> } = {},
+  ...children: (Node | null | undefined | false)[]
+): HTMLElementTagNameMap[K] {
+  const el = document.createElement(tag);
+  if (props.class) el.className = props.class;
+  if (props.text !== undefined) el.textContent = props.text;
+  if (props.title) el.title = props.title;
+  if (props.attrs) for (const [k, v] of Object.entries(props.attrs)) el.setAttribute(k, v);
+  for (const child of children) if (child) el.appendChild(child);
+  return el;
+}
+
+function button(label: string, onClick: () => void, cls = '', title?: string): HTMLButtonElement {
+  const b = h('button', { class: cls, text: label, title, attrs: { type: 'button' } });
+  b.addEventListener('click', (e) => {
+    e.preventDefault();
+    onClick();
+  });
+  return b;
+}
+
+export class ChatView {
+  private readonly root: HTMLElement;
+  private readonly sessionSelect: HTMLSelectElement;
+  private readonly newButton: HTMLButtonElement;
+  private readonly compactButton: HTMLButtonElement;
+  private readonly compactPanel: HTMLElement;
+  private readonly compactInput: HTMLInputElement;
+  private readonly meterEl: HTMLElement;
+  private readonly meterFill: HTMLElement;
+  private readonly meterTick: HTMLElement;
+  private readonly meterText: HTMLElement;
+  private readonly banner: HTMLElement;
+  private readonly transcript: HTMLElement;
+  private readonly empty: HTMLElement;
+  private readonly input: HTMLTextAreaElement;
+  private readonly sendButton: HTMLButtonElement;
+  private readonly stopButton: HTMLButtonElement;
+  private readonly status: HTMLElement;
+  private rendered = new Map<string, Rendered>();
+  /** Ids of collapsible parts the user opened (or closed, for ones open by default). */
+  private readonly toggled = new Set<string>();
+  private state: ViewState | undefined;
+
+  constructor(root: HTMLElement, private readonly post: Post, draft = '') {
+    this.root = root;
+    this.sessionSelect = h('select', { class: 'session-select', title: 'Sessions in this workspace' });
+    this.sessionSelect.addEventListener('change', () => {
+      const id = this.sessionSelect.value;
+      if (id && id !== this.state?.sessionId) this.post({ type: 'loadSession', sessionId: id });
+    });
+    this.sessionSelect.addEventListener('focus', () => this.post({ type: 'refreshSessions' }));
+    this.newButton = button('New', () => this.post({ type: 'newSession' }), 'secondary', 'Start a new session');
+    this.compactButton = button(
+      'Compact now',
+      () => {
+        this.compactPanel.hidden = !this.compactPanel.hidden;
+        if (!this.compactPanel.hidden) this.compactInput.focus();
+      },
+      'secondary',
+      'Summarise the history now, optionally with instructions for the summary',
+    );
+    this.compactInput = h('input', {
+      class: 'compact-instructions',
+      attrs: { type: 'text', placeholder: 'Optional: what the summary should keep', 'aria-label': 'Compaction instructions' },
+    });
+    const runCompact = (): void => {
+      const instructions = this.compactInput.value.trim();
+      this.post(instructions ? { type: 'compact', instructions } : { type: 'compact' });
+      this.compactInput.value = '';
+      this.compactPanel.hidden = true;
+    };
+    this.compactInput.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter') {
+        e.preventDefault();
+        runCompact();
+      } else if (e.key === 'Escape') {
+        this.compactPanel.hidden = true;
+      }
+    });
+    this.compactPanel = h(
+      'div',
+      { class: 'compact-panel' },
+      this.compactInput,
+      button('Compact', runCompact, 'primary compact-go'),
+      button('Cancel', () => (this.compactPanel.hidden = true), 'secondary'),
+    );
+    this.compactPanel.hidden = true;
+
+    this.meterFill = h('div', { class: 'meter-fill' });
+    this.meterTick = h('div', { class: 'meter-tick', title: 'Compaction threshold' });
+    this.meterText = h('div', { class: 'meter-text' });
+    this.meterEl = h(
+      'div',
+      { class: 'meter', attrs: { role: 'meter', 'aria-label': 'Context window usage', 'aria-valuemin': '0', 'aria-valuemax': '100' } },
+      h('div', { class: 'meter-bar' }, this.meterFill, this.meterTick),
+      this.meterText,
+    );
+    this.banner = h('div', { class: 'banner', attrs: { role: 'alert' } });
+    this.transcript = h('div', { class: 'transcript', attrs: { role: 'log', 'aria-live': 'polite' } });
+    this.empty = h('div', { class: 'empty', text: 'Ask the agent something about this workspace.' });
+    this.input = h('textarea', {
+      class: 'prompt',
+      attrs: { rows: '3', placeholder: 'Ask the agent… (Enter to send, Shift+Enter for a new line)', 'aria-label': 'Prompt' },
+    });
+    this.input.value = draft;
+    this.input.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+        e.preventDefault();
+        this.submit();
+      }
+    });
+    this.sendButton = button('Send', () => this.submit(), 'primary send');
+    this.stopButton = button('Stop', () => this.post({ type: 'stop' }), 'danger stop');
+    this.status = h('div', { class: 'turn-status' });
+
+    root.append(
+      h('div', { class: 'toolbar' }, this.sessionSelect, this.newButton, this.compactButton),
+      this.compactPanel,
+      this.meterEl,
+      this.banner,
+      this.transcript,
+      h('div', { class: 'composer' }, this.input, h('div', { class: 'composer-actions' }, this.status, this.stopButton, this.sendButton)),
+    );
+  }
+
+  get draft(): string {
+    return this.input.value;
+  }
+
+  focusInput(): void {
+    this.input.focus();
+  }
+
+  private submit(): void {
+    const text = this.input.value.trim();
+    if (!text || !this.state || this.state.turn.status !== 'idle' || this.state.server.status !== 'running') return;
+    this.post({ type: 'send', text });
+    this.input.value = '';
+  }
+
+  render(state: ViewState): void {
+    const previous = this.state;
+    this.state = state;
+    if (!previous || previous.sessions !== state.sessions || previous.sessionId !== state.sessionId || previous.title !== state.title) {
+      this.renderSessions(state);
+    }
+    if (!previous || previous.usage !== state.usage) this.renderMeter(state);
+    this.renderBanner(state);
+    this.renderControls(state);
+    this.renderTranscript(state);
+  }
+
+  // ---- toolbar and meter -----------------------------------------------------------------
+
+  private renderSessions(state: ViewState): void {
+    const select = this.sessionSelect;
+    select.textContent = '';
+    const listed = state.sessions.some((s) => s.sessionId === state.sessionId);
+    if (!state.sessionId) select.appendChild(h('option', { text: 'New session', attrs: { value: '' } }));
+    else if (!listed) select.appendChild(h('option', { text: state.title || 'New session', attrs: { value: state.sessionId } }));
+    for (const s of state.sessions) {
+      const label = `${s.title || 'Untitled'} · ${relativeTime(s.updatedAt)} · ${s.entryCount} entries`;
+      select.appendChild(h('option', { text: label, attrs: { value: s.sessionId } }));
+    }
+    select.value = state.sessionId ?? '';
+  }
+
+  private renderMeter(state: ViewState): void {
+    const meter = meterFor(state.usage);
+    if (!meter) {
+      this.meterEl.dataset['level'] = 'none';
+      this.meterFill.style.width = '0%';
+      this.meterTick.hidden = true;
+      this.meterText.textContent = 'Context: no usage yet';
+      this.meterEl.title = '';
+      return;
+    }
+    this.meterEl.dataset['level'] = meter.level;
+    this.meterEl.setAttribute('aria-valuenow', String(Math.min(100, meter.percent)));
+    this.meterFill.style.width = `${Math.min(100, meter.percent)}%`;
+    this.meterTick.hidden = false;
+    this.meterTick.style.left = `${Math.min(100, meter.compactAtPercent)}%`;
+    this.meterText.textContent = '';
+    this.meterText.append(
+      h('span', { class: 'meter-label', text: meter.label }),
+      h('span', { class: 'meter-sep', text: ' · ' }),
+      h('span', { class: 'meter-cache', text: meter.cacheLabel }),
+      h('span', { class: 'meter-sep', text: ' · ' }),
+      h('span', { class: 'meter-cost', text: meter.costLabel }),
+      h('span', { class: 'meter-sep', text: ' · ' }),
+      h('span', { class: 'meter-window', text: `window ${meter.windowNumber}` }),
+    );
+    this.meterEl.title = meter.detail;
+  }
+
+  private renderBanner(state: ViewState): void {
+    const b = this.banner;
+    b.textContent = '';
+    b.className = 'banner';
+    const { status, message } = state.server;
+    if (status === 'failed' || status === 'stopped') {
+      b.classList.add('error');
+      b.append(
+        h('div', { class: 'banner-text', text: message ?? 'The agent server is not running.' }),
+        h(
+          'div',
+          { class: 'banner-actions' },
+          button('Show log', () => this.post({ type: 'command', command: 'showOutput' }), 'secondary'),
+          button('Settings', () => this.post({ type: 'command', command: 'openSettings' }), 'secondary'),
+          button('Restart server', () => this.post({ type: 'command', command: 'restartServer' }), 'primary'),
+        ),
+      );
+    } else if (status === 'starting') {
+      b.classList.add('info');
+      b.append(h('div', { class: 'banner-text', text: message ?? 'Starting the agent server…' }));
+    } else if (!state.workspaceUri) {
+      b.classList.add('info');
+      b.append(h('div', { class: 'banner-text', text: 'Open a folder: agent sessions belong to a workspace folder.' }));
+    }
+    b.hidden = b.childElementCount === 0;
+  }
+
+  private renderControls(state: ViewState): void {
+    const running = state.server.status === 'running';
+    const busy = state.turn.status !== 'idle';
+    this.sendButton.hidden = busy;
+    this.stopButton.hidden = !busy;
+    this.stopButton.disabled = state.turn.status === 'stopping';
+    this.sendButton.disabled = !running || !state.workspaceUri;
+    this.input.disabled = !running;
+    this.newButton.disabled = !running || busy || !state.workspaceUri;
+    this.sessionSelect.disabled = !running || busy;
+    this.compactButton.disabled = !running || busy || !state.sessionId || state.compacting;
+    this.compactButton.textContent = state.compacting ? 'Compacting…' : 'Compact now';
+    this.status.textContent =
+      state.turn.status === 'stopping'
+        ? 'Stopping…'
+        : busy
+          ? 'Working…'
+          : state.compacting
+            ? 'Compacting context…'
+            : '';
+  }
+
+  // ---- transcript ------------------------------------------------------------------------
+
+  private renderTranscript(state: ViewState): void {
+    const container = this.transcript;
+    const nearBottom = container.scrollHeight - container.scrollTop - container.clientHeight < 80;
+    const next = new Map<string, Rendered>();
+    const lastAssistant = findLast(state.items, (i) => i.kind === 'assistant');
+    let cursor: ChildNode | null = container.firstChild;
+    if (state.items.length === 0) {
+      if (this.empty.parentNode !== container) container.prepend(this.empty);
+      cursor = this.empty.nextSibling;
+    } else if (this.empty.parentNode === container) {
+      this.empty.remove();
+      cursor = container.firstChild;
+    }
+    for (const item of state.items) {
+      const streaming = state.turn.status !== 'idle' && item === lastAssistant;
+      const turnKey = `${state.turn.status === 'idle' ? 'idle' : 'busy'}${streaming ? ':s' : ''}`;
+      const old = this.rendered.get(item.id);
+      let entry: Rendered;
+      if (old && old.item === item && old.turnKey === turnKey) {
+        entry = old;
+      } else {
+        const el = this.renderItem(item, state, streaming);
+        if (old) {
+          if (old.el === cursor) cursor = old.el.nextSibling;
+          old.el.remove();
+        }
+        entry = { item, el, turnKey };
+      }
+      next.set(item.id, entry);
+      if (entry.el !== cursor) container.insertBefore(entry.el, cursor);
+      cursor = entry.el.nextSibling;
+    }
+    for (const [id, old] of this.rendered) if (!next.has(id)) old.el.remove();
+    this.rendered = next;
+    if (nearBottom) container.scrollTop = container.scrollHeight;
+  }
+
+  private renderItem(item: Item, state: ViewState, streaming: boolean): HTMLElement {
+    let el: HTMLElement;
+    switch (item.kind) {
+      case 'user':
+        el = this.renderUser(item, state);
+        break;
+      case 'assistant':
+        el = this.renderAssistant(item, state, streaming);
+        break;
+      case 'toolCall':
+        el = this.renderToolCall(item);
+        break;
+      case 'compaction':
+        el = this.renderCompaction(item);
+        break;
+      case 'overflow':
+        el = this.renderOverflow(item);
+        break;
+      case 'notice':
+        el = this.renderNotice(item);
+        break;
+      case 'permission':
+        el = this.renderPermission(item);
+        break;
+      case 'branch':
+        el = this.renderBranch(item);
+        break;
+    }
+    el.dataset['id'] = item.id;
+    return el;
+  }
+
+  private rewindButton(item: Item, state: ViewState): HTMLElement | null {
+    const entryId = rewindTarget(item);
+    if (!entryId || state.turn.status !== 'idle') return null;
+    return button(
+      '↶ Rewind here',
+      () => this.post({ type: 'rewind', entryId }),
+      'link rewind',
+      'Continue the conversation from this message (nothing is deleted)',
+    );
+  }
+
+  private renderUser(item: UserItem, state: ViewState): HTMLElement {
+    const body = h('div', { class: 'body plain', text: item.text });
+    const images = item.imageCount ? h('div', { class: 'meta', text: `${item.imageCount} image(s)` }) : null;
+    return h(
+      'div',
+      { class: `item user${item.pending ? ' pending' : ''}` },
+      h('div', { class: 'role' }, h('span', { text: 'You' }), this.rewindButton(item, state)),
+      body,
+      images,
+    );
+  }
+
+  private renderAssistant(item: AssistantItem, state: ViewState, streaming: boolean): HTMLElement {
+    const el = h('div', { class: `item assistant${streaming ? ' streaming' : ''}` });
+    el.append(h('div', { class: 'role' }, h('span', { text: 'Agent' }), this.rewindButton(item, state)));
+    if (item.thinking) {
+      const thinking = this.collapsible(`${item.id}:thinking`, false, 'thinking', h('span', { text: 'Thinking' }));
+      thinking.append(h('div', { class: 'body plain thinking-text', text: item.thinking }));
+      el.append(thinking);
+    }
+    if (item.text) {
+      const body = h('div', { class: 'body markdown' });
+      body.innerHTML = renderMarkdown(item.text); // sanitised by DOMPurify
+      el.append(body);
+    }
+    if (streaming) el.append(h('span', { class: 'cursor', text: '▍' }));
+    if (item.error) el.append(h('div', { class: 'notice error', text: item.error }));
+    return el;
+  }
+
+  private renderToolCall(item: ToolCallItem): HTMLElement {
+    const details = this.collapsible(
+      item.id,
+      false,
+      `tool status-${item.status}`,
+      h('span', { class: `tool-icon kind-${item.toolKind}`, text: toolIcon(item.toolKind) }),
+      h('span', { class: 'tool-title', text: item.title }),
+      h('span', { class: `tool-status status-${item.status}`, text: statusLabel(item.status) }),
+    );
+    const body = h('div', { class: 'tool-body' });
+    if (item.locations.length) {
+      body.append(h('div', { class: 'meta', text: item.locations.map((l) => (l.line ? `${l.path}:${l.line}` : l.path)).join(', ') }));
+    }
+    if (item.rawInput !== undefined) {
+      body.append(h('div', { class: 'label', text: 'Input' }), h('pre', { class: 'code', text: json(item.rawInput) }));
+    }
+    if (item.content.length) {
+      body.append(h('div', { class: 'label', text: 'Result' }));
+      for (const c of item.content) body.append(renderToolContent(c));
+    } else if (item.rawOutput !== undefined) {
+      body.append(h('div', { class: 'label', text: 'Output' }), h('pre', { class: 'code', text: json(item.rawOutput) }));
+    }
+    details.append(body);
+    return details;
+  }
+
+  private renderCompaction(item: CompactionItem): HTMLElement {
+    const reason = item.reason ? ` (${reasonLabel(item.reason)})` : '';
+    let headline: string;
+    switch (item.status) {
+      case 'started':
+        headline = `Compacting context${reason}: ${formatTokens(item.tokensBefore)} tokens…`;
+        break;
+      case 'completed':
+        headline =
+          `Context compacted${reason}: ${formatTokens(item.tokensBefore)} → ` +
+          `${item.tokensAfter !== undefined ? formatTokens(item.tokensAfter) : '?'} tokens`;
+        break;
+      case 'failed':
+        headline = `Compaction failed${reason}${item.error ? `: ${item.error}` : ''}`;
+        break;
+      case 'cancelled':
+        headline = `Compaction cancelled${reason}`;
+        break;
+    }
+    const el = h(
+      'div',
+      { class: `marker compaction status-${item.status}`, attrs: { role: 'separator' } },
+      h('div', { class: 'marker-line', text: headline, title: 'Everything above is summarised for the model; the full history stays in the session log.' }),
+    );
+    if (item.summary) {
+      const details = this.collapsible(`${item.id}:summary`, false, 'summary', h('span', { text: 'Summary the model sees' }));
+      const body = h('div', { class: 'body markdown' });
+      body.innerHTML = renderMarkdown(item.summary); // sanitised by DOMPurify
+      details.append(body);
+      el.append(details);
+    }
+    return el;
+  }
+
+  private renderOverflow(item: OverflowItem): HTMLElement {
+    const what = item.overflow === 'truncated' ? 'The reply was cut off by the context window' : 'The provider rejected the prompt as too long';
+    const action =
+      item.action === 'compacting' ? 'compacting and retrying once' : item.action === 'retrying' ? 'retrying' : 'gave up';
+    return h(
+      'div',
+      { class: `notice overflow ${item.action === 'gaveUp' ? 'error' : 'warning'}` },
+      h('strong', { text: `Context overflow: ${what}; ${action}.` }),
+      h('div', { class: 'meta', text: item.message }),
+    );
+  }
+
+  private renderNotice(item: NoticeItem): HTMLElement {
+    return h('div', { class: `notice ${item.level}`, text: item.message });
+  }
+
+  private renderPermission(item: PermissionItem): HTMLElement {
+    const card = h('div', { class: `card permission status-${item.status}` });
+    card.append(
+      h(
+        'div',
+        { class: 'card-title' },
+        h('span', { class: `tool-icon kind-${item.toolCall.toolKind}`, text: toolIcon(item.toolCall.toolKind) }),
+        h('span', { text: `Allow ${item.toolCall.title}?` }),
+      ),
+      h('pre', { class: 'code', text: json(item.toolCall.rawInput) }),
+    );
+    if (item.status === 'pending') {
+      const actions = h('div', { class: 'card-actions' });
+      for (const option of item.options) {
+        const cls = option.kind.startsWith('allow') ? 'primary' : 'secondary';
+        actions.append(
+          button(option.name, () => this.post({ type: 'permission', requestId: item.requestId, optionId: option.optionId }), `${cls} option-${option.kind}`),
+        );
+      }
+      card.append(actions);
+    } else {
+      const chosen = item.options.find((o) => o.optionId === item.selected);
+      card.append(
+        h('div', { class: 'meta', text: item.status === 'cancelled' ? 'Cancelled.' : `Answered: ${chosen?.name ?? item.selected ?? ''}` }),
+      );
+    }
+    return card;
+  }
+
+  private renderBranch(item: BranchItem): HTMLElement {
+    return h(
+      'div',
+      { class: 'marker branch', attrs: { role: 'separator' } },
+      h('div', { class: 'marker-line', text: 'Rewound: continued from an earlier message' }),
+    );
+  }
+
+  private collapsible(key: string, openByDefault: boolean, cls: string, ...summary: Node[]): HTMLDetailsElement {
+    const details = h('details', { class: cls });
+    details.open = this.toggled.has(key) ? !openByDefault : openByDefault;
+    details.append(h('summary', {}, ...summary));
+    details.addEventListener('toggle', () => {
+      if (details.open !== openByDefault) this.toggled.add(key);
+      else this.toggled.delete(key);
+    });
+    return details;
+  }
+}
+
+function renderToolContent(c: ToolCallContent): HTMLElement {
+  if (c.type === 'content') return h('pre', { class: 'code', text: c.content.text });
+  const lines: string[] = [];
+  for (const line of (c.oldText ?? '').split('\n')) if (c.oldText !== null) lines.push(`- ${line}`);
+  for (const line of c.newText.split('\n')) lines.push(`+ ${line}`);
+  return h('div', { class: 'diff' }, h('div', { class: 'meta', text: c.path }), h('pre', { class: 'code', text: lines.join('\n') }));
+}
+
+function toolIcon(kind: string): string {
+  switch (kind) {
+    case 'read':
+      return '▤';
+    case 'edit':
+      return '✎';
+    case 'search':
+      return '⌕';
+    case 'execute':
+      return '▶';
+    default:
+      return '◆';
+  }
+}
+
+function statusLabel(status: string): string {
+  switch (status) {
+    case 'pending':
+      return 'pending';
+    case 'in_progress':
+      return 'running';
+    case 'completed':
+      return 'done';
+    case 'failed':
+      return 'failed';
+    default:
+      return status;
+  }
+}
+
+function reasonLabel(reason: string): string {
+  switch (reason) {
+    case 'threshold':
+      return 'near the window';
+    case 'overflow':
+      return 'after an overflow';
+    case 'truncation':
+      return 'after a cut-off reply';
+    case 'manual':
+      return 'on request';
+    default:
+      return reason;
+  }
+}
+
+function json(value: unknown): string {
+  if (typeof value === 'string') return value;
+  try {
+    return JSON.stringify(value, null, 2) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
+function findLast<T>(items: readonly T[], pred: (item: T) => boolean): T | undefined {
+  for (let i = items.length - 1; i >= 0; i--) {
+    const item = items[i] as T;
+    if (pred(item)) return item;
+  }
+  return undefined;
+}
+
+function relativeTime(iso: string): string {
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return iso;
+  const s = Math.max(0, (Date.now() - t) / 1000);
+  if (s < 60) return 'just now';
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+  if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
+  return new Date(t).toISOString().slice(0, 10);
+}

@@ -1,0 +1,56 @@
+/**
+ * The little of the `vscode` API the unit-tested modules touch, enough to run them in Node.
+ * Aliased as `vscode` in the unit project (vitest.config.ts).
+ */
+export class ThemeColor {
+  constructor(public readonly id: string) {}
+}
+
+export enum StatusBarAlignment {
+  Left = 1,
+  Right = 2,
+}
+
+export interface StubStatusBarItem {
+  id: string;
+  alignment: StatusBarAlignment;
+  priority: number;
+  name: string | undefined;
+  text: string;
+  tooltip: string | undefined;
+  command: string | undefined;
+  backgroundColor: ThemeColor | undefined;
+  visible: boolean;
+  show(): void;
+  hide(): void;
+  dispose(): void;
+}
+
+export const createdStatusBarItems: StubStatusBarItem[] = [];
+
+export const window = {
+  createStatusBarItem(id: string, alignment: StatusBarAlignment, priority: number): StubStatusBarItem {
+    const item: StubStatusBarItem = {
+      id,
+      alignment,
+      priority,
+      name: undefined,
+      text: '',
+      tooltip: undefined,
+      command: undefined,
+      backgroundColor: undefined,
+      visible: false,
+      show() {
+        item.visible = true;
+      },
+      hide() {
+        item.visible = false;
+      },
+      dispose() {
+        item.visible = false;
+      },
+    };
+    createdStatusBarItems.push(item);
+    return item;
+  },
+};

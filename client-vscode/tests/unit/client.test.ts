@@ -1,0 +1,141 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { CancellationTokenSource, ResponseError, type CancellationToken, type MessageConnection } from 'vscode-jsonrpc/node';
+import { AgentClient, CancellationSource, isRpcError } from '../../src/protocol/client';
+import type { CompactionParams, RequestPermissionParams, UsageSnapshot } from '../../src/protocol/types';
+import { connectionPair, waitFor } from '../support/pipe';
+
+let pair: ReturnType<typeof connectionPair> | undefined;
+afterEach(() => {
+  pair?.dispose();
+  pair = undefined;
+});
+
+function setup(): { client: AgentClient; server: MessageConnection } {
+  pair = connectionPair();
+  return { client: new AgentClient(pair.client), server: pair.server };
+}
+
+const usage: UsageSnapshot = {
+  sessionId: 's1',
+  used: 100,
+  size: 1000,
+  compactAt: 800,
+  windowNumber: 1,
+  lastTurn: { input: 1, cacheRead: 2, cacheWrite: 3, output: 4 },
+  cacheHitRate: 0.5,
+  cost: 0.001,
+};
+
+describe('AgentClient over a vscode-jsonrpc MessageConnection', () => {
+  it('sends every request under its method name with its params as an object', async () => {
+    const { client, server } = setup();
+    const seen: [string, unknown][] = [];
+    const answer = (method: string, result: unknown) =>
+      server.onRequest(method, (params: unknown) => {
+        seen.push([method, params]);
+        return result;
+      });
+    answer('agent/session/new', { sessionId: 's1', usage });
+    answer('agent/session/list', { sessions: [] });
+    answer('agent/session/load', { sessionId: 's1', transcript: [], usage });
+    answer('agent/turn', { turnId: 't1', stopReason: 'end_turn', usage });
+    answer('agent/interrupt', {});
+    answer('agent/compact', { outcome: 'noop', tokensBefore: 100, tokensAfter: 100, windowNumber: 1 });
+    answer('agent/rewind', { leafId: 'e1' });
+    answer('agent/usage', usage);
+
+    expect(await client.newSession({ workspaceUri: 'file:///w', title: 'T' })).toEqual({ sessionId: 's1', usage });
+    expect(await client.listSessions({ workspaceUri: 'file:///w' })).toEqual({ sessions: [] });
+    expect((await client.loadSession({ sessionId: 's1' })).sessionId).toBe('s1');
+    expect((await client.turn({ sessionId: 's1', prompt: [{ type: 'text', text: 'hi' }] })).stopReason).toBe('end_turn');
+    expect(await client.interrupt({ sessionId: 's1' })).toEqual({});
+    expect((await client.compact({ sessionId: 's1', instructions: 'keep the plan' })).outcome).toBe('noop');
+    expect(await client.rewind({ sessionId: 's1', entryId: 'e1' })).toEqual({ leafId: 'e1' });
+    expect(await client.usage({ sessionId: 's1' })).toEqual(usage);
+    expect(seen).toEqual([
+      ['agent/session/new', { workspaceUri: 'file:///w', title: 'T' }],
+      ['agent/session/list', { workspaceUri: 'file:///w' }],
+      ['agent/session/load', { sessionId: 's1' }],
+      ['agent/turn', { sessionId: 's1', prompt: [{ type: 'text', text: 'hi' }] }],
+      ['agent/interrupt', { sessionId: 's1' }],
+      ['agent/compact', { sessionId: 's1', instructions: 'keep the plan' }],
+      ['agent/rewind', { sessionId: 's1', entryId: 'e1' }],
+      ['agent/usage', { sessionId: 's1' }],
+    ]);
+  });
+
+  it('delivers the four notifications to typed handlers', async () => {
+    const { client, server } = setup();
+    const got: string[] = [];
+    client.onUpdate((p) => got.push(`update:${p.seq}:${p.update.kind}`));
+    client.onUsage((p) => got.push(`usage:${p.used}`));
+    client.onCompaction((p) => got.push(`compaction:${p.status}`));
+    client.onOverflow((p) => got.push(`overflow:${p.action}`));
+    await server.sendNotification('agent/update', {
+      sessionId: 's1',
+      turnId: 't1',
+      seq: 0,
+      update: { kind: 'messageChunk', messageId: 'm', content: { type: 'text', text: 'x' } },
+    });
+    await server.sendNotification('agent/usage', usage);
+    const c: CompactionParams = { sessionId: 's1', compactionId: 'c', status: 'started', reason: 'manual', tokensBefore: 5 };
+    await server.sendNotification('agent/compaction', c);
+    await server.sendNotification('agent/overflow', { sessionId: 's1', turnId: 't1', kind: 'truncated', action: 'compacting', message: 'm' });
+    await waitFor(() => got.length === 4);
+    expect(got).toEqual(['update:0:messageChunk', 'usage:100', 'compaction:started', 'overflow:compacting']);
+  });
+
+  it('answers agent/requestPermission with the handler result, and "cancelled" on $/cancelRequest', async () => {
+    const { client, server } = setup();
+    const params: RequestPermissionParams = {
+      sessionId: 's1',
+      toolCall: { toolCallId: 'tc', title: 'bash ls', toolKind: 'execute', rawInput: { command: 'ls' } },
+      options: [{ optionId: 'yes', name: 'Allow once', kind: 'allow_once' }],
+    };
+    client.onRequestPermission((_p, token) =>
+      token.isCancellationRequested
+        ? { outcome: 'cancelled' }
+        : new Promise((resolve) => {
+            const timer = setTimeout(() => resolve({ outcome: { selected: 'yes' } }), 50);
+            token.onCancellationRequested(() => {
+              clearTimeout(timer);
+              resolve({ outcome: 'cancelled' });
+            });
+          }),
+    );
+    expect(await server.sendRequest('agent/requestPermission', params)).toEqual({ outcome: { selected: 'yes' } });
+
+    const source = new CancellationTokenSource();
+    const pending = server.sendRequest('agent/requestPermission', params, source.token);
+    setTimeout(() => source.cancel(), 5);
+    // The handler saw the cancel and answered the request with the "cancelled" outcome.
+    expect(await pending).toEqual({ outcome: 'cancelled' });
+  });
+
+  it('cancels a turn with $/cancelRequest through CancellationSource', async () => {
+    const { client, server } = setup();
+    let cancelled = false;
+    server.onRequest('agent/turn', (_params: unknown, token: CancellationToken) =>
+      new Promise((resolve) => {
+        token.onCancellationRequested(() => {
+          cancelled = true;
+          resolve({ turnId: 't', stopReason: 'cancelled', usage });
+        });
+      }),
+    );
+    const source = new CancellationSource();
+    const turn = client.turn({ sessionId: 's1', prompt: 'long' }, source.token);
+    setTimeout(() => source.cancel(), 10);
+    await turn.catch(() => undefined);
+    await waitFor(() => cancelled);
+    expect(cancelled).toBe(true);
+  });
+
+  it('surfaces server errors with their JSON-RPC code', async () => {
+    const { client, server } = setup();
+    server.onRequest('agent/session/load', () => new ResponseError(-32001, 'unknown session s9', { sessionId: 's9' }));
+    const error = await client.loadSession({ sessionId: 's9' }).catch((e: unknown) => e);
+    expect(isRpcError(error)).toBe(true);
+    expect(error).toMatchObject({ code: -32001, message: 'unknown session s9' });
+  });
+});

@@ -1,0 +1,188 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { MessageConnection } from 'vscode-jsonrpc/node';
+import { ResponseError, type CancellationToken } from 'vscode-jsonrpc/node';
+import { SessionController } from '../../src/controller';
+import { AgentClient } from '../../src/protocol/client';
+import type { RequestPermissionParams, UsageSnapshot } from '../../src/protocol/types';
+import type { Action, PermissionItem } from '../../src/state/reducer';
+import { connectionPair, waitFor } from '../support/pipe';
+
+let pair: ReturnType<typeof connectionPair> | undefined;
+afterEach(() => {
+  pair?.dispose();
+  pair = undefined;
+});
+
+const usage = (sessionId: string, used = 0): UsageSnapshot => ({
+  sessionId,
+  used,
+  size: 32768,
+  compactAt: 24576,
+  windowNumber: 1,
+  lastTurn: { input: 0, cacheRead: 0, cacheWrite: 0, output: 0 },
+  cacheHitRate: 0,
+  cost: 0,
+});
+
+function setup(): { controller: SessionController; server: MessageConnection; published: Action[]; configErrors: string[] } {
+  pair = connectionPair();
+  const published: Action[] = [];
+  const configErrors: string[] = [];
+  const controller = new SessionController({
+    publish: (actions) => published.push(...actions),
+    onConfigurationError: (m) => configErrors.push(m),
+  });
+  controller.attach(new AgentClient(pair.client));
+  controller.dispatch({ type: 'serverStatus', status: 'running' });
+  controller.setWorkspace('file:///w');
+  return { controller, server: pair.server, published, configErrors };
+}
+
+describe('SessionController', () => {
+  it('creates a session on the first prompt and runs the turn with streamed updates', async () => {
+    const { controller, server } = setup();
+    server.onRequest('agent/session/new', () => ({ sessionId: 's1', usage: usage('s1') }));
+    server.onRequest('agent/session/list', () => ({ sessions: [] }));
+    server.onRequest('agent/turn', async (params: { sessionId: string; prompt: string }) => {
+      await server.sendNotification('agent/update', {
+        sessionId: params.sessionId,
+        turnId: 't1',
+        seq: 0,
+        update: { kind: 'userMessage', entryId: 'e1', content: [{ type: 'text', text: params.prompt }] },
+      });
+      await server.sendNotification('agent/update', {
+        sessionId: params.sessionId,
+        turnId: 't1',
+        seq: 1,
+        update: { kind: 'messageChunk', messageId: 'm1', content: { type: 'text', text: 'Hello' } },
+      });
+      await server.sendNotification('agent/usage', usage('s1', 1200));
+      return { turnId: 't1', stopReason: 'end_turn', usage: usage('s1', 1250) };
+    });
+    await controller.send('  hi there ');
+    const s = controller.state;
+    expect(s.sessionId).toBe('s1');
+    expect(s.turn.status).toBe('idle');
+    expect(s.items.map((i) => i.kind)).toEqual(['user', 'assistant']);
+    expect(s.items[0]).toMatchObject({ entryId: 'e1', text: 'hi there', pending: false });
+    expect(s.items[1]).toMatchObject({ text: 'Hello' });
+    expect(s.usage?.used).toBe(1250);
+  });
+
+  it('shows a permission card and answers with the chosen option', async () => {
+    const { controller, server } = setup();
+    controller.dispatch({ type: 'sessionStarted', sessionId: 's1' });
+    const params: RequestPermissionParams = {
+      sessionId: 's1',
+      toolCall: { toolCallId: 'tc', title: 'write a.txt', toolKind: 'edit', rawInput: { path: 'a.txt' } },
+      options: [
+        { optionId: 'ok', name: 'Allow once', kind: 'allow_once' },
+        { optionId: 'no', name: 'Reject', kind: 'reject_once' },
+      ],
+    };
+    const answer = server.sendRequest('agent/requestPermission', params);
+    await waitFor(() => controller.state.items.some((i) => i.kind === 'permission'));
+    const card = controller.state.items.find((i) => i.kind === 'permission') as PermissionItem;
+    expect(card.status).toBe('pending');
+    controller.answerPermission(card.requestId, 'no');
+    expect(await answer).toEqual({ outcome: { selected: 'no' } });
+    expect(controller.state.items.find((i) => i.kind === 'permission')).toMatchObject({ status: 'answered', selected: 'no' });
+  });
+
+  it('answers "cancelled" when the server cancels the permission request', async () => {
+    const { controller, server } = setup();
+    controller.dispatch({ type: 'sessionStarted', sessionId: 's1' });
+    const { CancellationTokenSource } = await import('vscode-jsonrpc/node');
+    const source = new CancellationTokenSource();
+    const answer = server.sendRequest(
+      'agent/requestPermission',
+      { sessionId: 's1', toolCall: { toolCallId: 'tc', title: 't', toolKind: 'other', rawInput: {} }, options: [] },
+      source.token,
+    );
+    await waitFor(() => controller.pendingPermissions === 1);
+    source.cancel();
+    expect(await answer).toEqual({ outcome: 'cancelled' });
+    await waitFor(() => controller.pendingPermissions === 0);
+    expect(controller.state.items.find((i) => i.kind === 'permission')).toMatchObject({ status: 'cancelled' });
+  });
+
+  it('stops a turn with agent/interrupt', async () => {
+    const { controller, server } = setup();
+    controller.dispatch({ type: 'sessionStarted', sessionId: 's1' });
+    let finish: (() => void) | undefined;
+    server.onRequest('agent/session/list', () => ({ sessions: [] }));
+    server.onRequest(
+      'agent/turn',
+      (_p: unknown, _t: CancellationToken) =>
+        new Promise((resolve) => (finish = () => resolve({ turnId: 't', stopReason: 'cancelled', usage: usage('s1') }))),
+    );
+    const interrupts: unknown[] = [];
+    server.onRequest('agent/interrupt', (p: unknown) => {
+      interrupts.push(p);
+      finish?.();
+      return {};
+    });
+    const turn = controller.send('go');
+    await waitFor(() => finish !== undefined);
+    expect(controller.state.turn.status).toBe('running');
+    await controller.stop();
+    await turn;
+    expect(interrupts).toEqual([{ sessionId: 's1' }]);
+    expect(controller.state.turn.status).toBe('idle');
+    expect(controller.state.items.at(-1)).toMatchObject({ kind: 'notice', message: 'Stopped.' });
+  });
+
+  it('compacts with instructions and rewinds by reloading the branch', async () => {
+    const { controller, server } = setup();
+    controller.dispatch({ type: 'sessionStarted', sessionId: 's1' });
+    const calls: [string, unknown][] = [];
+    server.onRequest('agent/compact', (p: unknown) => {
+      calls.push(['compact', p]);
+      return { outcome: 'compacted', tokensBefore: 20000, tokensAfter: 5000, windowNumber: 2 };
+    });
+    server.onRequest('agent/usage', () => usage('s1', 5000));
+    server.onRequest('agent/rewind', (p: unknown) => {
+      calls.push(['rewind', p]);
+      return { leafId: 'e1' };
+    });
+    server.onRequest('agent/session/load', () => ({
+      sessionId: 's1',
+      transcript: [{ type: 'message', entryId: 'e1', parentId: null, message: { role: 'user', content: [{ type: 'text', text: 'first' }] } }],
+      usage: usage('s1', 10),
+    }));
+    await controller.compact(' keep the plan ');
+    expect(controller.state.compacting).toBe(false);
+    expect(controller.state.usage?.used).toBe(5000);
+    await controller.rewind('e1');
+    expect(calls).toEqual([
+      ['compact', { sessionId: 's1', instructions: 'keep the plan' }],
+      ['rewind', { sessionId: 's1', entryId: 'e1' }],
+    ]);
+    expect(controller.state.items).toHaveLength(1);
+    expect(controller.state.usage?.used).toBe(10);
+  });
+
+  it('reports a configuration error from a turn', async () => {
+    const { controller, server, configErrors } = setup();
+    controller.dispatch({ type: 'sessionStarted', sessionId: 's1' });
+    server.onRequest('agent/session/list', () => ({ sessions: [] }));
+    server.onRequest('agent/turn', () => new ResponseError(-32010, 'Set ANTHROPIC_API_KEY, or use provider "sim" to try it offline'));
+    await controller.send('hello');
+    expect(controller.state.items.at(-1)).toMatchObject({ kind: 'notice', level: 'error' });
+    expect(configErrors).toEqual(['Set ANTHROPIC_API_KEY, or use provider "sim" to try it offline']);
+  });
+
+  it('reopens the newest session after a start', async () => {
+    const { controller, server } = setup();
+    server.onRequest('agent/session/list', () => ({
+      sessions: [
+        { sessionId: 'new', title: 'B', model: 'sim-small', createdAt: '2026-01-02T00:00:00Z', updatedAt: '2026-01-02T00:00:00Z', entryCount: 3 },
+        { sessionId: 'old', title: 'A', model: 'sim-small', createdAt: '2026-01-01T00:00:00Z', updatedAt: '2026-01-01T00:00:00Z', entryCount: 9 },
+      ],
+    }));
+    server.onRequest('agent/session/load', (p: { sessionId: string }) => ({ sessionId: p.sessionId, transcript: [], usage: usage(p.sessionId) }));
+    await controller.openInitialSession();
+    expect(controller.state.sessionId).toBe('new');
+    expect(controller.state.sessions).toHaveLength(2);
+  });
+});

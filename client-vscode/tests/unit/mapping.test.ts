@@ -1,0 +1,128 @@
+import { describe, expect, it } from 'vitest';
+import {
+  agentSettingsFrom,
+  describeKeys,
+  keyVariableFor,
+  restartReason,
+  serverEnvironment,
+  type ConfigReader,
+} from '../../src/settings/mapping';
+
+/** A WorkspaceConfiguration-like reader over the flat keys as package.json declares them. */
+function config(values: Record<string, unknown>): ConfigReader {
+  return { get: <T>(key: string) => values[key] as T | undefined };
+}
+
+/** The defaults package.json contributes. */
+const DEFAULTS = {
+  python: '',
+  provider: 'anthropic',
+  model: '',
+  baseUrl: '',
+  apiKeyEnv: '',
+  cacheRetention: 'short',
+  'compaction.enabled': true,
+  'compaction.reserveTokens': null,
+  'compaction.keepRecentTokens': 8000,
+  'compaction.model': '',
+  'permissions.mode': 'allowReads',
+  sessionsDir: '',
+};
+
+describe('agent settings from agentServer.*', () => {
+  it('maps the defaults to the agent section, leaving empty values to the server', () => {
+    expect(agentSettingsFrom(config(DEFAULTS))).toEqual({
+      provider: 'anthropic',
+      cacheRetention: 'short',
+      compaction: { enabled: true, keepRecentTokens: 8000 },
+      permissions: { mode: 'allowReads' },
+    });
+  });
+
+  it('nests compaction and permissions as docs/protocol.md names them, camelCase', () => {
+    const settings = agentSettingsFrom(
+      config({
+        ...DEFAULTS,
+        python: '/venv/bin/python',
+        provider: 'sim',
+        model: 'sim-small',
+        baseUrl: ' http://127.0.0.1:8765 ',
+        apiKeyEnv: 'MY_KEY',
+        cacheRetention: 'long',
+        'compaction.enabled': false,
+        'compaction.reserveTokens': 9000.4,
+        'compaction.keepRecentTokens': 4000,
+        'compaction.model': 'sim-large',
+        'permissions.mode': 'ask',
+        sessionsDir: '/tmp/sessions',
+      }),
+    );
+    expect(settings).toEqual({
+      provider: 'sim',
+      model: 'sim-small',
+      baseUrl: 'http://127.0.0.1:8765',
+      apiKeyEnv: 'MY_KEY',
+      cacheRetention: 'long',
+      compaction: { enabled: false, reserveTokens: 9000, keepRecentTokens: 4000, model: 'sim-large' },
+      permissions: { mode: 'ask' },
+      sessionsDir: '/tmp/sessions',
+    });
+    expect(settings).not.toHaveProperty('python');
+  });
+
+  it('drops values outside the enums instead of sending them', () => {
+    const settings = agentSettingsFrom(config({ provider: 'gemini', cacheRetention: 'forever', 'permissions.mode': 'yolo' }));
+    expect(settings).toEqual({});
+  });
+
+  it('expands ~ in sessionsDir', () => {
+    const home = process.env['HOME'];
+    expect(agentSettingsFrom(config({ sessionsDir: '~/ledgers' })).sessionsDir).toBe(`${home}/ledgers`);
+  });
+});
+
+describe('API keys in the server environment', () => {
+  const base = { PATH: '/usr/bin', ANTHROPIC_API_KEY: 'from-shell' };
+
+  it('hands stored keys over under their default names, over inherited ones', () => {
+    const env = serverEnvironment(base, { provider: 'anthropic' }, { anthropic: 'sk-ant-stored', openai: 'sk-openai' });
+    expect(env['ANTHROPIC_API_KEY']).toBe('sk-ant-stored');
+    expect(env['OPENAI_API_KEY']).toBe('sk-openai');
+    expect(env['PATH']).toBe('/usr/bin');
+  });
+
+  it('keeps the inherited key when none is stored', () => {
+    expect(serverEnvironment(base, {}, {})['ANTHROPIC_API_KEY']).toBe('from-shell');
+  });
+
+  it('also sets apiKeyEnv to the configured provider family key', () => {
+    const env = serverEnvironment(base, { provider: 'openai-responses', apiKeyEnv: 'PROXY_KEY' }, { openai: 'sk-o', anthropic: 'sk-a' });
+    expect(env['PROXY_KEY']).toBe('sk-o');
+    expect(keyVariableFor({ provider: 'openai-responses', apiKeyEnv: 'PROXY_KEY' })).toBe('PROXY_KEY');
+    expect(keyVariableFor({ provider: 'openai-chat' })).toBe('OPENAI_API_KEY');
+    expect(keyVariableFor({})).toBe('ANTHROPIC_API_KEY');
+    expect(keyVariableFor({ provider: 'sim' })).toBeUndefined();
+  });
+
+  it('describes which variables carry keys without their values', () => {
+    const text = describeKeys({ anthropic: 'sk-ant-secret' }, { provider: 'anthropic', apiKeyEnv: 'X_KEY' });
+    expect(text).toContain('ANTHROPIC_API_KEY');
+    expect(text).toContain('X_KEY');
+    expect(text).not.toContain('sk-ant-secret');
+  });
+});
+
+describe('restart or notify', () => {
+  const only = (...keys: string[]) => (key: string) => keys.includes(key);
+
+  it('restarts for the interpreter and the key variable', () => {
+    expect(restartReason(only('python'), {})).toMatch(/interpreter/);
+    expect(restartReason(only('apiKeyEnv'), {})).toMatch(/key/);
+    expect(restartReason(only('provider'), { apiKeyEnv: 'K' })).toMatch(/provider/);
+  });
+
+  it('sends didChangeConfiguration for everything else', () => {
+    expect(restartReason(only('provider'), {})).toBeUndefined();
+    expect(restartReason(only('model', 'compaction.enabled', 'permissions.mode'), {})).toBeUndefined();
+  });
+});

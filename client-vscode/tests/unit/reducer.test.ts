@@ -1,0 +1,333 @@
+import { describe, expect, it } from 'vitest';
+import recording from '../fixtures/session-stream.json';
+import type { AgentUpdateParams, CompactionParams, SessionUpdate, UsageSnapshot } from '../../src/protocol/types';
+import {
+  initialState,
+  itemsFromTranscript,
+  reduce,
+  reduceAll,
+  rewindTarget,
+  type Action,
+  type AssistantItem,
+  type CompactionItem,
+  type Item,
+  type PermissionItem,
+  type ToolCallItem,
+  type ViewState,
+} from '../../src/state/reducer';
+import { actionsFromRecording, type Recording } from '../support/replay';
+
+const SESSION = 's-1';
+
+function withSession(): ViewState {
+  return reduce(initialState(), { type: 'sessionStarted', sessionId: SESSION, usage: usage(0) });
+}
+
+function usage(used: number, extra: Partial<UsageSnapshot> = {}): UsageSnapshot {
+  return {
+    sessionId: SESSION,
+    used,
+    size: 32768,
+    compactAt: 24576,
+    windowNumber: 1,
+    lastTurn: { input: 0, cacheRead: 0, cacheWrite: 0, output: 0 },
+    cacheHitRate: 0,
+    cost: 0,
+    ...extra,
+  };
+}
+
+let seq = 0;
+function update(u: SessionUpdate, turnId = 't-1', sessionId = SESSION): Action {
+  const params: AgentUpdateParams = { sessionId, turnId, seq: seq++, update: u };
+  return { type: 'update', params };
+}
+
+function compaction(p: Partial<CompactionParams> & Pick<CompactionParams, 'status'>): Action {
+  return {
+    type: 'compaction',
+    params: { sessionId: SESSION, compactionId: 'c-1', reason: 'threshold', tokensBefore: 25000, ...p },
+  };
+}
+
+function kinds(items: Item[]): string[] {
+  return items.map((i) => i.kind);
+}
+
+describe('streaming updates', () => {
+  it('appends message chunks to one assistant item per messageId, in order', () => {
+    seq = 0;
+    const state = reduceAll(withSession(), [
+      { type: 'promptSent', text: 'hi' },
+      update({ kind: 'userMessage', entryId: 'e1', content: [{ type: 'text', text: 'hi' }] }),
+      update({ kind: 'thoughtChunk', messageId: 'm1', content: { type: 'text', text: 'think ' } }),
+      update({ kind: 'messageChunk', messageId: 'm1', content: { type: 'text', text: 'Hel' } }),
+      update({ kind: 'messageChunk', messageId: 'm1', content: { type: 'text', text: 'lo' } }),
+      update({ kind: 'thoughtChunk', messageId: 'm1', content: { type: 'text', text: 'more' } }),
+      update({ kind: 'messageChunk', messageId: 'm2', content: { type: 'text', text: 'Second call' } }),
+    ]);
+    expect(kinds(state.items)).toEqual(['user', 'assistant', 'assistant']);
+    const [, first, second] = state.items as [Item, AssistantItem, AssistantItem];
+    expect(first.text).toBe('Hello');
+    expect(first.thinking).toBe('think more');
+    expect(second.text).toBe('Second call');
+    expect(state.turn.status).toBe('running');
+  });
+
+  it('replaces the optimistic prompt with the recorded user message (rewind target)', () => {
+    seq = 0;
+    let state = reduce(withSession(), { type: 'promptSent', text: 'fix it' });
+    expect(state.items[0]).toMatchObject({ kind: 'user', pending: true });
+    expect(rewindTarget(state.items[0] as Item)).toBeUndefined();
+    state = reduce(state, update({ kind: 'userMessage', entryId: 'e9', content: [{ type: 'text', text: 'fix it' }] }));
+    expect(state.items).toHaveLength(1);
+    expect(state.items[0]).toMatchObject({ kind: 'user', pending: false, entryId: 'e9', text: 'fix it' });
+    expect(rewindTarget(state.items[0] as Item)).toBe('e9');
+  });
+
+  it('drops a repeated seq and ignores updates of other sessions', () => {
+    const chunk = (s: number, text: string, sessionId = SESSION): Action => ({
+      type: 'update',
+      params: { sessionId, turnId: 't-9', seq: s, update: { kind: 'messageChunk', messageId: 'm', content: { type: 'text', text } } },
+    });
+    const state = reduceAll(withSession(), [chunk(0, 'a'), chunk(1, 'b'), chunk(1, 'b'), chunk(2, 'X', 'other'), chunk(2, 'c')]);
+    expect((state.items[0] as AssistantItem).text).toBe('abc');
+    expect(state.turn.lastSeq).toBe(2);
+  });
+
+  it('keeps unchanged items identical so the view can skip them', () => {
+    seq = 0;
+    const before = reduceAll(withSession(), [
+      update({ kind: 'messageChunk', messageId: 'm1', content: { type: 'text', text: 'one' } }),
+      update({ kind: 'messageChunk', messageId: 'm2', content: { type: 'text', text: 'two' } }),
+    ]);
+    const after = reduce(before, update({ kind: 'messageChunk', messageId: 'm2', content: { type: 'text', text: '!' } }));
+    expect(after.items[0]).toBe(before.items[0]);
+    expect(after.items[1]).not.toBe(before.items[1]);
+  });
+});
+
+describe('tool calls', () => {
+  it('follows a tool call from pending through in_progress to completed with its content', () => {
+    seq = 0;
+    let state = reduce(
+      withSession(),
+      update({
+        kind: 'toolCall',
+        toolCallId: 'tc1',
+        title: 'read a.py',
+        toolKind: 'read',
+        status: 'pending',
+        rawInput: { path: 'a.py' },
+        locations: [{ path: 'a.py' }],
+      }),
+    );
+    expect(state.items[0]).toMatchObject({ kind: 'toolCall', status: 'pending', title: 'read a.py', locations: [{ path: 'a.py' }] });
+    state = reduce(state, update({ kind: 'toolCallUpdate', toolCallId: 'tc1', status: 'in_progress' }));
+    expect((state.items[0] as ToolCallItem).status).toBe('in_progress');
+    state = reduce(
+      state,
+      update({
+        kind: 'toolCallUpdate',
+        toolCallId: 'tc1',
+        status: 'completed',
+        content: [{ type: 'content', content: { type: 'text', text: 'print(1)' } }],
+        rawOutput: { bytes: 8 },
+      }),
+    );
+    const tool = state.items[0] as ToolCallItem;
+    expect(tool.status).toBe('completed');
+    expect(tool.content).toEqual([{ type: 'content', content: { type: 'text', text: 'print(1)' } }]);
+    expect(tool.rawOutput).toEqual({ bytes: 8 });
+    expect(tool.rawInput).toEqual({ path: 'a.py' });
+    expect(state.items).toHaveLength(1);
+  });
+
+  it('marks a failed tool call failed and keeps earlier content when an update has none', () => {
+    seq = 0;
+    const state = reduceAll(withSession(), [
+      update({ kind: 'toolCall', toolCallId: 'tc2', title: 'bash false', toolKind: 'execute', status: 'pending', rawInput: { command: 'false' } }),
+      update({ kind: 'toolCallUpdate', toolCallId: 'tc2', content: [{ type: 'content', content: { type: 'text', text: 'partial' } }] }),
+      update({ kind: 'toolCallUpdate', toolCallId: 'tc2', status: 'failed' }),
+    ]);
+    const tool = state.items[0] as ToolCallItem;
+    expect(tool.status).toBe('failed');
+    expect(tool.content).toHaveLength(1);
+  });
+});
+
+describe('compaction, overflow, usage', () => {
+  it('turns compaction started → completed into one marker with tokens and summary', () => {
+    let state = reduce(withSession(), compaction({ status: 'started' }));
+    expect(state.compacting).toBe(true);
+    expect(state.items[0]).toMatchObject({ kind: 'compaction', status: 'started', tokensBefore: 25000 });
+    state = reduce(state, compaction({ status: 'completed', tokensAfter: 6000, summary: '## Goal', firstKeptEntryId: 'e5' }));
+    expect(state.items).toHaveLength(1);
+    expect(state.items[0]).toMatchObject({
+      kind: 'compaction',
+      status: 'completed',
+      tokensBefore: 25000,
+      tokensAfter: 6000,
+      summary: '## Goal',
+      firstKeptEntryId: 'e5',
+      reason: 'threshold',
+    });
+    expect(state.compacting).toBe(false);
+  });
+
+  it('keeps exactly one terminal status per compactionId', () => {
+    const state = reduceAll(withSession(), [
+      compaction({ status: 'started' }),
+      compaction({ status: 'failed', error: 'summary model unavailable' }),
+      compaction({ status: 'completed', tokensAfter: 1 }),
+    ]);
+    expect(state.items).toHaveLength(1);
+    expect(state.items[0]).toMatchObject({ status: 'failed', error: 'summary model unavailable' });
+  });
+
+  it('shows overflow notices with kind and action', () => {
+    const state = reduce(withSession(), {
+      type: 'overflow',
+      params: { sessionId: SESSION, turnId: 't-1', kind: 'rejected', action: 'compacting', message: 'prompt is too long' },
+    });
+    expect(state.items[0]).toMatchObject({ kind: 'overflow', overflow: 'rejected', action: 'compacting', message: 'prompt is too long' });
+  });
+
+  it('takes usage for the open session only', () => {
+    let state = reduce(withSession(), { type: 'usage', params: usage(12000, { cacheHitRate: 0.9, cost: 0.02 }) });
+    expect(state.usage).toMatchObject({ used: 12000, cacheHitRate: 0.9, cost: 0.02 });
+    state = reduce(state, { type: 'usage', params: { ...usage(99), sessionId: 'other' } });
+    expect(state.usage?.used).toBe(12000);
+  });
+});
+
+describe('permission cards', () => {
+  const params = {
+    sessionId: SESSION,
+    toolCall: { toolCallId: 'tc3', title: 'bash rm -rf build', toolKind: 'execute' as const, rawInput: { command: 'rm -rf build' } },
+    options: [
+      { optionId: 'a', name: 'Allow once', kind: 'allow_once' as const },
+      { optionId: 'r', name: 'Reject', kind: 'reject_once' as const },
+    ],
+  };
+
+  it('shows a pending card with the tool, its arguments and the options, then the answer', () => {
+    let state = reduce(withSession(), { type: 'permissionRequested', requestId: 'p1', params });
+    const card = state.items[0] as PermissionItem;
+    expect(card).toMatchObject({ kind: 'permission', status: 'pending', requestId: 'p1' });
+    expect(card.toolCall.rawInput).toEqual({ command: 'rm -rf build' });
+    expect(card.options.map((o) => o.kind)).toEqual(['allow_once', 'reject_once']);
+    state = reduce(state, { type: 'permissionResolved', requestId: 'p1', outcome: { selected: 'r' } });
+    expect(state.items[0]).toMatchObject({ status: 'answered', selected: 'r' });
+  });
+
+  it('marks a card cancelled when the request is cancelled or the turn ends', () => {
+    const cancelled = reduceAll(withSession(), [
+      { type: 'permissionRequested', requestId: 'p1', params },
+      { type: 'permissionResolved', requestId: 'p1', outcome: 'cancelled' },
+    ]);
+    expect(cancelled.items[0]).toMatchObject({ status: 'cancelled' });
+    const ended = reduceAll(withSession(), [
+      { type: 'promptSent', text: 'x' },
+      { type: 'permissionRequested', requestId: 'p2', params },
+      { type: 'turnEnded', result: { stopReason: 'cancelled' } },
+    ]);
+    expect(ended.items.find((i) => i.kind === 'permission')).toMatchObject({ status: 'cancelled' });
+    expect(ended.turn.status).toBe('idle');
+    expect(ended.items.at(-1)).toMatchObject({ kind: 'notice', message: 'Stopped.' });
+  });
+});
+
+describe('turn lifecycle', () => {
+  it('goes running → stopping → idle and reports errors', () => {
+    let state = reduce(withSession(), { type: 'promptSent', text: 'go' });
+    expect(state.turn.status).toBe('running');
+    state = reduce(state, { type: 'stopRequested' });
+    expect(state.turn.status).toBe('stopping');
+    state = reduce(state, {
+      type: 'turnEnded',
+      result: { turnId: 't', stopReason: 'error', error: { code: -32010, message: 'Set ANTHROPIC_API_KEY' }, usage: usage(10) },
+    });
+    expect(state.turn.status).toBe('idle');
+    expect(state.items.at(-1)).toMatchObject({ kind: 'notice', level: 'error', message: 'Set ANTHROPIC_API_KEY' });
+    expect(state.usage?.used).toBe(10);
+  });
+
+  it('ends the turn and compaction when the server stops', () => {
+    const state = reduceAll(withSession(), [
+      { type: 'promptSent', text: 'go' },
+      compaction({ status: 'started' }),
+      { type: 'serverStatus', status: 'failed', message: 'gone' },
+    ]);
+    expect(state.turn.status).toBe('idle');
+    expect(state.compacting).toBe(false);
+    expect(state.server).toEqual({ status: 'failed', message: 'gone' });
+  });
+});
+
+describe('session load', () => {
+  const rec = recording as unknown as Recording;
+  const load = rec.messages[0];
+
+  it('builds the transcript with the compaction marker where it happened', () => {
+    if (load?.direction !== 'response') throw new Error('fixture starts with the load');
+    const state = reduce(withSession(), { type: 'sessionLoaded', result: load.result as never });
+    expect(state.sessionId).toBe('s-7f3a9c');
+    expect(state.title).toBe('Parser tests');
+    expect(kinds(state.items)).toEqual(['user', 'assistant', 'toolCall', 'assistant', 'compaction', 'user', 'assistant', 'notice']);
+    const marker = state.items[4] as CompactionItem;
+    expect(marker).toMatchObject({ status: 'completed', tokensBefore: 27000, tokensAfter: 6100, reason: 'threshold', firstKeptEntryId: 'e0000006' });
+    expect(marker.summary).toContain('## Goal');
+    const tool = state.items[2] as ToolCallItem;
+    expect(tool).toMatchObject({ status: 'completed', title: 'read parser.py', toolKind: 'read', rawInput: { path: 'parser.py' } });
+    expect((tool.content[0] as { content: { text: string } }).content.text).toContain('def parse');
+    expect((state.items[1] as AssistantItem).thinking).toBe('Read the file before answering.');
+    expect(state.items.map(rewindTarget).filter(Boolean)).toEqual(['e0000001', 'e0000002', 'e0000004', 'e0000006', 'e0000007']);
+    expect(state.usage?.windowNumber).toBe(2);
+  });
+
+  it('shows a rewind branch marker', () => {
+    const { items } = itemsFromTranscript([
+      { type: 'message', entryId: 'a', parentId: null, message: { role: 'user', content: 'one' } },
+      { type: 'branch', entryId: 'b', parentId: 'a', targetId: 'a' },
+    ]);
+    expect(kinds(items)).toEqual(['user', 'branch']);
+    expect(items[0]).toMatchObject({ text: 'one' });
+  });
+});
+
+describe('the recorded stream', () => {
+  it('replays into the transcript the view shows', () => {
+    const rec = recording as unknown as Recording;
+    const state = reduceAll(initialState(), actionsFromRecording(rec.messages));
+    const live = state.items.slice(8);
+    expect(kinds(live)).toEqual([
+      'user',
+      'assistant',
+      'toolCall',
+      'assistant',
+      'toolCall',
+      'permission',
+      'toolCall',
+      'overflow',
+      'compaction',
+      'overflow',
+      'assistant',
+      'notice',
+      'user',
+      'assistant',
+      'toolCall',
+      'permission',
+    ]);
+    expect(live.filter((i) => i.kind === 'toolCall').map((i) => (i as ToolCallItem).status)).toEqual([
+      'completed',
+      'completed',
+      'failed',
+      'pending',
+    ]);
+    expect(live.filter((i) => i.kind === 'permission').map((i) => (i as PermissionItem).status)).toEqual(['answered', 'pending']);
+    expect(live[8]).toMatchObject({ kind: 'compaction', status: 'completed', reason: 'overflow', tokensBefore: 31200, tokensAfter: 7400 });
+    expect(state.usage).toMatchObject({ used: 24100, windowNumber: 3 });
+    expect(state.turn).toMatchObject({ status: 'running', turnId: 't-0003', lastSeq: 2 });
+  });
+});

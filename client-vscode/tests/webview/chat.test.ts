@@ -1,0 +1,280 @@
+/**
+ * The chat webview in headless Chromium: the page the extension serves (same HTML, CSP, script
+ * and stylesheet), fed the recorded protocol stream the way the host forwards it.
+ */
+import { mkdirSync, readFileSync, existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import recording from '../fixtures/session-stream.json';
+import { initialState, reduceAll, type Action, type ViewState } from '../../src/state/reducer';
+import { webviewHtml } from '../../src/view/html';
+import { actionsFromRecording, type Recording } from '../support/replay';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const ARTIFACTS = join(ROOT, 'artifacts');
+const ORIGIN = 'https://agent-webview.test';
+const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
+const rec = recording as unknown as Recording;
+
+let browser: Browser;
+
+beforeAll(async () => {
+  if (!existsSync(join(ROOT, 'dist', 'webview.js'))) throw new Error('dist/webview.js is missing: run `npm run build` first');
+  mkdirSync(ARTIFACTS, { recursive: true });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
+  });
+});
+
+afterAll(async () => {
+  await browser?.close();
+});
+
+interface Opened {
+  page: Page;
+  errors: string[];
+  posted: () => Promise<unknown[]>;
+}
+
+async function openView(options: { omitCsp?: boolean } = {}): Promise<Opened> {
+  const page = await browser.newPage({ viewport: { width: 460, height: 1500 } });
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error') errors.push(`console: ${m.text()}`);
+  });
+  const nonce = 'n0nceForTheWebviewTest0123456789';
+  let html = webviewHtml({
+    cspSource: ORIGIN,
+    nonce,
+    scriptUri: `${ORIGIN}/dist/webview.js`,
+    styleUri: `${ORIGIN}/media/chat.css`,
+    omitCsp: options.omitCsp,
+  });
+  // The workbench puts the theme's variables on the page; this stands in for it.
+  html = html.replace('</head>', `<link rel="stylesheet" href="${ORIGIN}/theme.css">\n</head>`);
+  const files: Record<string, [string, string]> = {
+    '/dist/webview.js': [join(ROOT, 'dist', 'webview.js'), 'text/javascript'],
+    '/media/chat.css': [join(ROOT, 'media', 'chat.css'), 'text/css'],
+    '/theme.css': [join(ROOT, 'tests', 'webview', 'theme.css'), 'text/css'],
+  };
+  await page.route(`${ORIGIN}/**`, async (route) => {
+    const path = new URL(route.request().url()).pathname;
+    if (path === '/') return route.fulfill({ status: 200, contentType: 'text/html', body: html });
+    const file = files[path];
+    if (file) return route.fulfill({ status: 200, contentType: file[1], body: readFileSync(file[0]) });
+    return route.fulfill({ status: 404, body: 'not found' });
+  });
+  // VS Code provides acquireVsCodeApi; record what the view posts to the host.
+  await page.addInitScript(() => {
+    const w = window as unknown as { __posted: unknown[]; acquireVsCodeApi: () => unknown };
+    w.__posted = [];
+    let state: unknown;
+    w.acquireVsCodeApi = () => ({
+      postMessage: (m: unknown) => w.__posted.push(m),
+      getState: () => state,
+      setState: (s: unknown) => (state = s),
+    });
+  });
+  await page.goto(`${ORIGIN}/`);
+  await page.waitForSelector('.toolbar');
+  return {
+    page,
+    errors,
+    posted: () => page.evaluate(() => (window as unknown as { __posted: unknown[] }).__posted),
+  };
+}
+
+function startState(): ViewState {
+  return reduceAll(initialState(), [
+    { type: 'serverStatus', status: 'running' },
+    { type: 'workspace', workspaceUri: rec.workspaceUri },
+    {
+      type: 'sessionsListed',
+      sessions: [
+        { sessionId: rec.sessionId, title: 'Parser tests', model: 'sim-small', createdAt: '2026-03-02T09:00:00Z', updatedAt: '2026-03-02T09:22:00Z', entryCount: 21 },
+      ],
+    },
+  ]);
+}
+
+/** Posts a reset, then the actions one message at a time, as streaming would. */
+async function replay(page: Page, actions: Action[]): Promise<void> {
+  await page.evaluate(
+    async ({ state, actions }) => {
+      window.postMessage({ type: 'reset', state }, '*');
+      for (const action of actions) {
+        window.postMessage({ type: 'actions', actions: [action] }, '*');
+        await new Promise((r) => setTimeout(r, 0));
+      }
+    },
+    { state: startState(), actions },
+  );
+  await page.waitForSelector('.card.permission.status-pending');
+  await page.waitForFunction(() => document.querySelectorAll('.transcript > *').length >= 24);
+}
+
+function xssFlag(page: Page): Promise<unknown> {
+  return page.evaluate(() => (window as unknown as { __xss?: unknown }).__xss);
+}
+
+describe('chat webview', () => {
+  it('renders the recorded stream: transcript, meter, compaction marker, overflow, permission card', async () => {
+    const { page, errors, posted } = await openView();
+    await replay(page, actionsFromRecording(rec.messages));
+    const ids = await page.locator('.transcript > *').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset['id']));
+    expect(new Set(ids).size).toBe(ids.length);
+
+    // transcript
+    const text = await page.locator('.transcript').innerText();
+    expect(text).toContain('What does parser.py do?');
+    expect(text).toContain('Add a test for blank lines and run it.');
+    expect(await page.locator('.item.assistant .markdown strong', { hasText: 'existing tests' }).count()).toBe(1);
+    expect(await page.locator('.item.assistant .markdown pre code').first().innerText()).toContain("assert parse('') == []");
+    // streaming: the last assistant message of the running turn has the cursor
+    expect(await page.locator('.item.assistant.streaming').innerText()).toContain('Removing fixtures/ first.');
+    // thinking, collapsed
+    const thinking = page.locator('details.thinking').filter({ hasText: 'Check the existing tests' });
+    expect(await thinking.evaluate((d) => (d as HTMLDetailsElement).open)).toBe(false);
+
+    // tool calls with status, collapsed
+    const tools = page.locator('details.tool');
+    expect(await tools.count()).toBe(5);
+    expect(await page.locator('details.tool .tool-status').allInnerTexts()).toEqual(['done', 'done', 'done', 'failed', 'pending']);
+    expect(await page.locator('details.tool[open]').count()).toBe(0);
+    const failed = page.locator('details.tool.status-failed');
+    await failed.locator('summary').click();
+    expect(await failed.locator('pre').last().innerText()).toContain('FAILED tests/test_parser.py::test_blank');
+
+    // compaction markers: the loaded one and the live one after an overflow
+    const markers = page.locator('.marker.compaction .marker-line');
+    expect(await markers.allInnerTexts()).toEqual([
+      'Context compacted (near the window): 27k → 6.1k tokens',
+      'Context compacted (after an overflow): 31.2k → 7.4k tokens',
+    ]);
+    const summary = page.locator('.marker.compaction details.summary').nth(1);
+    expect(await summary.evaluate((d) => (d as HTMLDetailsElement).open)).toBe(false);
+    await summary.locator('summary').click();
+    expect(await summary.locator('.markdown').innerText()).toContain('Skip blank lines in parse.');
+
+    // overflow notices
+    expect(await page.locator('.notice.overflow').allInnerTexts()).toEqual([
+      expect.stringContaining('The provider rejected the prompt as too long; compacting and retrying once.'),
+      expect.stringContaining('retrying'),
+    ]);
+
+    // meter: 24,100 of 32,768 is 74 %: the 70 % colour
+    const meter = page.locator('.meter');
+    expect(await meter.getAttribute('data-level')).toBe('warn');
+    expect(await page.locator('.meter-text').innerText()).toBe('24.1k / 32.8k (74%) · cache 86% · $0.061 · window 3');
+    expect(await page.locator('.meter-fill').evaluate((e) => (e as HTMLElement).style.width)).toBe('73.5%');
+
+    // permission cards: the answered one and the pending one with its options
+    const answered = page.locator('.card.permission.status-answered');
+    expect(await answered.innerText()).toContain('Answered: Allow once');
+    const card = page.locator('.card.permission.status-pending');
+    expect(await card.locator('.card-title').innerText()).toContain('Allow bash rm -rf fixtures?');
+    expect(await card.locator('pre').innerText()).toContain('"command": "rm -rf fixtures"');
+    expect(await card.locator('button').allInnerTexts()).toEqual(['Allow once', 'Always allow bash', 'Reject', 'Always reject']);
+
+    // a running turn: Stop shown, Send and "Compact now" not available
+    expect(await page.locator('button.stop').isVisible()).toBe(true);
+    expect(await page.locator('button.send').isVisible()).toBe(false);
+    expect(await page.getByRole('button', { name: 'Compact now' }).isDisabled()).toBe(true);
+
+    await card.scrollIntoViewIfNeeded();
+    await page.screenshot({ path: join(ARTIFACTS, 'webview-stream.png') });
+    await page.locator('.marker.compaction').nth(1).scrollIntoViewIfNeeded();
+    await page.screenshot({ path: join(ARTIFACTS, 'webview-compaction.png') });
+
+    // the card answers through the host
+    await card.getByRole('button', { name: 'Reject', exact: true }).click();
+    await page.locator('button.stop').click();
+    expect(await posted()).toEqual([
+      { type: 'ready' },
+      { type: 'permission', requestId: 'rec-2', optionId: 'reject-once' },
+      { type: 'stop' },
+    ]);
+
+    // Model markup did not run. The only console errors are Chromium reporting that the CSP
+    // blocked the onerror handler in DOMPurify's inert parse document, and the sanitised
+    // <img src="x"> (no handler left) failing to load; our own script ran (CSP nonce).
+    expect(await xssFlag(page)).toBeUndefined();
+    const sanitised = await page.locator('.item.assistant .markdown').filter({ hasText: 'Model output can carry markup' }).innerHTML();
+    expect(sanitised).toContain('<img src="x">');
+    expect(sanitised).not.toMatch(/onerror|<script|javascript:/i);
+    const unexpected = errors.filter(
+      (e) => !/Executing inline event handler violates the following Content Security Policy/.test(e) && !/Failed to load resource: .*404/.test(e),
+    );
+    expect(unexpected).toEqual([]);
+    await page.close();
+  });
+
+  it('keeps model <script> and <img onerror> inert by sanitising alone (no CSP)', async () => {
+    const { page } = await openView({ omitCsp: true });
+    await replay(page, actionsFromRecording(rec.messages));
+    // Everything rendered; give any injected handler a chance to fire.
+    await page.waitForTimeout(300);
+    expect(await xssFlag(page)).toBeUndefined();
+    expect(await page.locator('#app script').count()).toBe(0);
+    expect(await page.locator('#app [onerror]').count()).toBe(0);
+    const hrefs = await page.locator('#app a').evaluateAll((as) => as.map((a) => a.getAttribute('href')));
+    expect(hrefs.filter((h) => h && /^javascript:/i.test(h))).toEqual([]);
+    // The text of the markup is still there for the reader where it was plain text (tool output).
+    expect(await page.locator('details.tool.status-failed pre').last().textContent()).toContain('<img src=x onerror=');
+    await page.close();
+  });
+
+  it('sends prompts, compacts with instructions and rewinds once the turn is over', async () => {
+    const { page, posted } = await openView();
+    const actions = actionsFromRecording(rec.messages);
+    actions.push({ type: 'permissionResolved', requestId: 'rec-2', outcome: 'cancelled' });
+    actions.push({ type: 'turnEnded', result: { turnId: 't-0003', stopReason: 'cancelled' } });
+    await page.evaluate(
+      ({ state, actions }) => {
+        window.postMessage({ type: 'reset', state }, '*');
+        window.postMessage({ type: 'actions', actions }, '*');
+      },
+      { state: startState(), actions },
+    );
+    await page.waitForSelector('.card.permission.status-cancelled');
+    expect(await page.locator('.notice').last().innerText()).toBe('Stopped.');
+
+    await page.locator('textarea.prompt').fill('Now fix parse');
+    await page.locator('textarea.prompt').press('Enter');
+    await page.getByRole('button', { name: 'Compact now' }).click();
+    await page.locator('.compact-instructions').fill('keep the failing test name');
+    await page.getByRole('button', { name: 'Compact', exact: true }).click();
+    await page.locator('.item.user').last().hover();
+    await page.locator('.item.user').last().getByRole('button', { name: /Rewind here/ }).click();
+    const sent = await posted();
+    expect(sent).toEqual([
+      { type: 'ready' },
+      { type: 'send', text: 'Now fix parse' },
+      { type: 'compact', instructions: 'keep the failing test name' },
+      { type: 'rewind', entryId: 'e0000020' },
+    ]);
+    await page.screenshot({ path: join(ARTIFACTS, 'webview-idle.png') });
+    await page.close();
+  });
+
+  it('shows what to do when the server cannot start', async () => {
+    const { page, posted } = await openView();
+    const message =
+      'The agent server is not installed in /usr/bin/python3. Install the server: `pip install agent-server` in that interpreter, or set agentServer.python.';
+    await page.evaluate(
+      ({ state }) => window.postMessage({ type: 'reset', state }, '*'),
+      { state: reduceAll(initialState(), [{ type: 'workspace', workspaceUri: 'file:///w' }, { type: 'serverStatus', status: 'failed', message }]) },
+    );
+    await page.waitForSelector('.banner.error');
+    expect(await page.locator('.banner-text').innerText()).toBe(message);
+    expect(await page.locator('textarea.prompt').isDisabled()).toBe(true);
+    await page.getByRole('button', { name: 'Restart server' }).click();
+    expect((await posted()).at(-1)).toEqual({ type: 'command', command: 'restartServer' });
+    await page.screenshot({ path: join(ARTIFACTS, 'webview-server-missing.png') });
+    await page.close();
+  });
+});

@@ -1,0 +1,82 @@
+"""An agent session against the simulator over real HTTP, in a temporary workspace."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_server.agent import events
+from agent_server.agent.model_call import RetryPolicy
+from agent_server.agent.session import AgentSession
+from agent_server.agent.settings import AgentSettings
+from agent_server.agent.workspace import WorkspaceAgent
+from agent_server.sim.scenario import Scenario, parse_scenario
+from agent_server.sim.server import SimServer
+from agent_server.sim.simulator import Simulator
+from agent_server.sim.workspace import write_sample_workspace
+
+FAST_RETRY = RetryPolicy(max_retries=4, base_delay=0.01, max_delay=0.2)
+
+
+@dataclass
+class Run:
+    session: AgentSession
+    sim: Simulator
+    workspace: Path
+    events: list[events.AgentEvent] = field(default_factory=list)
+
+    def of(self, kind: type) -> list[Any]:
+        return [e for e in self.events if isinstance(e, kind)]
+
+    @property
+    def model_requests(self) -> list[Any]:
+        return [r for r in self.sim.records if r.api == "anthropic-messages"]
+
+
+@asynccontextmanager
+async def agent_run(
+    tmp_path: Path,
+    *,
+    scenario: Scenario | dict[str, Any] | None = None,
+    settings: AgentSettings | None = None,
+    sample_workspace: bool = True,
+    faults: str | None = None,
+) -> AsyncIterator[Run]:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir(exist_ok=True)
+    if sample_workspace:
+        write_sample_workspace(workspace)
+    if isinstance(scenario, dict):
+        scenario = parse_scenario(scenario)
+    simulator = Simulator(scenario=scenario, faults=faults)
+    async with SimServer(simulator) as server:
+        base = settings or AgentSettings(permissions_mode="allowAll")
+        base = base.with_overrides(
+            provider="sim", base_url=server.base_url, sessions_dir=str(tmp_path / "sessions")
+        )
+        agent = WorkspaceAgent(workspace, base, retry=FAST_RETRY)
+        run: Run | None = None
+
+        def emit(event: events.AgentEvent) -> None:
+            assert run is not None
+            run.events.append(event)
+
+        session = agent.create(emit=emit)
+        run = Run(session, simulator, workspace)
+        try:
+            yield run
+        finally:
+            await agent.close()
+
+
+AgentRun = Callable[..., Any]
+
+
+@pytest.fixture
+def sample(tmp_path: Path) -> Path:
+    return tmp_path

@@ -1,0 +1,289 @@
+"""The agent end to end against the simulator, with real tools in a temporary workspace."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import itertools
+import os
+import random
+from pathlib import Path
+
+from agent_server.agent import events
+from agent_server.agent.settings import AgentSettings
+from agent_server.context.projection import project
+from agent_server.llm.messages import AssistantMessage, ToolResultMessage, UserMessage
+from agent_server.session.entries import CompactionEntry, MessageEntry
+from agent_server.sim.request_checks import check_requests
+from agent_server.sim.scenario import default_scenario
+from tests.agent.conftest import agent_run
+
+
+def write_blob(workspace: Path, name: str, chars: int, seed: int = 1) -> None:
+    """Base64 text: chars/4 under-estimates it about twice, as with real tokenizers."""
+    data = random.Random(seed).randbytes(chars * 3 // 4)
+    (workspace / name).write_text(base64.encodebytes(data).decode())
+
+
+def assert_ledger_consistent(run) -> None:  # type: ignore[no-untyped-def]
+    """Every tool call answered exactly once, no result without its call, on every branch."""
+    entries = run.session.ledger.branch()
+    calls, results = [], []
+    for entry in entries:
+        if isinstance(entry, MessageEntry):
+            if isinstance(entry.message, AssistantMessage):
+                calls += [c.id for c in entry.message.tool_calls]
+            elif isinstance(entry.message, ToolResultMessage):
+                results.append(entry.message.tool_call_id)
+    assert sorted(calls) == sorted(results)
+    projected = project(run.session.ledger.projection_entries()).messages
+    assert not isinstance(projected[0], ToolResultMessage)
+    for before, after in itertools.pairwise(projected):
+        assert not (isinstance(before, UserMessage) and isinstance(after, UserMessage))
+
+
+async def test_scripted_session_compacts_and_keeps_every_invariant(tmp_path: Path) -> None:
+    async with agent_run(tmp_path) as run:
+        for prompt in default_scenario().prompts:
+            result = await run.session.run_turn(prompt)
+            assert result.stop_reason == "end_turn", result
+        check = check_requests(run.sim.records)
+        assert check.ok, check.summary()
+        assert check.requests - check.summary_requests >= 60
+        completed = [e for e in run.of(events.CompactionFinished) if e.status == "completed"]
+        assert len(completed) >= 2
+        assert check.windows == len(completed) + 1
+        assert check.cache_read_share >= 0.85, check.summary()
+        compactions = [e for e in run.session.ledger.entries if isinstance(e, CompactionEntry)]
+        assert len(compactions) == len(completed)
+        # Iterative summaries: each later summary folds in the files of the ones before.
+        assert set(compactions[0].details.read_files) <= set(compactions[-1].details.read_files)
+        assert_ledger_consistent(run)
+
+
+BLOB_TURN = {
+    "turns": [
+        {
+            "user": "Read the blob.",
+            "steps": [
+                {"tools": [{"name": "read", "arguments": {"path": "blob.b64"}}]},
+                {"text": "Here is a long answer.", "textTokens": 4000},
+            ],
+        },
+        {"user": "Go on.", "steps": [{"text": "Continuing from the summary."}]},
+    ]
+}
+
+
+async def test_output_cut_off_by_the_window_forces_a_compaction_on_the_next_call(
+    tmp_path: Path,
+) -> None:
+    async with agent_run(tmp_path, scenario=BLOB_TURN, sample_workspace=False) as run:
+        write_blob(run.workspace, "blob.b64", 50_000)
+        first = await run.session.run_turn("Read the blob.")
+        assert first.stop_reason == "max_tokens"
+        last = run.session.ledger.branch()[-1]
+        assert isinstance(last, MessageEntry) and last.message.stop_reason == "contextOverflow"
+        requests_before = len(run.model_requests)
+        second = await run.session.run_turn("Go on.")
+        assert second.stop_reason == "end_turn"
+        overflow = run.of(events.OverflowHappened)
+        assert [(o.kind, o.action) for o in overflow] == [("truncated", "compacting")]
+        finished = run.of(events.CompactionFinished)
+        assert [(f.reason, f.status) for f in finished] == [("truncation", "completed")]
+        after = run.model_requests[requests_before:]
+        assert after[0].source == "summary"  # the compaction came first
+        assert_ledger_consistent(run)
+
+
+async def test_prompt_too_long_gives_exactly_one_compaction_and_one_retry(tmp_path: Path) -> None:
+    scenario = {
+        "turns": [
+            {
+                "user": "Read the blob.",
+                "steps": [
+                    {
+                        "tools": [
+                            {"name": "read", "arguments": {"path": "a.b64"}},
+                            {"name": "read", "arguments": {"path": "b.b64"}},
+                        ]
+                    },
+                    {"text": "Read it."},
+                ],
+            }
+        ]
+    }
+    async with agent_run(tmp_path, scenario=scenario, sample_workspace=False) as run:
+        # Each read stays under the tool output bound; together they are estimated below
+        # the compaction threshold but really exceed the window.
+        write_blob(run.workspace, "a.b64", 40_000, seed=1)
+        write_blob(run.workspace, "b.b64", 40_000, seed=2)
+        result = await run.session.run_turn("Read the blob.")
+        assert result.stop_reason == "end_turn", result
+        statuses = [(r.status, r.source) for r in run.model_requests]
+        rejected = [s for s in statuses if s[0] == 400]
+        summaries = [s for s in statuses if s[1] == "summary"]
+        assert len(rejected) == 1 and len(summaries) == 1
+        rejected_at = statuses.index(rejected[0])
+        assert statuses[rejected_at + 1][1] == "summary"
+        assert statuses[rejected_at + 2][0] == 200  # the one retry
+        overflow = [(o.kind, o.action) for o in run.of(events.OverflowHappened)]
+        assert overflow == [("rejected", "compacting"), ("rejected", "retrying")]
+        assert_ledger_consistent(run)
+
+
+async def test_a_message_larger_than_the_window_surfaces_an_error(tmp_path: Path) -> None:
+    async with agent_run(tmp_path, sample_workspace=False) as run:
+        huge = "lorem ipsum dolor sit amet " * 8000  # ~40k tokens: larger than sim-small's window
+        result = await run.session.run_turn(huge)
+        assert result.stop_reason == "error"
+        assert result.error and "context window" in result.error
+        assert len(run.model_requests) <= 4
+        assert [o.action for o in run.of(events.OverflowHappened)][-1] == "gaveUp"
+        # The guard resets with the next prompt, and the session still works.
+        run.session.rewind(run.session.ledger.branch()[0].id)
+        again = await run.session.run_turn(
+            "Give me an overview of this repository: what it does and how it is laid out."
+        )
+        assert again.stop_reason in ("end_turn", "error")
+
+
+async def test_rate_limits_overloads_and_a_dropped_stream_still_finish_the_turn(
+    tmp_path: Path,
+) -> None:
+    async with agent_run(tmp_path, faults="429@2:0.05,529@3,drop@5:2") as run:
+        prompt = default_scenario().prompts[0]
+        result = await run.session.run_turn(prompt)
+        assert result.stop_reason == "end_turn"
+        faults = [r.fault for r in run.model_requests if r.fault]
+        assert len(faults) == 3
+        notices = [n.message for n in run.of(events.Notice) if n.level == "warning"]
+        assert len([n for n in notices if "Retrying" in n]) == 3
+        assert run.of(events.OverflowHappened) == []
+        assert_ledger_consistent(run)
+        check = check_requests(run.sim.records)
+        assert check.ok, check.summary()
+
+
+async def test_path_escapes_are_refused(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("do not read")
+    scenario = {
+        "turns": [
+            {
+                "user": "Peek outside.",
+                "steps": [
+                    {
+                        "tools": [
+                            {"name": "read", "arguments": {"path": "../secret.txt"}},
+                            {"name": "read", "arguments": {"path": str(secret)}},
+                            {
+                                "name": "write",
+                                "arguments": {"path": "../escape.txt", "content": "x"},
+                            },
+                        ]
+                    },
+                    {"text": "Done."},
+                ],
+            }
+        ]
+    }
+    async with agent_run(tmp_path, scenario=scenario) as run:
+        await run.session.run_turn("Peek outside.")
+        results = [
+            e.message
+            for e in run.session.ledger.entries
+            if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)
+        ]
+        assert len(results) == 3 and all(r.is_error for r in results)
+        assert all("outside" in r.text or ".." in r.text for r in results)
+        assert not any("do not read" in r.text for r in results)
+        assert not (tmp_path / "escape.txt").exists()
+
+
+async def test_cancelling_a_running_bash_command_kills_its_children(tmp_path: Path) -> None:
+    command = "echo $$ > pids; sleep 60 & echo $! >> pids; sleep 60 & echo $! >> pids; wait"
+    scenario = {
+        "turns": [
+            {
+                "user": "Run it.",
+                "steps": [
+                    {"tools": [{"name": "bash", "arguments": {"command": command}}]},
+                    {"text": "ok"},
+                ],
+            }
+        ]
+    }
+    async with agent_run(tmp_path, scenario=scenario) as run:
+        turn = asyncio.ensure_future(run.session.run_turn("Run it."))
+        pid_file = run.workspace / "pids"
+        for _ in range(200):
+            if pid_file.exists() and len(pid_file.read_text().split()) == 3:
+                break
+            await asyncio.sleep(0.05)
+        pids = [int(p) for p in pid_file.read_text().split()]
+        assert run.session.interrupt()
+        result = await turn
+        assert result.stop_reason == "cancelled"
+        for _ in range(100):
+            if not any(_alive(pid) for pid in pids):
+                break
+            await asyncio.sleep(0.05)
+        assert not any(_alive(pid) for pid in pids)
+        assert_ledger_consistent(run)
+        results = [
+            e.message
+            for e in run.session.ledger.entries
+            if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)
+        ]
+        assert results and "aborted" in results[-1].text
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie waiting to be reaped counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+async def test_an_external_edit_of_a_read_file_reaches_the_model_as_a_note(tmp_path: Path) -> None:
+    scenario = default_scenario()
+    first, second = scenario.prompts[0], scenario.prompts[1]
+    async with agent_run(tmp_path) as run:
+        await run.session.run_turn(first)  # reads README.md
+        (run.workspace / "README.md").write_text("# rewritten by the user\n")
+        await run.session.run_turn(second)
+        bodies = [r.request for r in run.model_requests if r.source != "summary"]
+        last_user_texts = [
+            block.get("text", "")
+            for body in bodies
+            for block in body["messages"][-1]["content"]
+            if isinstance(block, dict) and block.get("type") == "text"
+        ]
+        assert any("README.md changed on disk" in text for text in last_user_texts)
+        system = bodies[-1]["system"]
+        assert all("README.md changed" not in block["text"] for block in system)
+        assert check_requests(run.sim.records).ok
+
+
+async def test_permission_denial_becomes_a_tool_result(tmp_path: Path) -> None:
+    scenario = default_scenario()
+    prompt = next(p for p in scenario.prompts if p.startswith("Write a scratch note"))
+    async with agent_run(tmp_path, settings=AgentSettings(permissions_mode="allowReads")) as run:
+        result = await run.session.run_turn(prompt)  # no editor to ask: headless denies
+        assert result.stop_reason == "end_turn"
+        denied = [
+            e.message
+            for e in run.session.ledger.entries
+            if isinstance(e, MessageEntry)
+            and isinstance(e.message, ToolResultMessage)
+            and e.message.tool_name == "write"
+        ]
+        assert denied and denied[0].is_error and "permission" in denied[0].text.lower()
+        assert not (run.workspace / "notes").exists()

@@ -1,0 +1,171 @@
+"""Drive the real server over stdio with pytest-lsp's client.
+
+`start_agent_client` starts `python -m agent_server serve` as a subprocess, initializes it with
+the given settings and workspace folders, and records every agent/* notification. The client
+uses the server's own converter so that custom params stay plain JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp.client import register_lsp_features
+
+from agent_server.lsp.server import agent_converter
+from agent_server.sim.server import SimServer
+from agent_server.sim.simulator import Simulator
+from agent_server.sim.workspace import write_sample_workspace
+
+
+@dataclass
+class AgentClient:
+    client: LanguageClient
+    workspaces: list[Path]
+    updates: list[dict[str, Any]] = field(default_factory=list)
+    usage: list[dict[str, Any]] = field(default_factory=list)
+    compactions: list[dict[str, Any]] = field(default_factory=list)
+    overflows: list[dict[str, Any]] = field(default_factory=list)
+    permission_requests: list[dict[str, Any]] = field(default_factory=list)
+    permission_cancellations: int = 0
+    show_message_requests: list[Any] = field(default_factory=list)
+    # Decides the answer to agent/requestPermission: option id, or None for "cancelled".
+    answer_permission: Callable[[dict[str, Any]], str | None] = lambda _params: "allow_once"
+    permission_delay: float = 0.0
+
+    async def request(self, method: str, params: Any) -> Any:
+        return await self.client.protocol.send_request_async(method, params)
+
+    def workspace_uri(self, index: int = 0) -> str:
+        return self.workspaces[index].as_uri()
+
+    async def new_session(self, index: int = 0, **extra: Any) -> str:
+        result = await self.request(
+            "agent/session/new", {"workspaceUri": self.workspace_uri(index), **extra}
+        )
+        return str(result["sessionId"])
+
+    def updates_of(self, turn_id: str) -> list[dict[str, Any]]:
+        return [u for u in self.updates if u["turnId"] == turn_id]
+
+
+def make_client(state: dict[str, AgentClient]) -> LanguageClient:
+    client = LanguageClient(converter_factory=agent_converter)
+    register_lsp_features(client)
+
+    @client.feature("agent/update")
+    def on_update(ls: LanguageClient, params: Any) -> None:
+        state["client"].updates.append(params)
+
+    @client.feature("agent/usage")
+    def on_usage(ls: LanguageClient, params: Any) -> None:
+        state["client"].usage.append(params)
+
+    @client.feature("agent/compaction")
+    def on_compaction(ls: LanguageClient, params: Any) -> None:
+        state["client"].compactions.append(params)
+
+    @client.feature("agent/overflow")
+    def on_overflow(ls: LanguageClient, params: Any) -> None:
+        state["client"].overflows.append(params)
+
+    @client.feature("agent/requestPermission")
+    async def on_permission(ls: LanguageClient, params: Any) -> Any:
+        agent = state["client"]
+        agent.permission_requests.append(params)
+        if agent.permission_delay:
+            try:
+                await asyncio.sleep(agent.permission_delay)
+            except asyncio.CancelledError:
+                agent.permission_cancellations += 1
+                raise
+        choice = agent.answer_permission(params)
+        if choice is None:
+            return {"outcome": "cancelled"}
+        return {"outcome": {"selected": choice}}
+
+    @client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
+    def on_show_message_request(ls: LanguageClient, params: Any) -> Any:
+        agent = state["client"]
+        agent.show_message_requests.append(params)
+        actions = params.actions or []
+        return actions[0] if actions else None
+
+    return client
+
+
+@asynccontextmanager
+async def start_agent_client(
+    workspaces: list[Path],
+    settings: dict[str, Any],
+    *,
+    request_permission: bool = True,
+    configuration: bool = True,
+    env: dict[str, str] | None = None,
+) -> AsyncIterator[AgentClient]:
+    state: dict[str, AgentClient] = {}
+    config = ClientServerConfig(
+        server_command=[sys.executable, "-m", "agent_server", "serve"],
+        client_factory=lambda: make_client(state),
+        server_env=env,
+    )
+    client = await config.start()
+    agent = AgentClient(client, workspaces)
+    state["client"] = agent
+    client.set_configuration(settings, section="agent")
+    capabilities = types.ClientCapabilities(
+        workspace=types.WorkspaceClientCapabilities(
+            configuration=configuration, workspace_folders=True
+        ),
+        window=types.WindowClientCapabilities(work_done_progress=True),
+    )
+    options: dict[str, Any] = {"settings": settings}
+    if request_permission:
+        options["clientCapabilities"] = {"requestPermission": True}
+    await client.initialize_session(
+        types.InitializeParams(
+            capabilities=capabilities,
+            workspace_folders=[
+                types.WorkspaceFolder(uri=path.as_uri(), name=path.name) for path in workspaces
+            ],
+            initialization_options=options,
+        )
+    )
+    try:
+        yield agent
+    finally:
+        await client.shutdown_session()
+        await client.stop()
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    path = tmp_path / "workspace"
+    path.mkdir()
+    write_sample_workspace(path)
+    return path
+
+
+@pytest.fixture
+async def sim() -> AsyncIterator[SimServer]:
+    async with SimServer(Simulator()) as server:
+        yield server
+
+
+def sim_settings(sim: SimServer, tmp_path: Path, **extra: Any) -> dict[str, Any]:
+    settings: dict[str, Any] = {
+        "provider": "sim",
+        "baseUrl": sim.base_url,
+        "sessionsDir": str(tmp_path / "sessions"),
+        "permissions": {"mode": "allowAll"},
+    }
+    settings.update(extra)
+    return settings

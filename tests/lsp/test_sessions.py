@@ -1,0 +1,107 @@
+"""Sessions over the protocol: restart, separate folders, settings changes, rewind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lsprotocol import types
+
+from agent_server.sim.server import SimServer
+from agent_server.sim.workspace import write_sample_workspace
+from tests.lsp.conftest import sim_settings, start_agent_client
+from tests.lsp.test_turns import OVERVIEW, SCENARIO_PROMPTS
+
+
+async def test_sessions_listed_and_loaded_after_a_restart(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    settings = sim_settings(sim, tmp_path)
+    async with start_agent_client([workspace], settings) as agent:
+        session_id = await agent.new_session(title="tour")
+        await agent.request("agent/turn", {"sessionId": session_id, "prompt": OVERVIEW})
+        before = await agent.request("agent/session/load", {"sessionId": session_id})
+
+    async with start_agent_client([workspace], settings) as agent:
+        listed = await agent.request("agent/session/list", {"workspaceUri": agent.workspace_uri()})
+        assert [s["sessionId"] for s in listed["sessions"]] == [session_id]
+        assert listed["sessions"][0]["title"] == "tour"
+        after = await agent.request("agent/session/load", {"sessionId": session_id})
+        assert after["transcript"] == before["transcript"]
+        assert after["usage"]["used"] == before["usage"]["used"]
+        result = await agent.request(
+            "agent/turn", {"sessionId": session_id, "prompt": SCENARIO_PROMPTS[1]}
+        )
+        assert result["stopReason"] == "end_turn"
+
+
+async def test_two_workspace_folders_keep_separate_stores(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    write_sample_workspace(other)
+    async with start_agent_client([workspace, other], sim_settings(sim, tmp_path)) as agent:
+        first = await agent.new_session(0)
+        second = await agent.new_session(1)
+        in_first = await agent.request(
+            "agent/session/list", {"workspaceUri": agent.workspace_uri(0)}
+        )
+        in_second = await agent.request(
+            "agent/session/list", {"workspaceUri": agent.workspace_uri(1)}
+        )
+        assert [s["sessionId"] for s in in_first["sessions"]] == [first]
+        assert [s["sessionId"] for s in in_second["sessions"]] == [second]
+
+
+async def test_configuration_change_applies_to_the_next_turn(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    settings = sim_settings(sim, tmp_path)
+    prompt = "Write a scratch note with the three most important findings so far."
+    async with start_agent_client([workspace], settings) as agent:
+        session_id = await agent.new_session()
+        await agent.request("agent/turn", {"sessionId": session_id, "prompt": prompt})
+        assert not agent.permission_requests  # allowAll
+
+        agent.client.set_configuration(
+            {**settings, "permissions": {"mode": "ask"}}, section="agent"
+        )
+        agent.client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings=None)
+        )
+        await agent.request("agent/usage", {"sessionId": session_id})  # ordering barrier
+        await agent.request("agent/turn", {"sessionId": session_id, "prompt": prompt})
+        assert agent.permission_requests
+
+
+async def test_rewind_continues_from_an_earlier_entry_without_deleting(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    async with start_agent_client([workspace], sim_settings(sim, tmp_path)) as agent:
+        session_id = await agent.new_session()
+        await agent.request("agent/turn", {"sessionId": session_id, "prompt": OVERVIEW})
+        await agent.request("agent/turn", {"sessionId": session_id, "prompt": SCENARIO_PROMPTS[1]})
+        loaded = await agent.request("agent/session/load", {"sessionId": session_id})
+        prompts = [
+            item
+            for item in loaded["transcript"]
+            if item["type"] == "message" and item["message"]["role"] == "user"
+        ]
+        second_prompt = prompts[1]
+        target = second_prompt["parentId"]
+        rewound = await agent.request("agent/rewind", {"sessionId": session_id, "entryId": target})
+        after = await agent.request("agent/session/load", {"sessionId": session_id})
+        assert after["leafId"] == rewound["leafId"]
+        ids = [item["entryId"] for item in after["transcript"]]
+        assert second_prompt["entryId"] not in ids
+        assert target in ids
+        await agent.request("agent/turn", {"sessionId": session_id, "prompt": SCENARIO_PROMPTS[2]})
+        final = await agent.request("agent/session/load", {"sessionId": session_id})
+        user_texts = [
+            item["message"]["content"][-1]["text"]
+            for item in final["transcript"]
+            if item["type"] == "message" and item["message"]["role"] == "user"
+        ]
+        assert user_texts == [OVERVIEW, SCENARIO_PROMPTS[2]]
+        listed = await agent.request("agent/session/list", {"workspaceUri": agent.workspace_uri()})
+        assert listed["sessions"][0]["entryCount"] > len(final["transcript"])  # nothing deleted

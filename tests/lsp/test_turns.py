@@ -1,0 +1,224 @@
+"""A turn over real stdio: ordered updates, the result, usage and compaction notifications."""
+# pytest-lsp's client warns about progress tokens it did not create; a client-chosen
+# workDoneToken in the request is valid LSP.
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from agent_server.sim.server import SimServer
+from tests.lsp.conftest import sim_settings, start_agent_client
+
+OVERVIEW = "Give me an overview of this repository: what it does and how it is laid out."
+
+
+async def test_turn_streams_ordered_updates_and_returns_result(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    async with start_agent_client([workspace], sim_settings(sim, tmp_path)) as agent:
+        session_id = await agent.new_session()
+        result = await agent.request(
+            "agent/turn", {"sessionId": session_id, "prompt": OVERVIEW, "workDoneToken": "t1"}
+        )
+        assert result["stopReason"] == "end_turn"
+        updates = agent.updates_of(result["turnId"])
+        assert [u["seq"] for u in updates] == list(range(len(updates)))
+        kinds = [u["update"]["kind"] for u in updates]
+        assert kinds[0] == "userMessage"
+        assert "toolCall" in kinds and "toolCallUpdate" in kinds and "messageChunk" in kinds
+        text = "".join(
+            u["update"]["content"]["text"] for u in updates if u["update"]["kind"] == "messageChunk"
+        )
+        assert "stockroom" in text
+        calls = {u["update"]["toolCallId"] for u in updates if u["update"]["kind"] == "toolCall"}
+        finished = {
+            u["update"]["toolCallId"]
+            for u in updates
+            if u["update"]["kind"] == "toolCallUpdate" and u["update"].get("status") == "completed"
+        }
+        assert calls and calls == finished
+        assert agent.usage and agent.usage[-1]["sessionId"] == session_id
+        assert result["usage"]["used"] > 0 and result["usage"]["size"] == 32768
+        progress = agent.client.progress_reports.get("t1", [])
+        assert progress and progress[0].kind == "begin" and progress[-1].kind == "end"
+
+
+SCENARIO_PROMPTS = [
+    OVERVIEW,
+    "How are stock items modelled? Walk me through the models module.",
+    "Where is the data persisted and in what format?",
+    "The application log has errors. Find out what fails most often.",
+    "Read further into the log and explain the storage failure traceback.",
+    "Which row of the CSV is broken, and is anything else wrong with the file?",
+]
+
+
+async def test_compaction_notifies_started_then_one_terminal_status(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    async with start_agent_client([workspace], sim_settings(sim, tmp_path)) as agent:
+        session_id = await agent.new_session()
+        for prompt in SCENARIO_PROMPTS:
+            result = await agent.request("agent/turn", {"sessionId": session_id, "prompt": prompt})
+            assert result["stopReason"] == "end_turn"
+        assert agent.compactions, "six scenario turns on sim-small must compact"
+        by_id: dict[str, list[dict]] = {}
+        for note in agent.compactions:
+            by_id.setdefault(note["compactionId"], []).append(note)
+        for notes in by_id.values():
+            statuses = [n["status"] for n in notes]
+            assert statuses[0] == "started"
+            assert len(statuses) == 2 and statuses[1] in ("completed", "failed", "cancelled")
+        completed = [n for n in agent.compactions if n["status"] == "completed"]
+        assert completed and completed[0]["tokensAfter"] < completed[0]["tokensBefore"]
+        assert completed[0]["summary"] and completed[0]["reason"] == "threshold"
+        assert agent.usage[-1]["windowNumber"] == 1 + len(completed)
+
+        manual = await agent.request(
+            "agent/compact", {"sessionId": session_id, "instructions": "Keep the CSV findings."}
+        )
+        assert manual["outcome"] in ("compacted", "noop")
+        loaded = await agent.request("agent/session/load", {"sessionId": session_id})
+        markers = [item for item in loaded["transcript"] if item["type"] == "compaction"]
+        assert len(markers) == len(completed) + (manual["outcome"] == "compacted")
+
+
+async def test_overflow_rejection_notifies_and_retries_once(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    async with start_agent_client([workspace], sim_settings(sim, tmp_path)) as agent:
+        session_id = await agent.new_session()
+        for prompt in SCENARIO_PROMPTS[:2]:
+            await agent.request("agent/turn", {"sessionId": session_id, "prompt": prompt})
+        before = len(sim.simulator.records)
+        sim.simulator.set_faults("overflow@1")
+        result = await agent.request(
+            "agent/turn", {"sessionId": session_id, "prompt": SCENARIO_PROMPTS[2]}
+        )
+        assert result["stopReason"] == "end_turn"
+        actions = [(o["kind"], o["action"]) for o in agent.overflows]
+        assert actions == [("rejected", "compacting"), ("rejected", "retrying")]
+        reasons = [c["reason"] for c in agent.compactions if c["status"] == "completed"]
+        assert reasons == ["overflow"]
+        rejected = [r for r in sim.simulator.records[before:] if r.status == 400]
+        assert len(rejected) == 1
+
+
+async def test_permission_allow_and_deny_take_effect(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    settings = sim_settings(sim, tmp_path, permissions={"mode": "allowReads"})
+    note = workspace / "notes" / "findings.md"
+    async with start_agent_client([workspace], settings) as agent:
+        session_id = await agent.new_session()
+        agent.answer_permission = lambda params: "reject_once"
+        await agent.request(
+            "agent/turn",
+            {
+                "sessionId": session_id,
+                "prompt": "Write a scratch note with the three most important findings so far.",
+            },
+        )
+        assert agent.permission_requests, "a write must ask in allowReads mode"
+        asked = agent.permission_requests[-1]
+        assert asked["toolCall"]["title"].startswith("Write")
+        assert {o["kind"] for o in asked["options"]} >= {"allow_once", "reject_once"}
+        assert not note.exists()
+        loaded = await agent.request("agent/session/load", {"sessionId": session_id})
+        results = [
+            item["message"]
+            for item in loaded["transcript"]
+            if item["type"] == "message"
+            and item["message"]["role"] == "toolResult"
+            and item["message"]["toolName"] == "write"
+        ]
+        assert results and "denied" in results[-1]["content"][0]["text"]
+
+        agent.answer_permission = lambda params: "allow_once"
+        await agent.request(
+            "agent/turn",
+            {
+                "sessionId": session_id,
+                "prompt": "Write a scratch note with the three most important findings so far.",
+            },
+        )
+        assert note.exists()
+
+
+async def test_cancel_mid_turn_returns_cancelled_and_next_turn_works(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    async with start_agent_client([workspace], sim_settings(sim, tmp_path)) as agent:
+        session_id = await agent.new_session()
+        sim.simulator.set_faults("slow@2:30")
+        future = agent.client.protocol.send_request(
+            "agent/turn", {"sessionId": session_id, "prompt": OVERVIEW}, msg_id="turn-cancel"
+        )
+        while not any(u["update"]["kind"] == "toolCallUpdate" for u in agent.updates):
+            await asyncio.sleep(0.05)
+        agent.client.protocol.notify("$/cancelRequest", types.CancelParams(id="turn-cancel"))
+        result = await asyncio.wrap_future(future)
+        assert result["stopReason"] == "cancelled"
+        sim.simulator.set_faults(None)
+
+        loaded = await agent.request("agent/session/load", {"sessionId": session_id})
+        messages = [i["message"] for i in loaded["transcript"] if i["type"] == "message"]
+        calls = [
+            b["id"]
+            for m in messages
+            if m["role"] == "assistant"
+            for b in m["content"]
+            if b["type"] == "toolCall"
+        ]
+        answered = [m["toolCallId"] for m in messages if m["role"] == "toolResult"]
+        assert sorted(calls) == sorted(answered)
+
+        again = await agent.request("agent/turn", {"sessionId": session_id, "prompt": OVERVIEW})
+        assert again["stopReason"] == "end_turn"
+
+
+async def test_interrupt_by_session_id(workspace: Path, sim: SimServer, tmp_path: Path) -> None:
+    async with start_agent_client([workspace], sim_settings(sim, tmp_path)) as agent:
+        session_id = await agent.new_session()
+        sim.simulator.set_faults("slow@1:30")
+        turn = asyncio.ensure_future(
+            agent.request("agent/turn", {"sessionId": session_id, "prompt": OVERVIEW})
+        )
+        while not any(u["update"]["kind"] == "userMessage" for u in agent.updates):
+            await asyncio.sleep(0.05)
+        busy = asyncio.ensure_future(
+            agent.request("agent/turn", {"sessionId": session_id, "prompt": OVERVIEW})
+        )
+        with pytest.raises(JsonRpcException) as refused:
+            await busy
+        assert refused.value.code == -32002 and "busy" in refused.value.message
+        assert await agent.request("agent/interrupt", {"sessionId": session_id}) == {}
+        result = await turn
+        assert result["stopReason"] == "cancelled"
+
+
+async def test_cancelled_turn_cancels_its_pending_permission_request(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    settings = sim_settings(sim, tmp_path, permissions={"mode": "ask"})
+    async with start_agent_client([workspace], settings) as agent:
+        session_id = await agent.new_session()
+        agent.permission_delay = 60
+        turn = asyncio.ensure_future(
+            agent.request("agent/turn", {"sessionId": session_id, "prompt": OVERVIEW})
+        )
+        while not agent.permission_requests:
+            await asyncio.sleep(0.05)
+        await agent.request("agent/interrupt", {"sessionId": session_id})
+        result = await turn
+        assert result["stopReason"] == "cancelled"
+        for _ in range(100):
+            if agent.permission_cancellations:
+                break
+            await asyncio.sleep(0.05)
+        assert agent.permission_cancellations == 1
