@@ -43,6 +43,7 @@ from agent_server.llm.messages import (
     Message,
     TextContent,
     ToolSpec,
+    Usage,
     UserMessage,
 )
 from agent_server.llm.models import ModelInfo
@@ -104,6 +105,7 @@ class Compactor:
         self._tools = tools
         self._emit = emit
         self._summarise = summarise
+        self._spent = Usage()
 
     async def compact(
         self,
@@ -129,6 +131,7 @@ class Compactor:
             return CompactionOutcome("noop", reason, tokens_before, tokens_before)
 
         compaction_id = new_compaction_id()
+        self._spent = Usage()
         self._emit(CompactionStarted(compaction_id, reason, tokens_before))
         previous = projection.compaction
         file_operations = extract_file_operations(
@@ -155,7 +158,9 @@ class Compactor:
                     self._tools,
                     append_instruction(projection.messages, instruction),
                 )
-                summary = (await self._summarise(request, model, True)).text.strip()
+                answer = await self._call(request, model, cached=True)
+                # A summary cut off by the window or max_tokens is not a summary.
+                summary = answer.text.strip() if answer.stop_reason == "stop" else ""
             if not summary:
                 summary, split_turn_summary = await self._fresh_summary(
                     cut.summarize_messages,
@@ -204,6 +209,7 @@ class Compactor:
             details=file_operations,
             split_turn_summary=split_turn_summary,
             model=summary_model.id,
+            usage=self._spent,
         )
         self._emit(
             CompactionFinished(
@@ -249,4 +255,10 @@ class Compactor:
 
     async def _fresh_call(self, prompt: str, model: ModelInfo) -> str:
         context = Context(SUMMARY_SYSTEM_PROMPT, (), (UserMessage.of_text(prompt),))
-        return (await self._summarise(context, model, False)).text.strip()
+        return (await self._call(context, model, cached=False)).text.strip()
+
+    async def _call(self, context: Context, model: ModelInfo, *, cached: bool) -> AssistantMessage:
+        answer = await self._summarise(context, model, cached)
+        if answer.usage is not None:
+            self._spent = self._spent + answer.usage
+        return answer

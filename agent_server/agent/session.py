@@ -17,7 +17,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from agent_server.agent.compaction import SUMMARY_OUTPUT_TOKENS, CompactionOutcome, Compactor
+from agent_server.agent.compaction import (
+    SUMMARY_OUTPUT_TOKENS,
+    SUMMARY_SYSTEM_PROMPT,
+    CompactionOutcome,
+    Compactor,
+)
 from agent_server.agent.events import (
     AgentEvent,
     CompactionReason,
@@ -36,11 +41,13 @@ from agent_server.agent.events import (
 from agent_server.agent.file_watch import FileWatch, external_edit_note
 from agent_server.agent.model_call import CallAttempt, RetryPolicy, call_model
 from agent_server.agent.permissions import AskCallback, PermissionGate
+from agent_server.agent.policy import ContextPolicy, PolicyView
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.tool_runner import ToolRunner, aborted_result
 from agent_server.agent.tools import Tool, ToolContext
 from agent_server.context.estimate import estimate_context_tokens
 from agent_server.context.projection import project
+from agent_server.context.summary_prompt import build_summary_prompt
 from agent_server.context.trigger import (
     CompactionSettings,
     compaction_threshold,
@@ -57,6 +64,7 @@ from agent_server.llm.cost import SessionTotals
 from agent_server.llm.messages import (
     AssistantMessage,
     Context,
+    Message,
     TextContent,
     ToolCall,
     ToolResultMessage,
@@ -119,6 +127,7 @@ class AgentSession:
         secrets: tuple[str, ...] = (),
         watch_files: bool = True,
         reconnect: Callable[[AgentSettings], ModelSetup] | None = None,
+        policy: ContextPolicy | None = None,
     ) -> None:
         self.ledger = ledger
         self.workspace = workspace
@@ -129,6 +138,7 @@ class AgentSession:
         self._setup = setup
         self._pending_settings: AgentSettings | None = None
         self._reconnect = reconnect
+        self._policy = policy
         self._emit_to = emit
         self._retry = retry or RetryPolicy()
         self._secrets = secrets
@@ -367,6 +377,15 @@ class AgentSession:
     async def _prepare(self, turn_id: str) -> Context:
         """The context for the next call, compacted first when it has to be."""
         context, fresh_from = self._project()
+        if self._policy is not None:
+            view = PolicyView(
+                context.messages,
+                self.system_prompt,
+                self.tool_specs,
+                self.model,
+                self._policy_summary,
+            )
+            return Context(self.system_prompt, self.tool_specs, await self._policy.prepare(view))
         settings = self._compaction_settings()
         if not settings.enabled:
             return context
@@ -508,6 +527,11 @@ class AgentSession:
             self.totals.add(message.usage, model)
         return message
 
+    async def _policy_summary(self, messages: Sequence[Message], previous: str | None) -> str:
+        prompt = build_summary_prompt(messages, previous_summary=previous)
+        context = Context(SUMMARY_SYSTEM_PROMPT, (), (UserMessage.of_text(prompt),))
+        return (await self._summarise(context, self._setup.summary_model, False)).text.strip()
+
     # --- pieces -------------------------------------------------------------------------
 
     def _project(self) -> tuple[Context, int]:
@@ -569,9 +593,9 @@ class AgentSession:
             self.ledger.append_message(aborted_result(call, why))
 
     def _last_call_usage(self) -> Usage | None:
+        """The usage of the last model answer (summaries aside)."""
         for entry in reversed(self.ledger.projection_entries()):
-            usage = _usage_of(entry)
-            if usage is not None:
+            if isinstance(entry, MessageEntry) and (usage := _usage_of(entry)) is not None:
                 return usage
         return None
 
@@ -630,6 +654,9 @@ class AgentSession:
 
 
 def _usage_of(entry: object) -> Usage | None:
+    """The usage a ledger entry records: a model call's answer, or a compaction's summaries."""
     if isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage):
         return entry.message.usage
+    if isinstance(entry, CompactionEntry):
+        return entry.usage
     return None

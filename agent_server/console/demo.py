@@ -13,7 +13,7 @@ import asyncio
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -100,34 +100,39 @@ class DemoClient:
     def _register(self) -> None:
         client, printer = self.client, self.printer
 
-        @client.feature("agent/update")
         def on_update(_ls: LanguageClient, params: Mapping[str, Any]) -> None:
             printer.update(params)
 
-        @client.feature("agent/usage")
         def on_usage(_ls: LanguageClient, params: Mapping[str, Any]) -> None:
             printer.usage_changed(params)
 
-        @client.feature("agent/compaction")
         def on_compaction(_ls: LanguageClient, params: Mapping[str, Any]) -> None:
             if params["status"] == "completed":
                 self.compactions += 1
             printer.compaction(params)
 
-        @client.feature("agent/overflow")
         def on_overflow(_ls: LanguageClient, params: Mapping[str, Any]) -> None:
             printer.overflow(params)
 
-        @client.feature("agent/requestPermission")
         def on_permission(_ls: LanguageClient, params: Mapping[str, Any]) -> Any:
             title = params["toolCall"]["title"]
             self.approved.append(title)
             printer.console.print(f"  [dim]? allowed once: {title}[/dim]")
             return {"outcome": {"selected": "allow_once"}}
 
-        @client.feature(types.WINDOW_LOG_MESSAGE)
         def on_log(_ls: LanguageClient, params: types.LogMessageParams) -> None:
             pass
+
+        handlers: dict[str, Callable[..., Any]] = {
+            "agent/update": on_update,
+            "agent/usage": on_usage,
+            "agent/compaction": on_compaction,
+            "agent/overflow": on_overflow,
+            "agent/requestPermission": on_permission,
+            types.WINDOW_LOG_MESSAGE: on_log,
+        }
+        for method, handler in handlers.items():
+            client.feature(method)(handler)
 
     async def request(self, method: str, params: Any) -> Any:
         return await self.client.protocol.send_request_async(method, params)
@@ -186,7 +191,7 @@ async def run_demo(
                 printer.turn_ended(result)
             await demo.client.shutdown_async(None)
             demo.client.exit(None)
-            await demo.client.stop()
+            await demo.client.stop()  # type: ignore[no-untyped-call]
         records = [r for r in simulator.records if r.tokens is not None]
         cost, uncached, hit_rate = bill(records, _model(DEMO_MODEL))
         summaries = sum(1 for r in records if r.source == "summary")

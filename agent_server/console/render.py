@@ -139,9 +139,8 @@ class TranscriptPrinter:
 
     def overflow(self, params: Mapping[str, Any]) -> None:
         self._close_message()
-        self.console.print(
-            Text(f"  ⚠ overflow ({params['kind']}, {params['action']}): {params['message']}", style="yellow")
-        )
+        what = f"{params['kind']}, {params['action']}"
+        self.console.print(Text(f"  ⚠ overflow ({what}): {params['message']}", style="yellow"))
 
     def turn_ended(self, result: Mapping[str, Any]) -> None:
         self._close_message()

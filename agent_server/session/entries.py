@@ -21,8 +21,11 @@ from agent_server.errors import LedgerFormatError
 from agent_server.llm.messages import (
     Message,
     MessageFormatError,
+    Usage,
     message_from_json,
     message_to_json,
+    usage_from_json,
+    usage_to_json,
 )
 
 LEDGER_VERSION = 1
@@ -124,6 +127,8 @@ class CompactionEntry:
     details: CompactionDetails = field(default_factory=CompactionDetails)
     split_turn_summary: str | None = None
     model: str | None = None
+    # What the summary calls cost: they are billed like any call, but leave no message.
+    usage: Usage | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,6 +255,8 @@ def entry_to_json(entry: Entry) -> dict[str, Any]:
             out["splitTurnSummary"] = entry.split_turn_summary
         if entry.model is not None:
             out["model"] = entry.model
+        if entry.usage is not None:
+            out["usage"] = usage_to_json(entry.usage)
     elif isinstance(entry, ModelChangeEntry):
         out["provider"] = entry.provider
         out["model"] = entry.model
@@ -302,6 +309,7 @@ def entry_from_json(data: Mapping[str, Any]) -> Entry:
         tokens_after = data.get("tokensAfter")
         split = data.get("splitTurnSummary")
         model = data.get("model")
+        usage = data.get("usage")
         return CompactionEntry(
             id=entry_id,
             parent_id=parent,
@@ -317,6 +325,7 @@ def entry_from_json(data: Mapping[str, Any]) -> Entry:
             ),
             split_turn_summary=split if isinstance(split, str) else None,
             model=model if isinstance(model, str) else None,
+            usage=usage_from_json(usage) if isinstance(usage, Mapping) else None,
         )
     if kind == "modelChange":
         return ModelChangeEntry(

@@ -39,7 +39,7 @@ from agent_server.errors import (
     SessionError,
     SessionNotFoundError,
 )
-from agent_server.llm.messages import Message
+from agent_server.llm.messages import Message, Usage
 from agent_server.session.entries import (
     BranchEntry,
     CompactionDetails,
@@ -572,6 +572,7 @@ class Ledger:
         details: CompactionDetails | None = None,
         split_turn_summary: str | None = None,
         model: str | None = None,
+        usage: Usage | None = None,
     ) -> CompactionEntry:
         """Record a compaction; `first_kept_entry_id` must be on the current branch."""
         if first_kept_entry_id is not None and not (
@@ -593,6 +594,7 @@ class Ledger:
             details=details or CompactionDetails(),
             split_turn_summary=split_turn_summary,
             model=model,
+            usage=usage,
         )
         stored = self.append(entry)
         assert isinstance(stored, CompactionEntry)

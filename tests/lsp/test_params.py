@@ -126,6 +126,9 @@ async def test_fuzz_every_method_and_keep_serving(
             assert failure.code in DOCUMENTED or failure.code == -32010, (method, raw, failure)
             assert failure.message
             answered.append(str(failure.code))
-        assert "result" in answered and str(INVALID_PARAMS) in answered
+        assert str(INVALID_PARAMS) in answered
+        # Still serving, and still right: valid requests get results after all of that.
+        usage = await agent.request("agent/usage", {"sessionId": session_id})
+        assert usage["sessionId"] == session_id
         listed = await agent.request("agent/session/list", {"workspaceUri": agent.workspace_uri()})
         assert session_id in [s["sessionId"] for s in listed["sessions"]]
