@@ -25,6 +25,34 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--stdio", action="store_true", help="serve over stdio (the default)")
     serve.add_argument("--tcp", metavar="HOST:PORT", help="serve over TCP, for debugging")
 
+    chat = commands.add_parser("chat", help="talk to the agent in this terminal")
+    chat.add_argument("prompt", nargs="*", help="a one-shot prompt (none: interactive)")
+    chat.add_argument("--workspace", default=".", help="the workspace folder (default: here)")
+    chat.add_argument("--provider", choices=("anthropic", "openai-chat", "openai-responses", "sim"))
+    chat.add_argument("--model")
+    chat.add_argument("--base-url")
+    chat.add_argument("--api-key-env", help="the variable that holds the API key")
+    chat.add_argument("--sessions-dir")
+    chat.add_argument("--session", help="continue this session")
+    chat.add_argument("--config", help="settings file (default: the user config directory)")
+    chat.add_argument("--yes", action="store_true", help="allow every tool call without asking")
+
+    sessions = commands.add_parser("sessions", help="list, show or export stored sessions")
+    sessions_commands = sessions.add_subparsers(dest="sessions_command", required=True)
+    for name, helptext in (
+        ("list", "the sessions of a workspace, newest first"),
+        ("show", "print a session's transcript"),
+        ("export", "write a session as Markdown or its raw JSONL ledger"),
+    ):
+        sub = sessions_commands.add_parser(name, help=helptext)
+        sub.add_argument("--workspace", default=".", help="the workspace folder (default: here)")
+        sub.add_argument("--sessions-dir")
+        if name != "list":
+            sub.add_argument("session_id")
+        if name == "export":
+            sub.add_argument("--format", choices=("markdown", "jsonl"), default="markdown")
+            sub.add_argument("-o", "--output", help="file to write (default: stdout)")
+
     demo = commands.add_parser(
         "demo", help="a whole agent session over LSP against the simulator (no key needed)"
     )
@@ -37,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--host", default="127.0.0.1")
     sim.add_argument("--port", type=int, default=8765, help="0 picks a free port")
     sim.add_argument("--scenario", metavar="FILE", help="JSON or YAML scenario (default: built-in)")
-    sim.add_argument("--faults", metavar="SPEC", help="fault injection, see README")
+    sim.add_argument("--faults", metavar="SPEC", help="fault injection, see docs/simulator.md")
     sim.add_argument("--log", metavar="FILE", help="append one JSONL line per request")
 
     return parser
@@ -59,6 +87,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             serve_stdio()
         return 0
+    if args.command == "chat":
+        from agent_server.console.chat import main as chat_main
+
+        return chat_main(args)
+    if args.command == "sessions":
+        from agent_server.console.sessions import main as sessions_main
+
+        return sessions_main(
+            args.sessions_command,
+            Path(args.workspace),
+            args.sessions_dir,
+            session_id=getattr(args, "session_id", None),
+            format=getattr(args, "format", None),
+            output=getattr(args, "output", None),
+        )
     if args.command == "demo":
         from agent_server.console.demo import main as demo_main
 

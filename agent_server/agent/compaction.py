@@ -56,13 +56,16 @@ SUMMARY_SYSTEM_PROMPT = (
     "verbatim. Answer with the summary only."
 )
 SUMMARY_OUTPUT_TOKENS = 8192
-# Room the cached summary request needs above the context: the instruction and the summary.
-CACHED_SUMMARY_HEADROOM = 6144
+# The cached summary request is the context plus an instruction (about this many tokens),
+# and its answer must fit in what is left of the window: at least MIN_SUMMARY_TOKENS.
+INSTRUCTION_TOKENS = 1024
+MIN_SUMMARY_TOKENS = 2048
 
 Outcome = Literal["compacted", "noop", "failed", "cancelled"]
 SummaryMode = Literal["cached", "fresh"]
-# Makes one summary call: (context, model, shares the session's cached prefix) -> answer.
-Summarise = Callable[[Context, ModelInfo, bool], Awaitable[AssistantMessage]]
+# Makes one summary call: (context, model, shares the session's cached prefix, output
+# budget) -> answer.
+Summarise = Callable[[Context, ModelInfo, bool, int], Awaitable[AssistantMessage]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,11 +142,12 @@ class Compactor:
             previous.details if previous is not None else None,
         )
         try:
+            room = model.context_window - tokens_before - INSTRUCTION_TOKENS
             use_cached = (
                 mode == "cached"
                 and summary_model.id == model.id
                 and reason != "overflow"
-                and tokens_before + CACHED_SUMMARY_HEADROOM <= model.context_window
+                and room >= MIN_SUMMARY_TOKENS
             )
             summary, split_turn_summary = "", None
             if use_cached:
@@ -158,7 +162,8 @@ class Compactor:
                     self._tools,
                     append_instruction(projection.messages, instruction),
                 )
-                answer = await self._call(request, model, cached=True)
+                budget = min(room, SUMMARY_OUTPUT_TOKENS, model.max_output)
+                answer = await self._call(request, model, cached=True, max_tokens=budget)
                 # A summary cut off by the window or max_tokens is not a summary.
                 summary = answer.text.strip() if answer.stop_reason == "stop" else ""
             if not summary:
@@ -255,10 +260,14 @@ class Compactor:
 
     async def _fresh_call(self, prompt: str, model: ModelInfo) -> str:
         context = Context(SUMMARY_SYSTEM_PROMPT, (), (UserMessage.of_text(prompt),))
-        return (await self._call(context, model, cached=False)).text.strip()
+        budget = min(SUMMARY_OUTPUT_TOKENS, model.max_output)
+        answer = await self._call(context, model, cached=False, max_tokens=budget)
+        return answer.text.strip() if answer.stop_reason == "stop" else ""
 
-    async def _call(self, context: Context, model: ModelInfo, *, cached: bool) -> AssistantMessage:
-        answer = await self._summarise(context, model, cached)
+    async def _call(
+        self, context: Context, model: ModelInfo, *, cached: bool, max_tokens: int
+    ) -> AssistantMessage:
+        answer = await self._summarise(context, model, cached, max_tokens)
         if answer.usage is not None:
             self._spent = self._spent + answer.usage
         return answer

@@ -497,13 +497,12 @@ class AgentSession:
         )
 
     async def _summarise(
-        self, context: Context, model: ModelInfo, cached: bool
+        self, context: Context, model: ModelInfo, cached: bool, max_tokens: int
     ) -> AssistantMessage:
-        # The cached variant must keep the session's call options (they are part of the
-        # prefix); only the output budget differs, and it is not part of the prompt.
-        options = replace(
-            self._call_options(), max_tokens=min(model.max_output, SUMMARY_OUTPUT_TOKENS)
-        )
+        # The cached variant keeps the session's call options (they are part of the prefix);
+        # only the output budget differs, and it is not part of the prompt. A one-off fresh
+        # prompt writes nothing to the cache.
+        options = replace(self._call_options(), max_tokens=max_tokens)
         if not cached:
             options = replace(options, cache_breakpoints=False)
         turn_id = self._current_turn or "compaction"
@@ -530,7 +529,11 @@ class AgentSession:
     async def _policy_summary(self, messages: Sequence[Message], previous: str | None) -> str:
         prompt = build_summary_prompt(messages, previous_summary=previous)
         context = Context(SUMMARY_SYSTEM_PROMPT, (), (UserMessage.of_text(prompt),))
-        return (await self._summarise(context, self._setup.summary_model, False)).text.strip()
+        model = self._setup.summary_model
+        answer = await self._summarise(
+            context, model, False, min(SUMMARY_OUTPUT_TOKENS, model.max_output)
+        )
+        return answer.text.strip()
 
     # --- pieces -------------------------------------------------------------------------
 

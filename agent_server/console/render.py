@@ -37,9 +37,7 @@ def meter_text(usage: Mapping[str, Any]) -> Text:
     fraction = used / size
     filled = min(METER_WIDTH, round(fraction * METER_WIDTH))
     mark = round(int(usage["compactAt"]) / size * METER_WIDTH)
-    bar = "".join(
-        "█" if i < filled else ("│" if i == mark else "░") for i in range(METER_WIDTH)
-    )
+    bar = "".join("█" if i < filled else ("│" if i == mark else "░") for i in range(METER_WIDTH))
     text = Text("context ")
     text.append(bar, style=meter_colour(fraction))
     text.append(

@@ -11,15 +11,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from agent_server.errors import ConfigError, MissingApiKeyError
-from agent_server.llm.anthropic import AnthropicProvider
 from agent_server.llm.credentials import default_api_key_env, find_api_key
 from agent_server.llm.models import ModelInfo
-from agent_server.llm.openai_chat import OpenAIChatProvider
-from agent_server.llm.openai_client import PLACEHOLDER_API_KEY
-from agent_server.llm.openai_responses import OpenAIResponsesProvider
 from agent_server.llm.stream import Provider
 
 PROVIDER_SETTINGS: tuple[str, ...] = ("anthropic", "openai-chat", "openai-responses", "sim")
+
+
+def preload_sdks() -> None:
+    """Import the provider SDKs now (e.g. in a background thread while the editor starts)."""
+    import agent_server.llm.anthropic
+    import agent_server.llm.openai_chat
+    import agent_server.llm.openai_responses  # noqa: F401
 
 
 def create_provider(
@@ -46,6 +49,13 @@ def create_provider(
             f"Unknown provider {provider!r}: the setting 'provider' must be one of "
             f"{', '.join(PROVIDER_SETTINGS)}."
         )
+    # The SDKs take seconds to import: load them when a provider is first made, so that the
+    # server starts at once.
+    from agent_server.llm.anthropic import AnthropicProvider
+    from agent_server.llm.openai_chat import OpenAIChatProvider
+    from agent_server.llm.openai_client import PLACEHOLDER_API_KEY
+    from agent_server.llm.openai_responses import OpenAIResponsesProvider
+
     url = base_url or (model.base_url if model is not None else None)
     if provider == "sim":
         if not url:

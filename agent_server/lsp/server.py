@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import uuid
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ from agent_server.errors import (
     SessionBusyError,
     SessionNotFoundError,
 )
+from agent_server.llm.providers import preload_sdks
 from agent_server.lsp import wire
 from agent_server.lsp.wire import Params, UnknownWorkspaceError, rpc_error
 
@@ -373,6 +375,8 @@ def _register(server: AgentLanguageServer) -> None:
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: AgentLanguageServer, params: types.InitializedParams) -> None:
+        # Load the provider SDKs while the editor finishes starting, not on the first turn.
+        threading.Thread(target=preload_sdks, name="preload-sdks", daemon=True).start()
         for folder in list(ls.state.folders.values()):
             folder.agent.update_settings(await ls.fetch_settings(folder.uri))
 

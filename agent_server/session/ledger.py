@@ -107,6 +107,18 @@ class LedgerContents:
     file_size: int
     missing_newline: bool
 
+    def branch(self) -> list[Entry]:
+        """The root-to-leaf path ending at the last entry of the file (the current leaf)."""
+        by_id = {entry.id: entry for entry in self.entries}
+        path: list[Entry] = []
+        node = self.entries[-1].id if self.entries else None
+        while node is not None and node in by_id and len(path) <= len(by_id):
+            entry = by_id[node]
+            path.append(entry)
+            node = entry.parent_id
+        path.reverse()
+        return path
+
 
 def read_ledger(path: Path) -> LedgerContents:
     """Parse a ledger file without locking or repairing it (for display and scans)."""
