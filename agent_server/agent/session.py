@@ -80,7 +80,7 @@ from agent_server.llm.stream import (
     TextDelta,
     ThinkingDelta,
 )
-from agent_server.session.entries import CompactionEntry, MessageEntry
+from agent_server.session.entries import CompactionEntry, Entry, MessageEntry
 from agent_server.session.ledger import Ledger
 
 log = logging.getLogger(__name__)
@@ -376,7 +376,8 @@ class AgentSession:
 
     async def _prepare(self, turn_id: str) -> Context:
         """The context for the next call, compacted first when it has to be."""
-        context, fresh_from = self._project()
+        entries = self.ledger.projection_entries()
+        context, fresh_from = self._project_entries(entries)
         if self._policy is not None:
             view = PolicyView(
                 context.messages,
@@ -390,7 +391,7 @@ class AgentSession:
         if not settings.enabled:
             return context
         reason: CompactionReason | None = None
-        if has_uncompacted_truncation(self.ledger.projection_entries()):
+        if has_uncompacted_truncation(entries):
             reason = "truncation"
             self._emit(
                 OverflowHappened(
@@ -538,7 +539,12 @@ class AgentSession:
     # --- pieces -------------------------------------------------------------------------
 
     def _project(self) -> tuple[Context, int]:
-        projection = project(self.ledger.projection_entries())
+        return self._project_entries(self.ledger.projection_entries())
+
+    def _project_entries(self, entries: Sequence[Entry]) -> tuple[Context, int]:
+        """The context the next call sends, and where the messages after the latest
+        compaction start (the usage before them is stale)."""
+        projection = project(entries)
         context = Context(self.system_prompt, self.tool_specs, projection.messages)
         return context, projection.fresh_from
 
@@ -603,9 +609,8 @@ class AgentSession:
         return None
 
     def _maybe_title(self, content: tuple[UserContent, ...]) -> None:
-        if self.ledger.header.title or any(
-            getattr(entry, "title", None) for entry in self.ledger.entries[:50]
-        ):
+        """A session without a title is named after its first prompt."""
+        if self.ledger.title:
             return
         text = " ".join(block.text for block in content if isinstance(block, TextContent)).strip()
         if text:

@@ -222,3 +222,52 @@ async def test_cancelled_turn_cancels_its_pending_permission_request(
                 break
             await asyncio.sleep(0.05)
         assert agent.permission_cancellations == 1
+
+
+async def test_permission_falls_back_to_show_message_request(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    settings = sim_settings(sim, tmp_path, permissions={"mode": "allowReads"})
+    note = workspace / "notes" / "findings.md"
+    async with start_agent_client([workspace], settings, request_permission=False) as agent:
+        session_id = await agent.new_session()
+        await agent.request(
+            "agent/turn",
+            {"sessionId": session_id, "prompt": "Write a scratch note with the three most important findings so far."},
+        )
+        assert not agent.permission_requests
+        asked = agent.show_message_requests
+        assert asked and any("Write notes/findings.md" in a.message for a in asked)
+        assert [a.title for a in asked[0].actions][0] == "Allow"
+        assert note.exists()  # the test client picks the first action
+
+
+async def test_many_sessions_run_at_once(workspace: Path, sim: SimServer, tmp_path: Path) -> None:
+    async with start_agent_client([workspace], sim_settings(sim, tmp_path)) as agent:
+        sessions = [await agent.new_session() for _ in range(3)]
+        results = await asyncio.gather(
+            *(
+                agent.request("agent/turn", {"sessionId": sid, "prompt": OVERVIEW})
+                for sid in sessions
+            )
+        )
+        assert [r["stopReason"] for r in results] == ["end_turn"] * 3
+        per_turn = {r["turnId"]: agent.updates_of(r["turnId"]) for r in results}
+        for updates in per_turn.values():
+            assert [u["seq"] for u in updates] == list(range(len(updates)))
+        assert {u["sessionId"] for u in agent.updates} == set(sessions)
+
+
+async def test_server_started_compaction_gets_its_own_progress(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    async with start_agent_client([workspace], sim_settings(sim, tmp_path)) as agent:
+        session_id = await agent.new_session()
+        for prompt in SCENARIO_PROMPTS:
+            await agent.request("agent/turn", {"sessionId": session_id, "prompt": prompt})
+        started = [c for c in agent.compactions if c["status"] == "started"]
+        assert started
+        await agent.request("agent/usage", {"sessionId": session_id})
+        token = f"agent-compaction-{started[0]['compactionId']}"
+        reports = agent.client.progress_reports.get(token, [])
+        assert [r.kind for r in reports][:1] == ["begin"] and reports[-1].kind == "end"
