@@ -238,7 +238,7 @@ async def test_permission_falls_back_to_show_message_request(
         assert not agent.permission_requests
         asked = agent.show_message_requests
         assert asked and any("Write notes/findings.md" in a.message for a in asked)
-        assert [a.title for a in asked[0].actions][0] == "Allow"
+        assert asked[0].actions[0].title == "Allow"
         assert note.exists()  # the test client picks the first action
 
 
