@@ -267,6 +267,9 @@ class AgentSession:
         )
 
     async def close(self) -> None:
+        """End the session's work and release its ledger (again: nothing happens)."""
+        if self.ledger.closed:
+            return
         self.interrupt()
         await self._watch.stop()
         self.ledger.sync()

@@ -5,12 +5,16 @@ from __future__ import annotations
 import asyncio
 import base64
 import itertools
+import json
 import os
 import random
 from pathlib import Path
 
+import pytest
+
 from agent_server.agent import events
-from agent_server.agent.settings import AgentSettings
+from agent_server.agent.settings import AgentSettings, CompactionOptions
+from agent_server.agent.workspace import WorkspaceAgent
 from agent_server.context.projection import project
 from agent_server.llm.messages import AssistantMessage, ToolResultMessage, UserMessage
 from agent_server.session.entries import CompactionEntry, MessageEntry
@@ -287,3 +291,32 @@ async def test_permission_denial_becomes_a_tool_result(tmp_path: Path) -> None:
         ]
         assert denied and denied[0].is_error and "permission" in denied[0].text.lower()
         assert not (run.workspace / "notes").exists()
+
+
+async def test_manual_compaction_carries_instructions_and_a_cheaper_summary_model(
+    tmp_path: Path,
+) -> None:
+    settings = AgentSettings(
+        permissions_mode="allowAll",
+        compaction=CompactionOptions(model="sim-large"),
+    )
+    prompts = default_scenario().prompts
+    async with agent_run(tmp_path, settings=settings) as run:
+        for prompt in prompts[:3]:
+            await run.session.run_turn(prompt)
+        outcome = await run.session.compact("Keep every file path under src/.")
+        assert outcome.outcome == "compacted" and outcome.tokens_after < outcome.tokens_before
+        summaries = [r for r in run.model_requests if r.source == "summary"]
+        assert summaries and all(r.model == "sim-large" for r in summaries)
+        assert any("Keep every file path under src/." in json.dumps(r.request) for r in summaries)
+        assert outcome.entry is not None and outcome.entry.reason == "manual"
+        assert outcome.entry.model == "sim-large" and outcome.entry.usage is not None
+        # The summary's cost is on the ledger: a reopened session counts it.
+        before, session_id = run.session.totals.cost, run.session.session_id
+        await run.session.close()
+        reopened = WorkspaceAgent(run.workspace, run.session.settings).open(session_id)
+        try:
+            assert reopened.totals.cost == pytest.approx(before)
+            assert reopened.usage_snapshot().window_number == 2
+        finally:
+            await reopened.close()
