@@ -40,6 +40,7 @@ class TurnStarted:
     turn_id: str
     entry_id: str
     content: tuple[UserContent, ...]
+    parent_id: str | None = None  # the entry the prompt follows (a rewind there retries it)
 
 
 @dataclass(frozen=True, slots=True)

@@ -298,7 +298,7 @@ class AgentSession:
                 content = (*content, TextContent(external_edit_note(changed)))
             user_entry = self.ledger.append_message(UserMessage(content))
             self._maybe_title(content)
-            self._emit(TurnStarted(turn_id, user_entry.id, content))
+            self._emit(TurnStarted(turn_id, user_entry.id, content, user_entry.parent_id))
             for _step in range(self.settings.max_steps):
                 context = await self._prepare(turn_id)
                 streaming = True

@@ -243,6 +243,7 @@ def update_json(event: AgentEvent) -> dict[str, Any] | None:
         return {
             "kind": "userMessage",
             "entryId": event.entry_id,
+            "parentId": event.parent_id,
             "content": [content_to_json(block) for block in event.content],
         }
     if isinstance(event, TextChunk):

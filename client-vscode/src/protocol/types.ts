@@ -251,6 +251,8 @@ export type ToolCallContent =
 export interface UserMessageUpdate {
   kind: 'userMessage';
   entryId: string;
+  /** The entry the prompt follows: rewinding there lets the user ask again differently. */
+  parentId?: string | null;
   content: PromptBlock[];
 }
 export interface MessageChunkUpdate {

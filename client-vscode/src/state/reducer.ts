@@ -36,8 +36,10 @@ import type {
 export interface UserItem {
   kind: 'user';
   id: string;
-  /** The ledger entry (rewind target); absent while the prompt is not yet recorded. */
+  /** The ledger entry; absent while the prompt is not yet recorded. */
   entryId?: string;
+  /** The entry the prompt follows: the rewind target of a prompt (ask it again, differently). */
+  parentId?: string;
   text: string;
   imageCount: number;
   pending: boolean;
@@ -369,7 +371,15 @@ function applyUpdate(state: ViewState, params: AgentUpdateParams): ViewState {
       const imageCount = u.content.filter((b) => b.type === 'image').length;
       const id = `entry:${u.entryId}`;
       const pendingIndex = next.items.findIndex((i) => i.kind === 'user' && i.pending);
-      const item: UserItem = { kind: 'user', id, entryId: u.entryId, text, imageCount, pending: false };
+      const item: UserItem = {
+        kind: 'user',
+        id,
+        entryId: u.entryId,
+        ...(u.parentId ? { parentId: u.parentId } : {}),
+        text,
+        imageCount,
+        pending: false,
+      };
       if (pendingIndex >= 0) {
         const items = next.items.slice();
         items[pendingIndex] = item;
@@ -511,6 +521,7 @@ export function itemsFromTranscript(transcript: readonly TranscriptItem[]): {
             kind: 'user',
             id: `entry:${entry.entryId}`,
             entryId: entry.entryId,
+            ...(entry.parentId ? { parentId: entry.parentId } : {}),
             text: textOf(blocks),
             imageCount: blocks.filter((b) => b.type === 'image').length,
             pending: false,
@@ -688,8 +699,11 @@ function stopNotice(result: TurnEnd): { level: NoticeItem['level']; message: str
   }
 }
 
-/** The rewind target of an item, if it has one (messages recorded in the ledger). */
+/** The rewind target of an item, if it has one (messages recorded in the ledger): a prompt
+ * rewinds to just before itself (so it can be asked again, differently), an answer to itself
+ * (the conversation continues after it). Nothing is deleted either way. */
 export function rewindTarget(item: Item): string | undefined {
-  if ((item.kind === 'user' || item.kind === 'assistant') && item.entryId) return item.entryId;
+  if (item.kind === 'user') return item.parentId;
+  if (item.kind === 'assistant' && item.entryId) return item.entryId;
   return undefined;
 }

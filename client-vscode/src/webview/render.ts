@@ -351,11 +351,14 @@ export class ChatView {
   private rewindButton(item: Item, state: ViewState): HTMLElement | null {
     const entryId = rewindTarget(item);
     if (!entryId || state.turn.status !== 'idle') return null;
+    const prompt = item.kind === 'user';
     return button(
-      '↶ Rewind here',
+      prompt ? '↶ Ask again from here' : '↶ Rewind here',
       () => this.post({ type: 'rewind', entryId }),
       'link rewind',
-      'Continue the conversation from this message (nothing is deleted)',
+      prompt
+        ? 'Go back to just before this message, to ask differently (nothing is deleted)'
+        : 'Continue the conversation after this answer (nothing is deleted)',
     );
   }
 

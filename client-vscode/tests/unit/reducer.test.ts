@@ -74,15 +74,16 @@ describe('streaming updates', () => {
     expect(state.turn.status).toBe('running');
   });
 
-  it('replaces the optimistic prompt with the recorded user message (rewind target)', () => {
+  it('replaces the optimistic prompt with the recorded user message (rewind: ask again)', () => {
     seq = 0;
     let state = reduce(withSession(), { type: 'promptSent', text: 'fix it' });
     expect(state.items[0]).toMatchObject({ kind: 'user', pending: true });
     expect(rewindTarget(state.items[0] as Item)).toBeUndefined();
-    state = reduce(state, update({ kind: 'userMessage', entryId: 'e9', content: [{ type: 'text', text: 'fix it' }] }));
+    state = reduce(state, update({ kind: 'userMessage', entryId: 'e9', parentId: 'e8', content: [{ type: 'text', text: 'fix it' }] }));
     expect(state.items).toHaveLength(1);
     expect(state.items[0]).toMatchObject({ kind: 'user', pending: false, entryId: 'e9', text: 'fix it' });
-    expect(rewindTarget(state.items[0] as Item)).toBe('e9');
+    // A prompt rewinds to just before itself, so it can be asked again differently.
+    expect(rewindTarget(state.items[0] as Item)).toBe('e8');
   });
 
   it('drops a repeated seq and ignores updates of other sessions', () => {
@@ -282,7 +283,8 @@ describe('session load', () => {
     expect(tool).toMatchObject({ status: 'completed', title: 'read parser.py', toolKind: 'read', rawInput: { path: 'parser.py' } });
     expect((tool.content[0] as { content: { text: string } }).content.text).toContain('def parse');
     expect((state.items[1] as AssistantItem).thinking).toBe('Read the file before answering.');
-    expect(state.items.map(rewindTarget).filter(Boolean)).toEqual(['e0000001', 'e0000002', 'e0000004', 'e0000006', 'e0000007']);
+    // Answers rewind to themselves; prompts to the entry before them (the first has none).
+    expect(state.items.map(rewindTarget).filter(Boolean)).toEqual(['e0000002', 'e0000004', 'e0000005', 'e0000007']);
     expect(state.usage?.windowNumber).toBe(2);
   });
 

@@ -249,13 +249,13 @@ describe('chat webview', () => {
     await page.locator('.compact-instructions').fill('keep the failing test name');
     await page.getByRole('button', { name: 'Compact', exact: true }).click();
     await page.locator('.item.user').last().hover();
-    await page.locator('.item.user').last().getByRole('button', { name: /Rewind here/ }).click();
+    await page.locator('.item.user').last().getByRole('button', { name: /Ask again from here/ }).click();
     const sent = await posted();
     expect(sent).toEqual([
       { type: 'ready' },
       { type: 'send', text: 'Now fix parse' },
       { type: 'compact', instructions: 'keep the failing test name' },
-      { type: 'rewind', entryId: 'e0000020' },
+      { type: 'rewind', entryId: 'e0000019' },
     ]);
     await page.screenshot({ path: join(ARTIFACTS, 'webview-idle.png') });
     await page.close();
