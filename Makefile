@@ -26,7 +26,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 test-python: $(STAMP) system-deps
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n 2
 
 # ripgrep: the grep tool uses it when installed, and its tests cover both paths.
 system-deps:
