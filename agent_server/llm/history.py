@@ -41,8 +41,10 @@ def arguments_json(arguments: Mapping[str, Any]) -> str:
 def prepare_history(messages: Sequence[Message]) -> list[Message]:
     """The messages a provider request is built from.
 
-    - Assistant messages that failed (`error`) or were interrupted (`aborted`) are left out:
-      their content is partial and their thinking unsigned.
+    - Assistant messages that failed (`error`) are left out. An interrupted one (`aborted`)
+      stays, with what arrived before the interruption (its unsigned thinking is dropped by
+      the provider), so the model knows what it had said when the user stopped it, and the
+      next request still begins with this one.
     - A tool result whose call is not in the assistant message just before it is left out
       (an orphan would be rejected; the context layer never produces one).
     - A tool call without a result gets a synthetic error result, placed after the results
@@ -78,7 +80,7 @@ def prepare_history(messages: Sequence[Message]) -> list[Message]:
             continue
         close_pending()
         if isinstance(message, AssistantMessage):
-            if message.stop_reason in ("error", "aborted"):
+            if message.stop_reason == "error":
                 continue
             if not message.content:
                 continue

@@ -320,3 +320,37 @@ async def test_manual_compaction_carries_instructions_and_a_cheaper_summary_mode
             assert reopened.usage_snapshot().window_number == 2
         finally:
             await reopened.close()
+
+
+async def test_an_interrupted_answer_is_kept_and_the_prefix_still_holds(tmp_path: Path) -> None:
+    scenario = {
+        "turns": [
+            {"user": "Tell me a long story.", "steps": [{"text": "Once upon a time.", "textTokens": 3000}]},
+            {"user": "Stop, just summarise.", "steps": [{"text": "In short: it ends well."}]},
+        ]
+    }
+    async with agent_run(tmp_path, scenario=scenario, sample_workspace=False) as run:
+        original = run.session._emit_to
+
+        def interrupt_on_first_chunk(event: events.AgentEvent) -> None:
+            original(event)
+            if isinstance(event, events.TextChunk):
+                run.session.interrupt()
+
+        run.session.attach(interrupt_on_first_chunk)
+        first = await run.session.run_turn("Tell me a long story.")
+        assert first.stop_reason == "cancelled"
+        run.session.attach(original)
+        partial = [
+            e.message for e in run.session.ledger.entries
+            if isinstance(e, MessageEntry) and isinstance(e.message, AssistantMessage)
+        ]
+        assert len(partial) == 1 and partial[0].stop_reason == "aborted"
+        assert partial[0].text.startswith("Once upon a time.")
+        second = await run.session.run_turn("Stop, just summarise.")
+        assert second.stop_reason == "end_turn"
+        last = run.model_requests[-1].request["messages"]
+        assert [m["role"] for m in last] == ["user", "assistant", "user"]
+        assert last[1]["content"][0]["text"].startswith("Once upon a time.")
+        check = check_requests(run.sim.records)
+        assert check.ok, check.summary()

@@ -162,20 +162,25 @@ def test_thinking_of_another_api_is_left_out() -> None:
     assert params["messages"][1]["content"] == [{"type": "text", "text": "hello"}]
 
 
-def test_failed_and_interrupted_answers_are_left_out_and_users_merged() -> None:
+def test_failed_answers_are_left_out_and_interrupted_ones_kept() -> None:
     failed = AssistantMessage((), "error", error_message="overloaded")
-    aborted = AssistantMessage((TextContent("partial"),), "aborted")
+    aborted = AssistantMessage(
+        (ThinkingContent("unsigned"), TextContent("partial")), "aborted"
+    )
     messages = [user("one"), failed, user("two"), aborted, user("three")]
     params = build_request(MODEL, context(messages), SHORT)
     assert params["messages"] == [
         {
             "role": "user",
+            "content": [{"type": "text", "text": "one"}, {"type": "text", "text": "two"}],
+        },
+        {"role": "assistant", "content": [{"type": "text", "text": "partial"}]},
+        {
+            "role": "user",
             "content": [
-                {"type": "text", "text": "one"},
-                {"type": "text", "text": "two"},
                 {"type": "text", "text": "three", "cache_control": {"type": "ephemeral"}},
             ],
-        }
+        },
     ]
 
 
