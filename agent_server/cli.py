@@ -68,7 +68,39 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--faults", metavar="SPEC", help="fault injection, see docs/simulator.md")
     sim.add_argument("--log", metavar="FILE", help="append one JSONL line per request")
 
+    bench = commands.add_parser(
+        "bench", help="run the benchmarks (from a source checkout) and print their tables"
+    )
+    bench.add_argument("--quick", action="store_true", help="smaller sizes: under a minute")
+    bench.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+
     return parser
+
+
+def run_bench(quick: bool, json_path: Path | None) -> int:
+    """The benchmarks live in the repository's `benchmarks/` package, next to `agent_server/`,
+    and are not installed with the wheel: run them from a checkout."""
+    import importlib
+
+    checkout = Path(__file__).resolve().parent.parent
+    if (checkout / "benchmarks" / "__init__.py").is_file() and str(checkout) not in sys.path:
+        sys.path.insert(0, str(checkout))
+    try:
+        benchmarks = importlib.import_module("benchmarks")
+        origin = Path(str(benchmarks.__file__)).resolve().parent.parent
+    except ImportError:
+        origin = None
+    if origin != checkout:
+        print(
+            "agent-server bench runs from a source checkout of agent-server: its `benchmarks/` "
+            "package is not part of the installed package. Clone the repository, install it "
+            "with `make` (or `pip install -e '.[dev]'`) and run `agent-server bench` or "
+            "`make bench` there.",
+            file=sys.stderr,
+        )
+        return 2
+    status: int = benchmarks.main(quick=quick, json_path=json_path)
+    return status
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -110,4 +142,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         from agent_server.sim.server import run_cli
 
         return run_cli(args)
+    if args.command == "bench":
+        return run_bench(args.quick, Path(args.json) if args.json else None)
     raise AssertionError(f"unhandled command {args.command}")

@@ -85,6 +85,10 @@ from agent_server.session.ledger import Ledger
 
 log = logging.getLogger(__name__)
 
+GAVE_UP = (
+    "The request is still too large for the model's context window after compacting. "
+    "Remove or shorten a large message (for example a pasted file), or rewind to before it."
+)
 TRUNCATION_NOTICE = (
     "The answer was cut off by the context window. The history will be compacted before the "
     "next request; say 'continue' to carry on."
@@ -306,10 +310,10 @@ class AgentSession:
                     message = await self._call(turn_id, context, attempt)
                 except ContextOverflowError as overflow:
                     streaming = False
-                    if overflow_retried or not await self._recover_overflow(
-                        turn_id, context, overflow
-                    ):
-                        raise
+                    if overflow_retried:
+                        raise ContextOverflowError(f"{overflow.message} {GAVE_UP}") from overflow
+                    if not await self._recover_overflow(turn_id, context, overflow):
+                        raise ContextOverflowError(f"{overflow.message} {GAVE_UP}") from overflow
                     overflow_retried = True
                     continue
                 streaming = False
@@ -358,12 +362,17 @@ class AgentSession:
                     self._answer_unrun(partial.tool_calls, "Not run: the turn was interrupted.")
             if pending_calls:
                 self._append_results(pending_calls, results, with_changes=False)
-        except ProviderError as failure:
-            stop, error = "error", failure
-            self._emit(Notice(turn_id, "error", failure.message))
         except AgentServerError as failure:
             stop, error = "error", failure
             self._emit(Notice(turn_id, "error", failure.message))
+        except Exception as failure:  # a bug: say so, keep the session usable
+            log.exception("turn %s failed", turn_id)
+            stop = "error"
+            error = AgentServerError(
+                f"Internal error ({type(failure).__name__}: {failure}); the session is intact. "
+                "See the server log, and please report it."
+            )
+            self._emit(Notice(turn_id, "error", error.message))
         finally:
             self.ledger.sync()
             self._current_turn = None
@@ -439,16 +448,7 @@ class AgentSession:
                     )
                 )
                 return True
-        self._emit(
-            OverflowHappened(
-                turn_id,
-                "rejected",
-                "gaveUp",
-                "The request is still too large for the model's context window after "
-                "compacting. Remove or shorten a large message (for example a pasted file), "
-                "or rewind to before it.",
-            )
-        )
+        self._emit(OverflowHappened(turn_id, "rejected", "gaveUp", GAVE_UP))
         return False
 
     async def _run_compaction(
