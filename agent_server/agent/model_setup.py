@@ -35,7 +35,7 @@ def shared_simulator_url() -> str:
         if _sim_base_url is None:
             from agent_server.sim.server import SimServer, Simulator
 
-            handle = SimServer(Simulator()).run_in_thread()
+            handle = SimServer(Simulator(keep_records=200)).run_in_thread()
             _sim_handle = handle
             _sim_base_url = str(handle.base_url)
         return _sim_base_url

@@ -97,8 +97,11 @@ class RequestRecord:
 class RequestLog:
     """Records in memory, and appended to a JSONL file when one is given."""
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, *, keep: int | None = None) -> None:
+        # `keep`: how many records stay in memory (None: all). A long-lived simulator, such as
+        # the one the "sim" provider starts inside the language server, keeps a bounded tail.
         self.records: list[RequestRecord] = []
+        self._keep = keep
         self._lock = threading.Lock()
         self._file: IO[str] | None = None
         if path is not None:
@@ -108,6 +111,8 @@ class RequestLog:
     def add(self, record: RequestRecord) -> None:
         with self._lock:
             self.records.append(record)
+            if self._keep is not None and len(self.records) > self._keep:
+                del self.records[: len(self.records) - self._keep]
             if self._file is not None:
                 self._file.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
                 self._file.flush()

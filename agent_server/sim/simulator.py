@@ -95,6 +95,7 @@ class Simulator:
         clock: Callable[[], float] = time.time,
         log_path: Path | None = None,
         builtin_models: bool = True,
+        keep_records: int | None = None,
     ) -> None:
         self.registry = ModelRegistry(BUILTIN_MODELS if builtin_models else ())
         for model in models:
@@ -110,7 +111,7 @@ class Simulator:
         self.set_faults(faults)
         self.anthropic_cache = AnthropicPromptCache(clock)
         self.openai_cache = OpenAIPromptCache(clock)
-        self._log = RequestLog(log_path)
+        self._log = RequestLog(log_path, keep=keep_records)
         self._responses: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
         self._serial = 0
         install_drop_log_filter()
