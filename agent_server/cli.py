@@ -83,13 +83,18 @@ def run_bench(quick: bool, json_path: Path | None) -> int:
     import importlib
 
     checkout = Path(__file__).resolve().parent.parent
-    if (checkout / "benchmarks" / "__init__.py").is_file() and str(checkout) not in sys.path:
-        sys.path.insert(0, str(checkout))
-    try:
-        benchmarks = importlib.import_module("benchmarks")
-        origin = Path(str(benchmarks.__file__)).resolve().parent.parent
-    except ImportError:
-        origin = None
+    in_checkout = (checkout / "pyproject.toml").is_file() and (
+        checkout / "benchmarks" / "__init__.py"
+    ).is_file()
+    origin = None
+    if in_checkout:
+        if str(checkout) not in sys.path:
+            sys.path.insert(0, str(checkout))
+        try:
+            benchmarks = importlib.import_module("benchmarks")
+            origin = Path(str(benchmarks.__file__)).resolve().parent.parent
+        except ImportError:
+            origin = None
     if origin != checkout:
         print(
             "agent-server bench runs from a source checkout of agent-server: its `benchmarks/` "

@@ -1,0 +1,294 @@
+"""The benchmark's pieces on tiny sizes: structure and sanity, never timings."""
+
+from __future__ import annotations
+
+import io
+import random
+from collections.abc import Sequence
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from agent_server.agent.policy import PolicyView
+from agent_server.agent.tools import default_tools
+from agent_server.cli import build_parser
+from agent_server.llm.messages import (
+    AssistantMessage,
+    Message,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from agent_server.llm.models import BUILTIN_MODELS
+from agent_server.sim.scenario import parse_scenario
+from benchmarks import cost_bench, editor_bench, harness_bench, machine, report
+from benchmarks.strategies import (
+    SWE_KEEP_OBSERVATIONS,
+    AutoGptPolicy,
+    MemGptPolicy,
+    SweAgentPolicy,
+    is_orphan_free,
+    request_tokens,
+    usable_window,
+)
+from benchmarks.workload import FULL, TINY, build_workload
+
+SIM_SMALL = next(m for m in BUILTIN_MODELS if m.id == "sim-small")
+TOOLS = tuple(tool.spec for tool in default_tools())
+
+
+# --- the workload ---------------------------------------------------------------------------
+
+
+def test_the_workload_is_deterministic_and_a_valid_scenario() -> None:
+    first, second = build_workload(TINY), build_workload(TINY)
+    assert first.scenario == second.scenario
+    assert first.files == second.files
+    scenario = parse_scenario(dict(first.scenario))
+    assert len(set(scenario.prompts)) == len(scenario.prompts) == TINY.turns
+
+
+def test_the_full_workload_has_the_shape_the_issue_asks_for() -> None:
+    workload = build_workload(FULL)
+    assert workload.model_calls >= 200
+    assert FULL.model == "sim-large"
+    # A heavy tail: a few outputs planned at 10k+ tokens, most of them small.
+    assert 5 <= workload.heavy_calls <= workload.tool_calls // 8
+
+
+# --- the policies ---------------------------------------------------------------------------
+
+
+def random_history(seed: int, steps: int) -> list[Message]:
+    """Prompts and tool steps, some with parallel calls, some results large (~3k tokens)."""
+    rng = random.Random(seed)
+    history: list[Message] = []
+    call_number = 0
+    for turn in range(steps):
+        if turn == 0 or rng.random() < 0.2:
+            history.append(UserMessage.of_text(f"prompt {turn}"))
+        calls = []
+        for _ in range(rng.choice((1, 1, 1, 2, 3))):
+            call_number += 1
+            calls.append(ToolCall(f"call_{call_number}", "read", {"path": f"f{call_number}.py"}))
+        history.append(
+            AssistantMessage(
+                (TextContent(f"step {turn}"), *calls),
+                "toolUse",
+                usage=Usage(input=10, output=10),
+            )
+        )
+        for call in calls:
+            size = rng.choice((200, 800, 3000, 12_000))
+            history.append(
+                ToolResultMessage(call.id, "read", (TextContent("line of output\n" * (size // 15)),))
+            )
+    return history
+
+
+async def fake_summarise(messages: Sequence[Message], previous: str | None) -> str:
+    return f"summary of {len(messages)} messages" + (" and more" if previous else "")
+
+
+def view_of(messages: Sequence[Message]) -> PolicyView:
+    return PolicyView(tuple(messages), "You are a coding agent.", TOOLS, SIM_SMALL, fake_summarise)
+
+
+@pytest.mark.parametrize("policy_class", [SweAgentPolicy, AutoGptPolicy, MemGptPolicy])
+@pytest.mark.parametrize("seed", range(6))
+async def test_policies_never_send_an_orphaned_tool_result(policy_class: Any, seed: int) -> None:
+    history = random_history(seed, 60)
+    policy = policy_class()
+    # Every prefix that ends where the harness calls the model: after a prompt or results.
+    for end in range(1, len(history) + 1):
+        if isinstance(history[end - 1], AssistantMessage):
+            continue
+        if end < len(history) and isinstance(history[end], ToolResultMessage):
+            continue  # the step's results are appended together
+        sent = await policy.prepare(view_of(history[:end]))
+        assert isinstance(sent[0], UserMessage), "a request opens with the user"
+        assert is_orphan_free(sent)
+        assert not any(
+            isinstance(a, UserMessage) and isinstance(b, UserMessage) for a, b in pairwise(sent)
+        )
+
+
+async def test_swe_agent_collapses_all_but_the_last_five_outputs() -> None:
+    history = random_history(1, 20)
+    sent = await SweAgentPolicy().prepare(view_of(history))
+    results = [m for m in sent if isinstance(m, ToolResultMessage)]
+    stubs = [m for m in results if m.text.startswith("Old output omitted (")]
+    assert len(stubs) == len(results) - SWE_KEEP_OBSERVATIONS
+    assert all(not m.text.startswith("Old output") for m in results[-SWE_KEEP_OBSERVATIONS:])
+
+
+async def test_memgpt_stays_within_the_window_and_autogpt_keeps_a_short_fifo() -> None:
+    history = random_history(2, 80)
+    memgpt, autogpt = MemGptPolicy(), AutoGptPolicy()
+    view = view_of(history)
+    assert request_tokens(view, history) > SIM_SMALL.context_window  # it has to evict
+    sent = await memgpt.prepare(view)
+    assert request_tokens(view, sent) <= usable_window(SIM_SMALL)
+    assert memgpt.summary is not None and memgpt.kept_from > 0
+    sent = await autogpt.prepare(view)
+    assert autogpt.summary is not None
+    assert len(sent) <= 9 + 1 + 3  # the FIFO, the head, a step's parallel results
+
+
+# --- the cost benchmark ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_anthropic(tmp_path_factory: pytest.TempPathFactory) -> cost_bench.ApiResult:
+    import asyncio
+
+    workload = build_workload(TINY)
+    root = tmp_path_factory.mktemp("cost")
+    return asyncio.run(cost_bench.run_api(workload, "anthropic", root))
+
+
+def test_the_default_log_keeps_every_invariant(tiny_anthropic: cost_bench.ApiResult) -> None:
+    check = tiny_anthropic.default_check
+    assert check is not None
+    assert check["ok"], check["violations"]
+    assert check["requests"] >= TINY.turns
+    assert check["windows"] >= 2, "the tiny workload compacts at least once"
+
+
+def test_every_strategy_ran_the_whole_workload_with_valid_requests(
+    tiny_anthropic: cost_bench.ApiResult,
+) -> None:
+    figures = {f.strategy: f for f in tiny_anthropic.figures}
+    assert set(figures) == {
+        "default", "fresh-summary", "no-cache", "swe-agent", "autogpt", "memgpt",
+    }  # fmt: skip
+    workload = tiny_anthropic.workload
+    for f in figures.values():
+        assert f.invalid_histories == 0, f.strategy
+        assert f.failed == 0 and f.failed_turns == 0, f.strategy
+        assert f.calls >= workload["plannedCalls"] - 1, f.strategy
+        assert f.cost > 0
+    assert figures["no-cache"].cache_read_share == 0.0
+    assert figures["default"].cache_read_share > 0.5
+    assert figures["autogpt"].summaries > 0
+    assert figures["autogpt"].peak_context < figures["default"].peak_context
+    assert figures["swe-agent"].summaries == 0
+
+
+def test_the_lower_bound_is_below_every_strategy_that_keeps_the_history(
+    tiny_anthropic: cost_bench.ApiResult,
+) -> None:
+    bound = tiny_anthropic.lower_bound
+    assert bound["new"] > 0 and bound["reread"] > 0
+    for f in tiny_anthropic.figures:
+        if f.strategy in ("default", "fresh-summary", "no-cache"):
+            assert f.cost >= bound["cost"] * 0.999, f.strategy
+    figures = {f.strategy: f for f in tiny_anthropic.figures}
+    assert figures["no-cache"].vs_default > 2
+
+
+async def test_the_openai_bill_reprices_no_cache_as_uncached(tmp_path: Path) -> None:
+    workload = build_workload(TINY)
+    result = await cost_bench.run_api(workload, "openai", tmp_path, only=["no-cache"])
+    default, no_cache = result.figures
+    assert (default.strategy, no_cache.strategy) == ("default", "no-cache")
+    assert default.price_model == "gpt-5.5"
+    assert no_cache.repriced and no_cache.cache_read_share == 0.0
+    assert default.cache_read_share > 0.5  # OpenAI caches by itself
+    assert no_cache.cost > default.cost
+    assert result.default_check is None
+
+
+# --- the harness and the editor path --------------------------------------------------------
+
+
+def test_the_harness_is_measured_at_a_size(tmp_path: Path) -> None:
+    built = harness_bench.build_ledger(tmp_path, 400)
+    row = harness_bench.measure_size(built, repeat=5)
+    assert row["entries"] >= 400
+    assert row["context_messages"] > 10
+    for key in ("prepare_ms", "build_ms", "snapshot_ms", "append_ms", "sdk_ms", "open_ms"):
+        assert row[key] > 0, key
+    assert row["harness_ms"] >= row["prepare_ms"] + row["build_ms"]
+    assert row["rss_mb"] > row["rss_before_mb"] > 0
+
+
+async def test_the_editor_path_delivers_every_chunk() -> None:
+    result = await editor_bench.measure(probes=3, long_tokens=400)
+    assert result["updates"] >= 400 // 8  # one messageChunk per 8-token delta, at least
+    assert result["updates_per_second"] > 0
+    assert 0 < result["latency_ms_median"] < 10_000
+
+
+# --- the report and the command -------------------------------------------------------------
+
+
+def test_the_report_prints_every_table_and_checks_the_goals(
+    tiny_anthropic: cost_bench.ApiResult,
+) -> None:
+    row = {
+        "entries": 100, "file_mb": 0.1, "context_tokens": 1000, "prepare_ms": 0.2,
+        "build_ms": 0.2, "snapshot_ms": 0.2, "append_ms": 0.1, "harness_ms": 0.7,
+        "sdk_ms": 1.0, "vs_sdk": 0.7, "open_ms": 20.0, "rss_mb": 100.0,
+    }  # fmt: skip
+    result: dict[str, Any] = {
+        "quick": True,
+        "meta": machine(),
+        "cost": {
+            "workload": tiny_anthropic.workload,
+            "apis": [
+                {
+                    "api": "anthropic",
+                    "strategies": [vars(f) for f in tiny_anthropic.figures],
+                    "lowerBound": tiny_anthropic.lower_bound,
+                }
+            ],
+            "defaultCheck": tiny_anthropic.default_check,
+            "seconds": 1.0,
+        },
+        "harness": {
+            "rows": [row, {**row, "entries": 10_000, "harness_ms": 2.1, "vs_sdk": 2.1}],
+            "sizes": [100, 10_000],
+            "seconds": 1.0,
+        },
+        "editor": {
+            "probes": 3,
+            "latency_ms_cold": 20.0,
+            "latency_ms_median": 1.0,
+            "latency_ms_p90": 2.0,
+            "updates": 100,
+            "updates_per_second": 5000.0,
+            "long_answer_tokens": 800,
+            "seconds": 1.0,
+        },
+        "seconds": 3.0,
+    }
+    result["goals"] = report.goals(result)
+    goals = {g["goal"]: g["met"] for g in result["goals"]}
+    assert goals["default within 1.10x of the lower bound (claude-haiku-4-5)"]
+    assert not goals["harness time per turn at 10,000 entries at most 2x that at 100"]
+    out = io.StringIO()
+    report.print_report(result, Console(file=out, width=160))
+    text = out.getvalue()
+    for title in ("workload", "cost of the session", "the harness at scale", "goals"):
+        assert title in text
+
+
+def test_the_command_line_has_a_bench_subcommand() -> None:
+    args = build_parser().parse_args(["bench", "--quick", "--json", "out.json"])
+    assert (args.command, args.quick, args.json) == ("bench", True, "out.json")
+
+
+def test_bench_outside_a_checkout_says_where_to_run_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agent_server import cli
+
+    monkeypatch.setattr(cli, "__file__", str(tmp_path / "agent_server" / "cli.py"))
+    assert cli.run_bench(quick=True, json_path=None) == 2
+    assert "source checkout" in capsys.readouterr().err
