@@ -35,8 +35,12 @@ from agent_server.context.summary_prompt import (
     extract_file_operations,
     previous_summary_text,
 )
-from agent_server.context.trigger import CompactionSettings, max_kept_tokens
-from agent_server.errors import ProviderError
+from agent_server.context.trigger import (
+    CompactionSettings,
+    compaction_threshold,
+    max_kept_tokens,
+)
+from agent_server.errors import ContextOverflowError, ProviderError
 from agent_server.llm.messages import (
     AssistantMessage,
     Context,
@@ -129,6 +133,7 @@ class Compactor:
             keep_recent_tokens=settings.keep_recent_tokens,
             keep_recent_turns=settings.keep_recent_turns,
             max_kept_tokens=max_kept_tokens(model, settings),
+            last_step_tokens=compaction_threshold(model, settings) // 2,
         )
         if not cut.can_compact:
             return CompactionOutcome("noop", reason, tokens_before, tokens_before)
@@ -163,9 +168,14 @@ class Compactor:
                     append_instruction(projection.messages, instruction),
                 )
                 budget = min(room, SUMMARY_OUTPUT_TOKENS, model.max_output)
-                answer = await self._call(request, model, cached=True, max_tokens=budget)
-                # A summary cut off by the window or max_tokens is not a summary.
-                summary = answer.text.strip() if answer.stop_reason == "stop" else ""
+                try:
+                    answer = await self._call(request, model, cached=True, max_tokens=budget)
+                    # A summary cut off by the window or max_tokens is not a summary.
+                    summary = answer.text.strip() if answer.stop_reason == "stop" else ""
+                except ContextOverflowError:
+                    # The estimate was low (dense content counts more than chars/4): the
+                    # fresh prompt below is smaller.
+                    summary = ""
             if not summary:
                 summary, split_turn_summary = await self._fresh_summary(
                     cut.summarize_messages,

@@ -11,7 +11,8 @@ The rule:
    as fit;
 2. when even the last turn does not fit, split it: keep its longest tail that fits and starts
    at an assistant message; its early part (`turn_prefix`) is summarised separately;
-3. when not even that fits, keep nothing.
+3. when not even that fits, keep the last step (assistant message and its tool results) if it
+   is below `last_step_tokens` (the caller passes half the threshold), else keep nothing.
 The kept tail therefore never starts with a tool result and never separates an assistant's
 tool calls from their results (a cut is only ever made before a user or assistant message).
 """
@@ -80,8 +81,15 @@ def find_cut_point(
     keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS,
     keep_recent_turns: int = DEFAULT_KEEP_RECENT_TURNS,
     max_kept_tokens: int | None = None,
+    last_step_tokens: int | None = None,
 ) -> CutPoint:
-    """Plan a compaction of the path `entries` (a branch or Ledger.projection_entries)."""
+    """Plan a compaction of the path `entries` (a branch or Ledger.projection_entries).
+
+    `last_step_tokens`: when not even a split of the last turn fits the budget, the most recent
+    step (the last assistant message and the tool results after it) is still kept whole if it
+    is at most this many tokens, so that the model does not lose the output it just asked for
+    (a large file read right before the window filled).
+    """
     window = compaction_window(entries)
     positions = [position for position, _ in window.messages]
     messages = [entry for _, entry in window.messages]
@@ -132,5 +140,13 @@ def find_cut_point(
         if suffix[index] <= budget and isinstance(messages[index].message, AssistantMessage):
             return plan(index, last_start)
 
-    # 3. Nothing fits: keep nothing.
+    # 3. The last step alone, when it is not too large for the window.
+    if last_step_tokens is not None:
+        for index in range(count - 1, last_start, -1):
+            if isinstance(messages[index].message, AssistantMessage):
+                if suffix[index] <= last_step_tokens:
+                    return plan(index, last_start)
+                break
+
+    # 4. Nothing fits: keep nothing.
     return plan(None, None)

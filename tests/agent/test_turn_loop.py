@@ -354,3 +354,16 @@ async def test_an_interrupted_answer_is_kept_and_the_prefix_still_holds(tmp_path
         assert last[1]["content"][0]["text"].startswith("Once upon a time.")
         check = check_requests(run.sim.records)
         assert check.ok, check.summary()
+
+
+async def test_a_rejected_cached_summary_falls_back_to_the_fresh_prompt(tmp_path: Path) -> None:
+    async with agent_run(tmp_path) as run:
+        for prompt in default_scenario().prompts[:3]:
+            await run.session.run_turn(prompt)
+        before = len(run.model_requests)
+        run.sim.set_faults("overflow@1")  # the estimate was low: the cached request is too long
+        outcome = await run.session.compact()
+        assert outcome.outcome == "compacted"
+        summaries = run.model_requests[before:]
+        assert [r.status for r in summaries] == [400, 200]
+        assert summaries[0].request.get("tools") and not summaries[1].request.get("tools")

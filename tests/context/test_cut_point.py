@@ -92,6 +92,22 @@ def test_nothing_fits_keeps_nothing() -> None:
     assert cut.can_compact
 
 
+def test_a_large_last_step_is_kept_whole_when_the_window_allows() -> None:
+    # A 20k-token read right before the window filled: too big for the 8k tail, but the model
+    # asked for it one step ago; losing it would make it read the file again.
+    path = entries_of(
+        user("earlier"), assistant("done"),
+        user("go"), assistant("", call("c1")), result("c1", text(20_000)),
+    )
+    cut = find_cut_point(path, keep_recent_tokens=8000, last_step_tokens=40_000)
+    assert cut.first_kept_entry_id == "m3"  # the assistant message: a safe start
+    assert [e.id for e in cut.kept] == ["m3", "m4"]
+    assert [e.id for e in cut.turn_prefix] == ["m2"]  # the turn's prompt, summarised apart
+    assert [e.id for e in cut.summarize] == ["m0", "m1"]
+    too_big = find_cut_point(path, keep_recent_tokens=8000, last_step_tokens=15_000)
+    assert too_big.kept == ()
+
+
 def test_nothing_to_summarise() -> None:
     short = entries_of(*turn(10), *turn(10))
     cut = find_cut_point(short)
