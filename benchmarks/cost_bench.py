@@ -34,8 +34,7 @@ from agent_server.agent.model_setup import connect
 from agent_server.agent.policy import ContextPolicy
 from agent_server.agent.session import AgentSession
 from agent_server.agent.settings import AgentSettings
-from agent_server.agent.system_prompt import build_system_prompt
-from agent_server.agent.tools import default_tools
+from agent_server.agent.workspace import WorkspaceAgent
 from agent_server.llm.cost import call_cost
 from agent_server.llm.messages import AssistantMessage, ToolResultMessage
 from agent_server.llm.models import (
@@ -47,7 +46,6 @@ from agent_server.llm.models import (
     Pricing,
 )
 from agent_server.session.entries import MessageEntry
-from agent_server.session.store import SessionStore
 from agent_server.sim import anthropic_api, openai_chat
 from agent_server.sim.cache import PromptBlock, cumulative_tokens, prefix_hashes
 from agent_server.sim.records import RequestRecord
@@ -90,27 +88,12 @@ class RunLog:
 def open_session(
     workspace: Path, settings: AgentSettings, policy: ContextPolicy | None
 ) -> AgentSession:
-    """A new session, exactly as WorkspaceAgent.create makes one, with `policy` plugged in
-    (WorkspaceAgent has no parameter for one)."""
-    setup = connect(settings, env={})  # never sends a real key to the simulator
-    store = SessionStore(Path(settings.sessions_dir or workspace / ".sessions"), workspace)
-    ledger = store.create(workspace, title="benchmark", model=setup.model.id)
-    ledger.append_model_change(setup.provider.api, setup.model.id)
-    system_prompt = build_system_prompt(workspace.resolve())
-    ledger.append_system_prompt(system_prompt)
-    ledger.sync()
-    return AgentSession(
-        ledger=ledger,
-        workspace=workspace.resolve(),
-        settings=settings,
-        setup=setup,
-        system_prompt=system_prompt,
-        tools=default_tools(),
-        spill_dir=store.session_dir(ledger.header.session_id),
-        retry=_RETRY,
+    """A new session with `policy` plugged in, never sending a real key to the simulator."""
+    agent = WorkspaceAgent(
+        workspace, settings, connect_to=lambda s: connect(s, env={}), retry=_RETRY,
         watch_files=False,
-        policy=policy,
     )
+    return agent.create(title="benchmark", policy=policy)
 
 
 async def run_strategy(strategy: Strategy, workload: Workload, api: Api, root: Path) -> RunLog:

@@ -13,6 +13,7 @@ from agent_server.agent.events import EventSink, ignore_events
 from agent_server.agent.model_call import RetryPolicy
 from agent_server.agent.model_setup import connect, secrets_of
 from agent_server.agent.permissions import AskCallback
+from agent_server.agent.policy import ContextPolicy
 from agent_server.agent.session import AgentSession, ModelSetup
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.system_prompt import build_system_prompt
@@ -73,14 +74,16 @@ class WorkspaceAgent:
         emit: EventSink = ignore_events,
         ask: AskCallback | None = None,
         assume_yes: bool = False,
+        policy: ContextPolicy | None = None,
     ) -> AgentSession:
+        """A new session. `policy` replaces the product's context handling (benchmarks only)."""
         settings = self.settings.with_overrides(model=model) if model else self.settings
         setup = self._connect(settings)
         ledger = self.store.create(self.root, title=title, model=setup.model.id)
         ledger.append_model_change(setup.provider.api, setup.model.id)
         ledger.append_system_prompt(build_system_prompt(self.root))
         ledger.sync()
-        return self._start(ledger, settings, setup, emit, ask, assume_yes)
+        return self._start(ledger, settings, setup, emit, ask, assume_yes, policy)
 
     def open(
         self,
@@ -114,6 +117,7 @@ class WorkspaceAgent:
         emit: EventSink,
         ask: AskCallback | None,
         assume_yes: bool,
+        policy: ContextPolicy | None = None,
     ) -> AgentSession:
         system_prompt = ledger.system_prompt() or build_system_prompt(self.root)
         session = AgentSession(
@@ -131,6 +135,7 @@ class WorkspaceAgent:
             secrets=secrets_of(settings, self._env),
             watch_files=self._watch_files,
             reconnect=self._connect,
+            policy=policy,
         )
         self.sessions[session.session_id] = session
         return session
