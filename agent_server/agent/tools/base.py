@@ -111,6 +111,12 @@ class Tool(Protocol):
 # --- typed access to (already validated) arguments ------------------------------------------
 
 
+def path_of(arguments: Mapping[str, Any]) -> tuple[str, ...]:
+    """`Tool.paths` of a tool that works on the one file named by its `path` argument."""
+    path = arguments.get("path")
+    return (path,) if isinstance(path, str) and path else ()
+
+
 def str_arg(arguments: Mapping[str, Any], name: str) -> str:
     value = arguments.get(name)
     if not isinstance(value, str):

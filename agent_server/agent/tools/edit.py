@@ -6,7 +6,14 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from agent_server.agent.tools.base import ToolContext, ToolKind, ToolResult, display_arg, str_arg
+from agent_server.agent.tools.base import (
+    ToolContext,
+    ToolKind,
+    ToolResult,
+    display_arg,
+    path_of,
+    str_arg,
+)
 from agent_server.agent.tools.diff import unified_diff
 from agent_server.agent.tools.paths import display_path, resolve_in_workspace
 from agent_server.errors import ToolError
@@ -43,8 +50,7 @@ class EditTool:
     kind: ToolKind = "edit"
 
     def paths(self, arguments: Mapping[str, Any]) -> tuple[str, ...]:
-        path = arguments.get("path")
-        return (path,) if isinstance(path, str) and path else ()
+        return path_of(arguments)
 
     def title(self, arguments: Mapping[str, Any]) -> str:
         return f"Edit {display_arg(arguments, 'path', '?')}"

@@ -14,6 +14,7 @@ from agent_server.agent.tools.base import (
     ToolResult,
     display_arg,
     int_arg,
+    path_of,
     str_arg,
 )
 from agent_server.agent.tools.output import MAX_BYTES, MAX_LINES
@@ -71,8 +72,7 @@ class ReadTool:
     kind: ToolKind = "read"
 
     def paths(self, arguments: Mapping[str, Any]) -> tuple[str, ...]:
-        path = arguments.get("path")
-        return (path,) if isinstance(path, str) and path else ()
+        return path_of(arguments)
 
     def title(self, arguments: Mapping[str, Any]) -> str:
         return f"Read {display_arg(arguments, 'path', '?')}"
