@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from agent_server.agent.compaction import (
     SUMMARY_OUTPUT_TOKENS,
@@ -80,11 +81,13 @@ from agent_server.llm.stream import (
     TextDelta,
     ThinkingDelta,
 )
-from agent_server.session.entries import CompactionEntry, Entry, MessageEntry
+from agent_server.session.entries import CompactionEntry, Entry, MessageEntry, entry_to_json
 from agent_server.session.ledger import Ledger
 
 log = logging.getLogger(__name__)
 
+# Entry types an editor shows (the system prompt and unknown future types are not).
+DISPLAYED_ENTRIES = frozenset(("message", "compaction", "branch", "modelChange", "title"))
 GAVE_UP = (
     "The request is still too large for the model's context window after compacting. "
     "Remove or shorten a large message (for example a pasted file), or rewind to before it."
@@ -254,6 +257,18 @@ class AgentSession:
             1 for entry in self.ledger.branch() if isinstance(entry, CompactionEntry)
         )
         return branch_entry.id
+
+    def transcript(self) -> list[dict[str, Any]]:
+        """The current branch, root to leaf, for display: every message, compaction, rewind,
+        model change and title in the ledger's own JSON form, `id` named `entryId`."""
+        items: list[dict[str, Any]] = []
+        for entry in self.ledger.branch():
+            data = entry_to_json(entry)
+            if data.get("type") not in DISPLAYED_ENTRIES:
+                continue
+            data["entryId"] = data.pop("id")
+            items.append(data)
+        return items
 
     def usage_snapshot(self) -> UsageSnapshot:
         context, fresh_from = self._project()

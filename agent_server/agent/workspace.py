@@ -19,12 +19,18 @@ from agent_server.agent.settings import AgentSettings
 from agent_server.agent.system_prompt import build_system_prompt
 from agent_server.agent.tools import default_tools
 from agent_server.errors import SessionNotFoundError
+from agent_server.llm.providers import preload_sdks
 from agent_server.session.ledger import Ledger
 from agent_server.session.store import SessionInfo, SessionStore, default_sessions_root
 
 log = logging.getLogger(__name__)
 
 Connect = Callable[[AgentSettings], ModelSetup]
+
+
+def preload_providers() -> None:
+    """Load the provider SDKs (seconds of imports) before the first session needs them."""
+    preload_sdks()
 
 
 class WorkspaceAgent:

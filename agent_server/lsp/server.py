@@ -40,14 +40,13 @@ from agent_server.agent.events import (
 from agent_server.agent.permissions import PermissionRequest
 from agent_server.agent.session import AgentSession
 from agent_server.agent.settings import AgentSettings, settings_from_json
-from agent_server.agent.workspace import WorkspaceAgent
+from agent_server.agent.workspace import WorkspaceAgent, preload_providers
 from agent_server.errors import (
     AgentServerError,
     ConfigError,
     SessionBusyError,
     SessionNotFoundError,
 )
-from agent_server.llm.providers import preload_sdks
 from agent_server.lsp import wire
 from agent_server.lsp.wire import Params, UnknownWorkspaceError, rpc_error
 
@@ -376,7 +375,7 @@ def _register(server: AgentLanguageServer) -> None:
     @server.feature(types.INITIALIZED)
     async def initialized(ls: AgentLanguageServer, params: types.InitializedParams) -> None:
         # Load the provider SDKs while the editor finishes starting, not on the first turn.
-        threading.Thread(target=preload_sdks, name="preload-sdks", daemon=True).start()
+        threading.Thread(target=preload_providers, name="preload-sdks", daemon=True).start()
         for folder in list(ls.state.folders.values()):
             folder.agent.update_settings(await ls.fetch_settings(folder.uri))
 
@@ -461,7 +460,7 @@ def _register(server: AgentLanguageServer) -> None:
             "sessionId": session_id,
             "title": session.ledger.title,
             "leafId": session.ledger.leaf_id,
-            "transcript": wire.transcript(session.ledger.branch()),
+            "transcript": session.transcript(),
             "usage": wire.usage_json(session_id, snapshot),
         }
 

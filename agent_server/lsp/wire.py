@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -42,15 +42,6 @@ from agent_server.llm.messages import (
     TextContent,
     UserContent,
     content_to_json,
-    message_to_json,
-)
-from agent_server.session.entries import (
-    BranchEntry,
-    CompactionEntry,
-    Entry,
-    MessageEntry,
-    ModelChangeEntry,
-    TitleEntry,
 )
 
 UNKNOWN_SESSION = -32001
@@ -204,37 +195,6 @@ def usage_json(session_id: str, snapshot: UsageSnapshot) -> dict[str, Any]:
         "cacheHitRate": round(snapshot.cache_hit_rate, 4),
         "cost": round(snapshot.cost, 6),
     }
-
-
-def transcript_item(entry: Entry) -> dict[str, Any] | None:
-    base: dict[str, Any] = {
-        "entryId": entry.id,
-        "parentId": entry.parent_id,
-        "timestamp": entry.timestamp,
-    }
-    if isinstance(entry, MessageEntry):
-        return {"type": "message", **base, "message": message_to_json(entry.message)}
-    if isinstance(entry, CompactionEntry):
-        return {
-            "type": "compaction",
-            **base,
-            "summary": entry.summary,
-            "firstKeptEntryId": entry.first_kept_entry_id,
-            "tokensBefore": entry.tokens_before,
-            "tokensAfter": entry.tokens_after,
-            "reason": entry.reason,
-        }
-    if isinstance(entry, BranchEntry):
-        return {"type": "branch", **base, "targetId": entry.target_id}
-    if isinstance(entry, ModelChangeEntry):
-        return {"type": "modelChange", **base, "provider": entry.provider, "model": entry.model}
-    if isinstance(entry, TitleEntry):
-        return {"type": "title", **base, "title": entry.title}
-    return None
-
-
-def transcript(entries: Sequence[Entry]) -> list[dict[str, Any]]:
-    return [item for entry in entries if (item := transcript_item(entry)) is not None]
 
 
 def update_json(event: AgentEvent) -> dict[str, Any] | None:
