@@ -24,7 +24,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agent_server.console.render import TranscriptPrinter, format_tokens
-from agent_server.llm.cost import uncached_cost
+from agent_server.llm.cost import call_cost, uncached_cost
 from agent_server.llm.messages import Usage
 from agent_server.llm.models import BUILTIN_MODELS, ModelInfo
 from agent_server.lsp.server import agent_converter
@@ -53,37 +53,26 @@ def _model(model_id: str) -> ModelInfo:
     return next(model for model in BUILTIN_MODELS if model.id == model_id)
 
 
-def _usage_of(record: RequestRecord) -> Usage | None:
-    tokens = record.tokens
-    if tokens is None or record.status != 200:
-        return None
-    return Usage(
-        input=tokens.input,
-        output=tokens.output,
-        cache_read=tokens.cache_read,
-        cache_write=tokens.cache_write,
-    )
-
-
 def bill(records: list[RequestRecord], model: ModelInfo) -> tuple[float, float, float]:
     """(cost, cost without caching, cache-read share of prompt tokens) from the log."""
-    pricing = model.pricing
     cost = uncached = 0.0
     read = prompt = 0
     for record in records:
-        usage = _usage_of(record)
-        if usage is None:
+        tokens = record.tokens
+        if tokens is None or record.status != 200:
             continue
-        write_rate = pricing.cache_write_5m
-        cost += (
-            usage.input * pricing.input
-            + usage.cache_read * pricing.cache_read
-            + usage.cache_write * write_rate
-            + usage.output * pricing.output
-        ) / 1_000_000
-        uncached += uncached_cost(usage, pricing)
-        read += usage.cache_read
-        prompt += usage.prompt_tokens
+        cost += call_cost(
+            model.pricing,
+            input=tokens.input,
+            output=tokens.output,
+            cache_read=tokens.cache_read,
+            cache_write_short=tokens.cache_write_5m,
+            cache_write_long=tokens.cache_write_1h,
+        ).total
+        usage = Usage(tokens.input, tokens.output, tokens.cache_read, tokens.cache_write)
+        uncached += uncached_cost(usage, model.pricing)
+        read += tokens.cache_read
+        prompt += tokens.prompt
     return cost, uncached, read / prompt if prompt else 0.0
 
 

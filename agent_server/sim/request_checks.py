@@ -22,7 +22,7 @@ Reusable by tests and benchmarks: it reads only the log.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -265,6 +265,3 @@ def _canonical(value: Any) -> str:
     """Bytes as sent (key order kept), cache marks removed."""
     return json.dumps(_strip_marks(value), ensure_ascii=False, separators=(",", ":"))
 
-
-def messages_of(records: Sequence[Mapping[str, Any]]) -> list[Any]:
-    return [r.get("request", {}).get("messages") for r in records]
