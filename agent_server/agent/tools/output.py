@@ -67,50 +67,36 @@ def _cut_bytes(text: str, max_bytes: int, *, from_end: bool) -> str:
 
 def truncate_head(text: str, max_lines: int = MAX_LINES, max_bytes: int = MAX_BYTES) -> Truncation:
     """The first whole lines of `text` that fit both bounds."""
-    lines = _split_lines(text)
-    total = len(lines)
-    kept: list[str] = []
-    size = 0
-    cut_by: Literal["lines", "bytes"] | None = None
-    for line in lines:
-        if len(kept) == max_lines:
-            cut_by = "lines"
-            break
-        line_size = len(line.encode("utf-8")) + 1
-        if size + line_size > max_bytes:
-            cut_by = "bytes"
-            if not kept:  # one enormous first line: keep its beginning
-                kept.append(_cut_bytes(line, max_bytes, from_end=False))
-            break
-        kept.append(line)
-        size += line_size
-    if cut_by is None:
-        return Truncation(text, total, total, False)
-    return Truncation("\n".join(kept), total, len(kept), True, cut_by)
+    return _truncate(text, max_lines, max_bytes, from_end=False)
 
 
 def truncate_tail(text: str, max_lines: int = MAX_LINES, max_bytes: int = MAX_BYTES) -> Truncation:
     """The last whole lines of `text` that fit both bounds."""
+    return _truncate(text, max_lines, max_bytes, from_end=True)
+
+
+def _truncate(text: str, max_lines: int, max_bytes: int, *, from_end: bool) -> Truncation:
     lines = _split_lines(text)
     total = len(lines)
     kept: list[str] = []
     size = 0
     cut_by: Literal["lines", "bytes"] | None = None
-    for line in reversed(lines):
+    for line in reversed(lines) if from_end else lines:
         if len(kept) == max_lines:
             cut_by = "lines"
             break
         line_size = len(line.encode("utf-8")) + 1
         if size + line_size > max_bytes:
             cut_by = "bytes"
-            if not kept:  # one enormous last line: keep its end
-                kept.append(_cut_bytes(line, max_bytes, from_end=True))
+            if not kept:  # one enormous line: keep the part nearest the kept end
+                kept.append(_cut_bytes(line, max_bytes, from_end=from_end))
             break
         kept.append(line)
         size += line_size
     if cut_by is None:
         return Truncation(text, total, total, False)
-    kept.reverse()
+    if from_end:
+        kept.reverse()
     return Truncation("\n".join(kept), total, len(kept), True, cut_by)
 
 
