@@ -271,9 +271,17 @@ class AgentSession:
         return items
 
     def usage_snapshot(self) -> UsageSnapshot:
-        context, fresh_from = self._project()
+        entries = self.ledger.projection_entries()
+        context, fresh_from = self._project_entries(entries)
         estimate = estimate_context_tokens(context, fresh_from=fresh_from)
-        last_call = self._last_call_usage()
+        last_call = next(
+            (
+                usage
+                for entry in reversed(entries)
+                if isinstance(entry, MessageEntry) and (usage := _usage_of(entry)) is not None
+            ),
+            None,
+        )
         return UsageSnapshot(
             used=estimate.tokens,
             size=self.model.context_window,
@@ -618,13 +626,6 @@ class AgentSession:
     def _answer_unrun(self, calls: Sequence[ToolCall], why: str) -> None:
         for call in calls:
             self.ledger.append_message(aborted_result(call, why))
-
-    def _last_call_usage(self) -> Usage | None:
-        """The usage of the last model answer (summaries aside)."""
-        for entry in reversed(self.ledger.projection_entries()):
-            if isinstance(entry, MessageEntry) and (usage := _usage_of(entry)) is not None:
-                return usage
-        return None
 
     def _maybe_title(self, content: tuple[UserContent, ...]) -> None:
         """A session without a title is named after its first prompt."""

@@ -144,12 +144,12 @@ async def test_a_message_larger_than_the_window_surfaces_an_error(tmp_path: Path
         assert result.error and "context window" in result.error
         assert len(run.model_requests) <= 4
         assert [o.action for o in run.of(events.OverflowHappened)][-1] == "gaveUp"
-        # The guard resets with the next prompt, and the session still works.
+        # Rewound to before the huge prompt, the session works again.
         run.session.rewind(run.session.ledger.branch()[0].id)
         again = await run.session.run_turn(
             "Give me an overview of this repository: what it does and how it is laid out."
         )
-        assert again.stop_reason in ("end_turn", "error")
+        assert again.stop_reason == "end_turn", again
 
 
 async def test_rate_limits_overloads_and_a_dropped_stream_still_finish_the_turn(
