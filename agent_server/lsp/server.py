@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import threading
 import uuid
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -335,8 +336,20 @@ def create_server(**options: Any) -> AgentLanguageServer:
     return server
 
 
-def _guard(error: AgentServerError) -> Exception:
-    return rpc_error(error)
+Handler = Callable[[AgentLanguageServer, Any], Awaitable[dict[str, Any]]]
+
+
+def _answers_agent_errors(handler: Handler) -> Handler:
+    """Agent errors become JSON-RPC errors with the codes of docs/protocol.md."""
+
+    @functools.wraps(handler)
+    async def answer(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
+        try:
+            return await handler(ls, raw)
+        except AgentServerError as error:
+            raise rpc_error(error) from None
+
+    return answer
 
 
 def _register(server: AgentLanguageServer) -> None:
@@ -409,29 +422,25 @@ def _register(server: AgentLanguageServer) -> None:
                 await folder.agent.close()
 
     @server.feature(SESSION_NEW)
+    @_answers_agent_errors
     async def session_new(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
         params = Params(raw, SESSION_NEW)
         workspace = params.workspace()
         model = params.optional_string("model")
         title = params.optional_string("title")
-        try:
-            folder = ls.folder_for(workspace)
-            session = folder.agent.create(model=model, title=title)
-            session.attach(ls.sink(session.session_id), ls.asker(session.session_id))
-            return {
-                "sessionId": session.session_id,
-                "usage": wire.usage_json(session.session_id, session.usage_snapshot()),
-            }
-        except AgentServerError as error:
-            raise _guard(error) from None
+        folder = ls.folder_for(workspace)
+        session = folder.agent.create(model=model, title=title)
+        session.attach(ls.sink(session.session_id), ls.asker(session.session_id))
+        return {
+            "sessionId": session.session_id,
+            "usage": wire.usage_json(session.session_id, session.usage_snapshot()),
+        }
 
     @server.feature(SESSION_LIST)
+    @_answers_agent_errors
     async def session_list(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
         params = Params(raw, SESSION_LIST)
-        try:
-            folder = ls.folder_for(params.workspace())
-        except AgentServerError as error:
-            raise _guard(error) from None
+        folder = ls.folder_for(params.workspace())
         return {
             "sessions": [
                 {
@@ -447,13 +456,11 @@ def _register(server: AgentLanguageServer) -> None:
         }
 
     @server.feature(SESSION_LOAD)
+    @_answers_agent_errors
     async def session_load(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
         params = Params(raw, SESSION_LOAD)
         session_id = params.string("sessionId")
-        try:
-            session = ls.session(session_id)
-        except AgentServerError as error:
-            raise _guard(error) from None
+        session = ls.session(session_id)
         snapshot = session.usage_snapshot()
         ls.protocol.notify(USAGE, wire.usage_json(session_id, snapshot))
         return {
@@ -465,19 +472,17 @@ def _register(server: AgentLanguageServer) -> None:
         }
 
     @server.feature(TURN)
+    @_answers_agent_errors
     async def turn(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
         params = Params(raw, TURN)
         session_id = params.string("sessionId")
         prompt = params.prompt()
         token = params.token("workDoneToken")
-        try:
-            session = ls.session(session_id)
-            if session.busy:
-                raise SessionBusyError(
-                    f"session {session_id} is busy with another turn; wait for it or interrupt it"
-                )
-        except AgentServerError as error:
-            raise _guard(error) from None
+        session = ls.session(session_id)
+        if session.busy:
+            raise SessionBusyError(
+                f"session {session_id} is busy with another turn; wait for it or interrupt it"
+            )
         turn_id = uuid.uuid4().hex[:12]
         stream = TurnStream(turn_id, progress_token=token)
         ls.state.turns[session_id] = stream
@@ -488,8 +493,6 @@ def _register(server: AgentLanguageServer) -> None:
             )
         try:
             result = await session.run_turn(prompt, turn_id=turn_id)
-        except AgentServerError as error:
-            raise _guard(error) from None
         finally:
             if ls.state.turns.get(session_id) is stream:
                 del ls.state.turns[session_id]
@@ -505,25 +508,21 @@ def _register(server: AgentLanguageServer) -> None:
         return out
 
     @server.feature(INTERRUPT)
+    @_answers_agent_errors
     async def interrupt(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
         params = Params(raw, INTERRUPT)
         session_id = params.string("sessionId")
-        try:
-            ls.session(session_id).interrupt()
-        except AgentServerError as error:
-            raise _guard(error) from None
+        ls.session(session_id).interrupt()
         return {}
 
     @server.feature(COMPACT)
+    @_answers_agent_errors
     async def compact(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
         params = Params(raw, COMPACT)
         session_id = params.string("sessionId")
         instructions = params.optional_string("instructions")
-        try:
-            session = ls.session(session_id)
-            outcome = await session.compact(instructions)
-        except AgentServerError as error:
-            raise _guard(error) from None
+        session = ls.session(session_id)
+        outcome = await session.compact(instructions)
         out: dict[str, Any] = {
             "outcome": outcome.outcome if outcome.outcome != "cancelled" else "failed",
             "tokensBefore": outcome.tokens_before,
@@ -535,26 +534,22 @@ def _register(server: AgentLanguageServer) -> None:
         return out
 
     @server.feature(REWIND)
+    @_answers_agent_errors
     async def rewind(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
         params = Params(raw, REWIND)
         session_id = params.string("sessionId")
         entry_id = params.string("entryId")
-        try:
-            session = ls.session(session_id)
-            leaf = session.rewind(entry_id)
-        except AgentServerError as error:
-            raise _guard(error) from None
+        session = ls.session(session_id)
+        leaf = session.rewind(entry_id)
         ls.protocol.notify(USAGE, wire.usage_json(session_id, session.usage_snapshot()))
         return {"leafId": leaf}
 
     @server.feature(USAGE)
+    @_answers_agent_errors
     async def usage(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
         params = Params(raw, USAGE)
         session_id = params.string("sessionId")
-        try:
-            session = ls.session(session_id)
-        except AgentServerError as error:
-            raise _guard(error) from None
+        session = ls.session(session_id)
         return wire.usage_json(session_id, session.usage_snapshot())
 
     @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
