@@ -79,6 +79,17 @@ class Scenario:
                 return index
         return None
 
+    def find_turn_within(self, message: str) -> int | None:
+        """The turn whose `user` text is contained in `message` (whitespace-normalised), the
+        longest when several are: a client that wraps the user's words in its own text."""
+        text = normalise_prompt(message)
+        found: int | None = None
+        for index, turn in enumerate(self.turns):
+            wanted = normalise_prompt(turn.user)
+            if wanted in text and (found is None or len(wanted) > len(self.turns[found].user)):
+                found = index
+        return found
+
     @property
     def prompts(self) -> tuple[str, ...]:
         """The user prompts in order: what a driver (the demo, a benchmark) sends."""

@@ -140,6 +140,7 @@ async def test_a_prompt_after_a_compaction_summary_still_matches_its_turn(
             {"type": "text", "text": summary_message_text("## Goal\nSomething earlier.")},
             {"type": "text", "text": "Read   the readme\nplease."},
         ]}],
+        tools=anthropic_tools(),  # type: ignore[arg-type]
     )
     assert message.content[1].type == "tool_use"
     assert message.content[1].id.startswith("toolu_sim_0_0_0_")
