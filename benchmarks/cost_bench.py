@@ -181,7 +181,9 @@ class Bill:
 
 
 def model_records(records: Iterable[RequestRecord]) -> list[RequestRecord]:
-    return [r for r in records if r.api in ("anthropic-messages", "openai-chat")]
+    return [
+        r for r in records if r.api in ("anthropic-messages", "openai-chat", "openai-responses")
+    ]
 
 
 def bill(records: Iterable[RequestRecord], model: ModelInfo, *, uncached: bool = False) -> Bill:

@@ -266,3 +266,39 @@ def print_report(result: Mapping[str, Any], console: Console) -> None:
         f"cost {cost['seconds']:.0f} s · harness {result['harness']['seconds']:.0f} s · "
         f"editor {result['editor']['seconds']:.0f} s · total {result['seconds']:.0f} s"
     )
+
+
+def peers_table(rows: Sequence[Any]) -> Table:
+    """The peer benchmark: one column per client and model, one row per figure."""
+    table = Table(title="the same 18-turn session, client by client (simulated models, "
+                        "Sonnet-class list prices)")
+    table.add_column("")
+    for row in rows:
+        table.add_column(f"{row.client}\n{row.model}", justify="right")
+    lines: list[tuple[str, Any]] = [
+        ("version", lambda r: r.version),
+        ("requests", lambda r: f"{r.requests:,}"),
+        ("billed cost", lambda r: _money(r.cost)),
+        ("cache-read share", lambda r: f"{r.cache_read_share:.1%}"),
+        ("cache writes (tokens)", lambda r: format_tokens(r.cache_write)),
+        ("fixed prefix (system + tools)", lambda r: format_tokens(r.fixed_prefix)),
+        ("tool results", lambda r: f"{r.tool_results:,}"),
+        ("tool-result tokens", lambda r: format_tokens(r.tool_result_tokens)),
+        ("summaries", lambda r: f"{r.summaries}"),
+        ("failed requests", lambda r: f"{r.failed_requests}"),
+        ("failed turns", lambda r: f"{r.failed_turns} of {r.turns}"),
+        ("off-script answers", lambda r: f"{r.off_script}"),
+        ("wall time", lambda r: f"{r.seconds:.0f} s"),
+    ]
+    for label, value in lines:
+        table.add_row(label, *(str(value(row)) for row in rows))
+    return table
+
+
+def print_peers(rows: Sequence[Any], run_dir: Any) -> None:
+    console = Console(width=200)
+    console.print(peers_table(rows))
+    for row in rows:
+        for note in row.notes:
+            console.print(f"{row.client} on {row.model}: {note}")
+    console.print(f"request logs and tool results: {run_dir}")

@@ -35,7 +35,7 @@ from agent_server.sim.scenario import Scenario, Step
 from agent_server.sim.summary import summarise
 from agent_server.sim.tokenizer import filler_text
 from agent_server.sim.tool_fitting import fit_call, working_directory
-from agent_server.sim.transcript import Transcript, TranscriptMessage
+from agent_server.sim.transcript import Transcript, TranscriptMessage, trailing_texts
 
 FALLBACK_TURN = "f"
 _CALL_ID = re.compile(
@@ -101,9 +101,11 @@ def is_summary_request(transcript: Transcript) -> bool:
     if _has_marker(transcript):
         return True
     last = transcript.messages[-1] if transcript.messages else None
-    if last is None or last.role != "user" or last.tool_results:
+    if last is None or last.role != "user":
         return False
-    text = "\n".join(last.texts)
+    text = "\n".join(trailing_texts(last))
+    if not text:
+        return False
     if _SUMMARY_INSTRUCTION.search(text):
         return True
     return not transcript.tools and bool(
@@ -118,24 +120,10 @@ def plan_reply(transcript: Transcript, scenario: Scenario, *, id_prefix: str) ->
     last = transcript.messages[-1] if transcript.messages else None
     if last is None or last.role != "user":
         return _fallback(transcript, 2, id_prefix, nonce)
-    results = last.tool_results
-    if results:
-        for result in results:
-            parsed = parse_call_id(result.tool_call_id)
-            if parsed is None:
-                continue
-            turn, step = parsed
-            if turn == FALLBACK_TURN:
-                return _fallback(transcript, step + 1, id_prefix, nonce)
-            turn_index = int(turn)
-            if turn_index < len(scenario.turns):
-                steps = scenario.turns[turn_index].steps
-                if step + 1 < len(steps):
-                    return _scenario_step(transcript, scenario, turn_index, step + 1, id_prefix,
-                                          nonce)
-            break
-        return _fallback(transcript, 2, id_prefix, nonce)
-    texts = [text for text in last.texts if text.strip()]
+    # What was said after the last tool result (all of it when there are none): a new prompt
+    # there wins over the results (pi sends the next prompt after an unfinished turn's results,
+    # Codex its compaction prompt); text that matches nothing (Claude Code's reminders) does not.
+    texts = trailing_texts(last)
     found = scenario.find_turn(texts[-1]) if texts else None
     if found is None and is_summary_request(transcript):
         return PlannedReply(source="summary", text=summarise(transcript))
@@ -143,7 +131,29 @@ def plan_reply(transcript: Transcript, scenario: Scenario, *, id_prefix: str) ->
         found = scenario.find_turn_within("\n".join(texts))
     if found is not None:
         return _scenario_step(transcript, scenario, found, 0, id_prefix, nonce)
+    if last.tool_results:
+        return _after_results(transcript, scenario, last, id_prefix, nonce)
     return _fallback(transcript, 0, id_prefix, nonce)
+
+
+def _after_results(transcript: Transcript, scenario: Scenario, last: TranscriptMessage,
+                   id_prefix: str, nonce: str) -> PlannedReply:
+    """The step after the one whose calls these results answer."""
+    for result in last.tool_results:
+        parsed = parse_call_id(result.tool_call_id)
+        if parsed is None:
+            continue
+        turn, step = parsed
+        if turn == FALLBACK_TURN:
+            return _fallback(transcript, step + 1, id_prefix, nonce)
+        turn_index = int(turn)
+        if turn_index < len(scenario.turns):
+            steps = scenario.turns[turn_index].steps
+            if step + 1 < len(steps):
+                return _scenario_step(transcript, scenario, turn_index, step + 1, id_prefix,
+                                      nonce)
+        break
+    return _fallback(transcript, 2, id_prefix, nonce)
 
 
 def _scenario_step(transcript: Transcript, scenario: Scenario, turn: int, index: int,

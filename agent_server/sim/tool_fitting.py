@@ -8,7 +8,8 @@ declares its own tools: Claude Code's `Read {file_path}` wants an absolute path,
 takes a list of `edits`, Codex offers only `exec_command {cmd}`. `fit_call` picks the declared
 tool for the capability and fills that tool's own schema:
 
-1. a declared tool with the scenario's exact name gets the arguments as written;
+1. a declared tool with the scenario's exact name gets the arguments as written, when they
+   hold every property its schema requires;
 2. otherwise a declared tool whose name is one of the capability's usual names (any case)
    gets the arguments renamed to its own properties (`file_path`, `old_string`, `cmd`, ...),
    paths made absolute when the property asks for an absolute path, an edit given as a list of
@@ -89,12 +90,13 @@ def fit_call(
     name: str, arguments: Mapping[str, Any], tools: tuple[ToolSpec, ...], cwd: str | None
 ) -> tuple[str, dict[str, Any]] | None:
     """(declared tool name, its arguments) for the scenario's call, or None if none fits."""
-    if any(tool.name == name for tool in tools):
+    exact = next((tool for tool in tools if tool.name == name), None)
+    if exact is not None and _has_required(exact, arguments):
         return name, dict(arguments)
     capability = CAPABILITIES.get(name)
     if capability is None:
-        return None
-    fitting = _tool_for(capability, tools)
+        return (name, dict(arguments)) if exact is not None else None
+    fitting = exact or _tool_for(capability, tools)
     if fitting is not None:
         return fitting.name, _fill(capability, arguments, fitting, cwd)
     shell = _tool_for("shell", tools)
@@ -102,6 +104,11 @@ def fit_call(
         return None
     command = shell_command(capability, arguments)
     return shell.name, _fill("shell", {"command": command}, shell, cwd)
+
+
+def _has_required(tool: ToolSpec, arguments: Mapping[str, Any]) -> bool:
+    required = tool.schema.get("required")
+    return not isinstance(required, list) or all(key in arguments for key in required)
 
 
 def _tool_for(capability: str, tools: tuple[ToolSpec, ...]) -> ToolSpec | None:
@@ -128,7 +135,8 @@ def _property_for(key: str, properties: Mapping[str, Any]) -> str | None:
 def _wants_absolute(spec: Any) -> bool:
     description = str(spec.get("description", "")) if isinstance(spec, Mapping) else ""
     lowered = description.lower()
-    return "absolute" in lowered and "relative" not in lowered
+    either = "relative or absolute" in lowered or "absolute or relative" in lowered
+    return "absolute" in lowered and not either
 
 
 def _absolute(path: str, cwd: str | None) -> str:

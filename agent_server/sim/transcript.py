@@ -118,3 +118,15 @@ def freeze(
     messages: list[tuple[Literal["user", "assistant"], list[Part]]],
 ) -> tuple[TranscriptMessage, ...]:
     return tuple(TranscriptMessage(role=role, parts=tuple(parts)) for role, parts in messages)
+
+
+def trailing_texts(message: TranscriptMessage) -> list[str]:
+    """The non-blank texts of `message` after its last tool result: in a user turn that the API
+    combined from several messages, what the user (or the client) said after the results."""
+    texts: list[str] = []
+    for part in message.parts:
+        if isinstance(part, ToolResultPart):
+            texts = []
+        elif isinstance(part, TextPart) and part.text.strip():
+            texts.append(part.text)
+    return texts
