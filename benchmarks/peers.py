@@ -430,8 +430,11 @@ def main(clients: Sequence[str] = CLIENTS, models: Sequence[str] = MODELS,
             executables[peer.name] = install(peer, cache)
     results: list[Figures] = []
     # Workspaces and homes live outside any checkout (a client reads the git status of the
-    # repository it runs in) and are removed afterwards; the logs stay in run_dir.
-    scratch = Path(tempfile.mkdtemp(prefix="agent-server-peers-"))
+    # repository it runs in) and outside /tmp (Codex will not set up its sandbox helper under
+    # a temporary directory), and are removed afterwards; the logs stay in run_dir.
+    runs = cache.parent / "peer-runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f"{stamp}-", dir=runs))
     try:
         for model_id in models:
             for client in clients:
