@@ -4,7 +4,9 @@ Opens the SDK stream, hands its events (as plain JSON dicts) to the provider's t
 passes the neutral events on, and guarantees three things: the HTTP response is closed
 however the run ends (done, failed, or cancelled by the consumer); every provider failure
 reaches the caller as a ProviderError; and a stream that ends without the provider's
-end-of-message event is a dropped connection, never a short answer.
+end-of-message event is a dropped connection, never a short answer. An answer whose reported
+prompt is larger than the model's window (a server that took the prompt and cut it silently) is
+a ContextOverflowError, so that the harness compacts and asks again.
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from contextlib import aclosing
 from typing import Any, Protocol
 
+from agent_server.errors import ContextOverflowError, redact
+from agent_server.llm.messages import AssistantMessage
+from agent_server.llm.overflow import silent_overflow
 from agent_server.llm.provider_errors import (
     ErrorContext,
     StreamInterrupted,
@@ -39,6 +44,7 @@ async def run_provider_stream(
     translate: Translator,
     where: ErrorContext,
     end_event: str,
+    context_window: int,
 ) -> AsyncGenerator[StreamEvent, None]:
     """Neutral events of one call, ending with exactly one MessageDone.
 
@@ -68,7 +74,26 @@ async def run_provider_stream(
         if not is_provider_failure(exc):
             raise
         raise to_provider_error(exc, where) from exc
+    if silent_overflow(done.message, context_window):
+        raise _silent_overflow_error(done.message, context_window, where)
     yield done
+
+
+def _silent_overflow_error(
+    message: AssistantMessage, context_window: int, where: ErrorContext
+) -> ContextOverflowError:
+    prompt = message.usage.prompt_tokens if message.usage is not None else 0
+    model = f"the model {where.model!r}" if where.model else "the model"
+    return ContextOverflowError(
+        redact(
+            f"{where.provider} took a prompt of {prompt} tokens, more than the context window "
+            f"of {model} ({context_window} tokens): it may have cut the prompt without saying "
+            "so. Compact the session (or start a new one) and try again; if the model's window "
+            "is really larger, correct 'contextWindow' in the models file.",
+            *where.secrets,
+        ),
+        provider=where.provider,
+    )
 
 
 async def _drain(events: EventDicts) -> None:

@@ -119,7 +119,7 @@ async def test_anthropic_signed_and_redacted_thinking_and_tool_arguments() -> No
     [
         ("end_turn", "stop"),
         ("stop_sequence", "stop"),
-        ("pause_turn", "stop"),
+        ("pause_turn", "pauseTurn"),
         ("max_tokens", "length"),
         ("model_context_window_exceeded", "contextOverflow"),
         ("refusal", "refusal"),
