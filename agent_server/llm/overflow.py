@@ -25,9 +25,11 @@ from agent_server.llm.messages import AssistantMessage
 @dataclass(frozen=True, slots=True)
 class Wording:
     """One way providers say something: a regular expression (matched case-insensitively,
-    anywhere in the error text) and where it was seen, with an example."""
+    anywhere in the error text), a message it was seen in, and who sends it and where that
+    message was found."""
 
     pattern: str
+    example: str
     seen: str
 
 
@@ -69,78 +71,117 @@ NOT_OVERFLOW_CODES: frozenset[str] = frozenset(
 
 # Rate limits, overloads, quota and billing: whatever else the text says, never an overflow.
 NOT_OVERFLOW_WORDINGS: tuple[Wording, ...] = (
-    Wording(r"rate[ _-]?limit", "OpenAI, Anthropic, Groq: 'Rate limit reached for ...'"),
-    Wording(r"too many requests", "HTTP 429 reason phrase, every provider"),
-    Wording(r"\bper (min|minute|hour|day)\b", "Anthropic: '... input tokens per minute'"),
-    Wording(r"\b(tpm|rpm|tpd|rpd|itpm|otpm)\b", "OpenAI, Groq: 'on tokens per min (TPM)'"),
-    Wording(r"tokens per (min|minute|second|hour|day)", "OpenAI, Groq, Cerebras"),
-    Wording(r"quota", "OpenAI 'insufficient_quota', Gemini 'RESOURCE_EXHAUSTED (check quota)'"),
-    Wording(r"overloaded", "Anthropic 529 'Overloaded', OpenAI 503"),
-    Wording(r"over capacity", "Groq, Together"),
-    Wording(r"throttl", "Bedrock 'ThrottlingException'"),
-    Wording(r"try again (later|in)", "OpenAI: 'Please try again in 8.2s'"),
-    Wording(r"credit balance", "Anthropic: 'Your credit balance is too low ...'"),
-    Wording(r"billing", "OpenAI: '... check your plan and billing details'"),
+    Wording(r"rate[ _-]?limit",
+            "Rate limit reached for requests. Please try again in 1s.",
+            "OpenAI, Anthropic, Groq"),
+    Wording(r"too many requests", "429 Too Many Requests", "HTTP reason phrase, every provider"),
+    Wording(r"\bper (min|minute|hour|day)\b",
+            "This request would exceed the rate limit for your organization of 20,000 input "
+            "tokens per minute.",
+            "Anthropic 429"),
+    Wording(r"\b(tpm|rpm|tpd|rpd|itpm|otpm)\b",
+            "Limit reached on TPM for this model",
+            "OpenAI, Groq: '... on tokens per min (TPM)'"),
+    Wording(r"tokens per (min|minute|second|hour|day)",
+            "Too many tokens per minute for this key", "OpenAI, Groq, Cerebras"),
+    Wording(r"quota", "You exceeded your current quota, please check your plan.",
+            "OpenAI insufficient_quota; Gemini RESOURCE_EXHAUSTED"),
+    Wording(r"overloaded", "Overloaded", "Anthropic 529, OpenAI 503"),
+    Wording(r"over capacity", "The model is over capacity.", "Groq, Together"),
+    Wording(r"throttl", "ThrottlingException: Too many tokens, please wait.", "Bedrock"),
+    Wording(r"try again (later|in)", "Please try again in 8.2s.", "OpenAI"),
+    Wording(r"credit balance",
+            "Your credit balance is too low to access the Anthropic API.", "Anthropic"),
+    Wording(r"billing", "Please check your plan and billing details.", "OpenAI"),
 )
 
 OVERFLOW_WORDINGS: tuple[Wording, ...] = (
-    Wording(r"prompt is too long", "Anthropic, Bedrock: 'prompt is too long: 213462 tokens > "
-            "200000 maximum'"),
-    Wording(r"prompt too long", "Ollama: 'prompt too long; exceeded max context length by N "
-            "tokens'"),
+    Wording(r"prompt is too long",
+            "prompt is too long: 213462 tokens > 200000 maximum", "Anthropic, Bedrock"),
+    Wording(r"prompt too long",
+            "prompt too long; exceeded max context length by 1342 tokens", "Ollama"),
     Wording(r"exceeds? (the |this |your )?(model'?s? )?(maximum )?context (window|length|size)",
-            "OpenAI Responses: 'Your input exceeds the context window of this model.'"),
-    Wording(r"maximum context length (is|of) \d+", "OpenAI, vLLM, DeepSeek, OpenRouter: "
-            "'This model's maximum context length is N tokens. However, ...'"),
-    Wording(r"maximum prompt length is \d+", "xAI: 'This model's maximum prompt length is "
-            "131072 but the request contains N tokens.'"),
-    Wording(r"context[_ ]length[_ ]exceeded", "generic proxies (pi-mono overflow.ts)"),
-    Wording(r"context window exceeded", "generic proxies"),
-    Wording(r"exceeds the available context size", "llama.cpp server: 'the request exceeds "
-            "the available context size, try increasing it'"),
-    Wording(r"exceed(s|ed)? (the )?(max(imum)? )?context", "Ollama runner, generic"),
-    Wording(r"input is too long for (the )?requested model", "Bedrock: 'Input is too long for "
-            "requested model.'"),
-    Wording(r"input (is )?too long", "generic proxies"),
-    Wording(r"too many (input |prompt )?tokens", "Cohere: 'too many tokens: total number of "
-            "tokens in the prompt cannot exceed N'; Together"),
-    Wording(r"input tokens exceed the configured limit", "OpenAI per-model input cap: 'Input "
-            "tokens exceed the configured limit of 272000 tokens.'"),
-    Wording(r"input token count.{0,40}exceeds the maximum", "Gemini: 'The input token count "
-            "(1200000) exceeds the maximum number of tokens allowed (1048576).'"),
-    Wording(r"too large for model with \d+ maximum context length", "Mistral: 'Prompt contains "
-            "N tokens ... too large for model with 32768 maximum context length'"),
-    Wording(r"(prompt|request|input).{0,60}\btoo large for (the )?model", "generic"),
-    Wording(r"reduce the length of the messages", "OpenAI, Groq, vLLM: 'Please reduce the "
-            "length of the messages or completion.'"),
-    Wording(r"context length of only \d+", "LM Studio: '... the model is loaded with context "
-            "length of only 4096 tokens, which is not enough.'"),
-    Wording(r"greater than the context length", "LM Studio: 'The number of tokens to keep from "
-            "the initial prompt is greater than the context length' (pi-mono overflow.ts)"),
-    Wording(r"longer than the model'?s context length", "generic OpenAI-compatible servers"),
-    Wording(r"prompt token count of \d+ exceeds the limit", "GitHub Copilot: 'prompt token "
-            "count of 130000 exceeds the limit of 128000'"),
-    Wording(r"input length .{0,40}exceeds? .{0,40}context length", "Ollama: 'the input length "
-            "exceeds the context length'"),
-    Wording(r"is too long and exceeds limit of \d+", "vLLM: 'Input prompt (N tokens) is too "
-            "long and exceeds limit of 32768'"),
-    Wording(r"context window exceeds limit", "MiniMax: 'invalid params, context window exceeds "
-            "limit' (pi-mono overflow.ts)"),
-    Wording(r"exceeded model token limit", "Kimi (Moonshot): 'Invalid request: Your request "
-            "exceeded model token limit: 262144 (requested: 269030)' (MoonshotAI/kimi-cli#2011)"),
-    Wording(r"`?inputs`? tokens \+ `?max_new_tokens`? must be <=", "Hugging Face TGI: 'Input "
-            "validation error: `inputs` tokens + `max_new_tokens` must be <= 2048. Given: 1244 "
-            "`inputs` tokens and 1000 `max_new_tokens`' (text-generation-inference#628)"),
-    Wording(r"`?inputs`? must have less than \d+ tokens", "Hugging Face TGI: 'Input validation "
-            "error: `inputs` must have less than 1024 tokens. Given: 1168' "
-            "(text-generation-inference#695)"),
-    Wording(r"must be less than max_seq_len", "SiliconFlow and other vLLM-based hosts: 'length "
-            "of prompt_tokens (57535) must be less than max_seq_len (32768)' "
-            "(langgenius/dify#19394)"),
-    Wording(r"token limit exceeded", "generic proxies (pi-mono overflow.ts)"),
-    Wording(r"request too large", "generic; a TPM 'Request too large' is a rate limit (below)"),
-    Wording(r"request entity too large|payload too large", "HTTP proxies (nginx) in front of a "
-            "server: '413 Request Entity Too Large'; compacting shrinks the body"),
+            "Your input exceeds the context window of this model. Please adjust your input and "
+            "try again.",
+            "OpenAI Responses"),
+    Wording(r"maximum context length (is|of) \d+",
+            "This model's maximum context length is 128000 tokens. However, your messages "
+            "resulted in 130412 tokens.",
+            "OpenAI Chat Completions, vLLM, DeepSeek, OpenRouter"),
+    Wording(r"maximum prompt length is \d+",
+            "This model's maximum prompt length is 131072 but the request contains 140000 "
+            "tokens.",
+            "xAI"),
+    Wording(r"context[_ ]length[_ ]exceeded", "context length exceeded",
+            "generic proxies (pi-mono packages/ai/src/utils/overflow.ts)"),
+    Wording(r"context window exceeded", "context window exceeded", "generic proxies"),
+    Wording(r"exceeds the available context size",
+            "the request exceeds the available context size, try increasing it",
+            "llama.cpp server"),
+    Wording(r"exceed(s|ed)? (the )?(max(imum)? )?context",
+            "exceeded max context length by 12 tokens", "Ollama runner, generic"),
+    Wording(r"input is too long for (the )?requested model",
+            "Input is too long for requested model.", "Bedrock"),
+    Wording(r"input (is )?too long", "input too long for this endpoint", "generic proxies"),
+    Wording(r"too many (input |prompt )?tokens",
+            "too many tokens: total number of tokens in the prompt cannot exceed 4081 - "
+            "received 5000",
+            "Cohere, Together"),
+    Wording(r"input tokens exceed the configured limit",
+            "Input tokens exceed the configured limit of 272000 tokens. Your messages resulted "
+            "in 533603 tokens.",
+            "OpenAI, a model's input cap"),
+    Wording(r"input token count.{0,40}exceeds the maximum",
+            "The input token count (1200000) exceeds the maximum number of tokens allowed "
+            "(1048576).",
+            "Gemini"),
+    Wording(r"too large for model with \d+ maximum context length",
+            "Prompt contains 40000 tokens and 0 draft tokens, too large for model with 32768 "
+            "maximum context length",
+            "Mistral"),
+    Wording(r"(prompt|request|input).{0,60}\btoo large for (the )?model",
+            "The prompt is too large for the model.", "generic"),
+    Wording(r"reduce the length of the messages",
+            "Please reduce the length of the messages or completion.", "OpenAI, Groq, vLLM"),
+    Wording(r"context length of only \d+",
+            "the model is loaded with context length of only 4096 tokens, which is not enough.",
+            "LM Studio (older)"),
+    Wording(r"greater than the context length",
+            "The number of tokens to keep from the initial prompt is greater than the context "
+            "length.",
+            "LM Studio (pi-mono packages/ai/src/utils/overflow.ts)"),
+    Wording(r"longer than the model'?s context length",
+            "The prompt is longer than the model's context length.",
+            "generic OpenAI-compatible servers"),
+    Wording(r"prompt token count of \d+ exceeds the limit",
+            "prompt token count of 130000 exceeds the limit of 128000", "GitHub Copilot"),
+    Wording(r"input length .{0,40}exceeds? .{0,40}context length",
+            "the input length exceeds the context length", "Ollama"),
+    Wording(r"is too long and exceeds limit of \d+",
+            "Input prompt (40000 tokens) is too long and exceeds limit of 32768", "vLLM"),
+    Wording(r"context window exceeds limit",
+            "invalid params, context window exceeds limit (2013)",
+            "MiniMax (pi-mono packages/ai/src/utils/overflow.ts)"),
+    Wording(r"exceeded model token limit",
+            "Invalid request: Your request exceeded model token limit: 262144 (requested: "
+            "269030)",
+            "Kimi, Moonshot (MoonshotAI/kimi-cli#2011)"),
+    Wording(r"`?inputs`? tokens \+ `?max_new_tokens`? must be <=",
+            "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 2048. "
+            "Given: 1244 `inputs` tokens and 1000 `max_new_tokens`",
+            "Hugging Face TGI (huggingface/text-generation-inference#628)"),
+    Wording(r"`?inputs`? must have less than \d+ tokens",
+            "Input validation error: `inputs` must have less than 1024 tokens. Given: 1168",
+            "Hugging Face TGI (huggingface/text-generation-inference#695)"),
+    Wording(r"must be less than max_seq_len",
+            "length of prompt_tokens (57535) must be less than max_seq_len (32768)",
+            "SiliconFlow and other vLLM-based hosts (langgenius/dify#19394)"),
+    Wording(r"token limit exceeded", "Token limit exceeded for this model.",
+            "generic proxies (pi-mono packages/ai/src/utils/overflow.ts)"),
+    Wording(r"request too large", "Request too large: 2300000 bytes",
+            "generic; a TPM 'Request too large' is a rate limit (below)"),
+    Wording(r"request entity too large|payload too large", "413 Request Entity Too Large",
+            "HTTP proxies (nginx) in front of a server; compacting shrinks the body"),
 )
 
 # Statuses that, with no body at all, are read as an overflow. Seen: Cerebras answers a prompt
@@ -160,10 +201,13 @@ EMPTY_BODY_OVERFLOW_STATUSES: frozenset[int] = frozenset({400, 413})
 # ("Rate limit reached ... Limit 30000, Used 25000, Requested 9000") asks for less than the
 # limit: it is retried.
 TOO_LARGE_FOR_RATE_LIMIT_CONTEXT: Wording = Wording(
-    r"\b(tpm|itpm|tokens per min(ute)?)\b", "OpenAI, Groq: '... on tokens per min (TPM)'"
+    r"\b(tpm|itpm|tokens per min(ute)?)\b", "on tokens per min (TPM): Limit 6000", "OpenAI, Groq"
 )
 TOO_LARGE_FOR_RATE_LIMIT_WORDINGS: tuple[Wording, ...] = (
-    Wording(r"request too large for", "OpenAI 429, Groq 413: 'Request too large for MODEL ...'"),
+    Wording(r"request too large for",
+            "Request too large for gpt-4o in organization org-abc on tokens per min (TPM): "
+            "Limit 30000, Requested 36278.",
+            "OpenAI 429 (Aider-AI/aider#1880), Groq 413 (cline/cline#4971)"),
 )
 _LIMIT_AND_REQUESTED = re.compile(
     r"\blimit:?\s*(?P<limit>\d[\d,]*).{0,40}?\brequested:?\s*(?P<requested>\d[\d,]*)",

@@ -114,7 +114,8 @@ def generate(
 
 def paused(generation: Generation) -> Generation:
     """The answer as a turn the API paused (Anthropic `pause_turn`): what came before the tool
-    calls; the request that sends it back gets the rest."""
+    calls. (The request that sends it back ends with an assistant message, which the scenario
+    answers with the fallback's text.)"""
     if generation.truncated:
         return generation
     calls = sum(call_tokens(call) for call in generation.calls)
