@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 from agent_server.agent import events
 from agent_server.agent.session import AgentSession
@@ -20,6 +19,7 @@ from agent_server.sim.scenario import default_scenario, parse_scenario
 from agent_server.sim.server import SimServer
 from agent_server.sim.simulator import Simulator
 from tests.agent.conftest import FAST_RETRY, agent_run
+from tests.llm.builders import cache_ttls
 
 SCENARIO = {
     "turns": [
@@ -91,21 +91,6 @@ async def test_long_retention_keeps_one_ttl_in_every_request(tmp_path: Path) -> 
         assert ttls and set(ttls) == {"1h"}
         written = [r.tokens.cache_write_1h for r in requests if r.tokens is not None]
         assert sum(written) > 0
-
-
-def cache_ttls(body: Any) -> list[str]:
-    found: list[str] = []
-    if isinstance(body, dict):
-        control = body.get("cache_control")
-        if isinstance(control, dict):
-            found.append(str(control.get("ttl", "5m")))
-        for key, value in body.items():
-            if key != "cache_control":
-                found.extend(cache_ttls(value))
-    elif isinstance(body, list):
-        for item in body:
-            found.extend(cache_ttls(item))
-    return found
 
 
 @asynccontextmanager

@@ -22,6 +22,7 @@ from agent_server.llm.stream import CallOptions
 from tests.llm.builders import (
     assistant,
     cache_marks,
+    cache_ttls,
     call,
     context,
     dumps,
@@ -257,27 +258,6 @@ def test_request_n_plus_1_begins_with_request_n() -> None:
         assert after.startswith(before[:-2])
 
 
-def _ttls(params: dict[str, object]) -> list[str]:
-    """The TTL of every cache_control mark, in the order the API processes blocks."""
-    found: list[str] = []
-
-    def visit(value: object) -> None:
-        if isinstance(value, dict):
-            control = value.get("cache_control")
-            if isinstance(control, dict):
-                found.append(str(control.get("ttl", "5m")))
-            for key, inner in value.items():
-                if key != "cache_control":
-                    visit(inner)
-        elif isinstance(value, list):
-            for item in value:
-                visit(item)
-
-    for key in ("tools", "system", "messages"):  # the API's order
-        visit(params.get(key))
-    return found
-
-
 @pytest.mark.parametrize("retention", ["short", "long"])
 def test_no_1h_breakpoint_ever_follows_a_5m_one(retention: str) -> None:
     """The API refuses a 1-hour breakpoint after a 5-minute one; every request of a growing
@@ -285,7 +265,9 @@ def test_no_1h_breakpoint_ever_follows_a_5m_one(retention: str) -> None:
     options = CallOptions(session_id="s1", cache_retention=retention)  # type: ignore[arg-type]
     expected = "1h" if retention == "long" else "5m"
     for messages in growing_conversation(steps=9, parallel_at=5):
-        ttls = _ttls(build_request(MODEL, context(messages), options))
+        params = build_request(MODEL, context(messages), options)
+        assert list(params)[-3:] == ["tools", "system", "messages"]
+        ttls = cache_ttls(params)
         assert ttls and set(ttls) == {expected}
 
 
