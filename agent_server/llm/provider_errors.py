@@ -33,6 +33,7 @@ from agent_server.errors import (
     RequestTooLargeError,
     redact,
 )
+from agent_server.llm.messages import AssistantMessage
 from agent_server.llm.overflow import (
     ErrorFacts,
     error_facts,
@@ -153,6 +154,23 @@ def error_from_body(
         None,
     )
     return _classify(facts, detail, None, error_type, where)
+
+
+def silent_overflow_error(
+    message: AssistantMessage, context_window: int, where: ErrorContext
+) -> ContextOverflowError:
+    """The error for an answer whose reported prompt is larger than the model's window."""
+    prompt = message.usage.prompt_tokens if message.usage is not None else 0
+    return ContextOverflowError(
+        _say(
+            where,
+            f"{where.provider} took a prompt of {prompt} tokens, more than the context window "
+            f"of {_model(where)} ({context_window} tokens): it may have cut the prompt without "
+            "saying so. Compact the session (or start a new one) and try again; if the model's "
+            "window is really larger, correct 'contextWindow' in the models file.",
+        ),
+        provider=where.provider,
+    )
 
 
 def _connection_error(exc: BaseException, where: ErrorContext) -> ProviderConnectionError:

@@ -15,13 +15,12 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from contextlib import aclosing
 from typing import Any, Protocol
 
-from agent_server.errors import ContextOverflowError, redact
-from agent_server.llm.messages import AssistantMessage
 from agent_server.llm.overflow import silent_overflow
 from agent_server.llm.provider_errors import (
     ErrorContext,
     StreamInterrupted,
     is_provider_failure,
+    silent_overflow_error,
     to_provider_error,
 )
 from agent_server.llm.stream import MessageAssembler, MessageDone, StreamEvent
@@ -75,25 +74,8 @@ async def run_provider_stream(
             raise
         raise to_provider_error(exc, where) from exc
     if silent_overflow(done.message, context_window):
-        raise _silent_overflow_error(done.message, context_window, where)
+        raise silent_overflow_error(done.message, context_window, where)
     yield done
-
-
-def _silent_overflow_error(
-    message: AssistantMessage, context_window: int, where: ErrorContext
-) -> ContextOverflowError:
-    prompt = message.usage.prompt_tokens if message.usage is not None else 0
-    model = f"the model {where.model!r}" if where.model else "the model"
-    return ContextOverflowError(
-        redact(
-            f"{where.provider} took a prompt of {prompt} tokens, more than the context window "
-            f"of {model} ({context_window} tokens): it may have cut the prompt without saying "
-            "so. Compact the session (or start a new one) and try again; if the model's window "
-            "is really larger, correct 'contextWindow' in the models file.",
-            *where.secrets,
-        ),
-        provider=where.provider,
-    )
 
 
 async def _drain(events: EventDicts) -> None:
