@@ -132,12 +132,14 @@ def _pi_setup(home: Path, base_url: str, model: ModelInfo) -> tuple[dict[str, st
     agent_dir = home / ".pi" / "agent"
     agent_dir.mkdir(parents=True)
     # pi reserves 16,384 tokens below the window and asks for summaries of up to 80% of that:
-    # more than sim-small's 4,096-token output limit, which the API refuses. A pi user with
-    # such a model lowers the reserve to the model's output limit, as here.
-    reserve = min(16_384, model.max_output)
-    (agent_dir / "settings.json").write_text(
-        json.dumps({"compaction": {"reserveTokens": reserve}}), encoding="utf-8"
-    )
+    # more than sim-small's 4,096-token output limit, which the API refuses; and it keeps the
+    # last 20,000 tokens verbatim, which on a 32k window leaves no room after a compaction. A
+    # pi user with such a model lowers both (to the output limit, and to a quarter of the
+    # window), as here; on sim-large these are pi's defaults.
+    compaction = {"reserveTokens": min(16_384, model.max_output),
+                  "keepRecentTokens": min(20_000, model.context_window // 4)}
+    (agent_dir / "settings.json").write_text(json.dumps({"compaction": compaction}),
+                                             encoding="utf-8")
     pricing = model.pricing
     models = {"providers": {"sim": {
         "baseUrl": base_url, "api": "anthropic-messages", "apiKey": "SIM_API_KEY",
