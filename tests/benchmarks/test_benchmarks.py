@@ -27,7 +27,7 @@ from agent_server.llm.messages import (
 )
 from agent_server.llm.models import BUILTIN_MODELS
 from agent_server.sim.scenario import parse_scenario
-from benchmarks import cost_bench, editor_bench, harness_bench, machine, report
+from benchmarks import cost_bench, editor_bench, harness_bench, machine, peers, report
 from benchmarks.strategies import (
     AUTOGPT_ANSWER_RESERVE,
     SWE_KEEP_OBSERVATIONS,
@@ -351,3 +351,47 @@ def test_bench_outside_a_checkout_says_where_to_run_it(
     monkeypatch.setattr(cli, "__file__", str(tmp_path / "agent_server" / "cli.py"))
     assert cli.run_bench(quick=True, json_path=None) == 2
     assert "source checkout" in capsys.readouterr().err
+
+
+# --- the peer benchmark (the pieces that need no npm) -----------------------------------------
+
+
+def test_each_peer_continues_its_own_session() -> None:
+    model = next(m for m in BUILTIN_MODELS if m.id == "sim-small")
+    exe = Path("/x/bin/tool")
+    commands = {
+        peer.name: (peers.turn_command(peer, exe, model, "hello", True, "sid", ["--provider", "sim"]),
+                    peers.turn_command(peer, exe, model, "again", False, "sid", ["--provider", "sim"]))
+        for peer in peers.PEERS
+    }
+    first, later = commands["pi"]
+    assert "--continue" not in first and "--continue" in later and later[-2:] == ["-p", "again"]
+    first, later = commands["claude-code"]
+    assert first[first.index("--session-id") + 1] == "sid"
+    assert later[later.index("--resume") + 1] == "sid"
+    first, later = commands["codex"]
+    assert first[1:2] == ["exec"] and later[1:4] == ["exec", "resume", "--last"]
+    assert first[-1] == "hello" and later[-1] == "again"
+
+
+async def test_the_peer_figures_come_from_the_request_log(tmp_path: Path) -> None:
+    run = await peers._run_agent_server("agent-server-anthropic", "sim-large", tmp_path,
+                                        tmp_path / "scratch")
+    figures = peers.figures(run)
+    assert figures.failed_turns == 0 and figures.failed_requests == 0
+    assert figures.requests == 65  # the default scenario's planned calls
+    assert figures.tool_results == 50
+    assert figures.tool_result_tokens > 10_000
+    assert 1000 < figures.fixed_prefix < 5000
+    assert 0.5 < figures.cache_read_share < 1 and figures.cost > 0
+    peers.write_tool_results(run, tmp_path)
+    lines = (tmp_path / "agent-server-anthropic-sim-large.tool-results.jsonl").read_text()
+    assert len(lines.splitlines()) == 50
+    assert (tmp_path / "agent-server-anthropic-sim-large.jsonl").stat().st_size > 0
+
+
+def test_the_peer_command_refuses_unknown_clients_and_models(tmp_path: Path) -> None:
+    assert peers.main(clients=["nobody"], out_dir=tmp_path) == 2
+    assert peers.main(clients=["agent-server"], models=["sim-huge"], out_dir=tmp_path) == 2
+    args = build_parser().parse_args(["bench", "peers", "--clients", "pi,codex"])
+    assert args.suite == "peers" and args.clients == "pi,codex"
