@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agent_server.context.summary_prompt import SUMMARY_REQUEST_MARKER
+from agent_server.context.summary_prompt import SUMMARY_PREFIX, SUMMARY_REQUEST_MARKER
 from agent_server.sim.scenario import Scenario, Step
 from agent_server.sim.summary import summarise
 from agent_server.sim.tokenizer import filler_text
@@ -48,6 +48,7 @@ _SUMMARY_INSTRUCTION = re.compile(
     r"|context checkpoint",
     re.IGNORECASE,
 )
+_CODEX_HANDOFF = "Another language model started to solve this problem"
 _SUMMARY_WORDING = re.compile(r"\bsummar(?:y|ise|ize|isation|ization)\b", re.IGNORECASE)
 
 
@@ -75,6 +76,13 @@ def make_call_id(prefix: str, turn: int | str, step: int, index: int, nonce: str
 def conversation_digest(transcript: Transcript) -> str:
     """Eight hex digits that change whenever the conversation does."""
     return hashlib.sha256(repr(transcript.messages).encode("utf-8")).hexdigest()[:8]
+
+
+def is_summary_handoff(text: str) -> bool:
+    """A summary a client put in front of the conversation after compacting it (ours and pi's
+    begin with SUMMARY_PREFIX, Codex's with its own words, Claude Code's holds <summary>)."""
+    opening = text.lstrip()[:200]
+    return opening.startswith((SUMMARY_PREFIX, _CODEX_HANDOFF)) or "<summary>" in text
 
 
 def _has_marker(transcript: Transcript) -> bool:
@@ -128,7 +136,10 @@ def plan_reply(transcript: Transcript, scenario: Scenario, *, id_prefix: str) ->
     if found is None and is_summary_request(transcript):
         return PlannedReply(source="summary", text=summarise(transcript))
     if found is None and texts:
-        found = scenario.find_turn_within("\n".join(texts))
+        # Not inside a summary handed over after a compaction: it quotes earlier prompts.
+        found = scenario.find_turn_within(
+            "\n".join(text for text in texts if not is_summary_handoff(text))
+        )
     if found is not None:
         return _scenario_step(transcript, scenario, found, 0, id_prefix, nonce)
     if last.tool_results:

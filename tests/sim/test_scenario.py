@@ -321,3 +321,10 @@ def test_call_ids_differ_between_conversations_of_the_same_length() -> None:
     assert first != second
     assert first.startswith("toolu_sim_0_0_0_") and second.startswith("toolu_sim_0_0_0_")
     assert plan_reply(one, TEST_SCENARIO, id_prefix="toolu").calls[0].id == first
+
+
+def test_a_prompt_quoted_in_a_compaction_summary_does_not_restart_its_turn() -> None:
+    # After an overflow, the retry carries only the summary, which quotes the user's request.
+    summary = summary_message_text('## Goal\n"Read the readme please."')
+    reply = plan_reply(_transcript(_user(TextPart(summary))), TEST_SCENARIO, id_prefix="toolu")
+    assert reply.source.startswith("fallback")
