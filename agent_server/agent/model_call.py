@@ -3,8 +3,9 @@
 Rate limits, overloads, server errors and dropped streams are retried with exponential backoff
 (honouring retry-after); each wait is announced so the user knows why nothing moves. A prompt
 that does not fit the window is never retried here: it raises ContextOverflowError for the
-harness to compact. Cancelling the caller closes the HTTP stream (the provider does that) and
-leaves what arrived in the caller's assembler.
+context manager to recover from. Cancelling the caller closes the HTTP stream (the provider
+does that) and leaves what arrived in the attempt's assembler, the one the provider assembles
+the answer in.
 """
 
 from __future__ import annotations
@@ -73,8 +74,7 @@ async def call_model(
         if attempt_holder is not None:
             attempt_holder[:] = [attempt]
         try:
-            async for event in provider.stream(model, context, options):
-                attempt.assembler.apply(event)
+            async for event in provider.stream(model, context, options, attempt.assembler):
                 if isinstance(event, MessageDone):
                     return event.message
                 on_event(attempt, event)

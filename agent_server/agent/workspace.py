@@ -9,11 +9,11 @@ import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from agent_server.agent.context_manager import ContextPolicy
 from agent_server.agent.events import EventSink, ignore_events
 from agent_server.agent.model_call import RetryPolicy
 from agent_server.agent.model_setup import connect, secrets_of
 from agent_server.agent.permissions import AskCallback
-from agent_server.agent.policy import ContextPolicy
 from agent_server.agent.session import AgentSession, ModelSetup
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.system_prompt import build_system_prompt

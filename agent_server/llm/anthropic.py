@@ -346,7 +346,11 @@ class AnthropicProvider:
         await self._client.close()
 
     def stream(
-        self, model: ModelInfo, context: Context, options: CallOptions
+        self,
+        model: ModelInfo,
+        context: Context,
+        options: CallOptions,
+        assembler: MessageAssembler | None = None,
     ) -> AsyncIterator[StreamEvent]:
         params = build_request(model, context, options)
 
@@ -360,7 +364,7 @@ class AnthropicProvider:
             return _translate(events, model, options, assembler)
 
         return run_provider_stream(
-            open_stream, translate, replace(self._errors, model=model.id), "message_stop"
+            open_stream, translate, replace(self._errors, model=model.id), "message_stop", assembler
         )
 
 

@@ -230,7 +230,11 @@ class OpenAIChatProvider(OpenAIClientProvider):
     api = API
 
     def stream(
-        self, model: ModelInfo, context: Context, options: CallOptions
+        self,
+        model: ModelInfo,
+        context: Context,
+        options: CallOptions,
+        assembler: MessageAssembler | None = None,
     ) -> AsyncIterator[StreamEvent]:
         params = build_request(model, context, options)
         where = replace(self._errors, model=model.id)
@@ -296,4 +300,6 @@ class OpenAIChatProvider(OpenAIClientProvider):
             )
             yield MessageDone(assembler.message(stop_reason, usage=priced, model=model.id, api=API))
 
-        return run_provider_stream(open_stream, translate, where, "finish_reason, usage and [DONE]")
+        return run_provider_stream(
+            open_stream, translate, where, "finish_reason, usage and [DONE]", assembler
+        )

@@ -33,6 +33,7 @@ from agent_server.agent.events import (
     AgentEvent,
     CompactionFinished,
     CompactionStarted,
+    ContextDecided,
     OverflowHappened,
     ToolCallStarted,
     TurnEnded,
@@ -167,6 +168,9 @@ class AgentLanguageServer(LanguageServer):
             return
         if isinstance(event, OverflowHappened):
             self.protocol.notify("agent/overflow", wire.overflow_json(session_id, event))
+            return
+        if isinstance(event, ContextDecided):
+            self.protocol.notify("agent/context", wire.decision_json(session_id, event))
             return
         if isinstance(event, TurnEnded):
             return
@@ -539,10 +543,11 @@ def _register(server: AgentLanguageServer) -> None:
         params = Params(raw, REWIND)
         session_id = params.string("sessionId")
         entry_id = params.string("entryId")
+        summarize = params.boolean("summarize")
         session = ls.session(session_id)
-        leaf = session.rewind(entry_id)
+        rewound = await session.rewind(entry_id, summarize=summarize)
         ls.protocol.notify(USAGE, wire.usage_json(session_id, session.usage_snapshot()))
-        return {"leafId": leaf}
+        return wire.rewind_json(rewound)
 
     @server.feature(USAGE)
     @_answers_agent_errors

@@ -52,7 +52,8 @@ def test_serialize_conversation() -> None:
     text = serialize_conversation(messages, max_tool_result_chars=100)
     assert "[User]: fix the bug\n[image image/png]" in text
     assert '[Assistant tool call]: read(path="src/a.py", limit=20)' in text
-    assert "[Tool result read]: " + "x" * 100 + "\n[... 4900 more characters not shown]" in text
+    cut = "x" * 50 + "\n[... 4900 characters cut here ...]\n" + "x" * 50
+    assert "[Tool result read]: " + cut + "\n\n[Assistant]" in text
     assert "[Assistant]: Fixed." in text
     assert "[Tool result bash (error)]: boom" in text
     thinking = serialize_conversation(
