@@ -2,8 +2,9 @@
 
 A session is a random sequence of operations on a real ledger: user prompts, assistant
 messages with 0-3 tool calls (some failed, aborted or cut off by the window), tool results
-(some missing, some orphaned), compactions planned by find_cut_point, rewinds to any entry,
-title and model changes, and reloads from disk. After every operation the projection must be
+(some missing, some orphaned), editor notes, compactions planned by find_cut_point, rewinds to
+any entry (some with a summary of the branch left), title and model changes, and reloads from
+disk. After every operation the projection must be
 a valid request, and the same whichever way it is computed.
 """
 
@@ -23,9 +24,10 @@ from agent_server.context.projection import (
     Projection,
     build_compacted_messages,
     compaction_window,
+    is_prompt,
     project,
 )
-from agent_server.context.summary_prompt import SUMMARY_PREFIX
+from agent_server.context.summary_prompt import SUMMARY_PREFIX, note_message
 from agent_server.llm.messages import (
     AssistantMessage,
     Context,
@@ -46,7 +48,7 @@ KINDS = (
     + ["assistant"] * 4
     + ["results"] * 4
     + ["compact"] * 2
-    + ["rewind", "reload", "meta"]
+    + ["rewind", "reload", "meta", "note"]
 )
 OPERATIONS = st.lists(
     st.tuples(st.sampled_from(KINDS), st.integers(0, 10**6), st.integers(0, 10**6)),
@@ -146,7 +148,12 @@ def check_cut(entries: Sequence[Entry], cut: CutPoint, budget: int, turns: int) 
         assert not isinstance(first.message, ToolResultMessage)
         assert cut.kept_tokens == sum(estimate_tokens(e.message) for e in cut.kept)
         assert cut.kept_tokens <= budget
-        assert sum(isinstance(e.message, UserMessage) for e in cut.kept) <= turns
+        assert sum(is_prompt(e.message) for e in cut.kept) <= turns
+        # a note right before a prompt stays with it
+        start = len(window) - len(cut.kept)
+        if start and is_prompt(window[start].message):
+            before = window[start - 1].message
+            assert not (isinstance(before, UserMessage) and before.note is not None)
         # the cut never falls between an assistant's tool calls and the run of results
         # right after it
         start = len(window) - len(cut.kept)
@@ -157,7 +164,7 @@ def check_cut(entries: Sequence[Entry], cut: CutPoint, budget: int, turns: int) 
     if cut.is_split_turn:
         assert cut.turn_prefix
         assert isinstance(cut.kept[0].message, AssistantMessage)
-        assert not any(isinstance(e.message, UserMessage) for e in cut.turn_prefix[1:])
+        assert not any(is_prompt(e.message) for e in cut.turn_prefix[1:])
 
 
 # --- the random session ---------------------------------------------------------------------
@@ -187,6 +194,8 @@ class Session:
         ledger = self.ledger
         self.counter += 1
         if kind == "turn":  # a whole well-formed turn: prompt, tool round trips, answer
+            if b % 5 == 0:  # an editor note before the prompt
+                ledger.append_message(note_message("externalEdit", f"f{a % 3} changed"))
             ledger.append_message(UserMessage.of_text(f"prompt {self.counter} " + "u" * (a % 400)))
             for step in range(a % 6):
                 call = ToolCall(f"call{self.counter}_{step}", "read", {"path": f"f{step}"})
@@ -237,10 +246,13 @@ class Session:
             self.compact(keep=a % 12_000, turns=1 + b % 3)
         elif kind == "rewind":
             entries = ledger.entries
+            summary = f"branch left {self.counter}" if b % 3 == 0 else None
             if not entries or a % 11 == 0:
-                ledger.rewind(None)
+                ledger.rewind(None, summary=summary)
             else:
-                ledger.rewind(entries[a % len(entries)].id)
+                ledger.rewind(entries[a % len(entries)].id, summary=summary)
+        elif kind == "note":  # the editor's note: after results, or anywhere
+            ledger.append_message(note_message("externalEdit", f"f{a % 3} changed " + "n" * (b % 3000)))
         elif kind == "reload":
             self.reload()
         elif a % 2:
