@@ -43,7 +43,17 @@ async def test_turn_streams_ordered_updates_and_returns_result(
         }
         assert calls and calls == finished
         assert agent.usage and agent.usage[-1]["sessionId"] == session_id
-        assert result["usage"]["used"] > 0 and result["usage"]["size"] == 32768
+        usage = result["usage"]
+        assert usage["used"] > 0 and usage["size"] == 32768
+        # The turn's own usage next to the session's: one turn, so they are the same.
+        turn, session = usage["lastTurn"], usage["session"]
+        assert turn["calls"] >= 2 and turn["cost"] > 0
+        assert turn == session
+        assert usage["lastCall"]["output"] > 0 and usage["lastCall"]["cost"] < turn["cost"]
+        assert agent.usage[-1] == usage  # the update at the turn's end says the same
+        # Every model call was preceded by a visible decision.
+        assert [d["action"] for d in agent.decisions] == ["send"] * turn["calls"]
+        assert all(d["threshold"] == usage["compactAt"] for d in agent.decisions)
         progress = agent.client.progress_reports.get("t1", [])
         assert progress and progress[0].kind == "begin" and progress[-1].kind == "end"
 
@@ -78,6 +88,12 @@ async def test_compaction_notifies_started_then_one_terminal_status(
         assert completed and completed[0]["tokensAfter"] < completed[0]["tokensBefore"]
         assert completed[0]["summary"] and completed[0]["reason"] == "threshold"
         assert agent.usage[-1]["windowNumber"] == 1 + len(completed)
+        compact_decisions = [d for d in agent.decisions if d["action"] == "compact"]
+        assert [d["reason"] for d in compact_decisions] == ["threshold"] * len(compact_decisions)
+        assert [d["tokens"] for d in compact_decisions] == [
+            c["tokensBefore"] for c in agent.compactions if c["status"] == "started"
+        ]
+        assert all(d["tokens"] > d["threshold"] for d in compact_decisions)
 
         manual = await agent.request(
             "agent/compact", {"sessionId": session_id, "instructions": "Keep the CSV findings."}

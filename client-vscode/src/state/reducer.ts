@@ -517,6 +517,11 @@ export function itemsFromTranscript(transcript: readonly TranscriptItem[]): {
         if (m.role === 'user') {
           const blocks: PromptBlock[] =
             typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content;
+          if (m.note) {
+            // A note the editor added (an external edit, a branch summary): not the user's.
+            items.push({ kind: 'notice', id: `entry:${entry.entryId}`, level: 'info', message: noteText(blocks) });
+            break;
+          }
           items.push({
             kind: 'user',
             id: `entry:${entry.entryId}`,
@@ -584,6 +589,13 @@ export function itemsFromTranscript(transcript: readonly TranscriptItem[]): {
     }
   }
   return { items, title };
+}
+
+/** A note's text without the `<editor-note>` tags the model sees around it. */
+export function noteText(blocks: readonly PromptBlock[]): string {
+  return textOf(blocks)
+    .replace(/^\s*<editor-note>\s*/, '')
+    .replace(/\s*<\/editor-note>\s*$/, '');
 }
 
 function pushAssistant(

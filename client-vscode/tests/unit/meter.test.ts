@@ -50,6 +50,18 @@ describe('meter text', () => {
     expect(m?.detail).toContain('Cache window #2');
   });
 
+  it("details the last turn's own usage and cost next to the last call", () => {
+    const m = meterFor({
+      ...usage(24_100, 32_768),
+      lastTurn: { input: 12, cacheRead: 9000, cacheWrite: 200, output: 40, cost: 0.0042, calls: 3 },
+      lastCall: { input: 2, cacheRead: 3100, cacheWrite: 50, output: 20, cost: 0.0012 },
+    });
+    expect(m?.detail).toContain(
+      'Last turn: 12 input, 9,000 cache read, 200 cache write, 40 output, $0.0042 (3 calls)',
+    );
+    expect(m?.detail).toContain('Last call: 2 input, 3,100 cache read, 50 cache write, 20 output, $0.0012');
+  });
+
   it('has no meter without usage or with an unknown window', () => {
     expect(meterFor(undefined)).toBeUndefined();
     expect(meterFor({ ...usage(10), size: 0 })).toBeUndefined();

@@ -296,6 +296,25 @@ describe('session load', () => {
     expect(kinds(items)).toEqual(['user', 'branch']);
     expect(items[0]).toMatchObject({ text: 'one' });
   });
+
+  it('shows an editor note as a note, not as something the user wrote', () => {
+    const note = '<editor-note>\nREADME.md changed on disk since you last read or wrote it.\n</editor-note>';
+    const { items } = itemsFromTranscript([
+      {
+        type: 'message',
+        entryId: 'n',
+        parentId: null,
+        message: { role: 'user', content: [{ type: 'text', text: note }], note: 'externalEdit' },
+      },
+      { type: 'message', entryId: 'p', parentId: 'n', message: { role: 'user', content: 'go on' } },
+    ]);
+    expect(kinds(items)).toEqual(['notice', 'user']);
+    expect(items[0]).toMatchObject({
+      level: 'info',
+      message: 'README.md changed on disk since you last read or wrote it.',
+    });
+    expect(items[1]).toMatchObject({ text: 'go on', parentId: 'n' });
+  });
 });
 
 describe('the recorded stream', () => {
