@@ -117,6 +117,7 @@ class DemoClient:
             "agent/usage": on_usage,
             "agent/compaction": on_compaction,
             "agent/overflow": on_overflow,
+            "agent/context": on_log,  # each decision is in the usage meter already
             "agent/requestPermission": on_permission,
             types.WINDOW_LOG_MESSAGE: on_log,
         }

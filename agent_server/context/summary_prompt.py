@@ -165,6 +165,8 @@ def _note_body(text: str) -> str | None:
 MAX_TEXT_CHARS = 12_000
 MAX_THINKING_CHARS = 4_000
 MAX_TOOL_CALL_CHARS = 2_000
+CUT_NOTE_CHARS = 48  # the most "\n[... N characters cut here ...]\n" takes
+LEFT_OUT_NOTE_CHARS = 110  # the most the line saying how many messages were left out takes
 
 
 def serialize_conversation(
@@ -233,7 +235,7 @@ def bound_text(text: str, limit: int) -> str:
     limit each, cut at line ends where one is near) around a note of what was cut."""
     if limit < 0 or len(text) <= limit:
         return text
-    half = max(limit // 2, 1)
+    half = max((limit - CUT_NOTE_CHARS) // 2, 1)
     head, tail = text[:half], text[len(text) - half :]
     newline = head.rfind("\n")
     if newline >= half * 3 // 4:
@@ -305,12 +307,14 @@ def fit_conversation(
         return "\n\n".join(parts)
     total = sum(len(part) for part in parts) + 2 * max(len(parts) - 1, 0)
     dropped = 0
-    while total > max_chars and dropped < len(parts) - 1:
+    room = max_chars
+    while total > room and dropped < len(parts) - 1:
         total -= len(parts[dropped]) + 2
         dropped += 1
+        room = max_chars - LEFT_OUT_NOTE_CHARS
     kept = parts[dropped:]
-    if kept and total > max_chars:
-        kept[0] = bound_text(kept[0], max(max_chars - (total - len(kept[0])), 200))
+    if kept and total > room:
+        kept[0] = bound_text(kept[0], max(room - (total - len(kept[0])), 200))
     if dropped:
         kept.insert(
             0,

@@ -58,7 +58,7 @@ def test_serialize_conversation() -> None:
     text = serialize_conversation(messages, max_tool_result_chars=100)
     assert "[User]: fix the bug\n[image image/png]" in text
     assert '[Assistant tool call]: read(path="src/a.py", limit=20)' in text
-    cut = "x" * 50 + "\n[... 4900 characters cut here ...]\n" + "x" * 50
+    cut = "x" * 26 + "\n[... 4948 characters cut here ...]\n" + "x" * 26  # at most 100
     assert "[Tool result read]: " + cut + "\n\n[Assistant]" in text
     assert "[Assistant]: Fixed." in text
     assert "[Tool result bash (error)]: boom" in text
