@@ -394,6 +394,8 @@ class ContextManager:
             keep_recent_turns=self.settings.keep_recent_turns,
             max_kept_tokens=max_kept_tokens(self.model, self.settings),
             last_step_tokens=last_step_tokens(self.model, self.settings),
+            # A prompt awaiting its answer stays verbatim as long as the summary fits too.
+            prompt_tokens=self.threshold - self._prefix_tokens() - SUMMARY_OUTPUT_TOKENS,
         )
         if not cut.can_compact:
             return CompactionResult("noop", reason, before, before, view)
@@ -607,11 +609,12 @@ class ContextManager:
 
     # --- pieces ---------------------------------------------------------------------------
 
+    def _prefix_tokens(self) -> int:
+        return estimate_prefix_tokens(self.system_prompt, self.tools)
+
     def _refuse_oversized(self, view: ContextView) -> None:
         oversized = find_oversized_prompt(
-            view.entries,
-            prefix_tokens=estimate_prefix_tokens(self.system_prompt, self.tools),
-            threshold=self.threshold,
+            view.entries, prefix_tokens=self._prefix_tokens(), threshold=self.threshold
         )
         if oversized is None:
             return

@@ -13,7 +13,8 @@ The rule:
    at an assistant message; its early part (`turn_prefix`) is summarised separately;
 3. when not even that fits, keep the last step (assistant message and its tool results) if it
    is below `last_step_tokens` (the caller passes half the threshold); when the last turn has
-   no answer yet, its prompt is that step (the model must read it verbatim to answer it);
+   no answer yet, its prompt is that step (the model must read it verbatim to answer it), kept
+   up to `prompt_tokens` (the caller passes what the summary leaves below the threshold);
    else keep nothing.
 The kept tail therefore never starts with a tool result and never separates an assistant's
 tool calls from their results (a cut is only ever made before a user or assistant message).
@@ -102,6 +103,7 @@ def find_cut_point(
     keep_recent_turns: int = DEFAULT_KEEP_RECENT_TURNS,
     max_kept_tokens: int | None = None,
     last_step_tokens: int | None = None,
+    prompt_tokens: int | None = None,
 ) -> CutPoint:
     """Plan a compaction of the path `entries` (a branch or Ledger.projection_entries).
 
@@ -163,13 +165,14 @@ def find_cut_point(
     # 3. The last step alone, when it is not too large for the window; a prompt not
     # answered yet is its turn's only step.
     if last_step_tokens is not None:
+        prompt_limit = max(last_step_tokens, prompt_tokens or 0)
         for index in range(count - 1, last_start, -1):
             if isinstance(messages[index].message, AssistantMessage):
                 if suffix[index] <= last_step_tokens:
                     return plan(index, last_start)
                 break
         else:
-            if suffix[last_start] <= last_step_tokens and _is_safe_start(
+            if suffix[last_start] <= prompt_limit and _is_safe_start(
                 messages[last_start].message
             ):
                 return plan(last_start, None)

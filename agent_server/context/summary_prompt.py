@@ -127,6 +127,7 @@ def previous_summary_text(compaction: CompactionEntry | None) -> str | None:
 
 NOTE_OPEN = "<editor-note>"
 NOTE_CLOSE = "</editor-note>"
+OLD_NOTE_OPEN = "[Note from the editor:"  # how sessions before notes of their own wrote them
 BRANCH_SUMMARY_NOTE = "branchSummary"
 BRANCH_SUMMARY_PREFIX = (
     "The user went back to an earlier point of the conversation and continues from here. "
@@ -150,10 +151,13 @@ def branch_summary_message(summary: str) -> UserMessage:
 
 
 def _note_body(text: str) -> str | None:
-    """The body of a marked note text block, or None if `text` is not one."""
+    """The body of a marked note text block (or of the bracketed form older sessions
+    appended to prompts and tool results), or None if `text` is not one."""
     stripped = text.strip()
     if stripped.startswith(NOTE_OPEN) and stripped.endswith(NOTE_CLOSE):
         return stripped[len(NOTE_OPEN) : -len(NOTE_CLOSE)].strip()
+    if stripped.startswith(OLD_NOTE_OPEN) and stripped.endswith("]"):
+        return stripped[len(OLD_NOTE_OPEN) : -1].strip()
     return None
 
 

@@ -172,7 +172,9 @@ async def test_a_large_prompt_that_fits_is_kept_verbatim_when_the_history_is_com
     h: Harness,
 ) -> None:
     fill(h.ledger, 10)
-    big = "y" * 40_000  # ~10k tokens: more than the 8k tail, less than half the threshold
+    # ~14k tokens: more than the 8k tail and than half the threshold (12288), but the
+    # summary's budget (8192) still fits beside it under the threshold.
+    big = "y" * 56_000
     h.ledger.append_message(user(big))
     view = await h.manager.prepare()
     assert decisions(h) == [("compact", "threshold")]

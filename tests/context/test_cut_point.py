@@ -166,6 +166,11 @@ def test_a_prompt_awaiting_its_answer_is_its_turns_last_step() -> None:
     assert [e.id for e in cut.summarize] == ["m0", "m1"]
     assert not cut.is_split_turn
     assert find_cut_point(path, keep_recent_tokens=8000, last_step_tokens=10_000).kept == ()
+    # A prompt may have a budget of its own, larger than a step's.
+    own = find_cut_point(
+        path, keep_recent_tokens=8000, last_step_tokens=10_000, prompt_tokens=12_000
+    )
+    assert [e.id for e in own.kept] == ["m2"]
 
 
 def test_notes_belong_to_the_turn_of_the_prompt_they_precede() -> None:

@@ -199,9 +199,13 @@ def test_notes_are_labelled_as_notes_not_requests() -> None:
     old_style = old_style.__class__(
         "c1", "read", (TextContent("contents"), *note.content)
     )  # a note that older sessions appended to a tool result
-    text = serialize_conversation([note, merged, old_style])
-    assert "[User]: <editor-note>" not in text
-    assert text.count("[Editor note]: a.py changed on disk") == 3
+    older = UserMessage(
+        (TextContent("fix b.py"), TextContent("[Note from the editor: a.py changed on disk.]"))
+    )  # the bracketed form older sessions appended to the prompt itself
+    text = serialize_conversation([note, merged, old_style, older])
+    assert "[User]: <editor-note>" not in text and "[User]: [Note" not in text
+    assert text.count("[Editor note]: a.py changed on disk") == 4
+    assert "[User]: fix b.py" in text
     assert "[User]: fix a.py" in text
     assert "[Tool result read]: contents" in text
     assert NOTES_ARE_NOT_REQUESTS in build_summary_prompt([note])
