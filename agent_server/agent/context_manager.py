@@ -388,15 +388,7 @@ class ContextManager:
                 )
             )
         assert view.projection is not None, "compaction needs a view of the ledger"
-        cut = find_cut_point(
-            view.entries,
-            keep_recent_tokens=self.settings.keep_recent_tokens,
-            keep_recent_turns=self.settings.keep_recent_turns,
-            max_kept_tokens=max_kept_tokens(self.model, self.settings),
-            last_step_tokens=last_step_tokens(self.model, self.settings),
-            # A prompt awaiting its answer stays verbatim as long as the summary fits too.
-            prompt_tokens=self.threshold - self._prefix_tokens() - SUMMARY_OUTPUT_TOKENS,
-        )
+        cut = self._cut(view, reason)
         if not cut.can_compact:
             return CompactionResult("noop", reason, before, before, view)
 
@@ -474,6 +466,27 @@ class ContextManager:
             )
         )
         return CompactionResult("compacted", reason, before, after.tokens, after, entry)
+
+    def _cut(self, view: ContextView, reason: CompactionReason) -> CutPoint:
+        """Where a compaction of `view` cuts. After an overflow the estimate is known to be
+        low (the provider counted more than the window where it counted `view.tokens`), so
+        the kept tail's budgets shrink in proportion, and a prompt gets no budget of its own:
+        keeping verbatim what was just rejected would be rejected again."""
+        scale = 1.0
+        prompt_tokens: int | None = (
+            self.threshold - self._prefix_tokens() - SUMMARY_OUTPUT_TOKENS
+        )  # a prompt awaiting its answer stays verbatim while the summary fits beside it
+        if reason == "overflow":
+            scale = min(1.0, view.tokens / self.model.context_window)
+            prompt_tokens = None
+        return find_cut_point(
+            view.entries,
+            keep_recent_tokens=int(self.settings.keep_recent_tokens * scale),
+            keep_recent_turns=self.settings.keep_recent_turns,
+            max_kept_tokens=int(max_kept_tokens(self.model, self.settings) * scale),
+            last_step_tokens=int(last_step_tokens(self.model, self.settings) * scale),
+            prompt_tokens=prompt_tokens,
+        )
 
     def _failed(
         self, compaction_id: str, reason: CompactionReason, view: ContextView, problem: str

@@ -2,9 +2,10 @@
 
 A turn appends the user's prompt, then repeats: ask the context manager for the context to
 send (agent/context_manager.py: it projects, estimates, decides, compacts), stream the
-model's answer, append it, run the tools it asks for, append their results; until the model
-stops or the step limit is reached. Everything goes into the ledger as it happens, so a crash
-or a cancel loses nothing and never leaves a tool call unanswered.
+model's answer, append it, run the tools it asks for, append their results (a turn the
+provider paused is called again as it stands, which continues it); until the model stops or
+the step limit is reached. Everything goes into the ledger as it happens, so a crash or a
+cancel loses nothing and never leaves a tool call unanswered.
 
 Nothing here is specific to a front end: the LSP server (lsp/) and any other (an ACP agent,
 the terminal) drive the same API: `run_turn`, `interrupt`, `compact`, `rewind`,
@@ -383,6 +384,10 @@ class AgentSession:
                     stop = "refusal"
                     break
                 if not calls:
+                    if message.stop_reason == "pauseTurn":
+                        # The provider paused a long-running turn: the next call sends the
+                        # conversation back with this message at its end, which continues it.
+                        continue
                     break
                 pending_calls = calls
                 results = {}
