@@ -329,3 +329,16 @@ async def test_a_policy_plugs_in_at_the_same_seam(h: Harness) -> None:
     assert policy.seen == [9]
     assert [m.content[0].text for m in view.messages] == ["only me"]  # type: ignore[union-attr]
     assert view.context.system_prompt == SYSTEM and view.context.tools == TOOLS
+
+
+async def test_an_overflow_compaction_does_not_keep_the_prompt_just_rejected(h: Harness) -> None:
+    fill(h.ledger, 1)
+    paste = "w" * 80_000  # ~20k tokens by chars/4: it fits by the estimate, kept if it can be
+    h.ledger.append_message(user(paste))
+    sent = await h.manager.prepare()
+    assert decisions(h) == [("send", None)]
+    h.provider.density = 2.0  # really ~40k: over the 32k window
+    after = await h.manager.recover_overflow(sent, "prompt is too long", rejected=True)
+    texts = [b.text for m in after.messages for b in m.content if isinstance(b, TextContent)]
+    assert paste not in texts  # summarised (bounded), not resent
+    assert estimate_full(after.context) * h.provider.density < SIM_SMALL.context_window
