@@ -333,11 +333,13 @@ async def test_a_policy_plugs_in_at_the_same_seam(h: Harness) -> None:
 
 async def test_an_overflow_compaction_does_not_keep_the_prompt_just_rejected(h: Harness) -> None:
     fill(h.ledger, 1)
-    paste = "w" * 80_000  # ~20k tokens by chars/4: it fits by the estimate, kept if it can be
+    # ~15k tokens by chars/4: it fits, and a compaction would keep it (under the prompt's
+    # own budget of 24576 - prefix - 8192) if it were not the prompt just rejected.
+    paste = "w" * 60_000
     h.ledger.append_message(user(paste))
     sent = await h.manager.prepare()
     assert decisions(h) == [("send", None)]
-    h.provider.density = 2.0  # really ~40k: over the 32k window
+    h.provider.density = 2.3  # really ~35k: over the 32k window
     after = await h.manager.recover_overflow(sent, "prompt is too long", rejected=True)
     texts = [b.text for m in after.messages for b in m.content if isinstance(b, TextContent)]
     assert paste not in texts  # summarised (bounded), not resent
