@@ -169,7 +169,7 @@ class ContextPolicy(Protocol):
 
 class CompactNearWindow:
     """The product's policy: append only; compact once near the window (or after an answer
-    cut off by it, or when the context is as large as one already rejected)."""
+    cut off by it, or when the context holds one the provider already rejected)."""
 
     name = "default"
 
