@@ -13,13 +13,12 @@ from typing import Any
 
 import openai
 
+from agent_server.llm.credentials import PLACEHOLDER_API_KEY
 from agent_server.llm.models import ModelInfo
 from agent_server.llm.provider_errors import ErrorContext
 from agent_server.llm.stream import CallOptions
 
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
-# What a local server that checks no key is sent (the SDK insists on some key).
-PLACEHOLDER_API_KEY = "no-key-needed"
 # Cache retention OpenAI calls "extended": up to 24 hours.
 EXTENDED_RETENTION = "24h"
 
