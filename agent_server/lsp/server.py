@@ -449,6 +449,8 @@ def _register(server: AgentLanguageServer) -> None:
                     "createdAt": info.created_at,
                     "updatedAt": info.updated_at,
                     "entryCount": info.entry_count,
+                    "firstPrompt": info.first_prompt,
+                    "promptCount": info.prompt_count,
                 }
                 for info in folder.agent.list()
             ]
