@@ -20,6 +20,7 @@ from markdown_it.token import Token
 from rich.console import Console
 from rich.markdown import Markdown
 from rich.panel import Panel
+from rich.segment import Segment, Segments
 from rich.table import Table
 from rich.text import Text
 
@@ -265,9 +266,12 @@ class TranscriptPrinter:
         ready, self._pending = self._pending[:cut], self._pending[cut:]
         if not ready.strip():
             return
+        lines = self.console.render_lines(LiteralMarkdown(ready), pad=False)
+        while lines and not "".join(segment.text for segment in lines[0]).strip():
+            lines.pop(0)  # Rich starts some blocks (lists) with a blank line of its own
         if self._blocks:
             self.console.print()
-        self.console.print(LiteralMarkdown(ready))
+        self.console.print(Segments([s for line in lines for s in (*line, Segment.line())]), end="")
         self._blocks += 1
 
     def _close_message(self) -> None:
