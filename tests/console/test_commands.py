@@ -59,6 +59,13 @@ def test_chat_one_shot_then_sessions_list_show_export(tmp_path: Path) -> None:
     assert raw.stdout == ledgers[0].read_text()
     markdown = agent_server("sessions", "export", session_id, "--sessions-dir", sessions, cwd=workspace)
     assert markdown.stdout.startswith("## You") and prompt in markdown.stdout
+    # The second step reads README.md and lists src/inventory in parallel: each call is
+    # followed by its own output, labelled, before the next call.
+    read = markdown.stdout.index("**Tool call: Read README.md** (`read`)")
+    ls = markdown.stdout.index("**Tool call: List src/inventory** (`ls`)")
+    between = markdown.stdout[read:ls]
+    assert "Arguments:" in between and "Output:" in between and "stockroom" in between.lower()
+    assert "models.py" in markdown.stdout[ls:]
 
     missing = agent_server("sessions", "show", "nope", "--sessions-dir", sessions, cwd=workspace)
     assert missing.returncode == 1 and "nope" in missing.stderr
@@ -120,24 +127,3 @@ def test_sessions_are_told_apart_and_found_by_a_prefix_of_their_whole_id(tmp_pat
         "--yes", prompt, cwd=workspace,
     )
     assert again.returncode == 0 and f"session {ids[1]}" in again.stdout
-
-
-def test_export_puts_each_tool_call_with_its_own_output(tmp_path: Path) -> None:
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    write_sample_workspace(workspace)
-    sessions = str(tmp_path / "sessions")
-    prompt = default_scenario().prompts[0]
-    chat = agent_server("chat", "--provider", "sim", "--sessions-dir", sessions, "--yes", prompt, cwd=workspace)
-    assert chat.returncode == 0, chat.stderr
-    session_id = next(Path(sessions).rglob("*.jsonl")).stem
-    markdown = agent_server("sessions", "export", session_id[:6], "--sessions-dir", sessions, cwd=workspace).stdout
-    # The second step reads README.md and lists src/inventory in parallel: each call is
-    # followed by its own output, labelled, before the next call.
-    read = markdown.index("**Tool call: Read README.md** (`read`)")
-    ls = markdown.index("**Tool call: List src/inventory** (`ls`)")
-    assert read < ls
-    between = markdown[read:ls]
-    assert "Arguments:" in between and "Output:" in between
-    assert "# stockroom" in between.lower() or "stockroom" in between.lower()
-    assert "models.py" in markdown[ls:]
