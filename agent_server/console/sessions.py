@@ -64,12 +64,11 @@ def list_sessions(store: SessionStore, console: Console) -> int:
 def sessions_table(sessions: Iterable[SessionInfo], title: str) -> Table:
     """Newest first. Each row has the whole id (never cut: it is what `show`, `export` and
     `chat --session` take, as is or by a unique prefix), the title with the first prompt
-    under it when they differ, when it started and was last used, and how many prompts it
-    holds: sessions with the same title stay apart."""
+    (when it differs) and the start time under it, when it was last used, and how many
+    prompts it holds: sessions with the same title stay apart."""
     table = Table(title=shown(title, one_line=True), title_justify="left")
     table.add_column("id", no_wrap=True, min_width=16)
-    table.add_column("title / first prompt", overflow="fold", ratio=1)
-    table.add_column("started", no_wrap=True)
+    table.add_column("title", overflow="fold", ratio=1, min_width=20)
     table.add_column("last used", no_wrap=True)
     table.add_column("prompts", justify="right", no_wrap=True)
     for info in sessions:
@@ -78,13 +77,8 @@ def sessions_table(sessions: Iterable[SessionInfo], title: str) -> Table:
         if first and not first.startswith((info.title or "").rstrip("…")):
             label.append("\n")
             label.append_text(shown(first[:120], "dim", one_line=True))
-        table.add_row(
-            info.session_id,
-            label,
-            _when(info.created_at),
-            _when(info.updated_at),
-            str(info.prompt_count),
-        )
+        label.append(f"\nstarted {_when(info.created_at)}", style="dim")
+        table.add_row(info.session_id, label, _when(info.updated_at), str(info.prompt_count))
     return table
 
 

@@ -211,10 +211,10 @@ async function main() {
     }
     if (title.includes('Write') || title.includes('Edit')) {
       const kind = title.includes('Write') ? 'write' : 'edit';
-      const added = await card.locator('.diff .line.add').count();
-      if (added === 0) fail(`the ${kind} card shows no diff: ${await card.innerText()}`);
+      const changed = await card.locator('.diff .line.add, .diff .line.del').count();
+      if (changed === 0) fail(`the ${kind} card shows no diff: ${await card.innerText()}`);
       if ((await card.innerText()).includes('"newText"') || (await card.innerText()).includes('"content"')) fail(`the ${kind} card shows raw JSON`);
-      if (kind === 'edit' && (await card.locator('.diff .line.del').count()) === 0) fail('the edit card shows no removed line');
+      if (kind === 'edit' && (await card.locator('.diff .line.ctx').count()) === 0) fail('the edit card shows no context lines');
       if (!seen[kind]) {
         seen[kind] = true;
         await card.scrollIntoViewIfNeeded();
@@ -238,7 +238,7 @@ async function main() {
   await shot(page, 'rejected-tool');
   const edited = view.locator('details.tool', { hasText: 'Edit notes/' }).last();
   await edited.locator('summary').click();
-  if ((await edited.locator('.diff .line.add').count()) === 0) fail('the edit result shows no diff');
+  if ((await edited.locator('.diff .line.add, .diff .line.del').count()) === 0) fail('the edit result shows no diff');
   await edited.scrollIntoViewIfNeeded();
   await shot(page, 'edit-result-diff');
   log(`rejected: ${denial}; write and edit cards and the edit result showed diffs`);
