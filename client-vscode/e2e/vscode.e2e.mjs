@@ -248,9 +248,14 @@ async function main() {
   log('Developer: Reload Window');
   await runCommand(page, 'Developer: Reload Window');
   await page.waitForSelector('.monaco-workbench', { timeout: 60_000 });
-  await page.waitForTimeout(6000);
-  await page.locator('.activitybar [aria-label*="Agent"]').first().click().catch(() => undefined);
-  view = await findFrame(page, 'textarea.prompt', 60_000);
+  await page.waitForTimeout(8000);
+  // The view comes back by itself when it was open; "Agent: Open Chat" otherwise (a click on
+  // the activity bar would toggle an open view closed).
+  view = await findFrame(page, 'textarea.prompt', 20_000, false);
+  if (!view) {
+    await runCommand(page, 'Agent: Open Chat');
+    view = await findFrame(page, 'textarea.prompt', 60_000);
+  }
   await waitUntil(async () => !(await view.locator('textarea.prompt').isDisabled()), 60_000, async () => 'the view did not come back after the reload');
   await view.locator('.marker.compaction.status-completed').first().waitFor({ timeout: 60_000 });
   const draft = await view.locator('textarea.prompt').inputValue();
@@ -370,7 +375,7 @@ async function waitIdle(view, timeoutMs = 180_000, policy = undefined) {
   fail('the turn did not finish in time');
 }
 
-async function findFrame(page, selector, timeoutMs) {
+async function findFrame(page, selector, timeoutMs, required = true) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     for (const frame of page.frames()) {
@@ -378,6 +383,7 @@ async function findFrame(page, selector, timeoutMs) {
     }
     await page.waitForTimeout(500);
   }
+  if (!required) return undefined;
   await shot(page, 'view-missing');
   fail(`no frame with ${selector}`);
 }
