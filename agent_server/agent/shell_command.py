@@ -16,6 +16,14 @@ _OPERATORS = "();<>|&"
 # Substitutions run a command from inside a word, even between double quotes.
 _SUBSTITUTIONS = ("$(", "`", "<(", ">(")
 PREFIX_SUFFIX = ":*"
+# Commands that run whatever their arguments say: a prefix ending in one of them would allow
+# anything, so it is never offered (`sudo:*`, `bash:*`, `env:*`, `xargs:*`, ...).
+RUNNERS = frozenset(
+    {
+        *("sh", "bash", "zsh", "dash", "fish", "ksh", "env", "sudo", "doas", "su", "xargs"),
+        *("eval", "exec", "command", "builtin", "nohup", "time", "timeout", "nice", "watch"),
+    }
+)
 
 
 def simple_command_words(command: str) -> tuple[str, ...] | None:
@@ -37,14 +45,15 @@ def simple_command_words(command: str) -> tuple[str, ...] | None:
 def prefix_choices(command: str, most: int = 2) -> list[tuple[str, ...]]:
     """The word prefixes of a simple command a user may allow for the session, shortest
     first: its first word, its first two words, ... (at most `most`), never the whole
-    command (that is the exact-command choice) and never an option (`-x`)."""
+    command (that is the exact-command choice), never ending in an option (`-x`) and never
+    in a command that runs other commands (RUNNERS)."""
     words = simple_command_words(command)
     if words is None:
         return []
     choices: list[tuple[str, ...]] = []
     for length in range(1, min(most, len(words) - 1) + 1):
         prefix = words[:length]
-        if prefix[-1].startswith("-"):
+        if prefix[-1].startswith("-") or prefix[-1] in RUNNERS:
             break
         choices.append(prefix)
     return choices

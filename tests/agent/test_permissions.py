@@ -196,6 +196,9 @@ def test_prefix_choices_stop_before_options_and_the_whole_command() -> None:
     assert prefix_choices("make") == []
     assert prefix_choices("ls -la src") == [("ls",)]
     assert prefix_choices("make; rm x") == []
+    assert prefix_choices("sudo apt-get install x") == []
+    assert prefix_choices("bash -c 'rm -rf ~'") == []
+    assert prefix_choices("env FOO=1 npm test") == []
 
 
 async def test_reject_always_is_remembered_even_in_allow_all() -> None:
