@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import json
 import signal
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -175,7 +176,7 @@ class TerminalChat:
         interrupted = False
         while True:
             try:
-                line = self.console.input(Text("you › ", style="bold cyan"))
+                line = input(self.prompt_label())
             except EOFError:
                 self.console.print()
                 return None
@@ -188,6 +189,15 @@ class TerminalChat:
                 continue
             if line.strip():
                 return line.strip()
+
+    def prompt_label(self) -> str:
+        """`you › ` for input(), in bold cyan on a colour terminal: the colour codes are
+        wrapped in readline's invisible markers (\\001, \\002), so line editing and history
+        keep the cursor in the right place."""
+        if not self.console.is_terminal or self.console.color_system is None:
+            return "you › "
+        start, end = ("\001", "\002") if "readline" in sys.modules else ("", "")
+        return f"{start}\x1b[1;36m{end}you ›{start}\x1b[0m{end} "
 
     def show_usage(self, session: AgentSession) -> None:
         usage = wire.usage_json(session.session_id, session.usage_snapshot())
