@@ -30,6 +30,7 @@ from agent_server.agent.events import (
     TurnStarted,
     UsageSnapshot,
 )
+from agent_server.agent.permissions import PermissionRequest
 from agent_server.agent.session import Rewound
 from agent_server.errors import (
     AgentServerError,
@@ -276,24 +277,38 @@ def update_json(event: AgentEvent) -> dict[str, Any] | None:
         if event.output is not None:
             content.append({"type": "content", "content": {"type": "text", "text": event.output}})
         details = event.details or {}
-        diff = details.get("diff")
-        if isinstance(diff, Mapping) and "path" in diff:
-            content.append(
-                {
-                    "type": "diff",
-                    "path": diff.get("path"),
-                    "oldText": diff.get("oldText"),
-                    "newText": diff.get("newText"),
-                }
-            )
+        change = details.get("change")
+        if isinstance(change, Mapping) and change.get("type") == "diff":
+            content.append(dict(change))
         if content:
             update["content"] = content
         if details:
-            update["rawOutput"] = {k: v for k, v in details.items() if _is_json(v)}
+            update["rawOutput"] = {
+                k: v for k, v in details.items() if k != "change" and _is_json(v)
+            }
         return update
     if isinstance(event, Notice):
         return {"kind": "notice", "level": event.level, "message": event.message}
     return None
+
+
+def permission_json(session_id: str, request: PermissionRequest) -> dict[str, Any]:
+    """The params of agent/requestPermission: the call as the Agent Client Protocol's
+    ToolCallUpdate (with the file change as diff content) and the choices."""
+    call = request.tool_call
+    tool_call: dict[str, Any] = {
+        "toolCallId": call.id,
+        "title": request.title,
+        "toolKind": request.tool.kind,
+        "rawInput": dict(call.arguments),
+    }
+    if request.change is not None:
+        tool_call["content"] = [request.change.to_json()]
+    return {
+        "sessionId": session_id,
+        "toolCall": tool_call,
+        "options": [option.to_json() for option in request.options],
+    }
 
 
 def compaction_json(

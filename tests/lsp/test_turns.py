@@ -144,7 +144,21 @@ async def test_permission_allow_and_deny_take_effect(
         asked = agent.permission_requests[-1]
         assert asked["toolCall"]["title"].startswith("Write")
         assert {o["kind"] for o in asked["options"]} >= {"allow_once", "reject_once"}
+        # The question shows the new file's content, as the protocol's diff content.
+        (change,) = asked["toolCall"]["content"]
+        assert change["type"] == "diff" and change["path"] == "notes/findings.md"
+        assert change["oldText"] is None and change["newText"]
+        assert change["diff"].startswith("--- /dev/null\n+++ b/notes/findings.md")
         assert not note.exists()
+        # The rejected call says why, not only "failed".
+        (failed,) = [
+            u["update"] for u in agent.updates
+            if u["update"]["kind"] == "toolCallUpdate"
+            and u["update"]["toolCallId"] == asked["toolCall"]["toolCallId"]
+        ]
+        assert failed["status"] == "failed"
+        assert failed["rawOutput"]["permission"] == "denied"
+        assert "rejected write" in failed["rawOutput"]["reason"]
         loaded = await agent.request("agent/session/load", {"sessionId": session_id})
         results = [
             item["message"]
@@ -164,6 +178,13 @@ async def test_permission_allow_and_deny_take_effect(
             },
         )
         assert note.exists()
+        done = [
+            u["update"] for u in agent.updates
+            if u["update"]["kind"] == "toolCallUpdate" and u["update"].get("status") == "completed"
+        ]
+        diffs = [c for u in done for c in u.get("content", []) if c["type"] == "diff"]
+        assert diffs and diffs[-1]["newText"] == note.read_text()
+        assert "change" not in done[-1].get("rawOutput", {})
 
 
 async def test_cancel_mid_turn_returns_cancelled_and_next_turn_works(

@@ -179,6 +179,9 @@ export interface SessionSummary {
   createdAt: string;
   updatedAt: string;
   entryCount: number;
+  /** The first prompt (its first 200 characters): tells apart sessions with one title. */
+  firstPrompt?: string | null;
+  promptCount?: number;
 }
 export interface SessionListResult {
   sessions: SessionSummary[];
@@ -262,7 +265,9 @@ export interface ToolCallLocation {
 
 export type ToolCallContent =
   | { type: 'content'; content: TextContent }
-  | { type: 'diff'; path: string; oldText: string | null; newText: string };
+  /** The Agent Client Protocol's diff (`oldText` null for a new file), plus `diff`: the
+   * server's unified diff of the two. */
+  | { type: 'diff'; path: string; oldText: string | null; newText: string; diff?: string };
 
 export interface UserMessageUpdate {
   kind: 'userMessage';
@@ -369,6 +374,8 @@ export interface PermissionToolCall {
   title: string;
   toolKind: ToolKind;
   rawInput: unknown;
+  /** The file change a write or edit would make. */
+  content?: ToolCallContent[];
 }
 
 export interface RequestPermissionParams {

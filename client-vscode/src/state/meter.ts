@@ -28,6 +28,8 @@ export interface Meter {
   costLabel: string;
   /** Several lines for a tooltip. */
   detail: string;
+  /** The context is past the compaction point: the next request compacts first. */
+  pastThreshold: boolean;
 }
 
 export function meterLevel(percent: number): MeterLevel {
@@ -46,7 +48,9 @@ export function meterFor(usage: UsageSnapshot | undefined): Meter | undefined {
   const label = `${formatTokens(usage.used)} / ${formatTokens(usage.size)} (${Math.round(percent)}%)`;
   const detail = [
     `Context: ${usage.used.toLocaleString('en-US')} of ${usage.size.toLocaleString('en-US')} tokens (${percent}%)`,
-    `Compacts at ${usage.compactAt.toLocaleString('en-US')} tokens (${compactAtPercent}%)`,
+    usage.used > usage.compactAt
+      ? `Past the compaction point (${usage.compactAt.toLocaleString('en-US')} tokens, ${compactAtPercent}%): the next request compacts the history first`
+      : `Compacts at ${usage.compactAt.toLocaleString('en-US')} tokens (${compactAtPercent}%)`,
     `Cache window #${usage.windowNumber}, ${cacheLabel} of prompt tokens this session`,
     usage.lastTurn ? `Last turn: ${usageLine(usage.lastTurn)}` : undefined,
     usage.lastCall ? `Last call: ${usageLine(usage.lastCall)}` : undefined,
@@ -67,6 +71,7 @@ export function meterFor(usage: UsageSnapshot | undefined): Meter | undefined {
     cacheLabel,
     costLabel,
     detail,
+    pastThreshold: usage.used > usage.compactAt,
   };
 }
 

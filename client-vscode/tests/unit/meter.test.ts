@@ -80,3 +80,12 @@ describe('meter text', () => {
     expect(formatCost(12.345)).toBe('$12.35');
   });
 });
+
+describe('past the compaction point', () => {
+  it('says the next request compacts first once the estimate is past the threshold', () => {
+    expect(meterFor(usage(70_000))?.pastThreshold).toBe(false);
+    const past = meterFor(usage(80_000));
+    expect(past?.pastThreshold).toBe(true);
+    expect(past?.detail).toContain('the next request compacts the history first');
+  });
+});
