@@ -7,9 +7,10 @@ Three are settings of the product's own harness:
 - `fresh-summary`: the same, with the summary asked for in a fresh prompt (the seed's way);
 - `no-cache`: the same history with no cache breakpoints (`cache_retention="none"`).
 
-Three are the strategies agents used before prompt caching, as `ContextPolicy`s (see
-agent_server/agent/policy.py), with the product's compaction turned off so that each is
-measured on its own terms. Each follows its source:
+Three are the strategies agents used before prompt caching, as `ContextPolicy`s (the seam of
+agent_server/agent/context_manager.py, where the product's own strategy is the default
+policy), with the product's compaction turned off so that each is measured on its own terms.
+Each follows its source:
 
 - `SweAgentPolicy` (SWE-agent, `sweagent/agent/history_processors.py`, `LastNObservations`):
   all but the last 5 observations (tool outputs) are replaced in place by "Old environment
@@ -43,8 +44,9 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from agent_server.agent.policy import ContextPolicy, PolicyView
-from agent_server.agent.settings import CacheRetentionName, CompactionOptions
+from agent_server.agent.context_manager import ContextManager, ContextPolicy, ContextView
+from agent_server.agent.settings import CacheRetentionName
+from agent_server.context.trigger import CompactionSettings
 from agent_server.llm.messages import (
     AssistantMessage,
     ImageContent,
@@ -65,11 +67,11 @@ class Strategy:
     name: str
     label: str
     cache_retention: CacheRetentionName = "short"
-    compaction: CompactionOptions = field(default_factory=CompactionOptions)
+    compaction: CompactionSettings = field(default_factory=CompactionSettings)
     policy: Callable[[], ContextPolicy] | None = None  # a fresh policy per run
 
 
-OFF = CompactionOptions(enabled=False)
+OFF = CompactionSettings(enabled=False)
 
 
 def strategies() -> list[Strategy]:
@@ -78,7 +80,7 @@ def strategies() -> list[Strategy]:
         Strategy(
             "fresh-summary",
             "default with a fresh summary prompt",
-            compaction=CompactionOptions(summary="fresh"),
+            compaction=CompactionSettings(summary="fresh"),
         ),
         Strategy("no-cache", "no caching (same history, no breakpoints)", cache_retention="none"),
         *(
@@ -131,7 +133,7 @@ def prefix_tokens(system_prompt: str, tools: Sequence[ToolSpec]) -> int:
     return total
 
 
-def request_tokens(view: PolicyView, messages: Sequence[Message]) -> int:
+def request_tokens(view: ContextView, messages: Sequence[Message]) -> int:
     return prefix_tokens(view.system_prompt, view.tools) + sum(map(message_tokens, messages))
 
 
@@ -169,7 +171,7 @@ class SweAgentPolicy:
     n: int = SWE_KEEP_OBSERVATIONS
     name: str = "swe-agent"
 
-    async def prepare(self, view: PolicyView) -> tuple[Message, ...]:
+    async def prepare(self, view: ContextView, manager: ContextManager) -> ContextView:
         results = [i for i, m in enumerate(view.messages) if isinstance(m, ToolResultMessage)]
         last_removed = max(0, (len(results) // self.polling) * self.polling - self.n)
         old = set(results[1:last_removed])
@@ -181,7 +183,7 @@ class SweAgentPolicy:
                 out.append(replace(message, content=(stub,)))
             else:
                 out.append(message)
-        return tuple(out)
+        return manager.view_of(out)
 
 
 # --- AutoGPT --------------------------------------------------------------------------------
@@ -198,19 +200,19 @@ class AutoGptPolicy:
     summary: str | None = None
     summarised_upto: int = 0  # view.messages[:summarised_upto] are in the summary
 
-    async def prepare(self, view: PolicyView) -> tuple[Message, ...]:
+    async def prepare(self, view: ContextView, manager: ContextManager) -> ContextView:
         messages = view.messages
         budget = view.model.context_window - AUTOGPT_ANSWER_RESERVE
         start = self._fitting_start(view, messages, budget, self.summary)
         if start > self.summarised_upto:
             # What fell out of the budget since the last update is folded in (one call).
-            self.summary = await view.summarise(messages[self.summarised_upto : start],
+            self.summary = await manager.summarise(messages[self.summarised_upto : start],
                                                 self.summary)
             self.summarised_upto = start
             start = max(start, self._fitting_start(view, messages, budget, self.summary))
-        return self._render(messages[max(start, self.summarised_upto) :])
+        return manager.view_of(self._render(messages[max(start, self.summarised_upto) :]))
 
-    def _fitting_start(self, view: PolicyView, messages: Sequence[Message], budget: int,
+    def _fitting_start(self, view: ContextView, messages: Sequence[Message], budget: int,
                        summary: str | None) -> int:
         """The oldest start from which the newest messages (and the head) fit `budget`."""
         start = self.summarised_upto
@@ -264,14 +266,14 @@ class MemGptPolicy:
     total_at_eviction: int = 0  # the head note's "N of M total messages", fixed when written
     warning_at: int | None = None  # the warning sits before view.messages[warning_at]
 
-    async def prepare(self, view: PolicyView) -> tuple[Message, ...]:
+    async def prepare(self, view: ContextView, manager: ContextManager) -> ContextView:
         messages = view.messages
         full = memgpt_flush_tokens(view.model)
         sent = self._render(messages)
         for _ in range(8):
             if request_tokens(view, sent) <= full:
                 break
-            if not await self._evict_half(view):
+            if not await self._evict_half(view, manager):
                 break
             sent = self._render(messages)
         if (
@@ -282,9 +284,9 @@ class MemGptPolicy:
             last = len(messages) - 1
             self.warning_at = last if isinstance(messages[last], UserMessage) else len(messages)
             sent = self._render(messages)
-        return sent
+        return manager.view_of(sent)
 
-    async def _evict_half(self, view: PolicyView) -> bool:
+    async def _evict_half(self, view: ContextView, manager: ContextManager) -> bool:
         """Evict the oldest messages until about half the window's tokens have gone."""
         messages = view.messages
         target = MEMGPT_EVICT_FRACTION * view.model.context_window
@@ -298,7 +300,7 @@ class MemGptPolicy:
             if cut >= len(messages) - 1:
                 return False
         evicted = messages[self.kept_from : cut]
-        self.summary = await view.summarise(evicted, self.summary)
+        self.summary = await manager.summarise(evicted, self.summary)
         self.kept_from = cut
         self.total_at_eviction = len(messages)
         self.warning_at = None  # the pressure is relieved; warn again when it returns
