@@ -49,6 +49,7 @@ from agent_server.agent.permissions import AskCallback, PermissionGate
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.tool_runner import ToolRunner, aborted_result
 from agent_server.agent.tools import Tool, ToolContext
+from agent_server.agent.tools.base import EarlierOutput, outputs_in_context
 from agent_server.context.projection import is_prompt
 from agent_server.context.summary_prompt import note_message
 from agent_server.errors import (
@@ -173,6 +174,7 @@ class AgentSession:
         self._busy = False
         self._current_turn: str | None = None
         self._message_seq = 0
+        self._in_context: tuple[EarlierOutput, ...] = ()
 
     # --- public API ---------------------------------------------------------------------
 
@@ -391,6 +393,9 @@ class AgentSession:
                     break
                 pending_calls = calls
                 results = {}
+                # What the model has in context as it asks for these calls (read answers an
+                # unchanged re-read with a note only while the earlier read is in it).
+                self._in_context = outputs_in_context(view.messages)
                 self._runner.announce(turn_id, calls)
                 await self._runner.run(turn_id, calls, results)
                 self._append_results(calls, results, with_changes=True)
@@ -550,6 +555,7 @@ class AgentSession:
             on_output=on_output,
             secrets=self._secrets,
             bash_timeout=self.settings.bash_timeout,
+            in_context=self._in_context,
         )
 
     def _paths_of(self, call: ToolCall) -> tuple[str, ...]:

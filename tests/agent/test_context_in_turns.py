@@ -234,3 +234,40 @@ async def test_each_turn_reports_its_own_usage_next_to_the_session_totals(tmp_pa
         assert snapshot.session.input == total.input
         assert snapshot.calls == sum(result.calls for result, _ in results)
         assert abs(snapshot.cost - total.cost.total) < 1e-9
+
+
+def tool_result_texts(run: object) -> list[str]:
+    """The text of every tool result in the ledger's current branch, oldest first."""
+    from agent_server.llm.messages import ToolResultMessage
+
+    return [
+        e.message.text
+        for e in run.session.ledger.branch()  # type: ignore[attr-defined]
+        if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)
+    ]
+
+
+async def test_an_unchanged_re_read_is_a_note_only_until_a_compaction_folds_the_read_away(
+    tmp_path: Path,
+) -> None:
+    read = {"name": "read", "arguments": {"path": "README.md"}}
+    scenario = {"turns": [
+        {"user": f"Read the README ({n}).", "steps": [{"tools": [read]}, {"text": "Read."}]}
+        for n in range(3)
+    ]}
+    settings = AgentSettings(
+        permissions_mode="allowAll", compaction=CompactionSettings(keep_recent_turns=1)
+    )
+    async with agent_run(tmp_path, scenario=scenario, settings=settings) as run:
+        readme = (run.workspace / "README.md").read_text().rstrip("\n")
+        await run.session.run_turn("Read the README (0).")
+        await run.session.run_turn("Read the README (1).")
+        texts = tool_result_texts(run)
+        assert texts[0] == readme
+        assert texts[1].startswith("[README.md: unchanged since your earlier read")
+        # The compaction keeps only the last turn, whose read was the note: the lines are
+        # no longer in the context, so the next read shows them again.
+        compacted = await run.session.compact()
+        assert compacted.outcome == "compacted"
+        await run.session.run_turn("Read the README (2).")
+        assert tool_result_texts(run)[2] == readme

@@ -7,14 +7,16 @@ Everything that differs between sessions or calls lives in the `ToolContext`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeAlias
 
 from agent_server.errors import InvalidToolArgumentsError
 from agent_server.llm.messages import (
+    AssistantMessage,
     ImageContent,
+    Message,
     TextContent,
     ToolCall,
     ToolResultMessage,
@@ -61,6 +63,31 @@ class ToolResult:
 
 
 @dataclass(frozen=True, slots=True)
+class EarlierOutput:
+    """A tool call in the model's current context and the text its result gave the model."""
+
+    tool: str
+    arguments: Mapping[str, Any]
+    text: str
+
+
+def outputs_in_context(messages: Sequence[Message]) -> tuple[EarlierOutput, ...]:
+    """The successful tool results the model has in `messages` (the context just sent),
+    oldest first. Derived from what is sent, never from memory: a result a compaction folded
+    into its summary is not in it."""
+    calls: dict[str, ToolCall] = {}
+    out: list[EarlierOutput] = []
+    for message in messages:
+        if isinstance(message, AssistantMessage):
+            calls.update((call.id, call) for call in message.tool_calls)
+        elif isinstance(message, ToolResultMessage) and not message.is_error:
+            call = calls.get(message.tool_call_id)
+            if call is not None:
+                out.append(EarlierOutput(call.name, call.arguments, message.text))
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
 class ToolContext:
     """Where and how one tool call runs.
 
@@ -72,6 +99,8 @@ class ToolContext:
     bash_timeout: seconds before a bash command is killed, unless the call asks otherwise.
     env_drop: environment variable names removed from bash's environment, in addition to
         every name ending in _API_KEY, _TOKEN, _SECRET or _PASSWORD.
+    in_context: the tool results the model has in its current context (outputs_in_context),
+        so that read can answer a re-read of unchanged lines with a note.
     """
 
     workspace: Path
@@ -80,6 +109,7 @@ class ToolContext:
     secrets: tuple[str, ...] = ()
     bash_timeout: float = 120.0
     env_drop: tuple[str, ...] = ()
+    in_context: tuple[EarlierOutput, ...] = ()
 
 
 class Tool(Protocol):

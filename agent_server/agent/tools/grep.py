@@ -1,11 +1,12 @@
 """grep: search file contents by regular expression.
 
-Uses ripgrep (`rg`) when it is installed, a Python walk otherwise; both give the same output
-(`path:line: text` for matching lines, `path-line- text` for context lines, `--` between
-groups), search hidden files, skip binary files and the directories find skips, and do not
-follow symbolic links. The Python fallback speaks Python's regex dialect; ripgrep's is nearly
-the same, and a pattern ripgrep rejects but Python accepts (look-around, backreferences) is
-run by the fallback.
+Uses ripgrep (`rg`) when it is installed, a Python walk otherwise; both give the same output:
+`line:text` for matching lines, `line-text` for context lines, `--` between groups, under a
+heading line with the file's path when a directory is searched (as `rg --heading` prints
+them: a path once per file, not once per line). Both search hidden files, skip binary files
+and the directories find skips, and do not follow symbolic links. The Python fallback speaks
+Python's regex dialect; ripgrep's is nearly the same, and a pattern ripgrep rejects but
+Python accepts (look-around, backreferences) is run by the fallback.
 """
 
 from __future__ import annotations
@@ -46,8 +47,9 @@ SPEC = ToolSpec(
     name="grep",
     description=(
         "Search file contents in the workspace with a regular expression. Prints matching "
-        "lines as 'path:line: text' (context lines as 'path-line- text'). Searches hidden "
-        "files; skips binary files and .git, node_modules, .venv, __pycache__ and similar. "
+        "lines as 'line:text' (context lines as 'line-text'), under each file's path when "
+        "searching a directory. Searches hidden files; skips binary files and .git, "
+        "node_modules, .venv, __pycache__ and similar. "
         f"At most {MAX_MATCHES} matches; lines are cut at {MAX_LINE_CHARS} characters."
     ),
     parameters={
@@ -158,7 +160,7 @@ class GrepTool:
             return ToolResult.of_text(
                 f"No matches for {pattern!r} in {where}{filtered}.", details=details
             )
-        text = format_lines(outcome.lines)
+        text = format_lines(outcome.lines, headings=top.is_dir())
         if outcome.more:
             text += (
                 f"\n\n[Stopped after {MAX_MATCHES} matches. Narrow the pattern, the path or the "
@@ -168,22 +170,25 @@ class GrepTool:
         return ToolResult.of_text(bounded.text, details={**details, **bounded.details()})
 
 
-def format_lines(lines: list[GrepLine]) -> str:
+def format_lines(lines: list[GrepLine], *, headings: bool = True) -> str:
+    """Matches as `line:text`, context as `line-text`, `--` between groups of a file; with
+    `headings`, each file's lines under its path, files separated by a blank line."""
     out: list[str] = []
     previous: GrepLine | None = None
     with_context = any(not line.is_match for line in lines)
     for item in lines:
-        new_group = previous is not None and (
-            item.path != previous.path or item.line > previous.line + 1
-        )
-        if new_group and with_context:  # groups only matter with context
-            out.append("--")
+        new_file = previous is None or item.path != previous.path
+        if new_file and headings:
+            if previous is not None:
+                out.append("")
+            out.append(item.path)
+        elif previous is not None and (new_file or item.line > previous.line + 1) and with_context:
+            out.append("--")  # groups only matter with context
         text = item.text
         if len(text) > MAX_LINE_CHARS:
             cut = len(item.text) - MAX_LINE_CHARS
             text = f"{text[:MAX_LINE_CHARS]} [... {cut} more characters]"
-        separator = ":" if item.is_match else "-"
-        out.append(f"{item.path}{separator}{item.line}{separator} {text}")
+        out.append(f"{item.line}{':' if item.is_match else '-'}{text}")
         previous = item
     return "\n".join(out)
 

@@ -1,14 +1,24 @@
-"""read: a text file as numbered lines, a page at a time; images as image content."""
+"""read: a text file's lines as they are, a page at a time; images as image content.
+
+Lines come back bare, without line numbers: the edit tool matches exact text, so a number
+prefix is only something to strip (and a source of edits that include it), and it costs
+about 3 tokens a line, every request the result stays in the context. A page that is not the
+whole file says which lines it shows, so a line can still be located and cited (grep gives
+numbers for matches). A re-read of lines that are unchanged since a read the model still has
+in its current context is answered by a short note instead of the same lines again.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from agent_server.agent.tools.base import (
+    EarlierOutput,
     ToolContext,
     ToolKind,
     ToolResult,
@@ -17,13 +27,19 @@ from agent_server.agent.tools.base import (
     path_of,
     str_arg,
 )
-from agent_server.agent.tools.output import MAX_BYTES, MAX_LINES
+from agent_server.agent.tools.output import MAX_BYTES, MAX_LINES, printable
 from agent_server.agent.tools.paths import display_path, resolve_in_workspace
-from agent_server.errors import ToolError
+from agent_server.errors import ToolError, redact
 from agent_server.llm.messages import ImageContent, TextContent, ToolSpec
 
 MAX_LINE_CHARS = 2000
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
+_UNCHANGED_END = "refer to that result.]"
+# The results of read that show no lines: the unchanged note, an image's caption.
+_NOT_LINES = re.compile(
+    rf"\[[^\n]*{re.escape(_UNCHANGED_END)}|Image [^\n]* \(image/[a-z]+, \d+ bytes\):"
+)
+_PAGE_NOTE = re.compile(r"\n\n\[Showing lines (\d+)-(\d+) of \d+\.[^\]\n]*\]\Z")
 
 _IMAGE_SIGNATURES: tuple[tuple[bytes, str], ...] = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),
@@ -36,12 +52,12 @@ _IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp"})
 SPEC = ToolSpec(
     name="read",
     description=(
-        "Read a file in the workspace. Text files come back as numbered lines (like cat -n), "
-        f"at most {MAX_LINES} lines or {MAX_BYTES // 1024} KB per call; lines longer than "
-        f"{MAX_LINE_CHARS} characters are cut. Use offset (1-based line number) and limit to "
-        "read further pages; the result says which offset to continue from. Images (png, jpg, "
-        "gif, webp) come back as images. Binary files are refused. Also reads the full-output "
-        "files that other tools save when their output was truncated."
+        "Read a file in the workspace: its lines as they are (no line numbers), at most "
+        f"{MAX_LINES} lines or {MAX_BYTES // 1024} KB per call; lines over {MAX_LINE_CHARS} "
+        "characters are cut. A partial page says which lines it shows and the offset to "
+        "continue from. Lines unchanged since a read still in this conversation come back as "
+        "a note: refer to that earlier result. Images (png, jpg, gif, webp) come back as "
+        "images; binary files are refused. Also reads the full outputs other tools save."
     ),
     parameters={
         "type": "object",
@@ -102,7 +118,7 @@ class ReadTool:
                 f"{shown} is a binary file and cannot be shown as text. "
                 "Use bash with a suitable tool (file, xxd, unzip -l, ...) to inspect it."
             )
-        return _read_text(path, shown, offset, limit)
+        return _read_text(path, shown, offset, limit, ctx)
 
 
 def _image_type(path: Path, head: bytes) -> str | None:
@@ -131,7 +147,7 @@ def _read_image(path: Path, shown: str, mime: str) -> ToolResult:
     )
 
 
-def _read_text(path: Path, shown: str, offset: int, limit: int) -> ToolResult:
+def _read_text(path: Path, shown: str, offset: int, limit: int, ctx: ToolContext) -> ToolResult:
     out: list[str] = []
     size = 0
     total = 0
@@ -142,19 +158,15 @@ def _read_text(path: Path, shown: str, offset: int, limit: int) -> ToolResult:
             total = number
             if number < offset or len(out) >= limit or stopped_by_bytes:
                 continue
-            line = raw.decode("utf-8", errors="replace").rstrip("\n").rstrip("\r")
-            if len(line) > MAX_LINE_CHARS:
-                cut = len(line) - MAX_LINE_CHARS
-                line = f"{line[:MAX_LINE_CHARS]} [... {cut} more characters on this line]"
-            numbered = f"{number:>6}\t{line}"
-            line_size = len(numbered.encode("utf-8")) + 1
+            line = render_line(raw)
+            line_size = len(line.encode("utf-8")) + 1
             if out and size + line_size > MAX_BYTES:
                 stopped_by_bytes = True
                 continue
-            out.append(numbered)
+            out.append(line)
             size += line_size
             last_shown = number
-    details = {"path": shown, "totalLines": total}
+    details: dict[str, Any] = {"path": shown, "totalLines": total}
     if total == 0:
         return ToolResult.of_text(f"{shown} is empty.", details=details)
     if offset > total:
@@ -162,10 +174,73 @@ def _read_text(path: Path, shown: str, offset: int, limit: int) -> ToolResult:
             f"offset {offset} is past the end of {shown}, which has {total} lines. "
             f"Use an offset between 1 and {total}."
         )
+    details.update(startLine=offset, endLine=last_shown)
+    scrubbed = printable(redact("\n".join(out), *ctx.secrets)).split("\n")
+    if _seen_unchanged(path, offset, scrubbed, ctx):
+        whole = offset == 1 and last_shown == total
+        what = shown if whole else f"{shown} lines {offset}-{last_shown}"
+        return ToolResult.of_text(
+            f"[{what}: unchanged since your earlier read, which is still in this conversation; "
+            + _UNCHANGED_END,
+            details={**details, "unchanged": True},
+        )
     text = "\n".join(out)
     if last_shown < total:
         text += (
             f"\n\n[Showing lines {offset}-{last_shown} of {total}. "
             f"Continue with offset={last_shown + 1}.]"
         )
-    return ToolResult.of_text(text, details={**details, "startLine": offset, "endLine": last_shown})
+    elif offset > 1:
+        text += f"\n\n[Showing lines {offset}-{last_shown} of {total}.]"
+    return ToolResult.of_text(text, details=details)
+
+
+def render_line(raw: bytes) -> str:
+    """One line of a file as read shows it: decoded, without its terminator, cut when long."""
+    line = raw.decode("utf-8", errors="replace").rstrip("\n").rstrip("\r")
+    if len(line) > MAX_LINE_CHARS:
+        cut = len(line) - MAX_LINE_CHARS
+        line = f"{line[:MAX_LINE_CHARS]} [... {cut} more characters on this line]"
+    return line
+
+
+
+
+def shown_lines(earlier: EarlierOutput) -> tuple[int, list[str]] | None:
+    """(first line number, the lines) an earlier read's result showed the model; None for a
+    result that showed no lines of text (a note, an image, an empty file)."""
+    text = earlier.text
+    if not text or _NOT_LINES.fullmatch(text):
+        return None
+    page = _PAGE_NOTE.search(text)
+    if page is not None:
+        return int(page.group(1)), text[: page.start()].split("\n")
+    offset = earlier.arguments.get("offset")
+    start = offset if isinstance(offset, int) and not isinstance(offset, bool) else 1
+    return start, text.split("\n")
+
+
+def _seen_unchanged(path: Path, start: int, lines: list[str], ctx: ToolContext) -> bool:
+    """Whether the model still has lines start..start+len(lines)-1 of `path`, exactly as they
+    are now, from an earlier read in its current context."""
+    end = start + len(lines) - 1
+    for earlier in reversed(ctx.in_context):
+        if earlier.tool != SPEC.name:
+            continue
+        given = earlier.arguments.get("path")
+        if not isinstance(given, str):
+            continue
+        try:
+            earlier_path = resolve_in_workspace(ctx.workspace, given, extra_roots=(ctx.spill_dir,))
+        except ToolError:
+            continue
+        if earlier_path != path:
+            continue
+        seen = shown_lines(earlier)
+        if seen is None:
+            continue
+        first, seen_lines = seen
+        covered = first <= start and end <= first + len(seen_lines) - 1
+        if covered and seen_lines[start - first : end - first + 1] == lines:
+            return True
+    return False

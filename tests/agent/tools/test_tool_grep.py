@@ -45,16 +45,21 @@ def make_tree(root: Path) -> None:
     (root / "image.bin").write_bytes(b"TODO\x00\x01\x02binary")
 
 
-async def test_matches_are_path_line_text(
+async def test_matches_are_line_text_under_each_files_path(
     grep: GrepTool, ctx: ToolContext, workspace: Path
 ) -> None:
     make_tree(workspace)
     result = await run_tool(grep, {"pattern": "TODO"}, ctx)
     assert not result.is_error, result.text
     assert result.text.splitlines() == [
-        ".hidden/notes.txt:1: TODO hidden but searched",
-        "src/app.py:4:     # TODO: parse args",
-        "src/ui/view.ts:1: // TODO render",
+        ".hidden/notes.txt",
+        "1:TODO hidden but searched",
+        "",
+        "src/app.py",
+        "4:    # TODO: parse args",
+        "",
+        "src/ui/view.ts",
+        "1:// TODO render",
     ]
 
 
@@ -62,11 +67,14 @@ async def test_ignore_case_and_glob(grep: GrepTool, ctx: ToolContext, workspace:
     make_tree(workspace)
     result = await run_tool(grep, {"pattern": "todo", "ignoreCase": True, "glob": "*.py"}, ctx)
     assert result.text.splitlines() == [
-        "src/app.py:4:     # TODO: parse args",
-        "src/util.py:2:     pass  # todo later",
+        "src/app.py",
+        "4:    # TODO: parse args",
+        "",
+        "src/util.py",
+        "2:    pass  # todo later",
     ]
     anchored = await run_tool(grep, {"pattern": "TODO", "glob": "src/**/*.ts"}, ctx)
-    assert anchored.text.splitlines() == ["src/ui/view.ts:1: // TODO render"]
+    assert anchored.text.splitlines() == ["src/ui/view.ts", "1:// TODO render"]
 
 
 async def test_path_narrows_to_a_directory_or_a_file(
@@ -74,9 +82,12 @@ async def test_path_narrows_to_a_directory_or_a_file(
 ) -> None:
     make_tree(workspace)
     in_dir = await run_tool(grep, {"pattern": "def ", "path": "src"}, ctx)
-    assert in_dir.text.splitlines() == ["src/app.py:3: def main():", "src/util.py:1: def helper():"]
+    assert in_dir.text.splitlines() == [
+        "src/app.py", "3:def main():", "", "src/util.py", "1:def helper():"
+    ]
+    # One file searched: its path is the one asked for, so no heading.
     in_file = await run_tool(grep, {"pattern": "def ", "path": "src/util.py"}, ctx)
-    assert in_file.text.splitlines() == ["src/util.py:1: def helper():"]
+    assert in_file.text.splitlines() == ["1:def helper():"]
 
 
 async def test_context_lines_and_group_separators(
@@ -85,13 +96,14 @@ async def test_context_lines_and_group_separators(
     (workspace / "c.txt").write_text("a\nb\nMATCH 1\nc\nd\ne\nf\nMATCH 2\ng\n")
     result = await run_tool(grep, {"pattern": "MATCH", "context": 1}, ctx)
     assert result.text.splitlines() == [
-        "c.txt-2- b",
-        "c.txt:3: MATCH 1",
-        "c.txt-4- c",
+        "c.txt",
+        "2-b",
+        "3:MATCH 1",
+        "4-c",
         "--",
-        "c.txt-7- f",
-        "c.txt:8: MATCH 2",
-        "c.txt-9- g",
+        "7-f",
+        "8:MATCH 2",
+        "9-g",
     ]
 
 
@@ -101,7 +113,7 @@ async def test_python_regex_features_work(
     (workspace / "l.txt").write_text("foobar\nfoobaz\n")
     # Look-ahead is not in ripgrep's default dialect: the fallback runs it.
     result = await run_tool(grep, {"pattern": r"foo(?=baz)"}, ctx)
-    assert result.text.splitlines() == ["l.txt:2: foobaz"]
+    assert result.text.splitlines() == ["l.txt", "2:foobaz"]
 
 
 async def test_invalid_regex_is_a_clear_error(
@@ -126,7 +138,7 @@ async def test_no_matches_is_not_an_error(
 async def test_matches_are_bounded(grep: GrepTool, ctx: ToolContext, workspace: Path) -> None:
     (workspace / "many.txt").write_text("hit\n" * (MAX_MATCHES + 50))
     result = await run_tool(grep, {"pattern": "hit"}, ctx)
-    hits = [line for line in result.text.splitlines() if line.startswith("many.txt:")]
+    hits = [line for line in result.text.splitlines() if line.endswith(":hit")]
     assert len(hits) == MAX_MATCHES
     assert f"Stopped after {MAX_MATCHES} matches" in result.text
 

@@ -1,15 +1,18 @@
-"""read: numbered pages of text, images as images, binary refused, spill files readable."""
+"""read: pages of bare lines, unchanged re-reads as a note, images as images, binary refused,
+spill files readable."""
 
 from __future__ import annotations
 
 import base64
 import struct
 import zlib
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from agent_server.agent.tools import ToolContext, run_tool
+from agent_server.agent.tools.base import EarlierOutput
 from agent_server.agent.tools.bash import BashTool
 from agent_server.agent.tools.read import MAX_LINE_CHARS, ReadTool
 from agent_server.llm.messages import ImageContent
@@ -29,11 +32,12 @@ def tiny_png() -> bytes:
     )
 
 
-async def test_lines_are_numbered_like_cat_n(ctx: ToolContext, workspace: Path) -> None:
+async def test_lines_come_back_as_they_are(ctx: ToolContext, workspace: Path) -> None:
     (workspace / "a.py").write_text("first\nsecond\n\tindented\n")
     result = await run_tool(READ, {"path": "a.py"}, ctx)
     assert not result.is_error
-    assert result.text == "     1\tfirst\n     2\tsecond\n     3\t\tindented"
+    # No line-number prefix: what the edit tool must match is exactly what is shown.
+    assert result.text == "first\nsecond\n\tindented"
     assert result.details is not None
     assert result.details["totalLines"] == 3
 
@@ -44,32 +48,34 @@ async def test_offset_and_limit_page_through_and_say_how_to_continue(
     (workspace / "n.txt").write_text("".join(f"line {i}\n" for i in range(1, 11)))
     result = await run_tool(READ, {"path": "n.txt", "offset": 4, "limit": 3}, ctx)
     lines = result.text.splitlines()
-    assert lines[:3] == ["     4\tline 4", "     5\tline 5", "     6\tline 6"]
+    assert lines[:3] == ["line 4", "line 5", "line 6"]
     assert "Showing lines 4-6 of 10" in result.text
     assert "offset=7" in result.text
     last = await run_tool(READ, {"path": "n.txt", "offset": 7}, ctx)
-    assert last.text.splitlines()[-1] == "    10\tline 10"
+    # The last page still says where it starts, so its lines can be located and cited.
+    assert last.text.splitlines()[:4] == ["line 7", "line 8", "line 9", "line 10"]
+    assert last.text.endswith("[Showing lines 7-10 of 10.]")
     assert "offset=" not in last.text
 
 
 async def test_default_page_is_2000_lines(ctx: ToolContext, workspace: Path) -> None:
     (workspace / "big.txt").write_text("".join(f"{i}\n" for i in range(1, 5001)))
     result = await run_tool(READ, {"path": "big.txt"}, ctx)
-    numbered = [line for line in result.text.splitlines() if "\t" in line]
-    assert len(numbered) == 2000
-    assert numbered[-1] == "  2000\t2000"
+    shown = [line for line in result.text.splitlines() if line.isdigit()]
+    assert len(shown) == 2000
+    assert shown[-1] == "2000"
     assert "Showing lines 1-2000 of 5000" in result.text
     assert "offset=2001" in result.text
     # A larger limit is capped, so one result cannot fill the window.
     capped = await run_tool(READ, {"path": "big.txt", "limit": 4000}, ctx)
-    assert len([line for line in capped.text.splitlines() if "\t" in line]) == 2000
+    assert len([line for line in capped.text.splitlines() if line.isdigit()]) == 2000
 
 
 async def test_pages_stop_at_50_kb(ctx: ToolContext, workspace: Path) -> None:
     (workspace / "wide.txt").write_text(("x" * 1000 + "\n") * 500)
     result = await run_tool(READ, {"path": "wide.txt"}, ctx)
     assert len(result.text.encode()) <= 51 * 1024
-    shown = [line for line in result.text.splitlines() if "\t" in line]
+    shown = [line for line in result.text.splitlines() if line.startswith("x")]
     assert 40 <= len(shown) < 60
     assert f"offset={len(shown) + 1}" in result.text
 
@@ -78,15 +84,15 @@ async def test_long_lines_are_cut(ctx: ToolContext, workspace: Path) -> None:
     (workspace / "min.js").write_text("a" * (MAX_LINE_CHARS + 500) + "\nshort\n")
     result = await run_tool(READ, {"path": "min.js"}, ctx)
     first, second = result.text.splitlines()[:2]
-    assert first.startswith("     1\t" + "a" * MAX_LINE_CHARS)
+    assert first.startswith("a" * MAX_LINE_CHARS)
     assert "500 more characters" in first
-    assert second == "     2\tshort"
+    assert second == "short"
 
 
 async def test_windows_line_endings_are_not_shown(ctx: ToolContext, workspace: Path) -> None:
     (workspace / "w.txt").write_bytes(b"one\r\ntwo\r\n")
     result = await run_tool(READ, {"path": "w.txt"}, ctx)
-    assert result.text == "     1\tone\n     2\ttwo"
+    assert result.text == "one\ntwo"
 
 
 async def test_empty_file(ctx: ToolContext, workspace: Path) -> None:
@@ -137,7 +143,7 @@ async def test_a_text_file_named_like_an_image_is_read_as_text(
 ) -> None:
     (workspace / "notes.png").write_text("not really a picture\n")
     result = await run_tool(READ, {"path": "notes.png"}, ctx)
-    assert result.text == "     1\tnot really a picture"
+    assert result.text == "not really a picture"
 
 
 async def test_reads_the_full_output_another_tool_spilled(
@@ -150,7 +156,7 @@ async def test_reads_the_full_output_another_tool_spilled(
     assert spilled in bash.text
     page = await run_tool(READ, {"path": spilled, "offset": 1, "limit": 3}, ctx)
     assert not page.is_error
-    assert page.text.splitlines()[:3] == ["     1\t1", "     2\t2", "     3\t3"]
+    assert page.text.splitlines()[:3] == ["1", "2", "3"]
     assert "of 5000" in page.text
 
 
@@ -161,3 +167,66 @@ async def test_spill_exception_does_not_open_other_directories(
     result = await run_tool(READ, {"path": str(tmp_path / "elsewhere.txt")}, ctx)
     assert result.is_error
     assert "outside the workspace" in result.text
+
+
+# --- re-reads ---------------------------------------------------------------------------------
+
+
+def read_in_context(arguments: dict[str, object], text: str) -> EarlierOutput:
+    return EarlierOutput("read", arguments, text)
+
+
+async def test_an_unchanged_re_read_is_a_note_while_the_earlier_read_is_in_context(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    (workspace / "a.py").write_text("".join(f"line {i}\n" for i in range(1, 21)))
+    first = await run_tool(READ, {"path": "a.py"}, ctx)
+    seen = replace(ctx, in_context=(read_in_context({"path": "a.py"}, first.text),))
+    again = await run_tool(READ, {"path": "./a.py"}, seen)
+    assert again.text == (
+        "[a.py: unchanged since your earlier read, which is still in this conversation; "
+        "refer to that result.]"
+    )
+    assert again.details is not None and again.details["unchanged"] is True
+    # A part of what was read is a note too, naming its lines.
+    part = await run_tool(READ, {"path": "a.py", "offset": 5, "limit": 3}, seen)
+    assert part.text.startswith("[a.py lines 5-7: unchanged since your earlier read")
+    # Without the earlier read in context (never read, or folded into a compaction's
+    # summary), the lines come back.
+    fresh = await run_tool(READ, {"path": "a.py", "offset": 5, "limit": 3}, ctx)
+    assert fresh.text.splitlines()[:3] == ["line 5", "line 6", "line 7"]
+
+
+async def test_a_re_read_after_a_change_or_beyond_the_earlier_page_shows_the_lines(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    path = workspace / "a.py"
+    path.write_text("".join(f"line {i}\n" for i in range(1, 21)))
+    page = await run_tool(READ, {"path": "a.py", "offset": 1, "limit": 10}, ctx)
+    seen = replace(ctx, in_context=(read_in_context({"path": "a.py", "limit": 10}, page.text),))
+    beyond = await run_tool(READ, {"path": "a.py", "offset": 8, "limit": 5}, seen)
+    assert beyond.text.splitlines()[:5] == ["line 8", "line 9", "line 10", "line 11", "line 12"]
+    inside = await run_tool(READ, {"path": "a.py", "offset": 2, "limit": 5}, seen)
+    assert "unchanged" in inside.text
+    path.write_text(path.read_text().replace("line 3\n", "line three\n"))
+    changed = await run_tool(READ, {"path": "a.py", "offset": 2, "limit": 5}, seen)
+    assert changed.text.splitlines()[:3] == ["line 2", "line three", "line 4"]
+    # An edit elsewhere in the file leaves the lines that were read as they were.
+    untouched = await run_tool(READ, {"path": "a.py", "offset": 5, "limit": 3}, seen)
+    assert "unchanged" in untouched.text
+
+
+async def test_only_a_read_with_lines_counts_as_seen(ctx: ToolContext, workspace: Path) -> None:
+    (workspace / "a.py").write_text("x = 1\n")
+    (workspace / "b.py").write_text("x = 1\n")
+    note = (
+        "[a.py: unchanged since your earlier read, which is still in this conversation; "
+        "refer to that result.]"
+    )
+    in_context = (
+        read_in_context({"path": "a.py"}, note),  # a note shows no lines
+        EarlierOutput("bash", {"command": "cat a.py"}, "x = 1"),  # not a read
+        read_in_context({"path": "b.py"}, "x = 1"),  # another file
+    )
+    result = await run_tool(READ, {"path": "a.py"}, replace(ctx, in_context=in_context))
+    assert result.text == "x = 1"
