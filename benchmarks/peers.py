@@ -23,6 +23,15 @@ Every request each run made is kept, as the simulator logged it, in
 `.bench/peers/<run>/<client>-<model>.jsonl` (full bodies), with the distinct tool results in
 `<client>-<model>.tool-results.jsonl` (one line each: id, tool, arguments, tokens, text), so
 that later work can compare, line by line, what each client sends back to the model.
+
+**Lines carried.** For each peer, the share of its tool-result lines that agent-server's tool
+results carry too, over the whole run (`carried_lines`): every line of every distinct tool
+result the peer sent, normalised the way each tool prints it (`line_key`), is looked for among
+the normalised lines of agent-server's run on the same model and API (the Messages API run for
+pi and Claude Code, the Responses run for Codex). Harness notes are not content and are left
+out on both sides: "[Showing lines ...]", "[N more lines ...]", Codex's exec header (chunk id,
+wall time, exit code, token count) and its truncation markers, blank lines. The lines a peer
+gives that ours do not are written to `<client>-<model>.missing.txt`.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -357,6 +367,90 @@ def fixed_prefix_tokens(records: Iterable[RequestRecord]) -> int:
     return 0
 
 
+# --- lines carried ---------------------------------------------------------------------------
+
+# A scratch workspace path as the clients print it (absolute): the part up to the workspace.
+_WORKSPACE_PATH = re.compile(r"/\S*?/workspaces/[^/\s]+/?")
+_CAT_N = re.compile(r"^\s*\d+(?:\t|\u2192)")  # cat -n, Claude Code's N<tab> and N→
+# grep -rn: path:line:text (a path has a letter, a dot or a slash: "4:2024-05-06" is no path)
+_GREP_WITH_PATH = re.compile(r"^(?=[^\s:]*[A-Za-z_./])[^\s:]+:\d+[:-]")
+_GREP_LINE = re.compile(r"^\d+:|^\d+-(?=\D)")  # one file's grep -n: line:text, line-context
+_LS_LONG = re.compile(
+    r"^[-dlcbps][-rwxsStT]{9}[.+@]?\s+\d+\s+\S+\s+\S+\s+\d+\s+\w{3}\s+\d+\s+[\d:]+\s+(.+)$"
+)
+# A duration in a command's output ("21 passed in 0.62s") differs from run to run.
+_TIMING = re.compile(r"(\bin )\d+(?:\.\d+)?s\b")
+# Tools whose results are a status message, not file content, matches or a listing.
+_STATUS_TOOLS = frozenset(("write", "edit", "multiedit", "apply_patch", "notebookedit"))
+# Whole lines that are a harness's notes about a result, not its content.
+_NOTE_LINE = re.compile(
+    r"^\[.*(?:Showing lines|more lines|offset=|unchanged since|Stopped after|truncated|"
+    r"full output).*\]$"
+    r"|^(?:Chunk ID|Wall time|Process exited with code|Original token count|Total output lines"
+    r"|Warning: truncated output)\b.*|^Output:$|.*\b(?:tokens|chars) truncated\b.*|^total \d+$"
+    r"|^\(Bash completed with no output\)$",
+)
+
+
+def line_key(line: str) -> str | None:
+    """A tool-result line as content, without how a tool printed it: no workspace path, no
+    line-number or path prefix, no whitespace at either end, a long listing's entry by its
+    name; None for a note or a blank line."""
+    line = _WORKSPACE_PATH.sub("", line)
+    if not line.strip() or _NOTE_LINE.match(line.strip()):
+        return None
+    listed = _LS_LONG.match(line.rstrip())
+    if listed is not None:
+        name = listed.group(1).split(" -> ")[0]
+        return None if name in (".", "..") else name
+    line = _CAT_N.sub("", line, count=1)
+    line = line.removeprefix("./")
+    line = _GREP_WITH_PATH.sub("", line, count=1)
+    line = _GREP_LINE.sub("", line, count=1)
+    # Whitespace at either end is layout (grep's "path:line: text" puts a space there).
+    line = line.strip().removeprefix("./").rstrip("/")
+    return _TIMING.sub(r"\1Ns", line) or None
+
+
+def result_keys(results: Iterable[ToolResultLine]) -> list[str]:
+    """The content lines of `results`, normalised (line_key), in order; the status messages
+    of writes and edits are not content."""
+    keys: list[str] = []
+    for result in results:
+        if result.tool.lower() in _STATUS_TOOLS:
+            continue
+        for line in result.text.split("\n"):
+            key = line_key(line)
+            if key is not None:
+                keys.append(key)
+    return keys
+
+
+@dataclass(frozen=True, slots=True)
+class CarriedLines:
+    carried: int
+    total: int
+    missing: list[str]
+
+    @property
+    def share(self) -> float:
+        return self.carried / self.total if self.total else 1.0
+
+
+def carried_lines(peer: Iterable[ToolResultLine], ours: Iterable[ToolResultLine]) -> CarriedLines:
+    """How many of the peer's content lines ours carry too, over the run."""
+    have = set(result_keys(ours))
+    keys = result_keys(peer)
+    missing = [key for key in keys if key not in have]
+    return CarriedLines(len(keys) - len(missing), len(keys), missing)
+
+
+def reference_client(peer: str) -> str:
+    """The agent-server run a peer's lines are compared with: the one on the peer's API."""
+    api = next((p.api for p in PEERS if p.name == peer), "anthropic")
+    return "agent-server-anthropic" if api == "anthropic" else "agent-server"
+
+
 @dataclass
 class Figures:
     client: str
@@ -376,6 +470,7 @@ class Figures:
     off_script: int
     seconds: float
     notes: list[str]
+    lines_carried: CarriedLines | None = None  # a peer's lines that agent-server carries too
 
 
 def figures(run: Run) -> Figures:
@@ -391,6 +486,30 @@ def figures(run: Run) -> Figures:
         failed_turns=run.failed_turns, turns=run.turns, off_script=billed.off_script,
         seconds=run.seconds, notes=run.notes,
     )
+
+
+def compare_lines(results: Sequence[Figures], run_dir: Path) -> None:
+    """Each peer's `lines_carried`, against the agent-server run on its model and API (from
+    the tool results written in `run_dir`); its missing lines in `<client>-<model>.missing.txt`."""
+
+    def load(client: str, model: str) -> list[ToolResultLine] | None:
+        path = run_dir / f"{client}-{model}.tool-results.jsonl"
+        if not path.exists():
+            return None
+        with path.open(encoding="utf-8") as lines:
+            return [ToolResultLine(**json.loads(line)) for line in lines]
+
+    for row in results:
+        if row.client.startswith("agent-server"):
+            continue
+        ours = load(reference_client(row.client), row.model)
+        theirs = load(row.client, row.model)
+        if ours is None or theirs is None:
+            continue
+        row.lines_carried = carried_lines(theirs, ours)
+        missing = run_dir / f"{row.client}-{row.model}.missing.txt"
+        missing.write_text("".join(f"{key}\n" for key in row.lines_carried.missing),
+                           encoding="utf-8")
 
 
 def write_tool_results(run: Run, run_dir: Path) -> None:
@@ -451,6 +570,7 @@ def main(clients: Sequence[str] = CLIENTS, models: Sequence[str] = MODELS,
                 results.append(figures(run))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    compare_lines(results, run_dir)
     (run_dir / "summary.json").write_text(
         json.dumps([asdict(f) for f in results], indent=2), encoding="utf-8"
     )

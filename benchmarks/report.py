@@ -272,16 +272,32 @@ def peers_table(rows: Sequence[Any]) -> Table:
     table.add_column("")
     for row in rows:
         table.add_column(f"{row.client}\n{row.model}", justify="right")
+    from benchmarks.peers import reference_client
+
     cheapest: dict[str, float] = {}
+    same_api: dict[tuple[str, str], float] = {}  # (agent-server client, model) -> cheapest
     for row in rows:
         if not row.client.startswith("agent-server") and row.failed_turns == 0:
             cheapest[row.model] = min(cheapest.get(row.model, row.cost), row.cost)
+            key = (reference_client(row.client), row.model)
+            same_api[key] = min(same_api.get(key, row.cost), row.cost)
+
+    def carried(row: Any) -> str:
+        lines = row.lines_carried
+        if lines is None:
+            return "-"
+        return f"{lines.share:.1%} ({lines.carried:,} of {lines.total:,})"
+
     lines: list[tuple[str, Any]] = [
         ("version", lambda r: r.version),
         ("requests", lambda r: f"{r.requests:,}"),
         ("billed cost", lambda r: _money(r.cost)),
         ("× cheapest peer (all turns done)",
          lambda r: _ratio(r.cost / cheapest[r.model]) if cheapest.get(r.model) else "-"),
+        ("× cheapest peer on the same API",
+         lambda r: _ratio(r.cost / same_api[(r.client, r.model)])
+         if same_api.get((r.client, r.model)) else "-"),
+        ("peer's tool-result lines ours carry", carried),
         ("cache-read share", lambda r: f"{r.cache_read_share:.1%}"),
         ("cache writes (tokens)", lambda r: format_tokens(r.cache_write)),
         ("fixed prefix (system + tools)", lambda r: format_tokens(r.fixed_prefix)),

@@ -430,3 +430,37 @@ def test_the_peer_command_refuses_unknown_clients_and_models(tmp_path: Path) -> 
     assert peers.main(clients=["agent-server"], models=["sim-huge"], out_dir=tmp_path) == 2
     args = build_parser().parse_args(["bench", "peers", "--clients", "pi,codex"])
     assert args.suite == "peers" and args.clients == "pi,codex"
+
+
+def test_lines_carried_compares_content_whatever_form_each_tool_prints_it_in() -> None:
+    def result(tool: str, text: str) -> peers.ToolResultLine:
+        return peers.ToolResultLine("id", tool, {}, 0, False, text)
+
+    ws = "/root/.cache/agent-server/peer-runs/x/workspaces/pi-sim-large"
+    theirs = [
+        result("bash", "total 8\ndrwxr-xr-x 2 root root 4096 Dec  3 07:55 .\n"
+                       "drwxr-xr-x 2 root root 4096 Dec  3 07:55 data\n"
+                       "-rw-r--r-- 1 root root  436 Dec  3 07:55 pyproject.toml\n"),
+        result("Read", "1\t[project]\n2\tname = 'x'\n3\t"),
+        result("bash", "Chunk ID: 1a\nWall time: 0.1 seconds\nProcess exited with code 0\n"
+                       "Output:\n     7\t    return 1\n"),
+        result("bash", f"{ws}/src/a.py:3:def main():\nsrc/b.py:9:    raise Gone\n"),
+        result("bash", "4:2024-05-06 08:11:53 ERROR cli: boom\n"),
+        result("read", "line\n\n[2361 more lines in file. Use offset=251 to continue.]"),
+        result("bash", "21 passed in 0.62s"),
+        result("edit", "Successfully replaced 1 block(s) in notes.md."),
+        result("bash", "a line only the peer has"),
+    ]
+    ours = [
+        result("ls", "data/\npyproject.toml"),
+        result("read", "[project]\nname = 'x'\n    return 1\nline\n\n[Showing lines 1-250 of 2611. "
+                       "Continue with offset=251.]"),
+        result("grep", "src/a.py\n3:def main():\n\nsrc/b.py\n9:    raise Gone"),
+        result("grep", "4:2024-05-06 08:11:53 ERROR cli: boom"),
+        result("bash", "21 passed in 0.71s"),
+    ]
+    carried = peers.carried_lines(theirs, ours)
+    assert carried.missing == ["a line only the peer has"]
+    assert carried.total == 11 and carried.carried == 10
+    assert peers.reference_client("codex") == "agent-server"
+    assert peers.reference_client("pi") == "agent-server-anthropic"
