@@ -100,9 +100,11 @@ from agent_server.session.ledger import Ledger
 log = logging.getLogger(__name__)
 
 # One model call made for the context (a summary): (context, model, whether it shares the
-# session's cached prefix and call options, output budget) -> the answer. The session's
-# implementation retries what may succeed later, bills the call and announces waits; it
-# raises ContextOverflowError for a prompt too long, ProviderError for any other failure.
+# session's cached prefix and call options, output budget) -> the answer. A call that shares
+# the prefix reads what is cached and writes nothing new (no later request begins with its
+# tail); one that does not is sent without cache marks. The session's implementation retries
+# what may succeed later, bills the call and announces waits; it raises ContextOverflowError
+# for a prompt too long, ProviderError for any other failure.
 ModelCall = Callable[[Context, ModelInfo, bool, int], Awaitable[AssistantMessage]]
 Outcome = Literal["compacted", "noop", "failed", "cancelled"]
 # A fresh summary prompt that is still rejected as too long is retried this many times, each

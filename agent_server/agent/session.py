@@ -491,9 +491,10 @@ class AgentSession:
     ) -> AssistantMessage:
         """The one model call the context manager makes its summaries with (its ModelCall)."""
         # The cached variant keeps the session's call options (they are part of the prefix);
-        # only the output budget differs, and it is not part of the prompt. A one-off fresh
-        # prompt writes nothing to the cache.
-        options = replace(self._call_options(), max_tokens=max_tokens)
+        # only the output budget differs, and it is not part of the prompt. It reads the
+        # cached prefix and writes no new entry: after the compaction no request begins with
+        # its messages. A one-off fresh prompt writes nothing to the cache.
+        options = replace(self._call_options(), max_tokens=max_tokens, cache_tail=False)
         if not cached:
             options = replace(options, cache_breakpoints=False)
         turn_id = self._current_turn or "compaction"

@@ -119,18 +119,20 @@ def build_request(model: ModelInfo, context: Context, options: CallOptions) -> d
         params["system"] = [system]
     messages = convert_messages(context.messages)
     if mark is not None:
-        for message_index in message_breakpoints(messages):
+        for message_index in message_breakpoints(messages, tail=options.cache_tail):
             blocks = messages[message_index]["content"]
             blocks[-1]["cache_control"] = dict(mark)
     params["messages"] = messages
     return params
 
 
-def message_breakpoints(messages: Sequence[Mapping[str, Any]]) -> list[int]:
+def message_breakpoints(messages: Sequence[Mapping[str, Any]], *, tail: bool = True) -> list[int]:
     """Indexes of the API messages whose last block gets a cache breakpoint (at most two).
 
     The last user message always; and the user message the last assistant message answered
     (the previous request's breakpoint) when it lies more than LOOKBACK_BLOCKS blocks back.
+    Without `tail` (a request whose messages no later request begins with: a summary), only
+    the previous request's breakpoint: the request reads what is cached and writes nothing.
     """
     user_indexes = [i for i, message in enumerate(messages) if message["role"] == "user"]
     if not user_indexes:
@@ -138,8 +140,10 @@ def message_breakpoints(messages: Sequence[Mapping[str, Any]]) -> list[int]:
     last = user_indexes[-1]
     assistants = [i for i in range(last) if messages[i]["role"] == "assistant"]
     if not assistants:
-        return [last]
+        return [last] if tail else []
     previous = [i for i in user_indexes if i < assistants[-1]]
+    if not tail:
+        return previous[-1:]
     if not previous:
         return [last]
     ends = _block_ends(messages)

@@ -95,6 +95,10 @@ class CallOptions:
     tool_choice: Literal["auto", "none"] = "auto"
     # When false, no cache_control marks are sent (the "no caching" baseline).
     cache_breakpoints: bool = True
+    # When false, the request reads the cached prefix but writes no new entry for its
+    # messages: its message breakpoint stays where the previous request put its last one (a
+    # summary request, whose tail no later request will begin with).
+    cache_tail: bool = True
 
 
 class Provider(Protocol):

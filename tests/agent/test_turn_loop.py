@@ -61,6 +61,15 @@ async def test_scripted_session_compacts_and_keeps_every_invariant(tmp_path: Pat
         assert check.cache_read_share >= 0.85, check.summary()
         compactions = [e for e in run.session.ledger.entries if isinstance(e, CompactionEntry)]
         assert len(compactions) == len(completed)
+        # The cached summary requests read the prefix the turn's last request cached and write
+        # nothing: after the compaction no request begins with their messages.
+        cached_summaries = [
+            r for r in run.model_requests if r.source == "summary" and "tools" in r.request
+        ]
+        assert cached_summaries
+        for record in cached_summaries:
+            assert record.tokens.cache_write == 0, record.tokens
+            assert record.tokens.cache_read > 0, record.tokens
         # Iterative summaries: each later summary folds in the files of the ones before.
         assert set(compactions[0].details.read_files) <= set(compactions[-1].details.read_files)
         assert_ledger_consistent(run)

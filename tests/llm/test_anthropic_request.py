@@ -53,6 +53,18 @@ def test_the_message_breakpoint_follows_the_last_user_message() -> None:
     assert cache_marks(build_request(MODEL, context(messages), SHORT))[-1] == "messages[2][0]"
 
 
+def test_a_request_that_writes_no_tail_keeps_the_previous_breakpoint_only() -> None:
+    """A summary request: it reads what the previous request cached and writes nothing."""
+    messages = [user("one"), assistant(call("a")), result("a"), assistant(call("b")), result("b")]
+    no_tail = CallOptions(session_id="s1", cache_tail=False)
+    normal = cache_marks(build_request(MODEL, context(messages), SHORT))
+    assert normal[-1] == "messages[4][0]"
+    marks = cache_marks(build_request(MODEL, context(messages), no_tail))
+    assert marks == ["tools[2]", "system[0]", "messages[2][0]"]  # where the previous one was
+    # Nothing answered yet: there is no earlier breakpoint to read, and none is written.
+    assert cache_marks(build_request(MODEL, context([user("one")]), no_tail))[-1] == "system[0]"
+
+
 def test_without_tools_there_are_two_breakpoints() -> None:
     params = build_request(MODEL, context([user("hi")], tools=()), SHORT)
     assert "tools" not in params
