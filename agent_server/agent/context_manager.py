@@ -295,6 +295,7 @@ class ContextManager:
             self.settings,
             truncated=has_uncompacted_truncation(view.entries),
             holds_rejected=self._holds_rejected(view),
+            next_step_tokens=view.estimate.trailing_tokens,
         )
         self._announce(decision)
         return decision

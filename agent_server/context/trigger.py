@@ -2,9 +2,14 @@
 
 Compact when the estimate exceeds `context_window - reserve`; the reserve (room for the
 model's answer and this turn's additions) defaults to the model's max output + 4096, clamped
-to [8k, 20k]. Compact whatever the estimate when the last assistant message was cut off by
-the window and no compaction followed it, or when the context holds one the provider already
-rejected as too long. A prompt that cannot fit even alone is refused before anything is sent.
+to [8k, 20k]. With the cached summary, compact early too when the next step, if it grows the
+context as much as the last one did, would leave the summary request no room beside the
+context (its instruction and a full answer: `summary_room`): on a small window one large
+tool output is enough to jump past the threshold and the window alike, and a summary asked
+for then can only be the uncached fallback. Compact whatever the estimate when the last
+assistant message was cut off by the window and no compaction followed it, or when the
+context holds one the provider already rejected as too long. A prompt that cannot fit even
+alone is refused before anything is sent.
 
 `CompactionSettings` is the one type of the `compaction.*` settings: its defaults and its
 validation live here and nowhere else.
@@ -17,6 +22,7 @@ from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 from agent_server.context.estimate import estimate_tokens
+from agent_server.context.summary_prompt import INSTRUCTION_TOKENS, SUMMARY_OUTPUT_TOKENS
 from agent_server.errors import ConfigError
 from agent_server.llm.messages import AssistantMessage, UserMessage
 from agent_server.llm.models import ModelInfo
@@ -92,6 +98,28 @@ def compaction_threshold(model: ModelInfo, settings: CompactionSettings) -> int:
     return model.context_window - reserve
 
 
+def summary_room(model: ModelInfo) -> int:
+    """What the cached summary request needs beside the context: its instruction and a full
+    answer."""
+    return INSTRUCTION_TOKENS + min(SUMMARY_OUTPUT_TOKENS, model.max_output)
+
+
+def leaves_no_summary_room(
+    tokens: int, next_step_tokens: int, model: ModelInfo, settings: CompactionSettings
+) -> bool:
+    """With the cached summary: whether a context of `tokens` that grows by `next_step_tokens`
+    (what the last step added) would leave the summary request no room in the window, while
+    there is enough to summarise (over half the threshold). Only when that last step is small
+    enough to be kept verbatim (last_step_tokens): the model has not read it yet, and a
+    compaction now must not fold it into the summary unseen."""
+    return (
+        settings.summary == "cached"
+        and tokens > compaction_threshold(model, settings) // 2
+        and next_step_tokens <= last_step_tokens(model, settings)
+        and tokens + next_step_tokens + summary_room(model) > model.context_window
+    )
+
+
 def should_compact(tokens: int, model: ModelInfo, settings: CompactionSettings) -> bool:
     """Whether an estimate of `tokens` calls for a compaction (never when disabled)."""
     return settings.enabled and tokens > compaction_threshold(model, settings)
@@ -154,13 +182,16 @@ def decide(
     *,
     truncated: bool = False,
     holds_rejected: bool = False,
+    next_step_tokens: int = 0,
 ) -> ContextDecision:
     """The decision before a call on a context estimated at `tokens`.
 
     `truncated`: the last answer was cut off by the window (has_uncompacted_truncation);
     `holds_rejected`: the context starts with one the provider already rejected as too long
     for this model (nothing was compacted since): it is compacted for "overflow" instead of
-    being sent to be rejected again. With compaction disabled, always "send".
+    being sent to be rejected again; `next_step_tokens`: what the last step added (the
+    estimate of what came after the last usage), the guess for the next one
+    (leaves_no_summary_room). With compaction disabled, always "send".
     """
     threshold = compaction_threshold(model, settings)
     window = model.context_window
@@ -174,7 +205,7 @@ def decide(
         return decision("compact", "truncation")
     if holds_rejected:
         return decision("compact", "overflow")
-    if tokens > threshold:
+    if tokens > threshold or leaves_no_summary_room(tokens, next_step_tokens, model, settings):
         return decision("compact", "threshold")
     return decision("send", None)
 

@@ -7,10 +7,10 @@ per-turn usage.
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import random
+import string
 import time
 from pathlib import Path
 
@@ -91,9 +91,12 @@ async def test_a_huge_paste_is_refused_at_once_and_the_session_stays_usable(
 async def test_dense_content_rejected_by_the_provider_is_recovered_once_and_not_resent(
     tmp_path: Path,
 ) -> None:
-    # Base64 counts about twice what chars/4 says: estimated under the threshold, really
-    # over the window.
-    blob = base64.encodebytes(random.Random(3).randbytes(420_000)).decode()
+    # Random letters (keys, identifiers) count about 2.5 characters a token, where any
+    # estimate without the model's tokenizer says 4: under the threshold, really over the
+    # window.
+    rng = random.Random(3)
+    letters = "".join(rng.choice(string.ascii_letters) for _ in range(560_000))
+    blob = "\n".join(letters[i : i + 76] for i in range(0, len(letters), 76))
     async with agent_run(tmp_path, settings=LARGE) as run:
         first = await run.session.run_turn("Decode this:\n" + blob)
         assert first.stop_reason == "end_turn", first
@@ -271,3 +274,31 @@ async def test_an_unchanged_re_read_is_a_note_only_until_a_compaction_folds_the_
         assert compacted.outcome == "compacted"
         await run.session.run_turn("Read the README (2).")
         assert tool_result_texts(run)[2] == readme
+
+
+async def test_dense_log_pages_compact_early_enough_for_the_cached_summary(
+    tmp_path: Path,
+) -> None:
+    """Pages of a log (about 2.7 characters a token, where chars/4 assumes 4) on a 32k window:
+    each compaction is the cached summary, asked while it still fits, and nothing is refused."""
+    pages = [
+        {"tools": [{"name": "read",
+                    "arguments": {"path": "logs/app.log", "offset": 1 + 330 * n, "limit": 330}}]}
+        for n in range(7)
+    ]
+    scenario = {"turns": [{"user": "Page through the log.", "steps": [*pages, {"text": "Done."}]}]}
+    async with agent_run(tmp_path, scenario=scenario) as run:
+        result = await run.session.run_turn("Page through the log.")
+        assert result.stop_reason == "end_turn"
+        assert all(r.status == 200 for r in run.model_requests), [
+            (r.status, r.source) for r in run.model_requests
+        ]
+        summaries = [r for r in run.model_requests if r.source == "summary"]
+        assert summaries
+        # The cached request each time (the session's tools in it), answered in full.
+        assert all("tools" in r.request and r.stop_reason == "end_turn" for r in summaries), [
+            ("tools" in r.request, r.stop_reason, r.tokens) for r in summaries
+        ]
+        window = run.session.model.context_window
+        for record in summaries:
+            assert record.tokens.prompt + record.request["max_tokens"] <= window

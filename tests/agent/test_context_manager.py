@@ -134,7 +134,7 @@ async def test_a_small_context_is_sent_as_it_is_and_the_decision_says_why(h: Har
 
 
 async def test_a_threshold_compaction_measures_once_and_sends_what_it_built(h: Harness) -> None:
-    fill(h.ledger, 12)  # ~28k tokens: over sim-small's 24576 threshold
+    fill(h.ledger, 8)  # ~27k tokens (3 a line): over sim-small's 24576 threshold
     h.ledger.append_message(user("next"))
     before = h.manager.view().tokens
     view = await h.manager.prepare()

@@ -8,6 +8,7 @@ import itertools
 import json
 import os
 import random
+import string
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,14 @@ from agent_server.session.entries import CompactionEntry, MessageEntry
 from agent_server.sim.request_checks import check_requests
 from agent_server.sim.scenario import default_scenario
 from tests.agent.conftest import agent_run
+
+
+def write_letters(workspace: Path, name: str, chars: int, seed: int = 1) -> None:
+    """Random letters in lines (like a dump of identifiers or keys): about 2.5 characters a
+    token, where every estimate that weighs text by its kind still counts 4."""
+    rng = random.Random(seed)
+    text = "".join(rng.choice(string.ascii_letters) for _ in range(chars))
+    (workspace / name).write_text("\n".join(text[i : i + 76] for i in range(0, chars, 76)))
 
 
 def write_blob(workspace: Path, name: str, chars: int, seed: int = 1) -> None:
@@ -130,8 +139,8 @@ async def test_prompt_too_long_gives_exactly_one_compaction_and_one_retry(tmp_pa
     async with agent_run(tmp_path, scenario=scenario, sample_workspace=False) as run:
         # Each read stays under the tool output bound; together they are estimated below
         # the compaction threshold but really exceed the window.
-        write_blob(run.workspace, "a.b64", 40_000, seed=1)
-        write_blob(run.workspace, "b.b64", 40_000, seed=2)
+        write_letters(run.workspace, "a.b64", 44_000, seed=1)
+        write_letters(run.workspace, "b.b64", 44_000, seed=2)
         result = await run.session.run_turn("Read the blob.")
         assert result.stop_reason == "end_turn", result
         statuses = [(r.status, r.source) for r in run.model_requests]

@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+import base64
+import random
+
 from agent_server.context.estimate import (
     IMAGE_TOKENS,
     estimate_context_tokens,
     estimate_full,
+    estimate_text_tokens,
     estimate_tokens,
 )
 from agent_server.context.projection import project
@@ -19,6 +23,7 @@ from agent_server.llm.messages import (
     Usage,
     UserMessage,
 )
+from agent_server.sim.tokenizer import count_tokens
 
 from .builders import assistant, call, compaction, entries_of, result, user
 
@@ -107,7 +112,7 @@ def test_usage_from_before_a_compaction_is_stale() -> None:
     assert projection.fresh_from == len(projection.messages)
     stale = estimate_context_tokens(context, fresh_from=projection.fresh_from)
     assert stale.last_usage_index is None
-    assert stale.tokens == stale.full_estimate < 1000
+    assert stale.full_estimate <= stale.tokens < 1000  # weighted by kind, never below chars/4
     # without fresh_from the stale bill would wrongly dominate
     assert estimate_context_tokens(context).tokens > 160_000
     # a call after the compaction gives fresh usage again
@@ -119,3 +124,45 @@ def test_usage_from_before_a_compaction_is_stale() -> None:
     fresh = estimate_context_tokens(ctx(*projection.messages), fresh_from=projection.fresh_from)
     assert fresh.last_usage_index == len(projection.messages) - 1
     assert fresh.tokens == max(2050, fresh.full_estimate)
+
+
+def dense_samples() -> dict[str, str]:
+    rng = random.Random(3)
+    log = "".join(
+        f"2024-05-{rng.randint(1, 28):02d} {rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:"
+        f"{rng.randint(0, 59):02d},{rng.randint(0, 999):03d} ERROR cli: SKU-{rng.randint(0, 9999)}"
+        f": cannot take {rng.randint(1, 20)}, only {rng.randint(0, 9)} in stock\n"
+        for _ in range(200)
+    )
+    return {
+        "log": log,
+        "base64": base64.encodebytes(rng.randbytes(6000)).decode(),
+        "hex": " ".join(f"{b:02x}" for b in rng.randbytes(3000)),
+        "csv": "".join(f"SKU-{i:04d},{rng.randint(0, 999)},{rng.random() * 100:.2f}\n"
+                       for i in range(300)),
+    }
+
+
+def test_dense_text_is_weighted_above_chars_over_four_and_prose_is_not() -> None:
+    prose = "The paths above are relative to the root of the workspace. " * 50
+    assert estimate_text_tokens(prose) == -(-len(prose) // 4)
+    code = "def parse_row(row: dict[str, str]) -> Item:\n    return Item(**row)\n" * 40
+    assert estimate_text_tokens(code) > len(code) / 4
+    for kind, text in dense_samples().items():
+        # against the simulator's tokenizer, calibrated on real BPE ratios
+        real = count_tokens(text)
+        assert len(text) / 4 < 0.6 * real, kind  # chars/4 is far too low for these
+        assert estimate_text_tokens(text) >= 0.65 * real, kind
+
+
+def test_what_came_after_the_last_usage_is_weighted_by_its_kind() -> None:
+    log = dense_samples()["log"]
+    context = ctx(
+        user("read the log"),
+        assistant("reading", call("c1", "read", path="app.log"), usage=Usage(input=2000)),
+        result("c1", log),
+    )
+    estimate = estimate_context_tokens(context)
+    assert estimate.usage_tokens == 2000
+    assert estimate.trailing_tokens > estimate_tokens(result("c1", log)) * 1.3
+    assert estimate.tokens == 2000 + estimate.trailing_tokens

@@ -11,6 +11,7 @@ from agent_server.context.trigger import (
     decide,
     find_oversized_prompt,
     has_uncompacted_truncation,
+    leaves_no_summary_room,
     max_kept_tokens,
     reserve_tokens,
     should_compact,
@@ -134,3 +135,23 @@ def test_only_a_prompt_awaiting_its_answer_can_be_oversized() -> None:
     assert find_oversized_prompt(noted, prefix_tokens=1000, threshold=10_000) is None
     titled = [*path, TitleEntry("t", "m2", "", "a title")]
     assert find_oversized_prompt(titled, prefix_tokens=1000, threshold=10_000) is not None
+
+
+def test_a_step_that_would_leave_the_cached_summary_no_room_compacts_before_it() -> None:
+    m = model(4096, window=32_768)  # threshold 24,576; the summary needs 1,024 + 4,096 beside
+    cached = CompactionSettings()
+    # 20k now, and the last step added 8k: the next one would leave no room for the summary.
+    assert leaves_no_summary_room(20_000, 8_000, m, cached)
+    assert decide(20_000, m, cached, next_step_tokens=8_000).reason == "threshold"
+    # Room enough after a step like the last one: sent as it is.
+    assert not leaves_no_summary_room(20_000, 7_000, m, cached)
+    assert decide(20_000, m, cached, next_step_tokens=7_000).action == "send"
+    # Too little to summarise yet (under half the threshold): sent.
+    assert not leaves_no_summary_room(12_000, 12_000, m, cached)
+    # A last step larger than a compaction keeps verbatim would be folded unseen: sent.
+    assert not leaves_no_summary_room(20_000, 12_289, m, cached)
+    # The fresh summary needs no room beside the context.
+    fresh = CompactionSettings(summary="fresh")
+    assert decide(20_000, m, fresh, next_step_tokens=8_000).action == "send"
+    # A large window leaves room whatever the step.
+    assert decide(150_000, model(16_384), cached, next_step_tokens=20_000).action == "send"
