@@ -4,7 +4,11 @@ Before each model call of a turn, `ContextManager.prepare` runs one pipeline, in
 (each decision a pure function of `context/`):
 
 1. **view**: project the ledger (`context.projection.project`) and estimate it
-   (`context.estimate`), once, into a `ContextView`;
+   (`context.estimate`), once, into a `ContextView`; and whether the pause since the last
+   call outlived the provider's cache (`llm.cache_ttl`): the prefix is then cold, the editor
+   is told what the pause costs (a Notice with tokens and dollars), the trigger may compact
+   at once (reason "idle"), and a summary asked for then is sent without cache marks (a cache
+   write would be dearer than the input price, and nothing would read it);
 2. **refuse**: a prompt that cannot fit even alone (`context.trigger.find_oversized_prompt`)
    is refused before anything is sent (PromptTooLargeError);
 3. **policy**: the context policy turns the view into the one to send. The product's policy,
@@ -69,6 +73,7 @@ from agent_server.context.trigger import (
     ContextDecision,
     DecisionReason,
     compaction_threshold,
+    compacts_when_cold,
     decide,
     find_oversized_prompt,
     has_uncompacted_truncation,
@@ -77,6 +82,8 @@ from agent_server.context.trigger import (
     should_compact,
 )
 from agent_server.errors import ContextOverflowError, PromptTooLargeError, ProviderError
+from agent_server.llm.cache_ttl import bills_cache_writes, cache_ttl, describe_seconds
+from agent_server.llm.cost import rewrite_cost
 from agent_server.llm.messages import (
     AssistantMessage,
     Context,
@@ -88,6 +95,7 @@ from agent_server.llm.messages import (
     UserMessage,
 )
 from agent_server.llm.models import ModelInfo
+from agent_server.llm.stream import CacheRetention
 from agent_server.session.entries import (
     CompactionDetails,
     CompactionEntry,
@@ -187,7 +195,9 @@ class CompactNearWindow:
 class ContextManager:
     """Runs the context pipeline of one session and owns its state: the model and settings
     in force, the one overflow recovery of the current prompt, the last context the provider
-    rejected as too long, the time of the last call, and the window numbers."""
+    rejected as too long, the time and cache retention of the last call that used the
+    session's cache, whether the prefix is cold for the call being prepared, and the window
+    numbers. `api` is the provider's (its cache lifetimes and billing)."""
 
     def __init__(
         self,
@@ -202,6 +212,7 @@ class ContextManager:
         emit: EventSink,
         clock: Callable[[], float] = time.time,
         policy: ContextPolicy | None = None,
+        api: str = "anthropic-messages",
     ) -> None:
         self.ledger = ledger
         self.system_prompt = system_prompt
@@ -210,7 +221,9 @@ class ContextManager:
         self.summary_model = summary_model
         self.settings = settings
         self.policy: ContextPolicy = policy or CompactNearWindow()
+        self.api = api
         self.last_call_at: float | None = None
+        self.last_retention: CacheRetention = "short"
         self.turn_id: str | None = None
         self._call = call
         self._emit = emit
@@ -218,23 +231,46 @@ class ContextManager:
         self._recovered = False
         self._rejected: tuple[str, ContextView] | None = None  # (model id, the view)
         self._windows: dict[str, int] = {}  # compaction entry id -> its window number
+        self._cold = False  # the prefix of the call being prepared is cold
 
     # --- state --------------------------------------------------------------------------
 
     def configure(
-        self, model: ModelInfo, summary_model: ModelInfo, settings: CompactionSettings
+        self,
+        model: ModelInfo,
+        summary_model: ModelInfo,
+        settings: CompactionSettings,
+        api: str | None = None,
     ) -> None:
-        """The model and settings from now on (a settings change, between turns)."""
+        """The model, settings (and provider API) from now on (a settings change, between
+        turns)."""
         self.model, self.summary_model, self.settings = model, summary_model, settings
+        self.api = api or self.api
 
     def begin_turn(self, turn_id: str | None) -> None:
         """A new prompt: it gets its own one overflow recovery."""
         self.turn_id = turn_id
         self._recovered = False
 
-    def record_call(self) -> None:
-        """A model call just ended (its time is what a cache-aware trigger will read)."""
+    def record_call(self, retention: CacheRetention | None = None) -> None:
+        """A model call that read or wrote the session's cached prefix just ended, with that
+        cache retention (None: the same as the last one)."""
         self.last_call_at = self._clock()
+        if retention is not None:
+            self.last_retention = retention
+
+    def pause(self) -> float | None:
+        """Seconds since the last call that used the session's cache; None before any."""
+        return None if self.last_call_at is None else self._clock() - self.last_call_at
+
+    def cold_pause(self) -> tuple[float, float] | None:
+        """(pause, cache lifetime) when the pause since the last call outlived the cache the
+        last call used (the next call writes the prefix again); else None."""
+        pause = self.pause()
+        ttl = cache_ttl(self.api, self.model, self.last_retention)
+        if pause is None or ttl is None or pause <= ttl:
+            return None
+        return pause, ttl
 
     @property
     def threshold(self) -> int:
@@ -281,7 +317,14 @@ class ContextManager:
         """
         view = self.view()
         self._refuse_oversized(view)
-        view = await self.policy.prepare(view, self)
+        cold = self.cold_pause()
+        self._cold = cold is not None
+        if cold is not None:
+            self._emit(Notice(self.turn_id, "info", self._cold_notice(view, *cold)))
+        try:
+            view = await self.policy.prepare(view, self)
+        finally:
+            self._cold = False
         problem = self._known_too_large(view)
         if problem is None:
             return view
@@ -296,6 +339,7 @@ class ContextManager:
             truncated=has_uncompacted_truncation(view.entries),
             holds_rejected=self._holds_rejected(view),
             next_step_tokens=view.estimate.trailing_tokens,
+            cold=self._cold,
         )
         self._announce(decision)
         return decision
@@ -518,6 +562,9 @@ class ContextManager:
         """
         assert view.projection is not None
         model = self.model
+        # Sent without cache marks when the prefix is cold: writing it would cost more than
+        # the input price, and after the compaction no request begins with it.
+        shares_cache = not self._cold
         room = model.context_window - view.tokens - INSTRUCTION_TOKENS
         cached = (
             self.settings.summary == "cached"
@@ -540,7 +587,7 @@ class ContextManager:
             )
             budget = min(room, SUMMARY_OUTPUT_TOKENS, model.max_output)
             try:
-                answer = await self._summary_call(request, model, True, budget, spent)
+                answer = await self._summary_call(request, model, shares_cache, budget, spent)
                 # A summary cut off by the window or max_tokens is not a summary.
                 if answer.stop_reason == "stop" and answer.text.strip():
                     return answer.text.strip(), None
@@ -596,7 +643,8 @@ class ContextManager:
         self, context: Context, model: ModelInfo, cached: bool, budget: int, spent: list[Usage]
     ) -> AssistantMessage:
         answer = await self._call(context, model, cached, budget)
-        self.record_call()
+        if cached:
+            self.record_call()
         if answer.usage is not None:
             spent.append(answer.usage)
         return answer
@@ -624,6 +672,32 @@ class ContextManager:
         )
 
     # --- pieces ---------------------------------------------------------------------------
+
+    def _cold_notice(self, view: ContextView, pause: float, ttl: float) -> str:
+        """What the pause costs: the cached prefix written (or sent) again instead of read."""
+        index = view.estimate.last_usage_index
+        last = view.messages[index] if index is not None else None
+        usage = last.usage if isinstance(last, AssistantMessage) else None
+        tokens = usage.prompt_tokens if usage is not None else view.tokens
+        dollars = rewrite_cost(
+            self.model.pricing,
+            tokens,
+            bills_writes=bills_cache_writes(self.api, self.model),
+            long=self.last_retention == "long",
+        )
+        message = (
+            f"The prompt cache expired during the {describe_seconds(pause)} pause (the "
+            f"provider keeps it {describe_seconds(ttl)}): the {tokens:,} tokens cached before "
+            f"it are sent again, about ${dollars:.2f} more than reading them from the cache."
+        )
+        if compacts_when_cold(view.tokens, self.model, self.settings):
+            share = self.settings.cold_cache_share
+            message += (
+                f" The history is past {share:.0%} of the compaction threshold, so it is "
+                "compacted now: the rewrite costs the same either way, and what is written "
+                "is smaller."
+            )
+        return message
 
     def _prefix_tokens(self) -> int:
         return estimate_prefix_tokens(self.system_prompt, self.tools)

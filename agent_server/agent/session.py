@@ -59,6 +59,7 @@ from agent_server.errors import (
     ProviderError,
     SessionBusyError,
 )
+from agent_server.llm.cache_ttl import cache_ttl
 from agent_server.llm.cost import SessionTotals
 from agent_server.llm.messages import (
     AssistantMessage,
@@ -71,7 +72,14 @@ from agent_server.llm.messages import (
     UserMessage,
 )
 from agent_server.llm.models import ModelInfo
-from agent_server.llm.stream import CallOptions, Provider, StreamEvent, TextDelta, ThinkingDelta
+from agent_server.llm.stream import (
+    CacheRetention,
+    CallOptions,
+    Provider,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+)
 from agent_server.session.entries import CompactionEntry, Entry, MessageEntry, entry_to_json
 from agent_server.session.ledger import Ledger
 
@@ -160,6 +168,7 @@ class AgentSession:
             emit=self._emit,
             clock=clock,
             policy=policy,
+            api=setup.provider.api,
         )
         self._watch = FileWatch(workspace, on_change=self._on_external_change)
         self._watch.restore(files_seen(ledger.projection_entries(), self._paths_of))
@@ -175,6 +184,8 @@ class AgentSession:
         self._current_turn: str | None = None
         self._message_seq = 0
         self._in_context: tuple[EarlierOutput, ...] = ()
+        self._user_idle = False  # the editor says the user is away (agent/userIdle)
+        self._came_back = False  # this turn's prompt came after the cache had expired
 
     # --- public API ---------------------------------------------------------------------
 
@@ -199,6 +210,22 @@ class AgentSession:
         self._emit_to = emit
         if ask is not None:
             self.gate.set_ask(ask)
+
+    def set_user_idle(self, idle: bool) -> None:
+        """The editor says whether the user is away (cacheRetention "auto" reads it)."""
+        self._user_idle = idle
+
+    def retention_for_call(self) -> CacheRetention:
+        """The cache retention of the next call: the setting, or with "auto" the long one
+        while the user is away (the editor says so) or for a turn whose prompt came after the
+        short cache had expired (a user who answers after the cache's lifetime once likely
+        will again: this turn's last call should leave a prefix that outlives the pause).
+        Only what a call writes pays the long retention's price (2x the input price against
+        1.25x on Anthropic); reads cost the same."""
+        retention = self.settings.cache_retention
+        if retention != "auto":
+            return retention
+        return "long" if self._user_idle or self._came_back else "short"
 
     def update_settings(self, settings: AgentSettings) -> None:
         """New settings, applied from the next turn."""
@@ -351,6 +378,9 @@ class AgentSession:
         user_entry: MessageEntry | None = None
         try:
             await self._apply_pending_settings()
+            pause = self.context.pause()
+            short = cache_ttl(self._setup.provider.api, self.model, "short")
+            self._came_back = pause is not None and short is not None and pause > short
             self._append_note_of_changes()
             user_entry = self.ledger.append_message(UserMessage(content))
             self._maybe_title(content)
@@ -370,7 +400,7 @@ class AgentSession:
                         )
                 streaming = False
                 self.ledger.append_message(message)
-                self.context.record_call()
+                self.context.record_call(self.retention_for_call())
                 if message.usage is not None:
                     self._count(message.usage, self.model)
                 self._emit(UsageUpdated(self.usage_snapshot()))
@@ -546,7 +576,7 @@ class AgentSession:
     def _call_options(self) -> CallOptions:
         return CallOptions(
             session_id=self.session_id,
-            cache_retention=self.settings.cache_retention,
+            cache_retention=self.retention_for_call(),
         )
 
     def _tool_context(self, on_output: Callable[[str], None] | None) -> ToolContext:
@@ -625,7 +655,12 @@ class AgentSession:
             if self._setup.provider is not old.provider:
                 with contextlib.suppress(Exception):
                     await old.provider.aclose()
-        self.context.configure(self._setup.model, self._setup.summary_model, settings.compaction)
+        self.context.configure(
+            self._setup.model,
+            self._setup.summary_model,
+            settings.compaction,
+            self._setup.provider.api,
+        )
 
     def _on_external_change(self, path: str) -> None:
         self._emit(

@@ -15,7 +15,10 @@ from agent_server.errors import ConfigError
 
 ProviderName: TypeAlias = Literal["anthropic", "openai-chat", "openai-responses", "sim"]
 PROVIDERS: tuple[str, ...] = ("anthropic", "openai-chat", "openai-responses", "sim")
-CacheRetentionName: TypeAlias = Literal["none", "short", "long"]
+# "auto": short, or long while the editor says the user is idle (agent/userIdle) and for a
+# turn whose prompt came after the cache had expired (the session's retention_for_call).
+CacheRetentionName: TypeAlias = Literal["none", "short", "long", "auto"]
+CACHE_RETENTIONS: tuple[str, ...] = ("none", "short", "long", "auto")
 PermissionModeName: TypeAlias = Literal["ask", "allowReads", "allowAll"]
 
 DEFAULT_API_KEY_ENV: Mapping[str, str] = {
@@ -72,6 +75,7 @@ def settings_from_json(
             keep_recent_turns=sub.integer("keepRecentTurns", compaction.keep_recent_turns),
             model=sub.optional_str("model", compaction.model),
             summary=cast(SummaryMode, sub.optional_str("summary", None) or compaction.summary),
+            cold_cache_share=sub.number("coldCacheShare", compaction.cold_cache_share),
         )
     permissions = data.get("permissions")
     mode = settings.permissions_mode
@@ -91,7 +95,7 @@ def settings_from_json(
         api_key_env=reader.optional_str("apiKeyEnv", settings.api_key_env),
         cache_retention=cast(
             CacheRetentionName,
-            reader.choice("cacheRetention", settings.cache_retention, ("none", "short", "long")),
+            reader.choice("cacheRetention", settings.cache_retention, CACHE_RETENTIONS),
         ),
         compaction=compaction,
         permissions_mode=mode,
@@ -149,6 +153,14 @@ class _Reader:
         if minimum is not None and value < minimum:
             raise self._fail(key, f"at least {minimum}")
         return int(value)
+
+    def number(self, key: str, default: float) -> float:
+        value = self.data.get(key)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self._fail(key, "a number")
+        return float(value)
 
     def optional_int(self, key: str, default: int | None) -> int | None:
         if key in self.data and self.data[key] is None:

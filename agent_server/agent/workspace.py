@@ -6,6 +6,7 @@ The LSP server keeps one per folder; the CLI keeps one for the current directory
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -43,15 +44,20 @@ class WorkspaceAgent:
         retry: RetryPolicy | None = None,
         env: Mapping[str, str] | None = None,
         watch_files: bool = True,
+        clock: Callable[[], float] = time.time,
     ) -> None:
+        """`clock` is the sessions' (the pause since the last call is read from it: tests
+        and benchmarks share one with the simulator)."""
         self.root = root.resolve()
         self.settings = settings
         self._connect = connect_to
         self._retry = retry
         self._env = env
         self._watch_files = watch_files
+        self._clock = clock
         self.sessions: dict[str, AgentSession] = {}
         self._created: set[str] = set()  # sessions this agent made (kept only if used)
+        self.user_idle = False  # the editor says the user is away (cacheRetention "auto")
         self.store = self._make_store(settings)
 
     def _make_store(self, settings: AgentSettings) -> SessionStore:
@@ -61,6 +67,12 @@ class WorkspaceAgent:
             else default_sessions_root()
         )
         return SessionStore(root, self.root)
+
+    def set_user_idle(self, idle: bool) -> None:
+        """The editor says whether the user is away: every session, and those opened later."""
+        self.user_idle = idle
+        for session in self.sessions.values():
+            session.set_user_idle(idle)
 
     def update_settings(self, settings: AgentSettings) -> None:
         """Applied to each open session from its next turn."""
@@ -144,7 +156,9 @@ class WorkspaceAgent:
             watch_files=self._watch_files,
             reconnect=self._connect,
             policy=policy,
+            clock=self._clock,
         )
+        session.set_user_idle(self.user_idle)
         self.sessions[session.session_id] = session
         return session
 

@@ -8,8 +8,11 @@ context (its instruction and a full answer: `summary_room`): on a small window o
 tool output is enough to jump past the threshold and the window alike, and a summary asked
 for then can only be the uncached fallback. Compact whatever the estimate when the last
 assistant message was cut off by the window and no compaction followed it, or when the
-context holds one the provider already rejected as too long. A prompt that cannot fit even
-alone is refused before anything is sent.
+context holds one the provider already rejected as too long. After a pause longer than the
+cache's lifetime (the prefix is cold: the next call writes it all again), compact then if the
+estimate is past `cold_cache_share` of the threshold: the rewrite costs the same either way,
+and it is the smaller context that is written. A prompt that cannot fit even alone is refused
+before anything is sent.
 
 `CompactionSettings` is the one type of the `compaction.*` settings: its defaults and its
 validation live here and nowhere else.
@@ -33,6 +36,8 @@ MIN_RESERVE = 8192
 MAX_RESERVE = 20480
 DEFAULT_KEEP_RECENT_TOKENS = 8000
 DEFAULT_KEEP_RECENT_TURNS = 2
+# After a pause that let the cache expire, compact when past this share of the threshold.
+DEFAULT_COLD_CACHE_SHARE = 0.5
 # The kept tail never takes more than this share of the threshold, so that summary plus tail
 # sit well below it even on a small window (no compaction right after a compaction).
 KEPT_SHARE_OF_THRESHOLD = 3
@@ -57,6 +62,7 @@ class CompactionSettings:
     keep_recent_turns: int = DEFAULT_KEEP_RECENT_TURNS
     model: str | None = None
     summary: SummaryMode = "cached"
+    cold_cache_share: float = DEFAULT_COLD_CACHE_SHARE
 
     def __post_init__(self) -> None:
         if self.reserve_tokens is not None and self.reserve_tokens < 0:
@@ -72,6 +78,11 @@ class CompactionSettings:
             raise ConfigError(
                 "setting 'compaction.keepRecentTurns' must be 1 or more, "
                 f"not {self.keep_recent_turns}"
+            )
+        if not 0 < self.cold_cache_share <= 1:
+            raise ConfigError(
+                "setting 'compaction.coldCacheShare' must be a number above 0 and at most 1 "
+                f"(1: only at the threshold), not {self.cold_cache_share}"
             )
         if self.summary not in SUMMARY_MODES:
             raise ConfigError(
@@ -118,6 +129,13 @@ def leaves_no_summary_room(
         and next_step_tokens <= last_step_tokens(model, settings)
         and tokens + next_step_tokens + summary_room(model) > model.context_window
     )
+
+
+def compacts_when_cold(tokens: int, model: ModelInfo, settings: CompactionSettings) -> bool:
+    """Whether a context of `tokens` whose cached prefix went cold is compacted before the
+    next call: past `cold_cache_share` of the threshold (never when disabled)."""
+    threshold = compaction_threshold(model, settings)
+    return settings.enabled and tokens > settings.cold_cache_share * threshold
 
 
 def should_compact(tokens: int, model: ModelInfo, settings: CompactionSettings) -> bool:
@@ -183,6 +201,7 @@ def decide(
     truncated: bool = False,
     holds_rejected: bool = False,
     next_step_tokens: int = 0,
+    cold: bool = False,
 ) -> ContextDecision:
     """The decision before a call on a context estimated at `tokens`.
 
@@ -191,7 +210,9 @@ def decide(
     for this model (nothing was compacted since): it is compacted for "overflow" instead of
     being sent to be rejected again; `next_step_tokens`: what the last step added (the
     estimate of what came after the last usage), the guess for the next one
-    (leaves_no_summary_room). With compaction disabled, always "send".
+    (leaves_no_summary_room); `cold`: the pause since the last call outlived the cache, so
+    the next call writes the whole prefix again (compacts_when_cold, reason "idle"). With
+    compaction disabled, always "send".
     """
     threshold = compaction_threshold(model, settings)
     window = model.context_window
@@ -207,6 +228,8 @@ def decide(
         return decision("compact", "overflow")
     if tokens > threshold or leaves_no_summary_room(tokens, next_step_tokens, model, settings):
         return decision("compact", "threshold")
+    if cold and compacts_when_cold(tokens, model, settings):
+        return decision("compact", "idle")
     return decision("send", None)
 
 

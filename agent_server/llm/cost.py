@@ -174,3 +174,15 @@ def session_totals(messages: Iterable[Message], model: ModelInfo | None = None) 
         if isinstance(message, AssistantMessage) and message.usage is not None:
             totals.add(message.usage, model)
     return totals
+
+
+def rewrite_cost(pricing: Pricing, tokens: int, *, bills_writes: bool, long: bool) -> float:
+    """Dollars a cached prefix of `tokens` costs above a cache read when it went cold and is
+    sent again: written at the write price (short or long retention) where the provider bills
+    writes, else sent at the input price."""
+    rates = pricing.for_prompt(tokens)
+    if bills_writes:
+        price = rates.cache_write_1h if long else rates.cache_write_5m
+    else:
+        price = rates.input
+    return tokens * (price - rates.cache_read) * _PER_TOKEN

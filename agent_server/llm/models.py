@@ -67,6 +67,15 @@ class ModelInfo:
     bills_cache_writes: bool = False
 
 
+def speaks_openai_extensions(model: ModelInfo) -> bool:
+    """Whether the server behind `model` knows OpenAI's own fields (prompt_cache_key, ...).
+
+    OpenAI and the built-in simulator do; a user-defined local model's server may reject
+    or ignore them, so none are sent to it.
+    """
+    return model.vendor in ("openai", "sim")
+
+
 def _anthropic_pricing(
     input_price: float,
     output_price: float,

@@ -20,7 +20,7 @@ from typing import Any
 import openai
 
 from agent_server.llm.credentials import PLACEHOLDER_API_KEY
-from agent_server.llm.models import ModelInfo
+from agent_server.llm.models import ModelInfo, speaks_openai_extensions
 from agent_server.llm.provider_errors import ErrorContext
 from agent_server.llm.stream import CacheRetention, CallOptions
 
@@ -31,15 +31,6 @@ EXTENDED_RETENTION = "24h"
 # keeps entries 12 hours.
 SHORT_CACHE_TTL = "30m"
 RESPONSES_LONG_CACHE_TTL = "12h"
-
-
-def speaks_openai_extensions(model: ModelInfo) -> bool:
-    """Whether the server behind `model` knows OpenAI's own fields (prompt_cache_key, ...).
-
-    OpenAI and the built-in simulator do; a user-defined local model's server may reject
-    or ignore them, so none are sent to it.
-    """
-    return model.vendor in ("openai", "sim")
 
 
 def cache_fields(model: ModelInfo, options: CallOptions, long_ttl: str) -> dict[str, Any]:

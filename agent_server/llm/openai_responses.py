@@ -31,13 +31,12 @@ from agent_server.llm.messages import (
     UserContent,
     UserMessage,
 )
-from agent_server.llm.models import ModelInfo
+from agent_server.llm.models import ModelInfo, speaks_openai_extensions
 from agent_server.llm.openai_client import (
     RESPONSES_LONG_CACHE_TTL,
     OpenAIClientProvider,
     cache_fields,
     data_url,
-    speaks_openai_extensions,
     write_retention,
 )
 from agent_server.llm.provider_errors import error_from_body

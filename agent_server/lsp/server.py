@@ -63,7 +63,10 @@ INTERRUPT = "agent/interrupt"
 COMPACT = "agent/compact"
 REWIND = "agent/rewind"
 USAGE = "agent/usage"
-METHODS = (SESSION_NEW, SESSION_LIST, SESSION_LOAD, TURN, INTERRUPT, COMPACT, REWIND, USAGE)
+USER_IDLE = "agent/userIdle"
+METHODS = (
+    SESSION_NEW, SESSION_LIST, SESSION_LOAD, TURN, INTERRUPT, COMPACT, REWIND, USAGE, USER_IDLE
+)
 
 
 def _keep_raw(obj: dict[str, Any], cls: type) -> Any:
@@ -557,6 +560,15 @@ def _register(server: AgentLanguageServer) -> None:
         session_id = params.string("sessionId")
         session = ls.session(session_id)
         return wire.usage_json(session_id, session.usage_snapshot())
+
+    @server.feature(USER_IDLE)
+    @_answers_agent_errors
+    async def user_idle(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
+        params = Params(raw, USER_IDLE)
+        idle = params.boolean("idle")
+        for folder in ls.state.folders.values():
+            folder.agent.set_user_idle(idle)
+        return {}
 
     @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
     def progress_cancel(

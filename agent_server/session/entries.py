@@ -30,8 +30,10 @@ from agent_server.llm.messages import (
 
 LEDGER_VERSION = 1
 
-CompactionReason: TypeAlias = Literal["threshold", "overflow", "truncation", "manual"]
-COMPACTION_REASONS: frozenset[str] = frozenset(("threshold", "overflow", "truncation", "manual"))
+CompactionReason: TypeAlias = Literal["threshold", "overflow", "truncation", "manual", "idle"]
+COMPACTION_REASONS: frozenset[str] = frozenset(
+    ("threshold", "overflow", "truncation", "manual", "idle")
+)
 
 
 def utc_timestamp(moment: datetime | None = None) -> str:

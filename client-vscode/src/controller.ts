@@ -28,6 +28,7 @@ interface PermissionWaiter {
 export class SessionController {
   private _state: ViewState = initialState();
   private client: AgentClient | undefined;
+  private userIdle = false;
   private subscriptions: DisposableLike[] = [];
   private turnSource: CancellationSource | undefined;
   private readonly permissionWaiters = new Map<string, PermissionWaiter>();
@@ -61,6 +62,22 @@ export class SessionController {
       client.onOverflow((params) => this.dispatch({ type: 'overflow', params })),
       client.onRequestPermission((params, token) => this.askPermission(params, token)),
     ];
+    if (this.userIdle) void this.sendUserIdle();
+  }
+
+  /** The user left or came back (the window's focus): told to the server, now and on attach. */
+  setUserIdle(idle: boolean): void {
+    if (idle === this.userIdle) return;
+    this.userIdle = idle;
+    void this.sendUserIdle();
+  }
+
+  private async sendUserIdle(): Promise<void> {
+    try {
+      await this.client?.userIdle({ idle: this.userIdle });
+    } catch {
+      // An older server without agent/userIdle: the cache keeps its configured retention.
+    }
   }
 
   /** The server went away: forget its handlers and cancel what waits on it. */

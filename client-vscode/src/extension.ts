@@ -124,6 +124,8 @@ export function activate(context: vscode.ExtensionContext): void {
     }),
 
     vscode.commands.registerCommand('agentServer.showView', showView),
+    // cacheRetention "auto": the user is away while the window is out of focus.
+    vscode.window.onDidChangeWindowState((state) => controller.setUserIdle(!state.focused)),
     vscode.commands.registerCommand('agentServer.showLog', () => log.show(true)),
     vscode.commands.registerCommand('agentServer.openSettings', () =>
       vscode.commands.executeCommand('workbench.action.openSettings', CONFIG_SECTION),

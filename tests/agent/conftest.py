@@ -46,20 +46,30 @@ async def agent_run(
     settings: AgentSettings | None = None,
     sample_workspace: bool = True,
     faults: str | None = None,
+    clock: Callable[[], float] | None = None,
 ) -> AsyncIterator[Run]:
+    """`clock`, when given, is the simulator's and the session's (to jump over pauses)."""
     workspace = tmp_path / "workspace"
     workspace.mkdir(exist_ok=True)
     if sample_workspace:
         write_sample_workspace(workspace)
     if isinstance(scenario, dict):
         scenario = parse_scenario(scenario)
-    simulator = Simulator(scenario=scenario, faults=faults)
+    simulator = (
+        Simulator(scenario=scenario, faults=faults)
+        if clock is None
+        else Simulator(scenario=scenario, faults=faults, clock=clock)
+    )
     async with SimServer(simulator) as server:
         base = settings or AgentSettings(permissions_mode="allowAll")
         base = base.with_overrides(
             provider="sim", base_url=server.base_url, sessions_dir=str(tmp_path / "sessions")
         )
-        agent = WorkspaceAgent(workspace, base, retry=FAST_RETRY)
+        agent = (
+            WorkspaceAgent(workspace, base, retry=FAST_RETRY)
+            if clock is None
+            else WorkspaceAgent(workspace, base, retry=FAST_RETRY, clock=clock)
+        )
         run: Run | None = None
 
         def emit(event: events.AgentEvent) -> None:

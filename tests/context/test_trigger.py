@@ -8,6 +8,7 @@ from agent_server.context.trigger import (
     ContextDecision,
     OversizedPrompt,
     compaction_threshold,
+    compacts_when_cold,
     decide,
     find_oversized_prompt,
     has_uncompacted_truncation,
@@ -155,3 +156,20 @@ def test_a_step_that_would_leave_the_cached_summary_no_room_compacts_before_it()
     assert decide(20_000, m, fresh, next_step_tokens=8_000).action == "send"
     # A large window leaves room whatever the step.
     assert decide(150_000, model(16_384), cached, next_step_tokens=20_000).action == "send"
+
+
+def test_a_cold_prefix_compacts_past_a_share_of_the_threshold() -> None:
+    m = model(4096, window=32_768)  # threshold 24,576
+    half = CompactionSettings()  # coldCacheShare 0.5: 12,288
+    assert not compacts_when_cold(12_288, m, half)
+    assert compacts_when_cold(12_289, m, half)
+    assert decide(12_289, m, half, cold=True).reason == "idle"
+    assert decide(12_289, m, half).action == "send"  # a warm cache: nothing to gain
+    assert decide(12_000, m, half, cold=True).action == "send"
+    most = CompactionSettings(cold_cache_share=0.9)
+    assert decide(20_000, m, most, cold=True).action == "send"
+    assert decide(23_000, m, most, cold=True).reason == "idle"
+    off = CompactionSettings(enabled=False)
+    assert decide(23_000, m, off, cold=True).action == "send"
+    with pytest.raises(ConfigError, match="coldCacheShare"):
+        CompactionSettings(cold_cache_share=1.5)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from lsprotocol import types
 
@@ -109,3 +110,28 @@ async def test_rewind_continues_from_an_earlier_entry_without_deleting(
         assert user_texts == [OVERVIEW, SCENARIO_PROMPTS[2]]
         listed = await agent.request("agent/session/list", {"workspaceUri": agent.workspace_uri()})
         assert listed["sessions"][0]["entryCount"] > len(final["transcript"])  # nothing deleted
+
+
+async def test_user_idle_makes_auto_retention_keep_the_cache_an_hour(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    settings = sim_settings(sim, tmp_path, cacheRetention="auto")
+    async with start_agent_client([workspace], settings) as agent:
+        session_id = await agent.new_session()
+        await agent.request("agent/turn", {"sessionId": session_id, "prompt": OVERVIEW})
+        sent = len(sim.simulator.records)
+        assert await agent.request("agent/userIdle", {"idle": True}) == {}
+        await agent.request("agent/turn", {"sessionId": session_id, "prompt": OVERVIEW})
+        def marks(records: list[Any]) -> list[dict[str, Any]]:
+            return [
+                block["cache_control"]
+                for record in records
+                for message in record.request.get("messages", [])
+                if isinstance(message["content"], list)
+                for block in message["content"]
+                if "cache_control" in block
+            ]
+
+        before, after = marks(sim.simulator.records[:sent]), marks(sim.simulator.records[sent:])
+        assert before and all("ttl" not in mark for mark in before)
+        assert after and all(mark.get("ttl") == "1h" for mark in after)

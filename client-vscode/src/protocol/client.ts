@@ -16,6 +16,8 @@ import {
   type CompactionParams,
   type InterruptParams,
   type InterruptResult,
+  type UserIdleParams,
+  type UserIdleResult,
   type OverflowParams,
   type RequestPermissionParams,
   type RequestPermissionResult,
@@ -103,6 +105,10 @@ export class AgentClient {
 
   interrupt(params: InterruptParams): Promise<InterruptResult> {
     return this.connection.sendRequest(Methods.interrupt, params);
+  }
+
+  userIdle(params: UserIdleParams): Promise<UserIdleResult> {
+    return this.connection.sendRequest(Methods.userIdle, params);
   }
 
   compact(params: CompactParams): Promise<CompactResult> {

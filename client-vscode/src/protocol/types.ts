@@ -122,7 +122,7 @@ export interface MessageTranscriptItem extends TranscriptEntryBase {
   message: TranscriptMessage;
 }
 
-export type CompactionReason = 'threshold' | 'overflow' | 'truncation' | 'manual';
+export type CompactionReason = 'threshold' | 'overflow' | 'truncation' | 'manual' | 'idle';
 
 export interface CompactionTranscriptItem extends TranscriptEntryBase {
   type: 'compaction';
@@ -221,6 +221,13 @@ export interface InterruptParams {
   sessionId: string;
 }
 export type InterruptResult = Record<string, never>;
+
+/** `agent/userIdle`: whether the user is away (the window lost focus); `cacheRetention: "auto"`
+ * then keeps the prompt cache for the long retention. */
+export interface UserIdleParams {
+  idle: boolean;
+}
+export type UserIdleResult = Record<string, never>;
 
 export interface CompactParams {
   sessionId: string;
@@ -352,7 +359,7 @@ export interface ContextDecisionParams {
   sessionId: string;
   turnId: string | null;
   action: 'send' | 'compact' | 'refuse';
-  reason: 'threshold' | 'truncation' | 'overflow' | 'manual' | 'oversized' | null;
+  reason: 'threshold' | 'truncation' | 'overflow' | 'manual' | 'idle' | 'oversized' | null;
   tokens: number;
   threshold: number;
   window: number;
@@ -397,7 +404,7 @@ export interface AgentSettings {
   model?: string;
   baseUrl?: string;
   apiKeyEnv?: string;
-  cacheRetention?: 'none' | 'short' | 'long';
+  cacheRetention?: 'none' | 'short' | 'long' | 'auto';
   compaction?: {
     enabled?: boolean;
     reserveTokens?: number;
@@ -435,6 +442,7 @@ export const Methods = {
   compact: 'agent/compact',
   rewind: 'agent/rewind',
   usage: 'agent/usage',
+  userIdle: 'agent/userIdle',
   update: 'agent/update',
   compaction: 'agent/compaction',
   overflow: 'agent/overflow',

@@ -68,7 +68,7 @@ export function agentSettingsFrom(config: ConfigReader): AgentSettings {
   if (baseUrl) settings.baseUrl = baseUrl;
   const apiKeyEnv = str(config, 'apiKeyEnv');
   if (apiKeyEnv) settings.apiKeyEnv = apiKeyEnv;
-  const cacheRetention = oneOf(config, 'cacheRetention', ['none', 'short', 'long'] as const);
+  const cacheRetention = oneOf(config, 'cacheRetention', ['none', 'short', 'long', 'auto'] as const);
   if (cacheRetention) settings.cacheRetention = cacheRetention;
 
   const compaction: NonNullable<AgentSettings['compaction']> = {};

@@ -689,6 +689,8 @@ function reasonLabel(reason: string): string {
       return 'after a cut-off reply';
     case 'manual':
       return 'on request';
+    case 'idle':
+      return 'after an idle pause';
     default:
       return reason;
   }
