@@ -16,7 +16,8 @@ says how much a strategy loses to its cache misses, not whether its stream is a 
 compare costs for that.
 
 The workload's turns are separated by idle gaps (`Workload.idle_gaps`), three of them longer
-than the 5-minute cache lifetime; the simulator's clock (`IdleClock`) jumps over them.
+than the 5-minute cache lifetime; the simulator's clock (`IdleClock`) jumps over them, and the
+session reads the same clock (it knows when its cache went cold).
 """
 
 from __future__ import annotations
@@ -105,12 +106,14 @@ class IdleClock:
 
 
 def open_session(
-    workspace: Path, settings: AgentSettings, policy: ContextPolicy | None
+    workspace: Path, settings: AgentSettings, policy: ContextPolicy | None,
+    clock: Callable[[], float] = time.time,
 ) -> AgentSession:
-    """A new session with `policy` plugged in, never sending a real key to the simulator."""
+    """A new session with `policy` plugged in, never sending a real key to the simulator;
+    `clock` is the simulator's."""
     agent = WorkspaceAgent(
         workspace, settings, connect_to=lambda s: connect(s, env={}), retry=_RETRY,
-        watch_files=False,
+        watch_files=False, clock=clock,
     )
     return agent.create(title="benchmark", policy=policy)
 
@@ -137,7 +140,9 @@ async def run_strategy(strategy: Strategy, workload: Workload, api: Api, root: P
             permissions_mode="allowAll",
             sessions_dir=str(run_dir / "sessions"),
         )
-        session = open_session(workspace, settings, strategy.policy() if strategy.policy else None)
+        session = open_session(
+            workspace, settings, strategy.policy() if strategy.policy else None, clock.now
+        )
         try:
             gaps = workload.idle_gaps
             for index, prompt in enumerate(workload.prompts):

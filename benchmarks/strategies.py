@@ -5,7 +5,9 @@ Three are settings of the product's own harness:
 - `default`: append-only history, cache breakpoints, one compaction near the window whose
   summary request shares the cached prefix;
 - `fresh-summary`: the same, with the summary asked for in a fresh prompt (the seed's way);
-- `no-cache`: the same history with no cache breakpoints (`cache_retention="none"`).
+- `no-cache`: the same history with no cache breakpoints (`cache_retention="none"`);
+- `auto-retention`: the default with `cacheRetention: "auto"` (no editor here to say the user
+  is away: the long retention for each turn that follows a pause past the short lifetime).
 
 Three are the strategies agents used before prompt caching, as `ContextPolicy`s (the seam of
 agent_server/agent/context_manager.py, where the product's own strategy is the default
@@ -83,6 +85,7 @@ def strategies() -> list[Strategy]:
             compaction=CompactionSettings(summary="fresh"),
         ),
         Strategy("no-cache", "no caching (same history, no breakpoints)", cache_retention="none"),
+        Strategy("auto-retention", "default with cacheRetention auto", cache_retention="auto"),
         *(
             Strategy(
                 name, f"observation collapsing (SWE-agent, polling {polling})", compaction=OFF,

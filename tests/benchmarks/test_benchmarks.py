@@ -252,8 +252,8 @@ def test_every_strategy_ran_the_whole_workload_with_valid_requests(
 ) -> None:
     figures = {f.strategy: f for f in tiny_anthropic.figures}
     assert set(figures) == {
-        "default", "fresh-summary", "no-cache", "swe-agent", "swe-agent-p5", "swe-agent-p10",
-        "autogpt", "memgpt",
+        "default", "fresh-summary", "no-cache", "auto-retention", "swe-agent", "swe-agent-p5",
+        "swe-agent-p10", "autogpt", "memgpt",
     }  # fmt: skip
     workload = tiny_anthropic.workload
     for f in figures.values():
