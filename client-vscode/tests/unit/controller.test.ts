@@ -106,6 +106,20 @@ describe('SessionController', () => {
     expect(controller.state.items.find((i) => i.kind === 'permission')).toMatchObject({ status: 'cancelled' });
   });
 
+  it('tells the server when the user leaves and comes back, once per change', async () => {
+    const { controller, server } = setup();
+    const seen: boolean[] = [];
+    server.onRequest('agent/userIdle', (params: { idle: boolean }) => {
+      seen.push(params.idle);
+      return {};
+    });
+    controller.setUserIdle(true);
+    controller.setUserIdle(true);
+    controller.setUserIdle(false);
+    await waitFor(() => seen.length === 2);
+    expect(seen).toEqual([true, false]);
+  });
+
   it('stops a turn with agent/interrupt', async () => {
     const { controller, server } = setup();
     controller.dispatch({ type: 'sessionStarted', sessionId: 's1' });

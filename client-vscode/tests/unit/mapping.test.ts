@@ -70,6 +70,10 @@ describe('agent settings from agentServer.*', () => {
     expect(settings).not.toHaveProperty('python');
   });
 
+  it('passes cacheRetention auto through', () => {
+    expect(agentSettingsFrom(config({ cacheRetention: 'auto' })).cacheRetention).toBe('auto');
+  });
+
   it('drops values outside the enums instead of sending them', () => {
     const settings = agentSettingsFrom(config({ provider: 'gemini', cacheRetention: 'forever', 'permissions.mode': 'yolo' }));
     expect(settings).toEqual({});
