@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import sys
 import threading
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
@@ -19,12 +20,12 @@ from typing import Any
 
 import cattrs
 from lsprotocol import types
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import (
     JsonRPCNotification,
     JsonRPCRequestMessage,
     JsonRPCResponseMessage,
-    LanguageServerProtocol,
     default_converter,
 )
 
@@ -49,7 +50,15 @@ from agent_server.errors import (
     SessionNotFoundError,
 )
 from agent_server.lsp import wire
+from agent_server.lsp.transport import (
+    AgentProtocol,
+    keep_raw,
+    read_loop,
+    stdin_reader,
+    stream_reader,
+)
 from agent_server.lsp.wire import Params, UnknownWorkspaceError, rpc_error
+from agent_server.stderr_log import shorten
 
 log = logging.getLogger(__name__)
 
@@ -64,16 +73,12 @@ USAGE = "agent/usage"
 METHODS = (SESSION_NEW, SESSION_LIST, SESSION_LOAD, TURN, INTERRUPT, COMPACT, REWIND, USAGE)
 
 
-def _keep_raw(obj: dict[str, Any], cls: type) -> Any:
-    return cls(**obj)
-
-
 def agent_converter() -> cattrs.Converter:
     """lsprotocol's converter, but params and results of custom methods stay plain JSON
     (pygls would turn them into namedtuples)."""
     converter: cattrs.Converter = default_converter()  # type: ignore[no-untyped-call]
     for cls in (JsonRPCRequestMessage, JsonRPCResponseMessage, JsonRPCNotification):
-        converter.register_structure_hook(cls, _keep_raw)
+        converter.register_structure_hook(cls, keep_raw)
     return converter
 
 
@@ -109,13 +114,72 @@ class AgentLanguageServer(LanguageServer):
         super().__init__(
             "agent-server",
             __version__,
-            protocol_cls=LanguageServerProtocol,
+            protocol_cls=AgentProtocol,
             converter_factory=agent_converter,
             text_document_sync_kind=types.TextDocumentSyncKind.None_,
         )
         self.state = ServerState()
         self.agent_options = options
         self.connect_to = connect_to
+
+    # --- the connection -----------------------------------------------------------------
+
+    def serve_stdio(self) -> int:
+        """Serve LSP on stdin/stdout until `exit` or the end of the input; the exit code."""
+        self.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
+
+        async def connection() -> None:
+            await self._serve(stdin_reader(sys.stdin.buffer))
+
+        return self._run(connection)
+
+    def serve_tcp(self, host: str, port: int) -> int:
+        """Serve one connection at a time on HOST:PORT (for debugging)."""
+
+        async def connected(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            self.protocol.set_writer(writer)
+            await self._serve(stream_reader(reader))
+            self.shutdown()  # type: ignore[no-untyped-call]
+
+        async def listen() -> None:
+            self._server = await asyncio.start_server(connected, host, port)
+            async with self._server:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._server.serve_forever()
+
+        return self._run(listen)
+
+    async def _serve(self, read: Callable[[], Awaitable[bytes]]) -> None:
+        assert isinstance(self.protocol, AgentProtocol)
+        self._stop_event = threading.Event()
+        await read_loop(self.protocol, read, self._stop_event)
+        # The editor went away without `exit`: end the turns and close the ledgers.
+        for folder in list(self.state.folders.values()):
+            with contextlib.suppress(Exception):
+                await folder.agent.close()
+
+    def _run(self, main: Callable[[], Coroutine[Any, Any, None]]) -> int:
+        try:
+            asyncio.run(main())
+        except SystemExit as exit_:  # the `exit` notification
+            return exit_.code if isinstance(exit_.code, int) else 0
+        except (KeyboardInterrupt, BrokenPipeError):
+            return 1
+        finally:
+            self.shutdown()  # type: ignore[no-untyped-call]
+        return 0
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """Errors outside a request (a failed notification handler): one bounded line in
+        the log and a short message to the user."""
+        log.error("%s: %s", type(error).__name__, error)
+        with contextlib.suppress(Exception):
+            self.window_show_message(
+                types.ShowMessageParams(
+                    type=types.MessageType.Error,
+                    message=f"agent-server: {shorten(str(error), 300)}",
+                )
+            )
 
     # --- folders and sessions -----------------------------------------------------------
 
@@ -562,9 +626,9 @@ def _register(server: AgentLanguageServer) -> None:
                     ls.session(session_id).interrupt()
 
 
-def serve_stdio() -> None:
-    create_server().start_io()
+def serve_stdio() -> int:
+    return create_server().serve_stdio()
 
 
-def serve_tcp(host: str, port: int) -> None:
-    create_server().start_tcp(host, port)
+def serve_tcp(host: str, port: int) -> int:
+    return create_server().serve_tcp(host, port)

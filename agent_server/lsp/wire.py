@@ -43,13 +43,16 @@ from agent_server.llm.messages import (
     UserContent,
     content_to_json,
 )
+from agent_server.stderr_log import shorten
 
-UNKNOWN_SESSION = -32001
-SESSION_BUSY = -32002
-UNKNOWN_WORKSPACE = -32003
-UNKNOWN_ENTRY = -32004
-SESSION_LOCKED = -32005
-CONFIG_ERROR = -32010
+# Our own error codes: a block outside JSON-RPC's reserved -32768..-32000 (where LSP has
+# its -32002 ServerNotInitialized and -32001 UnknownErrorCode) and LSP's -32899..-32800.
+UNKNOWN_SESSION = -33001
+SESSION_BUSY = -33002
+UNKNOWN_WORKSPACE = -33003
+UNKNOWN_ENTRY = -33004
+SESSION_LOCKED = -33005
+CONFIG_ERROR = -33010
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 MAX_PROMPT_CHARS = 2_000_000
 
@@ -72,10 +75,11 @@ def rpc_error(error: AgentServerError) -> JsonRpcException:
         (SessionLockedError, SESSION_LOCKED),
         (ConfigError, CONFIG_ERROR),
     ]
+    message = shorten(error.message, 2000)  # it may quote a param
     for kind, code in codes:
         if isinstance(error, kind):
-            return JsonRpcException(code=code, message=error.message, data={"code": error.code})
-    return JsonRpcException(code=-32603, message=error.message, data={"code": error.code})
+            return JsonRpcException(code=code, message=message, data={"code": error.code})
+    return JsonRpcException(code=-32603, message=message, data={"code": error.code})
 
 
 class Params:

@@ -383,12 +383,12 @@ export interface AgentInitializationOptions {
 export const ErrorCodes = {
   InvalidParams: -32602,
   RequestCancelled: -32800,
-  UnknownSession: -32001,
-  SessionBusy: -32002,
-  UnknownWorkspace: -32003,
-  UnknownEntry: -32004,
-  SessionLocked: -32005,
-  ConfigurationError: -32010,
+  UnknownSession: -33001,
+  SessionBusy: -33002,
+  UnknownWorkspace: -33003,
+  UnknownEntry: -33004,
+  SessionLocked: -33005,
+  ConfigurationError: -33010,
 } as const;
 
 /** Method names, one place. */

@@ -166,7 +166,7 @@ describe('SessionController', () => {
     const { controller, server, configErrors } = setup();
     controller.dispatch({ type: 'sessionStarted', sessionId: 's1' });
     server.onRequest('agent/session/list', () => ({ sessions: [] }));
-    server.onRequest('agent/turn', () => new ResponseError(-32010, 'Set ANTHROPIC_API_KEY, or use provider "sim" to try it offline'));
+    server.onRequest('agent/turn', () => new ResponseError(-33010, 'Set ANTHROPIC_API_KEY, or use provider "sim" to try it offline'));
     await controller.send('hello');
     expect(controller.state.items.at(-1)).toMatchObject({ kind: 'notice', level: 'error' });
     expect(configErrors).toEqual(['Set ANTHROPIC_API_KEY, or use provider "sim" to try it offline']);

@@ -247,7 +247,7 @@ describe('turn lifecycle', () => {
     expect(state.turn.status).toBe('stopping');
     state = reduce(state, {
       type: 'turnEnded',
-      result: { turnId: 't', stopReason: 'error', error: { code: -32010, message: 'Set ANTHROPIC_API_KEY' }, usage: usage(10) },
+      result: { turnId: 't', stopReason: 'error', error: { code: -33010, message: 'Set ANTHROPIC_API_KEY' }, usage: usage(10) },
     });
     expect(state.turn.status).toBe('idle');
     expect(state.items.at(-1)).toMatchObject({ kind: 'notice', level: 'error', message: 'Set ANTHROPIC_API_KEY' });
