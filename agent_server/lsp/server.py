@@ -34,6 +34,7 @@ from agent_server.agent.events import (
     AgentEvent,
     CompactionFinished,
     CompactionStarted,
+    Notice,
     OverflowHappened,
     ToolCallStarted,
     TurnEnded,
@@ -207,9 +208,15 @@ class AgentLanguageServer(LanguageServer):
     def session(self, session_id: str) -> AgentSession:
         for folder in self.state.folders.values():
             if folder.agent.has(session_id):
-                return folder.agent.open(
+                opening = session_id not in folder.agent.sessions
+                session = folder.agent.open(
                     session_id, emit=self.sink(session_id), ask=self.asker(session_id)
                 )
+                repaired = session.ledger.load_report.describe()
+                if opening and repaired:
+                    # The editor learns of a repair once, whatever request opened the session.
+                    self.relay(session_id, Notice(None, "warning", repaired))
+                return session
         raise SessionNotFoundError(f"unknown session {session_id}")
 
     # --- events to notifications --------------------------------------------------------
@@ -527,13 +534,17 @@ def _register(server: AgentLanguageServer) -> None:
         session = ls.session(session_id)
         snapshot = session.usage_snapshot()
         ls.protocol.notify(USAGE, wire.usage_json(session_id, snapshot))
-        return {
+        out = {
             "sessionId": session_id,
             "title": session.ledger.title,
             "leafId": session.ledger.leaf_id,
             "transcript": session.transcript(),
             "usage": wire.usage_json(session_id, snapshot),
         }
+        repair = wire.repair_json(session.ledger.load_report)
+        if repair is not None:
+            out["repair"] = repair
+        return out
 
     @server.feature(TURN)
     @_answers_agent_errors

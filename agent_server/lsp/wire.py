@@ -43,6 +43,7 @@ from agent_server.llm.messages import (
     UserContent,
     content_to_json,
 )
+from agent_server.session.ledger import LoadReport
 from agent_server.stderr_log import shorten
 
 # Our own error codes: a block outside JSON-RPC's reserved -32768..-32000 (where LSP has
@@ -286,6 +287,27 @@ def compaction_json(
     if event.error is not None:
         out["error"] = event.error
     return out
+
+
+def repair_json(report: LoadReport) -> dict[str, Any] | None:
+    """What opening a damaged ledger repaired (None when nothing was)."""
+    if report.clean:
+        return None
+    return {
+        "message": report.describe(),
+        "keptEntries": report.entry_count,
+        "issues": [
+            {
+                "line": issue.line_number,
+                "offset": issue.offset,
+                "reason": issue.reason,
+                "action": issue.action,
+            }
+            for issue in report.issues
+        ],
+        "truncatedBytes": report.truncated_bytes,
+        "abortedToolCalls": list(report.aborted_tool_calls),
+    }
 
 
 def overflow_json(session_id: str, event: OverflowHappened) -> dict[str, Any]:
