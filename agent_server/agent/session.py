@@ -46,6 +46,7 @@ from agent_server.agent.policy import ContextPolicy, PolicyView
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.tool_runner import ToolRunner, aborted_result
 from agent_server.agent.tools import Tool, ToolContext
+from agent_server.agent.tools.sandbox import confinement
 from agent_server.context.estimate import estimate_context_tokens
 from agent_server.context.projection import project
 from agent_server.context.summary_prompt import build_summary_prompt
@@ -589,12 +590,15 @@ class AgentSession:
         )
 
     def _tool_context(self, on_output: Callable[[str], None] | None) -> ToolContext:
+        tools = self.settings.tools
         return ToolContext(
             workspace=self.workspace,
             spill_dir=self._spill_dir,
             on_output=on_output,
             secrets=self._secrets,
             bash_timeout=self.settings.bash_timeout,
+            env_pass=tools.env_pass,
+            confinement=confinement(tools.sandbox, self.settings.permissions_mode, tools.network),
         )
 
     def _append_results(

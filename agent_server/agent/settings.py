@@ -17,6 +17,7 @@ PROVIDERS: tuple[str, ...] = ("anthropic", "openai-chat", "openai-responses", "s
 CacheRetentionName: TypeAlias = Literal["none", "short", "long"]
 PermissionModeName: TypeAlias = Literal["ask", "allowReads", "allowAll"]
 SummaryMode: TypeAlias = Literal["cached", "fresh"]
+SandboxModeName: TypeAlias = Literal["auto", "always", "off"]
 
 DEFAULT_API_KEY_ENV: Mapping[str, str] = {
     "anthropic": "ANTHROPIC_API_KEY",
@@ -38,6 +39,17 @@ class CompactionOptions:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolOptions:
+    # Variable names (or globs) commands receive even though they look secret; provider
+    # keys never pass (agent/tools/environment.py).
+    env_pass: tuple[str, ...] = ()
+    # When bash runs in the sandbox: "auto" (when permissions.mode is allowAll), "always",
+    # "off" (agent/tools/sandbox.py).
+    sandbox: SandboxModeName = "auto"
+    network: bool = False  # whether sandboxed commands may use the network
+
+
+@dataclass(frozen=True, slots=True)
 class AgentSettings:
     provider: ProviderName = "anthropic"
     model: str | None = None
@@ -50,6 +62,7 @@ class AgentSettings:
     models_file: str | None = None
     max_steps: int = 200  # model calls in one turn before it stops with max_turn_requests
     bash_timeout: float = 120.0
+    tools: ToolOptions = field(default_factory=ToolOptions)
 
     @property
     def key_variable(self) -> str:
@@ -97,6 +110,25 @@ def settings_from_json(
                 "mode", mode, ("ask", "allowReads", "allowAll")
             ),
         )
+    tools = settings.tools
+    tools_data = data.get("tools")
+    if tools_data is not None:
+        if not isinstance(tools_data, Mapping):
+            raise ConfigError("setting 'tools' must be an object")
+        sub = _Reader(tools_data, "tools.")
+        env_pass = tools.env_pass
+        env_data = tools_data.get("env")
+        if env_data is not None:
+            if not isinstance(env_data, Mapping):
+                raise ConfigError("setting 'tools.env' must be an object")
+            env_pass = _Reader(env_data, "tools.env.").names("pass", env_pass)
+        tools = ToolOptions(
+            env_pass=env_pass,
+            sandbox=cast(
+                SandboxModeName, sub.choice("sandbox", tools.sandbox, ("auto", "always", "off"))
+            ),
+            network=sub.boolean("network", tools.network),
+        )
     return AgentSettings(
         provider=cast(ProviderName, reader.choice("provider", settings.provider, PROVIDERS)),
         model=reader.optional_str("model", settings.model),
@@ -112,6 +144,7 @@ def settings_from_json(
         models_file=reader.optional_str("modelsFile", settings.models_file),
         max_steps=reader.integer("maxSteps", settings.max_steps, minimum=1),
         bash_timeout=float(reader.integer("bashTimeout", int(settings.bash_timeout), minimum=1)),
+        tools=tools,
     )
 
 
@@ -144,6 +177,14 @@ class _Reader:
         if not isinstance(value, str):
             raise self._fail(key, "a string")
         return value
+
+    def names(self, key: str, default: tuple[str, ...]) -> tuple[str, ...]:
+        value = self.data.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise self._fail(key, "a list of variable names")
+        return tuple(value)
 
     def boolean(self, key: str, default: bool) -> bool:
         value = self.data.get(key)

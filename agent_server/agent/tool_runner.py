@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from agent_server.agent.events import EventSink, ToolCallStarted, ToolCallUpdated
+from agent_server.agent.events import EventSink, Notice, ToolCallStarted, ToolCallUpdated
 from agent_server.agent.permissions import PermissionGate, denied_result
 from agent_server.agent.tools import Tool, ToolContext, ToolResult, run_tool, unknown_tool_result
 from agent_server.llm.messages import TextContent, ToolCall, ToolResultMessage
@@ -36,6 +36,7 @@ class ToolRunner:
         self._gate = gate
         self._make_context = make_context
         self._emit = emit
+        self._told_unconfined = False
 
     def tool(self, name: str) -> Tool | None:
         return self._tools.get(name)
@@ -91,6 +92,16 @@ class ToolRunner:
                 self._emit(ToolCallUpdated(turn_id, call.id, "in_progress", output=fragment))
 
             context = self._make_context(on_output if call.name == "bash" else None)
+            if call.name == "bash" and context.confinement.reason and not self._told_unconfined:
+                # The settings ask for a sandbox this machine cannot give: say so, once.
+                self._told_unconfined = True
+                self._emit(
+                    Notice(
+                        turn_id,
+                        "warning",
+                        f"Commands run without a sandbox: {context.confinement.reason}.",
+                    )
+                )
             result = await run_tool(tool, call.arguments, context)
             results[call.id] = self._finish(turn_id, call, result)
 

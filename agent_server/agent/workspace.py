@@ -18,6 +18,7 @@ from agent_server.agent.session import AgentSession, ModelSetup
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.system_prompt import build_system_prompt
 from agent_server.agent.tools import default_tools
+from agent_server.agent.tools.sandbox import protect_server_process, sandbox_status
 from agent_server.errors import SessionNotFoundError
 from agent_server.llm.providers import preload_sdks
 from agent_server.session.ledger import Ledger
@@ -29,8 +30,10 @@ Connect = Callable[[AgentSettings], ModelSetup]
 
 
 def preload_providers() -> None:
-    """Load the provider SDKs (seconds of imports) before the first session needs them."""
+    """Load the provider SDKs (seconds of imports) before the first session needs them, and
+    find out whether commands can be sandboxed here."""
     preload_sdks()
+    sandbox_status()
 
 
 class WorkspaceAgent:
@@ -44,6 +47,7 @@ class WorkspaceAgent:
         env: Mapping[str, str] | None = None,
         watch_files: bool = True,
     ) -> None:
+        protect_server_process()  # the commands it runs must not read its keys from /proc
         self.root = root.resolve()
         self.settings = settings
         self._connect = connect_to

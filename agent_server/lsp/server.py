@@ -505,6 +505,7 @@ def _register(server: AgentLanguageServer) -> None:
         return {
             "sessionId": session.session_id,
             "usage": wire.usage_json(session.session_id, session.usage_snapshot()),
+            "sandbox": wire.sandbox_json(session.settings),
         }
 
     @server.feature(SESSION_LIST)
@@ -540,6 +541,7 @@ def _register(server: AgentLanguageServer) -> None:
             "leafId": session.ledger.leaf_id,
             "transcript": session.transcript(),
             "usage": wire.usage_json(session_id, snapshot),
+            "sandbox": wire.sandbox_json(session.settings),
         }
         repair = wire.repair_json(session.ledger.load_report)
         if repair is not None:

@@ -29,6 +29,8 @@ from agent_server.agent.events import (
     TurnStarted,
     UsageSnapshot,
 )
+from agent_server.agent.settings import AgentSettings
+from agent_server.agent.tools.sandbox import confinement
 from agent_server.errors import (
     AgentServerError,
     ConfigError,
@@ -287,6 +289,13 @@ def compaction_json(
     if event.error is not None:
         out["error"] = event.error
     return out
+
+
+def sandbox_json(settings: AgentSettings) -> dict[str, Any]:
+    """How the session's commands run: {sandboxed, network, reason?}; a reason means the
+    settings ask for a sandbox this machine cannot give."""
+    tools = settings.tools
+    return confinement(tools.sandbox, settings.permissions_mode, tools.network).to_json()
 
 
 def repair_json(report: LoadReport) -> dict[str, Any] | None:
