@@ -154,7 +154,12 @@ class PermissionGate:
             return not tool.read_only
         return True
 
-    async def decide(self, tool: Tool, call: ToolCall) -> PermissionDecision:
+    async def decide(
+        self, tool: Tool, call: ToolCall, *, warning: str | None = None
+    ) -> PermissionDecision:
+        """`warning`: something about this call the user must hear of (a file it names may
+        also exist outside the workspace); such a call is asked about whatever the mode or
+        an "always allow" answer, and the question says why."""
         name = tool.spec.name
         if self._remembered.get(name) is False:
             return PermissionDecision(
@@ -163,9 +168,9 @@ class PermissionGate:
                 True,
                 "remembered",
             )
-        if not self.needs_asking(tool):
+        if warning is None and not self.needs_asking(tool):
             return PermissionDecision(True, f"the {self._mode} mode allows {name}", False, "mode")
-        if self._remembered.get(name):
+        if warning is None and self._remembered.get(name):
             return PermissionDecision(
                 True,
                 f"the user chose to always allow {name} in this session",
@@ -182,7 +187,7 @@ class PermissionGate:
         # given to the first one instead of asking again.
         async with self._asking:
             remembered = self._remembered.get(name)
-            if remembered is not None:
+            if remembered is not None and (warning is None or not remembered):
                 verb = "allow" if remembered else "reject"
                 return PermissionDecision(
                     remembered,
@@ -190,12 +195,15 @@ class PermissionGate:
                     True,
                     "remembered",
                 )
-            return await self._ask_user(tool, call)
+            return await self._ask_user(tool, call, warning)
 
-    async def _ask_user(self, tool: Tool, call: ToolCall) -> PermissionDecision:
+    async def _ask_user(
+        self, tool: Tool, call: ToolCall, warning: str | None = None
+    ) -> PermissionDecision:
         assert self._ask is not None
         name = tool.spec.name
-        request = PermissionRequest(call, tool, _title(tool, call), self._options)
+        title = _title(tool, call) + (f" ({warning})" if warning else "")
+        request = PermissionRequest(call, tool, title, self._options)
         try:
             chosen = await self._ask(request)
         except asyncio.CancelledError:

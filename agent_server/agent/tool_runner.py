@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from agent_server.agent.events import EventSink, Notice, ToolCallStarted, ToolCallUpdated
 from agent_server.agent.permissions import PermissionGate, denied_result
 from agent_server.agent.tools import Tool, ToolContext, ToolResult, run_tool, unknown_tool_result
+from agent_server.agent.tools.paths import hard_linked
 from agent_server.llm.messages import TextContent, ToolCall, ToolResultMessage
 
 
@@ -37,6 +39,7 @@ class ToolRunner:
         self._make_context = make_context
         self._emit = emit
         self._told_unconfined = False
+        self._confirmed: set[str] = set()  # calls the user allowed despite a warning
 
     def tool(self, name: str) -> Tool | None:
         return self._tools.get(name)
@@ -66,10 +69,14 @@ class ToolRunner:
                     turn_id, call, unknown_tool_result(call.name, tuple(self._tools.values()))
                 )
                 continue
-            decision = await self._gate.decide(tool, call)
+            linked = hard_linked(self._make_context(None).workspace, tool.paths(call.arguments))
+            warning = "; ".join(linked) or None
+            decision = await self._gate.decide(tool, call, warning=warning)
             if not decision.allowed:
                 results[call.id] = self._finish(turn_id, call, denied_result(decision))
                 continue
+            if warning is not None:
+                self._confirmed.add(call.id)
             if tool.read_only:
                 batch.append(call)
                 continue
@@ -92,6 +99,8 @@ class ToolRunner:
                 self._emit(ToolCallUpdated(turn_id, call.id, "in_progress", output=fragment))
 
             context = self._make_context(on_output if call.name == "bash" else None)
+            if call.id in self._confirmed:
+                context = replace(context, hard_links_allowed=True)
             if call.name == "bash" and context.confinement.reason and not self._told_unconfined:
                 # The settings ask for a sandbox this machine cannot give: say so, once.
                 self._told_unconfined = True

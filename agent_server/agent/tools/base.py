@@ -75,6 +75,8 @@ class ToolContext:
     env_pass: environment variable names (or globs) that commands receive even though they
         look secret (the `tools.env.pass` setting); see environment.py.
     confinement: whether commands run in the sandbox, with network or not (sandbox.py).
+    hard_links_allowed: the user allowed this call although a file it names has several
+        hard links (it may also exist outside the workspace).
     """
 
     workspace: Path
@@ -84,6 +86,7 @@ class ToolContext:
     bash_timeout: float = 120.0
     env_pass: tuple[str, ...] = ()
     confinement: Confinement = field(default_factory=Confinement)
+    hard_links_allowed: bool = False
 
 
 class Tool(Protocol):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import stat
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,7 +16,14 @@ from agent_server.agent.tools.base import (
     str_arg,
 )
 from agent_server.agent.tools.diff import unified_diff
-from agent_server.agent.tools.paths import display_path, resolve_in_workspace
+from agent_server.agent.tools.paths import (
+    check_hard_links,
+    display_path,
+    file_info,
+    open_regular,
+    resolve_in_workspace,
+    write_regular,
+)
 from agent_server.errors import ToolError
 from agent_server.llm.messages import ToolSpec
 
@@ -63,10 +71,12 @@ class EditTool:
         old_text = str_arg(arguments, "oldText")
         new_text = str_arg(arguments, "newText")
         shown = display_path(ctx.workspace, path)
-        if not path.exists():
+        info = file_info(path, shown)
+        if info is None:
             raise ToolError(f"File not found: {shown}. To create a new file, use write.")
-        if path.is_dir():
+        if stat.S_ISDIR(info.st_mode):
             raise ToolError(f"{shown} is a directory, not a file.")
+        check_hard_links(info, shown, ctx.hard_links_allowed)
         if not old_text:
             raise ToolError(
                 "oldText is empty. Give the exact text to replace; to create or "
@@ -75,7 +85,8 @@ class EditTool:
         if old_text == new_text:
             raise ToolError("oldText and newText are the same; the edit would change nothing.")
         try:
-            content = path.read_bytes().decode("utf-8")
+            with open_regular(path, shown) as handle:
+                content = handle.read().decode("utf-8")
         except UnicodeDecodeError as exc:
             raise ToolError(f"{shown} is not a UTF-8 text file; it cannot be edited.") from exc
         # A file with Windows line endings, and text the model wrote with "\n": match anyway.
@@ -96,7 +107,7 @@ class EditTool:
             )
         start = content.index(old_text)
         updated = content[:start] + new_text + content[start + len(old_text) :]
-        path.write_bytes(updated.encode("utf-8"))
+        write_regular(path, shown, updated.encode("utf-8"))
         line = content.count("\n", 0, start) + 1
         old_lines = old_text.count("\n") + 1
         new_lines = new_text.count("\n") + 1

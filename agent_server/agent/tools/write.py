@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import stat
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,7 +17,14 @@ from agent_server.agent.tools.base import (
 )
 from agent_server.agent.tools.diff import unified_diff
 from agent_server.agent.tools.output import count_lines
-from agent_server.agent.tools.paths import display_path, resolve_in_workspace
+from agent_server.agent.tools.paths import (
+    check_hard_links,
+    display_path,
+    file_info,
+    open_regular,
+    resolve_in_workspace,
+    write_regular,
+)
 from agent_server.errors import ToolError
 from agent_server.llm.messages import ToolSpec
 
@@ -58,18 +66,21 @@ class WriteTool:
         path = resolve_in_workspace(ctx.workspace, str_arg(arguments, "path"))
         content = str_arg(arguments, "content")
         shown = display_path(ctx.workspace, path)
-        if path.is_dir():
+        info = file_info(path, shown)
+        if info is not None and stat.S_ISDIR(info.st_mode):
             raise ToolError(f"{shown} is a directory; give the path of a file inside it.")
-        created = not path.exists()
+        created = info is None
         old: str | None = None
-        if not created:
+        if info is not None:
+            check_hard_links(info, shown, ctx.hard_links_allowed)
             try:
-                old = path.read_text(encoding="utf-8")
+                with open_regular(path, shown) as handle:
+                    old = handle.read().decode("utf-8")
             except (UnicodeDecodeError, OSError):
                 old = None  # binary or unreadable: overwritten, no diff
         path.parent.mkdir(parents=True, exist_ok=True)
         data = content.encode("utf-8")
-        path.write_bytes(data)
+        write_regular(path, shown, data)
         lines = count_lines(content)
         verb = "Created" if created else "Overwrote"
         details: dict[str, Any] = {

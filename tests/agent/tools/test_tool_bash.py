@@ -45,6 +45,11 @@ def file_size(path: str) -> int:
     return os.stat(path).st_size
 
 
+def file_lines(path: str) -> int:
+    with open(path, encoding="utf-8") as handle:
+        return sum(1 for _ in handle)
+
+
 async def wait_until(condition: object, what: str, limit: float = 10.0) -> None:
     """Polls `condition` until true; fails (not a timing assert: a hang guard) after `limit`."""
     assert callable(condition)
@@ -291,3 +296,19 @@ async def test_title_names_the_command() -> None:
     assert BASH.title({"command": "npm test"}) == "Run: npm test"
     assert BASH.title({"command": "set -e\nmake"}) == "Run: set -e …"
     assert BASH.title({}) == "Run: ?"
+
+
+async def test_streamed_output_is_bounded_like_the_models_copy(
+    workspace: Path, spill_dir: Path
+) -> None:
+    streamed: list[str] = []
+    ctx = ToolContext(workspace, spill_dir, on_output=streamed.append)
+    result = await run_tool(BASH, {"command": "seq 1 300000"}, ctx)
+    live = "".join(streamed)
+    assert live.startswith("1\n2\n3\n")
+    assert live.count("\n") < 2010 and len(live.encode()) < 60 * 1024
+    assert live.rstrip().endswith("all of it is saved to a file.]")
+    # The end comes with the result, which names the file that holds everything.
+    assert result.text.rstrip().endswith("300000")
+    assert result.details is not None
+    assert file_lines(result.details["fullOutputPath"]) == 300000
