@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-python lint typecheck bench bench-quick system-deps clean
+.PHONY: demo test test-python lint typecheck bench bench-quick system-deps soak clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,8 +29,14 @@ test-python: $(STAMP) system-deps
 	$(BIN)/pytest -q -n 2
 
 # ripgrep: the grep tool uses it when installed, and its tests cover both paths.
+# bubblewrap: the bash sandbox (its tests are skipped, with the reason, where it cannot run).
 system-deps:
-	@command -v rg >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ripgrep; }
+	@command -v rg >/dev/null && command -v bwrap >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ripgrep bubblewrap; }
+
+# The crash soak: SIGKILL the server at random points across many turns, reopen, check the
+# ledger (tests/hardening/soak.py). Minutes of wall time: not part of `make test` or CI.
+soak: $(STAMP) system-deps
+	$(BIN)/python -m tests.hardening.soak --kills 40
 
 bench: $(STAMP)
 	$(BIN)/agent-server bench --json .bench/latest.json

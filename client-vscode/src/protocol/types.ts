@@ -154,9 +154,17 @@ export interface SessionNewParams {
   model?: string;
   title?: string;
 }
+/** How a session's shell commands run; `reason` when a wanted sandbox is missing. */
+export interface SandboxState {
+  sandboxed: boolean;
+  network: boolean;
+  reason?: string;
+}
+
 export interface SessionNewResult {
   sessionId: string;
   usage: UsageSnapshot;
+  sandbox?: SandboxState;
 }
 
 export interface SessionListParams {
@@ -177,12 +185,23 @@ export interface SessionListResult {
 export interface SessionLoadParams {
   sessionId: string;
 }
+/** What opening a damaged ledger repaired (docs/protocol.md). */
+export interface LedgerRepair {
+  message: string;
+  keptEntries: number;
+  issues: { line: number; offset: number; reason: string; action: 'skipped' | 'truncated' | 'newline_added' | 'reattached' }[];
+  truncatedBytes: number;
+  abortedToolCalls: string[];
+}
+
 export interface SessionLoadResult {
   sessionId: string;
   title?: string | null;
   leafId?: string | null;
   transcript: TranscriptItem[];
   usage: UsageSnapshot;
+  sandbox?: SandboxState;
+  repair?: LedgerRepair;
 }
 
 export interface TurnParams {
@@ -371,6 +390,11 @@ export interface AgentSettings {
     model?: string;
   };
   permissions?: { mode?: 'ask' | 'allowReads' | 'allowAll' };
+  tools?: {
+    sandbox?: 'auto' | 'always' | 'off';
+    network?: boolean;
+    env?: { pass?: string[] };
+  };
   sessionsDir?: string;
 }
 

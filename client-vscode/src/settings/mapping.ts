@@ -85,6 +85,18 @@ export function agentSettingsFrom(config: ConfigReader): AgentSettings {
   const mode = oneOf(config, 'permissions.mode', ['ask', 'allowReads', 'allowAll'] as const);
   if (mode) settings.permissions = { mode };
 
+  const tools: NonNullable<AgentSettings['tools']> = {};
+  const sandbox = oneOf(config, 'tools.sandbox', ['auto', 'always', 'off'] as const);
+  if (sandbox) tools.sandbox = sandbox;
+  const network = bool(config, 'tools.network');
+  if (network !== undefined) tools.network = network;
+  const passed = config.get<unknown>('tools.env.pass');
+  if (Array.isArray(passed)) {
+    const names = passed.filter((n): n is string => typeof n === 'string' && n.trim() !== '').map((n) => n.trim());
+    if (names.length > 0) tools.env = { pass: names };
+  }
+  if (Object.keys(tools).length > 0) settings.tools = tools;
+
   const sessionsDir = str(config, 'sessionsDir');
   if (sessionsDir) settings.sessionsDir = expandHome(sessionsDir);
   return settings;

@@ -225,7 +225,7 @@ export function reduce(state: ViewState, action: Action): ViewState {
     case 'sessionLoaded': {
       const { result } = action;
       const { items, title } = itemsFromTranscript(result.transcript);
-      return {
+      const loaded: ViewState = {
         ...state,
         sessionId: result.sessionId,
         title: result.title ?? title ?? state.sessions.find((s) => s.sessionId === result.sessionId)?.title ?? undefined,
@@ -234,6 +234,8 @@ export function reduce(state: ViewState, action: Action): ViewState {
         turn: { status: 'idle' },
         compacting: false,
       };
+      // A damaged ledger was repaired on open: say so after the history it left.
+      return result.repair ? addNotice(loaded, 'warning', result.repair.message) : loaded;
     }
 
     case 'promptSent': {

@@ -26,6 +26,9 @@ const DEFAULTS = {
   'compaction.keepRecentTokens': 8000,
   'compaction.model': '',
   'permissions.mode': 'allowReads',
+  'tools.sandbox': 'auto',
+  'tools.network': false,
+  'tools.env.pass': [],
   sessionsDir: '',
 };
 
@@ -36,6 +39,7 @@ describe('agent settings from agentServer.*', () => {
       cacheRetention: 'short',
       compaction: { enabled: true, keepRecentTokens: 8000 },
       permissions: { mode: 'allowReads' },
+      tools: { sandbox: 'auto', network: false },
     });
   });
 
@@ -54,6 +58,9 @@ describe('agent settings from agentServer.*', () => {
         'compaction.keepRecentTokens': 4000,
         'compaction.model': 'sim-large',
         'permissions.mode': 'ask',
+        'tools.sandbox': 'always',
+        'tools.network': true,
+        'tools.env.pass': ['NPM_TOKEN', ' GH_* ', '', 7],
         sessionsDir: '/tmp/sessions',
       }),
     );
@@ -65,13 +72,16 @@ describe('agent settings from agentServer.*', () => {
       cacheRetention: 'long',
       compaction: { enabled: false, reserveTokens: 9000, keepRecentTokens: 4000, model: 'sim-large' },
       permissions: { mode: 'ask' },
+      tools: { sandbox: 'always', network: true, env: { pass: ['NPM_TOKEN', 'GH_*'] } },
       sessionsDir: '/tmp/sessions',
     });
     expect(settings).not.toHaveProperty('python');
   });
 
   it('drops values outside the enums instead of sending them', () => {
-    const settings = agentSettingsFrom(config({ provider: 'gemini', cacheRetention: 'forever', 'permissions.mode': 'yolo' }));
+    const settings = agentSettingsFrom(
+      config({ provider: 'gemini', cacheRetention: 'forever', 'permissions.mode': 'yolo', 'tools.sandbox': 'maybe' }),
+    );
     expect(settings).toEqual({});
   });
 

@@ -288,6 +288,26 @@ describe('session load', () => {
     expect(state.usage?.windowNumber).toBe(2);
   });
 
+  it('says what a repair on open did, after the history it kept', () => {
+    const result = {
+      sessionId: 's1',
+      transcript: [{ type: 'message', entryId: 'a', parentId: null, message: { role: 'user', content: 'one' } }],
+      usage: usage(10),
+      repair: {
+        message: 'The session was repaired when it was opened: line 3 skipped (not valid JSON). 1 entry kept.',
+        keptEntries: 1,
+        issues: [{ line: 3, offset: 120, reason: 'not valid JSON', action: 'skipped' }],
+        truncatedBytes: 0,
+        abortedToolCalls: [],
+      },
+    };
+    const state = reduce(withSession(), { type: 'sessionLoaded', result: result as never });
+    expect(kinds(state.items)).toEqual(['user', 'notice']);
+    expect(state.items[1]).toMatchObject({ level: 'warning', message: result.repair.message });
+    const clean = reduce(withSession(), { type: 'sessionLoaded', result: { ...result, repair: undefined } as never });
+    expect(kinds(clean.items)).toEqual(['user']);
+  });
+
   it('shows a rewind branch marker', () => {
     const { items } = itemsFromTranscript([
       { type: 'message', entryId: 'a', parentId: null, message: { role: 'user', content: 'one' } },
