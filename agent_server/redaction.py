@@ -103,6 +103,16 @@ class StreamRedactor:
         moved = True
         while moved and safe:
             moved = False
+            start = safe  # never cut inside a run of key characters
+            while (
+                0 < start < len(text)
+                and text[start - 1] in _KEY_CHARS
+                and text[start] in _KEY_CHARS
+                and safe - start < self._max_hold
+            ):
+                start -= 1
+            if start != safe:
+                safe, moved = start, True
             for secret in self._secrets:
                 found = text.find(secret, max(0, safe - len(secret) + 1))
                 if found != -1 and found < safe < found + len(secret):

@@ -29,7 +29,7 @@ import os
 import re
 import threading
 from collections.abc import Awaitable, Callable
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -566,8 +566,8 @@ def stdin_reader(stdin: BinaryIO) -> Callable[[], Awaitable[bytes]]:
                 data = b""
             try:
                 asyncio.run_coroutine_threadsafe(queue.put(data), loop).result()
-            except (RuntimeError, asyncio.CancelledError):
-                return  # the loop is gone
+            except (RuntimeError, CancelledError, asyncio.CancelledError):
+                return  # the loop is gone or going
             if not data:
                 return
 
