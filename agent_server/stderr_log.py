@@ -1,22 +1,22 @@
 """Logging to stderr with bounded lines (stdout is the LSP stream).
 
-A log record's message is cut to MAX_MESSAGE_CHARS with its control characters escaped, so
-that a value from a client or a model (a multi-megabyte param, a method name holding a
-newline) can neither flood the log nor forge a line; a record with a traceback is cut to
-MAX_RECORD_CHARS in all. `shorten` is the one way to put an outside value into a message.
+Each record is shown literally (`literal.LiteralLogFormatter`: its own line breaks and
+control characters escaped, so a value from a client or a model cannot forge a line), and
+cut: the message to MAX_MESSAGE_CHARS, the whole record (with a traceback) to
+MAX_RECORD_CHARS, so that a multi-megabyte param cannot flood the log. `shorten` is the one
+way to put an outside value into a message or an answer.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import sys
+
+from agent_server.literal import LiteralLogFormatter
 
 MAX_MESSAGE_CHARS = 2000
 MAX_RECORD_CHARS = 8000
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u2028\u2029]")
 
 
 def shorten(text: str, limit: int = 200) -> str:
@@ -26,13 +26,8 @@ def shorten(text: str, limit: int = 200) -> str:
     return f"{text[:limit]}… [{len(text) - limit} more characters]"
 
 
-def escape_controls(text: str) -> str:
-    r"""Control characters (newlines included) as visible escapes (`\n`, `\x1b`)."""
-    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text.replace("\n", "\\n"))
-
-
-class BoundedFormatter(logging.Formatter):
-    """One line per message (cut and escaped); tracebacks kept but cut."""
+class BoundedLogFormatter(LiteralLogFormatter):
+    """Literal log lines, cut: one bounded line per message, tracebacks kept but cut."""
 
     def format(self, record: logging.LogRecord) -> str:
         try:
@@ -40,15 +35,15 @@ class BoundedFormatter(logging.Formatter):
         except Exception as exc:  # a bad format string must not lose the record
             message = f"{record.msg!r} (unformattable: {exc})"
         bounded = logging.makeLogRecord(record.__dict__)
-        bounded.msg = shorten(escape_controls(message), MAX_MESSAGE_CHARS)
+        bounded.msg = shorten(message, MAX_MESSAGE_CHARS)
         bounded.args = None
         return shorten(super().format(bounded), MAX_RECORD_CHARS)
 
 
 def configure_logging(level: str = "WARNING") -> None:
-    """Log to stderr at `level` (a name such as INFO), every line bounded."""
+    """Log to stderr at `level` (a name such as INFO), every line literal and bounded."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(BoundedFormatter(FORMAT))
+    handler.setFormatter(BoundedLogFormatter(FORMAT))
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
