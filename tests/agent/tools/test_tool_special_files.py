@@ -168,3 +168,17 @@ async def test_with_nobody_to_ask_a_hard_linked_file_is_refused(
     assert "private outside text" not in "".join(
         e.output or "" for e in events if isinstance(e, ToolCallUpdated)
     )
+
+
+async def test_the_permission_preview_of_a_write_to_a_pipe_does_not_block(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    # The question for a write or edit shows the change, which reads the file first.
+    os.mkfifo(workspace / "pipe")
+    asker = Asker("allow_once")
+    calls = [
+        ToolCall("c1", "write", {"path": "pipe", "content": "x"}),
+        ToolCall("c2", "edit", {"path": "pipe", "oldText": "a", "newText": "b"}),
+    ]
+    results, _ = await asyncio.wait_for(run_calls(PermissionGate("ask", asker), ctx, calls), 30)
+    assert all("named pipe (FIFO)" in results[c.id].text for c in calls)
