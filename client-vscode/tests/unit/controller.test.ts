@@ -180,7 +180,7 @@ describe('SessionController', () => {
 
   it('keeps a first prompt whose session could not be created', async () => {
     const { controller, server, configErrors } = setup();
-    server.onRequest('agent/session/new', () => new ResponseError(-32010, 'No API key: set ANTHROPIC_API_KEY'));
+    server.onRequest('agent/session/new', () => new ResponseError(-33010, 'No API key: set ANTHROPIC_API_KEY'));
     await controller.send('explain the build');
     expect(controller.state.sessionId).toBeUndefined();
     expect(controller.state.items).toEqual([
