@@ -52,6 +52,7 @@ class RawServer:
     process: asyncio.subprocess.Process
     messages: list[dict[str, Any]] = field(default_factory=list)
     log: bytearray = field(default_factory=bytearray)  # stderr, as it arrives
+    hang_guard: float = HANG_GUARD
     _reader: asyncio.Task[None] | None = None
     _log_reader: asyncio.Task[None] | None = None
     _arrived: asyncio.Event = field(default_factory=asyncio.Event)
@@ -115,7 +116,7 @@ class RawServer:
 
     async def wait_for(self, predicate: Any, what: str) -> dict[str, Any]:
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + HANG_GUARD
+        deadline = loop.time() + self.hang_guard
         while True:
             for message in self.messages:
                 if predicate(message):
@@ -124,7 +125,7 @@ class RawServer:
                 raise AssertionError(f"the server ended before {what}")
             remaining = deadline - loop.time()
             if remaining <= 0:
-                raise AssertionError(f"no {what} within {HANG_GUARD} s")
+                raise AssertionError(f"no {what} within {self.hang_guard} s")
             self._arrived.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._arrived.wait(), remaining)
@@ -148,7 +149,7 @@ class RawServer:
                 await self.send_message(request("bye", "shutdown"))
                 await self.answer("bye")
                 await self.send_message({"jsonrpc": "2.0", "method": "exit"})
-                await asyncio.wait_for(self.process.wait(), HANG_GUARD)
+                await asyncio.wait_for(self.process.wait(), self.hang_guard)
             except (AssertionError, ConnectionError, TimeoutError):
                 self.process.kill()
                 await self.process.wait()

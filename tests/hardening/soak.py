@@ -69,6 +69,7 @@ class Soak:
 
     async def round(self, number: int) -> None:
         server = await RawServer.start()
+        server.hang_guard = 600.0  # a soak runs long on a shared machine; a hang still ends it
         try:
             await server.initialize(self.workspace, self.settings())
             if self.session_id is None:
