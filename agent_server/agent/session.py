@@ -16,7 +16,6 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from agent_server.agent.compaction import (
     SUMMARY_OUTPUT_TOKENS,
@@ -46,6 +45,8 @@ from agent_server.agent.policy import ContextPolicy, PolicyView
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.tool_runner import ToolRunner, aborted_result
 from agent_server.agent.tools import Tool, ToolContext
+from agent_server.agent.transcript import DEFAULT_PAGE, Page
+from agent_server.agent.transcript import page as transcript_page
 from agent_server.context.estimate import estimate_context_tokens
 from agent_server.context.projection import project
 from agent_server.context.summary_prompt import build_summary_prompt
@@ -81,13 +82,12 @@ from agent_server.llm.stream import (
     TextDelta,
     ThinkingDelta,
 )
-from agent_server.session.entries import CompactionEntry, Entry, MessageEntry, entry_to_json
+from agent_server.session.entries import Entry, MessageEntry
+from agent_server.session.index import usage_of
 from agent_server.session.ledger import Ledger
 
 log = logging.getLogger(__name__)
 
-# Entry types an editor shows (the system prompt and unknown future types are not).
-DISPLAYED_ENTRIES = frozenset(("message", "compaction", "branch", "modelChange", "title"))
 GAVE_UP = (
     "The request is still too large for the model's context window after compacting. "
     "Remove or shorten a large message (for example a pasted file), or rewind to before it."
@@ -162,13 +162,8 @@ class AgentSession:
         self._watch = FileWatch(workspace, on_change=self._on_external_change)
         self._watch_files = watch_files
         self.totals = SessionTotals()
-        for entry in ledger.entries:
-            usage = _usage_of(entry)
-            if usage is not None:
-                self.totals.add(usage, self.model)
-        self._windows = 1 + sum(
-            1 for entry in ledger.branch() if isinstance(entry, CompactionEntry)
-        )
+        self.totals.add_sum(*ledger.usage)
+        self._windows = 1 + ledger.compactions_on_branch()
         self._turn_task: asyncio.Task[TurnResult] | None = None
         self._busy = False
         self._current_turn: str | None = None
@@ -253,22 +248,13 @@ class AgentSession:
             raise SessionBusyError(f"session {self.session_id} is busy with a turn")
         branch_entry = self.ledger.rewind(entry_id)
         self.ledger.sync()
-        self._windows = 1 + sum(
-            1 for entry in self.ledger.branch() if isinstance(entry, CompactionEntry)
-        )
+        self._windows = 1 + self.ledger.compactions_on_branch()
         return branch_entry.id
 
-    def transcript(self) -> list[dict[str, Any]]:
-        """The current branch, root to leaf, for display: every message, compaction, rewind,
-        model change and title in the ledger's own JSON form, `id` named `entryId`."""
-        items: list[dict[str, Any]] = []
-        for entry in self.ledger.branch():
-            data = entry_to_json(entry)
-            if data.get("type") not in DISPLAYED_ENTRIES:
-                continue
-            data["entryId"] = data.pop("id")
-            items.append(data)
-        return items
+    def transcript(self, before: str | None = None, limit: int = DEFAULT_PAGE) -> Page:
+        """A page of the current branch for display, as the items the live stream sends
+        (agent/transcript.py): the latest one, or the one before the cursor `before`."""
+        return transcript_page(self.ledger, self.tools, before=before, limit=limit)
 
     def usage_snapshot(self) -> UsageSnapshot:
         entries = self.ledger.projection_entries()
@@ -278,7 +264,7 @@ class AgentSession:
             (
                 usage
                 for entry in reversed(entries)
-                if isinstance(entry, MessageEntry) and (usage := _usage_of(entry)) is not None
+                if isinstance(entry, MessageEntry) and (usage := usage_of(entry)) is not None
             ),
             None,
         )
@@ -340,7 +326,7 @@ class AgentSession:
                     overflow_retried = True
                     continue
                 streaming = False
-                self.ledger.append_message(message)
+                self.ledger.append_message(message, entry_id=attempt[0].message_id)
                 if message.usage is not None:
                     total = total + message.usage
                     self.totals.add(message.usage, self.model)
@@ -381,7 +367,7 @@ class AgentSession:
                     "aborted", model=self.model.id, api=self._setup.provider.api
                 )
                 if partial.content:
-                    self.ledger.append_message(partial)
+                    self.ledger.append_message(partial, entry_id=attempt[0].message_id)
                     self._answer_unrun(partial.tool_calls, "Not run: the turn was interrupted.")
             if pending_calls:
                 self._append_results(pending_calls, results, with_changes=False)
@@ -518,7 +504,7 @@ class AgentSession:
             self._call_options(),
             on_event=on_event,
             on_retry=on_retry,
-            new_message_id=lambda: self._new_message_id(turn_id),
+            new_message_id=self.ledger.new_id,
             retry=self._retry,
             attempt_holder=attempt,
         )
@@ -670,6 +656,7 @@ class AgentSession:
         )
 
     def _new_message_id(self, turn_id: str) -> str:
+        """An id for a model call whose answer is not recorded as a message (a summary)."""
         self._message_seq += 1
         return f"{turn_id}.{self._message_seq}"
 
@@ -679,11 +666,3 @@ class AgentSession:
         except Exception:  # a broken UI must not break the agent
             log.exception("event sink failed on %s", type(event).__name__)
 
-
-def _usage_of(entry: object) -> Usage | None:
-    """The usage a ledger entry records: a model call's answer, or a compaction's summaries."""
-    if isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage):
-        return entry.message.usage
-    if isinstance(entry, CompactionEntry):
-        return entry.usage
-    return None

@@ -41,6 +41,7 @@ from agent_server.agent.events import (
 from agent_server.agent.permissions import PermissionRequest
 from agent_server.agent.session import AgentSession
 from agent_server.agent.settings import AgentSettings, settings_from_json
+from agent_server.agent.transcript import DEFAULT_PAGE, MAX_PAGE
 from agent_server.agent.workspace import WorkspaceAgent, preload_providers
 from agent_server.errors import (
     AgentServerError,
@@ -56,12 +57,23 @@ log = logging.getLogger(__name__)
 SESSION_NEW = "agent/session/new"
 SESSION_LIST = "agent/session/list"
 SESSION_LOAD = "agent/session/load"
+SESSION_HISTORY = "agent/session/history"
 TURN = "agent/turn"
 INTERRUPT = "agent/interrupt"
 COMPACT = "agent/compact"
 REWIND = "agent/rewind"
 USAGE = "agent/usage"
-METHODS = (SESSION_NEW, SESSION_LIST, SESSION_LOAD, TURN, INTERRUPT, COMPACT, REWIND, USAGE)
+METHODS = (
+    SESSION_NEW,
+    SESSION_LIST,
+    SESSION_LOAD,
+    SESSION_HISTORY,
+    TURN,
+    INTERRUPT,
+    COMPACT,
+    REWIND,
+    USAGE,
+)
 
 
 def _keep_raw(obj: dict[str, Any], cls: type) -> Any:
@@ -460,16 +472,29 @@ def _register(server: AgentLanguageServer) -> None:
     async def session_load(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
         params = Params(raw, SESSION_LOAD)
         session_id = params.string("sessionId")
+        limit = params.count("limit", DEFAULT_PAGE, MAX_PAGE)
         session = ls.session(session_id)
         snapshot = session.usage_snapshot()
+        page = session.transcript(limit=limit)
         ls.protocol.notify(USAGE, wire.usage_json(session_id, snapshot))
         return {
             "sessionId": session_id,
             "title": session.ledger.title,
             "leafId": session.ledger.leaf_id,
-            "transcript": session.transcript(),
+            "transcript": page.items,
+            "cursor": page.cursor,
             "usage": wire.usage_json(session_id, snapshot),
         }
+
+    @server.feature(SESSION_HISTORY)
+    @_answers_agent_errors
+    async def session_history(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
+        params = Params(raw, SESSION_HISTORY)
+        session_id = params.string("sessionId")
+        before = params.string("before")
+        limit = params.count("limit", DEFAULT_PAGE, MAX_PAGE)
+        page = ls.session(session_id).transcript(before=before, limit=limit)
+        return {"sessionId": session_id, "transcript": page.items, "cursor": page.cursor}
 
     @server.feature(TURN)
     @_answers_agent_errors

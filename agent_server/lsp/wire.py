@@ -16,6 +16,7 @@ from urllib.parse import unquote, urlparse
 
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
+from agent_server.agent import transcript
 from agent_server.agent.events import (
     AgentEvent,
     CompactionFinished,
@@ -41,7 +42,6 @@ from agent_server.llm.messages import (
     ImageContent,
     TextContent,
     UserContent,
-    content_to_json,
 )
 
 UNKNOWN_SESSION = -32001
@@ -106,6 +106,17 @@ class Params:
         if self.raw.get(key) is None:
             return None
         return self.string(key)
+
+    def count(self, key: str, default: int, maximum: int) -> int:
+        """An optional integer in [1, maximum]."""
+        value = self.raw.get(key)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self._fail(key, f"must be an integer, not {type(value).__name__}")
+        if not 1 <= value <= maximum:
+            raise self._fail(key, f"must be between 1 and {maximum}")
+        return value
 
     def token(self, key: str) -> str | int | None:
         value = self.raw.get(key)
@@ -198,60 +209,22 @@ def usage_json(session_id: str, snapshot: UsageSnapshot) -> dict[str, Any]:
 
 
 def update_json(event: AgentEvent) -> dict[str, Any] | None:
-    """The `update` of an agent/update notification, or None if the event is not one."""
+    """The `update` of an agent/update notification, or None if the event is not one. The
+    shapes are the transcript's items (agent/transcript.py): live and loaded are alike."""
     if isinstance(event, TurnStarted):
-        return {
-            "kind": "userMessage",
-            "entryId": event.entry_id,
-            "parentId": event.parent_id,
-            "content": [content_to_json(block) for block in event.content],
-        }
+        return transcript.user_message_item(event.entry_id, event.parent_id, event.content)
     if isinstance(event, TextChunk):
-        return {
-            "kind": "messageChunk",
-            "messageId": event.message_id,
-            "content": {"type": "text", "text": event.text},
-        }
+        return transcript.chunk_item("messageChunk", event.message_id, event.text)
     if isinstance(event, ThinkingChunk):
-        return {
-            "kind": "thoughtChunk",
-            "messageId": event.message_id,
-            "content": {"type": "text", "text": event.text},
-        }
+        return transcript.chunk_item("thoughtChunk", event.message_id, event.text)
     if isinstance(event, ToolCallStarted):
-        return {
-            "kind": "toolCall",
-            "toolCallId": event.tool_call.id,
-            "title": event.title,
-            "toolKind": event.kind,
-            "status": "pending",
-            "rawInput": dict(event.tool_call.arguments),
-            "locations": [{"path": path} for path in event.locations],
-        }
+        return transcript.tool_call_item(event.tool_call, event.title, event.kind, event.locations)
     if isinstance(event, ToolCallUpdated):
-        update: dict[str, Any] = {"kind": "toolCallUpdate", "toolCallId": event.tool_call_id}
-        update["status"] = event.status
-        content: list[dict[str, Any]] = []
-        if event.output is not None:
-            content.append({"type": "content", "content": {"type": "text", "text": event.output}})
-        details = event.details or {}
-        diff = details.get("diff")
-        if isinstance(diff, Mapping) and "path" in diff:
-            content.append(
-                {
-                    "type": "diff",
-                    "path": diff.get("path"),
-                    "oldText": diff.get("oldText"),
-                    "newText": diff.get("newText"),
-                }
-            )
-        if content:
-            update["content"] = content
-        if details:
-            update["rawOutput"] = {k: v for k, v in details.items() if _is_json(v)}
-        return update
+        return transcript.tool_call_update_item(
+            event.tool_call_id, event.status, event.output, event.details
+        )
     if isinstance(event, Notice):
-        return {"kind": "notice", "level": event.level, "message": event.message}
+        return transcript.notice_item(event.level, event.message)
     return None
 
 
@@ -294,5 +267,3 @@ def overflow_json(session_id: str, event: OverflowHappened) -> dict[str, Any]:
     }
 
 
-def _is_json(value: Any) -> bool:
-    return isinstance(value, str | int | float | bool | type(None) | list | dict)

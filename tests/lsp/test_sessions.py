@@ -82,25 +82,22 @@ async def test_rewind_continues_from_an_earlier_entry_without_deleting(
         await agent.request("agent/turn", {"sessionId": session_id, "prompt": OVERVIEW})
         await agent.request("agent/turn", {"sessionId": session_id, "prompt": SCENARIO_PROMPTS[1]})
         loaded = await agent.request("agent/session/load", {"sessionId": session_id})
-        prompts = [
-            item
-            for item in loaded["transcript"]
-            if item["type"] == "message" and item["message"]["role"] == "user"
-        ]
+        prompts = [item for item in loaded["transcript"] if item["kind"] == "userMessage"]
         second_prompt = prompts[1]
         target = second_prompt["parentId"]
         rewound = await agent.request("agent/rewind", {"sessionId": session_id, "entryId": target})
         after = await agent.request("agent/session/load", {"sessionId": session_id})
         assert after["leafId"] == rewound["leafId"]
-        ids = [item["entryId"] for item in after["transcript"]]
+        # an answer's messageId is its entry id: the rewind target is shown
+        ids = [item.get("entryId") or item.get("messageId") for item in after["transcript"]]
         assert second_prompt["entryId"] not in ids
         assert target in ids
         await agent.request("agent/turn", {"sessionId": session_id, "prompt": SCENARIO_PROMPTS[2]})
         final = await agent.request("agent/session/load", {"sessionId": session_id})
         user_texts = [
-            item["message"]["content"][-1]["text"]
+            item["content"][-1]["text"]
             for item in final["transcript"]
-            if item["type"] == "message" and item["message"]["role"] == "user"
+            if item["kind"] == "userMessage"
         ]
         assert user_texts == [OVERVIEW, SCENARIO_PROMPTS[2]]
         listed = await agent.request("agent/session/list", {"workspaceUri": agent.workspace_uri()})
