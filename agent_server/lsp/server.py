@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import sys
 import threading
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
@@ -50,6 +51,7 @@ from agent_server.errors import (
     SessionNotFoundError,
 )
 from agent_server.lsp import wire
+from agent_server.lsp.outbox import Outbox
 from agent_server.lsp.wire import Params, UnknownWorkspaceError, rpc_error
 
 log = logging.getLogger(__name__)
@@ -128,6 +130,18 @@ class AgentLanguageServer(LanguageServer):
         self.state = ServerState()
         self.agent_options = options
         self.connect_to = connect_to
+        self.outbox: Outbox | None = None
+
+    def attach_outbox(self, outbox: Outbox) -> None:
+        """Send through `outbox` (batched writes) rather than pygls's writer."""
+        self.outbox = outbox
+
+    def notify(self, method: str, params: dict[str, Any]) -> None:
+        """Send one of our notifications (plain JSON params)."""
+        if self.outbox is not None:
+            self.outbox.notify(method, params)
+        else:
+            self.protocol.notify(method, params)
 
     # --- folders and sessions -----------------------------------------------------------
 
@@ -171,14 +185,14 @@ class AgentLanguageServer(LanguageServer):
     def relay(self, session_id: str, event: AgentEvent) -> None:
         stream = self.state.turns.get(session_id)
         if isinstance(event, UsageUpdated):
-            self.protocol.notify(USAGE, wire.usage_json(session_id, event.snapshot))
+            self.notify(USAGE, wire.usage_json(session_id, event.snapshot))
             return
         if isinstance(event, CompactionStarted | CompactionFinished):
-            self.protocol.notify("agent/compaction", wire.compaction_json(session_id, event))
+            self.notify("agent/compaction", wire.compaction_json(session_id, event))
             self.compaction_progress(session_id, event)
             return
         if isinstance(event, OverflowHappened):
-            self.protocol.notify("agent/overflow", wire.overflow_json(session_id, event))
+            self.notify("agent/overflow", wire.overflow_json(session_id, event))
             return
         if isinstance(event, TurnEnded):
             return
@@ -188,15 +202,16 @@ class AgentLanguageServer(LanguageServer):
         if stream is None:
             # Outside a turn (e.g. a file changed between turns): a turn-less update.
             stream = TurnStream(turn_id="")
-        self.protocol.notify(
-            "agent/update",
-            {
+        if self.outbox is not None:
+            self.outbox.update(session_id, stream.turn_id, update)  # it numbers them
+        else:
+            params = {
                 "sessionId": session_id,
                 "turnId": stream.turn_id,
                 "seq": stream.seq,
                 "update": update,
-            },
-        )
+            }
+            self.protocol.notify("agent/update", params)
         stream.seq += 1
         if isinstance(event, ToolCallStarted) and stream.progress_token is not None:
             self.work_done_progress.report(
@@ -476,7 +491,7 @@ def _register(server: AgentLanguageServer) -> None:
         session = ls.session(session_id)
         snapshot = session.usage_snapshot()
         page = session.transcript(limit=limit)
-        ls.protocol.notify(USAGE, wire.usage_json(session_id, snapshot))
+        ls.notify(USAGE, wire.usage_json(session_id, snapshot))
         return {
             "sessionId": session_id,
             "title": session.ledger.title,
@@ -521,6 +536,8 @@ def _register(server: AgentLanguageServer) -> None:
         finally:
             if ls.state.turns.get(session_id) is stream:
                 del ls.state.turns[session_id]
+            if ls.outbox is not None:
+                ls.outbox.end_turn(session_id, turn_id)
             if token is not None:
                 ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="Done"))
         out: dict[str, Any] = {
@@ -566,7 +583,7 @@ def _register(server: AgentLanguageServer) -> None:
         entry_id = params.string("entryId")
         session = ls.session(session_id)
         leaf = session.rewind(entry_id)
-        ls.protocol.notify(USAGE, wire.usage_json(session_id, session.usage_snapshot()))
+        ls.notify(USAGE, wire.usage_json(session_id, session.usage_snapshot()))
         return {"leafId": leaf}
 
     @server.feature(USAGE)
@@ -588,7 +605,13 @@ def _register(server: AgentLanguageServer) -> None:
 
 
 def serve_stdio() -> None:
-    create_server().start_io()
+    server = create_server()
+    outbox = Outbox(sys.stdout.buffer)
+    server.attach_outbox(outbox)
+    try:
+        server.start_io(stdout=outbox)  # type: ignore[arg-type]  # write and flush suffice
+    finally:
+        outbox.close()
 
 
 def serve_tcp(host: str, port: int) -> None:
