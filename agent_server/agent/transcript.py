@@ -42,7 +42,6 @@ from agent_server.session.entries import (
 from agent_server.session.ledger import Ledger
 
 DEFAULT_PAGE = 100  # entries per page unless the editor asks otherwise
-MAX_PAGE = 1000
 # Entry kinds an editor shows (system prompts, titles and unknown future types are not).
 SHOWN = frozenset("".join((kinds.USER, kinds.ASSISTANT, kinds.TOOL_RESULT, kinds.COMPACTION)))
 SHOWN |= {kinds.BRANCH, kinds.MODEL_CHANGE}

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cattrs
 from lsprotocol import types
@@ -30,20 +30,7 @@ from pygls.protocol import (
 )
 
 from agent_server import __version__
-from agent_server.agent.events import (
-    AgentEvent,
-    CompactionFinished,
-    CompactionStarted,
-    OverflowHappened,
-    ToolCallStarted,
-    TurnEnded,
-    UsageUpdated,
-)
-from agent_server.agent.permissions import PermissionRequest
-from agent_server.agent.session import AgentSession
 from agent_server.agent.settings import AgentSettings, settings_from_json
-from agent_server.agent.transcript import DEFAULT_PAGE, MAX_PAGE
-from agent_server.agent.workspace import WorkspaceAgent, preload_providers
 from agent_server.errors import (
     AgentServerError,
     ConfigError,
@@ -53,6 +40,14 @@ from agent_server.errors import (
 from agent_server.lsp import wire
 from agent_server.lsp.outbox import Outbox
 from agent_server.lsp.wire import Params, UnknownWorkspaceError, rpc_error
+
+if TYPE_CHECKING:
+    # The agent (sessions, tools, the SDKs' shims) loads after `initialize` is answered, in
+    # the background, or on the first request that needs it: startup stays short.
+    from agent_server.agent.events import AgentEvent, CompactionFinished, CompactionStarted
+    from agent_server.agent.permissions import PermissionRequest
+    from agent_server.agent.session import AgentSession
+    from agent_server.agent.workspace import WorkspaceAgent
 
 log = logging.getLogger(__name__)
 
@@ -100,10 +95,23 @@ class TurnStream:
     progress_token: str | int | None = None
 
 
-@dataclass
 class Folder:
-    uri: str
-    agent: WorkspaceAgent
+    """A workspace folder; its agent (and the agent's imports) is made when first needed."""
+
+    def __init__(self, uri: str, make: Callable[[], WorkspaceAgent]) -> None:
+        self.uri = uri
+        self._make = make
+        self._agent: WorkspaceAgent | None = None
+
+    @property
+    def agent(self) -> WorkspaceAgent:
+        if self._agent is None:
+            self._agent = self._make()
+        return self._agent
+
+    async def close(self) -> None:
+        if self._agent is not None:
+            await self._agent.close()
 
 
 @dataclass
@@ -153,7 +161,13 @@ class AgentLanguageServer(LanguageServer):
         kwargs: dict[str, Any] = dict(self.agent_options)
         if self.connect_to is not None:
             kwargs["connect_to"] = self.connect_to
-        folder = Folder(uri, WorkspaceAgent(path, settings, **kwargs))
+
+        def make() -> WorkspaceAgent:
+            from agent_server.agent.workspace import WorkspaceAgent
+
+            return WorkspaceAgent(path, settings, **kwargs)
+
+        folder = Folder(uri, make)
         self.state.folders[path] = folder
         return folder
 
@@ -183,6 +197,15 @@ class AgentLanguageServer(LanguageServer):
         return emit
 
     def relay(self, session_id: str, event: AgentEvent) -> None:
+        from agent_server.agent.events import (
+            CompactionFinished,
+            CompactionStarted,
+            OverflowHappened,
+            ToolCallStarted,
+            TurnEnded,
+            UsageUpdated,
+        )
+
         stream = self.state.turns.get(session_id)
         if isinstance(event, UsageUpdated):
             self.notify(USAGE, wire.usage_json(session_id, event.snapshot))
@@ -225,6 +248,8 @@ class AgentLanguageServer(LanguageServer):
         if not self.state.work_done_progress:
             return
         token = f"agent-compaction-{event.compaction_id}"
+        from agent_server.agent.events import CompactionStarted
+
         if isinstance(event, CompactionStarted):
             message = f"{event.tokens_before} tokens ({event.reason})"
             self.state.progress[event.compaction_id] = self._background(
@@ -346,6 +371,12 @@ class AgentLanguageServer(LanguageServer):
             return AgentSettings()
 
 
+def _preload() -> None:
+    from agent_server.agent.workspace import preload_providers
+
+    preload_providers()
+
+
 def _merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for key, value in override.items():
@@ -414,8 +445,9 @@ def _register(server: AgentLanguageServer) -> None:
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: AgentLanguageServer, params: types.InitializedParams) -> None:
-        # Load the provider SDKs while the editor finishes starting, not on the first turn.
-        threading.Thread(target=preload_providers, name="preload-sdks", daemon=True).start()
+        # Load the agent and the provider SDKs while the editor finishes starting, not on the
+        # first request.
+        threading.Thread(target=_preload, name="preload-agent", daemon=True).start()
         for folder in list(ls.state.folders.values()):
             folder.agent.update_settings(await ls.fetch_settings(folder.uri))
 
@@ -437,7 +469,7 @@ def _register(server: AgentLanguageServer) -> None:
             path = wire.uri_to_path(removed.uri).resolve()
             folder = ls.state.folders.pop(path, None)
             if folder is not None:
-                await folder.agent.close()
+                await folder.close()
         for added in params.event.added:
             folder = ls.add_folder(added.uri, AgentSettings())
             folder.agent.update_settings(await ls.fetch_settings(added.uri))
@@ -446,7 +478,7 @@ def _register(server: AgentLanguageServer) -> None:
     async def shutdown(ls: AgentLanguageServer, params: Any) -> None:
         for folder in list(ls.state.folders.values()):
             with contextlib.suppress(Exception):
-                await folder.agent.close()
+                await folder.close()
 
     @server.feature(SESSION_NEW)
     @_answers_agent_errors
@@ -487,7 +519,7 @@ def _register(server: AgentLanguageServer) -> None:
     async def session_load(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
         params = Params(raw, SESSION_LOAD)
         session_id = params.string("sessionId")
-        limit = params.count("limit", DEFAULT_PAGE, MAX_PAGE)
+        limit = params.count("limit", wire.DEFAULT_PAGE, wire.MAX_PAGE)
         session = ls.session(session_id)
         snapshot = session.usage_snapshot()
         page = session.transcript(limit=limit)
@@ -507,7 +539,7 @@ def _register(server: AgentLanguageServer) -> None:
         params = Params(raw, SESSION_HISTORY)
         session_id = params.string("sessionId")
         before = params.string("before")
-        limit = params.count("limit", DEFAULT_PAGE, MAX_PAGE)
+        limit = params.count("limit", wire.DEFAULT_PAGE, wire.MAX_PAGE)
         page = ls.session(session_id).transcript(before=before, limit=limit)
         return {"sessionId": session_id, "transcript": page.items, "cursor": page.cursor}
 
