@@ -43,7 +43,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -53,6 +52,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGE = os.sysconf("SC_PAGE_SIZE")
 MODEL = "sim-large"
 NOTIFICATIONS = 20_000
+BURST = 8  # text deltas handled between two yields of the event loop
 PI_DIR = Path.home() / ".cache" / "agent-server" / "peers" / "pi"
 
 
@@ -61,9 +61,8 @@ PI_DIR = Path.home() / ".cache" / "agent-server" / "peers" / "pi"
 
 def build(directory: Path, entries: int) -> dict[str, Any]:
     """A long session and a short one in `directory` (reused when already there)."""
-    from benchmarks.ledger_bench import build_session
-
     from agent_server.session.store import SessionStore
+    from benchmarks.ledger_bench import build_session
 
     workspace = directory / "workspace"
     sessions = directory / "sessions"
@@ -141,19 +140,67 @@ def _open_here(built: dict[str, Any]) -> dict[str, Any]:
     agent.list()
     idle = _rss_mb()
     started = time.perf_counter()
+    cpu_started = time.process_time()
     session = agent.open(built["long"])
     snapshot = session.usage_snapshot()
     seconds = time.perf_counter() - started
+    cpu = time.process_time() - cpu_started
     held = _rss_mb()
     peak = _peak_mb()
+    per_turn = _turns(session)
     asyncio.run(agent.close())
     return {
         "seconds": seconds,
+        "cpu_seconds": cpu,
         "idle_mb": idle,
         "peak_above_idle_mb": peak - idle,
         "held_above_idle_mb": held - idle,
         "context_tokens": snapshot.used,
+        "mb_per_turn": per_turn,
     }
+
+
+def _turns(session: Any, turns: int = 300, every: int = 25) -> float:
+    """Memory per turn once the session is open: turns of four entries (a prompt, a tool
+    call, its 2 KB result, an answer) with the usage snapshot the server sends after each,
+    and a compaction every `every` turns, as a long session has. MB of resident memory per
+    turn between turn 50 and the last (after a full collection at each end)."""
+    import gc
+
+    from agent_server.llm.messages import (
+        AssistantMessage,
+        TextContent,
+        ToolCall,
+        ToolResultMessage,
+        Usage,
+        UserMessage,
+    )
+
+    ledger = session.ledger
+    start = 0.0
+    for number in range(turns):
+        if number == 50:
+            gc.collect()
+            start = _rss_mb()
+        prompt = ledger.append_message(UserMessage.of_text(f"Turn {number}: " + "ask " * 50))
+        call = ToolCall(f"mem_{number}", "read", {"path": f"src/m{number}.py"})
+        ledger.append_message(
+            AssistantMessage((TextContent("Reading."), call), "toolUse", usage=Usage(10, 10))
+        )
+        ledger.append_message(ToolResultMessage(call.id, "read", (TextContent("x = 1\n" * 350),)))
+        ledger.append_message(
+            AssistantMessage((TextContent("Done " * 100),), "stop", usage=Usage(10, 10))
+        )
+        if number % every == every - 1:
+            ledger.append_compaction(
+                summary="## Goal\n" + "summary " * 250,
+                first_kept_entry_id=prompt.id,
+                tokens_before=50_000,
+                reason="threshold",
+            )
+        session.usage_snapshot()
+    gc.collect()
+    return (_rss_mb() - start) / (turns - 50)
 
 
 def _read_all_here(built: dict[str, Any]) -> dict[str, Any]:
@@ -379,16 +426,6 @@ def lsp_load(built: dict[str, Any]) -> dict[str, Any]:
 # --- notifications, timed in the server --------------------------------------------------------
 
 
-def _drain(fd: int, counts: list[int]) -> None:
-    total = 0
-    while True:
-        chunk = os.read(fd, 1 << 20)
-        if not chunk:
-            break
-        total += len(chunk)
-    counts.append(total)
-
-
 def _notify_here(mode: str, count: int) -> dict[str, Any]:
     """In a fresh interpreter: `count` text chunks through the server's path (`mode`
     "server") or through pygls's notify and stdout writer ("pygls"), to a pipe that a child
@@ -412,10 +449,10 @@ def _notify_here(mode: str, count: int) -> dict[str, Any]:
             outbox = outbox_type(stdout)
             server.attach_outbox(outbox)
             started = time.perf_counter()
-            for chunk in chunks:
+            for number, chunk in enumerate(chunks):
                 server.relay("session", chunk)
-                if outbox.pending_bytes > 1 << 20:
-                    await asyncio.sleep(0)
+                if number % BURST == BURST - 1:
+                    await asyncio.sleep(0)  # as between two reads of the model's stream
             await outbox.drained()
             return time.perf_counter() - started
         from pygls.io_ import StdoutWriter
@@ -423,8 +460,10 @@ def _notify_here(mode: str, count: int) -> dict[str, Any]:
         server.protocol.set_writer(StdoutWriter(stdout))
         started = time.perf_counter()
         if mode == "server":
-            for chunk in chunks:
+            for number, chunk in enumerate(chunks):
                 server.relay("session", chunk)
+                if number % BURST == BURST - 1:
+                    await asyncio.sleep(0)
         else:
             from agent_server.lsp import wire
 
@@ -434,6 +473,8 @@ def _notify_here(mode: str, count: int) -> dict[str, Any]:
                     "agent/update",
                     {"sessionId": "session", "turnId": "turn", "seq": number, "update": update},
                 )
+                if number % BURST == BURST - 1:
+                    await asyncio.sleep(0)
         return time.perf_counter() - started
 
     seconds = asyncio.run(run())
@@ -442,10 +483,97 @@ def _notify_here(mode: str, count: int) -> dict[str, Any]:
     return {"mode": mode, "count": count, "seconds": seconds, "per_second": count / seconds}
 
 
+def streamed_turn(long_tokens: int = 15_000) -> dict[str, Any]:
+    """A real turn: `agent-server serve` streams a 15k-token answer from `agent-server sim`
+    (each in its own process) to a raw client that only reads; the rate at which
+    `agent/update` notifications arrive, first to last."""
+    from benchmarks.editor_bench import scenario
+
+    with tempfile.TemporaryDirectory(prefix="stream-bench-") as scratch:
+        root = Path(scratch)
+        script = root / "scenario.json"
+        script.write_text(json.dumps(scenario(0, long_tokens)), "utf-8")
+        sim = subprocess.Popen(
+            [sys.executable, "-m", "agent_server", "sim", "--port", "0", "--scenario", str(script)],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert sim.stderr is not None
+            base = ""
+            while not base:
+                line = sim.stderr.readline()
+                if not line:
+                    raise RuntimeError("the simulator did not start")
+                if "listening on " in line:
+                    base = line.split("listening on ")[1].split()[0]
+            workspace = root / "workspace"
+            workspace.mkdir()
+            client = RawClient([sys.executable, "-m", "agent_server", "serve"])
+            try:
+                settings = {
+                    "provider": "sim",
+                    "baseUrl": base,
+                    "model": MODEL,
+                    "sessionsDir": str(root / "sessions"),
+                    "permissions": {"mode": "allowAll"},
+                }
+                client.request(
+                    "initialize",
+                    {
+                        "processId": None,
+                        "rootUri": workspace.as_uri(),
+                        "capabilities": {},
+                        "workspaceFolders": [{"uri": workspace.as_uri(), "name": "w"}],
+                        "initializationOptions": {"settings": settings},
+                    },
+                )
+                client.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+                created, _, _ = client.request(
+                    "agent/session/new", {"workspaceUri": workspace.as_uri()}
+                )
+                client.send(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": "turn",
+                        "method": "agent/turn",
+                        "params": {
+                            "sessionId": created["sessionId"],
+                            "prompt": "Stream a long answer.",
+                        },
+                    }
+                )
+                arrivals: list[float] = []
+                characters = 0
+                while True:
+                    message, _ = client.read()
+                    if message.get("id") == "turn":
+                        break
+                    if message.get("method") == "agent/update":
+                        update = message["params"]["update"]
+                        if update["kind"] == "messageChunk":
+                            arrivals.append(time.perf_counter())
+                            characters += len(update["content"]["text"])
+            finally:
+                client.close()
+        finally:
+            sim.terminate()
+            sim.wait()
+    span = arrivals[-1] - arrivals[0] if len(arrivals) > 1 else 0.0
+    return {
+        "updates": len(arrivals),
+        "seconds": span,
+        "per_second": (len(arrivals) - 1) / span if span else 0.0,
+        "characters_per_second": characters / span if span else 0.0,
+    }
+
+
 # --- cold start ---------------------------------------------------------------------------------
 
 
-def _time_to_answer(command: Sequence[str], initialize: bool) -> float:
+def _time_to_answer(command: Sequence[str], initialize: bool) -> tuple[float, float]:
+    """Wall seconds until the answer (or the exit), and the child's CPU seconds."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     client = RawClient(command)
     try:
@@ -461,22 +589,27 @@ def _time_to_answer(command: Sequence[str], initialize: bool) -> float:
             client.read()
         else:
             client.process.wait()
-        return time.perf_counter() - started
+        seconds = time.perf_counter() - started
     finally:
         if client.process.poll() is None:
             client.process.kill()
         client.process.wait()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return seconds, cpu
 
 
 def cold_start(repeat: int = 7) -> dict[str, Any]:
     serve = [sys.executable, "-m", "agent_server", "serve"]
     bare = [sys.executable, "-c", "pass"]
+    _time_to_answer(serve, True)  # the first start fills the compiled-code cache
     times = [_time_to_answer(serve, True) for _ in range(repeat)]
     bases = [_time_to_answer(bare, False) for _ in range(repeat)]
     return {
-        "median_s": statistics.median(times),
-        "min_s": min(times),
-        "python_median_s": statistics.median(bases),
+        "median_s": statistics.median(t for t, _ in times),
+        "min_s": min(t for t, _ in times),
+        "cpu_median_s": statistics.median(c for _, c in times),
+        "python_median_s": statistics.median(t for t, _ in bases),
     }
 
 
@@ -503,6 +636,7 @@ def run(entries: int, ledger_dir: Path | None, progress: Any = print) -> dict[st
         progress("long sessions: notifications")
         server_notify = in_fresh_process(f"notify:server:{NOTIFICATIONS}", built)
         pygls_notify = in_fresh_process(f"notify:pygls:{NOTIFICATIONS}", built)
+        stream = streamed_turn()
         progress("long sessions: cold start")
         cold = cold_start()
     finally:
@@ -518,6 +652,7 @@ def run(entries: int, ledger_dir: Path | None, progress: Any = print) -> dict[st
         "load": load,
         "notify": server_notify,
         "notify_pygls": pygls_notify,
+        "stream": stream,
         "cold_start": cold,
         "seconds": time.perf_counter() - started,
     }
@@ -535,7 +670,9 @@ def format_report(result: dict[str, Any]) -> str:
         f"open, first (no index): {first['seconds']:.3f} s, peak +{first['peak_above_idle_mb']:.0f}"
         f" MB, held +{first['held_above_idle_mb']:.0f} MB (idle {first['idle_mb']:.0f} MB)",
         f"open, again:            {again['seconds']:.3f} s, peak +{again['peak_above_idle_mb']:.0f}"
-        f" MB, held +{again['held_above_idle_mb']:.0f} MB",
+        f" MB, held +{again['held_above_idle_mb']:.0f} MB (CPU {again['cpu_seconds']:.3f} s)",
+        f"  memory per turn after open: {again['mb_per_turn'] * 1e3:+.1f} kB "
+        "(300 turns, a compaction every 25)",
         f"  baseline, json.loads of every line: {base['seconds']:.3f} s, "
         f"peak +{base['peak_above_idle_mb']:.0f} MB",
     ]
@@ -545,7 +682,9 @@ def format_report(result: dict[str, Any]) -> str:
     elif "error" in pi:
         lines.append(f"  pi: failed ({pi['error']})")
     else:
-        lines.append(f"  pi SessionManager.open: {pi['seconds']:.3f} s, peak {pi['peak_mb']:.0f} MB")
+        lines.append(
+            f"  pi SessionManager.open: {pi['seconds']:.3f} s, peak {pi['peak_mb']:.0f} MB"
+        )
     lines += [
         f"agent/session/load: {load['seconds']:.3f} s, {load['bytes'] / 1e6:.2f} MB, "
         f"{load['items']} items; server peak +{load['peak_above_idle_mb']:.0f} MB "
@@ -564,8 +703,13 @@ def format_report(result: dict[str, Any]) -> str:
         f"agent/update at the server: {notify['per_second']:,.0f} per second "
         f"({notify['count']:,} in {notify['seconds']:.3f} s); baseline, pygls notify + "
         f"flush each: {pygls_notify['per_second']:,.0f} per second",
+        f"  a real turn (sim and server in their own processes, a raw reader): "
+        f"{result['stream']['per_second']:,.0f} updates per second "
+        f"({result['stream']['updates']:,} chunks, "
+        f"{result['stream']['characters_per_second'] / 1e3:,.0f}k characters per second)",
         f"cold start to the initialize answer: median {cold['median_s']:.3f} s "
-        f"(min {cold['min_s']:.3f}); baseline, python -c pass: {cold['python_median_s']:.3f} s",
+        f"(min {cold['min_s']:.3f}, CPU {cold['cpu_median_s']:.3f} s); baseline, "
+        f"python -c pass: {cold['python_median_s']:.3f} s",
     ]
     return "\n".join(lines)
 
