@@ -17,9 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agent_server.agent.tools import Tool
 from agent_server.errors import EntryNotFoundError
 from agent_server.llm.messages import (
     AssistantMessage,
@@ -39,7 +38,10 @@ from agent_server.session.entries import (
     MessageEntry,
     ModelChangeEntry,
 )
-from agent_server.session.ledger import Ledger
+
+if TYPE_CHECKING:  # the live stream uses the item builders without loading every tool
+    from agent_server.agent.tools import Tool
+    from agent_server.session.ledger import Ledger
 
 DEFAULT_PAGE = 100  # entries per page unless the editor asks otherwise
 # Entry kinds an editor shows (system prompts, titles and unknown future types are not).

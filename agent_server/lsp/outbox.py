@@ -3,10 +3,11 @@
 pygls writes each message with its own write and flush; a streamed answer makes hundreds of
 `agent/update` notifications a turn, and the syscalls and flushes were a quarter of the
 server's time. Here every message sent in one turn of the event loop goes out in one write,
-after the loop has done its work. When the pipe to the editor is a pipe or socket, it is made
-non-blocking: a full pipe (an editor slower than the model) never stalls the server, and text
-chunks of one message that wait behind it are merged into one notification (a client behind
-by a few milliseconds gets fewer, larger chunks; nothing is lost and the order holds).
+after the loop has done its work; in a burst, at most one write every 2 ms. When the pipe to
+the editor is a pipe or socket, it is made non-blocking: a full pipe (an editor slower than
+the model) never stalls the server, and text chunks of one message that wait behind it are
+merged into one notification (a client behind by a few milliseconds gets fewer, larger
+chunks; nothing is lost and the order holds).
 
 `agent/update` notifications get their `seq` here, when they are encoded, so that merged
 chunks leave no gap. pygls's own messages (responses, requests, other notifications) come in
@@ -25,6 +26,9 @@ from collections.abc import Mapping
 from typing import Any, BinaryIO
 
 CHUNK_KINDS = frozenset(("messageChunk", "thoughtChunk"))
+# A message sent after a quiet spell goes out at the end of the loop's turn; in a burst, what
+# arrives within this many seconds of the last write goes out together with the next one.
+WRITE_INTERVAL = 0.002
 
 
 class _Update:
@@ -76,6 +80,7 @@ class Outbox:
         self._seq: dict[tuple[str, str], int] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._scheduled = False
+        self._last_write = 0.0  # the loop's clock at the last write
         self._waiting = False  # the pipe is full: waiting until it can take more
         self._idle = threading.Event()
         self._idle.set()
@@ -132,7 +137,11 @@ class Outbox:
             loop = None
         if loop is not None:
             self._loop = loop
-            loop.call_soon(self._send)
+            wait = self._last_write + WRITE_INTERVAL - loop.time()
+            if wait > 0:  # in a burst: at most one write per interval
+                loop.call_later(wait, self._send)
+            else:
+                loop.call_soon(self._send)
         elif self._loop is not None and self._loop.is_running():  # from another thread
             self._loop.call_soon_threadsafe(self._send)
         else:
@@ -179,6 +188,8 @@ class Outbox:
                         self._wait_for_room()
                         return
                 del self._buffer[:written]
+                if self._loop is not None:
+                    self._last_write = self._loop.time()
                 if not self._buffer:
                     self._encode()  # anything queued meanwhile (from another thread)
         except OSError:  # the editor went away: nothing more can be sent

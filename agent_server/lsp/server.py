@@ -30,6 +30,15 @@ from pygls.protocol import (
 )
 
 from agent_server import __version__
+from agent_server.agent.events import (
+    AgentEvent,
+    CompactionFinished,
+    CompactionStarted,
+    OverflowHappened,
+    ToolCallStarted,
+    TurnEnded,
+    UsageUpdated,
+)
 from agent_server.agent.settings import AgentSettings, settings_from_json
 from agent_server.errors import (
     AgentServerError,
@@ -44,7 +53,6 @@ from agent_server.lsp.wire import Params, UnknownWorkspaceError, rpc_error
 if TYPE_CHECKING:
     # The agent (sessions, tools, the SDKs' shims) loads after `initialize` is answered, in
     # the background, or on the first request that needs it: startup stays short.
-    from agent_server.agent.events import AgentEvent, CompactionFinished, CompactionStarted
     from agent_server.agent.permissions import PermissionRequest
     from agent_server.agent.session import AgentSession
     from agent_server.agent.workspace import WorkspaceAgent
@@ -197,15 +205,6 @@ class AgentLanguageServer(LanguageServer):
         return emit
 
     def relay(self, session_id: str, event: AgentEvent) -> None:
-        from agent_server.agent.events import (
-            CompactionFinished,
-            CompactionStarted,
-            OverflowHappened,
-            ToolCallStarted,
-            TurnEnded,
-            UsageUpdated,
-        )
-
         stream = self.state.turns.get(session_id)
         if isinstance(event, UsageUpdated):
             self.notify(USAGE, wire.usage_json(session_id, event.snapshot))
@@ -248,8 +247,6 @@ class AgentLanguageServer(LanguageServer):
         if not self.state.work_done_progress:
             return
         token = f"agent-compaction-{event.compaction_id}"
-        from agent_server.agent.events import CompactionStarted
-
         if isinstance(event, CompactionStarted):
             message = f"{event.tokens_before} tokens ({event.reason})"
             self.state.progress[event.compaction_id] = self._background(

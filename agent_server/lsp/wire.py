@@ -11,11 +11,25 @@ import base64
 import binascii
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
+from agent_server.agent import transcript
+from agent_server.agent.events import (
+    AgentEvent,
+    CompactionFinished,
+    CompactionStarted,
+    Notice,
+    OverflowHappened,
+    TextChunk,
+    ThinkingChunk,
+    ToolCallStarted,
+    ToolCallUpdated,
+    TurnStarted,
+    UsageSnapshot,
+)
 from agent_server.errors import (
     AgentServerError,
     ConfigError,
@@ -29,15 +43,6 @@ from agent_server.llm.messages import (
     TextContent,
     UserContent,
 )
-
-if TYPE_CHECKING:
-    from agent_server.agent.events import (
-        AgentEvent,
-        CompactionFinished,
-        CompactionStarted,
-        OverflowHappened,
-        UsageSnapshot,
-    )
 
 UNKNOWN_SESSION = -32001
 SESSION_BUSY = -32002
@@ -208,16 +213,6 @@ def usage_json(session_id: str, snapshot: UsageSnapshot) -> dict[str, Any]:
 def update_json(event: AgentEvent) -> dict[str, Any] | None:
     """The `update` of an agent/update notification, or None if the event is not one. The
     shapes are the transcript's items (agent/transcript.py): live and loaded are alike."""
-    from agent_server.agent import transcript
-    from agent_server.agent.events import (
-        Notice,
-        TextChunk,
-        ThinkingChunk,
-        ToolCallStarted,
-        ToolCallUpdated,
-        TurnStarted,
-    )
-
     if isinstance(event, TurnStarted):
         return transcript.user_message_item(event.entry_id, event.parent_id, event.content)
     if isinstance(event, TextChunk):
@@ -238,8 +233,6 @@ def update_json(event: AgentEvent) -> dict[str, Any] | None:
 def compaction_json(
     session_id: str, event: CompactionStarted | CompactionFinished
 ) -> dict[str, Any]:
-    from agent_server.agent.events import CompactionStarted
-
     if isinstance(event, CompactionStarted):
         return {
             "sessionId": session_id,
@@ -274,5 +267,3 @@ def overflow_json(session_id: str, event: OverflowHappened) -> dict[str, Any]:
         "action": event.action,
         "message": event.message,
     }
-
-
