@@ -621,8 +621,12 @@ def cold_start(repeat: int = 7) -> dict[str, Any]:
 # --- the run ------------------------------------------------------------------------------------
 
 
-def run(entries: int, ledger_dir: Path | None, progress: Any = print) -> dict[str, Any]:
+def run(
+    entries: int, ledger_dir: Path | None, progress: Any = print, *, quick: bool = False
+) -> dict[str, Any]:
+    """Every figure for a session of `entries` entries (`quick`: fewer repeats and updates)."""
     started = time.perf_counter()
+    notifications = 5_000 if quick else NOTIFICATIONS
     scratch = None
     if ledger_dir is None:
         scratch = tempfile.TemporaryDirectory(prefix="long-session-bench-")
@@ -639,11 +643,11 @@ def run(entries: int, ledger_dir: Path | None, progress: Any = print) -> dict[st
         progress("long sessions: agent/session/load over stdio")
         load = lsp_load(built)
         progress("long sessions: notifications")
-        server_notify = in_fresh_process(f"notify:server:{NOTIFICATIONS}", built)
-        pygls_notify = in_fresh_process(f"notify:pygls:{NOTIFICATIONS}", built)
-        stream = streamed_turn()
+        server_notify = in_fresh_process(f"notify:server:{notifications}", built)
+        pygls_notify = in_fresh_process(f"notify:pygls:{notifications}", built)
+        stream = streamed_turn(3_000 if quick else 15_000)
         progress("long sessions: cold start")
-        cold = cold_start()
+        cold = cold_start(3 if quick else 7)
     finally:
         if scratch is not None:
             scratch.cleanup()
@@ -661,6 +665,44 @@ def run(entries: int, ledger_dir: Path | None, progress: Any = print) -> dict[st
         "cold_start": cold,
         "seconds": time.perf_counter() - started,
     }
+
+
+GOAL_OPEN_SECONDS = 0.5
+GOAL_OPEN_MB = 100
+GOAL_LOAD_SECONDS = 0.3
+GOAL_UPDATES_PER_SECOND = 10_000
+GOAL_COLD_START_SECONDS = 0.5
+
+
+def goals(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The issue's goals against this run's figures."""
+    size = f"{result['entries']:,} entries"
+    opened, load = result["open"], result["load"]
+    notify, cold = result["notify"], result["cold_start"]
+    return [
+        {
+            "goal": f"open a session of {size} under {GOAL_OPEN_SECONDS} s and "
+            f"{GOAL_OPEN_MB} MB above the idle server",
+            "figure": f"{opened['seconds']:.3f} s, peak +{opened['peak_above_idle_mb']:.0f} MB",
+            "met": opened["seconds"] < GOAL_OPEN_SECONDS
+            and opened["peak_above_idle_mb"] < GOAL_OPEN_MB,
+        },
+        {
+            "goal": f"agent/session/load of {size} under {GOAL_LOAD_SECONDS} s",
+            "figure": f"{load['seconds']:.3f} s ({load['bytes'] / 1e3:,.0f} kB)",
+            "met": load["seconds"] < GOAL_LOAD_SECONDS,
+        },
+        {
+            "goal": f"at least {GOAL_UPDATES_PER_SECOND:,} agent/update per second at the server",
+            "figure": f"{notify['per_second']:,.0f} per second",
+            "met": notify["per_second"] >= GOAL_UPDATES_PER_SECOND,
+        },
+        {
+            "goal": f"cold start to the initialize answer under {GOAL_COLD_START_SECONDS} s",
+            "figure": f"{cold['median_s']:.3f} s (CPU {cold['cpu_median_s']:.3f} s)",
+            "met": cold["median_s"] < GOAL_COLD_START_SECONDS,
+        },
+    ]
 
 
 def format_report(result: dict[str, Any]) -> str:
