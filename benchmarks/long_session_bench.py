@@ -346,6 +346,11 @@ class RawClient:
             if "method" in message and "id" in message:  # a request to the client
                 self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
 
+    def cpu_seconds(self) -> float:
+        """The server's CPU time so far (user + system, from /proc)."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def status_mb(self, field: str) -> float:
         for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
             if line.startswith(field + ":"):
@@ -390,7 +395,9 @@ def lsp_load(built: dict[str, Any]) -> dict[str, Any]:
             "agent/session/load", {"sessionId": built["short"]}
         )
         idle = client.status_mb("VmRSS")
+        cpu_before = client.cpu_seconds()
         result, size, seconds = client.request("agent/session/load", {"sessionId": built["long"]})
+        cpu = client.cpu_seconds() - cpu_before
         peak = client.status_mb("VmHWM")
         _, again_size, again_seconds = client.request(
             "agent/session/load", {"sessionId": built["long"]}
@@ -414,6 +421,7 @@ def lsp_load(built: dict[str, Any]) -> dict[str, Any]:
         "short_seconds": short_seconds,
         "short_bytes": short_size,
         "seconds": seconds,
+        "cpu_seconds": cpu,
         "bytes": size,
         "items": len(transcript),
         "again_seconds": again_seconds,
@@ -734,7 +742,8 @@ def format_report(result: dict[str, Any]) -> str:
         )
     lines += [
         f"agent/session/load: {load['seconds']:.3f} s, {load['bytes'] / 1e6:.2f} MB, "
-        f"{load['items']} items; server peak +{load['peak_above_idle_mb']:.0f} MB "
+        f"{load['items']} items, server CPU {load['cpu_seconds']:.2f} s; "
+        f"server peak +{load['peak_above_idle_mb']:.0f} MB "
         f"(idle {load['idle_mb']:.0f} MB), held +{load['held_above_idle_mb']:.0f} MB",
         f"  again: {load['again_seconds']:.3f} s; baseline, a 10-entry session: "
         f"{load['short_seconds']:.3f} s ({load['short_bytes'] / 1e3:.1f} kB)",
