@@ -29,6 +29,9 @@ async def test_sessions_listed_and_loaded_after_a_restart(
         after = await agent.request("agent/session/load", {"sessionId": session_id})
         assert after["transcript"] == before["transcript"]
         assert after["usage"]["used"] == before["usage"]["used"]
+        # the session's cost and cache-hit rate come back from the index's sums
+        assert after["usage"]["cost"] == before["usage"]["cost"] > 0
+        assert after["usage"]["cacheHitRate"] == before["usage"]["cacheHitRate"]
         result = await agent.request(
             "agent/turn", {"sessionId": session_id, "prompt": SCENARIO_PROMPTS[1]}
         )
