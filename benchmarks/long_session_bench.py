@@ -150,7 +150,8 @@ def _open_here(built: dict[str, Any]) -> dict[str, Any]:
     cpu = time.process_time() - cpu_started
     held = _rss_mb()
     peak = _peak_mb()
-    per_turn = _turns(session)
+    # The turns append to the ledger: only ever on a copy (see `turns_on_a_copy`).
+    per_turn = _turns(session) if built.get("copy") else None
     asyncio.run(agent.close())
     return {
         "seconds": seconds,
@@ -161,6 +162,17 @@ def _open_here(built: dict[str, Any]) -> dict[str, Any]:
         "context_tokens": snapshot.used,
         "mb_per_turn": per_turn,
     }
+
+
+def turns_on_a_copy(built: dict[str, Any]) -> float:
+    """MB per turn (see `_turns`), on a copy of the sessions: the ledger measured stays as
+    it was built."""
+    with tempfile.TemporaryDirectory(prefix="long-session-turns-") as scratch:
+        sessions = Path(scratch) / "sessions"
+        shutil.copytree(built["sessions"], sessions)
+        copy = {**built, "sessions": str(sessions), "copy": True}
+        result: float = in_fresh_process("open", copy)["mb_per_turn"]
+        return result
 
 
 def _turns(session: Any, turns: int = 300, every: int = 25) -> float:
@@ -647,6 +659,7 @@ def run(
         first = in_fresh_process("open", built)
         again = in_fresh_process("open", built)
         baseline = in_fresh_process("read-all", built)
+        again["mb_per_turn"] = turns_on_a_copy(built)
         pi = pi_open(built)
         progress("long sessions: agent/session/load over stdio")
         load = lsp_load(built)
