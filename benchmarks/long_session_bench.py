@@ -311,7 +311,8 @@ class RawClient:
             stderr=subprocess.DEVNULL,
             env=env,
         )
-        self._buffer = b""
+        self._buffer = bytearray()
+        self._pos = 0
         self._next_id = 0
 
     def send(self, message: dict[str, Any]) -> None:
@@ -321,26 +322,32 @@ class RawClient:
         self.process.stdin.flush()
 
     def read(self) -> tuple[dict[str, Any], int]:
-        """The next message, and its size in bytes."""
+        """The next message, and its size in bytes. The buffer grows in place and is read
+        from a position (no copying of what is left per message: a 100 MB answer or a write
+        of many small messages costs the reader its size, not its square)."""
         assert self.process.stdout is not None
         fd = self.process.stdout.fileno()
+        buffer = self._buffer
         while True:
-            end = self._buffer.find(b"\r\n\r\n")
+            end = buffer.find(b"\r\n\r\n", self._pos)
             if end >= 0:
                 length = 0
-                for line in self._buffer[:end].split(b"\r\n"):
+                for line in bytes(buffer[self._pos : end]).split(b"\r\n"):
                     name, _, value = line.partition(b":")
                     if name.strip().lower() == b"content-length":
                         length = int(value)
                 start = end + 4
-                if len(self._buffer) >= start + length:
-                    body = self._buffer[start : start + length]
-                    self._buffer = self._buffer[start + length :]
+                if len(buffer) >= start + length:
+                    body = bytes(buffer[start : start + length])
+                    self._pos = start + length
+                    if self._pos > 1 << 20:
+                        del buffer[: self._pos]
+                        self._pos = 0
                     return json.loads(body), length
             chunk = os.read(fd, 1 << 20)
             if not chunk:
                 raise EOFError("the server closed its output")
-            self._buffer += chunk
+            buffer += chunk
 
     def request(self, method: str, params: Any) -> tuple[Any, int, float]:
         """The result, the answer's size in bytes, and the seconds until it was read."""
