@@ -106,7 +106,7 @@ def run(quick: bool = False, progress: Any = None) -> dict[str, Any]:
         progress("editor: agent-server serve over stdio")
     editor = editor_bench.run(quick)
     long_sessions = long_session_bench.run(
-        10_000 if quick else 100_000, None, progress or (lambda _message: None), quick=quick
+        5_000 if quick else 100_000, None, progress or (lambda _message: None), quick=quick
     )
     result: dict[str, Any] = {
         "quick": quick,

@@ -666,8 +666,8 @@ def run(
         first = in_fresh_process("open", built)
         again = in_fresh_process("open", built)
         baseline = in_fresh_process("read-all", built)
-        again["mb_per_turn"] = turns_on_a_copy(built)
-        pi = pi_open(built)
+        again["mb_per_turn"] = None if quick else turns_on_a_copy(built)
+        pi = None if quick else pi_open(built)
         progress("long sessions: agent/session/load over stdio")
         load = lsp_load(built)
         progress("long sessions: notifications")
@@ -746,14 +746,18 @@ def format_report(result: dict[str, Any]) -> str:
         f" MB, held +{first['held_above_idle_mb']:.0f} MB (idle {first['idle_mb']:.0f} MB)",
         f"open, again:            {again['seconds']:.3f} s, peak +{again['peak_above_idle_mb']:.0f}"
         f" MB, held +{again['held_above_idle_mb']:.0f} MB (CPU {again['cpu_seconds']:.3f} s)",
-        f"  memory per turn after open: {again['mb_per_turn'] * 1e3:+.1f} kB "
-        "(300 turns, a compaction every 25)",
+        (
+            f"  memory per turn after open: {again['mb_per_turn'] * 1e3:+.1f} kB "
+            "(300 turns, a compaction every 25)"
+            if again["mb_per_turn"] is not None
+            else "  memory per turn: not measured (--quick)"
+        ),
         f"  baseline, json.loads of every line: {base['seconds']:.3f} s, "
         f"peak +{base['peak_above_idle_mb']:.0f} MB",
     ]
     pi = result.get("pi_open")
     if pi is None:
-        lines.append("  pi: not installed (skipped)")
+        lines.append("  pi: not installed, or --quick (skipped)")
     elif "error" in pi:
         lines.append(f"  pi: failed ({pi['error']})")
     else:

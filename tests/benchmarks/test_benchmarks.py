@@ -330,5 +330,7 @@ def test_the_long_session_bench_opens_loads_and_pages_a_small_session(tmp_path: 
     }
     text = long_session_bench.format_report(fake)
     assert "400 entries" in text and "pi: not installed" in text
+    fake["open"] = {**opened, "mb_per_turn": None}
+    assert "not measured" in long_session_bench.format_report(fake)
     goals = long_session_bench.goals(fake)
     assert [g["met"] for g in goals][3] is True
