@@ -6,7 +6,7 @@ its recent turns, and a tail of ordinary turns after the last one (not a compact
 nothing). Then, each figure beside a baseline measured in the same run:
 
 - open: `WorkspaceAgent.open` in a fresh interpreter: wall time, and peak RSS above the
-  interpreter with the agent imported and idle (getrusage's ru_maxrss against
+  interpreter with the agent imported and idle (VmHWM, reset just before the open, against
   /proc/self/statm). Twice: the first open of the ledger (it builds the index, if the code
   has one) and the next. Baseline: `json.loads` of every line in a fresh interpreter, the
   least any reader of the whole file does; and pi's `SessionManager.open` when pi is installed
@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import resource
@@ -112,7 +113,20 @@ def _rss_mb() -> float:
         return int(handle.read().split()[1]) * PAGE / 1e6
 
 
+def _reset_peak() -> None:
+    """Start the peak (VmHWM) over from the current resident set (Linux 4.0+), so that an
+    earlier peak (importing an SDK) is not counted as the open's."""
+    with contextlib.suppress(OSError):
+        Path("/proc/self/clear_refs").write_text("5")
+
+
 def _peak_mb() -> float:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1e3
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
 
 
@@ -141,6 +155,7 @@ def _open_here(built: dict[str, Any]) -> dict[str, Any]:
     # An idle server has loaded its provider SDKs (in the background, after `initialized`):
     # what is measured is the session's open, not the SDK's import.
     connect(settings, env={})
+    _reset_peak()
     idle = _rss_mb()
     started = time.perf_counter()
     cpu_started = time.process_time()
@@ -224,6 +239,7 @@ def _read_all_here(built: dict[str, Any]) -> dict[str, Any]:
     path = SessionStore(Path(built["sessions"]), Path(built["workspace"])).ledger_path(
         built["long"]
     )
+    _reset_peak()
     idle = _rss_mb()
     started = time.perf_counter()
     with path.open("rb") as handle:
