@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agent_server.context.summary_prompt import note_text
 from agent_server.errors import EntryNotFoundError
 from agent_server.llm.messages import (
     AssistantMessage,
@@ -102,13 +103,22 @@ def tool_call_update_item(
     output: str | None = None,
     details: Mapping[str, Any] | None = None,
 ) -> Item:
-    """A tool call's progress or result: its status, the text the model got back, and what
-    the tool reported for the editor only (`rawOutput`: a diff, line ranges, ...)."""
+    """A tool call's progress or result: its status, the text the model got back (and a
+    write's or edit's file change as `diff` content), and what else the tool reported for the
+    editor only (`rawOutput`: line ranges, counts, ...)."""
     item: Item = {"kind": "toolCallUpdate", "toolCallId": tool_call_id, "status": status}
+    content: list[Item] = []
     if output is not None:
-        item["content"] = [{"type": "content", "content": {"type": "text", "text": output}}]
-    if details:
-        item["rawOutput"] = json_details(details)
+        content.append({"type": "content", "content": {"type": "text", "text": output}})
+    details = details or {}
+    change = details.get("change")  # a write's or edit's file change: shown as a diff
+    if isinstance(change, Mapping) and change.get("type") == "diff":
+        content.append(dict(change))
+    if content:
+        item["content"] = content
+    raw = json_details({k: v for k, v in details.items() if k != "change"})
+    if raw:
+        item["rawOutput"] = raw
     return item
 
 
@@ -142,6 +152,10 @@ def entry_items(entry: Entry, tools: Mapping[str, Tool]) -> list[Item]:
     if isinstance(entry, MessageEntry):
         message = entry.message
         if isinstance(message, UserMessage):
+            if message.note is not None:  # the editor's note (an external edit, a branch
+                # summary), not something the user typed: shown as the live notice was
+                item = notice_item("info", note_text(message))
+                return [{**item, "entryId": entry.id, "note": message.note}]
             return [user_message_item(entry.id, entry.parent_id, message.content)]
         if isinstance(message, AssistantMessage):
             return _assistant_items(entry.id, message, tools)
@@ -157,7 +171,10 @@ def entry_items(entry: Entry, tools: Mapping[str, Tool]) -> list[Item]:
     if isinstance(entry, CompactionEntry):
         return [compaction_item(entry)]
     if isinstance(entry, BranchEntry):
-        return [{"kind": "branch", "entryId": entry.id, "targetId": entry.target_id}]
+        item = {"kind": "branch", "entryId": entry.id, "targetId": entry.target_id}
+        if entry.summary is not None:
+            item["summary"] = entry.summary
+        return [item]
     if isinstance(entry, ModelChangeEntry):
         return [
             {

@@ -11,7 +11,7 @@ import base64
 import binascii
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
@@ -21,6 +21,7 @@ from agent_server.agent.events import (
     AgentEvent,
     CompactionFinished,
     CompactionStarted,
+    ContextDecided,
     Notice,
     OverflowHappened,
     TextChunk,
@@ -41,7 +42,9 @@ from agent_server.errors import (
 from agent_server.llm.messages import (
     ImageContent,
     TextContent,
+    Usage,
     UserContent,
+    content_to_json,
 )
 
 UNKNOWN_SESSION = -32001
@@ -54,6 +57,10 @@ IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 MAX_PROMPT_CHARS = 2_000_000
 DEFAULT_PAGE = 100  # transcript entries per page unless the editor asks otherwise
 MAX_PAGE = 1000
+
+if TYPE_CHECKING:  # the agent's heavier modules load after `initialize` (lsp/startup.py)
+    from agent_server.agent.permissions import PermissionRequest
+    from agent_server.agent.session import Rewound
 
 
 class UnknownWorkspaceError(AgentServerError):
@@ -118,6 +125,14 @@ class Params:
             raise self._fail(key, f"must be an integer, not {type(value).__name__}")
         if not 1 <= value <= maximum:
             raise self._fail(key, f"must be between 1 and {maximum}")
+        return value
+
+    def boolean(self, key: str, default: bool = False) -> bool:
+        value = self.raw.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise self._fail(key, f"must be true or false, not {type(value).__name__}")
         return value
 
     def token(self, key: str) -> str | int | None:
@@ -192,21 +207,51 @@ def path_to_uri(path: Path) -> str:
 
 
 def usage_json(session_id: str, snapshot: UsageSnapshot) -> dict[str, Any]:
-    last = snapshot.last_call
+    """The usage snapshot: the context meter, the last call, the turn (running, or the last
+    one) and the session, each with its tokens and cost."""
     return {
         "sessionId": session_id,
         "used": snapshot.used,
         "size": snapshot.size,
         "compactAt": snapshot.compact_at,
         "windowNumber": snapshot.window_number,
-        "lastTurn": {
-            "input": last.input if last else 0,
-            "cacheRead": last.cache_read if last else 0,
-            "cacheWrite": last.cache_write if last else 0,
-            "output": last.output if last else 0,
-        },
+        "lastCall": _tokens_json(snapshot.last_call or Usage()),
+        "lastTurn": {**_tokens_json(snapshot.turn), "calls": snapshot.turn_calls},
+        "session": {**_tokens_json(snapshot.session), "calls": snapshot.calls},
         "cacheHitRate": round(snapshot.cache_hit_rate, 4),
         "cost": round(snapshot.cost, 6),
+    }
+
+
+def _tokens_json(usage: Usage) -> dict[str, Any]:
+    return {
+        "input": usage.input,
+        "cacheRead": usage.cache_read,
+        "cacheWrite": usage.cache_write,
+        "output": usage.output,
+        "cost": round(usage.cost.total, 6),
+    }
+
+
+def rewind_json(rewound: Rewound) -> dict[str, Any]:
+    out: dict[str, Any] = {"leafId": rewound.leaf_id}
+    if rewound.prompt is not None:
+        out["prompt"] = [content_to_json(block) for block in rewound.prompt]
+    if rewound.summary is not None:
+        out["summary"] = rewound.summary
+    return out
+
+
+def decision_json(session_id: str, event: ContextDecided) -> dict[str, Any]:
+    decision = event.decision
+    return {
+        "sessionId": session_id,
+        "turnId": event.turn_id,
+        "action": decision.action,
+        "reason": decision.reason,
+        "tokens": decision.tokens,
+        "threshold": decision.threshold,
+        "window": decision.window,
     }
 
 
@@ -228,6 +273,25 @@ def update_json(event: AgentEvent) -> dict[str, Any] | None:
     if isinstance(event, Notice):
         return transcript.notice_item(event.level, event.message)
     return None
+
+
+def permission_json(session_id: str, request: PermissionRequest) -> dict[str, Any]:
+    """The params of agent/requestPermission: the call as the Agent Client Protocol's
+    ToolCallUpdate (with the file change as diff content) and the choices."""
+    call = request.tool_call
+    tool_call: dict[str, Any] = {
+        "toolCallId": call.id,
+        "title": request.title,
+        "toolKind": request.tool.kind,
+        "rawInput": dict(call.arguments),
+    }
+    if request.change is not None:
+        tool_call["content"] = [request.change.to_json()]
+    return {
+        "sessionId": session_id,
+        "toolCall": tool_call,
+        "options": [option.to_json() for option in request.options],
+    }
 
 
 def compaction_json(

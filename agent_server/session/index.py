@@ -51,7 +51,7 @@ from agent_server.session.entries import (
 )
 from agent_server.session.meta import MetaFold
 
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 INDEX_SUFFIX = ".index.json"
 DIGEST_SPAN = 256
 
@@ -184,6 +184,8 @@ class LedgerIndex:
                 "title": self.meta.title,
                 "model": self.meta.model,
                 "updatedAt": self.meta.updated_at,
+                "firstPrompt": self.meta.first_prompt,
+                "promptCount": self.meta.prompt_count,
             },
             "usage": usage_to_json(self.usage),
             "calls": self.calls,
@@ -231,7 +233,14 @@ class LedgerIndex:
         if count and not all(-1 <= p < n for n, p in enumerate(index.parents)):
             raise ValueError("a parent follows its child")
         meta = data["meta"]
-        index.meta = MetaFold(meta["title"], meta["model"], str(meta["updatedAt"]), count)
+        index.meta = MetaFold(
+            meta["title"],
+            meta["model"],
+            str(meta["updatedAt"]),
+            count,
+            meta["firstPrompt"],
+            int(meta["promptCount"]),
+        )
         index.usage = usage_from_json(data["usage"])
         index.calls = int(data["calls"])
         index.model_change = int(data["modelChange"])

@@ -23,6 +23,7 @@ sees, not the length of the history.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import json
 import logging
@@ -448,8 +449,7 @@ class Ledger:
     @property
     def meta(self) -> MetaFold:
         """Title, model, last update and entry count (kept up to date on every append)."""
-        fold = self._index.meta
-        return MetaFold(fold.title, fold.model, fold.updated_at, len(self._index))
+        return dataclasses.replace(self._index.meta, entry_count=len(self._index))
 
     @property
     def usage(self) -> tuple[Usage, int]:
