@@ -93,7 +93,7 @@ async def test_rewind_continues_from_an_earlier_entry_without_deleting(
         rewound = await agent.request(
             "agent/rewind", {"sessionId": session_id, "entryId": second_prompt["entryId"]}
         )
-        assert rewound["prompt"] == second_prompt["message"]["content"]
+        assert rewound["prompt"] == second_prompt["content"]
         after = await agent.request("agent/session/load", {"sessionId": session_id})
         assert after["leafId"] == rewound["leafId"]
         # an answer's messageId is its entry id: the rewind target is shown
