@@ -27,6 +27,7 @@ import json
 import logging
 import os
 import re
+import select
 import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import CancelledError, Future
@@ -562,6 +563,9 @@ def stdin_reader(stdin: BinaryIO) -> Callable[[], Awaitable[bytes]]:
         while True:
             try:
                 data = os.read(fd, READ_CHUNK)
+            except BlockingIOError:  # stdin shares a non-blocking description with stdout
+                select.select([fd], [], [])
+                continue
             except OSError:
                 data = b""
             try:
