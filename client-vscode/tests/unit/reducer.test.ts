@@ -294,7 +294,8 @@ describe('session load', () => {
   it('says what a repair on open did, after the history it kept', () => {
     const result = {
       sessionId: 's1',
-      transcript: [{ type: 'message', entryId: 'a', parentId: null, message: { role: 'user', content: 'one' } }],
+      transcript: [{ kind: 'userMessage', entryId: 'a', parentId: null, content: [{ type: 'text', text: 'one' }] }],
+      cursor: null,
       usage: usage(10),
       repair: {
         message: 'The session was repaired when it was opened: line 3 skipped (not valid JSON). 1 entry kept.',
