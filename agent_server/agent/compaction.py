@@ -103,7 +103,7 @@ class Compactor:
         *,
         ledger: Ledger,
         system_prompt: str,
-        tools: tuple[ToolSpec, ...],
+        tools: Callable[[], tuple[ToolSpec, ...]],
         emit: EventSink,
         summarise: Summarise,
     ) -> None:
@@ -126,7 +126,7 @@ class Compactor:
     ) -> CompactionOutcome:
         entries = self._ledger.projection_entries()
         projection = project(entries)
-        context = Context(self._system_prompt, self._tools, projection.messages)
+        context = Context(self._system_prompt, self._tools(), projection.messages)
         tokens_before = estimate_context_tokens(context, fresh_from=projection.fresh_from).tokens
         cut = find_cut_point(
             entries,
@@ -164,7 +164,7 @@ class Compactor:
                 )
                 request = Context(
                     self._system_prompt,
-                    self._tools,
+                    self._tools(),
                     append_instruction(projection.messages, instruction),
                 )
                 budget = min(room, SUMMARY_OUTPUT_TOKENS, model.max_output)
@@ -203,7 +203,7 @@ class Compactor:
         compacted = build_compacted_messages(
             summary, [entry.message for entry in cut.kept], split_turn_summary=split_turn_summary
         )
-        after_context = Context(self._system_prompt, self._tools, tuple(compacted))
+        after_context = Context(self._system_prompt, self._tools(), tuple(compacted))
         tokens_after = estimate_context_tokens(after_context, fresh_from=len(compacted)).tokens
         if tokens_after >= tokens_before:
             problem = (

@@ -28,6 +28,7 @@ from agent_server.agent.events import (
     AgentEvent,
     CompactionReason,
     EventSink,
+    McpStatusChanged,
     Notice,
     OverflowHappened,
     TextChunk,
@@ -40,6 +41,9 @@ from agent_server.agent.events import (
     ignore_events,
 )
 from agent_server.agent.file_watch import FileWatch, external_edit_note
+from agent_server.agent.mcp.config import McpServerConfig
+from agent_server.agent.mcp.servers import McpServers
+from agent_server.agent.mcp.session_tools import AcceptOutcome, McpStatus, SessionTools
 from agent_server.agent.model_call import CallAttempt, RetryPolicy, call_model
 from agent_server.agent.permissions import AskCallback, PermissionGate
 from agent_server.agent.policy import ContextPolicy, PolicyView
@@ -69,6 +73,7 @@ from agent_server.llm.messages import (
     TextContent,
     ToolCall,
     ToolResultMessage,
+    ToolSpec,
     Usage,
     UserContent,
     UserMessage,
@@ -127,6 +132,7 @@ class AgentSession:
         system_prompt: str,
         tools: Sequence[Tool],
         spill_dir: Path,
+        mcp: McpServers | None = None,
         ask: AskCallback | None = None,
         assume_yes: bool = False,
         emit: EventSink = ignore_events,
@@ -140,8 +146,6 @@ class AgentSession:
         self.workspace = workspace
         self.settings = settings
         self.system_prompt = system_prompt
-        self.tools = tuple(tools)
-        self.tool_specs = tuple(tool.spec for tool in self.tools)
         self._setup = setup
         self._pending_settings: AgentSettings | None = None
         self._reconnect = reconnect
@@ -151,11 +155,23 @@ class AgentSession:
         self._secrets = secrets
         self._spill_dir = spill_dir
         self.gate = PermissionGate(settings.permissions_mode, ask, assume_yes=assume_yes)
-        self._runner = ToolRunner(self.tools, self.gate, self._tool_context, self._emit)
+        # The tool list in force: built-in tools, then the MCP servers' (see mcp/session_tools).
+        self._tools = SessionTools(
+            ledger=ledger,
+            builtin=tools,
+            servers=mcp or McpServers((), state_dir=spill_dir),
+            estimate=self._tokens_with_tools,
+            on_status=lambda status: self._emit(McpStatusChanged(status)),
+            on_notice=lambda text: self._emit(Notice(self._current_turn, "info", text)),
+        )
+        with contextlib.suppress(RuntimeError):  # no running loop: the first turn starts them
+            asyncio.get_running_loop()
+            self._tools.servers.start()
+        self._runner = ToolRunner(self._tools.runnable, self.gate, self._tool_context, self._emit)
         self._compactor = Compactor(
             ledger=ledger,
             system_prompt=system_prompt,
-            tools=self.tool_specs,
+            tools=self._tools.specs,
             emit=self._emit,
             summarise=self._summarise,
         )
@@ -248,6 +264,29 @@ class AgentSession:
         finally:
             self._busy = False
 
+    @property
+    def tool_specs(self) -> tuple[ToolSpec, ...]:
+        """The tool list the next request sends."""
+        return self._tools.specs()
+
+    def mcp_status(self) -> McpStatus:
+        return self._tools.status()
+
+    def accept_tools(self) -> AcceptOutcome:
+        """Take in the waiting change of the MCP tools (the next request re-reads the prefix)."""
+        return self._tools.accept(busy=self._busy)
+
+    def mcp_server_names(self) -> tuple[str, ...]:
+        return self._tools.servers.names
+
+    async def restart_mcp_server(self, name: str) -> bool:
+        return await self._tools.servers.restart(name)
+
+    async def reconfigure_mcp(self, configs: Sequence[McpServerConfig]) -> None:
+        """New server configuration (settings or .mcp.json changed): servers that changed are
+        restarted; the tool list in force stays until the user accepts the change."""
+        await self._tools.servers.reconfigure(configs)
+
     def rewind(self, entry_id: str) -> str:
         if self._busy:
             raise SessionBusyError(f"session {self.session_id} is busy with a turn")
@@ -299,6 +338,7 @@ class AgentSession:
             return
         self.interrupt()
         await self._watch.stop()
+        await self._tools.servers.close()
         self.ledger.sync()
         self.ledger.close()
         with contextlib.suppress(Exception):
@@ -411,17 +451,15 @@ class AgentSession:
 
     async def _prepare(self, turn_id: str) -> Context:
         """The context for the next call, compacted first when it has to be."""
+        await self._tools.for_request()
         entries = self.ledger.projection_entries()
         context, fresh_from = self._project_entries(entries)
         if self._policy is not None:
+            specs = self._tools.specs()
             view = PolicyView(
-                context.messages,
-                self.system_prompt,
-                self.tool_specs,
-                self.model,
-                self._policy_summary,
+                context.messages, self.system_prompt, specs, self.model, self._policy_summary
             )
-            return Context(self.system_prompt, self.tool_specs, await self._policy.prepare(view))
+            return Context(self.system_prompt, specs, await self._policy.prepare(view))
         settings = self._compaction_settings()
         if not settings.enabled:
             return context
@@ -487,6 +525,7 @@ class AgentSession:
         )
         if outcome.outcome == "compacted":
             self._windows += 1
+            self._tools.after_compaction()
             self.ledger.sync()
         elif outcome.outcome == "failed" and outcome.error:
             self._emit(Notice(self._current_turn, "warning", f"Compaction failed: {outcome.error}"))
@@ -571,8 +610,14 @@ class AgentSession:
         """The context the next call sends, and where the messages after the latest
         compaction start (the usage before them is stale)."""
         projection = project(entries)
-        context = Context(self.system_prompt, self.tool_specs, projection.messages)
+        context = Context(self.system_prompt, self._tools.specs(), projection.messages)
         return context, projection.fresh_from
+
+    def _tokens_with_tools(self, specs: tuple[ToolSpec, ...]) -> int:
+        """The estimated size of the next request if it sent `specs`: what it re-reads when
+        the tool list changes (the tools come first in the prefix)."""
+        context, fresh_from = self._project()
+        return estimate_context_tokens(replace(context, tools=specs), fresh_from=fresh_from).tokens
 
     def _compaction_settings(self) -> CompactionSettings:
         options = self.settings.compaction
@@ -593,7 +638,7 @@ class AgentSession:
             workspace=self.workspace,
             spill_dir=self._spill_dir,
             on_output=on_output,
-            secrets=self._secrets,
+            secrets=(*self._secrets, *self._tools.servers.secrets),
             bash_timeout=self.settings.bash_timeout,
         )
 

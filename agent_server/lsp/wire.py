@@ -29,6 +29,7 @@ from agent_server.agent.events import (
     TurnStarted,
     UsageSnapshot,
 )
+from agent_server.agent.mcp.session_tools import McpStatus
 from agent_server.errors import (
     AgentServerError,
     ConfigError,
@@ -176,6 +177,11 @@ def path_to_uri(path: Path) -> str:
 
 
 # --- outgoing shapes ----------------------------------------------------------------------
+
+
+def mcp_status_json(session_id: str, status: McpStatus) -> dict[str, Any]:
+    """agent/mcp/status and the answer to agent/mcp/servers."""
+    return {"sessionId": session_id, **status.to_json()}
 
 
 def usage_json(session_id: str, snapshot: UsageSnapshot) -> dict[str, Any]:

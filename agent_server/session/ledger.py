@@ -39,18 +39,21 @@ from agent_server.errors import (
     SessionError,
     SessionNotFoundError,
 )
-from agent_server.llm.messages import Message, Usage
+from agent_server.llm.messages import Message, ToolSpec, Usage
 from agent_server.session.entries import (
     BranchEntry,
     CompactionDetails,
     CompactionEntry,
     CompactionReason,
     Entry,
+    McpToolSource,
     MessageEntry,
     ModelChangeEntry,
     SessionHeader,
     SystemPromptEntry,
     TitleEntry,
+    ToolListEntry,
+    ToolListReason,
     UnknownEntry,
     entry_from_json,
     entry_to_json,
@@ -304,6 +307,7 @@ class Ledger:
         self._fold = MetaFold.start(contents.header)
         self._model_change: ModelChangeEntry | None = None
         self._system_prompt: SystemPromptEntry | None = None
+        self._tool_list: ToolListEntry | None = None
         for entry in contents.entries:
             self._index(entry)
 
@@ -450,6 +454,10 @@ class Ledger:
     def system_prompt(self) -> str | None:
         """The latest recorded system prompt (append_system_prompt), if any."""
         return self._system_prompt.text if self._system_prompt is not None else None
+
+    def tool_list(self) -> ToolListEntry | None:
+        """The latest recorded tool list (append_tool_list), if any."""
+        return self._tool_list
 
     @property
     def meta(self) -> MetaFold:
@@ -630,6 +638,17 @@ class Ledger:
         assert isinstance(stored, SystemPromptEntry)
         return stored
 
+    def append_tool_list(
+        self,
+        tools: tuple[ToolSpec, ...],
+        mcp: tuple[McpToolSource, ...] = (),
+        reason: ToolListReason = "start",
+    ) -> ToolListEntry:
+        entry = ToolListEntry(self.new_id(), self._leaf_id, utc_timestamp(), tools, mcp, reason)
+        stored = self.append(entry)
+        assert isinstance(stored, ToolListEntry)
+        return stored
+
     def rewind(self, entry_id: str | None, *, summary: str | None = None) -> BranchEntry:
         """Continue from `entry_id` (None: from the very start); nothing is deleted."""
         if entry_id is not None and entry_id not in self._by_id:
@@ -702,6 +721,8 @@ class Ledger:
             self._model_change = entry
         elif isinstance(entry, SystemPromptEntry):
             self._system_prompt = entry
+        elif isinstance(entry, ToolListEntry):
+            self._tool_list = entry
 
 
 def _write_all(fd: int, data: bytes) -> None:
