@@ -178,6 +178,7 @@ class WorkspaceAgent:
             state_dir=session_dir,
             startup_timeout=settings.mcp.startup_timeout,
             tool_timeout=settings.mcp.tool_timeout,
+            root=self.root,
         )
         session = AgentSession(
             ledger=ledger,

@@ -61,11 +61,11 @@ class McpServerConfig:
     name: str
     transport: McpTransport = "stdio"
     command: str = ""
-    args: tuple[str, ...] = ()
-    env: tuple[tuple[str, str], ...] = ()
+    args: tuple[str, ...] = field(default=(), repr=False)  # may hold secrets
+    env: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # may hold secrets
     cwd: str | None = None
     url: str = ""
-    headers: tuple[tuple[str, str], ...] = ()
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # may hold secrets
     trusted: bool = False
     auto_approve: tuple[str, ...] = ()
     timeout: float | None = None  # seconds for one tool call; None: the mcp.toolTimeout setting

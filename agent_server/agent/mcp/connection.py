@@ -25,7 +25,7 @@ import anyio
 import httpx2
 import mcp_types
 from mcp import Client, MCPError, StdioServerParameters
-from mcp.client import Transport
+from mcp.client import ClientRequestContext, Transport
 from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -53,6 +53,7 @@ class McpConnection:
         stderr_path: Path,
         startup_timeout: float,
         on_change: Callable[[McpConnection], None],
+        root: Path | None = None,
         mode: ConnectMode = "auto",
     ) -> None:
         self.config = config
@@ -64,6 +65,7 @@ class McpConnection:
         self._startup_timeout = startup_timeout
         self._on_change = on_change
         self._mode = mode
+        self._root = root
         self._client: Client | None = None
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()  # stop requested, or the transport ended
@@ -168,6 +170,7 @@ class McpConnection:
                 transport,
                 mode=self._mode,
                 message_handler=self._on_message,
+                list_roots_callback=self._list_roots if self._root is not None else None,
                 client_info=mcp_types.Implementation(name="agent-server", version=__version__),
             )
             await stack.enter_async_context(client)
@@ -207,6 +210,14 @@ class McpConnection:
             httpx2.AsyncClient(headers=dict(config.headers), timeout=_HTTP_TIMEOUT)
         )
         return _watched(streamable_http_client(config.url, http_client=http), self._transport_ended)
+
+    async def _list_roots(
+        self, context: ClientRequestContext
+    ) -> mcp_types.ListRootsResult | mcp_types.ErrorData:
+        """The workspace, for servers that ask (the filesystem server confines itself to it)."""
+        assert self._root is not None
+        root = mcp_types.Root.model_validate({"uri": self._root.as_uri(), "name": self._root.name})
+        return mcp_types.ListRootsResult(roots=[root])
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, mcp_types.ToolListChangedNotification):

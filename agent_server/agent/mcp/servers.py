@@ -74,9 +74,12 @@ class McpServers:
         state_dir: Path,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         tool_timeout: float = DEFAULT_TOOL_TIMEOUT,
+        root: Path | None = None,
         mode: ConnectMode = "auto",
     ) -> None:
+        """`root`: the workspace, offered to servers that ask for the client's roots."""
         self._state_dir = state_dir
+        self._root = root
         self._startup_timeout = startup_timeout
         self._tool_timeout = tool_timeout
         self._mode = mode
@@ -211,6 +214,7 @@ class McpServers:
             stderr_path=self._state_dir / f"mcp-{_file_safe(config.name)}.stderr.log",
             startup_timeout=self._startup_timeout,
             on_change=self._changed,
+            root=self._root,
             mode=self._mode,
         )
 

@@ -16,7 +16,7 @@ from agent_server.agent.tools import default_tools
 from agent_server.llm.messages import ImageContent, ToolResultMessage
 from agent_server.session.entries import MessageEntry, ToolListEntry
 from agent_server.sim.request_checks import prefix_problem
-from tests.agent.mcp_session.conftest import call, fixture_server, mcp_run, mcp_settings, turn
+from tests.agent.mcp_tools.conftest import call, fixture_server, mcp_run, mcp_settings, turn
 
 BUILTIN = [tool.spec.name for tool in default_tools()]
 FX = ["crash", "big", "env", "grow", "picture", "shout"]
