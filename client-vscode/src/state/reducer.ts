@@ -13,6 +13,7 @@ import type {
   CompactionParams,
   CompactionReason,
   CompactionStatus,
+  McpStatusParams,
   OverflowParams,
   PermissionOption,
   PermissionToolCall,
@@ -146,6 +147,8 @@ export interface ViewState {
   turn: TurnState;
   /** A compaction is running (started, no terminal status yet) or was requested. */
   compacting: boolean;
+  /** The current session's MCP servers and a waiting change of its tool list. */
+  mcp?: McpStatusParams;
   /** Monotonic counter for ids of items made here (notices, optimistic prompts). */
   counter: number;
 }
@@ -171,7 +174,8 @@ export type Action =
   | { type: 'serverStatus'; status: ServerStatus; message?: string }
   | { type: 'workspace'; workspaceUri?: string }
   | { type: 'sessionsListed'; sessions: SessionSummary[] }
-  | { type: 'sessionStarted'; sessionId: string; usage?: UsageSnapshot; title?: string }
+  | { type: 'sessionStarted'; sessionId: string; usage?: UsageSnapshot; title?: string; mcp?: McpStatusParams }
+  | { type: 'mcpStatus'; params: McpStatusParams }
   | { type: 'sessionLoaded'; result: SessionLoadResult }
   | { type: 'promptSent'; text: string }
   | { type: 'update'; params: AgentUpdateParams }
@@ -220,7 +224,12 @@ export function reduce(state: ViewState, action: Action): ViewState {
         usage: action.usage,
         turn: { status: 'idle' },
         compacting: false,
+        mcp: action.mcp,
       };
+
+    case 'mcpStatus':
+      // Only the current session's; another session's status arrives when it is loaded.
+      return action.params.sessionId === state.sessionId ? { ...state, mcp: action.params } : state;
 
     case 'sessionLoaded': {
       const { result } = action;
@@ -233,6 +242,7 @@ export function reduce(state: ViewState, action: Action): ViewState {
         usage: result.usage,
         turn: { status: 'idle' },
         compacting: false,
+        mcp: result.mcp,
       };
     }
 

@@ -17,4 +17,6 @@ export type WebviewToHost =
   | { type: 'rewind'; entryId: string }
   /** `optionId` absent: the user dismissed the card (answered "cancelled"). */
   | { type: 'permission'; requestId: string; optionId?: string }
+  | { type: 'acceptTools' }
+  | { type: 'restartMcp'; name: string }
   | { type: 'command'; command: 'showOutput' | 'openSettings' | 'setApiKey' | 'restartServer' };
