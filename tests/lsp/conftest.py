@@ -35,6 +35,7 @@ class AgentClient:
     compactions: list[dict[str, Any]] = field(default_factory=list)
     overflows: list[dict[str, Any]] = field(default_factory=list)
     mcp: list[dict[str, Any]] = field(default_factory=list)  # agent/mcp/status
+    decisions: list[dict[str, Any]] = field(default_factory=list)
     permission_requests: list[dict[str, Any]] = field(default_factory=list)
     permission_cancellations: int = 0
     show_message_requests: list[Any] = field(default_factory=list)
@@ -81,6 +82,9 @@ def make_client(state: dict[str, AgentClient]) -> LanguageClient:
     @client.feature("agent/mcp/status")
     def on_mcp_status(ls: LanguageClient, params: Any) -> None:
         state["client"].mcp.append(params)
+    @client.feature("agent/context")
+    def on_context(ls: LanguageClient, params: Any) -> None:
+        state["client"].decisions.append(params)
 
     @client.feature("agent/requestPermission")
     async def on_permission(ls: LanguageClient, params: Any) -> Any:

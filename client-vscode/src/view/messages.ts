@@ -19,4 +19,5 @@ export type WebviewToHost =
   | { type: 'permission'; requestId: string; optionId?: string }
   | { type: 'acceptTools' }
   | { type: 'restartMcp'; name: string }
+  | { type: 'dismissProblem' }
   | { type: 'command'; command: 'showOutput' | 'openSettings' | 'setApiKey' | 'restartServer' };

@@ -14,8 +14,8 @@ from pathlib import Path
 from agent_server.agent import events
 from agent_server.agent.tools import default_tools
 from agent_server.llm.messages import ImageContent, ToolResultMessage
-from agent_server.session.entries import MessageEntry, ToolListEntry
-from agent_server.sim.request_checks import prefix_problem
+from agent_server.session.entries import CompactionEntry, MessageEntry, ToolListEntry
+from agent_server.sim.request_checks import is_summary_request, prefix_problem
 from tests.agent.mcp_tools.conftest import call, fixture_server, mcp_run, mcp_settings, turn
 
 BUILTIN = [tool.spec.name for tool in default_tools()]
@@ -123,6 +123,40 @@ async def test_a_compaction_takes_a_waiting_change_in(tmp_path: Path) -> None:
         await run.session.run_turn("And now?")
         assert "mcp__fx__extra" in run.tool_names()
         assert [e.reason for e in tool_lists(run)] == ["start", "compaction"]
+
+
+async def test_a_threshold_compaction_in_a_turn_sends_the_change_with_its_next_request(
+    tmp_path: Path,
+) -> None:
+    chatter = [
+        {"user": f"Tell me part {i}.", "steps": [{"text": f"Part {i}.", "textTokens": 3500}]}
+        for i in range(8)
+    ]
+    scenario = {"turns": [turn("Grow.", call("mcp__fx__grow")), *chatter]}
+    async with mcp_run(tmp_path, {"fx": fixture_server(trusted=True)}, scenario) as run:
+        await run.session.run_turn("Grow.")
+        await wait_for_pending(run)
+        for i in range(8):
+            await run.session.run_turn(f"Tell me part {i}.")
+        compacted = [
+            e for e in run.of(events.CompactionFinished)
+            if e.status == "completed" and e.reason == "threshold"
+        ]
+        assert len(compacted) == 1
+        requests = run.requests
+        summary = next(i for i, r in enumerate(requests) if is_summary_request(r))
+        # The cached summary request shares the old prefix; the call after it, in the same
+        # turn, sends the new list; nothing before the compaction did.
+        assert summary > 0
+        assert prefix_problem(requests[summary - 1], requests[summary]) is None
+        assert "mcp__fx__extra" not in run.tool_names(summary)
+        assert "mcp__fx__extra" in run.tool_names(summary + 1)
+        assert all("mcp__fx__extra" not in run.tool_names(i) for i in range(summary))
+        lists = tool_lists(run)
+        assert [e.reason for e in lists] == ["start", "compaction"]
+        entry = run.session.ledger.get(lists[-1].parent_id or "")
+        assert isinstance(entry, CompactionEntry)  # recorded right after the compaction
+        assert run.session.mcp_status().pending is None
 
 
 async def test_a_crashed_server_answers_with_errors_and_the_list_stays(tmp_path: Path) -> None:
