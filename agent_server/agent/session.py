@@ -163,9 +163,6 @@ class AgentSession:
             on_status=lambda status: self._emit(McpStatusChanged(status)),
             on_notice=lambda text: self._emit(Notice(self._current_turn, "info", text)),
         )
-        with contextlib.suppress(RuntimeError):  # no running loop: the first turn starts them
-            asyncio.get_running_loop()
-            self._tools.servers.start()
         self._runner = ToolRunner(self._tools.runnable, self.gate, self._tool_context, self._emit)
         self.context = ContextManager(
             ledger=ledger,
@@ -179,6 +176,9 @@ class AgentSession:
             clock=clock,
             policy=policy,
         )
+        with contextlib.suppress(RuntimeError):  # no running loop: the first turn starts them
+            asyncio.get_running_loop()
+            self._tools.servers.start()
         self._watch = FileWatch(workspace, on_change=self._on_external_change)
         self._watch.restore(files_seen(ledger.projection_entries(), self._paths_of))
         self._watch_files = watch_files
