@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 MCP_SERVERS_DIR := tests/mcp_servers
 MCP_SERVERS_STAMP := $(MCP_SERVERS_DIR)/node_modules/.installed
 
-.PHONY: demo test test-python lint typecheck bench bench-quick system-deps mcp-test-servers clean
+.PHONY: demo test test-python lint typecheck bench bench-quick bench-peers system-deps mcp-test-servers clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -47,6 +47,11 @@ bench: $(STAMP)
 
 bench-quick: $(STAMP)
 	$(BIN)/agent-server bench --quick
+
+# pi, Claude Code and Codex (from npm, pinned, cached in ~/.cache/agent-server/peers) and
+# agent-server on one scripted session against the simulator. Not in CI: a few hundred MB.
+bench-peers: $(STAMP)
+	$(BIN)/agent-server bench peers
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache client-vscode/node_modules client-vscode/dist \
