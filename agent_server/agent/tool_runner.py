@@ -30,22 +30,27 @@ def aborted_result(
 class ToolRunner:
     def __init__(
         self,
-        tools: Sequence[Tool],
+        tools: Callable[[], Sequence[Tool]],
         gate: PermissionGate,
         make_context: Callable[[Callable[[str], None] | None], ToolContext],
         emit: EventSink,
     ) -> None:
-        self._tools = {tool.spec.name: tool for tool in tools}
+        self._current = tools  # the list in force can change between calls (accepted MCP tools)
         self._gate = gate
         self._make_context = make_context
         self._emit = emit
+
+    @property
+    def _tools(self) -> dict[str, Tool]:
+        return {tool.spec.name: tool for tool in self._current()}
 
     def tool(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
     def announce(self, turn_id: str, calls: Sequence[ToolCall]) -> None:
+        tools = self._tools
         for call in calls:
-            title, kind, paths = describe_call(call, self._tools.get(call.name))
+            title, kind, paths = describe_call(call, tools.get(call.name))
             self._emit(ToolCallStarted(turn_id, call, title, kind, paths))
 
     async def run(
@@ -54,11 +59,12 @@ class ToolRunner:
         """Run every call; `results` fills in as calls finish (so a cancelled caller knows
         which calls have their result)."""
         batch: list[ToolCall] = []
+        tools = self._tools
         for call in calls:
-            tool = self._tools.get(call.name)
+            tool = tools.get(call.name)
             if tool is None:
                 results[call.id] = self._finish(
-                    turn_id, call, unknown_tool_result(call.name, tuple(self._tools.values()))
+                    turn_id, call, unknown_tool_result(call.name, tuple(tools.values()))
                 )
                 continue
             decision = await self._gate.decide(tool, call, self._preview(tool, call))
@@ -79,8 +85,10 @@ class ToolRunner:
         if not calls:
             return
 
+        tools = self._tools
+
         async def one(call: ToolCall) -> None:
-            tool = self._tools[call.name]
+            tool = tools[call.name]
             self._emit(ToolCallUpdated(turn_id, call.id, "in_progress"))
 
             def on_output(fragment: str) -> None:
