@@ -39,6 +39,18 @@ class ToolOptions:
 
 
 @dataclass(frozen=True, slots=True)
+class McpOptions:
+    """MCP servers (docs/mcp.md). `servers`: the `mcp.servers` setting, an object of servers
+    in the `mcpServers` shape, checked server by server when sessions start."""
+
+    servers: Mapping[str, Any] = field(default_factory=dict)
+    user_file: str | None = None  # None: <user config dir>/agent-server/mcp.json; "": none
+    workspace_file: bool = True  # read the workspace's .mcp.json
+    startup_timeout: float = 30.0  # seconds for a server to start and list its tools
+    tool_timeout: float = 600.0  # seconds for one tool call (a server's 'timeout' overrides)
+
+
+@dataclass(frozen=True, slots=True)
 class AgentSettings:
     provider: ProviderName = "anthropic"
     model: str | None = None
@@ -52,6 +64,7 @@ class AgentSettings:
     max_steps: int = 200  # model calls in one turn before it stops with max_turn_requests
     bash_timeout: float = 120.0
     tools: ToolOptions = field(default_factory=ToolOptions)
+    mcp: McpOptions = field(default_factory=McpOptions)
 
     @property
     def key_variable(self) -> str:
@@ -117,6 +130,7 @@ def settings_from_json(
             network=sub.boolean("network", tools.network),
         )
     return AgentSettings(
+        mcp=_mcp_options(data.get("mcp"), settings.mcp),
         provider=cast(ProviderName, reader.choice("provider", settings.provider, PROVIDERS)),
         model=reader.optional_str("model", settings.model),
         base_url=reader.optional_str("baseUrl", settings.base_url),
@@ -132,6 +146,31 @@ def settings_from_json(
         max_steps=reader.integer("maxSteps", settings.max_steps, minimum=1),
         bash_timeout=float(reader.integer("bashTimeout", int(settings.bash_timeout), minimum=1)),
         tools=tools,
+    )
+
+
+def _mcp_options(data: Any, base: McpOptions) -> McpOptions:
+    if data is None:
+        return base
+    if not isinstance(data, Mapping):
+        raise ConfigError("setting 'mcp' must be an object")
+    reader = _Reader(data, "mcp.")
+    servers = data.get("servers", base.servers)
+    if servers is None:
+        servers = {}
+    if not isinstance(servers, Mapping):
+        raise ConfigError("setting 'mcp.servers' must be an object of servers, by name")
+    user_file = data.get("userFile", base.user_file)
+    if user_file is not None and not isinstance(user_file, str):
+        raise ConfigError("setting 'mcp.userFile' must be a path, or \"\" for none")
+    return McpOptions(
+        servers=dict(servers),
+        user_file=user_file,
+        workspace_file=reader.boolean("workspaceFile", base.workspace_file),
+        startup_timeout=float(
+            reader.integer("startupTimeout", int(base.startup_timeout), minimum=1)
+        ),
+        tool_timeout=float(reader.integer("toolTimeout", int(base.tool_timeout), minimum=1)),
     )
 
 

@@ -32,24 +32,29 @@ def aborted_result(
 class ToolRunner:
     def __init__(
         self,
-        tools: Sequence[Tool],
+        tools: Callable[[], Sequence[Tool]],
         gate: PermissionGate,
         make_context: Callable[[Callable[[str], None] | None], ToolContext],
         emit: EventSink,
     ) -> None:
-        self._tools = {tool.spec.name: tool for tool in tools}
+        self._current = tools  # the list in force can change between calls (accepted MCP tools)
         self._gate = gate
         self._make_context = make_context
         self._emit = emit
         self._told_unconfined = False
         self._confirmed: set[str] = set()  # calls the user allowed despite a warning
 
+    @property
+    def _tools(self) -> dict[str, Tool]:
+        return {tool.spec.name: tool for tool in self._current()}
+
     def tool(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
     def announce(self, turn_id: str, calls: Sequence[ToolCall]) -> None:
+        tools = self._tools
         for call in calls:
-            title, kind, paths = describe_call(call, self._tools.get(call.name))
+            title, kind, paths = describe_call(call, tools.get(call.name))
             self._emit(ToolCallStarted(turn_id, call, title, kind, paths))
 
     async def run(
@@ -58,11 +63,12 @@ class ToolRunner:
         """Run every call; `results` fills in as calls finish (so a cancelled caller knows
         which calls have their result)."""
         batch: list[ToolCall] = []
+        tools = self._tools
         for call in calls:
-            tool = self._tools.get(call.name)
+            tool = tools.get(call.name)
             if tool is None:
                 results[call.id] = self._finish(
-                    turn_id, call, unknown_tool_result(call.name, tuple(self._tools.values()))
+                    turn_id, call, unknown_tool_result(call.name, tuple(tools.values()))
                 )
                 continue
             linked = hard_linked(self._make_context(None).workspace, tool.paths(call.arguments))
@@ -89,8 +95,10 @@ class ToolRunner:
         if not calls:
             return
 
+        tools = self._tools
+
         async def one(call: ToolCall) -> None:
-            tool = self._tools[call.name]
+            tool = tools[call.name]
             self._emit(ToolCallUpdated(turn_id, call.id, "in_progress"))
 
             def on_output(fragment: str) -> None:

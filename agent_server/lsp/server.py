@@ -35,6 +35,7 @@ from agent_server.agent.events import (
     CompactionFinished,
     CompactionStarted,
     ContextDecided,
+    McpStatusChanged,
     Notice,
     OverflowHappened,
     ToolCallStarted,
@@ -79,6 +80,10 @@ INTERRUPT = "agent/interrupt"
 COMPACT = "agent/compact"
 REWIND = "agent/rewind"
 USAGE = "agent/usage"
+MCP_SERVERS = "agent/mcp/servers"
+MCP_ACCEPT_TOOLS = "agent/mcp/acceptTools"
+MCP_RESTART = "agent/mcp/restart"
+MCP_STATUS = "agent/mcp/status"
 METHODS = (
     SESSION_NEW,
     SESSION_LIST,
@@ -89,6 +94,9 @@ METHODS = (
     COMPACT,
     REWIND,
     USAGE,
+    MCP_SERVERS,
+    MCP_ACCEPT_TOOLS,
+    MCP_RESTART,
 )
 
 
@@ -288,6 +296,9 @@ class AgentLanguageServer(LanguageServer):
             return
         if isinstance(event, OverflowHappened):
             self.notify("agent/overflow", wire.overflow_json(session_id, event))
+            return
+        if isinstance(event, McpStatusChanged):
+            self.notify(MCP_STATUS, wire.mcp_status_json(session_id, event.status))
             return
         if isinstance(event, ContextDecided):
             self.notify("agent/context", wire.decision_json(session_id, event))
@@ -565,6 +576,7 @@ def _register(server: AgentLanguageServer) -> None:
             "sessionId": session.session_id,
             "usage": wire.usage_json(session.session_id, session.usage_snapshot()),
             "sandbox": wire.sandbox_json(session.settings),
+            "mcp": wire.mcp_status_json(session.session_id, session.mcp_status()),
         }
 
     @server.feature(SESSION_LIST)
@@ -606,6 +618,7 @@ def _register(server: AgentLanguageServer) -> None:
             "cursor": page.cursor,
             "usage": wire.usage_json(session_id, snapshot),
             "sandbox": wire.sandbox_json(session.settings),
+            "mcp": wire.mcp_status_json(session_id, session.mcp_status()),
         }
         repair = wire.repair_json(session.ledger.load_report)
         if repair is not None:
@@ -705,6 +718,39 @@ def _register(server: AgentLanguageServer) -> None:
         session_id = params.string("sessionId")
         session = ls.session(session_id)
         return wire.usage_json(session_id, session.usage_snapshot())
+
+    @server.feature(MCP_SERVERS)
+    @_answers_agent_errors
+    async def mcp_servers(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
+        params = Params(raw, MCP_SERVERS)
+        session_id = params.string("sessionId")
+        return wire.mcp_status_json(session_id, ls.session(session_id).mcp_status())
+
+    @server.feature(MCP_ACCEPT_TOOLS)
+    @_answers_agent_errors
+    async def mcp_accept_tools(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
+        params = Params(raw, MCP_ACCEPT_TOOLS)
+        session_id = params.string("sessionId")
+        outcome = ls.session(session_id).accept_tools()
+        return {
+            "accepted": outcome.accepted,
+            "deferred": outcome.deferred,
+            "tokens": outcome.tokens,
+        }
+
+    @server.feature(MCP_RESTART)
+    @_answers_agent_errors
+    async def mcp_restart(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
+        params = Params(raw, MCP_RESTART)
+        session_id = params.string("sessionId")
+        name = params.string("name")
+        session = ls.session(session_id)
+        if not await session.restart_mcp_server(name):
+            known = ", ".join(session.mcp_server_names()) or "none"
+            raise wire.invalid(
+                f"{MCP_RESTART}: no MCP server named {name!r} in this session (servers: {known})"
+            )
+        return {}
 
     @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
     def progress_cancel(

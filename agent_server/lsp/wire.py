@@ -63,6 +63,7 @@ DEFAULT_PAGE = 100  # transcript entries per page unless the editor asks otherwi
 MAX_PAGE = 1000
 
 if TYPE_CHECKING:  # the agent's heavier modules load after `initialize` (lsp/startup.py)
+    from agent_server.agent.mcp.session_tools import McpStatus
     from agent_server.agent.permissions import PermissionRequest
     from agent_server.agent.session import Rewound
     from agent_server.session.ledger import LoadReport
@@ -210,6 +211,11 @@ def path_to_uri(path: Path) -> str:
 
 
 # --- outgoing shapes ----------------------------------------------------------------------
+
+
+def mcp_status_json(session_id: str, status: McpStatus) -> dict[str, Any]:
+    """agent/mcp/status and the answer to agent/mcp/servers."""
+    return {"sessionId": session_id, **status.to_json()}
 
 
 def usage_json(session_id: str, snapshot: UsageSnapshot) -> dict[str, Any]:

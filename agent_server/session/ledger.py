@@ -52,6 +52,7 @@ from agent_server.llm.messages import (
     TextContent,
     ToolCall,
     ToolResultMessage,
+    ToolSpec,
     Usage,
 )
 from agent_server.session.entries import (
@@ -60,11 +61,14 @@ from agent_server.session.entries import (
     CompactionEntry,
     CompactionReason,
     Entry,
+    McpToolSource,
     MessageEntry,
     ModelChangeEntry,
     SessionHeader,
     SystemPromptEntry,
     TitleEntry,
+    ToolListEntry,
+    ToolListReason,
     entry_from_json,
     entry_to_json,
     header_from_json,
@@ -497,6 +501,15 @@ class Ledger:
         assert isinstance(entry, SystemPromptEntry)
         return entry.text
 
+    def tool_list(self) -> ToolListEntry | None:
+        """The latest recorded tool list (append_tool_list), if any."""
+        number = self._index.tool_list
+        if number < 0:
+            return None
+        [entry] = self._read([number])
+        assert isinstance(entry, ToolListEntry)
+        return entry
+
     @property
     def meta(self) -> MetaFold:
         """Title, model, last update and entry count (kept up to date on every append)."""
@@ -794,6 +807,17 @@ class Ledger:
         assert isinstance(stored, SystemPromptEntry)
         return stored
 
+    def append_tool_list(
+        self,
+        tools: tuple[ToolSpec, ...],
+        mcp: tuple[McpToolSource, ...] = (),
+        reason: ToolListReason = "start",
+    ) -> ToolListEntry:
+        entry = ToolListEntry(self.new_id(), self.leaf_id, utc_timestamp(), tools, mcp, reason)
+        stored = self.append(entry)
+        assert isinstance(stored, ToolListEntry)
+        return stored
+
     def rewind(self, entry_id: str | None, *, summary: str | None = None) -> BranchEntry:
         """Continue from `entry_id` (None: from the very start); nothing is deleted."""
         if entry_id is not None and entry_id not in self._index.position:
@@ -903,7 +927,6 @@ class Ledger:
 
 def _end(number: int, offsets: array[int], lengths: array[int]) -> int:
     return offsets[number] + lengths[number]
-
 
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)

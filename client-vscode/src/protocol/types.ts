@@ -156,6 +156,7 @@ export interface SessionNewResult {
   sessionId: string;
   usage: UsageSnapshot;
   sandbox?: SandboxState;
+  mcp?: McpStatusParams;
 }
 
 export interface SessionListParams {
@@ -201,6 +202,7 @@ export interface SessionLoadResult {
   usage: UsageSnapshot;
   sandbox?: SandboxState;
   repair?: LedgerRepair;
+  mcp?: McpStatusParams;
 }
 
 export interface SessionHistoryParams {
@@ -431,6 +433,53 @@ export interface AgentSettings {
     env?: { pass?: string[] };
   };
   sessionsDir?: string;
+  mcp?: {
+    servers?: Record<string, unknown>;
+    startupTimeout?: number;
+    toolTimeout?: number;
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// MCP servers (docs/mcp.md)
+
+export type McpServerState = 'starting' | 'ready' | 'failed' | 'stopped';
+
+export interface McpServer {
+  name: string;
+  state: McpServerState;
+  transport: 'stdio' | 'http' | 'sse';
+  /** The command line or URL, secrets scrubbed. */
+  target: string;
+  /** The server's own tool names, as it lists them now. */
+  tools: string[];
+  trusted: boolean;
+  source: string;
+  error?: string;
+  stderrTail?: string;
+}
+
+/** A change of the tool list waiting for the user (names as the model sees them). */
+export interface McpToolsChange {
+  added: string[];
+  removed: string[];
+  changed: string[];
+  /** What the next request re-reads without the cache if the change is accepted. */
+  tokens: number;
+}
+
+/** `agent/mcp/status` notification params, and the answer to `agent/mcp/servers`. */
+export interface McpStatusParams {
+  sessionId: string;
+  servers: McpServer[];
+  toolsChange: McpToolsChange | null;
+  toolCount: number;
+}
+
+export interface McpAcceptToolsResult {
+  accepted: boolean;
+  deferred: boolean;
+  tokens: number;
 }
 
 export interface AgentInitializationOptions {
@@ -466,4 +515,8 @@ export const Methods = {
   overflow: 'agent/overflow',
   context: 'agent/context',
   requestPermission: 'agent/requestPermission',
+  mcpStatus: 'agent/mcp/status',
+  mcpServers: 'agent/mcp/servers',
+  mcpAcceptTools: 'agent/mcp/acceptTools',
+  mcpRestart: 'agent/mcp/restart',
 } as const;

@@ -240,4 +240,27 @@ describe('SessionController', () => {
     expect(controller.state.sessionId).toBe('new');
     expect(controller.state.sessions).toHaveLength(2);
   });
+
+  it('relays agent/mcp/status and accepts a tools change with agent/mcp/acceptTools', async () => {
+    const { controller, server } = setup();
+    server.onRequest('agent/session/new', () => ({ sessionId: 's1', usage: usage('s1') }));
+    server.onRequest('agent/session/list', () => ({ sessions: [] }));
+    const accepted: unknown[] = [];
+    server.onRequest('agent/mcp/acceptTools', (params: unknown) => {
+      accepted.push(params);
+      return { accepted: true, deferred: false, tokens: 4200 };
+    });
+    await controller.newSession();
+    await server.sendNotification('agent/mcp/status', {
+      sessionId: 's1',
+      toolCount: 8,
+      servers: [],
+      toolsChange: { added: ['mcp__a__b'], removed: [], changed: [], tokens: 4200 },
+    });
+    await waitFor(() => controller.state.mcp?.toolsChange?.tokens === 4200);
+    await controller.acceptTools();
+    expect(accepted).toEqual([{ sessionId: 's1' }]);
+    const notice = controller.state.items.at(-1);
+    expect(notice?.kind === 'notice' && notice.message).toContain('re-reads about 4200 tokens');
+  });
 });

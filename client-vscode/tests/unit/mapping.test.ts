@@ -136,3 +136,26 @@ describe('restart or notify', () => {
     expect(restartReason(only('model', 'compaction.enabled', 'permissions.mode'), {})).toBeUndefined();
   });
 });
+
+describe('MCP settings and secrets', () => {
+  it('passes mcp.servers and the timeouts on, and leaves empty ones out', () => {
+    const servers = { fs: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', '.'] } };
+    expect(agentSettingsFrom(config({ ...DEFAULTS, 'mcp.servers': servers, 'mcp.startupTimeout': 10 })).mcp).toEqual({
+      servers,
+      startupTimeout: 10,
+    });
+    expect(agentSettingsFrom(config({ ...DEFAULTS, 'mcp.servers': {} })).mcp).toBeUndefined();
+  });
+
+  it('hands MCP secrets to the server environment; an API key of the same name wins', () => {
+    const env = serverEnvironment(
+      { PATH: '/bin' },
+      {},
+      { anthropic: 'sk-ant-stored' },
+      { GITHUB_TOKEN: 'ghp_x', ANTHROPIC_API_KEY: 'not-this' },
+    );
+    expect(env['GITHUB_TOKEN']).toBe('ghp_x');
+    expect(env['ANTHROPIC_API_KEY']).toBe('sk-ant-stored');
+    expect(env['PATH']).toBe('/bin');
+  });
+});

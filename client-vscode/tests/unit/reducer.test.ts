@@ -410,6 +410,34 @@ describe('the recorded stream', () => {
   });
 });
 
+describe('MCP status', () => {
+  const status = (sessionId: string, toolCount: number) => ({
+    sessionId,
+    toolCount,
+    servers: [{ name: 'fs', state: 'ready' as const, transport: 'stdio' as const, target: 'fs', tools: ['read'], trusted: false, source: '.mcp.json' }],
+    toolsChange: null,
+  });
+
+  it("keeps the current session's status and ignores another session's", () => {
+    const state = reduceAll(withSession(), [
+      { type: 'mcpStatus', params: status(SESSION, 8) },
+      { type: 'mcpStatus', params: status('other', 99) },
+    ]);
+    expect(state.mcp?.toolCount).toBe(8);
+  });
+
+  it('comes with a new or loaded session, and a new session replaces the old status', () => {
+    const started = reduce(withSession(), { type: 'mcpStatus', params: status(SESSION, 8) });
+    const next = reduce(started, { type: 'sessionStarted', sessionId: 's-2' });
+    expect(next.mcp).toBeUndefined();
+    const loaded = reduce(next, {
+      type: 'sessionLoaded',
+      result: { sessionId: 's-3', transcript: [], usage: usage(0), mcp: status('s-3', 3) },
+    });
+    expect(loaded.mcp?.toolCount).toBe(3);
+  });
+});
+
 describe('compaction requested by the user', () => {
   it('keeps the outcome for the Compact panel, and says so when there was nothing to do', () => {
     let state = reduce(withSession(), { type: 'compactRequested' });

@@ -123,7 +123,7 @@ async def run_calls(
     gate: PermissionGate, ctx: ToolContext, calls: Sequence[ToolCall]
 ) -> tuple[dict[str, ToolResultMessage], list[AgentEvent]]:
     events: list[AgentEvent] = []
-    runner = ToolRunner(TOOLS, gate, lambda on_output: ctx, events.append)
+    runner = ToolRunner(lambda: TOOLS, gate, lambda on_output: ctx, events.append)
     results: dict[str, ToolResultMessage] = {}
     await runner.run("t1", calls, results)
     return results, events
