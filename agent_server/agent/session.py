@@ -22,7 +22,6 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from agent_server.agent.context_manager import (
     CompactionResult,
@@ -33,6 +32,7 @@ from agent_server.agent.context_manager import (
 from agent_server.agent.events import (
     AgentEvent,
     EventSink,
+    McpStatusChanged,
     Notice,
     TextChunk,
     ThinkingChunk,
@@ -44,12 +44,19 @@ from agent_server.agent.events import (
     ignore_events,
 )
 from agent_server.agent.file_watch import NOTE_KIND, FileWatch, external_edit_note, files_seen
+from agent_server.agent.mcp.config import McpServerConfig
+from agent_server.agent.mcp.servers import McpServers
+from agent_server.agent.mcp.session_tools import AcceptOutcome, McpStatus, SessionTools
 from agent_server.agent.model_call import CallAttempt, RetryPolicy, call_model
 from agent_server.agent.permissions import AskCallback, PermissionGate
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.tool_runner import ToolRunner, aborted_result
 from agent_server.agent.tools import Tool, ToolContext
 from agent_server.agent.tools.base import EarlierOutput, outputs_in_context
+from agent_server.agent.tools.sandbox import confinement
+from agent_server.agent.transcript import DEFAULT_PAGE, Page
+from agent_server.agent.transcript import page as transcript_page
+from agent_server.context.estimate import estimate_context_tokens
 from agent_server.context.projection import is_prompt
 from agent_server.context.summary_prompt import note_message
 from agent_server.errors import (
@@ -67,6 +74,7 @@ from agent_server.llm.messages import (
     TextContent,
     ToolCall,
     ToolResultMessage,
+    ToolSpec,
     Usage,
     UserContent,
     UserMessage,
@@ -80,13 +88,12 @@ from agent_server.llm.stream import (
     TextDelta,
     ThinkingDelta,
 )
-from agent_server.session.entries import CompactionEntry, Entry, MessageEntry, entry_to_json
+from agent_server.session.entries import Entry, MessageEntry
+from agent_server.session.index import usage_of
 from agent_server.session.ledger import Ledger
 
 log = logging.getLogger(__name__)
 
-# Entry types an editor shows (the system prompt and unknown future types are not).
-DISPLAYED_ENTRIES = frozenset(("message", "compaction", "branch", "modelChange", "title"))
 TRUNCATION_NOTICE = (
     "The answer was cut off by the context window. The history will be compacted before the "
     "next request; say 'continue' to carry on."
@@ -134,6 +141,7 @@ class AgentSession:
         system_prompt: str,
         tools: Sequence[Tool],
         spill_dir: Path,
+        mcp: McpServers | None = None,
         ask: AskCallback | None = None,
         assume_yes: bool = False,
         emit: EventSink = ignore_events,
@@ -147,7 +155,6 @@ class AgentSession:
         self.ledger = ledger
         self.workspace = workspace
         self.settings = settings
-        self.tools = tuple(tools)
         self._setup = setup
         self._pending_settings: AgentSettings | None = None
         self._reconnect = reconnect
@@ -156,11 +163,21 @@ class AgentSession:
         self._secrets = secrets
         self._spill_dir = spill_dir
         self.gate = PermissionGate(settings.permissions_mode, ask, assume_yes=assume_yes)
-        self._runner = ToolRunner(self.tools, self.gate, self._tool_context, self._emit)
+        # The tool list in force: built-in tools, then the MCP servers' (see mcp/session_tools).
+        # The context manager reads it as the session's one tool list.
+        self._tools = SessionTools(
+            ledger=ledger,
+            builtin=tools,
+            servers=mcp or McpServers((), state_dir=spill_dir),
+            estimate=self._tokens_with_tools,
+            on_status=lambda status: self._emit(McpStatusChanged(status)),
+            on_notice=lambda text: self._emit(Notice(self._current_turn, "info", text)),
+        )
+        self._runner = ToolRunner(self._tools.runnable, self.gate, self._tool_context, self._emit)
         self.context = ContextManager(
             ledger=ledger,
             system_prompt=system_prompt,
-            tools=tuple(tool.spec for tool in self.tools),
+            tools=self._tools,
             model=setup.model,
             summary_model=setup.summary_model,
             settings=settings.compaction,
@@ -170,14 +187,14 @@ class AgentSession:
             policy=policy,
             api=setup.provider.api,
         )
+        with contextlib.suppress(RuntimeError):  # no running loop: the first turn starts them
+            asyncio.get_running_loop()
+            self._tools.servers.start()
         self._watch = FileWatch(workspace, on_change=self._on_external_change)
         self._watch.restore(files_seen(ledger.projection_entries(), self._paths_of))
         self._watch_files = watch_files
         self.totals = SessionTotals()
-        for entry in ledger.entries:
-            usage = _usage_of(entry)
-            if usage is not None:
-                self.totals.add(usage, self.model)
+        self.totals.add_sum(*ledger.usage)  # from the ledger's index: nothing is read
         self._turn_totals = _last_turn_totals(ledger)
         self._turn_task: asyncio.Task[TurnResult] | None = None
         self._busy = False
@@ -282,6 +299,29 @@ class AgentSession:
         finally:
             self._busy = False
 
+    @property
+    def tool_specs(self) -> tuple[ToolSpec, ...]:
+        """The tool list the next request sends."""
+        return self._tools.specs()
+
+    def mcp_status(self) -> McpStatus:
+        return self._tools.status()
+
+    def accept_tools(self) -> AcceptOutcome:
+        """Take in the waiting change of the MCP tools (the next request re-reads the prefix)."""
+        return self._tools.accept(busy=self._busy)
+
+    def mcp_server_names(self) -> tuple[str, ...]:
+        return self._tools.servers.names
+
+    async def restart_mcp_server(self, name: str) -> bool:
+        return await self._tools.servers.restart(name)
+
+    async def reconfigure_mcp(self, configs: Sequence[McpServerConfig]) -> None:
+        """New server configuration (settings or .mcp.json changed): servers that changed are
+        restarted; the tool list in force stays until the user accepts the change."""
+        await self._tools.servers.reconfigure(configs)
+
     async def rewind(self, entry_id: str, *, summarize: bool = False) -> Rewound:
         """Continue from an earlier point; nothing is deleted.
 
@@ -312,17 +352,10 @@ class AgentSession:
         finally:
             self._busy = False
 
-    def transcript(self) -> list[dict[str, Any]]:
-        """The current branch, root to leaf, for display: every message, compaction, rewind,
-        model change and title in the ledger's own JSON form, `id` named `entryId`."""
-        items: list[dict[str, Any]] = []
-        for entry in self.ledger.branch():
-            data = entry_to_json(entry)
-            if data.get("type") not in DISPLAYED_ENTRIES:
-                continue
-            data["entryId"] = data.pop("id")
-            items.append(data)
-        return items
+    def transcript(self, before: str | None = None, limit: int = DEFAULT_PAGE) -> Page:
+        """A page of the current branch for display, as the items the live stream sends
+        (agent/transcript.py): the latest one, or the one before the cursor `before`."""
+        return transcript_page(self.ledger, self._tools.runnable(), before=before, limit=limit)
 
     def usage_snapshot(self, view: ContextView | None = None) -> UsageSnapshot:
         """The context meter for `view` (default: the ledger's context for the next call),
@@ -332,7 +365,7 @@ class AgentSession:
             (
                 usage
                 for entry in reversed(view.entries)
-                if isinstance(entry, MessageEntry) and (usage := _usage_of(entry)) is not None
+                if isinstance(entry, MessageEntry) and (usage := usage_of(entry)) is not None
             ),
             None,
         )
@@ -356,6 +389,7 @@ class AgentSession:
             return
         self.interrupt()
         await self._watch.stop()
+        await self._tools.servers.close()
         self.ledger.sync()
         self.ledger.close()
         with contextlib.suppress(Exception):
@@ -386,6 +420,7 @@ class AgentSession:
             self._maybe_title(content)
             self._emit(TurnStarted(turn_id, user_entry.id, content, user_entry.parent_id))
             for _step in range(self.settings.max_steps):
+                await self._tools.for_request()  # fixes the tool list, or takes an accepted change
                 view = await self.context.prepare()
                 while True:
                     streaming = True
@@ -399,7 +434,8 @@ class AgentSession:
                             view, overflow.message, rejected=True
                         )
                 streaming = False
-                self.ledger.append_message(message)
+                # Recorded under the id its chunks carried (messageId), live and loaded alike.
+                self.ledger.append_message(message, entry_id=attempt[0].message_id)
                 self.context.record_call(self.retention_for_call())
                 if message.usage is not None:
                     self._count(message.usage, self.model)
@@ -447,7 +483,7 @@ class AgentSession:
                     "aborted", model=self.model.id, api=self._setup.provider.api
                 )
                 if partial.content:
-                    self.ledger.append_message(partial)
+                    self.ledger.append_message(partial, entry_id=attempt[0].message_id)
                     self._answer_unrun(partial.tool_calls, "Not run: the turn was interrupted.")
             if pending_calls:
                 self._append_results(pending_calls, results, with_changes=False)
@@ -511,7 +547,7 @@ class AgentSession:
             self._call_options(),
             on_event=on_event,
             on_retry=on_retry,
-            new_message_id=lambda: self._new_message_id(turn_id),
+            new_message_id=self.ledger.new_id,
             retry=self._retry,
             attempt_holder=attempt,
         )
@@ -551,13 +587,13 @@ class AgentSession:
     async def _branch_summary(self, target: str | None) -> str | None:
         """A summary of the entries the rewind to `target` leaves (from the leaf back to
         where the two paths meet); None when there is nothing to summarise or it failed."""
-        kept = set() if target is None else {entry.id for entry in self.ledger.branch(target)}
-        left: list[Entry] = []
-        for entry in reversed(self.ledger.branch()):
-            if entry.id in kept:
+        kept = set() if target is None else set(self.ledger.branch_ids(target))
+        left_ids: list[str] = []
+        for entry_id in reversed(self.ledger.branch_ids()):  # the index: nothing is read
+            if entry_id in kept:
                 break
-            left.append(entry)
-        left.reverse()
+            left_ids.append(entry_id)
+        left: list[Entry] = self.ledger.read(reversed(left_ids))
         try:
             return await self.context.summarise_branch(left) or None
         except ProviderError as error:
@@ -567,6 +603,15 @@ class AgentSession:
             return None
 
     # --- pieces -------------------------------------------------------------------------
+
+    def _tokens_with_tools(self, specs: tuple[ToolSpec, ...]) -> int:
+        """The estimated size of the next request if it sent `specs`: what it re-reads when
+        the tool list changes (the tools come first in the prefix)."""
+        view = self.context.view()
+        fresh_from = view.projection.fresh_from if view.projection is not None else 0
+        return estimate_context_tokens(
+            replace(view.context, tools=specs), fresh_from=fresh_from
+        ).tokens
 
     def _count(self, usage: Usage, model: ModelInfo) -> None:
         """Bill one call to the session and to the running turn."""
@@ -580,13 +625,16 @@ class AgentSession:
         )
 
     def _tool_context(self, on_output: Callable[[str], None] | None) -> ToolContext:
+        tools = self.settings.tools
         return ToolContext(
             workspace=self.workspace,
             spill_dir=self._spill_dir,
             on_output=on_output,
-            secrets=self._secrets,
+            secrets=(*self._secrets, *self._tools.servers.secrets),
             bash_timeout=self.settings.bash_timeout,
             in_context=self._in_context,
+            env_pass=tools.env_pass,
+            confinement=confinement(tools.sandbox, self.settings.permissions_mode, tools.network),
         )
 
     def _paths_of(self, call: ToolCall) -> tuple[str, ...]:
@@ -682,15 +730,6 @@ class AgentSession:
             log.exception("event sink failed on %s", type(event).__name__)
 
 
-def _usage_of(entry: object) -> Usage | None:
-    """The usage a ledger entry records: a model call's answer, or a compaction's summaries."""
-    if isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage):
-        return entry.message.usage
-    if isinstance(entry, CompactionEntry):
-        return entry.usage
-    return None
-
-
 def _last_turn_totals(ledger: Ledger) -> SessionTotals:
     """The usage of the last turn on the branch: its calls from the leaf back to its prompt
     (a compaction counts as the calls it made)."""
@@ -702,7 +741,7 @@ def _last_turn_totals(ledger: Ledger) -> SessionTotals:
             break
         if isinstance(entry, MessageEntry) and is_prompt(entry.message):
             break
-        usage = _usage_of(entry)
+        usage = usage_of(entry)
         if usage is not None:
             totals.add(usage)
         node = entry.parent_id

@@ -10,21 +10,22 @@ import asyncio
 import contextlib
 import functools
 import logging
+import sys
 import threading
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cattrs
 from lsprotocol import types
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import (
     JsonRPCNotification,
     JsonRPCRequestMessage,
     JsonRPCResponseMessage,
-    LanguageServerProtocol,
     default_converter,
 )
 
@@ -34,15 +35,14 @@ from agent_server.agent.events import (
     CompactionFinished,
     CompactionStarted,
     ContextDecided,
+    McpStatusChanged,
+    Notice,
     OverflowHappened,
     ToolCallStarted,
     TurnEnded,
     UsageUpdated,
 )
-from agent_server.agent.permissions import PermissionRequest
-from agent_server.agent.session import AgentSession
 from agent_server.agent.settings import AgentSettings, settings_from_json
-from agent_server.agent.workspace import WorkspaceAgent, preload_providers
 from agent_server.errors import (
     AgentServerError,
     ConfigError,
@@ -51,26 +51,55 @@ from agent_server.errors import (
 )
 from agent_server.literal import literal
 from agent_server.lsp import wire
+from agent_server.lsp.outbox import Outbox
+from agent_server.lsp.transport import (
+    AgentProtocol,
+    keep_raw,
+    read_loop,
+    stdin_reader,
+    stream_reader,
+)
 from agent_server.lsp.wire import Params, UnknownWorkspaceError, rpc_error
+from agent_server.stderr_log import shorten
+
+if TYPE_CHECKING:
+    # The agent (sessions, tools, the SDKs' shims) loads after `initialize` is answered, in
+    # the background, or on the first request that needs it: startup stays short.
+    from agent_server.agent.permissions import PermissionRequest
+    from agent_server.agent.session import AgentSession
+    from agent_server.agent.workspace import WorkspaceAgent
 
 log = logging.getLogger(__name__)
 
 SESSION_NEW = "agent/session/new"
 SESSION_LIST = "agent/session/list"
 SESSION_LOAD = "agent/session/load"
+SESSION_HISTORY = "agent/session/history"
 TURN = "agent/turn"
 INTERRUPT = "agent/interrupt"
 COMPACT = "agent/compact"
 REWIND = "agent/rewind"
 USAGE = "agent/usage"
 USER_IDLE = "agent/userIdle"
+MCP_SERVERS = "agent/mcp/servers"
+MCP_ACCEPT_TOOLS = "agent/mcp/acceptTools"
+MCP_RESTART = "agent/mcp/restart"
+MCP_STATUS = "agent/mcp/status"
 METHODS = (
-    SESSION_NEW, SESSION_LIST, SESSION_LOAD, TURN, INTERRUPT, COMPACT, REWIND, USAGE, USER_IDLE
+    SESSION_NEW,
+    SESSION_LIST,
+    SESSION_LOAD,
+    SESSION_HISTORY,
+    TURN,
+    INTERRUPT,
+    COMPACT,
+    REWIND,
+    USAGE,
+    MCP_SERVERS,
+    MCP_ACCEPT_TOOLS,
+    MCP_RESTART,
+    USER_IDLE,
 )
-
-
-def _keep_raw(obj: dict[str, Any], cls: type) -> Any:
-    return cls(**obj)
 
 
 def agent_converter() -> cattrs.Converter:
@@ -78,7 +107,7 @@ def agent_converter() -> cattrs.Converter:
     (pygls would turn them into namedtuples)."""
     converter: cattrs.Converter = default_converter()  # type: ignore[no-untyped-call]
     for cls in (JsonRPCRequestMessage, JsonRPCResponseMessage, JsonRPCNotification):
-        converter.register_structure_hook(cls, _keep_raw)
+        converter.register_structure_hook(cls, keep_raw)
     return converter
 
 
@@ -91,10 +120,23 @@ class TurnStream:
     progress_token: str | int | None = None
 
 
-@dataclass
 class Folder:
-    uri: str
-    agent: WorkspaceAgent
+    """A workspace folder; its agent (and the agent's imports) is made when first needed."""
+
+    def __init__(self, uri: str, make: Callable[[], WorkspaceAgent]) -> None:
+        self.uri = uri
+        self._make = make
+        self._agent: WorkspaceAgent | None = None
+
+    @property
+    def agent(self) -> WorkspaceAgent:
+        if self._agent is None:
+            self._agent = self._make()
+        return self._agent
+
+    async def close(self) -> None:
+        if self._agent is not None:
+            await self._agent.close()
 
 
 @dataclass
@@ -114,13 +156,85 @@ class AgentLanguageServer(LanguageServer):
         super().__init__(
             "agent-server",
             __version__,
-            protocol_cls=LanguageServerProtocol,
+            protocol_cls=AgentProtocol,
             converter_factory=agent_converter,
             text_document_sync_kind=types.TextDocumentSyncKind.None_,
         )
         self.state = ServerState()
         self.agent_options = options
         self.connect_to = connect_to
+        self.outbox: Outbox | None = None
+
+    def attach_outbox(self, outbox: Outbox) -> None:
+        """Send through `outbox` (batched writes) rather than pygls's writer."""
+        self.outbox = outbox
+
+    def notify(self, method: str, params: dict[str, Any]) -> None:
+        """Send one of our notifications (plain JSON params)."""
+        if self.outbox is not None:
+            self.outbox.notify(method, params)
+        else:
+            self.protocol.notify(method, params)
+
+    # --- the connection -----------------------------------------------------------------
+
+    def serve_stdio(self, stdout: Any = None) -> int:
+        """Serve LSP on stdin and `stdout` (default: the process's; anything with write and
+        flush, such as the Outbox) until `exit` or the end of the input; the exit code."""
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+
+        async def connection() -> None:
+            await self._serve(stdin_reader(sys.stdin.buffer))
+
+        return self._run(connection)
+
+    def serve_tcp(self, host: str, port: int) -> int:
+        """Serve one connection at a time on HOST:PORT (for debugging)."""
+
+        async def connected(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            self.protocol.set_writer(writer)
+            await self._serve(stream_reader(reader))
+            self.shutdown()  # type: ignore[no-untyped-call]
+
+        async def listen() -> None:
+            self._server = await asyncio.start_server(connected, host, port)
+            async with self._server:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._server.serve_forever()
+
+        return self._run(listen)
+
+    async def _serve(self, read: Callable[[], Awaitable[bytes]]) -> None:
+        assert isinstance(self.protocol, AgentProtocol)
+        self._stop_event = threading.Event()
+        await read_loop(self.protocol, read, self._stop_event)
+        # The editor went away without `exit`: end the turns and close the ledgers.
+        for folder in list(self.state.folders.values()):
+            with contextlib.suppress(Exception):
+                await folder.agent.close()
+
+    def _run(self, main: Callable[[], Coroutine[Any, Any, None]]) -> int:
+        try:
+            asyncio.run(main())
+        except SystemExit as exit_:  # the `exit` notification
+            return exit_.code if isinstance(exit_.code, int) else 0
+        except (KeyboardInterrupt, BrokenPipeError):
+            return 1
+        finally:
+            self.shutdown()  # type: ignore[no-untyped-call]
+        return 0
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """Errors outside a request (a failed notification handler): one bounded line in
+        the log and a short message to the user."""
+        log.error("%s: %s", type(error).__name__, error)
+        with contextlib.suppress(Exception):
+            self.window_show_message(
+                types.ShowMessageParams(
+                    type=types.MessageType.Error,
+                    message=f"agent-server: {shorten(str(error), 300)}",
+                )
+            )
 
     # --- folders and sessions -----------------------------------------------------------
 
@@ -132,7 +246,13 @@ class AgentLanguageServer(LanguageServer):
         kwargs: dict[str, Any] = dict(self.agent_options)
         if self.connect_to is not None:
             kwargs["connect_to"] = self.connect_to
-        folder = Folder(uri, WorkspaceAgent(path, settings, **kwargs))
+
+        def make() -> WorkspaceAgent:
+            from agent_server.agent.workspace import WorkspaceAgent
+
+            return WorkspaceAgent(path, settings, **kwargs)
+
+        folder = Folder(uri, make)
         self.state.folders[path] = folder
         return folder
 
@@ -148,9 +268,15 @@ class AgentLanguageServer(LanguageServer):
     def session(self, session_id: str) -> AgentSession:
         for folder in self.state.folders.values():
             if folder.agent.has(session_id):
-                return folder.agent.open(
+                opening = session_id not in folder.agent.sessions
+                session = folder.agent.open(
                     session_id, emit=self.sink(session_id), ask=self.asker(session_id)
                 )
+                repaired = session.ledger.load_report.describe()
+                if opening and repaired:
+                    # The editor learns of a repair once, whatever request opened the session.
+                    self.relay(session_id, Notice(None, "warning", repaired))
+                return session
         raise SessionNotFoundError(f"unknown session {session_id}")
 
     # --- events to notifications --------------------------------------------------------
@@ -164,17 +290,20 @@ class AgentLanguageServer(LanguageServer):
     def relay(self, session_id: str, event: AgentEvent) -> None:
         stream = self.state.turns.get(session_id)
         if isinstance(event, UsageUpdated):
-            self.protocol.notify(USAGE, wire.usage_json(session_id, event.snapshot))
+            self.notify(USAGE, wire.usage_json(session_id, event.snapshot))
             return
         if isinstance(event, CompactionStarted | CompactionFinished):
-            self.protocol.notify("agent/compaction", wire.compaction_json(session_id, event))
+            self.notify("agent/compaction", wire.compaction_json(session_id, event))
             self.compaction_progress(session_id, event)
             return
         if isinstance(event, OverflowHappened):
-            self.protocol.notify("agent/overflow", wire.overflow_json(session_id, event))
+            self.notify("agent/overflow", wire.overflow_json(session_id, event))
+            return
+        if isinstance(event, McpStatusChanged):
+            self.notify(MCP_STATUS, wire.mcp_status_json(session_id, event.status))
             return
         if isinstance(event, ContextDecided):
-            self.protocol.notify("agent/context", wire.decision_json(session_id, event))
+            self.notify("agent/context", wire.decision_json(session_id, event))
             return
         if isinstance(event, TurnEnded):
             return
@@ -184,15 +313,16 @@ class AgentLanguageServer(LanguageServer):
         if stream is None:
             # Outside a turn (e.g. a file changed between turns): a turn-less update.
             stream = TurnStream(turn_id="")
-        self.protocol.notify(
-            "agent/update",
-            {
+        if self.outbox is not None:
+            self.outbox.update(session_id, stream.turn_id, update)  # it numbers them
+        else:
+            params = {
                 "sessionId": session_id,
                 "turnId": stream.turn_id,
                 "seq": stream.seq,
                 "update": update,
-            },
-        )
+            }
+            self.protocol.notify("agent/update", params)
         stream.seq += 1
         if isinstance(event, ToolCallStarted) and stream.progress_token is not None:
             self.work_done_progress.report(
@@ -314,6 +444,12 @@ class AgentLanguageServer(LanguageServer):
             return AgentSettings()
 
 
+def _preload() -> None:
+    from agent_server.agent.workspace import preload_providers
+
+    preload_providers()
+
+
 def permission_message(request: PermissionRequest) -> str:
     """The question as a plain message (for clients without agent/requestPermission): the
     whole command or the diff, every character shown literally."""
@@ -393,8 +529,9 @@ def _register(server: AgentLanguageServer) -> None:
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: AgentLanguageServer, params: types.InitializedParams) -> None:
-        # Load the provider SDKs while the editor finishes starting, not on the first turn.
-        threading.Thread(target=preload_providers, name="preload-sdks", daemon=True).start()
+        # Load the agent and the provider SDKs while the editor finishes starting, not on the
+        # first request.
+        threading.Thread(target=_preload, name="preload-agent", daemon=True).start()
         for folder in list(ls.state.folders.values()):
             folder.agent.update_settings(await ls.fetch_settings(folder.uri))
 
@@ -416,7 +553,7 @@ def _register(server: AgentLanguageServer) -> None:
             path = wire.uri_to_path(removed.uri).resolve()
             folder = ls.state.folders.pop(path, None)
             if folder is not None:
-                await folder.agent.close()
+                await folder.close()
         for added in params.event.added:
             folder = ls.add_folder(added.uri, AgentSettings())
             folder.agent.update_settings(await ls.fetch_settings(added.uri))
@@ -425,7 +562,7 @@ def _register(server: AgentLanguageServer) -> None:
     async def shutdown(ls: AgentLanguageServer, params: Any) -> None:
         for folder in list(ls.state.folders.values()):
             with contextlib.suppress(Exception):
-                await folder.agent.close()
+                await folder.close()
 
     @server.feature(SESSION_NEW)
     @_answers_agent_errors
@@ -440,6 +577,8 @@ def _register(server: AgentLanguageServer) -> None:
         return {
             "sessionId": session.session_id,
             "usage": wire.usage_json(session.session_id, session.usage_snapshot()),
+            "sandbox": wire.sandbox_json(session.settings),
+            "mcp": wire.mcp_status_json(session.session_id, session.mcp_status()),
         }
 
     @server.feature(SESSION_LIST)
@@ -468,16 +607,35 @@ def _register(server: AgentLanguageServer) -> None:
     async def session_load(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
         params = Params(raw, SESSION_LOAD)
         session_id = params.string("sessionId")
+        limit = params.count("limit", wire.DEFAULT_PAGE, wire.MAX_PAGE)
         session = ls.session(session_id)
         snapshot = session.usage_snapshot()
-        ls.protocol.notify(USAGE, wire.usage_json(session_id, snapshot))
-        return {
+        page = session.transcript(limit=limit)
+        ls.notify(USAGE, wire.usage_json(session_id, snapshot))
+        out = {
             "sessionId": session_id,
             "title": session.ledger.title,
             "leafId": session.ledger.leaf_id,
-            "transcript": session.transcript(),
+            "transcript": page.items,
+            "cursor": page.cursor,
             "usage": wire.usage_json(session_id, snapshot),
+            "sandbox": wire.sandbox_json(session.settings),
+            "mcp": wire.mcp_status_json(session_id, session.mcp_status()),
         }
+        repair = wire.repair_json(session.ledger.load_report)
+        if repair is not None:
+            out["repair"] = repair
+        return out
+
+    @server.feature(SESSION_HISTORY)
+    @_answers_agent_errors
+    async def session_history(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
+        params = Params(raw, SESSION_HISTORY)
+        session_id = params.string("sessionId")
+        before = params.string("before")
+        limit = params.count("limit", wire.DEFAULT_PAGE, wire.MAX_PAGE)
+        page = ls.session(session_id).transcript(before=before, limit=limit)
+        return {"sessionId": session_id, "transcript": page.items, "cursor": page.cursor}
 
     @server.feature(TURN)
     @_answers_agent_errors
@@ -504,6 +662,8 @@ def _register(server: AgentLanguageServer) -> None:
         finally:
             if ls.state.turns.get(session_id) is stream:
                 del ls.state.turns[session_id]
+            if ls.outbox is not None:
+                ls.outbox.end_turn(session_id, turn_id)
             if token is not None:
                 ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="Done"))
         out: dict[str, Any] = {
@@ -550,7 +710,7 @@ def _register(server: AgentLanguageServer) -> None:
         summarize = params.boolean("summarize")
         session = ls.session(session_id)
         rewound = await session.rewind(entry_id, summarize=summarize)
-        ls.protocol.notify(USAGE, wire.usage_json(session_id, session.usage_snapshot()))
+        ls.notify(USAGE, wire.usage_json(session_id, session.usage_snapshot()))
         return wire.rewind_json(rewound)
 
     @server.feature(USAGE)
@@ -570,6 +730,39 @@ def _register(server: AgentLanguageServer) -> None:
             folder.agent.set_user_idle(idle)
         return {}
 
+    @server.feature(MCP_SERVERS)
+    @_answers_agent_errors
+    async def mcp_servers(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
+        params = Params(raw, MCP_SERVERS)
+        session_id = params.string("sessionId")
+        return wire.mcp_status_json(session_id, ls.session(session_id).mcp_status())
+
+    @server.feature(MCP_ACCEPT_TOOLS)
+    @_answers_agent_errors
+    async def mcp_accept_tools(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
+        params = Params(raw, MCP_ACCEPT_TOOLS)
+        session_id = params.string("sessionId")
+        outcome = ls.session(session_id).accept_tools()
+        return {
+            "accepted": outcome.accepted,
+            "deferred": outcome.deferred,
+            "tokens": outcome.tokens,
+        }
+
+    @server.feature(MCP_RESTART)
+    @_answers_agent_errors
+    async def mcp_restart(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
+        params = Params(raw, MCP_RESTART)
+        session_id = params.string("sessionId")
+        name = params.string("name")
+        session = ls.session(session_id)
+        if not await session.restart_mcp_server(name):
+            known = ", ".join(session.mcp_server_names()) or "none"
+            raise wire.invalid(
+                f"{MCP_RESTART}: no MCP server named {name!r} in this session (servers: {known})"
+            )
+        return {}
+
     @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
     def progress_cancel(
         ls: AgentLanguageServer, params: types.WorkDoneProgressCancelParams
@@ -580,9 +773,15 @@ def _register(server: AgentLanguageServer) -> None:
                     ls.session(session_id).interrupt()
 
 
-def serve_stdio() -> None:
-    create_server().start_io()
+def serve_stdio() -> int:
+    server = create_server()
+    outbox = Outbox(sys.stdout.buffer)
+    server.attach_outbox(outbox)
+    try:
+        return server.serve_stdio(stdout=outbox)
+    finally:
+        outbox.close()
 
 
-def serve_tcp(host: str, port: int) -> None:
-    create_server().start_tcp(host, port)
+def serve_tcp(host: str, port: int) -> int:
+    return create_server().serve_tcp(host, port)

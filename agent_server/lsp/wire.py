@@ -11,11 +11,12 @@ import base64
 import binascii
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
+from agent_server.agent import transcript
 from agent_server.agent.events import (
     AgentEvent,
     CompactionFinished,
@@ -30,8 +31,7 @@ from agent_server.agent.events import (
     TurnStarted,
     UsageSnapshot,
 )
-from agent_server.agent.permissions import PermissionRequest
-from agent_server.agent.session import Rewound
+from agent_server.agent.settings import AgentSettings
 from agent_server.errors import (
     AgentServerError,
     ConfigError,
@@ -47,15 +47,26 @@ from agent_server.llm.messages import (
     UserContent,
     content_to_json,
 )
+from agent_server.stderr_log import shorten
 
-UNKNOWN_SESSION = -32001
-SESSION_BUSY = -32002
-UNKNOWN_WORKSPACE = -32003
-UNKNOWN_ENTRY = -32004
-SESSION_LOCKED = -32005
-CONFIG_ERROR = -32010
+# Our own error codes: a block outside JSON-RPC's reserved -32768..-32000 (where LSP has
+# its -32002 ServerNotInitialized and -32001 UnknownErrorCode) and LSP's -32899..-32800.
+UNKNOWN_SESSION = -33001
+SESSION_BUSY = -33002
+UNKNOWN_WORKSPACE = -33003
+UNKNOWN_ENTRY = -33004
+SESSION_LOCKED = -33005
+CONFIG_ERROR = -33010
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 MAX_PROMPT_CHARS = 2_000_000
+DEFAULT_PAGE = 100  # transcript entries per page unless the editor asks otherwise
+MAX_PAGE = 1000
+
+if TYPE_CHECKING:  # the agent's heavier modules load after `initialize` (lsp/startup.py)
+    from agent_server.agent.mcp.session_tools import McpStatus
+    from agent_server.agent.permissions import PermissionRequest
+    from agent_server.agent.session import Rewound
+    from agent_server.session.ledger import LoadReport
 
 
 class UnknownWorkspaceError(AgentServerError):
@@ -76,10 +87,11 @@ def rpc_error(error: AgentServerError) -> JsonRpcException:
         (SessionLockedError, SESSION_LOCKED),
         (ConfigError, CONFIG_ERROR),
     ]
+    message = shorten(error.message, 2000)  # it may quote a param
     for kind, code in codes:
         if isinstance(error, kind):
-            return JsonRpcException(code=code, message=error.message, data={"code": error.code})
-    return JsonRpcException(code=-32603, message=error.message, data={"code": error.code})
+            return JsonRpcException(code=code, message=message, data={"code": error.code})
+    return JsonRpcException(code=-32603, message=message, data={"code": error.code})
 
 
 class Params:
@@ -110,6 +122,17 @@ class Params:
         if self.raw.get(key) is None:
             return None
         return self.string(key)
+
+    def count(self, key: str, default: int, maximum: int) -> int:
+        """An optional integer in [1, maximum]."""
+        value = self.raw.get(key)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self._fail(key, f"must be an integer, not {type(value).__name__}")
+        if not 1 <= value <= maximum:
+            raise self._fail(key, f"must be between 1 and {maximum}")
+        return value
 
     def boolean(self, key: str, default: bool = False) -> bool:
         value = self.raw.get(key)
@@ -190,6 +213,11 @@ def path_to_uri(path: Path) -> str:
 # --- outgoing shapes ----------------------------------------------------------------------
 
 
+def mcp_status_json(session_id: str, status: McpStatus) -> dict[str, Any]:
+    """agent/mcp/status and the answer to agent/mcp/servers."""
+    return {"sessionId": session_id, **status.to_json()}
+
+
 def usage_json(session_id: str, snapshot: UsageSnapshot) -> dict[str, Any]:
     """The usage snapshot: the context meter, the last call, the turn (running, or the last
     one) and the session, each with its tokens and cost."""
@@ -240,55 +268,22 @@ def decision_json(session_id: str, event: ContextDecided) -> dict[str, Any]:
 
 
 def update_json(event: AgentEvent) -> dict[str, Any] | None:
-    """The `update` of an agent/update notification, or None if the event is not one."""
+    """The `update` of an agent/update notification, or None if the event is not one. The
+    shapes are the transcript's items (agent/transcript.py): live and loaded are alike."""
     if isinstance(event, TurnStarted):
-        return {
-            "kind": "userMessage",
-            "entryId": event.entry_id,
-            "parentId": event.parent_id,
-            "content": [content_to_json(block) for block in event.content],
-        }
+        return transcript.user_message_item(event.entry_id, event.parent_id, event.content)
     if isinstance(event, TextChunk):
-        return {
-            "kind": "messageChunk",
-            "messageId": event.message_id,
-            "content": {"type": "text", "text": event.text},
-        }
+        return transcript.chunk_item("messageChunk", event.message_id, event.text)
     if isinstance(event, ThinkingChunk):
-        return {
-            "kind": "thoughtChunk",
-            "messageId": event.message_id,
-            "content": {"type": "text", "text": event.text},
-        }
+        return transcript.chunk_item("thoughtChunk", event.message_id, event.text)
     if isinstance(event, ToolCallStarted):
-        return {
-            "kind": "toolCall",
-            "toolCallId": event.tool_call.id,
-            "title": event.title,
-            "toolKind": event.kind,
-            "status": "pending",
-            "rawInput": dict(event.tool_call.arguments),
-            "locations": [{"path": path} for path in event.locations],
-        }
+        return transcript.tool_call_item(event.tool_call, event.title, event.kind, event.locations)
     if isinstance(event, ToolCallUpdated):
-        update: dict[str, Any] = {"kind": "toolCallUpdate", "toolCallId": event.tool_call_id}
-        update["status"] = event.status
-        content: list[dict[str, Any]] = []
-        if event.output is not None:
-            content.append({"type": "content", "content": {"type": "text", "text": event.output}})
-        details = event.details or {}
-        change = details.get("change")
-        if isinstance(change, Mapping) and change.get("type") == "diff":
-            content.append(dict(change))
-        if content:
-            update["content"] = content
-        if details:
-            update["rawOutput"] = {
-                k: v for k, v in details.items() if k != "change" and _is_json(v)
-            }
-        return update
+        return transcript.tool_call_update_item(
+            event.tool_call_id, event.status, event.output, event.details
+        )
     if isinstance(event, Notice):
-        return {"kind": "notice", "level": event.level, "message": event.message}
+        return transcript.notice_item(event.level, event.message)
     return None
 
 
@@ -340,6 +335,36 @@ def compaction_json(
     return out
 
 
+def sandbox_json(settings: AgentSettings) -> dict[str, Any]:
+    """How the session's commands run: {sandboxed, network, reason?}; a reason means the
+    settings ask for a sandbox this machine cannot give."""
+    from agent_server.agent.tools.sandbox import confinement  # loaded with the agent
+
+    tools = settings.tools
+    return confinement(tools.sandbox, settings.permissions_mode, tools.network).to_json()
+
+
+def repair_json(report: LoadReport) -> dict[str, Any] | None:
+    """What opening a damaged ledger repaired (None when nothing was)."""
+    if report.clean:
+        return None
+    return {
+        "message": report.describe(),
+        "keptEntries": report.entry_count,
+        "issues": [
+            {
+                "line": issue.line_number,
+                "offset": issue.offset,
+                "reason": issue.reason,
+                "action": issue.action,
+            }
+            for issue in report.issues
+        ],
+        "truncatedBytes": report.truncated_bytes,
+        "abortedToolCalls": list(report.aborted_tool_calls),
+    }
+
+
 def overflow_json(session_id: str, event: OverflowHappened) -> dict[str, Any]:
     return {
         "sessionId": session_id,
@@ -348,7 +373,3 @@ def overflow_json(session_id: str, event: OverflowHappened) -> dict[str, Any]:
         "action": event.action,
         "message": event.message,
     }
-
-
-def _is_json(value: Any) -> bool:
-    return isinstance(value, str | int | float | bool | type(None) | list | dict)

@@ -13,6 +13,9 @@ import {
 import { ErrorCodes, type RequestPermissionParams, type RequestPermissionResult } from './protocol/types';
 import { initialState, reduce, type Action, type ViewState } from './state/reducer';
 
+/** Entries per page of older history. */
+const HISTORY_PAGE = 100;
+
 export interface ControllerHooks {
   /** Every action, in order, right after the host state has applied it. */
   publish(actions: Action[]): void;
@@ -60,6 +63,7 @@ export class SessionController {
       client.onUsage((params) => this.dispatch({ type: 'usage', params })),
       client.onCompaction((params) => this.dispatch({ type: 'compaction', params })),
       client.onOverflow((params) => this.dispatch({ type: 'overflow', params })),
+      client.onMcpStatus((params) => this.dispatch({ type: 'mcpStatus', params })),
       client.onRequestPermission((params, token) => this.askPermission(params, token)),
     ];
     if (this.userIdle) void this.sendUserIdle();
@@ -133,7 +137,7 @@ export class SessionController {
     }
     try {
       const result = await client.newSession({ workspaceUri });
-      this.dispatch({ type: 'sessionStarted', sessionId: result.sessionId, usage: result.usage });
+      this.dispatch({ type: 'sessionStarted', sessionId: result.sessionId, usage: result.usage, mcp: result.mcp });
       void this.refreshSessions();
       return result.sessionId;
     } catch (error) {
@@ -150,6 +154,20 @@ export class SessionController {
       this.dispatch({ type: 'sessionLoaded', result });
     } catch (error) {
       this.fail('Could not load the session', error);
+    }
+  }
+
+  /** The page of history before the first item shown (when there is one, one at a time). */
+  async loadOlder(): Promise<void> {
+    const client = this.client;
+    const { sessionId, older } = this._state;
+    if (!client || !sessionId || !older.cursor || older.loading) return;
+    this.dispatch({ type: 'olderRequested', sessionId });
+    try {
+      const result = await client.sessionHistory({ sessionId, before: older.cursor, limit: HISTORY_PAGE });
+      this.dispatch({ type: 'olderLoaded', result });
+    } catch (error) {
+      this.dispatch({ type: 'olderFailed', sessionId, message: `Could not load earlier messages: ${describeError(error)}` });
     }
   }
 
@@ -249,6 +267,41 @@ export class SessionController {
       await this.loadSession(sessionId);
     } catch (error) {
       this.fail('Could not rewind', error);
+    }
+  }
+
+  // ---- MCP servers -----------------------------------------------------------------------
+
+  /** Accept the waiting change of the MCP tools; the status that follows clears the banner. */
+  async acceptTools(): Promise<void> {
+    const client = this.client;
+    const sessionId = this._state.sessionId;
+    if (!client) return void this.notConnected();
+    if (!sessionId) return;
+    try {
+      const result = await client.acceptTools({ sessionId });
+      if (result.accepted) {
+        const when = result.deferred ? 'from the next model call' : 'from the next request';
+        this.dispatch({
+          type: 'notice',
+          level: 'info',
+          message: `New MCP tool list accepted: it applies ${when}, which re-reads about ${result.tokens} tokens.`,
+        });
+      }
+    } catch (error) {
+      this.fail('Could not accept the MCP tools', error);
+    }
+  }
+
+  async restartMcpServer(name: string): Promise<void> {
+    const client = this.client;
+    const sessionId = this._state.sessionId;
+    if (!client) return void this.notConnected();
+    if (!sessionId) return;
+    try {
+      await client.restartMcpServer({ sessionId, name });
+    } catch (error) {
+      this.fail(`Could not restart the MCP server ${name}`, error);
     }
   }
 

@@ -16,6 +16,8 @@ import {
   type CompactionParams,
   type InterruptParams,
   type InterruptResult,
+  type McpAcceptToolsResult,
+  type McpStatusParams,
   type UserIdleParams,
   type UserIdleResult,
   type OverflowParams,
@@ -26,6 +28,8 @@ import {
   type SessionListParams,
   type SessionListResult,
   type SessionLoadParams,
+  type SessionHistoryParams,
+  type SessionHistoryResult,
   type SessionLoadResult,
   type SessionNewParams,
   type SessionNewResult,
@@ -96,6 +100,10 @@ export class AgentClient {
     return this.connection.sendRequest(Methods.sessionLoad, params);
   }
 
+  sessionHistory(params: SessionHistoryParams): Promise<SessionHistoryResult> {
+    return this.connection.sendRequest(Methods.sessionHistory, params);
+  }
+
   /** Long-lived: resolves when the turn ends. Cancelling `token` sends `$/cancelRequest`. */
   turn(params: TurnParams, token?: CancellationTokenLike): Promise<TurnResult> {
     return token
@@ -123,6 +131,19 @@ export class AgentClient {
     return this.connection.sendRequest(Methods.usage, params);
   }
 
+  mcpServers(params: { sessionId: string }): Promise<McpStatusParams> {
+    return this.connection.sendRequest(Methods.mcpServers, params);
+  }
+
+  /** Take in the waiting change of the MCP tool list (the next request re-reads the prefix). */
+  acceptTools(params: { sessionId: string }): Promise<McpAcceptToolsResult> {
+    return this.connection.sendRequest(Methods.mcpAcceptTools, params);
+  }
+
+  restartMcpServer(params: { sessionId: string; name: string }): Promise<Record<string, never>> {
+    return this.connection.sendRequest(Methods.mcpRestart, params);
+  }
+
   // ---- notifications, server to client ---------------------------------------------------
 
   onUpdate(handler: (params: AgentUpdateParams) => void): DisposableLike {
@@ -139,6 +160,10 @@ export class AgentClient {
 
   onOverflow(handler: (params: OverflowParams) => void): DisposableLike {
     return this.connection.onNotification(Methods.overflow, handler);
+  }
+
+  onMcpStatus(handler: (params: McpStatusParams) => void): DisposableLike {
+    return this.connection.onNotification(Methods.mcpStatus, handler);
   }
 
   // ---- requests, server to client --------------------------------------------------------

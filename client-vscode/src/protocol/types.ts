@@ -81,7 +81,7 @@ export interface UsageSnapshot {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Transcript (agent/session/load)
+// Messages as the ledger records them (inside tool inputs and the like)
 
 export interface UserMessage {
   role: 'user';
@@ -101,60 +101,41 @@ export interface AssistantMessage {
   errorMessage?: string;
 }
 
-export interface ToolResultMessage {
-  role: 'toolResult';
-  toolCallId: string;
-  toolName: string;
-  content: PromptBlock[];
-  isError: boolean;
-}
-
-export type TranscriptMessage = UserMessage | AssistantMessage | ToolResultMessage;
-
-interface TranscriptEntryBase {
-  entryId: string;
-  parentId?: string | null;
-  timestamp?: string;
-}
-
-export interface MessageTranscriptItem extends TranscriptEntryBase {
-  type: 'message';
-  message: TranscriptMessage;
-}
-
 export type CompactionReason = 'threshold' | 'overflow' | 'truncation' | 'manual' | 'idle';
 
-export interface CompactionTranscriptItem extends TranscriptEntryBase {
-  type: 'compaction';
-  summary: string;
-  firstKeptEntryId: string;
+// ---------------------------------------------------------------------------------------------
+// Transcript (agent/session/load, agent/session/history): the live update shapes, plus markers
+
+export interface CompactionMarker {
+  kind: 'compaction';
+  entryId: string;
+  status: 'completed';
+  reason: CompactionReason;
   tokensBefore: number;
   tokensAfter?: number;
-  reason?: CompactionReason;
+  summary: string;
+  /** null: the compaction kept nothing verbatim. */
+  firstKeptEntryId: string | null;
 }
 
-export interface BranchTranscriptItem extends TranscriptEntryBase {
-  type: 'branch';
-  targetId: string;
+export interface BranchMarker {
+  kind: 'branch';
+  entryId: string;
+  /** The entry the conversation continued from (null: the very start). */
+  targetId: string | null;
+  /** A summary of the branch left behind, when the rewind asked for one. */
+  summary?: string;
 }
 
-export interface ModelChangeTranscriptItem extends TranscriptEntryBase {
-  type: 'modelChange';
+export interface ModelChangeMarker {
+  kind: 'modelChange';
+  entryId: string;
   provider: string;
   model: string;
 }
 
-export interface TitleTranscriptItem extends TranscriptEntryBase {
-  type: 'title';
-  title: string;
-}
-
-export type TranscriptItem =
-  | MessageTranscriptItem
-  | CompactionTranscriptItem
-  | BranchTranscriptItem
-  | ModelChangeTranscriptItem
-  | TitleTranscriptItem;
+/** One item of a loaded transcript: exactly a live `agent/update` update, or a marker. */
+export type TranscriptItem = SessionUpdate | CompactionMarker | BranchMarker | ModelChangeMarker;
 
 // ---------------------------------------------------------------------------------------------
 // Requests (client to server)
@@ -164,9 +145,18 @@ export interface SessionNewParams {
   model?: string;
   title?: string;
 }
+/** How a session's shell commands run; `reason` when a wanted sandbox is missing. */
+export interface SandboxState {
+  sandboxed: boolean;
+  network: boolean;
+  reason?: string;
+}
+
 export interface SessionNewResult {
   sessionId: string;
   usage: UsageSnapshot;
+  sandbox?: SandboxState;
+  mcp?: McpStatusParams;
 }
 
 export interface SessionListParams {
@@ -189,13 +179,41 @@ export interface SessionListResult {
 
 export interface SessionLoadParams {
   sessionId: string;
+  /** Entries in the first page (default 100). */
+  limit?: number;
 }
+/** What opening a damaged ledger repaired (docs/protocol.md). */
+export interface LedgerRepair {
+  message: string;
+  keptEntries: number;
+  issues: { line: number; offset: number; reason: string; action: 'skipped' | 'truncated' | 'newline_added' | 'reattached' }[];
+  truncatedBytes: number;
+  abortedToolCalls: string[];
+}
+
 export interface SessionLoadResult {
   sessionId: string;
   title?: string | null;
   leafId?: string | null;
+  /** The latest page of the current branch, oldest first. */
   transcript: TranscriptItem[];
+  /** Pass as `before` to agent/session/history for the page before; null: nothing older. */
+  cursor?: string | null;
   usage: UsageSnapshot;
+  sandbox?: SandboxState;
+  repair?: LedgerRepair;
+  mcp?: McpStatusParams;
+}
+
+export interface SessionHistoryParams {
+  sessionId: string;
+  before: string;
+  limit?: number;
+}
+export interface SessionHistoryResult {
+  sessionId: string;
+  transcript: TranscriptItem[];
+  cursor: string | null;
 }
 
 export interface TurnParams {
@@ -313,6 +331,10 @@ export interface NoticeUpdate {
   kind: 'notice';
   level: 'info' | 'warning' | 'error';
   message: string;
+  /** In a loaded transcript, an editor note the model was given (an external edit, a branch
+   * summary): its entry and kind. */
+  entryId?: string;
+  note?: string;
 }
 
 export type SessionUpdate =
@@ -412,7 +434,59 @@ export interface AgentSettings {
     model?: string;
   };
   permissions?: { mode?: 'ask' | 'allowReads' | 'allowAll' };
+  tools?: {
+    sandbox?: 'auto' | 'always' | 'off';
+    network?: boolean;
+    env?: { pass?: string[] };
+  };
   sessionsDir?: string;
+  mcp?: {
+    servers?: Record<string, unknown>;
+    startupTimeout?: number;
+    toolTimeout?: number;
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// MCP servers (docs/mcp.md)
+
+export type McpServerState = 'starting' | 'ready' | 'failed' | 'stopped';
+
+export interface McpServer {
+  name: string;
+  state: McpServerState;
+  transport: 'stdio' | 'http' | 'sse';
+  /** The command line or URL, secrets scrubbed. */
+  target: string;
+  /** The server's own tool names, as it lists them now. */
+  tools: string[];
+  trusted: boolean;
+  source: string;
+  error?: string;
+  stderrTail?: string;
+}
+
+/** A change of the tool list waiting for the user (names as the model sees them). */
+export interface McpToolsChange {
+  added: string[];
+  removed: string[];
+  changed: string[];
+  /** What the next request re-reads without the cache if the change is accepted. */
+  tokens: number;
+}
+
+/** `agent/mcp/status` notification params, and the answer to `agent/mcp/servers`. */
+export interface McpStatusParams {
+  sessionId: string;
+  servers: McpServer[];
+  toolsChange: McpToolsChange | null;
+  toolCount: number;
+}
+
+export interface McpAcceptToolsResult {
+  accepted: boolean;
+  deferred: boolean;
+  tokens: number;
 }
 
 export interface AgentInitializationOptions {
@@ -424,12 +498,12 @@ export interface AgentInitializationOptions {
 export const ErrorCodes = {
   InvalidParams: -32602,
   RequestCancelled: -32800,
-  UnknownSession: -32001,
-  SessionBusy: -32002,
-  UnknownWorkspace: -32003,
-  UnknownEntry: -32004,
-  SessionLocked: -32005,
-  ConfigurationError: -32010,
+  UnknownSession: -33001,
+  SessionBusy: -33002,
+  UnknownWorkspace: -33003,
+  UnknownEntry: -33004,
+  SessionLocked: -33005,
+  ConfigurationError: -33010,
 } as const;
 
 /** Method names, one place. */
@@ -437,6 +511,7 @@ export const Methods = {
   sessionNew: 'agent/session/new',
   sessionList: 'agent/session/list',
   sessionLoad: 'agent/session/load',
+  sessionHistory: 'agent/session/history',
   turn: 'agent/turn',
   interrupt: 'agent/interrupt',
   compact: 'agent/compact',
@@ -448,4 +523,8 @@ export const Methods = {
   overflow: 'agent/overflow',
   context: 'agent/context',
   requestPermission: 'agent/requestPermission',
+  mcpStatus: 'agent/mcp/status',
+  mcpServers: 'agent/mcp/servers',
+  mcpAcceptTools: 'agent/mcp/acceptTools',
+  mcpRestart: 'agent/mcp/restart',
 } as const;

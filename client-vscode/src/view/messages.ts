@@ -12,10 +12,14 @@ export type WebviewToHost =
   | { type: 'stop' }
   | { type: 'newSession' }
   | { type: 'loadSession'; sessionId: string }
+  /** Scrolled to the top: the page of history before the first item. */
+  | { type: 'loadOlder' }
   | { type: 'refreshSessions' }
   | { type: 'compact'; instructions?: string }
   | { type: 'rewind'; entryId: string }
   /** `optionId` absent: the user dismissed the card (answered "cancelled"). */
   | { type: 'permission'; requestId: string; optionId?: string }
+  | { type: 'acceptTools' }
+  | { type: 'restartMcp'; name: string }
   | { type: 'dismissProblem' }
   | { type: 'command'; command: 'showOutput' | 'openSettings' | 'setApiKey' | 'restartServer' };

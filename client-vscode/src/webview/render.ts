@@ -71,7 +71,12 @@ export class ChatView {
   private readonly meterTick: HTMLElement;
   private readonly meterText: HTMLElement;
   private readonly banner: HTMLElement;
+  private readonly mcpEl: HTMLElement;
   private readonly transcript: HTMLElement;
+  /** At the top of the transcript: earlier history is being loaded, or can be. */
+  private readonly older: HTMLElement;
+  /** The cursor last asked for, so that one position asks once. */
+  private requestedOlder: string | undefined;
   private readonly empty: HTMLElement;
   private readonly input: HTMLTextAreaElement;
   private readonly sendButton: HTMLButtonElement;
@@ -141,7 +146,12 @@ export class ChatView {
       this.meterText,
     );
     this.banner = h('div', { class: 'banner', attrs: { role: 'alert' } });
+    this.mcpEl = h('div', { class: 'mcp', attrs: { 'aria-label': 'MCP servers' } });
     this.transcript = h('div', { class: 'transcript', attrs: { role: 'log', 'aria-live': 'polite' } });
+    this.older = h('div', { class: 'older' });
+    this.transcript.append(this.older);
+    // Scrolled to the top: the page before the first item.
+    this.transcript.addEventListener('scroll', () => this.maybeLoadOlder());
     this.empty = h('div', { class: 'empty', text: 'Ask the agent something about this workspace.' });
     this.input = h('textarea', {
       class: 'prompt',
@@ -162,6 +172,7 @@ export class ChatView {
       h('div', { class: 'toolbar' }, this.sessionSelect, this.newButton, this.compactButton),
       this.compactPanel,
       this.meterEl,
+      this.mcpEl,
       this.banner,
       this.transcript,
       h('div', { class: 'composer' }, this.input, h('div', { class: 'composer-actions' }, this.status, this.stopButton, this.sendButton)),
@@ -200,6 +211,7 @@ export class ChatView {
       this.renderSessions(state);
     }
     if (!previous || previous.usage !== state.usage) this.renderMeter(state);
+    if (!previous || previous.mcp !== state.mcp || previous.server !== state.server) this.renderMcp(state);
     this.renderBanner(state);
     this.renderControls(state);
     this.renderTranscript(state);
@@ -249,6 +261,65 @@ export class ChatView {
       this.meterText.append(h('span', { class: 'meter-next', text: ' · compacts before the next request' }));
     }
     this.meterEl.title = meter.detail;
+  }
+
+  /** One line per MCP server (a failed one opens to its error and stderr), and the waiting
+   * change of the tool list with its price and an Accept button. Text only, never markup. */
+  private renderMcp(state: ViewState): void {
+    const el = this.mcpEl;
+    el.textContent = '';
+    const mcp = state.mcp;
+    if (!mcp || mcp.servers.length === 0) {
+      el.hidden = true;
+      return;
+    }
+    el.hidden = false;
+    const running = state.server.status === 'running';
+    for (const server of mcp.servers) {
+      const label = `${server.name} · ${mcpStateLabel(server.state)}` +
+        (server.state === 'ready' ? ` · ${server.tools.length} tools` : '') +
+        (server.trusted ? ' · trusted' : '');
+      const title = `${server.transport}: ${server.target} (${server.source})`;
+      if (server.state !== 'failed') {
+        el.append(h('div', { class: `mcp-server ${server.state}`, text: label, title }));
+        continue;
+      }
+      const details = h(
+        'details',
+        { class: 'mcp-server failed' },
+        h('summary', { text: label, title }),
+        h('div', { class: 'mcp-error', text: server.error ?? 'The server failed.' }),
+      );
+      if (server.stderrTail) details.append(h('pre', { class: 'mcp-stderr', text: server.stderrTail }));
+      const restart = button('Restart', () => this.post({ type: 'restartMcp', name: server.name }), 'secondary');
+      restart.disabled = !running;
+      details.append(restart);
+      el.append(details);
+    }
+    const change = mcp.toolsChange;
+    if (change) {
+      const parts = [
+        change.added.length ? `added ${change.added.join(', ')}` : '',
+        change.removed.length ? `removed ${change.removed.join(', ')}` : '',
+        change.changed.length ? `changed ${change.changed.join(', ')}` : '',
+      ].filter(Boolean);
+      const accept = button('Accept', () => this.post({ type: 'acceptTools' }), 'primary');
+      accept.disabled = !running;
+      el.append(
+        h(
+          'div',
+          { class: 'mcp-change', attrs: { role: 'status' } },
+          h('div', {
+            class: 'mcp-change-text',
+            text:
+              `MCP tools changed (${parts.join('; ') || 'reordered'}). The model keeps the current list until you ` +
+              `accept: the next request then re-reads about ${formatTokens(change.tokens)} tokens without the ` +
+              'cache. The next compaction takes the change in anyway.',
+          }),
+          accept,
+        ),
+      );
+    }
   }
 
   private renderBanner(state: ViewState): void {
@@ -330,15 +401,18 @@ export class ChatView {
   private renderTranscript(state: ViewState): void {
     const container = this.transcript;
     const nearBottom = container.scrollHeight - container.scrollTop - container.clientHeight < 80;
+    const fromBottom = container.scrollHeight - container.scrollTop;
+    const firstBefore = this.older.nextElementSibling as HTMLElement | null;
+    this.renderOlder(state);
     const next = new Map<string, Rendered>();
     const lastAssistant = findLast(state.items, (i) => i.kind === 'assistant');
-    let cursor: ChildNode | null = container.firstChild;
+    let cursor: ChildNode | null = this.older.nextSibling;
     if (state.items.length === 0) {
-      if (this.empty.parentNode !== container) container.prepend(this.empty);
+      if (this.empty.parentNode !== container) container.insertBefore(this.empty, cursor);
       cursor = this.empty.nextSibling;
     } else if (this.empty.parentNode === container) {
       this.empty.remove();
-      cursor = container.firstChild;
+      cursor = this.older.nextSibling;
     }
     for (const item of state.items) {
       const streaming = state.turn.status !== 'idle' && item === lastAssistant;
@@ -361,7 +435,42 @@ export class ChatView {
     }
     for (const [id, old] of this.rendered) if (!next.has(id)) old.el.remove();
     this.rendered = next;
-    if (nearBottom) container.scrollTop = container.scrollHeight;
+    const prepended = firstBefore !== null && firstBefore.isConnected && this.older.nextElementSibling !== firstBefore;
+    if (prepended && !nearBottom) {
+      // Older history arrived above: what the user was reading stays where it was.
+      container.scrollTop = container.scrollHeight - fromBottom;
+    } else if (nearBottom) {
+      container.scrollTop = container.scrollHeight;
+    }
+    this.maybeLoadOlder();
+  }
+
+  private renderOlder(state: ViewState): void {
+    const { cursor, loading } = state.older;
+    this.older.textContent = '';
+    this.older.hidden = !cursor;
+    if (!cursor) return;
+    if (loading) {
+      this.older.append(h('span', { class: 'meta', text: 'Loading earlier messages…' }));
+    } else {
+      this.older.append(
+        button('Load earlier messages', () => {
+          this.requestedOlder = undefined;
+          this.post({ type: 'loadOlder' });
+        }, 'link'),
+      );
+    }
+  }
+
+  /** Asks for the page before the first item when the top is in view (a short transcript
+   * fills the view that way too). Once per cursor: a failed page waits for the button. */
+  private maybeLoadOlder(): void {
+    const state = this.state;
+    const container = this.transcript;
+    if (!state?.older.cursor || state.older.loading || this.requestedOlder === state.older.cursor) return;
+    if (container.scrollTop > 48) return;
+    this.requestedOlder = state.older.cursor;
+    this.post({ type: 'loadOlder' });
   }
 
   private renderItem(item: Item, state: ViewState, streaming: boolean): HTMLElement {
@@ -659,6 +768,19 @@ function toolIcon(kind: string): string {
       return '▶';
     default:
       return '◆';
+  }
+}
+
+function mcpStateLabel(state: string): string {
+  switch (state) {
+    case 'starting':
+      return 'starting…';
+    case 'ready':
+      return 'ready';
+    case 'failed':
+      return 'failed';
+    default:
+      return 'stopped';
   }
 }
 

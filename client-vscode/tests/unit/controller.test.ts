@@ -161,7 +161,7 @@ describe('SessionController', () => {
     });
     server.onRequest('agent/session/load', () => ({
       sessionId: 's1',
-      transcript: [{ type: 'message', entryId: 'e1', parentId: null, message: { role: 'user', content: [{ type: 'text', text: 'first' }] } }],
+      transcript: [{ kind: 'userMessage', entryId: 'e1', parentId: null, content: [{ type: 'text', text: 'first' }] }],
       usage: usage('s1', 10),
     }));
     await controller.compact(' keep the plan ');
@@ -176,11 +176,38 @@ describe('SessionController', () => {
     expect(controller.state.usage?.used).toBe(10);
   });
 
+  it('loads the history before the first page when asked, one page at a time', async () => {
+    const { controller, server } = setup();
+    const pages: Record<string, { transcript: unknown[]; cursor: string | null }> = {
+      e3: { transcript: [{ kind: 'userMessage', entryId: 'e2', parentId: 'e1', content: [{ type: 'text', text: 'two' }] }], cursor: 'e2' },
+      e2: { transcript: [{ kind: 'userMessage', entryId: 'e1', parentId: null, content: [{ type: 'text', text: 'one' }] }], cursor: null },
+    };
+    const asked: unknown[] = [];
+    server.onRequest('agent/session/load', () => ({
+      sessionId: 's1',
+      transcript: [{ kind: 'userMessage', entryId: 'e3', parentId: 'e2', content: [{ type: 'text', text: 'three' }] }],
+      cursor: 'e3',
+      usage: usage('s1', 10),
+    }));
+    server.onRequest('agent/session/history', (p: { before: string }) => {
+      asked.push(p);
+      return { sessionId: 's1', ...pages[p.before] };
+    });
+    await controller.loadSession('s1');
+    const twice = [controller.loadOlder(), controller.loadOlder()];
+    await Promise.all(twice);
+    expect(asked).toEqual([{ sessionId: 's1', before: 'e3', limit: 100 }]);
+    await controller.loadOlder();
+    await controller.loadOlder(); // nothing older: no request
+    expect(asked).toHaveLength(2);
+    expect(controller.state.items.map((i) => (i.kind === 'user' ? i.text : i.kind))).toEqual(['one', 'two', 'three']);
+  });
+
   it('reports a configuration error from a turn', async () => {
     const { controller, server, configErrors } = setup();
     controller.dispatch({ type: 'sessionStarted', sessionId: 's1' });
     server.onRequest('agent/session/list', () => ({ sessions: [] }));
-    server.onRequest('agent/turn', () => new ResponseError(-32010, 'Set ANTHROPIC_API_KEY, or use provider "sim" to try it offline'));
+    server.onRequest('agent/turn', () => new ResponseError(-33010, 'Set ANTHROPIC_API_KEY, or use provider "sim" to try it offline'));
     await controller.send('hello');
     // The banner says what to do (with buttons); the prompt stays, marked not sent.
     expect(controller.state.problem).toBe('Set ANTHROPIC_API_KEY, or use provider "sim" to try it offline');
@@ -194,7 +221,7 @@ describe('SessionController', () => {
 
   it('keeps a first prompt whose session could not be created', async () => {
     const { controller, server, configErrors } = setup();
-    server.onRequest('agent/session/new', () => new ResponseError(-32010, 'No API key: set ANTHROPIC_API_KEY'));
+    server.onRequest('agent/session/new', () => new ResponseError(-33010, 'No API key: set ANTHROPIC_API_KEY'));
     await controller.send('explain the build');
     expect(controller.state.sessionId).toBeUndefined();
     expect(controller.state.items).toEqual([
@@ -226,5 +253,28 @@ describe('SessionController', () => {
     await controller.openInitialSession();
     expect(controller.state.sessionId).toBe('new');
     expect(controller.state.sessions).toHaveLength(2);
+  });
+
+  it('relays agent/mcp/status and accepts a tools change with agent/mcp/acceptTools', async () => {
+    const { controller, server } = setup();
+    server.onRequest('agent/session/new', () => ({ sessionId: 's1', usage: usage('s1') }));
+    server.onRequest('agent/session/list', () => ({ sessions: [] }));
+    const accepted: unknown[] = [];
+    server.onRequest('agent/mcp/acceptTools', (params: unknown) => {
+      accepted.push(params);
+      return { accepted: true, deferred: false, tokens: 4200 };
+    });
+    await controller.newSession();
+    await server.sendNotification('agent/mcp/status', {
+      sessionId: 's1',
+      toolCount: 8,
+      servers: [],
+      toolsChange: { added: ['mcp__a__b'], removed: [], changed: [], tokens: 4200 },
+    });
+    await waitFor(() => controller.state.mcp?.toolsChange?.tokens === 4200);
+    await controller.acceptTools();
+    expect(accepted).toEqual([{ sessionId: 's1' }]);
+    const notice = controller.state.items.at(-1);
+    expect(notice?.kind === 'notice' && notice.message).toContain('re-reads about 4200 tokens');
   });
 });
