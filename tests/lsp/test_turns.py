@@ -93,7 +93,8 @@ async def test_compaction_notifies_started_then_one_terminal_status(
         assert [d["tokens"] for d in compact_decisions] == [
             c["tokensBefore"] for c in agent.compactions if c["status"] == "started"
         ]
-        assert all(d["tokens"] > d["threshold"] for d in compact_decisions)
+        # past the threshold, or (the early trigger) past half of it with no room for the summary
+        assert all(d["tokens"] > d["threshold"] // 2 for d in compact_decisions)
 
         manual = await agent.request(
             "agent/compact", {"sessionId": session_id, "instructions": "Keep the CSV findings."}
