@@ -603,9 +603,10 @@ class ContextManager:
         """
         assert view.projection is not None
         model = self.model
-        # Sent without cache marks when the prefix is cold: writing it would cost more than
-        # the input price, and after the compaction no request begins with it.
-        shares_cache = not self._cold
+        # Sent without cache marks when the prefix is cold (before a call, or a manual
+        # compaction after a pause): writing it would cost more than the input price, and
+        # after the compaction no request begins with it.
+        shares_cache = not self._cold and self.cold_pause() is None
         room = model.context_window - view.tokens - INSTRUCTION_TOKENS
         cached = (
             self.settings.summary == "cached"

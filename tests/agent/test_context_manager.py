@@ -50,11 +50,13 @@ class Provider:
     density: float = 1.0
     fail: bool = False
     requests: list[Context] = field(default_factory=list)
+    shared: list[bool] = field(default_factory=list)  # whether each shared the session's cache
 
     async def __call__(
         self, context: Context, model: ModelInfo, cached: bool, max_tokens: int
     ) -> AssistantMessage:
         self.requests.append(context)
+        self.shared.append(cached)
         if estimate_full(context) * self.density > self.window:
             raise ContextOverflowError("prompt is too long", status=400)
         if self.fail:
@@ -305,15 +307,34 @@ async def test_the_clock_stamps_the_last_call(h: Harness) -> None:
     h.manager.record_call()
     assert h.manager.last_call_at == 1234.5
     fill(h.ledger, 8)  # ~27k tokens: the cached summary fits beside them
-    h.clock[0] = 2000.0
+    h.clock[0] = 1294.5  # a minute later: the cache is warm
     await h.manager.compact("manual")
-    assert h.manager.last_call_at == 2000.0  # the cached summary read the session's cache
+    assert h.manager.last_call_at == 1294.5  # the cached summary read the session's cache
     fill(h.ledger, 16)  # now over the window: only a fresh summary prompt fits
-    h.clock[0] = 3000.0
+    h.clock[0] = 1354.5
     await h.manager.compact("manual")
-    assert h.manager.last_call_at == 2000.0  # a fresh prompt leaves the session's cache alone
+    assert h.manager.last_call_at == 1294.5  # a fresh prompt leaves the session's cache alone
     assert decisions(h) == [("compact", "manual"), ("compact", "manual")]
-    assert [bool(c.tools) for c in h.provider.requests] == [True, False]  # cached, fresh
+    assert h.provider.shared == [True, False]
+
+
+async def test_a_pause_past_the_cache_lifetime_is_known_before_the_next_call(h: Harness) -> None:
+    h.manager.record_call("short")
+    h.clock[0] += 299
+    assert h.manager.cold_pause() is None
+    h.clock[0] += 2
+    assert h.manager.cold_pause() == (301, 300)
+    h.manager.record_call("long")  # an hour now
+    h.clock[0] += 1800
+    assert h.manager.cold_pause() is None
+    h.clock[0] += 1801
+    assert h.manager.cold_pause() == (3601, 3600)
+    # A manual compaction then asks for its summary without the cold cache's marks.
+    fill(h.ledger, 8)
+    result = await h.manager.compact("manual")
+    assert result.outcome == "compacted"
+    assert h.provider.shared == [False]
+    assert [bool(c.tools) for c in h.provider.requests] == [True]  # the context, uncached
 
 
 async def test_a_policy_plugs_in_at_the_same_seam(h: Harness) -> None:
