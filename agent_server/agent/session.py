@@ -46,6 +46,7 @@ from agent_server.agent.policy import ContextPolicy, PolicyView
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.tool_runner import ToolRunner, aborted_result
 from agent_server.agent.tools import Tool, ToolContext
+from agent_server.agent.tools.files import LOCAL_FILES, FileAccess
 from agent_server.context.estimate import estimate_context_tokens
 from agent_server.context.projection import project
 from agent_server.context.summary_prompt import build_summary_prompt
@@ -150,6 +151,7 @@ class AgentSession:
         self._retry = retry or RetryPolicy()
         self._secrets = secrets
         self._spill_dir = spill_dir
+        self._files: FileAccess = LOCAL_FILES
         self.gate = PermissionGate(settings.permissions_mode, ask, assume_yes=assume_yes)
         self._runner = ToolRunner(self.tools, self.gate, self._tool_context, self._emit)
         self._compactor = Compactor(
@@ -188,11 +190,16 @@ class AgentSession:
     def busy(self) -> bool:
         return self._busy
 
-    def attach(self, emit: EventSink, ask: AskCallback | None = None) -> None:
-        """Where events go, and who answers permission requests, from now on."""
+    def attach(
+        self, emit: EventSink, ask: AskCallback | None = None, files: FileAccess | None = None
+    ) -> None:
+        """Where events go, who answers permission requests, and where the file tools read
+        and write (an editor's buffers, or the disk), from now on."""
         self._emit_to = emit
         if ask is not None:
             self.gate.set_ask(ask)
+        if files is not None:
+            self._files = files
 
     def update_settings(self, settings: AgentSettings) -> None:
         """New settings, applied from the next turn."""
@@ -595,6 +602,7 @@ class AgentSession:
             on_output=on_output,
             secrets=self._secrets,
             bash_timeout=self.settings.bash_timeout,
+            files=self._files,
         )
 
     def _append_results(

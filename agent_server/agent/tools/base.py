@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeAlias
 
+from agent_server.agent.tools.files import LOCAL_FILES, FileAccess
 from agent_server.errors import InvalidToolArgumentsError
 from agent_server.llm.messages import (
     ImageContent,
@@ -72,6 +73,8 @@ class ToolContext:
     bash_timeout: seconds before a bash command is killed, unless the call asks otherwise.
     env_drop: environment variable names removed from bash's environment, in addition to
         every name ending in _API_KEY, _TOKEN, _SECRET or _PASSWORD.
+    files: where read, edit and write get and put the text of a file (the disk, or the
+        editor's buffers).
     """
 
     workspace: Path
@@ -80,6 +83,7 @@ class ToolContext:
     secrets: tuple[str, ...] = ()
     bash_timeout: float = 120.0
     env_drop: tuple[str, ...] = ()
+    files: FileAccess = LOCAL_FILES
 
 
 class Tool(Protocol):

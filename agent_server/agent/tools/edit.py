@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from typing import Any
 
@@ -56,9 +55,6 @@ class EditTool:
         return f"Edit {display_arg(arguments, 'path', '?')}"
 
     async def run(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
-        return await asyncio.to_thread(self._edit, arguments, ctx)
-
-    def _edit(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         path = resolve_in_workspace(ctx.workspace, str_arg(arguments, "path"))
         old_text = str_arg(arguments, "oldText")
         new_text = str_arg(arguments, "newText")
@@ -75,7 +71,7 @@ class EditTool:
         if old_text == new_text:
             raise ToolError("oldText and newText are the same; the edit would change nothing.")
         try:
-            content = path.read_bytes().decode("utf-8")
+            content = await ctx.files.read_text(path)
         except UnicodeDecodeError as exc:
             raise ToolError(f"{shown} is not a UTF-8 text file; it cannot be edited.") from exc
         # A file with Windows line endings, and text the model wrote with "\n": match anyway.
@@ -96,7 +92,7 @@ class EditTool:
             )
         start = content.index(old_text)
         updated = content[:start] + new_text + content[start + len(old_text) :]
-        path.write_bytes(updated.encode("utf-8"))
+        await ctx.files.write_text(path, updated)
         line = content.count("\n", 0, start) + 1
         old_lines = old_text.count("\n") + 1
         new_lines = new_text.count("\n") + 1

@@ -78,9 +78,6 @@ class ReadTool:
         return f"Read {display_arg(arguments, 'path', '?')}"
 
     async def run(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
-        return await asyncio.to_thread(self._read, arguments, ctx)
-
-    def _read(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         given = str_arg(arguments, "path")
         offset = int_arg(arguments, "offset", 1)
         limit = min(int_arg(arguments, "limit", MAX_LINES), MAX_LINES)
@@ -92,17 +89,22 @@ class ReadTool:
             raise ToolError(f"File not found: {shown}. Use ls or find to locate the file.")
         if path.is_dir():
             raise ToolError(f"{shown} is a directory, not a file. Use ls to list it.")
-        with path.open("rb") as handle:
-            head = handle.read(8192)
+        head = await asyncio.to_thread(_head, path)
         image_type = _image_type(path, head)
         if image_type is not None:
-            return _read_image(path, shown, image_type)
+            return await asyncio.to_thread(_read_image, path, shown, image_type)
         if b"\x00" in head:
             raise ToolError(
                 f"{shown} is a binary file and cannot be shown as text. "
                 "Use bash with a suitable tool (file, xxd, unzip -l, ...) to inspect it."
             )
-        return _read_text(path, shown, offset, limit)
+        text = await ctx.files.read_text(path, errors="replace")
+        return _page(text, shown, offset, limit)
+
+
+def _head(path: Path) -> bytes:
+    with path.open("rb") as handle:
+        return handle.read(8192)
 
 
 def _image_type(path: Path, head: bytes) -> str | None:
@@ -131,29 +133,27 @@ def _read_image(path: Path, shown: str, mime: str) -> ToolResult:
     )
 
 
-def _read_text(path: Path, shown: str, offset: int, limit: int) -> ToolResult:
+def _page(text: str, shown: str, offset: int, limit: int) -> ToolResult:
+    """Lines offset.. of `text`, numbered, within the line and byte caps."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()  # the newline that ends the last line does not start another
+    total = len(lines)
     out: list[str] = []
     size = 0
-    total = 0
     last_shown = offset - 1
-    stopped_by_bytes = False
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            total = number
-            if number < offset or len(out) >= limit or stopped_by_bytes:
-                continue
-            line = raw.decode("utf-8", errors="replace").rstrip("\n").rstrip("\r")
-            if len(line) > MAX_LINE_CHARS:
-                cut = len(line) - MAX_LINE_CHARS
-                line = f"{line[:MAX_LINE_CHARS]} [... {cut} more characters on this line]"
-            numbered = f"{number:>6}\t{line}"
-            line_size = len(numbered.encode("utf-8")) + 1
-            if out and size + line_size > MAX_BYTES:
-                stopped_by_bytes = True
-                continue
-            out.append(numbered)
-            size += line_size
-            last_shown = number
+    for number in range(offset, min(total, offset + limit - 1) + 1):
+        line = lines[number - 1].rstrip("\r")
+        if len(line) > MAX_LINE_CHARS:
+            cut = len(line) - MAX_LINE_CHARS
+            line = f"{line[:MAX_LINE_CHARS]} [... {cut} more characters on this line]"
+        numbered = f"{number:>6}\t{line}"
+        line_size = len(numbered.encode("utf-8")) + 1
+        if out and size + line_size > MAX_BYTES:
+            break
+        out.append(numbered)
+        size += line_size
+        last_shown = number
     details = {"path": shown, "totalLines": total}
     if total == 0:
         return ToolResult.of_text(f"{shown} is empty.", details=details)

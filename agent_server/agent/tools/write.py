@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from typing import Any
 
@@ -52,9 +51,6 @@ class WriteTool:
         return f"Write {display_arg(arguments, 'path', '?')}"
 
     async def run(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
-        return await asyncio.to_thread(self._write, arguments, ctx)
-
-    def _write(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         path = resolve_in_workspace(ctx.workspace, str_arg(arguments, "path"))
         content = str_arg(arguments, "content")
         shown = display_path(ctx.workspace, path)
@@ -64,12 +60,12 @@ class WriteTool:
         old: str | None = None
         if not created:
             try:
-                old = path.read_text(encoding="utf-8")
+                old = await ctx.files.read_text(path)
             except (UnicodeDecodeError, OSError):
                 old = None  # binary or unreadable: overwritten, no diff
         path.parent.mkdir(parents=True, exist_ok=True)
         data = content.encode("utf-8")
-        path.write_bytes(data)
+        await ctx.files.write_text(path, content)
         lines = count_lines(content)
         verb = "Created" if created else "Overwrote"
         details: dict[str, Any] = {
