@@ -37,6 +37,20 @@ def load_config(path: Path | None) -> Mapping[str, Any] | None:
     return data
 
 
+def flag_overrides(args: Any) -> dict[str, Any]:
+    """The settings a command line gives (argparse attributes named as in `agent-server chat
+    --help`); flags not given are None and leave the file's value."""
+    mode = getattr(args, "mode", None)
+    return {
+        "provider": getattr(args, "provider", None),
+        "model": getattr(args, "model", None),
+        "baseUrl": getattr(args, "base_url", None),
+        "apiKeyEnv": getattr(args, "api_key_env", None),
+        "sessionsDir": getattr(args, "sessions_dir", None),
+        "permissions": {"mode": mode} if mode else None,
+    }
+
+
 def resolve_settings(
     config: Mapping[str, Any] | None, overrides: Mapping[str, Any]
 ) -> AgentSettings:

@@ -17,7 +17,7 @@ from rich.prompt import Prompt
 from rich.text import Text
 
 from agent_server.agent import events
-from agent_server.agent.config_file import load_config, resolve_settings
+from agent_server.agent.config_file import flag_overrides, load_config, resolve_settings
 from agent_server.agent.permissions import PermissionRequest
 from agent_server.agent.session import AgentSession
 from agent_server.agent.settings import AgentSettings
@@ -153,16 +153,7 @@ async def run_chat(
 def main(args: Any) -> int:
     try:
         config = load_config(Path(args.config) if args.config else None)
-        settings = resolve_settings(
-            config,
-            {
-                "provider": args.provider,
-                "model": args.model,
-                "baseUrl": args.base_url,
-                "apiKeyEnv": args.api_key_env,
-                "sessionsDir": args.sessions_dir,
-            },
-        )
+        settings = resolve_settings(config, flag_overrides(args))
     except ConfigError as error:
         Console(stderr=True).print(Text(error.message, style="red"))
         return 2
