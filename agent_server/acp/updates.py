@@ -529,7 +529,8 @@ def compaction_finished(event: CompactionFinished) -> ToolCallProgress:
 
 
 def compacted_title(before: int, after: int | None) -> str:
-    return f"Compacted the conversation: {before:,} → {after if after is not None else '?'} tokens"
+    shown = f"{after:,}" if after is not None else "?"
+    return f"Compacted the conversation: {before:,} → {shown} tokens"
 
 
 # --- history ----------------------------------------------------------------------------------

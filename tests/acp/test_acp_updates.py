@@ -1,0 +1,187 @@
+"""The mapping from agent events and ledger history to ACP session updates, as plain functions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from acp import audio_block, embedded_text_resource, image_block, resource_block, text_block
+from acp.schema import BlobResourceContents, EmbeddedResourceContentBlock, ResourceContentBlock
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agent_server.acp.updates import (
+    EventTranslator,
+    PromptError,
+    literal,
+    prompt_content,
+    proposed_diff,
+    replay_updates,
+    slash_command,
+)
+from agent_server.agent.events import (
+    CompactionFinished,
+    CompactionStarted,
+    Notice,
+    TextChunk,
+    ToolCallStarted,
+    ToolCallUpdated,
+    TurnStarted,
+)
+from agent_server.agent.tools import default_tools
+from agent_server.llm.messages import ImageContent, TextContent, ToolCall
+
+CWD = Path("/work/project")
+
+
+def test_prompt_blocks_become_user_content() -> None:
+    content = prompt_content(
+        [
+            text_block("Explain this"),
+            image_block("iVBORw0KGgo=", "image/png"),
+            resource_block(embedded_text_resource("file:///work/project/a.py", "x = 1")),
+            ResourceContentBlock(type="resource_link", name="b.py", uri="file:///work/project/b.py"),
+        ]
+    )
+    assert content == (
+        TextContent("Explain this"),
+        ImageContent("iVBORw0KGgo=", "image/png"),
+        TextContent('<context ref="file:///work/project/a.py">\nx = 1\n</context>'),
+        TextContent("[@b.py](file:///work/project/b.py)"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("blocks", "reason"),
+    [
+        ([audio_block("AAAA", "audio/wav")], "audio"),
+        ([], "empty"),
+        (
+            [
+                EmbeddedResourceContentBlock(
+                    type="resource",
+                    resource=BlobResourceContents(
+                        uri="file:///x.zip", blob="UEs=", mime_type="application/zip"
+                    ),
+                )
+            ],
+            "binary",
+        ),
+    ],
+)
+def test_prompts_the_agent_cannot_take_are_refused(blocks: list, reason: str) -> None:  # type: ignore[type-arg]
+    with pytest.raises(PromptError, match=reason):
+        prompt_content(blocks)
+
+
+def test_slash_commands() -> None:
+    assert slash_command((TextContent("/compact"),)) == ("compact", "")
+    assert slash_command((TextContent("  /compact keep the API notes\n"),)) == (
+        "compact",
+        "keep the API notes",
+    )
+    assert slash_command((TextContent("/usage"),)) == ("usage", "")
+    assert slash_command((TextContent("/compaction please"),)) is None
+    assert slash_command((TextContent("please /compact"),)) is None
+    assert slash_command((TextContent("/compact"), TextContent("more"))) is None
+
+
+@given(st.text())
+def test_literal_text_cannot_close_its_fence(text: str) -> None:
+    fenced = literal(text)
+    fence = fenced.split("\n", 1)[0]
+    assert set(fence) == {"`"} and len(fence) >= 3
+    assert fenced == f"{fence}\n{text}\n{fence}"
+    assert fence not in text  # no run of backticks inside can end the block early
+
+
+def test_edit_and_write_calls_carry_their_diff() -> None:
+    edit = proposed_diff(CWD, "edit", {"path": "a.py", "oldText": "x = 1", "newText": "x = 2"})
+    assert edit is not None and edit.path == "/work/project/a.py"
+    assert (edit.old_text, edit.new_text) == ("x = 1", "x = 2")
+    write = proposed_diff(CWD, "edit", {"path": "/work/project/new.md", "content": "# New"})
+    assert write is not None and write.old_text is None and write.new_text == "# New"
+    assert proposed_diff(CWD, "read", {"path": "a.py"}) is None
+    assert proposed_diff(CWD, "edit", {"path": 5, "content": "x"}) is None
+
+
+def test_live_tool_call_streams_output_and_keeps_the_diff() -> None:
+    translator = EventTranslator(CWD)
+    bash = ToolCall("c1", "bash", {"command": "make"})
+    started = translator.updates(ToolCallStarted("t", bash, "Run: make", "execute", ()))
+    assert started[0].status == "pending" and started[0].kind == "execute"
+    first = translator.updates(ToolCallUpdated("t", "c1", "in_progress", output="one\n"))
+    second = translator.updates(ToolCallUpdated("t", "c1", "in_progress", output="two\n"))
+    assert first[0].content[0].content.text == literal("one\n")
+    assert second[0].content[0].content.text == literal("one\ntwo\n")
+    done = translator.updates(ToolCallUpdated("t", "c1", "completed", output="one\ntwo\n"))
+    assert done[0].status == "completed" and translator.streamed == {}
+
+    edit = ToolCall("c2", "edit", {"path": "a.py", "oldText": "a", "newText": "b"})
+    translator.updates(ToolCallStarted("t", edit, "Edit a.py", "edit", ("a.py",)))
+    ok = translator.updates(ToolCallUpdated("t", "c2", "completed", output="Edited a.py"))
+    assert [c.type for c in ok[0].content] == ["diff"]
+    edit3 = ToolCall("c3", "edit", {"path": "a.py", "oldText": "a", "newText": "b"})
+    translator.updates(ToolCallStarted("t", edit3, "Edit a.py", "edit", ("a.py",)))
+    failed = translator.updates(ToolCallUpdated("t", "c3", "failed", output="not found"))
+    assert [c.type for c in failed[0].content] == ["diff", "content"]
+
+
+def test_compaction_is_one_card_and_notices_are_messages_of_their_own() -> None:
+    translator = EventTranslator(CWD)
+    started = translator.updates(CompactionStarted("k1", "threshold", 27000))
+    finished = translator.updates(
+        CompactionFinished("k1", "threshold", "completed", 27000, 6100, summary="## Goal")
+    )
+    assert started[0].tool_call_id == finished[0].tool_call_id == "compaction-k1"
+    assert started[0].status == "in_progress" and finished[0].status == "completed"
+    assert finished[0].title == "Compacted the conversation: 27,000 → 6,100 tokens"
+    failed = translator.updates(
+        CompactionFinished("k2", "overflow", "cancelled", 30000, error="interrupted")
+    )
+    assert failed[0].status == "failed" and failed[0].title == "Compaction cancelled"
+    one = translator.updates(Notice("t", "warning", "Rate limited; retrying"))
+    two = translator.updates(Notice("t", "info", "a.py changed on disk"))
+    assert one[0].message_id != two[0].message_id
+    assert "Rate limited" in one[0].content.text
+    assert translator.updates(TurnStarted("t", "e1", (TextContent("hi"),))) == []
+    assert translator.updates(TextChunk("t", "t.1", "Hello"))[0].message_id == "t.1"
+
+
+def test_history_replays_as_the_live_updates_would() -> None:
+    transcript = [
+        {"type": "modelChange", "entryId": "m", "model": "sim-small"},
+        {"type": "message", "entryId": "u1",
+         "message": {"role": "user", "content": [{"type": "text", "text": "Read a.py"}]}},
+        {"type": "message", "entryId": "a1", "message": {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "Look first."},
+            {"type": "text", "text": "Reading."},
+            {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "a.py"}},
+            {"type": "toolCall", "id": "c2", "name": "edit",
+             "arguments": {"path": "a.py", "oldText": "1", "newText": "2"}},
+        ]}},
+        {"type": "message", "entryId": "r1", "message": {
+            "role": "toolResult", "toolCallId": "c1", "toolName": "read",
+            "content": [{"type": "text", "text": "1\tx = 1"}]}},
+        {"type": "message", "entryId": "r2", "message": {
+            "role": "toolResult", "toolCallId": "c2", "toolName": "edit", "isError": True,
+            "content": [{"type": "text", "text": "denied"}]}},
+        {"type": "compaction", "entryId": "k1", "summary": "## Goal", "tokensBefore": 27000,
+         "tokensAfter": 6100, "reason": "threshold"},
+        {"type": "title", "entryId": "t1", "title": "Read a.py"},
+    ]
+    updates = replay_updates(transcript, CWD, default_tools())
+    kinds = [u.session_update for u in updates]
+    assert kinds == [
+        "user_message_chunk", "agent_thought_chunk", "agent_message_chunk", "tool_call",
+        "tool_call", "tool_call_update", "tool_call_update", "tool_call", "session_info_update",
+    ]
+    read_call = updates[3]
+    assert read_call.title == "Read a.py" and read_call.kind == "read"
+    assert read_call.locations[0].path == "/work/project/a.py"
+    assert updates[5].status == "completed" and "x = 1" in updates[5].content[0].content.text
+    assert updates[6].status == "failed" and [c.type for c in updates[6].content] == [
+        "diff", "content"
+    ]
+    assert updates[7].status == "completed" and updates[7].tool_call_id == "compaction-k1"
+    assert updates[0].message_id == "u1" and updates[2].message_id == "a1"
