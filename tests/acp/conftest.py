@@ -100,14 +100,15 @@ class RecordingClient:
         self.reads.append(path)
         if path in self.buffers:
             return ReadTextFileResponse(content=self.buffers[path])
-        return ReadTextFileResponse(content=Path(path).read_text(encoding="utf-8"))
+        text = await asyncio.to_thread(Path(path).read_text, encoding="utf-8")
+        return ReadTextFileResponse(content=text)
 
     async def write_text_file(
         self, session_id: str, path: str, content: str, **kwargs: Any
     ) -> WriteTextFileResponse:
         self.writes.append(path)
         self.buffers[path] = content
-        Path(path).write_text(content, encoding="utf-8")
+        await asyncio.to_thread(Path(path).write_text, content, encoding="utf-8")
         return WriteTextFileResponse()
 
     def of(self, kind: str, session_id: str | None = None) -> list[Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,12 +18,10 @@ from tests.acp.conftest import (
     OVERVIEW,
     SCENARIO,
     WRITE_NOTE,
-    AcpProcess,
     RecordingClient,
     acp_args,
     start_acp,
 )
-
 
 MORE_SCENARIO = [
     "How are the reports generated? Check the reports module and the CLI entry point.",
@@ -30,12 +29,10 @@ MORE_SCENARIO = [
 ]
 
 
-async def wait_for(condition, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
-    async def poll() -> None:
+async def wait_for(condition: Callable[[], bool]) -> None:
+    async with asyncio.timeout(60):
         while not condition():
             await asyncio.sleep(0.05)
-
-    await asyncio.wait_for(poll(), timeout)
 
 
 async def test_initialize_declares_sessions_prompts_and_listing(

@@ -3,6 +3,7 @@ and everything else about a file (existence, images, binaries) from the disk."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,7 +26,8 @@ class Buffers:
         self.reads.append(path)
         if path in self.buffers:
             return self.buffers[path]
-        return path.read_bytes().decode("utf-8", errors=errors)
+        data = await asyncio.to_thread(path.read_bytes)
+        return data.decode("utf-8", errors=errors)
 
     async def write_text(self, path: Path, content: str) -> None:
         self.writes.append(path)
