@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-python lint typecheck bench bench-quick system-deps clean
+.PHONY: demo test test-python test-acp-node lint typecheck bench bench-quick system-deps clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,8 +16,9 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/agent-server demo
 
-# Everything: lint, types, the Python suite, and the VS Code extension's tests.
-test: lint typecheck test-python test-extension
+# Everything: lint, types, the Python suite, the ACP agent under the official TypeScript
+# client, and the VS Code extension's tests.
+test: lint typecheck test-python test-acp-node test-extension
 
 lint: $(STAMP)
 	$(BIN)/ruff check agent_server tests benchmarks
@@ -27,6 +28,17 @@ typecheck: $(STAMP)
 
 test-python: $(STAMP) system-deps
 	$(BIN)/pytest -q -n 2
+
+# `agent-server acp` driven over stdio by @agentclientprotocol/sdk (tests/acp/node).
+ACP_NODE := tests/acp/node
+ACP_NPM_STAMP := $(ACP_NODE)/node_modules/.installed
+
+$(ACP_NPM_STAMP): $(ACP_NODE)/package.json $(ACP_NODE)/package-lock.json
+	cd $(ACP_NODE) && npm ci --no-audit --no-fund
+	touch $@
+
+test-acp-node: $(STAMP) $(ACP_NPM_STAMP)
+	cd $(ACP_NODE) && AGENT_SERVER=$(abspath $(BIN))/agent-server npm test
 
 # ripgrep: the grep tool uses it when installed, and its tests cover both paths.
 system-deps:
@@ -39,6 +51,7 @@ bench-quick: $(STAMP)
 	$(BIN)/agent-server bench --quick
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache client-vscode/node_modules client-vscode/dist
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache client-vscode/node_modules client-vscode/dist \
+		$(ACP_NODE)/node_modules
 
 include client-vscode/extension.mk
