@@ -76,6 +76,7 @@ from agent_server.agent.session import AgentSession
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.workspace import WorkspaceAgent, preload_providers
 from agent_server.errors import AgentServerError, ConfigError, SessionNotFoundError
+from agent_server.llm.messages import usage_to_json
 
 log = logging.getLogger(__name__)
 
@@ -353,7 +354,9 @@ class AcpAgent:
             )
         return PromptResponse(
             stop_reason=result.stop_reason,
-            field_meta={"agentServer": {"turnId": result.turn_id}},
+            field_meta={
+                "agentServer": {"turnId": result.turn_id, "usage": usage_to_json(result.usage)}
+            },
         )
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:

@@ -34,21 +34,18 @@ from acp.schema import (
     WriteTextFileResponse,
 )
 
+from agent_server.sim.scenario import default_scenario
 from agent_server.sim.server import SimServer
 from agent_server.sim.simulator import Simulator
 from agent_server.sim.workspace import write_sample_workspace
 
-OVERVIEW = "Give me an overview of this repository: what it does and how it is laid out."
-WRITE_NOTE = "Write a scratch note with the three most important findings so far."
-EDIT_NOTE = "Add a fourth finding about the journal parse errors to the note."
-SCENARIO = [
-    OVERVIEW,
-    "How are stock items modelled? Walk me through the models module.",
-    "Where is the data persisted and in what format?",
-    "The application log has errors. Find out what fails most often.",
-    "Read further into the log and explain the storage failure traceback.",
-    "Which row of the CSV is broken, and is anything else wrong with the file?",
-]
+# The built-in scenario's prompts (sim/scenarios/default.yaml), in its order.
+PROMPTS = default_scenario().prompts
+OVERVIEW, MODELS = PROMPTS[0], PROMPTS[1]
+SCENARIO = list(PROMPTS[:6])  # six turns: enough to compact on the 32k sim-small
+MORE_SCENARIO = list(PROMPTS[6:8])
+WRITE_NOTE = next(p for p in PROMPTS if p.startswith("Write a scratch note"))
+EDIT_NOTE = next(p for p in PROMPTS if p.startswith("Add a fourth finding"))
 
 Answer = Callable[[ToolCallUpdate, list[PermissionOption]], str | None]
 

@@ -15,6 +15,8 @@ from acp.schema import PermissionOption, ToolCallUpdate
 from agent_server.sim.server import SimServer
 from tests.acp.conftest import (
     EDIT_NOTE,
+    MODELS,
+    MORE_SCENARIO,
     OVERVIEW,
     SCENARIO,
     WRITE_NOTE,
@@ -22,11 +24,6 @@ from tests.acp.conftest import (
     acp_args,
     start_acp,
 )
-
-MORE_SCENARIO = [
-    "How are the reports generated? Check the reports module and the CLI entry point.",
-    "Are there tests for the storage layer? What do they cover?",
-]
 
 
 async def wait_for(condition: Callable[[], bool]) -> None:
@@ -60,7 +57,7 @@ async def test_multi_turn_session_streams_tools_text_and_usage(
         assert ids == {"mode", "model"}
         first = await acp.prompt(session.session_id, OVERVIEW)
         second = await acp.prompt(
-            session.session_id, "How are stock items modelled? Walk me through the models module."
+            session.session_id, MODELS
         )
         assert first.stop_reason == second.stop_reason == "end_turn"
 
@@ -93,7 +90,7 @@ async def test_multi_turn_session_streams_tools_text_and_usage(
         if entry.get("type") == "message" and entry["message"]["role"] == "user"
         for block in entry["message"]["content"]
     ]
-    assert prompts[:2] == [OVERVIEW, "How are stock items modelled? Walk me through the models module."]
+    assert prompts[:2] == [OVERVIEW, MODELS]
 
 
 async def test_permission_is_asked_with_the_diff_and_answers_are_kept(
@@ -194,11 +191,10 @@ async def test_compaction_reaches_the_client_as_a_card_and_in_the_meter(
 async def test_session_reloaded_in_a_new_process_replays_its_history(
     workspace: Path, sim: SimServer, tmp_path: Path
 ) -> None:
-    second_prompt = "How are stock items modelled? Walk me through the models module."
     async with start_acp(acp_args(sim, tmp_path), tmp_path) as first:
         session_id = await first.new_session(workspace)
         await first.prompt(session_id, OVERVIEW)
-        await first.prompt(session_id, second_prompt)
+        await first.prompt(session_id, MODELS)
         live_calls = [c.tool_call_id for c in first.client.of("tool_call")]
         live_text = first.client.text()
 
@@ -211,7 +207,7 @@ async def test_session_reloaded_in_a_new_process_replays_its_history(
         assert loaded.modes is not None
         client = second.client
         user_text = "".join(u.content.text for u in client.of("user_message_chunk"))
-        assert user_text == OVERVIEW + second_prompt
+        assert user_text == OVERVIEW + MODELS
         assert [c.tool_call_id for c in client.of("tool_call")] == live_calls
         assert all(r.status == "completed" for r in client.tool_results().values())
         assert set(client.tool_results()) == set(live_calls)
