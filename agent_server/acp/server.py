@@ -147,14 +147,8 @@ class AcpSession:
 class AcpAgent:
     """The ACP agent: the SDK calls these methods, one task per request."""
 
-    def __init__(
-        self,
-        settings: AgentSettings,
-        *,
-        workspace_options: dict[str, Any] | None = None,
-    ) -> None:
+    def __init__(self, settings: AgentSettings) -> None:
         self._settings = settings
-        self._workspace_options = workspace_options or {}
         self._client: Client | None = None
         self._outbox: Outbox | None = None
         self._capabilities = ClientCapabilities()
@@ -388,7 +382,7 @@ class AcpAgent:
         root = path.resolve()
         workspace = self._workspaces.get(root)
         if workspace is None:
-            workspace = WorkspaceAgent(root, self._settings, **self._workspace_options)
+            workspace = WorkspaceAgent(root, self._settings)
             self._workspaces[root] = workspace
         return workspace
 
