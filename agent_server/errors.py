@@ -107,6 +107,17 @@ class ContextOverflowError(ProviderError):
     code = "context_overflow"
 
 
+class RequestTooLargeError(ProviderError):
+    """One request is larger than the account's rate limit allows (OpenAI's 429 or Groq's 413
+    "Request too large ... tokens per minute (TPM): Limit 6000, Requested 14810").
+
+    Not retried: the same request is refused again whatever the wait. Only a smaller request
+    (a compacted session) or a model or tier with a higher limit helps.
+    """
+
+    code = "request_too_large"
+
+
 class AuthenticationError(ProviderError):
     code = "authentication_failed"
 

@@ -1,10 +1,12 @@
-"""One model call: stream the answer, retry what may succeed later, classify what may not.
+"""One model call: stream the answer, retry what may succeed later.
 
-Rate limits, overloads, server errors and dropped streams are retried with exponential backoff
-(honouring retry-after); each wait is announced so the user knows why nothing moves. A prompt
-that does not fit the window is never retried here: it raises ContextOverflowError for the
-harness to compact. Cancelling the caller closes the HTTP stream (the provider does that) and
-leaves what arrived in the caller's assembler.
+The provider has classified every failure (llm/provider_errors.py); this loop only reads the
+error's `retryable` flag. Rate limits, overloads, server errors and dropped streams are retried
+with exponential backoff (honouring retry-after); each wait is announced so the user knows why
+nothing moves. A prompt that does not fit the window (ContextOverflowError) is never retried
+here: the harness compacts first. Nor is a request too large for the account's rate limit
+(RequestTooLargeError): the same request would be refused again. Cancelling the caller closes
+the HTTP stream (the provider does that) and leaves what arrived in the caller's assembler.
 """
 
 from __future__ import annotations
@@ -14,10 +16,9 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from agent_server.errors import ContextOverflowError, ProviderError
+from agent_server.errors import ProviderError
 from agent_server.llm.messages import AssistantMessage, Context
 from agent_server.llm.models import ModelInfo
-from agent_server.llm.overflow import is_context_overflow
 from agent_server.llm.stream import (
     CallOptions,
     MessageAssembler,
@@ -79,13 +80,9 @@ async def call_model(
                     return event.message
                 on_event(attempt, event)
             raise ProviderError("the stream ended without a final message", provider=provider.api)
-        except ContextOverflowError:
-            raise
         except ProviderError as error:
-            if is_context_overflow(error, model.context_window):
-                raise ContextOverflowError(
-                    error.message, status=error.status, provider=error.provider
-                ) from error
+            # The provider classified the failure (llm/provider_errors.py): an overflow is a
+            # ContextOverflowError already, and is not retryable.
             if not error.retryable or retries >= retry.max_retries:
                 raise
             retries += 1

@@ -2,8 +2,9 @@
 
 A turn appends the user's prompt, then repeats: prepare the context (project the ledger,
 estimate, compact when near the window or after a cut-off answer), stream the model's answer,
-append it, run the tools it asks for, append their results; until the model stops or the step
-limit is reached. Everything goes into the ledger as it happens, so a crash or a cancel loses
+append it, run the tools it asks for, append their results (a turn the provider paused is
+called again as it stands, which continues it); until the model stops or the step limit is
+reached. Everything goes into the ledger as it happens, so a crash or a cancel loses
 nothing and never leaves a tool call unanswered.
 """
 
@@ -364,6 +365,10 @@ class AgentSession:
                     stop = "refusal"
                     break
                 if not calls:
+                    if message.stop_reason == "pauseTurn":
+                        # The provider paused a long-running turn: the next call sends the
+                        # conversation back with this message at its end, which continues it.
+                        continue
                     break
                 pending_calls = calls
                 results = {}

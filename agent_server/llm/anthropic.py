@@ -68,7 +68,8 @@ EMPTY_TEXT = "(empty)"
 STOP_REASONS: Mapping[str, StopReason] = {
     "end_turn": "stop",
     "stop_sequence": "stop",
-    "pause_turn": "stop",
+    # A long-running turn paused by the API: sending the answer back as it is continues it.
+    "pause_turn": "pauseTurn",
     "max_tokens": "length",
     "model_context_window_exceeded": "contextOverflow",
     "tool_use": "toolUse",
@@ -189,7 +190,27 @@ def convert_messages(messages: Sequence[Any]) -> list[dict[str, Any]]:
             else:
                 out.append({"role": "assistant", "content": blocks})
     flush_user()
+    if out and out[-1]["role"] == "assistant":
+        _trim_final_assistant(out)
     return out
+
+
+def _trim_final_assistant(messages: list[dict[str, Any]]) -> None:
+    """The API refuses a request that ends with an assistant message (a paused turn sent back
+    to continue) whose text ends in whitespace: "messages: final assistant content cannot end
+    with trailing whitespace". The trimmed text lies after the last cache breakpoint, so the
+    cached prefix is the same either way."""
+    blocks = messages[-1]["content"]
+    last = blocks[-1]
+    if last["type"] != "text":
+        return
+    text = last["text"].rstrip()
+    if text:
+        blocks[-1] = {**last, "text": text}
+        return
+    del blocks[-1]
+    if not blocks:
+        del messages[-1]
 
 
 def _user_blocks(content: Sequence[UserContent]) -> list[dict[str, Any]]:
@@ -360,7 +381,11 @@ class AnthropicProvider:
             return _translate(events, model, options, assembler)
 
         return run_provider_stream(
-            open_stream, translate, replace(self._errors, model=model.id), "message_stop"
+            open_stream,
+            translate,
+            replace(self._errors, model=model.id),
+            "message_stop",
+            model.context_window,
         )
 
 

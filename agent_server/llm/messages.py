@@ -18,12 +18,15 @@ StopReason: TypeAlias = Literal[
     "length",  # the output hit max_tokens
     "toolUse",  # the model asks for tool calls
     "contextOverflow",  # the output was cut off by the context window
+    # The provider paused a long-running turn (Anthropic `pause_turn`): sending the
+    # conversation back with this message at its end lets the model continue.
+    "pauseTurn",
     "refusal",  # the model declined
     "error",  # the call failed; `error_message` says why
     "aborted",  # the user interrupted; the content is what arrived before
 ]
 STOP_REASONS: frozenset[str] = frozenset(
-    ("stop", "length", "toolUse", "contextOverflow", "refusal", "error", "aborted")
+    ("stop", "length", "toolUse", "contextOverflow", "pauseTurn", "refusal", "error", "aborted")
 )
 
 

@@ -61,6 +61,10 @@ class ModelInfo:
     images: bool = True
     # For user-defined models: where their OpenAI-compatible server listens.
     base_url: str | None = None
+    # OpenAI from GPT-5.6 on: cache writes are billed (reported as `cache_write_tokens`), and
+    # the cache is set with `prompt_cache_options` (`prompt_cache_retention` is for the
+    # models before; the API refuses the two together).
+    bills_cache_writes: bool = False
 
 
 def _anthropic_pricing(
@@ -170,7 +174,8 @@ BUILTIN_MODELS: tuple[ModelInfo, ...] = (
     # OpenAI. GPT-5.6 and later bill cache writes (30 minutes; 12 hours at 2x).
     ModelInfo("gpt-6.2-sol", "GPT-6.2 Sol", "openai", 1_050_000, 128_000,
               _openai_pricing(2.0, 10.0, 0.10, cache_write=2.50, cache_write_extended=5.0,
-                              long_prompt_threshold=272_000), 1024, reasoning=True),
+                              long_prompt_threshold=272_000), 1024, reasoning=True,
+              bills_cache_writes=True),
     ModelInfo("gpt-5.5", "GPT-5.5", "openai", 1_050_000, 128_000,
               _openai_pricing(5.0, 30.0, 0.50, long_prompt_threshold=272_000), 1024,
               reasoning=True),
@@ -249,7 +254,8 @@ def model_from_json(data: Mapping[str, Any]) -> ModelInfo:
     Keys (camelCase): `id`, `contextWindow`, `maxOutput` (required); `name`, `vendor`
     (`local` by default), `baseUrl`, `pricing` ({input, output, cacheRead, cacheWrite5m,
     cacheWrite1h} in dollars per million tokens; `cacheWrite` is an alias of
-    `cacheWrite5m`), `minCacheTokens`, `reasoning`, `images`.
+    `cacheWrite5m`), `minCacheTokens`, `reasoning`, `images`, `billsCacheWrites` (an OpenAI
+    model from GPT-5.6 on: it takes `prompt_cache_options` and bills cache writes).
     """
     if not isinstance(data, Mapping):
         raise ValueError("a model definition must be an object")
@@ -299,6 +305,7 @@ def model_from_json(data: Mapping[str, Any]) -> ModelInfo:
         reasoning=bool(data.get("reasoning", False)),
         images=bool(data.get("images", False)),
         base_url=base_url or None,
+        bills_cache_writes=bool(data.get("billsCacheWrites", False)),
     )
 
 

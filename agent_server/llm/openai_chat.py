@@ -4,6 +4,15 @@
 parameters, tool arguments in canonical key order. Usage is normalised: `input` excludes
 cached tokens, `cacheRead` is the cached tokens, `cacheWrite` what the provider reports
 writing (models from GPT-5.6 on).
+
+An answer is complete when the stream ends cleanly (the SDK stops at `[DONE]` or at the end of
+the body) after a `finish_reason`, the usage chunk, or any output: some OpenAI-compatible
+servers never send a `finish_reason` (an OpenRouter provider was seen sending a whole tool
+call, the usage chunk and `[DONE]` with `finish_reason: null` in every chunk); the stop reason
+is then read off the content (tool calls: `toolUse`, else `stop`). OpenAI itself always ends
+with the usage chunk this provider asks for, so from OpenAI a stream without it was cut off.
+A connection that breaks mid-way is an error of the transport, never a clean end: it is
+retried.
 """
 
 from __future__ import annotations
@@ -30,10 +39,12 @@ from agent_server.llm.messages import (
 )
 from agent_server.llm.models import ModelInfo
 from agent_server.llm.openai_client import (
+    SHORT_CACHE_TTL,
     OpenAIClientProvider,
     cache_fields,
     data_url,
     speaks_openai_extensions,
+    write_retention,
 )
 from agent_server.llm.provider_errors import error_from_body
 from agent_server.llm.provider_stream import EventDicts, run_provider_stream
@@ -91,7 +102,8 @@ def build_request(model: ModelInfo, context: Context, options: CallOptions) -> d
         params["max_completion_tokens"] = max_tokens
     else:
         params["max_tokens"] = max_tokens
-    params.update(cache_fields(model, options))
+    # Chat Completions keeps `prompt_cache_options` entries 30 minutes only.
+    params.update(cache_fields(model, options, SHORT_CACHE_TTL))
     params["stream"] = True
     params["stream_options"] = {"include_usage": True}
     messages: list[dict[str, Any]] = []
@@ -278,22 +290,31 @@ class OpenAIChatProvider(OpenAIClientProvider):
                             yield emit(ToolCallDelta(call.id, arguments))
                     if choice.get("finish_reason"):
                         finish = str(choice["finish_reason"])
-            if finish is None or (usage is None and speaks_openai_extensions(model)):
-                # Cut off: no finish_reason, or (from a server that always sends it, the
-                # include_usage chunk just before [DONE]) no usage.
-                return
+            if not _complete(finish, usage, assembler.has_output, model):
+                return  # cut off: run_provider_stream reports a dropped connection
             for index in sorted(calls):
                 call = calls[index]
                 arguments = parse_tool_arguments("".join(call.arguments))
                 yield emit(ToolCallEnd(ToolCall(call.id, call.name, arguments)))
-            stop_reason = FINISH_REASONS.get(finish, "stop")
+            stop_reason = FINISH_REASONS.get(finish or "stop", "stop")
             if calls and stop_reason == "stop":
-                stop_reason = "toolUse"  # some servers say "stop" after tool calls
+                # Some servers say "stop" after tool calls, or nothing at all.
+                stop_reason = "toolUse"
             priced = (
-                normalise_usage(usage, model, options.cache_retention)
+                normalise_usage(usage, model, write_retention(options, SHORT_CACHE_TTL))
                 if usage is not None
                 else None
             )
             yield MessageDone(assembler.message(stop_reason, usage=priced, model=model.id, api=API))
 
-        return run_provider_stream(open_stream, translate, where, "finish_reason, usage and [DONE]")
+        end = "its usage chunk and [DONE]" if speaks_openai_extensions(model) else "any answer"
+        return run_provider_stream(open_stream, translate, where, end, model.context_window)
+
+
+def _complete(
+    finish: str | None, usage: Mapping[str, Any] | None, has_output: bool, model: ModelInfo
+) -> bool:
+    """Whether a stream that ended cleanly carried a whole answer (see the module docstring)."""
+    if speaks_openai_extensions(model):
+        return usage is not None
+    return finish is not None or usage is not None or has_output

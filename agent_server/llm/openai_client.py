@@ -2,9 +2,15 @@
 parts of their requests that are the same.
 
 OpenAI caches prompt prefixes by itself; a request helps it by sending `prompt_cache_key`
-(the session id, so that one session's requests land on the same cache) and, for the long
-retention, `prompt_cache_retention: "24h"`. Any OpenAI-compatible server works by base URL;
-a local one (Ollama, vLLM, llama.cpp) needs no key, and gets none of the OpenAI-only fields.
+(the session id, so that one session's requests land on the same cache) and says how long to
+keep them: for models before GPT-5.6, `prompt_cache_retention: "24h"` with the long
+retention; from GPT-5.6 on (`ModelInfo.bills_cache_writes`), `prompt_cache_options.ttl`
+(`30m`, or `12h` on the Responses API with the long retention), never both (the API refuses
+them together). Those models bill cache writes, so a call that should cache nothing (the
+`none` retention, a one-off summary prompt) sends `prompt_cache_options.mode: "explicit"`
+without breakpoints, which turns caching off. Any OpenAI-compatible server works by base
+URL; a local one (Ollama, vLLM, llama.cpp) needs no key, and gets none of the OpenAI-only
+fields.
 """
 
 from __future__ import annotations
@@ -15,13 +21,17 @@ import openai
 
 from agent_server.llm.models import ModelInfo
 from agent_server.llm.provider_errors import ErrorContext
-from agent_server.llm.stream import CallOptions
+from agent_server.llm.stream import CacheRetention, CallOptions
 
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 # What a local server that checks no key is sent (the SDK insists on some key).
 PLACEHOLDER_API_KEY = "no-key-needed"
-# Cache retention OpenAI calls "extended": up to 24 hours.
+# Cache retention OpenAI calls "extended": up to 24 hours (models before GPT-5.6).
 EXTENDED_RETENTION = "24h"
+# `prompt_cache_options.ttl` (GPT-5.6 on): 30 minutes on both APIs; the Responses API also
+# keeps entries 12 hours.
+SHORT_CACHE_TTL = "30m"
+RESPONSES_LONG_CACHE_TTL = "12h"
 
 
 def speaks_openai_extensions(model: ModelInfo) -> bool:
@@ -33,18 +43,35 @@ def speaks_openai_extensions(model: ModelInfo) -> bool:
     return model.vendor in ("openai", "sim")
 
 
-def cache_fields(model: ModelInfo, options: CallOptions) -> dict[str, Any]:
-    """prompt_cache_key (the session id) and, for the long retention, extended retention."""
+def cache_fields(model: ModelInfo, options: CallOptions, long_ttl: str) -> dict[str, Any]:
+    """prompt_cache_key (the session id) and how long to keep the cache.
+
+    `long_ttl` is the longest `prompt_cache_options.ttl` the API offers (Chat Completions
+    `30m`, Responses `12h`), sent with the long retention to models that take it.
+    """
     if not speaks_openai_extensions(model):
         return {}
-    if options.cache_retention == "none" or not options.cache_breakpoints:
-        return {}
+    caching = options.cache_retention != "none" and options.cache_breakpoints
+    if not caching:
+        # Explicit mode with no breakpoint caches nothing, so nothing is written and billed.
+        return {"prompt_cache_options": {"mode": "explicit"}} if model.bills_cache_writes else {}
     fields: dict[str, Any] = {}
     if options.session_id:
         fields["prompt_cache_key"] = options.session_id
-    if options.cache_retention == "long":
+    if model.bills_cache_writes:
+        ttl = long_ttl if options.cache_retention == "long" else SHORT_CACHE_TTL
+        fields["prompt_cache_options"] = {"ttl": ttl}
+    elif options.cache_retention == "long":
         fields["prompt_cache_retention"] = EXTENDED_RETENTION
     return fields
+
+
+def write_retention(options: CallOptions, long_ttl: str) -> CacheRetention:
+    """Which write price this call's cache writes are billed at, when the provider does not
+    split them: the long one only when the request asked for a TTL longer than 30 minutes."""
+    if options.cache_retention == "long" and long_ttl != SHORT_CACHE_TTL:
+        return "long"
+    return "short"
 
 
 def data_url(mime_type: str, data: str) -> str:

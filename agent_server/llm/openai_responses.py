@@ -33,10 +33,12 @@ from agent_server.llm.messages import (
 )
 from agent_server.llm.models import ModelInfo
 from agent_server.llm.openai_client import (
+    RESPONSES_LONG_CACHE_TTL,
     OpenAIClientProvider,
     cache_fields,
     data_url,
     speaks_openai_extensions,
+    write_retention,
 )
 from agent_server.llm.provider_errors import error_from_body
 from agent_server.llm.provider_stream import EventDicts, run_provider_stream
@@ -93,7 +95,7 @@ def build_request(model: ModelInfo, context: Context, options: CallOptions) -> d
     if model.reasoning:
         params["reasoning"] = {"summary": "auto"}
         params["include"] = ["reasoning.encrypted_content"]
-    params.update(cache_fields(model, options))
+    params.update(cache_fields(model, options, RESPONSES_LONG_CACHE_TTL))
     params["stream"] = True
     params["input"] = convert_messages(context.messages)
     return params
@@ -292,8 +294,9 @@ class OpenAIResponsesProvider(OpenAIClientProvider):
                         details = response.get("incomplete_details") or {}
                         stop_reason = INCOMPLETE_REASONS.get(str(details.get("reason")), "length")
                     usage = response.get("usage")
+                    retention = write_retention(options, RESPONSES_LONG_CACHE_TTL)
                     priced = (
-                        normalise_usage(usage, model, options.cache_retention)
+                        normalise_usage(usage, model, retention)
                         if isinstance(usage, Mapping)
                         else None
                     )
@@ -312,4 +315,4 @@ class OpenAIResponsesProvider(OpenAIClientProvider):
                     raise error_from_body(event, where)
 
         end = "response.completed" if speaks_openai_extensions(model) else "a final event"
-        return run_provider_stream(open_stream, translate, where, end)
+        return run_provider_stream(open_stream, translate, where, end, model.context_window)

@@ -1,10 +1,15 @@
-"""Is this failure a context overflow? One answer for every provider's wording.
+"""Is this failure a context overflow? One table of every provider's wording, consulted once.
 
 An overflow (the prompt does not fit the model's window) is recovered by compacting once and
-retrying once; a rate limit or an overload is retried with backoff. Taking one for the other
-either loops or throws away history for nothing, so the classification is strict in both
-directions: error codes first, then rate-limit and overload wording (never an overflow), then
-the overflow phrasings of the major providers and local servers.
+retrying once; a rate limit or an overload is retried with backoff; a request larger than the
+account's rate limit is neither (only a smaller request helps). Taking one for another either
+loops, throws away history for nothing, or retries what can never succeed, so the
+classification is strict: error codes first, then rate-limit and overload wording (never an
+overflow), then the overflow wordings below.
+
+The tables are the one place such wording lives: `provider_errors` consults them when it maps
+a failure to an error class, and nothing classifies a second time. A new wording is a row
+here, with where it was seen, and a case in `tests/llm/test_overflow.py`.
 """
 
 from __future__ import annotations
@@ -16,21 +21,32 @@ from dataclasses import dataclass
 from agent_server.errors import ContextOverflowError, ProviderError
 from agent_server.llm.messages import AssistantMessage
 
+
+@dataclass(frozen=True, slots=True)
+class Wording:
+    """One way providers say something: a regular expression (matched case-insensitively,
+    anywhere in the error text), a message it was seen in, and who sends it and where that
+    message was found."""
+
+    pattern: str
+    example: str
+    seen: str
+
+
 # Error codes and types that mean "the prompt is too large for this model".
-OVERFLOW_CODES: frozenset[str] = frozenset(
-    {
-        "context_length_exceeded",  # OpenAI, Azure, Groq, DeepSeek, OpenRouter
-        "model_context_window_exceeded",  # Anthropic (stop reason and error)
-        "context_window_exceeded",
-        "request_too_large",  # Anthropic 413: the request body is too large
-        "string_above_max_length",  # OpenAI: one input string is too long
-        "exceed_context_size_error",  # llama.cpp server
-        "prompt_too_long",
-        "input_too_long",
-        "token_limit_exceeded",
-        "context_too_long",
-    }
-)
+OVERFLOW_CODES: Mapping[str, str] = {
+    "context_length_exceeded": "OpenAI, Azure, Groq, DeepSeek, OpenRouter (error code)",
+    "model_context_window_exceeded": "Anthropic (stop reason and error type)",
+    "context_window_exceeded": "proxies in front of Anthropic",
+    # The body, not the token count, is too large; compacting shrinks it all the same.
+    "request_too_large": "Anthropic 413: 'Request exceeds the maximum allowed number of bytes.'",
+    "string_above_max_length": "OpenAI: one input string is longer than 10 MB",
+    "exceed_context_size_error": "llama.cpp server (error type)",
+    "prompt_too_long": "generic proxies",
+    "input_too_long": "generic proxies",
+    "token_limit_exceeded": "generic proxies",
+    "context_too_long": "generic proxies",
+}
 
 # Codes and types that mean "try later" or "not allowed": never an overflow.
 NOT_OVERFLOW_CODES: frozenset[str] = frozenset(
@@ -53,66 +69,173 @@ NOT_OVERFLOW_CODES: frozenset[str] = frozenset(
     }
 )
 
-_NOT_OVERFLOW_TEXT = re.compile(
-    r"rate[ _-]?limit"
-    r"|too many requests"
-    r"|\bper (min|minute|hour|day)\b"
-    r"|\b(tpm|rpm|tpd|rpd|itpm|otpm)\b"
-    r"|tokens per (min|minute|second|hour|day)"
-    r"|quota"
-    r"|overloaded"
-    r"|over capacity"
-    r"|throttl"
-    r"|try again (later|in)"
-    r"|credit balance"
-    r"|billing",
+# Rate limits, overloads, quota and billing: whatever else the text says, never an overflow.
+NOT_OVERFLOW_WORDINGS: tuple[Wording, ...] = (
+    Wording(r"rate[ _-]?limit",
+            "Rate limit reached for requests. Please try again in 1s.",
+            "OpenAI, Anthropic, Groq"),
+    Wording(r"too many requests", "429 Too Many Requests", "HTTP reason phrase, every provider"),
+    Wording(r"\bper (min|minute|hour|day)\b",
+            "This request would exceed the rate limit for your organization of 20,000 input "
+            "tokens per minute.",
+            "Anthropic 429"),
+    Wording(r"\b(tpm|rpm|tpd|rpd|itpm|otpm)\b",
+            "Limit reached on TPM for this model",
+            "OpenAI, Groq: '... on tokens per min (TPM)'"),
+    Wording(r"tokens per (min|minute|second|hour|day)",
+            "Too many tokens per minute for this key", "OpenAI, Groq, Cerebras"),
+    Wording(r"quota", "You exceeded your current quota, please check your plan.",
+            "OpenAI insufficient_quota; Gemini RESOURCE_EXHAUSTED"),
+    Wording(r"overloaded", "Overloaded", "Anthropic 529, OpenAI 503"),
+    Wording(r"over capacity", "The model is over capacity.", "Groq, Together"),
+    Wording(r"throttl", "ThrottlingException: Too many tokens, please wait.", "Bedrock"),
+    Wording(r"try again (later|in)", "Please try again in 8.2s.", "OpenAI"),
+    Wording(r"credit balance",
+            "Your credit balance is too low to access the Anthropic API.", "Anthropic"),
+    Wording(r"billing", "Please check your plan and billing details.", "OpenAI"),
+)
+
+OVERFLOW_WORDINGS: tuple[Wording, ...] = (
+    Wording(r"prompt is too long",
+            "prompt is too long: 213462 tokens > 200000 maximum", "Anthropic, Bedrock"),
+    Wording(r"prompt too long",
+            "prompt too long; exceeded max context length by 1342 tokens", "Ollama"),
+    Wording(r"exceeds? (the |this |your )?(model'?s? )?(maximum )?context (window|length|size)",
+            "Your input exceeds the context window of this model. Please adjust your input and "
+            "try again.",
+            "OpenAI Responses"),
+    Wording(r"maximum context length (is|of) \d+",
+            "This model's maximum context length is 128000 tokens. However, your messages "
+            "resulted in 130412 tokens.",
+            "OpenAI Chat Completions, vLLM, DeepSeek, OpenRouter"),
+    Wording(r"maximum prompt length is \d+",
+            "This model's maximum prompt length is 131072 but the request contains 140000 "
+            "tokens.",
+            "xAI"),
+    Wording(r"context[_ ]length[_ ]exceeded", "context length exceeded",
+            "generic proxies (pi-mono packages/ai/src/utils/overflow.ts)"),
+    Wording(r"context window exceeded", "context window exceeded", "generic proxies"),
+    Wording(r"exceeds the available context size",
+            "the request exceeds the available context size, try increasing it",
+            "llama.cpp server"),
+    Wording(r"exceed(s|ed)? (the )?(max(imum)? )?context",
+            "exceeded max context length by 12 tokens", "Ollama runner, generic"),
+    Wording(r"input is too long for (the )?requested model",
+            "Input is too long for requested model.", "Bedrock"),
+    Wording(r"input (is )?too long", "input too long for this endpoint", "generic proxies"),
+    Wording(r"too many (input |prompt )?tokens",
+            "too many tokens: total number of tokens in the prompt cannot exceed 4081 - "
+            "received 5000",
+            "Cohere, Together"),
+    Wording(r"input tokens exceed the configured limit",
+            "Input tokens exceed the configured limit of 272000 tokens. Your messages resulted "
+            "in 533603 tokens.",
+            "OpenAI, a model's input cap"),
+    Wording(r"input token count.{0,40}exceeds the maximum",
+            "The input token count (1200000) exceeds the maximum number of tokens allowed "
+            "(1048576).",
+            "Gemini"),
+    Wording(r"too large for model with \d+ maximum context length",
+            "Prompt contains 40000 tokens and 0 draft tokens, too large for model with 32768 "
+            "maximum context length",
+            "Mistral"),
+    Wording(r"(prompt|request|input).{0,60}\btoo large for (the )?model",
+            "The prompt is too large for the model.", "generic"),
+    Wording(r"reduce the length of the messages",
+            "Please reduce the length of the messages or completion.", "OpenAI, Groq, vLLM"),
+    Wording(r"context length of only \d+",
+            "the model is loaded with context length of only 4096 tokens, which is not enough.",
+            "LM Studio (older)"),
+    Wording(r"greater than the context length",
+            "The number of tokens to keep from the initial prompt is greater than the context "
+            "length.",
+            "LM Studio (pi-mono packages/ai/src/utils/overflow.ts)"),
+    Wording(r"longer than the model'?s context length",
+            "The prompt is longer than the model's context length.",
+            "generic OpenAI-compatible servers"),
+    Wording(r"prompt token count of \d+ exceeds the limit",
+            "prompt token count of 130000 exceeds the limit of 128000", "GitHub Copilot"),
+    Wording(r"input length .{0,40}exceeds? .{0,40}context length",
+            "the input length exceeds the context length", "Ollama"),
+    Wording(r"is too long and exceeds limit of \d+",
+            "Input prompt (40000 tokens) is too long and exceeds limit of 32768", "vLLM"),
+    Wording(r"context window exceeds limit",
+            "invalid params, context window exceeds limit (2013)",
+            "MiniMax (pi-mono packages/ai/src/utils/overflow.ts)"),
+    Wording(r"exceeded model token limit",
+            "Invalid request: Your request exceeded model token limit: 262144 (requested: "
+            "269030)",
+            "Kimi, Moonshot (MoonshotAI/kimi-cli#2011)"),
+    Wording(r"`?inputs`? tokens \+ `?max_new_tokens`? must be <=",
+            "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 2048. "
+            "Given: 1244 `inputs` tokens and 1000 `max_new_tokens`",
+            "Hugging Face TGI (huggingface/text-generation-inference#628)"),
+    Wording(r"`?inputs`? must have less than \d+ tokens",
+            "Input validation error: `inputs` must have less than 1024 tokens. Given: 1168",
+            "Hugging Face TGI (huggingface/text-generation-inference#695)"),
+    Wording(r"must be less than max_seq_len",
+            "length of prompt_tokens (57535) must be less than max_seq_len (32768)",
+            "SiliconFlow and other vLLM-based hosts (langgenius/dify#19394)"),
+    Wording(r"token limit exceeded", "Token limit exceeded for this model.",
+            "generic proxies (pi-mono packages/ai/src/utils/overflow.ts)"),
+    Wording(r"request too large", "Request too large: 2300000 bytes",
+            "generic; a TPM 'Request too large' is a rate limit (below)"),
+    Wording(r"request entity too large|payload too large", "413 Request Entity Too Large",
+            "HTTP proxies (nginx) in front of a server; compacting shrinks the body"),
+)
+
+# Statuses that, with no body at all, are read as an overflow. Seen: Cerebras answers a prompt
+# over the window with "400/413 status code (no body)" (pi-mono overflow.ts), and so do some
+# other fast-inference hosts. It is ambiguous (a malformed request can get a bare 400 too), so
+# it gets the reading whose recovery is cheap and bounded: an overflow costs one compaction and
+# one retry, after which the error surfaces with its status; read as a bug, every overflow from
+# those servers would end the turn with nothing the user could do.
+EMPTY_BODY_OVERFLOW_STATUSES: frozenset[int] = frozenset({400, 413})
+
+# One request larger than the account's per-minute budget: retrying never helps. Seen as
+# OpenAI 429 "Request too large for gpt-4o in organization org-... on tokens per min (TPM):
+# Limit 30000, Requested 36278. The input or output tokens must be reduced ..." (type `tokens`,
+# code `rate_limit_exceeded`, Aider-AI/aider#1880) and Groq 413 "Request too large for model
+# `moonshotai/kimi-k2-instruct` ... on tokens per minute (TPM): Limit 10000, Requested 21247,
+# please reduce your message size and try again." (cline/cline#4971). An ordinary rate limit
+# ("Rate limit reached ... Limit 30000, Used 25000, Requested 9000") asks for less than the
+# limit: it is retried.
+TOO_LARGE_FOR_RATE_LIMIT_CONTEXT: Wording = Wording(
+    r"\b(tpm|itpm|tokens per min(ute)?)\b", "on tokens per min (TPM): Limit 6000", "OpenAI, Groq"
+)
+TOO_LARGE_FOR_RATE_LIMIT_WORDINGS: tuple[Wording, ...] = (
+    Wording(r"request too large for",
+            "Request too large for gpt-4o in organization org-abc on tokens per min (TPM): "
+            "Limit 30000, Requested 36278.",
+            "OpenAI 429 (Aider-AI/aider#1880), Groq 413 (cline/cline#4971)"),
+)
+_LIMIT_AND_REQUESTED = re.compile(
+    r"\blimit:?\s*(?P<limit>\d[\d,]*).{0,40}?\brequested:?\s*(?P<requested>\d[\d,]*)",
     re.IGNORECASE,
 )
 
-_OVERFLOW_TEXT = re.compile(
-    "|".join(
-        (
-            # Anthropic, Bedrock: "prompt is too long: 213462 tokens > 200000 maximum"
-            r"prompt is too long",
-            r"prompt too long",
-            # OpenAI Responses: "Your input exceeds the context window of this model."
-            r"exceeds? (the |this |your )?(model'?s? )?(maximum )?context (window|length|size)",
-            # OpenAI, vLLM, DeepSeek, OpenRouter: "This model's maximum context length is N
-            # tokens. However, your messages resulted in M tokens."
-            r"maximum context length (is|of) \d+",
-            r"maximum prompt length is \d+",  # xAI
-            r"context length exceeded",
-            r"context window exceeded",
-            r"exceeds the available context size",  # llama.cpp server
-            r"exceed(s|ed)? (the )?(max(imum)? )?context",
-            r"exceeded max context length",  # Ollama runner
-            r"input is too long for (the )?requested model",  # Bedrock
-            r"input (is )?too long",
-            r"too many (input |prompt )?tokens",  # Cohere, Together, generic
-            r"input tokens exceed the configured limit",  # OpenAI per-model input cap
-            r"input token count.{0,40}exceeds the maximum",  # Gemini
-            r"too large for model with \d+ maximum context length",  # Mistral
-            r"(prompt|request|input).{0,60}\btoo large for (the )?model",
-            r"reduce the length of the messages",  # OpenAI, Groq, vLLM advice
-            r"context length of only \d+",  # LM Studio
-            r"longer than the model'?s context length",
-            r"prompt token count of \d+ exceeds the limit",  # GitHub Copilot
-            r"input length .{0,40}exceeds? .{0,40}context length",  # Ollama
-            r"is too long and exceeds limit of \d+",  # vLLM: "Input prompt (N tokens) is too ..."
-            r"request too large",
-        )
-    ),
-    re.IGNORECASE,
-)
+
+def _compile(wordings: Iterable[Wording]) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{w.pattern})" for w in wordings), re.IGNORECASE)
+
+
+_NOT_OVERFLOW_TEXT = _compile(NOT_OVERFLOW_WORDINGS)
+_OVERFLOW_TEXT = _compile(OVERFLOW_WORDINGS)
+_RATE_LIMIT_CONTEXT = _compile((TOO_LARGE_FOR_RATE_LIMIT_CONTEXT,))
+_TOO_LARGE_TEXT = _compile(TOO_LARGE_FOR_RATE_LIMIT_WORDINGS)
 
 
 @dataclass(frozen=True, slots=True)
 class ErrorFacts:
-    """What can be read off a failure: HTTP status, codes and types, and its wording."""
+    """What can be read off a failure: HTTP status, codes and types, and its wording.
+
+    `empty_body` is true for an HTTP error that came with no body at all.
+    """
 
     status: int | None
     codes: frozenset[str]
     text: str
+    empty_body: bool = False
 
 
 def is_context_overflow(error_or_message: object, context_window: int | None = None) -> bool:
@@ -139,13 +262,36 @@ def facts_say_overflow(facts: ErrorFacts) -> bool:
         return False
     if _NOT_OVERFLOW_TEXT.search(facts.text):
         return False
-    if codes & OVERFLOW_CODES:
+    if codes & OVERFLOW_CODES.keys():
+        return True
+    if facts.empty_body and facts.status in EMPTY_BODY_OVERFLOW_STATUSES:
         return True
     text = facts.text.lower()
     # A code quoted in a message ("... (context_length_exceeded)") counts as the code.
     if any(code in text for code in OVERFLOW_CODES):
         return True
     return bool(_OVERFLOW_TEXT.search(facts.text))
+
+
+def facts_say_too_large_for_rate_limit(facts: ErrorFacts) -> bool:
+    """One request asks for more tokens per minute than the account may use at all."""
+    if not _RATE_LIMIT_CONTEXT.search(facts.text):
+        return False
+    if _TOO_LARGE_TEXT.search(facts.text):
+        return True
+    numbers = _LIMIT_AND_REQUESTED.search(facts.text)
+    if numbers is None:
+        return False
+    limit = int(numbers["limit"].replace(",", ""))
+    requested = int(numbers["requested"].replace(",", ""))
+    return requested > limit
+
+
+def silent_overflow(message: AssistantMessage, context_window: int) -> bool:
+    """An answer whose reported prompt is larger than the window: the server took more than
+    the model can see (some OpenAI-compatible hosts accept it and cut the prompt silently)."""
+    usage = message.usage
+    return usage is not None and usage.prompt_tokens > context_window
 
 
 def _assistant_overflow(message: AssistantMessage, context_window: int | None) -> bool:
@@ -157,14 +303,7 @@ def _assistant_overflow(message: AssistantMessage, context_window: int | None) -
         and facts_say_overflow(error_facts(message.error_message))
     ):
         return True
-    usage = message.usage
-    # A silent overflow: some servers (llama.cpp, Ollama) truncate the prompt instead of
-    # failing, and some report a prompt larger than the window they accepted.
-    return (
-        context_window is not None
-        and usage is not None
-        and usage.input + usage.cache_read + usage.cache_write > context_window
-    )
+    return context_window is not None and silent_overflow(message, context_window)
 
 
 def error_facts(error: object) -> ErrorFacts:
@@ -174,6 +313,7 @@ def error_facts(error: object) -> ErrorFacts:
     codes: set[str] = set()
     texts: list[str] = []
     status: int | None = None
+    empty_body = False
     if isinstance(error, ProviderError):
         status = error.status
         if error.error_type:
@@ -188,12 +328,16 @@ def error_facts(error: object) -> ErrorFacts:
                 codes.add(value)
         message = getattr(error, "message", None)
         texts.append(message if isinstance(message, str) else str(error))
-        _collect(getattr(error, "body", None), codes, texts, depth=0)
+        body = getattr(error, "body", None)
+        # The SDKs keep the body's text when it is not JSON, and "" when there was none.
+        blank = body is None or (isinstance(body, str) and not body.strip())
+        empty_body = status is not None and blank
+        _collect(body, codes, texts, depth=0)
     elif isinstance(error, Mapping):
         _collect(error, codes, texts, depth=0)
     else:
         texts.append(str(error))
-    return ErrorFacts(status, frozenset(codes), "\n".join(texts))
+    return ErrorFacts(status, frozenset(codes), "\n".join(texts), empty_body)
 
 
 def _collect(body: object, codes: set[str], texts: list[str], depth: int) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import email.utils
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anthropic
@@ -30,9 +30,16 @@ from agent_server.errors import (
     ProviderServerError,
     QuotaExceededError,
     RateLimitError,
+    RequestTooLargeError,
     redact,
 )
-from agent_server.llm.overflow import ErrorFacts, error_facts, facts_say_overflow
+from agent_server.llm.messages import AssistantMessage
+from agent_server.llm.overflow import (
+    ErrorFacts,
+    error_facts,
+    facts_say_overflow,
+    facts_say_too_large_for_rate_limit,
+)
 
 
 class StreamInterrupted(Exception):
@@ -135,7 +142,7 @@ def error_from_body(
     response): `body` is the provider's error object, e.g. {"type", "code", "message"}."""
     facts = error_facts(body)
     if status is not None:
-        facts = ErrorFacts(status, facts.codes, facts.text)
+        facts = replace(facts, status=status)
     message = _body_message_of(body) or facts.text
     detail = redact(" ".join(message.split())[:500], *where.secrets)
     error_type = next(
@@ -147,6 +154,23 @@ def error_from_body(
         None,
     )
     return _classify(facts, detail, None, error_type, where)
+
+
+def silent_overflow_error(
+    message: AssistantMessage, context_window: int, where: ErrorContext
+) -> ContextOverflowError:
+    """The error for an answer whose reported prompt is larger than the model's window."""
+    prompt = message.usage.prompt_tokens if message.usage is not None else 0
+    return ContextOverflowError(
+        _say(
+            where,
+            f"{where.provider} took a prompt of {prompt} tokens, more than the context window "
+            f"of {_model(where)} ({context_window} tokens): it may have cut the prompt without "
+            "saying so. Compact the session (or start a new one) and try again; if the model's "
+            "window is really larger, correct 'contextWindow' in the models file.",
+        ),
+        provider=where.provider,
+    )
 
 
 def _connection_error(exc: BaseException, where: ErrorContext) -> ProviderConnectionError:
@@ -223,6 +247,14 @@ def _classify(
             f"{provider} refused the call: the account is out of quota or credit ({detail}). "
             f"Check the plan and billing of the account that owns the key{_in_variable(where)}.",
         )
+    if facts_say_too_large_for_rate_limit(facts):
+        return make(
+            RequestTooLargeError,
+            f"{provider} refused the request: it is larger than the account's rate limit "
+            f"allows in one minute ({detail}). Waiting will not help: compact the session "
+            "(or start a new one) to send a smaller request, or use a model or usage tier "
+            "with a higher tokens-per-minute limit.",
+        )
     if status == 429 or codes & _RATE_LIMIT_CODES:
         when = f" in {retry_after:g}s" if retry_after is not None else " with backoff"
         return make(
@@ -237,6 +269,11 @@ def _classify(
             retry_after,
         )
     if facts_say_overflow(facts):
+        if facts.empty_body:
+            detail = (
+                f"{status} with no body, which some servers, such as Cerebras, send for a "
+                "prompt longer than the window"
+            )
         return make(
             ContextOverflowError,
             f"The prompt does not fit the context window of {_model(where)} ({detail}). "

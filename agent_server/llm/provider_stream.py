@@ -4,7 +4,9 @@ Opens the SDK stream, hands its events (as plain JSON dicts) to the provider's t
 passes the neutral events on, and guarantees three things: the HTTP response is closed
 however the run ends (done, failed, or cancelled by the consumer); every provider failure
 reaches the caller as a ProviderError; and a stream that ends without the provider's
-end-of-message event is a dropped connection, never a short answer.
+end-of-message event is a dropped connection, never a short answer. An answer whose reported
+prompt is larger than the model's window (a server that took the prompt and cut it silently) is
+a ContextOverflowError, so that the harness compacts and asks again.
 """
 
 from __future__ import annotations
@@ -13,10 +15,12 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from contextlib import aclosing
 from typing import Any, Protocol
 
+from agent_server.llm.overflow import silent_overflow
 from agent_server.llm.provider_errors import (
     ErrorContext,
     StreamInterrupted,
     is_provider_failure,
+    silent_overflow_error,
     to_provider_error,
 )
 from agent_server.llm.stream import MessageAssembler, MessageDone, StreamEvent
@@ -39,6 +43,7 @@ async def run_provider_stream(
     translate: Translator,
     where: ErrorContext,
     end_event: str,
+    context_window: int,
 ) -> AsyncGenerator[StreamEvent, None]:
     """Neutral events of one call, ending with exactly one MessageDone.
 
@@ -68,6 +73,8 @@ async def run_provider_stream(
         if not is_provider_failure(exc):
             raise
         raise to_provider_error(exc, where) from exc
+    if silent_overflow(done.message, context_window):
+        raise silent_overflow_error(done.message, context_window, where)
     yield done
 
 

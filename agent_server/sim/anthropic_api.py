@@ -61,6 +61,7 @@ _STOP_REASONS = {
     "tool_use": "tool_use",
     "max_tokens": "max_tokens",
     "context_window": "model_context_window_exceeded",
+    "pause_turn": "pause_turn",
 }
 
 
@@ -154,6 +155,7 @@ def _parse(body: Any, registry: ModelRegistry, count_only: bool) -> MessagesRequ
             get_field(tool_choice, "name", ("tool_choice",), "string", required=True)
 
     breakpoints = 0
+    order = _TtlOrder()
     blocks: list[PromptBlock] = []
 
     tools = get_field(body, "tools", (), "list") or []
@@ -176,6 +178,7 @@ def _parse(body: Any, registry: ModelRegistry, count_only: bool) -> MessagesRequ
             raise invalid("tools: Tool names must be unique.")
         tool_names.append(name)
         ttl = _cache_ttl(tool, path)
+        order.check(ttl, path)
         breakpoints += ttl is not None
         description = tool.get("description") or ""
         schema = json.dumps(tool.get("input_schema", {}), sort_keys=True, separators=(",", ":"))
@@ -201,6 +204,7 @@ def _parse(body: Any, registry: ModelRegistry, count_only: bool) -> MessagesRequ
             text = get_field(block, "text", path, "string", required=True)
             _check_text(text, path, block)
             ttl = _cache_ttl(block, path)
+            order.check(ttl, path)
             breakpoints += ttl is not None
             tokens = 2 + count_tokens(text) + (3 if index == 0 else 0)
             blocks.append(PromptBlock("system|" + _canonical(block), tokens, ttl))
@@ -269,9 +273,11 @@ def _parse(body: Any, registry: ModelRegistry, count_only: bool) -> MessagesRequ
                 raise invalid(f"{dotted(b_path)}: `{kind}` blocks are not allowed in `{role}` "
                               "messages")
             ttl = _cache_ttl(block, b_path)
+            order.check(ttl, b_path)
             breakpoints += ttl is not None
-            if kind == "tool_result" and ttl is None:
-                ttl = _inner_cache_ttl(block, b_path)
+            if kind == "tool_result":
+                inner = _inner_cache_ttl(block, b_path, order)
+                ttl = inner if ttl is None else ttl
             tokens, part = _block(block, kind, b_path, m_index, b_index)
             if kind == "tool_result":
                 assert isinstance(part, ToolResultPart)
@@ -316,9 +322,11 @@ def _parse(body: Any, registry: ModelRegistry, count_only: bool) -> MessagesRequ
             "must have a corresponding `tool_result` block in the next message."
         )
 
+    _check_final_assistant(messages)
     top_level = body.get("cache_control")
     if top_level is not None:
         ttl = _cache_ttl(body, ())
+        order.check(ttl, ())
         if ttl is not None and blocks and blocks[-1].breakpoint_ttl is None:
             last = blocks[-1]
             blocks[-1] = PromptBlock(last.canonical, last.tokens, ttl)
@@ -394,16 +402,58 @@ def _cache_ttl(block: Mapping[str, Any], path: FieldPath) -> float | None:
     raise invalid(f"{dotted((*path, 'cache_control', 'ttl'))}: Input should be '5m' or '1h'")
 
 
-def _inner_cache_ttl(block: Mapping[str, Any], path: FieldPath) -> float | None:
+def _inner_cache_ttl(
+    block: Mapping[str, Any], path: FieldPath, order: _TtlOrder
+) -> float | None:
     """A tool_result whose content carries cache_control is a breakpoint at the tool_result."""
     content = block.get("content")
-    ttls = [
-        _cache_ttl(item, (*path, "content", index))
-        for index, item in enumerate(content if isinstance(content, list) else [])
-        if isinstance(item, dict)
-    ]
-    present = [ttl for ttl in ttls if ttl is not None]
+    present: list[float] = []
+    for index, item in enumerate(content if isinstance(content, list) else []):
+        if not isinstance(item, dict):
+            continue
+        item_path = (*path, "content", index)
+        ttl = _cache_ttl(item, item_path)
+        order.check(ttl, item_path)
+        if ttl is not None:
+            present.append(ttl)
     return max(present) if present else None
+
+
+class _TtlOrder:
+    """The API processes blocks in the order tools, system, messages, and refuses a 1-hour
+    breakpoint that comes after a 5-minute one (the real wording, e.g. in
+    cnighswonger/claude-code-cache-fix#44)."""
+
+    def __init__(self) -> None:
+        self._short_seen = False
+
+    def check(self, ttl: float | None, path: FieldPath) -> None:
+        if ttl is None:
+            return
+        if ttl < ANTHROPIC_TTL_1H:
+            self._short_seen = True
+        elif self._short_seen:
+            where = dotted((*path, "cache_control", "ttl"))
+            raise invalid(
+                f"{where}: a ttl='1h' cache_control block must not come after a ttl='5m' "
+                "cache_control block. Note that blocks are processed in the following order: "
+                "`tools`, `system`, `messages`."
+            )
+
+
+def _check_final_assistant(messages: Sequence[Any]) -> None:
+    """A request may end with an assistant message (a prefill, or a paused turn sent back to
+    continue), but its text must not end in whitespace."""
+    last = messages[-1] if messages else None
+    if not isinstance(last, dict) or last.get("role") != "assistant":
+        return
+    content = last.get("content")
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+    if not isinstance(blocks, list) or not blocks or not isinstance(blocks[-1], dict):
+        return
+    text = blocks[-1].get("text")
+    if blocks[-1].get("type") == "text" and isinstance(text, str) and text != text.rstrip():
+        raise invalid("messages: final assistant content cannot end with trailing whitespace")
 
 
 def _inner_cache_controls(block: Mapping[str, Any]) -> int:

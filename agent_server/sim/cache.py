@@ -20,6 +20,11 @@ OpenAI (automatic): every block boundary of a prompt of at least 1024 tokens is 
 floored to a multiple of 128, if at least 1024. Entries live 10 minutes after their last use
 (`in_memory`), or 24 hours with `prompt_cache_retention: "24h"`. Matching is block-granular:
 a prefix that diverges inside a block counts up to the previous block boundary.
+
+OpenAI from GPT-5.6 on (models that bill cache writes): one implicit breakpoint at the end of
+the prompt is the only entry a request writes, billed as `cache_write_tokens` (the prompt past
+what was read); entries live `prompt_cache_options.ttl` (30 minutes, or 12 hours); `mode:
+"explicit"` without breakpoints caches nothing (explicit breakpoints are not simulated).
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ OPENAI_MIN_CACHE_TOKENS = 1024
 OPENAI_CACHE_STEP = 128
 OPENAI_TTL_IN_MEMORY = 10 * 60.0
 OPENAI_TTL_24H = 24 * 60 * 60.0
+OPENAI_TTL_30M = 30 * 60.0
+OPENAI_TTL_12H = 12 * 60 * 60.0
 
 _PURGE_EVERY = 256
 
@@ -173,6 +180,18 @@ class AnthropicPromptCache:
             self._entries = {k: e for k, e in self._entries.items() if e.expires_at > now}
 
 
+@dataclass(frozen=True, slots=True)
+class OpenAICacheRequest:
+    """How one OpenAI request asks to be cached (see `openai_cache_fields`)."""
+
+    key: str | None = None  # prompt_cache_key
+    retention: str | None = None  # prompt_cache_retention, as sent
+    ttl: float = OPENAI_TTL_IN_MEMORY  # seconds an entry lives after its last use
+    enabled: bool = True  # false: prompt_cache_options.mode "explicit" without breakpoints
+    # GPT-5.6 on: one implicit breakpoint at the end of the prompt, its writes billed.
+    bills_writes: bool = False
+
+
 class OpenAIPromptCache:
     """Automatic prefix caching for the OpenAI APIs, keyed by (model, cache key, prefix hash)."""
 
@@ -185,23 +204,19 @@ class OpenAIPromptCache:
         self._entries.clear()
 
     def apply(
-        self,
-        model_id: str,
-        cache_key: str | None,
-        retention: str | None,
-        blocks: Sequence[PromptBlock],
+        self, model_id: str, request: OpenAICacheRequest, blocks: Sequence[PromptBlock]
     ) -> CacheUsage:
         now = self._clock()
         self._calls += 1
         if self._calls % _PURGE_EVERY == 0:
             self._entries = {k: e for k, e in self._entries.items() if e.expires_at > now}
-        scope = f"{model_id}\x00{cache_key or ''}"
+        scope = f"{model_id}\x00{request.key or ''}"
         hashes = prefix_hashes(blocks, scope)
         totals = cumulative_tokens(blocks)
         total = totals[-1] if totals else 0
-        if total < OPENAI_MIN_CACHE_TOKENS:
+        if total < OPENAI_MIN_CACHE_TOKENS or not request.enabled:
             return CacheUsage(input=total)
-        ttl = OPENAI_TTL_24H if retention == "24h" else OPENAI_TTL_IN_MEMORY
+        ttl = request.ttl
 
         matched = 0
         for index in range(len(blocks) - 1, -1, -1):
@@ -215,6 +230,16 @@ class OpenAIPromptCache:
         if cached < OPENAI_MIN_CACHE_TOKENS:
             cached = 0
 
+        if request.bills_writes:
+            written = self._write_implicit_breakpoint(scope, hashes[-1], total, ttl, now)
+            written = written - cached if written else 0
+            long = ttl > OPENAI_TTL_30M
+            return CacheUsage(
+                input=total - cached - written,
+                cache_read=cached,
+                cache_write_5m=0 if long else written,
+                cache_write_1h=written if long else 0,
+            )
         for index, digest in enumerate(hashes):
             if totals[index] < OPENAI_MIN_CACHE_TOKENS:
                 continue
@@ -225,3 +250,15 @@ class OpenAIPromptCache:
                 entry.ttl = max(entry.ttl, ttl)
                 entry.expires_at = max(entry.expires_at, now + entry.ttl)
         return CacheUsage(input=total - cached, cache_read=cached)
+
+    def _write_implicit_breakpoint(
+        self, scope: str, digest: str, total: int, ttl: float, now: float
+    ) -> int:
+        """Caches the whole prompt; returns its size when that is a new entry, else 0."""
+        entry = self._entries.get((scope, digest))
+        if entry is not None and entry.expires_at > now:
+            entry.ttl = max(entry.ttl, ttl)
+            entry.expires_at = max(entry.expires_at, now + entry.ttl)
+            return 0
+        self._entries[(scope, digest)] = _Entry(total, ttl, now + ttl)
+        return total

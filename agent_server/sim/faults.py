@@ -6,7 +6,7 @@ The spec is a comma-separated list of rules:
            | KIND '%' RATE [':' PARAM]      at random, with probability RATE (0..1)
            | 'seed=' INT                    the random generator's seed (default 0)
     WHEN  := N | N '-' M                    one index, or an inclusive range
-    KIND  := 429 | 529 | 500 | drop | slow | overflow
+    KIND  := 429 | 529 | 500 | drop | slow | overflow | toolarge | pause
 
 - `429`: rate limited, with a `retry-after` header of PARAM seconds (default 1);
 - `529`: overloaded (Anthropic `overloaded_error`; the OpenAI APIs answer 503);
@@ -15,7 +15,12 @@ The spec is a comma-separated list of rules:
 - `drop`: the connection is cut after PARAM events of a stream (default 3), or halfway through
   a non-streamed body: the client sees a broken response, never a clean end;
 - `slow`: the first byte comes PARAM seconds late (required); combines with any other fault;
-- `overflow`: the prompt is rejected as too long, in the provider's own words.
+- `overflow`: the prompt is rejected as too long, in the provider's own words;
+- `toolarge`: the OpenAI APIs refuse the request as larger than the account's tokens-per-minute
+  limit (429 "Request too large ... (TPM): Limit PARAM, Requested N", PARAM default 6000);
+  Anthropic has no such refusal, and the Messages API answers normally;
+- `pause`: the Anthropic answer stops with `pause_turn` before its tool calls (a long-running
+  turn the API paused); the OpenAI APIs, which have no such stop, answer normally.
 
 Indices count model requests (messages, chat completions, responses; not count_tokens, models
 or `/_sim`) since the plan was installed. Example: `429@3,drop@5,slow@2:1.5,500%0.1,seed=7`.
@@ -29,8 +34,12 @@ import re
 from dataclasses import dataclass
 from typing import Literal, TypeAlias, cast
 
-FaultKind: TypeAlias = Literal["429", "529", "500", "drop", "slow", "overflow"]
-FAULT_KINDS: tuple[FaultKind, ...] = ("429", "529", "500", "drop", "slow", "overflow")
+FaultKind: TypeAlias = Literal[
+    "429", "529", "500", "drop", "slow", "overflow", "toolarge", "pause"
+]
+FAULT_KINDS: tuple[FaultKind, ...] = (
+    "429", "529", "500", "drop", "slow", "overflow", "toolarge", "pause"
+)
 
 _RULE = re.compile(
     r"^(?P<kind>[a-z0-9]+)"
@@ -44,6 +53,8 @@ _DEFAULT_PARAM: dict[str, float | None] = {
     "drop": 3.0,
     "slow": None,
     "overflow": None,
+    "toolarge": 6000.0,
+    "pause": None,
 }
 
 

@@ -12,7 +12,7 @@ TOOL_CALL_OVERHEAD. Every answer costs at least one token.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, TypeAlias
 
 from agent_server.sim.responder import PlannedCall, PlannedReply
@@ -20,7 +20,7 @@ from agent_server.sim.tokenizer import count_tokens, truncate_to_tokens
 
 TOOL_CALL_OVERHEAD = 8
 
-Stop: TypeAlias = Literal["end_turn", "tool_use", "max_tokens", "context_window"]
+Stop: TypeAlias = Literal["end_turn", "tool_use", "max_tokens", "context_window", "pause_turn"]
 ThinkingMode: TypeAlias = Literal["shown", "hidden", "none"]
 
 
@@ -110,3 +110,14 @@ def generate(
         reasoning_tokens=thinking_tokens,
         stop="tool_use" if calls else "end_turn",
     )
+
+
+def paused(generation: Generation) -> Generation:
+    """The answer as a turn the API paused (Anthropic `pause_turn`): what came before the tool
+    calls. (The request that sends it back ends with an assistant message, which the scenario
+    answers with the fallback's text.)"""
+    if generation.truncated:
+        return generation
+    calls = sum(call_tokens(call) for call in generation.calls)
+    output = max(1, generation.output_tokens - calls)
+    return replace(generation, calls=(), output_tokens=output, stop="pause_turn")

@@ -13,9 +13,14 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agent_server.llm.models import ModelInfo, ModelRegistry
-from agent_server.sim.cache import CacheUsage, PromptBlock
+from agent_server.sim.cache import CacheUsage, OpenAICacheRequest, PromptBlock
 from agent_server.sim.fields import FieldPath, FieldProblem, bracketed, get_field
 from agent_server.sim.generation import Generation
+from agent_server.sim.openai_cache_fields import (
+    CHAT_CACHE_OPTIONS,
+    CHAT_CACHE_TTLS,
+    parse_cache_fields,
+)
 from agent_server.sim.openai_errors import field_rejection, find_model, invalid
 from agent_server.sim.rejection import RequestRejected
 from agent_server.sim.sse import sse_event
@@ -53,8 +58,7 @@ class ChatRequest:
     max_tokens: int
     stream: bool
     include_usage: bool
-    cache_key: str | None
-    cache_retention: str | None
+    cache: OpenAICacheRequest
     blocks: tuple[PromptBlock, ...]
     transcript: Transcript
 
@@ -90,14 +94,8 @@ def _parse(body: Any, registry: ModelRegistry) -> ChatRequest:
     stream = get_field(body, "stream", (), "boolean") or False
     options = get_field(body, "stream_options", (), "object") or {}
     include_usage = bool(options.get("include_usage", False))
-    cache_key = get_field(body, "prompt_cache_key", (), "string")
-    retention = get_field(body, "prompt_cache_retention", (), "string")
-    if retention is not None and retention not in ("in_memory", "24h"):
-        raise invalid(
-            f"Invalid value: '{retention}'. Supported values are: 'in_memory' and '24h'.",
-            "prompt_cache_retention", "invalid_value",
-        )
     model = find_model(registry, model_id)
+    cache = parse_cache_fields(body, model, CHAT_CACHE_TTLS, CHAT_CACHE_OPTIONS)
     max_tokens = _max_tokens(body, model)
     if not messages:
         raise invalid(
@@ -212,8 +210,7 @@ def _parse(body: Any, registry: ModelRegistry) -> ChatRequest:
         max_tokens=max_tokens,
         stream=stream,
         include_usage=include_usage,
-        cache_key=cache_key,
-        cache_retention=retention,
+        cache=cache,
         blocks=tuple(blocks),
         transcript=transcript,
     )
@@ -299,7 +296,11 @@ def usage_json(usage: CacheUsage, generation: Generation) -> dict[str, Any]:
         "prompt_tokens": prompt,
         "completion_tokens": generation.output_tokens,
         "total_tokens": prompt + generation.output_tokens,
-        "prompt_tokens_details": {"cached_tokens": usage.cache_read, "audio_tokens": 0},
+        "prompt_tokens_details": {
+            "cached_tokens": usage.cache_read,
+            "cache_write_tokens": usage.cache_write,
+            "audio_tokens": 0,
+        },
         "completion_tokens_details": {
             "reasoning_tokens": generation.reasoning_tokens,
             "audio_tokens": 0,

@@ -33,6 +33,21 @@ def invalid(message: str, param: str | None = None, code: str | None = None) -> 
     return RequestRejected(400, message, "invalid_request_error", param=param, code=code)
 
 
+def request_too_large(model_id: str, limit: int, requested: int) -> RequestRejected:
+    """One request above the account's tokens-per-minute limit: OpenAI's 429, whose wording
+    is quoted in many issue threads (e.g. Aider-AI/aider#1880). `requested` counts the prompt
+    and the output budget, as OpenAI does."""
+    return RequestRejected(
+        429,
+        f"Request too large for {model_id} in organization org-sim on tokens per min (TPM): "
+        f"Limit {limit}, Requested {max(requested, limit + 1)}. The input or output tokens "
+        "must be reduced in order to run successfully. Visit "
+        "https://platform.openai.com/account/rate-limits to learn more.",
+        "tokens",
+        code="rate_limit_exceeded",
+    )
+
+
 def field_rejection(problem: FieldProblem) -> RequestRejected:
     where = bracketed(problem.path)
     if problem.kind == "missing":

@@ -16,9 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agent_server.llm.models import ModelInfo, ModelRegistry
-from agent_server.sim.cache import CacheUsage, PromptBlock
+from agent_server.sim.cache import CacheUsage, OpenAICacheRequest, PromptBlock
 from agent_server.sim.fields import FieldPath, FieldProblem, bracketed, get_field
 from agent_server.sim.generation import Generation
+from agent_server.sim.openai_cache_fields import (
+    RESPONSES_CACHE_OPTIONS,
+    RESPONSES_CACHE_TTLS,
+    parse_cache_fields,
+)
 from agent_server.sim.openai_errors import field_rejection, find_model, invalid
 from agent_server.sim.rejection import RequestRejected
 from agent_server.sim.sse import sse_event
@@ -60,8 +65,7 @@ class ResponsesRequest:
     tool_choice: Any
     reasoning: dict[str, Any] | None
     include_encrypted_reasoning: bool
-    cache_key: str | None
-    cache_retention: str | None
+    cache: OpenAICacheRequest
     previous_response_id: str | None
     items: tuple[dict[str, Any], ...]  # the full input, previous response's items included
     blocks: tuple[PromptBlock, ...]
@@ -111,18 +115,12 @@ def _parse(body: Any, registry: ModelRegistry, previous: PreviousLookup) -> Resp
     stream = get_field(body, "stream", (), "boolean") or False
     store = get_field(body, "store", (), "boolean")
     instructions = get_field(body, "instructions", (), "string")
-    cache_key = get_field(body, "prompt_cache_key", (), "string")
-    retention = get_field(body, "prompt_cache_retention", (), "string")
-    if retention is not None and retention not in ("in_memory", "24h"):
-        raise invalid(
-            f"Invalid value: '{retention}'. Supported values are: 'in_memory' and '24h'.",
-            "prompt_cache_retention", "invalid_value",
-        )
     reasoning = get_field(body, "reasoning", (), "object")
     include = get_field(body, "include", (), "list") or []
     previous_id = get_field(body, "previous_response_id", (), "string")
     metadata = get_field(body, "metadata", (), "object") or {}
     model = find_model(registry, model_id)
+    cache = parse_cache_fields(body, model, RESPONSES_CACHE_TTLS, RESPONSES_CACHE_OPTIONS)
     max_output = get_field(body, "max_output_tokens", (), "integer")
     if max_output is None:
         max_output = model.max_output
@@ -259,8 +257,7 @@ def _parse(body: Any, registry: ModelRegistry, previous: PreviousLookup) -> Resp
         tool_choice=body.get("tool_choice", "auto"),
         reasoning=reasoning,
         include_encrypted_reasoning="reasoning.encrypted_content" in include,
-        cache_key=cache_key,
-        cache_retention=retention,
+        cache=cache,
         previous_response_id=previous_id,
         items=tuple(items),
         blocks=tuple(blocks),
@@ -319,7 +316,15 @@ def usage_json(usage: CacheUsage, generation: Generation) -> dict[str, Any]:
     prompt = usage.prompt_tokens
     return {
         "input_tokens": prompt,
-        "input_tokens_details": {"cached_tokens": usage.cache_read, "cache_write_tokens": 0},
+        "input_tokens_details": {
+            "cached_tokens": usage.cache_read,
+            "cache_write_tokens": usage.cache_write,
+            # The short TTL (30m) and the long one (12h).
+            "cache_write_tokens_details": {
+                "ttl_30m_tokens": usage.cache_write_5m,
+                "ttl_12h_tokens": usage.cache_write_1h,
+            },
+        },
         "output_tokens": generation.output_tokens,
         "output_tokens_details": {"reasoning_tokens": generation.reasoning_tokens},
         "total_tokens": prompt + generation.output_tokens,
@@ -396,8 +401,8 @@ def response_json(
         "output": output,
         "parallel_tool_calls": True,
         "previous_response_id": request.previous_response_id,
-        "prompt_cache_key": request.cache_key,
-        "prompt_cache_retention": request.cache_retention,
+        "prompt_cache_key": request.cache.key,
+        "prompt_cache_retention": request.cache.retention,
         "reasoning": {
             "effort": (request.reasoning or {}).get("effort"),
             "summary": (request.reasoning or {}).get("summary"),

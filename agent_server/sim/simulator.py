@@ -37,7 +37,7 @@ from agent_server.llm.models import BUILTIN_MODELS, ModelInfo, ModelRegistry
 from agent_server.sim import anthropic_api, openai_chat, openai_errors, openai_responses
 from agent_server.sim.cache import AnthropicPromptCache, OpenAIPromptCache
 from agent_server.sim.faults import Fault, FaultDecision, FaultInjector, FaultPlan, parse_faults
-from agent_server.sim.generation import Generation, ThinkingMode, generate
+from agent_server.sim.generation import Generation, ThinkingMode, generate, paused
 from agent_server.sim.records import RequestLog, RequestRecord, TokenCounts
 from agent_server.sim.rejection import RequestRejected
 from agent_server.sim.responder import plan_reply
@@ -240,6 +240,8 @@ class Simulator:
         source, generation = self._reply(request.transcript, "toolu", model, prompt,
                                          request.max_tokens,
                                          "shown" if request.thinking else "none")
+        if fault is not None and fault.kind == "pause":
+            generation = paused(generation)
         message_id = f"msg_sim_{request_id.removeprefix('req_sim_')}"
         if request.stream:
             chunks = anthropic_api.stream_events(message_id, model.id, generation, usage)
@@ -263,8 +265,8 @@ class Simulator:
         if prompt > model.context_window or _forced_overflow(fault):
             raise openai_chat.context_length_exceeded(max(prompt, model.context_window + 1),
                                                       model.context_window)
-        usage = self.openai_cache.apply(model.id, request.cache_key, request.cache_retention,
-                                        request.blocks)
+        _refuse_too_large(fault, model, prompt + request.max_tokens)
+        usage = self.openai_cache.apply(model.id, request.cache, request.blocks)
         source, generation = self._reply(request.transcript, "call", model, prompt,
                                          request.max_tokens,
                                          "hidden" if model.reasoning else "none")
@@ -292,8 +294,8 @@ class Simulator:
         prompt = request.prompt_tokens
         if prompt > model.context_window or _forced_overflow(fault):
             raise openai_responses.context_length_exceeded()
-        usage = self.openai_cache.apply(model.id, request.cache_key, request.cache_retention,
-                                        request.blocks)
+        _refuse_too_large(fault, model, prompt + request.max_output_tokens)
+        usage = self.openai_cache.apply(model.id, request.cache, request.blocks)
         thinking: ThinkingMode = "none"
         if model.reasoning:
             thinking = "shown" if request.shows_reasoning_summary else "hidden"
@@ -515,6 +517,12 @@ def _fault_rejection(api: ApiName, fault: Fault) -> RequestRejected:
         "server_error",
         headers=headers,
     )
+
+
+def _refuse_too_large(fault: Fault | None, model: ModelInfo, requested: int) -> None:
+    if fault is not None and fault.kind == "toolarge":
+        limit = int(fault.param) if fault.param is not None else 6000
+        raise openai_errors.request_too_large(model.id, limit, requested)
 
 
 def _forced_overflow(fault: Fault | None) -> bool:

@@ -144,5 +144,22 @@ def cache_marks(params: Mapping[str, Any]) -> list[str]:
     return marks
 
 
+def cache_ttls(body: Any) -> list[str]:
+    """The TTL of every cache_control mark in a request body, in the order the Anthropic API
+    processes blocks (tools, system, messages; a body's keys are in that order)."""
+    found: list[str] = []
+    if isinstance(body, Mapping):
+        control = body.get("cache_control")
+        if isinstance(control, Mapping):
+            found.append(str(control.get("ttl", "5m")))
+        for key, value in body.items():
+            if key != "cache_control":
+                found.extend(cache_ttls(value))
+    elif isinstance(body, list):
+        for item in body:
+            found.extend(cache_ttls(item))
+    return found
+
+
 def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)

@@ -22,6 +22,7 @@ from agent_server.llm.stream import CallOptions
 from tests.llm.builders import (
     assistant,
     cache_marks,
+    cache_ttls,
     call,
     context,
     dumps,
@@ -255,3 +256,34 @@ def test_request_n_plus_1_begins_with_request_n() -> None:
         # Everything but the closing brackets of the message list and the body.
         assert before.endswith("]}")
         assert after.startswith(before[:-2])
+
+
+@pytest.mark.parametrize("retention", ["short", "long"])
+def test_no_1h_breakpoint_ever_follows_a_5m_one(retention: str) -> None:
+    """The API refuses a 1-hour breakpoint after a 5-minute one; every request of a growing
+    session, four breakpoints included, keeps one TTL throughout."""
+    options = CallOptions(session_id="s1", cache_retention=retention)  # type: ignore[arg-type]
+    expected = "1h" if retention == "long" else "5m"
+    for messages in growing_conversation(steps=9, parallel_at=5):
+        params = build_request(MODEL, context(messages), options)
+        assert list(params)[-3:] == ["tools", "system", "messages"]
+        ttls = cache_ttls(params)
+        assert ttls and set(ttls) == {expected}
+
+
+def test_a_paused_answer_sent_back_loses_its_trailing_whitespace_only_at_the_end() -> None:
+    paused = assistant(text="Searching for it.\n\n", stop_reason="pauseTurn")
+    params = build_request(MODEL, context([user("find it"), paused]), SHORT)
+    final = params["messages"][-1]
+    assert final["role"] == "assistant"
+    assert final["content"] == [{"type": "text", "text": "Searching for it."}]
+    # Once the continuation follows, the paused text goes back as it was.
+    later = [user("find it"), paused, assistant(text="Found it."), user("thanks")]
+    merged = build_request(MODEL, context(later), SHORT)["messages"][1]
+    assert merged["content"][0]["text"] == "Searching for it.\n\n"
+
+
+def test_a_paused_answer_of_whitespace_only_is_not_sent() -> None:
+    paused = assistant(text="  \n", stop_reason="pauseTurn")
+    params = build_request(MODEL, context([user("find it"), paused]), SHORT)
+    assert [message["role"] for message in params["messages"]] == ["user"]

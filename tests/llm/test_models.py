@@ -29,9 +29,19 @@ def test_builtin_models_are_consistent() -> None:
         if model.vendor in ("anthropic", "sim"):
             assert model.pricing.cache_write_5m == pytest.approx(model.pricing.input * 1.25)
             assert model.pricing.cache_write_1h == pytest.approx(model.pricing.input * 2)
+        # OpenAI bills cache writes from GPT-5.6 on, at 1.25x input for 30 minutes; only
+        # those models are marked, and only they have write prices.
+        if model.vendor == "openai":
+            assert model.bills_cache_writes is (model.pricing.cache_write_5m > 0)
+            if model.bills_cache_writes:
+                assert model.pricing.cache_write_5m == pytest.approx(model.pricing.input * 1.25)
+        else:
+            assert not model.bills_cache_writes
     registry = ModelRegistry()
     for model_id in DEFAULT_MODEL_BY_PROVIDER.values():
         assert model_id in registry
+    assert registry.require("gpt-6.2-sol").bills_cache_writes
+    assert not registry.require("gpt-5.5").bills_cache_writes
 
 
 def test_simulator_models_are_kept() -> None:
@@ -96,6 +106,18 @@ def test_load_models_file_json(tmp_path: Path) -> None:
     (model,) = load_models_file(path)
     assert model.id == "local-model"
     assert model.base_url is None
+    assert not model.bills_cache_writes
+
+
+def test_a_models_file_marks_a_model_that_bills_cache_writes(tmp_path: Path) -> None:
+    path = tmp_path / "models.json"
+    entry = {"id": "gpt-6-proxy", "vendor": "openai", "contextWindow": 400_000,
+             "maxOutput": 32_000, "billsCacheWrites": True,
+             "pricing": {"input": 2.0, "cacheWrite5m": 2.5, "cacheWrite1h": 5.0}}
+    path.write_text(json.dumps({"models": [entry]}), encoding="utf-8")
+    (model,) = load_models_file(path)
+    assert model.bills_cache_writes
+    assert model.pricing.cache_write_1h == 5.0
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -66,12 +67,62 @@ def test_no_caching_sends_no_cache_fields(build: object, options: CallOptions) -
     assert "prompt_cache_retention" not in params
 
 
+WRITER = ModelRegistry().require("gpt-6.2-sol")  # GPT-5.6 and later: bills cache writes
+
+
+@pytest.mark.parametrize(
+    ("build", "retention", "ttl"),
+    [
+        (openai_chat.build_request, "short", "30m"),
+        (openai_chat.build_request, "long", "30m"),  # Chat Completions keeps 30m only
+        (openai_responses.build_request, "short", "30m"),
+        (openai_responses.build_request, "long", "12h"),
+    ],
+)
+def test_gpt_5_6_and_later_get_prompt_cache_options_never_retention(
+    build: object, retention: str, ttl: str
+) -> None:
+    options = CallOptions(session_id="s", cache_retention=retention)  # type: ignore[arg-type]
+    params = build(WRITER, context([user("hi")]), options)  # type: ignore[operator]
+    assert params["prompt_cache_key"] == "s"
+    assert params["prompt_cache_options"] == {"ttl": ttl}
+    assert "prompt_cache_retention" not in params
+
+
+@pytest.mark.parametrize("build", BUILDERS)
+@pytest.mark.parametrize(
+    "options",
+    [
+        CallOptions(session_id="s", cache_retention="none"),
+        CallOptions(session_id="s", cache_breakpoints=False),
+    ],
+)
+def test_no_caching_on_a_model_that_bills_writes_turns_caching_off(
+    build: object, options: CallOptions
+) -> None:
+    # Explicit mode with no breakpoint caches nothing, so nothing is written and billed.
+    params = build(WRITER, context([user("hi")]), options)  # type: ignore[operator]
+    assert params["prompt_cache_options"] == {"mode": "explicit"}
+    assert "prompt_cache_key" not in params
+    assert "prompt_cache_retention" not in params
+
+
+@pytest.mark.parametrize("build", BUILDERS)
+def test_older_models_never_get_prompt_cache_options(build: object) -> None:
+    for retention in ("none", "short", "long"):
+        options = CallOptions(session_id="s", cache_retention=retention)  # type: ignore[arg-type]
+        assert "prompt_cache_options" not in build(GPT, context([user("hi")]), options)  # type: ignore[operator]
+
+
 @pytest.mark.parametrize("build", BUILDERS)
 def test_a_local_server_gets_no_openai_only_fields(build: object) -> None:
     options = CallOptions(session_id="s", cache_retention="long")
     params = build(LOCAL, context([user("hi")]), options)  # type: ignore[operator]
     assert "prompt_cache_key" not in params
     assert "prompt_cache_retention" not in params
+    assert "prompt_cache_options" not in params
+    local_writer = replace(LOCAL, bills_cache_writes=True)
+    assert "prompt_cache_options" not in build(local_writer, context([user("hi")]), options)  # type: ignore[operator]
 
 
 def test_chat_request_shape() -> None:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 import anthropic
 import httpx2
 import openai
@@ -10,7 +12,17 @@ import pytest
 
 from agent_server.errors import ContextOverflowError, OverloadedError, RateLimitError
 from agent_server.llm.messages import AssistantMessage, TextContent, Usage
-from agent_server.llm.overflow import is_context_overflow
+from agent_server.llm.overflow import (
+    NOT_OVERFLOW_WORDINGS,
+    OVERFLOW_CODES,
+    OVERFLOW_WORDINGS,
+    TOO_LARGE_FOR_RATE_LIMIT_WORDINGS,
+    ErrorFacts,
+    Wording,
+    facts_say_overflow,
+    facts_say_too_large_for_rate_limit,
+    is_context_overflow,
+)
 
 OVERFLOWS = [
     # Anthropic
@@ -50,6 +62,20 @@ OVERFLOWS = [
     "too many tokens: total number of tokens in the prompt cannot exceed 4081 - received 5000. Try using a shorter prompt",
     # GitHub Copilot
     "prompt token count of 130000 exceeds the limit of 128000",
+    # LM Studio (newer)
+    "The number of tokens to keep from the initial prompt is greater than the context length. Try to load the model with a larger context length, or provide a shorter input",
+    # MiniMax
+    "invalid params, context window exceeds limit (2013)",
+    # Kimi (Moonshot)
+    "Invalid request: Your request exceeded model token limit: 262144 (requested: 269030)",
+    '{"error": {"message": "Invalid request: Your request exceeded model token limit: 262144 (requested: 313014)", "type": "invalid_request_error"}}',
+    # Hugging Face TGI
+    "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 2048. Given: 1244 `inputs` tokens and 1000 `max_new_tokens`",
+    "Input validation error: `inputs` must have less than 1024 tokens. Given: 1168",
+    # SiliconFlow and other vLLM-based hosts
+    "length of prompt_tokens (57535) must be less than max_seq_len (32768)",
+    # An HTTP proxy in front of a server
+    "413 Request Entity Too Large",
     # Generic proxies
     "context length exceeded",
     "context_length_exceeded",
@@ -72,6 +98,10 @@ NOT_OVERFLOWS = [
     "max_tokens: 300000 > 128000, which is the maximum allowed number of output tokens for claude-sonnet-5-5",
     "invalid x-api-key",
     "",
+    # One request above the account's tokens per minute: a rate limit, not the window
+    "Request too large for gpt-4o in organization org-abc on tokens per min (TPM): Limit 30000, Requested 36278. The input or output tokens must be reduced in order to run successfully.",
+    # Not the input: the output budget the request asked for
+    "max_tokens must be less than or equal to 16384, the maximum value for max_tokens is less than the context_window for this model",
 ]
 
 
@@ -195,3 +225,66 @@ def test_assistant_messages() -> None:
     # A silent overflow: the server took more than the window and said nothing.
     assert is_context_overflow(fine, context_window=30_000)
     assert not is_context_overflow(AssistantMessage((TextContent("x"),), "length"), 10)
+
+
+@pytest.mark.parametrize("row", OVERFLOW_WORDINGS, ids=lambda row: row.pattern[:40])
+def test_every_overflow_row_recognises_its_example_and_says_where_it_was_seen(
+    row: Wording,
+) -> None:
+    assert row.seen.strip()
+    assert re.search(row.pattern, row.example, re.IGNORECASE)
+    assert is_context_overflow(row.example)
+    assert not facts_say_too_large_for_rate_limit(ErrorFacts(400, frozenset(), row.example))
+
+
+@pytest.mark.parametrize("row", NOT_OVERFLOW_WORDINGS, ids=lambda row: row.pattern[:40])
+def test_every_rate_limit_row_recognises_its_example(row: Wording) -> None:
+    assert row.seen.strip()
+    assert re.search(row.pattern, row.example, re.IGNORECASE)
+    assert not is_context_overflow(row.example)
+
+
+def test_the_too_large_rows_recognise_their_examples() -> None:
+    for row in TOO_LARGE_FOR_RATE_LIMIT_WORDINGS:
+        facts = ErrorFacts(429, frozenset(), row.example)
+        assert facts_say_too_large_for_rate_limit(facts)
+        assert not facts_say_overflow(facts)
+
+
+def test_every_overflow_example_is_a_row_or_a_code_of_the_table() -> None:
+    for text in OVERFLOWS:
+        by_row = any(re.search(row.pattern, text, re.IGNORECASE) for row in OVERFLOW_WORDINGS)
+        by_code = any(code in text for code in OVERFLOW_CODES)
+        assert by_row or by_code, text
+
+
+@pytest.mark.parametrize(
+    ("status", "empty", "expected"),
+    [
+        (400, True, True),
+        (413, True, True),
+        (400, False, False),  # a bare 400 that said something else: not read as an overflow
+        (429, True, False),
+        (500, True, False),
+        (404, True, False),
+    ],
+)
+def test_an_error_with_no_body(status: int, empty: bool, expected: bool) -> None:
+    text = f"Error code: {status}" if empty else f"Error code: {status} - bad role"
+    assert facts_say_overflow(ErrorFacts(status, frozenset(), text, empty_body=empty)) is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Request too large for gpt-4o in organization org-abc on tokens per min (TPM): Limit 30000, Requested 36278. The input or output tokens must be reduced in order to run successfully.", True),
+        ("Request too large for model `moonshotai/kimi-k2-instruct` in organization `org_01` service tier `on_demand` on tokens per minute (TPM): Limit 10000, Requested 21247, please reduce your message size and try again. Need more tokens? Upgrade to Dev Tier today at https://console.groq.com/settings/billing", True),
+        ("Rate limit reached for gpt-4.1 in organization org-abc on tokens per min (TPM): Limit 30000, Used 25000, Requested 9000. Please try again in 8.2s.", False),
+        ("Rate limit reached for o3 on tokens per min (TPM): Limit 30,000, Used 1,000, Requested 32,145.", True),
+        ("This request would exceed the rate limit for your organization of 20,000 input tokens per minute. Please reduce the prompt length or the maximum tokens requested, or try again later.", False),
+        ("Invalid request: Your request exceeded model token limit: 262144 (requested: 269030)", False),
+        ("Rate limit reached for requests. Please try again in 1s.", False),
+    ],
+)
+def test_too_large_for_the_rate_limit(text: str, expected: bool) -> None:
+    assert facts_say_too_large_for_rate_limit(ErrorFacts(429, frozenset(), text)) is expected

@@ -21,6 +21,7 @@ from agent_server.errors import (
     ProviderServerError,
     QuotaExceededError,
     RateLimitError,
+    RequestTooLargeError,
 )
 from agent_server.llm.anthropic import AnthropicProvider
 from agent_server.llm.credentials import resolve_api_key
@@ -246,3 +247,62 @@ async def test_create_provider() -> None:
         create_provider("sim", env={})
     for provider in (anthropic_provider, chat, responses, local):
         await provider.aclose()
+
+
+def _openai_status_error(status: int, body: dict[str, object]) -> Exception:
+    client = openai.AsyncOpenAI(api_key="sk-test-123456789")
+    request = httpx2.Request("POST", "https://api.openai.com/v1/chat/completions")
+    message = str(body["error"]["message"])  # type: ignore[index]
+    return client._make_status_error(
+        message, body=body, response=httpx2.Response(status, request=request)
+    )
+
+
+@pytest.mark.parametrize(
+    ("status", "body"),
+    [
+        # OpenAI (Aider-AI/aider#1880)
+        (429, {"error": {
+            "message": "Request too large for gpt-4o in organization org-2itOgSdqw0DhUY on tokens "
+            "per min (TPM): Limit 30000, Requested 36278. The input or output tokens must be "
+            "reduced in order to run successfully. Visit "
+            "https://platform.openai.com/account/rate-limits to learn more.",
+            "type": "tokens", "param": None, "code": "rate_limit_exceeded"}}),
+        # Groq (cline/cline#4971)
+        (413, {"error": {
+            "message": "Request too large for model `moonshotai/kimi-k2-instruct` in organization "
+            "`org_01abc` service tier `on_demand` on tokens per minute (TPM): Limit 10000, "
+            "Requested 21247, please reduce your message size and try again. Need more tokens? "
+            "Upgrade to Dev Tier today at https://console.groq.com/settings/billing",
+            "type": "tokens", "code": "rate_limit_exceeded"}}),
+    ],
+)
+def test_a_request_too_large_for_the_rate_limit_is_not_retried(
+    status: int, body: dict[str, object]
+) -> None:
+    error = to_provider_error(_openai_status_error(status, body), ErrorContext("OpenAI"))
+    assert type(error) is RequestTooLargeError
+    assert not error.retryable
+    assert error.status == status
+    assert "Waiting will not help" in error.message
+    assert "compact the session" in error.message
+    assert "higher tokens-per-minute limit" in error.message
+    assert "Requested" in error.message  # the provider's own numbers are kept
+
+
+def test_a_rate_limit_that_asks_for_less_than_the_limit_is_retried() -> None:
+    body = {"error": {
+        "message": "Rate limit reached for gpt-4.1 in organization org-abc on tokens per min "
+        "(TPM): Limit 30000, Used 25000, Requested 9000. Please try again in 8.2s.",
+        "type": "tokens", "code": "rate_limit_exceeded"}}
+    error = to_provider_error(_openai_status_error(429, body), ErrorContext("OpenAI"))
+    assert type(error) is RateLimitError
+    assert error.retryable
+
+
+def test_overflow_wordings_of_new_servers_are_context_overflows() -> None:
+    kimi = {"error": {"message": "Invalid request: Your request exceeded model token limit: "
+                      "262144 (requested: 269030)", "type": "invalid_request_error"}}
+    error = to_provider_error(_openai_status_error(400, kimi), ErrorContext("Kimi"))
+    assert type(error) is ContextOverflowError
+    assert not error.retryable

@@ -171,3 +171,40 @@ async def test_responses_reasoning_items_are_sent_back_inline() -> None:
     assert first["include"] == ["reasoning.encrypted_content"]
     assert item in second["input"]
     assert second["input"].index(item) == 1  # right after the prompt, before the tool call
+
+
+@pytest.mark.parametrize(
+    ("api", "retention", "write_price"),
+    [
+        ("openai-chat", "short", 2.50),
+        ("openai-chat", "long", 2.50),  # Chat Completions: 30 minutes whatever is asked
+        ("openai-responses", "short", 2.50),
+        ("openai-responses", "long", 5.00),  # 12 hours
+    ],
+)
+async def test_cache_writes_of_gpt_5_6_and_later_are_billed(
+    api: str, retention: str, write_price: float
+) -> None:
+    """The simulator refuses prompt_cache_retention with prompt_cache_options and reports
+    writes for the models that bill them: a whole session runs, and writes cost 1.25x input
+    (the 30-minute TTL) or the extended write price (12 hours, Responses only)."""
+    writer = ModelRegistry().require("gpt-6.2-sol")
+    simulator = Simulator(scenario=SCENARIO)
+    async with SimServer(simulator) as server:
+        provider: Provider = APIS[api]("sim-key", server.base_url + "/v1")
+        history: list[Message] = []
+        options = replace(OPTIONS, cache_retention=retention)  # type: ignore[arg-type]
+        answers = await run_turn(provider, writer, history, "Investigate the failing test", options)
+        await provider.aclose()
+    assert all(record.status == 200 for record in simulator.records)
+    assert all("prompt_cache_retention" not in record.request for record in simulator.records)
+    usages = [answer.usage for answer in answers]
+    assert all(usage is not None for usage in usages)
+    writes = sum(usage.cache_write for usage in usages if usage is not None)
+    reads = sum(usage.cache_read for usage in usages if usage is not None)
+    assert writes > 0
+    assert reads > 0  # each call reads what the one before wrote
+    assert writer.pricing.cache_write_5m == pytest.approx(writer.pricing.input * 1.25)
+    for usage in usages:
+        assert usage is not None
+        assert usage.cost.cache_write == pytest.approx(usage.cache_write * write_price / 1e6)

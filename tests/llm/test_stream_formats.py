@@ -12,7 +12,13 @@ from typing import Any
 import httpx2
 import pytest
 
-from agent_server.errors import ContextOverflowError, OverloadedError, ProviderConnectionError
+from agent_server.errors import (
+    ContextOverflowError,
+    InvalidRequestError,
+    OverloadedError,
+    ProviderConnectionError,
+    ProviderServerError,
+)
 from agent_server.llm.anthropic import AnthropicProvider
 from agent_server.llm.messages import AssistantMessage, Context, ThinkingContent, ToolCall
 from agent_server.llm.models import ModelInfo, ModelRegistry
@@ -42,9 +48,30 @@ def sse(events: Sequence[tuple[str | None, Any]]) -> bytes:
     return "".join(out).encode()
 
 
-def transport(body: bytes) -> httpx2.AsyncClient:
+def transport(body: bytes, status: int = 200) -> httpx2.AsyncClient:
     def handler(request: httpx2.Request) -> httpx2.Response:
-        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+        kind = "text/event-stream" if status == 200 else "application/json"
+        return httpx2.Response(status, headers={"content-type": kind}, content=body)
+
+    return httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
+
+
+class _BrokenStream(httpx2.AsyncByteStream):
+    """A body that stops mid-way with the transport error a cut connection gives."""
+
+    def __init__(self, head: bytes) -> None:
+        self._head = head
+
+    async def __aiter__(self) -> Any:
+        yield self._head
+        raise httpx2.RemoteProtocolError("peer closed connection without sending complete body")
+
+
+def broken_transport(head: bytes) -> httpx2.AsyncClient:
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(
+            200, headers={"content-type": "text/event-stream"}, stream=_BrokenStream(head)
+        )
 
     return httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
 
@@ -119,7 +146,7 @@ async def test_anthropic_signed_and_redacted_thinking_and_tool_arguments() -> No
     [
         ("end_turn", "stop"),
         ("stop_sequence", "stop"),
-        ("pause_turn", "stop"),
+        ("pause_turn", "pauseTurn"),
         ("max_tokens", "length"),
         ("model_context_window_exceeded", "contextOverflow"),
         ("refusal", "refusal"),
@@ -232,3 +259,118 @@ async def test_responses_failed_with_overflow() -> None:
     with pytest.raises(ContextOverflowError):
         await run(provider, ModelRegistry().require("gpt-5.5"))
     await provider.aclose()
+
+
+# --- Chat Completions servers that never send finish_reason ----------------------------------
+
+
+def chunk(delta: dict[str, Any], usage: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A chunk as the OpenRouter provider sent it: `finish_reason: null` every time."""
+    choices = [{"index": 0, "delta": delta, "finish_reason": None}] if delta else []
+    return {"id": "gen-1", "object": "chat.completion.chunk", "created": 0, "model": "m",
+            "provider": "SomeProvider", "choices": choices, "usage": usage}
+
+
+OPENROUTER_TOOL_CALL = [
+    chunk({"role": "assistant", "content": ""}),
+    chunk({"tool_calls": [{"index": 0, "id": "call_abc", "type": "function",
+                           "function": {"name": "read", "arguments": ""}}]}),
+    chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"path": "READ'}}]}),
+    chunk({"tool_calls": [{"index": 0, "function": {"arguments": 'ME.md"}'}}]}),
+    chunk({}, {"prompt_tokens": 900, "completion_tokens": 18, "total_tokens": 918}),
+]
+
+
+async def test_a_complete_tool_call_without_finish_reason_is_an_answer() -> None:
+    body = sse([(None, item) for item in OPENROUTER_TOOL_CALL] + [(None, "[DONE]")])
+    provider = OpenAIChatProvider(None, "http://router/v1", http_client=transport(body))
+    _, message = await run(provider, LOCAL)
+    await provider.aclose()
+    assert message.stop_reason == "toolUse"
+    assert message.tool_calls == (ToolCall("call_abc", "read", {"path": "README.md"}),)
+    assert message.usage is not None
+    assert (message.usage.input, message.usage.output) == (900, 18)
+
+
+@pytest.mark.parametrize("done", [True, False], ids=["[DONE]", "clean end of body"])
+async def test_text_without_finish_reason_or_usage_is_a_stop(done: bool) -> None:
+    events: list[tuple[str | None, Any]] = [(None, chunk({"content": "All good."}))]
+    if done:
+        events.append((None, "[DONE]"))
+    provider = OpenAIChatProvider(None, "http://local/v1", http_client=transport(sse(events)))
+    _, message = await run(provider, LOCAL)
+    await provider.aclose()
+    assert message.stop_reason == "stop"
+    assert message.text == "All good."
+    assert message.usage is None
+
+
+async def test_from_openai_the_usage_chunk_alone_closes_an_answer() -> None:
+    usage = {"prompt_tokens": 2000, "completion_tokens": 5, "total_tokens": 2005}
+    body = sse([(None, chunk({"content": "x"})), (None, chunk({}, usage)), (None, "[DONE]")])
+    provider = OpenAIChatProvider("k", "http://openai.test/v1", http_client=transport(body))
+    _, message = await run(provider, ModelRegistry().require("gpt-5.5"))
+    await provider.aclose()
+    assert message.stop_reason == "stop"
+
+
+async def test_a_stream_with_nothing_in_it_is_a_dropped_connection() -> None:
+    body = sse([(None, "[DONE]")])
+    provider = OpenAIChatProvider(None, "http://local/v1", http_client=transport(body))
+    with pytest.raises(ProviderConnectionError, match="dropped"):
+        await run(provider, LOCAL)
+    await provider.aclose()
+
+
+async def test_a_connection_cut_mid_tool_call_is_retryable() -> None:
+    head = sse([(None, item) for item in OPENROUTER_TOOL_CALL[:3]])
+    provider = OpenAIChatProvider(None, "http://router/v1", http_client=broken_transport(head))
+    with pytest.raises(ProviderConnectionError) as raised:
+        await run(provider, LOCAL)
+    await provider.aclose()
+    assert raised.value.retryable
+
+
+async def test_a_prompt_larger_than_the_window_taken_silently_is_an_overflow() -> None:
+    usage = {"prompt_tokens": LOCAL.context_window + 500, "completion_tokens": 3,
+             "total_tokens": LOCAL.context_window + 503}
+    body = sse([(None, chunk({"content": "ok"})), (None, chunk({}, usage)), (None, "[DONE]")])
+    provider = OpenAIChatProvider(None, "http://local/v1", http_client=transport(body))
+    with pytest.raises(ContextOverflowError, match="more than the context window") as raised:
+        await run(provider, LOCAL)
+    await provider.aclose()
+    assert str(LOCAL.context_window) in raised.value.message
+    assert "contextWindow" in raised.value.message
+
+
+# --- errors with no body ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "expected"),
+    [
+        (400, b"", ContextOverflowError),  # Cerebras: an overflow, said with no body
+        (413, b"", ContextOverflowError),
+        (400, b'{"error": {"message": "messages: bad role", "type": "invalid_request_error"}}',
+         InvalidRequestError),
+        (500, b"", ProviderServerError),
+    ],
+)
+async def test_an_error_status_with_no_body(
+    status: int, body: bytes, expected: type[Exception]
+) -> None:
+    provider = OpenAIChatProvider(None, "http://fast/v1", http_client=transport(body, status))
+    with pytest.raises(expected) as raised:
+        await run(provider, LOCAL)
+    await provider.aclose()
+    if expected is ContextOverflowError:
+        assert f"{status} with no body" in str(raised.value)
+
+
+async def test_anthropic_pause_turn_keeps_what_arrived() -> None:
+    body = anthropic_events([("text", "Searching the web for that.")], "pause_turn")
+    provider = AnthropicProvider("k", "http://anthropic.test", http_client=transport(body))
+    _, message = await run(provider)
+    await provider.aclose()
+    assert message.stop_reason == "pauseTurn"
+    assert message.text == "Searching the web for that."
