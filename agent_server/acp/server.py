@@ -57,6 +57,7 @@ from agent_server.acp.updates import (
     EventTranslator,
     PromptError,
     SessionUpdate,
+    acp_stop_reason,
     agent_text,
     available_commands,
     config_options,
@@ -347,7 +348,7 @@ class AcpAgent:
                 _TurnFailed(result.error or "the turn failed", result.error_code or "agent_error")
             )
         return PromptResponse(
-            stop_reason=result.stop_reason,
+            stop_reason=acp_stop_reason(result.stop_reason),
             field_meta={
                 "agentServer": {"turnId": result.turn_id, "usage": usage_to_json(result.usage)}
             },

@@ -36,6 +36,7 @@ from acp.schema import (
     SessionInfoUpdate,
     SessionMode,
     SessionModeState,
+    StopReason,
     TerminalToolCallContent,
     TextContentBlock,
     TextResourceContents,
@@ -88,6 +89,7 @@ PromptBlock: TypeAlias = (
 ToolContent: TypeAlias = ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent
 
 ACP_TOOL_KINDS: frozenset[str] = frozenset(get_args(ToolKind))
+ACP_STOP_REASONS: frozenset[str] = frozenset(get_args(StopReason))
 # The streamed output of a running command shown in its card: the tail, like a terminal.
 STREAMED_OUTPUT_CHARS = 16_000
 
@@ -419,6 +421,12 @@ def _is_json(value: object) -> bool:
     if isinstance(value, list | tuple):
         return all(_is_json(item) for item in value)
     return False
+
+
+def acp_stop_reason(reason: str) -> StopReason:
+    """A turn's stop reason as ACP names it (the agent's own names are ACP's, "error" aside,
+    which is answered as an error; anything newer ends the turn normally)."""
+    return cast(StopReason, reason) if reason in ACP_STOP_REASONS else "end_turn"
 
 
 def acp_kind(kind: str) -> ToolKind:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from agent_server.acp.updates import (
     EventTranslator,
     PromptError,
+    acp_stop_reason,
     literal,
     prompt_content,
     proposed_diff,
@@ -185,3 +186,9 @@ def test_history_replays_as_the_live_updates_would() -> None:
     ]
     assert updates[7].status == "completed" and updates[7].tool_call_id == "compaction-k1"
     assert updates[0].message_id == "u1" and updates[2].message_id == "a1"
+
+
+def test_stop_reasons_are_acps() -> None:
+    for reason in ("end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"):
+        assert acp_stop_reason(reason) == reason
+    assert acp_stop_reason("someFutureReason") == "end_turn"
