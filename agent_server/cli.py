@@ -126,10 +126,13 @@ def run_bench(quick: bool, json_path: Path | None) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from agent_server.literal import LiteralLogFormatter
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(LiteralLogFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(
         level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        handlers=[handler],
     )
     if args.command == "serve":
         from agent_server.lsp.server import serve_stdio, serve_tcp

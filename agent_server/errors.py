@@ -142,6 +142,20 @@ class QuotaExceededError(ProviderError):
     code = "quota_exceeded"
 
 
+# --- context --------------------------------------------------------------------------------
+
+
+class PromptTooLargeError(AgentServerError):
+    """A prompt that cannot fit in a request even alone; it was not sent. `entry_id` is the
+    ledger entry that holds it."""
+
+    code = "prompt_too_large"
+
+    def __init__(self, message: str, *, entry_id: str | None = None) -> None:
+        super().__init__(message)
+        self.entry_id = entry_id
+
+
 # --- sessions -------------------------------------------------------------------------------
 
 

@@ -29,9 +29,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from agent_server.agent.context_manager import ContextPolicy
 from agent_server.agent.model_call import RetryPolicy
 from agent_server.agent.model_setup import connect
-from agent_server.agent.policy import ContextPolicy
 from agent_server.agent.session import AgentSession
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.workspace import WorkspaceAgent

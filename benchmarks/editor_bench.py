@@ -90,7 +90,13 @@ async def measure(probes: int, long_tokens: int) -> dict[str, Any]:
         updates.append((time.perf_counter(), str(params["turnId"]), params["update"]["kind"]))
 
     client.feature("agent/update")(on_update)
-    for method in ("agent/usage", "agent/compaction", "agent/overflow", types.WINDOW_LOG_MESSAGE):
+    for method in (
+        "agent/usage",
+        "agent/compaction",
+        "agent/overflow",
+        "agent/context",
+        types.WINDOW_LOG_MESSAGE,
+    ):
         client.feature(method)(lambda _ls, _params: None)
 
     handle = SimServer(simulator).run_in_thread()

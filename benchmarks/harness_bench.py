@@ -11,8 +11,8 @@ not pollute each other:
 - session open time (`WorkspaceAgent.open`: load the ledger, rebuild totals; median of 3)
   and resident memory after the first open (/proc/self/statm);
 - per turn, the work the harness does around each model call, through the real code:
-  `AgentSession._prepare` (projection + estimate + compaction check, exactly what the turn
-  loop runs before a call), `anthropic.build_request` (the provider's request), the usage
+  `ContextManager.prepare` (projection + estimate + decision, exactly what the turn loop
+  runs before a call), `anthropic.build_request` (the provider's request), the usage
   snapshot pushed after the answer (`usage_snapshot`), and the two ledger appends (the
   answer, the tool result);
 - the SDK's own serialisation of the same request: `Anthropic().messages.create(**params)`
@@ -211,12 +211,12 @@ async def measure_turn(agent: WorkspaceAgent, session_id: str, repeat: int) -> d
         )
     options = CallOptions(session_id=session.session_id, cache_retention="short")
     sdk = SdkSerialisation()
-    context = await session._prepare("bench")
+    context = (await session.context.prepare()).context
     params = anthropic_api.build_request(session.model, context, options)
     samples: dict[str, list[float]] = {"prepare": [], "build": [], "snapshot": [], "sdk": []}
     for number in range(repeat + 3):  # the first three warm every path up
         start = time.perf_counter()
-        await session._prepare("bench")
+        await session.context.prepare()
         prepared = time.perf_counter()
         anthropic_api.build_request(session.model, context, options)
         built = time.perf_counter()

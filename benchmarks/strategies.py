@@ -7,9 +7,10 @@ Three are settings of the product's own harness:
 - `fresh-summary`: the same, with the summary asked for in a fresh prompt (the seed's way);
 - `no-cache`: the same history with no cache breakpoints (`cache_retention="none"`).
 
-Three are the strategies agents used before prompt caching, as `ContextPolicy`s (see
-agent_server/agent/policy.py), with the product's compaction turned off so that each is
-measured on its own terms. They follow the seed chapter's descriptions:
+Three are the strategies agents used before prompt caching, as `ContextPolicy`s (the seam of
+agent_server/agent/context_manager.py, where the product's own strategy is the default
+policy), with the product's compaction turned off so that each is measured on its own terms.
+They follow the seed chapter's descriptions:
 
 - `SweAgentPolicy` (SWE-agent, 2024): at every step, tool outputs older than the last 5 are
   replaced in place by a one-line stub, "Old output omitted (N lines)."; breakpoints on;
@@ -33,8 +34,8 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from agent_server.agent.policy import ContextPolicy, PolicyView
-from agent_server.agent.settings import CacheRetentionName, CompactionOptions
+from agent_server.agent.context_manager import ContextManager, ContextPolicy, ContextView
+from agent_server.agent.settings import CacheRetentionName
 from agent_server.context.trigger import CompactionSettings, compaction_threshold
 from agent_server.llm.messages import (
     AssistantMessage,
@@ -56,11 +57,11 @@ class Strategy:
     name: str
     label: str
     cache_retention: CacheRetentionName = "short"
-    compaction: CompactionOptions = field(default_factory=CompactionOptions)
+    compaction: CompactionSettings = field(default_factory=CompactionSettings)
     policy: Callable[[], ContextPolicy] | None = None  # a fresh policy per run
 
 
-OFF = CompactionOptions(enabled=False)
+OFF = CompactionSettings(enabled=False)
 
 
 def strategies() -> list[Strategy]:
@@ -69,7 +70,7 @@ def strategies() -> list[Strategy]:
         Strategy(
             "fresh-summary",
             "default with a fresh summary prompt",
-            compaction=CompactionOptions(summary="fresh"),
+            compaction=CompactionSettings(summary="fresh"),
         ),
         Strategy("no-cache", "no caching (same history, no breakpoints)", cache_retention="none"),
         Strategy(
@@ -117,7 +118,7 @@ def prefix_tokens(system_prompt: str, tools: Sequence[ToolSpec]) -> int:
     return total
 
 
-def request_tokens(view: PolicyView, messages: Sequence[Message]) -> int:
+def request_tokens(view: ContextView, messages: Sequence[Message]) -> int:
     return prefix_tokens(view.system_prompt, view.tools) + sum(map(message_tokens, messages))
 
 
@@ -154,7 +155,7 @@ class SweAgentPolicy:
 
     name = "swe-agent"
 
-    async def prepare(self, view: PolicyView) -> tuple[Message, ...]:
+    async def prepare(self, view: ContextView, manager: ContextManager) -> ContextView:
         results = [i for i, m in enumerate(view.messages) if isinstance(m, ToolResultMessage)]
         old = set(results[:-SWE_KEEP_OBSERVATIONS])
         out: list[Message] = []
@@ -165,7 +166,7 @@ class SweAgentPolicy:
                 out.append(replace(message, content=(stub,)))
             else:
                 out.append(message)
-        return tuple(out)
+        return manager.view_of(out)
 
 
 # --- AutoGPT --------------------------------------------------------------------------------
@@ -183,13 +184,13 @@ class AutoGptPolicy:
     summary: str | None = None
     summarised_upto: int = 0  # view.messages[:summarised_upto] are in the summary
 
-    async def prepare(self, view: PolicyView) -> tuple[Message, ...]:
+    async def prepare(self, view: ContextView, manager: ContextManager) -> ContextView:
         messages = view.messages
         window = safe_start(messages, max(0, len(messages) - AUTOGPT_WINDOW))
         # Messages that left the window wait, unseen, until a batch of them is folded in.
         if window - self.summarised_upto >= AUTOGPT_BATCH:
             fallen = messages[self.summarised_upto : window]
-            self.summary = await view.summarise(fallen, self.summary)
+            self.summary = await manager.summarise(fallen, self.summary)
             self.summarised_upto = window
         # Before the first summary there is no head to open the request with: nothing is
         # hidden yet.
@@ -201,7 +202,7 @@ class AutoGptPolicy:
         while request_tokens(view, sent) > budget and start + 1 < len(kept):
             start = _next_start(kept, start + 1)
             sent = self._render(kept[start:])
-        return sent
+        return manager.view_of(sent)
 
     def _render(self, kept: Sequence[Message]) -> tuple[Message, ...]:
         if self.summary is None:
@@ -241,14 +242,14 @@ class MemGptPolicy:
     total_at_eviction: int = 0  # the head note's "N of M total messages", fixed when written
     warning_at: int | None = None  # the warning sits before view.messages[warning_at]
 
-    async def prepare(self, view: PolicyView) -> tuple[Message, ...]:
+    async def prepare(self, view: ContextView, manager: ContextManager) -> ContextView:
         messages = view.messages
         full = usable_window(view.model)
         sent = self._render(messages)
         for _ in range(8):
             if request_tokens(view, sent) <= full:
                 break
-            if not await self._evict_half(view):
+            if not await self._evict_half(view, manager):
                 break
             sent = self._render(messages)
         if (
@@ -259,9 +260,9 @@ class MemGptPolicy:
             last = len(messages) - 1
             self.warning_at = last if isinstance(messages[last], UserMessage) else len(messages)
             sent = self._render(messages)
-        return sent
+        return manager.view_of(sent)
 
-    async def _evict_half(self, view: PolicyView) -> bool:
+    async def _evict_half(self, view: ContextView, manager: ContextManager) -> bool:
         messages = view.messages
         queue = len(messages) - self.kept_from
         cut = safe_start(messages, self.kept_from + queue // 2)
@@ -270,7 +271,7 @@ class MemGptPolicy:
             if cut >= len(messages) - 1:
                 return False
         evicted = messages[self.kept_from : cut]
-        self.summary = await view.summarise(evicted, self.summary)
+        self.summary = await manager.summarise(evicted, self.summary)
         self.kept_from = cut
         self.total_at_eviction = len(messages)
         self.warning_at = None  # the pressure is relieved; warn again when it returns

@@ -66,6 +66,7 @@ from agent_server.agent.events import (
 )
 from agent_server.agent.permissions import PERMISSION_MODES, PermissionMode, PermissionRequest
 from agent_server.agent.tools import Tool, find_tool
+from agent_server.context.summary_prompt import NOTE_CLOSE, NOTE_OPEN
 from agent_server.llm.messages import ImageContent, TextContent, UserContent, usage_to_json
 from agent_server.llm.models import ModelInfo
 
@@ -246,6 +247,7 @@ def usage_update(snapshot: UsageSnapshot) -> UsageUpdate:
     }
     if snapshot.last_call is not None:
         details["lastCall"] = usage_to_json(snapshot.last_call)
+    details["turn"] = {**usage_to_json(snapshot.turn), "calls": snapshot.turn_calls}
     return UsageUpdate(
         session_update="usage_update",
         used=max(0, snapshot.used),
@@ -268,6 +270,12 @@ def usage_text(snapshot: UsageSnapshot) -> str:
 
 def title_update(title: str) -> SessionInfoUpdate:
     return SessionInfoUpdate(session_update="session_info_update", title=title)
+
+
+def notice_text(message: str, message_id: str) -> AgentMessageChunk:
+    """A notice as a quoted message of its own (every line quoted)."""
+    quoted = "\n".join(f"> {line}" if line else ">" for line in message.strip().splitlines())
+    return agent_text(f"\n\n{quoted}\n\n", message_id)
 
 
 def agent_text(text: str, message_id: str) -> AgentMessageChunk:
@@ -326,13 +334,15 @@ class EventTranslator:
         """Something the user should read that is not the model's answer, as a message of
         its own."""
         self.notices += 1
-        return agent_text(f"\n\n> {message}\n\n", f"notice-{self.notices}")
+        return notice_text(message, f"notice-{self.notices}")
 
     def permission_tool_call(self, request: PermissionRequest) -> ToolCallUpdate:
         """The tool call a permission question is about, diff included for edits."""
         call = request.tool_call
         arguments = dict(call.arguments)
         diff = self.diffs.get(call.id)
+        if request.change is not None:
+            diff = file_change_diff(self.cwd, request.change.to_json()) or diff
         return ToolCallUpdate(
             tool_call_id=call.id,
             title=request.title,
@@ -370,6 +380,9 @@ class EventTranslator:
             return progress(call_id, "in_progress", [literal_content(shown)])
         self.streamed.pop(call_id, None)
         diff = self.diffs.pop(call_id, None)
+        change = (event.details or {}).get("change")
+        if isinstance(change, Mapping):
+            diff = file_change_diff(self.cwd, change) or diff
         return finished_tool_call(
             call_id, event.status, event.output or "", diff, raw_output(event.details)
         )
@@ -407,10 +420,25 @@ def finished_tool_call(
 
 
 def raw_output(details: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """A tool's details for the client (exit code, line counts, the unified diff, ...)."""
+    """A tool's details for the client (exit code, line counts, the unified diff, ...); the
+    file change itself is the diff content."""
     if not details:
         return None
-    return {key: value for key, value in details.items() if _is_json(value)}
+    return {key: value for key, value in details.items() if key != "change" and _is_json(value)}
+
+
+def file_change_diff(cwd: Path, change: Mapping[str, Any]) -> ToolContent | None:
+    """A tool's file change (`FileChange.to_json`: the whole text before and after) as the
+    protocol's diff content."""
+    path, new_text, old_text = change.get("path"), change.get("newText"), change.get("oldText")
+    if not isinstance(path, str) or not isinstance(new_text, str):
+        return None
+    return FileEditToolCallContent(
+        type="diff",
+        path=str(absolute(cwd, path)),
+        old_text=old_text if isinstance(old_text, str) else None,
+        new_text=new_text,
+    )
 
 
 def _is_json(value: object) -> bool:
@@ -582,7 +610,9 @@ def replay_updates(
             continue
         role = message.get("role")
         blocks = [b for b in message.get("content") or () if isinstance(b, Mapping)]
-        if role == "user":
+        if role == "user" and message.get("note"):
+            out.append(notice_text(_note_text(blocks), f"note-{entry_id}"))
+        elif role == "user":
             out.extend(_replayed_user(blocks, entry_id))
         elif role == "assistant":
             for block in blocks:
@@ -599,6 +629,12 @@ def replay_updates(
                 )
             )
     return out
+
+
+def _note_text(blocks: Sequence[Mapping[str, Any]]) -> str:
+    """A note's text without the markers the model sees around it."""
+    text = "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text").strip()
+    return text.removeprefix(NOTE_OPEN).removesuffix(NOTE_CLOSE).strip()
 
 
 def _int_or_none(value: object) -> int | None:

@@ -7,12 +7,13 @@ is needed to run the agent. They are plain frozen data, in the order they happen
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from agent_server.context.trigger import ContextDecision
 from agent_server.llm.messages import ToolCall, Usage, UserContent
+from agent_server.session.entries import CompactionReason
 
-CompactionReason: TypeAlias = Literal["threshold", "overflow", "truncation", "manual"]
 CompactionStatus: TypeAlias = Literal["completed", "failed", "cancelled"]
 ToolStatus: TypeAlias = Literal["in_progress", "completed", "failed"]
 NoticeLevel: TypeAlias = Literal["info", "warning", "error"]
@@ -23,16 +24,23 @@ TurnStopReason: TypeAlias = Literal[
 
 @dataclass(frozen=True, slots=True)
 class UsageSnapshot:
-    """The context meter: how full the window is, and what the session has cost."""
+    """The context meter: how full the window is, and what the turn and the session cost.
+
+    `turn` sums the calls of the running turn, or of the last one between turns (its answers
+    and the summaries of compactions it ran); `session` sums every call of the session.
+    """
 
     used: int  # estimated tokens of the context the next call would send
     size: int  # the model's context window
     compact_at: int  # the threshold above which the next call compacts first
-    window_number: int  # the cache cycle: compactions + 1
+    window_number: int  # the cache cycle: compactions on the branch + 1
     last_call: Usage | None
     cache_hit_rate: float  # session cache-read share of prompt tokens, 0..1
     cost: float  # session cost, USD
-    calls: int
+    calls: int  # session calls
+    turn: Usage = field(default_factory=Usage)
+    turn_calls: int = 0
+    session: Usage = field(default_factory=Usage)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,9 +108,23 @@ class CompactionFinished:
 
 
 @dataclass(frozen=True, slots=True)
+class ContextDecided:
+    """The decision taken on the context before a model call (or a manual compaction), with
+    the estimate and the threshold it was taken on: where context management says what it
+    does and why."""
+
+    turn_id: str | None
+    decision: ContextDecision
+
+
+@dataclass(frozen=True, slots=True)
 class OverflowHappened:
+    """`kind` "truncated": the last answer was cut off by the window; "rejected": the provider
+    refused the request as too long; "estimated": the request was not sent, its estimate being
+    over the window or at least the size of one already rejected."""
+
     turn_id: str
-    kind: Literal["truncated", "rejected"]
+    kind: Literal["truncated", "rejected", "estimated"]
     action: Literal["compacting", "retrying", "gaveUp"]
     message: str
 
@@ -132,6 +154,7 @@ AgentEvent: TypeAlias = (
     | UsageUpdated
     | CompactionStarted
     | CompactionFinished
+    | ContextDecided
     | OverflowHappened
     | Notice
     | TurnEnded

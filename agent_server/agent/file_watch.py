@@ -8,6 +8,13 @@ saying so. The note is appended, never put in the system prompt: the cached pref
 watchfiles reports changes as they happen (the UI can say so at once); the fingerprints are
 re-checked with a cheap stat before each message, so a missed or coalesced event is caught
 too, and the agent's own writes, recorded right after they happen, are never reported.
+
+Which files the agent knows comes from the ledger (`files_seen`): every file a successful
+read, write or edit returned on the path the model sees, and the files of the latest
+compaction's summary, each with the time of its entry. A reopened session restores them, so
+an edit made while the server was not running (a file changed after the agent last saw it)
+is still noticed: for a restored file only that time is known, and a modification time after
+it counts as a change.
 """
 
 from __future__ import annotations
@@ -16,13 +23,23 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import watchfiles
 
+from agent_server.context.projection import compaction_window
+from agent_server.llm.messages import AssistantMessage, ToolCall, ToolResultMessage
+from agent_server.session.entries import Entry, MessageEntry
+
 log = logging.getLogger(__name__)
+
+# A file restored from the ledger counts as changed when it was modified more than this long
+# after the entry that recorded the agent's read or write (the entry is written just after).
+RESTORED_TOLERANCE_NS = 50_000_000
+NOTE_KIND = "externalEdit"
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +47,9 @@ class _Seen:
     mtime_ns: int
     size: int
     digest: str | None  # None: the file did not exist
+    # False for a file restored from the ledger: only when the agent saw it is known
+    # (`mtime_ns`), not its content.
+    known: bool = True
 
 
 def _fingerprint(path: Path) -> _Seen:
@@ -67,21 +87,34 @@ class FileWatch:
         if is_new_directory and self._task is not None:
             self._restart.set()
 
+    def restore(self, seen: Mapping[str, float]) -> None:
+        """Forget what is tracked and track the files of `seen` (workspace paths, with the
+        time in seconds the agent last read or wrote each): after a reload or a rewind."""
+        self._seen.clear()
+        for path, seen_at in seen.items():
+            resolved = self._resolve(path)
+            if resolved is None or resolved.is_dir():
+                continue
+            self._seen[resolved] = _Seen(int(seen_at * 1e9), -1, None, known=False)
+        if self._task is not None:
+            self._restart.set()
+
     def take_changes(self) -> list[str]:
         """Workspace-relative paths changed since the agent last saw them; each change is
         reported once (the new content becomes what the agent is told about)."""
         changed: list[str] = []
         for path, seen in list(self._seen.items()):
-            try:
-                stat = path.stat()
-                if stat.st_mtime_ns == seen.mtime_ns and stat.st_size == seen.size:
-                    continue
-            except OSError:
-                if seen.digest is None:
-                    continue
+            if seen.known:
+                try:
+                    stat = path.stat()
+                    if stat.st_mtime_ns == seen.mtime_ns and stat.st_size == seen.size:
+                        continue
+                except OSError:
+                    if seen.digest is None:
+                        continue
             now = _fingerprint(path)
             self._seen[path] = now
-            if now.digest != seen.digest:
+            if _differs(seen, now):
                 changed.append(self._relative(path))
         return sorted(changed)
 
@@ -127,7 +160,7 @@ class FileWatch:
             seen = self._seen.get(path)
             if seen is None:
                 continue
-            if _fingerprint(path).digest != seen.digest:
+            if _differs(seen, _fingerprint(path)):
                 self._on_change(self._relative(path))
 
     def _resolve(self, path: str | Path) -> Path | None:
@@ -146,9 +179,54 @@ class FileWatch:
         return path.relative_to(self.workspace).as_posix()
 
 
+def _differs(seen: _Seen, now: _Seen) -> bool:
+    """Whether the file changed between what the agent saw and `now`."""
+    if seen.known:
+        return now.digest != seen.digest
+    # Restored from the ledger: the file is gone, or was modified after the agent saw it.
+    return now.digest is None or now.mtime_ns > seen.mtime_ns + RESTORED_TOLERANCE_NS
+
+
 def external_edit_note(paths: list[str]) -> str:
+    """The text of the note that tells the model about external edits."""
     listed = ", ".join(paths)
     return (
-        f"[Note from the editor: {listed} changed on disk since you last read or wrote "
-        f"{'it' if len(paths) == 1 else 'them'}. Read again before relying on the old content.]"
+        f"{listed} changed on disk since you last read or wrote "
+        f"{'it' if len(paths) == 1 else 'them'} (edited outside the agent). Read again before "
+        "relying on the old content."
     )
+
+
+def files_seen(
+    entries: Sequence[Entry], paths_of: Callable[[ToolCall], Sequence[str]]
+) -> dict[str, float]:
+    """The files the agent knows on the path `entries` (Ledger.projection_entries), with the
+    time in seconds it last read or wrote each: the paths (`paths_of`, the tools' own) of
+    every tool call whose result on the path is not an error, at that result's time; and the
+    files the latest compaction's summary names, at the compaction's time."""
+    seen: dict[str, float] = {}
+    compaction = compaction_window(entries).compaction
+    if compaction is not None:
+        moment = _seconds(compaction.timestamp)
+        for path in (*compaction.details.read_files, *compaction.details.modified_files):
+            seen[path] = moment
+    calls: dict[str, ToolCall] = {}
+    for entry in entries:
+        if not isinstance(entry, MessageEntry):
+            continue
+        message = entry.message
+        if isinstance(message, AssistantMessage):
+            calls.update((call.id, call) for call in message.tool_calls)
+        elif isinstance(message, ToolResultMessage) and not message.is_error:
+            call = calls.get(message.tool_call_id)
+            if call is not None:
+                for path in paths_of(call):
+                    seen[path] = _seconds(entry.timestamp)
+    return seen
+
+
+def _seconds(timestamp: str) -> float:
+    try:
+        return datetime.fromisoformat(timestamp).timestamp()
+    except ValueError:
+        return 0.0

@@ -4,9 +4,10 @@ The provider has classified every failure (llm/provider_errors.py); this loop on
 error's `retryable` flag. Rate limits, overloads, server errors and dropped streams are retried
 with exponential backoff (honouring retry-after); each wait is announced so the user knows why
 nothing moves. A prompt that does not fit the window (ContextOverflowError) is never retried
-here: the harness compacts first. Nor is a request too large for the account's rate limit
-(RequestTooLargeError): the same request would be refused again. Cancelling the caller closes
-the HTTP stream (the provider does that) and leaves what arrived in the caller's assembler.
+here: the context manager recovers from it. Nor is a request too large for the account's
+rate limit (RequestTooLargeError): the same request would be refused again. Cancelling the
+caller closes the HTTP stream (the provider does that) and leaves what arrived in the
+attempt's assembler, the one the provider assembles the answer in.
 """
 
 from __future__ import annotations
@@ -74,8 +75,7 @@ async def call_model(
         if attempt_holder is not None:
             attempt_holder[:] = [attempt]
         try:
-            async for event in provider.stream(model, context, options):
-                attempt.assembler.apply(event)
+            async for event in provider.stream(model, context, options, attempt.assembler):
                 if isinstance(event, MessageDone):
                     return event.message
                 on_event(attempt, event)

@@ -83,11 +83,8 @@ def open_provider(
     settings: AgentSettings, model: ModelInfo, env: Mapping[str, str] | None = None
 ) -> Provider:
     if settings.provider == "sim":
-        return create_provider(
-            "anthropic",
-            base_url=settings.base_url or shared_simulator_url(),
-            api_key="sim",
-        )
+        # The simulator needs no key: the provider sends a placeholder, not a secret.
+        return create_provider("sim", base_url=settings.base_url or shared_simulator_url())
     return create_provider(
         settings.provider,
         base_url=settings.base_url or model.base_url,

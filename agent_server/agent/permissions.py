@@ -2,9 +2,12 @@
 
 Modes: `ask` asks before every tool call; `allowReads` (the default) runs read-only tools and
 asks before write, edit and bash; `allowAll` asks nothing. The user's "always allow" and
-"always reject" answers are remembered for the session, per tool name; a remembered
-rejection holds in every mode (the user said no to that tool, and "allow all" is about not
-asking, not about overriding an answer), a remembered allowance spares the question.
+"always reject" answers are remembered for the session as rules: "always allow" on a command
+tool (bash) covers that exact command, or a prefix of it the user picks (`npm test:*`, which
+only ever matches simple commands: see shell_command.py), never every command; on other tools
+it covers the tool. "Always reject" covers the tool. A remembered rejection holds in every
+mode (the user said no, and "allow all" is about not asking, not about overriding an answer);
+a remembered allowance spares the question.
 Options follow the Agent Client Protocol (allow_once, allow_always, reject_once,
 reject_always). With no one to ask (headless), a call that needs asking is denied unless the
 gate was built with `assume_yes` (the CLI's --yes).
@@ -14,11 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+import shlex
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal, TypeAlias, cast, get_args
 
+from agent_server.agent.shell_command import prefix_choices, prefix_label, starts_with
 from agent_server.agent.tools.base import Tool, ToolResult
+from agent_server.agent.tools.diff import FileChange
 from agent_server.errors import ConfigError
 from agent_server.llm.messages import ToolCall
 
@@ -53,27 +59,84 @@ class PermissionOption:
         return {"optionId": self.option_id, "name": self.name, "kind": self.kind}
 
 
-_DEFAULT_OPTIONS: tuple[PermissionOption, ...] = (
-    PermissionOption("allow_once", "Allow", "allow_once"),
-    PermissionOption("allow_always", "Always allow this tool (this session)", "allow_always"),
-    PermissionOption("reject_once", "Reject", "reject_once"),
-    PermissionOption("reject_always", "Always reject this tool (this session)", "reject_always"),
-)
+PREFIX_OPTION = "allow_prefix:"  # + the prefix's words, shell-quoted
 
 
-def default_options() -> tuple[PermissionOption, ...]:
-    """Allow once, allow always, reject once, reject always (ids equal to their kinds)."""
-    return _DEFAULT_OPTIONS
+@dataclass(frozen=True, slots=True)
+class PermissionRule:
+    """A remembered "always" answer for the rest of the session: every call of `tool`, or,
+    for a command tool, exactly the command `command`, or the simple commands whose first
+    words are `prefix`."""
+
+    tool: str
+    allowed: bool
+    command: str | None = None
+    prefix: tuple[str, ...] | None = None
+
+    def matches(self, tool: str, command: str | None) -> bool:
+        if tool != self.tool:
+            return False
+        if self.prefix is not None:
+            return command is not None and starts_with(command, self.prefix)
+        if self.command is not None:
+            return command == self.command
+        return True
+
+    def describe(self) -> str:
+        """What the rule covers, in the words of the option that made it."""
+        if self.prefix is not None:
+            return f"`{prefix_label(self.prefix)}`"
+        if self.command is not None:
+            return f"`{self.command}`"
+        return f"every {self.tool} call"
+
+
+def options_for(tool: Tool, call: ToolCall) -> tuple[PermissionOption, ...]:
+    """The choices for one call. A command tool's "always allow" covers that command, or a
+    prefix of it the user picks (`npm test:*`); never every command. Other tools' cover the
+    tool. "Always reject" covers the tool."""
+    name = tool.spec.name
+    command = command_of(tool, call)
+    covers, prefixes = name, []
+    if command is not None:
+        covers = f"`{command}`" if len(command) <= 60 and "\n" not in command else "this command"
+        prefixes = [
+            PermissionOption(
+                PREFIX_OPTION + shlex.join(prefix),
+                f"Always allow `{prefix_label(prefix)}` (this session)",
+                "allow_always",
+            )
+            for prefix in reversed(prefix_choices(command))
+        ]
+    return (
+        PermissionOption("allow_once", "Allow", "allow_once"),
+        PermissionOption("allow_always", f"Always allow {covers} (this session)", "allow_always"),
+        *prefixes,
+        PermissionOption("reject_once", "Reject", "reject_once"),
+        PermissionOption("reject_always", f"Always reject {name} (this session)", "reject_always"),
+    )
+
+
+def command_of(tool: Tool, call: ToolCall) -> str | None:
+    """The command a command tool (kind `execute`) would run, or None for other tools."""
+    command = call.arguments.get("command") if tool.kind == "execute" else None
+    return command if isinstance(command, str) else None
 
 
 @dataclass(frozen=True, slots=True)
 class PermissionRequest:
-    """One question to the user: may this tool call run?"""
+    """One question to the user: may this tool call run?
+
+    `title` is one line ("Run: npm test", "Edit src/app.py"); the whole of what would run is
+    `command` (for a command tool) or `change` (the file change of write and edit, when it
+    can be worked out before the call runs)."""
 
     tool_call: ToolCall
     tool: Tool
-    title: str  # one line, e.g. "Run: npm test", "Edit src/app.py"
+    title: str
     options: tuple[PermissionOption, ...]
+    command: str | None = None
+    change: FileChange | None = None
 
     @property
     def tool_name(self) -> str:
@@ -86,8 +149,8 @@ AskCallback: TypeAlias = Callable[[PermissionRequest], Awaitable[str | None]]
 
 @dataclass(frozen=True, slots=True)
 class PermissionDecision:
-    """`remembered`: the decision comes from, or was just saved as, a session-wide rule for
-    the tool (an "always" answer)."""
+    """`remembered`: the decision comes from, or was just saved as, a session-wide rule
+    (an "always" answer)."""
 
     allowed: bool
     reason: str
@@ -113,13 +176,11 @@ class PermissionGate:
         ask: AskCallback | None = None,
         *,
         assume_yes: bool = False,
-        options: tuple[PermissionOption, ...] | None = None,
     ) -> None:
         self._mode = parse_mode(mode)
         self._ask = ask
         self._assume_yes = assume_yes
-        self._options = options if options is not None else default_options()
-        self._remembered: dict[str, bool] = {}  # tool name -> allowed
+        self._rules: list[PermissionRule] = []
         self._asking = asyncio.Lock()
 
     @property
@@ -135,16 +196,13 @@ class PermissionGate:
         self._mode = parse_mode(mode)
 
     @property
-    def remembered(self) -> Mapping[str, bool]:
-        """Tool name -> allowed, for the "always" answers given in this session."""
-        return dict(self._remembered)
+    def rules(self) -> tuple[PermissionRule, ...]:
+        """The "always" answers given in this session, oldest first."""
+        return tuple(self._rules)
 
     def forget(self, tool_name: str | None = None) -> None:
-        """Drops the remembered answer for one tool, or all of them."""
-        if tool_name is None:
-            self._remembered.clear()
-        else:
-            self._remembered.pop(tool_name, None)
+        """Drops the remembered answers for one tool, or all of them."""
+        self._rules = [r for r in self._rules if tool_name is not None and r.tool != tool_name]
 
     def needs_asking(self, tool: Tool) -> bool:
         """Whether the mode alone (ignoring remembered answers) asks before `tool` runs."""
@@ -154,48 +212,45 @@ class PermissionGate:
             return not tool.read_only
         return True
 
-    async def decide(self, tool: Tool, call: ToolCall) -> PermissionDecision:
+    def _rule_for(self, tool: Tool, call: ToolCall) -> PermissionRule | None:
+        """The rule that decides this call: a rejection wins over an allowance."""
+        name, command = tool.spec.name, command_of(tool, call)
+        matching = [rule for rule in self._rules if rule.matches(name, command)]
+        return next((r for r in matching if not r.allowed), None) or next(iter(matching), None)
+
+    async def decide(
+        self, tool: Tool, call: ToolCall, change: FileChange | None = None
+    ) -> PermissionDecision:
         name = tool.spec.name
-        if self._remembered.get(name) is False:
-            return PermissionDecision(
-                False,
-                f"the user chose to always reject {name} in this session",
-                True,
-                "remembered",
-            )
+        rule = self._rule_for(tool, call)
+        if rule is not None and not rule.allowed:
+            return _remembered(rule)
         if not self.needs_asking(tool):
             return PermissionDecision(True, f"the {self._mode} mode allows {name}", False, "mode")
-        if self._remembered.get(name):
-            return PermissionDecision(
-                True,
-                f"the user chose to always allow {name} in this session",
-                True,
-                "remembered",
-            )
+        if rule is not None:
+            return _remembered(rule)
         if self._ask is None:
             if self._assume_yes:
                 return PermissionDecision(True, "assumed yes (--yes)", False, "assumeYes")
             return PermissionDecision(
                 False, f"{name} needs permission and there is no one to ask", False, "headless"
             )
-        # One question at a time: parallel calls to the same tool see an "always" answer
-        # given to the first one instead of asking again.
+        # One question at a time: parallel calls see an "always" answer given to the first
+        # one instead of asking again.
         async with self._asking:
-            remembered = self._remembered.get(name)
-            if remembered is not None:
-                verb = "allow" if remembered else "reject"
-                return PermissionDecision(
-                    remembered,
-                    f"the user chose to always {verb} {name} in this session",
-                    True,
-                    "remembered",
-                )
-            return await self._ask_user(tool, call)
+            rule = self._rule_for(tool, call)
+            if rule is not None:
+                return _remembered(rule)
+            return await self._ask_user(tool, call, change)
 
-    async def _ask_user(self, tool: Tool, call: ToolCall) -> PermissionDecision:
+    async def _ask_user(
+        self, tool: Tool, call: ToolCall, change: FileChange | None
+    ) -> PermissionDecision:
         assert self._ask is not None
         name = tool.spec.name
-        request = PermissionRequest(call, tool, _title(tool, call), self._options)
+        command = command_of(tool, call)
+        options = options_for(tool, call)
+        request = PermissionRequest(call, tool, _title(tool, call), options, command, change)
         try:
             chosen = await self._ask(request)
         except asyncio.CancelledError:
@@ -209,20 +264,37 @@ class PermissionGate:
             return PermissionDecision(
                 False, "the permission request was cancelled", False, "dismissed"
             )
-        option = next((o for o in self._options if o.option_id == chosen), None)
+        option = next((o for o in options if o.option_id == chosen), None)
         if option is None:
             return PermissionDecision(
                 False, f"unknown permission option {chosen!r}", False, "dismissed", chosen
             )
-        if option.kind == "allow_always":
-            self._remembered[name] = True
-        elif option.kind == "reject_always":
-            self._remembered[name] = False
         allowed = option.kind.startswith("allow")
-        always = option.kind.endswith("always")
-        verb = "allowed" if allowed else "rejected"
-        reason = f"the user {verb} {name}" + (" for the rest of the session" if always else "")
-        return PermissionDecision(allowed, reason, always, "user", option.option_id)
+        if not option.kind.endswith("always"):
+            verb = "allowed" if allowed else "rejected"
+            return PermissionDecision(allowed, f"the user {verb} {name}", False, "user", chosen)
+        rule = PermissionRule(name, allowed)
+        if allowed and command is not None:
+            if chosen.startswith(PREFIX_OPTION):
+                rule = PermissionRule(
+                    name, True, prefix=tuple(shlex.split(chosen[len(PREFIX_OPTION) :]))
+                )
+            else:
+                rule = PermissionRule(name, True, command=command)
+        self._rules.append(rule)
+        verb = "allow" if allowed else "reject"
+        reason = f"the user chose to always {verb} {rule.describe()} in this session"
+        return PermissionDecision(allowed, reason, True, "user", chosen)
+
+
+def _remembered(rule: PermissionRule) -> PermissionDecision:
+    verb = "allow" if rule.allowed else "reject"
+    return PermissionDecision(
+        rule.allowed,
+        f"the user chose to always {verb} {rule.describe()} in this session",
+        True,
+        "remembered",
+    )
 
 
 def _title(tool: Tool, call: ToolCall) -> str:

@@ -1,11 +1,15 @@
 """An agent session: one ledger, one model, the tools, and the turn loop that ties them.
 
-A turn appends the user's prompt, then repeats: prepare the context (project the ledger,
-estimate, compact when near the window or after a cut-off answer), stream the model's answer,
-append it, run the tools it asks for, append their results (a turn the provider paused is
-called again as it stands, which continues it); until the model stops or the step limit is
-reached. Everything goes into the ledger as it happens, so a crash or a cancel loses
-nothing and never leaves a tool call unanswered.
+A turn appends the user's prompt, then repeats: ask the context manager for the context to
+send (agent/context_manager.py: it projects, estimates, decides, compacts), stream the
+model's answer, append it, run the tools it asks for, append their results (a turn the
+provider paused is called again as it stands, which continues it); until the model stops or
+the step limit is reached. Everything goes into the ledger as it happens, so a crash or a
+cancel loses nothing and never leaves a tool call unanswered.
+
+Nothing here is specific to a front end: the LSP server (lsp/) and any other (an ACP agent,
+the terminal) drive the same API: `run_turn`, `interrupt`, `compact`, `rewind`,
+`usage_snapshot`, `transcript`, and the events given to `attach`.
 """
 
 from __future__ import annotations
@@ -13,24 +17,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from agent_server.agent.compaction import (
-    SUMMARY_OUTPUT_TOKENS,
-    SUMMARY_SYSTEM_PROMPT,
-    CompactionOutcome,
-    Compactor,
+from agent_server.agent.context_manager import (
+    CompactionResult,
+    ContextManager,
+    ContextPolicy,
+    ContextView,
 )
 from agent_server.agent.events import (
     AgentEvent,
-    CompactionReason,
     EventSink,
     Notice,
-    OverflowHappened,
     TextChunk,
     ThinkingChunk,
     TurnEnded,
@@ -40,26 +43,19 @@ from agent_server.agent.events import (
     UsageUpdated,
     ignore_events,
 )
-from agent_server.agent.file_watch import FileWatch, external_edit_note
+from agent_server.agent.file_watch import NOTE_KIND, FileWatch, external_edit_note, files_seen
 from agent_server.agent.model_call import CallAttempt, RetryPolicy, call_model
 from agent_server.agent.permissions import AskCallback, PermissionGate
-from agent_server.agent.policy import ContextPolicy, PolicyView
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.tool_runner import ToolRunner, aborted_result
 from agent_server.agent.tools import Tool, ToolContext
 from agent_server.agent.tools.files import LOCAL_FILES, FileAccess
-from agent_server.context.estimate import estimate_context_tokens
-from agent_server.context.projection import project
-from agent_server.context.summary_prompt import build_summary_prompt
-from agent_server.context.trigger import (
-    CompactionSettings,
-    compaction_threshold,
-    has_uncompacted_truncation,
-    should_compact,
-)
+from agent_server.context.projection import is_prompt
+from agent_server.context.summary_prompt import note_message
 from agent_server.errors import (
     AgentServerError,
     ContextOverflowError,
+    PromptTooLargeError,
     ProviderError,
     SessionBusyError,
 )
@@ -67,7 +63,6 @@ from agent_server.llm.cost import SessionTotals
 from agent_server.llm.messages import (
     AssistantMessage,
     Context,
-    Message,
     TextContent,
     ToolCall,
     ToolResultMessage,
@@ -76,13 +71,7 @@ from agent_server.llm.messages import (
     UserMessage,
 )
 from agent_server.llm.models import ModelInfo
-from agent_server.llm.stream import (
-    CallOptions,
-    Provider,
-    StreamEvent,
-    TextDelta,
-    ThinkingDelta,
-)
+from agent_server.llm.stream import CallOptions, Provider, StreamEvent, TextDelta, ThinkingDelta
 from agent_server.session.entries import CompactionEntry, Entry, MessageEntry, entry_to_json
 from agent_server.session.ledger import Ledger
 
@@ -90,10 +79,6 @@ log = logging.getLogger(__name__)
 
 # Entry types an editor shows (the system prompt and unknown future types are not).
 DISPLAYED_ENTRIES = frozenset(("message", "compaction", "branch", "modelChange", "title"))
-GAVE_UP = (
-    "The request is still too large for the model's context window after compacting. "
-    "Remove or shorten a large message (for example a pasted file), or rewind to before it."
-)
 TRUNCATION_NOTICE = (
     "The answer was cut off by the context window. The history will be compacted before the "
     "next request; say 'continue' to carry on."
@@ -104,9 +89,21 @@ TRUNCATION_NOTICE = (
 class TurnResult:
     turn_id: str
     stop_reason: TurnStopReason
-    usage: Usage
+    usage: Usage  # the turn's own: its answers and the summaries of compactions it ran
     error: str | None = None
     error_code: str | None = None
+    calls: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Rewound:
+    """Where a rewind left the session: `leaf_id`, the entry the next prompt follows;
+    `prompt`, the content of the prompt rewound from (to ask again, edited), if it was one;
+    `summary`, the summary of the branch left behind, if one was asked for and made."""
+
+    leaf_id: str
+    prompt: tuple[UserContent, ...] | None = None
+    summary: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,17 +134,15 @@ class AgentSession:
         watch_files: bool = True,
         reconnect: Callable[[AgentSettings], ModelSetup] | None = None,
         policy: ContextPolicy | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.ledger = ledger
         self.workspace = workspace
         self.settings = settings
-        self.system_prompt = system_prompt
         self.tools = tuple(tools)
-        self.tool_specs = tuple(tool.spec for tool in self.tools)
         self._setup = setup
         self._pending_settings: AgentSettings | None = None
         self._reconnect = reconnect
-        self._policy = policy
         self._emit_to = emit
         self._retry = retry or RetryPolicy()
         self._secrets = secrets
@@ -155,23 +150,27 @@ class AgentSession:
         self._files: FileAccess = LOCAL_FILES
         self.gate = PermissionGate(settings.permissions_mode, ask, assume_yes=assume_yes)
         self._runner = ToolRunner(self.tools, self.gate, self._tool_context, self._emit)
-        self._compactor = Compactor(
+        self.context = ContextManager(
             ledger=ledger,
             system_prompt=system_prompt,
-            tools=self.tool_specs,
+            tools=tuple(tool.spec for tool in self.tools),
+            model=setup.model,
+            summary_model=setup.summary_model,
+            settings=settings.compaction,
+            call=self._context_call,
             emit=self._emit,
-            summarise=self._summarise,
+            clock=clock,
+            policy=policy,
         )
         self._watch = FileWatch(workspace, on_change=self._on_external_change)
+        self._watch.restore(files_seen(ledger.projection_entries(), self._paths_of))
         self._watch_files = watch_files
         self.totals = SessionTotals()
         for entry in ledger.entries:
             usage = _usage_of(entry)
             if usage is not None:
                 self.totals.add(usage, self.model)
-        self._windows = 1 + sum(
-            1 for entry in ledger.branch() if isinstance(entry, CompactionEntry)
-        )
+        self._turn_totals = _last_turn_totals(ledger)
         self._turn_task: asyncio.Task[TurnResult] | None = None
         self._busy = False
         self._current_turn: str | None = None
@@ -186,6 +185,10 @@ class AgentSession:
     @property
     def model(self) -> ModelInfo:
         return self._setup.model
+
+    @property
+    def system_prompt(self) -> str:
+        return self.context.system_prompt
 
     @property
     def busy(self) -> bool:
@@ -243,28 +246,49 @@ class AgentSession:
             return True
         return False
 
-    async def compact(self, instructions: str | None = None) -> CompactionOutcome:
+    async def compact(self, instructions: str | None = None) -> CompactionResult:
         """A manual compaction, between turns."""
         if self._busy:
             raise SessionBusyError(f"session {self.session_id} is busy with a turn")
         self._busy = True
         try:
             await self._apply_pending_settings()
-            outcome = await self._run_compaction("manual", instructions=instructions)
-            self._emit(UsageUpdated(self.usage_snapshot()))
-            return outcome
+            self.context.begin_turn(None)
+            result = await self.context.compact("manual", instructions=instructions)
+            self._emit(UsageUpdated(self.usage_snapshot(result.view)))
+            return result
         finally:
             self._busy = False
 
-    def rewind(self, entry_id: str) -> str:
+    async def rewind(self, entry_id: str, *, summarize: bool = False) -> Rewound:
+        """Continue from an earlier point; nothing is deleted.
+
+        Rewinding to a prompt goes to just before it, so that the next prompt replaces it
+        (the model sees the history up to there and the new prompt only); rewinding to any
+        other entry continues after it. With `summarize`, a short summary of the branch left
+        behind is made (one model call) and shown to the model as a note where the rewind
+        happened.
+        """
         if self._busy:
             raise SessionBusyError(f"session {self.session_id} is busy with a turn")
-        branch_entry = self.ledger.rewind(entry_id)
-        self.ledger.sync()
-        self._windows = 1 + sum(
-            1 for entry in self.ledger.branch() if isinstance(entry, CompactionEntry)
-        )
-        return branch_entry.id
+        self._busy = True
+        try:
+            target: str | None = entry_id
+            prompt: tuple[UserContent, ...] | None = None
+            entry = self.ledger.get(entry_id)
+            if (
+                isinstance(entry, MessageEntry)
+                and isinstance(entry.message, UserMessage)
+                and is_prompt(entry.message)
+            ):
+                target, prompt = entry.parent_id, entry.message.content
+            summary = await self._branch_summary(target) if summarize else None
+            branch = self.ledger.rewind(target, summary=summary)
+            self.ledger.sync()
+            self._watch.restore(files_seen(self.ledger.projection_entries(), self._paths_of))
+            return Rewound(branch.id, prompt, summary)
+        finally:
+            self._busy = False
 
     def transcript(self) -> list[dict[str, Any]]:
         """The current branch, root to leaf, for display: every message, compaction, rewind,
@@ -278,27 +302,30 @@ class AgentSession:
             items.append(data)
         return items
 
-    def usage_snapshot(self) -> UsageSnapshot:
-        entries = self.ledger.projection_entries()
-        context, fresh_from = self._project_entries(entries)
-        estimate = estimate_context_tokens(context, fresh_from=fresh_from)
+    def usage_snapshot(self, view: ContextView | None = None) -> UsageSnapshot:
+        """The context meter for `view` (default: the ledger's context for the next call),
+        with the turn's and the session's usage."""
+        view = view or self.context.view()
         last_call = next(
             (
                 usage
-                for entry in reversed(entries)
+                for entry in reversed(view.entries)
                 if isinstance(entry, MessageEntry) and (usage := _usage_of(entry)) is not None
             ),
             None,
         )
         return UsageSnapshot(
-            used=estimate.tokens,
+            used=view.tokens,
             size=self.model.context_window,
-            compact_at=compaction_threshold(self.model, self._compaction_settings()),
-            window_number=self._windows,
+            compact_at=self.context.threshold,
+            window_number=self.context.window_number(view),
             last_call=last_call,
             cache_hit_rate=self.totals.cache_hit_rate,
             cost=self.totals.cost,
             calls=self.totals.calls,
+            turn=self._turn_totals.as_usage(),
+            turn_calls=self._turn_totals.calls,
+            session=self.totals.as_usage(),
         )
 
     async def close(self) -> None:
@@ -316,42 +343,41 @@ class AgentSession:
 
     async def _turn(self, turn_id: str, content: tuple[UserContent, ...]) -> TurnResult:
         self._current_turn = turn_id
+        self._turn_totals = SessionTotals()
+        self.context.begin_turn(turn_id)
         if self._watch_files:
             self._watch.start()
-        total = Usage()
-        overflow_retried = False
         pending_calls: tuple[ToolCall, ...] = ()
         results: dict[str, ToolResultMessage] = {}
         attempt: list[CallAttempt] = []
         streaming = False
         stop: TurnStopReason = "end_turn"
         error: AgentServerError | None = None
+        user_entry: MessageEntry | None = None
         try:
             await self._apply_pending_settings()
-            changed = self._watch.take_changes()
-            if changed:
-                content = (*content, TextContent(external_edit_note(changed)))
+            self._append_note_of_changes()
             user_entry = self.ledger.append_message(UserMessage(content))
             self._maybe_title(content)
             self._emit(TurnStarted(turn_id, user_entry.id, content, user_entry.parent_id))
             for _step in range(self.settings.max_steps):
-                context = await self._prepare(turn_id)
-                streaming = True
-                try:
-                    message = await self._call(turn_id, context, attempt)
-                except ContextOverflowError as overflow:
-                    streaming = False
-                    if overflow_retried:
-                        raise ContextOverflowError(f"{overflow.message} {GAVE_UP}") from overflow
-                    if not await self._recover_overflow(turn_id, context, overflow):
-                        raise ContextOverflowError(f"{overflow.message} {GAVE_UP}") from overflow
-                    overflow_retried = True
-                    continue
+                view = await self.context.prepare()
+                while True:
+                    streaming = True
+                    try:
+                        message = await self._call(turn_id, view.context, attempt)
+                        break
+                    except ContextOverflowError as overflow:
+                        streaming = False
+                        # Raises ContextOverflowError when it gives up (invariant 8).
+                        view = await self.context.recover_overflow(
+                            view, overflow.message, rejected=True
+                        )
                 streaming = False
                 self.ledger.append_message(message)
+                self.context.record_call()
                 if message.usage is not None:
-                    total = total + message.usage
-                    self.totals.add(message.usage, self.model)
+                    self._count(message.usage, self.model)
                 self._emit(UsageUpdated(self.usage_snapshot()))
                 calls = message.tool_calls
                 if message.stop_reason in ("contextOverflow", "length"):
@@ -397,6 +423,13 @@ class AgentSession:
                     self._answer_unrun(partial.tool_calls, "Not run: the turn was interrupted.")
             if pending_calls:
                 self._append_results(pending_calls, results, with_changes=False)
+        except PromptTooLargeError as refused:
+            # Nothing was sent; the session goes back to before the prompt, so that the next
+            # one is not refused too. The prompt stays in the ledger, on the branch left.
+            stop, error = "error", refused
+            if user_entry is not None:
+                self.ledger.rewind(user_entry.parent_id)
+            self._emit(Notice(turn_id, "error", refused.message))
         except AgentServerError as failure:
             stop, error = "error", failure
             self._emit(Notice(turn_id, "error", failure.message))
@@ -411,98 +444,18 @@ class AgentSession:
         finally:
             self.ledger.sync()
             self._current_turn = None
+        usage = self._turn_totals.as_usage()
         result = TurnResult(
             turn_id,
             stop,
-            total,
+            usage,
             error=error.message if error is not None else None,
             error_code=error.code if error is not None else None,
+            calls=self._turn_totals.calls,
         )
-        self._emit(TurnEnded(turn_id, stop, total, result.error, result.error_code))
+        self._emit(UsageUpdated(self.usage_snapshot()))
+        self._emit(TurnEnded(turn_id, stop, usage, result.error, result.error_code))
         return result
-
-    async def _prepare(self, turn_id: str) -> Context:
-        """The context for the next call, compacted first when it has to be."""
-        entries = self.ledger.projection_entries()
-        context, fresh_from = self._project_entries(entries)
-        if self._policy is not None:
-            view = PolicyView(
-                context.messages,
-                self.system_prompt,
-                self.tool_specs,
-                self.model,
-                self._policy_summary,
-            )
-            return Context(self.system_prompt, self.tool_specs, await self._policy.prepare(view))
-        settings = self._compaction_settings()
-        if not settings.enabled:
-            return context
-        reason: CompactionReason | None = None
-        if has_uncompacted_truncation(entries):
-            reason = "truncation"
-            self._emit(
-                OverflowHappened(
-                    turn_id,
-                    "truncated",
-                    "compacting",
-                    "The last answer was cut off by the context window; compacting the history.",
-                )
-            )
-        else:
-            tokens = estimate_context_tokens(context, fresh_from=fresh_from).tokens
-            if should_compact(tokens, self.model, settings):
-                reason = "threshold"
-        if reason is None:
-            return context
-        outcome = await self._run_compaction(reason)
-        if outcome.outcome != "compacted":
-            return context
-        return self._project()[0]
-
-    async def _recover_overflow(
-        self, turn_id: str, context: Context, overflow: ContextOverflowError
-    ) -> bool:
-        """One overflow compaction; True when the retry should go ahead (invariant 8)."""
-        if not self._compaction_settings().enabled:
-            return False
-        self._emit(OverflowHappened(turn_id, "rejected", "compacting", overflow.message))
-        before = estimate_context_tokens(context, fresh_from=len(context.messages)).tokens
-        outcome = await self._run_compaction("overflow")
-        if outcome.outcome == "compacted":
-            compacted, _fresh = self._project()
-            after = estimate_context_tokens(compacted, fresh_from=len(compacted.messages)).tokens
-            if after < before and not should_compact(
-                after, self.model, self._compaction_settings()
-            ):
-                self._emit(
-                    OverflowHappened(
-                        turn_id,
-                        "rejected",
-                        "retrying",
-                        f"Compacted the history ({before} -> {after} tokens); retrying once.",
-                    )
-                )
-                return True
-        self._emit(OverflowHappened(turn_id, "rejected", "gaveUp", GAVE_UP))
-        return False
-
-    async def _run_compaction(
-        self, reason: CompactionReason, instructions: str | None = None
-    ) -> CompactionOutcome:
-        outcome = await self._compactor.compact(
-            reason=reason,
-            model=self.model,
-            summary_model=self._setup.summary_model,
-            settings=self._compaction_settings(),
-            mode=self.settings.compaction.summary,
-            instructions=instructions,
-        )
-        if outcome.outcome == "compacted":
-            self._windows += 1
-            self.ledger.sync()
-        elif outcome.outcome == "failed" and outcome.error:
-            self._emit(Notice(self._current_turn, "warning", f"Compaction failed: {outcome.error}"))
-        return outcome
 
     async def _call(
         self, turn_id: str, context: Context, attempt: list[CallAttempt]
@@ -535,9 +488,10 @@ class AgentSession:
             attempt_holder=attempt,
         )
 
-    async def _summarise(
+    async def _context_call(
         self, context: Context, model: ModelInfo, cached: bool, max_tokens: int
     ) -> AssistantMessage:
+        """The one model call the context manager makes its summaries with (its ModelCall)."""
         # The cached variant keeps the session's call options (they are part of the prefix);
         # only the output budget differs, and it is not part of the prompt. A one-off fresh
         # prompt writes nothing to the cache.
@@ -562,37 +516,33 @@ class AgentSession:
             retry=self._retry,
         )
         if message.usage is not None:
-            self.totals.add(message.usage, model)
+            self._count(message.usage, model)
         return message
 
-    async def _policy_summary(self, messages: Sequence[Message], previous: str | None) -> str:
-        prompt = build_summary_prompt(messages, previous_summary=previous)
-        context = Context(SUMMARY_SYSTEM_PROMPT, (), (UserMessage.of_text(prompt),))
-        model = self._setup.summary_model
-        answer = await self._summarise(
-            context, model, False, min(SUMMARY_OUTPUT_TOKENS, model.max_output)
-        )
-        return answer.text.strip()
+    async def _branch_summary(self, target: str | None) -> str | None:
+        """A summary of the entries the rewind to `target` leaves (from the leaf back to
+        where the two paths meet); None when there is nothing to summarise or it failed."""
+        kept = set() if target is None else {entry.id for entry in self.ledger.branch(target)}
+        left: list[Entry] = []
+        for entry in reversed(self.ledger.branch()):
+            if entry.id in kept:
+                break
+            left.append(entry)
+        left.reverse()
+        try:
+            return await self.context.summarise_branch(left) or None
+        except ProviderError as error:
+            self._emit(
+                Notice(None, "warning", f"Rewound without a summary of the branch: {error.message}")
+            )
+            return None
 
     # --- pieces -------------------------------------------------------------------------
 
-    def _project(self) -> tuple[Context, int]:
-        return self._project_entries(self.ledger.projection_entries())
-
-    def _project_entries(self, entries: Sequence[Entry]) -> tuple[Context, int]:
-        """The context the next call sends, and where the messages after the latest
-        compaction start (the usage before them is stale)."""
-        projection = project(entries)
-        context = Context(self.system_prompt, self.tool_specs, projection.messages)
-        return context, projection.fresh_from
-
-    def _compaction_settings(self) -> CompactionSettings:
-        options = self.settings.compaction
-        return CompactionSettings(
-            enabled=options.enabled,
-            reserve_tokens=options.reserve_tokens,
-            keep_recent_tokens=options.keep_recent_tokens,
-        )
+    def _count(self, usage: Usage, model: ModelInfo) -> None:
+        """Bill one call to the session and to the running turn."""
+        self.totals.add(usage, model)
+        self._turn_totals.add(usage, model)
 
     def _call_options(self) -> CallOptions:
         return CallOptions(
@@ -610,6 +560,17 @@ class AgentSession:
             files=self._files,
         )
 
+    def _paths_of(self, call: ToolCall) -> tuple[str, ...]:
+        """The files a tool call reads or writes, as its tool says."""
+        tool = self._runner.tool(call.name)
+        return tool.paths(call.arguments) if tool is not None else ()
+
+    def _append_note_of_changes(self) -> None:
+        """Files the agent knows that changed behind its back, as a note for the model."""
+        changed = self._watch.take_changes()
+        if changed:
+            self.ledger.append_message(note_message(NOTE_KIND, external_edit_note(changed)))
+
     def _append_results(
         self,
         calls: Sequence[ToolCall],
@@ -618,23 +579,16 @@ class AgentSession:
         with_changes: bool,
     ) -> None:
         """Append one result per call, in call order; a call without one gets "aborted"."""
-        ordered = [results.get(call.id) or aborted_result(call) for call in calls]
         for call in calls:
-            tool = self._runner.tool(call.name)
-            if tool is not None and call.id in results and not results[call.id].is_error:
-                for path in tool.paths(call.arguments):
+            if call.id in results and not results[call.id].is_error:
+                for path in self._paths_of(call):
                     self._watch.record(path)
+        for call in calls:
+            self.ledger.append_message(results.get(call.id) or aborted_result(call))
         if with_changes:
             # The agent's own reads and writes were just recorded, so only edits from
             # outside remain.
-            changed = self._watch.take_changes()
-            if changed and ordered:
-                last = ordered[-1]
-                ordered[-1] = replace(
-                    last, content=(*last.content, TextContent(external_edit_note(changed)))
-                )
-        for message in ordered:
-            self.ledger.append_message(message)
+            self._append_note_of_changes()
 
     def _answer_unrun(self, calls: Sequence[ToolCall], why: str) -> None:
         for call in calls:
@@ -672,6 +626,7 @@ class AgentSession:
             if self._setup.provider is not old.provider:
                 with contextlib.suppress(Exception):
                     await old.provider.aclose()
+        self.context.configure(self._setup.model, self._setup.summary_model, settings.compaction)
 
     def _on_external_change(self, path: str) -> None:
         self._emit(
@@ -700,3 +655,21 @@ def _usage_of(entry: object) -> Usage | None:
     if isinstance(entry, CompactionEntry):
         return entry.usage
     return None
+
+
+def _last_turn_totals(ledger: Ledger) -> SessionTotals:
+    """The usage of the last turn on the branch: its calls from the leaf back to its prompt
+    (a compaction counts as the calls it made)."""
+    totals = SessionTotals()
+    node = ledger.leaf_id
+    while node is not None:
+        entry = ledger.get(node)
+        if entry is None:
+            break
+        if isinstance(entry, MessageEntry) and is_prompt(entry.message):
+            break
+        usage = _usage_of(entry)
+        if usage is not None:
+            totals.add(usage)
+        node = entry.parent_id
+    return totals

@@ -10,13 +10,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeAlias, cast
 
+from agent_server.context.trigger import CompactionSettings, SummaryMode
 from agent_server.errors import ConfigError
 
 ProviderName: TypeAlias = Literal["anthropic", "openai-chat", "openai-responses", "sim"]
 PROVIDERS: tuple[str, ...] = ("anthropic", "openai-chat", "openai-responses", "sim")
 CacheRetentionName: TypeAlias = Literal["none", "short", "long"]
 PermissionModeName: TypeAlias = Literal["ask", "allowReads", "allowAll"]
-SummaryMode: TypeAlias = Literal["cached", "fresh"]
 
 DEFAULT_API_KEY_ENV: Mapping[str, str] = {
     "anthropic": "ANTHROPIC_API_KEY",
@@ -27,24 +27,13 @@ DEFAULT_API_KEY_ENV: Mapping[str, str] = {
 
 
 @dataclass(frozen=True, slots=True)
-class CompactionOptions:
-    enabled: bool = True
-    reserve_tokens: int | None = None  # None: max output + 4096, clamped to [8k, 20k]
-    keep_recent_tokens: int = 8000
-    model: str | None = None  # None: the session's model
-    # "cached": the summary request is the current context plus one final instruction, so it
-    # is billed at the cache-read price; "fresh": a separate summary prompt (the seed's way).
-    summary: SummaryMode = "cached"
-
-
-@dataclass(frozen=True, slots=True)
 class AgentSettings:
     provider: ProviderName = "anthropic"
     model: str | None = None
     base_url: str | None = None
     api_key_env: str | None = None
     cache_retention: CacheRetentionName = "short"
-    compaction: CompactionOptions = field(default_factory=CompactionOptions)
+    compaction: CompactionSettings = field(default_factory=CompactionSettings)
     permissions_mode: PermissionModeName = "allowReads"
     sessions_dir: str | None = None
     models_file: str | None = None
@@ -75,16 +64,14 @@ def settings_from_json(
         if not isinstance(compaction_data, Mapping):
             raise ConfigError("setting 'compaction' must be an object")
         sub = _Reader(compaction_data, "compaction.")
-        compaction = CompactionOptions(
+        # Types are read here; ranges are CompactionSettings' own checks.
+        compaction = CompactionSettings(
             enabled=sub.boolean("enabled", compaction.enabled),
-            reserve_tokens=sub.optional_int("reserveTokens", compaction.reserve_tokens, minimum=0),
-            keep_recent_tokens=sub.integer(
-                "keepRecentTokens", compaction.keep_recent_tokens, minimum=0
-            ),
+            reserve_tokens=sub.optional_int("reserveTokens", compaction.reserve_tokens),
+            keep_recent_tokens=sub.integer("keepRecentTokens", compaction.keep_recent_tokens),
+            keep_recent_turns=sub.integer("keepRecentTurns", compaction.keep_recent_turns),
             model=sub.optional_str("model", compaction.model),
-            summary=cast(
-                SummaryMode, sub.choice("summary", compaction.summary, ("cached", "fresh"))
-            ),
+            summary=cast(SummaryMode, sub.optional_str("summary", None) or compaction.summary),
         )
     permissions = data.get("permissions")
     mode = settings.permissions_mode
@@ -153,19 +140,19 @@ class _Reader:
             raise self._fail(key, "true or false")
         return value
 
-    def integer(self, key: str, default: int, *, minimum: int) -> int:
+    def integer(self, key: str, default: int, *, minimum: int | None = None) -> int:
         value = self.data.get(key)
         if value is None:
             return default
         if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value:
             raise self._fail(key, "a whole number")
-        if value < minimum:
+        if minimum is not None and value < minimum:
             raise self._fail(key, f"at least {minimum}")
         return int(value)
 
-    def optional_int(self, key: str, default: int | None, *, minimum: int) -> int | None:
+    def optional_int(self, key: str, default: int | None) -> int | None:
         if key in self.data and self.data[key] is None:
             return None
         if key not in self.data:
             return default
-        return self.integer(key, 0, minimum=minimum)
+        return self.integer(key, 0)

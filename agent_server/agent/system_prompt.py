@@ -31,7 +31,7 @@ Guidelines:
 - Read before you edit. Make the smallest change that does the job; keep the project's style.
 - When a tool's output is truncated, the result says where the full output was saved; read \
 that file with offset and limit if you need more.
-- Notes appended to messages (for example that a file changed on disk) come from the editor, \
+- Text in <editor-note> tags comes from the editor (for example that a file changed on disk), \
 not from the user.
 - Be concise. When you are done, say what you changed and how you checked it."""
 

@@ -15,6 +15,8 @@ from typing import Any
 from agent_server.agent.events import EventSink, ToolCallStarted, ToolCallUpdated
 from agent_server.agent.permissions import PermissionGate, denied_result
 from agent_server.agent.tools import Tool, ToolContext, ToolResult, run_tool, unknown_tool_result
+from agent_server.agent.tools.diff import FileChange
+from agent_server.errors import redact
 from agent_server.llm.messages import TextContent, ToolCall, ToolResultMessage
 
 
@@ -65,7 +67,7 @@ class ToolRunner:
                     turn_id, call, unknown_tool_result(call.name, tuple(self._tools.values()))
                 )
                 continue
-            decision = await self._gate.decide(tool, call)
+            decision = await self._gate.decide(tool, call, await self._preview(tool, call))
             if not decision.allowed:
                 results[call.id] = self._finish(turn_id, call, denied_result(decision))
                 continue
@@ -95,6 +97,22 @@ class ToolRunner:
             results[call.id] = self._finish(turn_id, call, result)
 
         await asyncio.gather(*(one(call) for call in calls))
+
+    async def _preview(self, tool: Tool, call: ToolCall) -> FileChange | None:
+        """The file change a write or edit would make, secrets scrubbed, for the question."""
+        preview = getattr(tool, "preview", None)
+        if not callable(preview):
+            return None
+        context = self._make_context(None)
+        change = await preview(call.arguments, context)
+        if not isinstance(change, FileChange):
+            return None
+        scrub = context.secrets
+        return FileChange(
+            change.path,
+            None if change.old_text is None else redact(change.old_text, *scrub),
+            redact(change.new_text, *scrub),
+        )
 
     def _finish(self, turn_id: str, call: ToolCall, result: ToolResult) -> ToolResultMessage:
         message = ToolResultMessage(call.id, call.name, result.content, is_error=result.is_error)

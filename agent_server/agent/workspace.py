@@ -9,16 +9,16 @@ import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from agent_server.agent.context_manager import ContextPolicy
 from agent_server.agent.events import EventSink, ignore_events
 from agent_server.agent.model_call import RetryPolicy
 from agent_server.agent.model_setup import connect, secrets_of
 from agent_server.agent.permissions import AskCallback
-from agent_server.agent.policy import ContextPolicy
 from agent_server.agent.session import AgentSession, ModelSetup
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.system_prompt import build_system_prompt
 from agent_server.agent.tools import default_tools
-from agent_server.errors import SessionNotFoundError
+from agent_server.errors import AgentServerError, SessionNotFoundError
 from agent_server.llm.providers import preload_sdks
 from agent_server.session.ledger import Ledger
 from agent_server.session.store import SessionInfo, SessionStore, default_sessions_root
@@ -51,6 +51,7 @@ class WorkspaceAgent:
         self._env = env
         self._watch_files = watch_files
         self.sessions: dict[str, AgentSession] = {}
+        self._created: set[str] = set()  # sessions this agent made (kept only if used)
         self.store = self._make_store(settings)
 
     def _make_store(self, settings: AgentSettings) -> SessionStore:
@@ -89,6 +90,7 @@ class WorkspaceAgent:
         ledger.append_model_change(setup.provider.api, setup.model.id)
         ledger.append_system_prompt(build_system_prompt(self.root))
         ledger.sync()
+        self._created.add(ledger.session_id)
         return self._start(ledger, settings, setup, emit, ask, assume_yes, policy)
 
     def open(
@@ -147,6 +149,14 @@ class WorkspaceAgent:
         return session
 
     async def close(self) -> None:
+        """Close every session; one this agent created that never got a prompt (opened and
+        left) is deleted, so that the session list holds only conversations."""
         for session in list(self.sessions.values()):
             await session.close()
+            if session.session_id in self._created and session.ledger.meta.prompt_count == 0:
+                try:
+                    self.store.delete(session.session_id)
+                except (OSError, AgentServerError) as error:
+                    log.warning("cannot remove unused session %s: %s", session.session_id, error)
         self.sessions.clear()
+        self._created.clear()

@@ -23,7 +23,7 @@ from pygls.lsp.client import LanguageClient
 from rich.console import Console
 from rich.table import Table
 
-from agent_server.console.render import TranscriptPrinter, format_tokens
+from agent_server.console.render import TranscriptPrinter, format_tokens, shown
 from agent_server.llm.cost import call_cost, uncached_cost
 from agent_server.llm.messages import Usage
 from agent_server.llm.models import BUILTIN_MODELS, ModelInfo
@@ -106,7 +106,7 @@ class DemoClient:
         def on_permission(_ls: LanguageClient, params: Mapping[str, Any]) -> Any:
             title = params["toolCall"]["title"]
             self.approved.append(title)
-            printer.console.print(f"  [dim]? allowed once: {title}[/dim]")
+            printer.console.print(shown(f"  ? allowed once: {title}", "dim"))
             return {"outcome": {"selected": "allow_once"}}
 
         def on_log(_ls: LanguageClient, params: types.LogMessageParams) -> None:
@@ -117,6 +117,7 @@ class DemoClient:
             "agent/usage": on_usage,
             "agent/compaction": on_compaction,
             "agent/overflow": on_overflow,
+            "agent/context": on_log,  # each decision is in the usage meter already
             "agent/requestPermission": on_permission,
             types.WINDOW_LOG_MESSAGE: on_log,
         }

@@ -7,9 +7,10 @@ exported while it runs.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import TextIO
@@ -19,7 +20,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from agent_server.console.render import format_tokens
+from agent_server.agent.tools import default_tools
+from agent_server.console.render import LiteralMarkdown, format_tokens, shown
 from agent_server.errors import AgentServerError
 from agent_server.llm.messages import (
     AssistantMessage,
@@ -39,7 +41,10 @@ from agent_server.session.entries import (
     TitleEntry,
 )
 from agent_server.session.ledger import read_ledger
-from agent_server.session.store import SessionStore, default_sessions_root
+from agent_server.session.store import SessionInfo, SessionStore, default_sessions_root
+
+TOOLS = {tool.spec.name: tool for tool in default_tools()}
+MAX_EXPORTED_OUTPUT = 2000
 
 
 def open_store(workspace: Path, sessions_dir: str | None) -> SessionStore:
@@ -50,60 +55,72 @@ def open_store(workspace: Path, sessions_dir: str | None) -> SessionStore:
 def list_sessions(store: SessionStore, console: Console) -> int:
     sessions = store.list()
     if not sessions:
-        console.print(f"No sessions for {store.workspace} under {store.root}.")
+        console.print(shown(f"No sessions for {store.workspace} under {store.root}."))
         return 0
-    table = Table(title=f"sessions of {store.workspace}", title_justify="left")
-    table.add_column("id", no_wrap=True)
-    table.add_column("title", max_width=40, overflow="ellipsis", no_wrap=True)
-    for column in ("model", "updated", "entries", "size"):
-        table.add_column(
-            column, justify="right" if column in ("entries", "size") else "left", no_wrap=True
-        )
-    for info in sessions:
-        table.add_row(
-            info.session_id,
-            info.title or "",
-            info.model or "",
-            _when(info.updated_at),
-            str(info.entry_count),
-            f"{info.size_bytes / 1024:.0f} KB",
-        )
-    console.print(table)
+    console.print(sessions_table(sessions, title=f"sessions of {store.workspace}"))
     return 0
 
 
+def sessions_table(sessions: Iterable[SessionInfo], title: str) -> Table:
+    """Newest first. Each row has the whole id (never cut: it is what `show`, `export` and
+    `chat --session` take, as is or by a unique prefix), the title with the first prompt
+    (when it differs) and the start time under it, when it was last used, and how many
+    prompts it holds: sessions with the same title stay apart."""
+    table = Table(title=shown(title, one_line=True), title_justify="left")
+    table.add_column("id", no_wrap=True, min_width=16)
+    table.add_column("title", overflow="fold", ratio=1, min_width=20)
+    table.add_column("last used", no_wrap=True)
+    table.add_column("prompts", justify="right", no_wrap=True)
+    for info in sessions:
+        label = shown(info.title or "(untitled)", one_line=True)
+        first = info.first_prompt or ""
+        if first and not first.startswith((info.title or "").rstrip("…")):
+            label.append("\n")
+            label.append_text(shown(first[:120], "dim", one_line=True))
+        label.append(f"\nstarted {_when(info.created_at)}", style="dim")
+        table.add_row(info.session_id, label, _when(info.updated_at), str(info.prompt_count))
+    return table
+
+
 def show_session(store: SessionStore, session_id: str, console: Console) -> int:
-    contents = read_ledger(store.ledger_path(session_id))
+    contents = read_ledger(store.ledger_path(store.resolve(session_id)))
     for issue in contents.report.issues:
         console.print(
             Text(f"line {issue.line_number}: {issue.reason} ({issue.action})", style="yellow")
         )
+    results = _results_by_call(contents.branch())
     for entry in contents.branch():
-        _show_entry(entry, console)
+        _show_entry(entry, results, console)
     return 0
 
 
-def _show_entry(entry: Entry, console: Console) -> None:
+def _show_entry(
+    entry: Entry, results: Mapping[str, ToolResultMessage], console: Console
+) -> None:
     if isinstance(entry, MessageEntry):
         message = entry.message
         if isinstance(message, UserMessage):
-            console.print(Text("you › ", style="bold cyan") + Text(_user_text(message.content)))
+            console.print(Text("you › ", style="bold cyan") + shown(_user_text(message.content)))
         elif isinstance(message, AssistantMessage):
             for block in message.content:
                 if isinstance(block, TextContent) and block.text.strip():
-                    console.print(Text("agent › ", style="bold green") + Text(block.text))
+                    console.print(Text("agent › ", style="bold green"))
+                    console.print(LiteralMarkdown(block.text))
                 elif isinstance(block, ToolCall):
-                    args = json.dumps(block.arguments, ensure_ascii=False)
-                    console.print(Text(f"  ⚙ {block.name} {args[:160]}", style="dim"))
+                    result = results.get(block.id)
+                    ok = result is not None and not result.is_error
+                    line = Text("  ✓ " if ok else "  ✗ ", style="green" if ok else "red")
+                    line.append_text(shown(_tool_title(block), "dim", one_line=True))
+                    console.print(line)
+                    if result is not None and result.is_error:
+                        console.print(shown(f"    {result.text[:300]}", "red"))
             if message.stop_reason not in ("stop", "toolUse"):
                 console.print(Text(f"  ({message.stop_reason})", style="yellow"))
-        elif isinstance(message, ToolResultMessage) and message.is_error:
-            console.print(Text(f"  ✗ {message.text[:200]}", style="red"))
     elif isinstance(entry, CompactionEntry):
         after = format_tokens(entry.tokens_after or 0)
         console.print(
             Panel(
-                Text(entry.summary.strip(), style="dim"),
+                shown(entry.summary.strip(), "dim"),
                 title=(
                     f"compacted ({entry.reason}): {format_tokens(entry.tokens_before)} → {after}"
                 ),
@@ -114,13 +131,13 @@ def _show_entry(entry: Entry, console: Console) -> None:
     elif isinstance(entry, BranchEntry):
         console.print(Text(f"  ↶ rewound to {entry.target_id}", style="magenta"))
     elif isinstance(entry, ModelChangeEntry):
-        console.print(Text(f"  model: {entry.provider} {entry.model}", style="dim"))
+        console.print(shown(f"  model: {entry.provider} {entry.model}", "dim"))
     elif isinstance(entry, TitleEntry):
-        console.print(Text(f"  title: {entry.title}", style="dim"))
+        console.print(shown(f"  title: {entry.title}", "dim"))
 
 
 def export_session(store: SessionStore, session_id: str, fmt: str, output: Path | None) -> int:
-    path = store.ledger_path(session_id)
+    path = store.ledger_path(store.resolve(session_id))
     if fmt == "jsonl":
         if output is None:
             sys.stdout.write(path.read_text(encoding="utf-8"))
@@ -137,7 +154,11 @@ def export_session(store: SessionStore, session_id: str, fmt: str, output: Path 
 
 
 def write_markdown(entries: Iterable[Entry], out: TextIO) -> None:
-    """The branch as a readable document: prompts, answers, tool calls, compactions."""
+    """The branch as a readable document: prompts, answers, and each tool call of a step
+    followed by its own output (labelled, fenced), then compactions."""
+    entries = list(entries)
+    results = _results_by_call(entries)
+    calls = _calls(entries)
     for entry in entries:
         if isinstance(entry, MessageEntry):
             message = entry.message
@@ -151,18 +172,68 @@ def write_markdown(entries: Iterable[Entry], out: TextIO) -> None:
                     elif isinstance(block, ThinkingContent) and block.thinking:
                         out.write("> " + block.thinking.strip().replace("\n", "\n> ") + "\n\n")
                     elif isinstance(block, ToolCall):
-                        args = json.dumps(block.arguments, ensure_ascii=False)
-                        out.write(f"`{block.name}` `{args}`\n\n")
-            elif isinstance(message, ToolResultMessage):
-                text = message.text
-                if len(text) > 2000:
-                    text = text[:2000] + f"\n[… {len(text) - 2000} more characters]"
-                out.write(f"```text\n{text}\n```\n\n")
+                        _write_tool_call(block, results.get(block.id), out)
+            elif isinstance(message, ToolResultMessage) and message.tool_call_id not in calls:
+                _write_output("Output (its call is not on this branch)", message, out)
         elif isinstance(entry, CompactionEntry):
             out.write(
                 f"---\n\n**Compacted** ({entry.reason}, {entry.tokens_before} → "
                 f"{entry.tokens_after} tokens):\n\n{entry.summary.strip()}\n\n---\n\n"
             )
+
+
+def _write_tool_call(call: ToolCall, result: ToolResultMessage | None, out: TextIO) -> None:
+    out.write(f"**Tool call: {_tool_title(call)}** (`{call.name}`)\n\n")
+    arguments = json.dumps(call.arguments, ensure_ascii=False, indent=2)
+    out.write(_fenced("Arguments", arguments, "json"))
+    if result is None:
+        out.write("*No output: the call did not complete.*\n\n")
+        return
+    _write_output("Error" if result.is_error else "Output", result, out)
+
+
+def _write_output(label: str, result: ToolResultMessage, out: TextIO) -> None:
+    text = result.text
+    if len(text) > MAX_EXPORTED_OUTPUT:
+        more = len(text) - MAX_EXPORTED_OUTPUT
+        text = f"{text[:MAX_EXPORTED_OUTPUT]}\n[… {more} more characters]"
+    out.write(_fenced(label, text, "text"))
+
+
+def _fenced(label: str, text: str, language: str) -> str:
+    """A labelled code block whose fence is longer than any run of backquotes inside, so
+    nothing in the text can close it early."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{label}:\n\n{fence}{language}\n{text}\n{fence}\n\n"
+
+
+def _results_by_call(entries: Iterable[Entry]) -> dict[str, ToolResultMessage]:
+    return {
+        entry.message.tool_call_id: entry.message
+        for entry in entries
+        if isinstance(entry, MessageEntry) and isinstance(entry.message, ToolResultMessage)
+    }
+
+
+def _calls(entries: Iterable[Entry]) -> set[str]:
+    return {
+        block.id
+        for entry in entries
+        if isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage)
+        for block in entry.message.tool_calls
+    }
+
+
+def _tool_title(call: ToolCall) -> str:
+    """The tool's own title for the call ("Read README.md", "Run: npm test")."""
+    tool = TOOLS.get(call.name)
+    if tool is None:
+        return call.name
+    try:
+        return tool.title(call.arguments)
+    except Exception:  # a title is a courtesy
+        return call.name
 
 
 def _user_text(content: Iterable[TextContent | ImageContent]) -> str:
@@ -194,5 +265,5 @@ def main(command: str, workspace: Path, sessions_dir: str | None, **options: obj
             Path(str(output)) if output else None,
         )
     except AgentServerError as error:
-        Console(stderr=True).print(Text(error.message, style="red"))
+        Console(stderr=True).print(shown(error.message, "red"))
         return 1

@@ -1,9 +1,9 @@
 """Where a compaction cuts: invariant 5 of DESIGN.md.
 
 The window is the current projection's message entries: from the latest compaction's first
-kept entry on (everything before is already in its summary). A turn starts at a user message
-(a prompt, not a tool result); messages before the window's first user message are the tail
-of a turn that a previous compaction split, and count as a turn.
+kept entry on (everything before is already in its summary). A turn starts at a prompt (a user
+message that is not a note), or at the notes right before it; messages before the window's
+first prompt are the tail of a turn that a previous compaction split, and count as a turn.
 
 The rule:
 1. keep the last `keep_recent_turns` turns (2) verbatim if they fit in the budget
@@ -12,7 +12,10 @@ The rule:
 2. when even the last turn does not fit, split it: keep its longest tail that fits and starts
    at an assistant message; its early part (`turn_prefix`) is summarised separately;
 3. when not even that fits, keep the last step (assistant message and its tool results) if it
-   is below `last_step_tokens` (the caller passes half the threshold), else keep nothing.
+   is below `last_step_tokens` (the caller passes half the threshold); when the last turn has
+   no answer yet, its prompt is that step (the model must read it verbatim to answer it), kept
+   up to `prompt_tokens` (the caller passes what the summary leaves below the threshold);
+   else keep nothing.
 The kept tail therefore never starts with a tool result and never separates an assistant's
 tool calls from their results (a cut is only ever made before a user or assistant message).
 """
@@ -23,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent_server.context.estimate import estimate_tokens
-from agent_server.context.projection import compaction_window
+from agent_server.context.projection import compaction_window, is_prompt
 from agent_server.context.trigger import DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_KEEP_RECENT_TURNS
 from agent_server.llm.messages import AssistantMessage, Message, ToolResultMessage, UserMessage
 from agent_server.session.entries import CompactionEntry, Entry, MessageEntry
@@ -70,6 +73,24 @@ class CutPoint:
         return [entry.message for entry in self.turn_prefix]
 
 
+def _turn_starts(messages: Sequence[Message]) -> list[int]:
+    """Where each turn starts: at its prompt, or at the notes right before it."""
+    starts: list[int] = []
+    for index, message in enumerate(messages):
+        if not is_prompt(message):
+            continue
+        start = index
+        while (
+            start > 0
+            and (not starts or start - 1 > starts[-1])
+            and isinstance(messages[start - 1], UserMessage)
+            and not is_prompt(messages[start - 1])
+        ):
+            start -= 1
+        starts.append(start)
+    return starts
+
+
 def _is_safe_start(message: Message) -> bool:
     """A kept tail may start here: never at a tool result, whose call would be summarised."""
     return not isinstance(message, ToolResultMessage)
@@ -82,6 +103,7 @@ def find_cut_point(
     keep_recent_turns: int = DEFAULT_KEEP_RECENT_TURNS,
     max_kept_tokens: int | None = None,
     last_step_tokens: int | None = None,
+    prompt_tokens: int | None = None,
 ) -> CutPoint:
     """Plan a compaction of the path `entries` (a branch or Ledger.projection_entries).
 
@@ -101,7 +123,7 @@ def find_cut_point(
     for index in range(count - 1, -1, -1):
         suffix[index] = suffix[index + 1] + estimate_tokens(messages[index].message)
 
-    starts = [i for i, entry in enumerate(messages) if isinstance(entry.message, UserMessage)]
+    starts = _turn_starts([entry.message for entry in messages])
     if count and (not starts or starts[0] != 0):
         starts.insert(0, 0)  # the window opens inside a turn a previous compaction split
 
@@ -140,13 +162,20 @@ def find_cut_point(
         if suffix[index] <= budget and isinstance(messages[index].message, AssistantMessage):
             return plan(index, last_start)
 
-    # 3. The last step alone, when it is not too large for the window.
+    # 3. The last step alone, when it is not too large for the window; a prompt not
+    # answered yet is its turn's only step.
     if last_step_tokens is not None:
+        prompt_limit = max(last_step_tokens, prompt_tokens or 0)
         for index in range(count - 1, last_start, -1):
             if isinstance(messages[index].message, AssistantMessage):
                 if suffix[index] <= last_step_tokens:
                     return plan(index, last_start)
                 break
+        else:
+            if suffix[last_start] <= prompt_limit and _is_safe_start(
+                messages[last_start].message
+            ):
+                return plan(last_start, None)
 
     # 4. Nothing fits: keep nothing.
     return plan(None, None)

@@ -6,6 +6,12 @@ everything appended after it. The summary is one user message,
 with a user message, the first text block of that message (never two user messages in a
 row). Without a compaction the projection is every message on the path.
 
+Notes (`UserMessage.note` set: an external edit the editor saw, the summary of a branch left
+behind by a rewind) are user-role messages whose text is wrapped in `<editor-note>` tags, so
+the model, the summariser and a display can tell them from what the user asked. A rewind
+with a summary (`BranchEntry.summary`) takes part in the projection as such a note, at its
+place on the path.
+
 The projection is always a valid request, whatever the ledger holds (rewinds can leave a tool
 call without its result, a lost line can leave a result without its call):
 - a tool result whose call is not in the assistant message just before its run of results is
@@ -24,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agent_server.context.summary_prompt import summary_message_text
+from agent_server.context.summary_prompt import branch_summary_message, summary_message_text
 from agent_server.llm.messages import (
     AssistantMessage,
     Message,
@@ -32,11 +38,14 @@ from agent_server.llm.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from agent_server.session.entries import CompactionEntry, Entry, MessageEntry
+from agent_server.session.entries import BranchEntry, CompactionEntry, Entry, MessageEntry
 
 INTERRUPTED_TOOL_RESULT = (
     "No result: this tool call did not complete (the turn was interrupted or rewound)."
 )
+def is_prompt(message: Message) -> bool:
+    """What the user asked: a user message that is not a note."""
+    return isinstance(message, UserMessage) and message.note is None
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,11 +92,17 @@ def compaction_window(entries: Sequence[Entry]) -> CompactionWindow:
 def _message_entries(
     entries: Sequence[Entry], start: int, stop: int
 ) -> tuple[tuple[int, MessageEntry], ...]:
-    return tuple(
-        (position, entry)
-        for position in range(start, stop)
-        if isinstance(entry := entries[position], MessageEntry)
-    )
+    """The entries in [start, stop) that the model sees, as message entries: messages, and
+    rewinds that carry a summary of the branch they left (as a note with the rewind's id)."""
+    out: list[tuple[int, MessageEntry]] = []
+    for position in range(start, stop):
+        entry = entries[position]
+        if isinstance(entry, MessageEntry):
+            out.append((position, entry))
+        elif isinstance(entry, BranchEntry) and entry.summary:
+            note = branch_summary_message(entry.summary)
+            out.append((position, MessageEntry(entry.id, entry.parent_id, entry.timestamp, note)))
+    return tuple(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +184,9 @@ def build_compacted_messages(
 
 
 def _merge_users(first: UserMessage, second: UserMessage) -> UserMessage:
-    return UserMessage(first.content + second.content)
+    """One user message; a note only when both were (it holds no prompt)."""
+    note = first.note if first.note is not None and second.note is not None else None
+    return UserMessage(first.content + second.content, note=note)
 
 
 def _merge_user_runs(items: list[_Item]) -> list[_Item]:

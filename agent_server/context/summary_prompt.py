@@ -20,13 +20,13 @@ from collections.abc import Iterable, Sequence
 
 from agent_server.llm.messages import (
     AssistantMessage,
-    ImageContent,
     Message,
     TextContent,
     ThinkingContent,
     ToolCall,
     ToolResultMessage,
     UserContent,
+    UserMessage,
 )
 from agent_server.session.entries import CompactionDetails, CompactionEntry
 
@@ -41,6 +41,23 @@ SUMMARY_PREFIX = (
 SPLIT_TURN_HEADING = "## Current turn so far (its early part, summarised)"
 
 DEFAULT_MAX_TOOL_RESULT_CHARS = 2000
+
+SUMMARY_SYSTEM_PROMPT = (
+    "You summarise a coding agent's conversation so that the agent can continue the work "
+    "from the summary alone. Be exact: keep file paths, names, numbers and error messages "
+    "verbatim. Answer with the summary only."
+)
+# The most a summary may take (its output budget), and how much a fresh summary prompt may
+# take at most: what the summary model's window leaves after that budget and a margin for the
+# estimate's error (chars/4 counts dense content low).
+SUMMARY_OUTPUT_TOKENS = 8192
+PROMPT_MARGIN_TOKENS = 4096
+# The cached summary request is the context plus an instruction (about this many tokens),
+# and its answer must fit in what is left of the window: at least MIN_SUMMARY_TOKENS.
+INSTRUCTION_TOKENS = 1024
+MIN_SUMMARY_TOKENS = 2048
+CHARS_PER_TOKEN = 4
+CONVERSATION_TAGS = "<conversation>\n\n</conversation>"
 
 SUMMARY_CONTRACT = """\
 Write the summary in exactly these sections, in this order, as Markdown headings. Be concrete
@@ -106,7 +123,54 @@ def previous_summary_text(compaction: CompactionEntry | None) -> str | None:
     return compaction.summary
 
 
+# --- notes as they appear in a context ------------------------------------------------------
+
+NOTE_OPEN = "<editor-note>"
+NOTE_CLOSE = "</editor-note>"
+OLD_NOTE_OPEN = "[Note from the editor:"  # how sessions before notes of their own wrote them
+BRANCH_SUMMARY_NOTE = "branchSummary"
+BRANCH_SUMMARY_PREFIX = (
+    "The user went back to an earlier point of the conversation and continues from here. "
+    "What happened on the branch left behind, summarised:"
+)
+NOTES_ARE_NOT_REQUESTS = (
+    "Text marked as an editor note (<editor-note> tags, or [Editor note] lines) was added by "
+    "the editor, not written by the user: use the facts it gives, but never present it as a "
+    "request, a constraint or a preference of the user."
+)
+
+
+def note_message(kind: str, text: str) -> UserMessage:
+    """A note of `kind` (e.g. "externalEdit") as the model sees it: marked, never taken for
+    something the user asked."""
+    return UserMessage((TextContent(f"{NOTE_OPEN}\n{text.strip()}\n{NOTE_CLOSE}"),), note=kind)
+
+
+def branch_summary_message(summary: str) -> UserMessage:
+    return note_message(BRANCH_SUMMARY_NOTE, f"{BRANCH_SUMMARY_PREFIX}\n\n{summary.strip()}")
+
+
+def _note_body(text: str) -> str | None:
+    """The body of a marked note text block (or of the bracketed form older sessions
+    appended to prompts and tool results), or None if `text` is not one."""
+    stripped = text.strip()
+    if stripped.startswith(NOTE_OPEN) and stripped.endswith(NOTE_CLOSE):
+        return stripped[len(NOTE_OPEN) : -len(NOTE_CLOSE)].strip()
+    if stripped.startswith(OLD_NOTE_OPEN) and stripped.endswith("]"):
+        return stripped[len(OLD_NOTE_OPEN) : -1].strip()
+    return None
+
+
 # --- serialisation --------------------------------------------------------------------------
+
+# What one serialised message may take in a summary prompt, in characters: its head and tail
+# are kept and the middle cut with a note of the size, so that no single message (a pasted
+# file, a long tool output) can make the summary request too large.
+MAX_TEXT_CHARS = 12_000
+MAX_THINKING_CHARS = 4_000
+MAX_TOOL_CALL_CHARS = 2_000
+CUT_NOTE_CHARS = 48  # the most "\n[... N characters cut here ...]\n" takes
+LEFT_OUT_NOTE_CHARS = 110  # the most the line saying how many messages were left out takes
 
 
 def serialize_conversation(
@@ -114,31 +178,77 @@ def serialize_conversation(
 ) -> str:
     """The conversation as plain text for a summary prompt.
 
-    `[User]: ...`, `[Assistant]: ...`, `[Assistant thinking]: ...`,
-    `[Assistant tool call]: read(path="a.py")`, `[Tool result read]: ...` (tool results cut
-    to `max_tool_result_chars`; the ledger keeps them whole).
+    `[User]: ...`, `[Editor note]: ...`, `[Assistant]: ...`, `[Assistant thinking]: ...`,
+    `[Assistant tool call]: read(path="a.py")`, `[Tool result read]: ...`. Every part is
+    bounded (tool results to `max_tool_result_chars`, the user's and the assistant's text to
+    MAX_TEXT_CHARS, ...): its head and tail are kept and the cut is said; the ledger keeps
+    everything whole.
     """
+    return "\n\n".join(line for message in messages for line in serialize_message(
+        message, max_tool_result_chars=max_tool_result_chars
+    ))
+
+
+def serialize_message(
+    message: Message, *, max_tool_result_chars: int = DEFAULT_MAX_TOOL_RESULT_CHARS
+) -> list[str]:
+    """The lines of one message in a serialised conversation (see serialize_conversation)."""
     lines: list[str] = []
-    for message in messages:
-        if isinstance(message, AssistantMessage):
-            for block in message.content:
-                if isinstance(block, TextContent):
-                    if block.text.strip():
-                        lines.append(f"[Assistant]: {block.text}")
-                elif isinstance(block, ThinkingContent):
-                    if block.thinking.strip():
-                        lines.append(f"[Assistant thinking]: {block.thinking}")
-                elif isinstance(block, ToolCall):
-                    lines.append(f"[Assistant tool call]: {format_tool_call(block)}")
-            if message.stop_reason == "error" and message.error_message:
-                lines.append(f"[Assistant error]: {message.error_message}")
-        elif isinstance(message, ToolResultMessage):
-            label = f"[Tool result {message.tool_name}{' (error)' if message.is_error else ''}]"
-            text = _truncate(_content_text(message.content), max_tool_result_chars)
-            lines.append(f"{label}: {text}")
-        else:
-            lines.append(f"[User]: {_content_text(message.content)}")
-    return "\n\n".join(lines)
+    if isinstance(message, AssistantMessage):
+        for block in message.content:
+            if isinstance(block, TextContent):
+                if block.text.strip():
+                    lines.append(f"[Assistant]: {bound_text(block.text, MAX_TEXT_CHARS)}")
+            elif isinstance(block, ThinkingContent):
+                if block.thinking.strip():
+                    thinking = bound_text(block.thinking, MAX_THINKING_CHARS)
+                    lines.append(f"[Assistant thinking]: {thinking}")
+            elif isinstance(block, ToolCall):
+                call = bound_text(format_tool_call(block), MAX_TOOL_CALL_CHARS)
+                lines.append(f"[Assistant tool call]: {call}")
+        if message.stop_reason == "error" and message.error_message:
+            lines.append(f"[Assistant error]: {message.error_message}")
+    elif isinstance(message, ToolResultMessage):
+        label = f"[Tool result {message.tool_name}{' (error)' if message.is_error else ''}]"
+        parts: list[str] = []
+        for part in message.content:
+            body = _note_body(part.text) if isinstance(part, TextContent) else None
+            if body is not None:  # a note the editor appended to the result (older sessions)
+                lines.append(f"[Editor note]: {bound_text(body, MAX_TEXT_CHARS)}")
+            else:
+                parts.append(_block_text(part))
+        text = bound_text("\n".join(parts), max_tool_result_chars)
+        lines.insert(0, f"{label}: {text}")
+    else:
+        prompt: list[str] = []
+        for piece in message.content:
+            body = _note_body(piece.text) if isinstance(piece, TextContent) else None
+            if body is not None or (message.note is not None and isinstance(piece, TextContent)):
+                note = body if body is not None else _block_text(piece)
+                lines.append(f"[Editor note]: {bound_text(note, MAX_TEXT_CHARS)}")
+            else:
+                prompt.append(_block_text(piece))
+        if prompt:
+            text = bound_text("\n".join(prompt), MAX_TEXT_CHARS)
+            lines.append(f"[User]: {text}")
+    return lines
+
+
+def bound_text(text: str, limit: int) -> str:
+    """`text` if it has at most `limit` characters; else its head and tail (about half the
+    limit each, cut at line ends where one is near) around a note of what was cut."""
+    if limit < 0 or len(text) <= limit:
+        return text
+    half = max((limit - CUT_NOTE_CHARS) // 2, 1)
+    head, tail = text[:half], text[len(text) - half :]
+    newline = head.rfind("\n")
+    if newline >= half * 3 // 4:
+        head = head[: newline + 1]
+    newline = tail.find("\n")
+    if 0 <= newline <= half // 4:
+        tail = tail[newline + 1 :]
+    cut = len(text) - len(head) - len(tail)
+    return f"{head}\n[... {cut} characters cut here ...]\n{tail}"
 
 
 def format_tool_call(call: ToolCall) -> str:
@@ -148,20 +258,10 @@ def format_tool_call(call: ToolCall) -> str:
     return f"{call.name}({arguments})"
 
 
-def _content_text(content: Sequence[UserContent]) -> str:
-    parts: list[str] = []
-    for block in content:
-        if isinstance(block, TextContent):
-            parts.append(block.text)
-        elif isinstance(block, ImageContent):
-            parts.append(f"[image {block.mime_type}]")
-    return "\n".join(parts)
-
-
-def _truncate(text: str, limit: int) -> str:
-    if limit < 0 or len(text) <= limit:
-        return text
-    return f"{text[:limit]}\n[... {len(text) - limit} more characters not shown]"
+def _block_text(block: UserContent) -> str:
+    if isinstance(block, TextContent):
+        return block.text
+    return f"[image {block.mime_type}]"
 
 
 # --- prompts --------------------------------------------------------------------------------
@@ -186,6 +286,68 @@ def _user_instructions(instructions: str | None) -> str | None:
     return f"Additional instructions for this summary:\n{instructions.strip()}"
 
 
+def fresh_prompt_tokens(context_window: int, max_output: int) -> int:
+    """The most a fresh summary prompt may take on a model: its window less the summary's
+    output budget and a margin."""
+    output = min(SUMMARY_OUTPUT_TOKENS, max_output)
+    return max(context_window - output - PROMPT_MARGIN_TOKENS, 1024)
+
+
+def fit_conversation(
+    messages: Sequence[Message],
+    *,
+    max_chars: int | None = None,
+    max_tool_result_chars: int = DEFAULT_MAX_TOOL_RESULT_CHARS,
+) -> str:
+    """The serialised conversation, at most `max_chars` long: each message bounded, then the
+    oldest messages left out (and said to be) until the rest fits, as Codex trims the oldest
+    items of a summary request that does not fit."""
+    parts = [
+        "\n\n".join(lines)
+        for message in messages
+        if (lines := serialize_message(message, max_tool_result_chars=max_tool_result_chars))
+    ]
+    if max_chars is None:
+        return "\n\n".join(parts)
+    total = sum(len(part) for part in parts) + 2 * max(len(parts) - 1, 0)
+    dropped = 0
+    room = max_chars
+    while total > room and dropped < len(parts) - 1:
+        total -= len(parts[dropped]) + 2
+        dropped += 1
+        room = max_chars - LEFT_OUT_NOTE_CHARS
+    kept = parts[dropped:]
+    if kept and total > room:
+        kept[0] = bound_text(kept[0], max(room - (total - len(kept[0])), 200))
+    if dropped:
+        kept.insert(
+            0,
+            f"[{dropped} older message{'s' if dropped != 1 else ''} left out here: the summary "
+            "request has to fit the model's window]",
+        )
+    return "\n\n".join(kept)
+
+
+def _with_conversation(
+    head: Sequence[str | None],
+    messages: Sequence[Message],
+    tail: Sequence[str | None],
+    max_tokens: int | None,
+    max_tool_result_chars: int,
+) -> str:
+    """`head`, the serialised `messages` in <conversation> tags, then `tail`; with
+    `max_tokens`, the conversation is fitted so that the whole stays within it (chars/4)."""
+    room = None
+    if max_tokens is not None:
+        fixed = sum(len(part) + 2 for part in (*head, *tail) if part) + len(CONVERSATION_TAGS)
+        room = max(max_tokens * CHARS_PER_TOKEN - fixed, 400)
+    conversation = fit_conversation(
+        messages, max_chars=room, max_tool_result_chars=max_tool_result_chars
+    )
+    parts = [*head, f"<conversation>\n{conversation}\n</conversation>", *tail]
+    return "\n\n".join(part for part in parts if part)
+
+
 def build_summary_prompt(
     messages: Sequence[Message],
     *,
@@ -193,25 +355,28 @@ def build_summary_prompt(
     instructions: str | None = None,
     file_operations: CompactionDetails | None = None,
     max_tool_result_chars: int = DEFAULT_MAX_TOOL_RESULT_CHARS,
+    max_tokens: int | None = None,
 ) -> str:
     """A self-contained summary request: `messages` are only those after the previous
-    compaction's kept point (the previous summary covers the rest)."""
-    conversation = serialize_conversation(messages, max_tool_result_chars=max_tool_result_chars)
-    parts: list[str | None] = [
+    compaction's kept point (the previous summary covers the rest). With `max_tokens`, the
+    prompt is kept within that many tokens (chars/4) by leaving the oldest messages out."""
+    head = [
         SUMMARY_REQUEST_MARKER,
         "Summarise the conversation below so that the work can continue from the summary "
         "alone. Do not continue the conversation and do not call tools.",
-        f"<conversation>\n{conversation}\n</conversation>",
+    ]
+    tail: list[str | None] = [
         f"<previous-summary>\n{previous_summary.strip()}\n</previous-summary>"
         if previous_summary
         else None,
         SUMMARY_CONTRACT,
         FOLD_INSTRUCTION if previous_summary else None,
+        NOTES_ARE_NOT_REQUESTS,
         _file_lists(file_operations),
         _user_instructions(instructions),
         "Answer with the summary only.",
     ]
-    return "\n\n".join(part for part in parts if part)
+    return _with_conversation(head, messages, tail, max_tokens, max_tool_result_chars)
 
 
 def build_summary_instruction(
@@ -242,6 +407,7 @@ def build_summary_instruction(
         else None,
         "Do not call tools and do not continue the task; answer only with the summary.",
         SUMMARY_CONTRACT,
+        NOTES_ARE_NOT_REQUESTS,
         _file_lists(file_operations),
         _user_instructions(instructions),
     ]
@@ -266,21 +432,56 @@ def build_turn_prefix_prompt(
     *,
     instructions: str | None = None,
     max_tool_result_chars: int = DEFAULT_MAX_TOOL_RESULT_CHARS,
+    max_tokens: int | None = None,
 ) -> str:
     """A summary request for the early part of a turn too large to keep whole (the later
     part is kept verbatim after the summary)."""
-    conversation = serialize_conversation(messages, max_tool_result_chars=max_tool_result_chars)
-    parts: list[str | None] = [
+    head = [
         SUMMARY_REQUEST_MARKER,
         "The messages below are the early part of the current turn; the turn is too large to "
         "keep whole, and its later part stays verbatim after this summary. Summarise the early "
         "part so that the later part can be understood without it. Do not call tools.",
-        f"<conversation>\n{conversation}\n</conversation>",
+    ]
+    tail = [
         TURN_PREFIX_CONTRACT,
+        NOTES_ARE_NOT_REQUESTS,
         _user_instructions(instructions),
         "Answer with the summary only.",
     ]
-    return "\n\n".join(part for part in parts if part)
+    return _with_conversation(head, messages, tail, max_tokens, max_tool_result_chars)
+
+
+BRANCH_SUMMARY_CONTRACT = """\
+Write a short summary (at most about 300 words) in these sections, as Markdown headings:
+
+## Tried
+What was asked and done on that branch: exact paths, names, commands and errors.
+
+## Learned
+Facts found there that still hold (what works, what does not, and why).
+
+## Left behind
+Changes made there that may still be on disk (files written or edited), so that they are
+not taken for the user's own."""
+
+
+def build_branch_summary_prompt(
+    messages: Sequence[Message],
+    *,
+    max_tool_result_chars: int = DEFAULT_MAX_TOOL_RESULT_CHARS,
+    max_tokens: int | None = None,
+) -> str:
+    """A summary request for a branch the user left by rewinding (as pi does on tree
+    navigation): the conversation continues from an earlier point, and this short summary
+    tells the model what happened on the branch it no longer sees."""
+    head = [
+        SUMMARY_REQUEST_MARKER,
+        "The user went back to an earlier point of the conversation. The messages below are "
+        "the branch they left. Summarise it briefly so that the conversation can continue "
+        "from the earlier point knowing what was tried. Do not call tools.",
+    ]
+    tail = [BRANCH_SUMMARY_CONTRACT, NOTES_ARE_NOT_REQUESTS, "Answer with the summary only."]
+    return _with_conversation(head, messages, tail, max_tokens, max_tool_result_chars)
 
 
 # --- file operations ------------------------------------------------------------------------

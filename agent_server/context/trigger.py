@@ -1,20 +1,26 @@
-"""When to compact: invariant 4 of DESIGN.md.
+"""When to compact, and the decision taken before each model call: invariant 4 of DESIGN.md.
 
 Compact when the estimate exceeds `context_window - reserve`; the reserve (room for the
 model's answer and this turn's additions) defaults to the model's max output + 4096, clamped
 to [8k, 20k]. Compact whatever the estimate when the last assistant message was cut off by
-the window and no compaction followed it.
+the window and no compaction followed it, or when the context holds one the provider already
+rejected as too long. A prompt that cannot fit even alone is refused before anything is sent.
+
+`CompactionSettings` is the one type of the `compaction.*` settings: its defaults and its
+validation live here and nowhere else.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal, TypeAlias
 
+from agent_server.context.estimate import estimate_tokens
 from agent_server.errors import ConfigError
-from agent_server.llm.messages import AssistantMessage
+from agent_server.llm.messages import AssistantMessage, UserMessage
 from agent_server.llm.models import ModelInfo
-from agent_server.session.entries import CompactionEntry, Entry, MessageEntry
+from agent_server.session.entries import CompactionEntry, CompactionReason, Entry, MessageEntry
 
 RESERVE_MARGIN = 4096
 MIN_RESERVE = 8192
@@ -25,28 +31,46 @@ DEFAULT_KEEP_RECENT_TURNS = 2
 # sit well below it even on a small window (no compaction right after a compaction).
 KEPT_SHARE_OF_THRESHOLD = 3
 
+# "cached": the summary request is the current context plus one final instruction, so it is
+# billed at the cache-read price; "fresh": a separate summary prompt (the seed's way).
+SummaryMode: TypeAlias = Literal["cached", "fresh"]
+SUMMARY_MODES: tuple[str, ...] = ("cached", "fresh")
+
 
 @dataclass(frozen=True, slots=True)
 class CompactionSettings:
-    """The `compaction.*` settings. `reserve_tokens` None means the model's default."""
+    """The `compaction.*` settings.
+
+    `reserve_tokens` None means the model's default; `model` None means the session's model
+    writes the summaries.
+    """
 
     enabled: bool = True
     reserve_tokens: int | None = None
     keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS
     keep_recent_turns: int = DEFAULT_KEEP_RECENT_TURNS
+    model: str | None = None
+    summary: SummaryMode = "cached"
 
     def __post_init__(self) -> None:
         if self.reserve_tokens is not None and self.reserve_tokens < 0:
             raise ConfigError(
-                f"compaction.reserveTokens must be 0 or more, not {self.reserve_tokens}"
+                f"setting 'compaction.reserveTokens' must be 0 or more, not {self.reserve_tokens}"
             )
         if self.keep_recent_tokens < 0:
             raise ConfigError(
-                f"compaction.keepRecentTokens must be 0 or more, not {self.keep_recent_tokens}"
+                "setting 'compaction.keepRecentTokens' must be 0 or more, "
+                f"not {self.keep_recent_tokens}"
             )
         if self.keep_recent_turns < 1:
             raise ConfigError(
-                f"compaction.keepRecentTurns must be 1 or more, not {self.keep_recent_turns}"
+                "setting 'compaction.keepRecentTurns' must be 1 or more, "
+                f"not {self.keep_recent_turns}"
+            )
+        if self.summary not in SUMMARY_MODES:
+            raise ConfigError(
+                f"setting 'compaction.summary' must be one of {', '.join(SUMMARY_MODES)}, "
+                f"not {self.summary!r}"
             )
 
 
@@ -80,6 +104,12 @@ def max_kept_tokens(model: ModelInfo, settings: CompactionSettings) -> int:
     return min(settings.keep_recent_tokens, cap)
 
 
+def last_step_tokens(model: ModelInfo, settings: CompactionSettings) -> int:
+    """The most a compaction keeps of the latest step (or of a prompt not answered yet) when
+    not even a split of the last turn fits the kept-tail budget: half the threshold."""
+    return compaction_threshold(model, settings) // 2
+
+
 def has_uncompacted_truncation(entries: Sequence[Entry]) -> bool:
     """The last assistant message on the path was cut off by the context window
     (stop reason contextOverflow) and no compaction entry follows it.
@@ -92,3 +122,89 @@ def has_uncompacted_truncation(entries: Sequence[Entry]) -> bool:
         if isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage):
             return entry.message.stop_reason == "contextOverflow"
     return False
+
+
+# --- the decision before a call --------------------------------------------------------------
+
+ContextAction: TypeAlias = Literal["send", "compact", "refuse"]
+DecisionReason: TypeAlias = CompactionReason | Literal["oversized"]
+
+
+@dataclass(frozen=True, slots=True)
+class ContextDecision:
+    """What happens to the context before a model call, and why.
+
+    `action` "send": as it is; "compact": compact first, for `reason`; "refuse": nothing is
+    sent (`reason` "oversized": a prompt that cannot fit even alone). `tokens` is the estimate
+    the decision was taken on, `threshold` the compaction threshold, `window` the model's
+    context window.
+    """
+
+    action: ContextAction
+    reason: DecisionReason | None
+    tokens: int
+    threshold: int
+    window: int
+
+
+def decide(
+    tokens: int,
+    model: ModelInfo,
+    settings: CompactionSettings,
+    *,
+    truncated: bool = False,
+    holds_rejected: bool = False,
+) -> ContextDecision:
+    """The decision before a call on a context estimated at `tokens`.
+
+    `truncated`: the last answer was cut off by the window (has_uncompacted_truncation);
+    `holds_rejected`: the context starts with one the provider already rejected as too long
+    for this model (nothing was compacted since): it is compacted for "overflow" instead of
+    being sent to be rejected again. With compaction disabled, always "send".
+    """
+    threshold = compaction_threshold(model, settings)
+    window = model.context_window
+
+    def decision(action: ContextAction, reason: DecisionReason | None) -> ContextDecision:
+        return ContextDecision(action, reason, tokens, threshold, window)
+
+    if not settings.enabled:
+        return decision("send", None)
+    if truncated:
+        return decision("compact", "truncation")
+    if holds_rejected:
+        return decision("compact", "overflow")
+    if tokens > threshold:
+        return decision("compact", "threshold")
+    return decision("send", None)
+
+
+@dataclass(frozen=True, slots=True)
+class OversizedPrompt:
+    """A prompt too large to send even alone: `tokens` (estimated) over `limit`, the most a
+    prompt can take with the system prompt and tools while leaving room for an answer."""
+
+    entry_id: str
+    tokens: int
+    limit: int
+
+
+def find_oversized_prompt(
+    entries: Sequence[Entry], *, prefix_tokens: int, threshold: int
+) -> OversizedPrompt | None:
+    """The prompt awaiting its first answer (the last message on the path, when it is the
+    user's), if it cannot fit in a request even alone: prefix + prompt > threshold.
+
+    Nothing a compaction does can make such a request fit (a compaction summarises history;
+    the prompt itself must be sent verbatim), so it is refused before anything is sent.
+    """
+    for entry in reversed(entries):
+        if not isinstance(entry, MessageEntry):
+            continue
+        message = entry.message
+        if not isinstance(message, UserMessage) or message.note is not None:
+            return None
+        tokens = estimate_tokens(message)
+        limit = threshold - prefix_tokens
+        return OversizedPrompt(entry.id, tokens, limit) if tokens > limit else None
+    return None

@@ -24,6 +24,7 @@ import anthropic
 from anthropic import AsyncStream
 
 from agent_server.llm.cost import priced_usage
+from agent_server.llm.credentials import PLACEHOLDER_API_KEY
 from agent_server.llm.history import prepare_history
 from agent_server.llm.messages import (
     AssistantMessage,
@@ -356,7 +357,7 @@ class AnthropicProvider:
             provider=provider_name,
             api_key_env=api_key_env,
             base_url=base_url,
-            secrets=(api_key,),
+            secrets=() if api_key == PLACEHOLDER_API_KEY else (api_key,),
         )
 
     @property
@@ -367,7 +368,11 @@ class AnthropicProvider:
         await self._client.close()
 
     def stream(
-        self, model: ModelInfo, context: Context, options: CallOptions
+        self,
+        model: ModelInfo,
+        context: Context,
+        options: CallOptions,
+        assembler: MessageAssembler | None = None,
     ) -> AsyncIterator[StreamEvent]:
         params = build_request(model, context, options)
 
@@ -386,6 +391,7 @@ class AnthropicProvider:
             replace(self._errors, model=model.id),
             "message_stop",
             model.context_window,
+            assembler,
         )
 
 

@@ -122,6 +122,12 @@ class SessionTotals:
         """US dollars over all calls."""
         return self.cost_breakdown.total
 
+    def as_usage(self) -> Usage:
+        """The sums as one Usage (tokens and cost by category)."""
+        return Usage(
+            self.input, self.output, self.cache_read, self.cache_write, self.cost_breakdown
+        )
+
     @property
     def prompt_tokens(self) -> int:
         return self.input + self.cache_read + self.cache_write

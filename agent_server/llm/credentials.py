@@ -11,6 +11,10 @@ from collections.abc import Mapping
 
 from agent_server.errors import MissingApiKeyError
 
+# What a server that checks no key (the simulator, a local OpenAI-compatible server) is sent:
+# the SDKs insist on some key. It is not a secret and is never scrubbed from messages.
+PLACEHOLDER_API_KEY = "no-key-needed"
+
 # The variable each provider setting reads by default (setting `apiKeyEnv` overrides it).
 DEFAULT_API_KEY_ENV: Mapping[str, str] = {
     "anthropic": "ANTHROPIC_API_KEY",

@@ -140,7 +140,12 @@ class Usage:
 
 @dataclass(frozen=True, slots=True)
 class UserMessage:
+    """A message in the user's role. `note` is None for what the user wrote; for a note the
+    editor or the agent adds (an external edit, a branch summary) it names the kind, so that
+    displays and summaries can tell it from a request."""
+
     content: tuple[UserContent, ...]
+    note: str | None = None
     role: Literal["user"] = "user"
 
     @staticmethod
@@ -286,7 +291,13 @@ def usage_from_json(data: Mapping[str, Any]) -> Usage:
 
 def message_to_json(message: Message) -> dict[str, Any]:
     if isinstance(message, UserMessage):
-        return {"role": "user", "content": [content_to_json(b) for b in message.content]}
+        user: dict[str, Any] = {
+            "role": "user",
+            "content": [content_to_json(b) for b in message.content],
+        }
+        if message.note is not None:
+            user["note"] = message.note
+        return user
     if isinstance(message, ToolResultMessage):
         out: dict[str, Any] = {
             "role": "toolResult",
@@ -320,7 +331,8 @@ def message_from_json(data: Mapping[str, Any]) -> Message:
         raise MessageFormatError("message.content must be a list")
     content = tuple(content_from_json(b) for b in blocks if isinstance(b, Mapping))
     if role == "user":
-        return UserMessage(_user_content(content))
+        note = data.get("note")
+        return UserMessage(_user_content(content), note=note if isinstance(note, str) else None)
     if role == "toolResult":
         return ToolResultMessage(
             tool_call_id=_str(data, "toolCallId"),

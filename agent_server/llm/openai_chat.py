@@ -242,7 +242,11 @@ class OpenAIChatProvider(OpenAIClientProvider):
     api = API
 
     def stream(
-        self, model: ModelInfo, context: Context, options: CallOptions
+        self,
+        model: ModelInfo,
+        context: Context,
+        options: CallOptions,
+        assembler: MessageAssembler | None = None,
     ) -> AsyncIterator[StreamEvent]:
         params = build_request(model, context, options)
         where = replace(self._errors, model=model.id)
@@ -308,7 +312,9 @@ class OpenAIChatProvider(OpenAIClientProvider):
             yield MessageDone(assembler.message(stop_reason, usage=priced, model=model.id, api=API))
 
         end = "its usage chunk and [DONE]" if speaks_openai_extensions(model) else "any answer"
-        return run_provider_stream(open_stream, translate, where, end, model.context_window)
+        return run_provider_stream(
+            open_stream, translate, where, end, model.context_window, assembler
+        )
 
 
 def _complete(

@@ -19,13 +19,12 @@ from typing import Any
 
 import openai
 
+from agent_server.llm.credentials import PLACEHOLDER_API_KEY
 from agent_server.llm.models import ModelInfo
 from agent_server.llm.provider_errors import ErrorContext
 from agent_server.llm.stream import CacheRetention, CallOptions
 
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
-# What a local server that checks no key is sent (the SDK insists on some key).
-PLACEHOLDER_API_KEY = "no-key-needed"
 # Cache retention OpenAI calls "extended": up to 24 hours (models before GPT-5.6).
 EXTENDED_RETENTION = "24h"
 # `prompt_cache_options.ttl` (GPT-5.6 on): 30 minutes on both APIs; the Responses API also

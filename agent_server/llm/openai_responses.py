@@ -232,7 +232,11 @@ class OpenAIResponsesProvider(OpenAIClientProvider):
     api = API
 
     def stream(
-        self, model: ModelInfo, context: Context, options: CallOptions
+        self,
+        model: ModelInfo,
+        context: Context,
+        options: CallOptions,
+        assembler: MessageAssembler | None = None,
     ) -> AsyncIterator[StreamEvent]:
         params = build_request(model, context, options)
         where = replace(self._errors, model=model.id)
@@ -315,4 +319,6 @@ class OpenAIResponsesProvider(OpenAIClientProvider):
                     raise error_from_body(event, where)
 
         end = "response.completed" if speaks_openai_extensions(model) else "a final event"
-        return run_provider_stream(open_stream, translate, where, end, model.context_window)
+        return run_provider_stream(
+            open_stream, translate, where, end, model.context_window, assembler
+        )

@@ -44,13 +44,15 @@ async def run_provider_stream(
     where: ErrorContext,
     end_event: str,
     context_window: int,
+    assembler: MessageAssembler | None = None,
 ) -> AsyncGenerator[StreamEvent, None]:
     """Neutral events of one call, ending with exactly one MessageDone.
 
     `translate` turns the event dicts into neutral events, feeding each to the assembler it
-    is given, and yields MessageDone when the provider's `end_event` arrives.
+    is given (the caller's `assembler`, else a new one), and yields MessageDone when the
+    provider's `end_event` arrives.
     """
-    assembler = MessageAssembler()
+    assembler = assembler if assembler is not None else MessageAssembler()
     done: MessageDone | None = None
     try:
         stream = await open_stream()

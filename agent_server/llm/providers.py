@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agent_server.errors import ConfigError, MissingApiKeyError
-from agent_server.llm.credentials import default_api_key_env, find_api_key
+from agent_server.llm.credentials import PLACEHOLDER_API_KEY, default_api_key_env, find_api_key
 from agent_server.llm.models import ModelInfo
 from agent_server.llm.stream import Provider
 
@@ -53,7 +53,6 @@ def create_provider(
     # server starts at once.
     from agent_server.llm.anthropic import AnthropicProvider
     from agent_server.llm.openai_chat import OpenAIChatProvider
-    from agent_server.llm.openai_client import PLACEHOLDER_API_KEY
     from agent_server.llm.openai_responses import OpenAIResponsesProvider
 
     url = base_url or (model.base_url if model is not None else None)

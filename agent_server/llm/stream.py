@@ -3,8 +3,9 @@
 
 A provider's `stream()` is an async iterator of events ending with exactly one `MessageDone`.
 A failed call raises a `ProviderError` (agent_server.errors) instead; cancelling the consumer
-closes the HTTP response. Callers that need what arrived before a failure or a cancel feed the
-events into their own `MessageAssembler`.
+closes the HTTP response. Each answer is assembled once, by the provider, into the assembler
+the caller may pass: a caller that needs what arrived before a failure or a cancel passes its
+own and reads it afterwards.
 """
 
 from __future__ import annotations
@@ -102,8 +103,15 @@ class Provider(Protocol):
     api: str
 
     def stream(
-        self, model: ModelInfo, context: Context, options: CallOptions
-    ) -> AsyncIterator[StreamEvent]: ...
+        self,
+        model: ModelInfo,
+        context: Context,
+        options: CallOptions,
+        assembler: MessageAssembler | None = None,
+    ) -> AsyncIterator[StreamEvent]:
+        """The answer's events. `assembler`, when given, is the one the answer is assembled
+        in (MessageDone's message comes from it); else the provider makes its own."""
+        ...
 
     async def aclose(self) -> None: ...
 

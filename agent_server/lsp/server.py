@@ -33,6 +33,7 @@ from agent_server.agent.events import (
     AgentEvent,
     CompactionFinished,
     CompactionStarted,
+    ContextDecided,
     OverflowHappened,
     ToolCallStarted,
     TurnEnded,
@@ -48,6 +49,7 @@ from agent_server.errors import (
     SessionBusyError,
     SessionNotFoundError,
 )
+from agent_server.literal import literal
 from agent_server.lsp import wire
 from agent_server.lsp.wire import Params, UnknownWorkspaceError, rpc_error
 
@@ -168,6 +170,9 @@ class AgentLanguageServer(LanguageServer):
         if isinstance(event, OverflowHappened):
             self.protocol.notify("agent/overflow", wire.overflow_json(session_id, event))
             return
+        if isinstance(event, ContextDecided):
+            self.protocol.notify("agent/context", wire.decision_json(session_id, event))
+            return
         if isinstance(event, TurnEnded):
             return
         update = wire.update_json(event)
@@ -232,27 +237,14 @@ class AgentLanguageServer(LanguageServer):
 
     def asker(self, session_id: str) -> Callable[[PermissionRequest], Any]:
         async def ask(request: PermissionRequest) -> str | None:
-            call = request.tool_call
-            tool_call = {
-                "toolCallId": call.id,
-                "title": request.title,
-                "toolKind": request.tool.kind,
-                "rawInput": dict(call.arguments),
-            }
-            options = [
-                {"optionId": o.option_id, "name": o.name, "kind": o.kind} for o in request.options
-            ]
             if self.state.permission_requests:
-                return await self.request_permission(session_id, tool_call, options)
+                return await self.request_permission(wire.permission_json(session_id, request))
             return await self.show_message_permission(request)
 
         return ask
 
-    async def request_permission(
-        self, session_id: str, tool_call: dict[str, Any], options: list[dict[str, Any]]
-    ) -> str | None:
+    async def request_permission(self, params: dict[str, Any]) -> str | None:
         msg_id = f"perm-{uuid.uuid4().hex[:12]}"
-        params = {"sessionId": session_id, "toolCall": tool_call, "options": options}
         try:
             result = await self.protocol.send_request_async(
                 "agent/requestPermission", params, msg_id=msg_id
@@ -266,7 +258,7 @@ class AgentLanguageServer(LanguageServer):
         outcome = result.get("outcome") if isinstance(result, Mapping) else None
         if isinstance(outcome, Mapping) and isinstance(outcome.get("selected"), str):
             selected = outcome["selected"]
-            if any(o["optionId"] == selected for o in options):
+            if any(o["optionId"] == selected for o in params["options"]):
                 return str(selected)
         return None
 
@@ -276,7 +268,7 @@ class AgentLanguageServer(LanguageServer):
             choice = await self.window_show_message_request_async(
                 types.ShowMessageRequestParams(
                     type=types.MessageType.Warning,
-                    message=f"agent-server wants to: {request.title}",
+                    message=permission_message(request),
                     actions=actions,
                 )
             )
@@ -317,6 +309,17 @@ class AgentLanguageServer(LanguageServer):
                 )
             )
             return AgentSettings()
+
+
+def permission_message(request: PermissionRequest) -> str:
+    """The question as a plain message (for clients without agent/requestPermission): the
+    whole command or the diff, every character shown literally."""
+    text = f"agent-server wants to: {literal(request.title, keep='')}"
+    if request.command is not None:
+        text += f"\n\n{literal(request.command)}"
+    elif request.change is not None:
+        text += f"\n\n{literal(request.change.diff)}"
+    return text
 
 
 def _merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
@@ -450,6 +453,8 @@ def _register(server: AgentLanguageServer) -> None:
                     "createdAt": info.created_at,
                     "updatedAt": info.updated_at,
                     "entryCount": info.entry_count,
+                    "firstPrompt": info.first_prompt,
+                    "promptCount": info.prompt_count,
                 }
                 for info in folder.agent.list()
             ]
@@ -539,10 +544,11 @@ def _register(server: AgentLanguageServer) -> None:
         params = Params(raw, REWIND)
         session_id = params.string("sessionId")
         entry_id = params.string("entryId")
+        summarize = params.boolean("summarize")
         session = ls.session(session_id)
-        leaf = session.rewind(entry_id)
+        rewound = await session.rewind(entry_id, summarize=summarize)
         ls.protocol.notify(USAGE, wire.usage_json(session_id, session.usage_snapshot()))
-        return {"leafId": leaf}
+        return wire.rewind_json(rewound)
 
     @server.feature(USAGE)
     @_answers_agent_errors

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agent_server.llm.messages import AssistantMessage
+from agent_server.llm.messages import AssistantMessage, TextContent, UserMessage
 from agent_server.session.entries import (
     Entry,
     MessageEntry,
@@ -19,17 +19,22 @@ from agent_server.session.entries import (
     TitleEntry,
 )
 
-META_VERSION = 1
+FIRST_PROMPT_CHARS = 200
+META_VERSION = 2  # 2: firstPrompt and promptCount
 
 
 @dataclass(slots=True)
 class MetaFold:
-    """Title, model, last update and entry count of a ledger, as entries arrive."""
+    """Title, model, last update, entry count, and the first prompt and number of prompts
+    (which tell apart sessions with the same title, and show an empty one) of a ledger, as
+    entries arrive."""
 
     title: str | None
     model: str | None
     updated_at: str
     entry_count: int = 0
+    first_prompt: str | None = None
+    prompt_count: int = 0
 
     @classmethod
     def start(cls, header: SessionHeader) -> MetaFold:
@@ -43,6 +48,11 @@ class MetaFold:
             self.title = entry.title
         elif isinstance(entry, ModelChangeEntry):
             self.model = entry.model
+        elif isinstance(entry, MessageEntry) and isinstance(entry.message, UserMessage):
+            self.prompt_count += 1
+            if self.first_prompt is None:
+                texts = [b.text for b in entry.message.content if isinstance(b, TextContent)]
+                self.first_prompt = " ".join(" ".join(texts[:1]).split())[:FIRST_PROMPT_CHARS]
         elif (
             isinstance(entry, MessageEntry)
             and isinstance(entry.message, AssistantMessage)
@@ -67,6 +77,8 @@ class SessionMeta:
     size_bytes: int
     mtime_ns: int
     tail_digest: str
+    first_prompt: str | None = None
+    prompt_count: int = 0
 
 
 def meta_to_json(meta: SessionMeta) -> dict[str, Any]:
@@ -82,6 +94,8 @@ def meta_to_json(meta: SessionMeta) -> dict[str, Any]:
         "sizeBytes": meta.size_bytes,
         "mtimeNs": meta.mtime_ns,
         "tailDigest": meta.tail_digest,
+        "firstPrompt": meta.first_prompt,
+        "promptCount": meta.prompt_count,
     }
 
 
@@ -92,6 +106,7 @@ def meta_from_json(data: Any) -> SessionMeta | None:
     try:
         title = data.get("title")
         model = data.get("model")
+        first_prompt = data.get("firstPrompt")
         meta = SessionMeta(
             session_id=str(data["sessionId"]),
             workspace=str(data["workspace"]),
@@ -103,6 +118,8 @@ def meta_from_json(data: Any) -> SessionMeta | None:
             size_bytes=int(data["sizeBytes"]),
             mtime_ns=int(data["mtimeNs"]),
             tail_digest=str(data["tailDigest"]),
+            first_prompt=first_prompt if isinstance(first_prompt, str) else None,
+            prompt_count=int(data["promptCount"]),
         )
     except (KeyError, TypeError, ValueError):
         return None

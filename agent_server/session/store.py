@@ -70,6 +70,8 @@ class SessionInfo:
     size_bytes: int
     path: Path
     workspace: str
+    first_prompt: str | None = None
+    prompt_count: int = 0
 
 
 class SessionStore:
@@ -211,6 +213,22 @@ class SessionStore:
         infos.sort(key=lambda i: (i.updated_at, i.created_at, i.session_id), reverse=True)
         return infos
 
+    def resolve(self, id_or_prefix: str) -> str:
+        """The session whose id is `id_or_prefix`, or the only one that starts with it
+        (SessionNotFoundError when none does, or several do: it names them)."""
+        if self.exists(id_or_prefix):
+            return id_or_prefix
+        matches = [i.session_id for i in self.list() if i.session_id.startswith(id_or_prefix)]
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            raise SessionNotFoundError(
+                f"no session {id_or_prefix!r} here; `agent-server sessions list` shows them"
+            )
+        raise SessionNotFoundError(
+            f"{id_or_prefix!r} could be any of {', '.join(sorted(matches))}; give more of the id"
+        )
+
     def info(self, session_id: str) -> SessionInfo:
         info = self._info(self.ledger_path(session_id))
         if info is None:
@@ -261,6 +279,8 @@ class SessionStore:
                 size_bytes=ledger.size_bytes,
                 mtime_ns=ledger.mtime_ns(),
                 tail_digest=_tail_digest(ledger.path, ledger.size_bytes),
+                first_prompt=fold.first_prompt,
+                prompt_count=fold.prompt_count,
             )
             _write_json_atomic(_meta_path(ledger.path), meta_to_json(meta))
         except OSError as exc:
@@ -292,6 +312,8 @@ class SessionStore:
             size_bytes=stat.st_size,
             path=path,
             workspace=meta.workspace,
+            first_prompt=meta.first_prompt,
+            prompt_count=meta.prompt_count,
         )
 
 
@@ -314,7 +336,12 @@ def scan_meta(path: Path, previous: SessionMeta | None = None) -> SessionMeta:
                 previous.created_at,
             )
             fold = MetaFold(
-                previous.title, previous.model, previous.updated_at, previous.entry_count
+                previous.title,
+                previous.model,
+                previous.updated_at,
+                previous.entry_count,
+                previous.first_prompt,
+                previous.prompt_count,
             )
         else:
             handle.seek(0)
@@ -354,6 +381,8 @@ def scan_meta(path: Path, previous: SessionMeta | None = None) -> SessionMeta:
         size_bytes=size,
         mtime_ns=stat.st_mtime_ns,
         tail_digest=_tail_digest(path, size),
+        first_prompt=fold.first_prompt,
+        prompt_count=fold.prompt_count,
     )
 
 

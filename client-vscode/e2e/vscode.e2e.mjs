@@ -3,8 +3,11 @@
 // .vsix, open a temp copy of the simulator's sample repository with agentServer.python set to
 // the repository's .venv and provider "sim", open the Agent view, send a prompt, check the
 // streamed answer, a tool call, the context meter and the status bar; then run the scenario's
-// turns on the small-window model (sim-small) until a compaction marker shows. Screenshots of
-// each stage go to client-vscode/artifacts/vscode-e2e/.
+// turns on the small-window model (sim-small) until a compaction marker shows; then a write
+// and an edit whose permission cards show diffs, with one command rejected (its tool says
+// why); then Reload Window (the session comes back, the prompt box stays empty); then an API
+// key through secret storage. Screenshots of each stage go to
+// client-vscode/artifacts/vscode-e2e/ (CI keeps that folder).
 //
 //   npm run package && node e2e/vscode.e2e.mjs        (or `make e2e-vscode` at the root)
 //
@@ -130,7 +133,7 @@ async function main() {
   // The Agent view, from its activity-bar container.
   log('opening the Agent view');
   await page.locator('.activitybar [aria-label*="Agent"]').first().click();
-  const view = await findFrame(page, 'textarea.prompt', 60_000);
+  let view = await findFrame(page, 'textarea.prompt', 60_000);
   await view.waitForSelector('.toolbar');
   if (bare) {
     log(`agentServer.python = ${bare} (no agent-server there): expecting the install advice`);
@@ -191,6 +194,76 @@ async function main() {
   if (window !== 'window 2' && window !== 'window 3') fail(`the meter did not move to a new cache window: ${window}`);
   await shot(page, 'compaction');
   log(`compaction marker: "${markerText}"; meter ${window}`);
+
+  // A write and an edit: their cards show the diff (a new file's content), not JSON. The
+  // first command of the write turn is rejected: its tool says "rejected" and why.
+  const writeTurn = prompts.findIndex((p) => p.startsWith('Write a scratch note'));
+  const editTurn = prompts.findIndex((p) => p.startsWith('Add a fourth finding'));
+  if (writeTurn < 0 || editTurn < 0) fail('the scenario has no write and edit turns');
+  let rejected = false;
+  const seen = { write: false, edit: false };
+  const policy = async (card, title) => {
+    if (!rejected && title.includes('Run:')) {
+      rejected = true;
+      const command = (await card.locator('pre.command').innerText()).trim();
+      if (!command || !title.includes(command.split(' ')[0])) fail(`the card does not show the whole command: ${title} / ${command}`);
+      return 'button.option-reject_once';
+    }
+    if (title.includes('Write') || title.includes('Edit')) {
+      const kind = title.includes('Write') ? 'write' : 'edit';
+      const changed = await card.locator('.diff .line.add, .diff .line.del').count();
+      if (changed === 0) fail(`the ${kind} card shows no diff: ${await card.innerText()}`);
+      if ((await card.innerText()).includes('"newText"') || (await card.innerText()).includes('"content"')) fail(`the ${kind} card shows raw JSON`);
+      if (kind === 'edit' && (await card.locator('.diff .line.ctx').count()) === 0) fail('the edit card shows no context lines');
+      if (!seen[kind]) {
+        seen[kind] = true;
+        await card.scrollIntoViewIfNeeded();
+        await shot(page, `${kind}-approval-diff`);
+      }
+    }
+    return 'button.option-allow_once';
+  };
+  for (const index of [writeTurn, editTurn]) {
+    log(`turn: ${prompts[index]}`);
+    await send(view, prompts[index]);
+    await waitIdle(view, 180_000, policy);
+  }
+  if (!rejected || !seen.write || !seen.edit) fail(`expected a rejected command and write and edit cards: ${JSON.stringify({ rejected, ...seen })}`);
+  const rejectedTool = view.locator('details.tool.status-rejected').first();
+  await rejectedTool.waitFor({ timeout: 30_000 });
+  await rejectedTool.locator('summary').click();
+  const denial = await rejectedTool.locator('.denial').innerText();
+  if (!/Not run: the user rejected bash/.test(denial)) fail(`the rejected tool does not say why: ${denial}`);
+  await rejectedTool.scrollIntoViewIfNeeded();
+  await shot(page, 'rejected-tool');
+  const edited = view.locator('details.tool', { hasText: 'Edit notes/' }).last();
+  await edited.locator('summary').click();
+  if ((await edited.locator('.diff .line.add, .diff .line.del').count()) === 0) fail('the edit result shows no diff');
+  await edited.scrollIntoViewIfNeeded();
+  await shot(page, 'edit-result-diff');
+  log(`rejected: ${denial}; write and edit cards and the edit result showed diffs`);
+
+  // Reload Window: the view comes back with the session, and the prompt box is empty (the
+  // last sent prompt is not put back).
+  log('Developer: Reload Window');
+  await runCommand(page, 'Developer: Reload Window');
+  await page.waitForSelector('.monaco-workbench', { timeout: 60_000 });
+  await page.waitForTimeout(8000);
+  // The view comes back by itself when it was open; "Agent: Open Chat" otherwise (a click on
+  // the activity bar would toggle an open view closed).
+  view = await findFrame(page, 'textarea.prompt', 20_000, false);
+  if (!view) {
+    await runCommand(page, 'Agent: Open Chat');
+    view = await findFrame(page, 'textarea.prompt', 60_000);
+  }
+  await waitUntil(async () => !(await view.locator('textarea.prompt').isDisabled()), 60_000, async () => 'the view did not come back after the reload');
+  await view.locator('.marker.compaction.status-completed').first().waitFor({ timeout: 60_000 });
+  const draft = await view.locator('textarea.prompt').inputValue();
+  if (draft !== '') fail(`the reload put "${draft}" back in the prompt box`);
+  const reloadedTools = await view.locator('details.tool').count();
+  if (reloadedTools === 0) fail('the reloaded session shows no tool calls');
+  await shot(page, 'after-reload');
+  log(`reloaded: ${reloadedTools} tool calls, empty prompt box`);
 
   // An API key through "Agent: Set API Key": kept in secret storage, the server restarts with
   // it in its environment, and it appears in no log or settings file. The reopened session
@@ -278,14 +351,16 @@ async function send(view, prompt) {
 
 let cardShot = false;
 
-/** Until the turn ends; answers any permission card with its first "allow" option meanwhile. */
-async function waitIdle(view, timeoutMs = 180_000) {
+/** Until the turn ends; answers each permission card meanwhile: with the button `policy`
+ * picks (a selector), by default its first "allow" option. */
+async function waitIdle(view, timeoutMs = 180_000, policy = undefined) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     const card = view.locator('.card.permission.status-pending').first();
     if ((await card.count()) > 0) {
-      const allow = card.locator('button.option-allow_once, button.option-allow_always').first();
       const title = (await card.locator('.card-title').innerText()).replace(/\s+/g, ' ').trim();
+      const choice = (policy && (await policy(card, title))) || 'button.option-allow_once, button.option-allow_always';
+      const allow = card.locator(choice).first();
       log(`permission card: ${title} -> ${await allow.innerText()}`);
       if (!cardShot) {
         cardShot = true;
@@ -300,7 +375,7 @@ async function waitIdle(view, timeoutMs = 180_000) {
   fail('the turn did not finish in time');
 }
 
-async function findFrame(page, selector, timeoutMs) {
+async function findFrame(page, selector, timeoutMs, required = true) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     for (const frame of page.frames()) {
@@ -308,6 +383,7 @@ async function findFrame(page, selector, timeoutMs) {
     }
     await page.waitForTimeout(500);
   }
+  if (!required) return undefined;
   await shot(page, 'view-missing');
   fail(`no frame with ${selector}`);
 }

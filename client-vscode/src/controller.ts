@@ -143,11 +143,26 @@ export class SessionController {
     if (!prompt || this._state.turn.status !== 'idle') return;
     const client = this.client;
     if (!client) return void this.notConnected();
-    const sessionId = this._state.sessionId ?? (await this.newSession());
-    if (!sessionId) return;
+    // The prompt shows at once, and stays (marked "not sent") if it never gets to a session.
+    this.dispatch({ type: 'promptSent', text: prompt });
+    let sessionId = this._state.sessionId;
+    if (!sessionId) {
+      const workspaceUri = this._state.workspaceUri;
+      if (!workspaceUri) {
+        this.dispatch({ type: 'turnFailed', message: 'Open a folder first: sessions live in a workspace folder.' });
+        return;
+      }
+      try {
+        const result = await client.newSession({ workspaceUri });
+        this.dispatch({ type: 'sessionStarted', sessionId: result.sessionId, usage: result.usage });
+        sessionId = result.sessionId;
+      } catch (error) {
+        this.turnFailed(error);
+        return;
+      }
+    }
     const source = new CancellationSource();
     this.turnSource = source;
-    this.dispatch({ type: 'promptSent', text: prompt });
     try {
       const result = await client.turn({ sessionId, prompt }, source.token);
       if (sessionId === this._state.sessionId) this.dispatch({ type: 'turnEnded', result });
@@ -156,16 +171,23 @@ export class SessionController {
         if (isRpcError(error) && error.code === ErrorCodes.RequestCancelled) {
           this.dispatch({ type: 'turnEnded', result: { stopReason: 'cancelled' } });
         } else {
-          this.dispatch({ type: 'turnFailed', message: describeError(error) });
-          if (isRpcError(error) && error.code === ErrorCodes.ConfigurationError) {
-            this.hooks.onConfigurationError?.(error.message);
-          }
+          this.turnFailed(error);
         }
       }
     } finally {
       if (this.turnSource === source) this.turnSource = undefined;
       void this.refreshSessions();
     }
+  }
+
+  private turnFailed(error: unknown): void {
+    const configuration = isRpcError(error) && error.code === ErrorCodes.ConfigurationError;
+    this.dispatch({ type: 'turnFailed', message: describeError(error), configuration });
+    if (configuration) this.hooks.onConfigurationError?.(error.message);
+  }
+
+  dismissProblem(): void {
+    this.dispatch({ type: 'problemDismissed' });
   }
 
   /** Stop the running turn: `agent/interrupt`, and `$/cancelRequest` if that fails. */
@@ -255,10 +277,12 @@ export class SessionController {
   }
 
   private fail(what: string, error: unknown): void {
-    this.dispatch({ type: 'notice', level: 'error', message: `${what}: ${describeError(error)}` });
     if (isRpcError(error) && error.code === ErrorCodes.ConfigurationError) {
+      this.dispatch({ type: 'problem', message: `${what}: ${describeError(error)}` });
       this.hooks.onConfigurationError?.(error.message);
+      return;
     }
+    this.dispatch({ type: 'notice', level: 'error', message: `${what}: ${describeError(error)}` });
   }
 }
 

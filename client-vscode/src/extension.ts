@@ -79,6 +79,9 @@ export function activate(context: vscode.ExtensionContext): void {
       case 'permission':
         controller.answerPermission(message.requestId, message.optionId);
         break;
+      case 'dismissProblem':
+        controller.dismissProblem();
+        break;
       case 'command': {
         const command = {
           showOutput: 'agentServer.showLog',
@@ -144,6 +147,8 @@ export function activate(context: vscode.ExtensionContext): void {
       });
       if (instructions === undefined) return;
       await controller.compact(instructions);
+      const result = controller.state.compactResult;
+      if (result && result.outcome !== 'compacted') void vscode.window.showInformationMessage(result.message);
     }),
     vscode.commands.registerCommand('agentServer.interrupt', () => controller.stop()),
     vscode.commands.registerCommand('agentServer.restartServer', async () => {

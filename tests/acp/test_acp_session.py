@@ -97,9 +97,9 @@ async def test_permission_is_asked_with_the_diff_and_answers_are_kept(
     workspace: Path, sim: SimServer, tmp_path: Path
 ) -> None:
     def answer(call: ToolCallUpdate, options: list[PermissionOption]) -> str | None:
-        assert [o.kind for o in options] == [
-            "allow_once", "allow_always", "reject_once", "reject_always"
-        ]
+        kinds = [o.kind for o in options]
+        assert kinds[0] == "allow_once" and kinds[-2:] == ["reject_once", "reject_always"]
+        assert "allow_always" in kinds
         return "allow_always" if call.kind == "execute" else "reject_once"
 
     client = RecordingClient(answer=answer)
@@ -109,19 +109,22 @@ async def test_permission_is_asked_with_the_diff_and_answers_are_kept(
         assert result.stop_reason == "end_turn"
         kinds = [question.kind for question in client.questions]
         assert kinds == ["execute", "edit"]
+        assert client.questions[0].raw_input == {"command": "mkdir -p notes"}
+        # A prefix choice for the command ("Always allow `mkdir:*`") is offered too.
+        assert any(o.option_id.startswith("allow_prefix:") for o in client.options[0])
         write_question = client.questions[1]
         diff = write_question.content[0]
         assert diff.type == "diff" and diff.path == str(workspace / "notes" / "findings.md")
-        assert "findings" in diff.new_text.lower()
+        assert diff.old_text is None and "findings" in diff.new_text.lower()
         refused = client.tool_results()[write_question.tool_call_id]
         assert refused.status == "failed"
         assert "denied" in refused.content[-1].content.text
         assert not (workspace / "notes" / "findings.md").exists()
 
-        # "Always allow" for bash holds: the next turn's command runs without a question.
+        # "Always allow" holds for that command: asked again, only the write asks.
         asked = len(client.questions)
-        await acp.prompt(session_id, EDIT_NOTE)
-        assert all(q.kind != "execute" for q in client.questions[asked:])
+        await acp.prompt(session_id, WRITE_NOTE)
+        assert [q.kind for q in client.questions[asked:]] == ["edit"]
 
 
 async def test_cancel_mid_stream_ends_the_turn_and_the_session_goes_on(

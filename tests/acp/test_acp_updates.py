@@ -120,8 +120,14 @@ def test_live_tool_call_streams_output_and_keeps_the_diff() -> None:
 
     edit = ToolCall("c2", "edit", {"path": "a.py", "oldText": "a", "newText": "b"})
     translator.updates(ToolCallStarted("t", edit, "Edit a.py", "edit", ("a.py",)))
-    ok = translator.updates(ToolCallUpdated("t", "c2", "completed", output="Edited a.py"))
+    change = {"type": "diff", "path": "a.py", "oldText": "a\nz\n", "newText": "b\nz\n", "diff": "-a"}
+    ok = translator.updates(
+        ToolCallUpdated("t", "c2", "completed", output="Edited a.py", details={"change": change})
+    )
     assert [c.type for c in ok[0].content] == ["diff"]
+    # The tool's whole-file change replaces the snippet the call started with.
+    assert (ok[0].content[0].old_text, ok[0].content[0].new_text) == ("a\nz\n", "b\nz\n")
+    assert ok[0].content[0].path == "/work/project/a.py" and ok[0].raw_output is None
     edit3 = ToolCall("c3", "edit", {"path": "a.py", "oldText": "a", "newText": "b"})
     translator.updates(ToolCallStarted("t", edit3, "Edit a.py", "edit", ("a.py",)))
     failed = translator.updates(ToolCallUpdated("t", "c3", "failed", output="not found"))
@@ -170,12 +176,16 @@ def test_history_replays_as_the_live_updates_would() -> None:
         {"type": "compaction", "entryId": "k1", "summary": "## Goal", "tokensBefore": 27000,
          "tokensAfter": 6100, "reason": "threshold"},
         {"type": "title", "entryId": "t1", "title": "Read a.py"},
+        {"type": "message", "entryId": "n1", "message": {
+            "role": "user", "note": "externalEdit",
+            "content": [{"type": "text", "text": "<editor-note>\na.py changed\n</editor-note>"}]}},
     ]
     updates = replay_updates(transcript, CWD, default_tools())
     kinds = [u.session_update for u in updates]
     assert kinds == [
         "user_message_chunk", "agent_thought_chunk", "agent_message_chunk", "tool_call",
         "tool_call", "tool_call_update", "tool_call_update", "tool_call", "session_info_update",
+        "agent_message_chunk",
     ]
     read_call = updates[3]
     assert read_call.title == "Read a.py" and read_call.kind == "read"
@@ -186,6 +196,8 @@ def test_history_replays_as_the_live_updates_would() -> None:
     ]
     assert updates[7].status == "completed" and updates[7].tool_call_id == "compaction-k1"
     assert updates[0].message_id == "u1" and updates[2].message_id == "a1"
+    note = updates[9]
+    assert note.message_id == "note-n1" and note.content.text == "\n\n> a.py changed\n\n"
 
 
 def test_stop_reasons_are_acps() -> None:

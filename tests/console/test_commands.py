@@ -59,6 +59,13 @@ def test_chat_one_shot_then_sessions_list_show_export(tmp_path: Path) -> None:
     assert raw.stdout == ledgers[0].read_text()
     markdown = agent_server("sessions", "export", session_id, "--sessions-dir", sessions, cwd=workspace)
     assert markdown.stdout.startswith("## You") and prompt in markdown.stdout
+    # The second step reads README.md and lists src/inventory in parallel: each call is
+    # followed by its own output, labelled, before the next call.
+    read = markdown.stdout.index("**Tool call: Read README.md** (`read`)")
+    ls = markdown.stdout.index("**Tool call: List src/inventory** (`ls`)")
+    between = markdown.stdout[read:ls]
+    assert "Arguments:" in between and "Output:" in between and "stockroom" in between.lower()
+    assert "models.py" in markdown.stdout[ls:]
 
     missing = agent_server("sessions", "show", "nope", "--sessions-dir", sessions, cwd=workspace)
     assert missing.returncode == 1 and "nope" in missing.stderr
@@ -72,3 +79,51 @@ def test_chat_without_a_key_says_which_variable_to_set(tmp_path: Path) -> None:
     )
     assert done.returncode == 1
     assert "ANTHROPIC_API_KEY" in done.stdout and '"provider": "sim"' in done.stdout
+
+
+def test_an_unrecoverable_overflow_is_printed_once_and_names_the_model(tmp_path: Path) -> None:
+    huge = "lorem ipsum dolor sit amet " * 8000  # ~40k tokens: larger than sim-small's window
+    done = agent_server(
+        "chat", "--provider", "sim", "--sessions-dir", str(tmp_path / "s"), *huge.split(), cwd=tmp_path
+    )  # as words: one argument may not be longer than 128 KiB
+    assert done.returncode == 1
+    out = done.stdout
+    assert out.count("Remove or shorten a large message") == 1, out[-3000:]
+    # The simulator's stand-in key is not a secret: nothing is scrubbed to "[redacted]".
+    assert "[redacted]" not in out + done.stderr
+
+
+def test_sessions_are_told_apart_and_found_by_a_prefix_of_their_whole_id(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    sessions = str(tmp_path / "sessions")
+    prompt = "Explain the build"
+    ids = []
+    for _ in range(2):
+        chat = agent_server("chat", "--provider", "sim", "--sessions-dir", sessions, "--yes", prompt, cwd=workspace)
+        assert chat.returncode == 0, chat.stderr
+    ids = sorted(p.stem for p in Path(sessions).rglob("*.jsonl"))
+    assert len(ids) == 2
+    env = dict(__import__("os").environ, COLUMNS="80")
+    listed = agent_server("sessions", "list", "--sessions-dir", sessions, cwd=workspace, env=env)
+    assert listed.returncode == 0
+    for session_id in ids:
+        assert session_id in listed.stdout  # the whole id, even at 80 columns
+    assert "prompts" in listed.stdout and "entries" not in listed.stdout
+
+    # A unique prefix works; an ambiguous or unknown one says what to do.
+    common = 0
+    while ids[0][common] == ids[1][common]:
+        common += 1
+    shown = agent_server("sessions", "show", ids[0][: common + 1], "--sessions-dir", sessions, cwd=workspace)
+    assert shown.returncode == 0 and prompt in shown.stdout
+    if common:
+        ambiguous = agent_server("sessions", "show", ids[0][:common], "--sessions-dir", sessions, cwd=workspace)
+        assert ambiguous.returncode == 1 and ids[0] in ambiguous.stderr and ids[1] in ambiguous.stderr
+    unknown = agent_server("sessions", "show", "zz", "--sessions-dir", sessions, cwd=workspace)
+    assert unknown.returncode == 1 and "sessions list" in unknown.stderr
+    again = agent_server(
+        "chat", "--provider", "sim", "--sessions-dir", sessions, "--session", ids[1][: common + 1],
+        "--yes", prompt, cwd=workspace,
+    )
+    assert again.returncode == 0 and f"session {ids[1]}" in again.stdout

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from agent_server.context.cut_point import find_cut_point
+from agent_server.context.summary_prompt import note_message
 from agent_server.llm.messages import ToolResultMessage, UserMessage
 from agent_server.session.entries import TitleEntry
 
@@ -154,3 +155,31 @@ def test_non_message_entries_are_ignored() -> None:
     assert all(not isinstance(e, TitleEntry) for e in cut.summarize)
     assert cut.first_kept_entry_id == "m2"
     assert isinstance(cut.kept[0].message, UserMessage)
+
+
+def test_a_prompt_awaiting_its_answer_is_its_turns_last_step() -> None:
+    # A 12k-token prompt after a full history: too big for the 8k tail, but the model must
+    # read it verbatim to answer it.
+    path = entries_of(user("earlier"), assistant("done"), user(text(12_000)))
+    cut = find_cut_point(path, keep_recent_tokens=8000, last_step_tokens=20_000)
+    assert [e.id for e in cut.kept] == ["m2"]
+    assert [e.id for e in cut.summarize] == ["m0", "m1"]
+    assert not cut.is_split_turn
+    assert find_cut_point(path, keep_recent_tokens=8000, last_step_tokens=10_000).kept == ()
+    # A prompt may have a budget of its own, larger than a step's.
+    own = find_cut_point(
+        path, keep_recent_tokens=8000, last_step_tokens=10_000, prompt_tokens=12_000
+    )
+    assert [e.id for e in own.kept] == ["m2"]
+
+
+def test_notes_belong_to_the_turn_of_the_prompt_they_precede() -> None:
+    note = note_message("externalEdit", "a.py changed on disk")
+    path = entries_of(
+        user("one"), assistant("", call("c1")), result("c1", "r"), note, assistant("ok"),
+        note, user("two"), assistant("done two"),
+    )
+    cut = find_cut_point(path, keep_recent_tokens=8000, keep_recent_turns=1)
+    # The mid-turn note is no turn of its own; the note before "two" starts that turn.
+    assert [e.id for e in cut.kept] == ["m5", "m6", "m7"]
+    assert [e.id for e in cut.summarize] == ["m0", "m1", "m2", "m3", "m4"]

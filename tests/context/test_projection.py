@@ -6,10 +6,12 @@ from agent_server.context.projection import (
     project,
 )
 from agent_server.context.summary_prompt import (
+    BRANCH_SUMMARY_PREFIX,
     SPLIT_TURN_HEADING,
     SUMMARY_CLOSE,
     SUMMARY_OPEN,
     SUMMARY_PREFIX,
+    note_message,
     summary_message_text,
 )
 from agent_server.llm.messages import TextContent, ToolResultMessage, UserMessage
@@ -165,3 +167,30 @@ def test_build_compacted_messages() -> None:
     standalone = build_compacted_messages("S", [assistant("a")], split_turn_summary="P")
     assert standalone == [UserMessage((TextContent(summary_text("S", "P")),)), assistant("a")]
     assert build_compacted_messages("S", []) == [UserMessage((TextContent(summary_text("S")),))]
+
+
+def test_notes_are_marked_and_join_the_prompt_they_precede() -> None:
+    note = note_message("externalEdit", "a.py changed on disk")
+    assert note.note == "externalEdit"
+    assert note.content[0].text == "<editor-note>\na.py changed on disk\n</editor-note>"  # type: ignore[union-attr]
+    path = entries_of(user("a"), assistant("", call("c1")), result("c1", "r"), note, user("b"))
+    messages = project(path).messages
+    # After tool results the note stands as its own user-role message (providers put it in
+    # the same user turn as the results); before a prompt it joins it, prompt last.
+    assert messages[3] == UserMessage((*note.content, TextContent("b")))
+    assert messages[3].note is None  # type: ignore[union-attr]
+    after_results = project(entries_of(user("a"), assistant("", call("c1")), result("c1", "r"), note))
+    assert after_results.messages[-1] == note
+
+
+def test_a_rewind_with_a_summary_shows_it_as_a_note_where_it_happened() -> None:
+    path = entries_of(user("a"), assistant("b"))
+    path.append(BranchEntry("br", "m1", "2025-01-01T00:00:00.000Z", "m1", "tried c, it failed"))
+    path.extend(entries_of(user("d"), start=2))
+    messages = project(path).messages
+    assert len(messages) == 3
+    text = messages[2].content[0].text  # type: ignore[union-attr]
+    assert text.startswith("<editor-note>\n" + BRANCH_SUMMARY_PREFIX)
+    assert "tried c, it failed" in text
+    assert messages[2].content[-1] == TextContent("d")
+    assert project(path).entry_ids[2] == "br"

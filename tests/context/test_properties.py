@@ -2,8 +2,9 @@
 
 A session is a random sequence of operations on a real ledger: user prompts, assistant
 messages with 0-3 tool calls (some failed, aborted or cut off by the window), tool results
-(some missing, some orphaned), compactions planned by find_cut_point, rewinds to any entry,
-title and model changes, and reloads from disk. After every operation the projection must be
+(some missing, some orphaned), editor notes, compactions planned by find_cut_point, rewinds to
+any entry (some with a summary of the branch left), title and model changes, and reloads from
+disk. After every operation the projection must be
 a valid request, and the same whichever way it is computed.
 """
 
@@ -23,9 +24,18 @@ from agent_server.context.projection import (
     Projection,
     build_compacted_messages,
     compaction_window,
+    is_prompt,
     project,
 )
-from agent_server.context.summary_prompt import SUMMARY_PREFIX
+from agent_server.context.summary_prompt import (
+    MAX_TEXT_CHARS,
+    SUMMARY_PREFIX,
+    SUMMARY_REQUEST_MARKER,
+    build_summary_prompt,
+    note_message,
+    serialize_message,
+)
+from agent_server.context.trigger import CompactionSettings, compaction_threshold, decide
 from agent_server.llm.messages import (
     AssistantMessage,
     Context,
@@ -37,6 +47,7 @@ from agent_server.llm.messages import (
     UserMessage,
     message_to_json,
 )
+from agent_server.llm.models import BUILTIN_MODELS
 from agent_server.session.entries import CompactionEntry, Entry, MessageEntry
 from agent_server.session.ledger import Ledger
 
@@ -46,13 +57,14 @@ KINDS = (
     + ["assistant"] * 4
     + ["results"] * 4
     + ["compact"] * 2
-    + ["rewind", "reload", "meta"]
+    + ["rewind", "reload", "meta", "note"]
 )
 OPERATIONS = st.lists(
     st.tuples(st.sampled_from(KINDS), st.integers(0, 10**6), st.integers(0, 10**6)),
     min_size=5,
     max_size=60,
 )
+BUILTIN_MODELS_BY_ID = {model.id: model for model in BUILTIN_MODELS}
 PROPERTY_SETTINGS = settings(
     max_examples=150,
     deadline=None,
@@ -142,11 +154,16 @@ def check_cut(entries: Sequence[Entry], cut: CutPoint, budget: int, turns: int) 
         first = cut.kept[0]
         assert cut.first_kept_entry_id == first.id
         assert cut.first_kept_index is not None
-        assert entries[cut.first_kept_index] == first
+        assert entries[cut.first_kept_index].id == first.id  # a rewind's summary: its entry
         assert not isinstance(first.message, ToolResultMessage)
         assert cut.kept_tokens == sum(estimate_tokens(e.message) for e in cut.kept)
         assert cut.kept_tokens <= budget
-        assert sum(isinstance(e.message, UserMessage) for e in cut.kept) <= turns
+        assert sum(is_prompt(e.message) for e in cut.kept) <= turns
+        # a note right before a prompt stays with it
+        start = len(window) - len(cut.kept)
+        if start and is_prompt(window[start].message):
+            before = window[start - 1].message
+            assert not (isinstance(before, UserMessage) and before.note is not None)
         # the cut never falls between an assistant's tool calls and the run of results
         # right after it
         start = len(window) - len(cut.kept)
@@ -157,7 +174,12 @@ def check_cut(entries: Sequence[Entry], cut: CutPoint, budget: int, turns: int) 
     if cut.is_split_turn:
         assert cut.turn_prefix
         assert isinstance(cut.kept[0].message, AssistantMessage)
-        assert not any(isinstance(e.message, UserMessage) for e in cut.turn_prefix[1:])
+        # one turn: its notes, then its one prompt (or none: a turn a compaction split)
+        prompts = [i for i, e in enumerate(cut.turn_prefix) if is_prompt(e.message)]
+        assert len(prompts) <= 1
+        assert all(
+            isinstance(e.message, UserMessage) for e in cut.turn_prefix[: prompts[0] if prompts else 0]
+        )
 
 
 # --- the random session ---------------------------------------------------------------------
@@ -187,6 +209,8 @@ class Session:
         ledger = self.ledger
         self.counter += 1
         if kind == "turn":  # a whole well-formed turn: prompt, tool round trips, answer
+            if b % 5 == 0:  # an editor note before the prompt
+                ledger.append_message(note_message("externalEdit", f"f{a % 3} changed"))
             ledger.append_message(UserMessage.of_text(f"prompt {self.counter} " + "u" * (a % 400)))
             for step in range(a % 6):
                 call = ToolCall(f"call{self.counter}_{step}", "read", {"path": f"f{step}"})
@@ -237,10 +261,13 @@ class Session:
             self.compact(keep=a % 12_000, turns=1 + b % 3)
         elif kind == "rewind":
             entries = ledger.entries
+            summary = f"branch left {self.counter}" if b % 3 == 0 else None
             if not entries or a % 11 == 0:
-                ledger.rewind(None)
+                ledger.rewind(None, summary=summary)
             else:
-                ledger.rewind(entries[a % len(entries)].id)
+                ledger.rewind(entries[a % len(entries)].id, summary=summary)
+        elif kind == "note":  # the editor's note: after results, or anywhere
+            ledger.append_message(note_message("externalEdit", f"f{a % 3} changed " + "n" * (b % 3000)))
         elif kind == "reload":
             self.reload()
         elif a % 2:
@@ -364,3 +391,65 @@ def test_cut_points_keep_tool_pairs_and_budgets(
     if cut.can_compact:
         messages = build_compacted_messages("S", project(list(cut.kept)).messages)
         assert_valid_request(messages)
+
+
+# --- decisions and bounded summary prompts -------------------------------------------------------
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(0, 400_000),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+    st.one_of(st.none(), st.integers(0, 19_000)),
+)
+def test_the_decision_compacts_exactly_when_a_rule_says_so(
+    tokens: int, enabled: bool, truncated: bool, rejected: bool, reserve: int | None
+) -> None:
+    model = BUILTIN_MODELS_BY_ID["sim-large"]
+    compaction = CompactionSettings(enabled=enabled, reserve_tokens=reserve)
+    decision = decide(tokens, model, compaction, truncated=truncated, holds_rejected=rejected)
+    threshold = compaction_threshold(model, compaction)
+    assert (decision.tokens, decision.threshold, decision.window) == (tokens, threshold, 200_000)
+    should = enabled and (truncated or rejected or tokens > threshold)
+    assert (decision.action == "compact") == should
+    assert (decision.reason is None) == (not should)
+    if should:
+        expected = "truncation" if truncated else "overflow" if rejected else "threshold"
+        assert decision.reason == expected
+
+
+PROSE = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60)
+SERIALISED = st.lists(
+    st.one_of(
+        st.builds(lambda t, n: UserMessage.of_text(t * n), PROSE, st.integers(1, 4000)),
+        st.builds(
+            lambda t, n: AssistantMessage((TextContent(t * n),), "stop"), PROSE, st.integers(1, 4000)
+        ),
+        st.builds(
+            lambda t, n: ToolResultMessage("c", "read", (TextContent(t * n),)),
+            PROSE,
+            st.integers(1, 4000),
+        ),
+        st.builds(lambda t: note_message("externalEdit", t or "x"), PROSE),
+    ),
+    min_size=1,
+    max_size=30,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(SERIALISED, st.integers(1500, 60_000), st.one_of(st.none(), PROSE))
+def test_a_fresh_summary_prompt_stays_within_its_budget_and_keeps_the_newest(
+    messages: list[Message], budget: int, previous: str | None
+) -> None:
+    prompt = build_summary_prompt(messages, previous_summary=previous, max_tokens=budget)
+    assert len(prompt) <= budget * 4
+    assert prompt.startswith(SUMMARY_REQUEST_MARKER)
+    newest = serialize_message(messages[-1])
+    if newest and len(newest[0]) < 300:
+        assert newest[0] in prompt  # the newest message is never the one left out
+    for message in messages:
+        for line in serialize_message(message):
+            assert len(line) <= MAX_TEXT_CHARS + 200  # every part bounded

@@ -5,12 +5,18 @@ from pathlib import Path
 from agent_server.context.cut_point import find_cut_point
 from agent_server.context.summary_prompt import (
     FOLD_INSTRUCTION,
+    MAX_TEXT_CHARS,
+    NOTES_ARE_NOT_REQUESTS,
     SUMMARY_CONTRACT,
     SUMMARY_REQUEST_MARKER,
+    bound_text,
+    build_branch_summary_prompt,
     build_summary_instruction,
     build_summary_prompt,
     build_turn_prefix_prompt,
     extract_file_operations,
+    fit_conversation,
+    note_message,
     previous_summary_text,
     serialize_conversation,
 )
@@ -52,7 +58,8 @@ def test_serialize_conversation() -> None:
     text = serialize_conversation(messages, max_tool_result_chars=100)
     assert "[User]: fix the bug\n[image image/png]" in text
     assert '[Assistant tool call]: read(path="src/a.py", limit=20)' in text
-    assert "[Tool result read]: " + "x" * 100 + "\n[... 4900 more characters not shown]" in text
+    cut = "x" * 26 + "\n[... 4948 characters cut here ...]\n" + "x" * 26  # at most 100
+    assert "[Tool result read]: " + cut + "\n\n[Assistant]" in text
     assert "[Assistant]: Fixed." in text
     assert "[Tool result bash (error)]: boom" in text
     thinking = serialize_conversation(
@@ -169,3 +176,62 @@ def test_extract_file_operations() -> None:
     assert details.read_files == ("docs/x.md", "src", "src/b.py")
     assert details.modified_files == ("old.py", "src/a.py")
     assert extract_file_operations([], None) == CompactionDetails()
+
+
+# --- bounds, notes, budgets ---------------------------------------------------------------------
+
+
+def test_every_part_of_a_message_is_bounded_head_and_tail() -> None:
+    paste = "HEAD " + "x" * 1_200_000 + " TAIL"
+    text = serialize_conversation([user(paste)])
+    assert text.startswith("[User]: HEAD ") and text.endswith(" TAIL")
+    assert len(text) <= MAX_TEXT_CHARS + 100
+    assert "characters cut here" in text
+    assert bound_text("short", 10) == "short"
+    cut = bound_text("line one\nline two\n" * 100, 200)
+    assert len(cut) < 300 and cut.startswith("line one") and cut.rstrip().endswith("line two")
+
+
+def test_notes_are_labelled_as_notes_not_requests() -> None:
+    note = note_message("externalEdit", "a.py changed on disk")
+    merged = UserMessage((*note.content, TextContent("fix a.py")))
+    old_style = result("c1", "contents")
+    old_style = old_style.__class__(
+        "c1", "read", (TextContent("contents"), *note.content)
+    )  # a note that older sessions appended to a tool result
+    older = UserMessage(
+        (TextContent("fix b.py"), TextContent("[Note from the editor: a.py changed on disk.]"))
+    )  # the bracketed form older sessions appended to the prompt itself
+    text = serialize_conversation([note, merged, old_style, older])
+    assert "[User]: <editor-note>" not in text and "[User]: [Note" not in text
+    assert text.count("[Editor note]: a.py changed on disk") == 4
+    assert "[User]: fix b.py" in text
+    assert "[User]: fix a.py" in text
+    assert "[Tool result read]: contents" in text
+    assert NOTES_ARE_NOT_REQUESTS in build_summary_prompt([note])
+    instruction = build_summary_instruction(kept_messages=0, previous_summary_in_context=False)
+    assert NOTES_ARE_NOT_REQUESTS in instruction
+
+
+def test_a_prompt_over_its_budget_leaves_the_oldest_messages_out() -> None:
+    messages = [user(f"prompt {i} " + "p" * 3000) for i in range(40)]
+    whole = build_summary_prompt(messages)
+    fitted = build_summary_prompt(messages, previous_summary="## Goal\nold", max_tokens=6000)
+    assert len(fitted) <= 6000 * 4
+    assert len(fitted) < len(whole)
+    assert "older messages left out here" in fitted
+    assert "prompt 39 " in fitted and "prompt 0 " not in fitted  # the newest stay
+    assert "<previous-summary>\n## Goal\nold" in fitted  # never left out
+    assert SUMMARY_CONTRACT in fitted
+    one = fit_conversation([user("q" * 50_000)], max_chars=2000)
+    assert len(one) <= 2100 and "characters cut here" in one
+
+
+def test_the_branch_summary_prompt_is_short_and_fitted() -> None:
+    prompt = build_branch_summary_prompt(
+        [user("try approach B"), assistant("B failed: ImportError")], max_tokens=3000
+    )
+    assert prompt.startswith(SUMMARY_REQUEST_MARKER)
+    assert "[User]: try approach B" in prompt and "ImportError" in prompt
+    assert "## Tried" in prompt and "## Left behind" in prompt
+    assert len(prompt) <= 3000 * 4

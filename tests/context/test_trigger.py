@@ -2,9 +2,14 @@ from __future__ import annotations
 
 import pytest
 
+from agent_server.context.summary_prompt import note_message
 from agent_server.context.trigger import (
     CompactionSettings,
+    ContextDecision,
+    OversizedPrompt,
     compaction_threshold,
+    decide,
+    find_oversized_prompt,
     has_uncompacted_truncation,
     max_kept_tokens,
     reserve_tokens,
@@ -100,3 +105,32 @@ def test_truncation_forces_a_compaction_until_one_follows() -> None:
             *entries_of(user("x"), start=7),
         ]
     )
+
+
+# --- the decision before a call -----------------------------------------------------------------
+
+
+def test_decide_names_the_reason_with_the_estimate_and_threshold() -> None:
+    m = model(4096, window=32_768)  # threshold 24576
+    settings = CompactionSettings()
+    assert decide(24_576, m, settings) == ContextDecision("send", None, 24_576, 24_576, 32_768)
+    assert decide(24_577, m, settings).action == "compact"
+    assert decide(24_577, m, settings).reason == "threshold"
+    assert decide(10, m, settings, truncated=True).reason == "truncation"
+    assert decide(10, m, settings, holds_rejected=True).reason == "overflow"
+    off = CompactionSettings(enabled=False)
+    assert decide(10**9, m, off, truncated=True, holds_rejected=True).action == "send"
+
+
+def test_only_a_prompt_awaiting_its_answer_can_be_oversized() -> None:
+    path = entries_of(user("hi"), assistant("hello"), user("x" * 40_000))  # 10k tokens
+    found = find_oversized_prompt(path, prefix_tokens=1000, threshold=10_000)
+    assert found == OversizedPrompt("m2", 10_000, 9_000)
+    assert find_oversized_prompt(path, prefix_tokens=1000, threshold=11_000) is None
+    # Once answered, or when the last message is a result or a note, it is history.
+    answered = entries_of(user("x" * 40_000), assistant("ok"))
+    assert find_oversized_prompt(answered, prefix_tokens=1000, threshold=10_000) is None
+    noted = entries_of(user("hi"), note_message("externalEdit", "x" * 40_000))
+    assert find_oversized_prompt(noted, prefix_tokens=1000, threshold=10_000) is None
+    titled = [*path, TitleEntry("t", "m2", "", "a title")]
+    assert find_oversized_prompt(titled, prefix_tokens=1000, threshold=10_000) is not None

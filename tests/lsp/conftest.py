@@ -34,6 +34,7 @@ class AgentClient:
     usage: list[dict[str, Any]] = field(default_factory=list)
     compactions: list[dict[str, Any]] = field(default_factory=list)
     overflows: list[dict[str, Any]] = field(default_factory=list)
+    decisions: list[dict[str, Any]] = field(default_factory=list)
     permission_requests: list[dict[str, Any]] = field(default_factory=list)
     permission_cancellations: int = 0
     show_message_requests: list[Any] = field(default_factory=list)
@@ -76,6 +77,10 @@ def make_client(state: dict[str, AgentClient]) -> LanguageClient:
     @client.feature("agent/overflow")
     def on_overflow(ls: LanguageClient, params: Any) -> None:
         state["client"].overflows.append(params)
+
+    @client.feature("agent/context")
+    def on_context(ls: LanguageClient, params: Any) -> None:
+        state["client"].decisions.append(params)
 
     @client.feature("agent/requestPermission")
     async def on_permission(ls: LanguageClient, params: Any) -> Any:

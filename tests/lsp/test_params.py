@@ -51,6 +51,11 @@ async def test_invalid_params_name_the_field(
             ("agent/session/new", {}, "'workspaceUri' is required"),
             ("agent/session/new", {"workspaceUri": "http://example.com"}, "file://"),
             ("agent/rewind", {"sessionId": session_id}, "'entryId' is required"),
+            (
+                "agent/rewind",
+                {"sessionId": session_id, "entryId": "x", "summarize": "yes"},
+                "'summarize' must be true or false",
+            ),
             ("agent/compact", [1, 2], "params must be an object"),
         ]
         for method, params, fragment in cases:

@@ -89,7 +89,11 @@ async def test_rewind_continues_from_an_earlier_entry_without_deleting(
         ]
         second_prompt = prompts[1]
         target = second_prompt["parentId"]
-        rewound = await agent.request("agent/rewind", {"sessionId": session_id, "entryId": target})
+        # Rewinding to the prompt itself goes to just before it, and gives it back to edit.
+        rewound = await agent.request(
+            "agent/rewind", {"sessionId": session_id, "entryId": second_prompt["entryId"]}
+        )
+        assert rewound["prompt"] == second_prompt["message"]["content"]
         after = await agent.request("agent/session/load", {"sessionId": session_id})
         assert after["leafId"] == rewound["leafId"]
         ids = [item["entryId"] for item in after["transcript"]]

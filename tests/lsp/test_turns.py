@@ -43,7 +43,17 @@ async def test_turn_streams_ordered_updates_and_returns_result(
         }
         assert calls and calls == finished
         assert agent.usage and agent.usage[-1]["sessionId"] == session_id
-        assert result["usage"]["used"] > 0 and result["usage"]["size"] == 32768
+        usage = result["usage"]
+        assert usage["used"] > 0 and usage["size"] == 32768
+        # The turn's own usage next to the session's: one turn, so they are the same.
+        turn, session = usage["lastTurn"], usage["session"]
+        assert turn["calls"] >= 2 and turn["cost"] > 0
+        assert turn == session
+        assert usage["lastCall"]["output"] > 0 and usage["lastCall"]["cost"] < turn["cost"]
+        assert agent.usage[-1] == usage  # the update at the turn's end says the same
+        # Every model call was preceded by a visible decision.
+        assert [d["action"] for d in agent.decisions] == ["send"] * turn["calls"]
+        assert all(d["threshold"] == usage["compactAt"] for d in agent.decisions)
         progress = agent.client.progress_reports.get("t1", [])
         assert progress and progress[0].kind == "begin" and progress[-1].kind == "end"
 
@@ -78,6 +88,12 @@ async def test_compaction_notifies_started_then_one_terminal_status(
         assert completed and completed[0]["tokensAfter"] < completed[0]["tokensBefore"]
         assert completed[0]["summary"] and completed[0]["reason"] == "threshold"
         assert agent.usage[-1]["windowNumber"] == 1 + len(completed)
+        compact_decisions = [d for d in agent.decisions if d["action"] == "compact"]
+        assert [d["reason"] for d in compact_decisions] == ["threshold"] * len(compact_decisions)
+        assert [d["tokens"] for d in compact_decisions] == [
+            c["tokensBefore"] for c in agent.compactions if c["status"] == "started"
+        ]
+        assert all(d["tokens"] > d["threshold"] for d in compact_decisions)
 
         manual = await agent.request(
             "agent/compact", {"sessionId": session_id, "instructions": "Keep the CSV findings."}
@@ -128,7 +144,21 @@ async def test_permission_allow_and_deny_take_effect(
         asked = agent.permission_requests[-1]
         assert asked["toolCall"]["title"].startswith("Write")
         assert {o["kind"] for o in asked["options"]} >= {"allow_once", "reject_once"}
+        # The question shows the new file's content, as the protocol's diff content.
+        (change,) = asked["toolCall"]["content"]
+        assert change["type"] == "diff" and change["path"] == "notes/findings.md"
+        assert change["oldText"] is None and change["newText"]
+        assert change["diff"].startswith("--- /dev/null\n+++ b/notes/findings.md")
         assert not note.exists()
+        # The rejected call says why, not only "failed".
+        (failed,) = [
+            u["update"] for u in agent.updates
+            if u["update"]["kind"] == "toolCallUpdate"
+            and u["update"]["toolCallId"] == asked["toolCall"]["toolCallId"]
+        ]
+        assert failed["status"] == "failed"
+        assert failed["rawOutput"]["permission"] == "denied"
+        assert "rejected write" in failed["rawOutput"]["reason"]
         loaded = await agent.request("agent/session/load", {"sessionId": session_id})
         results = [
             item["message"]
@@ -148,6 +178,13 @@ async def test_permission_allow_and_deny_take_effect(
             },
         )
         assert note.exists()
+        done = [
+            u["update"] for u in agent.updates
+            if u["update"]["kind"] == "toolCallUpdate" and u["update"].get("status") == "completed"
+        ]
+        diffs = [c for u in done for c in u.get("content", []) if c["type"] == "diff"]
+        assert diffs and diffs[-1]["newText"] == note.read_text()
+        assert "change" not in done[-1].get("rawOutput", {})
 
 
 async def test_cancel_mid_turn_returns_cancelled_and_next_turn_works(

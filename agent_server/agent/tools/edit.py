@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from agent_server.agent.tools.base import (
@@ -13,9 +14,9 @@ from agent_server.agent.tools.base import (
     path_of,
     str_arg,
 )
-from agent_server.agent.tools.diff import unified_diff
+from agent_server.agent.tools.diff import FileChange
 from agent_server.agent.tools.paths import display_path, resolve_in_workspace
-from agent_server.errors import ToolError
+from agent_server.errors import InvalidToolArgumentsError, ToolError
 from agent_server.llm.messages import ToolSpec
 
 SPEC = ToolSpec(
@@ -54,57 +55,77 @@ class EditTool:
     def title(self, arguments: Mapping[str, Any]) -> str:
         return f"Edit {display_arg(arguments, 'path', '?')}"
 
-    async def run(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
-        path = resolve_in_workspace(ctx.workspace, str_arg(arguments, "path"))
-        old_text = str_arg(arguments, "oldText")
-        new_text = str_arg(arguments, "newText")
-        shown = display_path(ctx.workspace, path)
-        if not path.exists():
-            raise ToolError(f"File not found: {shown}. To create a new file, use write.")
-        if path.is_dir():
-            raise ToolError(f"{shown} is a directory, not a file.")
-        if not old_text:
-            raise ToolError(
-                "oldText is empty. Give the exact text to replace; to create or "
-                "replace a whole file, use write."
-            )
-        if old_text == new_text:
-            raise ToolError("oldText and newText are the same; the edit would change nothing.")
+    async def preview(self, arguments: Mapping[str, Any], ctx: ToolContext) -> FileChange | None:
+        """What the call would do to the file (as the editor holds it, when it does), for the
+        permission question; None when the edit would fail: the text is not found, or not
+        once."""
         try:
-            content = await ctx.files.read_text(path)
-        except UnicodeDecodeError as exc:
-            raise ToolError(f"{shown} is not a UTF-8 text file; it cannot be edited.") from exc
-        # A file with Windows line endings, and text the model wrote with "\n": match anyway.
-        if "\r\n" in content and "\r\n" not in old_text and old_text not in content:
-            old_text = old_text.replace("\n", "\r\n")
-            new_text = new_text.replace("\n", "\r\n")
-        matches = content.count(old_text)
-        if matches == 0:
-            raise ToolError(
-                f"oldText was not found in {shown}. It must match the file exactly, including "
-                "whitespace, indentation and line breaks. Read the file again and copy the text."
-            )
-        if matches > 1:
-            raise ToolError(
-                f"oldText occurs {matches} times in {shown} (at lines "
-                f"{_match_lines(content, old_text)}); it must be unique. Include more "
-                "surrounding lines in oldText so that it matches one place only."
-            )
-        start = content.index(old_text)
-        updated = content[:start] + new_text + content[start + len(old_text) :]
-        await ctx.files.write_text(path, updated)
+            return (await _planned(arguments, ctx))[1]
+        except (ToolError, InvalidToolArgumentsError, OSError):
+            return None
+
+    async def run(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        path, change, start, old_text, new_text = await _planned(arguments, ctx)
+        await ctx.files.write_text(path, change.new_text)
+        content = change.old_text or ""
         line = content.count("\n", 0, start) + 1
         old_lines = old_text.count("\n") + 1
         new_lines = new_text.count("\n") + 1
         return ToolResult.of_text(
-            f"Edited {shown}: replaced {old_lines} line{'s' if old_lines != 1 else ''} "
+            f"Edited {change.path}: replaced {old_lines} line{'s' if old_lines != 1 else ''} "
             f"at line {line} with {new_lines} line{'s' if new_lines != 1 else ''}.",
             details={
-                "path": shown,
+                "path": change.path,
                 "line": line,
-                "diff": unified_diff(content, updated, shown),
+                "diff": change.diff,
+                "change": change.to_json(),
             },
         )
+
+
+async def _planned(
+    arguments: Mapping[str, Any], ctx: ToolContext
+) -> tuple[Path, FileChange, int, str, str]:
+    """The file, its change, where the replaced text starts, and the texts as matched."""
+    workspace = ctx.workspace
+    path = resolve_in_workspace(workspace, str_arg(arguments, "path"))
+    old_text = str_arg(arguments, "oldText")
+    new_text = str_arg(arguments, "newText")
+    shown = display_path(workspace, path)
+    if not path.exists():
+        raise ToolError(f"File not found: {shown}. To create a new file, use write.")
+    if path.is_dir():
+        raise ToolError(f"{shown} is a directory, not a file.")
+    if not old_text:
+        raise ToolError(
+            "oldText is empty. Give the exact text to replace; to create or "
+            "replace a whole file, use write."
+        )
+    if old_text == new_text:
+        raise ToolError("oldText and newText are the same; the edit would change nothing.")
+    try:
+        content = await ctx.files.read_text(path)
+    except UnicodeDecodeError as exc:
+        raise ToolError(f"{shown} is not a UTF-8 text file; it cannot be edited.") from exc
+    # A file with Windows line endings, and text the model wrote with "\n": match anyway.
+    if "\r\n" in content and "\r\n" not in old_text and old_text not in content:
+        old_text = old_text.replace("\n", "\r\n")
+        new_text = new_text.replace("\n", "\r\n")
+    matches = content.count(old_text)
+    if matches == 0:
+        raise ToolError(
+            f"oldText was not found in {shown}. It must match the file exactly, including "
+            "whitespace, indentation and line breaks. Read the file again and copy the text."
+        )
+    if matches > 1:
+        raise ToolError(
+            f"oldText occurs {matches} times in {shown} (at lines "
+            f"{_match_lines(content, old_text)}); it must be unique. Include more "
+            "surrounding lines in oldText so that it matches one place only."
+        )
+    start = content.index(old_text)
+    updated = content[:start] + new_text + content[start + len(old_text) :]
+    return path, FileChange(shown, content, updated), start, old_text, new_text
 
 
 def _match_lines(content: str, text: str, shown: int = 10) -> str:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from agent_server.agent.tools.base import (
@@ -13,10 +15,10 @@ from agent_server.agent.tools.base import (
     path_of,
     str_arg,
 )
-from agent_server.agent.tools.diff import unified_diff
+from agent_server.agent.tools.diff import FileChange
 from agent_server.agent.tools.output import count_lines
 from agent_server.agent.tools.paths import display_path, resolve_in_workspace
-from agent_server.errors import ToolError
+from agent_server.errors import InvalidToolArgumentsError, ToolError
 from agent_server.llm.messages import ToolSpec
 
 SPEC = ToolSpec(
@@ -50,32 +52,56 @@ class WriteTool:
     def title(self, arguments: Mapping[str, Any]) -> str:
         return f"Write {display_arg(arguments, 'path', '?')}"
 
+    async def preview(self, arguments: Mapping[str, Any], ctx: ToolContext) -> FileChange | None:
+        """What the call would do to the file (as the editor holds it, when it does), for the
+        permission question; None when it cannot be known: bad arguments, a path outside the
+        workspace, a binary file."""
+        try:
+            return (await _planned(arguments, ctx)).change
+        except (ToolError, InvalidToolArgumentsError, OSError):
+            return None
+
     async def run(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
-        path = resolve_in_workspace(ctx.workspace, str_arg(arguments, "path"))
-        content = str_arg(arguments, "content")
-        shown = display_path(ctx.workspace, path)
-        if path.is_dir():
-            raise ToolError(f"{shown} is a directory; give the path of a file inside it.")
-        created = not path.exists()
-        old: str | None = None
-        if not created:
-            try:
-                old = await ctx.files.read_text(path)
-            except (UnicodeDecodeError, OSError):
-                old = None  # binary or unreadable: overwritten, no diff
-        path.parent.mkdir(parents=True, exist_ok=True)
-        data = content.encode("utf-8")
-        await ctx.files.write_text(path, content)
-        lines = count_lines(content)
-        verb = "Created" if created else "Overwrote"
+        plan = await _planned(arguments, ctx)
+        plan.path.parent.mkdir(parents=True, exist_ok=True)
+        data = plan.content.encode("utf-8")
+        await ctx.files.write_text(plan.path, plan.content)
+        lines = count_lines(plan.content)
+        verb = "Created" if plan.created else "Overwrote"
         details: dict[str, Any] = {
-            "path": shown,
-            "created": created,
+            "path": plan.shown,
+            "created": plan.created,
             "bytes": len(data),
             "lines": lines,
         }
-        if old is not None or created:
-            details["diff"] = unified_diff(old or "", content, shown, created=created)
+        if plan.change is not None:  # None: a binary or unreadable file, overwritten
+            details["diff"] = plan.change.diff
+            details["change"] = plan.change.to_json()
         return ToolResult.of_text(
-            f"{verb} {shown}: wrote {len(data)} bytes ({lines} lines).", details=details
+            f"{verb} {plan.shown}: wrote {len(data)} bytes ({lines} lines).", details=details
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    path: Path
+    shown: str
+    content: str
+    created: bool
+    change: FileChange | None
+
+
+async def _planned(arguments: Mapping[str, Any], ctx: ToolContext) -> _Plan:
+    workspace = ctx.workspace
+    path = resolve_in_workspace(workspace, str_arg(arguments, "path"))
+    content = str_arg(arguments, "content")
+    shown = display_path(workspace, path)
+    if path.is_dir():
+        raise ToolError(f"{shown} is a directory; give the path of a file inside it.")
+    if not path.exists():
+        return _Plan(path, shown, content, True, FileChange(shown, None, content))
+    try:
+        old = await ctx.files.read_text(path)
+    except (UnicodeDecodeError, OSError):
+        return _Plan(path, shown, content, False, None)
+    return _Plan(path, shown, content, False, FileChange(shown, old, content))

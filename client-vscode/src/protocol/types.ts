@@ -53,11 +53,14 @@ export interface MessageUsage {
   cost?: Cost;
 }
 
+/** Tokens and cost of some model calls (`cost` in USD; `calls` where several are summed). */
 export interface LastTurnUsage {
   input: number;
   cacheRead: number;
   cacheWrite: number;
   output: number;
+  cost?: number;
+  calls?: number;
 }
 
 /** `agent/usage` notification params and the `usage` of several results. */
@@ -67,7 +70,12 @@ export interface UsageSnapshot {
   size: number;
   compactAt: number;
   windowNumber: number;
+  /** The running turn, or the last one: its own calls (answers and compaction summaries). */
   lastTurn: LastTurnUsage;
+  /** The last model call. */
+  lastCall?: LastTurnUsage;
+  /** Every call of the session. */
+  session?: LastTurnUsage;
   cacheHitRate: number;
   cost: number;
 }
@@ -78,6 +86,8 @@ export interface UsageSnapshot {
 export interface UserMessage {
   role: 'user';
   content: string | PromptBlock[];
+  /** Set for a note the editor added (e.g. `externalEdit`, `branchSummary`), not the user. */
+  note?: string;
 }
 
 export interface AssistantMessage {
@@ -169,6 +179,9 @@ export interface SessionSummary {
   createdAt: string;
   updatedAt: string;
   entryCount: number;
+  /** The first prompt (its first 200 characters): tells apart sessions with one title. */
+  firstPrompt?: string | null;
+  promptCount?: number;
 }
 export interface SessionListResult {
   sessions: SessionSummary[];
@@ -223,10 +236,16 @@ export interface CompactResult {
 
 export interface RewindParams {
   sessionId: string;
+  /** A prompt: go to just before it (to ask again); any other entry: continue after it. */
   entryId: string;
+  /** Leave the model a short summary of the branch left behind (one model call). */
+  summarize?: boolean;
 }
 export interface RewindResult {
   leafId: string;
+  /** The prompt rewound from, to edit and send again. */
+  prompt?: PromptBlock[];
+  summary?: string;
 }
 
 export interface UsageParams {
@@ -246,7 +265,9 @@ export interface ToolCallLocation {
 
 export type ToolCallContent =
   | { type: 'content'; content: TextContent }
-  | { type: 'diff'; path: string; oldText: string | null; newText: string };
+  /** The Agent Client Protocol's diff (`oldText` null for a new file), plus `diff`: the
+   * server's unified diff of the two. */
+  | { type: 'diff'; path: string; oldText: string | null; newText: string; diff?: string };
 
 export interface UserMessageUpdate {
   kind: 'userMessage';
@@ -321,9 +342,20 @@ export interface CompactionParams {
 export interface OverflowParams {
   sessionId: string;
   turnId: string;
-  kind: 'truncated' | 'rejected';
+  kind: 'truncated' | 'rejected' | 'estimated';
   action: 'compacting' | 'retrying' | 'gaveUp';
   message: string;
+}
+
+/** `agent/context`: the decision taken on the context before a model call, and why. */
+export interface ContextDecisionParams {
+  sessionId: string;
+  turnId: string | null;
+  action: 'send' | 'compact' | 'refuse';
+  reason: 'threshold' | 'truncation' | 'overflow' | 'manual' | 'oversized' | null;
+  tokens: number;
+  threshold: number;
+  window: number;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -342,6 +374,8 @@ export interface PermissionToolCall {
   title: string;
   toolKind: ToolKind;
   rawInput: unknown;
+  /** The file change a write or edit would make. */
+  content?: ToolCallContent[];
 }
 
 export interface RequestPermissionParams {
@@ -404,5 +438,6 @@ export const Methods = {
   update: 'agent/update',
   compaction: 'agent/compaction',
   overflow: 'agent/overflow',
+  context: 'agent/context',
   requestPermission: 'agent/requestPermission',
 } as const;

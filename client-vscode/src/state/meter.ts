@@ -2,7 +2,7 @@
  * The context meter: what `agent/usage` says, in the words and colours the view shows.
  * Pure; used by the webview and the status bar.
  */
-import type { UsageSnapshot } from '../protocol/types';
+import type { LastTurnUsage, UsageSnapshot } from '../protocol/types';
 
 /** ok below 70 %, warn from 70 %, high from 85 %, critical from 95 % of the window. */
 export type MeterLevel = 'ok' | 'warn' | 'high' | 'critical';
@@ -28,6 +28,8 @@ export interface Meter {
   costLabel: string;
   /** Several lines for a tooltip. */
   detail: string;
+  /** The context is past the compaction point: the next request compacts first. */
+  pastThreshold: boolean;
 }
 
 export function meterLevel(percent: number): MeterLevel {
@@ -44,14 +46,14 @@ export function meterFor(usage: UsageSnapshot | undefined): Meter | undefined {
   const cacheLabel = `cache ${Math.round((usage.cacheHitRate || 0) * 100)}%`;
   const costLabel = formatCost(usage.cost || 0);
   const label = `${formatTokens(usage.used)} / ${formatTokens(usage.size)} (${Math.round(percent)}%)`;
-  const last = usage.lastTurn;
   const detail = [
     `Context: ${usage.used.toLocaleString('en-US')} of ${usage.size.toLocaleString('en-US')} tokens (${percent}%)`,
-    `Compacts at ${usage.compactAt.toLocaleString('en-US')} tokens (${compactAtPercent}%)`,
+    usage.used > usage.compactAt
+      ? `Past the compaction point (${usage.compactAt.toLocaleString('en-US')} tokens, ${compactAtPercent}%): the next request compacts the history first`
+      : `Compacts at ${usage.compactAt.toLocaleString('en-US')} tokens (${compactAtPercent}%)`,
     `Cache window #${usage.windowNumber}, ${cacheLabel} of prompt tokens this session`,
-    last
-      ? `Last call: ${last.input} input, ${last.cacheRead} cache read, ${last.cacheWrite} cache write, ${last.output} output`
-      : undefined,
+    usage.lastTurn ? `Last turn: ${usageLine(usage.lastTurn)}` : undefined,
+    usage.lastCall ? `Last call: ${usageLine(usage.lastCall)}` : undefined,
     `Session cost: ${costLabel}`,
   ]
     .filter((line): line is string => line !== undefined)
@@ -69,7 +71,22 @@ export function meterFor(usage: UsageSnapshot | undefined): Meter | undefined {
     cacheLabel,
     costLabel,
     detail,
+    pastThreshold: usage.used > usage.compactAt,
   };
+}
+
+/** "12 input, 9,000 cache read, 200 cache write, 40 output, $0.0042 (3 calls)" */
+export function usageLine(u: LastTurnUsage): string {
+  const n = (x: number): string => x.toLocaleString('en-US');
+  const parts = [
+    `${n(u.input)} input`,
+    `${n(u.cacheRead)} cache read`,
+    `${n(u.cacheWrite)} cache write`,
+    `${n(u.output)} output`,
+  ];
+  if (u.cost !== undefined) parts.push(formatCost(u.cost));
+  const calls = u.calls !== undefined ? ` (${u.calls} call${u.calls === 1 ? '' : 's'})` : '';
+  return parts.join(', ') + calls;
 }
 
 export function formatTokens(n: number): string {

@@ -43,6 +43,8 @@ export interface UserItem {
   text: string;
   imageCount: number;
   pending: boolean;
+  /** The prompt never reached the server's session (why); it stays, to be sent again. */
+  failed?: string;
 }
 
 export interface AssistantItem {
@@ -146,6 +148,11 @@ export interface ViewState {
   turn: TurnState;
   /** A compaction is running (started, no terminal status yet) or was requested. */
   compacting: boolean;
+  /** How the last requested compaction ended, for the Compact panel. */
+  compactResult?: { outcome: CompactResult['outcome']; message: string };
+  /** A configuration problem (e.g. no API key): shown in the banner with ways to fix it,
+   * gone once the server restarts or a turn succeeds. */
+  problem?: string;
   /** Monotonic counter for ids of items made here (notices, optimistic prompts). */
   counter: number;
 }
@@ -181,7 +188,9 @@ export type Action =
   | { type: 'permissionRequested'; requestId: string; params: RequestPermissionParams }
   | { type: 'permissionResolved'; requestId: string; outcome: RequestPermissionResult['outcome'] }
   | { type: 'turnEnded'; result: TurnEnd }
-  | { type: 'turnFailed'; message: string }
+  | { type: 'turnFailed'; message: string; configuration?: boolean }
+  | { type: 'problem'; message: string }
+  | { type: 'problemDismissed' }
   | { type: 'stopRequested' }
   | { type: 'compactRequested' }
   | { type: 'compactFinished'; result: CompactResult }
@@ -202,6 +211,8 @@ export function reduce(state: ViewState, action: Action): ViewState {
         // Whatever was in flight died with the server.
         return endTurn({ ...next, compacting: false });
       }
+      // A (re)started server has the fix the problem asked for, or says so again.
+      if (action.status === 'running') return { ...next, problem: undefined };
       return next;
     }
 
@@ -216,7 +227,8 @@ export function reduce(state: ViewState, action: Action): ViewState {
         ...state,
         sessionId: action.sessionId,
         title: action.title,
-        items: [],
+        // A prompt sent before the session existed stays (it is what started it).
+        items: state.items.filter((i) => i.kind === 'user' && i.pending),
         usage: action.usage,
         turn: { status: 'idle' },
         compacting: false,
@@ -305,36 +317,53 @@ export function reduce(state: ViewState, action: Action): ViewState {
     case 'turnEnded': {
       const { result } = action;
       let next = endTurn(state);
+      if (result.stopReason === 'end_turn') next = { ...next, problem: undefined };
       const notice = stopNotice(result);
       if (notice) next = addNotice(next, notice.level, notice.message);
       if (result.usage && result.usage.sessionId === next.sessionId) next = { ...next, usage: result.usage };
       return next;
     }
 
-    case 'turnFailed':
-      return addNotice(endTurn(state), 'error', action.message);
+    case 'turnFailed': {
+      // The prompt did not become part of the session: it stays, marked, to be sent again.
+      const failed = mapItems(state, (item) =>
+        item.kind === 'user' && item.pending ? { ...item, pending: false, failed: action.message } : item,
+      );
+      const next = endTurn(failed);
+      return action.configuration ? { ...next, problem: action.message } : addNotice(next, 'error', action.message);
+    }
+
+    case 'problem':
+      return { ...state, problem: action.message };
+
+    case 'problemDismissed':
+      return { ...state, problem: undefined };
 
     case 'stopRequested':
       if (state.turn.status !== 'running') return state;
       return { ...state, turn: { ...state.turn, status: 'stopping' } };
 
     case 'compactRequested':
-      return { ...state, compacting: true };
+      return { ...state, compacting: true, compactResult: undefined };
 
     case 'compactFinished': {
-      const next = { ...state, compacting: false };
       const r = action.result;
-      if (r.outcome === 'noop') {
-        return addNotice(next, 'info', 'Nothing to compact yet: the history is already short.');
-      }
-      if (r.outcome === 'failed') {
-        return addNotice(next, 'error', `Compaction failed${r.error ? `: ${r.error}` : '.'}`);
-      }
-      return next;
+      const message =
+        r.outcome === 'noop'
+          ? 'Nothing to compact yet: the history is still short enough to keep whole. Your instructions are kept here for later.'
+          : r.outcome === 'failed'
+            ? `Compaction failed${r.error ? `: ${r.error}` : '.'}`
+            : `Compacted: ${r.tokensBefore.toLocaleString('en-US')} → ${r.tokensAfter.toLocaleString('en-US')} tokens.`;
+      const next = { ...state, compacting: false, compactResult: { outcome: r.outcome, message } };
+      return r.outcome === 'failed' ? addNotice(next, 'error', message) : next;
     }
 
     case 'compactFailed':
-      return addNotice({ ...state, compacting: false }, 'error', action.message);
+      return addNotice(
+        { ...state, compacting: false, compactResult: { outcome: 'failed', message: action.message } },
+        'error',
+        action.message,
+      );
 
     case 'notice':
       return addNotice(state, action.level, action.message);
@@ -517,6 +546,11 @@ export function itemsFromTranscript(transcript: readonly TranscriptItem[]): {
         if (m.role === 'user') {
           const blocks: PromptBlock[] =
             typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content;
+          if (m.note) {
+            // A note the editor added (an external edit, a branch summary): not the user's.
+            items.push({ kind: 'notice', id: `entry:${entry.entryId}`, level: 'info', message: noteText(blocks) });
+            break;
+          }
           items.push({
             kind: 'user',
             id: `entry:${entry.entryId}`,
@@ -584,6 +618,13 @@ export function itemsFromTranscript(transcript: readonly TranscriptItem[]): {
     }
   }
   return { items, title };
+}
+
+/** A note's text without the `<editor-note>` tags the model sees around it. */
+export function noteText(blocks: readonly PromptBlock[]): string {
+  return textOf(blocks)
+    .replace(/^\s*<editor-note>\s*/, '')
+    .replace(/\s*<\/editor-note>\s*$/, '');
 }
 
 function pushAssistant(

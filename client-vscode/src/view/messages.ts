@@ -17,4 +17,5 @@ export type WebviewToHost =
   | { type: 'rewind'; entryId: string }
   /** `optionId` absent: the user dismissed the card (answered "cancelled"). */
   | { type: 'permission'; requestId: string; optionId?: string }
+  | { type: 'dismissProblem' }
   | { type: 'command'; command: 'showOutput' | 'openSettings' | 'setApiKey' | 'restartServer' };

@@ -1,11 +1,26 @@
 /**
  * Model text to HTML: marked for markdown, DOMPurify for safety. Nothing the model wrote
  * reaches the DOM except through `renderMarkdown` (sanitised HTML) or `textContent`.
+ *
+ * Shown literally, like the terminal does: raw HTML in the markdown is printed as text (a
+ * comment or a hidden span would otherwise vanish), a link shows its target after its text,
+ * an image is its `![alt](src)` source, and control and bidi characters are escapes.
  */
 import DOMPurify from 'dompurify';
 import { Marked } from 'marked';
+import { literal } from './literal';
 
 const marked = new Marked({ gfm: true, breaks: false, async: false });
+marked.use({
+  renderer: {
+    html({ text }) {
+      return escapeHtml(text);
+    },
+    image({ href, text }) {
+      return escapeHtml(`![${text}](${href})`);
+    },
+  },
+});
 
 const purify = DOMPurify(window);
 
@@ -13,6 +28,14 @@ purify.addHook('afterSanitizeAttributes', (node) => {
   if (node.tagName === 'A') {
     node.setAttribute('rel', 'noopener noreferrer');
     node.removeAttribute('target');
+    const href = node.getAttribute('href');
+    if (href && node.textContent !== href) {
+      node.setAttribute('title', href);
+      const target = node.ownerDocument.createElement('span');
+      target.className = 'link-target';
+      target.textContent = ` (${href})`;
+      node.after(target);
+    }
   }
 });
 
@@ -27,9 +50,9 @@ const CONFIG = {
 export function renderMarkdown(text: string): string {
   let html: string;
   try {
-    html = marked.parse(text) as string;
+    html = marked.parse(literal(text)) as string;
   } catch {
-    html = `<pre>${escapeHtml(text)}</pre>`;
+    html = `<pre>${escapeHtml(literal(text))}</pre>`;
   }
   return purify.sanitize(html, CONFIG);
 }

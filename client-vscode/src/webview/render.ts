@@ -17,8 +17,9 @@ import {
   type UserItem,
   type ViewState,
 } from '../state/reducer';
-import type { ToolCallContent } from '../protocol/types';
+import type { SessionSummary, ToolCallContent } from '../protocol/types';
 import type { WebviewToHost } from '../view/messages';
+import { literal } from './literal';
 import { renderMarkdown } from './markdown';
 
 type Post = (message: WebviewToHost) => void;
@@ -37,8 +38,10 @@ function h<K extends keyof HTMLElementTagNameMap>(
 ): HTMLElementTagNameMap[K] {
   const el = document.createElement(tag);
   if (props.class) el.className = props.class;
-  if (props.text !== undefined) el.textContent = props.text;
-  if (props.title) el.title = props.title;
+  // Every text the view shows goes through `literal`: nothing the model wrote can hide,
+  // reorder or disguise characters.
+  if (props.text !== undefined) el.textContent = literal(props.text);
+  if (props.title) el.title = literal(props.title);
   if (props.attrs) for (const [k, v] of Object.entries(props.attrs)) el.setAttribute(k, v);
   for (const child of children) if (child) el.appendChild(child);
   return el;
@@ -60,6 +63,9 @@ export class ChatView {
   private readonly compactButton: HTMLButtonElement;
   private readonly compactPanel: HTMLElement;
   private readonly compactInput: HTMLInputElement;
+  private readonly compactStatus: HTMLElement;
+  /** The user asked for a compaction from the panel and waits for its outcome there. */
+  private compactAsked = false;
   private readonly meterEl: HTMLElement;
   private readonly meterFill: HTMLElement;
   private readonly meterTick: HTMLElement;
@@ -98,11 +104,14 @@ export class ChatView {
       class: 'compact-instructions',
       attrs: { type: 'text', placeholder: 'Optional: what the summary should keep', 'aria-label': 'Compaction instructions' },
     });
+    this.compactStatus = h('div', { class: 'compact-status', attrs: { role: 'status' } });
     const runCompact = (): void => {
       const instructions = this.compactInput.value.trim();
       this.post(instructions ? { type: 'compact', instructions } : { type: 'compact' });
-      this.compactInput.value = '';
-      this.compactPanel.hidden = true;
+      // The panel stays open, with the instructions, until the outcome is known: a
+      // compaction that had nothing to do says so here, and nothing typed is lost.
+      this.compactAsked = true;
+      this.compactStatus.textContent = 'Compacting…';
     };
     this.compactInput.addEventListener('keydown', (e) => {
       if (e.key === 'Enter') {
@@ -118,6 +127,7 @@ export class ChatView {
       this.compactInput,
       button('Compact', runCompact, 'primary compact-go'),
       button('Cancel', () => (this.compactPanel.hidden = true), 'secondary'),
+      this.compactStatus,
     );
     this.compactPanel.hidden = true;
 
@@ -171,6 +181,16 @@ export class ChatView {
     if (!text || !this.state || this.state.turn.status !== 'idle' || this.state.server.status !== 'running') return;
     this.post({ type: 'send', text });
     this.input.value = '';
+    // The saved draft follows the box (it is saved on `input`): a reload must not bring the
+    // sent prompt back.
+    this.input.dispatchEvent(new Event('input', { bubbles: true }));
+  }
+
+  /** Puts a prompt back in the box, to edit and send again. */
+  private restore(text: string): void {
+    this.input.value = text;
+    this.input.dispatchEvent(new Event('input', { bubbles: true }));
+    this.input.focus();
   }
 
   render(state: ViewState): void {
@@ -194,8 +214,7 @@ export class ChatView {
     if (!state.sessionId) select.appendChild(h('option', { text: 'New session', attrs: { value: '' } }));
     else if (!listed) select.appendChild(h('option', { text: state.title || 'New session', attrs: { value: state.sessionId } }));
     for (const s of state.sessions) {
-      const label = `${s.title || 'Untitled'} · ${relativeTime(s.updatedAt)} · ${s.entryCount} entries`;
-      select.appendChild(h('option', { text: label, attrs: { value: s.sessionId } }));
+      select.appendChild(h('option', { text: sessionLabel(s), title: sessionDetail(s), attrs: { value: s.sessionId } }));
     }
     select.value = state.sessionId ?? '';
   }
@@ -225,6 +244,10 @@ export class ChatView {
       h('span', { class: 'meter-sep', text: ' · ' }),
       h('span', { class: 'meter-window', text: `window ${meter.windowNumber}` }),
     );
+    this.meterEl.dataset['pastThreshold'] = String(meter.pastThreshold);
+    if (meter.pastThreshold) {
+      this.meterText.append(h('span', { class: 'meter-next', text: ' · compacts before the next request' }));
+    }
     this.meterEl.title = meter.detail;
   }
 
@@ -248,6 +271,19 @@ export class ChatView {
     } else if (status === 'starting') {
       b.classList.add('info');
       b.append(h('div', { class: 'banner-text', text: message ?? 'Starting the agent server…' }));
+    } else if (state.problem) {
+      b.classList.add('error', 'problem');
+      b.append(
+        h('div', { class: 'banner-text', text: state.problem }),
+        h(
+          'div',
+          { class: 'banner-actions' },
+          button('Set API Key', () => this.post({ type: 'command', command: 'setApiKey' }), 'primary'),
+          button('Open Settings', () => this.post({ type: 'command', command: 'openSettings' }), 'secondary'),
+          button('Show log', () => this.post({ type: 'command', command: 'showOutput' }), 'secondary'),
+          button('Dismiss', () => this.post({ type: 'dismissProblem' }), 'secondary'),
+        ),
+      );
     } else if (!state.workspaceUri) {
       b.classList.add('info');
       b.append(h('div', { class: 'banner-text', text: 'Open a folder: agent sessions belong to a workspace folder.' }));
@@ -270,11 +306,23 @@ export class ChatView {
     this.status.textContent =
       state.turn.status === 'stopping'
         ? 'Stopping…'
-        : busy
-          ? 'Working…'
-          : state.compacting
-            ? 'Compacting context…'
+        : state.compacting
+          ? 'Compacting context…'
+          : busy
+            ? 'Working…'
             : '';
+    if (this.compactAsked && !state.compacting && state.compactResult) {
+      this.compactAsked = false;
+      const result = state.compactResult;
+      this.compactStatus.textContent = literal(result.message);
+      this.compactStatus.dataset['outcome'] = result.outcome;
+      if (result.outcome === 'compacted') {
+        this.compactInput.value = '';
+        this.compactPanel.hidden = true;
+      } else {
+        this.compactPanel.hidden = false;
+      }
+    }
   }
 
   // ---- transcript ------------------------------------------------------------------------
@@ -365,12 +413,21 @@ export class ChatView {
   private renderUser(item: UserItem, state: ViewState): HTMLElement {
     const body = h('div', { class: 'body plain', text: item.text });
     const images = item.imageCount ? h('div', { class: 'meta', text: `${item.imageCount} image(s)` }) : null;
+    const failed = item.failed
+      ? h(
+          'div',
+          { class: 'not-sent' },
+          h('span', { class: 'meta', text: 'Not sent.' }),
+          button('Edit and send again', () => this.restore(item.text), 'link resend'),
+        )
+      : null;
     return h(
       'div',
-      { class: `item user${item.pending ? ' pending' : ''}` },
+      { class: `item user${item.pending ? ' pending' : ''}${item.failed ? ' failed' : ''}` },
       h('div', { class: 'role' }, h('span', { text: 'You' }), this.rewindButton(item, state)),
       body,
       images,
+      failed,
     );
   }
 
@@ -393,25 +450,32 @@ export class ChatView {
   }
 
   private renderToolCall(item: ToolCallItem): HTMLElement {
+    const denial = denialOf(item);
+    const status = denial ? 'rejected' : item.status;
     const details = this.collapsible(
       item.id,
       false,
-      `tool status-${item.status}`,
+      `tool status-${status}`,
       h('span', { class: `tool-icon kind-${item.toolKind}`, text: toolIcon(item.toolKind) }),
-      h('span', { class: 'tool-title', text: item.title }),
-      h('span', { class: `tool-status status-${item.status}`, text: statusLabel(item.status) }),
+      h('span', { class: 'tool-title', text: item.title, title: item.title }),
+      h('span', { class: `tool-status status-${status}`, text: statusLabel(status) }),
     );
     const body = h('div', { class: 'tool-body' });
+    if (denial) body.append(h('div', { class: 'denial', text: `Not run: ${denial}.` }));
     if (item.locations.length) {
       body.append(h('div', { class: 'meta', text: item.locations.map((l) => (l.line ? `${l.path}:${l.line}` : l.path)).join(', ') }));
     }
-    if (item.rawInput !== undefined) {
+    const diffs = item.content.filter((c) => c.type === 'diff');
+    const command = commandOf(item.toolKind, item.rawInput);
+    if (command !== undefined) {
+      body.append(h('div', { class: 'label', text: 'Command' }), h('pre', { class: 'code command', text: command }));
+    } else if (item.rawInput !== undefined && diffs.length === 0) {
       body.append(h('div', { class: 'label', text: 'Input' }), h('pre', { class: 'code', text: json(item.rawInput) }));
     }
     if (item.content.length) {
-      body.append(h('div', { class: 'label', text: 'Result' }));
+      body.append(h('div', { class: 'label', text: diffs.length ? 'Change' : 'Result' }));
       for (const c of item.content) body.append(renderToolContent(c));
-    } else if (item.rawOutput !== undefined) {
+    } else if (item.rawOutput !== undefined && !denial) {
       body.append(h('div', { class: 'label', text: 'Output' }), h('pre', { class: 'code', text: json(item.rawOutput) }));
     }
     details.append(body);
@@ -470,15 +534,22 @@ export class ChatView {
 
   private renderPermission(item: PermissionItem): HTMLElement {
     const card = h('div', { class: `card permission status-${item.status}` });
+    const call = item.toolCall;
     card.append(
       h(
         'div',
         { class: 'card-title' },
-        h('span', { class: `tool-icon kind-${item.toolCall.toolKind}`, text: toolIcon(item.toolCall.toolKind) }),
-        h('span', { text: `Allow ${item.toolCall.title}?` }),
+        h('span', { class: `tool-icon kind-${call.toolKind}`, text: toolIcon(call.toolKind) }),
+        h('span', { text: `Allow ${call.title}?` }),
       ),
-      h('pre', { class: 'code', text: json(item.toolCall.rawInput) }),
     );
+    // What the user approves, whole and readable: the command, the diff (a new file's
+    // content), or the arguments.
+    const diffs = (call.content ?? []).filter((c) => c.type === 'diff');
+    const command = commandOf(call.toolKind, call.rawInput);
+    if (diffs.length) for (const d of diffs) card.append(renderToolContent(d));
+    else if (command !== undefined) card.append(h('pre', { class: 'code command', text: command }));
+    else card.append(h('pre', { class: 'code', text: json(call.rawInput) }));
     if (item.status === 'pending') {
       const actions = h('div', { class: 'card-actions' });
       for (const option of item.options) {
@@ -519,10 +590,61 @@ export class ChatView {
 
 function renderToolContent(c: ToolCallContent): HTMLElement {
   if (c.type === 'content') return h('pre', { class: 'code', text: c.content.text });
-  const lines: string[] = [];
-  for (const line of (c.oldText ?? '').split('\n')) if (c.oldText !== null) lines.push(`- ${line}`);
-  for (const line of c.newText.split('\n')) lines.push(`+ ${line}`);
-  return h('div', { class: 'diff' }, h('div', { class: 'meta', text: c.path }), h('pre', { class: 'code', text: lines.join('\n') }));
+  const created = c.oldText === null;
+  const el = h('div', { class: `diff${created ? ' created' : ''}` }, h('div', { class: 'meta diff-path', text: created ? `New file ${c.path}` : c.path }));
+  const pre = h('pre', { class: 'code diff-lines' });
+  const lines = (c.diff ?? fallbackDiff(c.oldText, c.newText)).replace(/\n$/, '').split('\n');
+  for (const line of lines) {
+    if (line.startsWith('+++') || line.startsWith('---')) continue;
+    const kind = line.startsWith('+') ? 'add' : line.startsWith('-') ? 'del' : line.startsWith('@@') ? 'hunk' : 'ctx';
+    pre.append(h('span', { class: `line ${kind}`, text: `${line}\n` }));
+  }
+  el.append(pre);
+  return el;
+}
+
+/** Without the server's unified diff: every old line removed, every new line added. */
+function fallbackDiff(oldText: string | null, newText: string): string {
+  const removed = oldText === null ? [] : oldText.split('\n').map((l) => `-${l}`);
+  return [...removed, ...newText.split('\n').map((l) => `+${l}`)].join('\n');
+}
+
+/** The command of a command tool (kind `execute`), shown whole instead of as JSON. */
+function commandOf(kind: string, rawInput: unknown): string | undefined {
+  if (kind !== 'execute' || typeof rawInput !== 'object' || rawInput === null) return undefined;
+  const command = (rawInput as Record<string, unknown>)['command'];
+  return typeof command === 'string' ? command : undefined;
+}
+
+/** Why a tool call did not run, when the user (or a remembered answer) rejected it. */
+function denialOf(item: ToolCallItem): string | undefined {
+  const raw = item.rawOutput;
+  if (item.status !== 'failed' || typeof raw !== 'object' || raw === null) return undefined;
+  const r = raw as Record<string, unknown>;
+  if (r['permission'] !== 'denied') return undefined;
+  return typeof r['reason'] === 'string' ? r['reason'] : 'permission was denied';
+}
+
+function sessionLabel(s: SessionSummary): string {
+  const prompts = s.promptCount === undefined ? '' : ` · ${s.promptCount} prompt${s.promptCount === 1 ? '' : 's'}`;
+  return `${s.title || 'Untitled'} · ${dateTime(s.createdAt)}${prompts} · ${s.sessionId.slice(0, 8)}`;
+}
+
+function sessionDetail(s: SessionSummary): string {
+  return [
+    s.firstPrompt ? `First prompt: ${s.firstPrompt}` : undefined,
+    `Started ${dateTime(s.createdAt)}, last used ${relativeTime(s.updatedAt)}`,
+    `Session ${s.sessionId}`,
+  ]
+    .filter((line): line is string => line !== undefined)
+    .join('\n');
+}
+
+function dateTime(iso: string): string {
+  const t = new Date(iso);
+  if (Number.isNaN(t.getTime())) return iso;
+  const pad = (n: number): string => String(n).padStart(2, '0');
+  return `${t.getFullYear()}-${pad(t.getMonth() + 1)}-${pad(t.getDate())} ${pad(t.getHours())}:${pad(t.getMinutes())}`;
 }
 
 function toolIcon(kind: string): string {
@@ -550,6 +672,8 @@ function statusLabel(status: string): string {
       return 'done';
     case 'failed':
       return 'failed';
+    case 'rejected':
+      return 'rejected';
     default:
       return status;
   }

@@ -168,8 +168,36 @@ describe('SessionController', () => {
     server.onRequest('agent/session/list', () => ({ sessions: [] }));
     server.onRequest('agent/turn', () => new ResponseError(-32010, 'Set ANTHROPIC_API_KEY, or use provider "sim" to try it offline'));
     await controller.send('hello');
-    expect(controller.state.items.at(-1)).toMatchObject({ kind: 'notice', level: 'error' });
+    // The banner says what to do (with buttons); the prompt stays, marked not sent.
+    expect(controller.state.problem).toBe('Set ANTHROPIC_API_KEY, or use provider "sim" to try it offline');
+    expect(controller.state.items.at(-1)).toMatchObject({ kind: 'user', text: 'hello', pending: false, failed: expect.stringContaining('ANTHROPIC_API_KEY') });
     expect(configErrors).toEqual(['Set ANTHROPIC_API_KEY, or use provider "sim" to try it offline']);
+    // After the fix the server restarts: the banner goes.
+    controller.dispatch({ type: 'serverStatus', status: 'starting' }, { type: 'serverStatus', status: 'running' });
+    expect(controller.state.problem).toBeUndefined();
+    expect(controller.state.items.at(-1)).toMatchObject({ kind: 'user', text: 'hello' });
+  });
+
+  it('keeps a first prompt whose session could not be created', async () => {
+    const { controller, server, configErrors } = setup();
+    server.onRequest('agent/session/new', () => new ResponseError(-32010, 'No API key: set ANTHROPIC_API_KEY'));
+    await controller.send('explain the build');
+    expect(controller.state.sessionId).toBeUndefined();
+    expect(controller.state.items).toEqual([
+      expect.objectContaining({ kind: 'user', text: 'explain the build', failed: 'No API key: set ANTHROPIC_API_KEY' }),
+    ]);
+    expect(controller.state.turn.status).toBe('idle');
+    expect(configErrors).toHaveLength(1);
+    // Sent again once the key is there: the new session keeps the prompt that started it.
+    server.onRequest('agent/session/new', () => ({ sessionId: 's9', usage: usage('s9') }));
+    server.onRequest('agent/session/list', () => ({ sessions: [] }));
+    let finish: (value: unknown) => void = () => undefined;
+    server.onRequest('agent/turn', () => new Promise((resolve) => (finish = resolve)));
+    const sending = controller.send('explain the build');
+    await waitFor(() => controller.state.sessionId === 's9');
+    expect(controller.state.items.filter((i) => i.kind === 'user')).toHaveLength(1);
+    finish({ turnId: 't', stopReason: 'end_turn', usage: usage('s9') });
+    await sending;
   });
 
   it('reopens the newest session after a start', async () => {

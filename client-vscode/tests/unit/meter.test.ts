@@ -50,6 +50,18 @@ describe('meter text', () => {
     expect(m?.detail).toContain('Cache window #2');
   });
 
+  it("details the last turn's own usage and cost next to the last call", () => {
+    const m = meterFor({
+      ...usage(24_100, 32_768),
+      lastTurn: { input: 12, cacheRead: 9000, cacheWrite: 200, output: 40, cost: 0.0042, calls: 3 },
+      lastCall: { input: 2, cacheRead: 3100, cacheWrite: 50, output: 20, cost: 0.0012 },
+    });
+    expect(m?.detail).toContain(
+      'Last turn: 12 input, 9,000 cache read, 200 cache write, 40 output, $0.0042 (3 calls)',
+    );
+    expect(m?.detail).toContain('Last call: 2 input, 3,100 cache read, 50 cache write, 20 output, $0.0012');
+  });
+
   it('has no meter without usage or with an unknown window', () => {
     expect(meterFor(undefined)).toBeUndefined();
     expect(meterFor({ ...usage(10), size: 0 })).toBeUndefined();
@@ -66,5 +78,14 @@ describe('meter text', () => {
     expect(formatCost(0.00042)).toBe('$0.0004');
     expect(formatCost(0.5)).toBe('$0.500');
     expect(formatCost(12.345)).toBe('$12.35');
+  });
+});
+
+describe('past the compaction point', () => {
+  it('says the next request compacts first once the estimate is past the threshold', () => {
+    expect(meterFor(usage(70_000))?.pastThreshold).toBe(false);
+    const past = meterFor(usage(80_000));
+    expect(past?.pastThreshold).toBe(true);
+    expect(past?.detail).toContain('the next request compacts the history first');
   });
 });

@@ -296,6 +296,25 @@ describe('session load', () => {
     expect(kinds(items)).toEqual(['user', 'branch']);
     expect(items[0]).toMatchObject({ text: 'one' });
   });
+
+  it('shows an editor note as a note, not as something the user wrote', () => {
+    const note = '<editor-note>\nREADME.md changed on disk since you last read or wrote it.\n</editor-note>';
+    const { items } = itemsFromTranscript([
+      {
+        type: 'message',
+        entryId: 'n',
+        parentId: null,
+        message: { role: 'user', content: [{ type: 'text', text: note }], note: 'externalEdit' },
+      },
+      { type: 'message', entryId: 'p', parentId: 'n', message: { role: 'user', content: 'go on' } },
+    ]);
+    expect(kinds(items)).toEqual(['notice', 'user']);
+    expect(items[0]).toMatchObject({
+      level: 'info',
+      message: 'README.md changed on disk since you last read or wrote it.',
+    });
+    expect(items[1]).toMatchObject({ text: 'go on', parentId: 'n' });
+  });
 });
 
 describe('the recorded stream', () => {
@@ -331,5 +350,34 @@ describe('the recorded stream', () => {
     expect(live[8]).toMatchObject({ kind: 'compaction', status: 'completed', reason: 'overflow', tokensBefore: 31200, tokensAfter: 7400 });
     expect(state.usage).toMatchObject({ used: 24100, windowNumber: 3 });
     expect(state.turn).toMatchObject({ status: 'running', turnId: 't-0003', lastSeq: 2 });
+  });
+});
+
+describe('compaction requested by the user', () => {
+  it('keeps the outcome for the Compact panel, and says so when there was nothing to do', () => {
+    let state = reduce(withSession(), { type: 'compactRequested' });
+    expect(state.compacting).toBe(true);
+    state = reduce(state, { type: 'compactFinished', result: { outcome: 'noop', tokensBefore: 900, tokensAfter: 900, windowNumber: 1 } });
+    expect(state.compacting).toBe(false);
+    expect(state.compactResult?.outcome).toBe('noop');
+    expect(state.compactResult?.message).toMatch(/Nothing to compact yet.*instructions are kept/);
+    state = reduce(state, { type: 'compactRequested' });
+    expect(state.compactResult).toBeUndefined();
+    state = reduce(state, { type: 'compactFinished', result: { outcome: 'compacted', tokensBefore: 25000, tokensAfter: 6000, windowNumber: 2 } });
+    expect(state.compactResult).toEqual({ outcome: 'compacted', message: 'Compacted: 25,000 → 6,000 tokens.' });
+  });
+});
+
+describe('a prompt that never reached a session', () => {
+  it('stays in the transcript, marked, and a configuration problem goes to the banner', () => {
+    let state = reduce(initialState(), { type: 'promptSent', text: 'hello' });
+    state = reduce(state, { type: 'turnFailed', message: 'Set ANTHROPIC_API_KEY', configuration: true });
+    expect(state.items).toEqual([expect.objectContaining({ kind: 'user', text: 'hello', failed: 'Set ANTHROPIC_API_KEY', pending: false })]);
+    expect(state.problem).toBe('Set ANTHROPIC_API_KEY');
+    expect(state.turn.status).toBe('idle');
+    expect(reduce(state, { type: 'problemDismissed' }).problem).toBeUndefined();
+    const other = reduce(reduce(initialState(), { type: 'promptSent', text: 'x' }), { type: 'turnFailed', message: 'boom' });
+    expect(other.problem).toBeUndefined();
+    expect(kinds(other.items)).toEqual(['user', 'notice']);
   });
 });

@@ -1,0 +1,720 @@
+"""Context management in one place: what each model call sends, and why.
+
+Before each model call of a turn, `ContextManager.prepare` runs one pipeline, in this order
+(each decision a pure function of `context/`):
+
+1. **view**: project the ledger (`context.projection.project`) and estimate it
+   (`context.estimate`), once, into a `ContextView`;
+2. **refuse**: a prompt that cannot fit even alone (`context.trigger.find_oversized_prompt`)
+   is refused before anything is sent (PromptTooLargeError);
+3. **policy**: the context policy turns the view into the one to send. The product's policy,
+   `CompactNearWindow`, decides (`context.trigger.decide`: the threshold, a cut-off answer,
+   a size the provider already rejected) and compacts when it must; the benchmarks plug
+   their strategies in here instead (benchmarks/strategies.py);
+4. **guard**: a context whose estimate is over the window, or that holds one the provider
+   already rejected as too long (nothing compacted since), is not sent: the overflow
+   recovery runs instead.
+
+Every decision is emitted as a `ContextDecided` event carrying the estimate, the threshold
+and the window. `recover_overflow` is the one overflow recovery (invariant 8): one compaction
+with a fresh, bounded summary prompt (never a resend of the rejected request), and one retry
+only if that made the context smaller and below the threshold. `compact` is the one way a
+compaction runs (threshold, truncation, overflow or manual), and every model call it makes
+(summaries, a branch summary) goes through the one `ModelCall` the session injects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from agent_server.agent.events import (
+    CompactionFinished,
+    CompactionStarted,
+    ContextDecided,
+    EventSink,
+    Notice,
+    OverflowHappened,
+)
+from agent_server.context.cut_point import CutPoint, find_cut_point
+from agent_server.context.estimate import (
+    ContextEstimate,
+    estimate_context_tokens,
+    estimate_prefix_tokens,
+    estimate_tokens,
+)
+from agent_server.context.projection import Projection, project
+from agent_server.context.summary_prompt import (
+    INSTRUCTION_TOKENS,
+    MIN_SUMMARY_TOKENS,
+    SUMMARY_OUTPUT_TOKENS,
+    SUMMARY_SYSTEM_PROMPT,
+    build_branch_summary_prompt,
+    build_summary_instruction,
+    build_summary_prompt,
+    build_turn_prefix_prompt,
+    extract_file_operations,
+    fresh_prompt_tokens,
+    previous_summary_text,
+)
+from agent_server.context.trigger import (
+    CompactionSettings,
+    ContextAction,
+    ContextDecision,
+    DecisionReason,
+    compaction_threshold,
+    decide,
+    find_oversized_prompt,
+    has_uncompacted_truncation,
+    last_step_tokens,
+    max_kept_tokens,
+    should_compact,
+)
+from agent_server.errors import ContextOverflowError, PromptTooLargeError, ProviderError
+from agent_server.llm.messages import (
+    AssistantMessage,
+    Context,
+    Message,
+    TextContent,
+    ToolResultMessage,
+    ToolSpec,
+    Usage,
+    UserMessage,
+)
+from agent_server.llm.models import ModelInfo
+from agent_server.session.entries import (
+    CompactionDetails,
+    CompactionEntry,
+    CompactionReason,
+    Entry,
+    MessageEntry,
+)
+from agent_server.session.ledger import Ledger
+
+log = logging.getLogger(__name__)
+
+# One model call made for the context (a summary): (context, model, whether it shares the
+# session's cached prefix and call options, output budget) -> the answer. The session's
+# implementation retries what may succeed later, bills the call and announces waits; it
+# raises ContextOverflowError for a prompt too long, ProviderError for any other failure.
+ModelCall = Callable[[Context, ModelInfo, bool, int], Awaitable[AssistantMessage]]
+Outcome = Literal["compacted", "noop", "failed", "cancelled"]
+# A fresh summary prompt that is still rejected as too long is retried this many times, each
+# time with half the budget (the oldest messages left out), as Codex trims its summary request.
+FRESH_PROMPT_SHRINKS = 2
+
+
+@dataclass(frozen=True, slots=True)
+class ContextView:
+    """A context the next call could send, projected once and estimated once.
+
+    `entries` and `projection` are where it came from (Ledger.projection_entries and its
+    projection); a policy's own context has neither.
+    """
+
+    context: Context
+    estimate: ContextEstimate
+    model: ModelInfo
+    entries: tuple[Entry, ...] = ()
+    projection: Projection | None = None
+
+    @property
+    def tokens(self) -> int:
+        return self.estimate.tokens
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        return self.context.messages
+
+    @property
+    def system_prompt(self) -> str:
+        return self.context.system_prompt
+
+    @property
+    def tools(self) -> tuple[ToolSpec, ...]:
+        return self.context.tools
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionResult:
+    """What a compaction did. `view` is the context after it (the one before when nothing
+    was compacted)."""
+
+    outcome: Outcome
+    reason: CompactionReason
+    tokens_before: int
+    tokens_after: int
+    view: ContextView
+    entry: CompactionEntry | None = None
+    error: str | None = None
+
+
+class ContextPolicy(Protocol):
+    """A strategy for what each call sends. The product's is `CompactNearWindow`; the
+    benchmarks measure older ones (benchmarks/strategies.py) through the same seam. A policy
+    may keep its own state; the ledger stays the full, append-only record either way."""
+
+    name: str
+
+    async def prepare(self, view: ContextView, manager: ContextManager) -> ContextView:
+        """The context the next call sends, given the ledger's view of it."""
+        ...
+
+
+class CompactNearWindow:
+    """The product's policy: append only; compact once near the window (or after an answer
+    cut off by it, or when the context holds one the provider already rejected)."""
+
+    name = "default"
+
+    async def prepare(self, view: ContextView, manager: ContextManager) -> ContextView:
+        decision = manager.decide(view)
+        reason = decision.reason
+        if decision.action != "compact" or reason is None or reason == "oversized":
+            return view
+        result = await manager.compact(reason, view=view)
+        return result.view
+
+
+class ContextManager:
+    """Runs the context pipeline of one session and owns its state: the model and settings
+    in force, the one overflow recovery of the current prompt, the last context the provider
+    rejected as too long, the time of the last call, and the window numbers."""
+
+    def __init__(
+        self,
+        *,
+        ledger: Ledger,
+        system_prompt: str,
+        tools: tuple[ToolSpec, ...],
+        model: ModelInfo,
+        summary_model: ModelInfo,
+        settings: CompactionSettings,
+        call: ModelCall,
+        emit: EventSink,
+        clock: Callable[[], float] = time.time,
+        policy: ContextPolicy | None = None,
+    ) -> None:
+        self.ledger = ledger
+        self.system_prompt = system_prompt
+        self.tools = tools  # fixed for the session: part of the cached prefix
+        self.model = model
+        self.summary_model = summary_model
+        self.settings = settings
+        self.policy: ContextPolicy = policy or CompactNearWindow()
+        self.last_call_at: float | None = None
+        self.turn_id: str | None = None
+        self._call = call
+        self._emit = emit
+        self._clock = clock
+        self._recovered = False
+        self._rejected: tuple[str, ContextView] | None = None  # (model id, the view)
+        self._windows: dict[str, int] = {}  # compaction entry id -> its window number
+
+    # --- state --------------------------------------------------------------------------
+
+    def configure(
+        self, model: ModelInfo, summary_model: ModelInfo, settings: CompactionSettings
+    ) -> None:
+        """The model and settings from now on (a settings change, between turns)."""
+        self.model, self.summary_model, self.settings = model, summary_model, settings
+
+    def begin_turn(self, turn_id: str | None) -> None:
+        """A new prompt: it gets its own one overflow recovery."""
+        self.turn_id = turn_id
+        self._recovered = False
+
+    def record_call(self) -> None:
+        """A model call just ended (its time is what a cache-aware trigger will read)."""
+        self.last_call_at = self._clock()
+
+    @property
+    def threshold(self) -> int:
+        return compaction_threshold(self.model, self.settings)
+
+    # --- views ----------------------------------------------------------------------------
+
+    def view(self) -> ContextView:
+        """The ledger's context for the next call: projected once, estimated once."""
+        return self._view_of_entries(tuple(self.ledger.projection_entries()))
+
+    def view_of(self, messages: Sequence[Message]) -> ContextView:
+        """A view of a policy's own messages (with the session's system prompt and tools)."""
+        context = Context(self.system_prompt, self.tools, tuple(messages))
+        estimate = estimate_context_tokens(context, fresh_from=len(context.messages))
+        return ContextView(context, estimate, self.model)
+
+    def _view_of_entries(self, entries: tuple[Entry, ...]) -> ContextView:
+        projection = project(entries)
+        context = Context(self.system_prompt, self.tools, projection.messages)
+        estimate = estimate_context_tokens(context, fresh_from=projection.fresh_from)
+        return ContextView(context, estimate, self.model, entries, projection)
+
+    def window_number(self, view: ContextView) -> int:
+        """The cache cycle the view belongs to: compactions on its branch + 1, from the
+        ledger (counted once per compaction entry)."""
+        compaction = view.projection.compaction if view.projection is not None else None
+        if compaction is None:
+            return 1
+        number = self._windows.get(compaction.id)
+        if number is None:
+            branch = self.ledger.branch(compaction.id)
+            number = 1 + sum(1 for entry in branch if isinstance(entry, CompactionEntry))
+            self._windows[compaction.id] = number
+        return number
+
+    # --- the pipeline ---------------------------------------------------------------------
+
+    async def prepare(self) -> ContextView:
+        """The context the next call sends (see the module docstring for the steps).
+
+        Raises PromptTooLargeError for a prompt that cannot fit even alone, and
+        ContextOverflowError when the context is known not to fit and could not be made to.
+        """
+        view = self.view()
+        self._refuse_oversized(view)
+        view = await self.policy.prepare(view, self)
+        problem = self._known_too_large(view)
+        if problem is None:
+            return view
+        return await self.recover_overflow(view, problem, rejected=False)
+
+    def decide(self, view: ContextView) -> ContextDecision:
+        """The decision on `view` (context.trigger.decide), emitted as ContextDecided."""
+        decision = decide(
+            view.tokens,
+            self.model,
+            self.settings,
+            truncated=has_uncompacted_truncation(view.entries),
+            holds_rejected=self._holds_rejected(view),
+        )
+        self._announce(decision)
+        return decision
+
+    async def recover_overflow(
+        self, view: ContextView, problem: str, *, rejected: bool
+    ) -> ContextView:
+        """The one overflow recovery of the current prompt (invariant 8).
+
+        `view` is the context that was rejected (`rejected`) or that was not sent because it
+        is known not to fit. One compaction with a fresh, bounded summary prompt; returns the
+        context after it, to retry once with, when it is smaller and below the threshold.
+        Raises ContextOverflowError, saying what to do, when it gives up: a second overflow
+        of the same prompt, compaction off, or a compaction that did not make it fit.
+        """
+        turn_id = self.turn_id or ""
+        kind: Literal["rejected", "estimated"] = "rejected" if rejected else "estimated"
+        if rejected and view.entries:
+            self._rejected = (self.model.id, view)
+        if self._recovered or not self.settings.enabled:
+            raise self._give_up(turn_id, kind, view)
+        self._emit(OverflowHappened(turn_id, kind, "compacting", problem))
+        result = await self.compact("overflow", view=view)
+        after = result.view
+        if (
+            result.outcome == "compacted"
+            and after.tokens < view.tokens
+            and not should_compact(after.tokens, self.model, self.settings)
+            and self._known_too_large(after) is None
+        ):
+            self._emit(
+                OverflowHappened(
+                    turn_id,
+                    kind,
+                    "retrying",
+                    f"Compacted the history ({view.tokens} -> {after.tokens} tokens); "
+                    "retrying once.",
+                )
+            )
+            return after
+        raise self._give_up(turn_id, kind, after)
+
+    def _give_up(
+        self, turn_id: str, kind: Literal["rejected", "estimated"], view: ContextView
+    ) -> ContextOverflowError:
+        message = self.gave_up_message(view)
+        self._emit(OverflowHappened(turn_id, kind, "gaveUp", message))
+        return ContextOverflowError(message)
+
+    def gave_up_message(self, view: ContextView) -> str:
+        """Why the request cannot be sent, naming the largest message and what to do."""
+        window = self.model.context_window
+        largest = _largest_message(view)
+        what = ""
+        if largest is not None:
+            entry_id, message, tokens = largest
+            where = f" (entry {entry_id})" if entry_id else ""
+            what = (
+                f" The largest message is {_describe(message)}{where}, about {tokens:,} "
+                "tokens: rewind to before it, or shorten it."
+            )
+        off = "" if self.settings.enabled else " Automatic compaction is off (compaction.enabled)."
+        return (
+            f"The request is too large for {self.model.id}'s context window ({window:,} tokens) "
+            f"and compacting could not make it fit.{what}{off}"
+        )
+
+    # --- compaction -----------------------------------------------------------------------
+
+    async def compact(
+        self,
+        reason: CompactionReason,
+        *,
+        view: ContextView | None = None,
+        instructions: str | None = None,
+    ) -> CompactionResult:
+        """Fold the older history into a summary, once: append one CompactionEntry, or
+        nothing when there is nothing to summarise ("noop"), the summary failed, or it did not
+        make the context smaller ("failed")."""
+        view = view or self.view()
+        before = view.tokens
+        if reason == "manual":
+            self._announce(self._decision("compact", "manual", before))
+        if reason == "overflow":
+            self._recovered = True  # an overflow compaction is the prompt's one recovery
+        if reason == "truncation":
+            self._emit(
+                OverflowHappened(
+                    self.turn_id or "",
+                    "truncated",
+                    "compacting",
+                    "The last answer was cut off by the context window; compacting the history.",
+                )
+            )
+        assert view.projection is not None, "compaction needs a view of the ledger"
+        cut = self._cut(view, reason)
+        if not cut.can_compact:
+            return CompactionResult("noop", reason, before, before, view)
+
+        compaction_id = uuid.uuid4().hex[:12]
+        self._emit(CompactionStarted(compaction_id, reason, before))
+        previous = view.projection.compaction
+        details = extract_file_operations(
+            [*cut.summarize_messages, *cut.turn_prefix_messages],
+            previous.details if previous is not None else None,
+        )
+        spent: list[Usage] = []
+        try:
+            summary, split_turn_summary = await self._summary_of(
+                view, cut, reason, instructions, details, spent
+            )
+            if not summary:
+                raise ProviderError("the model returned an empty summary")
+        except asyncio.CancelledError:
+            self._emit(CompactionFinished(compaction_id, reason, "cancelled", before))
+            raise
+        except ProviderError as error:
+            return self._failed(compaction_id, reason, view, error.message)
+
+        usage = sum(spent, Usage())
+        candidate = CompactionEntry(
+            id="",
+            parent_id=self.ledger.leaf_id,
+            timestamp="",
+            summary=summary,
+            first_kept_entry_id=cut.first_kept_entry_id,
+            tokens_before=before,
+            tokens_after=None,
+            reason=reason,
+            details=details,
+            split_turn_summary=split_turn_summary,
+            model=self.summary_model.id,
+            usage=usage,
+        )
+        after = self._view_of_entries((*view.entries, candidate))
+        if after.tokens >= before:
+            return self._failed(
+                compaction_id,
+                reason,
+                view,
+                f"the summary did not make the context smaller ({before} -> {after.tokens} "
+                "tokens); it was discarded",
+            )
+        entry = self.ledger.append_compaction(
+            summary=summary,
+            first_kept_entry_id=cut.first_kept_entry_id,
+            tokens_before=before,
+            tokens_after=after.tokens,
+            reason=reason,
+            details=details,
+            split_turn_summary=split_turn_summary,
+            model=self.summary_model.id,
+            usage=usage,
+        )
+        self.ledger.sync()
+        assert after.projection is not None
+        after = dataclasses.replace(
+            after,
+            entries=(*view.entries, entry),
+            projection=dataclasses.replace(after.projection, compaction=entry),
+        )
+        self._emit(
+            CompactionFinished(
+                compaction_id,
+                reason,
+                "completed",
+                before,
+                tokens_after=after.tokens,
+                summary=summary,
+                first_kept_entry_id=entry.first_kept_entry_id,
+            )
+        )
+        return CompactionResult("compacted", reason, before, after.tokens, after, entry)
+
+    def _cut(self, view: ContextView, reason: CompactionReason) -> CutPoint:
+        """Where a compaction of `view` cuts. After an overflow the estimate is known to be
+        low (the provider counted more than the window where it counted `view.tokens`), so
+        the kept tail's budgets shrink in proportion, and a prompt gets no budget of its own:
+        keeping verbatim what was just rejected would be rejected again."""
+        scale = 1.0
+        prompt_tokens: int | None = (
+            self.threshold - self._prefix_tokens() - SUMMARY_OUTPUT_TOKENS
+        )  # a prompt awaiting its answer stays verbatim while the summary fits beside it
+        if reason == "overflow":
+            scale = min(1.0, view.tokens / self.model.context_window)
+            prompt_tokens = None
+        return find_cut_point(
+            view.entries,
+            keep_recent_tokens=int(self.settings.keep_recent_tokens * scale),
+            keep_recent_turns=self.settings.keep_recent_turns,
+            max_kept_tokens=int(max_kept_tokens(self.model, self.settings) * scale),
+            last_step_tokens=int(last_step_tokens(self.model, self.settings) * scale),
+            prompt_tokens=prompt_tokens,
+        )
+
+    def _failed(
+        self, compaction_id: str, reason: CompactionReason, view: ContextView, problem: str
+    ) -> CompactionResult:
+        self._emit(
+            CompactionFinished(compaction_id, reason, "failed", view.tokens, error=problem)
+        )
+        self._emit(Notice(self.turn_id, "warning", f"Compaction failed: {problem}"))
+        return CompactionResult("failed", reason, view.tokens, view.tokens, view, error=problem)
+
+    async def _summary_of(
+        self,
+        view: ContextView,
+        cut: CutPoint,
+        reason: CompactionReason,
+        instructions: str | None,
+        details: CompactionDetails,
+        spent: list[Usage],
+    ) -> tuple[str, str | None]:
+        """(summary, split-turn summary) of what `cut` folds away.
+
+        The cached request (the view plus one instruction, billed at the cache-read price) when
+        the settings ask for it, the summary model is the session's, the reason is not an
+        overflow (the context was just rejected: never resend it) and the window leaves room
+        for the answer; else, or when the cached answer is no summary, the fresh prompts.
+        """
+        assert view.projection is not None
+        model = self.model
+        room = model.context_window - view.tokens - INSTRUCTION_TOKENS
+        cached = (
+            self.settings.summary == "cached"
+            and self.summary_model.id == model.id
+            and reason != "overflow"
+            and room >= MIN_SUMMARY_TOKENS
+        )
+        previous = view.projection.compaction
+        if cached:
+            instruction = build_summary_instruction(
+                kept_messages=view.projection.count_from(cut.first_kept_entry_id),
+                previous_summary_in_context=previous is not None,
+                instructions=instructions,
+                file_operations=details,
+            )
+            request = Context(
+                self.system_prompt,
+                self.tools,
+                append_instruction(view.projection.messages, instruction),
+            )
+            budget = min(room, SUMMARY_OUTPUT_TOKENS, model.max_output)
+            try:
+                answer = await self._summary_call(request, model, True, budget, spent)
+                # A summary cut off by the window or max_tokens is not a summary.
+                if answer.stop_reason == "stop" and answer.text.strip():
+                    return answer.text.strip(), None
+            except ContextOverflowError:
+                pass  # the estimate was low (dense content): the fresh prompt is smaller
+        summary = ""
+        if cut.summarize or previous is not None:
+            summary = await self._fresh_summary(
+                lambda budget: build_summary_prompt(
+                    cut.summarize_messages,
+                    previous_summary=previous_summary_text(previous),
+                    instructions=instructions,
+                    file_operations=details,
+                    max_tokens=budget,
+                ),
+                spent,
+            )
+        split_turn_summary = None
+        if cut.turn_prefix:
+            split_turn_summary = (
+                await self._fresh_summary(
+                    lambda budget: build_turn_prefix_prompt(
+                        cut.turn_prefix_messages, instructions=instructions, max_tokens=budget
+                    ),
+                    spent,
+                )
+                or None
+            )
+        if not summary and split_turn_summary:
+            summary, split_turn_summary = split_turn_summary, None
+        return summary, split_turn_summary
+
+    async def _fresh_summary(self, prompt_for: Callable[[int], str], spent: list[Usage]) -> str:
+        """A summary from a fresh prompt that fits the summary model (prompt_for(budget) is
+        at most `budget` tokens); "" when the answer is no summary (cut off)."""
+        model = self.summary_model
+        budget = fresh_prompt_tokens(model.context_window, model.max_output)
+        output = min(SUMMARY_OUTPUT_TOKENS, model.max_output)
+        for shrink in range(FRESH_PROMPT_SHRINKS + 1):
+            prompt = prompt_for(budget)
+            context = Context(SUMMARY_SYSTEM_PROMPT, (), (UserMessage.of_text(prompt),))
+            try:
+                answer = await self._summary_call(context, model, False, output, spent)
+            except ContextOverflowError:
+                if shrink == FRESH_PROMPT_SHRINKS:
+                    raise
+                budget //= 2
+                continue
+            return answer.text.strip() if answer.stop_reason == "stop" else ""
+        return ""
+
+    async def _summary_call(
+        self, context: Context, model: ModelInfo, cached: bool, budget: int, spent: list[Usage]
+    ) -> AssistantMessage:
+        answer = await self._call(context, model, cached, budget)
+        self.record_call()
+        if answer.usage is not None:
+            spent.append(answer.usage)
+        return answer
+
+    # --- summaries for others -------------------------------------------------------------
+
+    async def summarise(self, messages: Sequence[Message], previous: str | None) -> str:
+        """A fresh summary of `messages`, folding in `previous`: for policies that keep their
+        own summaries (the benchmarks' baselines)."""
+        return await self._fresh_summary(
+            lambda budget: build_summary_prompt(
+                messages, previous_summary=previous, max_tokens=budget
+            ),
+            [],
+        )
+
+    async def summarise_branch(self, entries: Sequence[Entry]) -> str:
+        """A short summary of a branch left by a rewind (its entries, oldest first), as pi
+        does on tree navigation; "" when there is nothing to summarise."""
+        messages = [entry.message for entry in entries if isinstance(entry, MessageEntry)]
+        if not messages:
+            return ""
+        return await self._fresh_summary(
+            lambda budget: build_branch_summary_prompt(messages, max_tokens=budget), []
+        )
+
+    # --- pieces ---------------------------------------------------------------------------
+
+    def _prefix_tokens(self) -> int:
+        return estimate_prefix_tokens(self.system_prompt, self.tools)
+
+    def _refuse_oversized(self, view: ContextView) -> None:
+        oversized = find_oversized_prompt(
+            view.entries, prefix_tokens=self._prefix_tokens(), threshold=self.threshold
+        )
+        if oversized is None:
+            return
+        self._announce(self._decision("refuse", "oversized", view.tokens))
+        raise PromptTooLargeError(
+            f"Your message is too large to send: about {oversized.tokens:,} tokens, and "
+            f"{self.model.id} can take at most about {oversized.limit:,} in one message while "
+            f"leaving room for an answer ({self.model.context_window:,}-token window). It was "
+            "not sent, and the conversation continues from before it. Shorten it: send only "
+            "the part that matters, or save it to a file in the workspace and ask the agent to "
+            "read or search it.",
+            entry_id=oversized.entry_id,
+        )
+
+    def _known_too_large(self, view: ContextView) -> str | None:
+        """Why `view` must not be sent, if it is known not to fit; else None."""
+        window = self.model.context_window
+        if view.tokens > window:
+            return (
+                f"The request would be about {view.tokens:,} tokens, over {self.model.id}'s "
+                f"context window of {window:,}: it was not sent."
+            )
+        if self._holds_rejected(view):
+            return (
+                f"The request holds one {self.model.id} already rejected as too long (nothing "
+                "was compacted since): it was not sent."
+            )
+        return None
+
+    def _holds_rejected(self, view: ContextView) -> bool:
+        """Whether `view` extends the context the provider last rejected as too long: same
+        model, same latest compaction, and the rejected context's last entry on its path."""
+        if self._rejected is None or view.projection is None:
+            return False
+        model_id, rejected = self._rejected
+        if model_id != self.model.id or rejected.projection is None or not rejected.entries:
+            return False
+        last = rejected.entries[-1].id
+        return _compaction_id(rejected) == _compaction_id(view) and any(
+            entry.id == last for entry in view.entries
+        )
+
+    def _decision(
+        self, action: ContextAction, reason: DecisionReason, tokens: int
+    ) -> ContextDecision:
+        return ContextDecision(action, reason, tokens, self.threshold, self.model.context_window)
+
+    def _announce(self, decision: ContextDecision) -> None:
+        log.debug(
+            "context decision: %s (%s) at %d tokens, threshold %d, window %d",
+            decision.action,
+            decision.reason,
+            decision.tokens,
+            decision.threshold,
+            decision.window,
+        )
+        self._emit(ContextDecided(self.turn_id, decision))
+
+
+def append_instruction(messages: Sequence[Message], instruction: str) -> tuple[Message, ...]:
+    """`messages` plus one final user instruction, merged into a trailing user message so
+    that two user messages never sit in a row."""
+    if messages and isinstance(messages[-1], UserMessage):
+        last = messages[-1]
+        return (*messages[:-1], UserMessage((*last.content, TextContent(instruction))))
+    return (*messages, UserMessage.of_text(instruction))
+
+
+def _compaction_id(view: ContextView) -> str | None:
+    compaction = view.projection.compaction if view.projection is not None else None
+    return compaction.id if compaction is not None else None
+
+
+def _largest_message(view: ContextView) -> tuple[str | None, Message, int] | None:
+    """(entry id, message, tokens) of the largest message of the view."""
+    best: tuple[str | None, Message, int] | None = None
+    for index, message in enumerate(view.messages):
+        tokens = estimate_tokens(message)
+        if best is None or tokens > best[2]:
+            entry_id = view.projection.entry_ids[index] if view.projection is not None else None
+            best = (entry_id, message, tokens)
+    return best
+
+
+def _describe(message: Message) -> str:
+    if isinstance(message, ToolResultMessage):
+        return f"the result of the tool call {message.tool_name}"
+    if isinstance(message, AssistantMessage):
+        return "an answer of the model"
+    return "an editor note" if message.note is not None else "a message of yours"

@@ -1,0 +1,102 @@
+"""Text from the model, a file or a tool, shown literally.
+
+Whatever shows such text (the terminal, a notification, a log line; the editor's webview has
+the same rule in client-vscode/src/webview/literal.ts) shows the characters that are there
+and nothing else: no markup interpreted, no escape sequence acted on, nothing reordered or
+hidden. This module is the one definition of the characters that would act instead of
+showing, and of how they are shown instead:
+
+- C0 and C1 control characters and DEL (ESC starts a terminal's escape sequences; CR and BS
+  move back over what was printed), except the line breaks and tabs a caller keeps;
+- Unicode's bidirectional controls (U+202A-U+202E, U+2066-U+2069, U+200E, U+200F, U+061C),
+  which reorder the text around them ("Trojan Source");
+- invisible format characters that can hide or smuggle text: zero-width space, word joiner
+  and the invisible operators, the byte order mark, soft hyphen, the tag characters
+  (U+E0000-U+E007F), line and paragraph separators, lone surrogates.
+
+Each becomes a visible escape in Python's notation (`\\r`, `\\x1b`, `\\u202e`, `\\U000e0041`). The
+zero-width joiner and non-joiner are left alone: scripts and emoji need them, and they hide
+nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterator
+
+_INVISIBLE = (
+    "\x00-\x08\x0b-\x1f\x7f-\x9f"  # C0 (except tab and newline), DEL, C1
+    "\u00ad\u061c\u180e"  # soft hyphen, Arabic letter mark, Mongolian vowel separator
+    "\u200b\u200e\u200f"  # zero-width space, left-to-right and right-to-left marks
+    "\u2028\u2029"  # line and paragraph separators
+    "\u202a-\u202e"  # bidi embeddings and overrides
+    "\u2060-\u2064"  # word joiner, invisible operators
+    "\u2066-\u206f"  # bidi isolates, deprecated format controls
+    "\ufeff\ufff9-\ufffb"  # byte order mark, interlinear annotation controls
+    "\U000e0000-\U000e007f"  # tag characters
+    "\ud800-\udfff"  # lone surrogates
+)
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_PATTERNS: dict[str, re.Pattern[str]] = {}
+
+
+def _pattern(keep: str) -> re.Pattern[str]:
+    """The characters to escape; `keep` may spare the tab and the newline, nothing else."""
+    pattern = _PATTERNS.get(keep)
+    if pattern is None:
+        if set(keep) - {"\n", "\t"}:
+            raise ValueError(f"only line breaks and tabs can be kept, not {keep!r}")
+        spared = "".join(ch for ch in "\t\n" if ch not in keep)
+        pattern = _PATTERNS[keep] = re.compile(f"[{_INVISIBLE}{re.escape(spared)}]")
+    return pattern
+
+
+def escape_of(char: str) -> str:
+    """The visible stand-in for one character: `\\x1b`, `\\u202e`, `\\U000e0041`."""
+    named = _NAMED.get(char)
+    if named is not None:
+        return named
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def pieces(text: str, *, keep: str = "\n\t") -> Iterator[tuple[str, bool]]:
+    """`text` as runs of (literal text, False) and (escape, True), in order; a CR LF line
+    ending counts as a line break when line breaks are kept."""
+    if "\n" in keep:
+        text = text.replace("\r\n", "\n")
+    start = 0
+    for match in _pattern(keep).finditer(text):
+        if match.start() > start:
+            yield text[start : match.start()], False
+        yield escape_of(match.group()), True
+        start = match.end()
+    if start < len(text):
+        yield text[start:], False
+
+
+def literal(text: str, *, keep: str = "\n\t") -> str:
+    """`text` with every character that would act instead of showing replaced by its
+    escape; `keep` lists the line breaks and tabs that stay (pass "" for one line)."""
+    if not _pattern(keep).search(text) and ("\r\n" not in text or "\n" not in keep):
+        return text
+    return "".join(piece for piece, _escaped in pieces(text, keep=keep))
+
+
+def has_hidden(text: str) -> bool:
+    """Whether `text` holds a character that `literal` would escape (line breaks and tabs
+    aside)."""
+    return _pattern("\n\t").search(text.replace("\r\n", "\n")) is not None
+
+
+class LiteralLogFormatter(logging.Formatter):
+    """Log lines that cannot forge other lines or act on a terminal: a message's own line
+    breaks and control characters are escaped; a traceback keeps its lines."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return literal(super().formatMessage(record), keep="\t")

@@ -1,0 +1,32 @@
+/**
+ * Text from the model, a file or a tool, shown literally (the same rule as the server's
+ * agent_server/literal.py): control characters (C0, C1, DEL), bidirectional controls and
+ * invisible format characters (zero-width space, word joiner, BOM, soft hyphen, tag
+ * characters, line and paragraph separators, lone surrogates) become visible escapes in
+ * Python's notation (`\x1b`, `\u202e`, `\U000e0041`), so nothing is hidden, reordered or made
+ * to look like something else. Line breaks and tabs stay unless `keep` says otherwise; the
+ * zero-width joiner and non-joiner stay (scripts and emoji need them).
+ */
+const INVISIBLE =
+  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b\u200e\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\u{e0000}-\u{e007f}\ud800-\udfff]/gu;
+const NAMED: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+export function escapeOf(char: string): string {
+  const named = NAMED[char];
+  if (named) return named;
+  const code = char.codePointAt(0) ?? 0;
+  if (code < 0x100) return `\\x${code.toString(16).padStart(2, '0')}`;
+  if (code < 0x10000) return `\\u${code.toString(16).padStart(4, '0')}`;
+  return `\\U${code.toString(16).padStart(8, '0')}`;
+}
+
+/** `text` with every character that would act instead of showing replaced by its escape.
+ * `keep`: which of line break and tab stay as they are (default both). */
+export function literal(text: string, keep: { newline?: boolean; tab?: boolean } = {}): string {
+  const newline = keep.newline ?? true;
+  const tab = keep.tab ?? true;
+  const source = newline ? text.replace(/\r\n/g, '\n') : text;
+  const replaced = source.replace(INVISIBLE, escapeOf);
+  if (newline && tab) return replaced;
+  return replaced.replace(newline ? /\t/g : tab ? /\n/g : /[\n\t]/g, escapeOf);
+}

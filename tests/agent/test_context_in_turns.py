@@ -1,0 +1,236 @@
+"""Context management in real turns: the agent against the simulator over real HTTP.
+
+The ways it used to fail: a huge paste that stuck the session, a rewind that merged two
+prompts, an editor note taken for the user's words and forgotten after a reload, and no
+per-turn usage.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import random
+import time
+from pathlib import Path
+
+from agent_server.agent import events
+from agent_server.agent.settings import AgentSettings
+from agent_server.agent.workspace import WorkspaceAgent
+from agent_server.context.summary_prompt import BRANCH_SUMMARY_PREFIX, SUMMARY_REQUEST_MARKER
+from agent_server.context.trigger import CompactionSettings
+from agent_server.llm.messages import UserMessage
+from agent_server.session.entries import BranchEntry, MessageEntry
+from agent_server.sim.request_checks import check_requests
+from agent_server.sim.scenario import default_scenario
+from tests.agent.conftest import FAST_RETRY, agent_run
+
+PROMPTS = default_scenario().prompts
+LARGE = AgentSettings(permissions_mode="allowAll", model="sim-large")  # a 200k window
+
+
+def log_paste(size: int) -> str:
+    """A pasted log of about `size` characters."""
+    rng = random.Random(7)
+    lines = ["Why is this job so slow?"]
+    while sum(len(line) + 1 for line in lines) < size:
+        lines.append(
+            f"2026-01-{rng.randint(1, 28):02d} INFO worker-{rng.randint(1, 64)} processed job "
+            f"{rng.randint(1, 10**9)} in {rng.random():.3f}s status=ok"
+        )
+    return "\n".join(lines)
+
+
+def carries(record: object, text: str) -> bool:
+    return text in json.dumps(record.request, ensure_ascii=False)  # type: ignore[attr-defined]
+
+
+def user_texts(body: dict) -> list[str]:  # type: ignore[type-arg]
+    """The text blocks of each user message of an Anthropic request body, joined."""
+    return [
+        "\n".join(b.get("text", "") for b in message["content"] if b.get("type") == "text")
+        for message in body["messages"]
+        if message["role"] == "user"
+    ]
+
+
+async def test_a_huge_paste_is_refused_at_once_and_the_session_stays_usable(
+    tmp_path: Path,
+) -> None:
+    paste = log_paste(1_200_000)  # 1.2 MB: about 300k tokens by chars/4 on a 200k window
+    marker = paste.splitlines()[1]
+    async with agent_run(tmp_path, settings=LARGE) as run:
+        outcomes = []
+        for prompt in (paste, PROMPTS[0], paste, PROMPTS[1]):
+            before = len(run.model_requests)
+            result = await run.session.run_turn(prompt)
+            outcomes.append((result.stop_reason, result.error_code, len(run.model_requests) - before))
+        # Each paste: refused before any request; each normal prompt after it: answered.
+        assert [(stop, code) for stop, code, _ in outcomes] == [
+            ("error", "prompt_too_large"),
+            ("end_turn", None),
+            ("error", "prompt_too_large"),
+            ("end_turn", None),
+        ]
+        assert outcomes[0][2] == outcomes[2][2] == 0
+        assert all(r.status == 200 for r in run.model_requests)  # nothing rejected, ever
+        assert not any(carries(r, marker) for r in run.model_requests)
+        refused = [n.message for n in run.of(events.Notice) if n.level == "error"]
+        assert len(refused) == 2 and "Shorten it" in refused[0]
+        # The paste is kept, on a branch of its own; the conversation went on without it.
+        pastes = [
+            e for e in run.session.ledger.entries
+            if isinstance(e, MessageEntry) and marker in str(e.message)
+        ]
+        assert len(pastes) == 2
+        branch = {e.id for e in run.session.ledger.branch()}
+        assert not any(e.id in branch for e in pastes)
+        assert check_requests(run.sim.records).ok
+
+
+async def test_dense_content_rejected_by_the_provider_is_recovered_once_and_not_resent(
+    tmp_path: Path,
+) -> None:
+    # Base64 counts about twice what chars/4 says: estimated under the threshold, really
+    # over the window.
+    blob = base64.encodebytes(random.Random(3).randbytes(420_000)).decode()
+    async with agent_run(tmp_path, settings=LARGE) as run:
+        first = await run.session.run_turn("Decode this:\n" + blob)
+        assert first.stop_reason == "end_turn", first
+        statuses = [(r.status, r.source) for r in run.model_requests]
+        assert statuses[0][0] == 400  # the one rejection
+        assert statuses[1] == (200, "summary")
+        assert all(status == 200 for status, _ in statuses[1:])
+        # The summary request was fresh and bounded: not the rejected request again.
+        summary_request = json.dumps(run.model_requests[1].request)
+        assert len(summary_request) < len(blob) // 4
+        overflow = [(o.kind, o.action) for o in run.of(events.OverflowHappened)]
+        assert overflow == [("rejected", "compacting"), ("rejected", "retrying")]
+        second = await run.session.run_turn(PROMPTS[0])
+        assert second.stop_reason == "end_turn"
+        assert all(r.status == 200 for r in run.model_requests[len(statuses) :])
+
+
+async def test_rewinding_to_a_prompt_asks_again_without_the_old_prompt(tmp_path: Path) -> None:
+    async with agent_run(tmp_path) as run:
+        await run.session.run_turn(PROMPTS[0])
+        await run.session.run_turn(PROMPTS[1])
+        second = next(
+            e for e in reversed(run.session.ledger.branch())
+            if isinstance(e, MessageEntry) and e.message == UserMessage.of_text(PROMPTS[1])
+        )
+        rewound = await run.session.rewind(second.id)
+        assert rewound.prompt == UserMessage.of_text(PROMPTS[1]).content  # to edit and resend
+        assert rewound.summary is None
+        before = len(run.model_requests)
+        result = await run.session.run_turn(PROMPTS[2])
+        assert result.stop_reason == "end_turn"
+        body = run.model_requests[before].request
+        texts = user_texts(body)
+        assert texts[-1] == PROMPTS[2]  # the new prompt alone, not merged with the old one
+        assert not any(PROMPTS[1] in text for text in texts)
+        assert any(PROMPTS[0] in text for text in texts)  # the history up to that point
+
+
+async def test_a_rewind_can_leave_a_summary_of_the_branch_behind(tmp_path: Path) -> None:
+    async with agent_run(tmp_path) as run:
+        await run.session.run_turn(PROMPTS[0])
+        start = next(e for e in run.session.ledger.branch() if isinstance(e, MessageEntry))
+        await run.session.run_turn(PROMPTS[1])
+        before = len(run.model_requests)
+        rewound = await run.session.rewind(start.id, summarize=True)
+        summary_requests = run.model_requests[before:]
+        assert [r.source for r in summary_requests] == ["summary"]
+        assert carries(summary_requests[0], PROMPTS[1])
+        assert rewound.summary
+        branch = run.session.ledger.get(rewound.leaf_id)
+        assert isinstance(branch, BranchEntry) and branch.summary == rewound.summary
+        await run.session.run_turn(PROMPTS[2])
+        texts = user_texts(run.model_requests[-1].request)
+        assert any(f"<editor-note>\n{BRANCH_SUMMARY_PREFIX}" in text for text in texts)
+        assert not any(PROMPTS[1] in text and "<editor-note>" not in text for text in texts)
+
+
+async def test_an_external_edit_is_a_marked_note_that_the_summary_does_not_take_as_a_request(
+    tmp_path: Path,
+) -> None:
+    fresh = CompactionSettings(summary="fresh", keep_recent_turns=1)
+    settings = AgentSettings(permissions_mode="allowAll", compaction=fresh)
+    async with agent_run(tmp_path, settings=settings) as run:
+        await run.session.run_turn(PROMPTS[0])  # reads README.md
+        (run.workspace / "README.md").write_text("# rewritten by the user\n")
+        await run.session.run_turn(PROMPTS[1])
+        notes = [
+            e for e in run.session.ledger.branch()
+            if isinstance(e, MessageEntry) and isinstance(e.message, UserMessage) and e.message.note
+        ]
+        assert [n.message.note for n in notes] == ["externalEdit"]  # type: ignore[union-attr]
+        prompt = run.session.ledger.get(
+            next(e.id for e in run.session.ledger.branch() if e.parent_id == notes[0].id)
+        )
+        assert isinstance(prompt, MessageEntry)
+        assert prompt.message == UserMessage.of_text(PROMPTS[1])  # the prompt is the user's alone
+        body = next(r.request for r in run.model_requests if carries(r, PROMPTS[1]))
+        last = user_texts(body)[-1]
+        assert last.startswith("<editor-note>\nREADME.md changed on disk")
+        assert last.endswith(PROMPTS[1])  # the prompt is still the last text
+        await run.session.run_turn(PROMPTS[2])
+        compacted = await run.session.compact()  # summarises the first two turns
+        assert compacted.outcome == "compacted"
+        summary_body = json.dumps(run.model_requests[-1].request, ensure_ascii=False)
+        assert SUMMARY_REQUEST_MARKER in summary_body
+        assert "[Editor note]: README.md changed on disk" in summary_body
+        assert "[User]: <editor-note>" not in summary_body
+
+
+async def test_files_read_are_known_again_after_a_reload(tmp_path: Path) -> None:
+    async with agent_run(tmp_path) as run:
+        await run.session.run_turn(PROMPTS[0])  # reads README.md
+        session_id = run.session.session_id
+        workspace, base_url = run.workspace, run.session.settings.base_url
+        settings = run.session.settings
+        await run.session.close()
+        # Edited while no server runs (stamped a little later, as a human edit would be).
+        readme = workspace / "README.md"
+        readme.write_text("# changed while the editor was closed\n")
+        later = time.time() + 5
+        os.utime(readme, (later, later))
+        agent = WorkspaceAgent(workspace, settings.with_overrides(base_url=base_url), retry=FAST_RETRY)
+        try:
+            reopened = agent.open(session_id)
+            before = len(run.model_requests)
+            await reopened.run_turn(PROMPTS[1])
+            texts = user_texts(run.model_requests[before].request)
+            assert texts[-1].startswith("<editor-note>\nREADME.md changed on disk")
+            assert "pyproject" not in texts[-1].split("</editor-note>")[0]  # only what changed
+        finally:
+            await agent.close()
+
+
+async def test_each_turn_reports_its_own_usage_next_to_the_session_totals(tmp_path: Path) -> None:
+    async with agent_run(tmp_path) as run:
+        results = []
+        for prompt in PROMPTS[:3]:
+            start = len(run.model_requests)
+            result = await run.session.run_turn(prompt)
+            records = [r for r in run.model_requests[start:] if r.tokens is not None]
+            results.append((result, records))
+        for result, records in results:
+            assert result.calls == len(records)
+            assert result.usage.input == sum(r.tokens.input for r in records)
+            assert result.usage.cache_read == sum(r.tokens.cache_read for r in records)
+            assert result.usage.cache_write == sum(r.tokens.cache_write for r in records)
+            assert result.usage.output == sum(r.tokens.output for r in records)
+            assert result.usage.cost.total > 0
+        # The usage update at the end of each turn carries the turn, and the session's sums.
+        ends = [i for i, e in enumerate(run.events) if isinstance(e, events.TurnEnded)]
+        for (result, _records), end in zip(results, ends, strict=True):
+            update = run.events[end - 1]
+            assert isinstance(update, events.UsageUpdated)
+            assert update.snapshot.turn == result.usage
+            assert update.snapshot.turn_calls == result.calls
+        snapshot = run.session.usage_snapshot()
+        total = sum((result.usage for result, _ in results), start=results[0][0].usage.__class__())
+        assert snapshot.session.input == total.input
+        assert snapshot.calls == sum(result.calls for result, _ in results)
+        assert abs(snapshot.cost - total.cost.total) < 1e-9

