@@ -88,7 +88,9 @@ def test_an_unrecoverable_overflow_is_printed_once_and_names_the_model(tmp_path:
     )  # as words: one argument may not be longer than 128 KiB
     assert done.returncode == 1
     out = done.stdout
-    assert out.count("Remove or shorten a large message") == 1, out[-3000:]
+    # Too large for the window even alone: refused before sending, said once, naming the model.
+    assert out.count("Your message is too large to send") == 1, out[-3000:]
+    assert "sim-small" in out
     # The simulator's stand-in key is not a secret: nothing is scrubbed to "[redacted]".
     assert "[redacted]" not in out + done.stderr
 
