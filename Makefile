@@ -4,7 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-python test-acp-node lint typecheck bench bench-quick system-deps clean
+.PHONY: demo test test-python test-acp-node lint typecheck bench bench-quick bench-peers \
+	system-deps clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -49,6 +50,11 @@ bench: $(STAMP)
 
 bench-quick: $(STAMP)
 	$(BIN)/agent-server bench --quick
+
+# pi, Claude Code and Codex (from npm, pinned, cached in ~/.cache/agent-server/peers) and
+# agent-server on one scripted session against the simulator. Not in CI: a few hundred MB.
+bench-peers: $(STAMP)
+	$(BIN)/agent-server bench peers
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache client-vscode/node_modules client-vscode/dist \

@@ -11,7 +11,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import get_args
+from typing import Any, get_args
 
 from agent_server.agent.settings import PROVIDERS, PermissionModeName
 
@@ -77,8 +77,19 @@ def build_parser() -> argparse.ArgumentParser:
     bench = commands.add_parser(
         "bench", help="run the benchmarks (from a source checkout) and print their tables"
     )
+    bench.add_argument(
+        "suite", nargs="?", choices=["peers"],
+        help="peers: pi, Claude Code and Codex (installed from npm) and agent-server on one "
+        "scripted session against the simulator",
+    )
     bench.add_argument("--quick", action="store_true", help="smaller sizes: under a minute")
     bench.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    bench.add_argument("--clients", metavar="LIST",
+                       help="peers: comma-separated, of agent-server,pi,claude-code,codex")
+    bench.add_argument("--models", metavar="LIST",
+                       help="peers: comma-separated simulated models (default sim-large,sim-small)")
+    bench.add_argument("--out", metavar="DIR",
+                       help="peers: where the request logs go (default .bench/peers/<time>)")
 
     return parser
 
@@ -93,7 +104,8 @@ def _settings_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="settings file (default: the user config directory)")
 
 
-def run_bench(quick: bool, json_path: Path | None) -> int:
+def run_bench(quick: bool, json_path: Path | None, peers: dict[str, Any] | None = None
+              ) -> int:
     """The benchmarks live in the repository's `benchmarks/` package, next to `agent_server/`,
     and are not installed with the wheel: run them from a checkout."""
     import importlib
@@ -120,6 +132,10 @@ def run_bench(quick: bool, json_path: Path | None) -> int:
             file=sys.stderr,
         )
         return 2
+    if peers is not None:
+        peers_module = importlib.import_module("benchmarks.peers")
+        peer_status: int = peers_module.main(**peers)
+        return peer_status
     status: int = benchmarks.main(quick=quick, json_path=json_path)
     return status
 
@@ -171,5 +187,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_cli(args)
     if args.command == "bench":
-        return run_bench(args.quick, Path(args.json) if args.json else None)
+        peers: dict[str, Any] | None = None
+        if args.suite == "peers":
+            peers = {}
+            if args.clients:
+                peers["clients"] = [c.strip() for c in args.clients.split(",") if c.strip()]
+            if args.models:
+                peers["models"] = [m.strip() for m in args.models.split(",") if m.strip()]
+            if args.out:
+                peers["out_dir"] = Path(args.out)
+        return run_bench(args.quick, Path(args.json) if args.json else None, peers)
     raise AssertionError(f"unhandled command {args.command}")

@@ -6,12 +6,17 @@ HTTP, once through the Anthropic Messages API and once through OpenAI Chat Compl
 bill comes from the simulator's request log (tokens per request, as the API answered them)
 at the registry's list prices for BENCHMARK_CLAUDE_MODEL and BENCHMARK_GPT_MODEL.
 
-The lower bound is computed from the default strategy's own request stream, per API: with an
-ideal cache (no expiry, no minimum size, no breakpoint limits, any earlier request's prefix
-reusable), the tokens of request i that begin like an earlier request, up to the longest such
-prefix (block-granular, as the simulator caches), are billed at the cache-read price; the
-rest are new and billed once at the cache-write price (OpenAI bills no writes: the input
-price); output at the output price.
+Each strategy's cache efficiency is its perfect-cache bill over its real bill. The perfect-cache
+bill (`lower_bound`) re-prices the strategy's own request stream with an ideal cache (no
+expiry, no minimum size, no breakpoint limits, any earlier request's prefix reusable): the
+tokens of request i that begin like an earlier request, up to the longest such prefix
+(block-granular, as the simulator caches), at the cache-read price; the rest, new, once at the
+cache-write price (OpenAI bills no writes: the input price); output at the output price. It
+says how much a strategy loses to its cache misses, not whether its stream is a cheap one:
+compare costs for that.
+
+The workload's turns are separated by idle gaps (`Workload.idle_gaps`), three of them longer
+than the 5-minute cache lifetime; the simulator's clock (`IdleClock`) jumps over them.
 """
 
 from __future__ import annotations
@@ -85,6 +90,20 @@ class RunLog:
     seconds: float
 
 
+class IdleClock:
+    """The simulator's clock: the wall clock plus the idle gaps the workload has passed, so
+    that a pause longer than a cache's lifetime expires it without waiting."""
+
+    def __init__(self) -> None:
+        self._offset = 0.0
+
+    def now(self) -> float:
+        return time.time() + self._offset
+
+    def advance(self, seconds: float) -> None:
+        self._offset += seconds
+
+
 def open_session(
     workspace: Path, settings: AgentSettings, policy: ContextPolicy | None
 ) -> AgentSession:
@@ -104,7 +123,8 @@ async def run_strategy(strategy: Strategy, workload: Workload, api: Api, root: P
     workspace = run_dir / "workspace"
     workload.write(workspace)
     scenario = parse_scenario(dict(workload.scenario), str(workload.scenario["name"]))
-    simulator = Simulator(scenario=scenario)
+    clock = IdleClock()
+    simulator = Simulator(scenario=scenario, clock=clock.now)
     started = time.perf_counter()
     stops: Counter[str] = Counter()
     async with SimServer(simulator) as server:
@@ -119,7 +139,9 @@ async def run_strategy(strategy: Strategy, workload: Workload, api: Api, root: P
         )
         session = open_session(workspace, settings, strategy.policy() if strategy.policy else None)
         try:
-            for prompt in workload.prompts:
+            gaps = workload.idle_gaps
+            for index, prompt in enumerate(workload.prompts):
+                clock.advance(gaps.get(index, 0.0))
                 result = await session.run_turn(prompt)
                 stops[result.stop_reason] += 1
         finally:
@@ -181,7 +203,9 @@ class Bill:
 
 
 def model_records(records: Iterable[RequestRecord]) -> list[RequestRecord]:
-    return [r for r in records if r.api in ("anthropic-messages", "openai-chat")]
+    return [
+        r for r in records if r.api in ("anthropic-messages", "openai-chat", "openai-responses")
+    ]
 
 
 def bill(records: Iterable[RequestRecord], model: ModelInfo, *, uncached: bool = False) -> Bill:
@@ -282,7 +306,8 @@ class StrategyFigures:
     cost: float
     cost_parts: dict[str, float]  # input, cacheRead, cacheWrite, output
     vs_default: float
-    vs_lower_bound: float
+    perfect_cache_cost: float  # the same requests with an ideal cache (lower_bound)
+    cache_efficiency: float  # perfect_cache_cost / cost: 1.0 loses nothing to the cache
     cache_read_share: float
     calls: int  # the session's own model calls
     summaries: int
@@ -340,12 +365,11 @@ def workload_stats(workload: Workload, default: RunLog) -> dict[str, Any]:
     }
 
 
-def figures_of(
-    strategy: Strategy, log: RunLog, default: Bill, bound: LowerBound
-) -> StrategyFigures:
+def figures_of(strategy: Strategy, log: RunLog, default: Bill) -> StrategyFigures:
     model = price_model(log.api)
     repriced = log.api == "openai" and strategy.cache_retention == "none"
     result = bill(log.records, model, uncached=repriced)
+    perfect = lower_bound(log.records, model)
     failed_turns = sum(n for reason, n in log.stop_reasons.items() if reason != "end_turn")
     return StrategyFigures(
         strategy=strategy.name,
@@ -360,7 +384,8 @@ def figures_of(
             "output": result.cost_output,
         },
         vs_default=result.cost / default.cost if default.cost else 0.0,
-        vs_lower_bound=result.cost / bound.cost if bound.cost else 0.0,
+        perfect_cache_cost=perfect.cost,
+        cache_efficiency=perfect.cost / result.cost if result.cost else 0.0,
         cache_read_share=result.cache_read_share,
         calls=result.requests - result.summaries,
         summaries=result.summaries,
@@ -395,8 +420,8 @@ async def run_api(
     only: Sequence[str] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> ApiResult:
-    """Every strategy through one API. Each run's log is billed as soon as the run ends and
-    then dropped: only the default's is kept, for the lower bound."""
+    """Every strategy through one API. Each run's log is billed (and its perfect-cache bill
+    computed) as soon as the run ends, then dropped."""
     started = time.perf_counter()
     chosen = [s for s in strategies() if only is None or s.name in only or s.name == "default"]
     model = price_model(api)
@@ -414,7 +439,7 @@ async def run_api(
             stats = workload_stats(workload, log)
             if api == "anthropic":
                 check = check_summary(check_requests(log.records))
-        figures.append(figures_of(strategy, log, default_bill, bound))
+        figures.append(figures_of(strategy, log, default_bill))
         del log
     return ApiResult(
         api=api,

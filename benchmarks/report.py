@@ -8,7 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-GOAL_LOWER_BOUND = 1.10  # the default within 1.10x of the lower bound
+GOAL_LOWER_BOUND = 1.10  # the default within 1.10x of its own perfect-cache bill
 GOAL_VS_COLLAPSING = 0.5  # at most half the cost of observation collapsing
 GOAL_SCALE = 2.0  # harness time per turn at the largest size at most 2x that at 100 entries
 
@@ -57,7 +57,6 @@ def workload_table(stats: Mapping[str, Any]) -> Table:
 
 
 def cost_table(api_result: Mapping[str, Any]) -> Table:
-    bound = api_result["lowerBound"]
     figures = api_result["strategies"]
     model = figures[0]["price_model"]
     table = Table(
@@ -68,7 +67,7 @@ def cost_table(api_result: Mapping[str, Any]) -> Table:
         ("strategy", "left"),
         ("cost", "right"),
         ("× default", "right"),
-        ("× lower bound", "right"),
+        ("cache efficiency", "right"),
         ("cache-read share", "right"),
         ("summaries", "right"),
         ("peak context", "right"),
@@ -92,39 +91,28 @@ def cost_table(api_result: Mapping[str, Any]) -> Table:
             f["strategy"],
             _money(f["cost"]),
             _ratio(f["vs_default"]),
-            _ratio(f["vs_lower_bound"]),
+            f"{f['cache_efficiency']:.1%}",
             f"{f['cache_read_share']:.1%}",
             str(f["summaries"]),
             format_tokens(f["peak_context"]),
             str(f["failed"]),
             ", ".join(notes),
         )
-    default_cost = figures[0]["cost"]
-    table.add_row(
-        "lower bound",
-        _money(bound["cost"]),
-        _ratio(bound["cost"] / default_cost if default_cost else 0.0),
-        _ratio(1.0),
-        f"{bound['reread'] / (bound['reread'] + bound['new']):.1%}" if bound["new"] else "",
-        "",
-        "",
-        "",
-        "ideal cache over the default's requests",
-        style="dim",
-    )
     return table
 
 
 def cost_parts_line(api_result: Mapping[str, Any]) -> str:
-    """Where the default's money goes, and the lower bound's."""
+    """Where the default's money goes, and what its perfect-cache bill is made of."""
     default = api_result["strategies"][0]
     parts = default["cost_parts"]
     bound = api_result["lowerBound"]
     return (
         f"the default's bill: cache reads {_money(parts['cacheRead'])}, cache writes "
         f"{_money(parts['cacheWrite'])}, uncached input {_money(parts['input'])}, output "
-        f"{_money(parts['output'])}. Lower bound: {format_tokens(bound['reread'])} tokens "
-        f"re-read, {format_tokens(bound['new'])} new, {format_tokens(bound['output'])} output."
+        f"{_money(parts['output'])}. Its perfect-cache bill ({_money(bound['cost'])}): "
+        f"{format_tokens(bound['reread'])} tokens re-read, {format_tokens(bound['new'])} new, "
+        f"{format_tokens(bound['output'])} output. Cache efficiency = perfect-cache bill / "
+        "bill, each strategy against its own requests."
     )
 
 
@@ -185,19 +173,28 @@ def goals(result: Mapping[str, Any]) -> list[dict[str, Any]]:
         figures = {f["strategy"]: f for f in api_result["strategies"]}
         default = figures["default"]
         model = default["price_model"]
+        efficiency = default["cache_efficiency"]
+        ratio = 1 / efficiency if efficiency else 0.0
         out.append(
             {
-                "goal": f"default within {GOAL_LOWER_BOUND:.2f}x of the lower bound ({model})",
-                "figure": _ratio(default["vs_lower_bound"]),
-                "met": default["vs_lower_bound"] <= GOAL_LOWER_BOUND,
+                "goal": (
+                    f"default within {GOAL_LOWER_BOUND:.2f}x of its perfect-cache bill ({model})"
+                ),
+                "figure": _ratio(ratio),
+                "met": 0 < ratio <= GOAL_LOWER_BOUND,
             }
         )
-        swe = figures.get("swe-agent")
-        if swe is not None and swe["cost"]:
-            share = default["cost"] / swe["cost"]
+        # Observation collapsing at its best polling setting, the fairest comparison.
+        swe = [f for name, f in figures.items() if name.startswith("swe-agent") and f["cost"]]
+        if swe:
+            cheapest = min(swe, key=lambda f: f["cost"])
+            share = default["cost"] / cheapest["cost"]
             out.append(
                 {
-                    "goal": f"default at most half the cost of observation collapsing ({model})",
+                    "goal": (
+                        "default at most half the cost of observation collapsing at its best "
+                        f"polling ({cheapest['strategy']}, {model})"
+                    ),
                     "figure": f"{share:.2f} of it",
                     "met": share <= GOAL_VS_COLLAPSING,
                 }
@@ -266,3 +263,45 @@ def print_report(result: Mapping[str, Any], console: Console) -> None:
         f"cost {cost['seconds']:.0f} s · harness {result['harness']['seconds']:.0f} s · "
         f"editor {result['editor']['seconds']:.0f} s · total {result['seconds']:.0f} s"
     )
+
+
+def peers_table(rows: Sequence[Any]) -> Table:
+    """The peer benchmark: one column per client and model, one row per figure."""
+    table = Table(title="the same 18-turn session, client by client (simulated models, "
+                        "Sonnet-class list prices)")
+    table.add_column("")
+    for row in rows:
+        table.add_column(f"{row.client}\n{row.model}", justify="right")
+    cheapest: dict[str, float] = {}
+    for row in rows:
+        if not row.client.startswith("agent-server") and row.failed_turns == 0:
+            cheapest[row.model] = min(cheapest.get(row.model, row.cost), row.cost)
+    lines: list[tuple[str, Any]] = [
+        ("version", lambda r: r.version),
+        ("requests", lambda r: f"{r.requests:,}"),
+        ("billed cost", lambda r: _money(r.cost)),
+        ("× cheapest peer (all turns done)",
+         lambda r: _ratio(r.cost / cheapest[r.model]) if cheapest.get(r.model) else "-"),
+        ("cache-read share", lambda r: f"{r.cache_read_share:.1%}"),
+        ("cache writes (tokens)", lambda r: format_tokens(r.cache_write)),
+        ("fixed prefix (system + tools)", lambda r: format_tokens(r.fixed_prefix)),
+        ("tool results", lambda r: f"{r.tool_results:,}"),
+        ("tool-result tokens", lambda r: format_tokens(r.tool_result_tokens)),
+        ("summaries", lambda r: f"{r.summaries}"),
+        ("failed requests", lambda r: f"{r.failed_requests}"),
+        ("failed turns", lambda r: f"{r.failed_turns} of {r.turns}"),
+        ("off-script answers", lambda r: f"{r.off_script}"),
+        ("wall time", lambda r: f"{r.seconds:.0f} s"),
+    ]
+    for label, value in lines:
+        table.add_row(label, *(str(value(row)) for row in rows))
+    return table
+
+
+def print_peers(rows: Sequence[Any], run_dir: Any) -> None:
+    console = Console(width=200)
+    console.print(peers_table(rows))
+    for row in rows:
+        for note in row.notes:
+            console.print(f"{row.client} on {row.model}: {note}")
+    console.print(f"request logs and tool results: {run_dir}")

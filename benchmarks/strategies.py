@@ -10,17 +10,26 @@ Three are settings of the product's own harness:
 Three are the strategies agents used before prompt caching, as `ContextPolicy`s (the seam of
 agent_server/agent/context_manager.py, where the product's own strategy is the default
 policy), with the product's compaction turned off so that each is measured on its own terms.
-They follow the seed chapter's descriptions:
+Each follows its source:
 
-- `SweAgentPolicy` (SWE-agent, 2024): at every step, tool outputs older than the last 5 are
-  replaced in place by a one-line stub, "Old output omitted (N lines)."; breakpoints on;
-- `AutoGptPolicy` (AutoGPT 0.4, 2023): a FIFO of the last 9 messages, and a rolling summary at
-  the head that a model call updates each time a batch of 5 more messages has fallen out of
-  that window (until then they are in neither);
-- `MemGptPolicy` (MemGPT, 2023): a memory-pressure warning appended once the context passes
-  70% of the window; when it would no longer leave room for an answer (the same threshold at
-  which the product compacts), the oldest half of the message queue is evicted into a
-  recursive summary (the previous summary plus the evicted messages).
+- `SweAgentPolicy` (SWE-agent, `sweagent/agent/history_processors.py`, `LastNObservations`):
+  all but the last 5 observations (tool outputs) are replaced in place by "Old environment
+  output: (N lines omitted)", except the first observation, which it never removes (in
+  SWE-agent that is the instance template). Its `polling` setting moves the cut only every
+  `polling` observations (`last_removed_idx = (len(observations) // polling) * polling - n`):
+  "useful for caching ... we will now keep between n and n+polling observations". Measured at
+  polling 1 (the default), 5 and 10;
+- `AutoGptPolicy` (AutoGPT 0.4, `autogpt/llm/chat.py` `chat_with_ai` and
+  `autogpt/memory/message_history.py`): the newest messages, as many as fit the send budget
+  (the model's token limit less 1,000 tokens reserved for the answer), and a running summary,
+  "This reminds you of these events from your past:", into which a model call folds the
+  messages that fell out of the budget since the last update;
+- `MemGptPolicy` (MemGPT, arXiv:2310.08560, section 2.2, the queue manager): a memory-pressure
+  warning once the prompt passes the warning token count (70% of the window); at the flush
+  token count (100% of the window, counting the room the request asks for its answer) the
+  oldest messages, about half of the window's tokens, are evicted into a recursive summary
+  (the previous summary plus the evicted messages), under MemGPT's "prior messages (N of M
+  total messages) have been hidden" note.
 
 The policies count tokens with the simulated model's own tokenizer, as AutoGPT and MemGPT
 counted with tiktoken, so they never send a request they know to be too long. None of them
@@ -30,13 +39,14 @@ boundaries move back to the assistant message that made the calls.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from agent_server.agent.context_manager import ContextManager, ContextPolicy, ContextView
 from agent_server.agent.settings import CacheRetentionName
-from agent_server.context.trigger import CompactionSettings, compaction_threshold
+from agent_server.context.trigger import CompactionSettings
 from agent_server.llm.messages import (
     AssistantMessage,
     ImageContent,
@@ -73,11 +83,16 @@ def strategies() -> list[Strategy]:
             compaction=CompactionSettings(summary="fresh"),
         ),
         Strategy("no-cache", "no caching (same history, no breakpoints)", cache_retention="none"),
-        Strategy(
-            "swe-agent", "observation collapsing (SWE-agent)", compaction=OFF, policy=SweAgentPolicy
+        *(
+            Strategy(
+                name, f"observation collapsing (SWE-agent, polling {polling})", compaction=OFF,
+                policy=functools.partial(SweAgentPolicy, polling=polling),
+            )
+            for name, polling in SWE_AGENT_POLLING
         ),
         Strategy(
-            "autogpt", "FIFO + rolling summary (AutoGPT)", compaction=OFF, policy=AutoGptPolicy
+            "autogpt", "what fits the budget + running summary (AutoGPT)", compaction=OFF,
+            policy=AutoGptPolicy,
         ),
         Strategy(
             "memgpt", "memory pressure + eviction (MemGPT)", compaction=OFF, policy=MemGptPolicy
@@ -140,29 +155,31 @@ def with_head(text: str, messages: Sequence[Message]) -> tuple[Message, ...]:
     return (UserMessage.of_text(text), *messages)
 
 
-def usable_window(model: ModelInfo) -> int:
-    """The product's compaction threshold: the window less room for an answer."""
-    return compaction_threshold(model, CompactionSettings())
-
-
 # --- SWE-agent ------------------------------------------------------------------------------
 
-SWE_KEEP_OBSERVATIONS = 5
+SWE_KEEP_OBSERVATIONS = 5  # LastNObservations(n=5) in SWE-agent's configs
+SWE_AGENT_POLLING = (("swe-agent", 1), ("swe-agent-p5", 5), ("swe-agent-p10", 10))
+SWE_AGENT_STUB = "Old environment output: ({lines} lines omitted)"
 
 
+@dataclass
 class SweAgentPolicy:
-    """Tool outputs older than the last 5 collapse in place to one line, at every step."""
+    """SWE-agent's LastNObservations: older tool outputs collapse in place to a one-line stub,
+    the first one never; the cut moves every `polling` observations."""
 
-    name = "swe-agent"
+    polling: int = 1
+    n: int = SWE_KEEP_OBSERVATIONS
+    name: str = "swe-agent"
 
     async def prepare(self, view: ContextView, manager: ContextManager) -> ContextView:
         results = [i for i, m in enumerate(view.messages) if isinstance(m, ToolResultMessage)]
-        old = set(results[:-SWE_KEEP_OBSERVATIONS])
+        last_removed = max(0, (len(results) // self.polling) * self.polling - self.n)
+        old = set(results[1:last_removed])
         out: list[Message] = []
         for index, message in enumerate(view.messages):
             if index in old and isinstance(message, ToolResultMessage):
                 lines = message.text.count("\n") + 1
-                stub = TextContent(f"Old output omitted ({lines} lines).")
+                stub = TextContent(SWE_AGENT_STUB.format(lines=lines))
                 out.append(replace(message, content=(stub,)))
             else:
                 out.append(message)
@@ -171,14 +188,13 @@ class SweAgentPolicy:
 
 # --- AutoGPT --------------------------------------------------------------------------------
 
-AUTOGPT_WINDOW = 9
-AUTOGPT_BATCH = 5
+AUTOGPT_ANSWER_RESERVE = 1000  # chat_with_ai: "Reserve 1000 tokens for the response"
 AUTOGPT_HEAD = "This reminds you of these events from your past:\n{summary}"
 
 
 @dataclass
 class AutoGptPolicy:
-    """The last 9 messages (a FIFO), and a rolling summary of what fell out at the head."""
+    """The newest messages that fit the send budget, and a running summary of the rest."""
 
     name: str = "autogpt"
     summary: str | None = None
@@ -186,28 +202,32 @@ class AutoGptPolicy:
 
     async def prepare(self, view: ContextView, manager: ContextManager) -> ContextView:
         messages = view.messages
-        window = safe_start(messages, max(0, len(messages) - AUTOGPT_WINDOW))
-        # Messages that left the window wait, unseen, until a batch of them is folded in.
-        if window - self.summarised_upto >= AUTOGPT_BATCH:
-            fallen = messages[self.summarised_upto : window]
-            self.summary = await manager.summarise(fallen, self.summary)
-            self.summarised_upto = window
-        # Before the first summary there is no head to open the request with: nothing is
-        # hidden yet.
-        kept = messages[window:] if self.summary is not None else messages
-        sent = self._render(kept)
-        # AutoGPT trimmed its history to the token budget too; this seldom binds.
-        budget = usable_window(view.model)
-        start = 0
-        while request_tokens(view, sent) > budget and start + 1 < len(kept):
-            start = _next_start(kept, start + 1)
-            sent = self._render(kept[start:])
-        return manager.view_of(sent)
+        budget = view.model.context_window - AUTOGPT_ANSWER_RESERVE
+        start = self._fitting_start(view, messages, budget, self.summary)
+        if start > self.summarised_upto:
+            # What fell out of the budget since the last update is folded in (one call).
+            self.summary = await manager.summarise(messages[self.summarised_upto : start],
+                                                self.summary)
+            self.summarised_upto = start
+            start = max(start, self._fitting_start(view, messages, budget, self.summary))
+        return manager.view_of(self._render(messages[max(start, self.summarised_upto) :]))
 
-    def _render(self, kept: Sequence[Message]) -> tuple[Message, ...]:
-        if self.summary is None:
+    def _fitting_start(self, view: ContextView, messages: Sequence[Message], budget: int,
+                       summary: str | None) -> int:
+        """The oldest start from which the newest messages (and the head) fit `budget`."""
+        start = self.summarised_upto
+        rendered = self._render(messages[start:], summary)
+        while request_tokens(view, rendered) > budget and start + 1 < len(messages):
+            start = _next_start(messages, start + 1)
+            rendered = self._render(messages[start:], summary)
+        return start
+
+    def _render(self, kept: Sequence[Message], summary: str | None = None
+                ) -> tuple[Message, ...]:
+        summary = self.summary if summary is None else summary
+        if summary is None:
             return tuple(kept)
-        return with_head(AUTOGPT_HEAD.format(summary=self.summary), kept)
+        return with_head(AUTOGPT_HEAD.format(summary=summary), kept)
 
 
 def _next_start(messages: Sequence[Message], start: int) -> int:
@@ -232,9 +252,13 @@ MEMGPT_HEAD = (
 )
 
 
+MEMGPT_EVICT_FRACTION = 0.5  # "evicts messages (e.g., 50% of the context window)"
+
+
 @dataclass
 class MemGptPolicy:
-    """A warning at 70% of the window; the oldest half evicted into a summary when full."""
+    """A warning at 70% of the window; at 100% the oldest messages, about half the window's
+    tokens, evicted into a recursive summary."""
 
     name: str = "memgpt"
     summary: str | None = None
@@ -244,7 +268,7 @@ class MemGptPolicy:
 
     async def prepare(self, view: ContextView, manager: ContextManager) -> ContextView:
         messages = view.messages
-        full = usable_window(view.model)
+        full = memgpt_flush_tokens(view.model)
         sent = self._render(messages)
         for _ in range(8):
             if request_tokens(view, sent) <= full:
@@ -263,9 +287,14 @@ class MemGptPolicy:
         return manager.view_of(sent)
 
     async def _evict_half(self, view: ContextView, manager: ContextManager) -> bool:
+        """Evict the oldest messages until about half the window's tokens have gone."""
         messages = view.messages
-        queue = len(messages) - self.kept_from
-        cut = safe_start(messages, self.kept_from + queue // 2)
+        target = MEMGPT_EVICT_FRACTION * view.model.context_window
+        cut, evicted_tokens = self.kept_from, 0
+        while cut < len(messages) - 1 and evicted_tokens < target:
+            evicted_tokens += message_tokens(messages[cut])
+            cut += 1
+        cut = safe_start(messages, cut)
         if cut <= self.kept_from:
             cut = _next_start(messages, self.kept_from + 1)
             if cut >= len(messages) - 1:
@@ -294,6 +323,12 @@ class MemGptPolicy:
             hidden=self.kept_from, total=self.total_at_eviction, summary=self.summary
         )
         return with_head(head, queue)
+
+
+def memgpt_flush_tokens(model: ModelInfo) -> int:
+    """MemGPT's flush token count, 100% of the window: a prompt above the window less the
+    answer the request asks room for (the model's output limit) no longer fits."""
+    return model.context_window - model.max_output
 
 
 def is_orphan_free(messages: Sequence[Message]) -> bool:

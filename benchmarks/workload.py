@@ -96,6 +96,20 @@ class Workload:
         return [turn["user"] for turn in self.scenario["turns"]]
 
     @property
+    def idle_gaps(self) -> dict[int, float]:
+        """Seconds the user is away before some turns (turn index -> seconds): three pauses
+        longer than Anthropic's 5-minute cache lifetime, two shorter. The benchmark moves the
+        simulator's clock by them, so caches expire as they would."""
+        turns = len(self.scenario["turns"])
+        pauses = (360.0, 120.0, 600.0, 120.0, 420.0)
+        gaps: dict[int, float] = {}
+        for k, seconds in enumerate(pauses, start=1):
+            index = round(turns * k / (len(pauses) + 1))
+            if 0 < index < turns:
+                gaps[index] = seconds
+        return gaps
+
+    @property
     def model_calls(self) -> int:
         """Model calls the scenario plans (summaries aside)."""
         return sum(len(turn["steps"]) for turn in self.scenario["turns"])

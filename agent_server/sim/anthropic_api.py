@@ -34,6 +34,7 @@ from agent_server.sim.transcript import (
     ThinkingPart,
     ToolCallPart,
     ToolResultPart,
+    ToolSpec,
     Transcript,
     append_part,
     freeze,
@@ -160,6 +161,7 @@ def _parse(body: Any, registry: ModelRegistry, count_only: bool) -> MessagesRequ
 
     tools = get_field(body, "tools", (), "list") or []
     tool_names: list[str] = []
+    specs: list[ToolSpec] = []
     for index, tool in enumerate(tools):
         path: FieldPath = ("tools", index)
         if not isinstance(tool, dict):
@@ -177,6 +179,8 @@ def _parse(body: Any, registry: ModelRegistry, count_only: bool) -> MessagesRequ
         if name in tool_names:
             raise invalid("tools: Tool names must be unique.")
         tool_names.append(name)
+        schema = tool.get("input_schema")
+        specs.append(ToolSpec(name, schema if isinstance(schema, dict) else {}))
         ttl = _cache_ttl(tool, path)
         order.check(ttl, path)
         breakpoints += ttl is not None
@@ -218,9 +222,16 @@ def _parse(body: Any, registry: ModelRegistry, count_only: bool) -> MessagesRequ
         {"tool_choice": tool_choice, "thinking": body.get("thinking")}
     )
     parts: list[tuple[Literal["user", "assistant"], list[Part]]] = []
-    previous_tool_uses: list[str] = []
-    previous_role: str | None = None
     seen_ids: set[str] = set()
+    # Consecutive messages of one role are one turn (the API combines them), so tool pairing is
+    # checked turn by turn: the calls of an assistant turn must be answered by the tool results
+    # that open the next user turn.
+    turn_role: str | None = None
+    turn_start = 0
+    calls_to_answer: list[str] = []  # the tool_use ids of the previous assistant turn
+    turn_calls: list[str] = []
+    answered: list[str] = []
+    leading_results = True
     for m_index, message in enumerate(messages):
         path = ("messages", m_index)
         if not isinstance(message, dict):
@@ -231,15 +242,12 @@ def _parse(body: Any, registry: ModelRegistry, count_only: bool) -> MessagesRequ
         role = message.get("role")
         if role is None:
             raise FieldProblem((*path, "role"), "missing", "string")
-        if role not in ("user", "assistant"):
-            raise invalid(f"messages.{m_index}.role: Input should be 'user' or 'assistant'")
+        if role not in ("user", "assistant", "system"):
+            raise invalid(
+                f"messages.{m_index}.role: Input should be 'user', 'assistant' or 'system'"
+            )
         if m_index == 0 and role != "user":
             raise invalid('messages: first message must use the "user" role')
-        if role == previous_role:
-            raise invalid(
-                'messages: roles must alternate between "user" and "assistant", '
-                f'but found multiple "{role}" roles in a row'
-            )
         content = message.get("content")
         if content is None:
             raise FieldProblem((*path, "content"), "missing", "list")
@@ -252,10 +260,36 @@ def _parse(body: Any, registry: ModelRegistry, count_only: bool) -> MessagesRequ
         if not content_blocks and not (role == "assistant" and m_index == len(messages) - 1):
             raise invalid(f"messages.{m_index}: all messages must have non-empty content "
                           "except for the optional final assistant message")
+        if role == "system":
+            # A mid-conversation system message (SystemMessageParam): text only, and no place
+            # for one between tool calls and their results.
+            if turn_role == "assistant" and turn_calls:
+                raise _unanswered(m_index - 1, turn_calls)
+            for b_index, block in enumerate(content_blocks):
+                b_path = (*path, "content", b_index)
+                if not isinstance(block, dict):
+                    raise FieldProblem(b_path, "type", "object", block)
+                if block.get("type") != "text":
+                    raise invalid(f"{dotted(b_path)}.type: Input should be 'text'")
+                text = get_field(block, "text", b_path, "string", required=True)
+                _check_text(text, b_path, block)
+                ttl = _cache_ttl(block, b_path)
+                order.check(ttl, b_path)
+                breakpoints += ttl is not None
+                system_text.append(text)
+                first = b_index == 0
+                blocks.append(PromptBlock(f"system-message|{int(first)}|{_canonical(block)}",
+                                          1 + count_tokens(text) + (3 if first else 0), ttl))
+            continue
+        if role != turn_role:
+            if turn_role == "user" and calls_to_answer:
+                missing = [i for i in calls_to_answer if i not in answered]
+                if missing:
+                    raise _unanswered(turn_start - 1, missing)
+            calls_to_answer = turn_calls if turn_role == "assistant" else []
+            turn_role, turn_start = role, m_index
+            turn_calls, answered, leading_results = [], [], True
 
-        tool_uses: list[str] = []
-        results_answered: list[str] = []
-        leading_results = True
         for b_index, block in enumerate(content_blocks):
             b_path = (*path, "content", b_index)
             if not isinstance(block, dict):
@@ -281,14 +315,14 @@ def _parse(body: Any, registry: ModelRegistry, count_only: bool) -> MessagesRequ
             tokens, part = _block(block, kind, b_path, m_index, b_index)
             if kind == "tool_result":
                 assert isinstance(part, ToolResultPart)
-                if part.tool_call_id not in previous_tool_uses:
+                if part.tool_call_id not in calls_to_answer:
                     raise invalid(
                         f"messages.{m_index}.content.{b_index}: unexpected `tool_use_id` found in "
                         f"`tool_result` blocks: {part.tool_call_id}. Each `tool_result` block must "
                         "have a corresponding `tool_use` block in the previous message."
                     )
                 if leading_results:
-                    results_answered.append(part.tool_call_id)
+                    answered.append(part.tool_call_id)
                 breakpoints += _inner_cache_controls(block)
             else:
                 leading_results = False
@@ -297,7 +331,7 @@ def _parse(body: Any, registry: ModelRegistry, count_only: bool) -> MessagesRequ
                 if part.id in seen_ids:
                     raise invalid(f"{dotted(b_path)}: `tool_use` ids must be unique")
                 seen_ids.add(part.id)
-                tool_uses.append(part.id)
+                turn_calls.append(part.id)
             if part is not None:
                 append_part(parts, role, part)
             first = b_index == 0
@@ -305,22 +339,12 @@ def _parse(body: Any, registry: ModelRegistry, count_only: bool) -> MessagesRequ
             lead = header if m_index == 0 and first else ""
             canonical = f"{lead}{role}|{int(first)}|{_canonical(block)}"
             blocks.append(PromptBlock(canonical, tokens + (3 if first else 0), ttl))
-        if previous_tool_uses and role == "user":
-            missing = [i for i in previous_tool_uses if i not in results_answered]
-            if missing:
-                raise invalid(
-                    f"messages.{m_index - 1}: `tool_use` ids were found without `tool_result` "
-                    f"blocks immediately after: {', '.join(missing)}. Each `tool_use` block must "
-                    "have a corresponding `tool_result` block in the next message."
-                )
-        previous_tool_uses = tool_uses if role == "assistant" else []
-        previous_role = role
-    if previous_tool_uses:
-        raise invalid(
-            f"messages.{len(messages) - 1}: `tool_use` ids were found without `tool_result` "
-            f"blocks immediately after: {', '.join(previous_tool_uses)}. Each `tool_use` block "
-            "must have a corresponding `tool_result` block in the next message."
-        )
+    if turn_role == "user" and calls_to_answer:
+        missing = [i for i in calls_to_answer if i not in answered]
+        if missing:
+            raise _unanswered(turn_start - 1, missing)
+    if turn_role == "assistant" and turn_calls:
+        raise _unanswered(len(messages) - 1, turn_calls)
 
     _check_final_assistant(messages)
     top_level = body.get("cache_control")
@@ -337,7 +361,7 @@ def _parse(body: Any, registry: ModelRegistry, count_only: bool) -> MessagesRequ
             f"Found {breakpoints}."
         )
     transcript = Transcript(
-        system="\n\n".join(system_text), tool_names=tuple(tool_names), messages=freeze(parts)
+        system="\n\n".join(system_text), tools=tuple(specs), messages=freeze(parts)
     )
     return MessagesRequest(
         model=model,
@@ -346,6 +370,14 @@ def _parse(body: Any, registry: ModelRegistry, count_only: bool) -> MessagesRequ
         thinking=thinking,
         blocks=tuple(blocks),
         transcript=transcript,
+    )
+
+
+def _unanswered(m_index: int, ids: list[str]) -> RequestRejected:
+    return invalid(
+        f"messages.{m_index}: `tool_use` ids were found without `tool_result` blocks immediately "
+        f"after: {', '.join(ids)}. Each `tool_use` block must have a corresponding `tool_result` "
+        "block in the next message."
     )
 
 
@@ -670,11 +702,34 @@ def count_tokens_json(request: MessagesRequest) -> dict[str, Any]:
     return {"input_tokens": request.prompt_tokens}
 
 
-def models_json(models: Sequence[ModelInfo]) -> dict[str, Any]:
-    data = [model_json(model) for model in models]
+def models_page(models: Sequence[ModelInfo], query: Mapping[str, str]) -> dict[str, Any]:
+    """One page of the model list: `limit` (1-1000, default 20), `after_id` or `before_id`."""
+    raw_limit = query.get("limit", "20")
+    try:
+        limit = int(raw_limit)
+    except ValueError:
+        raise invalid("limit: Input should be a valid integer") from None
+    if not 1 <= limit <= 1000:
+        raise invalid("limit: Input should be greater than or equal to 1 and less than or "
+                      "equal to 1000")
+    ids = [model.id for model in models]
+    after, before = query.get("after_id"), query.get("before_id")
+    start, end = 0, len(models)
+    if after is not None:
+        if after not in ids:
+            raise invalid(f"after_id: no model with id {after}")
+        start = ids.index(after) + 1
+    if before is not None:
+        if before not in ids:
+            raise invalid(f"before_id: no model with id {before}")
+        end = ids.index(before)
+        start = max(start, end - limit)
+    page = list(models[start:min(end, start + limit)])
+    data = [model_json(model) for model in page]
+    remaining = end > start + limit if before is None else start > 0
     return {
         "data": data,
-        "has_more": False,
+        "has_more": remaining,
         "first_id": data[0]["id"] if data else None,
         "last_id": data[-1]["id"] if data else None,
     }

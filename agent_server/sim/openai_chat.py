@@ -31,6 +31,7 @@ from agent_server.sim.transcript import (
     TextPart,
     ToolCallPart,
     ToolResultPart,
+    ToolSpec,
     Transcript,
     append_part,
     freeze,
@@ -104,14 +105,15 @@ def _parse(body: Any, registry: ModelRegistry) -> ChatRequest:
         )
 
     blocks: list[PromptBlock] = []
-    tool_names: list[str] = []
+    specs: list[ToolSpec] = []
     for index, tool in enumerate(get_field(body, "tools", (), "list") or []):
         path: FieldPath = ("tools", index)
         if not isinstance(tool, dict):
             raise FieldProblem(path, "type", "object", tool)
         function = get_field(tool, "function", path, "object", required=True)
         name = get_field(function, "name", (*path, "function"), "string", required=True)
-        tool_names.append(name)
+        parameters = function.get("parameters")
+        specs.append(ToolSpec(name, parameters if isinstance(parameters, dict) else {}))
         encoded = _canonical(tool)
         blocks.append(PromptBlock("tool|" + encoded, 8 + count_tokens(encoded)))
 
@@ -203,7 +205,7 @@ def _parse(body: Any, registry: ModelRegistry) -> ChatRequest:
         raise _unanswered(pending, pending_at)
 
     transcript = Transcript(
-        system="\n\n".join(system), tool_names=tuple(tool_names), messages=freeze(parts)
+        system="\n\n".join(system), tools=tuple(specs), messages=freeze(parts)
     )
     return ChatRequest(
         model=model,

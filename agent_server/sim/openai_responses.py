@@ -35,6 +35,7 @@ from agent_server.sim.transcript import (
     ThinkingPart,
     ToolCallPart,
     ToolResultPart,
+    ToolSpec,
     Transcript,
     append_part,
     freeze,
@@ -42,8 +43,10 @@ from agent_server.sim.transcript import (
 
 IMAGE_TOKENS = 1600
 MIN_OUTPUT_TOKENS = 16
-# The parameters of openai 3.57's ResponseCreateParams, plus `stream`.
+# The parameters of openai 3.57's ResponseCreateParams, plus `stream` and `client_metadata`
+# (which Codex, OpenAI's own client, sends on every request to OpenAI's API).
 _REQUEST_FIELDS = frozenset((
+    "client_metadata",
     "model", "input", "stream", "stream_options", "access_programs", "background",
     "background_options", "context_management", "conversation", "image", "include",
     "instructions", "max_output_tokens", "max_tool_calls", "metadata", "moderation",
@@ -156,14 +159,16 @@ def _parse(body: Any, registry: ModelRegistry, previous: PreviousLookup) -> Resp
     if instructions:
         blocks.append(PromptBlock("instructions|" + instructions, 4 + count_tokens(instructions)))
     tools: list[dict[str, Any]] = []
-    tool_names: list[str] = []
+    specs: list[ToolSpec] = []
     for index, tool in enumerate(get_field(body, "tools", (), "list") or []):
         path: FieldPath = ("tools", index)
         if not isinstance(tool, dict):
             raise FieldProblem(path, "type", "object", tool)
         kind = get_field(tool, "type", path, "string", required=True)
         if kind == "function":
-            tool_names.append(get_field(tool, "name", path, "string", required=True))
+            parameters = tool.get("parameters")
+            specs.append(ToolSpec(get_field(tool, "name", path, "string", required=True),
+                                  parameters if isinstance(parameters, dict) else {}))
         tools.append(tool)
         encoded = _canonical(tool)
         blocks.append(PromptBlock("tool|" + encoded, 8 + count_tokens(encoded)))
@@ -245,7 +250,7 @@ def _parse(body: Any, registry: ModelRegistry, previous: PreviousLookup) -> Resp
             raise invalid(f"No tool output found for function call {call_id}.", "input", None)
 
     transcript = Transcript(
-        system="\n\n".join(system), tool_names=tuple(tool_names), messages=freeze(parts)
+        system="\n\n".join(system), tools=tuple(specs), messages=freeze(parts)
     )
     return ResponsesRequest(
         model=model,

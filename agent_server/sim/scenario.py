@@ -79,6 +79,23 @@ class Scenario:
                 return index
         return None
 
+    def find_turn_within(self, message: str) -> int | None:
+        """The turn whose `user` text is contained in `message` (whitespace-normalised): a
+        client that wraps the user's words in its own text, or keeps earlier prompts before the
+        latest. The one that ends last wins (the latest), the longest on a tie."""
+        text = normalise_prompt(message)
+        best: tuple[int, int] | None = None
+        found: int | None = None
+        for index, turn in enumerate(self.turns):
+            wanted = normalise_prompt(turn.user)
+            at = text.rfind(wanted)
+            if at < 0:
+                continue
+            key = (at + len(wanted), len(wanted))
+            if best is None or key > best:
+                best, found = key, index
+        return found
+
     @property
     def prompts(self) -> tuple[str, ...]:
         """The user prompts in order: what a driver (the demo, a benchmark) sends."""

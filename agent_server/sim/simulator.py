@@ -157,12 +157,17 @@ class Simulator:
         )
 
     async def _http_error(self, request: Request, exc: HTTPException) -> Response:
+        """A path or method the simulator does not serve: the API's 404/405, in the log too."""
         api = _api_of(request)
         message = f"Not found: {request.method} {request.url.path}" if exc.status_code == 404 \
             else f"Method {request.method} not allowed on {request.url.path}"
         error_type = "not_found_error" if exc.status_code == 404 else "invalid_request_error"
         rejection = RequestRejected(exc.status_code, message, error_type)
         request_id = self._next_id()
+        _, logged = _decode(await request.body())
+        self._record({"method": request.method, "path": request.url.path, "api": "unrouted",
+                      "request": logged or None, "request_id": request_id},
+                     exc.status_code, error=message)
         body = (anthropic_api.error_body(rejection, request_id) if api == "anthropic"
                 else openai_errors.error_body(rejection))
         return JSONResponse(body, exc.status_code, headers=_id_header(api, request_id))
@@ -367,9 +372,9 @@ class Simulator:
             rejection = _no_key(api)
             self._record(base, rejection.status, error=rejection.message)
             return self._error_response(api, rejection, request_id, 0.0)
-        models = list(self.registry)
+        models = [model for model in self.registry if _serves(api, model)]
         if model_id is not None:
-            found = self.registry.get(model_id)
+            found = next((model for model in models if model.id == model_id), None)
             if found is None:
                 rejection = (
                     RequestRejected(404, f"model: {model_id}", "not_found_error")
@@ -382,9 +387,14 @@ class Simulator:
                 return self._error_response(api, rejection, request_id, 0.0)
             body = (anthropic_api.model_json(found) if api == "anthropic"
                     else openai_errors.model_json(found))
+        elif api == "anthropic":
+            try:
+                body = anthropic_api.models_page(models, request.query_params)
+            except RequestRejected as rejection:
+                self._record(base, rejection.status, error=rejection.message)
+                return self._error_response(api, rejection, request_id, 0.0)
         else:
-            body = (anthropic_api.models_json(models) if api == "anthropic"
-                    else openai_errors.models_json(models))
+            body = openai_errors.models_json(models)
         self._record(base, 200)
         return JSONResponse(body, headers=_id_header(api, request_id))
 
@@ -459,6 +469,11 @@ def _decode(raw: bytes) -> tuple[Any, Any]:
 
 def _api_of(request: Request) -> ApiName:
     return "anthropic" if "anthropic-version" in request.headers else "openai"
+
+
+def _serves(api: ApiName, model: ModelInfo) -> bool:
+    """Whether `api`'s model list shows `model`: its own vendor's models and the simulator's."""
+    return model.vendor in (api, "sim") or model.vendor not in ("anthropic", "openai")
 
 
 def _has_key(request: Request, api: ApiName) -> bool:

@@ -44,6 +44,7 @@ from agent_server.sim.transcript import (
     ToolResultPart,
     Transcript,
     TranscriptMessage,
+    trailing_texts,
 )
 
 MAX_SUMMARY_TOKENS = 1500
@@ -75,12 +76,20 @@ class _Facts:
     previous: dict[str, list[str]] = field(default_factory=dict)
 
 
+# A block a client adds around the user's words (Claude Code's <system-reminder>, Codex's
+# <environment_context>): context, not a request.
+_CONTEXT_BLOCK = re.compile(r"^<([a-z_-]+)>.*</\1>$", re.DOTALL)
+
+
 def summarise(transcript: Transcript) -> str:
     """The summary answering the summary request that ends `transcript`."""
     last = transcript.messages[-1]
     instruction = next(
         (text for text in reversed(last.texts) if SUMMARY_REQUEST_MARKER in text), ""
     )
+    if not instruction:  # another client's summary request: its trailing text is the instruction
+        trailing = trailing_texts(last)
+        instruction = trailing[-1] if trailing else ""
     facts = _Facts()
     conversation = _between(instruction, "<conversation>", "</conversation>")
     if conversation is not None:
@@ -89,7 +98,7 @@ def summarise(transcript: Transcript) -> str:
             facts.previous = _parse_sections(previous)
         _facts_from_serialised(conversation, facts)
     else:
-        _facts_from_messages(transcript.messages, facts)
+        _facts_from_messages(transcript.messages, facts, ignore=instruction)
     outer = _strip_regions(instruction)
     for match in _TOUCHED.finditer(outer):
         target = facts.files_read if match["kind"] == "Read" else facts.files_modified
@@ -107,12 +116,16 @@ def summarise(transcript: Transcript) -> str:
 # --- extraction -----------------------------------------------------------------------------
 
 
-def _facts_from_messages(messages: Iterable[TranscriptMessage], facts: _Facts) -> None:
+def _facts_from_messages(
+    messages: Iterable[TranscriptMessage], facts: _Facts, ignore: str = ""
+) -> None:
     calls: list[ToolCallPart] = []
     failed: dict[str, str] = {}
     for message in messages:
         for part in message.parts:
             if isinstance(part, TextPart):
+                if part.text == ignore:
+                    continue
                 if message.role == "user":
                     _user_text(part.text, facts)
                 else:
@@ -165,7 +178,7 @@ def _call_arguments(text: str) -> dict[str, object]:
 
 def _user_text(text: str, facts: _Facts) -> None:
     stripped = text.strip()
-    if not stripped or SUMMARY_REQUEST_MARKER in stripped:
+    if not stripped or SUMMARY_REQUEST_MARKER in stripped or _CONTEXT_BLOCK.match(stripped):
         return
     if stripped.startswith(SUMMARY_PREFIX):
         inner = _between(stripped, SUMMARY_OPEN, SUMMARY_CLOSE)

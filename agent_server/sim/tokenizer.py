@@ -89,41 +89,85 @@ def truncate_to_tokens(text: str, limit: int) -> str:
     return "".join(pieces[:limit])
 
 
-# Words of at most 6 lowercase letters: each, with its leading space, is exactly one token.
-_FILLER_WORDS = (
-    "the", "model", "reads", "each", "file", "and", "notes", "what", "it", "finds", "about",
-    "code", "base", "while", "keeps", "track", "of", "paths", "names", "tests", "so", "that",
-    "later", "steps", "can", "refer", "back", "to", "them", "with", "no", "need", "read",
-    "again", "this", "text", "is", "filler", "used", "by", "sim", "make", "long", "output", "a",
-    "known", "size", "has", "sense", "beyond", "its", "length", "never", "varies", "from", "run",
+# Plain sentences about the work, for answers that must have a scripted length: filler reads as
+# a model's closing remarks, never as a broken model. Short ones close the gap exactly.
+_FILLER_SENTENCES = (
+    "I kept a note of each file as I read it, so later steps can refer back to it.",
+    "The paths above are relative to the root of the workspace.",
+    "Nothing here needs a change yet; the next step is to confirm this with the tests.",
+    "If you want more detail on any of these parts, ask and I will open the files again.",
+    "The layout is small enough to keep in mind as a whole while we work on it.",
+    "Where the code and the documentation disagree, I trusted the code.",
+    "I have not changed any file while looking into this.",
+    "The tests are the best guide to what the code is meant to do.",
+    "Each module has one job, which makes the flow of data easy to follow.",
+    "I can go deeper into any of these points when you need it.",
+    "That covers what I found so far.",
+    "Let me know what to look at next.",
+)
+# Closing remarks of distinct lengths: some subset of them (and a final newline) makes up any
+# remainder shorter than a sentence.
+_FILLER_CLOSERS = (
+    "I will wait for your next question before I do anything more.",
+    "That is all I have to report on this part for now.",
+    "I will wait for your next question before doing more.",
+    "That is all I have to report for this step.",
+    "I hope this helps with the next step.",
+    "That is all for this step.",
+    "Nothing more for now.",
+    "All done for now.",
+    "That is all.",
+    "All done.",
+    "Done.",
 )
 
 
 def filler_text(tokens: int, seed: int = 0) -> str:
-    """Deterministic prose of exactly `tokens` tokens (sentences of 12 words, paragraphs of 4)."""
+    """Deterministic, readable prose of exactly `tokens` tokens (paragraphs of 3 sentences)."""
     if tokens <= 0:
         return ""
-    words: list[str] = []
+    sentences = [(text, count_tokens(" " + text)) for text in _FILLER_SENTENCES]
+    closers = [(text, count_tokens(" " + text)) for text in _FILLER_CLOSERS]
+    parts: list[str] = []
     used = 0
-    index = seed % len(_FILLER_WORDS)
-    sentence_words = 0
-    sentences = 0
-    while used < tokens:
-        word = _FILLER_WORDS[index % len(_FILLER_WORDS)]
-        index += 5  # coprime with the vocabulary size (56): every word comes round
-        if not words or words[-1].endswith("\n\n"):
-            words.append(word.capitalize())
-        else:
-            words.append(" " + word)
-        used += 1
-        sentence_words += 1
-        if sentence_words == 12 and used < tokens:
-            words.append(".")
+    index = seed % len(sentences)
+    in_paragraph = 0
+    while True:
+        text, cost = sentences[index % len(sentences)]
+        index += 1
+        breaking = in_paragraph == 3
+        if used + cost + breaking > tokens:
+            break
+        if breaking:
+            parts.append("\n\n")
             used += 1
-            sentence_words = 0
-            sentences += 1
-            if sentences % 4 == 0 and used < tokens:
-                words.append("\n\n")
-                used += 1
-    text = "".join(words)
-    return text
+            in_paragraph = 0
+        parts.append(text if not parts or breaking else " " + text)
+        used += cost
+        in_paragraph += 1
+    chosen = _closing(closers, tokens - used)
+    for text in chosen:
+        parts.append(" " + text if parts else text)
+    if sum(cost for text, cost in closers if text in chosen) + used < tokens:
+        parts.append("\n")  # one token, at the end: a trailing newline
+    return "".join(parts)
+
+
+def _closing(closers: list[tuple[str, int]], gap: int) -> list[str]:
+    """Distinct closers whose costs add up to `gap` or `gap - 1` (longest first)."""
+    for target in (gap, gap - 1):
+        picked = _pick(closers, target)
+        if picked is not None:
+            return picked
+    return []
+
+
+def _pick(closers: list[tuple[str, int]], target: int) -> list[str] | None:
+    if target == 0:
+        return []
+    for index, (text, cost) in enumerate(closers):
+        if cost <= target:
+            rest = _pick(closers[index + 1 :], target - cost)
+            if rest is not None:
+                return [text, *rest]
+    return None

@@ -46,6 +46,14 @@ Part: TypeAlias = TextPart | ThinkingPart | ImagePart | ToolCallPart | ToolResul
 
 
 @dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool the request declares: its name and its JSON schema for the arguments."""
+
+    name: str
+    schema: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class TranscriptMessage:
     role: Literal["user", "assistant"]
     parts: tuple[Part, ...]
@@ -66,8 +74,12 @@ class TranscriptMessage:
 @dataclass(frozen=True, slots=True)
 class Transcript:
     system: str
-    tool_names: tuple[str, ...]
+    tools: tuple[ToolSpec, ...]
     messages: tuple[TranscriptMessage, ...]
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        return tuple(tool.name for tool in self.tools)
 
     def tool_call(self, call_id: str) -> ToolCallPart | None:
         for message in self.messages:
@@ -106,3 +118,15 @@ def freeze(
     messages: list[tuple[Literal["user", "assistant"], list[Part]]],
 ) -> tuple[TranscriptMessage, ...]:
     return tuple(TranscriptMessage(role=role, parts=tuple(parts)) for role, parts in messages)
+
+
+def trailing_texts(message: TranscriptMessage) -> list[str]:
+    """The non-blank texts of `message` after its last tool result: in a user turn that the API
+    combined from several messages, what the user (or the client) said after the results."""
+    texts: list[str] = []
+    for part in message.parts:
+        if isinstance(part, ToolResultPart):
+            texts = []
+        elif isinstance(part, TextPart) and part.text.strip():
+            texts.append(part.text)
+    return texts

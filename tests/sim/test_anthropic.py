@@ -194,9 +194,24 @@ RESULT = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "x"}
             'messages: first message must use the "user" role',
         ),
         (
-            {"messages": [USER, USER]},
-            'messages: roles must alternate between "user" and "assistant", but found multiple '
-            '"user" roles in a row',
+            {"messages": [USER, {"role": "assistant", "content": [CALL]},
+                          {"role": "system", "content": "between a call and its result"},
+                          {"role": "user", "content": [RESULT]}]},
+            "messages.1: `tool_use` ids were found without `tool_result` blocks immediately "
+            "after: toolu_1.",
+        ),
+        (
+            {"messages": [USER, {"role": "system", "content": [
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                             "data": "AA=="}}]}]},
+            "messages.1.content.0.type: Input should be 'text'",
+        ),
+        (
+            {"messages": [USER, {"role": "assistant", "content": [CALL]},
+                          {"role": "user", "content": "a prompt first"},
+                          {"role": "user", "content": [RESULT]}]},
+            "messages.1: `tool_use` ids were found without `tool_result` blocks immediately "
+            "after: toolu_1.",
         ),
         (
             {"messages": [USER, {"role": "assistant", "content": "a"},

@@ -11,6 +11,7 @@ from anthropic import AsyncAnthropic
 from openai import AsyncOpenAI
 
 from agent_server.context.summary_prompt import summary_message_text
+from agent_server.sim.responder import is_summary_request, plan_reply
 from agent_server.sim.scenario import (
     ScenarioError,
     default_scenario,
@@ -18,7 +19,15 @@ from agent_server.sim.scenario import (
     parse_scenario,
 )
 from agent_server.sim.simulator import Simulator
-from tests.sim.builders import anthropic_tools, chat_tools, responses_tools
+from agent_server.sim.transcript import (
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    ToolSpec,
+    Transcript,
+    TranscriptMessage,
+)
+from tests.sim.builders import TEST_SCENARIO, anthropic_tools, chat_tools, responses_tools
 
 GOOD: dict[str, Any] = {
     "name": "two",
@@ -140,6 +149,7 @@ async def test_a_prompt_after_a_compaction_summary_still_matches_its_turn(
             {"type": "text", "text": summary_message_text("## Goal\nSomething earlier.")},
             {"type": "text", "text": "Read   the readme\nplease."},
         ]}],
+        tools=anthropic_tools(),  # type: ignore[arg-type]
     )
     assert message.content[1].type == "tool_use"
     assert message.content[1].id.startswith("toolu_sim_0_0_0_")
@@ -213,3 +223,108 @@ async def test_results_for_unknown_calls_get_a_text_answer(
     )
     assert message.stop_reason == "end_turn"
     assert [b.type for b in message.content] == ["text"]
+
+
+# --- matching what other clients send ------------------------------------------------------
+
+
+def _user(*parts: Any) -> TranscriptMessage:
+    return TranscriptMessage("user", tuple(parts))
+
+
+def _transcript(*messages: TranscriptMessage, tools: tuple[str, ...] = ("ls", "read")
+                ) -> Transcript:
+    specs = tuple(ToolSpec(name, {"type": "object", "properties": {"path": {"type": "string"}}})
+                  for name in tools)
+    return Transcript(system="", tools=specs, messages=messages)
+
+
+def test_a_prompt_wrapped_in_a_clients_own_text_matches_its_turn() -> None:
+    # aider appends its own instructions to the user's words.
+    wrapped = _transcript(_user(TextPart(
+        "Read   the readme please.\n\nOnly return code in SEARCH/REPLACE blocks; ask first.")))
+    assert plan_reply(wrapped, TEST_SCENARIO, id_prefix="toolu").source == "scenario:0:0"
+
+
+def test_of_several_prompts_kept_in_one_message_the_latest_wins() -> None:
+    # Codex keeps every earlier prompt, then its summary, in the messages after a compaction.
+    kept = _transcript(_user(TextPart("Think, then answer."),
+                             TextPart("Read the readme please."),
+                             TextPart("Another model summarised the work so far: ...")))
+    assert plan_reply(kept, TEST_SCENARIO, id_prefix="call").source == "scenario:0:0"
+    assert TEST_SCENARIO.find_turn_within("Write a long answer. Think, then answer.") == 2
+
+
+def test_a_new_prompt_after_tool_results_starts_its_turn() -> None:
+    # pi sends the next prompt after the results of a turn that stopped early.
+    call = ToolCallPart("toolu_sim_0_0_0_ab", "ls", {"path": "."})
+    results = ToolResultPart("toolu_sim_0_0_0_ab", "README.md")
+    history = (_user(TextPart("Read the readme please.")),
+               TranscriptMessage("assistant", (call,)))
+    new_prompt = _transcript(*history, _user(results, TextPart("Think, then answer.")))
+    assert plan_reply(new_prompt, TEST_SCENARIO, id_prefix="toolu").source == "scenario:2:0"
+    # A client's reminder after the results is not a prompt: the turn goes on.
+    reminder = _transcript(*history, _user(results, TextPart("<system-reminder>x</system-reminder>")))
+    assert plan_reply(reminder, TEST_SCENARIO, id_prefix="toolu").source == "scenario:0:1"
+
+
+@pytest.mark.parametrize(
+    ("text", "tools", "summary"),
+    [
+        ("Your task is to create a detailed summary of the conversation so far.", True, True),
+        ("You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary.", True,
+         True),
+        ("<conversation>[User]: hi</conversation>\nCreate a structured context checkpoint "
+         "summary that another LLM will use.", False, True),
+        ("Summarize the conversation above in five bullet points.", True, True),
+        ("Scan the rest of the log for warnings and summarise them by component.", True, False),
+        ("Give me a summary of the README.", True, False),
+        ("Give me a summary of the README.", False, True),  # no tools: only a summary fits
+        ("List the files.", False, False),
+    ],
+)
+def test_summary_requests_are_recognised_whoever_sends_them(
+    text: str, tools: bool, summary: bool
+) -> None:
+    transcript = _transcript(_user(TextPart("Read the readme please.")),
+                             TranscriptMessage("assistant", (TextPart("It says hello."),)),
+                             _user(TextPart(text)), tools=("ls",) if tools else ())
+    assert is_summary_request(transcript) is summary
+
+
+def test_a_summary_request_after_tool_results_gets_the_summary() -> None:
+    call = ToolCallPart("call_sim_0_0_0_ab", "ls", {"path": "."})
+    transcript = _transcript(
+        _user(TextPart("Read the readme please.")), TranscriptMessage("assistant", (call,)),
+        _user(ToolResultPart("call_sim_0_0_0_ab", "README.md"),
+              TextPart("You are performing a CONTEXT CHECKPOINT COMPACTION.")),
+        tools=(),
+    )
+    reply = plan_reply(transcript, TEST_SCENARIO, id_prefix="call")
+    assert reply.source == "summary" and not reply.calls
+    assert "Read the readme please." in reply.text
+
+
+def test_a_request_without_tools_gets_no_tool_calls() -> None:
+    reply = plan_reply(_transcript(_user(TextPart("Read the readme please.")), tools=()),
+                       TEST_SCENARIO, id_prefix="toolu")
+    assert reply.calls == ()
+    assert reply.source == "scenario:0:2"  # the turn's answer instead
+    assert reply.text == "The readme says hello."
+
+
+def test_call_ids_differ_between_conversations_of_the_same_length() -> None:
+    one = _transcript(_user(TextPart("Read the readme please.")))
+    other = _transcript(_user(TextPart("Read the readme please. "), TextPart("again")))
+    first = plan_reply(one, TEST_SCENARIO, id_prefix="toolu").calls[0].id
+    second = plan_reply(other, TEST_SCENARIO, id_prefix="toolu").calls[0].id
+    assert first != second
+    assert first.startswith("toolu_sim_0_0_0_") and second.startswith("toolu_sim_0_0_0_")
+    assert plan_reply(one, TEST_SCENARIO, id_prefix="toolu").calls[0].id == first
+
+
+def test_a_prompt_quoted_in_a_compaction_summary_does_not_restart_its_turn() -> None:
+    # After an overflow, the retry carries only the summary, which quotes the user's request.
+    summary = summary_message_text('## Goal\n"Read the readme please."')
+    reply = plan_reply(_transcript(_user(TextPart(summary))), TEST_SCENARIO, id_prefix="toolu")
+    assert reply.source.startswith("fallback")

@@ -81,6 +81,42 @@ async def test_unknown_routes_are_json_404s(server: SimServer) -> None:
     assert wrong_method.status_code == 405
 
 
+async def test_unrouted_requests_are_in_the_log_and_query_strings_are_ignored(
+    server: SimServer, simulator: Simulator
+) -> None:
+    async with httpx2.AsyncClient() as client:
+        head = await client.head(server.base_url + "/", headers=ANTHROPIC)  # as Claude Code does
+        beta = await client.post(server.base_url + "/v1/messages?beta=true", json=GOOD,
+                                 headers=ANTHROPIC)
+    assert head.status_code == 404
+    assert beta.status_code == 200
+    unrouted = [r for r in simulator.records if r.api == "unrouted"]
+    assert [(r.method, r.path, r.status) for r in unrouted] == [("HEAD", "/", 404)]
+    assert simulator.records[-1].path == "/v1/messages"
+    assert simulator.records[-1].api == "anthropic-messages"
+
+
+async def test_each_api_lists_only_its_own_models_and_pages_them(server: SimServer) -> None:
+    claude_client = AsyncAnthropic(base_url=server.base_url, api_key="k", max_retries=0)
+    everything = [model.id async for model in claude_client.models.list(limit=2)]  # all pages
+    first = await claude_client.models.list(limit=2)
+    assert len(first.data) == 2 and first.has_more is True
+    after = await claude_client.models.list(limit=2, after_id=first.data[-1].id)
+    assert [m.id for m in after.data] == everything[2:4]
+    assert {"claude-opus-4-8", "claude-haiku-4-5", "sim-small", "test-tiny"} <= set(everything)
+    assert not [model for model in everything if model.startswith("gpt")]
+    async with httpx2.AsyncClient() as client:
+        gpt = (await client.get(server.base_url + "/v1/models", headers=OPENAI)).json()
+        bad = await client.get(server.base_url + "/v1/models?limit=0", headers=ANTHROPIC)
+        cross = await client.get(server.base_url + "/v1/models/gpt-5.5", headers=ANTHROPIC)
+    ids = {model["id"] for model in gpt["data"]}
+    assert {"gpt-5.5", "sim-large"} <= ids
+    assert not [model for model in ids if model.startswith("claude")]
+    assert bad.status_code == 400
+    assert cross.status_code == 404
+    await claude_client.close()
+
+
 async def test_the_models_endpoint_answers_in_each_apis_format(server: SimServer) -> None:
     async with httpx2.AsyncClient() as client:
         claude = (await client.get(server.base_url + "/v1/models", headers=ANTHROPIC)).json()

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import base64
 import inspect
+import itertools
 import json
 import random
+import re
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -83,3 +85,13 @@ def test_filler_has_exactly_the_requested_size() -> None:
         assert count_tokens(filler_text(size, seed=size)) == size
     assert filler_text(50, seed=3) == filler_text(50, seed=3)
     assert filler_text(0) == ""
+
+
+def test_filler_reads_as_plain_sentences() -> None:
+    text = filler_text(600, seed=7)
+    sentences = [s.strip() for s in re.split(r"(?<=\.)\s+", text.strip()) if s.strip()]
+    assert len(sentences) > 10
+    for sentence in sentences:
+        assert sentence[0].isupper() and sentence.endswith("."), sentence
+        assert len(sentence.split()) >= 1
+    assert all(a != b for a, b in itertools.pairwise(sentences))

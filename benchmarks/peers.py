@@ -1,0 +1,458 @@
+"""The peer benchmark: agent-server and three widely used coding agents on one scripted session.
+
+`agent-server bench peers` (or `make bench-peers`) installs pi, Claude Code and Codex from npm
+(pinned versions, into `~/.cache/agent-server/peers`, or `$AGENT_SERVER_PEERS_CACHE`), then
+runs each client, and agent-server itself, against the built-in simulator on the default
+scenario (18 turns about the sample workspace), once on `sim-large` (200k window) and once on
+`sim-small` (32k window, so that every client has to compact). Each run gets a fresh copy of
+the sample workspace, a fresh home directory, a fake key and a fresh simulator; the clients
+talk to it directly over loopback (their documented base-URL settings, no proxy, no patch):
+
+- pi: a provider in `$PI_CODING_AGENT_DIR/models.json` with `api: anthropic-messages`;
+- Claude Code: `ANTHROPIC_BASE_URL`, `claude -p` then `claude -p --resume`, with
+  `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1` and the model's window and output limit
+  (`CLAUDE_CODE_AUTO_COMPACT_WINDOW`, `CLAUDE_CODE_MAX_OUTPUT_TOKENS`), since it does not know
+  `sim-*` models;
+- Codex: a provider with `base_url` and `wire_api = "responses"` in `$CODEX_HOME/config.toml`,
+  `codex exec` then `codex exec resume --last`;
+- agent-server: the product's own session (`AgentSession`, real tools) through the
+  `openai-responses` provider, as Codex uses that API, and (`agent-server-anthropic`) through
+  the `anthropic` provider, as pi and Claude Code use that one.
+
+Every request each run made is kept, as the simulator logged it, in
+`.bench/peers/<run>/<client>-<model>.jsonl` (full bodies), with the distinct tool results in
+`<client>-<model>.tool-results.jsonl` (one line each: id, tool, arguments, tokens, text), so
+that later work can compare, line by line, what each client sends back to the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent_server.agent.settings import AgentSettings
+from agent_server.llm.models import BUILTIN_MODELS, ModelInfo, ModelRegistry
+from agent_server.sim import anthropic_api, openai_responses
+from agent_server.sim.records import RequestRecord
+from agent_server.sim.scenario import default_scenario
+from agent_server.sim.server import SimServer
+from agent_server.sim.simulator import Simulator
+from agent_server.sim.tokenizer import count_tokens
+from agent_server.sim.transcript import Transcript
+from agent_server.sim.workspace import write_sample_workspace
+from benchmarks.cost_bench import Bill, bill, open_session
+
+MODELS = ("sim-large", "sim-small")
+FAKE_KEY = "sk-sim-not-a-real-key"
+TURN_TIMEOUT = 600.0
+_REGISTRY = ModelRegistry(BUILTIN_MODELS)
+
+
+@dataclass(frozen=True, slots=True)
+class Peer:
+    name: str
+    package: str
+    version: str
+    binary: str
+    api: str  # "anthropic" or "openai-responses"
+
+
+PEERS: tuple[Peer, ...] = (
+    Peer("pi", "@mariozechner/pi-coding-agent", "0.73.1", "pi", "anthropic"),
+    Peer("claude-code", "@anthropic-ai/claude-code", "2.1.332", "claude", "anthropic"),
+    Peer("codex", "@openai/codex", "0.171.0", "codex", "openai-responses"),
+)
+# agent-server runs on the Responses API (as Codex does) and, for a like-for-like comparison
+# with pi and Claude Code, on the Messages API too.
+CLIENTS = ("agent-server", "agent-server-anthropic", *(peer.name for peer in PEERS))
+
+
+def cache_dir() -> Path:
+    configured = os.environ.get("AGENT_SERVER_PEERS_CACHE")
+    return Path(configured) if configured else Path.home() / ".cache" / "agent-server" / "peers"
+
+
+def install(peer: Peer, cache: Path) -> Path:
+    """The client's executable, installed from npm at its pinned version if not already."""
+    prefix = cache / f"{peer.name}-{peer.version}"
+    executable = prefix / "node_modules" / ".bin" / peer.binary
+    if not executable.exists():
+        prefix.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(prefix),
+             f"{peer.package}@{peer.version}"],
+            check=True, stdout=subprocess.DEVNULL,
+        )
+    return executable
+
+
+# --- running a client -----------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """One client's session on one model."""
+
+    client: str
+    model: str
+    version: str
+    records: list[RequestRecord]
+    turns: int
+    failed_turns: int
+    seconds: float
+    notes: list[str] = field(default_factory=list)
+
+
+def _clean_env(home: Path, extra: dict[str, str]) -> dict[str, str]:
+    """A minimal environment: no proxy, no real key, the client's own home."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "TERM": "dumb",
+        "NO_COLOR": "1",
+        "CI": "1",
+    }
+    env.update(extra)
+    return env
+
+
+def _pi_setup(home: Path, base_url: str, model: ModelInfo) -> tuple[dict[str, str], list[str]]:
+    agent_dir = home / ".pi" / "agent"
+    agent_dir.mkdir(parents=True)
+    # pi reserves 16,384 tokens below the window and asks for summaries of up to 80% of that:
+    # more than sim-small's 4,096-token output limit, which the API refuses; and it keeps the
+    # last 20,000 tokens verbatim, which on a 32k window leaves no room after a compaction. A
+    # pi user with such a model lowers both (to the output limit, and to a quarter of the
+    # window), as here; on sim-large these are pi's defaults.
+    compaction = {"reserveTokens": min(16_384, model.max_output),
+                  "keepRecentTokens": min(20_000, model.context_window // 4)}
+    (agent_dir / "settings.json").write_text(json.dumps({"compaction": compaction}),
+                                             encoding="utf-8")
+    pricing = model.pricing
+    models = {"providers": {"sim": {
+        "baseUrl": base_url, "api": "anthropic-messages", "apiKey": "SIM_API_KEY",
+        "models": [{
+            "id": model.id, "name": model.name, "contextWindow": model.context_window,
+            "maxTokens": model.max_output,
+            "cost": {"input": pricing.input, "output": pricing.output,
+                     "cacheRead": pricing.cache_read, "cacheWrite": pricing.cache_write_5m},
+        }],
+    }}}
+    (agent_dir / "models.json").write_text(json.dumps(models, indent=2), encoding="utf-8")
+    env = {"PI_CODING_AGENT_DIR": str(agent_dir), "SIM_API_KEY": FAKE_KEY}
+    return env, ["--provider", "sim", "--model", model.id]
+
+
+def _claude_setup(home: Path, base_url: str, model: ModelInfo) -> dict[str, str]:
+    return {
+        "ANTHROPIC_BASE_URL": base_url,
+        "ANTHROPIC_API_KEY": FAKE_KEY,
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_CODE_MAX_OUTPUT_TOKENS": str(model.max_output),
+        "CLAUDE_CODE_AUTO_COMPACT_WINDOW": str(model.context_window),
+    }
+
+
+def _codex_setup(home: Path, base_url: str, model: ModelInfo) -> dict[str, str]:
+    codex_home = home / ".codex"
+    codex_home.mkdir(parents=True)
+    (codex_home / "config.toml").write_text(
+        f'model = "{model.id}"\n'
+        'model_provider = "sim"\n'
+        f"model_context_window = {model.context_window}\n"
+        'sandbox_mode = "workspace-write"\n'
+        "\n[model_providers.sim]\n"
+        'name = "agent-server sim"\n'
+        f'base_url = "{base_url}/v1"\n'
+        'env_key = "SIM_API_KEY"\n'
+        'wire_api = "responses"\n',
+        encoding="utf-8",
+    )
+    return {"CODEX_HOME": str(codex_home), "SIM_API_KEY": FAKE_KEY}
+
+
+def turn_command(peer: Peer, executable: Path, model: ModelInfo, prompt: str, first: bool,
+                 session_id: str, pi_args: Sequence[str]) -> list[str]:
+    """The command line that sends `prompt` as the next turn of the client's session."""
+    exe = str(executable)
+    if peer.name == "pi":
+        return [exe, *pi_args, *([] if first else ["--continue"]), "-p", prompt]
+    if peer.name == "claude-code":
+        session = ["--session-id", session_id] if first else ["--resume", session_id]
+        return [exe, "-p", prompt, "--model", model.id, *session,
+                "--allowedTools", "Read,Glob,Grep,Bash,Edit,Write"]
+    common = ["--skip-git-repo-check", "-m", model.id]
+    if first:
+        return [exe, "exec", *common, prompt]
+    return [exe, "exec", "resume", "--last", *common, prompt]
+
+
+def run_peer(peer: Peer, executable: Path, model_id: str, run_dir: Path, scratch: Path,
+             progress: Callable[[str], None]) -> Run:
+    model = _REGISTRY.require(model_id)
+    name = f"{peer.name}-{model_id}"
+    home = scratch / "homes" / name
+    workspace = scratch / "workspaces" / name
+    for path in (home, workspace):
+        shutil.rmtree(path, ignore_errors=True)
+    home.mkdir(parents=True)
+    write_sample_workspace(workspace)
+    simulator = Simulator(log_path=run_dir / f"{name}.jsonl")
+    handle = SimServer(simulator).run_in_thread()
+    notes: list[str] = []
+    failed = 0
+    started = time.perf_counter()
+    try:
+        pi_args: list[str] = []
+        if peer.name == "pi":
+            extra, pi_args = _pi_setup(home, handle.base_url, model)
+        elif peer.name == "claude-code":
+            extra = _claude_setup(home, handle.base_url, model)
+        else:
+            extra = _codex_setup(home, handle.base_url, model)
+        env = _clean_env(home, extra)
+        session_id = str(uuid.uuid4())
+        prompts = default_scenario().prompts
+        transcript = (run_dir / f"{name}.out").open("w", encoding="utf-8")
+        with transcript:
+            for index, prompt in enumerate(prompts):
+                progress(f"  {peer.name} on {model_id}: turn {index + 1}/{len(prompts)}")
+                command = turn_command(peer, executable, model, prompt, index == 0, session_id,
+                                       pi_args)
+                try:
+                    done = subprocess.run(command, cwd=workspace, env=env,
+                                          stdin=subprocess.DEVNULL, capture_output=True,
+                                          text=True, timeout=TURN_TIMEOUT)
+                except subprocess.TimeoutExpired:
+                    failed += 1
+                    notes.append(f"turn {index + 1} timed out")
+                    continue
+                transcript.write(f"### turn {index + 1} (exit {done.returncode})\n{done.stdout}\n"
+                                 f"--- stderr\n{done.stderr}\n")
+                if done.returncode != 0:
+                    failed += 1
+                    notes.append(f"turn {index + 1} exited {done.returncode}")
+    finally:
+        handle.stop()
+        simulator.close()
+    return Run(peer.name, model_id, peer.version, list(simulator.records), len(prompts), failed,
+               time.perf_counter() - started, notes)
+
+
+async def _run_agent_server(client: str, model_id: str, run_dir: Path, scratch: Path) -> Run:
+    name = f"{client}-{model_id}"
+    workspace = scratch / "workspaces" / name
+    shutil.rmtree(workspace, ignore_errors=True)
+    write_sample_workspace(workspace)
+    simulator = Simulator(log_path=run_dir / f"{name}.jsonl")
+    failed = 0
+    notes: list[str] = []
+    started = time.perf_counter()
+    prompts = default_scenario().prompts
+    async with SimServer(simulator) as server:
+        anthropic = client == "agent-server-anthropic"
+        settings = AgentSettings(
+            provider="anthropic" if anthropic else "openai-responses", model=model_id,
+            base_url=server.base_url if anthropic else server.base_url + "/v1",
+            permissions_mode="allowAll", sessions_dir=str(scratch / "homes" / name),
+        )
+        session = open_session(workspace, settings, None)
+        try:
+            for index, prompt in enumerate(prompts):
+                result = await session.run_turn(prompt)
+                if result.stop_reason != "end_turn":
+                    failed += 1
+                    notes.append(f"turn {index + 1} stopped: {result.stop_reason}")
+        finally:
+            await session.close()
+    simulator.close()
+    from agent_server import __version__
+
+    return Run(client, model_id, __version__, list(simulator.records), len(prompts),
+               failed, time.perf_counter() - started, notes)
+
+
+# --- figures --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultLine:
+    id: str
+    tool: str
+    arguments: dict[str, Any]
+    tokens: int
+    is_error: bool
+    text: str
+
+
+def transcript_of(record: RequestRecord) -> Transcript | None:
+    body = record.request
+    try:
+        if record.api == "anthropic-messages":
+            return anthropic_api.parse_request(body, _REGISTRY).transcript
+        if record.api == "openai-responses":
+            return openai_responses.parse_request(body, _REGISTRY, lambda _: None).transcript
+    except Exception:  # a refused request has no transcript to read
+        return None
+    return None
+
+
+def tool_results(records: Iterable[RequestRecord]) -> list[ToolResultLine]:
+    """Every distinct tool result the client sent, in order of first appearance."""
+    seen: set[str] = set()
+    out: list[ToolResultLine] = []
+    for record in records:
+        transcript = transcript_of(record)
+        if transcript is None:
+            continue
+        for message in transcript.messages:
+            for result in message.tool_results:
+                if result.tool_call_id in seen:
+                    continue
+                seen.add(result.tool_call_id)
+                call = transcript.tool_call(result.tool_call_id)
+                out.append(ToolResultLine(
+                    result.tool_call_id, call.name if call else "?",
+                    dict(call.arguments) if call else {}, count_tokens(result.text),
+                    result.is_error, result.text,
+                ))
+    return out
+
+
+def fixed_prefix_tokens(records: Iterable[RequestRecord]) -> int:
+    """System prompt and tools (and Codex's leading developer messages) of the first answered
+    request of the session, in the simulator's tokens."""
+    for record in records:
+        if record.status != 200 or record.source == "summary":
+            continue
+        body = record.request
+        if record.api == "anthropic-messages":
+            blocks = anthropic_api.parse_request(body, _REGISTRY).blocks
+            return sum(b.tokens for b in blocks if b.canonical.startswith(("tool|", "system|")))
+        if record.api == "openai-responses":
+            blocks = openai_responses.parse_request(body, _REGISTRY, lambda _: None).blocks
+            total = 0
+            for block in blocks:
+                kind, _, rest = block.canonical.partition("|")
+                leading = kind == "message" and json.loads(rest).get("role") in (
+                    "developer", "system")
+                if kind in ("instructions", "tool") or leading:
+                    total += block.tokens
+                else:
+                    break
+            return total
+    return 0
+
+
+@dataclass
+class Figures:
+    client: str
+    model: str
+    version: str
+    requests: int
+    cost: float
+    cache_read_share: float
+    cache_write: int
+    fixed_prefix: int
+    tool_results: int
+    tool_result_tokens: int
+    summaries: int
+    failed_requests: int
+    failed_turns: int
+    turns: int
+    off_script: int
+    seconds: float
+    notes: list[str]
+
+
+def figures(run: Run) -> Figures:
+    model = _REGISTRY.require(run.model)
+    billed: Bill = bill(run.records, model)
+    results = tool_results(run.records)
+    return Figures(
+        client=run.client, model=run.model, version=run.version, requests=billed.requests,
+        cost=billed.cost, cache_read_share=billed.cache_read_share,
+        cache_write=billed.cache_write, fixed_prefix=fixed_prefix_tokens(run.records),
+        tool_results=len(results), tool_result_tokens=sum(r.tokens for r in results),
+        summaries=billed.summaries, failed_requests=billed.failed,
+        failed_turns=run.failed_turns, turns=run.turns, off_script=billed.off_script,
+        seconds=run.seconds, notes=run.notes,
+    )
+
+
+def write_tool_results(run: Run, run_dir: Path) -> None:
+    path = run_dir / f"{run.client}-{run.model}.tool-results.jsonl"
+    with path.open("w", encoding="utf-8") as out:
+        for line in tool_results(run.records):
+            out.write(json.dumps(asdict(line), ensure_ascii=False) + "\n")
+
+
+# --- the command ----------------------------------------------------------------------------
+
+
+def main(clients: Sequence[str] = CLIENTS, models: Sequence[str] = MODELS,
+         out_dir: Path | None = None) -> int:
+    from benchmarks.report import print_peers
+
+    unknown = [c for c in clients if c not in CLIENTS] + [m for m in models
+                                                           if _REGISTRY.get(m) is None]
+    if unknown:
+        print(f"agent-server bench peers: unknown {', '.join(unknown)}; clients are "
+              f"{', '.join(CLIENTS)}, models {', '.join(MODELS)}", file=sys.stderr)
+        return 2
+    if shutil.which("npm") is None and any(not c.startswith("agent-server") for c in clients):
+        print("agent-server bench peers needs npm (Node 20 or later) to install the clients.",
+              file=sys.stderr)
+        return 2
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    run_dir = (out_dir or Path(".bench") / "peers" / stamp).resolve()
+    run_dir.mkdir(parents=True, exist_ok=True)
+
+    def progress(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    cache = cache_dir()
+    executables: dict[str, Path] = {}
+    for peer in PEERS:
+        if peer.name in clients:
+            progress(f"installing {peer.package}@{peer.version} into {cache}")
+            executables[peer.name] = install(peer, cache)
+    results: list[Figures] = []
+    # Workspaces and homes live outside any checkout (a client reads the git status of the
+    # repository it runs in) and outside /tmp (Codex will not set up its sandbox helper under
+    # a temporary directory), and are removed afterwards; the logs stay in run_dir.
+    runs = cache.parent / "peer-runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f"{stamp}-", dir=runs))
+    try:
+        for model_id in models:
+            for client in clients:
+                progress(f"{client} on {model_id}")
+                if client.startswith("agent-server"):
+                    run = asyncio.run(_run_agent_server(client, model_id, run_dir, scratch))
+                else:
+                    peer = next(p for p in PEERS if p.name == client)
+                    run = run_peer(peer, executables[client], model_id, run_dir, scratch,
+                                   progress)
+                write_tool_results(run, run_dir)
+                results.append(figures(run))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    (run_dir / "summary.json").write_text(
+        json.dumps([asdict(f) for f in results], indent=2), encoding="utf-8"
+    )
+    print_peers(results, run_dir)
+    return 0
