@@ -151,7 +151,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         handlers=[handler],
     )
     if args.command == "serve":
-        from agent_server.lsp.server import serve_stdio, serve_tcp
+        from agent_server.lsp.startup import cached_attrs_compilation
+
+        with cached_attrs_compilation():
+            from agent_server.lsp.server import serve_stdio, serve_tcp
 
         if args.tcp:
             host, _, port = str(args.tcp).rpartition(":")

@@ -258,10 +258,16 @@ def print_report(result: Mapping[str, Any], console: Console) -> None:
         console.print(f"check_requests on the default's log: {check['summary']}")
     console.print(scale_table(result["harness"]))
     console.print(editor_table(result["editor"]))
+    if "longSessions" in result:
+        from benchmarks.long_session_bench import format_report
+
+        console.print(format_report(result["longSessions"]), markup=False)
     console.print(goals_table(result["goals"]))
     console.print(
         f"cost {cost['seconds']:.0f} s · harness {result['harness']['seconds']:.0f} s · "
-        f"editor {result['editor']['seconds']:.0f} s · total {result['seconds']:.0f} s"
+        f"editor {result['editor']['seconds']:.0f} s · "
+        f"long sessions {result.get('longSessions', {}).get('seconds', 0):.0f} s · "
+        f"total {result['seconds']:.0f} s"
     )
 
 

@@ -84,6 +84,7 @@ log = logging.getLogger(__name__)
 # The SDK's default: room for pasted images and long embedded files on one line.
 STDIO_LIMIT = 50 * 1024 * 1024
 RESOURCE_NOT_FOUND = -32002
+REPLAY_PAGE = 500  # transcript entries read at a time when a session is loaded
 
 
 def request_error(error: AgentServerError) -> RequestError:
@@ -261,9 +262,11 @@ class AcpAgent:
             raise request_error(
                 AgentServerError(f"session {session_id} is running a turn; cancel it first")
             )
-        for update in replay_updates(state.session.transcript(), state.cwd, state.session.tools):
+        for update in replay_updates(whole_transcript(state.session), state.cwd):
             self.outbox.put(session_id, update)
         state.title = state.session.ledger.title
+        if state.title:
+            self.outbox.put(session_id, title_update(state.title))
         self._announce(state)
         await self.outbox.drain()  # the history arrives before the answer
         return LoadSessionResponse(
@@ -472,6 +475,19 @@ class AcpAgent:
         if title and title != state.title:
             state.title = title
             self.outbox.put(state.session.session_id, title_update(title))
+
+
+def whole_transcript(session: AgentSession) -> list[dict[str, Any]]:
+    """Every transcript item of the session's current branch, oldest first: ACP's
+    `session/load` replays the whole conversation, page after page."""
+    pages: list[list[dict[str, Any]]] = []
+    cursor: str | None = None
+    while True:
+        page = session.transcript(before=cursor, limit=REPLAY_PAGE)
+        pages.append(page.items)
+        cursor = page.cursor
+        if cursor is None:
+            return [item for items in reversed(pages) for item in items]
 
 
 class _TurnFailed(AgentServerError):

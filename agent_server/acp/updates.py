@@ -1,5 +1,5 @@
-"""From the agent's world to ACP's: events and ledger history as session updates, prompts as
-user content, modes, config options and commands.
+"""From the agent's world to ACP's: events and the stored transcript (agent/transcript.py's
+items) as session updates, prompts as user content, modes, config options and commands.
 
 Live turns and reloaded history map onto the same updates: a tool call is a `tool_call` with
 the tool's own title, kind and locations, then a `tool_call_update` with its status and
@@ -65,8 +65,6 @@ from agent_server.agent.events import (
     UsageUpdated,
 )
 from agent_server.agent.permissions import PERMISSION_MODES, PermissionMode, PermissionRequest
-from agent_server.agent.tools import Tool, find_tool
-from agent_server.context.summary_prompt import NOTE_CLOSE, NOTE_OPEN
 from agent_server.llm.messages import ImageContent, TextContent, UserContent, usage_to_json
 from agent_server.llm.models import ModelInfo
 
@@ -572,78 +570,97 @@ def compacted_title(before: int, after: int | None) -> str:
 # --- history ----------------------------------------------------------------------------------
 
 
-def replay_updates(
-    transcript: Iterable[Mapping[str, Any]], cwd: Path, tools: Sequence[Tool]
-) -> list[SessionUpdate]:
-    """A stored session as the updates a live session would have sent, for `session/load`.
+def replay_updates(items: Iterable[Mapping[str, Any]], cwd: Path) -> list[SessionUpdate]:
+    """A stored session as the updates the live session sent, for `session/load`.
 
-    `transcript` is the session's history in the ledger's JSON form (AgentSession.transcript);
-    every decision about how history looks in ACP is made here, in one place.
+    `items` are the session's transcript items (agent/transcript.py: the shapes the editor
+    protocol streams live), oldest first; how history looks in ACP is decided here, in one
+    place.
     """
     out: list[SessionUpdate] = []
     pending: dict[str, ToolContent | None] = {}
-    for item in transcript:
-        kind = item.get("type")
-        entry_id = str(item.get("entryId", ""))
-        if kind == "compaction":
-            call_id = compaction_call_id(entry_id)
-            summary = item.get("summary")
-            out.append(
-                ToolCallStart(
-                    session_update="tool_call",
-                    tool_call_id=call_id,
-                    title=compacted_title(
-                        int(item.get("tokensBefore") or 0), _int_or_none(item.get("tokensAfter"))
-                    ),
-                    kind="other",
-                    status="completed",
-                    content=[literal_content(summary)] if isinstance(summary, str) else None,
-                    raw_input={"reason": item.get("reason")},
-                )
-            )
-            continue
-        if kind == "title" and isinstance(item.get("title"), str):
-            out.append(title_update(str(item["title"])))
-            continue
-        message = item.get("message")
-        if kind != "message" or not isinstance(message, Mapping):
-            continue
-        role = message.get("role")
-        blocks = [b for b in message.get("content") or () if isinstance(b, Mapping)]
-        if role == "user" and message.get("note"):
-            out.append(notice_text(_note_text(blocks), f"note-{entry_id}"))
-        elif role == "user":
-            out.extend(_replayed_user(blocks, entry_id))
-        elif role == "assistant":
-            for block in blocks:
-                update = _replayed_assistant_block(block, entry_id, cwd, tools, pending)
-                if update is not None:
-                    out.append(update)
-        elif role == "toolResult":
-            call_id = str(message.get("toolCallId", ""))
-            text = "".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
-            failed = bool(message.get("isError"))
-            out.append(
-                finished_tool_call(
-                    call_id, "failed" if failed else "completed", text, pending.pop(call_id, None)
-                )
-            )
+    for item in items:
+        update = _replayed(item, cwd, pending)
+        if isinstance(update, list):
+            out.extend(update)
+        elif update is not None:
+            out.append(update)
     return out
 
 
-def _note_text(blocks: Sequence[Mapping[str, Any]]) -> str:
-    """A note's text without the markers the model sees around it."""
-    text = "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text").strip()
-    return text.removeprefix(NOTE_OPEN).removesuffix(NOTE_CLOSE).strip()
+def _replayed(
+    item: Mapping[str, Any], cwd: Path, pending: dict[str, ToolContent | None]
+) -> SessionUpdate | list[SessionUpdate] | None:
+    kind = item.get("kind")
+    entry_id = str(item.get("entryId", ""))
+    if kind == "userMessage":
+        return _replayed_user(item.get("content") or (), entry_id)
+    if kind in ("messageChunk", "thoughtChunk"):
+        content = item.get("content")
+        text = content.get("text") if isinstance(content, Mapping) else None
+        if not isinstance(text, str) or not text:
+            return None
+        message_id = str(item.get("messageId", ""))
+        if kind == "messageChunk":
+            return agent_text(text, message_id)
+        return AgentThoughtChunk(
+            session_update="agent_thought_chunk",
+            content=TextContentBlock(type="text", text=text),
+            message_id=message_id,
+        )
+    if kind == "toolCall":
+        return _replayed_call(item, cwd, pending)
+    if kind == "toolCallUpdate":
+        call_id = str(item.get("toolCallId", ""))
+        blocks = [b for b in item.get("content") or () if isinstance(b, Mapping)]
+        output = "".join(
+            str(b["content"].get("text", ""))
+            for b in blocks
+            if b.get("type") == "content" and isinstance(b.get("content"), Mapping)
+        )
+        diff = pending.pop(call_id, None)
+        for block in blocks:
+            if block.get("type") == "diff":
+                diff = file_change_diff(cwd, block) or diff
+        raw = item.get("rawOutput")
+        status: ToolCallStatus = "failed" if item.get("status") == "failed" else "completed"
+        return finished_tool_call(
+            call_id, status, output, diff, raw if isinstance(raw, Mapping) else None
+        )
+    if kind == "notice":
+        note = f"note-{entry_id}" if entry_id else "note"
+        return notice_text(str(item.get("message", "")), note)
+    if kind == "compaction":
+        summary = item.get("summary")
+        return ToolCallStart(
+            session_update="tool_call",
+            tool_call_id=compaction_call_id(entry_id),
+            title=compacted_title(
+                _int_or_none(item.get("tokensBefore")) or 0, _int_or_none(item.get("tokensAfter"))
+            ),
+            kind="other",
+            status="completed",
+            content=[literal_content(summary)] if isinstance(summary, str) and summary else None,
+            raw_input={"reason": item.get("reason")},
+        )
+    if kind == "branch":
+        summary = item.get("summary")
+        text = "The conversation continued from an earlier point."
+        if isinstance(summary, str) and summary:
+            text += f" What was left behind:\n{summary}"
+        return notice_text(text, f"branch-{entry_id}")
+    return None  # modelChange, and kinds this agent does not know yet
 
 
 def _int_or_none(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _replayed_user(blocks: Sequence[Mapping[str, Any]], entry_id: str) -> list[SessionUpdate]:
+def _replayed_user(blocks: Iterable[Any], entry_id: str) -> list[SessionUpdate]:
     out: list[SessionUpdate] = []
     for block in blocks:
+        if not isinstance(block, Mapping):
+            continue
         if block.get("type") == "text":
             content: TextContentBlock | ImageContentBlock = TextContentBlock(
                 type="text", text=str(block.get("text", ""))
@@ -662,38 +679,24 @@ def _replayed_user(blocks: Sequence[Mapping[str, Any]], entry_id: str) -> list[S
     return out
 
 
-def _replayed_assistant_block(
-    block: Mapping[str, Any],
-    entry_id: str,
-    cwd: Path,
-    tools: Sequence[Tool],
-    pending: dict[str, ToolContent | None],
-) -> SessionUpdate | None:
-    kind = block.get("type")
-    if kind == "text" and block.get("text"):
-        return agent_text(str(block["text"]), entry_id)
-    if kind == "thinking" and block.get("thinking"):
-        return AgentThoughtChunk(
-            session_update="agent_thought_chunk",
-            content=TextContentBlock(type="text", text=str(block["thinking"])),
-            message_id=entry_id,
-        )
-    if kind != "toolCall":
-        return None
-    call_id = str(block.get("id", ""))
-    name = str(block.get("name", ""))
-    raw_arguments = block.get("arguments")
-    arguments = dict(raw_arguments) if isinstance(raw_arguments, Mapping) else {}
-    tool = find_tool(tools, name)
-    title = tool.title(arguments) if tool is not None else name
-    tool_kind = tool.kind if tool is not None else "other"
-    paths = tool.paths(arguments) if tool is not None else ()
+def _replayed_call(
+    item: Mapping[str, Any], cwd: Path, pending: dict[str, ToolContent | None]
+) -> ToolCallStart:
+    call_id = str(item.get("toolCallId", ""))
+    raw_input = item.get("rawInput")
+    arguments = dict(raw_input) if isinstance(raw_input, Mapping) else {}
+    tool_kind = str(item.get("toolKind", "other"))
+    paths = [
+        str(location["path"])
+        for location in item.get("locations") or ()
+        if isinstance(location, Mapping) and isinstance(location.get("path"), str)
+    ]
     diff = proposed_diff(cwd, tool_kind, arguments)
     pending[call_id] = diff
     return ToolCallStart(
         session_update="tool_call",
         tool_call_id=call_id,
-        title=title,
+        title=str(item.get("title", "")),
         kind=acp_kind(tool_kind),
         status="pending",
         content=[diff] if diff is not None else None,

@@ -264,8 +264,7 @@ class ContextManager:
             return 1
         number = self._windows.get(compaction.id)
         if number is None:
-            branch = self.ledger.branch(compaction.id)
-            number = 1 + sum(1 for entry in branch if isinstance(entry, CompactionEntry))
+            number = 1 + self.ledger.compactions_on_branch(compaction.id)  # the index only
             self._windows[compaction.id] = number
         return number
 

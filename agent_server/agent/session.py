@@ -22,7 +22,6 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from agent_server.agent.context_manager import (
     CompactionResult,
@@ -50,6 +49,8 @@ from agent_server.agent.settings import AgentSettings
 from agent_server.agent.tool_runner import ToolRunner, aborted_result
 from agent_server.agent.tools import Tool, ToolContext
 from agent_server.agent.tools.files import LOCAL_FILES, FileAccess
+from agent_server.agent.transcript import DEFAULT_PAGE, Page
+from agent_server.agent.transcript import page as transcript_page
 from agent_server.context.projection import is_prompt
 from agent_server.context.summary_prompt import note_message
 from agent_server.errors import (
@@ -72,13 +73,12 @@ from agent_server.llm.messages import (
 )
 from agent_server.llm.models import ModelInfo
 from agent_server.llm.stream import CallOptions, Provider, StreamEvent, TextDelta, ThinkingDelta
-from agent_server.session.entries import CompactionEntry, Entry, MessageEntry, entry_to_json
+from agent_server.session.entries import Entry, MessageEntry
+from agent_server.session.index import usage_of
 from agent_server.session.ledger import Ledger
 
 log = logging.getLogger(__name__)
 
-# Entry types an editor shows (the system prompt and unknown future types are not).
-DISPLAYED_ENTRIES = frozenset(("message", "compaction", "branch", "modelChange", "title"))
 TRUNCATION_NOTICE = (
     "The answer was cut off by the context window. The history will be compacted before the "
     "next request; say 'continue' to carry on."
@@ -166,10 +166,7 @@ class AgentSession:
         self._watch.restore(files_seen(ledger.projection_entries(), self._paths_of))
         self._watch_files = watch_files
         self.totals = SessionTotals()
-        for entry in ledger.entries:
-            usage = _usage_of(entry)
-            if usage is not None:
-                self.totals.add(usage, self.model)
+        self.totals.add_sum(*ledger.usage)  # from the ledger's index: nothing is read
         self._turn_totals = _last_turn_totals(ledger)
         self._turn_task: asyncio.Task[TurnResult] | None = None
         self._busy = False
@@ -290,17 +287,10 @@ class AgentSession:
         finally:
             self._busy = False
 
-    def transcript(self) -> list[dict[str, Any]]:
-        """The current branch, root to leaf, for display: every message, compaction, rewind,
-        model change and title in the ledger's own JSON form, `id` named `entryId`."""
-        items: list[dict[str, Any]] = []
-        for entry in self.ledger.branch():
-            data = entry_to_json(entry)
-            if data.get("type") not in DISPLAYED_ENTRIES:
-                continue
-            data["entryId"] = data.pop("id")
-            items.append(data)
-        return items
+    def transcript(self, before: str | None = None, limit: int = DEFAULT_PAGE) -> Page:
+        """A page of the current branch for display, as the items the live stream sends
+        (agent/transcript.py): the latest one, or the one before the cursor `before`."""
+        return transcript_page(self.ledger, self.tools, before=before, limit=limit)
 
     def usage_snapshot(self, view: ContextView | None = None) -> UsageSnapshot:
         """The context meter for `view` (default: the ledger's context for the next call),
@@ -310,7 +300,7 @@ class AgentSession:
             (
                 usage
                 for entry in reversed(view.entries)
-                if isinstance(entry, MessageEntry) and (usage := _usage_of(entry)) is not None
+                if isinstance(entry, MessageEntry) and (usage := usage_of(entry)) is not None
             ),
             None,
         )
@@ -374,7 +364,8 @@ class AgentSession:
                             view, overflow.message, rejected=True
                         )
                 streaming = False
-                self.ledger.append_message(message)
+                # Recorded under the id its chunks carried (messageId), live and loaded alike.
+                self.ledger.append_message(message, entry_id=attempt[0].message_id)
                 self.context.record_call()
                 if message.usage is not None:
                     self._count(message.usage, self.model)
@@ -419,7 +410,7 @@ class AgentSession:
                     "aborted", model=self.model.id, api=self._setup.provider.api
                 )
                 if partial.content:
-                    self.ledger.append_message(partial)
+                    self.ledger.append_message(partial, entry_id=attempt[0].message_id)
                     self._answer_unrun(partial.tool_calls, "Not run: the turn was interrupted.")
             if pending_calls:
                 self._append_results(pending_calls, results, with_changes=False)
@@ -483,7 +474,7 @@ class AgentSession:
             self._call_options(),
             on_event=on_event,
             on_retry=on_retry,
-            new_message_id=lambda: self._new_message_id(turn_id),
+            new_message_id=self.ledger.new_id,
             retry=self._retry,
             attempt_holder=attempt,
         )
@@ -522,13 +513,13 @@ class AgentSession:
     async def _branch_summary(self, target: str | None) -> str | None:
         """A summary of the entries the rewind to `target` leaves (from the leaf back to
         where the two paths meet); None when there is nothing to summarise or it failed."""
-        kept = set() if target is None else {entry.id for entry in self.ledger.branch(target)}
-        left: list[Entry] = []
-        for entry in reversed(self.ledger.branch()):
-            if entry.id in kept:
+        kept = set() if target is None else set(self.ledger.branch_ids(target))
+        left_ids: list[str] = []
+        for entry_id in reversed(self.ledger.branch_ids()):  # the index: nothing is read
+            if entry_id in kept:
                 break
-            left.append(entry)
-        left.reverse()
+            left_ids.append(entry_id)
+        left: list[Entry] = self.ledger.read(reversed(left_ids))
         try:
             return await self.context.summarise_branch(left) or None
         except ProviderError as error:
@@ -648,15 +639,6 @@ class AgentSession:
             log.exception("event sink failed on %s", type(event).__name__)
 
 
-def _usage_of(entry: object) -> Usage | None:
-    """The usage a ledger entry records: a model call's answer, or a compaction's summaries."""
-    if isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage):
-        return entry.message.usage
-    if isinstance(entry, CompactionEntry):
-        return entry.usage
-    return None
-
-
 def _last_turn_totals(ledger: Ledger) -> SessionTotals:
     """The usage of the last turn on the branch: its calls from the leaf back to its prompt
     (a compaction counts as the calls it made)."""
@@ -668,7 +650,7 @@ def _last_turn_totals(ledger: Ledger) -> SessionTotals:
             break
         if isinstance(entry, MessageEntry) and is_prompt(entry.message):
             break
-        usage = _usage_of(entry)
+        usage = usage_of(entry)
         if usage is not None:
             totals.add(usage)
         node = entry.parent_id

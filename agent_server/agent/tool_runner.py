@@ -16,6 +16,7 @@ from agent_server.agent.events import EventSink, ToolCallStarted, ToolCallUpdate
 from agent_server.agent.permissions import PermissionGate, denied_result
 from agent_server.agent.tools import Tool, ToolContext, ToolResult, run_tool, unknown_tool_result
 from agent_server.agent.tools.diff import FileChange
+from agent_server.agent.transcript import describe_call, json_details
 from agent_server.errors import redact
 from agent_server.llm.messages import TextContent, ToolCall, ToolResultMessage
 
@@ -44,15 +45,8 @@ class ToolRunner:
 
     def announce(self, turn_id: str, calls: Sequence[ToolCall]) -> None:
         for call in calls:
-            tool = self._tools.get(call.name)
-            if tool is None:
-                self._emit(ToolCallStarted(turn_id, call, call.name, "other", ()))
-                continue
-            self._emit(
-                ToolCallStarted(
-                    turn_id, call, tool.title(call.arguments), tool.kind, tool.paths(call.arguments)
-                )
-            )
+            title, kind, paths = describe_call(call, self._tools.get(call.name))
+            self._emit(ToolCallStarted(turn_id, call, title, kind, paths))
 
     async def run(
         self, turn_id: str, calls: Sequence[ToolCall], results: dict[str, ToolResultMessage]
@@ -115,8 +109,14 @@ class ToolRunner:
         )
 
     def _finish(self, turn_id: str, call: ToolCall, result: ToolResult) -> ToolResultMessage:
-        message = ToolResultMessage(call.id, call.name, result.content, is_error=result.is_error)
         details: Mapping[str, Any] | None = result.details
+        message = ToolResultMessage(
+            call.id,
+            call.name,
+            result.content,
+            is_error=result.is_error,
+            details=json_details(details) if details else None,
+        )
         self._emit(
             ToolCallUpdated(
                 turn_id,

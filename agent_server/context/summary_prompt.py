@@ -150,6 +150,12 @@ def branch_summary_message(summary: str) -> UserMessage:
     return note_message(BRANCH_SUMMARY_NOTE, f"{BRANCH_SUMMARY_PREFIX}\n\n{summary.strip()}")
 
 
+def note_text(message: UserMessage) -> str:
+    """What a note says, without the marks the model sees around it (for display)."""
+    text = "\n".join(block.text for block in message.content if isinstance(block, TextContent))
+    return _note_body(text) or text.strip()
+
+
 def _note_body(text: str) -> str | None:
     """The body of a marked note text block (or of the bracketed form older sessions
     appended to prompts and tool results), or None if `text` is not one."""

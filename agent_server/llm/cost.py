@@ -117,6 +117,16 @@ class SessionTotals:
         if model is not None:
             self.uncached_cost += uncached_cost(usage, model.pricing)
 
+    def add_sum(self, usage: Usage, calls: int) -> None:
+        """Counts `calls` calls whose usage sums to `usage` (their cost without caching is
+        not known: it depends on each call's prompt size)."""
+        self.calls += calls
+        self.input += usage.input
+        self.output += usage.output
+        self.cache_read += usage.cache_read
+        self.cache_write += usage.cache_write
+        self.cost_breakdown = self.cost_breakdown + usage.cost
+
     @property
     def cost(self) -> float:
         """US dollars over all calls."""

@@ -181,6 +181,9 @@ class ToolResultMessage:
     content: tuple[UserContent, ...]
     is_error: bool = False
     role: Literal["toolResult"] = "toolResult"
+    # What the tool reported for the editor only (a diff, line ranges): kept in the ledger
+    # so a reloaded transcript shows what the live one did; never sent to a model.
+    details: Mapping[str, Any] | None = None
 
     @property
     def text(self) -> str:
@@ -307,6 +310,8 @@ def message_to_json(message: Message) -> dict[str, Any]:
         }
         if message.is_error:
             out["isError"] = True
+        if message.details:
+            out["details"] = dict(message.details)
         return out
     result: dict[str, Any] = {
         "role": "assistant",
@@ -339,6 +344,7 @@ def message_from_json(data: Mapping[str, Any]) -> Message:
             tool_name=str(data.get("toolName", "")),
             content=_user_content(content),
             is_error=bool(data.get("isError", False)),
+            details=details if isinstance(details := data.get("details"), Mapping) else None,
         )
     if role == "assistant":
         stop_reason = data.get("stopReason", "stop")

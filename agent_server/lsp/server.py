@@ -10,12 +10,13 @@ import asyncio
 import contextlib
 import functools
 import logging
+import sys
 import threading
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cattrs
 from lsprotocol import types
@@ -39,10 +40,7 @@ from agent_server.agent.events import (
     TurnEnded,
     UsageUpdated,
 )
-from agent_server.agent.permissions import PermissionRequest
-from agent_server.agent.session import AgentSession
 from agent_server.agent.settings import AgentSettings, settings_from_json
-from agent_server.agent.workspace import WorkspaceAgent, preload_providers
 from agent_server.errors import (
     AgentServerError,
     ConfigError,
@@ -51,19 +49,38 @@ from agent_server.errors import (
 )
 from agent_server.literal import literal
 from agent_server.lsp import wire
+from agent_server.lsp.outbox import Outbox
 from agent_server.lsp.wire import Params, UnknownWorkspaceError, rpc_error
+
+if TYPE_CHECKING:
+    # The agent (sessions, tools, the SDKs' shims) loads after `initialize` is answered, in
+    # the background, or on the first request that needs it: startup stays short.
+    from agent_server.agent.permissions import PermissionRequest
+    from agent_server.agent.session import AgentSession
+    from agent_server.agent.workspace import WorkspaceAgent
 
 log = logging.getLogger(__name__)
 
 SESSION_NEW = "agent/session/new"
 SESSION_LIST = "agent/session/list"
 SESSION_LOAD = "agent/session/load"
+SESSION_HISTORY = "agent/session/history"
 TURN = "agent/turn"
 INTERRUPT = "agent/interrupt"
 COMPACT = "agent/compact"
 REWIND = "agent/rewind"
 USAGE = "agent/usage"
-METHODS = (SESSION_NEW, SESSION_LIST, SESSION_LOAD, TURN, INTERRUPT, COMPACT, REWIND, USAGE)
+METHODS = (
+    SESSION_NEW,
+    SESSION_LIST,
+    SESSION_LOAD,
+    SESSION_HISTORY,
+    TURN,
+    INTERRUPT,
+    COMPACT,
+    REWIND,
+    USAGE,
+)
 
 
 def _keep_raw(obj: dict[str, Any], cls: type) -> Any:
@@ -88,10 +105,23 @@ class TurnStream:
     progress_token: str | int | None = None
 
 
-@dataclass
 class Folder:
-    uri: str
-    agent: WorkspaceAgent
+    """A workspace folder; its agent (and the agent's imports) is made when first needed."""
+
+    def __init__(self, uri: str, make: Callable[[], WorkspaceAgent]) -> None:
+        self.uri = uri
+        self._make = make
+        self._agent: WorkspaceAgent | None = None
+
+    @property
+    def agent(self) -> WorkspaceAgent:
+        if self._agent is None:
+            self._agent = self._make()
+        return self._agent
+
+    async def close(self) -> None:
+        if self._agent is not None:
+            await self._agent.close()
 
 
 @dataclass
@@ -118,6 +148,18 @@ class AgentLanguageServer(LanguageServer):
         self.state = ServerState()
         self.agent_options = options
         self.connect_to = connect_to
+        self.outbox: Outbox | None = None
+
+    def attach_outbox(self, outbox: Outbox) -> None:
+        """Send through `outbox` (batched writes) rather than pygls's writer."""
+        self.outbox = outbox
+
+    def notify(self, method: str, params: dict[str, Any]) -> None:
+        """Send one of our notifications (plain JSON params)."""
+        if self.outbox is not None:
+            self.outbox.notify(method, params)
+        else:
+            self.protocol.notify(method, params)
 
     # --- folders and sessions -----------------------------------------------------------
 
@@ -129,7 +171,13 @@ class AgentLanguageServer(LanguageServer):
         kwargs: dict[str, Any] = dict(self.agent_options)
         if self.connect_to is not None:
             kwargs["connect_to"] = self.connect_to
-        folder = Folder(uri, WorkspaceAgent(path, settings, **kwargs))
+
+        def make() -> WorkspaceAgent:
+            from agent_server.agent.workspace import WorkspaceAgent
+
+            return WorkspaceAgent(path, settings, **kwargs)
+
+        folder = Folder(uri, make)
         self.state.folders[path] = folder
         return folder
 
@@ -161,17 +209,17 @@ class AgentLanguageServer(LanguageServer):
     def relay(self, session_id: str, event: AgentEvent) -> None:
         stream = self.state.turns.get(session_id)
         if isinstance(event, UsageUpdated):
-            self.protocol.notify(USAGE, wire.usage_json(session_id, event.snapshot))
+            self.notify(USAGE, wire.usage_json(session_id, event.snapshot))
             return
         if isinstance(event, CompactionStarted | CompactionFinished):
-            self.protocol.notify("agent/compaction", wire.compaction_json(session_id, event))
+            self.notify("agent/compaction", wire.compaction_json(session_id, event))
             self.compaction_progress(session_id, event)
             return
         if isinstance(event, OverflowHappened):
-            self.protocol.notify("agent/overflow", wire.overflow_json(session_id, event))
+            self.notify("agent/overflow", wire.overflow_json(session_id, event))
             return
         if isinstance(event, ContextDecided):
-            self.protocol.notify("agent/context", wire.decision_json(session_id, event))
+            self.notify("agent/context", wire.decision_json(session_id, event))
             return
         if isinstance(event, TurnEnded):
             return
@@ -181,15 +229,16 @@ class AgentLanguageServer(LanguageServer):
         if stream is None:
             # Outside a turn (e.g. a file changed between turns): a turn-less update.
             stream = TurnStream(turn_id="")
-        self.protocol.notify(
-            "agent/update",
-            {
+        if self.outbox is not None:
+            self.outbox.update(session_id, stream.turn_id, update)  # it numbers them
+        else:
+            params = {
                 "sessionId": session_id,
                 "turnId": stream.turn_id,
                 "seq": stream.seq,
                 "update": update,
-            },
-        )
+            }
+            self.protocol.notify("agent/update", params)
         stream.seq += 1
         if isinstance(event, ToolCallStarted) and stream.progress_token is not None:
             self.work_done_progress.report(
@@ -311,6 +360,12 @@ class AgentLanguageServer(LanguageServer):
             return AgentSettings()
 
 
+def _preload() -> None:
+    from agent_server.agent.workspace import preload_providers
+
+    preload_providers()
+
+
 def permission_message(request: PermissionRequest) -> str:
     """The question as a plain message (for clients without agent/requestPermission): the
     whole command or the diff, every character shown literally."""
@@ -390,8 +445,9 @@ def _register(server: AgentLanguageServer) -> None:
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: AgentLanguageServer, params: types.InitializedParams) -> None:
-        # Load the provider SDKs while the editor finishes starting, not on the first turn.
-        threading.Thread(target=preload_providers, name="preload-sdks", daemon=True).start()
+        # Load the agent and the provider SDKs while the editor finishes starting, not on the
+        # first request.
+        threading.Thread(target=_preload, name="preload-agent", daemon=True).start()
         for folder in list(ls.state.folders.values()):
             folder.agent.update_settings(await ls.fetch_settings(folder.uri))
 
@@ -413,7 +469,7 @@ def _register(server: AgentLanguageServer) -> None:
             path = wire.uri_to_path(removed.uri).resolve()
             folder = ls.state.folders.pop(path, None)
             if folder is not None:
-                await folder.agent.close()
+                await folder.close()
         for added in params.event.added:
             folder = ls.add_folder(added.uri, AgentSettings())
             folder.agent.update_settings(await ls.fetch_settings(added.uri))
@@ -422,7 +478,7 @@ def _register(server: AgentLanguageServer) -> None:
     async def shutdown(ls: AgentLanguageServer, params: Any) -> None:
         for folder in list(ls.state.folders.values()):
             with contextlib.suppress(Exception):
-                await folder.agent.close()
+                await folder.close()
 
     @server.feature(SESSION_NEW)
     @_answers_agent_errors
@@ -465,16 +521,29 @@ def _register(server: AgentLanguageServer) -> None:
     async def session_load(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
         params = Params(raw, SESSION_LOAD)
         session_id = params.string("sessionId")
+        limit = params.count("limit", wire.DEFAULT_PAGE, wire.MAX_PAGE)
         session = ls.session(session_id)
         snapshot = session.usage_snapshot()
-        ls.protocol.notify(USAGE, wire.usage_json(session_id, snapshot))
+        page = session.transcript(limit=limit)
+        ls.notify(USAGE, wire.usage_json(session_id, snapshot))
         return {
             "sessionId": session_id,
             "title": session.ledger.title,
             "leafId": session.ledger.leaf_id,
-            "transcript": session.transcript(),
+            "transcript": page.items,
+            "cursor": page.cursor,
             "usage": wire.usage_json(session_id, snapshot),
         }
+
+    @server.feature(SESSION_HISTORY)
+    @_answers_agent_errors
+    async def session_history(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
+        params = Params(raw, SESSION_HISTORY)
+        session_id = params.string("sessionId")
+        before = params.string("before")
+        limit = params.count("limit", wire.DEFAULT_PAGE, wire.MAX_PAGE)
+        page = ls.session(session_id).transcript(before=before, limit=limit)
+        return {"sessionId": session_id, "transcript": page.items, "cursor": page.cursor}
 
     @server.feature(TURN)
     @_answers_agent_errors
@@ -501,6 +570,8 @@ def _register(server: AgentLanguageServer) -> None:
         finally:
             if ls.state.turns.get(session_id) is stream:
                 del ls.state.turns[session_id]
+            if ls.outbox is not None:
+                ls.outbox.end_turn(session_id, turn_id)
             if token is not None:
                 ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="Done"))
         out: dict[str, Any] = {
@@ -547,7 +618,7 @@ def _register(server: AgentLanguageServer) -> None:
         summarize = params.boolean("summarize")
         session = ls.session(session_id)
         rewound = await session.rewind(entry_id, summarize=summarize)
-        ls.protocol.notify(USAGE, wire.usage_json(session_id, session.usage_snapshot()))
+        ls.notify(USAGE, wire.usage_json(session_id, session.usage_snapshot()))
         return wire.rewind_json(rewound)
 
     @server.feature(USAGE)
@@ -569,7 +640,13 @@ def _register(server: AgentLanguageServer) -> None:
 
 
 def serve_stdio() -> None:
-    create_server().start_io()
+    server = create_server()
+    outbox = Outbox(sys.stdout.buffer)
+    server.attach_outbox(outbox)
+    try:
+        server.start_io(stdout=outbox)  # type: ignore[arg-type]  # write and flush suffice
+    finally:
+        outbox.close()
 
 
 def serve_tcp(host: str, port: int) -> None:

@@ -11,11 +11,12 @@ import base64
 import binascii
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
+from agent_server.agent import transcript
 from agent_server.agent.events import (
     AgentEvent,
     CompactionFinished,
@@ -30,8 +31,6 @@ from agent_server.agent.events import (
     TurnStarted,
     UsageSnapshot,
 )
-from agent_server.agent.permissions import PermissionRequest
-from agent_server.agent.session import Rewound
 from agent_server.errors import (
     AgentServerError,
     ConfigError,
@@ -56,6 +55,12 @@ SESSION_LOCKED = -32005
 CONFIG_ERROR = -32010
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 MAX_PROMPT_CHARS = 2_000_000
+DEFAULT_PAGE = 100  # transcript entries per page unless the editor asks otherwise
+MAX_PAGE = 1000
+
+if TYPE_CHECKING:  # the agent's heavier modules load after `initialize` (lsp/startup.py)
+    from agent_server.agent.permissions import PermissionRequest
+    from agent_server.agent.session import Rewound
 
 
 class UnknownWorkspaceError(AgentServerError):
@@ -110,6 +115,17 @@ class Params:
         if self.raw.get(key) is None:
             return None
         return self.string(key)
+
+    def count(self, key: str, default: int, maximum: int) -> int:
+        """An optional integer in [1, maximum]."""
+        value = self.raw.get(key)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self._fail(key, f"must be an integer, not {type(value).__name__}")
+        if not 1 <= value <= maximum:
+            raise self._fail(key, f"must be between 1 and {maximum}")
+        return value
 
     def boolean(self, key: str, default: bool = False) -> bool:
         value = self.raw.get(key)
@@ -240,55 +256,22 @@ def decision_json(session_id: str, event: ContextDecided) -> dict[str, Any]:
 
 
 def update_json(event: AgentEvent) -> dict[str, Any] | None:
-    """The `update` of an agent/update notification, or None if the event is not one."""
+    """The `update` of an agent/update notification, or None if the event is not one. The
+    shapes are the transcript's items (agent/transcript.py): live and loaded are alike."""
     if isinstance(event, TurnStarted):
-        return {
-            "kind": "userMessage",
-            "entryId": event.entry_id,
-            "parentId": event.parent_id,
-            "content": [content_to_json(block) for block in event.content],
-        }
+        return transcript.user_message_item(event.entry_id, event.parent_id, event.content)
     if isinstance(event, TextChunk):
-        return {
-            "kind": "messageChunk",
-            "messageId": event.message_id,
-            "content": {"type": "text", "text": event.text},
-        }
+        return transcript.chunk_item("messageChunk", event.message_id, event.text)
     if isinstance(event, ThinkingChunk):
-        return {
-            "kind": "thoughtChunk",
-            "messageId": event.message_id,
-            "content": {"type": "text", "text": event.text},
-        }
+        return transcript.chunk_item("thoughtChunk", event.message_id, event.text)
     if isinstance(event, ToolCallStarted):
-        return {
-            "kind": "toolCall",
-            "toolCallId": event.tool_call.id,
-            "title": event.title,
-            "toolKind": event.kind,
-            "status": "pending",
-            "rawInput": dict(event.tool_call.arguments),
-            "locations": [{"path": path} for path in event.locations],
-        }
+        return transcript.tool_call_item(event.tool_call, event.title, event.kind, event.locations)
     if isinstance(event, ToolCallUpdated):
-        update: dict[str, Any] = {"kind": "toolCallUpdate", "toolCallId": event.tool_call_id}
-        update["status"] = event.status
-        content: list[dict[str, Any]] = []
-        if event.output is not None:
-            content.append({"type": "content", "content": {"type": "text", "text": event.output}})
-        details = event.details or {}
-        change = details.get("change")
-        if isinstance(change, Mapping) and change.get("type") == "diff":
-            content.append(dict(change))
-        if content:
-            update["content"] = content
-        if details:
-            update["rawOutput"] = {
-                k: v for k, v in details.items() if k != "change" and _is_json(v)
-            }
-        return update
+        return transcript.tool_call_update_item(
+            event.tool_call_id, event.status, event.output, event.details
+        )
     if isinstance(event, Notice):
-        return {"kind": "notice", "level": event.level, "message": event.message}
+        return transcript.notice_item(event.level, event.message)
     return None
 
 
@@ -348,7 +331,3 @@ def overflow_json(session_id: str, event: OverflowHappened) -> dict[str, Any]:
         "action": event.action,
         "message": event.message,
     }
-
-
-def _is_json(value: Any) -> bool:
-    return isinstance(value, str | int | float | bool | type(None) | list | dict)

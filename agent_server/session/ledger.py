@@ -5,17 +5,19 @@ Each line is written with a single write() of the complete line, newline include
 descriptor opened with O_APPEND; nothing is ever rewritten or deleted. `sync()` fsyncs (the
 agent calls it at the end of each turn; `fsync="always"` does it after every append).
 
-Loading tolerates damage without losing what is intact:
-- a torn last line (the process died mid-write) is reported and cut off, so that the next
-  append starts on a fresh line; a last line that is complete but lacks its newline is kept
-  and the newline added;
-- a corrupt line elsewhere is reported with its line number, skipped, and left in the file;
-- an entry whose parent was lost that way is attached to the entry before it in the file.
+Loading tolerates damage without losing what is intact (`index.scan` decides, line by line):
+a torn last line is reported and cut off, so that the next append starts on a fresh line; a
+last line complete but for its newline is kept and the newline added; a corrupt line
+elsewhere is reported, skipped and left in the file; an entry whose parent was lost that way
+is attached to the entry before it in the file.
 
-The tree lives in memory, indexed by id. New entries' parent is the current leaf (the last
-entry appended); `rewind` appends a branch entry whose parent is the rewind target.
-`projection_entries` walks parents back from the leaf and stops at the latest compaction's
-first kept entry: its cost grows with what the model sees, not with the ledger.
+An open ledger does not hold its entries. It holds the index (index.py: each entry's offset,
+parent and kind, kept in a sidecar and checked against the file on open) and reads lines on
+demand. New entries' parent is the current leaf (the last entry appended); `rewind` appends a
+branch entry whose parent is the rewind target. `projection_entries` walks parents back from
+the leaf and stops at the latest compaction's first kept entry; those entries (what the model
+sees) stay in memory, everything older is read when asked for. Opening costs what the model
+sees, not the length of the history.
 """
 
 from __future__ import annotations
@@ -24,10 +26,12 @@ import contextlib
 import dataclasses
 import gc
 import json
+import logging
 import os
 import secrets
 import threading
-from collections.abc import Callable, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -51,31 +55,33 @@ from agent_server.session.entries import (
     SessionHeader,
     SystemPromptEntry,
     TitleEntry,
-    UnknownEntry,
     entry_from_json,
     entry_to_json,
     header_from_json,
     header_to_json,
     utc_timestamp,
 )
+from agent_server.session.index import (
+    COMPACTION,
+    LedgerIndex,
+    LoadIssue,
+    ScanEnd,
+    digest,
+    read_sidecar,
+    scan,
+    tail_digest,
+    with_parent,
+    write_sidecar,
+)
 from agent_server.session.lock import SessionLock
 from agent_server.session.meta import MetaFold
 
 FsyncMode: TypeAlias = Literal["turn", "always", "never"]
-IssueAction: TypeAlias = Literal["skipped", "truncated", "newline_added", "reattached"]
 
 ENTRY_ID_BYTES = 4  # 8 hex characters; collisions within a file are retried
-
-
-@dataclass(frozen=True, slots=True)
-class LoadIssue:
-    """Something wrong with one line of a ledger, and what loading did about it."""
-
-    line_number: int  # 1-based; line 1 is the header
-    offset: int  # byte offset of the line's start
-    reason: str
-    action: IssueAction
-    excerpt: str = ""  # the start of the line, for the log
+READ_BLOCK = 8 << 20  # a rebuild reads the file in blocks of this size
+READ_GAP = 64 << 10  # lines closer than this are read in one pread
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +127,7 @@ class LedgerContents:
 
 
 def read_ledger(path: Path) -> LedgerContents:
-    """Parse a ledger file without locking or repairing it (for display and scans)."""
+    """Parse a whole ledger file without locking or repairing it (for display and scans)."""
     try:
         data = path.read_bytes()
     except FileNotFoundError as exc:
@@ -132,133 +138,55 @@ def read_ledger(path: Path) -> LedgerContents:
 
 
 def parse_ledger(data: bytes, path: Path | str = "<ledger>") -> LedgerContents:
-    """Parse the bytes of a ledger (see the module docstring for how damage is handled)."""
+    """Parse the bytes of a ledger (see `index.scan` for how damage is handled)."""
     # Parsing allocates many small containers and no reference cycles: the cyclic collector
     # would only rescan them over and over (it doubles the load time of a large ledger).
+    with collector_paused():
+        header, header_end, header_digest = parse_header(data, path)
+        index = LedgerIndex(header, header_digest)
+        entries: list[Entry] = []
+        if header_end > len(data):  # the header lacks its newline: no entries
+            end = ScanEnd(len(data), True)
+        else:
+            index.size = header_end
+            end = scan(data[header_end:], header_end, index, on_entry=entries.append)
+    return LedgerContents(
+        header=header,
+        entries=tuple(entries),
+        report=LoadReport(tuple(index.issues), len(entries), len(data) - end.complete_size),
+        complete_size=end.complete_size,
+        file_size=len(data),
+        missing_newline=end.missing_newline,
+    )
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _parse_ledger(data, path)
+        yield
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _parse_ledger(data: bytes, path: Path | str) -> LedgerContents:
+def parse_header(data: bytes, path: Path | str) -> tuple[SessionHeader, int, str]:
+    """The header of a ledger from its first bytes: the header, where the entries start
+    (len(data) + 1 when the header lacks its newline), and the header line's digest."""
     if not data:
         raise LedgerFormatError(f"{path} is empty: it is not a session ledger")
-    issues: list[LoadIssue] = []
-    lines = data.split(b"\n")  # bytes split: U+2028 and friends inside JSON stay in the line
-    torn = lines.pop()  # b"" when the file ends with a newline
-    complete_size = len(data) - len(torn)
-    missing_newline = False
-
-    header_line = lines[0] if lines else torn
+    newline = data.find(b"\n")
+    line = data if newline < 0 else data[:newline]
     try:
-        header = header_from_json(json.loads(header_line))
-    except (ValueError, LedgerFormatError) as exc:
+        header = header_from_json(json.loads(line))
+    except (ValueError, LedgerFormatError, RecursionError) as exc:
         reason = exc.message if isinstance(exc, LedgerFormatError) else "not valid JSON"
-        incomplete = " (incomplete: the server stopped while creating it)" if not lines else ""
+        incomplete = " (incomplete: the server stopped while creating it)" if newline < 0 else ""
         raise LedgerFormatError(
             f"{path} is not a session ledger: line 1, the session header{incomplete}: {reason}"
         ) from exc
-    if not lines:  # the header itself lacks its newline
-        missing_newline = True
-        complete_size = len(data)
-        lines, torn = [torn], b""
-
-    entries: list[Entry] = []
-    by_id: set[str] = set()
-    previous_id: str | None = None
-    offset = len(lines[0]) + 1
-    body = lines[1:]
-    if torn:
-        body.append(torn)
-    for index, raw in enumerate(body):
-        line_number = index + 2
-        start = offset
-        offset += len(raw) + 1
-        is_torn = torn and index == len(body) - 1
-        if not raw.strip():
-            continue
-        try:
-            entry = entry_from_json(json.loads(raw))
-        except (ValueError, LedgerFormatError, RecursionError) as exc:
-            if isinstance(exc, LedgerFormatError):
-                reason = exc.message
-            elif isinstance(exc, UnicodeDecodeError):
-                reason = "not valid UTF-8"
-            else:
-                reason = "not valid JSON"
-            if is_torn:
-                issues.append(
-                    LoadIssue(
-                        line_number,
-                        start,
-                        f"incomplete last line ({reason}); the server probably stopped "
-                        "while writing it",
-                        "truncated",
-                        _excerpt(raw),
-                    )
-                )
-            else:
-                issues.append(LoadIssue(line_number, start, reason, "skipped", _excerpt(raw)))
-            continue
-        if is_torn:
-            missing_newline = True
-            complete_size = len(data)
-            issues.append(
-                LoadIssue(
-                    line_number,
-                    start,
-                    "the last line is complete but lacks its newline",
-                    "newline_added",
-                    _excerpt(raw),
-                )
-            )
-        if entry.id in by_id:
-            issues.append(
-                LoadIssue(
-                    line_number, start, f"duplicate entry id {entry.id}", "skipped", _excerpt(raw)
-                )
-            )
-            continue
-        if entry.parent_id is not None and entry.parent_id not in by_id:
-            issues.append(
-                LoadIssue(
-                    line_number,
-                    start,
-                    f"parent {entry.parent_id} is missing (a corrupt line?); "
-                    f"attached to {previous_id or 'the start'}",
-                    "reattached",
-                    _excerpt(raw),
-                )
-            )
-            entry = _with_parent(entry, previous_id)
-        by_id.add(entry.id)
-        entries.append(entry)
-        previous_id = entry.id
-
-    truncated = len(data) - complete_size
-    return LedgerContents(
-        header=header,
-        entries=tuple(entries),
-        report=LoadReport(tuple(issues), len(entries), truncated),
-        complete_size=complete_size,
-        file_size=len(data),
-        missing_newline=missing_newline,
-    )
-
-
-def _with_parent(entry: Entry, parent_id: str | None) -> Entry:
-    if isinstance(entry, UnknownEntry):
-        return UnknownEntry({**entry.raw, "parentId": parent_id})
-    return dataclasses.replace(entry, parent_id=parent_id)
-
-
-def _excerpt(raw: bytes, limit: int = 120) -> str:
-    text = raw[: limit * 4].decode("utf-8", errors="replace")
-    return text if len(text) <= limit else text[:limit] + "..."
+    return header, (len(data) + 1 if newline < 0 else newline + 1), digest(line)
 
 
 def encode_line(data: dict[str, object]) -> bytes:
@@ -273,39 +201,78 @@ def lock_path_for(path: Path) -> Path:
 LedgerHook: TypeAlias = Callable[["Ledger"], None]
 
 
+def open_index(fd: int, path: Path) -> tuple[LedgerIndex, ScanEnd, int]:
+    """The index of the ledger open on `fd`: the sidecar's when it still describes the start
+    of the file (extended by what was appended since), else one rebuilt by reading the whole
+    file in blocks. Also where the file's complete lines end, and its size."""
+    size = os.fstat(fd).st_size
+    first = os.pread(fd, 64 << 10, 0)
+    while b"\n" not in first and len(first) < size:
+        first += os.pread(fd, 1 << 20, len(first))
+    header, header_end, header_digest = parse_header(first, path)
+    if header_end > size:  # the header lacks its newline: no entries
+        empty = LedgerIndex(header, header_digest)
+        empty.size = size
+        return empty, ScanEnd(size, True), size
+    stored = read_sidecar(path, header, header_digest)
+    index: LedgerIndex | None = None
+    if stored is not None:
+        candidate, tail = stored
+        if header_end <= candidate.size <= size and tail_digest(fd, candidate.size) == tail:
+            index = candidate
+    if index is None:
+        index = LedgerIndex(header, header_digest)
+        index.size = header_end
+    with collector_paused():
+        end = _fold_file(fd, index, size)
+    return index, end, size
+
+
+def _fold_file(fd: int, index: LedgerIndex, size: int) -> ScanEnd:
+    """Scan the file from where `index` ends to `size`, a block at a time."""
+    base = index.size
+    carry = b""
+    while True:
+        block = os.pread(fd, READ_BLOCK, base + len(carry)) if base + len(carry) < size else b""
+        data = carry + block
+        if not block:
+            return scan(data, base, index)
+        cut = data.rfind(b"\n") + 1
+        scan(data[:cut], base, index, at_end=False)
+        base += cut
+        carry = data[cut:]
+
+
 class Ledger:
     """One open session ledger. Create with `Ledger.create` or `Ledger.open`."""
 
     def __init__(
         self,
         path: Path,
-        contents: LedgerContents,
+        index: LedgerIndex,
         fd: int,
         lock: SessionLock,
         *,
         fsync: FsyncMode,
         on_sync: LedgerHook | None,
         on_close: LedgerHook | None,
+        report: LoadReport | None = None,
     ) -> None:
         self._path = path
-        self._header = contents.header
-        self.load_report = contents.report
+        self._index = index
+        self.load_report = report or LoadReport(tuple(index.issues), len(index))
         self._fd: int | None = fd
         self._lock = lock
         self._fsync: FsyncMode = fsync
         self._on_sync = on_sync
         self._on_close = on_close
-        self._size = contents.complete_size
+        self._size = index.size
         self._write_lock = threading.Lock()
-        self._entries: list[Entry] = []
-        self._by_id: dict[str, Entry] = {}
-        self._children: dict[str | None, list[Entry]] = {}
-        self._leaf_id: str | None = None
-        self._fold = MetaFold.start(contents.header)
-        self._model_change: ModelChangeEntry | None = None
-        self._system_prompt: SystemPromptEntry | None = None
-        for entry in contents.entries:
-            self._index(entry)
+        # Entries held in memory by position: what the projection needs, and new appends.
+        self._held: dict[int, Entry] = {}
+        # The positions of the current branch, root to leaf (built on first use).
+        self._branch: array[int] | None = None
+        self._stored_count = -1  # entries the sidecar on disk covers (-1: unknown)
 
     # --- opening ------------------------------------------------------------------------
 
@@ -337,7 +304,7 @@ class Ledger:
             )
             line = encode_line(header_to_json(header))
             try:
-                fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
+                fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
             except FileExistsError as exc:
                 raise SessionError(
                     f"a session file already exists at {path}; open it instead"
@@ -351,8 +318,9 @@ class Ledger:
                 os.close(fd)
                 path.unlink(missing_ok=True)
                 raise SessionError(f"cannot write the session file {path}: {exc}") from exc
-            contents = LedgerContents(header, (), LoadReport(), len(line), len(line), False)
-            ledger = cls(path, contents, fd, lock, fsync=fsync, on_sync=on_sync, on_close=on_close)
+            index = LedgerIndex(header, digest(line[:-1]))
+            index.size = len(line)
+            ledger = cls(path, index, fd, lock, fsync=fsync, on_sync=on_sync, on_close=on_close)
         except BaseException:
             lock.release()
             raise
@@ -369,7 +337,7 @@ class Ledger:
         on_sync: LedgerHook | None = None,
         on_close: LedgerHook | None = None,
     ) -> Ledger:
-        """Load the ledger at `path`, lock it, and repair a torn last line.
+        """Open the ledger at `path` through its index, lock it, and repair a torn last line.
 
         `session_id` (default: the file's stem) names the session in a lock refusal.
         """
@@ -378,25 +346,42 @@ class Ledger:
             raise SessionNotFoundError(f"no session file at {path}")
         lock = SessionLock.acquire(lock_path_for(path), session_id or path.stem)
         try:
-            contents = read_ledger(path)
-            fd = os.open(path, os.O_RDWR | os.O_APPEND)
             try:
-                if contents.missing_newline:
+                fd = os.open(path, os.O_RDWR | os.O_APPEND)
+            except OSError as exc:
+                raise SessionError(f"cannot open the session file {path}: {exc}") from exc
+            try:
+                index, end, size = open_index(fd, path)
+                if end.missing_newline:
                     _write_all(fd, b"\n")
-                    contents = dataclasses.replace(
-                        contents, complete_size=contents.complete_size + 1
-                    )
-                elif contents.complete_size < contents.file_size:
-                    os.ftruncate(fd, contents.complete_size)
-                if contents.complete_size != contents.file_size and fsync != "never":
+                    index.size = end.complete_size + 1
+                elif end.complete_size < size:
+                    os.ftruncate(fd, end.complete_size)
+                repaired = end.complete_size != size or end.missing_newline
+                if repaired and fsync != "never":
                     os.fsync(fd)
             except OSError as exc:
                 os.close(fd)
                 raise SessionError(f"cannot repair the session file {path}: {exc}") from exc
-            ledger = cls(path, contents, fd, lock, fsync=fsync, on_sync=on_sync, on_close=on_close)
+            except BaseException:
+                os.close(fd)
+                raise
+            report = LoadReport(tuple(index.issues), len(index), size - end.complete_size)
+            ledger = cls(
+                path,
+                index,
+                fd,
+                lock,
+                fsync=fsync,
+                on_sync=on_sync,
+                on_close=on_close,
+                report=report,
+            )
         except BaseException:
             lock.release()
             raise
+        # Repairs are done once; what is left in the file is reported from the sidecar.
+        index.issues = [i for i in index.issues if i.action in ("skipped", "reattached")]
         return ledger
 
     # --- identity and state ---------------------------------------------------------------
@@ -407,25 +392,26 @@ class Ledger:
 
     @property
     def header(self) -> SessionHeader:
-        return self._header
+        return self._index.header
 
     @property
     def session_id(self) -> str:
-        return self._header.session_id
+        return self._index.header.session_id
 
     @property
     def leaf_id(self) -> str | None:
         """The entry the next append will follow (None before the first entry)."""
-        return self._leaf_id
+        ids = self._index.ids
+        return ids[-1] if ids else None
 
     @property
     def entries(self) -> Sequence[Entry]:
-        """Every entry in file order, for display (a copy: O(ledger))."""
-        return tuple(self._entries)
+        """Every entry in file order, read from the file (O(ledger): for tools and tests)."""
+        return tuple(self._read(range(len(self._index))))
 
     @property
     def entry_count(self) -> int:
-        return len(self._entries)
+        return len(self._index)
 
     @property
     def size_bytes(self) -> int:
@@ -434,27 +420,42 @@ class Ledger:
     @property
     def title(self) -> str | None:
         """The latest title entry's title, else the header's."""
-        return self._fold.title
+        return self._index.meta.title
 
     @property
     def model_change(self) -> ModelChangeEntry | None:
         """The latest model change entry in the file, if any."""
-        return self._model_change
+        number = self._index.model_change
+        if number < 0:
+            return None
+        [entry] = self._read([number])
+        assert isinstance(entry, ModelChangeEntry)
+        return entry
 
     def latest_model(self) -> str | None:
         """The model of the latest model change entry, else the header's."""
-        if self._model_change is not None:
-            return self._model_change.model
-        return self._header.model
+        change = self.model_change
+        return change.model if change is not None else self._index.header.model
 
     def system_prompt(self) -> str | None:
         """The latest recorded system prompt (append_system_prompt), if any."""
-        return self._system_prompt.text if self._system_prompt is not None else None
+        number = self._index.system_prompt
+        if number < 0:
+            return None
+        [entry] = self._read([number])
+        assert isinstance(entry, SystemPromptEntry)
+        return entry.text
 
     @property
     def meta(self) -> MetaFold:
         """Title, model, last update and entry count (kept up to date on every append)."""
-        return dataclasses.replace(self._fold)
+        return dataclasses.replace(self._index.meta, entry_count=len(self._index))
+
+    @property
+    def usage(self) -> tuple[Usage, int]:
+        """The usage of every model call the file records (all branches, compactions'
+        summaries included), summed, and the number of calls."""
+        return self._index.usage, self._index.calls
 
     @property
     def closed(self) -> bool:
@@ -466,64 +467,159 @@ class Ledger:
     # --- tree -----------------------------------------------------------------------------
 
     def get(self, entry_id: str) -> Entry | None:
-        return self._by_id.get(entry_id)
+        number = self._index.position.get(entry_id)
+        if number is None:
+            return None
+        [entry] = self._read([number])
+        return entry
 
     def __contains__(self, entry_id: object) -> bool:
-        return entry_id in self._by_id
+        return entry_id in self._index.position
 
     def children(self, entry_id: str | None) -> list[Entry]:
         """Entries whose parent is `entry_id` (None: the roots), in file order."""
-        return list(self._children.get(entry_id, ()))
+        if entry_id is None:
+            parent = -1
+        elif entry_id in self._index.position:
+            parent = self._index.position[entry_id]
+        else:
+            return []
+        return self._read([n for n, p in enumerate(self._index.parents) if p == parent])
+
+    def branch_ids(self, leaf_id: str | None = None) -> list[str]:
+        """The ids of the root-to-leaf path ending at `leaf_id` (default: the current leaf),
+        from the index alone."""
+        ids = self._index.ids
+        return [ids[n] for n in self._positions(leaf_id)]
 
     def branch(self, leaf_id: str | None = None) -> list[Entry]:
-        """The root-to-leaf path ending at `leaf_id` (default: the current leaf)."""
-        path: list[Entry] = []
-        node = self._start(leaf_id)
-        while node is not None:
-            entry = self._by_id[node]
-            path.append(entry)
-            node = entry.parent_id
-        path.reverse()
-        return path
+        """The root-to-leaf path ending at `leaf_id` (default: the current leaf), read from
+        the file (O(branch))."""
+        return self._read(self._positions(leaf_id))
+
+    def read(self, entry_ids: Iterable[str]) -> list[Entry]:
+        """The entries with these ids, in the order given (EntryNotFoundError for one the
+        ledger does not have)."""
+        position = self._index.position
+        numbers = []
+        for entry_id in entry_ids:
+            if entry_id not in position:
+                raise EntryNotFoundError(f"no entry {entry_id} in session {self.session_id}")
+            numbers.append(position[entry_id])
+        return self._read(numbers)
+
+    def walk_back(self, entry_id: str | None = None) -> Iterator[tuple[str, str]]:
+        """(id, one-letter kind) of `entry_id` (default: the leaf) and each entry before it
+        on its branch, back to the root, from the index alone."""
+        index = self._index
+        for number in index.walk(self._start(entry_id)):
+            yield index.ids[number], index.kind(number)
+
+    def compactions_on_branch(self, leaf_id: str | None = None) -> int:
+        kinds = self._index.kinds
+        return sum(1 for n in self._positions(leaf_id) if kinds[n] == ord(COMPACTION))
 
     def projection_entries(self, leaf_id: str | None = None) -> list[Entry]:
         """The tail of the branch that the projection needs, root-to-leaf order.
 
         From the latest compaction's first kept entry (or the compaction itself when it kept
-        nothing) to the leaf; the whole branch when there is no compaction on it.
+        nothing) to the leaf; the whole branch when there is no compaction on it. For the
+        current leaf, these are the entries the ledger keeps in memory.
         """
-        path: list[Entry] = []
-        node = self._start(leaf_id)
-        compaction: CompactionEntry | None = None
-        while node is not None:
-            entry = self._by_id[node]
-            path.append(entry)
-            if compaction is None:
-                if isinstance(entry, CompactionEntry):
-                    compaction = entry
-                    if entry.first_kept_entry_id is None:
+        start = self._start(leaf_id)
+        if start < 0:
+            if leaf_id is None:
+                self._held = {}
+            return []
+        index = self._index
+        numbers: list[int] = []
+        first_kept: str | None = None
+        found = False
+        for number in index.walk(start):
+            numbers.append(number)
+            if not found:
+                if index.kinds[number] == ord(COMPACTION):
+                    found = True
+                    [compaction] = self._read([number])
+                    assert isinstance(compaction, CompactionEntry)
+                    first_kept = compaction.first_kept_entry_id
+                    if first_kept is None:
                         break
-            elif entry.id == compaction.first_kept_entry_id:
+            elif index.ids[number] == first_kept:
                 break
-            node = entry.parent_id
-        path.reverse()
-        return path
+        numbers.reverse()
+        entries = self._read(numbers)
+        if leaf_id is None:
+            self._held = dict(zip(numbers, entries, strict=True))
+        return entries
 
     def is_on_branch(self, entry_id: str, leaf_id: str | None = None) -> bool:
         """Whether `entry_id` is on the path from the root to `leaf_id` (default: the leaf)."""
-        node = self._start(leaf_id)
-        while node is not None:
-            if node == entry_id:
-                return True
-            node = self._by_id[node].parent_id
-        return False
+        target = self._index.position.get(entry_id)
+        if target is None:
+            return False
+        return any(number == target for number in self._index.walk(self._start(leaf_id)))
 
-    def _start(self, leaf_id: str | None) -> str | None:
+    def _start(self, leaf_id: str | None) -> int:
         if leaf_id is None:
-            return self._leaf_id
-        if leaf_id not in self._by_id:
+            return len(self._index) - 1
+        number = self._index.position.get(leaf_id)
+        if number is None:
             raise EntryNotFoundError(f"no entry {leaf_id} in session {self.session_id}")
-        return leaf_id
+        return number
+
+    def _positions(self, leaf_id: str | None) -> Sequence[int]:
+        """Positions of the branch ending at `leaf_id`, root first (the current branch is
+        kept, and extended by appends)."""
+        if leaf_id is None and self._branch is not None:
+            return self._branch
+        positions = array("q", self._index.walk(self._start(leaf_id)))
+        positions.reverse()
+        if leaf_id is None:
+            self._branch = positions
+        return positions
+
+    def _read(self, numbers: Iterable[int]) -> list[Entry]:
+        """The entries at these positions, from memory or the file: lines close together are
+        read in one pread. Each line is checked to be the entry the index says it is."""
+        wanted = list(numbers)
+        found: dict[int, Entry] = {n: self._held[n] for n in wanted if n in self._held}
+        missing = sorted({n for n in wanted if n not in found}, key=self._index.offsets.__getitem__)
+        if missing:
+            fd = self._require_fd()
+            offsets, lengths = self._index.offsets, self._index.lengths
+            span: list[int] = []
+            with collector_paused():
+                for number in missing:
+                    if span and offsets[number] - _end(span[-1], offsets, lengths) > READ_GAP:
+                        self._parse_span(fd, span, found)
+                        span = []
+                    span.append(number)
+                self._parse_span(fd, span, found)
+        return [found[n] for n in wanted]
+
+    def _parse_span(self, fd: int, span: list[int], into: dict[int, Entry]) -> None:
+        index = self._index
+        begin = index.offsets[span[0]]
+        data = os.pread(fd, _end(span[-1], index.offsets, index.lengths) - begin, begin)
+        for number in span:
+            start = index.offsets[number] - begin
+            raw = data[start : start + index.lengths[number]]
+            try:
+                entry = entry_from_json(json.loads(raw))
+            except (ValueError, LedgerFormatError, RecursionError):
+                entry = None
+            if entry is None or entry.id != index.ids[number]:
+                raise SessionError(
+                    f"the session file {self._path} was changed by another program while "
+                    "open (the entry at byte {0} is not the one indexed); close the session "
+                    "and open it again".format(index.offsets[number])
+                )
+            parent = index.parents[number]
+            parent_id = index.ids[parent] if parent >= 0 else None
+            if entry.parent_id != parent_id:  # reattached when the file was scanned
+                entry = with_parent(entry, parent_id)
+            into[number] = entry
 
     # --- appending ------------------------------------------------------------------------
 
@@ -531,7 +627,7 @@ class Ledger:
         """A fresh entry id, unique in this ledger."""
         while True:
             candidate = secrets.token_hex(ENTRY_ID_BYTES)
-            if candidate not in self._by_id:
+            if candidate not in self._index.position:
                 return candidate
 
     def append(self, entry: Entry) -> Entry:
@@ -542,9 +638,10 @@ class Ledger:
         """
         with self._write_lock:
             fd = self._require_fd()
-            if entry.id in self._by_id:
+            index = self._index
+            if entry.id in index.position:
                 raise SessionError(f"entry id {entry.id} already exists in {self.session_id}")
-            if entry.parent_id is not None and entry.parent_id not in self._by_id:
+            if entry.parent_id is not None and entry.parent_id not in index.position:
                 raise EntryNotFoundError(
                     f"cannot append after {entry.parent_id}: no such entry in session "
                     f"{self.session_id}"
@@ -553,6 +650,7 @@ class Ledger:
             stored = entry_from_json(json.loads(line))
             try:
                 _write_all(fd, line)
+                end = os.lseek(fd, 0, os.SEEK_CUR)  # O_APPEND: the end of what was written
                 if self._fsync == "always":
                     os.fsync(fd)
             except OSError as exc:
@@ -563,12 +661,29 @@ class Ledger:
                     f"cannot write to the session file {self._path}: {exc.strerror}; "
                     "the entry was not saved"
                 ) from exc
-            self._size += len(line)
-            self._index(stored)
+            offset = end - len(line)
+            if offset > self._size:  # another program appended: index its lines first
+                scan(os.pread(fd, offset - self._size, self._size), self._size, index, at_end=False)
+                self._branch = None
+            number = index.add(stored, offset, len(line))
+            index.size = self._size = end
+            index.line_count += 1
+            self._held[number] = stored
+            branch = self._branch
+            if branch is not None and (
+                (branch and index.parents[number] == branch[-1])
+                or (not branch and index.parents[number] < 0)
+            ):
+                branch.append(number)
+            else:
+                self._branch = None
             return stored
 
-    def append_message(self, message: Message) -> MessageEntry:
-        entry = MessageEntry(self.new_id(), self._leaf_id, utc_timestamp(), message)
+    def append_message(self, message: Message, *, entry_id: str | None = None) -> MessageEntry:
+        """Append `message` after the leaf, as `entry_id` (default: a new id). An assistant
+        answer is recorded under the id its streamed chunks carried, so the editor can tie
+        them to the entry."""
+        entry = MessageEntry(entry_id or self.new_id(), self.leaf_id, utc_timestamp(), message)
         stored = self.append(entry)
         assert isinstance(stored, MessageEntry)
         return stored
@@ -587,16 +702,14 @@ class Ledger:
         usage: Usage | None = None,
     ) -> CompactionEntry:
         """Record a compaction; `first_kept_entry_id` must be on the current branch."""
-        if first_kept_entry_id is not None and not (
-            first_kept_entry_id in self._by_id and self.is_on_branch(first_kept_entry_id)
-        ):
+        if first_kept_entry_id is not None and not self.is_on_branch(first_kept_entry_id):
             raise EntryNotFoundError(
                 f"first kept entry {first_kept_entry_id} is not on the current branch of "
                 f"session {self.session_id}"
             )
         entry = CompactionEntry(
             id=self.new_id(),
-            parent_id=self._leaf_id,
+            parent_id=self.leaf_id,
             timestamp=utc_timestamp(),
             summary=summary,
             first_kept_entry_id=first_kept_entry_id,
@@ -613,26 +726,26 @@ class Ledger:
         return stored
 
     def append_model_change(self, provider: str, model: str) -> ModelChangeEntry:
-        entry = ModelChangeEntry(self.new_id(), self._leaf_id, utc_timestamp(), provider, model)
+        entry = ModelChangeEntry(self.new_id(), self.leaf_id, utc_timestamp(), provider, model)
         stored = self.append(entry)
         assert isinstance(stored, ModelChangeEntry)
         return stored
 
     def append_title(self, title: str) -> TitleEntry:
-        entry = TitleEntry(self.new_id(), self._leaf_id, utc_timestamp(), title)
+        entry = TitleEntry(self.new_id(), self.leaf_id, utc_timestamp(), title)
         stored = self.append(entry)
         assert isinstance(stored, TitleEntry)
         return stored
 
     def append_system_prompt(self, text: str) -> SystemPromptEntry:
-        entry = SystemPromptEntry(self.new_id(), self._leaf_id, utc_timestamp(), text)
+        entry = SystemPromptEntry(self.new_id(), self.leaf_id, utc_timestamp(), text)
         stored = self.append(entry)
         assert isinstance(stored, SystemPromptEntry)
         return stored
 
     def rewind(self, entry_id: str | None, *, summary: str | None = None) -> BranchEntry:
         """Continue from `entry_id` (None: from the very start); nothing is deleted."""
-        if entry_id is not None and entry_id not in self._by_id:
+        if entry_id is not None and entry_id not in self._index.position:
             raise EntryNotFoundError(
                 f"cannot rewind to {entry_id}: no such entry in session {self.session_id}"
             )
@@ -644,19 +757,26 @@ class Ledger:
     # --- durability and lifetime ----------------------------------------------------------
 
     def sync(self) -> None:
-        """Make every append durable (fsync, unless fsync="never") and refresh the meta."""
+        """Make every append durable (fsync, unless fsync="never"), refresh the meta, and
+        store the index when it has grown by an eighth since it was last stored."""
         with self._write_lock:
             fd = self._require_fd()
             if self._fsync != "never":
                 os.fsync(fd)
+            count = len(self._index)
+            if count - self._stored_count >= max(64, count // 8):
+                self._store_index(fd)
         self._notify_sync()
 
     def close(self) -> None:
-        """Sync, release the lock, close the file. Idempotent."""
+        """Sync, store the index, release the lock, close the file. Idempotent."""
         if self._fd is None:
             return
         try:
             self.sync()
+            with self._write_lock:
+                if self._stored_count != len(self._index) and self._fd is not None:
+                    self._store_index(self._fd)
             if self._on_close is not None:
                 self._on_close(self)
         finally:
@@ -665,6 +785,7 @@ class Ledger:
                 if fd is not None:
                     os.close(fd)
                 self._lock.release()
+                self._held = {}
 
     def __enter__(self) -> Ledger:
         return self
@@ -678,7 +799,7 @@ class Ledger:
         self.close()
 
     def __repr__(self) -> str:
-        state = "closed" if self.closed else f"{len(self._entries)} entries"
+        state = "closed" if self.closed else f"{len(self._index)} entries"
         return f"<Ledger {self.session_id} {state} at {self._path}>"
 
     # --- internals ------------------------------------------------------------------------
@@ -692,16 +813,16 @@ class Ledger:
         if self._on_sync is not None:
             self._on_sync(self)
 
-    def _index(self, entry: Entry) -> None:
-        self._entries.append(entry)
-        self._by_id[entry.id] = entry
-        self._children.setdefault(entry.parent_id, []).append(entry)
-        self._leaf_id = entry.id
-        self._fold.add(entry)
-        if isinstance(entry, ModelChangeEntry):
-            self._model_change = entry
-        elif isinstance(entry, SystemPromptEntry):
-            self._system_prompt = entry
+    def _store_index(self, fd: int) -> None:
+        try:
+            write_sidecar(self._path, self._index, tail_digest(fd, self._size))
+            self._stored_count = len(self._index)
+        except OSError as exc:  # the index is a cache: the next open rebuilds it
+            log.warning("cannot store the index of %s: %s", self.session_id, exc)
+
+
+def _end(number: int, offsets: array[int], lengths: array[int]) -> int:
+    return offsets[number] + lengths[number]
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -7,6 +7,7 @@ Layout under the root (default: the user data directory's `agent-server/sessions
     <root>/<workspace key>/<id>.jsonl            the ledger
     <root>/<workspace key>/<id>.jsonl.lock       the writer's lock (holds its pid)
     <root>/<workspace key>/<id>.meta.json        what the session list shows
+    <root>/<workspace key>/<id>.index.json       where each entry is (session/index.py)
     <root>/<workspace key>/<id>/                 large tool outputs (`session_dir`)
 
 The workspace key is a readable slug of the folder name plus a short hash of the resolved
@@ -34,6 +35,7 @@ import platformdirs
 
 from agent_server.errors import LedgerFormatError, SessionError, SessionNotFoundError
 from agent_server.session.entries import entry_from_json, header_from_json
+from agent_server.session.index import DIGEST_SPAN, digest, index_path_for, tail_digest
 from agent_server.session.ledger import FsyncMode, Ledger, lock_path_for
 from agent_server.session.lock import SessionLock
 from agent_server.session.meta import MetaFold, SessionMeta, meta_from_json, meta_to_json
@@ -44,7 +46,6 @@ LEDGER_SUFFIX = ".jsonl"
 META_SUFFIX = ".meta.json"
 WORKSPACE_FILE = "workspace.json"
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
-_DIGEST_SPAN = 256
 
 
 def default_sessions_root() -> Path:
@@ -252,6 +253,7 @@ class SessionStore:
         try:
             path.unlink()
             path.with_name(f"{session_id}{META_SUFFIX}").unlink(missing_ok=True)
+            index_path_for(path).unlink(missing_ok=True)
             outputs = path.with_suffix("")
             if outputs.is_dir():
                 shutil.rmtree(outputs, ignore_errors=True)
@@ -409,21 +411,15 @@ def _grew_from(previous: SessionMeta, handle: BinaryIO, size: int) -> bool:
     """Whether the file still starts with what `previous` described (it only grew)."""
     if previous.size_bytes <= 0 or previous.size_bytes > size:
         return False
-    begin = max(0, previous.size_bytes - _DIGEST_SPAN)
+    begin = max(0, previous.size_bytes - DIGEST_SPAN)
     handle.seek(begin)
     tail = handle.read(previous.size_bytes - begin)
-    return tail.endswith(b"\n") and _digest(tail) == previous.tail_digest
+    return tail.endswith(b"\n") and digest(tail) == previous.tail_digest
 
 
 def _tail_digest(path: Path, size: int) -> str:
-    begin = max(0, size - _DIGEST_SPAN)
     with path.open("rb") as handle:
-        handle.seek(begin)
-        return _digest(handle.read(size - begin))
-
-
-def _digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()[:16]
+        return tail_digest(handle.fileno(), size)
 
 
 def _write_json_atomic(path: Path, data: object) -> None:

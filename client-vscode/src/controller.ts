@@ -13,6 +13,9 @@ import {
 import { ErrorCodes, type RequestPermissionParams, type RequestPermissionResult } from './protocol/types';
 import { initialState, reduce, type Action, type ViewState } from './state/reducer';
 
+/** Entries per page of older history. */
+const HISTORY_PAGE = 100;
+
 export interface ControllerHooks {
   /** Every action, in order, right after the host state has applied it. */
   publish(actions: Action[]): void;
@@ -133,6 +136,20 @@ export class SessionController {
       this.dispatch({ type: 'sessionLoaded', result });
     } catch (error) {
       this.fail('Could not load the session', error);
+    }
+  }
+
+  /** The page of history before the first item shown (when there is one, one at a time). */
+  async loadOlder(): Promise<void> {
+    const client = this.client;
+    const { sessionId, older } = this._state;
+    if (!client || !sessionId || !older.cursor || older.loading) return;
+    this.dispatch({ type: 'olderRequested', sessionId });
+    try {
+      const result = await client.sessionHistory({ sessionId, before: older.cursor, limit: HISTORY_PAGE });
+      this.dispatch({ type: 'olderLoaded', result });
+    } catch (error) {
+      this.dispatch({ type: 'olderFailed', sessionId, message: `Could not load earlier messages: ${describeError(error)}` });
     }
   }
 

@@ -67,6 +67,9 @@ export function activate(context: vscode.ExtensionContext): void {
       case 'loadSession':
         void controller.loadSession(message.sessionId);
         break;
+      case 'loadOlder':
+        void controller.loadOlder();
+        break;
       case 'refreshSessions':
         void controller.refreshSessions();
         break;

@@ -29,7 +29,13 @@ from agent_server.agent.events import (
     ToolCallUpdated,
     TurnStarted,
 )
-from agent_server.agent.tools import default_tools
+from agent_server.agent.transcript import (
+    chunk_item,
+    notice_item,
+    tool_call_item,
+    tool_call_update_item,
+    user_message_item,
+)
 from agent_server.llm.messages import ImageContent, TextContent, ToolCall
 
 CWD = Path("/work/project")
@@ -156,48 +162,45 @@ def test_compaction_is_one_card_and_notices_are_messages_of_their_own() -> None:
 
 
 def test_history_replays_as_the_live_updates_would() -> None:
-    transcript = [
-        {"type": "modelChange", "entryId": "m", "model": "sim-small"},
-        {"type": "message", "entryId": "u1",
-         "message": {"role": "user", "content": [{"type": "text", "text": "Read a.py"}]}},
-        {"type": "message", "entryId": "a1", "message": {"role": "assistant", "content": [
-            {"type": "thinking", "thinking": "Look first."},
-            {"type": "text", "text": "Reading."},
-            {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "a.py"}},
-            {"type": "toolCall", "id": "c2", "name": "edit",
-             "arguments": {"path": "a.py", "oldText": "1", "newText": "2"}},
-        ]}},
-        {"type": "message", "entryId": "r1", "message": {
-            "role": "toolResult", "toolCallId": "c1", "toolName": "read",
-            "content": [{"type": "text", "text": "1\tx = 1"}]}},
-        {"type": "message", "entryId": "r2", "message": {
-            "role": "toolResult", "toolCallId": "c2", "toolName": "edit", "isError": True,
-            "content": [{"type": "text", "text": "denied"}]}},
-        {"type": "compaction", "entryId": "k1", "summary": "## Goal", "tokensBefore": 27000,
-         "tokensAfter": 6100, "reason": "threshold"},
-        {"type": "title", "entryId": "t1", "title": "Read a.py"},
-        {"type": "message", "entryId": "n1", "message": {
-            "role": "user", "note": "externalEdit",
-            "content": [{"type": "text", "text": "<editor-note>\na.py changed\n</editor-note>"}]}},
+    read = ToolCall("c1", "read", {"path": "a.py"})
+    edit = ToolCall("c2", "edit", {"path": "a.py", "oldText": "1", "newText": "2"})
+    change = {"type": "diff", "path": "a.py", "oldText": "x = 1\n", "newText": "x = 2\n"}
+    items = [
+        {"kind": "modelChange", "entryId": "m", "provider": "anthropic", "model": "sim-small"},
+        user_message_item("u1", None, (TextContent("Read a.py"),)),
+        chunk_item("thoughtChunk", "a1", "Look first."),
+        chunk_item("messageChunk", "a1", "Reading."),
+        tool_call_item(read, "Read a.py", "read", ("a.py",)),
+        tool_call_item(edit, "Edit a.py", "edit", ("a.py",)),
+        tool_call_update_item("c1", "completed", "1\tx = 1", {"startLine": 1}),
+        tool_call_update_item("c2", "completed", "Edited a.py", {"change": change}),
+        {"kind": "compaction", "entryId": "k1", "status": "completed", "reason": "threshold",
+         "tokensBefore": 27000, "tokensAfter": 6100, "summary": "## Goal"},
+        {**notice_item("info", "a.py changed on disk"), "entryId": "n1", "note": "externalEdit"},
+        {"kind": "branch", "entryId": "b1", "targetId": "u1"},
+        {"kind": "somethingNewer", "entryId": "z"},
     ]
-    updates = replay_updates(transcript, CWD, default_tools())
+    updates = replay_updates(items, CWD)
     kinds = [u.session_update for u in updates]
     assert kinds == [
         "user_message_chunk", "agent_thought_chunk", "agent_message_chunk", "tool_call",
-        "tool_call", "tool_call_update", "tool_call_update", "tool_call", "session_info_update",
-        "agent_message_chunk",
+        "tool_call", "tool_call_update", "tool_call_update", "tool_call",
+        "agent_message_chunk", "agent_message_chunk",
     ]
     read_call = updates[3]
     assert read_call.title == "Read a.py" and read_call.kind == "read"
     assert read_call.locations[0].path == "/work/project/a.py"
     assert updates[5].status == "completed" and "x = 1" in updates[5].content[0].content.text
-    assert updates[6].status == "failed" and [c.type for c in updates[6].content] == [
-        "diff", "content"
+    assert updates[5].raw_output == {"startLine": 1}
+    # The edit's whole-file change, as recorded with its result, is the diff shown.
+    assert [(c.type, c.old_text, c.new_text) for c in updates[6].content] == [
+        ("diff", "x = 1\n", "x = 2\n")
     ]
     assert updates[7].status == "completed" and updates[7].tool_call_id == "compaction-k1"
+    assert updates[7].title == "Compacted the conversation: 27,000 → 6,100 tokens"
     assert updates[0].message_id == "u1" and updates[2].message_id == "a1"
-    note = updates[9]
-    assert note.message_id == "note-n1" and note.content.text == "\n\n> a.py changed\n\n"
+    assert updates[8].message_id == "note-n1" and updates[8].content.text == "\n\n> a.py changed on disk\n\n"
+    assert updates[9].message_id == "branch-b1"
 
 
 def test_stop_reasons_are_acps() -> None:

@@ -430,3 +430,45 @@ def test_the_peer_command_refuses_unknown_clients_and_models(tmp_path: Path) -> 
     assert peers.main(clients=["agent-server"], models=["sim-huge"], out_dir=tmp_path) == 2
     args = build_parser().parse_args(["bench", "peers", "--clients", "pi,codex"])
     assert args.suite == "peers" and args.clients == "pi,codex"
+
+
+# --- long sessions ---------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_long_session_bench_opens_loads_and_pages_a_small_session(tmp_path: Path) -> None:
+    from benchmarks import long_session_bench
+
+    built = long_session_bench.build(tmp_path / "ledger", 400)
+    assert built["entries"] == 400
+    assert long_session_bench.build(tmp_path / "ledger", 400) == built  # reused
+    opened = long_session_bench.in_fresh_process("open", built)
+    assert opened["context_tokens"] > 0
+    assert opened["mb_per_turn"] is None  # the turns run only on a copy
+    opened["mb_per_turn"] = 0.001
+    assert opened["seconds"] > 0
+    load = long_session_bench.lsp_load(built)
+    assert load["items"] > 0
+    assert load["history_pages"] >= 1  # 400 entries do not fit the first page
+    assert load["history_items"] > load["items"]
+    notify = long_session_bench.in_fresh_process("notify:server:200", built)
+    assert notify["count"] == 200
+    fake = {
+        "entries": 400,
+        "file_mb": built["file_mb"],
+        "open_first": opened,
+        "open": opened,
+        "read_all": {"seconds": 0.1, "peak_above_idle_mb": 1.0, "lines": 401},
+        "pi_open": None,
+        "load": load,
+        "notify": notify,
+        "notify_pygls": notify,
+        "stream": {"updates": 10, "seconds": 0.1, "per_second": 90.0, "characters_per_second": 1e3},
+        "cold_start": {"median_s": 0.4, "min_s": 0.3, "cpu_median_s": 0.3, "python_median_s": 0.02},
+    }
+    text = long_session_bench.format_report(fake)
+    assert "400 entries" in text and "pi: not installed" in text
+    fake["open"] = {**opened, "mb_per_turn": None}
+    assert "not measured" in long_session_bench.format_report(fake)
+    goals = long_session_bench.goals(fake)
+    assert [g["met"] for g in goals][3] is True

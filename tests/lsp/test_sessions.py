@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from lsprotocol import types
 
 from agent_server.sim.server import SimServer
@@ -28,6 +29,9 @@ async def test_sessions_listed_and_loaded_after_a_restart(
         after = await agent.request("agent/session/load", {"sessionId": session_id})
         assert after["transcript"] == before["transcript"]
         assert after["usage"]["used"] == before["usage"]["used"]
+        # the session's cost and cache-hit rate come back from the index's sums
+        assert after["usage"]["cost"] == before["usage"]["cost"] > 0
+        assert after["usage"]["cacheHitRate"] == before["usage"]["cacheHitRate"]
         result = await agent.request(
             "agent/turn", {"sessionId": session_id, "prompt": SCENARIO_PROMPTS[1]}
         )
@@ -82,30 +86,75 @@ async def test_rewind_continues_from_an_earlier_entry_without_deleting(
         await agent.request("agent/turn", {"sessionId": session_id, "prompt": OVERVIEW})
         await agent.request("agent/turn", {"sessionId": session_id, "prompt": SCENARIO_PROMPTS[1]})
         loaded = await agent.request("agent/session/load", {"sessionId": session_id})
-        prompts = [
-            item
-            for item in loaded["transcript"]
-            if item["type"] == "message" and item["message"]["role"] == "user"
-        ]
+        prompts = [item for item in loaded["transcript"] if item["kind"] == "userMessage"]
         second_prompt = prompts[1]
         target = second_prompt["parentId"]
         # Rewinding to the prompt itself goes to just before it, and gives it back to edit.
         rewound = await agent.request(
             "agent/rewind", {"sessionId": session_id, "entryId": second_prompt["entryId"]}
         )
-        assert rewound["prompt"] == second_prompt["message"]["content"]
+        assert rewound["prompt"] == second_prompt["content"]
         after = await agent.request("agent/session/load", {"sessionId": session_id})
         assert after["leafId"] == rewound["leafId"]
-        ids = [item["entryId"] for item in after["transcript"]]
+        # an answer's messageId is its entry id: the rewind target is shown
+        ids = [item.get("entryId") or item.get("messageId") for item in after["transcript"]]
         assert second_prompt["entryId"] not in ids
         assert target in ids
         await agent.request("agent/turn", {"sessionId": session_id, "prompt": SCENARIO_PROMPTS[2]})
         final = await agent.request("agent/session/load", {"sessionId": session_id})
         user_texts = [
-            item["message"]["content"][-1]["text"]
+            item["content"][-1]["text"]
             for item in final["transcript"]
-            if item["type"] == "message" and item["message"]["role"] == "user"
+            if item["kind"] == "userMessage"
         ]
         assert user_texts == [OVERVIEW, SCENARIO_PROMPTS[2]]
         listed = await agent.request("agent/session/list", {"workspaceUri": agent.workspace_uri()})
         assert listed["sessions"][0]["entryCount"] > len(final["transcript"])  # nothing deleted
+
+
+def fold(items: list[dict]) -> dict[str, object]:
+    """What an editor shows from a stream of items: text per message, each tool call with its
+    last update, the prompts."""
+    texts: dict[str, str] = {}
+    calls: dict[str, dict] = {}
+    prompts = []
+    for item in items:
+        kind = item["kind"]
+        if kind in ("messageChunk", "thoughtChunk"):
+            key = f"{kind}:{item['messageId']}"
+            texts[key] = texts.get(key, "") + item["content"]["text"]
+        elif kind == "toolCall":
+            calls[item["toolCallId"]] = {"call": item}
+        elif kind == "toolCallUpdate" and item.get("content"):
+            calls[item["toolCallId"]]["result"] = item
+        elif kind == "userMessage":
+            prompts.append(item)
+    return {"texts": texts, "calls": calls, "prompts": prompts}
+
+
+async def test_a_loaded_transcript_shows_what_the_live_stream_showed(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    async with start_agent_client([workspace], sim_settings(sim, tmp_path)) as agent:
+        session_id = await agent.new_session()
+        for prompt in (OVERVIEW, SCENARIO_PROMPTS[1]):
+            await agent.request("agent/turn", {"sessionId": session_id, "prompt": prompt})
+        live = fold([u["update"] for u in agent.updates if u["update"]["kind"] != "notice"])
+        loaded = await agent.request("agent/session/load", {"sessionId": session_id})
+        assert loaded["cursor"] is None
+        shown = fold(loaded["transcript"])
+        assert shown == live
+        titles = [c["call"]["title"] for c in shown["calls"].values()]  # type: ignore[union-attr]
+        assert any(t.startswith("Read ") for t in titles)
+
+        # a small page and the history before it give the same
+        first = await agent.request("agent/session/load", {"sessionId": session_id, "limit": 3})
+        items, cursor = first["transcript"], first["cursor"]
+        while cursor:
+            older = await agent.request(
+                "agent/session/history", {"sessionId": session_id, "before": cursor, "limit": 3}
+            )
+            items, cursor = older["transcript"] + items, older["cursor"]
+        assert items == loaded["transcript"]
+        with pytest.raises(Exception, match="limit"):
+            await agent.request("agent/session/load", {"sessionId": session_id, "limit": 0})

@@ -100,7 +100,7 @@ async def test_compaction_notifies_started_then_one_terminal_status(
         )
         assert manual["outcome"] in ("compacted", "noop")
         loaded = await agent.request("agent/session/load", {"sessionId": session_id})
-        markers = [item for item in loaded["transcript"] if item["type"] == "compaction"]
+        markers = [item for item in loaded["transcript"] if item["kind"] == "compaction"]
         assert len(markers) == len(completed) + (manual["outcome"] == "compacted")
 
 
@@ -160,14 +160,18 @@ async def test_permission_allow_and_deny_take_effect(
         assert failed["rawOutput"]["permission"] == "denied"
         assert "rejected write" in failed["rawOutput"]["reason"]
         loaded = await agent.request("agent/session/load", {"sessionId": session_id})
-        results = [
-            item["message"]
-            for item in loaded["transcript"]
-            if item["type"] == "message"
-            and item["message"]["role"] == "toolResult"
-            and item["message"]["toolName"] == "write"
+        items = loaded["transcript"]
+        writes = {i["toolCallId"] for i in items if i["kind"] == "toolCall" and i["toolKind"] == "edit"}
+        results = [i for i in items if i["kind"] == "toolCallUpdate" and i["toolCallId"] in writes]
+        # a rejected tool call shows why, after a reload as live
+        assert results and results[-1]["status"] == "failed"
+        assert "denied" in results[-1]["content"][0]["content"]["text"]
+        live = [
+            u["update"]
+            for u in agent.updates
+            if u["update"]["kind"] == "toolCallUpdate" and u["update"]["toolCallId"] in writes
         ]
-        assert results and "denied" in results[-1]["content"][0]["text"]
+        assert live[-1] == results[-1]
 
         agent.answer_permission = lambda params: "allow_once"
         await agent.request(
@@ -204,15 +208,9 @@ async def test_cancel_mid_turn_returns_cancelled_and_next_turn_works(
         sim.simulator.set_faults(None)
 
         loaded = await agent.request("agent/session/load", {"sessionId": session_id})
-        messages = [i["message"] for i in loaded["transcript"] if i["type"] == "message"]
-        calls = [
-            b["id"]
-            for m in messages
-            if m["role"] == "assistant"
-            for b in m["content"]
-            if b["type"] == "toolCall"
-        ]
-        answered = [m["toolCallId"] for m in messages if m["role"] == "toolResult"]
+        items = loaded["transcript"]
+        calls = [i["toolCallId"] for i in items if i["kind"] == "toolCall"]
+        answered = [i["toolCallId"] for i in items if i["kind"] == "toolCallUpdate"]
         assert sorted(calls) == sorted(answered)
 
         again = await agent.request("agent/turn", {"sessionId": session_id, "prompt": OVERVIEW})

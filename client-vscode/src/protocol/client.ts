@@ -24,6 +24,8 @@ import {
   type SessionListParams,
   type SessionListResult,
   type SessionLoadParams,
+  type SessionHistoryParams,
+  type SessionHistoryResult,
   type SessionLoadResult,
   type SessionNewParams,
   type SessionNewResult,
@@ -92,6 +94,10 @@ export class AgentClient {
 
   loadSession(params: SessionLoadParams): Promise<SessionLoadResult> {
     return this.connection.sendRequest(Methods.sessionLoad, params);
+  }
+
+  sessionHistory(params: SessionHistoryParams): Promise<SessionHistoryResult> {
+    return this.connection.sendRequest(Methods.sessionHistory, params);
   }
 
   /** Long-lived: resolves when the turn ends. Cancelling `token` sends `$/cancelRequest`. */

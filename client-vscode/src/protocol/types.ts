@@ -81,7 +81,7 @@ export interface UsageSnapshot {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Transcript (agent/session/load)
+// Messages as the ledger records them (inside tool inputs and the like)
 
 export interface UserMessage {
   role: 'user';
@@ -101,60 +101,41 @@ export interface AssistantMessage {
   errorMessage?: string;
 }
 
-export interface ToolResultMessage {
-  role: 'toolResult';
-  toolCallId: string;
-  toolName: string;
-  content: PromptBlock[];
-  isError: boolean;
-}
-
-export type TranscriptMessage = UserMessage | AssistantMessage | ToolResultMessage;
-
-interface TranscriptEntryBase {
-  entryId: string;
-  parentId?: string | null;
-  timestamp?: string;
-}
-
-export interface MessageTranscriptItem extends TranscriptEntryBase {
-  type: 'message';
-  message: TranscriptMessage;
-}
-
 export type CompactionReason = 'threshold' | 'overflow' | 'truncation' | 'manual';
 
-export interface CompactionTranscriptItem extends TranscriptEntryBase {
-  type: 'compaction';
-  summary: string;
-  firstKeptEntryId: string;
+// ---------------------------------------------------------------------------------------------
+// Transcript (agent/session/load, agent/session/history): the live update shapes, plus markers
+
+export interface CompactionMarker {
+  kind: 'compaction';
+  entryId: string;
+  status: 'completed';
+  reason: CompactionReason;
   tokensBefore: number;
   tokensAfter?: number;
-  reason?: CompactionReason;
+  summary: string;
+  /** null: the compaction kept nothing verbatim. */
+  firstKeptEntryId: string | null;
 }
 
-export interface BranchTranscriptItem extends TranscriptEntryBase {
-  type: 'branch';
-  targetId: string;
+export interface BranchMarker {
+  kind: 'branch';
+  entryId: string;
+  /** The entry the conversation continued from (null: the very start). */
+  targetId: string | null;
+  /** A summary of the branch left behind, when the rewind asked for one. */
+  summary?: string;
 }
 
-export interface ModelChangeTranscriptItem extends TranscriptEntryBase {
-  type: 'modelChange';
+export interface ModelChangeMarker {
+  kind: 'modelChange';
+  entryId: string;
   provider: string;
   model: string;
 }
 
-export interface TitleTranscriptItem extends TranscriptEntryBase {
-  type: 'title';
-  title: string;
-}
-
-export type TranscriptItem =
-  | MessageTranscriptItem
-  | CompactionTranscriptItem
-  | BranchTranscriptItem
-  | ModelChangeTranscriptItem
-  | TitleTranscriptItem;
+/** One item of a loaded transcript: exactly a live `agent/update` update, or a marker. */
+export type TranscriptItem = SessionUpdate | CompactionMarker | BranchMarker | ModelChangeMarker;
 
 // ---------------------------------------------------------------------------------------------
 // Requests (client to server)
@@ -189,13 +170,29 @@ export interface SessionListResult {
 
 export interface SessionLoadParams {
   sessionId: string;
+  /** Entries in the first page (default 100). */
+  limit?: number;
 }
 export interface SessionLoadResult {
   sessionId: string;
   title?: string | null;
   leafId?: string | null;
+  /** The latest page of the current branch, oldest first. */
   transcript: TranscriptItem[];
+  /** Pass as `before` to agent/session/history for the page before; null: nothing older. */
+  cursor?: string | null;
   usage: UsageSnapshot;
+}
+
+export interface SessionHistoryParams {
+  sessionId: string;
+  before: string;
+  limit?: number;
+}
+export interface SessionHistoryResult {
+  sessionId: string;
+  transcript: TranscriptItem[];
+  cursor: string | null;
 }
 
 export interface TurnParams {
@@ -306,6 +303,10 @@ export interface NoticeUpdate {
   kind: 'notice';
   level: 'info' | 'warning' | 'error';
   message: string;
+  /** In a loaded transcript, an editor note the model was given (an external edit, a branch
+   * summary): its entry and kind. */
+  entryId?: string;
+  note?: string;
 }
 
 export type SessionUpdate =
@@ -430,6 +431,7 @@ export const Methods = {
   sessionNew: 'agent/session/new',
   sessionList: 'agent/session/list',
   sessionLoad: 'agent/session/load',
+  sessionHistory: 'agent/session/history',
   turn: 'agent/turn',
   interrupt: 'agent/interrupt',
   compact: 'agent/compact',

@@ -8,7 +8,6 @@
  */
 import type {
   AgentUpdateParams,
-  AssistantMessage,
   CompactResult,
   CompactionParams,
   CompactionReason,
@@ -19,10 +18,12 @@ import type {
   PromptBlock,
   RequestPermissionParams,
   RequestPermissionResult,
+  SessionHistoryResult,
   SessionLoadResult,
   SessionSummary,
   ToolCallContent,
   ToolCallLocation,
+  SessionUpdate,
   ToolCallStatus,
   ToolKind,
   TranscriptItem,
@@ -80,7 +81,7 @@ export interface CompactionItem {
   tokensBefore: number;
   tokensAfter?: number;
   summary?: string;
-  firstKeptEntryId?: string;
+  firstKeptEntryId?: string | null;
   error?: string;
 }
 
@@ -115,7 +116,7 @@ export interface BranchItem {
   kind: 'branch';
   id: string;
   entryId: string;
-  targetId: string;
+  targetId: string | null;
 }
 
 export type Item =
@@ -148,6 +149,9 @@ export interface ViewState {
   turn: TurnState;
   /** A compaction is running (started, no terminal status yet) or was requested. */
   compacting: boolean;
+  /** The history before the first item: its cursor (absent: nothing older), and whether a
+   * page of it is on its way. */
+  older: { cursor?: string; loading: boolean };
   /** How the last requested compaction ended, for the Compact panel. */
   compactResult?: { outcome: CompactResult['outcome']; message: string };
   /** A configuration problem (e.g. no API key): shown in the banner with ways to fix it,
@@ -164,6 +168,7 @@ export function initialState(): ViewState {
     items: [],
     turn: { status: 'idle' },
     compacting: false,
+    older: { loading: false },
     counter: 0,
   };
 }
@@ -180,6 +185,9 @@ export type Action =
   | { type: 'sessionsListed'; sessions: SessionSummary[] }
   | { type: 'sessionStarted'; sessionId: string; usage?: UsageSnapshot; title?: string }
   | { type: 'sessionLoaded'; result: SessionLoadResult }
+  | { type: 'olderRequested'; sessionId: string }
+  | { type: 'olderLoaded'; result: SessionHistoryResult }
+  | { type: 'olderFailed'; sessionId: string; message: string }
   | { type: 'promptSent'; text: string }
   | { type: 'update'; params: AgentUpdateParams }
   | { type: 'usage'; params: UsageSnapshot }
@@ -232,21 +240,43 @@ export function reduce(state: ViewState, action: Action): ViewState {
         usage: action.usage,
         turn: { status: 'idle' },
         compacting: false,
+        older: { loading: false },
       };
 
     case 'sessionLoaded': {
       const { result } = action;
-      const { items, title } = itemsFromTranscript(result.transcript);
+      const items = itemsFromTranscript(result.transcript);
       return {
         ...state,
         sessionId: result.sessionId,
-        title: result.title ?? title ?? state.sessions.find((s) => s.sessionId === result.sessionId)?.title ?? undefined,
+        title: result.title ?? state.sessions.find((s) => s.sessionId === result.sessionId)?.title ?? undefined,
         items,
         usage: result.usage,
         turn: { status: 'idle' },
         compacting: false,
+        older: { cursor: result.cursor ?? undefined, loading: false },
       };
     }
+
+    case 'olderRequested':
+      if (action.sessionId !== state.sessionId || !state.older.cursor || state.older.loading) return state;
+      return { ...state, older: { ...state.older, loading: true } };
+
+    case 'olderLoaded': {
+      const { result } = action;
+      if (result.sessionId !== state.sessionId || !state.older.loading) return state;
+      const known = new Set(state.items.map((i) => i.id));
+      const older = itemsFromTranscript(result.transcript).filter((i) => !known.has(i.id));
+      return {
+        ...state,
+        items: [...older, ...state.items],
+        older: { cursor: result.cursor ?? undefined, loading: false },
+      };
+    }
+
+    case 'olderFailed':
+      if (action.sessionId !== state.sessionId) return state;
+      return addNotice({ ...state, older: { ...state.older, loading: false } }, 'error', action.message);
 
     case 'promptSent': {
       const counter = state.counter + 1;
@@ -392,14 +422,19 @@ function applyUpdate(state: ViewState, params: AgentUpdateParams): ViewState {
       lastSeq: params.seq,
     };
   }
-  const next: ViewState = { ...state, turn };
-  const u = params.update;
+  const items = applySessionUpdate(state.items, params.update, `notice:${params.turnId}:${params.seq}`);
+  return { ...state, turn, items };
+}
+
+/** One update applied to the items: the one code path for live updates and loaded
+ * transcripts. `noticeId` names a notice item, should the update be one. */
+function applySessionUpdate(items: Item[], u: SessionUpdate, noticeId: string): Item[] {
   switch (u.kind) {
     case 'userMessage': {
       const text = textOf(u.content);
       const imageCount = u.content.filter((b) => b.type === 'image').length;
       const id = `entry:${u.entryId}`;
-      const pendingIndex = next.items.findIndex((i) => i.kind === 'user' && i.pending);
+      const pendingIndex = items.findIndex((i) => i.kind === 'user' && i.pending);
       const item: UserItem = {
         kind: 'user',
         id,
@@ -410,35 +445,37 @@ function applyUpdate(state: ViewState, params: AgentUpdateParams): ViewState {
         pending: false,
       };
       if (pendingIndex >= 0) {
-        const items = next.items.slice();
-        items[pendingIndex] = item;
-        return { ...next, items };
+        const out = items.slice();
+        out[pendingIndex] = item;
+        return out;
       }
-      return { ...next, items: [...next.items, item] };
+      return [...items, item];
     }
     case 'messageChunk':
     case 'thoughtChunk': {
       const id = `msg:${u.messageId}`;
-      const index = next.items.findIndex((i) => i.id === id);
+      const index = items.findIndex((i) => i.id === id);
       const field = u.kind === 'messageChunk' ? 'text' : 'thinking';
       if (index < 0) {
         const item: AssistantItem = {
           kind: 'assistant',
           id,
           messageId: u.messageId,
+          // The answer is recorded in the ledger under the id its chunks carry.
+          entryId: u.messageId,
           text: field === 'text' ? u.content.text : '',
           thinking: field === 'thinking' ? u.content.text : '',
         };
-        return { ...next, items: [...next.items, item] };
+        return [...items, item];
       }
-      const old = next.items[index] as AssistantItem;
-      const items = next.items.slice();
-      items[index] = { ...old, [field]: old[field] + u.content.text };
-      return { ...next, items };
+      const old = items[index] as AssistantItem;
+      const out = items.slice();
+      out[index] = { ...old, [field]: old[field] + u.content.text };
+      return out;
     }
     case 'toolCall': {
       const id = `tool:${u.toolCallId}`;
-      const index = next.items.findIndex((i) => i.id === id);
+      const index = items.findIndex((i) => i.id === id);
       const item: ToolCallItem = {
         kind: 'toolCall',
         id,
@@ -451,19 +488,19 @@ function applyUpdate(state: ViewState, params: AgentUpdateParams): ViewState {
         content: [],
       };
       if (index >= 0) {
-        const items = next.items.slice();
-        const old = items[index] as ToolCallItem;
-        items[index] = { ...item, status: old.status === 'pending' ? item.status : old.status, content: old.content };
-        return { ...next, items };
+        const out = items.slice();
+        const old = out[index] as ToolCallItem;
+        out[index] = { ...item, status: old.status === 'pending' ? item.status : old.status, content: old.content };
+        return out;
       }
-      return { ...next, items: [...next.items, item] };
+      return [...items, item];
     }
     case 'toolCallUpdate': {
       const id = `tool:${u.toolCallId}`;
-      const index = next.items.findIndex((i) => i.id === id);
+      const index = items.findIndex((i) => i.id === id);
       const old: ToolCallItem =
         index >= 0
-          ? (next.items[index] as ToolCallItem)
+          ? (items[index] as ToolCallItem)
           : {
               kind: 'toolCall',
               id,
@@ -481,19 +518,19 @@ function applyUpdate(state: ViewState, params: AgentUpdateParams): ViewState {
         content: u.content ?? old.content,
         rawOutput: u.rawOutput !== undefined ? u.rawOutput : old.rawOutput,
       };
-      const items = next.items.slice();
-      if (index >= 0) items[index] = updated;
-      else items.push(updated);
-      return { ...next, items };
+      const out = items.slice();
+      if (index >= 0) out[index] = updated;
+      else out.push(updated);
+      return out;
     }
     case 'notice': {
       const item: NoticeItem = {
         kind: 'notice',
-        id: `notice:${params.turnId}:${params.seq}`,
+        id: noticeId,
         level: u.level,
         message: u.message,
       };
-      return { ...next, items: [...next.items, item] };
+      return [...items, item];
     }
   }
 }
@@ -531,159 +568,48 @@ function applyCompaction(state: ViewState, p: CompactionParams): ViewState {
 // ---------------------------------------------------------------------------------------------
 // agent/session/load transcript
 
-/** Turns a loaded transcript into view items; compactions become markers where they happened. */
-export function itemsFromTranscript(transcript: readonly TranscriptItem[]): {
-  items: Item[];
-  title?: string;
-} {
-  const items: Item[] = [];
-  const toolIndex = new Map<string, number>();
-  let title: string | undefined;
+/** Turns a loaded transcript into view items through the same path as live updates;
+ * compactions, rewinds and model changes become markers where they happened. */
+export function itemsFromTranscript(transcript: readonly TranscriptItem[]): Item[] {
+  let items: Item[] = [];
+  let previous = 'start';
   for (const entry of transcript) {
-    switch (entry.type) {
-      case 'message': {
-        const m = entry.message;
-        if (m.role === 'user') {
-          const blocks: PromptBlock[] =
-            typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content;
-          if (m.note) {
-            // A note the editor added (an external edit, a branch summary): not the user's.
-            items.push({ kind: 'notice', id: `entry:${entry.entryId}`, level: 'info', message: noteText(blocks) });
-            break;
-          }
-          items.push({
-            kind: 'user',
+    switch (entry.kind) {
+      case 'compaction':
+        items = [
+          ...items,
+          {
+            kind: 'compaction',
             id: `entry:${entry.entryId}`,
             entryId: entry.entryId,
-            ...(entry.parentId ? { parentId: entry.parentId } : {}),
-            text: textOf(blocks),
-            imageCount: blocks.filter((b) => b.type === 'image').length,
-            pending: false,
-          });
-        } else if (m.role === 'assistant') {
-          pushAssistant(items, toolIndex, entry.entryId, m);
-        } else {
-          const index = toolIndex.get(m.toolCallId);
-          const content: ToolCallContent[] = m.content
-            .filter((b): b is Extract<PromptBlock, { type: 'text' }> => b.type === 'text')
-            .map((b) => ({ type: 'content', content: b }));
-          const status: ToolCallStatus = m.isError ? 'failed' : 'completed';
-          if (index !== undefined) {
-            const old = items[index] as ToolCallItem;
-            items[index] = { ...old, status, content };
-          } else {
-            toolIndex.set(m.toolCallId, items.length);
-            items.push({
-              kind: 'toolCall',
-              id: `tool:${m.toolCallId}`,
-              toolCallId: m.toolCallId,
-              title: m.toolName,
-              toolKind: toolKindOf(m.toolName),
-              status,
-              rawInput: undefined,
-              locations: [],
-              content,
-            });
-          }
-        }
-        break;
-      }
-      case 'compaction':
-        items.push({
-          kind: 'compaction',
-          id: `entry:${entry.entryId}`,
-          entryId: entry.entryId,
-          status: 'completed',
-          reason: entry.reason,
-          tokensBefore: entry.tokensBefore,
-          tokensAfter: entry.tokensAfter,
-          summary: entry.summary,
-          firstKeptEntryId: entry.firstKeptEntryId,
-        });
+            status: 'completed',
+            reason: entry.reason,
+            tokensBefore: entry.tokensBefore,
+            tokensAfter: entry.tokensAfter,
+            summary: entry.summary,
+            firstKeptEntryId: entry.firstKeptEntryId,
+          },
+        ];
+        previous = entry.entryId;
         break;
       case 'branch':
-        items.push({ kind: 'branch', id: `entry:${entry.entryId}`, entryId: entry.entryId, targetId: entry.targetId });
+        items = [...items, { kind: 'branch', id: `entry:${entry.entryId}`, entryId: entry.entryId, targetId: entry.targetId }];
+        previous = entry.entryId;
         break;
       case 'modelChange':
-        items.push({
-          kind: 'notice',
-          id: `entry:${entry.entryId}`,
-          level: 'info',
-          message: `Model: ${entry.provider}/${entry.model}`,
-        });
+        items = [...items, { kind: 'notice', id: `entry:${entry.entryId}`, level: 'info', message: `Model: ${entry.provider}/${entry.model}` }];
+        previous = entry.entryId;
         break;
-      case 'title':
-        title = entry.title;
-        break;
+      default: {
+        // An editor note is an entry; another notice is named after what it follows.
+        const noticeId = entry.kind === 'notice' && entry.entryId ? `entry:${entry.entryId}` : `notice:after:${previous}`;
+        items = applySessionUpdate(items, entry, noticeId);
+        const last = items[items.length - 1];
+        if (last && last.kind !== 'notice') previous = last.id;
+      }
     }
   }
-  return { items, title };
-}
-
-/** A note's text without the `<editor-note>` tags the model sees around it. */
-export function noteText(blocks: readonly PromptBlock[]): string {
-  return textOf(blocks)
-    .replace(/^\s*<editor-note>\s*/, '')
-    .replace(/\s*<\/editor-note>\s*$/, '');
-}
-
-function pushAssistant(
-  items: Item[],
-  toolIndex: Map<string, number>,
-  entryId: string,
-  m: AssistantMessage,
-): void {
-  const text = m.content
-    .filter((b) => b.type === 'text')
-    .map((b) => (b as { text: string }).text)
-    .join('\n\n');
-  const thinking = m.content
-    .filter((b) => b.type === 'thinking')
-    .map((b) => (b as { thinking: string }).thinking)
-    .join('\n\n');
-  if (text || thinking || m.errorMessage) {
-    items.push({
-      kind: 'assistant',
-      id: `entry:${entryId}`,
-      entryId,
-      text,
-      thinking,
-      error: m.errorMessage,
-    });
-  }
-  for (const block of m.content) {
-    if (block.type !== 'toolCall') continue;
-    toolIndex.set(block.id, items.length);
-    items.push({
-      kind: 'toolCall',
-      id: `tool:${block.id}`,
-      toolCallId: block.id,
-      title: toolTitle(block.name, block.arguments),
-      toolKind: toolKindOf(block.name),
-      status: 'pending',
-      rawInput: block.arguments,
-      locations: typeof block.arguments['path'] === 'string' ? [{ path: block.arguments['path'] }] : [],
-      content: [],
-    });
-  }
-}
-
-/** A tool's kind from its name, for transcripts (live updates carry `toolKind`). */
-export function toolKindOf(name: string): ToolKind {
-  const n = name.toLowerCase();
-  if (['read', 'read_file', 'view', 'cat'].includes(n)) return 'read';
-  if (['write', 'edit', 'write_file', 'edit_file', 'apply_patch'].includes(n)) return 'edit';
-  if (['grep', 'find', 'glob', 'ls', 'search', 'list'].includes(n)) return 'search';
-  if (['bash', 'shell', 'exec', 'run'].includes(n)) return 'execute';
-  return 'other';
-}
-
-function toolTitle(name: string, args: Record<string, unknown>): string {
-  for (const key of ['path', 'command', 'pattern', 'query']) {
-    const v = args[key];
-    if (typeof v === 'string' && v) return `${name} ${v.length > 80 ? `${v.slice(0, 77)}…` : v}`;
-  }
-  return name;
+  return items;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -12,6 +12,8 @@ export type WebviewToHost =
   | { type: 'stop' }
   | { type: 'newSession' }
   | { type: 'loadSession'; sessionId: string }
+  /** Scrolled to the top: the page of history before the first item. */
+  | { type: 'loadOlder' }
   | { type: 'refreshSessions' }
   | { type: 'compact'; instructions?: string }
   | { type: 'rewind'; entryId: string }

@@ -72,6 +72,10 @@ export class ChatView {
   private readonly meterText: HTMLElement;
   private readonly banner: HTMLElement;
   private readonly transcript: HTMLElement;
+  /** At the top of the transcript: earlier history is being loaded, or can be. */
+  private readonly older: HTMLElement;
+  /** The cursor last asked for, so that one position asks once. */
+  private requestedOlder: string | undefined;
   private readonly empty: HTMLElement;
   private readonly input: HTMLTextAreaElement;
   private readonly sendButton: HTMLButtonElement;
@@ -142,6 +146,10 @@ export class ChatView {
     );
     this.banner = h('div', { class: 'banner', attrs: { role: 'alert' } });
     this.transcript = h('div', { class: 'transcript', attrs: { role: 'log', 'aria-live': 'polite' } });
+    this.older = h('div', { class: 'older' });
+    this.transcript.append(this.older);
+    // Scrolled to the top: the page before the first item.
+    this.transcript.addEventListener('scroll', () => this.maybeLoadOlder());
     this.empty = h('div', { class: 'empty', text: 'Ask the agent something about this workspace.' });
     this.input = h('textarea', {
       class: 'prompt',
@@ -330,15 +338,18 @@ export class ChatView {
   private renderTranscript(state: ViewState): void {
     const container = this.transcript;
     const nearBottom = container.scrollHeight - container.scrollTop - container.clientHeight < 80;
+    const fromBottom = container.scrollHeight - container.scrollTop;
+    const firstBefore = this.older.nextElementSibling as HTMLElement | null;
+    this.renderOlder(state);
     const next = new Map<string, Rendered>();
     const lastAssistant = findLast(state.items, (i) => i.kind === 'assistant');
-    let cursor: ChildNode | null = container.firstChild;
+    let cursor: ChildNode | null = this.older.nextSibling;
     if (state.items.length === 0) {
-      if (this.empty.parentNode !== container) container.prepend(this.empty);
+      if (this.empty.parentNode !== container) container.insertBefore(this.empty, cursor);
       cursor = this.empty.nextSibling;
     } else if (this.empty.parentNode === container) {
       this.empty.remove();
-      cursor = container.firstChild;
+      cursor = this.older.nextSibling;
     }
     for (const item of state.items) {
       const streaming = state.turn.status !== 'idle' && item === lastAssistant;
@@ -361,7 +372,42 @@ export class ChatView {
     }
     for (const [id, old] of this.rendered) if (!next.has(id)) old.el.remove();
     this.rendered = next;
-    if (nearBottom) container.scrollTop = container.scrollHeight;
+    const prepended = firstBefore !== null && firstBefore.isConnected && this.older.nextElementSibling !== firstBefore;
+    if (prepended && !nearBottom) {
+      // Older history arrived above: what the user was reading stays where it was.
+      container.scrollTop = container.scrollHeight - fromBottom;
+    } else if (nearBottom) {
+      container.scrollTop = container.scrollHeight;
+    }
+    this.maybeLoadOlder();
+  }
+
+  private renderOlder(state: ViewState): void {
+    const { cursor, loading } = state.older;
+    this.older.textContent = '';
+    this.older.hidden = !cursor;
+    if (!cursor) return;
+    if (loading) {
+      this.older.append(h('span', { class: 'meta', text: 'Loading earlier messages…' }));
+    } else {
+      this.older.append(
+        button('Load earlier messages', () => {
+          this.requestedOlder = undefined;
+          this.post({ type: 'loadOlder' });
+        }, 'link'),
+      );
+    }
+  }
+
+  /** Asks for the page before the first item when the top is in view (a short transcript
+   * fills the view that way too). Once per cursor: a failed page waits for the button. */
+  private maybeLoadOlder(): void {
+    const state = this.state;
+    const container = this.transcript;
+    if (!state?.older.cursor || state.older.loading || this.requestedOlder === state.older.cursor) return;
+    if (container.scrollTop > 48) return;
+    this.requestedOlder = state.older.cursor;
+    this.post({ type: 'loadOlder' });
   }
 
   private renderItem(item: Item, state: ViewState, streaming: boolean): HTMLElement {

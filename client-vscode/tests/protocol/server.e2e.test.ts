@@ -244,7 +244,7 @@ describe('agent-server over stdio', () => {
     expect(completed.summary).toMatch(/\S/);
 
     const loaded = await withServerLog(client.loadSession({ sessionId }));
-    const markers = loaded.transcript.filter((t) => t.type === 'compaction');
+    const markers = loaded.transcript.filter((t) => t.kind === 'compaction');
     expect(markers).toHaveLength(1);
     expect(markers[0]).toMatchObject({ reason: 'manual', tokensBefore: result.tokensBefore, tokensAfter: result.tokensAfter });
     // The ledger keeps everything: the first prompt is still in the transcript.
@@ -272,13 +272,30 @@ describe('agent-server over stdio', () => {
 
   it('rewinds to an earlier message and reloads that branch', async () => {
     const loaded = await withServerLog(client.loadSession({ sessionId }));
-    const firstUser = loaded.transcript.find((t) => t.type === 'message' && t.message.role === 'user');
-    expect(firstUser).toBeDefined();
-    const { leafId } = await withServerLog(client.rewind({ sessionId, entryId: firstUser!.entryId }));
+    const firstUser = loaded.transcript.find((t) => t.kind === 'userMessage');
+    expect(firstUser?.kind).toBe('userMessage');
+    const entryId = firstUser?.kind === 'userMessage' ? firstUser.entryId : '';
+    const { leafId } = await withServerLog(client.rewind({ sessionId, entryId }));
     expect(leafId).toBeTruthy();
     const after = await withServerLog(client.loadSession({ sessionId }));
     expect(after.leafId).toBe(leafId);
     expect(after.transcript.length).toBeLessThan(loaded.transcript.length);
+  });
+
+  it('pages the transcript: the latest page and a cursor, then the history before it', async () => {
+    const whole = await withServerLog(client.loadSession({ sessionId }));
+    const first = await withServerLog(client.loadSession({ sessionId, limit: 1 }));
+    let items = first.transcript;
+    let cursor = first.cursor;
+    let pages = 1;
+    while (cursor) {
+      const older = await withServerLog(client.sessionHistory({ sessionId, before: cursor, limit: 1 }));
+      items = [...older.transcript, ...items];
+      cursor = older.cursor;
+      pages += 1;
+    }
+    expect(pages).toBeGreaterThan(1);
+    expect(items).toEqual(whole.transcript);
   });
 
   it('answers bad params with InvalidParams (-32602) and unknown sessions with -32001', async () => {

@@ -147,7 +147,7 @@ describe('SessionController', () => {
     });
     server.onRequest('agent/session/load', () => ({
       sessionId: 's1',
-      transcript: [{ type: 'message', entryId: 'e1', parentId: null, message: { role: 'user', content: [{ type: 'text', text: 'first' }] } }],
+      transcript: [{ kind: 'userMessage', entryId: 'e1', parentId: null, content: [{ type: 'text', text: 'first' }] }],
       usage: usage('s1', 10),
     }));
     await controller.compact(' keep the plan ');
@@ -160,6 +160,33 @@ describe('SessionController', () => {
     ]);
     expect(controller.state.items).toHaveLength(1);
     expect(controller.state.usage?.used).toBe(10);
+  });
+
+  it('loads the history before the first page when asked, one page at a time', async () => {
+    const { controller, server } = setup();
+    const pages: Record<string, { transcript: unknown[]; cursor: string | null }> = {
+      e3: { transcript: [{ kind: 'userMessage', entryId: 'e2', parentId: 'e1', content: [{ type: 'text', text: 'two' }] }], cursor: 'e2' },
+      e2: { transcript: [{ kind: 'userMessage', entryId: 'e1', parentId: null, content: [{ type: 'text', text: 'one' }] }], cursor: null },
+    };
+    const asked: unknown[] = [];
+    server.onRequest('agent/session/load', () => ({
+      sessionId: 's1',
+      transcript: [{ kind: 'userMessage', entryId: 'e3', parentId: 'e2', content: [{ type: 'text', text: 'three' }] }],
+      cursor: 'e3',
+      usage: usage('s1', 10),
+    }));
+    server.onRequest('agent/session/history', (p: { before: string }) => {
+      asked.push(p);
+      return { sessionId: 's1', ...pages[p.before] };
+    });
+    await controller.loadSession('s1');
+    const twice = [controller.loadOlder(), controller.loadOlder()];
+    await Promise.all(twice);
+    expect(asked).toEqual([{ sessionId: 's1', before: 'e3', limit: 100 }]);
+    await controller.loadOlder();
+    await controller.loadOlder(); // nothing older: no request
+    expect(asked).toHaveLength(2);
+    expect(controller.state.items.map((i) => (i.kind === 'user' ? i.text : i.kind))).toEqual(['one', 'two', 'three']);
   });
 
   it('reports a configuration error from a turn', async () => {

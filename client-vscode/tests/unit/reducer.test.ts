@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import recording from '../fixtures/session-stream.json';
-import type { AgentUpdateParams, CompactionParams, SessionUpdate, UsageSnapshot } from '../../src/protocol/types';
+import type { AgentUpdateParams, CompactionParams, SessionHistoryResult, SessionLoadResult, SessionUpdate, UsageSnapshot } from '../../src/protocol/types';
 import {
   initialState,
   itemsFromTranscript,
@@ -13,6 +13,7 @@ import {
   type Item,
   type PermissionItem,
   type ToolCallItem,
+  type UserItem,
   type ViewState,
 } from '../../src/state/reducer';
 import { actionsFromRecording, type Recording } from '../support/replay';
@@ -280,39 +281,74 @@ describe('session load', () => {
     expect(marker).toMatchObject({ status: 'completed', tokensBefore: 27000, tokensAfter: 6100, reason: 'threshold', firstKeptEntryId: 'e0000006' });
     expect(marker.summary).toContain('## Goal');
     const tool = state.items[2] as ToolCallItem;
-    expect(tool).toMatchObject({ status: 'completed', title: 'read parser.py', toolKind: 'read', rawInput: { path: 'parser.py' } });
+    // The tool's own title, as the live stream gives it.
+    expect(tool).toMatchObject({ status: 'completed', title: 'Read parser.py', toolKind: 'read', rawInput: { path: 'parser.py' } });
     expect((tool.content[0] as { content: { text: string } }).content.text).toContain('def parse');
     expect((state.items[1] as AssistantItem).thinking).toBe('Read the file before answering.');
     // Answers rewind to themselves; prompts to the entry before them (the first has none).
     expect(state.items.map(rewindTarget).filter(Boolean)).toEqual(['e0000002', 'e0000004', 'e0000005', 'e0000007']);
     expect(state.usage?.windowNumber).toBe(2);
+    expect(state.older).toEqual({ cursor: undefined, loading: false });
   });
 
   it('shows a rewind branch marker', () => {
-    const { items } = itemsFromTranscript([
-      { type: 'message', entryId: 'a', parentId: null, message: { role: 'user', content: 'one' } },
-      { type: 'branch', entryId: 'b', parentId: 'a', targetId: 'a' },
+    const items = itemsFromTranscript([
+      { kind: 'userMessage', entryId: 'a', parentId: null, content: [{ type: 'text', text: 'one' }] },
+      { kind: 'branch', entryId: 'b', targetId: 'a' },
     ]);
     expect(kinds(items)).toEqual(['user', 'branch']);
     expect(items[0]).toMatchObject({ text: 'one' });
   });
 
+  it('gives a loaded page the items the live stream would have made', () => {
+    if (load?.direction !== 'response') throw new Error('fixture starts with the load');
+    const loaded = load.result as SessionLoadResult;
+    const updates = loaded.transcript.filter((t): t is SessionUpdate => !['compaction', 'branch', 'modelChange'].includes(t.kind));
+    let live = withSession();
+    updates.forEach((update, seq) => {
+      live = reduce(live, { type: 'update', params: { sessionId: SESSION, turnId: 't', seq, update } });
+    });
+    const fromLoad = itemsFromTranscript(updates);
+    expect(live.items).toEqual(fromLoad);
+  });
+
+  it('prepends older pages, once, and keeps their cursor', () => {
+    const page = (cursor: string | null, ids: string[]): SessionHistoryResult => ({
+      sessionId: SESSION,
+      cursor,
+      transcript: ids.map((id) => ({ kind: 'userMessage', entryId: id, parentId: null, content: [{ type: 'text', text: id }] })),
+    });
+    let state = reduce(withSession(), { type: 'sessionLoaded', result: { ...page('c2', ['e3', 'e4']), usage: withSession().usage! } });
+    expect(state.older).toEqual({ cursor: 'c2', loading: false });
+    // not asked for: ignored
+    expect(reduce(state, { type: 'olderLoaded', result: page('c1', ['e1', 'e2']) })).toBe(state);
+    state = reduce(state, { type: 'olderRequested', sessionId: SESSION });
+    expect(state.older.loading).toBe(true);
+    expect(reduce(state, { type: 'olderRequested', sessionId: SESSION })).toBe(state);
+    state = reduce(state, { type: 'olderLoaded', result: page('c1', ['e2', 'e3']) });
+    expect(state.items.map((i) => (i as UserItem).text)).toEqual(['e2', 'e3', 'e4']);
+    expect(state.older).toEqual({ cursor: 'c1', loading: false });
+    state = reduce(reduce(state, { type: 'olderRequested', sessionId: SESSION }), { type: 'olderLoaded', result: page(null, ['e1']) });
+    expect(state.items).toHaveLength(4);
+    expect(state.older).toEqual({ cursor: undefined, loading: false });
+    expect(reduce(state, { type: 'olderRequested', sessionId: SESSION })).toBe(state);
+  });
+
+  it('a failed page says so and can be asked again', () => {
+    let state = reduce(withSession(), { type: 'sessionLoaded', result: { sessionId: SESSION, transcript: [], cursor: 'c', usage: withSession().usage! } });
+    state = reduce(state, { type: 'olderRequested', sessionId: SESSION });
+    state = reduce(state, { type: 'olderFailed', sessionId: SESSION, message: 'Could not load earlier messages: boom' });
+    expect(state.older).toEqual({ cursor: 'c', loading: false });
+    expect(state.items.at(-1)).toMatchObject({ kind: 'notice', level: 'error' });
+  });
+
   it('shows an editor note as a note, not as something the user wrote', () => {
-    const note = '<editor-note>\nREADME.md changed on disk since you last read or wrote it.\n</editor-note>';
-    const { items } = itemsFromTranscript([
-      {
-        type: 'message',
-        entryId: 'n',
-        parentId: null,
-        message: { role: 'user', content: [{ type: 'text', text: note }], note: 'externalEdit' },
-      },
-      { type: 'message', entryId: 'p', parentId: 'n', message: { role: 'user', content: 'go on' } },
+    const items = itemsFromTranscript([
+      { kind: 'notice', level: 'info', message: 'README.md changed on disk since you last read or wrote it.', entryId: 'n', note: 'externalEdit' },
+      { kind: 'userMessage', entryId: 'p', parentId: 'n', content: [{ type: 'text', text: 'go on' }] },
     ]);
     expect(kinds(items)).toEqual(['notice', 'user']);
-    expect(items[0]).toMatchObject({
-      level: 'info',
-      message: 'README.md changed on disk since you last read or wrote it.',
-    });
+    expect(items[0]).toMatchObject({ id: 'entry:n', level: 'info', message: 'README.md changed on disk since you last read or wrote it.' });
     expect(items[1]).toMatchObject({ text: 'go on', parentId: 'n' });
   });
 });

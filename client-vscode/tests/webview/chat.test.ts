@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import recording from '../fixtures/session-stream.json';
+import type { TranscriptItem } from '../../src/protocol/types';
 import { initialState, reduceAll, type Action, type ViewState } from '../../src/state/reducer';
 import { webviewHtml } from '../../src/view/html';
 import { actionsFromRecording, type Recording } from '../support/replay';
@@ -380,6 +381,43 @@ describe('chat webview', () => {
     await page.screenshot({ path: join(ARTIFACTS, 'webview-server-missing.png') });
     await page.close();
   });
+
+  it('loads earlier history when scrolled to the top, keeping the reader in place', async () => {
+    const { page, posted } = await openView();
+    const prompt = (n: number): TranscriptItem => ({ kind: 'userMessage', entryId: `e${n}`, parentId: null, content: [{ type: 'text', text: `prompt ${n}` }] });
+    const answer = (n: number): TranscriptItem => ({ kind: 'messageChunk', messageId: `a${n}`, content: { type: 'text', text: `answer ${n}\n\n${'words '.repeat(60)}` } });
+    const turns = (from: number, to: number): TranscriptItem[] => Array.from({ length: to - from }, (_, k) => [prompt(from + k), answer(from + k)]).flat();
+    const usage = { sessionId: rec.sessionId, used: 100, size: 32768, compactAt: 24576, windowNumber: 1, lastTurn: { input: 0, cacheRead: 0, cacheWrite: 0, output: 0 }, cacheHitRate: 0, cost: 0 };
+    const state = reduceAll(startState(), [{ type: 'sessionLoaded', result: { sessionId: rec.sessionId, transcript: turns(40, 60), cursor: 'e40', usage } }]);
+    await page.evaluate(({ state }) => window.postMessage({ type: 'reset', state }, '*'), { state });
+    await page.waitForFunction(() => document.querySelectorAll('.item.user').length === 20);
+    // At the bottom, as a loaded session opens: nothing older is asked for yet.
+    expect(await page.locator('.transcript').evaluate((t) => t.scrollHeight - t.scrollTop - t.clientHeight)).toBeLessThan(2);
+    expect(await page.locator('.older button').innerText()).toBe('Load earlier messages');
+    expect((await posted()).filter((m) => (m as { type: string }).type === 'loadOlder')).toEqual([]);
+
+    await page.locator('.transcript').evaluate((t) => t.scrollTo({ top: 0 }));
+    await page.waitForFunction(() => (window as unknown as { __posted: { type: string }[] }).__posted.some((m) => m.type === 'loadOlder'));
+    const top = () => page.locator('.item.user', { hasText: 'prompt 40' }).evaluate((e) => e.getBoundingClientRect().top);
+    const before = await top();
+    await page.evaluate(
+      ({ older }) => {
+        window.postMessage({ type: 'actions', actions: [{ type: 'olderRequested', sessionId: older.sessionId }] }, '*');
+        window.postMessage({ type: 'actions', actions: [{ type: 'olderLoaded', result: older }] }, '*');
+      },
+      { older: { sessionId: rec.sessionId, transcript: turns(20, 40), cursor: 'e20' } },
+    );
+    await page.waitForFunction(() => document.querySelectorAll('.item.user').length === 40);
+    const texts = await page.locator('.item.user .body').allInnerTexts();
+    expect(texts.slice(0, 2)).toEqual(['prompt 20', 'prompt 21']);
+    // What was at the top is still where the reader saw it; more is above.
+    expect(Math.abs((await top()) - before)).toBeLessThan(4);
+    expect(await page.locator('.transcript').evaluate((t) => t.scrollTop)).toBeGreaterThan(100);
+    expect((await posted()).filter((m) => (m as { type: string }).type === 'loadOlder')).toHaveLength(1);
+    await page.screenshot({ path: join(ARTIFACTS, 'webview-older.png') });
+    await page.close();
+  });
+
   it('shows hostile text literally, and the whole of what the user approves', async () => {
     const { page, errors } = await openView();
     await show(page, hostileState(), hostileActions());

@@ -1,0 +1,153 @@
+"""The paged transcript: pages walk the current branch back to the root through compactions
+and rewinds, each entry exactly once, in the shapes of the live updates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent_server.agent.tools import default_tools
+from agent_server.agent.transcript import Page, entry_items, page
+from agent_server.errors import EntryNotFoundError
+from agent_server.session.ledger import Ledger
+from tests.session.builders import assistant, call, result, user
+
+TOOLS = default_tools()
+
+
+def turn(ledger: Ledger, n: int, calls: int = 2) -> None:
+    ledger.append_message(user(f"prompt {n}"))
+    ids = [f"t{n}_{k}" for k in range(calls)]
+    ledger.append_message(
+        assistant(f"looking {n}", *(call(i, "read", path=f"src/{i}.py") for i in ids))
+    )
+    for i in ids:
+        ledger.append_message(result(i, f"body of {i}"))
+    ledger.append_message(assistant(f"answer {n}"))
+
+
+def all_pages(ledger: Ledger, limit: int) -> list[Page]:
+    pages = [page(ledger, TOOLS, limit=limit)]
+    while pages[-1].cursor is not None:
+        pages.append(page(ledger, TOOLS, before=pages[-1].cursor, limit=limit))
+    return pages
+
+
+def whole_branch(ledger: Ledger) -> list[dict[str, object]]:
+    tools = {tool.spec.name: tool for tool in TOOLS}
+    return [item for entry in ledger.branch() for item in entry_items(entry, tools)]
+
+
+@pytest.fixture
+def ledger(tmp_path: Path):  # type: ignore[no-untyped-def]
+    with Ledger.create(tmp_path / "s.jsonl", session_id="s", workspace="/w") as opened:
+        opened.append_model_change("anthropic-messages", "m1")
+        opened.append_system_prompt("You are a coding agent.")
+        yield opened
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3, 7, 50])
+def test_pages_cover_the_branch_once_in_order(ledger: Ledger, limit: int) -> None:
+    for n in range(6):
+        turn(ledger, n, calls=n % 3)
+    pages = all_pages(ledger, limit)
+    stitched = [item for p in reversed(pages) for item in p.items]
+    assert stitched == whole_branch(ledger)
+    assert len(pages) > 1 or limit == 50
+    for p in pages:
+        # a page never starts with a tool's result: its call is on the same page
+        assert p.items[0]["kind"] != "toolCallUpdate"
+        calls = {i["toolCallId"] for i in p.items if i["kind"] == "toolCall"}
+        assert {i["toolCallId"] for i in p.items if i["kind"] == "toolCallUpdate"} <= calls
+
+
+def test_items_are_the_live_shapes_with_the_tools_titles(ledger: Ledger) -> None:
+    turn(ledger, 0, calls=1)
+    items = page(ledger, TOOLS).items
+    kinds = [i["kind"] for i in items]
+    assert kinds == [
+        "modelChange",
+        "userMessage",
+        "messageChunk",
+        "toolCall",
+        "toolCallUpdate",
+        "messageChunk",
+    ]
+    prompt, first_answer, tool_call, update, answer = items[1:]
+    assert prompt["content"] == [{"type": "text", "text": "prompt 0"}]
+    assert prompt["parentId"] == ledger.branch_ids()[1]  # the system prompt, not shown
+    assert tool_call["title"] == "Read src/t0_0.py"
+    assert tool_call["toolKind"] == "read"
+    assert tool_call["locations"] == [{"path": "src/t0_0.py"}]
+    assert update["status"] == "completed"
+    assert update["content"][0]["content"]["text"] == "body of t0_0"
+    # an answer's messageId is its ledger entry: the rewind target
+    assert answer["messageId"] == ledger.leaf_id
+    assert first_answer["content"]["text"] == "looking 0"
+
+
+def test_paging_goes_through_compactions(ledger: Ledger) -> None:
+    for n in range(3):
+        turn(ledger, n)
+    kept = ledger.branch_ids()[-4]
+    ledger.append_compaction(
+        summary="S1", first_kept_entry_id=kept, tokens_before=9, reason="threshold"
+    )
+    for n in range(3, 5):
+        turn(ledger, n)
+    ledger.append_compaction(
+        summary="S2", first_kept_entry_id=None, tokens_before=9, reason="manual"
+    )
+    turn(ledger, 5)
+    pages = all_pages(ledger, limit=4)
+    stitched = [item for p in reversed(pages) for item in p.items]
+    assert stitched == whole_branch(ledger)
+    markers = [i for i in stitched if i["kind"] == "compaction"]
+    assert [m["summary"] for m in markers] == ["S1", "S2"]
+    assert markers[0]["firstKeptEntryId"] == kept
+    assert markers[1]["firstKeptEntryId"] is None
+    assert [i["content"][0]["text"] for i in stitched if i["kind"] == "userMessage"] == [
+        f"prompt {n}" for n in range(6)
+    ]
+
+
+def test_paging_follows_the_current_branch_and_old_cursors_their_own(ledger: Ledger) -> None:
+    for n in range(4):
+        turn(ledger, n)
+    before_rewind = page(ledger, TOOLS, limit=3)
+    prompts = [i for i in whole_branch(ledger) if i["kind"] == "userMessage"]
+    ledger.rewind(prompts[2]["parentId"])  # ask the third prompt again
+    turn(ledger, 9)
+    stitched = [item for p in reversed(all_pages(ledger, limit=3)) for item in p.items]
+    texts = [i["content"][0]["text"] for i in stitched if i["kind"] == "userMessage"]
+    assert texts == ["prompt 0", "prompt 1", "prompt 9"]
+    assert [i["kind"] for i in stitched].count("branch") == 1
+    # a cursor from before the rewind still pages the path it came from
+    assert before_rewind.cursor is not None
+    older = page(ledger, TOOLS, before=before_rewind.cursor, limit=1000)
+    old_texts = [i["content"][0]["text"] for i in older.items if i["kind"] == "userMessage"]
+    assert old_texts[-1] in ("prompt 2", "prompt 3")
+    assert older.cursor is None
+
+
+def test_a_cursor_from_elsewhere_is_refused(ledger: Ledger) -> None:
+    turn(ledger, 0)
+    with pytest.raises(EntryNotFoundError, match="cursor"):
+        page(ledger, TOOLS, before="nope")
+
+
+def test_rejected_and_unknown_tools_show_why(ledger: Ledger) -> None:
+    ledger.append_message(user("go"))
+    ledger.append_message(
+        assistant("", call("w1", "write", path="a.txt", content="x"), call("z1", "zap"))
+    )
+    ledger.append_message(result("w1", "The user denied this write.", "write", error=True))
+    ledger.append_message(result("z1", "Unknown tool zap.", "zap", error=True))
+    items = page(ledger, TOOLS).items
+    write, zap = (i for i in items if i["kind"] == "toolCall")
+    assert write["title"].startswith("Write") and write["toolKind"] == "edit"
+    assert zap["title"] == "zap" and zap["toolKind"] == "other"
+    updates = [i for i in items if i["kind"] == "toolCallUpdate"]
+    assert [u["status"] for u in updates] == ["failed", "failed"]
+    assert "denied" in updates[0]["content"][0]["content"]["text"]

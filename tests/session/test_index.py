@@ -1,0 +1,244 @@
+"""The ledger's index: opening through it gives exactly what a full parse of the file gives,
+whether its sidecar is fresh, missing, stale, damaged, or behind what another program appended."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agent_server.errors import SessionError
+from agent_server.session.entries import Entry
+from agent_server.session.index import index_path_for
+from agent_server.session.ledger import Ledger, encode_line, read_ledger
+
+from .builders import assistant, call, result, user
+
+
+def fill(ledger: Ledger, turns: int, start: int = 0) -> None:
+    for n in range(start, start + turns):
+        ledger.append_message(user(f"prompt {n}"))
+        ledger.append_message(assistant(f"reading {n}", call(f"c{n}", "read", path=f"f{n}.py")))
+        ledger.append_message(result(f"c{n}", f"contents of f{n}.py " * 5))
+        ledger.append_message(assistant(f"answer {n}"))
+
+
+def expected(path: Path) -> tuple[list[Entry], list[Entry]]:
+    """All entries and the current branch, from a full parse of the file."""
+    contents = read_ledger(path)
+    return list(contents.entries), contents.branch()
+
+
+def assert_matches_file(ledger: Ledger) -> None:
+    entries, branch = expected(ledger.path)
+    assert list(ledger.entries) == entries
+    assert ledger.branch() == branch
+    assert ledger.entry_count == len(entries)
+    assert ledger.leaf_id == (entries[-1].id if entries else None)
+    assert ledger.projection_entries() == ledger.branch()[-len(ledger.projection_entries()) :]
+
+
+def test_the_index_is_stored_beside_the_ledger_and_used_on_open(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    with Ledger.create(path, session_id="s", workspace="/w", fsync="never") as ledger:
+        fill(ledger, 3)
+    sidecar = index_path_for(path)
+    stored = json.loads(sidecar.read_bytes())
+    assert stored["sizeBytes"] == path.stat().st_size
+    assert len(stored["ids"]) == 12
+    with Ledger.open(path, fsync="never") as ledger:
+        assert_matches_file(ledger)
+        assert ledger.load_report.clean
+
+
+def test_a_missing_or_unreadable_index_is_rebuilt(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    with Ledger.create(path, session_id="s", workspace="/w", fsync="never") as ledger:
+        fill(ledger, 3)
+    for damage in (None, b"{not json", b'{"version": 1}', b'{"version": 99}'):
+        sidecar = index_path_for(path)
+        if damage is None:
+            sidecar.unlink()
+        else:
+            sidecar.write_bytes(damage)
+        with Ledger.open(path, fsync="never") as ledger:
+            assert_matches_file(ledger)
+        assert json.loads(sidecar.read_bytes())["sizeBytes"] == path.stat().st_size
+
+
+def test_an_index_whose_arrays_lie_is_not_trusted(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    with Ledger.create(path, session_id="s", workspace="/w", fsync="never") as ledger:
+        fill(ledger, 2)
+    sidecar = index_path_for(path)
+    stored = json.loads(sidecar.read_bytes())
+    stored["parents"][0] = 5  # a parent after its child
+    sidecar.write_text(json.dumps(stored))
+    with Ledger.open(path, fsync="never") as ledger:
+        assert_matches_file(ledger)
+
+
+def test_a_ledger_edited_by_another_program_is_reindexed(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    with Ledger.create(path, session_id="s", workspace="/w", fsync="never") as ledger:
+        fill(ledger, 3)
+    lines = path.read_bytes().split(b"\n")
+    # Another program rewrites an early answer (longer) and drops the last turn.
+    data = json.loads(lines[4])
+    data["message"]["content"][0]["text"] = "an answer edited by hand, much longer than before"
+    lines[4] = json.dumps(data).encode()
+    path.write_bytes(b"\n".join(lines[:-5]) + b"\n")
+    with Ledger.open(path, fsync="never") as ledger:
+        assert_matches_file(ledger)
+        assert ledger.entry_count == 8
+        edited = ledger.entries[3]
+        assert "edited by hand" in edited.message.text  # type: ignore[union-attr]
+
+
+def test_lines_appended_by_another_program_while_closed_are_folded_in(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    with Ledger.create(path, session_id="s", workspace="/w", fsync="never") as ledger:
+        fill(ledger, 2)
+        leaf = ledger.leaf_id
+    stored_size = json.loads(index_path_for(path).read_bytes())["sizeBytes"]
+    extra = {"type": "title", "id": "feed0001", "parentId": leaf, "timestamp": "t", "title": "X"}
+    with path.open("ab") as handle:
+        handle.write(encode_line(extra))
+    with Ledger.open(path, fsync="never") as ledger:
+        assert_matches_file(ledger)
+        assert ledger.title == "X"
+        assert ledger.leaf_id == "feed0001"
+    assert json.loads(index_path_for(path).read_bytes())["sizeBytes"] > stored_size
+
+
+def test_lines_appended_by_another_program_while_open_are_indexed(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    with Ledger.create(path, session_id="s", workspace="/w", fsync="never") as ledger:
+        fill(ledger, 1)
+        foreign = {
+            "type": "title",
+            "id": "feed0002",
+            "parentId": ledger.leaf_id,
+            "timestamp": "t",
+            "title": "From elsewhere",
+        }
+        with path.open("ab") as handle:
+            handle.write(encode_line(foreign))
+        mine = ledger.append_message(user("mine"))
+        assert "feed0002" in ledger
+        assert ledger.title == "From elsewhere"
+        assert ledger.get(mine.id) == mine
+        assert_matches_file(ledger)
+    with Ledger.open(path, fsync="never") as ledger:
+        assert_matches_file(ledger)
+
+
+def test_a_crash_after_the_index_was_stored_loses_nothing(tmp_path: Path) -> None:
+    """The sidecar is behind; the file has more complete lines and then a torn one."""
+    path = tmp_path / "s.jsonl"
+    with Ledger.create(path, session_id="s", workspace="/w", fsync="never") as ledger:
+        fill(ledger, 2)
+    saved_index = index_path_for(path).read_bytes()
+    with Ledger.open(path, fsync="never") as ledger:
+        fill(ledger, 2, start=2)
+        last = ledger.leaf_id
+    index_path_for(path).write_bytes(saved_index)  # as if the process died before storing it
+    with path.open("ab") as handle:
+        handle.write(b'{"type":"message","id":"torn","parentId":"')
+    with Ledger.open(path, fsync="never") as ledger:
+        assert [i.action for i in ledger.load_report.issues] == ["truncated"]
+        assert ledger.leaf_id == last
+        assert ledger.entry_count == 16
+        assert_matches_file(ledger)
+    with Ledger.open(path, fsync="never") as ledger:
+        assert ledger.load_report.clean
+
+
+def test_corrupt_lines_stay_reported_when_opened_through_the_index(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    with Ledger.create(path, session_id="s", workspace="/w", fsync="never") as ledger:
+        fill(ledger, 2)
+    lines = path.read_bytes().split(b"\n")
+    lines.insert(3, b"not json at all")
+    path.write_bytes(b"\n".join(lines))
+    for _ in range(2):  # rebuilt, then from the sidecar
+        with Ledger.open(path, fsync="never") as ledger:
+            assert [(i.line_number, i.action) for i in ledger.load_report.issues] == [
+                (4, "skipped")
+            ]
+            assert_matches_file(ledger)
+
+
+def test_a_ledger_rewritten_while_open_is_refused_clearly(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    with Ledger.create(path, session_id="s", workspace="/w", fsync="never") as ledger:
+        fill(ledger, 3)
+    with Ledger.open(path, fsync="never") as ledger:
+        first = ledger.branch_ids()[0]
+        lines = path.read_bytes().split(b"\n")
+        os.truncate(path, 0)
+        with path.open("ab") as handle:
+            handle.write(b"\n".join([lines[0], lines[2], lines[1], *lines[3:]]))
+        with pytest.raises(SessionError, match="changed by another program"):
+            ledger.get(first)
+
+
+operations = st.lists(
+    st.one_of(
+        st.tuples(st.just("turn"), st.integers(1, 3)),
+        st.tuples(st.just("rewind"), st.integers(0, 50)),
+        st.tuples(st.just("compact"), st.integers(0, 50)),
+        st.tuples(st.just("reopen"), st.sampled_from(["keep", "drop", "stale"])),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(steps=operations)
+def test_any_history_opens_to_what_the_file_says(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[str, object]]
+) -> None:
+    path = tmp_path_factory.mktemp("prop") / "s.jsonl"
+    ledger = Ledger.create(path, session_id="s", workspace="/w", fsync="never")
+    turns = 0
+    try:
+        for op, arg in steps:
+            if op == "turn":
+                assert isinstance(arg, int)
+                fill(ledger, arg, start=turns)
+                turns += arg
+            elif op == "rewind" and ledger.entry_count:
+                assert isinstance(arg, int)
+                ledger.rewind(ledger.entries[arg % ledger.entry_count].id)
+            elif op == "compact" and ledger.entry_count:
+                assert isinstance(arg, int)
+                branch = ledger.branch_ids()
+                ledger.append_compaction(
+                    summary="S",
+                    first_kept_entry_id=branch[arg % len(branch)],
+                    tokens_before=100,
+                    reason="manual",
+                )
+            elif op == "reopen":
+                ledger.close()
+                sidecar = index_path_for(path)
+                if arg == "drop":
+                    sidecar.unlink(missing_ok=True)
+                elif arg == "stale" and sidecar.exists():
+                    stored = json.loads(sidecar.read_bytes())
+                    stored["tailDigest"] = "0" * 16
+                    sidecar.write_text(json.dumps(stored))
+                ledger = Ledger.open(path, fsync="never")
+            assert_matches_file(ledger)
+    finally:
+        ledger.close()
+    with Ledger.open(path, fsync="never") as reopened:
+        assert_matches_file(reopened)
