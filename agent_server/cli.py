@@ -7,13 +7,13 @@ Each command's work lives in its own module, imported only when the command runs
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, get_args
 
 from agent_server.agent.settings import PROVIDERS, PermissionModeName
+from agent_server.stderr_log import configure_logging
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -142,14 +142,7 @@ def run_bench(quick: bool, json_path: Path | None, peers: dict[str, Any] | None 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from agent_server.literal import LiteralLogFormatter
-
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(LiteralLogFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(
-        level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
-        handlers=[handler],
-    )
+    configure_logging(str(args.log_level))
     if args.command == "serve":
         from agent_server.lsp.startup import cached_attrs_compilation
 
@@ -158,10 +151,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if args.tcp:
             host, _, port = str(args.tcp).rpartition(":")
-            serve_tcp(host or "127.0.0.1", int(port))
-        else:
-            serve_stdio()
-        return 0
+            return serve_tcp(host or "127.0.0.1", int(port))
+        return serve_stdio()
     if args.command == "acp":
         from agent_server.acp.server import main as acp_main
 

@@ -47,6 +47,9 @@ class EditorFiles:
     def _in_editor(self, path: Path) -> bool:
         return path.is_relative_to(self._root)
 
+    def holds(self, path: Path) -> bool:
+        return self._read and self._in_editor(path)
+
     async def read_text(self, path: Path, *, errors: DecodeErrors = "strict") -> str:
         if self._read and self._in_editor(path):
             await self._flush()

@@ -12,9 +12,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -33,6 +34,7 @@ from acp.schema import (
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
+    McpCapabilities,
     McpServerStdio,
     NewSessionResponse,
     PermissionOption,
@@ -49,6 +51,7 @@ from acp.schema import (
 )
 from acp.stdio import stdio_streams
 from acp.task import MessageSender, TaskSupervisor
+from pydantic import BaseModel
 
 from agent_server import __version__
 from agent_server.acp.files import EditorFiles
@@ -71,6 +74,7 @@ from agent_server.acp.updates import (
 )
 from agent_server.agent.config_file import flag_overrides, load_config, resolve_settings
 from agent_server.agent.events import AgentEvent
+from agent_server.agent.mcp.config import McpServerConfig, servers_from_acp
 from agent_server.agent.model_setup import offered_models
 from agent_server.agent.permissions import PERMISSION_MODES, PermissionRequest, parse_mode
 from agent_server.agent.session import AgentSession
@@ -202,6 +206,7 @@ class AcpAgent:
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(image=True, embedded_context=True),
                 session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+                mcp_capabilities=McpCapabilities(http=True, sse=True),
             ),
             agent_info=Implementation(
                 name="agent-server", title="agent-server", version=__version__
@@ -225,12 +230,8 @@ class AcpAgent:
         **kwargs: Any,
     ) -> NewSessionResponse:
         workspace = self._workspace(cwd)
-        if mcp_servers:
-            log.info(
-                "ignoring %d MCP server(s): agent-server has no MCP client yet", len(mcp_servers)
-            )
         try:
-            session = workspace.create()
+            session = workspace.create(mcp_servers=acp_mcp_servers(mcp_servers, workspace.root))
         except AgentServerError as error:
             raise request_error(error) from None
         state = self._adopt(session, workspace.root)
@@ -254,7 +255,12 @@ class AcpAgent:
         state = self._sessions.get(session_id)
         if state is None or state.cwd != workspace.root:
             try:
-                session = workspace.open(session_id)
+                session = workspace.open(
+                    session_id,
+                    mcp_servers=None
+                    if mcp_servers is None
+                    else acp_mcp_servers(mcp_servers, workspace.root),
+                )
             except AgentServerError as error:
                 raise request_error(error) from None
             state = self._adopt(session, workspace.root)
@@ -526,3 +532,16 @@ def main(args: Any) -> int:
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve(settings))
     return 0
+
+
+def acp_mcp_servers(servers: Sequence[Any] | None, root: Path) -> tuple[McpServerConfig, ...]:
+    """The MCP servers an ACP client gives a session (stdio, HTTP, SSE), as configurations
+    that join the workspace's own (docs/mcp.md); a malformed one becomes a failed server
+    the editor is told about, never a failed session."""
+    plain = [
+        server.model_dump(by_alias=True, exclude_none=True)
+        if isinstance(server, BaseModel)
+        else server
+        for server in servers or ()
+    ]
+    return servers_from_acp(plain, workspace=root, env=os.environ)

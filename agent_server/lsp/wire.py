@@ -31,6 +31,7 @@ from agent_server.agent.events import (
     TurnStarted,
     UsageSnapshot,
 )
+from agent_server.agent.settings import AgentSettings
 from agent_server.errors import (
     AgentServerError,
     ConfigError,
@@ -46,21 +47,26 @@ from agent_server.llm.messages import (
     UserContent,
     content_to_json,
 )
+from agent_server.stderr_log import shorten
 
-UNKNOWN_SESSION = -32001
-SESSION_BUSY = -32002
-UNKNOWN_WORKSPACE = -32003
-UNKNOWN_ENTRY = -32004
-SESSION_LOCKED = -32005
-CONFIG_ERROR = -32010
+# Our own error codes: a block outside JSON-RPC's reserved -32768..-32000 (where LSP has
+# its -32002 ServerNotInitialized and -32001 UnknownErrorCode) and LSP's -32899..-32800.
+UNKNOWN_SESSION = -33001
+SESSION_BUSY = -33002
+UNKNOWN_WORKSPACE = -33003
+UNKNOWN_ENTRY = -33004
+SESSION_LOCKED = -33005
+CONFIG_ERROR = -33010
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 MAX_PROMPT_CHARS = 2_000_000
 DEFAULT_PAGE = 100  # transcript entries per page unless the editor asks otherwise
 MAX_PAGE = 1000
 
 if TYPE_CHECKING:  # the agent's heavier modules load after `initialize` (lsp/startup.py)
+    from agent_server.agent.mcp.session_tools import McpStatus
     from agent_server.agent.permissions import PermissionRequest
     from agent_server.agent.session import Rewound
+    from agent_server.session.ledger import LoadReport
 
 
 class UnknownWorkspaceError(AgentServerError):
@@ -81,10 +87,11 @@ def rpc_error(error: AgentServerError) -> JsonRpcException:
         (SessionLockedError, SESSION_LOCKED),
         (ConfigError, CONFIG_ERROR),
     ]
+    message = shorten(error.message, 2000)  # it may quote a param
     for kind, code in codes:
         if isinstance(error, kind):
-            return JsonRpcException(code=code, message=error.message, data={"code": error.code})
-    return JsonRpcException(code=-32603, message=error.message, data={"code": error.code})
+            return JsonRpcException(code=code, message=message, data={"code": error.code})
+    return JsonRpcException(code=-32603, message=message, data={"code": error.code})
 
 
 class Params:
@@ -206,6 +213,11 @@ def path_to_uri(path: Path) -> str:
 # --- outgoing shapes ----------------------------------------------------------------------
 
 
+def mcp_status_json(session_id: str, status: McpStatus) -> dict[str, Any]:
+    """agent/mcp/status and the answer to agent/mcp/servers."""
+    return {"sessionId": session_id, **status.to_json()}
+
+
 def usage_json(session_id: str, snapshot: UsageSnapshot) -> dict[str, Any]:
     """The usage snapshot: the context meter, the last call, the turn (running, or the last
     one) and the session, each with its tokens and cost."""
@@ -321,6 +333,36 @@ def compaction_json(
     if event.error is not None:
         out["error"] = event.error
     return out
+
+
+def sandbox_json(settings: AgentSettings) -> dict[str, Any]:
+    """How the session's commands run: {sandboxed, network, reason?}; a reason means the
+    settings ask for a sandbox this machine cannot give."""
+    from agent_server.agent.tools.sandbox import confinement  # loaded with the agent
+
+    tools = settings.tools
+    return confinement(tools.sandbox, settings.permissions_mode, tools.network).to_json()
+
+
+def repair_json(report: LoadReport) -> dict[str, Any] | None:
+    """What opening a damaged ledger repaired (None when nothing was)."""
+    if report.clean:
+        return None
+    return {
+        "message": report.describe(),
+        "keptEntries": report.entry_count,
+        "issues": [
+            {
+                "line": issue.line_number,
+                "offset": issue.offset,
+                "reason": issue.reason,
+                "action": issue.action,
+            }
+            for issue in report.issues
+        ],
+        "truncatedBytes": report.truncated_bytes,
+        "abortedToolCalls": list(report.aborted_tool_calls),
+    }
 
 
 def overflow_json(session_id: str, event: OverflowHappened) -> dict[str, Any]:

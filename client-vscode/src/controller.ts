@@ -62,6 +62,7 @@ export class SessionController {
       client.onUsage((params) => this.dispatch({ type: 'usage', params })),
       client.onCompaction((params) => this.dispatch({ type: 'compaction', params })),
       client.onOverflow((params) => this.dispatch({ type: 'overflow', params })),
+      client.onMcpStatus((params) => this.dispatch({ type: 'mcpStatus', params })),
       client.onRequestPermission((params, token) => this.askPermission(params, token)),
     ];
   }
@@ -119,7 +120,7 @@ export class SessionController {
     }
     try {
       const result = await client.newSession({ workspaceUri });
-      this.dispatch({ type: 'sessionStarted', sessionId: result.sessionId, usage: result.usage });
+      this.dispatch({ type: 'sessionStarted', sessionId: result.sessionId, usage: result.usage, mcp: result.mcp });
       void this.refreshSessions();
       return result.sessionId;
     } catch (error) {
@@ -249,6 +250,41 @@ export class SessionController {
       await this.loadSession(sessionId);
     } catch (error) {
       this.fail('Could not rewind', error);
+    }
+  }
+
+  // ---- MCP servers -----------------------------------------------------------------------
+
+  /** Accept the waiting change of the MCP tools; the status that follows clears the banner. */
+  async acceptTools(): Promise<void> {
+    const client = this.client;
+    const sessionId = this._state.sessionId;
+    if (!client) return void this.notConnected();
+    if (!sessionId) return;
+    try {
+      const result = await client.acceptTools({ sessionId });
+      if (result.accepted) {
+        const when = result.deferred ? 'from the next model call' : 'from the next request';
+        this.dispatch({
+          type: 'notice',
+          level: 'info',
+          message: `New MCP tool list accepted: it applies ${when}, which re-reads about ${result.tokens} tokens.`,
+        });
+      }
+    } catch (error) {
+      this.fail('Could not accept the MCP tools', error);
+    }
+  }
+
+  async restartMcpServer(name: string): Promise<void> {
+    const client = this.client;
+    const sessionId = this._state.sessionId;
+    if (!client) return void this.notConnected();
+    if (!sessionId) return;
+    try {
+      await client.restartMcpServer({ sessionId, name });
+    } catch (error) {
+      this.fail(`Could not restart the MCP server ${name}`, error);
     }
   }
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,12 @@ from agent_server.agent.tools.base import (
     str_arg,
 )
 from agent_server.agent.tools.diff import FileChange
-from agent_server.agent.tools.paths import display_path, resolve_in_workspace
+from agent_server.agent.tools.paths import (
+    check_hard_links,
+    display_path,
+    file_info,
+    resolve_in_workspace,
+)
 from agent_server.errors import InvalidToolArgumentsError, ToolError
 from agent_server.llm.messages import ToolSpec
 
@@ -60,12 +66,15 @@ class EditTool:
         permission question; None when the edit would fail: the text is not found, or not
         once."""
         try:
-            return (await _planned(arguments, ctx))[1]
+            # The question warns of hard links itself: the preview may show the file.
+            return (await _planned(arguments, ctx, hard_links_allowed=True))[1]
         except (ToolError, InvalidToolArgumentsError, OSError):
             return None
 
     async def run(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
-        path, change, start, old_text, new_text = await _planned(arguments, ctx)
+        path, change, start, old_text, new_text = await _planned(
+            arguments, ctx, hard_links_allowed=ctx.hard_links_allowed
+        )
         await ctx.files.write_text(path, change.new_text)
         content = change.old_text or ""
         line = content.count("\n", 0, start) + 1
@@ -84,7 +93,7 @@ class EditTool:
 
 
 async def _planned(
-    arguments: Mapping[str, Any], ctx: ToolContext
+    arguments: Mapping[str, Any], ctx: ToolContext, *, hard_links_allowed: bool
 ) -> tuple[Path, FileChange, int, str, str]:
     """The file, its change, where the replaced text starts, and the texts as matched."""
     workspace = ctx.workspace
@@ -92,10 +101,12 @@ async def _planned(
     old_text = str_arg(arguments, "oldText")
     new_text = str_arg(arguments, "newText")
     shown = display_path(workspace, path)
-    if not path.exists():
+    info = file_info(path, shown)
+    if info is None:
         raise ToolError(f"File not found: {shown}. To create a new file, use write.")
-    if path.is_dir():
+    if stat.S_ISDIR(info.st_mode):
         raise ToolError(f"{shown} is a directory, not a file.")
+    check_hard_links(info, shown, hard_links_allowed)
     if not old_text:
         raise ToolError(
             "oldText is empty. Give the exact text to replace; to create or "

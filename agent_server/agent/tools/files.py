@@ -14,6 +14,8 @@ import asyncio
 from pathlib import Path
 from typing import Literal, Protocol, TypeAlias
 
+from agent_server.agent.tools.paths import open_regular, write_regular
+
 DecodeErrors: TypeAlias = Literal["strict", "replace"]
 
 
@@ -30,16 +32,30 @@ class FileAccess(Protocol):
 
     async def write_text(self, path: Path, content: str) -> None: ...
 
+    def holds(self, path: Path) -> bool:
+        """Whether the text of `path` comes from somewhere other than the disk (the read tool
+        pages a file on the disk without reading it whole)."""
+        ...
+
 
 class LocalFiles:
-    """The disk, as UTF-8, with line endings kept exactly as they are."""
+    """The disk, as UTF-8, with line endings kept exactly as they are; regular files only
+    (tools/paths.py: a named pipe or a device is refused, never opened for long)."""
 
     async def read_text(self, path: Path, *, errors: DecodeErrors = "strict") -> str:
-        data = await asyncio.to_thread(path.read_bytes)
+        data = await asyncio.to_thread(_read_regular, path)
         return data.decode("utf-8", errors=errors)
 
     async def write_text(self, path: Path, content: str) -> None:
-        await asyncio.to_thread(path.write_bytes, content.encode("utf-8"))
+        await asyncio.to_thread(write_regular, path, str(path), content.encode("utf-8"))
+
+    def holds(self, path: Path) -> bool:
+        return False
+
+
+def _read_regular(path: Path) -> bytes:
+    with open_regular(path, str(path)) as handle:
+        return handle.read()
 
 
 LOCAL_FILES: FileAccess = LocalFiles()

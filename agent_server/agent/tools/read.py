@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import io
+import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from agent_server.agent.tools.base import (
     ToolContext,
@@ -18,7 +21,13 @@ from agent_server.agent.tools.base import (
     str_arg,
 )
 from agent_server.agent.tools.output import MAX_BYTES, MAX_LINES
-from agent_server.agent.tools.paths import display_path, resolve_in_workspace
+from agent_server.agent.tools.paths import (
+    check_hard_links,
+    display_path,
+    file_info,
+    open_regular,
+    resolve_in_workspace,
+)
 from agent_server.errors import ToolError
 from agent_server.llm.messages import ImageContent, TextContent, ToolSpec
 
@@ -85,26 +94,45 @@ class ReadTool:
             raise ToolError("offset and limit must be at least 1.")
         path = resolve_in_workspace(ctx.workspace, given, extra_roots=(ctx.spill_dir,))
         shown = display_path(ctx.workspace, path)
-        if not path.exists():
+        info = file_info(path, shown)
+        if info is None:
             raise ToolError(f"File not found: {shown}. Use ls or find to locate the file.")
-        if path.is_dir():
+        if stat.S_ISDIR(info.st_mode):
             raise ToolError(f"{shown} is a directory, not a file. Use ls to list it.")
-        head = await asyncio.to_thread(_head, path)
+        check_hard_links(info, shown, ctx.hard_links_allowed)
+        if ctx.files.holds(path):
+            # The editor's buffer, which may differ from the disk; a binary or image file is
+            # still told by its bytes on the disk.
+            head = await asyncio.to_thread(_head, path, shown)
+            if _image_type(path, head) is None:
+                _refuse_binary(head, shown)
+                text = await ctx.files.read_text(path, errors="replace")
+                return _read_text(io.BytesIO(text.encode("utf-8")), shown, offset, limit)
+        return await asyncio.to_thread(_read_disk, path, shown, offset, limit)
+
+
+def _read_disk(path: Path, shown: str, offset: int, limit: int) -> ToolResult:
+    with open_regular(path, shown) as handle:
+        head = handle.read(8192)
         image_type = _image_type(path, head)
         if image_type is not None:
-            return await asyncio.to_thread(_read_image, path, shown, image_type)
-        if b"\x00" in head:
-            raise ToolError(
-                f"{shown} is a binary file and cannot be shown as text. "
-                "Use bash with a suitable tool (file, xxd, unzip -l, ...) to inspect it."
-            )
-        text = await ctx.files.read_text(path, errors="replace")
-        return _page(text, shown, offset, limit)
+            return _read_image(handle, shown, image_type)
+        _refuse_binary(head, shown)
+        handle.seek(0)
+        return _read_text(handle, shown, offset, limit)
 
 
-def _head(path: Path) -> bytes:
-    with path.open("rb") as handle:
+def _head(path: Path, shown: str) -> bytes:
+    with open_regular(path, shown) as handle:
         return handle.read(8192)
+
+
+def _refuse_binary(head: bytes, shown: str) -> None:
+    if b"\x00" in head:
+        raise ToolError(
+            f"{shown} is a binary file and cannot be shown as text. "
+            "Use bash with a suitable tool (file, xxd, unzip -l, ...) to inspect it."
+        )
 
 
 def _image_type(path: Path, head: bytes) -> str | None:
@@ -118,39 +146,41 @@ def _image_type(path: Path, head: bytes) -> str | None:
     return None
 
 
-def _read_image(path: Path, shown: str, mime: str) -> ToolResult:
-    size = path.stat().st_size
+def _read_image(handle: BinaryIO, shown: str, mime: str) -> ToolResult:
+    size = os.fstat(handle.fileno()).st_size
     if size > MAX_IMAGE_BYTES:
         raise ToolError(
             f"{shown} is an image of {size // 1024} KB, larger than the "
             f"{MAX_IMAGE_BYTES // (1024 * 1024)} MB that can be sent to the model. "
             "Make a smaller copy with bash (e.g. ImageMagick's convert) and read that."
         )
-    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    handle.seek(0)
+    data = base64.b64encode(handle.read()).decode("ascii")
     return ToolResult(
         (TextContent(f"Image {shown} ({mime}, {size} bytes):"), ImageContent(data, mime)),
         details={"path": shown, "mimeType": mime, "bytes": size},
     )
 
 
-def _page(text: str, shown: str, offset: int, limit: int) -> ToolResult:
-    """Lines offset.. of `text`, numbered, within the line and byte caps."""
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()  # the newline that ends the last line does not start another
-    total = len(lines)
+def _read_text(handle: BinaryIO, shown: str, offset: int, limit: int) -> ToolResult:
     out: list[str] = []
     size = 0
+    total = 0
     last_shown = offset - 1
-    for number in range(offset, min(total, offset + limit - 1) + 1):
-        line = lines[number - 1].rstrip("\r")
+    stopped_by_bytes = False
+    for number, raw in enumerate(handle, start=1):
+        total = number
+        if number < offset or len(out) >= limit or stopped_by_bytes:
+            continue
+        line = raw.decode("utf-8", errors="replace").rstrip("\n").rstrip("\r")
         if len(line) > MAX_LINE_CHARS:
             cut = len(line) - MAX_LINE_CHARS
             line = f"{line[:MAX_LINE_CHARS]} [... {cut} more characters on this line]"
         numbered = f"{number:>6}\t{line}"
         line_size = len(numbered.encode("utf-8")) + 1
         if out and size + line_size > MAX_BYTES:
-            break
+            stopped_by_bytes = True
+            continue
         out.append(numbered)
         size += line_size
         last_shown = number

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,12 @@ from agent_server.agent.tools.base import (
 )
 from agent_server.agent.tools.diff import FileChange
 from agent_server.agent.tools.output import count_lines
-from agent_server.agent.tools.paths import display_path, resolve_in_workspace
+from agent_server.agent.tools.paths import (
+    check_hard_links,
+    display_path,
+    file_info,
+    resolve_in_workspace,
+)
 from agent_server.errors import InvalidToolArgumentsError, ToolError
 from agent_server.llm.messages import ToolSpec
 
@@ -57,12 +63,13 @@ class WriteTool:
         permission question; None when it cannot be known: bad arguments, a path outside the
         workspace, a binary file."""
         try:
-            return (await _planned(arguments, ctx)).change
+            # The question warns of hard links itself: the preview may show the file.
+            return (await _planned(arguments, ctx, hard_links_allowed=True)).change
         except (ToolError, InvalidToolArgumentsError, OSError):
             return None
 
     async def run(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
-        plan = await _planned(arguments, ctx)
+        plan = await _planned(arguments, ctx, hard_links_allowed=ctx.hard_links_allowed)
         plan.path.parent.mkdir(parents=True, exist_ok=True)
         data = plan.content.encode("utf-8")
         await ctx.files.write_text(plan.path, plan.content)
@@ -91,15 +98,19 @@ class _Plan:
     change: FileChange | None
 
 
-async def _planned(arguments: Mapping[str, Any], ctx: ToolContext) -> _Plan:
+async def _planned(
+    arguments: Mapping[str, Any], ctx: ToolContext, *, hard_links_allowed: bool
+) -> _Plan:
     workspace = ctx.workspace
     path = resolve_in_workspace(workspace, str_arg(arguments, "path"))
     content = str_arg(arguments, "content")
     shown = display_path(workspace, path)
-    if path.is_dir():
-        raise ToolError(f"{shown} is a directory; give the path of a file inside it.")
-    if not path.exists():
+    info = file_info(path, shown)
+    if info is None:
         return _Plan(path, shown, content, True, FileChange(shown, None, content))
+    if stat.S_ISDIR(info.st_mode):
+        raise ToolError(f"{shown} is a directory; give the path of a file inside it.")
+    check_hard_links(info, shown, hard_links_allowed)
     try:
         old = await ctx.files.read_text(path)
     except (UnicodeDecodeError, OSError):

@@ -12,6 +12,7 @@ import type {
   CompactionParams,
   CompactionReason,
   CompactionStatus,
+  McpStatusParams,
   OverflowParams,
   PermissionOption,
   PermissionToolCall,
@@ -152,6 +153,8 @@ export interface ViewState {
   /** The history before the first item: its cursor (absent: nothing older), and whether a
    * page of it is on its way. */
   older: { cursor?: string; loading: boolean };
+  /** The current session's MCP servers and a waiting change of its tool list. */
+  mcp?: McpStatusParams;
   /** How the last requested compaction ended, for the Compact panel. */
   compactResult?: { outcome: CompactResult['outcome']; message: string };
   /** A configuration problem (e.g. no API key): shown in the banner with ways to fix it,
@@ -183,7 +186,8 @@ export type Action =
   | { type: 'serverStatus'; status: ServerStatus; message?: string }
   | { type: 'workspace'; workspaceUri?: string }
   | { type: 'sessionsListed'; sessions: SessionSummary[] }
-  | { type: 'sessionStarted'; sessionId: string; usage?: UsageSnapshot; title?: string }
+  | { type: 'sessionStarted'; sessionId: string; usage?: UsageSnapshot; title?: string; mcp?: McpStatusParams }
+  | { type: 'mcpStatus'; params: McpStatusParams }
   | { type: 'sessionLoaded'; result: SessionLoadResult }
   | { type: 'olderRequested'; sessionId: string }
   | { type: 'olderLoaded'; result: SessionHistoryResult }
@@ -241,12 +245,17 @@ export function reduce(state: ViewState, action: Action): ViewState {
         turn: { status: 'idle' },
         compacting: false,
         older: { loading: false },
+        mcp: action.mcp,
       };
+
+    case 'mcpStatus':
+      // Only the current session's; another session's status arrives when it is loaded.
+      return action.params.sessionId === state.sessionId ? { ...state, mcp: action.params } : state;
 
     case 'sessionLoaded': {
       const { result } = action;
       const items = itemsFromTranscript(result.transcript);
-      return {
+      const loaded: ViewState = {
         ...state,
         sessionId: result.sessionId,
         title: result.title ?? state.sessions.find((s) => s.sessionId === result.sessionId)?.title ?? undefined,
@@ -255,7 +264,10 @@ export function reduce(state: ViewState, action: Action): ViewState {
         turn: { status: 'idle' },
         compacting: false,
         older: { cursor: result.cursor ?? undefined, loading: false },
+        mcp: result.mcp,
       };
+      // A damaged ledger was repaired on open: say so after the history it left.
+      return result.repair ? addNotice(loaded, 'warning', result.repair.message) : loaded;
     }
 
     case 'olderRequested':

@@ -19,5 +19,7 @@ export type WebviewToHost =
   | { type: 'rewind'; entryId: string }
   /** `optionId` absent: the user dismissed the card (answered "cancelled"). */
   | { type: 'permission'; requestId: string; optionId?: string }
+  | { type: 'acceptTools' }
+  | { type: 'restartMcp'; name: string }
   | { type: 'dismissProblem' }
   | { type: 'command'; command: 'showOutput' | 'openSettings' | 'setApiKey' | 'restartServer' };

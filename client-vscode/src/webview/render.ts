@@ -71,6 +71,7 @@ export class ChatView {
   private readonly meterTick: HTMLElement;
   private readonly meterText: HTMLElement;
   private readonly banner: HTMLElement;
+  private readonly mcpEl: HTMLElement;
   private readonly transcript: HTMLElement;
   /** At the top of the transcript: earlier history is being loaded, or can be. */
   private readonly older: HTMLElement;
@@ -145,6 +146,7 @@ export class ChatView {
       this.meterText,
     );
     this.banner = h('div', { class: 'banner', attrs: { role: 'alert' } });
+    this.mcpEl = h('div', { class: 'mcp', attrs: { 'aria-label': 'MCP servers' } });
     this.transcript = h('div', { class: 'transcript', attrs: { role: 'log', 'aria-live': 'polite' } });
     this.older = h('div', { class: 'older' });
     this.transcript.append(this.older);
@@ -170,6 +172,7 @@ export class ChatView {
       h('div', { class: 'toolbar' }, this.sessionSelect, this.newButton, this.compactButton),
       this.compactPanel,
       this.meterEl,
+      this.mcpEl,
       this.banner,
       this.transcript,
       h('div', { class: 'composer' }, this.input, h('div', { class: 'composer-actions' }, this.status, this.stopButton, this.sendButton)),
@@ -208,6 +211,7 @@ export class ChatView {
       this.renderSessions(state);
     }
     if (!previous || previous.usage !== state.usage) this.renderMeter(state);
+    if (!previous || previous.mcp !== state.mcp || previous.server !== state.server) this.renderMcp(state);
     this.renderBanner(state);
     this.renderControls(state);
     this.renderTranscript(state);
@@ -257,6 +261,65 @@ export class ChatView {
       this.meterText.append(h('span', { class: 'meter-next', text: ' · compacts before the next request' }));
     }
     this.meterEl.title = meter.detail;
+  }
+
+  /** One line per MCP server (a failed one opens to its error and stderr), and the waiting
+   * change of the tool list with its price and an Accept button. Text only, never markup. */
+  private renderMcp(state: ViewState): void {
+    const el = this.mcpEl;
+    el.textContent = '';
+    const mcp = state.mcp;
+    if (!mcp || mcp.servers.length === 0) {
+      el.hidden = true;
+      return;
+    }
+    el.hidden = false;
+    const running = state.server.status === 'running';
+    for (const server of mcp.servers) {
+      const label = `${server.name} · ${mcpStateLabel(server.state)}` +
+        (server.state === 'ready' ? ` · ${server.tools.length} tools` : '') +
+        (server.trusted ? ' · trusted' : '');
+      const title = `${server.transport}: ${server.target} (${server.source})`;
+      if (server.state !== 'failed') {
+        el.append(h('div', { class: `mcp-server ${server.state}`, text: label, title }));
+        continue;
+      }
+      const details = h(
+        'details',
+        { class: 'mcp-server failed' },
+        h('summary', { text: label, title }),
+        h('div', { class: 'mcp-error', text: server.error ?? 'The server failed.' }),
+      );
+      if (server.stderrTail) details.append(h('pre', { class: 'mcp-stderr', text: server.stderrTail }));
+      const restart = button('Restart', () => this.post({ type: 'restartMcp', name: server.name }), 'secondary');
+      restart.disabled = !running;
+      details.append(restart);
+      el.append(details);
+    }
+    const change = mcp.toolsChange;
+    if (change) {
+      const parts = [
+        change.added.length ? `added ${change.added.join(', ')}` : '',
+        change.removed.length ? `removed ${change.removed.join(', ')}` : '',
+        change.changed.length ? `changed ${change.changed.join(', ')}` : '',
+      ].filter(Boolean);
+      const accept = button('Accept', () => this.post({ type: 'acceptTools' }), 'primary');
+      accept.disabled = !running;
+      el.append(
+        h(
+          'div',
+          { class: 'mcp-change', attrs: { role: 'status' } },
+          h('div', {
+            class: 'mcp-change-text',
+            text:
+              `MCP tools changed (${parts.join('; ') || 'reordered'}). The model keeps the current list until you ` +
+              `accept: the next request then re-reads about ${formatTokens(change.tokens)} tokens without the ` +
+              'cache. The next compaction takes the change in anyway.',
+          }),
+          accept,
+        ),
+      );
+    }
   }
 
   private renderBanner(state: ViewState): void {
@@ -705,6 +768,19 @@ function toolIcon(kind: string): string {
       return '▶';
     default:
       return '◆';
+  }
+}
+
+function mcpStateLabel(state: string): string {
+  switch (state) {
+    case 'starting':
+      return 'starting…';
+    case 'ready':
+      return 'ready';
+    case 'failed':
+      return 'failed';
+    default:
+      return 'stopped';
   }
 }
 

@@ -298,8 +298,8 @@ describe('agent-server over stdio', () => {
     expect(items).toEqual(whole.transcript);
   });
 
-  it('answers bad params with InvalidParams (-32602) and unknown sessions with -32001', async () => {
+  it('answers bad params with InvalidParams (-32602) and unknown sessions with -33001', async () => {
     await expect(client.loadSession({ sessionId: '' })).rejects.toMatchObject({ code: -32602 });
-    await expect(client.usage({ sessionId: 'no-such-session' })).rejects.toMatchObject({ code: -32001 });
+    await expect(client.usage({ sessionId: 'no-such-session' })).rejects.toMatchObject({ code: -33001 });
   });
 });

@@ -418,6 +418,41 @@ describe('chat webview', () => {
     await page.close();
   });
 
+  it('shows the MCP servers, a failed one with its stderr as text, and accepts a tools change', async () => {
+    const { page, errors, posted } = await openView();
+    const state = reduceAll(startState(), [
+      { type: 'sessionStarted', sessionId: 's-mcp' },
+      {
+        type: 'mcpStatus',
+        params: {
+          sessionId: 's-mcp',
+          toolCount: 9,
+          servers: [
+            { name: 'db', state: 'failed', transport: 'stdio', target: 'db-mcp --token [redacted]', tools: [], trusted: false, source: '.mcp.json', error: 'the server closed the connection (it exited or crashed)', stderrTail: 'db: <img src=x onerror="window.__xss=1"> bad credentials' },
+            { name: 'everything', state: 'ready', transport: 'stdio', target: 'node everything', tools: ['echo', 'get-sum'], trusted: true, source: 'mcp.servers' },
+          ],
+          toolsChange: { added: ['mcp__everything__get-env'], removed: [], changed: [], tokens: 12345 },
+        },
+      },
+    ]);
+    await page.evaluate(({ state }) => window.postMessage({ type: 'reset', state }, '*'), { state });
+    await page.waitForSelector('.mcp .mcp-change');
+    expect(await page.locator('.mcp-server.ready').innerText()).toBe('everything · ready · 2 tools · trusted');
+    await page.locator('.mcp-server.failed summary').click();
+    expect(await page.locator('.mcp-stderr').innerText()).toContain('<img src=x onerror="window.__xss=1">');
+    expect(await xssFlag(page)).toBeUndefined();
+    const change = await page.locator('.mcp-change-text').innerText();
+    expect(change).toContain('added mcp__everything__get-env');
+    expect(change).toContain('12.3k tokens');
+    await page.screenshot({ path: join(ARTIFACTS, 'webview-mcp.png') });
+    await page.getByRole('button', { name: 'Accept' }).click();
+    expect((await posted()).at(-1)).toEqual({ type: 'acceptTools' });
+    await page.getByRole('button', { name: 'Restart' }).click();
+    expect((await posted()).at(-1)).toEqual({ type: 'restartMcp', name: 'db' });
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
   it('shows hostile text literally, and the whole of what the user approves', async () => {
     const { page, errors } = await openView();
     await show(page, hostileState(), hostileActions());

@@ -33,6 +33,9 @@ class Buffers:
         self.writes.append(path)
         self.buffers[path] = content
 
+    def holds(self, path: Path) -> bool:
+        return True
+
 
 async def test_read_sees_the_unsaved_buffer(ctx: ToolContext, real_workspace: Path) -> None:
     (real_workspace / "app.py").write_text("saved = 1\n")
