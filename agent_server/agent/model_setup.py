@@ -49,6 +49,22 @@ def model_registry(settings: AgentSettings) -> ModelRegistry:
     return registry
 
 
+# The models each provider setting can run (the simulator serves its own; a models file may
+# add OpenAI-compatible local ones).
+_VENDORS: Mapping[str, tuple[str, ...]] = {
+    "anthropic": ("anthropic",),
+    "openai-chat": ("openai", "local"),
+    "openai-responses": ("openai", "local"),
+    "sim": ("sim",),
+}
+
+
+def offered_models(settings: AgentSettings) -> list[ModelInfo]:
+    """The models to offer for the settings' provider, for a model picker."""
+    vendors = _VENDORS.get(settings.provider, ())
+    return [model for model in model_registry(settings) if model.vendor in vendors]
+
+
 def resolve_model(
     model_id: str | None, settings: AgentSettings, registry: ModelRegistry
 ) -> ModelInfo:

@@ -74,7 +74,7 @@ class ToolRunner:
             linked = hard_linked(self._make_context(None).workspace, tool.paths(call.arguments))
             warning = "; ".join(linked) or None
             decision = await self._gate.decide(
-                tool, call, self._preview(tool, call), warning=warning
+                tool, call, await self._preview(tool, call), warning=warning
             )
             if not decision.allowed:
                 results[call.id] = self._finish(turn_id, call, denied_result(decision))
@@ -122,13 +122,13 @@ class ToolRunner:
 
         await asyncio.gather(*(one(call) for call in calls))
 
-    def _preview(self, tool: Tool, call: ToolCall) -> FileChange | None:
+    async def _preview(self, tool: Tool, call: ToolCall) -> FileChange | None:
         """The file change a write or edit would make, secrets scrubbed, for the question."""
         preview = getattr(tool, "preview", None)
         if not callable(preview):
             return None
         context = self._make_context(None)
-        change = preview(call.arguments, context.workspace)
+        change = await preview(call.arguments, context)
         if not isinstance(change, FileChange):
             return None
         scrub = context.secrets

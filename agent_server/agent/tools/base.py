@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeAlias
 
+from agent_server.agent.tools.files import LOCAL_FILES, FileAccess
 from agent_server.agent.tools.sandbox import Confinement
 from agent_server.errors import InvalidToolArgumentsError
 from agent_server.llm.messages import (
@@ -106,6 +107,8 @@ class ToolContext:
         hard links (it may also exist outside the workspace).
     in_context: the tool results the model has in its current context (outputs_in_context),
         so that read can answer a re-read of unchanged lines with a note.
+    files: where read, edit and write get and put the text of a file (the disk, or the
+        editor's buffers).
     """
 
     workspace: Path
@@ -117,6 +120,7 @@ class ToolContext:
     confinement: Confinement = field(default_factory=Confinement)
     hard_links_allowed: bool = False
     in_context: tuple[EarlierOutput, ...] = ()
+    files: FileAccess = LOCAL_FILES
 
 
 class Tool(Protocol):
