@@ -518,6 +518,7 @@ _REASONS: Mapping[str, str] = {
     "overflow": "the provider rejected the prompt as too long",
     "truncation": "the last answer was cut off by the window",
     "manual": "/compact",
+    "idle": "the prompt cache expired during a pause",
 }
 
 
