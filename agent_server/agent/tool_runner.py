@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
+from agent_server.agent.checkpoints import DETAILS_KEY, BlobStore, Captured, capture, version_after
 from agent_server.agent.events import EventSink, ToolCallStarted, ToolCallUpdated
 from agent_server.agent.permissions import PermissionGate, denied_result
 from agent_server.agent.tools import Tool, ToolContext, ToolResult, run_tool, unknown_tool_result
@@ -34,11 +36,14 @@ class ToolRunner:
         gate: PermissionGate,
         make_context: Callable[[Callable[[str], None] | None], ToolContext],
         emit: EventSink,
+        *,
+        checkpoints: BlobStore | None = None,
     ) -> None:
         self._tools = {tool.spec.name: tool for tool in tools}
         self._gate = gate
         self._make_context = make_context
         self._emit = emit
+        self._checkpoints = checkpoints
 
     def tool(self, name: str) -> Tool | None:
         return self._tools.get(name)
@@ -87,10 +92,25 @@ class ToolRunner:
                 self._emit(ToolCallUpdated(turn_id, call.id, "in_progress", output=fragment))
 
             context = self._make_context(on_output if call.name == "bash" else None)
+            captured = await self._capture(tool, call, context)
             result = await run_tool(tool, call.arguments, context)
+            if captured is not None and not result.is_error and self._checkpoints is not None:
+                # The file's content before and after, for a rewind that restores files.
+                version = await asyncio.to_thread(version_after, captured, self._checkpoints)
+                details = {**(result.details or {}), DETAILS_KEY: version.to_json()}
+                result = replace(result, details=details)
             results[call.id] = self._finish(turn_id, call, result)
 
         await asyncio.gather(*(one(call) for call in calls))
+
+    async def _capture(self, tool: Tool, call: ToolCall, context: ToolContext) -> Captured | None:
+        """Before a tool that changes a file (write, edit) runs: that file's content, kept."""
+        if self._checkpoints is None or tool.read_only or tool.kind != "edit":
+            return None
+        paths = tool.paths(call.arguments)
+        if not paths:
+            return None
+        return await asyncio.to_thread(capture, context.workspace, self._checkpoints, paths[0])
 
     def _preview(self, tool: Tool, call: ToolCall) -> FileChange | None:
         """The file change a write or edit would make, secrets scrubbed, for the question."""

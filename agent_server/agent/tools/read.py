@@ -94,9 +94,9 @@ class ReadTool:
             raise ToolError(f"{shown} is a directory, not a file. Use ls to list it.")
         with path.open("rb") as handle:
             head = handle.read(8192)
-        image_type = _image_type(path, head)
-        if image_type is not None:
-            return _read_image(path, shown, image_type)
+        mime = image_type(path, head)
+        if mime is not None:
+            return _read_image(path, shown, mime)
         if b"\x00" in head:
             raise ToolError(
                 f"{shown} is a binary file and cannot be shown as text. "
@@ -105,7 +105,8 @@ class ReadTool:
         return _read_text(path, shown, offset, limit)
 
 
-def _image_type(path: Path, head: bytes) -> str | None:
+def image_type(path: Path, head: bytes) -> str | None:
+    """The MIME type of an image file (by its name and its first bytes), or None."""
     if path.suffix.lower() not in _IMAGE_SUFFIXES:
         return None
     for signature, mime in _IMAGE_SIGNATURES:
