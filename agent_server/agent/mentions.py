@@ -186,7 +186,8 @@ class Completion:
 def complete(workspace: Path, query: str, limit: int = MAX_COMPLETIONS) -> list[Completion]:
     """Workspace files and folders for a mention being typed (`query`: what follows the `@`),
     best first: paths that start with it, then names that do, then paths that contain it,
-    then paths that hold its characters in order; shallower and shorter first within each.
+    then paths that hold its characters in order; within each, shallower first, then
+    shorter, then by name.
     The directories the tools never search (.git, node_modules, ...) are left out."""
     root = workspace.resolve()
     wanted = query.strip().strip('"').lower()
@@ -200,7 +201,8 @@ def complete(workspace: Path, query: str, limit: int = MAX_COMPLETIONS) -> list[
         rank = _rank(shown.lower(), wanted)
         if rank is None:
             continue
-        key = (rank, relative.count("/"), len(shown), shown)
+        # Shallower first; for a query, shorter (closer) first; then by name.
+        key = (rank, relative.count("/"), len(shown) if wanted else 0, shown)
         ranked.append((key, Completion(shown, "directory" if is_dir else "file")))
     ranked.sort(key=lambda item: item[0])
     return [completion for _key, completion in ranked[:limit]]
