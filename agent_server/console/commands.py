@@ -95,7 +95,7 @@ def mode_named(word: str) -> str | None:
 _IMAGE_PATH = re.compile(
     r"""(?<![\S@])(?:'([^'\n]+\.(?:png|jpe?g|gif|webp))'"""
     r"""|"([^"\n]+\.(?:png|jpe?g|gif|webp))\""""
-    r"""|((?:\\[ ]|[^\s'"])+\.(?:png|jpe?g|gif|webp)))(?!\S)""",
+    r"""|(?!@)((?:\\[ ]|[^\s'"])+?\.(?:png|jpe?g|gif|webp)))(?=[.,;:!?)\]]*(?:\s|$))""",
     re.IGNORECASE,
 )
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from agent_server.agent import events
 from agent_server.agent.mentions import MAX_ATTACHMENTS, complete, find_mentions
 from agent_server.agent.transcript import entry_items
-from agent_server.lsp import wire
 from agent_server.llm.messages import ImageContent, TextContent, UserMessage
+from agent_server.lsp import wire
 from agent_server.session.entries import MessageEntry
 from agent_server.sim.request_checks import check_requests
 from tests.agent.conftest import agent_run
@@ -75,7 +75,7 @@ async def test_a_mentioned_file_and_folder_are_attached_before_the_question(tmp_
         assert item["content"] == [{"type": "text", "text": texts[-1]}]
         assert [a["path"] for a in item["attachments"]] == ["README.md", "src/"]
         assert item["attachments"][0]["detail"].endswith("lines")
-        live = [e for e in run.of(events.TurnStarted)][-1]
+        live = run.of(events.TurnStarted)[-1]
         assert wire.update_json(live) == item  # live and reloaded alike
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from pygls.exceptions import JsonRpcException
 
+from agent_server.sim.scenario import parse_scenario
 from agent_server.sim.server import SimServer
 from agent_server.sim.simulator import Simulator
-from agent_server.sim.scenario import parse_scenario
 from tests.lsp.conftest import sim_settings, start_agent_client
 from tests.lsp.test_turns import OVERVIEW
 
@@ -106,32 +106,34 @@ async def test_mentions_complete_from_the_workspace(workspace: Path, sim: SimSer
 
 
 async def test_rewind_preview_then_restore_files_and_conversation(workspace: Path, tmp_path: Path) -> None:
-    async with SimServer(Simulator(scenario=WRITER)) as sim:
-        async with start_agent_client([workspace], sim_settings(sim, tmp_path)) as agent:
-            session_id = await agent.new_session()
-            for prompt in ("write the plan", "extend the plan"):
-                await agent.request("agent/turn", {"sessionId": session_id, "prompt": prompt})
-            assert (workspace / "plan.md").read_text() == "one\ntwo\n"
-            loaded = await agent.request("agent/session/load", {"sessionId": session_id})
-            second = [i for i in loaded["transcript"] if i["kind"] == "userMessage"][1]
+    async with (
+        SimServer(Simulator(scenario=WRITER)) as sim,
+        start_agent_client([workspace], sim_settings(sim, tmp_path)) as agent,
+    ):
+        session_id = await agent.new_session()
+        for prompt in ("write the plan", "extend the plan"):
+            await agent.request("agent/turn", {"sessionId": session_id, "prompt": prompt})
+        assert (workspace / "plan.md").read_text() == "one\ntwo\n"
+        loaded = await agent.request("agent/session/load", {"sessionId": session_id})
+        second = [i for i in loaded["transcript"] if i["kind"] == "userMessage"][1]
 
-            preview = await agent.request(
-                "agent/rewind/preview", {"sessionId": session_id, "entryId": second["entryId"]}
-            )
-            assert preview["prompt"] == second["content"]
-            assert preview["files"] == [{"path": "plan.md", "action": "restore", "changedSince": False}]
-            assert preview["notRestorable"]["commands"] == ["touch built.txt"]
-            assert preview["notRestorable"]["files"] == ["built.txt"]
+        preview = await agent.request(
+            "agent/rewind/preview", {"sessionId": session_id, "entryId": second["entryId"]}
+        )
+        assert preview["prompt"] == second["content"]
+        assert preview["files"] == [{"path": "plan.md", "action": "restore", "changedSince": False}]
+        assert preview["notRestorable"]["commands"] == ["touch built.txt"]
+        assert preview["notRestorable"]["files"] == ["built.txt"]
 
-            rewound = await agent.request(
-                "agent/rewind",
-                {"sessionId": session_id, "entryId": second["entryId"], "restore": "both"},
-            )
-            assert (workspace / "plan.md").read_text() == "one\n"
-            assert rewound["files"] == [{"path": "plan.md", "action": "restore"}]
-            assert rewound["prompt"] == second["content"]  # back to the input box
-            after = await agent.request("agent/session/load", {"sessionId": session_id})
-            kinds = [i["kind"] for i in after["transcript"]]
-            assert kinds[-2:] == ["branch", "fileRestore"]
-            assert after["transcript"][-1]["files"] == [{"path": "plan.md", "action": "restore"}]
-            assert "extend the plan" not in str(after["transcript"])
+        rewound = await agent.request(
+            "agent/rewind",
+            {"sessionId": session_id, "entryId": second["entryId"], "restore": "both"},
+        )
+        assert (workspace / "plan.md").read_text() == "one\n"
+        assert rewound["files"] == [{"path": "plan.md", "action": "restore"}]
+        assert rewound["prompt"] == second["content"]  # back to the input box
+        after = await agent.request("agent/session/load", {"sessionId": session_id})
+        kinds = [i["kind"] for i in after["transcript"]]
+        assert kinds[-2:] == ["branch", "fileRestore"]
+        assert after["transcript"][-1]["files"] == [{"path": "plan.md", "action": "restore"}]
+        assert "extend the plan" not in str(after["transcript"])
