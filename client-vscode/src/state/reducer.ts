@@ -133,10 +133,12 @@ export interface BranchItem {
   targetId: string | null;
 }
 
-/** The session went on with another model: the switch, and what it costs (`note`). */
+/** The session went on with another model: the switch, and what it costs (`note`, live
+ * only: the ledger keeps the model, not the words). */
 export interface ModelChangeItem {
   kind: 'modelChange';
   id: string;
+  /** The model's id, as the ledger records it (the same live and after a reload). */
   model: string;
   note?: string;
 }
@@ -475,7 +477,7 @@ export function reduce(state: ViewState, action: Action): ViewState {
       const marker: ModelChangeItem = {
         kind: 'modelChange',
         id: result.entryId ? `entry:${result.entryId}` : `model:${state.counter + 1}`,
-        model: result.model.name,
+        model: result.model.id,
         note: result.note,
       };
       const models = state.models.map((m) => ({ ...m, current: m.id === result.model.id }));

@@ -907,7 +907,7 @@ export class ChatView {
 type MentionItemList = NonNullable<ViewState['mentions']>['items'];
 
 const MODES: readonly [PermissionMode, string, string][] = [
-  ['ask', 'Ask first', 'Every tool call that changes something asks first'],
+  ['ask', 'Ask every time', 'Every tool call asks first, reads too'],
   ['allowReads', 'Allow reads', 'Reads and searches run; edits and commands ask first'],
   ['allowAll', 'Allow all', 'Every tool call runs without asking'],
 ];

@@ -96,7 +96,7 @@ describe('model and mode', () => {
     await controller.setModel('a');
     expect(calls).toContainEqual(['agent/model/set', { sessionId: 's1', model: 'a' }]);
     expect(controller.state.model).toEqual({ id: 'a', name: 'A', contextWindow: 200000 });
-    expect(controller.state.items.at(-1)).toMatchObject({ kind: 'modelChange', model: 'A', note: expect.stringContaining('cache') });
+    expect(controller.state.items.at(-1)).toMatchObject({ kind: 'modelChange', model: 'a', note: expect.stringContaining('cache') });
     expect(controller.state.usage?.used).toBe(1000);
     await controller.setMode('allowAll');
     expect(calls.at(-1)).toEqual(['agent/mode/set', { sessionId: 's1', mode: 'allowAll' }]);

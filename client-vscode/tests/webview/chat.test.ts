@@ -564,7 +564,7 @@ describe('chat webview', () => {
       { type: 'modeChanged', sessionId: S, mode: 'allowReads' },
     ] }, '*'), S);
     await page.waitForSelector('.marker.model-change');
-    expect(await page.locator('.marker.model-change').innerText()).toContain('Model: Claude Haiku');
+    expect(await page.locator('.marker.model-change').innerText()).toContain('Model: claude-haiku');
     expect(await page.locator('.marker.model-change .model-note').innerText()).toContain('uncached');
     expect(await page.locator('.mode-select').inputValue()).toBe('allowReads');
 
