@@ -317,7 +317,7 @@ describe('agent-server over stdio', () => {
     expect(switched.cost.tokens).toBeGreaterThan(0);
     expect(switched.note).toContain('cache');
     expect(switched.usage.size).toBe(200000);
-    await expect(client.setModel({ sessionId: created.sessionId, model: 'no-such-model' })).rejects.toMatchObject({ code: -32602 });
+    await expect(client.setModel({ sessionId: created.sessionId, model: 'no-such-model' })).rejects.toMatchObject({ code: -32010, message: expect.stringContaining('sim-large') });
     expect((await withServerLog(client.setMode({ sessionId: created.sessionId, mode: 'allowAll' }))).mode).toBe('allowAll');
     const loaded = await withServerLog(client.loadSession({ sessionId: created.sessionId }));
     expect(loaded.model?.id).toBe('sim-large');
