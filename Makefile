@@ -4,7 +4,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-python lint typecheck bench bench-quick bench-peers system-deps clean
+MCP_SERVERS_DIR := tests/mcp_servers
+MCP_SERVERS_STAMP := $(MCP_SERVERS_DIR)/node_modules/.installed
+
+.PHONY: demo test test-python lint typecheck bench bench-quick bench-peers system-deps mcp-test-servers soak clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,12 +28,25 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test-python: $(STAMP) system-deps
+test-python: $(STAMP) system-deps $(MCP_SERVERS_STAMP)
 	$(BIN)/pytest -q -n 2
 
 # ripgrep: the grep tool uses it when installed, and its tests cover both paths.
+# bubblewrap: the bash sandbox (its tests are skipped, with the reason, where it cannot run).
 system-deps:
-	@command -v rg >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ripgrep; }
+	@command -v rg >/dev/null && command -v bwrap >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ripgrep bubblewrap; }
+
+# The crash soak: SIGKILL the server at random points across many turns, reopen, check the
+# ledger (tests/hardening/soak.py). Minutes of wall time: not part of `make test` or CI.
+soak: $(STAMP) system-deps
+	$(BIN)/python -m tests.hardening.soak --kills 40
+
+# Real MCP servers from npm (pinned in package-lock.json) for the end-to-end tests.
+$(MCP_SERVERS_STAMP): $(MCP_SERVERS_DIR)/package.json $(MCP_SERVERS_DIR)/package-lock.json
+	cd $(MCP_SERVERS_DIR) && npm ci --no-audit --no-fund
+	touch $@
+
+mcp-test-servers: $(MCP_SERVERS_STAMP)
 
 bench: $(STAMP)
 	$(BIN)/agent-server bench --json .bench/latest.json
@@ -44,6 +60,7 @@ bench-peers: $(STAMP)
 	$(BIN)/agent-server bench peers
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache client-vscode/node_modules client-vscode/dist
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache client-vscode/node_modules client-vscode/dist \
+		$(MCP_SERVERS_DIR)/node_modules
 
 include client-vscode/extension.mk

@@ -7,11 +7,12 @@ Each command's work lives in its own module, imported only when the command runs
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from agent_server.stderr_log import configure_logging
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -127,14 +128,7 @@ def run_bench(quick: bool, json_path: Path | None, peers: dict[str, Any] | None 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from agent_server.literal import LiteralLogFormatter
-
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(LiteralLogFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(
-        level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
-        handlers=[handler],
-    )
+    configure_logging(str(args.log_level))
     if args.command == "serve":
         from agent_server.lsp.startup import cached_attrs_compilation
 
@@ -143,10 +137,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if args.tcp:
             host, _, port = str(args.tcp).rpartition(":")
-            serve_tcp(host or "127.0.0.1", int(port))
-        else:
-            serve_stdio()
-        return 0
+            return serve_tcp(host or "127.0.0.1", int(port))
+        return serve_stdio()
     if args.command == "chat":
         from agent_server.console.chat import main as chat_main
 

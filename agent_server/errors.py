@@ -7,17 +7,9 @@ not echo keys, and `redact` scrubs anything that looks like one before it is sho
 
 from __future__ import annotations
 
-import re
-
-_KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-]{8,}|sk-ant-[A-Za-z0-9_\-]{8,})")
-
-
-def redact(text: str, *secrets: str) -> str:
-    """`text` with the given secrets, and anything shaped like an API key, replaced."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "[redacted]")
-    return _KEY_PATTERN.sub("[redacted]", text)
+# Redaction lives in agent_server.redaction; it is re-exported here, where error messages
+# have always found it.
+from agent_server.redaction import redact as redact
 
 
 class AgentServerError(Exception):

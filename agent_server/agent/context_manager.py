@@ -21,6 +21,10 @@ with a fresh, bounded summary prompt (never a resend of the rejected request), a
 only if that made the context smaller and below the threshold. `compact` is the one way a
 compaction runs (threshold, truncation, overflow or manual), and every model call it makes
 (summaries, a branch summary) goes through the one `ModelCall` the session injects.
+
+The tool list is one value the manager reads (`ToolListSource`: the built-in tools and the
+session's MCP tools, agent/mcp/session_tools.py); a compaction that is kept takes a waiting
+change of it in, since the prefix is rebuilt anyway.
 """
 
 from __future__ import annotations
@@ -182,6 +186,33 @@ class CompactNearWindow:
         return result.view
 
 
+class ToolListSource(Protocol):
+    """The session's tool list: the first part of every request's prefix (invariant 1). It
+    changes only between calls (the user accepted a change: agent/mcp/session_tools.py) or in
+    a compaction, which rebuilds the prefix anyway and so takes a waiting change in."""
+
+    def specs(self) -> tuple[ToolSpec, ...]:
+        """The list the next request sends."""
+        ...
+
+    def after_compaction(self) -> None:
+        """A compaction was just recorded: take a waiting change of the list in, if any."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class FixedTools:
+    """A tool list that never changes (the built-in tools alone, the benchmarks)."""
+
+    tools: tuple[ToolSpec, ...]
+
+    def specs(self) -> tuple[ToolSpec, ...]:
+        return self.tools
+
+    def after_compaction(self) -> None:
+        return None
+
+
 class ContextManager:
     """Runs the context pipeline of one session and owns its state: the model and settings
     in force, the one overflow recovery of the current prompt, the last context the provider
@@ -192,7 +223,7 @@ class ContextManager:
         *,
         ledger: Ledger,
         system_prompt: str,
-        tools: tuple[ToolSpec, ...],
+        tools: ToolListSource | tuple[ToolSpec, ...],
         model: ModelInfo,
         summary_model: ModelInfo,
         settings: CompactionSettings,
@@ -203,7 +234,8 @@ class ContextManager:
     ) -> None:
         self.ledger = ledger
         self.system_prompt = system_prompt
-        self.tools = tools  # fixed for the session: part of the cached prefix
+        # The session's one tool list (part of the cached prefix): read through `tools`.
+        self._tools: ToolListSource = FixedTools(tools) if isinstance(tools, tuple) else tools
         self.model = model
         self.summary_model = summary_model
         self.settings = settings
@@ -233,6 +265,11 @@ class ContextManager:
     def record_call(self) -> None:
         """A model call just ended (its time is what a cache-aware trigger will read)."""
         self.last_call_at = self._clock()
+
+    @property
+    def tools(self) -> tuple[ToolSpec, ...]:
+        """The tool list every request and the cached summary request send now."""
+        return self._tools.specs()
 
     @property
     def threshold(self) -> int:
@@ -446,13 +483,18 @@ class ContextManager:
             model=self.summary_model.id,
             usage=usage,
         )
+        tools = self.tools
+        self._tools.after_compaction()  # the prefix is rebuilt: a waiting tool change comes in
         self.ledger.sync()
-        assert after.projection is not None
-        after = dataclasses.replace(
-            after,
-            entries=(*view.entries, entry),
-            projection=dataclasses.replace(after.projection, compaction=entry),
-        )
+        if self.tools != tools:
+            after = self.view()  # with the new list (and its toolList entry)
+        else:
+            assert after.projection is not None
+            after = dataclasses.replace(
+                after,
+                entries=(*view.entries, entry),
+                projection=dataclasses.replace(after.projection, compaction=entry),
+            )
         self._emit(
             CompactionFinished(
                 compaction_id,

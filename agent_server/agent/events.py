@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from agent_server.agent.mcp.session_tools import McpStatus
 from agent_server.context.trigger import ContextDecision
 from agent_server.llm.messages import Attachment, ToolCall, Usage, UserContent
 from agent_server.session.entries import CompactionReason
@@ -138,6 +139,14 @@ class Notice:
 
 
 @dataclass(frozen=True, slots=True)
+class McpStatusChanged:
+    """The session's MCP servers (state, tools, stderr tail of a failed one) and a waiting
+    change of the tool list, whenever any of it changes."""
+
+    status: McpStatus
+
+
+@dataclass(frozen=True, slots=True)
 class TurnEnded:
     turn_id: str
     stop_reason: TurnStopReason
@@ -158,6 +167,7 @@ AgentEvent: TypeAlias = (
     | ContextDecided
     | OverflowHappened
     | Notice
+    | McpStatusChanged
     | TurnEnded
 )
 EventSink: TypeAlias = Callable[[AgentEvent], None]

@@ -219,15 +219,23 @@ class PermissionGate:
         return next((r for r in matching if not r.allowed), None) or next(iter(matching), None)
 
     async def decide(
-        self, tool: Tool, call: ToolCall, change: FileChange | None = None
+        self,
+        tool: Tool,
+        call: ToolCall,
+        change: FileChange | None = None,
+        *,
+        warning: str | None = None,
     ) -> PermissionDecision:
+        """`warning`: something about this call the user must hear of (a file it names may
+        also exist outside the workspace); such a call is asked about whatever the mode or
+        an "always allow" answer, and the question says why."""
         name = tool.spec.name
         rule = self._rule_for(tool, call)
         if rule is not None and not rule.allowed:
             return _remembered(rule)
-        if not self.needs_asking(tool):
+        if warning is None and not self.needs_asking(tool):
             return PermissionDecision(True, f"the {self._mode} mode allows {name}", False, "mode")
-        if rule is not None:
+        if warning is None and rule is not None:
             return _remembered(rule)
         if self._ask is None:
             if self._assume_yes:
@@ -239,18 +247,19 @@ class PermissionGate:
         # one instead of asking again.
         async with self._asking:
             rule = self._rule_for(tool, call)
-            if rule is not None:
+            if rule is not None and (warning is None or not rule.allowed):
                 return _remembered(rule)
-            return await self._ask_user(tool, call, change)
+            return await self._ask_user(tool, call, change, warning)
 
     async def _ask_user(
-        self, tool: Tool, call: ToolCall, change: FileChange | None
+        self, tool: Tool, call: ToolCall, change: FileChange | None, warning: str | None = None
     ) -> PermissionDecision:
         assert self._ask is not None
         name = tool.spec.name
         command = command_of(tool, call)
         options = options_for(tool, call)
-        request = PermissionRequest(call, tool, _title(tool, call), options, command, change)
+        title = _title(tool, call) + (f" ({warning})" if warning else "")
+        request = PermissionRequest(call, tool, title, options, command, change)
         try:
             chosen = await self._ask(request)
         except asyncio.CancelledError:

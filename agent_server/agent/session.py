@@ -41,6 +41,7 @@ from agent_server.agent.context_manager import (
 from agent_server.agent.events import (
     AgentEvent,
     EventSink,
+    McpStatusChanged,
     Notice,
     TextChunk,
     ThinkingChunk,
@@ -52,6 +53,9 @@ from agent_server.agent.events import (
     ignore_events,
 )
 from agent_server.agent.file_watch import NOTE_KIND, FileWatch, external_edit_note, files_seen
+from agent_server.agent.mcp.config import McpServerConfig
+from agent_server.agent.mcp.servers import McpServers
+from agent_server.agent.mcp.session_tools import AcceptOutcome, McpStatus, SessionTools
 from agent_server.agent.mentions import attach_mentions
 from agent_server.agent.model_call import CallAttempt, RetryPolicy, call_model
 from agent_server.agent.model_choice import SwitchCost, serves, switch_cost, switch_note
@@ -59,8 +63,10 @@ from agent_server.agent.permissions import AskCallback, PermissionGate, Permissi
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.tool_runner import ToolRunner, aborted_result
 from agent_server.agent.tools import Tool, ToolContext
+from agent_server.agent.tools.sandbox import Confinement, confinement
 from agent_server.agent.transcript import DEFAULT_PAGE, Page
 from agent_server.agent.transcript import page as transcript_page
+from agent_server.context.estimate import estimate_context_tokens
 from agent_server.context.projection import is_prompt
 from agent_server.context.summary_prompt import note_message
 from agent_server.errors import (
@@ -80,6 +86,7 @@ from agent_server.llm.messages import (
     TextContent,
     ToolCall,
     ToolResultMessage,
+    ToolSpec,
     Usage,
     UserContent,
     UserMessage,
@@ -158,6 +165,7 @@ class AgentSession:
         system_prompt: str,
         tools: Sequence[Tool],
         spill_dir: Path,
+        mcp: McpServers | None = None,
         ask: AskCallback | None = None,
         assume_yes: bool = False,
         emit: EventSink = ignore_events,
@@ -174,7 +182,6 @@ class AgentSession:
         self.ledger = ledger
         self.workspace = workspace
         self.settings = settings
-        self.tools = tuple(tools)
         self._setup = setup
         self._pending_settings: AgentSettings | None = None
         # The workspace's settings as last given; the session's own choices (a model picked
@@ -190,13 +197,23 @@ class AgentSession:
         self._secrets = secrets
         self._spill_dir = spill_dir
         self.gate = PermissionGate(settings.permissions_mode, ask, assume_yes=assume_yes)
+        # The tool list in force: built-in tools, then the MCP servers' (see mcp/session_tools).
+        # The context manager reads it as the session's one tool list.
+        self._tools = SessionTools(
+            ledger=ledger,
+            builtin=tools,
+            servers=mcp or McpServers((), state_dir=spill_dir),
+            estimate=self._tokens_with_tools,
+            on_status=lambda status: self._emit(McpStatusChanged(status)),
+            on_notice=lambda text: self._emit(Notice(self._current_turn, "info", text)),
+        )
         self._runner = ToolRunner(
-            self.tools, self.gate, self._tool_context, self._emit, checkpoints=checkpoints
+            self._tools.runnable, self.gate, self._tool_context, self._emit, checkpoints=checkpoints
         )
         self.context = ContextManager(
             ledger=ledger,
             system_prompt=system_prompt,
-            tools=tuple(tool.spec for tool in self.tools),
+            tools=self._tools,
             model=setup.model,
             summary_model=setup.summary_model,
             settings=settings.compaction,
@@ -205,6 +222,9 @@ class AgentSession:
             clock=clock,
             policy=policy,
         )
+        with contextlib.suppress(RuntimeError):  # no running loop: the first turn starts them
+            asyncio.get_running_loop()
+            self._tools.servers.start()
         self._watch = FileWatch(workspace, on_change=self._on_external_change)
         self._watch.restore(files_seen(ledger.projection_entries(), self._paths_of))
         self._watch_files = watch_files
@@ -243,6 +263,13 @@ class AgentSession:
     @property
     def mode(self) -> PermissionMode:
         return self.gate.mode
+
+    @property
+    def confinement(self) -> Confinement:
+        """How the session's commands run now (under `tools.sandbox: auto` it follows the
+        mode: sandboxed when nothing asks)."""
+        tools = self.settings.tools
+        return confinement(tools.sandbox, self.settings.permissions_mode, tools.network)
 
     def update_settings(self, settings: AgentSettings) -> None:
         """New settings, applied from the next turn. A model picked for this session and a
@@ -372,6 +399,29 @@ class AgentSession:
             raise EntryNotFoundError(f"no entry {entry_id} in session {self.session_id}")
         return plan_restore(self.ledger, entry_id, self.workspace, ignore=self._private_dirs)
 
+    @property
+    def tool_specs(self) -> tuple[ToolSpec, ...]:
+        """The tool list the next request sends."""
+        return self._tools.specs()
+
+    def mcp_status(self) -> McpStatus:
+        return self._tools.status()
+
+    def accept_tools(self) -> AcceptOutcome:
+        """Take in the waiting change of the MCP tools (the next request re-reads the prefix)."""
+        return self._tools.accept(busy=self._busy)
+
+    def mcp_server_names(self) -> tuple[str, ...]:
+        return self._tools.servers.names
+
+    async def restart_mcp_server(self, name: str) -> bool:
+        return await self._tools.servers.restart(name)
+
+    async def reconfigure_mcp(self, configs: Sequence[McpServerConfig]) -> None:
+        """New server configuration (settings or .mcp.json changed): servers that changed are
+        restarted; the tool list in force stays until the user accepts the change."""
+        await self._tools.servers.reconfigure(configs)
+
     async def rewind(
         self, entry_id: str, *, summarize: bool = False, restore: RestoreChoice = "conversation"
     ) -> Rewound:
@@ -432,7 +482,7 @@ class AgentSession:
     def transcript(self, before: str | None = None, limit: int = DEFAULT_PAGE) -> Page:
         """A page of the current branch for display, as the items the live stream sends
         (agent/transcript.py): the latest one, or the one before the cursor `before`."""
-        return transcript_page(self.ledger, self.tools, before=before, limit=limit)
+        return transcript_page(self.ledger, self._tools.runnable(), before=before, limit=limit)
 
     def usage_snapshot(self, view: ContextView | None = None) -> UsageSnapshot:
         """The context meter for `view` (default: the ledger's context for the next call),
@@ -466,6 +516,7 @@ class AgentSession:
             return
         self.interrupt()
         await self._watch.stop()
+        await self._tools.servers.close()
         self.ledger.sync()
         self.ledger.close()
         with contextlib.suppress(Exception):
@@ -501,6 +552,7 @@ class AgentSession:
                 )
             )
             for _step in range(self.settings.max_steps):
+                await self._tools.for_request()  # fixes the tool list, or takes an accepted change
                 view = await self.context.prepare()
                 while True:
                     streaming = True
@@ -685,7 +737,7 @@ class AgentSession:
         typed. A model that takes no images is not sent one."""
         attached = await attach_mentions(
             content,
-            tools={tool.spec.name: tool for tool in self.tools},
+            tools={tool.spec.name: tool for tool in self._tools.runnable()},
             context=self._tool_context(None),
         )
         for problem in attached.problems:
@@ -697,6 +749,15 @@ class AgentSession:
                 "picker, or /model in the terminal), or send the prompt without the image."
             )
         return UserMessage(blocks, attachments=attached.attachments)
+
+    def _tokens_with_tools(self, specs: tuple[ToolSpec, ...]) -> int:
+        """The estimated size of the next request if it sent `specs`: what it re-reads when
+        the tool list changes (the tools come first in the prefix)."""
+        view = self.context.view()
+        fresh_from = view.projection.fresh_from if view.projection is not None else 0
+        return estimate_context_tokens(
+            replace(view.context, tools=specs), fresh_from=fresh_from
+        ).tokens
 
     def _count(self, usage: Usage, model: ModelInfo) -> None:
         """Bill one call to the session and to the running turn."""
@@ -710,12 +771,15 @@ class AgentSession:
         )
 
     def _tool_context(self, on_output: Callable[[str], None] | None) -> ToolContext:
+        tools = self.settings.tools
         return ToolContext(
             workspace=self.workspace,
             spill_dir=self._spill_dir,
             on_output=on_output,
-            secrets=self._secrets,
+            secrets=(*self._secrets, *self._tools.servers.secrets),
             bash_timeout=self.settings.bash_timeout,
+            env_pass=tools.env_pass,
+            confinement=self.confinement,
         )
 
     def _paths_of(self, call: ToolCall) -> tuple[str, ...]:

@@ -17,6 +17,7 @@ ProviderName: TypeAlias = Literal["anthropic", "openai-chat", "openai-responses"
 PROVIDERS: tuple[str, ...] = ("anthropic", "openai-chat", "openai-responses", "sim")
 CacheRetentionName: TypeAlias = Literal["none", "short", "long"]
 PermissionModeName: TypeAlias = Literal["ask", "allowReads", "allowAll"]
+SandboxModeName: TypeAlias = Literal["auto", "always", "off"]
 
 DEFAULT_API_KEY_ENV: Mapping[str, str] = {
     "anthropic": "ANTHROPIC_API_KEY",
@@ -24,6 +25,29 @@ DEFAULT_API_KEY_ENV: Mapping[str, str] = {
     "openai-responses": "OPENAI_API_KEY",
     "sim": "",
 }
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOptions:
+    # Variable names (or globs) commands receive even though they look secret; provider
+    # keys never pass (agent/tools/environment.py).
+    env_pass: tuple[str, ...] = ()
+    # When bash runs in the sandbox: "auto" (when permissions.mode is allowAll), "always",
+    # "off" (agent/tools/sandbox.py).
+    sandbox: SandboxModeName = "auto"
+    network: bool = False  # whether sandboxed commands may use the network
+
+
+@dataclass(frozen=True, slots=True)
+class McpOptions:
+    """MCP servers (docs/mcp.md). `servers`: the `mcp.servers` setting, an object of servers
+    in the `mcpServers` shape, checked server by server when sessions start."""
+
+    servers: Mapping[str, Any] = field(default_factory=dict)
+    user_file: str | None = None  # None: <user config dir>/agent-server/mcp.json; "": none
+    workspace_file: bool = True  # read the workspace's .mcp.json
+    startup_timeout: float = 30.0  # seconds for a server to start and list its tools
+    tool_timeout: float = 600.0  # seconds for one tool call (a server's 'timeout' overrides)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +63,8 @@ class AgentSettings:
     models_file: str | None = None
     max_steps: int = 200  # model calls in one turn before it stops with max_turn_requests
     bash_timeout: float = 120.0
+    tools: ToolOptions = field(default_factory=ToolOptions)
+    mcp: McpOptions = field(default_factory=McpOptions)
 
     @property
     def key_variable(self) -> str:
@@ -84,7 +110,27 @@ def settings_from_json(
                 "mode", mode, ("ask", "allowReads", "allowAll")
             ),
         )
+    tools = settings.tools
+    tools_data = data.get("tools")
+    if tools_data is not None:
+        if not isinstance(tools_data, Mapping):
+            raise ConfigError("setting 'tools' must be an object")
+        sub = _Reader(tools_data, "tools.")
+        env_pass = tools.env_pass
+        env_data = tools_data.get("env")
+        if env_data is not None:
+            if not isinstance(env_data, Mapping):
+                raise ConfigError("setting 'tools.env' must be an object")
+            env_pass = _Reader(env_data, "tools.env.").names("pass", env_pass)
+        tools = ToolOptions(
+            env_pass=env_pass,
+            sandbox=cast(
+                SandboxModeName, sub.choice("sandbox", tools.sandbox, ("auto", "always", "off"))
+            ),
+            network=sub.boolean("network", tools.network),
+        )
     return AgentSettings(
+        mcp=_mcp_options(data.get("mcp"), settings.mcp),
         provider=cast(ProviderName, reader.choice("provider", settings.provider, PROVIDERS)),
         model=reader.optional_str("model", settings.model),
         base_url=reader.optional_str("baseUrl", settings.base_url),
@@ -99,6 +145,32 @@ def settings_from_json(
         models_file=reader.optional_str("modelsFile", settings.models_file),
         max_steps=reader.integer("maxSteps", settings.max_steps, minimum=1),
         bash_timeout=float(reader.integer("bashTimeout", int(settings.bash_timeout), minimum=1)),
+        tools=tools,
+    )
+
+
+def _mcp_options(data: Any, base: McpOptions) -> McpOptions:
+    if data is None:
+        return base
+    if not isinstance(data, Mapping):
+        raise ConfigError("setting 'mcp' must be an object")
+    reader = _Reader(data, "mcp.")
+    servers = data.get("servers", base.servers)
+    if servers is None:
+        servers = {}
+    if not isinstance(servers, Mapping):
+        raise ConfigError("setting 'mcp.servers' must be an object of servers, by name")
+    user_file = data.get("userFile", base.user_file)
+    if user_file is not None and not isinstance(user_file, str):
+        raise ConfigError("setting 'mcp.userFile' must be a path, or \"\" for none")
+    return McpOptions(
+        servers=dict(servers),
+        user_file=user_file,
+        workspace_file=reader.boolean("workspaceFile", base.workspace_file),
+        startup_timeout=float(
+            reader.integer("startupTimeout", int(base.startup_timeout), minimum=1)
+        ),
+        tool_timeout=float(reader.integer("toolTimeout", int(base.tool_timeout), minimum=1)),
     )
 
 
@@ -131,6 +203,14 @@ class _Reader:
         if not isinstance(value, str):
             raise self._fail(key, "a string")
         return value
+
+    def names(self, key: str, default: tuple[str, ...]) -> tuple[str, ...]:
+        value = self.data.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise self._fail(key, "a list of variable names")
+        return tuple(value)
 
     def boolean(self, key: str, default: bool) -> bool:
         value = self.data.get(key)

@@ -14,10 +14,11 @@ from dataclasses import replace
 from typing import Any
 
 from agent_server.agent.checkpoints import DETAILS_KEY, BlobStore, Captured, capture, version_after
-from agent_server.agent.events import EventSink, ToolCallStarted, ToolCallUpdated
+from agent_server.agent.events import EventSink, Notice, ToolCallStarted, ToolCallUpdated
 from agent_server.agent.permissions import PermissionGate, denied_result
 from agent_server.agent.tools import Tool, ToolContext, ToolResult, run_tool, unknown_tool_result
 from agent_server.agent.tools.diff import FileChange
+from agent_server.agent.tools.paths import hard_linked
 from agent_server.agent.transcript import describe_call, json_details
 from agent_server.errors import redact
 from agent_server.llm.messages import TextContent, ToolCall, ToolResultMessage
@@ -32,25 +33,32 @@ def aborted_result(
 class ToolRunner:
     def __init__(
         self,
-        tools: Sequence[Tool],
+        tools: Callable[[], Sequence[Tool]],
         gate: PermissionGate,
         make_context: Callable[[Callable[[str], None] | None], ToolContext],
         emit: EventSink,
         *,
         checkpoints: BlobStore | None = None,
     ) -> None:
-        self._tools = {tool.spec.name: tool for tool in tools}
+        self._current = tools  # the list in force can change between calls (accepted MCP tools)
         self._gate = gate
         self._make_context = make_context
         self._emit = emit
         self._checkpoints = checkpoints
+        self._told_unconfined = False
+        self._confirmed: set[str] = set()  # calls the user allowed despite a warning
+
+    @property
+    def _tools(self) -> dict[str, Tool]:
+        return {tool.spec.name: tool for tool in self._current()}
 
     def tool(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
     def announce(self, turn_id: str, calls: Sequence[ToolCall]) -> None:
+        tools = self._tools
         for call in calls:
-            title, kind, paths = describe_call(call, self._tools.get(call.name))
+            title, kind, paths = describe_call(call, tools.get(call.name))
             self._emit(ToolCallStarted(turn_id, call, title, kind, paths))
 
     async def run(
@@ -59,17 +67,24 @@ class ToolRunner:
         """Run every call; `results` fills in as calls finish (so a cancelled caller knows
         which calls have their result)."""
         batch: list[ToolCall] = []
+        tools = self._tools
         for call in calls:
-            tool = self._tools.get(call.name)
+            tool = tools.get(call.name)
             if tool is None:
                 results[call.id] = self._finish(
-                    turn_id, call, unknown_tool_result(call.name, tuple(self._tools.values()))
+                    turn_id, call, unknown_tool_result(call.name, tuple(tools.values()))
                 )
                 continue
-            decision = await self._gate.decide(tool, call, self._preview(tool, call))
+            linked = hard_linked(self._make_context(None).workspace, tool.paths(call.arguments))
+            warning = "; ".join(linked) or None
+            decision = await self._gate.decide(
+                tool, call, self._preview(tool, call), warning=warning
+            )
             if not decision.allowed:
                 results[call.id] = self._finish(turn_id, call, denied_result(decision))
                 continue
+            if warning is not None:
+                self._confirmed.add(call.id)
             if tool.read_only:
                 batch.append(call)
                 continue
@@ -84,14 +99,28 @@ class ToolRunner:
         if not calls:
             return
 
+        tools = self._tools
+
         async def one(call: ToolCall) -> None:
-            tool = self._tools[call.name]
+            tool = tools[call.name]
             self._emit(ToolCallUpdated(turn_id, call.id, "in_progress"))
 
             def on_output(fragment: str) -> None:
                 self._emit(ToolCallUpdated(turn_id, call.id, "in_progress", output=fragment))
 
             context = self._make_context(on_output if call.name == "bash" else None)
+            if call.id in self._confirmed:
+                context = replace(context, hard_links_allowed=True)
+            if call.name == "bash" and context.confinement.reason and not self._told_unconfined:
+                # The settings ask for a sandbox this machine cannot give: say so, once.
+                self._told_unconfined = True
+                self._emit(
+                    Notice(
+                        turn_id,
+                        "warning",
+                        f"Commands run without a sandbox: {context.confinement.reason}.",
+                    )
+                )
             captured = await self._capture(tool, call, context)
             result = await run_tool(tool, call.arguments, context)
             if captured is not None and not result.is_error and self._checkpoints is not None:

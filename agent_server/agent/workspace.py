@@ -8,12 +8,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
+import os
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from agent_server.agent.checkpoints import BlobStore
 from agent_server.agent.context_manager import ContextPolicy
 from agent_server.agent.events import EventSink, ignore_events
+from agent_server.agent.mcp.config import McpServerConfig, default_user_file, load_server_configs
+from agent_server.agent.mcp.servers import McpServers
 from agent_server.agent.model_call import RetryPolicy
 from agent_server.agent.model_choice import ModelChoice, choices, serves
 from agent_server.agent.model_setup import connect, model_registry, secrets_of
@@ -22,6 +25,7 @@ from agent_server.agent.session import AgentSession, ModelSetup
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.system_prompt import build_system_prompt
 from agent_server.agent.tools import default_tools
+from agent_server.agent.tools.sandbox import protect_server_process, sandbox_status
 from agent_server.errors import AgentServerError, SessionNotFoundError, UnknownModelError
 from agent_server.llm.models import DEFAULT_MODEL_BY_PROVIDER
 from agent_server.llm.providers import preload_sdks
@@ -39,8 +43,10 @@ def model_choices(settings: AgentSettings) -> list[ModelChoice]:
 
 
 def preload_providers() -> None:
-    """Load the provider SDKs (seconds of imports) before the first session needs them."""
+    """Load the provider SDKs (seconds of imports) before the first session needs them, and
+    find out whether commands can be sandboxed here."""
     preload_sdks()
+    sandbox_status()
 
 
 class WorkspaceAgent:
@@ -54,6 +60,7 @@ class WorkspaceAgent:
         env: Mapping[str, str] | None = None,
         watch_files: bool = True,
     ) -> None:
+        protect_server_process()  # the commands it runs must not read its keys from /proc
         self.root = root.resolve()
         self.settings = settings
         self._connect = connect_to
@@ -63,6 +70,9 @@ class WorkspaceAgent:
         self.sessions: dict[str, AgentSession] = {}
         self._created: set[str] = set()  # sessions this agent made (kept only if used)
         self.store = self._make_store(settings)
+        # MCP servers a front end gave one session (an ACP client's mcpServers), by session id.
+        self._mcp_extra: dict[str, tuple[McpServerConfig, ...]] = {}
+        self._background: set[asyncio.Task[None]] = set()
 
     def _make_store(self, settings: AgentSettings) -> SessionStore:
         root = (
@@ -79,6 +89,35 @@ class WorkspaceAgent:
         self.settings = settings
         for session in self.sessions.values():
             session.update_settings(settings)
+        for session in self.sessions.values():
+            self._reconfigure_mcp(session)
+
+    def _reconfigure_mcp(self, session: AgentSession) -> None:
+        """Restart what changed in the session's MCP servers (in the background)."""
+        configs = self.mcp_configs(self.settings, self._mcp_extra.get(session.session_id, ()))
+        with contextlib.suppress(RuntimeError):  # no running loop: nothing runs yet
+            asyncio.get_running_loop()
+            task = asyncio.create_task(session.reconfigure_mcp(configs))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+    def mcp_configs(
+        self, settings: AgentSettings, extra: Sequence[McpServerConfig] = ()
+    ) -> tuple[McpServerConfig, ...]:
+        """The MCP servers a session of this workspace starts (docs/mcp.md, Configuration)."""
+        options = settings.mcp
+        if options.user_file is None:
+            user_file: Path | None = default_user_file()
+        else:
+            user_file = Path(options.user_file).expanduser() if options.user_file else None
+        return load_server_configs(
+            self.root,
+            settings_servers=options.servers,
+            user_file=user_file,
+            workspace_file=options.workspace_file,
+            extra=extra,
+            env=self._env if self._env is not None else os.environ,
+        )
 
     def list(self) -> list[SessionInfo]:
         return self.store.list()
@@ -96,14 +135,17 @@ class WorkspaceAgent:
         ask: AskCallback | None = None,
         assume_yes: bool = False,
         policy: ContextPolicy | None = None,
+        mcp_servers: Sequence[McpServerConfig] = (),
     ) -> AgentSession:
-        """A new session. `policy` replaces the product's context handling (benchmarks only)."""
+        """A new session. `policy` replaces the product's context handling (benchmarks only);
+        `mcp_servers` are added to the configured ones for this session (a front end's)."""
         settings = self.settings.with_overrides(model=model) if model else self.settings
         setup = self._connect(settings)
         ledger = self.store.create(self.root, title=title, model=setup.model.id)
         ledger.append_model_change(setup.provider.api, setup.model.id)
         ledger.append_system_prompt(build_system_prompt(self.root))
         ledger.sync()
+        self._mcp_extra[ledger.session_id] = tuple(mcp_servers)
         self._created.add(ledger.session_id)
         return self._start(ledger, settings, setup, emit, ask, assume_yes, policy)
 
@@ -114,9 +156,16 @@ class WorkspaceAgent:
         emit: EventSink = ignore_events,
         ask: AskCallback | None = None,
         assume_yes: bool = False,
+        mcp_servers: Sequence[McpServerConfig] | None = None,
     ) -> AgentSession:
+        """An open session, or the session loaded from its ledger. `mcp_servers` (a front
+        end's) replace the ones it was given before, when not None."""
+        if mcp_servers is not None:
+            self._mcp_extra[session_id] = tuple(mcp_servers)
         session = self.sessions.get(session_id)
         if session is not None:
+            if mcp_servers is not None:
+                self._reconfigure_mcp(session)
             return session
         if not self.store.exists(session_id):
             raise SessionNotFoundError(f"no session {session_id} in workspace {self.root}")
@@ -160,6 +209,14 @@ class WorkspaceAgent:
         policy: ContextPolicy | None = None,
     ) -> AgentSession:
         system_prompt = ledger.system_prompt() or build_system_prompt(self.root)
+        session_dir = self.store.session_dir(ledger.header.session_id)
+        mcp = McpServers(
+            self.mcp_configs(settings, self._mcp_extra.get(ledger.header.session_id, ())),
+            state_dir=session_dir,
+            startup_timeout=settings.mcp.startup_timeout,
+            tool_timeout=settings.mcp.tool_timeout,
+            root=self.root,
+        )
         session = AgentSession(
             ledger=ledger,
             workspace=self.root,
@@ -167,7 +224,8 @@ class WorkspaceAgent:
             setup=setup,
             system_prompt=system_prompt,
             tools=default_tools(),
-            spill_dir=self.store.session_dir(ledger.header.session_id),
+            spill_dir=session_dir,
+            mcp=mcp,
             ask=ask,
             assume_yes=assume_yes,
             emit=emit,
@@ -186,6 +244,8 @@ class WorkspaceAgent:
     async def close(self) -> None:
         """Close every session; one this agent created that never got a prompt (opened and
         left) is deleted, so that the session list holds only conversations."""
+        for task in list(self._background):
+            task.cancel()
         for session in list(self.sessions.values()):
             await session.close()
             if session.session_id in self._created and session.ledger.meta.prompt_count == 0:

@@ -336,7 +336,8 @@ class TerminalChat:
         self.console.print(
             Text(f"mode: {mode}", style="magenta") + Text(f" ({MODE_MEANINGS[mode]})", style="dim")
         )
-        # Issue 14 adds here how commands run (the sandbox).
+        # Under `tools.sandbox: auto` the sandbox follows the mode: say how commands run now.
+        self.console.print(shown(f"commands: {session.confinement.describe()}", "dim"))
 
     def rewind_command(self, runner: asyncio.Runner, session: AgentSession) -> None:
         """`/rewind`: pick a prompt, see what would change, choose what goes back."""

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 import cattrs
 from lsprotocol import types
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import (
     JsonRPCNotification,
     JsonRPCRequestMessage,
     JsonRPCResponseMessage,
-    LanguageServerProtocol,
     default_converter,
 )
 
@@ -35,6 +35,8 @@ from agent_server.agent.events import (
     CompactionFinished,
     CompactionStarted,
     ContextDecided,
+    McpStatusChanged,
+    Notice,
     OverflowHappened,
     ToolCallStarted,
     TurnEnded,
@@ -50,7 +52,15 @@ from agent_server.errors import (
 from agent_server.literal import literal
 from agent_server.lsp import wire
 from agent_server.lsp.outbox import Outbox
+from agent_server.lsp.transport import (
+    AgentProtocol,
+    keep_raw,
+    read_loop,
+    stdin_reader,
+    stream_reader,
+)
 from agent_server.lsp.wire import Params, UnknownWorkspaceError, rpc_error
+from agent_server.stderr_log import shorten
 
 if TYPE_CHECKING:
     # The agent (sessions, tools, the SDKs' shims) loads after `initialize` is answered, in
@@ -75,6 +85,10 @@ MODEL_LIST = "agent/model/list"
 MODEL_SET = "agent/model/set"
 MODE_SET = "agent/mode/set"
 MENTION_COMPLETE = "agent/mention/complete"
+MCP_SERVERS = "agent/mcp/servers"
+MCP_ACCEPT_TOOLS = "agent/mcp/acceptTools"
+MCP_RESTART = "agent/mcp/restart"
+MCP_STATUS = "agent/mcp/status"
 METHODS = (
     SESSION_NEW,
     SESSION_LIST,
@@ -90,11 +104,10 @@ METHODS = (
     MODEL_SET,
     MODE_SET,
     MENTION_COMPLETE,
+    MCP_SERVERS,
+    MCP_ACCEPT_TOOLS,
+    MCP_RESTART,
 )
-
-
-def _keep_raw(obj: dict[str, Any], cls: type) -> Any:
-    return cls(**obj)
 
 
 def agent_converter() -> cattrs.Converter:
@@ -102,7 +115,7 @@ def agent_converter() -> cattrs.Converter:
     (pygls would turn them into namedtuples)."""
     converter: cattrs.Converter = default_converter()  # type: ignore[no-untyped-call]
     for cls in (JsonRPCRequestMessage, JsonRPCResponseMessage, JsonRPCNotification):
-        converter.register_structure_hook(cls, _keep_raw)
+        converter.register_structure_hook(cls, keep_raw)
     return converter
 
 
@@ -151,7 +164,7 @@ class AgentLanguageServer(LanguageServer):
         super().__init__(
             "agent-server",
             __version__,
-            protocol_cls=LanguageServerProtocol,
+            protocol_cls=AgentProtocol,
             converter_factory=agent_converter,
             text_document_sync_kind=types.TextDocumentSyncKind.None_,
         )
@@ -170,6 +183,66 @@ class AgentLanguageServer(LanguageServer):
             self.outbox.notify(method, params)
         else:
             self.protocol.notify(method, params)
+
+    # --- the connection -----------------------------------------------------------------
+
+    def serve_stdio(self, stdout: Any = None) -> int:
+        """Serve LSP on stdin and `stdout` (default: the process's; anything with write and
+        flush, such as the Outbox) until `exit` or the end of the input; the exit code."""
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+
+        async def connection() -> None:
+            await self._serve(stdin_reader(sys.stdin.buffer))
+
+        return self._run(connection)
+
+    def serve_tcp(self, host: str, port: int) -> int:
+        """Serve one connection at a time on HOST:PORT (for debugging)."""
+
+        async def connected(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            self.protocol.set_writer(writer)
+            await self._serve(stream_reader(reader))
+            self.shutdown()  # type: ignore[no-untyped-call]
+
+        async def listen() -> None:
+            self._server = await asyncio.start_server(connected, host, port)
+            async with self._server:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._server.serve_forever()
+
+        return self._run(listen)
+
+    async def _serve(self, read: Callable[[], Awaitable[bytes]]) -> None:
+        assert isinstance(self.protocol, AgentProtocol)
+        self._stop_event = threading.Event()
+        await read_loop(self.protocol, read, self._stop_event)
+        # The editor went away without `exit`: end the turns and close the ledgers.
+        for folder in list(self.state.folders.values()):
+            with contextlib.suppress(Exception):
+                await folder.agent.close()
+
+    def _run(self, main: Callable[[], Coroutine[Any, Any, None]]) -> int:
+        try:
+            asyncio.run(main())
+        except SystemExit as exit_:  # the `exit` notification
+            return exit_.code if isinstance(exit_.code, int) else 0
+        except (KeyboardInterrupt, BrokenPipeError):
+            return 1
+        finally:
+            self.shutdown()  # type: ignore[no-untyped-call]
+        return 0
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """Errors outside a request (a failed notification handler): one bounded line in
+        the log and a short message to the user."""
+        log.error("%s: %s", type(error).__name__, error)
+        with contextlib.suppress(Exception):
+            self.window_show_message(
+                types.ShowMessageParams(
+                    type=types.MessageType.Error,
+                    message=f"agent-server: {shorten(str(error), 300)}",
+                )
+            )
 
     # --- folders and sessions -----------------------------------------------------------
 
@@ -203,9 +276,15 @@ class AgentLanguageServer(LanguageServer):
     def session(self, session_id: str) -> AgentSession:
         for folder in self.state.folders.values():
             if folder.agent.has(session_id):
-                return folder.agent.open(
+                opening = session_id not in folder.agent.sessions
+                session = folder.agent.open(
                     session_id, emit=self.sink(session_id), ask=self.asker(session_id)
                 )
+                repaired = session.ledger.load_report.describe()
+                if opening and repaired:
+                    # The editor learns of a repair once, whatever request opened the session.
+                    self.relay(session_id, Notice(None, "warning", repaired))
+                return session
         raise SessionNotFoundError(f"unknown session {session_id}")
 
     # --- events to notifications --------------------------------------------------------
@@ -227,6 +306,9 @@ class AgentLanguageServer(LanguageServer):
             return
         if isinstance(event, OverflowHappened):
             self.notify("agent/overflow", wire.overflow_json(session_id, event))
+            return
+        if isinstance(event, McpStatusChanged):
+            self.notify(MCP_STATUS, wire.mcp_status_json(session_id, event.status))
             return
         if isinstance(event, ContextDecided):
             self.notify("agent/context", wire.decision_json(session_id, event))
@@ -504,6 +586,7 @@ def _register(server: AgentLanguageServer) -> None:
             "sessionId": session.session_id,
             "usage": wire.usage_json(session.session_id, session.usage_snapshot()),
             **wire.session_state_json(session),
+            "mcp": wire.mcp_status_json(session.session_id, session.mcp_status()),
         }
 
     @server.feature(SESSION_LIST)
@@ -537,7 +620,7 @@ def _register(server: AgentLanguageServer) -> None:
         snapshot = session.usage_snapshot()
         page = session.transcript(limit=limit)
         ls.notify(USAGE, wire.usage_json(session_id, snapshot))
-        return {
+        out = {
             "sessionId": session_id,
             "title": session.ledger.title,
             "leafId": session.ledger.leaf_id,
@@ -545,7 +628,12 @@ def _register(server: AgentLanguageServer) -> None:
             "cursor": page.cursor,
             "usage": wire.usage_json(session_id, snapshot),
             **wire.session_state_json(session),
+            "mcp": wire.mcp_status_json(session_id, session.mcp_status()),
         }
+        repair = wire.repair_json(session.ledger.load_report)
+        if repair is not None:
+            out["repair"] = repair
+        return out
 
     @server.feature(SESSION_HISTORY)
     @_answers_agent_errors
@@ -712,6 +800,39 @@ def _register(server: AgentLanguageServer) -> None:
         session = ls.session(session_id)
         return wire.usage_json(session_id, session.usage_snapshot())
 
+    @server.feature(MCP_SERVERS)
+    @_answers_agent_errors
+    async def mcp_servers(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
+        params = Params(raw, MCP_SERVERS)
+        session_id = params.string("sessionId")
+        return wire.mcp_status_json(session_id, ls.session(session_id).mcp_status())
+
+    @server.feature(MCP_ACCEPT_TOOLS)
+    @_answers_agent_errors
+    async def mcp_accept_tools(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
+        params = Params(raw, MCP_ACCEPT_TOOLS)
+        session_id = params.string("sessionId")
+        outcome = ls.session(session_id).accept_tools()
+        return {
+            "accepted": outcome.accepted,
+            "deferred": outcome.deferred,
+            "tokens": outcome.tokens,
+        }
+
+    @server.feature(MCP_RESTART)
+    @_answers_agent_errors
+    async def mcp_restart(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
+        params = Params(raw, MCP_RESTART)
+        session_id = params.string("sessionId")
+        name = params.string("name")
+        session = ls.session(session_id)
+        if not await session.restart_mcp_server(name):
+            known = ", ".join(session.mcp_server_names()) or "none"
+            raise wire.invalid(
+                f"{MCP_RESTART}: no MCP server named {name!r} in this session (servers: {known})"
+            )
+        return {}
+
     @server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
     def progress_cancel(
         ls: AgentLanguageServer, params: types.WorkDoneProgressCancelParams
@@ -722,15 +843,15 @@ def _register(server: AgentLanguageServer) -> None:
                     ls.session(session_id).interrupt()
 
 
-def serve_stdio() -> None:
+def serve_stdio() -> int:
     server = create_server()
     outbox = Outbox(sys.stdout.buffer)
     server.attach_outbox(outbox)
     try:
-        server.start_io(stdout=outbox)  # type: ignore[arg-type]  # write and flush suffice
+        return server.serve_stdio(stdout=outbox)
     finally:
         outbox.close()
 
 
-def serve_tcp(host: str, port: int) -> None:
-    create_server().start_tcp(host, port)
+def serve_tcp(host: str, port: int) -> int:
+    return create_server().serve_tcp(host, port)

@@ -48,13 +48,16 @@ from agent_server.llm.messages import (
     content_to_json,
 )
 from agent_server.session.entries import MessageEntry
+from agent_server.stderr_log import shorten
 
-UNKNOWN_SESSION = -32001
-SESSION_BUSY = -32002
-UNKNOWN_WORKSPACE = -32003
-UNKNOWN_ENTRY = -32004
-SESSION_LOCKED = -32005
-CONFIG_ERROR = -32010
+# Our own error codes: a block outside JSON-RPC's reserved -32768..-32000 (where LSP has
+# its -32002 ServerNotInitialized and -32001 UnknownErrorCode) and LSP's -32899..-32800.
+UNKNOWN_SESSION = -33001
+SESSION_BUSY = -33002
+UNKNOWN_WORKSPACE = -33003
+UNKNOWN_ENTRY = -33004
+SESSION_LOCKED = -33005
+CONFIG_ERROR = -33010
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 MAX_PROMPT_CHARS = 2_000_000
 DEFAULT_PAGE = 100  # transcript entries per page unless the editor asks otherwise
@@ -65,9 +68,11 @@ PERMISSION_MODES = ("ask", "allowReads", "allowAll")
 
 if TYPE_CHECKING:  # the agent's heavier modules load after `initialize` (lsp/startup.py)
     from agent_server.agent.checkpoints import RestorePlan
+    from agent_server.agent.mcp.session_tools import McpStatus
     from agent_server.agent.permissions import PermissionRequest
     from agent_server.agent.session import AgentSession, Rewound
     from agent_server.llm.models import ModelInfo
+    from agent_server.session.ledger import LoadReport
 
 
 class UnknownWorkspaceError(AgentServerError):
@@ -88,10 +93,11 @@ def rpc_error(error: AgentServerError) -> JsonRpcException:
         (SessionLockedError, SESSION_LOCKED),
         (ConfigError, CONFIG_ERROR),
     ]
+    message = shorten(error.message, 2000)  # it may quote a param
     for kind, code in codes:
         if isinstance(error, kind):
-            return JsonRpcException(code=code, message=error.message, data={"code": error.code})
-    return JsonRpcException(code=-32603, message=error.message, data={"code": error.code})
+            return JsonRpcException(code=code, message=message, data={"code": error.code})
+    return JsonRpcException(code=-32603, message=message, data={"code": error.code})
 
 
 class Params:
@@ -231,6 +237,11 @@ def path_to_uri(path: Path) -> str:
 # --- outgoing shapes ----------------------------------------------------------------------
 
 
+def mcp_status_json(session_id: str, status: McpStatus) -> dict[str, Any]:
+    """agent/mcp/status and the answer to agent/mcp/servers."""
+    return {"sessionId": session_id, **status.to_json()}
+
+
 def usage_json(session_id: str, snapshot: UsageSnapshot) -> dict[str, Any]:
     """The usage snapshot: the context meter, the last call, the turn (running, or the last
     one) and the session, each with its tokens and cost."""
@@ -289,9 +300,13 @@ def model_json(model: ModelInfo) -> dict[str, Any]:
 
 
 def session_state_json(session: AgentSession) -> dict[str, Any]:
-    """A session's model and permission mode, as the editor shows them beside the meter."""
-    # Issue 14 adds how the session's commands run (the sandbox) here.
-    return {"model": model_json(session.model), "mode": session.mode}
+    """A session's model, permission mode and how its commands run (the sandbox, which
+    follows the mode under `tools.sandbox: auto`), as the editor shows them beside the meter."""
+    return {
+        "model": model_json(session.model),
+        "mode": session.mode,
+        "sandbox": session.confinement.to_json(),
+    }
 
 
 def decision_json(session_id: str, event: ContextDecided) -> dict[str, Any]:
@@ -375,6 +390,27 @@ def compaction_json(
     if event.error is not None:
         out["error"] = event.error
     return out
+
+
+def repair_json(report: LoadReport) -> dict[str, Any] | None:
+    """What opening a damaged ledger repaired (None when nothing was)."""
+    if report.clean:
+        return None
+    return {
+        "message": report.describe(),
+        "keptEntries": report.entry_count,
+        "issues": [
+            {
+                "line": issue.line_number,
+                "offset": issue.offset,
+                "reason": issue.reason,
+                "action": issue.action,
+            }
+            for issue in report.issues
+        ],
+        "truncatedBytes": report.truncated_bytes,
+        "abortedToolCalls": list(report.aborted_tool_calls),
+    }
 
 
 def overflow_json(session_id: str, event: OverflowHappened) -> dict[str, Any]:

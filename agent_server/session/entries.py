@@ -21,6 +21,7 @@ from agent_server.errors import LedgerFormatError
 from agent_server.llm.messages import (
     Message,
     MessageFormatError,
+    ToolSpec,
     Usage,
     message_from_json,
     message_to_json,
@@ -210,6 +211,34 @@ class SystemPromptEntry:
     text: str
 
 
+ToolListReason: TypeAlias = Literal["start", "accepted", "compaction"]
+TOOL_LIST_REASONS: frozenset[str] = frozenset(("start", "accepted", "compaction"))
+
+
+@dataclass(frozen=True, slots=True)
+class McpToolSource:
+    """Where a tool of the list comes from: `tool` of the MCP server `server`, sent as `name`."""
+
+    name: str
+    server: str
+    tool: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolListEntry:
+    """The tool list the session's requests send, exactly, from this entry on (the latest one
+    in the file is in force), so that the prefix stays byte-identical across restarts and
+    whatever the MCP servers do (invariant 1). `reason`: the session's first request
+    ("start"), a change the user accepted, or a compaction that took the change in."""
+
+    id: str
+    parent_id: str | None
+    timestamp: str
+    tools: tuple[ToolSpec, ...]
+    mcp: tuple[McpToolSource, ...] = ()
+    reason: ToolListReason = "start"
+
+
 @dataclass(frozen=True, slots=True)
 class UnknownEntry:
     """An entry of a type this version does not know; `raw` is written back unchanged."""
@@ -243,11 +272,21 @@ Entry: TypeAlias = (
     | TitleEntry
     | SystemPromptEntry
     | FileRestoreEntry
+    | ToolListEntry
     | UnknownEntry
 )
 
 KNOWN_ENTRY_TYPES: frozenset[str] = frozenset(
-    ("message", "compaction", "modelChange", "branch", "title", "systemPrompt", "fileRestore")
+    (
+        "message",
+        "compaction",
+        "modelChange",
+        "branch",
+        "title",
+        "systemPrompt",
+        "fileRestore",
+        "toolList",
+    )
 )
 
 
@@ -267,6 +306,8 @@ def entry_type(entry: Entry) -> str:
         return "systemPrompt"
     if isinstance(entry, FileRestoreEntry):
         return "fileRestore"
+    if isinstance(entry, ToolListEntry):
+        return "toolList"
     return entry.type
 
 
@@ -309,6 +350,13 @@ def entry_to_json(entry: Entry) -> dict[str, Any]:
     elif isinstance(entry, FileRestoreEntry):
         out["targetId"] = entry.target_id
         out["files"] = [version.to_json() for version in entry.files]
+    elif isinstance(entry, ToolListEntry):
+        out["reason"] = entry.reason
+        out["tools"] = [
+            {"name": t.name, "description": t.description, "inputSchema": t.parameters}
+            for t in entry.tools
+        ]
+        out["mcp"] = [{"name": s.name, "server": s.server, "tool": s.tool} for s in entry.mcp]
     else:
         out["title"] = entry.title
     return out
@@ -399,7 +447,36 @@ def entry_from_json(data: Mapping[str, Any]) -> Entry:
             target_id=_str(data, "targetId"),
             files=tuple(FileVersion.from_json(item) for item in files),
         )
+    if kind == "toolList":
+        return _tool_list_from_json(data, entry_id, parent, timestamp)
     return TitleEntry(entry_id, parent, timestamp, title=_str(data, "title"))
+
+
+def _tool_list_from_json(
+    data: Mapping[str, Any], entry_id: str, parent: str | None, timestamp: str
+) -> ToolListEntry:
+    reason = data.get("reason", "start")
+    if reason not in TOOL_LIST_REASONS:
+        raise LedgerFormatError(f"unknown tool list reason {reason!r}")
+    tools_data = data.get("tools")
+    if not isinstance(tools_data, list):
+        raise LedgerFormatError("a toolList entry needs a 'tools' list")
+    tools: list[ToolSpec] = []
+    for tool in tools_data:
+        schema = tool.get("inputSchema") if isinstance(tool, Mapping) else None
+        if not isinstance(schema, Mapping):
+            raise LedgerFormatError("each tool needs an 'inputSchema' object")
+        tools.append(ToolSpec(_str(tool, "name"), _str(tool, "description"), dict(schema)))
+    sources_data = data.get("mcp") or []
+    if not isinstance(sources_data, list) or not all(
+        isinstance(item, Mapping) for item in sources_data
+    ):
+        raise LedgerFormatError("'mcp' must be a list of {name, server, tool}")
+    sources = tuple(
+        McpToolSource(_str(item, "name"), _str(item, "server"), _str(item, "tool"))
+        for item in sources_data
+    )
+    return ToolListEntry(entry_id, parent, timestamp, tuple(tools), sources, reason)
 
 
 def _str(data: Mapping[str, Any], key: str) -> str:

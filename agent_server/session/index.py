@@ -47,19 +47,20 @@ from agent_server.session.entries import (
     SessionHeader,
     SystemPromptEntry,
     TitleEntry,
+    ToolListEntry,
     UnknownEntry,
     entry_from_json,
 )
 from agent_server.session.meta import MetaFold
 
-INDEX_VERSION = 2
+INDEX_VERSION = 3
 INDEX_SUFFIX = ".index.json"
 DIGEST_SPAN = 256
 
 IssueAction: TypeAlias = Literal["skipped", "truncated", "newline_added", "reattached"]
 
 # One letter per entry kind (messages by role): what paging and walking need without parsing.
-USER, ASSISTANT, TOOL_RESULT, COMPACTION, BRANCH, MODEL_CHANGE, TITLE, SYSTEM, UNKNOWN = (
+USER, ASSISTANT, TOOL_RESULT, COMPACTION, BRANCH, MODEL_CHANGE, TITLE, SYSTEM, TOOLS, UNKNOWN = (
     "U",
     "A",
     "R",
@@ -68,6 +69,7 @@ USER, ASSISTANT, TOOL_RESULT, COMPACTION, BRANCH, MODEL_CHANGE, TITLE, SYSTEM, U
     "M",
     "T",
     "S",
+    "L",
     "X",
 )
 # A file restore (a sidecar built before this kind existed indexed such lines as UNKNOWN;
@@ -95,6 +97,8 @@ def kind_of(entry: Entry) -> str:
         return SYSTEM
     if isinstance(entry, FileRestoreEntry):
         return FILE_RESTORE
+    if isinstance(entry, ToolListEntry):
+        return TOOLS
     return UNKNOWN
 
 
@@ -136,6 +140,7 @@ class LedgerIndex:
         self.calls = 0
         self.model_change = -1  # position of the latest model change entry, -1: none
         self.system_prompt = -1
+        self.tool_list = -1  # position of the latest tool list entry, -1: none
         self.issues: list[LoadIssue] = []
         self.size = 0  # bytes covered: up to the end of the last complete line
         self.line_count = 1  # lines covered, the header included
@@ -164,6 +169,8 @@ class LedgerIndex:
             self.model_change = number
         elif kind == SYSTEM:
             self.system_prompt = number
+        elif kind == TOOLS:
+            self.tool_list = number
         return number
 
     def kind(self, number: int) -> str:
@@ -197,6 +204,7 @@ class LedgerIndex:
             "calls": self.calls,
             "modelChange": self.model_change,
             "systemPrompt": self.system_prompt,
+            "toolList": self.tool_list,
             "issues": [
                 {
                     "line": issue.line_number,
@@ -251,6 +259,7 @@ class LedgerIndex:
         index.calls = int(data["calls"])
         index.model_change = int(data["modelChange"])
         index.system_prompt = int(data["systemPrompt"])
+        index.tool_list = int(data["toolList"])
         index.issues = [
             LoadIssue(int(i["line"]), int(i["offset"]), str(i["reason"]), i["action"], i["excerpt"])
             for i in data["issues"]

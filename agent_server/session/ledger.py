@@ -9,7 +9,10 @@ Loading tolerates damage without losing what is intact (`index.scan` decides, li
 a torn last line is reported and cut off, so that the next append starts on a fresh line; a
 last line complete but for its newline is kept and the newline added; a corrupt line
 elsewhere is reported, skipped and left in the file; an entry whose parent was lost that way
-is attached to the entry before it in the file.
+is attached to the entry before it in the file. Tool calls left without a result at the end
+of the current branch (the process died while they ran) get an appended "aborted" result on
+open, so that the file alone is a valid conversation (append-only: nothing is rewritten).
+Everything a repair did is in `Ledger.load_report`; `LoadReport.describe()` says it in words.
 
 An open ledger does not hold its entries. It holds the index (index.py: each entry's offset,
 parent and kind, kept in a sidecar and checked against the file on open) and reads lines on
@@ -43,7 +46,15 @@ from agent_server.errors import (
     SessionError,
     SessionNotFoundError,
 )
-from agent_server.llm.messages import Message, Usage
+from agent_server.llm.messages import (
+    AssistantMessage,
+    Message,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    ToolSpec,
+    Usage,
+)
 from agent_server.session.entries import (
     BranchEntry,
     CompactionDetails,
@@ -52,11 +63,14 @@ from agent_server.session.entries import (
     Entry,
     FileRestoreEntry,
     FileVersion,
+    McpToolSource,
     MessageEntry,
     ModelChangeEntry,
     SessionHeader,
     SystemPromptEntry,
     TitleEntry,
+    ToolListEntry,
+    ToolListReason,
     entry_from_json,
     entry_to_json,
     header_from_json,
@@ -86,15 +100,52 @@ READ_GAP = 64 << 10  # lines closer than this are read in one pread
 log = logging.getLogger(__name__)
 
 
+ABORTED_BY_EXIT = (
+    "No result: agent-server stopped before this tool call finished, so it may or may not "
+    "have run. Check its effects before running it again."
+)
+
+
 @dataclass(frozen=True, slots=True)
 class LoadReport:
     issues: tuple[LoadIssue, ...] = ()
     entry_count: int = 0
     truncated_bytes: int = 0  # bytes of a torn last line removed by the repair
+    # Tool calls at the end of the branch that had no result: an aborted one was appended.
+    aborted_tool_calls: tuple[str, ...] = ()
 
     @property
     def clean(self) -> bool:
-        return not self.issues
+        return not self.issues and not self.aborted_tool_calls
+
+    def describe(self) -> str:
+        """What loading found and did, in one paragraph for the user ("" when clean)."""
+        if self.clean:
+            return ""
+        parts: list[str] = []
+        for issue in self.issues[:5]:
+            if issue.action == "skipped":
+                parts.append(f"line {issue.line_number} skipped ({issue.reason})")
+            elif issue.action == "truncated":
+                parts.append(
+                    f"an incomplete last line (line {issue.line_number}, "
+                    f"{self.truncated_bytes} bytes) cut off"
+                )
+            elif issue.action == "reattached":
+                parts.append(f"line {issue.line_number} attached after the entry before it")
+            else:
+                parts.append(f"a newline added after line {issue.line_number}")
+        if len(self.issues) > 5:
+            parts.append(f"{len(self.issues) - 5} more lines repaired (see the server log)")
+        if self.aborted_tool_calls:
+            count = len(self.aborted_tool_calls)
+            parts.append(
+                f"{count} tool call{'s' if count != 1 else ''} left running when the server "
+                "stopped marked as aborted"
+            )
+        kept = f"{self.entry_count} entr{'ies' if self.entry_count != 1 else 'y'} kept"
+        skipped = " (skipped lines stay in the file)" if self.skipped else ""
+        return f"The session was repaired when it was opened: {'; '.join(parts)}. {kept}{skipped}."
 
     @property
     def skipped(self) -> tuple[LoadIssue, ...]:
@@ -196,10 +247,6 @@ def encode_line(data: dict[str, object]) -> bytes:
     return (json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
 
 
-def lock_path_for(path: Path) -> Path:
-    return path.with_name(path.name + ".lock")
-
-
 LedgerHook: TypeAlias = Callable[["Ledger"], None]
 
 
@@ -295,29 +342,32 @@ class Ledger:
         """A new ledger at `path` (which must not exist), locked, its header written."""
         _check_fsync(fsync)
         path.parent.mkdir(parents=True, exist_ok=True)
-        lock = SessionLock.acquire(lock_path_for(path), session_id)
+        header = SessionHeader(
+            session_id=session_id,
+            workspace=workspace,
+            created_at=created_at or utc_timestamp(),
+            title=title,
+            model=model,
+        )
+        line = encode_line(header_to_json(header))
         try:
-            header = SessionHeader(
-                session_id=session_id,
-                workspace=workspace,
-                created_at=created_at or utc_timestamp(),
-                title=title,
-                model=model,
-            )
-            line = encode_line(header_to_json(header))
-            try:
-                fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
-            except FileExistsError as exc:
-                raise SessionError(
-                    f"a session file already exists at {path}; open it instead"
-                ) from exc
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError as exc:
+            raise SessionError(f"a session file already exists at {path}; open it instead") from exc
+        except OSError as exc:
+            raise SessionError(f"cannot create the session file {path}: {exc.strerror}") from exc
+        try:
+            lock = SessionLock.acquire(fd, path, session_id)
+        except BaseException:
+            os.close(fd)  # someone opened the new file first: it is theirs now
+            raise
+        try:
             try:
                 _write_all(fd, line)
                 if fsync != "never":
                     os.fsync(fd)
                     _fsync_dir(path.parent)
             except OSError as exc:
-                os.close(fd)
                 path.unlink(missing_ok=True)
                 raise SessionError(f"cannot write the session file {path}: {exc}") from exc
             index = LedgerIndex(header, digest(line[:-1]))
@@ -325,6 +375,7 @@ class Ledger:
             ledger = cls(path, index, fd, lock, fsync=fsync, on_sync=on_sync, on_close=on_close)
         except BaseException:
             lock.release()
+            os.close(fd)
             raise
         ledger._notify_sync()
         return ledger
@@ -346,12 +397,18 @@ class Ledger:
         _check_fsync(fsync)
         if not path.is_file():
             raise SessionNotFoundError(f"no session file at {path}")
-        lock = SessionLock.acquire(lock_path_for(path), session_id or path.stem)
         try:
-            try:
-                fd = os.open(path, os.O_RDWR | os.O_APPEND)
-            except OSError as exc:
-                raise SessionError(f"cannot open the session file {path}: {exc}") from exc
+            fd = os.open(path, os.O_RDWR | os.O_APPEND)
+        except FileNotFoundError as exc:
+            raise SessionNotFoundError(f"no session file at {path}") from exc
+        except OSError as exc:
+            raise SessionError(f"cannot open the session file {path}: {exc}") from exc
+        try:
+            lock = SessionLock.acquire(fd, path, session_id or path.stem)
+        except BaseException:
+            os.close(fd)
+            raise
+        try:
             try:
                 index, end, size = open_index(fd, path)
                 if end.missing_newline:
@@ -363,11 +420,7 @@ class Ledger:
                 if repaired and fsync != "never":
                     os.fsync(fd)
             except OSError as exc:
-                os.close(fd)
                 raise SessionError(f"cannot repair the session file {path}: {exc}") from exc
-            except BaseException:
-                os.close(fd)
-                raise
             report = LoadReport(tuple(index.issues), len(index), size - end.complete_size)
             ledger = cls(
                 path,
@@ -381,9 +434,11 @@ class Ledger:
             )
         except BaseException:
             lock.release()
+            os.close(fd)
             raise
         # Repairs are done once; what is left in the file is reported from the sidecar.
         index.issues = [i for i in index.issues if i.action in ("skipped", "reattached")]
+        ledger._answer_open_tool_calls()
         return ledger
 
     # --- identity and state ---------------------------------------------------------------
@@ -447,6 +502,15 @@ class Ledger:
         [entry] = self._read([number])
         assert isinstance(entry, SystemPromptEntry)
         return entry.text
+
+    def tool_list(self) -> ToolListEntry | None:
+        """The latest recorded tool list (append_tool_list), if any."""
+        number = self._index.tool_list
+        if number < 0:
+            return None
+        [entry] = self._read([number])
+        assert isinstance(entry, ToolListEntry)
+        return entry
 
     @property
     def meta(self) -> MetaFold:
@@ -761,6 +825,17 @@ class Ledger:
         assert isinstance(stored, FileRestoreEntry)
         return stored
 
+    def append_tool_list(
+        self,
+        tools: tuple[ToolSpec, ...],
+        mcp: tuple[McpToolSource, ...] = (),
+        reason: ToolListReason = "start",
+    ) -> ToolListEntry:
+        entry = ToolListEntry(self.new_id(), self.leaf_id, utc_timestamp(), tools, mcp, reason)
+        stored = self.append(entry)
+        assert isinstance(stored, ToolListEntry)
+        return stored
+
     def rewind(self, entry_id: str | None, *, summary: str | None = None) -> BranchEntry:
         """Continue from `entry_id` (None: from the very start); nothing is deleted."""
         if entry_id is not None and entry_id not in self._index.position:
@@ -822,6 +897,35 @@ class Ledger:
 
     # --- internals ------------------------------------------------------------------------
 
+    def _answer_open_tool_calls(self) -> None:
+        """Append an aborted result for each tool call the current branch ends with that has
+        none (the process died while they ran), so the file is a valid conversation alone."""
+        answered: set[str] = set()
+        calls: tuple[ToolCall, ...] = ()
+        for entry_id, _kind in self.walk_back():
+            entry = self.get(entry_id)
+            if not isinstance(entry, MessageEntry):
+                return
+            message = entry.message
+            if isinstance(message, ToolResultMessage):
+                answered.add(message.tool_call_id)
+                continue
+            if isinstance(message, AssistantMessage):
+                calls = message.tool_calls
+            break
+        missing = [call for call in calls if call.id not in answered]
+        for call in missing:
+            self.append_message(
+                ToolResultMessage(
+                    call.id, call.name, (TextContent(ABORTED_BY_EXIT),), is_error=True
+                )
+            )
+        if missing:
+            self.sync()
+            self.load_report = dataclasses.replace(
+                self.load_report, aborted_tool_calls=tuple(call.id for call in missing)
+            )
+
     def _require_fd(self) -> int:
         if self._fd is None:
             raise SessionError(f"session {self.session_id} is closed; open it again")
@@ -841,7 +945,6 @@ class Ledger:
 
 def _end(number: int, offsets: array[int], lengths: array[int]) -> int:
     return offsets[number] + lengths[number]
-
 
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)

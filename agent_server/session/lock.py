@@ -1,37 +1,50 @@
-"""One writer per session: an exclusive, non-blocking lock on a sidecar `.lock` file.
+"""One writer per session: an exclusive, non-blocking OS lock on the ledger file itself.
 
-The lock is an OS file lock (flock on POSIX, msvcrt on Windows) held on an open descriptor,
-so it goes away when the holder closes it or dies; no stale lock survives a crash. The holder
-writes its pid into the file so that the refusal can say who holds it. The lock file itself
-is never removed while a session exists (removing it would let two processes lock two
-different inodes).
+The lock is taken on the ledger's own open descriptor (flock on POSIX, msvcrt on Windows),
+so it goes away when the holder closes the file or dies, and no other file is involved:
+deleting any file cannot let a second process open a session another holds. (Deleting the
+ledger itself deletes the session: there is then nothing left to open.) An earlier version
+locked a `<id>.jsonl.lock` sidecar, which deleting let a second server take.
 
-flock locks belong to an open file description, so a second `SessionLock` on the same file
-in the same process is refused too.
+flock locks belong to an open file description, so a second `Ledger` on the same file in
+the same process is refused too. The refusal names the holder's pid when the OS says
+(Linux's /proc/locks), or says it is this process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
 
-from agent_server.errors import SessionError, SessionLockedError
+from agent_server.errors import SessionLockedError
 
 if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
     import msvcrt
 
+    # A byte far past any ledger's end: Windows locks are mandatory, and locking real bytes
+    # would stop readers (the session list) from reading them.
+    _LOCK_OFFSET = 0x7FFF_FFFF
+
     def _try_lock(fd: int) -> bool:
+        position = os.lseek(fd, 0, os.SEEK_CUR)
         try:
-            os.lseek(fd, 0, os.SEEK_SET)
+            os.lseek(fd, _LOCK_OFFSET, os.SEEK_SET)
             msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
         except OSError:
             return False
+        finally:
+            os.lseek(fd, position, os.SEEK_SET)
         return True
 
     def _unlock(fd: int) -> None:
-        os.lseek(fd, 0, os.SEEK_SET)
-        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        position = os.lseek(fd, 0, os.SEEK_CUR)
+        try:
+            os.lseek(fd, _LOCK_OFFSET, os.SEEK_SET)
+            msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        finally:
+            os.lseek(fd, position, os.SEEK_SET)
 
 else:
     import fcntl
@@ -47,40 +60,35 @@ else:
         fcntl.flock(fd, fcntl.LOCK_UN)
 
 
-class SessionLock:
-    """An acquired lock; `release()` (or process death) gives it up."""
+_held: set[tuple[int, int]] = set()  # (device, inode) of the ledgers this process locked
 
-    def __init__(self, path: Path, session_id: str) -> None:
+
+class SessionLock:
+    """The lock held on one ledger's descriptor; `release()` (or closing the descriptor, or
+    process death) gives it up. The descriptor belongs to the ledger, not to the lock."""
+
+    def __init__(self, fd: int, path: Path, session_id: str, key: tuple[int, int]) -> None:
         self.path = path
         self.session_id = session_id
-        self._fd: int | None = None
+        self._fd: int | None = fd
+        self._key = key
 
     @classmethod
-    def acquire(cls, path: Path, session_id: str) -> SessionLock:
-        """Lock `path` or raise SessionLockedError naming the holder's pid."""
-        lock = cls(path, session_id)
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise SessionError(f"cannot create the lock file {path}: {exc.strerror}") from exc
+    def acquire(cls, fd: int, path: Path, session_id: str) -> SessionLock:
+        """Lock the open ledger `fd` or raise SessionLockedError naming the holder."""
+        info = os.fstat(fd)
+        key = (info.st_dev, info.st_ino)
         if not _try_lock(fd):
-            holder = _read_pid(fd)
-            os.close(fd)
-            who = f"pid {holder}" if holder else "another process"
-            if holder == os.getpid():
-                who = f"pid {holder}, this process"
+            if key in _held:
+                who = f"pid {os.getpid()}, this process"
+            else:
+                holder = _holder_pid(info.st_dev, info.st_ino)
+                who = f"pid {holder}" if holder else "another process"
             raise SessionLockedError(
                 f"session {session_id} is open elsewhere ({who}); close it there first"
             )
-        # Record our pid for whoever is refused next.
-        try:
-            os.ftruncate(fd, 0)
-            os.lseek(fd, 0, os.SEEK_SET)
-            os.write(fd, f"{os.getpid()}\n".encode("ascii"))
-        except OSError:
-            pass  # the pid is only a courtesy for the refusal message
-        lock._fd = fd
-        return lock
+        _held.add(key)
+        return cls(fd, path, session_id, key)
 
     @property
     def held(self) -> bool:
@@ -90,16 +98,23 @@ class SessionLock:
         fd, self._fd = self._fd, None
         if fd is None:
             return
-        try:
+        _held.discard(self._key)
+        with contextlib.suppress(OSError):  # closing the descriptor releases it anyway
             _unlock(fd)
-        finally:
-            os.close(fd)
 
 
-def _read_pid(fd: int) -> int | None:
+def _holder_pid(device: int, inode: int) -> int | None:
+    """The pid holding a flock on the file, from /proc/locks (Linux); None elsewhere."""
+    wanted = f"{os.major(device):02x}:{os.minor(device):02x}:{inode}"
     try:
-        os.lseek(fd, 0, os.SEEK_SET)
-        raw = os.read(fd, 32)
-        return int(raw.decode("ascii").strip() or "0") or None
-    except (OSError, ValueError, UnicodeDecodeError):
+        with open("/proc/locks", encoding="ascii", errors="replace") as locks:
+            for line in locks:
+                # "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF" (a "->" marks waiters)
+                fields = line.split()
+                if "->" in fields or len(fields) < 6 or fields[1] != "FLOCK":
+                    continue
+                if fields[5] == wanted and fields[4].isdigit():
+                    return int(fields[4])
+    except OSError:
         return None
+    return None

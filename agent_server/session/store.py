@@ -5,7 +5,6 @@ Layout under the root (default: the user data directory's `agent-server/sessions
 
     <root>/<workspace key>/workspace.json        {"workspace": "/abs/path"}
     <root>/<workspace key>/<id>.jsonl            the ledger
-    <root>/<workspace key>/<id>.jsonl.lock       the writer's lock (holds its pid)
     <root>/<workspace key>/<id>.meta.json        what the session list shows
     <root>/<workspace key>/<id>.index.json       where each entry is (session/index.py)
     <root>/<workspace key>/<id>/                 large tool outputs (`session_dir`)
@@ -36,7 +35,7 @@ import platformdirs
 from agent_server.errors import LedgerFormatError, SessionError, SessionNotFoundError
 from agent_server.session.entries import entry_from_json, header_from_json
 from agent_server.session.index import DIGEST_SPAN, digest, index_path_for, tail_digest
-from agent_server.session.ledger import FsyncMode, Ledger, lock_path_for
+from agent_server.session.ledger import FsyncMode, Ledger
 from agent_server.session.lock import SessionLock
 from agent_server.session.meta import MetaFold, SessionMeta, meta_from_json, meta_to_json
 
@@ -258,17 +257,25 @@ class SessionStore:
     def delete(self, session_id: str) -> None:
         """Remove a session's ledger, sidecars and outputs; refused while it is open."""
         path = self.ledger_path(session_id)
-        lock = SessionLock.acquire(lock_path_for(path), session_id)
         try:
-            path.unlink()
-            path.with_name(f"{session_id}{META_SUFFIX}").unlink(missing_ok=True)
-            index_path_for(path).unlink(missing_ok=True)
-            outputs = path.with_suffix("")
-            if outputs.is_dir():
-                shutil.rmtree(outputs, ignore_errors=True)
-            lock_path_for(path).unlink(missing_ok=True)
+            fd = os.open(path, os.O_RDWR)
+        except FileNotFoundError as exc:
+            raise SessionNotFoundError(f"no session {session_id}") from exc
+        try:
+            lock = SessionLock.acquire(fd, path, session_id)
+            try:
+                path.unlink()
+                path.with_name(f"{session_id}{META_SUFFIX}").unlink(missing_ok=True)
+                index_path_for(path).unlink(missing_ok=True)
+                outputs = path.with_suffix("")
+                if outputs.is_dir():
+                    shutil.rmtree(outputs, ignore_errors=True)
+                # The lock file older versions kept beside the ledger.
+                path.with_name(path.name + ".lock").unlink(missing_ok=True)
+            finally:
+                lock.release()
         finally:
-            lock.release()
+            os.close(fd)
 
     # --- meta sidecars --------------------------------------------------------------------
 

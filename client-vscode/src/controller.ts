@@ -73,6 +73,7 @@ export class SessionController {
       client.onUsage((params) => this.dispatch({ type: 'usage', params })),
       client.onCompaction((params) => this.dispatch({ type: 'compaction', params })),
       client.onOverflow((params) => this.dispatch({ type: 'overflow', params })),
+      client.onMcpStatus((params) => this.dispatch({ type: 'mcpStatus', params })),
       client.onRequestPermission((params, token) => this.askPermission(params, token)),
     ];
   }
@@ -146,11 +147,13 @@ export class SessionController {
     const result = await client.newSession(
       this.preferredModel ? { workspaceUri, model: this.preferredModel } : { workspaceUri },
     );
-    let mode = result.mode;
+    let { mode, sandbox } = result;
     if (this.preferredMode && this.preferredMode !== mode) {
-      mode = (await client.setMode({ sessionId: result.sessionId, mode: this.preferredMode })).mode ?? mode;
+      const state = await client.setMode({ sessionId: result.sessionId, mode: this.preferredMode });
+      mode = state.mode ?? mode;
+      sandbox = state.sandbox ?? sandbox;
     }
-    this.dispatch({ type: 'sessionStarted', sessionId: result.sessionId, usage: result.usage, model: result.model, mode });
+    this.dispatch({ type: 'sessionStarted', sessionId: result.sessionId, usage: result.usage, model: result.model, mode, sandbox, mcp: result.mcp });
     void this.listModels();
     return result.sessionId;
   }
@@ -358,7 +361,7 @@ export class SessionController {
     if (!sessionId) return void this.dispatch({ type: 'modeChanged', mode });
     try {
       const result = await client.setMode({ sessionId, mode });
-      this.dispatch({ type: 'modeChanged', sessionId, mode: result.mode ?? mode });
+      this.dispatch({ type: 'modeChanged', sessionId, mode: result.mode ?? mode, sandbox: result.sandbox });
     } catch (error) {
       this.fail('Could not switch the mode', error);
     }
@@ -374,6 +377,41 @@ export class SessionController {
       this.dispatch({ type: 'mentionsListed', query, items: result.items });
     } catch {
       this.dispatch({ type: 'mentionsListed', query, items: [] });
+    }
+  }
+
+  // ---- MCP servers -----------------------------------------------------------------------
+
+  /** Accept the waiting change of the MCP tools; the status that follows clears the banner. */
+  async acceptTools(): Promise<void> {
+    const client = this.client;
+    const sessionId = this._state.sessionId;
+    if (!client) return void this.notConnected();
+    if (!sessionId) return;
+    try {
+      const result = await client.acceptTools({ sessionId });
+      if (result.accepted) {
+        const when = result.deferred ? 'from the next model call' : 'from the next request';
+        this.dispatch({
+          type: 'notice',
+          level: 'info',
+          message: `New MCP tool list accepted: it applies ${when}, which re-reads about ${result.tokens} tokens.`,
+        });
+      }
+    } catch (error) {
+      this.fail('Could not accept the MCP tools', error);
+    }
+  }
+
+  async restartMcpServer(name: string): Promise<void> {
+    const client = this.client;
+    const sessionId = this._state.sessionId;
+    if (!client) return void this.notConnected();
+    if (!sessionId) return;
+    try {
+      await client.restartMcpServer({ sessionId, name });
+    } catch (error) {
+      this.fail(`Could not restart the MCP server ${name}`, error);
     }
   }
 

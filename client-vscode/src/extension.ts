@@ -4,7 +4,7 @@
  */
 import * as vscode from 'vscode';
 import { SessionController } from './controller';
-import { KEY_FAMILIES, ApiKeyStore } from './secrets';
+import { KEY_FAMILIES, ApiKeyStore, MCP_SECRET_NAME, McpSecretStore } from './secrets';
 import { AgentServer } from './server/agentServer';
 import { onPythonInterpreterChange } from './server/python';
 import { CONFIG_SECTION, DEFAULT_KEY_ENV, agentSettingsFrom, restartReason } from './settings/mapping';
@@ -17,6 +17,7 @@ let server: AgentServer | undefined;
 export function activate(context: vscode.ExtensionContext): void {
   const log = vscode.window.createOutputChannel('Agent Server', { log: true });
   const keys = new ApiKeyStore(context.secrets);
+  const mcpSecrets = new McpSecretStore(context.secrets);
   const statusBar = new ContextStatusBar('agentServer.showView');
 
   let view: ChatViewProvider | undefined;
@@ -49,7 +50,7 @@ export function activate(context: vscode.ExtensionContext): void {
           : { type: 'serverStatus', status: 'stopped', message: 'The agent server is stopped.' },
       );
     },
-  });
+  }, mcpSecrets);
   server = agentServer;
   const ensureServer = (): Promise<void> => agentServer.start();
 
@@ -102,6 +103,12 @@ export function activate(context: vscode.ExtensionContext): void {
         break;
       case 'permission':
         controller.answerPermission(message.requestId, message.optionId);
+        break;
+      case 'acceptTools':
+        void controller.acceptTools();
+        break;
+      case 'restartMcp':
+        void controller.restartMcpServer(message.name);
         break;
       case 'dismissProblem':
         controller.dismissProblem();
@@ -213,6 +220,35 @@ export function activate(context: vscode.ExtensionContext): void {
 
     keys.onDidChange(() => {
       if (agentServer.languageClient) scheduleRestart('an API key changed');
+    }),
+    vscode.commands.registerCommand('agentServer.setMcpSecret', async () => {
+      const stored = await mcpSecrets.all();
+      const name = await vscode.window.showInputBox({
+        title: 'Agent: Set MCP Secret',
+        prompt:
+          'Environment variable name, as an MCP configuration uses it: "${NAME}" in env, headers or args. ' +
+          (Object.keys(stored).length ? `Stored: ${Object.keys(stored).join(', ')}.` : 'None stored yet.'),
+        placeHolder: 'GITHUB_TOKEN',
+        ignoreFocusOut: true,
+        validateInput: (v) => (MCP_SECRET_NAME.test(v.trim()) ? undefined : 'Letters, digits and _, not starting with a digit'),
+      });
+      if (!name) return;
+      const value = await vscode.window.showInputBox({
+        title: `MCP secret ${name.trim()}`,
+        prompt: `Stored in VS Code's secret storage and handed to the agent server as ${name.trim()}.` +
+          (stored[name.trim()] ? ' Leave empty to remove it.' : ''),
+        password: true,
+        ignoreFocusOut: true,
+      });
+      if (value === undefined) return;
+      await mcpSecrets.set(name.trim(), value.trim());
+      void vscode.window.showInformationMessage(
+        `MCP secret ${name.trim()} ${value.trim() ? 'stored' : 'removed'}; restarting the agent server.`,
+      );
+      // mcpSecrets.onDidChange restarts the server.
+    }),
+    mcpSecrets.onDidChange(() => {
+      if (agentServer.languageClient) scheduleRestart('an MCP secret changed');
     }),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (!e.affectsConfiguration(CONFIG_SECTION)) return;

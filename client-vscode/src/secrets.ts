@@ -12,6 +12,47 @@ export const KEY_FAMILIES: readonly { family: KeyFamily; label: string; detail: 
   { family: 'openai', label: 'OpenAI', detail: 'providers "openai-chat" and "openai-responses"; handed to the server as OPENAI_API_KEY' },
 ];
 
+/** A valid environment variable name for an MCP secret (`${NAME}` in an MCP configuration). */
+export const MCP_SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const MCP_SECRETS = 'agentServer.mcpSecrets';
+
+/**
+ * Secrets for MCP servers (tokens, passwords), by environment variable name, kept as one JSON
+ * object in SecretStorage. They are handed to the server's environment at launch, where MCP
+ * configurations read them as `${NAME}` (docs/mcp.md).
+ */
+export class McpSecretStore {
+  constructor(private readonly secrets: vscode.SecretStorage) {}
+
+  async all(): Promise<Record<string, string>> {
+    const raw = await this.secrets.get(MCP_SECRETS);
+    if (!raw) return {};
+    try {
+      const parsed = JSON.parse(raw) as unknown;
+      if (!parsed || typeof parsed !== 'object') return {};
+      return Object.fromEntries(
+        Object.entries(parsed).filter(([k, v]) => MCP_SECRET_NAME.test(k) && typeof v === 'string'),
+      ) as Record<string, string>;
+    } catch {
+      return {};
+    }
+  }
+
+  /** Stores `value` under `name`; an empty value removes it. */
+  async set(name: string, value: string): Promise<void> {
+    const all = await this.all();
+    if (value) all[name] = value;
+    else delete all[name];
+    await this.secrets.store(MCP_SECRETS, JSON.stringify(all));
+  }
+
+  onDidChange(listener: () => void): vscode.Disposable {
+    return this.secrets.onDidChange((e) => {
+      if (e.key === MCP_SECRETS) listener();
+    });
+  }
+}
+
 export class ApiKeyStore {
   constructor(private readonly secrets: vscode.SecretStorage) {}
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from agent_server.agent import events
-from agent_server.agent.context_manager import ContextManager, ContextView
+from agent_server.agent.context_manager import ContextManager, ContextView, ToolListSource
 from agent_server.context.estimate import estimate_full
 from agent_server.context.summary_prompt import (
     SUMMARY_REQUEST_MARKER,
@@ -79,23 +80,31 @@ class Harness:
         return [e for e in self.seen if isinstance(e, kind)]
 
 
+def make_manager(
+    ledger: Ledger, provider: Provider, tools: ToolListSource | tuple[ToolSpec, ...] = TOOLS,
+    **extra: Any,
+) -> ContextManager:
+    """A manager on sim-small with the default settings, as a session would build it."""
+    extra.setdefault("emit", events.ignore_events)
+    return ContextManager(
+        ledger=ledger,
+        system_prompt=SYSTEM,
+        tools=tools,
+        model=SIM_SMALL,
+        summary_model=SIM_SMALL,
+        settings=CompactionSettings(),
+        call=provider,
+        **extra,
+    )
+
+
 @pytest.fixture
 def h(tmp_path: Path) -> Iterator[Harness]:
     provider = Provider()
     seen: list[events.AgentEvent] = []
     clock = [1000.0]
     with Ledger.create(tmp_path / "s.jsonl", session_id="s", workspace="/w", fsync="never") as led:
-        manager = ContextManager(
-            ledger=led,
-            system_prompt=SYSTEM,
-            tools=TOOLS,
-            model=SIM_SMALL,
-            summary_model=SIM_SMALL,
-            settings=CompactionSettings(),
-            call=provider,
-            emit=seen.append,
-            clock=lambda: clock[0],
-        )
+        manager = make_manager(led, provider, emit=seen.append, clock=lambda: clock[0])
         manager.begin_turn("t1")
         yield Harness(led, provider, manager, seen, clock)
 
@@ -286,16 +295,7 @@ async def test_window_numbers_come_from_the_ledger(h: Harness) -> None:
     assert h.manager.window_number(view) == 3
     h.ledger.rewind(first.id)
     assert h.manager.window_number(h.manager.view()) == 2
-    other = ContextManager(
-        ledger=h.ledger,
-        system_prompt=SYSTEM,
-        tools=TOOLS,
-        model=SIM_SMALL,
-        summary_model=SIM_SMALL,
-        settings=CompactionSettings(),
-        call=h.provider,
-        emit=events.ignore_events,
-    )
+    other = make_manager(h.ledger, h.provider)
     assert other.window_number(other.view()) == 2
 
 
@@ -344,3 +344,46 @@ async def test_an_overflow_compaction_does_not_keep_the_prompt_just_rejected(h: 
     texts = [b.text for m in after.messages for b in m.content if isinstance(b, TextContent)]
     assert paste not in texts  # summarised (bounded), not resent
     assert estimate_full(after.context) * h.provider.density < SIM_SMALL.context_window
+
+
+# --- the tool list ---------------------------------------------------------------------------
+
+
+@dataclass
+class ChangingTools:
+    """A tool list with a change waiting (as an MCP server's new tool would be): it comes in
+    only when a compaction is kept."""
+
+    current: tuple[ToolSpec, ...]
+    waiting: tuple[ToolSpec, ...]
+    taken: int = 0
+
+    def specs(self) -> tuple[ToolSpec, ...]:
+        return self.current
+
+    def after_compaction(self) -> None:
+        self.taken += 1
+        self.current = self.waiting
+
+
+async def test_a_kept_compaction_takes_a_waiting_tool_change_in_and_sends_it(
+    tmp_path: Path,
+) -> None:
+    extra = ToolSpec("mcp__fx__extra", "Double a number.", {"type": "object", "properties": {}})
+    tools = ChangingTools(TOOLS, (*TOOLS, extra))
+    provider = Provider()
+    with Ledger.create(tmp_path / "s.jsonl", session_id="s", workspace="/w", fsync="never") as led:
+        manager = make_manager(led, provider, tools)
+        led.append_message(user("hello"))
+        noop = await manager.compact("manual")
+        assert noop.outcome == "noop" and tools.taken == 0 and manager.tools == TOOLS
+        fill(led, 12)
+        led.append_message(user("next"))
+        view = await manager.prepare()
+        # The summary request shared the old prefix; what is sent next has the new list.
+        [request] = provider.requests
+        assert request.tools == TOOLS
+        assert tools.taken == 1
+        assert view.context.tools == manager.tools == (*TOOLS, extra)
+        assert view.context == manager.view().context
+        assert view.tokens == manager.view().tokens

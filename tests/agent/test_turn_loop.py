@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from agent_server.agent import events
-from agent_server.agent.settings import AgentSettings
+from agent_server.agent.settings import AgentSettings, ToolOptions
 from agent_server.agent.workspace import WorkspaceAgent
 from agent_server.context.projection import project
 from agent_server.context.trigger import CompactionSettings
@@ -223,7 +223,10 @@ async def test_cancelling_a_running_bash_command_kills_its_children(tmp_path: Pa
             }
         ]
     }
-    async with agent_run(tmp_path, scenario=scenario) as run:
+    # Unsandboxed: the pids it writes are the host's (tests/agent/tools/test_tool_sandbox.py
+    # covers the sandboxed kill).
+    settings = AgentSettings(permissions_mode="allowAll", tools=ToolOptions(sandbox="off"))
+    async with agent_run(tmp_path, scenario=scenario, settings=settings) as run:
         turn = asyncio.ensure_future(run.session.run_turn("Run it."))
         pid_file = run.workspace / "pids"
         for _ in range(200):

@@ -109,7 +109,11 @@ def test_commands_are_answered_and_rewind_restores_files_and_gives_the_prompt_ba
     assert "unknown command /frobnicate: nothing was sent" in command("/frobnicate now")
     assert len(sim.records) == requests  # not sent to the model
     assert "mode: allowReads" in command("/mode")
-    assert "mode: allowAll" in command("/mode all")
+    assert "commands: not sandboxed" in command("/mode")
+    switched_all = command("/mode all")
+    assert "mode: allowAll" in switched_all
+    # tools.sandbox "auto": sandboxed once nothing asks, or told why not on this machine
+    assert "commands: sandboxed" in switched_all or "commands: not sandboxed: " in switched_all
     assert "unknown mode" in command("/mode yolo")
     models = command("/model")
     assert "sim-small" in models and "sim-large" in models and "200k" in models

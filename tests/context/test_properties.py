@@ -314,14 +314,41 @@ class Session:
         before = project(self.ledger.projection_entries())
         entries = list(self.ledger.entries)
         leaf = self.ledger.leaf_id
+        left_running = unanswered_at_end(self.ledger.branch())
         self.ledger.close()
         self.ledger = Ledger.open(self.path, fsync="never")
-        assert self.ledger.load_report.clean
-        assert list(self.ledger.entries) == entries
-        assert self.ledger.leaf_id == leaf
+        report = self.ledger.load_report
+        assert not report.issues
+        # Reopening answers the calls the branch ended with (as a crash would leave them)
+        # by appending aborted results: append-only, and the prefix of the request holds.
+        assert report.aborted_tool_calls == left_running
+        reloaded = list(self.ledger.entries)
+        assert reloaded[: len(entries)] == entries
+        added = reloaded[len(entries) :]
+        assert [e.message.tool_call_id for e in added] == list(left_running)  # type: ignore[attr-defined]
+        assert all(isinstance(e, MessageEntry) and e.message.is_error for e in added)  # type: ignore[union-attr]
         after = project(self.ledger.projection_entries())
-        assert after == before
-        assert as_json(after.messages) == as_json(before.messages)
+        if not added:
+            assert self.ledger.leaf_id == leaf
+            assert after == before
+        assert as_json(after.messages[: len(before.messages)]) == as_json(before.messages)
+        assert len(after.messages) == len(before.messages) + len(added)
+
+
+def unanswered_at_end(branch: Sequence[Entry]) -> tuple[str, ...]:
+    """The tool calls of the assistant message that ends the branch (before any results to
+    it) that have no result."""
+    answered: set[str] = set()
+    for entry in reversed(branch):
+        if not isinstance(entry, MessageEntry):
+            return ()
+        if isinstance(entry.message, ToolResultMessage):
+            answered.add(entry.message.tool_call_id)
+            continue
+        if isinstance(entry.message, AssistantMessage):
+            return tuple(c.id for c in entry.message.tool_calls if c.id not in answered)
+        return ()
+    return ()
 
 
 @PROPERTY_SETTINGS

@@ -34,6 +34,7 @@ class AgentClient:
     usage: list[dict[str, Any]] = field(default_factory=list)
     compactions: list[dict[str, Any]] = field(default_factory=list)
     overflows: list[dict[str, Any]] = field(default_factory=list)
+    mcp: list[dict[str, Any]] = field(default_factory=list)  # agent/mcp/status
     decisions: list[dict[str, Any]] = field(default_factory=list)
     permission_requests: list[dict[str, Any]] = field(default_factory=list)
     permission_cancellations: int = 0
@@ -78,6 +79,9 @@ def make_client(state: dict[str, AgentClient]) -> LanguageClient:
     def on_overflow(ls: LanguageClient, params: Any) -> None:
         state["client"].overflows.append(params)
 
+    @client.feature("agent/mcp/status")
+    def on_mcp_status(ls: LanguageClient, params: Any) -> None:
+        state["client"].mcp.append(params)
     @client.feature("agent/context")
     def on_context(ls: LanguageClient, params: Any) -> None:
         state["client"].decisions.append(params)

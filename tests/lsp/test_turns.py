@@ -231,7 +231,7 @@ async def test_interrupt_by_session_id(workspace: Path, sim: SimServer, tmp_path
         )
         with pytest.raises(JsonRpcException) as refused:
             await busy
-        assert refused.value.code == -32002 and "busy" in refused.value.message
+        assert refused.value.code == -33002 and "busy" in refused.value.message
         assert await agent.request("agent/interrupt", {"sessionId": session_id}) == {}
         result = await turn
         assert result["stopReason"] == "cancelled"

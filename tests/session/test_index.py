@@ -242,3 +242,26 @@ def test_any_history_opens_to_what_the_file_says(
         ledger.close()
     with Ledger.open(path, fsync="never") as reopened:
         assert_matches_file(reopened)
+
+
+def test_the_latest_system_prompt_and_tool_list_are_found_through_the_index(tmp_path: Path) -> None:
+    from agent_server.llm.messages import ToolSpec
+
+    path = tmp_path / "s.jsonl"
+    first = (ToolSpec("read", "Read a file.", {"type": "object"}),)
+    second = (*first, ToolSpec("mcp__db__query", "Query the database.", {"type": "object"}))
+    with Ledger.create(path, session_id="s", workspace="/w", fsync="never") as ledger:
+        ledger.append_system_prompt("You are helpful.")
+        ledger.append_tool_list(first)
+        fill(ledger, 2)
+        ledger.append_tool_list(second, reason="accepted")
+        fill(ledger, 1, start=2)
+    stored = json.loads(index_path_for(path).read_bytes())
+    assert stored["toolList"] >= 0 and stored["systemPrompt"] >= 0
+    for sidecar in (True, False):  # through the stored index, then rebuilt from the file
+        if not sidecar:
+            index_path_for(path).unlink()
+        with Ledger.open(path, fsync="never") as ledger:
+            assert ledger.system_prompt() == "You are helpful."
+            listed = ledger.tool_list()
+            assert listed is not None and listed.tools == second and listed.reason == "accepted"

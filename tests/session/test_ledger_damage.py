@@ -146,3 +146,61 @@ def test_read_ledger_does_not_repair(tmp_path: Path) -> None:
     assert len(contents.entries) == 3
     assert contents.report.truncated_bytes > 0
     assert path.read_bytes() == torn
+
+
+def test_tool_calls_left_running_get_an_aborted_result_on_open(tmp_path: Path) -> None:
+    path = tmp_path / "s1.jsonl"
+    with Ledger.create(path, session_id="s1", workspace="/w", fsync="never") as ledger:
+        ledger.append_message(user("look around"))
+        asked = ledger.append_message(
+            assistant("", call("c1", "read", path="a"), call("c2", "bash", command="make"))
+        )
+        ledger.append_message(result("c1", "contents of a"))
+        # the process dies here, while c2 runs
+    before = path.read_bytes()
+    with Ledger.open(path, fsync="never") as ledger:
+        report = ledger.load_report
+        assert report.aborted_tool_calls == ("c2",)
+        assert not report.clean
+        assert "1 tool call left running when the server stopped marked as aborted" in (
+            report.describe()
+        )
+        last = ledger.entries[-1]
+        assert isinstance(last, MessageEntry) and last.message.role == "toolResult"
+        assert last.message.tool_call_id == "c2" and last.message.is_error
+        assert "may or may not have run" in last.message.content[0].text  # type: ignore[union-attr]
+        assert asked.id in ledger
+    after = path.read_bytes()
+    assert after.startswith(before), "append-only: nothing before the repair was rewritten"
+    assert after.count(b"\n") == before.count(b"\n") + 1
+    # The repaired file is consistent alone: opening it again finds nothing to do.
+    with Ledger.open(path, fsync="never") as again:
+        assert again.load_report.clean
+        assert len(again.entries) == 4
+
+
+def test_a_finished_or_rewound_branch_is_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "s1.jsonl"
+    with Ledger.create(path, session_id="s1", workspace="/w", fsync="never") as ledger:
+        first = ledger.append_message(user("one"))
+        ledger.append_message(assistant("", call("c1")))
+        ledger.append_message(result("c1", "ok"))
+        ledger.append_message(assistant("done"))
+        ledger.rewind(first.id)  # the leaf is a branch entry, not a message
+    size = path.stat().st_size
+    with Ledger.open(path, fsync="never") as ledger:
+        assert ledger.load_report.clean
+    assert path.stat().st_size == size
+
+
+def test_a_corrupt_line_and_a_repair_are_described(tmp_path: Path) -> None:
+    path = tmp_path / "s1.jsonl"
+    build(path)
+    lines = path.read_bytes().split(b"\n")
+    lines[2] = b'{"type": "message", broken'
+    path.write_bytes(b"\n".join(lines)[:-10])  # and tear the last line
+    with Ledger.open(path, fsync="never") as ledger:
+        text = ledger.load_report.describe()
+    assert text.startswith("The session was repaired when it was opened: line 3 skipped")
+    assert "an incomplete last line (line 5," in text
+    assert "entries kept (skipped lines stay in the file)." in text

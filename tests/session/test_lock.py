@@ -12,6 +12,7 @@ import pytest
 
 from agent_server.errors import SessionLockedError
 from agent_server.session.ledger import Ledger
+from agent_server.session.store import SessionStore
 
 from .builders import user
 
@@ -99,3 +100,45 @@ def test_the_lock_dies_with_its_process(tmp_path: Path) -> None:
         holder.wait(timeout=30)
     with Ledger.open(path) as ledger:
         assert ledger.load_report.clean
+
+
+def test_deleting_every_other_file_cannot_steal_the_lock(tmp_path: Path) -> None:
+    """The lock is on the ledger itself: no sidecar, lock file or directory a user (or a
+    cleanup script) deletes lets a second process in."""
+    store = SessionStore(tmp_path / "sessions", tmp_path / "workspace")
+    ledger = store.create(title="held")
+    ledger.append_message(user("mine"))
+    ledger.sync()
+    spill = store.session_dir(ledger.session_id)
+    spill.mkdir(parents=True, exist_ok=True)
+    (spill / "bash-1.txt").write_text("output")
+    path = ledger.path
+    path.with_name(path.name + ".lock").write_text("1\n")  # what older versions kept
+    deleted = []
+    for item in sorted(store.root.rglob("*"), reverse=True):
+        if item == path or item in path.parents:
+            continue
+        if item.is_dir():
+            item.rmdir()
+        else:
+            item.unlink()
+        deleted.append(item.name)
+    assert f"{ledger.session_id}.meta.json" in deleted and "workspace.json" in deleted
+    child = run_child(path)
+    assert child.returncode == 3, child.stdout + child.stderr
+    assert "is open elsewhere" in child.stdout
+    # Deleting the ledger itself deletes the session: there is nothing left to open.
+    path.unlink()
+    child = run_child(path)
+    assert child.returncode != 0 and "OPENED" not in child.stdout
+    ledger.close()
+
+
+def test_store_delete_is_refused_while_open_and_removes_everything(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "sessions", tmp_path / "workspace")
+    ledger = store.create()
+    with pytest.raises(SessionLockedError):
+        store.delete(ledger.session_id)
+    ledger.close()
+    store.delete(ledger.session_id)
+    assert not any(store.root.rglob(f"{ledger.session_id}*"))

@@ -8,10 +8,11 @@ Everything that differs between sessions or calls lives in the `ToolContext`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeAlias
 
+from agent_server.agent.tools.sandbox import Confinement
 from agent_server.errors import InvalidToolArgumentsError
 from agent_server.llm.messages import (
     ImageContent,
@@ -68,10 +69,14 @@ class ToolContext:
     spill_dir: the session's directory for full outputs that were too long to return; the
         read tool may read files in it (the one exception to the workspace rule).
     on_output: receives partial output while a long call runs (bash), for live display.
-    secrets: values scrubbed from every text a tool returns or streams.
+    secrets: values scrubbed from every text a tool returns or streams, and never given to a
+        command in its environment.
     bash_timeout: seconds before a bash command is killed, unless the call asks otherwise.
-    env_drop: environment variable names removed from bash's environment, in addition to
-        every name ending in _API_KEY, _TOKEN, _SECRET or _PASSWORD.
+    env_pass: environment variable names (or globs) that commands receive even though they
+        look secret (the `tools.env.pass` setting); see environment.py.
+    confinement: whether commands run in the sandbox, with network or not (sandbox.py).
+    hard_links_allowed: the user allowed this call although a file it names has several
+        hard links (it may also exist outside the workspace).
     """
 
     workspace: Path
@@ -79,7 +84,9 @@ class ToolContext:
     on_output: OutputCallback | None = None
     secrets: tuple[str, ...] = ()
     bash_timeout: float = 120.0
-    env_drop: tuple[str, ...] = ()
+    env_pass: tuple[str, ...] = ()
+    confinement: Confinement = field(default_factory=Confinement)
+    hard_links_allowed: bool = False
 
 
 class Tool(Protocol):

@@ -1,10 +1,12 @@
 """bash: run a shell command in the workspace.
 
 The command runs as `bash -c` in its own session (so in its own process group), with the
-workspace as working directory, no standard input, stdout and stderr merged. Output streams
-through `ctx.on_output` line by line as it arrives. A timeout, or cancelling the call, ends the
-whole process group: SIGTERM, then SIGKILL after a short grace. The environment loses every
-variable that holds a secret. The result keeps the tail of the output.
+workspace as working directory, no standard input, stdout and stderr merged, in the sandbox
+when the session's confinement says so (sandbox.py). Output is redacted as it arrives (once,
+for every sink: the live stream, the saved full output, the model's copy) and streams through
+`ctx.on_output` line by line, up to the output bounds. A timeout, or cancelling the call, ends
+the whole process group: SIGTERM, then SIGKILL after a short grace. The environment loses
+every variable that holds a secret (environment.py). The result keeps the tail of the output.
 """
 
 from __future__ import annotations
@@ -26,15 +28,17 @@ from agent_server.agent.tools.base import (
     float_arg,
     str_arg,
 )
+from agent_server.agent.tools.environment import tool_environment
 from agent_server.agent.tools.output import StreamingOutput
 from agent_server.agent.tools.paths import resolve_in_workspace
-from agent_server.errors import ToolError, redact
+from agent_server.agent.tools.sandbox import confine
+from agent_server.errors import ToolError
 from agent_server.llm.messages import ToolSpec
+from agent_server.redaction import StreamRedactor
 
 MAX_TIMEOUT = 600.0
 KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
 DRAIN_GRACE = 1.0  # seconds to wait for output after bash exits (background jobs may hold it)
-SECRET_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
 _CHUNK = 65536
 _PARTIAL_FLUSH = 4096  # stream an unfinished line once it is this long
 
@@ -67,22 +71,6 @@ SPEC = ToolSpec(
 )
 
 
-def scrubbed_environment(
-    environ: Mapping[str, str], drop: tuple[str, ...] = (), secrets: tuple[str, ...] = ()
-) -> dict[str, str]:
-    """`environ` without variables that hold secrets: names ending in _API_KEY, _TOKEN,
-    _SECRET or _PASSWORD, the names in `drop`, and any whose value is one of `secrets`."""
-    dropped = {name.upper() for name in drop}
-    secret_values = {s for s in secrets if s}
-    return {
-        name: value
-        for name, value in environ.items()
-        if not name.upper().endswith(SECRET_SUFFIXES)
-        and name.upper() not in dropped
-        and value not in secret_values
-    }
-
-
 class BashTool:
     spec = SPEC
     read_only = False
@@ -100,19 +88,21 @@ class BashTool:
             raise ToolError("command is empty. Give a shell command to run.")
         timeout = min(float_arg(arguments, "timeout", ctx.bash_timeout), MAX_TIMEOUT)
         cwd = resolve_in_workspace(ctx.workspace, ".")
-        env = scrubbed_environment(os.environ, ctx.env_drop, ctx.secrets)
+        environment = tool_environment(os.environ, ctx.secrets, ctx.env_pass)
+        if environment.withheld:
+            logger.debug("withheld from bash: %s", ", ".join(environment.withheld))
+        argv, before_exec = confine(["bash", "-c", command], cwd, ctx.confinement)
         read_fd, write_fd = os.pipe()
         try:
             proc = await asyncio.create_subprocess_exec(
-                "bash",
-                "-c",
-                command,
+                *argv,
                 cwd=cwd,
-                env=env,
+                env=environment.env,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=write_fd,
                 stderr=write_fd,
                 start_new_session=True,
+                preexec_fn=before_exec,
             )
         except OSError as exc:
             os.close(read_fd)
@@ -153,15 +143,25 @@ class BashTool:
             else:
                 pipe.close()
             output.close()
-        return _result(output, proc.returncode, timed_out, detached, timeout)
+        return _result(output, proc.returncode, timed_out, detached, timeout, ctx)
 
 
 def _result(
-    output: StreamingOutput, code: int | None, timed_out: bool, detached: bool, timeout: float
+    output: StreamingOutput,
+    code: int | None,
+    timed_out: bool,
+    detached: bool,
+    timeout: float,
+    ctx: ToolContext,
 ) -> ToolResult:
     bounded = output.finish()
     text = bounded.text if bounded.text.strip() else "(no output)"
-    details: dict[str, Any] = {"exitCode": code, "timedOut": timed_out, **bounded.details()}
+    details: dict[str, Any] = {
+        "exitCode": code,
+        "timedOut": timed_out,
+        **bounded.details(),
+        "sandbox": ctx.confinement.to_json(),
+    }
     notes: list[str] = []
     if detached:
         notes.append(
@@ -199,8 +199,10 @@ async def _stop(pump: asyncio.Task[None]) -> None:
 
 
 async def _pump(reader: asyncio.StreamReader, output: StreamingOutput, ctx: ToolContext) -> None:
-    """Reads the command's output, scrubs it, records it and streams it line by line."""
+    """Reads the command's output, redacts it (as one text, whatever the chunks), records it
+    and streams it line by line, up to the output bounds."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    redactor = StreamRedactor(ctx.secrets)
     pending = ""
     while True:
         data = await reader.read(_CHUNK)
@@ -209,14 +211,14 @@ async def _pump(reader: asyncio.StreamReader, output: StreamingOutput, ctx: Tool
         cut = max(pending.rfind("\n"), pending.rfind("\r")) + 1
         if final or (cut == 0 and len(pending) >= _PARTIAL_FLUSH):
             cut = len(pending)
-        if cut:
-            piece, pending = redact(pending[:cut], *ctx.secrets), pending[cut:]
-            output.write(piece)
-            if ctx.on_output is not None:
-                try:
-                    ctx.on_output(piece)
-                except Exception:
-                    logger.exception("on_output callback failed")
+        piece, pending = pending[:cut], pending[cut:]
+        safe = redactor.feed(piece) + (redactor.finish() if final else "")
+        live = output.write(safe)
+        if live and ctx.on_output is not None:
+            try:
+                ctx.on_output(live)
+            except Exception:
+                logger.exception("on_output callback failed")
         if final:
             return
 

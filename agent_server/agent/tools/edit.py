@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,14 @@ from agent_server.agent.tools.base import (
     str_arg,
 )
 from agent_server.agent.tools.diff import FileChange
-from agent_server.agent.tools.paths import display_path, resolve_in_workspace
+from agent_server.agent.tools.paths import (
+    check_hard_links,
+    display_path,
+    file_info,
+    open_regular,
+    resolve_in_workspace,
+    write_regular,
+)
 from agent_server.errors import InvalidToolArgumentsError, ToolError
 from agent_server.llm.messages import ToolSpec
 
@@ -63,13 +71,16 @@ class EditTool:
         """What the call would do to the file, for the permission question (None when the
         edit would fail: the text is not found, or not once)."""
         try:
-            return _planned(arguments, workspace)[1]
+            # The question warns of hard links itself: the preview may show the file.
+            return _planned(arguments, workspace, hard_links_allowed=True)[1]
         except (ToolError, InvalidToolArgumentsError, OSError):
             return None
 
     def _edit(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
-        path, change, start, old_text, new_text = _planned(arguments, ctx.workspace)
-        path.write_bytes(change.new_text.encode("utf-8"))
+        path, change, start, old_text, new_text = _planned(
+            arguments, ctx.workspace, hard_links_allowed=ctx.hard_links_allowed
+        )
+        write_regular(path, change.path, change.new_text.encode("utf-8"))
         content = change.old_text or ""
         line = content.count("\n", 0, start) + 1
         old_lines = old_text.count("\n") + 1
@@ -87,17 +98,19 @@ class EditTool:
 
 
 def _planned(
-    arguments: Mapping[str, Any], workspace: Path
+    arguments: Mapping[str, Any], workspace: Path, *, hard_links_allowed: bool
 ) -> tuple[Path, FileChange, int, str, str]:
     """The file, its change, where the replaced text starts, and the texts as matched."""
     path = resolve_in_workspace(workspace, str_arg(arguments, "path"))
     old_text = str_arg(arguments, "oldText")
     new_text = str_arg(arguments, "newText")
     shown = display_path(workspace, path)
-    if not path.exists():
+    info = file_info(path, shown)
+    if info is None:
         raise ToolError(f"File not found: {shown}. To create a new file, use write.")
-    if path.is_dir():
+    if stat.S_ISDIR(info.st_mode):
         raise ToolError(f"{shown} is a directory, not a file.")
+    check_hard_links(info, shown, hard_links_allowed)
     if not old_text:
         raise ToolError(
             "oldText is empty. Give the exact text to replace; to create or "
@@ -106,7 +119,8 @@ def _planned(
     if old_text == new_text:
         raise ToolError("oldText and newText are the same; the edit would change nothing.")
     try:
-        content = path.read_bytes().decode("utf-8")
+        with open_regular(path, shown) as handle:
+            content = handle.read().decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ToolError(f"{shown} is not a UTF-8 text file; it cannot be edited.") from exc
     # A file with Windows line endings, and text the model wrote with "\n": match anyway.

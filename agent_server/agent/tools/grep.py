@@ -16,6 +16,7 @@ import contextlib
 import json
 import re
 import shutil
+import stat
 from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ from agent_server.agent.tools.base import (
     str_arg,
 )
 from agent_server.agent.tools.output import bound_output
-from agent_server.agent.tools.paths import display_path, resolve_in_workspace
+from agent_server.agent.tools.paths import display_path, file_info, resolve_in_workspace
 from agent_server.agent.tools.walk import SKIPPED_DIRS, compile_glob, is_binary, walk_files
 from agent_server.errors import ToolError
 from agent_server.llm.messages import ToolSpec
@@ -124,8 +125,14 @@ class GrepTool:
         top = resolve_in_workspace(ctx.workspace, optional_str_arg(arguments, "path") or ".")
         root = resolve_in_workspace(ctx.workspace, ".")
         shown_top = display_path(ctx.workspace, top)
-        if not top.exists():
+        info = file_info(top, shown_top)
+        if info is None:
             raise ToolError(f"Path not found: {shown_top}.")
+        if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+            raise ToolError(
+                f"{shown_top} has {info.st_nlink} hard links: the same file may also exist "
+                "outside the workspace. Read it with the read tool, which asks the user first."
+            )
         try:
             regex: re.Pattern[str] | None = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
             regex_error = ""

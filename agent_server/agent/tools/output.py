@@ -176,12 +176,22 @@ def bound_output(
     return BoundedOutput(shown, True, cut.total_lines, path)
 
 
+LIVE_CUT_NOTICE = (
+    "\n[Live output stops here: the output passed {limit}. The end of it will be shown when "
+    "the command finishes, and all of it is saved to a file.]\n"
+)
+
+
 class StreamingOutput:
     """Collects a long-running command's output without holding all of it in memory.
 
     Small outputs stay in memory. Once the output passes the bounds it is written to a spill
     file as it arrives, and only a tail large enough for `truncate_tail` is kept in memory.
     Text given to `write` should already be scrubbed of secrets.
+
+    `write` also returns the part of the text to show live: the live view gets the output up
+    to the same bounds as the model's copy, then one notice, then nothing more (the result,
+    with the tail and the saved file's path, follows when the command ends).
     """
 
     def __init__(self, spill_dir: Path, tool_name: str) -> None:
@@ -195,10 +205,15 @@ class StreamingOutput:
         self._file: Any = None
         self._path: Path | None = None
         self._spill_failed = False
+        self._live_bytes = 0
+        self._live_lines = 0
+        self._live_cut = False
 
-    def write(self, text: str) -> None:
+    def write(self, text: str) -> str:
+        """Record `text`; returns what of it to stream live ("" past the bounds)."""
         if not text:
-            return
+            return ""
+        live = self._live(text)
         size = len(text.encode("utf-8"))
         self._pieces.append(text)
         self._piece_bytes.append(size)
@@ -218,6 +233,24 @@ class StreamingOutput:
             self._trim()
         elif self._held_bytes > MAX_BYTES or self._newlines > MAX_LINES:
             self._start_spill()
+        return live
+
+    def _live(self, text: str) -> str:
+        if self._live_cut:
+            return ""
+        lines_left = MAX_LINES - self._live_lines
+        bytes_left = MAX_BYTES - self._live_bytes
+        size = len(text.encode("utf-8"))
+        newlines = text.count("\n")
+        if size <= bytes_left and newlines <= lines_left:
+            self._live_bytes += size
+            self._live_lines += newlines
+            return text
+        cut = truncate_head(text, max_lines=lines_left, max_bytes=bytes_left)
+        self._live_cut = True
+        limit = f"{MAX_LINES} lines" if cut.cut_by == "lines" else f"{MAX_BYTES // 1024} KB"
+        kept = cut.text + ("\n" if cut.text else "")
+        return kept + LIVE_CUT_NOTICE.format(limit=limit)
 
     def _start_spill(self) -> None:
         try:

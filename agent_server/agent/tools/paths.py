@@ -10,10 +10,12 @@ write out either.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path, PurePath
+from typing import BinaryIO
 
-from agent_server.errors import PathOutsideWorkspaceError
+from agent_server.errors import PathOutsideWorkspaceError, ToolError
 
 
 def resolve_in_workspace(workspace: Path, path: str, *, extra_roots: Sequence[Path] = ()) -> Path:
@@ -74,3 +76,89 @@ def display_path(workspace: Path, path: Path) -> str:
 
 def _is_within(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
+
+
+# --- what may be opened: regular files only -------------------------------------------------
+
+_SPECIAL_KINDS = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def file_info(path: Path, shown: str) -> os.stat_result | None:
+    """The stat of an existing file or directory (None when there is none). Anything else (a
+    named pipe, a device, a socket) is refused: opening one can block forever or act on a
+    device."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None
+    _refuse_special(info, shown)
+    return info
+
+
+def _refuse_special(info: os.stat_result, shown: str) -> None:
+    if stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode):
+        return
+    kind = next((name for test, name in _SPECIAL_KINDS if test(info.st_mode)), "a special file")
+    raise ToolError(
+        f"{shown} is {kind}, not a regular file; the file tools only work on regular files. "
+        "Leave it alone, or ask the user about it."
+    )
+
+
+def check_hard_links(info: os.stat_result, shown: str, allowed: bool) -> None:
+    """A regular file with several hard links may be reachable from outside the workspace
+    under another name: the call needs the user's go-ahead (`allowed`)."""
+    if stat.S_ISREG(info.st_mode) and info.st_nlink > 1 and not allowed:
+        raise ToolError(
+            f"{shown} has {info.st_nlink} hard links: the same file may also exist outside "
+            "the workspace under another name, so it is not used without the user's "
+            "permission. Ask the user, or use another file."
+        )
+
+
+def hard_linked(workspace: Path, paths: Sequence[str]) -> list[str]:
+    """Of `paths` (as a tool call names them), the existing regular files with more than one
+    hard link, described for a permission question."""
+    found: list[str] = []
+    for given in paths:
+        try:
+            resolved = resolve_in_workspace(workspace, given)
+            info = os.stat(resolved)
+        except (PathOutsideWorkspaceError, OSError):
+            continue
+        if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+            shown = display_path(workspace, resolved)
+            found.append(f"{shown} has {info.st_nlink} hard links (another may be outside)")
+    return found
+
+
+def open_regular(path: Path, shown: str) -> BinaryIO:
+    """`path` opened for reading, checked (after opening, so nothing can be swapped in
+    between) to be a regular file. Opening never blocks: O_NONBLOCK."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        _refuse_special(os.fstat(fd), shown)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
+
+
+def write_regular(path: Path, shown: str, data: bytes) -> None:
+    """Write `data` as the whole content of `path` (created if missing), refusing anything
+    that is not a regular file; never blocks on a named pipe without a reader."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+    fd = os.open(path, flags, 0o666)
+    try:
+        _refuse_special(os.fstat(fd), shown)
+        os.ftruncate(fd, 0)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from agent_server.agent.tools.base import (
     ToolContext,
@@ -18,7 +20,13 @@ from agent_server.agent.tools.base import (
     str_arg,
 )
 from agent_server.agent.tools.output import MAX_BYTES, MAX_LINES
-from agent_server.agent.tools.paths import display_path, resolve_in_workspace
+from agent_server.agent.tools.paths import (
+    check_hard_links,
+    display_path,
+    file_info,
+    open_regular,
+    resolve_in_workspace,
+)
 from agent_server.errors import ToolError
 from agent_server.llm.messages import ImageContent, TextContent, ToolSpec
 
@@ -88,21 +96,24 @@ class ReadTool:
             raise ToolError("offset and limit must be at least 1.")
         path = resolve_in_workspace(ctx.workspace, given, extra_roots=(ctx.spill_dir,))
         shown = display_path(ctx.workspace, path)
-        if not path.exists():
+        info = file_info(path, shown)
+        if info is None:
             raise ToolError(f"File not found: {shown}. Use ls or find to locate the file.")
-        if path.is_dir():
+        if stat.S_ISDIR(info.st_mode):
             raise ToolError(f"{shown} is a directory, not a file. Use ls to list it.")
-        with path.open("rb") as handle:
+        check_hard_links(info, shown, ctx.hard_links_allowed)
+        with open_regular(path, shown) as handle:
             head = handle.read(8192)
-        mime = image_type(path, head)
-        if mime is not None:
-            return _read_image(path, shown, mime)
-        if b"\x00" in head:
-            raise ToolError(
-                f"{shown} is a binary file and cannot be shown as text. "
-                "Use bash with a suitable tool (file, xxd, unzip -l, ...) to inspect it."
-            )
-        return _read_text(path, shown, offset, limit)
+            mime = image_type(path, head)
+            if mime is not None:
+                return _read_image(handle, shown, mime)
+            if b"\x00" in head:
+                raise ToolError(
+                    f"{shown} is a binary file and cannot be shown as text. "
+                    "Use bash with a suitable tool (file, xxd, unzip -l, ...) to inspect it."
+                )
+            handle.seek(0)
+            return _read_text(handle, shown, offset, limit)
 
 
 def image_type(path: Path, head: bytes) -> str | None:
@@ -117,44 +128,44 @@ def image_type(path: Path, head: bytes) -> str | None:
     return None
 
 
-def _read_image(path: Path, shown: str, mime: str) -> ToolResult:
-    size = path.stat().st_size
+def _read_image(handle: BinaryIO, shown: str, mime: str) -> ToolResult:
+    size = os.fstat(handle.fileno()).st_size
     if size > MAX_IMAGE_BYTES:
         raise ToolError(
             f"{shown} is an image of {size // 1024} KB, larger than the "
             f"{MAX_IMAGE_BYTES // (1024 * 1024)} MB that can be sent to the model. "
             "Make a smaller copy with bash (e.g. ImageMagick's convert) and read that."
         )
-    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    handle.seek(0)
+    data = base64.b64encode(handle.read()).decode("ascii")
     return ToolResult(
         (TextContent(f"Image {shown} ({mime}, {size} bytes):"), ImageContent(data, mime)),
         details={"path": shown, "mimeType": mime, "bytes": size},
     )
 
 
-def _read_text(path: Path, shown: str, offset: int, limit: int) -> ToolResult:
+def _read_text(handle: BinaryIO, shown: str, offset: int, limit: int) -> ToolResult:
     out: list[str] = []
     size = 0
     total = 0
     last_shown = offset - 1
     stopped_by_bytes = False
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            total = number
-            if number < offset or len(out) >= limit or stopped_by_bytes:
-                continue
-            line = raw.decode("utf-8", errors="replace").rstrip("\n").rstrip("\r")
-            if len(line) > MAX_LINE_CHARS:
-                cut = len(line) - MAX_LINE_CHARS
-                line = f"{line[:MAX_LINE_CHARS]} [... {cut} more characters on this line]"
-            numbered = f"{number:>6}\t{line}"
-            line_size = len(numbered.encode("utf-8")) + 1
-            if out and size + line_size > MAX_BYTES:
-                stopped_by_bytes = True
-                continue
-            out.append(numbered)
-            size += line_size
-            last_shown = number
+    for number, raw in enumerate(handle, start=1):
+        total = number
+        if number < offset or len(out) >= limit or stopped_by_bytes:
+            continue
+        line = raw.decode("utf-8", errors="replace").rstrip("\n").rstrip("\r")
+        if len(line) > MAX_LINE_CHARS:
+            cut = len(line) - MAX_LINE_CHARS
+            line = f"{line[:MAX_LINE_CHARS]} [... {cut} more characters on this line]"
+        numbered = f"{number:>6}\t{line}"
+        line_size = len(numbered.encode("utf-8")) + 1
+        if out and size + line_size > MAX_BYTES:
+            stopped_by_bytes = True
+            continue
+        out.append(numbered)
+        size += line_size
+        last_shown = number
     details = {"path": shown, "totalLines": total}
     if total == 0:
         return ToolResult.of_text(f"{shown} is empty.", details=details)

@@ -3,8 +3,9 @@
 Only the subset of JSON Schema the tools use: an object of named properties with `type`
 (string, integer, number, boolean, array, object), `minimum`, `maximum`, `enum` and
 `required`. The message lists every problem, with what was expected, so the model can correct
-itself in one step. Unknown extra fields are ignored; `null` for an optional field counts as
-absent (some models send it).
+itself in one step. Fields the schema does not name are passed on unchecked (an MCP server's
+schema may allow them), unless it says `additionalProperties: false`, when they are dropped;
+`null` for an optional field counts as absent (some models send it).
 """
 
 from __future__ import annotations
@@ -36,11 +37,14 @@ def validate_arguments(spec: ToolSpec, arguments: object) -> dict[str, Any]:
         )
     properties: Mapping[str, Any] = spec.parameters.get("properties", {})
     required: list[str] = list(spec.parameters.get("required", []))
+    keep_extra = spec.parameters.get("additionalProperties", True) is not False
     problems: list[str] = []
     normalised: dict[str, Any] = {}
     for name, value in arguments.items():
         if name not in properties:
-            continue  # extra fields are ignored
+            if keep_extra:
+                normalised[name] = value
+            continue
         if value is None:
             continue
         schema: Mapping[str, Any] = properties[name]

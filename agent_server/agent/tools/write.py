@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,14 @@ from agent_server.agent.tools.base import (
 )
 from agent_server.agent.tools.diff import FileChange
 from agent_server.agent.tools.output import count_lines
-from agent_server.agent.tools.paths import display_path, resolve_in_workspace
+from agent_server.agent.tools.paths import (
+    check_hard_links,
+    display_path,
+    file_info,
+    open_regular,
+    resolve_in_workspace,
+    write_regular,
+)
 from agent_server.errors import InvalidToolArgumentsError, ToolError
 from agent_server.llm.messages import ToolSpec
 
@@ -60,15 +68,16 @@ class WriteTool:
         """What the call would do to the file, for the permission question (None when it
         cannot be known: bad arguments, a path outside the workspace, a binary file)."""
         try:
-            return _planned(arguments, workspace).change
+            # The question warns of hard links itself: the preview may show the file.
+            return _planned(arguments, workspace, hard_links_allowed=True).change
         except (ToolError, InvalidToolArgumentsError, OSError):
             return None
 
     def _write(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
-        plan = _planned(arguments, ctx.workspace)
+        plan = _planned(arguments, ctx.workspace, hard_links_allowed=ctx.hard_links_allowed)
         plan.path.parent.mkdir(parents=True, exist_ok=True)
         data = plan.content.encode("utf-8")
-        plan.path.write_bytes(data)
+        write_regular(plan.path, plan.shown, data)
         lines = count_lines(plan.content)
         verb = "Created" if plan.created else "Overwrote"
         details: dict[str, Any] = {
@@ -94,16 +103,19 @@ class _Plan:
     change: FileChange | None
 
 
-def _planned(arguments: Mapping[str, Any], workspace: Path) -> _Plan:
+def _planned(arguments: Mapping[str, Any], workspace: Path, *, hard_links_allowed: bool) -> _Plan:
     path = resolve_in_workspace(workspace, str_arg(arguments, "path"))
     content = str_arg(arguments, "content")
     shown = display_path(workspace, path)
-    if path.is_dir():
-        raise ToolError(f"{shown} is a directory; give the path of a file inside it.")
-    if not path.exists():
+    info = file_info(path, shown)
+    if info is None:
         return _Plan(path, shown, content, True, FileChange(shown, None, content))
+    if stat.S_ISDIR(info.st_mode):
+        raise ToolError(f"{shown} is a directory; give the path of a file inside it.")
+    check_hard_links(info, shown, hard_links_allowed)
     try:
-        old = path.read_text(encoding="utf-8")
+        with open_regular(path, shown) as handle:
+            old = handle.read().decode("utf-8")
     except (UnicodeDecodeError, OSError):
         return _Plan(path, shown, content, False, None)
     return _Plan(path, shown, content, False, FileChange(shown, old, content))

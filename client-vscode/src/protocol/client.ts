@@ -26,6 +26,8 @@ import {
   type RewindPreviewParams,
   type RewindPreviewResult,
   type SessionState,
+  type McpAcceptToolsResult,
+  type McpStatusParams,
   type OverflowParams,
   type RequestPermissionParams,
   type RequestPermissionResult,
@@ -153,6 +155,19 @@ export class AgentClient {
     return this.connection.sendRequest(Methods.mentionComplete, params);
   }
 
+  mcpServers(params: { sessionId: string }): Promise<McpStatusParams> {
+    return this.connection.sendRequest(Methods.mcpServers, params);
+  }
+
+  /** Take in the waiting change of the MCP tool list (the next request re-reads the prefix). */
+  acceptTools(params: { sessionId: string }): Promise<McpAcceptToolsResult> {
+    return this.connection.sendRequest(Methods.mcpAcceptTools, params);
+  }
+
+  restartMcpServer(params: { sessionId: string; name: string }): Promise<Record<string, never>> {
+    return this.connection.sendRequest(Methods.mcpRestart, params);
+  }
+
   // ---- notifications, server to client ---------------------------------------------------
 
   onUpdate(handler: (params: AgentUpdateParams) => void): DisposableLike {
@@ -169,6 +184,10 @@ export class AgentClient {
 
   onOverflow(handler: (params: OverflowParams) => void): DisposableLike {
     return this.connection.onNotification(Methods.overflow, handler);
+  }
+
+  onMcpStatus(handler: (params: McpStatusParams) => void): DisposableLike {
+    return this.connection.onNotification(Methods.mcpStatus, handler);
   }
 
   // ---- requests, server to client --------------------------------------------------------

@@ -215,6 +215,8 @@ export interface ModeSetParams {
 export interface SessionState {
   model?: ModelRef;
   mode?: PermissionMode;
+  /** How the session's commands run; it follows the mode under `tools.sandbox: auto`. */
+  sandbox?: SandboxState;
 }
 
 /** What a prompt's @-mention attached (the attached text itself is for the model). */
@@ -246,9 +248,18 @@ export interface SessionNewParams {
   model?: string;
   title?: string;
 }
+/** How a session's shell commands run; `reason` when a wanted sandbox is missing. */
+export interface SandboxState {
+  sandboxed: boolean;
+  network: boolean;
+  reason?: string;
+}
+
 export interface SessionNewResult extends SessionState {
   sessionId: string;
   usage: UsageSnapshot;
+  sandbox?: SandboxState;
+  mcp?: McpStatusParams;
 }
 
 export interface SessionListParams {
@@ -274,6 +285,15 @@ export interface SessionLoadParams {
   /** Entries in the first page (default 100). */
   limit?: number;
 }
+/** What opening a damaged ledger repaired (docs/protocol.md). */
+export interface LedgerRepair {
+  message: string;
+  keptEntries: number;
+  issues: { line: number; offset: number; reason: string; action: 'skipped' | 'truncated' | 'newline_added' | 'reattached' }[];
+  truncatedBytes: number;
+  abortedToolCalls: string[];
+}
+
 export interface SessionLoadResult extends SessionState {
   sessionId: string;
   title?: string | null;
@@ -283,6 +303,9 @@ export interface SessionLoadResult extends SessionState {
   /** Pass as `before` to agent/session/history for the page before; null: nothing older. */
   cursor?: string | null;
   usage: UsageSnapshot;
+  sandbox?: SandboxState;
+  repair?: LedgerRepair;
+  mcp?: McpStatusParams;
 }
 
 export interface SessionHistoryParams {
@@ -533,7 +556,59 @@ export interface AgentSettings {
     model?: string;
   };
   permissions?: { mode?: 'ask' | 'allowReads' | 'allowAll' };
+  tools?: {
+    sandbox?: 'auto' | 'always' | 'off';
+    network?: boolean;
+    env?: { pass?: string[] };
+  };
   sessionsDir?: string;
+  mcp?: {
+    servers?: Record<string, unknown>;
+    startupTimeout?: number;
+    toolTimeout?: number;
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// MCP servers (docs/mcp.md)
+
+export type McpServerState = 'starting' | 'ready' | 'failed' | 'stopped';
+
+export interface McpServer {
+  name: string;
+  state: McpServerState;
+  transport: 'stdio' | 'http' | 'sse';
+  /** The command line or URL, secrets scrubbed. */
+  target: string;
+  /** The server's own tool names, as it lists them now. */
+  tools: string[];
+  trusted: boolean;
+  source: string;
+  error?: string;
+  stderrTail?: string;
+}
+
+/** A change of the tool list waiting for the user (names as the model sees them). */
+export interface McpToolsChange {
+  added: string[];
+  removed: string[];
+  changed: string[];
+  /** What the next request re-reads without the cache if the change is accepted. */
+  tokens: number;
+}
+
+/** `agent/mcp/status` notification params, and the answer to `agent/mcp/servers`. */
+export interface McpStatusParams {
+  sessionId: string;
+  servers: McpServer[];
+  toolsChange: McpToolsChange | null;
+  toolCount: number;
+}
+
+export interface McpAcceptToolsResult {
+  accepted: boolean;
+  deferred: boolean;
+  tokens: number;
 }
 
 export interface AgentInitializationOptions {
@@ -545,12 +620,12 @@ export interface AgentInitializationOptions {
 export const ErrorCodes = {
   InvalidParams: -32602,
   RequestCancelled: -32800,
-  UnknownSession: -32001,
-  SessionBusy: -32002,
-  UnknownWorkspace: -32003,
-  UnknownEntry: -32004,
-  SessionLocked: -32005,
-  ConfigurationError: -32010,
+  UnknownSession: -33001,
+  SessionBusy: -33002,
+  UnknownWorkspace: -33003,
+  UnknownEntry: -33004,
+  SessionLocked: -33005,
+  ConfigurationError: -33010,
 } as const;
 
 /** Method names, one place. */
@@ -574,4 +649,8 @@ export const Methods = {
   overflow: 'agent/overflow',
   context: 'agent/context',
   requestPermission: 'agent/requestPermission',
+  mcpStatus: 'agent/mcp/status',
+  mcpServers: 'agent/mcp/servers',
+  mcpAcceptTools: 'agent/mcp/acceptTools',
+  mcpRestart: 'agent/mcp/restart',
 } as const;

@@ -17,7 +17,7 @@ import {
   type ServerOptions,
 } from 'vscode-languageclient/node';
 import { AgentClient, initializationOptions } from '../protocol/client';
-import type { ApiKeyStore } from '../secrets';
+import type { ApiKeyStore, McpSecretStore } from '../secrets';
 import {
   CONFIG_SECTION,
   SERVER_SECTION,
@@ -60,6 +60,7 @@ export class AgentServer implements vscode.Disposable {
     private readonly log: vscode.LogOutputChannel,
     private readonly keys: ApiKeyStore,
     private readonly hooks: ServerHooks,
+    private readonly mcpSecrets?: McpSecretStore,
   ) {}
 
   get running(): boolean {
@@ -124,9 +125,10 @@ export class AgentServer implements vscode.Disposable {
     const config = vscode.workspace.getConfiguration(CONFIG_SECTION, folder);
     const settings = agentSettingsFrom(config);
     const keys = await this.keys.all();
-    const env = serverEnvironment(process.env, settings, keys);
+    const mcpSecrets = (await this.mcpSecrets?.all()) ?? {};
+    const env = serverEnvironment(process.env, settings, keys, mcpSecrets);
     const cwd = folder?.uri.fsPath;
-    this.log.info(`Server: ${interpreter.path} -m agent_server serve (interpreter from ${interpreter.source}); ${describeKeys(keys, settings)}`);
+    this.log.info(`Server: ${interpreter.path} -m agent_server serve (interpreter from ${interpreter.source}); ${describeKeys(keys, settings)}; MCP secrets: ${Object.keys(mcpSecrets).join(', ') || 'none'}`);
 
     const preflight = await runPreflight(interpreter.path, env, cwd);
     if (!preflight.ok) {

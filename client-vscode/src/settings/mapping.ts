@@ -85,8 +85,31 @@ export function agentSettingsFrom(config: ConfigReader): AgentSettings {
   const mode = oneOf(config, 'permissions.mode', ['ask', 'allowReads', 'allowAll'] as const);
   if (mode) settings.permissions = { mode };
 
+  const tools: NonNullable<AgentSettings['tools']> = {};
+  const sandbox = oneOf(config, 'tools.sandbox', ['auto', 'always', 'off'] as const);
+  if (sandbox) tools.sandbox = sandbox;
+  const network = bool(config, 'tools.network');
+  if (network !== undefined) tools.network = network;
+  const passed = config.get<unknown>('tools.env.pass');
+  if (Array.isArray(passed)) {
+    const names = passed.filter((n): n is string => typeof n === 'string' && n.trim() !== '').map((n) => n.trim());
+    if (names.length > 0) tools.env = { pass: names };
+  }
+  if (Object.keys(tools).length > 0) settings.tools = tools;
+
   const sessionsDir = str(config, 'sessionsDir');
   if (sessionsDir) settings.sessionsDir = expandHome(sessionsDir);
+
+  const mcp: NonNullable<AgentSettings['mcp']> = {};
+  const servers = config.get<unknown>('mcp.servers');
+  if (servers && typeof servers === 'object' && !Array.isArray(servers) && Object.keys(servers).length > 0) {
+    mcp.servers = servers as Record<string, unknown>;
+  }
+  const startupTimeout = int(config, 'mcp.startupTimeout');
+  if (startupTimeout) mcp.startupTimeout = startupTimeout;
+  const toolTimeout = int(config, 'mcp.toolTimeout');
+  if (toolTimeout) mcp.toolTimeout = toolTimeout;
+  if (Object.keys(mcp).length > 0) settings.mcp = mcp;
   return settings;
 }
 
@@ -119,8 +142,10 @@ export function serverEnvironment(
   base: Readonly<Record<string, string | undefined>>,
   settings: AgentSettings,
   keys: Partial<Record<KeyFamily, string>>,
+  mcpSecrets: Readonly<Record<string, string>> = {},
 ): Record<string, string | undefined> {
-  const env: Record<string, string | undefined> = { ...base };
+  // MCP secrets first: an API key of the same name wins.
+  const env: Record<string, string | undefined> = { ...base, ...mcpSecrets };
   for (const family of ['anthropic', 'openai'] as const) {
     const key = keys[family];
     if (key) env[DEFAULT_KEY_ENV[family]] = key;

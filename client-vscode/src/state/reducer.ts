@@ -17,6 +17,7 @@ import type {
   ModelChoice,
   ModelRef,
   ModelSetResult,
+  McpStatusParams,
   OverflowParams,
   PermissionMode,
   PromptAttachment,
@@ -24,6 +25,7 @@ import type {
   RestoredFile,
   RewindPreviewResult,
   RewindResult,
+  SandboxState,
   PermissionOption,
   PermissionToolCall,
   PromptBlock,
@@ -185,6 +187,8 @@ export interface ViewState {
   /** The history before the first item: its cursor (absent: nothing older), and whether a
    * page of it is on its way. */
   older: { cursor?: string; loading: boolean };
+  /** The current session's MCP servers and a waiting change of its tool list. */
+  mcp?: McpStatusParams;
   /** How the last requested compaction ended, for the Compact panel. */
   compactResult?: { outcome: CompactResult['outcome']; message: string };
   /** A configuration problem (e.g. no API key): shown in the banner with ways to fix it,
@@ -193,6 +197,8 @@ export interface ViewState {
   /** The session's model and permission mode; the models the picker offers. */
   model?: ModelRef;
   mode?: PermissionMode;
+  /** How the session's commands run (from the server; absent before a session). */
+  sandbox?: SandboxState;
   models: ModelChoice[];
   /** Completions for the @-mention being typed (`query`: what follows the `@`). */
   mentions?: { query: string; items: MentionItem[] };
@@ -227,7 +233,17 @@ export type Action =
   | { type: 'serverStatus'; status: ServerStatus; message?: string }
   | { type: 'workspace'; workspaceUri?: string }
   | { type: 'sessionsListed'; sessions: SessionSummary[] }
-  | { type: 'sessionStarted'; sessionId: string; usage?: UsageSnapshot; title?: string; model?: ModelRef; mode?: PermissionMode }
+  | {
+      type: 'sessionStarted';
+      sessionId: string;
+      usage?: UsageSnapshot;
+      title?: string;
+      model?: ModelRef;
+      mode?: PermissionMode;
+      sandbox?: SandboxState;
+      mcp?: McpStatusParams;
+    }
+  | { type: 'mcpStatus'; params: McpStatusParams }
   | { type: 'sessionLoaded'; result: SessionLoadResult }
   | { type: 'olderRequested'; sessionId: string }
   | { type: 'olderLoaded'; result: SessionHistoryResult }
@@ -251,7 +267,7 @@ export type Action =
   | { type: 'modelsListed'; models: ModelChoice[]; current?: string }
   | { type: 'modelChanged'; sessionId?: string; result: ModelSetResult }
   | { type: 'modelChosen'; model: ModelRef }
-  | { type: 'modeChanged'; sessionId?: string; mode: PermissionMode }
+  | { type: 'modeChanged'; sessionId?: string; mode: PermissionMode; sandbox?: SandboxState }
   | { type: 'mentionsListed'; query: string; items: MentionItem[] }
   | { type: 'rewindRequested'; entryId: string }
   | { type: 'rewindPreviewed'; preview: RewindPreviewResult }
@@ -299,13 +315,19 @@ export function reduce(state: ViewState, action: Action): ViewState {
         older: { loading: false },
         model: action.model ?? state.model,
         mode: action.mode ?? state.mode,
+        sandbox: action.sandbox,
         rewind: undefined,
+        mcp: action.mcp,
       };
+
+    case 'mcpStatus':
+      // Only the current session's; another session's status arrives when it is loaded.
+      return action.params.sessionId === state.sessionId ? { ...state, mcp: action.params } : state;
 
     case 'sessionLoaded': {
       const { result } = action;
       const items = itemsFromTranscript(result.transcript);
-      return {
+      const loaded: ViewState = {
         ...state,
         sessionId: result.sessionId,
         title: result.title ?? state.sessions.find((s) => s.sessionId === result.sessionId)?.title ?? undefined,
@@ -316,8 +338,12 @@ export function reduce(state: ViewState, action: Action): ViewState {
         older: { cursor: result.cursor ?? undefined, loading: false },
         model: result.model ?? (result.sessionId === state.sessionId ? state.model : undefined),
         mode: result.mode ?? (result.sessionId === state.sessionId ? state.mode : undefined),
+        sandbox: result.sandbox,
         rewind: undefined,
+        mcp: result.mcp,
       };
+      // A damaged ledger was repaired on open: say so after the history it left.
+      return result.repair ? addNotice(loaded, 'warning', result.repair.message) : loaded;
     }
 
     case 'olderRequested':
@@ -493,7 +519,7 @@ export function reduce(state: ViewState, action: Action): ViewState {
 
     case 'modeChanged':
       if (action.sessionId !== undefined && action.sessionId !== state.sessionId) return state;
-      return { ...state, mode: action.mode };
+      return { ...state, mode: action.mode, sandbox: action.sandbox ?? (action.sessionId ? undefined : state.sandbox) };
 
     case 'mentionsListed':
       return { ...state, mentions: { query: action.query, items: action.items } };

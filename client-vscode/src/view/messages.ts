@@ -30,5 +30,7 @@ export type WebviewToHost =
   | { type: 'completeMention'; query: string }
   /** `optionId` absent: the user dismissed the card (answered "cancelled"). */
   | { type: 'permission'; requestId: string; optionId?: string }
+  | { type: 'acceptTools' }
+  | { type: 'restartMcp'; name: string }
   | { type: 'dismissProblem' }
   | { type: 'command'; command: 'showOutput' | 'openSettings' | 'setApiKey' | 'restartServer' };

@@ -83,6 +83,7 @@ export class ChatView {
   private readonly meterTick: HTMLElement;
   private readonly meterText: HTMLElement;
   private readonly banner: HTMLElement;
+  private readonly mcpEl: HTMLElement;
   private readonly transcript: HTMLElement;
   /** At the top of the transcript: earlier history is being loaded, or can be. */
   private readonly older: HTMLElement;
@@ -95,7 +96,7 @@ export class ChatView {
   private readonly status: HTMLElement;
   private readonly modelSelect: HTMLSelectElement;
   private readonly modeSelect: HTMLSelectElement;
-  /** How the session's commands run (the sandbox): issue 14 fills this in. */
+  /** How the session's commands run (the sandbox, which follows the mode under `auto`). */
   private readonly sandboxState: HTMLElement;
   /** Completions for the @-mention at the caret. */
   private readonly mentionList: HTMLElement;
@@ -173,6 +174,7 @@ export class ChatView {
       this.meterText,
     );
     this.banner = h('div', { class: 'banner', attrs: { role: 'alert' } });
+    this.mcpEl = h('div', { class: 'mcp', attrs: { 'aria-label': 'MCP servers' } });
     this.transcript = h('div', { class: 'transcript', attrs: { role: 'log', 'aria-live': 'polite' } });
     this.older = h('div', { class: 'older' });
     this.transcript.append(this.older);
@@ -252,6 +254,7 @@ export class ChatView {
       h('div', { class: 'toolbar session-bar' }, this.modelSelect, this.modeSelect, this.sandboxState),
       this.compactPanel,
       this.meterEl,
+      this.mcpEl,
       this.banner,
       this.transcript,
       this.rewindPanel,
@@ -295,10 +298,12 @@ export class ChatView {
       this.renderSessions(state);
     }
     if (!previous || previous.usage !== state.usage) this.renderMeter(state);
+    if (!previous || previous.mcp !== state.mcp || previous.server !== state.server) this.renderMcp(state);
     this.renderBanner(state);
     this.renderControls(state);
     if (!previous || previous.models !== state.models || previous.model !== state.model) this.renderModels(state);
-    this.modeSelect.value = state.mode ?? 'ask';
+    this.modeSelect.value = state.mode ?? 'allowReads';
+    this.renderSandbox(state);
     this.renderMentions(state);
     this.renderRewind(state);
     if (state.draft && state.draft.seq !== previous?.draft?.seq) {
@@ -321,6 +326,25 @@ export class ChatView {
     if (!current && state.models.length === 0) select.append(h('option', { text: 'Model', attrs: { value: '' } }));
     select.value = current?.id ?? '';
     select.title = current ? `Model: ${current.name}. Switching keeps the session; the transcript says what it costs.` : 'Model';
+  }
+
+  private renderSandbox(state: ViewState): void {
+    const sandbox = state.sandbox;
+    const el = this.sandboxState;
+    el.hidden = !sandbox;
+    if (!sandbox) return;
+    el.textContent = literal(
+      sandbox.sandboxed ? (sandbox.network ? 'Sandboxed' : 'Sandboxed, no network') : sandbox.reason ? 'No sandbox ⚠' : 'No sandbox',
+    );
+    el.dataset['sandboxed'] = String(sandbox.sandboxed);
+    el.classList.toggle('warning', Boolean(sandbox.reason));
+    el.title = literal(
+      sandbox.sandboxed
+        ? `Commands run in a sandbox: writes only inside the workspace${sandbox.network ? '' : ', no network'}.`
+        : sandbox.reason
+          ? `Commands run without a sandbox: ${sandbox.reason}.`
+          : 'Commands run without a sandbox (they ask first in this mode).',
+    );
   }
 
   // ---- composer: mentions and images -----------------------------------------------------
@@ -514,6 +538,65 @@ export class ChatView {
       this.meterText.append(h('span', { class: 'meter-next', text: ' · compacts before the next request' }));
     }
     this.meterEl.title = meter.detail;
+  }
+
+  /** One line per MCP server (a failed one opens to its error and stderr), and the waiting
+   * change of the tool list with its price and an Accept button. Text only, never markup. */
+  private renderMcp(state: ViewState): void {
+    const el = this.mcpEl;
+    el.textContent = '';
+    const mcp = state.mcp;
+    if (!mcp || mcp.servers.length === 0) {
+      el.hidden = true;
+      return;
+    }
+    el.hidden = false;
+    const running = state.server.status === 'running';
+    for (const server of mcp.servers) {
+      const label = `${server.name} · ${mcpStateLabel(server.state)}` +
+        (server.state === 'ready' ? ` · ${server.tools.length} tools` : '') +
+        (server.trusted ? ' · trusted' : '');
+      const title = `${server.transport}: ${server.target} (${server.source})`;
+      if (server.state !== 'failed') {
+        el.append(h('div', { class: `mcp-server ${server.state}`, text: label, title }));
+        continue;
+      }
+      const details = h(
+        'details',
+        { class: 'mcp-server failed' },
+        h('summary', { text: label, title }),
+        h('div', { class: 'mcp-error', text: server.error ?? 'The server failed.' }),
+      );
+      if (server.stderrTail) details.append(h('pre', { class: 'mcp-stderr', text: server.stderrTail }));
+      const restart = button('Restart', () => this.post({ type: 'restartMcp', name: server.name }), 'secondary');
+      restart.disabled = !running;
+      details.append(restart);
+      el.append(details);
+    }
+    const change = mcp.toolsChange;
+    if (change) {
+      const parts = [
+        change.added.length ? `added ${change.added.join(', ')}` : '',
+        change.removed.length ? `removed ${change.removed.join(', ')}` : '',
+        change.changed.length ? `changed ${change.changed.join(', ')}` : '',
+      ].filter(Boolean);
+      const accept = button('Accept', () => this.post({ type: 'acceptTools' }), 'primary');
+      accept.disabled = !running;
+      el.append(
+        h(
+          'div',
+          { class: 'mcp-change', attrs: { role: 'status' } },
+          h('div', {
+            class: 'mcp-change-text',
+            text:
+              `MCP tools changed (${parts.join('; ') || 'reordered'}). The model keeps the current list until you ` +
+              `accept: the next request then re-reads about ${formatTokens(change.tokens)} tokens without the ` +
+              'cache. The next compaction takes the change in anyway.',
+          }),
+          accept,
+        ),
+      );
+    }
   }
 
   private renderBanner(state: ViewState): void {
@@ -1068,6 +1151,19 @@ function toolIcon(kind: string): string {
       return '▶';
     default:
       return '◆';
+  }
+}
+
+function mcpStateLabel(state: string): string {
+  switch (state) {
+    case 'starting':
+      return 'starting…';
+    case 'ready':
+      return 'ready';
+    case 'failed':
+      return 'failed';
+    default:
+      return 'stopped';
   }
 }
 

@@ -317,7 +317,7 @@ describe('agent-server over stdio', () => {
     expect(switched.cost.tokens).toBeGreaterThan(0);
     expect(switched.note).toContain('cache');
     expect(switched.usage.size).toBe(200000);
-    await expect(client.setModel({ sessionId: created.sessionId, model: 'no-such-model' })).rejects.toMatchObject({ code: -32010, message: expect.stringContaining('sim-large') });
+    await expect(client.setModel({ sessionId: created.sessionId, model: 'no-such-model' })).rejects.toMatchObject({ code: -33010, message: expect.stringContaining('sim-large') });
     expect((await withServerLog(client.setMode({ sessionId: created.sessionId, mode: 'allowAll' }))).mode).toBe('allowAll');
     const loaded = await withServerLog(client.loadSession({ sessionId: created.sessionId }));
     expect(loaded.model?.id).toBe('sim-large');
@@ -329,8 +329,8 @@ describe('agent-server over stdio', () => {
     expect(folders.items[0]).toEqual({ path: 'src/', kind: 'directory' });
   });
 
-  it('answers bad params with InvalidParams (-32602) and unknown sessions with -32001', async () => {
+  it('answers bad params with InvalidParams (-32602) and unknown sessions with -33001', async () => {
     await expect(client.loadSession({ sessionId: '' })).rejects.toMatchObject({ code: -32602 });
-    await expect(client.usage({ sessionId: 'no-such-session' })).rejects.toMatchObject({ code: -32001 });
+    await expect(client.usage({ sessionId: 'no-such-session' })).rejects.toMatchObject({ code: -33001 });
   });
 });

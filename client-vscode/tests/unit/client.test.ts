@@ -133,9 +133,9 @@ describe('AgentClient over a vscode-jsonrpc MessageConnection', () => {
 
   it('surfaces server errors with their JSON-RPC code', async () => {
     const { client, server } = setup();
-    server.onRequest('agent/session/load', () => new ResponseError(-32001, 'unknown session s9', { sessionId: 's9' }));
+    server.onRequest('agent/session/load', () => new ResponseError(-33001, 'unknown session s9', { sessionId: 's9' }));
     const error = await client.loadSession({ sessionId: 's9' }).catch((e: unknown) => e);
     expect(isRpcError(error)).toBe(true);
-    expect(error).toMatchObject({ code: -32001, message: 'unknown session s9' });
+    expect(error).toMatchObject({ code: -33001, message: 'unknown session s9' });
   });
 });

@@ -193,7 +193,7 @@ describe('SessionController', () => {
     const { controller, server, configErrors } = setup();
     controller.dispatch({ type: 'sessionStarted', sessionId: 's1' });
     server.onRequest('agent/session/list', () => ({ sessions: [] }));
-    server.onRequest('agent/turn', () => new ResponseError(-32010, 'Set ANTHROPIC_API_KEY, or use provider "sim" to try it offline'));
+    server.onRequest('agent/turn', () => new ResponseError(-33010, 'Set ANTHROPIC_API_KEY, or use provider "sim" to try it offline'));
     await controller.send('hello');
     // The banner says what to do (with buttons); the prompt stays, marked not sent.
     expect(controller.state.problem).toBe('Set ANTHROPIC_API_KEY, or use provider "sim" to try it offline');
@@ -207,7 +207,7 @@ describe('SessionController', () => {
 
   it('keeps a first prompt whose session could not be created', async () => {
     const { controller, server, configErrors } = setup();
-    server.onRequest('agent/session/new', () => new ResponseError(-32010, 'No API key: set ANTHROPIC_API_KEY'));
+    server.onRequest('agent/session/new', () => new ResponseError(-33010, 'No API key: set ANTHROPIC_API_KEY'));
     await controller.send('explain the build');
     expect(controller.state.sessionId).toBeUndefined();
     expect(controller.state.items).toEqual([
@@ -239,5 +239,28 @@ describe('SessionController', () => {
     await controller.openInitialSession();
     expect(controller.state.sessionId).toBe('new');
     expect(controller.state.sessions).toHaveLength(2);
+  });
+
+  it('relays agent/mcp/status and accepts a tools change with agent/mcp/acceptTools', async () => {
+    const { controller, server } = setup();
+    server.onRequest('agent/session/new', () => ({ sessionId: 's1', usage: usage('s1') }));
+    server.onRequest('agent/session/list', () => ({ sessions: [] }));
+    const accepted: unknown[] = [];
+    server.onRequest('agent/mcp/acceptTools', (params: unknown) => {
+      accepted.push(params);
+      return { accepted: true, deferred: false, tokens: 4200 };
+    });
+    await controller.newSession();
+    await server.sendNotification('agent/mcp/status', {
+      sessionId: 's1',
+      toolCount: 8,
+      servers: [],
+      toolsChange: { added: ['mcp__a__b'], removed: [], changed: [], tokens: 4200 },
+    });
+    await waitFor(() => controller.state.mcp?.toolsChange?.tokens === 4200);
+    await controller.acceptTools();
+    expect(accepted).toEqual([{ sessionId: 's1' }]);
+    const notice = controller.state.items.at(-1);
+    expect(notice?.kind === 'notice' && notice.message).toContain('re-reads about 4200 tokens');
   });
 });

@@ -26,6 +26,9 @@ const DEFAULTS = {
   'compaction.keepRecentTokens': 8000,
   'compaction.model': '',
   'permissions.mode': 'allowReads',
+  'tools.sandbox': 'auto',
+  'tools.network': false,
+  'tools.env.pass': [],
   sessionsDir: '',
 };
 
@@ -36,6 +39,7 @@ describe('agent settings from agentServer.*', () => {
       cacheRetention: 'short',
       compaction: { enabled: true, keepRecentTokens: 8000 },
       permissions: { mode: 'allowReads' },
+      tools: { sandbox: 'auto', network: false },
     });
   });
 
@@ -54,6 +58,9 @@ describe('agent settings from agentServer.*', () => {
         'compaction.keepRecentTokens': 4000,
         'compaction.model': 'sim-large',
         'permissions.mode': 'ask',
+        'tools.sandbox': 'always',
+        'tools.network': true,
+        'tools.env.pass': ['NPM_TOKEN', ' GH_* ', '', 7],
         sessionsDir: '/tmp/sessions',
       }),
     );
@@ -65,13 +72,16 @@ describe('agent settings from agentServer.*', () => {
       cacheRetention: 'long',
       compaction: { enabled: false, reserveTokens: 9000, keepRecentTokens: 4000, model: 'sim-large' },
       permissions: { mode: 'ask' },
+      tools: { sandbox: 'always', network: true, env: { pass: ['NPM_TOKEN', 'GH_*'] } },
       sessionsDir: '/tmp/sessions',
     });
     expect(settings).not.toHaveProperty('python');
   });
 
   it('drops values outside the enums instead of sending them', () => {
-    const settings = agentSettingsFrom(config({ provider: 'gemini', cacheRetention: 'forever', 'permissions.mode': 'yolo' }));
+    const settings = agentSettingsFrom(
+      config({ provider: 'gemini', cacheRetention: 'forever', 'permissions.mode': 'yolo', 'tools.sandbox': 'maybe' }),
+    );
     expect(settings).toEqual({});
   });
 
@@ -124,5 +134,28 @@ describe('restart or notify', () => {
   it('sends didChangeConfiguration for everything else', () => {
     expect(restartReason(only('provider'), {})).toBeUndefined();
     expect(restartReason(only('model', 'compaction.enabled', 'permissions.mode'), {})).toBeUndefined();
+  });
+});
+
+describe('MCP settings and secrets', () => {
+  it('passes mcp.servers and the timeouts on, and leaves empty ones out', () => {
+    const servers = { fs: { command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', '.'] } };
+    expect(agentSettingsFrom(config({ ...DEFAULTS, 'mcp.servers': servers, 'mcp.startupTimeout': 10 })).mcp).toEqual({
+      servers,
+      startupTimeout: 10,
+    });
+    expect(agentSettingsFrom(config({ ...DEFAULTS, 'mcp.servers': {} })).mcp).toBeUndefined();
+  });
+
+  it('hands MCP secrets to the server environment; an API key of the same name wins', () => {
+    const env = serverEnvironment(
+      { PATH: '/bin' },
+      {},
+      { anthropic: 'sk-ant-stored' },
+      { GITHUB_TOKEN: 'ghp_x', ANTHROPIC_API_KEY: 'not-this' },
+    );
+    expect(env['GITHUB_TOKEN']).toBe('ghp_x');
+    expect(env['ANTHROPIC_API_KEY']).toBe('sk-ant-stored');
+    expect(env['PATH']).toBe('/bin');
   });
 });

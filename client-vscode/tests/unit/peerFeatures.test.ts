@@ -64,7 +64,12 @@ function setup(): { controller: SessionController; server: MessageConnection; ca
     model: { id: p.model ?? 'a', name: (p.model ?? 'a').toUpperCase(), contextWindow: 200000 },
     mode: 'ask',
   }));
-  record('agent/mode/set', (p: { mode: string }) => ({ model: { id: 'b', name: 'B', contextWindow: 200000 }, mode: p.mode }));
+  record('agent/mode/set', (p: { mode: string }) => ({
+    model: { id: 'b', name: 'B', contextWindow: 200000 },
+    mode: p.mode,
+    // tools.sandbox "auto": commands are sandboxed when nothing asks
+    sandbox: { sandboxed: p.mode === 'allowAll', network: false },
+  }));
   record('agent/model/set', (p: { model: string }) => ({
     model: { id: p.model, name: p.model.toUpperCase(), contextWindow: 200000 },
     entryId: 'e5',
@@ -98,8 +103,10 @@ describe('model and mode', () => {
     expect(controller.state.model).toEqual({ id: 'a', name: 'A', contextWindow: 200000 });
     expect(controller.state.items.at(-1)).toMatchObject({ kind: 'modelChange', model: 'a', note: expect.stringContaining('cache') });
     expect(controller.state.usage?.used).toBe(1000);
+    expect(controller.state.sandbox).toEqual({ sandboxed: false, network: false });
     await controller.setMode('allowAll');
     expect(calls.at(-1)).toEqual(['agent/mode/set', { sessionId: 's1', mode: 'allowAll' }]);
+    expect(controller.state.sandbox).toEqual({ sandboxed: true, network: false });
   });
 
   it('says why a switch failed and keeps the model the session has', async () => {

@@ -249,7 +249,7 @@ describe('turn lifecycle', () => {
     expect(state.turn.status).toBe('stopping');
     state = reduce(state, {
       type: 'turnEnded',
-      result: { turnId: 't', stopReason: 'error', error: { code: -32010, message: 'Set ANTHROPIC_API_KEY' }, usage: usage(10) },
+      result: { turnId: 't', stopReason: 'error', error: { code: -33010, message: 'Set ANTHROPIC_API_KEY' }, usage: usage(10) },
     });
     expect(state.turn.status).toBe('idle');
     expect(state.items.at(-1)).toMatchObject({ kind: 'notice', level: 'error', message: 'Set ANTHROPIC_API_KEY' });
@@ -292,6 +292,27 @@ describe('session load', () => {
     expect(state.items[7]).toMatchObject({ kind: 'modelChange', model: expect.any(String) });
     expect(state.usage?.windowNumber).toBe(2);
     expect(state.older).toEqual({ cursor: undefined, loading: false });
+  });
+
+  it('says what a repair on open did, after the history it kept', () => {
+    const result = {
+      sessionId: 's1',
+      transcript: [{ kind: 'userMessage', entryId: 'a', parentId: null, content: [{ type: 'text', text: 'one' }] }],
+      cursor: null,
+      usage: usage(10),
+      repair: {
+        message: 'The session was repaired when it was opened: line 3 skipped (not valid JSON). 1 entry kept.',
+        keptEntries: 1,
+        issues: [{ line: 3, offset: 120, reason: 'not valid JSON', action: 'skipped' }],
+        truncatedBytes: 0,
+        abortedToolCalls: [],
+      },
+    };
+    const state = reduce(withSession(), { type: 'sessionLoaded', result: result as never });
+    expect(kinds(state.items)).toEqual(['user', 'notice']);
+    expect(state.items[1]).toMatchObject({ level: 'warning', message: result.repair.message });
+    const clean = reduce(withSession(), { type: 'sessionLoaded', result: { ...result, repair: undefined } as never });
+    expect(kinds(clean.items)).toEqual(['user']);
   });
 
   it('shows a rewind branch marker', () => {
@@ -389,6 +410,34 @@ describe('the recorded stream', () => {
     expect(live[8]).toMatchObject({ kind: 'compaction', status: 'completed', reason: 'overflow', tokensBefore: 31200, tokensAfter: 7400 });
     expect(state.usage).toMatchObject({ used: 24100, windowNumber: 3 });
     expect(state.turn).toMatchObject({ status: 'running', turnId: 't-0003', lastSeq: 2 });
+  });
+});
+
+describe('MCP status', () => {
+  const status = (sessionId: string, toolCount: number) => ({
+    sessionId,
+    toolCount,
+    servers: [{ name: 'fs', state: 'ready' as const, transport: 'stdio' as const, target: 'fs', tools: ['read'], trusted: false, source: '.mcp.json' }],
+    toolsChange: null,
+  });
+
+  it("keeps the current session's status and ignores another session's", () => {
+    const state = reduceAll(withSession(), [
+      { type: 'mcpStatus', params: status(SESSION, 8) },
+      { type: 'mcpStatus', params: status('other', 99) },
+    ]);
+    expect(state.mcp?.toolCount).toBe(8);
+  });
+
+  it('comes with a new or loaded session, and a new session replaces the old status', () => {
+    const started = reduce(withSession(), { type: 'mcpStatus', params: status(SESSION, 8) });
+    const next = reduce(started, { type: 'sessionStarted', sessionId: 's-2' });
+    expect(next.mcp).toBeUndefined();
+    const loaded = reduce(next, {
+      type: 'sessionLoaded',
+      result: { sessionId: 's-3', transcript: [], usage: usage(0), mcp: status('s-3', 3) },
+    });
+    expect(loaded.mcp?.toolCount).toBe(3);
   });
 });
 

@@ -421,6 +421,41 @@ describe('chat webview', () => {
     await page.close();
   });
 
+  it('shows the MCP servers, a failed one with its stderr as text, and accepts a tools change', async () => {
+    const { page, errors, posted } = await openView();
+    const state = reduceAll(startState(), [
+      { type: 'sessionStarted', sessionId: 's-mcp' },
+      {
+        type: 'mcpStatus',
+        params: {
+          sessionId: 's-mcp',
+          toolCount: 9,
+          servers: [
+            { name: 'db', state: 'failed', transport: 'stdio', target: 'db-mcp --token [redacted]', tools: [], trusted: false, source: '.mcp.json', error: 'the server closed the connection (it exited or crashed)', stderrTail: 'db: <img src=x onerror="window.__xss=1"> bad credentials' },
+            { name: 'everything', state: 'ready', transport: 'stdio', target: 'node everything', tools: ['echo', 'get-sum'], trusted: true, source: 'mcp.servers' },
+          ],
+          toolsChange: { added: ['mcp__everything__get-env'], removed: [], changed: [], tokens: 12345 },
+        },
+      },
+    ]);
+    await page.evaluate(({ state }) => window.postMessage({ type: 'reset', state }, '*'), { state });
+    await page.waitForSelector('.mcp .mcp-change');
+    expect(await page.locator('.mcp-server.ready').innerText()).toBe('everything · ready · 2 tools · trusted');
+    await page.locator('.mcp-server.failed summary').click();
+    expect(await page.locator('.mcp-stderr').innerText()).toContain('<img src=x onerror="window.__xss=1">');
+    expect(await xssFlag(page)).toBeUndefined();
+    const change = await page.locator('.mcp-change-text').innerText();
+    expect(change).toContain('added mcp__everything__get-env');
+    expect(change).toContain('12.3k tokens');
+    await page.screenshot({ path: join(ARTIFACTS, 'webview-mcp.png') });
+    await page.getByRole('button', { name: 'Accept' }).click();
+    expect((await posted()).at(-1)).toEqual({ type: 'acceptTools' });
+    await page.getByRole('button', { name: 'Restart' }).click();
+    expect((await posted()).at(-1)).toEqual({ type: 'restartMcp', name: 'db' });
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
   it('shows hostile text literally, and the whole of what the user approves', async () => {
     const { page, errors } = await openView();
     await show(page, hostileState(), hostileActions());
@@ -544,13 +579,14 @@ describe('chat webview', () => {
     const state = reduceAll(initialState(), [
       { type: 'serverStatus', status: 'running' },
       { type: 'workspace', workspaceUri: 'file:///w' },
-      { type: 'sessionStarted', sessionId: S, model: { id: 'claude-sonnet', name: 'Claude Sonnet', contextWindow: 200000 }, mode: 'ask' },
+      { type: 'sessionStarted', sessionId: S, model: { id: 'claude-sonnet', name: 'Claude Sonnet', contextWindow: 200000 }, mode: 'ask', sandbox: { sandboxed: false, network: true } },
       { type: 'modelsListed', models: [choice('claude-sonnet', 'Claude Sonnet', 200000, 3, 15), choice('claude-haiku', 'Claude Haiku', 200000, 0.8, 4)] },
       { type: 'update', params: { sessionId: S, turnId: 't1', seq: 0, update: { kind: 'userMessage', entryId: 'e1', parentId: null, content: [{ type: 'text', text: 'tidy @src/app.py' }, { type: 'image', mimeType: 'image/png', data: PNG }], attachments: [{ path: 'src/app.py', kind: 'file', detail: '12 lines' }] } } },
       { type: 'turnEnded', result: { turnId: 't1', stopReason: 'end_turn' } },
     ]);
     await show(page, state);
     await page.waitForSelector('.item.user');
+    expect(await page.locator('.sandbox-state').innerText()).toBe('No sandbox');
     // the recorded prompt: its attachment chip and its image
     expect(await page.locator('.item.user .attachment').innerText()).toBe('@src/app.py');
     expect(await page.locator('.item.user img.thumb').getAttribute('src')).toBe(`data:image/png;base64,${PNG}`);
@@ -561,12 +597,14 @@ describe('chat webview', () => {
     await page.locator('.mode-select').selectOption('allowReads');
     await page.evaluate((S) => window.postMessage({ type: 'actions', actions: [
       { type: 'modelChanged', sessionId: S, result: { model: { id: 'claude-haiku', name: 'Claude Haiku', contextWindow: 200000 }, entryId: 'e3', cost: { tokens: 900, switchedCost: 0.001, stayedCost: 0.0003, compacts: false, compactAt: 150000, window: 200000 }, note: 'Switching re-reads 900 tokens uncached: $0.0010 instead of $0.0003.', usage: { sessionId: S, used: 900, size: 200000, compactAt: 150000, windowNumber: 1, lastTurn: { input: 0, cacheRead: 0, cacheWrite: 0, output: 0 }, cacheHitRate: 0, cost: 0 } } },
-      { type: 'modeChanged', sessionId: S, mode: 'allowReads' },
+      { type: 'modeChanged', sessionId: S, mode: 'allowAll', sandbox: { sandboxed: true, network: false } },
     ] }, '*'), S);
     await page.waitForSelector('.marker.model-change');
     expect(await page.locator('.marker.model-change').innerText()).toContain('Model: claude-haiku');
     expect(await page.locator('.marker.model-change .model-note').innerText()).toContain('uncached');
-    expect(await page.locator('.mode-select').inputValue()).toBe('allowReads');
+    expect(await page.locator('.mode-select').inputValue()).toBe('allowAll');
+    // the sandbox follows the mode (tools.sandbox: auto)
+    expect(await page.locator('.sandbox-state').innerText()).toBe('Sandboxed, no network');
 
     // @-mention: typing asks for completions; the answer shows; Tab takes the selected one
     const input = page.locator('textarea.prompt');

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from agent_server.agent.tools import ToolContext, run_tool
-from agent_server.agent.tools.bash import BashTool, scrubbed_environment
+from agent_server.agent.tools.bash import BashTool
+from agent_server.agent.tools.environment import tool_environment
 from agent_server.agent.tools.read import ReadTool
 
 BASH = BashTool()
@@ -42,6 +43,11 @@ def alive(pid: int) -> bool:
 
 def file_size(path: str) -> int:
     return os.stat(path).st_size
+
+
+def file_lines(path: str) -> int:
+    with open(path, encoding="utf-8") as handle:
+        return sum(1 for _ in handle)
 
 
 async def wait_until(condition: object, what: str, limit: float = 10.0) -> None:
@@ -195,26 +201,58 @@ async def test_background_jobs_do_not_hold_the_call(ctx: ToolContext) -> None:
 async def test_secret_variables_are_not_in_the_environment(
     workspace: Path, spill_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-0123456789abcdef")
+    key = "sk-ant-test-0123456789abcdef"
+    monkeypatch.setenv("ANTHROPIC_API_KEY", key)
+    monkeypatch.setenv("MY_PROVIDER_KEY_VAR", key)  # the provider key under another name
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_faketoken")
     monkeypatch.setenv("DB_PASSWORD", "hunter2")
     monkeypatch.setenv("APP_SECRET", "s3cr3t")
-    monkeypatch.setenv("CUSTOM_CREDENTIAL", "drop-me")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE")
+    monkeypatch.setenv("DATABASE_URL", "postgres://me:pw1234@db/app")
+    monkeypatch.setenv("SOME_SETTING", "sk-proj-0123456789abcdefghij")  # a key by its shape
+    monkeypatch.setenv("NPM_TOKEN", "npm-listed")
     monkeypatch.setenv("HARMLESS_SETTING", "visible")
-    ctx = ToolContext(workspace, spill_dir, env_drop=("CUSTOM_CREDENTIAL",))
+    ctx = ToolContext(
+        workspace,
+        spill_dir,
+        secrets=(key,),
+        env_pass=("NPM_*", "ANTHROPIC_API_KEY"),  # the provider key never passes
+    )
     result = await run_tool(BASH, {"command": "env"}, ctx)
     names = {line.split("=", 1)[0] for line in result.text.splitlines() if "=" in line}
-    assert "HARMLESS_SETTING" in names
-    for name in ("ANTHROPIC_API_KEY", "GITHUB_TOKEN", "DB_PASSWORD", "APP_SECRET"):
-        assert name not in names
-    assert "CUSTOM_CREDENTIAL" not in names
-    for value in ("sk-ant-test", "ghp_faketoken", "hunter2", "s3cr3t", "drop-me"):
+    assert {"HARMLESS_SETTING", "NPM_TOKEN"} <= names
+    for name in (
+        "ANTHROPIC_API_KEY",
+        "MY_PROVIDER_KEY_VAR",
+        "GITHUB_TOKEN",
+        "DB_PASSWORD",
+        "APP_SECRET",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_ACCESS_KEY_ID",
+        "DATABASE_URL",
+        "SOME_SETTING",
+    ):
+        assert name not in names, name
+    for value in ("sk-ant-test", "ghp_faketoken", "hunter2", "s3cr3t", "wJalrXUtnFEMI", "pw1234"):
         assert value not in result.text
 
 
-def test_scrubbed_environment_drops_values_equal_to_secrets() -> None:
-    env = {"PATH": "/bin", "MY_KEY_VAR": "the-secret", "openai_api_key": "x", "OTHER": "ok"}
-    assert scrubbed_environment(env, secrets=("the-secret",)) == {"PATH": "/bin", "OTHER": "ok"}
+def test_tool_environment_decides_by_name_value_and_the_pass_list() -> None:
+    env = {
+        "PATH": "/bin",
+        "MY_KEY_VAR": "the-secret",
+        "openai_api_key": "x",
+        "TOKENIZERS_PARALLELISM": "false",
+        "KEYBOARD": "us",
+        "SSH_KEY_PATH": "/home/me/.ssh/id",
+        "OTHER": "ok",
+    }
+    out = tool_environment(env, secrets=("the-secret",))
+    assert out.env == {"PATH": "/bin", "TOKENIZERS_PARALLELISM": "false", "KEYBOARD": "us", "OTHER": "ok"}
+    assert out.withheld == ("MY_KEY_VAR", "SSH_KEY_PATH", "openai_api_key")
+    listed = tool_environment(env, secrets=("the-secret",), passed=("SSH_*", "MY_KEY_VAR"))
+    assert "SSH_KEY_PATH" in listed.env and "MY_KEY_VAR" not in listed.env
 
 
 async def test_secrets_are_scrubbed_from_streamed_and_returned_output(
@@ -258,3 +296,19 @@ async def test_title_names_the_command() -> None:
     assert BASH.title({"command": "npm test"}) == "Run: npm test"
     assert BASH.title({"command": "set -e\nmake"}) == "Run: set -e …"
     assert BASH.title({}) == "Run: ?"
+
+
+async def test_streamed_output_is_bounded_like_the_models_copy(
+    workspace: Path, spill_dir: Path
+) -> None:
+    streamed: list[str] = []
+    ctx = ToolContext(workspace, spill_dir, on_output=streamed.append)
+    result = await run_tool(BASH, {"command": "seq 1 300000"}, ctx)
+    live = "".join(streamed)
+    assert live.startswith("1\n2\n3\n")
+    assert live.count("\n") < 2010 and len(live.encode()) < 60 * 1024
+    assert live.rstrip().endswith("all of it is saved to a file.]")
+    # The end comes with the result, which names the file that holds everything.
+    assert result.text.rstrip().endswith("300000")
+    assert result.details is not None
+    assert file_lines(result.details["fullOutputPath"]) == 300000

@@ -76,12 +76,23 @@ async def test_arguments_that_are_not_an_object(ctx: ToolContext) -> None:
 
 async def test_nulls_extras_and_integral_floats_are_accepted(ctx: ToolContext) -> None:
     tool = ScriptedTool(ToolResult.of_text("ok"))
-    result = await run_tool(tool, {"n": 3.0, "extra": "ignored"}, ctx)
+    result = await run_tool(tool, {"n": 3.0, "extra": "passed on"}, ctx)
     assert not result.is_error
-    assert tool.seen == {"n": 3}
+    assert tool.seen == {"n": 3, "extra": "passed on"}  # JSON Schema allows extra fields
     assert isinstance(tool.seen["n"], int)
     await run_tool(tool, {"n": None}, ctx)
     assert tool.seen == {}
+
+
+async def test_extras_are_dropped_when_the_schema_forbids_them(ctx: ToolContext) -> None:
+    tool = ScriptedTool(ToolResult.of_text("ok"))
+    tool.spec = ToolSpec(
+        "scripted",
+        "Test tool.",
+        {"type": "object", "properties": {"n": {"type": "integer"}}, "additionalProperties": False},
+    )
+    await run_tool(tool, {"n": 1, "extra": "dropped"}, ctx)
+    assert tool.seen == {"n": 1}
 
 
 async def test_tool_errors_become_error_results(ctx: ToolContext) -> None:

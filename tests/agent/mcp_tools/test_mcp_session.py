@@ -1,0 +1,290 @@
+"""MCP tools in real sessions: the Python fixture server over stdio, the simulator over HTTP.
+
+What a user would notice: the tools are there and run (asking first), the tool list the
+model sees never changes under the cache until the user accepts, a broken server never
+breaks the session, and a reload sends the same tool list byte for byte.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+from agent_server.agent import events
+from agent_server.agent.tools import default_tools
+from agent_server.llm.messages import ImageContent, ToolResultMessage
+from agent_server.session.entries import CompactionEntry, MessageEntry, ToolListEntry
+from agent_server.sim.request_checks import is_summary_request, prefix_problem
+from tests.agent.mcp_tools.conftest import call, fixture_server, mcp_run, mcp_settings, turn
+
+BUILTIN = [tool.spec.name for tool in default_tools()]
+FX = ["crash", "big", "env", "grow", "picture", "shout"]
+
+
+def results(run) -> list[ToolResultMessage]:
+    return [
+        e.message for e in run.session.ledger.entries
+        if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)
+    ]
+
+
+def tool_lists(run) -> list[ToolListEntry]:
+    return [e for e in run.session.ledger.entries if isinstance(e, ToolListEntry)]
+
+
+async def test_tools_are_listed_in_a_stable_order_and_called_with_permission(
+    tmp_path: Path,
+) -> None:
+    scenario = {"turns": [turn("Shout hello.", call("mcp__fx__shout", text="hello"))]}
+    async with mcp_run(tmp_path, {"fx": fixture_server()}, scenario) as run:
+        result = await run.session.run_turn("Shout hello.")
+        assert result.stop_reason == "end_turn"
+        assert run.tool_names(0) == BUILTIN + [f"mcp__fx__{name}" for name in sorted(FX)]
+        assert [r.tool_name for r in run.asked] == ["mcp__fx__shout"]  # MCP tools ask by default
+        assert run.asked[0].title == "fx: shout hello"
+        shout = results(run)[-1]
+        assert not shout.is_error and shout.text == "HELLO"
+        recorded = tool_lists(run)
+        assert len(recorded) == 1 and recorded[0].reason == "start"
+        assert [t.name for t in recorded[0].tools] == run.tool_names(0)
+        status = run.session.mcp_status()
+        assert status.servers[0].state == "ready" and status.pending is None
+
+
+async def test_a_denied_call_does_not_reach_the_server(tmp_path: Path) -> None:
+    scenario = {"turns": [turn("Crash it.", call("mcp__fx__crash"))]}
+    async with mcp_run(tmp_path, {"fx": fixture_server()}, scenario) as run:
+        run.answer = "reject_once"
+        await run.session.run_turn("Crash it.")
+        denied = results(run)[-1]
+        assert denied.is_error and "denied" in denied.text
+        assert run.session.mcp_status().servers[0].state == "ready"
+
+
+async def test_a_trusted_server_runs_without_asking(tmp_path: Path) -> None:
+    scenario = {"turns": [turn("Shout hi.", call("mcp__fx__shout", text="hi"))]}
+    async with mcp_run(tmp_path, {"fx": fixture_server(trusted=True)}, scenario) as run:
+        await run.session.run_turn("Shout hi.")
+        assert run.asked == []
+        assert results(run)[-1].text == "HI"
+
+
+async def test_a_changed_tool_list_waits_for_the_user_and_the_prefix_holds(
+    tmp_path: Path,
+) -> None:
+    scenario = {
+        "turns": [
+            turn("Grow.", call("mcp__fx__grow")),
+            turn("Shout a.", call("mcp__fx__shout", text="a")),
+            turn("Double 4.", call("mcp__fx__extra", n=4)),
+        ]
+    }
+    async with mcp_run(tmp_path, {"fx": fixture_server(trusted=True)}, scenario) as run:
+        await run.session.run_turn("Grow.")
+        status = await wait_for_pending(run)
+        assert status.pending.added == ("mcp__fx__extra",)
+        assert status.pending.tokens > 1000  # the whole prefix: system prompt, tools, history
+        notices = [n.message for n in run.of(events.Notice) if "MCP tools changed" in n.message]
+        assert len(notices) == 1 and "re-reads about" in notices[0]
+        await run.session.run_turn("Shout a.")
+        requests = run.requests
+        assert "mcp__fx__extra" not in run.tool_names()
+        for previous, current in itertools.pairwise(requests):
+            assert prefix_problem(previous, current) is None  # byte-identical until accepted
+        outcome = run.session.accept_tools()
+        assert outcome.accepted and not outcome.deferred
+        assert run.session.mcp_status().pending is None
+        before = len(run.requests)
+        await run.session.run_turn("Double 4.")
+        assert "mcp__fx__extra" in run.tool_names()
+        assert prefix_problem(run.requests[before - 1], run.requests[before]) == (
+            "'tools' changed between requests of one cache window"
+        )
+        assert results(run)[-1].text == "8"
+        assert [e.reason for e in tool_lists(run)] == ["start", "accepted"]
+
+
+async def test_a_compaction_takes_a_waiting_change_in(tmp_path: Path) -> None:
+    chatter = [
+        {"user": f"Tell me part {i}.", "steps": [{"text": f"Part {i}.", "textTokens": 1500}]}
+        for i in range(3)
+    ]
+    scenario = {"turns": [turn("Grow.", call("mcp__fx__grow")), *chatter, turn("And now?")]}
+    async with mcp_run(tmp_path, {"fx": fixture_server(trusted=True)}, scenario) as run:
+        await run.session.run_turn("Grow.")
+        await wait_for_pending(run)
+        for i in range(3):
+            await run.session.run_turn(f"Tell me part {i}.")
+        assert "mcp__fx__extra" not in run.tool_names()
+        outcome = await run.session.compact()
+        assert outcome.outcome == "compacted"
+        assert run.session.mcp_status().pending is None
+        await run.session.run_turn("And now?")
+        assert "mcp__fx__extra" in run.tool_names()
+        assert [e.reason for e in tool_lists(run)] == ["start", "compaction"]
+
+
+async def test_a_threshold_compaction_in_a_turn_sends_the_change_with_its_next_request(
+    tmp_path: Path,
+) -> None:
+    chatter = [
+        {"user": f"Tell me part {i}.", "steps": [{"text": f"Part {i}.", "textTokens": 3500}]}
+        for i in range(8)
+    ]
+    scenario = {"turns": [turn("Grow.", call("mcp__fx__grow")), *chatter]}
+    async with mcp_run(tmp_path, {"fx": fixture_server(trusted=True)}, scenario) as run:
+        await run.session.run_turn("Grow.")
+        await wait_for_pending(run)
+        for i in range(8):
+            await run.session.run_turn(f"Tell me part {i}.")
+        compacted = [
+            e for e in run.of(events.CompactionFinished)
+            if e.status == "completed" and e.reason == "threshold"
+        ]
+        assert len(compacted) == 1
+        requests = run.requests
+        summary = next(i for i, r in enumerate(requests) if is_summary_request(r))
+        # The cached summary request shares the old prefix; the call after it, in the same
+        # turn, sends the new list; nothing before the compaction did.
+        assert summary > 0
+        assert prefix_problem(requests[summary - 1], requests[summary]) is None
+        assert "mcp__fx__extra" not in run.tool_names(summary)
+        assert "mcp__fx__extra" in run.tool_names(summary + 1)
+        assert all("mcp__fx__extra" not in run.tool_names(i) for i in range(summary))
+        lists = tool_lists(run)
+        assert [e.reason for e in lists] == ["start", "compaction"]
+        entry = run.session.ledger.get(lists[-1].parent_id or "")
+        assert isinstance(entry, CompactionEntry)  # recorded right after the compaction
+        assert run.session.mcp_status().pending is None
+
+
+async def test_a_crashed_server_answers_with_errors_and_the_list_stays(tmp_path: Path) -> None:
+    scenario = {
+        "turns": [
+            turn("Crash it.", call("mcp__fx__crash")),
+            turn("Shout b.", call("mcp__fx__shout", text="b")),
+        ]
+    }
+    async with mcp_run(tmp_path, {"fx": fixture_server(trusted=True)}, scenario) as run:
+        first = await run.session.run_turn("Crash it.")
+        assert first.stop_reason == "end_turn"
+        crash = results(run)[-1]
+        assert crash.is_error and "fx" in crash.text
+        status = await wait_for_state(run, "failed")
+        server = status.servers[0]
+        assert "closed the connection" in (server.error or "")
+        assert "crashing on purpose" in server.stderr_tail
+        assert status.pending is None  # a crash never changes the list
+        second = await run.session.run_turn("Shout b.")
+        assert second.stop_reason == "end_turn"
+        shout = results(run)[-1]
+        assert shout.is_error and "not running" in shout.text
+        assert run.tool_names(0) == run.tool_names(-1)
+
+
+async def test_a_server_that_fails_to_start_does_not_fail_the_session(tmp_path: Path) -> None:
+    servers = {"broken": fixture_server("--fail", "--name", "broken"), "fx": fixture_server()}
+    scenario = {"turns": [turn("Hello.")]}
+    async with mcp_run(tmp_path, servers, scenario) as run:
+        result = await run.session.run_turn("Hello.")
+        assert result.stop_reason == "end_turn"
+        assert not [n for n in run.tool_names() if n.startswith("mcp__broken")]
+        assert "mcp__fx__shout" in run.tool_names()
+        broken = run.session.mcp_status().servers[0]
+        assert broken.name == "broken" and broken.state == "failed"
+        assert "bad credentials" in broken.stderr_tail
+        missing = {"gone": {"command": "no-such-mcp-server-binary"}}
+        async with mcp_run(tmp_path / "other", missing, scenario) as other:
+            assert (await other.session.run_turn("Hello.")).stop_reason == "end_turn"
+            assert "no such program" in (other.session.mcp_status().servers[0].error or "")
+
+
+async def test_a_reload_sends_the_recorded_list_even_with_the_server_down(
+    tmp_path: Path,
+) -> None:
+    scenario = {
+        "turns": [
+            turn("Shout c.", call("mcp__fx__shout", text="c")),
+            turn("Shout d.", call("mcp__fx__shout", text="d")),
+        ]
+    }
+    async with mcp_run(tmp_path, {"fx": fixture_server(trusted=True)}, scenario) as run:
+        await run.session.run_turn("Shout c.")
+        first_tools = run.requests[0]["tools"]
+        down = {"fx": fixture_server("--fail", trusted=True)}
+        await run.reopen(mcp_settings(run.agent.settings.base_url, tmp_path, down))
+        await run.session.run_turn("Shout d.")
+        assert json.dumps(run.requests[-1]["tools"]) == json.dumps(first_tools)
+        assert prefix_problem(run.requests[-3], run.requests[-1]) is None
+        assert results(run)[-1].is_error and "not running" in results(run)[-1].text
+        assert len(tool_lists(run)) == 1
+
+
+async def test_a_server_added_later_waits_for_acceptance(tmp_path: Path) -> None:
+    scenario = {"turns": [turn("One."), turn("Two.")]}
+    async with mcp_run(tmp_path, {"fx": fixture_server()}, scenario) as run:
+        await run.session.run_turn("One.")
+        settings = run.agent.settings
+        late = {"fx": fixture_server(), "zz": fixture_server("--slow", "1", "--name", "zz")}
+        run.agent.update_settings(
+            mcp_settings(settings.base_url, tmp_path, late)
+        )
+        status = await wait_for_pending(run)
+        assert "mcp__zz__shout" in status.pending.added
+        await run.session.run_turn("Two.")
+        assert not [n for n in run.tool_names() if n.startswith("mcp__zz")]
+        assert prefix_problem(run.requests[0], run.requests[-1]) is None
+
+
+async def test_images_are_passed_on_and_long_output_is_bounded(tmp_path: Path) -> None:
+    scenario = {
+        "turns": [
+            turn("Picture.", call("mcp__fx__picture")),
+            turn("Big.", call("mcp__fx__big", lines=5000)),
+        ]
+    }
+    async with mcp_run(tmp_path, {"fx": fixture_server(trusted=True)}, scenario) as run:
+        await run.session.run_turn("Picture.")
+        picture = results(run)[-1]
+        images = [b for b in picture.content if isinstance(b, ImageContent)]
+        assert len(images) == 1 and images[0].mime_type == "image/png"
+        assert picture.text.startswith("one red pixel:")
+        await run.session.run_turn("Big.")
+        big = results(run)[-1].text
+        assert "line 2000" in big and "line 2001" not in big
+        spilled = big.split("Full output saved to ")[1].split(";")[0]
+        assert Path(spilled).read_text().endswith("line 5000")  # noqa: ASYNC240
+
+
+async def test_secrets_from_the_environment_never_reach_the_model(
+    tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.setenv("FIXTURE_TOKEN", "s3cret-value-123")
+    server = fixture_server(trusted=True, env={"FIXTURE_TOKEN": "${FIXTURE_TOKEN}"})
+    scenario = {"turns": [turn("Token?", call("mcp__fx__env", name="FIXTURE_TOKEN"))]}
+    async with mcp_run(tmp_path, {"fx": server}, scenario) as run:
+        await run.session.run_turn("Token?")
+        answer = results(run)[-1].text
+        assert answer.startswith("set, 16 characters") and "s3cret" not in answer
+        ledger = run.session.ledger.path.read_text()
+        assert "s3cret" not in ledger
+
+
+async def wait_for_pending(run):
+    return await wait_until(run, lambda status: status.pending is not None)
+
+
+async def wait_for_state(run, state: str):
+    return await wait_until(run, lambda status: status.servers[0].state == state)
+
+
+async def wait_until(run, condition, attempts: int = 1200):
+    import asyncio
+
+    for _ in range(attempts):
+        status = run.session.mcp_status()
+        if condition(status):
+            return status
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"MCP status never reached the condition: {run.session.mcp_status()}")

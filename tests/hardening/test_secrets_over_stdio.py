@@ -1,0 +1,155 @@
+"""The provider key never leaves the server, whatever bash does (over real stdio).
+
+The attacks the issue measured, run by the model through bash with `allowAll`: the server's
+environment through /proc/$PPID/environ (whole, base64, reversed, cut), `env`, and the key
+printed on a line so long that it straddles the 4096-character flush. Everything the editor
+received, the ledger and the saved full outputs are searched for the key and its encodings.
+Run unsandboxed and, where bubblewrap works, sandboxed.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_server.agent.tools.sandbox import sandbox_status
+from agent_server.sim.scenario import parse_scenario
+from agent_server.sim.server import SimServer
+from agent_server.sim.simulator import Simulator
+
+from .raw import RawServer, request
+
+KEY = "sk-ant-api03-" + "Kq7w" * 22 + "-AA"
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+PROMPT = "Find the API key."
+COMMANDS = [
+    "cat /proc/$PPID/environ | base64 -w0; echo",
+    "rev /proc/$PPID/environ; echo",
+    "cut -c1-80 /proc/$PPID/environ; cat /proc/*/environ 2>/dev/null | base64 | head -c 20000",
+    "env; echo AWS=$AWS_SECRET_ACCESS_KEY",
+    # The key (from a file the user has) on one long line, across the 4096-character flush.
+    "python3 -c \"print('x' * 4090 + ' ' + open('key.txt').read().strip() + ' tail')\"",
+    "seq 1 3000000",
+]
+SCENARIO = {
+    "name": "secrets",
+    "turns": [
+        {
+            "user": PROMPT,
+            "steps": [
+                *({"tools": [{"name": "bash", "arguments": {"command": c}}]} for c in COMMANDS),
+                {"text": "Done looking."},
+            ],
+        }
+    ],
+}
+
+
+def encodings(secret: str) -> list[str]:
+    """The key as it could appear encoded: reversed, and base64 at each byte alignment (the
+    characters that depend only on the key)."""
+    forms = [secret, secret[::-1], secret[: len(secret) // 2], secret[len(secret) // 2 :]]
+    for pad in range(3):
+        encoded = base64.b64encode(b"\0" * pad + secret.encode()).decode()
+        forms.append(encoded[4 if pad else 0 : -4])
+    return forms
+
+
+@pytest.fixture
+async def sim() -> AsyncIterator[SimServer]:
+    async with SimServer(Simulator(scenario=parse_scenario(SCENARIO))) as server:
+        yield server
+
+
+async def run_attack(sim: SimServer, tmp_path: Path, sandbox: str) -> dict[str, Any]:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "key.txt").write_text(KEY + "\n")
+    sessions = tmp_path / "sessions"
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "ANTHROPIC_API_KEY": KEY,
+        "AWS_SECRET_ACCESS_KEY": AWS_SECRET,
+    }
+    server = await RawServer.start(env)
+    try:
+        await server.initialize(
+            workspace,
+            {
+                "provider": "sim",
+                "baseUrl": sim.base_url,
+                "sessionsDir": str(sessions),
+                "permissions": {"mode": "allowAll"},
+                "tools": {"sandbox": sandbox},
+            },
+        )
+        await server.send_message(
+            request("new", "agent/session/new", {"workspaceUri": workspace.as_uri()})
+        )
+        created = (await server.answer("new"))["result"]
+        await server.send_message(
+            request("turn", "agent/turn", {"sessionId": created["sessionId"], "prompt": PROMPT})
+        )
+        turn = (await server.answer("turn"))["result"]
+    finally:
+        await server.close()
+    on_disk = b"".join(p.read_bytes() for p in sessions.rglob("*") if p.is_file())
+    return {
+        "created": created,
+        "turn": turn,
+        "editor": json.dumps(server.messages, ensure_ascii=False),
+        "disk": on_disk.decode("utf-8", errors="replace"),
+        "messages": server.messages,
+        "log": server.log.decode("utf-8", errors="replace"),
+    }
+
+
+def check_no_leak(run: dict[str, Any]) -> None:
+    assert run["turn"]["stopReason"] == "end_turn", run["turn"]
+    for where in ("editor", "disk", "log"):
+        for form in encodings(KEY) + encodings(AWS_SECRET):
+            assert form not in run[where], f"{form[:12]}... reached the {where}"
+    # The key printed from the file was really printed, and redacted in every sink.
+    assert "x" * 100 + " [redacted] tail" in run["editor"]
+    assert " [redacted] tail" in run["disk"]
+
+
+def streamed_bytes(run: dict[str, Any], command: str) -> int:
+    ids = {
+        m["params"]["update"]["toolCallId"]
+        for m in run["messages"]
+        if m.get("method") == "agent/update"
+        and m["params"]["update"]["kind"] == "toolCall"
+        and m["params"]["update"]["rawInput"].get("command") == command
+    }
+    return sum(
+        len(json.dumps(m))
+        for m in run["messages"]
+        if m.get("method") == "agent/update"
+        and m["params"]["update"].get("toolCallId") in ids
+    )
+
+
+async def test_unsandboxed_bash_cannot_leak_the_key(sim: SimServer, tmp_path: Path) -> None:
+    run = await run_attack(sim, tmp_path, "off")
+    assert run["created"]["sandbox"] == {"sandboxed": False, "network": True}
+    check_no_leak(run)
+    assert "Permission denied" in run["editor"]  # /proc/$PPID/environ is closed
+    # 3,000,000 lines: the editor gets what the model gets (head live, tail at the end),
+    # not 26 MB of updates.
+    assert streamed_bytes(run, "seq 1 3000000") < 150_000
+
+
+@pytest.mark.skipif(not sandbox_status().available, reason=sandbox_status().reason)
+async def test_sandboxed_bash_cannot_leak_the_key(sim: SimServer, tmp_path: Path) -> None:
+    run = await run_attack(sim, tmp_path, "always")
+    assert run["created"]["sandbox"] == {"sandboxed": True, "network": False}
+    check_no_leak(run)
+    assert streamed_bytes(run, "seq 1 3000000") < 150_000

@@ -1,0 +1,205 @@
+"""A ledger stays consistent when the server is killed, and the editor hears of every repair.
+
+Over real stdio: a server killed (SIGKILL) while a tool runs leaves a tool call without a
+result; the next server that opens the session appends an aborted result, and tells the
+editor in the `agent/session/load` result and with a notice. A ledger damaged by hand (a
+corrupt line, a torn last line) is reported the same way, with what was kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_server.session.store import SessionStore
+from agent_server.sim.scenario import parse_scenario
+from agent_server.sim.server import SimServer
+from agent_server.sim.simulator import Simulator
+from tests.session.builders import assistant, call, result, user
+
+from .raw import RawServer, request
+
+TOKEN = f"hardening-{uuid.uuid4().hex[:8]}"
+SLOW = f"sleep 120; : {TOKEN}"
+SCENARIO = {
+    "name": "slow",
+    "turns": [
+        {
+            "user": "Run the slow command.",
+            "steps": [
+                {"tools": [{"name": "bash", "arguments": {"command": SLOW}}]},
+                {"text": "It finished."},
+            ],
+        }
+    ],
+}
+
+
+@pytest.fixture
+async def sim() -> AsyncIterator[SimServer]:
+    async with SimServer(Simulator(scenario=parse_scenario(SCENARIO))) as server:
+        yield server
+
+
+def settings(sim: SimServer, tmp_path: Path) -> dict[str, Any]:
+    return {
+        "provider": "sim",
+        "baseUrl": sim.base_url,
+        "sessionsDir": str(tmp_path / "sessions"),
+        "permissions": {"mode": "allowAll"},
+    }
+
+
+def kill_leftovers() -> None:
+    """The killed server's command (its whole process group), found by its marker."""
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if TOKEN.encode() in cmdline and int(name) != os.getpid():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(os.getpgid(int(name)), signal.SIGKILL)
+
+
+def text_of(item: dict[str, Any]) -> str:
+    """The text a transcript item shows (a prompt, an answer)."""
+    content = item.get("content")
+    if isinstance(content, dict):
+        return str(content.get("text", ""))
+    if isinstance(content, list) and content and "text" in content[0]:
+        return str(content[0]["text"])
+    return ""
+
+
+def notices(server: RawServer) -> list[dict[str, Any]]:
+    return [
+        m["params"]["update"]
+        for m in server.messages
+        if m.get("method") == "agent/update" and m["params"]["update"]["kind"] == "notice"
+    ]
+
+
+async def test_a_tool_call_cut_by_sigkill_gets_an_aborted_result_and_the_editor_is_told(
+    sim: SimServer, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    first = await RawServer.start()
+    try:
+        await first.initialize(workspace, settings(sim, tmp_path))
+        await first.send_message(request("new", "agent/session/new", {"workspaceUri": workspace.as_uri()}))
+        session_id = (await first.answer("new"))["result"]["sessionId"]
+        await first.send_message(
+            request("turn", "agent/turn", {"sessionId": session_id, "prompt": "Run the slow command."})
+        )
+        running = await first.wait_for(
+            lambda m: m.get("method") == "agent/update"
+            and m["params"]["update"]["kind"] == "toolCallUpdate"
+            and m["params"]["update"].get("status") == "in_progress",
+            "the bash call to start",
+        )
+        call_id = running["params"]["update"]["toolCallId"]
+        first.process.send_signal(signal.SIGKILL)
+        await first.process.wait()
+    finally:
+        kill_leftovers()
+        await first.close()
+
+    second = await RawServer.start()
+    try:
+        await second.initialize(workspace, settings(sim, tmp_path))
+        await second.send_message(request("load", "agent/session/load", {"sessionId": session_id}))
+        loaded = (await second.answer("load"))["result"]
+        repair = loaded["repair"]
+        assert repair["abortedToolCalls"] == [call_id]
+        assert "marked as aborted" in repair["message"]
+        last = loaded["transcript"][-1]
+        assert last["kind"] == "toolCallUpdate" and last["toolCallId"] == call_id
+        assert last["status"] == "failed"
+        assert "may or may not have run" in last["content"][0]["content"]["text"]
+        notice = await second.wait_for(
+            lambda m: m.get("method") == "agent/update"
+            and m["params"]["update"]["kind"] == "notice",
+            "the repair notice",
+        )
+        assert notice["params"]["update"]["level"] == "warning"
+        assert notice["params"]["update"]["message"] == repair["message"]
+        # Loading again: the repair was reported once, and the file needs none now.
+        await second.send_message(request("again", "agent/session/load", {"sessionId": session_id}))
+        await second.answer("again")
+        assert len(notices(second)) == 1
+    finally:
+        await second.close()
+    store = SessionStore(tmp_path / "sessions", workspace)
+    with store.open(session_id) as ledger:
+        assert ledger.load_report.clean
+
+
+async def test_a_damaged_ledger_is_reported_with_what_was_kept(
+    sim: SimServer, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    store = SessionStore(tmp_path / "sessions", workspace)
+    with store.create(title="damaged") as ledger:
+        ledger.append_message(user("first"))
+        ledger.append_message(assistant("", call("c1", "read", path="a")))
+        ledger.append_message(result("c1", "text"))
+        ledger.append_message(assistant("an answer"))
+        session_id, path = ledger.session_id, ledger.path
+    lines = path.read_bytes().split(b"\n")
+    lines[2] = b"{not json"  # line 3: the assistant's tool call
+    path.write_bytes(b"\n".join(lines) + b'{"type":"message","id":"torn')
+    server = await RawServer.start()
+    try:
+        await server.initialize(workspace, settings(sim, tmp_path))
+        await server.send_message(request("load", "agent/session/load", {"sessionId": session_id}))
+        loaded = (await server.answer("load"))["result"]
+        repair = loaded["repair"]
+        actions = {(i["line"], i["action"]) for i in repair["issues"]}
+        assert (3, "skipped") in actions
+        assert any(action == "truncated" for _, action in actions)
+        assert repair["truncatedBytes"] == len(b'{"type":"message","id":"torn')
+        assert "line 3 skipped (not valid JSON)" in repair["message"]
+        assert (4, "reattached") in actions  # its result lost its parent
+        assert repair["keptEntries"] == 3
+        texts = [text_of(item) for item in loaded["transcript"]]
+        assert "first" in texts and "an answer" in texts
+        await server.wait_for(
+            lambda m: m.get("method") == "agent/update"
+            and m["params"]["update"]["kind"] == "notice"
+            and "line 3 skipped" in m["params"]["update"]["message"],
+            "the repair notice",
+        )
+    finally:
+        await server.close()
+
+
+async def test_a_clean_session_reports_no_repair(sim: SimServer, tmp_path: Path) -> None:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    store = SessionStore(tmp_path / "sessions", workspace)
+    with store.create() as ledger:
+        ledger.append_message(user("hello"))
+        session_id = ledger.session_id
+    server = await RawServer.start()
+    try:
+        await server.initialize(workspace, settings(sim, tmp_path))
+        await server.send_message(request("load", "agent/session/load", {"sessionId": session_id}))
+        loaded = (await server.answer("load"))["result"]
+        assert "repair" not in loaded
+        await asyncio.sleep(0)  # nothing to wait for: a notice would have come before the answer
+        assert notices(server) == []
+    finally:
+        await server.close()
