@@ -13,34 +13,10 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from agent_server.sim.scenario import parse_scenario
 from agent_server.sim.server import SimServer, ThreadedSimServer
 from agent_server.sim.simulator import Simulator
+from tests.lsp.test_peer_methods import WRITER
 
-SCENARIO = {
-    "name": "commands",
-    "turns": [
-        {
-            "user": "write the plan",
-            "steps": [
-                {"tools": [{"name": "write", "arguments": {"path": "plan.md", "content": "one\n"}}]},
-                {"text": "Written."},
-            ],
-        },
-        {
-            "user": "extend the plan",
-            "steps": [
-                {
-                    "tools": [
-                        {"name": "edit", "arguments": {"path": "plan.md", "oldText": "one\n", "newText": "one\ntwo\n"}}
-                    ]
-                },
-                {"tools": [{"name": "bash", "arguments": {"command": "touch built.txt"}}]},
-                {"text": "Extended."},
-            ],
-        },
-    ],
-}
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[=>]|[\x07\x08]")
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
@@ -49,7 +25,7 @@ PNG = base64.b64decode(
 
 @pytest.fixture(scope="module")
 def simulator() -> Iterator[tuple[Simulator, ThreadedSimServer]]:
-    sim = Simulator(scenario=parse_scenario(SCENARIO))
+    sim = Simulator(scenario=WRITER)  # a write, then an edit and a command
     handle = SimServer(sim).run_in_thread()
     yield sim, handle
     handle.stop()
