@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from pygls.exceptions import JsonRpcException
 
+from agent_server.lsp.wire import CONFIG_ERROR
 from agent_server.sim.scenario import parse_scenario
 from agent_server.sim.server import SimServer
 from agent_server.sim.simulator import Simulator
@@ -71,7 +72,7 @@ async def test_models_listed_switched_and_shown_on_load(
 
         with pytest.raises(JsonRpcException) as refused:
             await agent.request("agent/model/set", {"sessionId": session_id, "model": "gpt-5.5"})
-        assert refused.value.code == -32010 and "not served" in refused.value.message
+        assert refused.value.code == CONFIG_ERROR and "not served" in refused.value.message
 
 
 async def test_mode_switch_answers_with_the_sessions_state(

@@ -1047,7 +1047,7 @@ function rewindFiles(preview: RewindPreviewResult): HTMLElement {
   }
   const { commands, files, moreFiles } = preview.notRestorable;
   if (commands.length || files.length) {
-    el.append(h('div', { class: 'label', text: 'Not restorable (changed by commands, not by the agent’s edits)' }));
+    el.append(h('div', { class: 'label', text: 'Cannot be undone: commands run since (what they changed is not tracked), files changed otherwise' }));
     const list = h('ul', { class: 'file-list not-restorable' });
     for (const c of commands) list.append(h('li', { class: 'command', text: `$ ${c}` }));
     for (const f of files) list.append(h('li', { class: 'file', text: f }));
