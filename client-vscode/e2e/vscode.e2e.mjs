@@ -277,7 +277,12 @@ async function main() {
 
   // The mode switch and the model picker: "Allow all", then sim-large (a marker says what the
   // switch costs; the meter shows the new window).
+  const sandboxBefore = await view.locator('.sandbox-state').innerText();
+  if (sandboxBefore !== 'No sandbox') fail(`under "Allow reads" the view says: ${sandboxBefore}`);
   await view.locator('.mode-select').selectOption('allowAll');
+  // tools.sandbox "auto": commands are sandboxed once nothing asks (or the view says why not).
+  await waitUntil(async () => (await view.locator('.sandbox-state').innerText()) !== sandboxBefore, 30_000, async () => 'the sandbox state did not follow the mode');
+  const sandboxAfter = `${await view.locator('.sandbox-state').innerText()} (${await view.locator('.sandbox-state').getAttribute('title')})`;
   await view.locator('.model-select').focus();
   await waitUntil(async () => (await view.locator('.model-select option[value="sim-large"]').count()) > 0, 30_000, async () => 'the picker does not offer sim-large');
   const offered = await view.locator('.model-select option').allInnerTexts();
@@ -288,7 +293,7 @@ async function main() {
   if (!/cache/.test(switchNote)) fail(`the switch does not say what it costs: ${switchNote}`);
   await waitUntil(async () => / \/ 200k /.test(await view.locator('.meter-text').innerText()), 30_000, async () => `the meter did not move to the 200k window: ${await view.locator('.meter-text').innerText()}`);
   await shot(page, 'model-switched');
-  log(`models offered: ${offered.join(' | ')}; switched: ${switchNote.replace(/\s+/g, ' ')}`);
+  log(`mode "Allow all": ${sandboxAfter}; models offered: ${offered.join(' | ')}; switched: ${switchNote.replace(/\s+/g, ' ')}`);
 
   // An @-mention picked from the completions, and a pasted image; "Allow all" runs the
   // fallback's ls and read without a card.
