@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 MCP_SERVERS_DIR := tests/mcp_servers
 MCP_SERVERS_STAMP := $(MCP_SERVERS_DIR)/node_modules/.installed
 
-.PHONY: demo test test-python lint typecheck bench bench-quick bench-peers system-deps mcp-test-servers soak clean
+.PHONY: demo test test-python test-acp-node lint typecheck bench bench-quick bench-peers system-deps mcp-test-servers soak clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,8 +19,9 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/agent-server demo
 
-# Everything: lint, types, the Python suite, and the VS Code extension's tests.
-test: lint typecheck test-python test-extension
+# Everything: lint, types, the Python suite, the ACP agent under the official TypeScript
+# client, and the VS Code extension's tests.
+test: lint typecheck test-python test-acp-node test-extension
 
 lint: $(STAMP)
 	$(BIN)/ruff check agent_server tests benchmarks
@@ -30,6 +31,17 @@ typecheck: $(STAMP)
 
 test-python: $(STAMP) system-deps $(MCP_SERVERS_STAMP)
 	$(BIN)/pytest -q -n 2
+
+# `agent-server acp` driven over stdio by @agentclientprotocol/sdk (tests/acp/node).
+ACP_NODE := tests/acp/node
+ACP_NPM_STAMP := $(ACP_NODE)/node_modules/.installed
+
+$(ACP_NPM_STAMP): $(ACP_NODE)/package.json $(ACP_NODE)/package-lock.json
+	cd $(ACP_NODE) && npm ci --no-audit --no-fund
+	touch $@
+
+test-acp-node: $(STAMP) $(ACP_NPM_STAMP)
+	cd $(ACP_NODE) && AGENT_SERVER=$(abspath $(BIN))/agent-server npm test
 
 # ripgrep: the grep tool uses it when installed, and its tests cover both paths.
 # bubblewrap: the bash sandbox (its tests are skipped, with the reason, where it cannot run).
@@ -61,6 +73,6 @@ bench-peers: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache client-vscode/node_modules client-vscode/dist \
-		$(MCP_SERVERS_DIR)/node_modules
+		$(ACP_NODE)/node_modules $(MCP_SERVERS_DIR)/node_modules
 
 include client-vscode/extension.mk

@@ -10,8 +10,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
+from agent_server.agent.settings import PROVIDERS, PermissionModeName
 from agent_server.stderr_log import configure_logging
 
 
@@ -27,16 +28,19 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--stdio", action="store_true", help="serve over stdio (the default)")
     serve.add_argument("--tcp", metavar="HOST:PORT", help="serve over TCP, for debugging")
 
+    acp = commands.add_parser(
+        "acp", help="run as an Agent Client Protocol agent on stdio (Zed, JetBrains, Neovim, Emacs)"
+    )
+    _settings_flags(acp)
+    acp.add_argument(
+        "--mode", choices=get_args(PermissionModeName), help="the permission mode sessions start in"
+    )
+
     chat = commands.add_parser("chat", help="talk to the agent in this terminal")
     chat.add_argument("prompt", nargs="*", help="a one-shot prompt (none: interactive)")
     chat.add_argument("--workspace", default=".", help="the workspace folder (default: here)")
-    chat.add_argument("--provider", choices=("anthropic", "openai-chat", "openai-responses", "sim"))
-    chat.add_argument("--model")
-    chat.add_argument("--base-url")
-    chat.add_argument("--api-key-env", help="the variable that holds the API key")
-    chat.add_argument("--sessions-dir")
+    _settings_flags(chat)
     chat.add_argument("--session", help="continue this session")
-    chat.add_argument("--config", help="settings file (default: the user config directory)")
     chat.add_argument("--yes", action="store_true", help="allow every tool call without asking")
 
     sessions = commands.add_parser("sessions", help="list, show or export stored sessions")
@@ -90,6 +94,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _settings_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags that override the settings file (agent/config_file.py reads them)."""
+    parser.add_argument("--provider", choices=PROVIDERS)
+    parser.add_argument("--model")
+    parser.add_argument("--base-url")
+    parser.add_argument("--api-key-env", help="the variable that holds the API key")
+    parser.add_argument("--sessions-dir")
+    parser.add_argument("--config", help="settings file (default: the user config directory)")
+
+
 def run_bench(quick: bool, json_path: Path | None, peers: dict[str, Any] | None = None
               ) -> int:
     """The benchmarks live in the repository's `benchmarks/` package, next to `agent_server/`,
@@ -139,6 +153,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             host, _, port = str(args.tcp).rpartition(":")
             return serve_tcp(host or "127.0.0.1", int(port))
         return serve_stdio()
+    if args.command == "acp":
+        from agent_server.acp.server import main as acp_main
+
+        return acp_main(args)
     if args.command == "chat":
         from agent_server.console.chat import main as chat_main
 

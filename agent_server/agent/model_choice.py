@@ -19,7 +19,8 @@ from agent_server.context.trigger import CompactionSettings, compaction_threshol
 from agent_server.llm.cost import call_cost
 from agent_server.llm.models import BUILTIN_MODELS, ModelInfo, ModelRegistry
 
-# Which model vendors each provider setting can call.
+# Which model vendors each provider setting can call (the simulator serves its own; a models
+# file may add OpenAI-compatible local ones). The one table: pickers, switches, ACP's options.
 SERVED_VENDORS: dict[str, frozenset[str]] = {
     "anthropic": frozenset({"anthropic"}),
     "openai-chat": frozenset({"openai", "local"}),

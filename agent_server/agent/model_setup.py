@@ -11,6 +11,7 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
+from agent_server.agent.model_choice import serves
 from agent_server.agent.session import ModelSetup
 from agent_server.agent.settings import AgentSettings
 from agent_server.errors import UnknownModelError
@@ -47,6 +48,11 @@ def model_registry(settings: AgentSettings) -> ModelRegistry:
         for model in load_models_file(Path(settings.models_file).expanduser()):
             registry.add(model)
     return registry
+
+
+def offered_models(settings: AgentSettings) -> list[ModelInfo]:
+    """The models to offer for the settings' provider, for a model picker."""
+    return [model for model in model_registry(settings) if serves(settings.provider, model)]
 
 
 def resolve_model(

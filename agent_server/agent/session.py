@@ -63,6 +63,7 @@ from agent_server.agent.permissions import AskCallback, PermissionGate, Permissi
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.tool_runner import ToolRunner, aborted_result
 from agent_server.agent.tools import Tool, ToolContext
+from agent_server.agent.tools.files import LOCAL_FILES, FileAccess
 from agent_server.agent.tools.sandbox import Confinement, confinement
 from agent_server.agent.transcript import DEFAULT_PAGE, Page
 from agent_server.agent.transcript import page as transcript_page
@@ -196,6 +197,7 @@ class AgentSession:
         self._retry = retry or RetryPolicy()
         self._secrets = secrets
         self._spill_dir = spill_dir
+        self._files: FileAccess = LOCAL_FILES
         self.gate = PermissionGate(settings.permissions_mode, ask, assume_yes=assume_yes)
         # The tool list in force: built-in tools, then the MCP servers' (see mcp/session_tools).
         # The context manager reads it as the session's one tool list.
@@ -254,11 +256,16 @@ class AgentSession:
     def busy(self) -> bool:
         return self._busy
 
-    def attach(self, emit: EventSink, ask: AskCallback | None = None) -> None:
-        """Where events go, and who answers permission requests, from now on."""
+    def attach(
+        self, emit: EventSink, ask: AskCallback | None = None, files: FileAccess | None = None
+    ) -> None:
+        """Where events go, who answers permission requests, and where the file tools read
+        and write (an editor's buffers, or the disk), from now on."""
         self._emit_to = emit
         if ask is not None:
             self.gate.set_ask(ask)
+        if files is not None:
+            self._files = files
 
     @property
     def mode(self) -> PermissionMode:
@@ -778,6 +785,7 @@ class AgentSession:
             on_output=on_output,
             secrets=(*self._secrets, *self._tools.servers.secrets),
             bash_timeout=self.settings.bash_timeout,
+            files=self._files,
             env_pass=tools.env_pass,
             confinement=self.confinement,
         )

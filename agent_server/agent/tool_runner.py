@@ -78,7 +78,7 @@ class ToolRunner:
             linked = hard_linked(self._make_context(None).workspace, tool.paths(call.arguments))
             warning = "; ".join(linked) or None
             decision = await self._gate.decide(
-                tool, call, self._preview(tool, call), warning=warning
+                tool, call, await self._preview(tool, call), warning=warning
             )
             if not decision.allowed:
                 results[call.id] = self._finish(turn_id, call, denied_result(decision))
@@ -141,13 +141,13 @@ class ToolRunner:
             return None
         return await asyncio.to_thread(capture, context.workspace, self._checkpoints, paths[0])
 
-    def _preview(self, tool: Tool, call: ToolCall) -> FileChange | None:
+    async def _preview(self, tool: Tool, call: ToolCall) -> FileChange | None:
         """The file change a write or edit would make, secrets scrubbed, for the question."""
         preview = getattr(tool, "preview", None)
         if not callable(preview):
             return None
         context = self._make_context(None)
-        change = preview(call.arguments, context.workspace)
+        change = await preview(call.arguments, context)
         if not isinstance(change, FileChange):
             return None
         scrub = context.secrets

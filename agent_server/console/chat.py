@@ -14,15 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import signal
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import platformdirs
-import yaml
 from rich.console import Console
 from rich.panel import Panel
 from rich.prompt import Prompt
@@ -31,10 +28,11 @@ from rich.text import Text
 
 from agent_server.agent import events
 from agent_server.agent.checkpoints import RestorePlan
+from agent_server.agent.config_file import flag_overrides, load_config, resolve_settings
 from agent_server.agent.mentions import complete
 from agent_server.agent.permissions import PermissionRequest
 from agent_server.agent.session import AgentSession, RestoreChoice
-from agent_server.agent.settings import AgentSettings, settings_from_json
+from agent_server.agent.settings import AgentSettings
 from agent_server.agent.workspace import WorkspaceAgent, model_choices
 from agent_server.console.commands import (
     COMMANDS,
@@ -67,34 +65,6 @@ REWIND_CHOICES: tuple[tuple[str, RestoreChoice | None], ...] = (
     ("files only", "files"),
     ("cancel", None),
 )
-
-
-def default_config_path() -> Path:
-    return Path(platformdirs.user_config_dir("agent-server")) / "config.json"
-
-
-def load_config(path: Path | None) -> Mapping[str, Any] | None:
-    """The CLI's config file: the `agent` settings keys, in JSON or YAML."""
-    candidate = path or default_config_path()
-    if not candidate.exists():
-        if path is not None:
-            raise ConfigError(f"config file {path} does not exist")
-        return None
-    text = candidate.read_text(encoding="utf-8")
-    try:
-        data = yaml.safe_load(text) if candidate.suffix in (".yaml", ".yml") else json.loads(text)
-    except (ValueError, yaml.YAMLError) as error:
-        raise ConfigError(f"config file {candidate} is not valid: {error}") from error
-    if not isinstance(data, Mapping):
-        raise ConfigError(f"config file {candidate} must hold an object of settings")
-    return data
-
-
-def resolve_settings(
-    config: Mapping[str, Any] | None, overrides: Mapping[str, Any]
-) -> AgentSettings:
-    settings = settings_from_json(config)
-    return settings_from_json({k: v for k, v in overrides.items() if v is not None}, settings)
 
 
 class TerminalChat:
@@ -556,16 +526,7 @@ def chat_loop(
 def main(args: Any) -> int:
     try:
         config = load_config(Path(args.config) if args.config else None)
-        settings = resolve_settings(
-            config,
-            {
-                "provider": args.provider,
-                "model": args.model,
-                "baseUrl": args.base_url,
-                "apiKeyEnv": args.api_key_env,
-                "sessionsDir": args.sessions_dir,
-            },
-        )
+        settings = resolve_settings(config, flag_overrides(args))
     except ConfigError as error:
         Console(stderr=True).print(shown(error.message, "red"))
         return 2

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeAlias
 
+from agent_server.agent.tools.files import LOCAL_FILES, FileAccess
 from agent_server.agent.tools.sandbox import Confinement
 from agent_server.errors import InvalidToolArgumentsError
 from agent_server.llm.messages import (
@@ -77,6 +78,8 @@ class ToolContext:
     confinement: whether commands run in the sandbox, with network or not (sandbox.py).
     hard_links_allowed: the user allowed this call although a file it names has several
         hard links (it may also exist outside the workspace).
+    files: where read, edit and write get and put the text of a file (the disk, or the
+        editor's buffers).
     """
 
     workspace: Path
@@ -87,6 +90,7 @@ class ToolContext:
     env_pass: tuple[str, ...] = ()
     confinement: Confinement = field(default_factory=Confinement)
     hard_links_allowed: bool = False
+    files: FileAccess = LOCAL_FILES
 
 
 class Tool(Protocol):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import stat
 from collections.abc import Mapping
 from pathlib import Path
@@ -21,9 +20,7 @@ from agent_server.agent.tools.paths import (
     check_hard_links,
     display_path,
     file_info,
-    open_regular,
     resolve_in_workspace,
-    write_regular,
 )
 from agent_server.errors import InvalidToolArgumentsError, ToolError
 from agent_server.llm.messages import ToolSpec
@@ -64,23 +61,21 @@ class EditTool:
     def title(self, arguments: Mapping[str, Any]) -> str:
         return f"Edit {display_arg(arguments, 'path', '?')}"
 
-    async def run(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
-        return await asyncio.to_thread(self._edit, arguments, ctx)
-
-    def preview(self, arguments: Mapping[str, Any], workspace: Path) -> FileChange | None:
-        """What the call would do to the file, for the permission question (None when the
-        edit would fail: the text is not found, or not once)."""
+    async def preview(self, arguments: Mapping[str, Any], ctx: ToolContext) -> FileChange | None:
+        """What the call would do to the file (as the editor holds it, when it does), for the
+        permission question; None when the edit would fail: the text is not found, or not
+        once."""
         try:
             # The question warns of hard links itself: the preview may show the file.
-            return _planned(arguments, workspace, hard_links_allowed=True)[1]
+            return (await _planned(arguments, ctx, hard_links_allowed=True))[1]
         except (ToolError, InvalidToolArgumentsError, OSError):
             return None
 
-    def _edit(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
-        path, change, start, old_text, new_text = _planned(
-            arguments, ctx.workspace, hard_links_allowed=ctx.hard_links_allowed
+    async def run(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        path, change, start, old_text, new_text = await _planned(
+            arguments, ctx, hard_links_allowed=ctx.hard_links_allowed
         )
-        write_regular(path, change.path, change.new_text.encode("utf-8"))
+        await ctx.files.write_text(path, change.new_text)
         content = change.old_text or ""
         line = content.count("\n", 0, start) + 1
         old_lines = old_text.count("\n") + 1
@@ -97,10 +92,11 @@ class EditTool:
         )
 
 
-def _planned(
-    arguments: Mapping[str, Any], workspace: Path, *, hard_links_allowed: bool
+async def _planned(
+    arguments: Mapping[str, Any], ctx: ToolContext, *, hard_links_allowed: bool
 ) -> tuple[Path, FileChange, int, str, str]:
     """The file, its change, where the replaced text starts, and the texts as matched."""
+    workspace = ctx.workspace
     path = resolve_in_workspace(workspace, str_arg(arguments, "path"))
     old_text = str_arg(arguments, "oldText")
     new_text = str_arg(arguments, "newText")
@@ -119,8 +115,7 @@ def _planned(
     if old_text == new_text:
         raise ToolError("oldText and newText are the same; the edit would change nothing.")
     try:
-        with open_regular(path, shown) as handle:
-            content = handle.read().decode("utf-8")
+        content = await ctx.files.read_text(path)
     except UnicodeDecodeError as exc:
         raise ToolError(f"{shown} is not a UTF-8 text file; it cannot be edited.") from exc
     # A file with Windows line endings, and text the model wrote with "\n": match anyway.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import io
 import os
 import stat
 from collections.abc import Mapping
@@ -86,9 +87,6 @@ class ReadTool:
         return f"Read {display_arg(arguments, 'path', '?')}"
 
     async def run(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
-        return await asyncio.to_thread(self._read, arguments, ctx)
-
-    def _read(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         given = str_arg(arguments, "path")
         offset = int_arg(arguments, "offset", 1)
         limit = min(int_arg(arguments, "limit", MAX_LINES), MAX_LINES)
@@ -102,18 +100,39 @@ class ReadTool:
         if stat.S_ISDIR(info.st_mode):
             raise ToolError(f"{shown} is a directory, not a file. Use ls to list it.")
         check_hard_links(info, shown, ctx.hard_links_allowed)
-        with open_regular(path, shown) as handle:
-            head = handle.read(8192)
-            mime = image_type(path, head)
-            if mime is not None:
-                return _read_image(handle, shown, mime)
-            if b"\x00" in head:
-                raise ToolError(
-                    f"{shown} is a binary file and cannot be shown as text. "
-                    "Use bash with a suitable tool (file, xxd, unzip -l, ...) to inspect it."
-                )
-            handle.seek(0)
-            return _read_text(handle, shown, offset, limit)
+        if ctx.files.holds(path):
+            # The editor's buffer, which may differ from the disk; a binary or image file is
+            # still told by its bytes on the disk.
+            head = await asyncio.to_thread(_head, path, shown)
+            if image_type(path, head) is None:
+                _refuse_binary(head, shown)
+                text = await ctx.files.read_text(path, errors="replace")
+                return _read_text(io.BytesIO(text.encode("utf-8")), shown, offset, limit)
+        return await asyncio.to_thread(_read_disk, path, shown, offset, limit)
+
+
+def _read_disk(path: Path, shown: str, offset: int, limit: int) -> ToolResult:
+    with open_regular(path, shown) as handle:
+        head = handle.read(8192)
+        mime = image_type(path, head)
+        if mime is not None:
+            return _read_image(handle, shown, mime)
+        _refuse_binary(head, shown)
+        handle.seek(0)
+        return _read_text(handle, shown, offset, limit)
+
+
+def _head(path: Path, shown: str) -> bytes:
+    with open_regular(path, shown) as handle:
+        return handle.read(8192)
+
+
+def _refuse_binary(head: bytes, shown: str) -> None:
+    if b"\x00" in head:
+        raise ToolError(
+            f"{shown} is a binary file and cannot be shown as text. "
+            "Use bash with a suitable tool (file, xxd, unzip -l, ...) to inspect it."
+        )
 
 
 def image_type(path: Path, head: bytes) -> str | None:

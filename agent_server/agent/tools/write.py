@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -23,9 +22,7 @@ from agent_server.agent.tools.paths import (
     check_hard_links,
     display_path,
     file_info,
-    open_regular,
     resolve_in_workspace,
-    write_regular,
 )
 from agent_server.errors import InvalidToolArgumentsError, ToolError
 from agent_server.llm.messages import ToolSpec
@@ -61,23 +58,21 @@ class WriteTool:
     def title(self, arguments: Mapping[str, Any]) -> str:
         return f"Write {display_arg(arguments, 'path', '?')}"
 
-    async def run(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
-        return await asyncio.to_thread(self._write, arguments, ctx)
-
-    def preview(self, arguments: Mapping[str, Any], workspace: Path) -> FileChange | None:
-        """What the call would do to the file, for the permission question (None when it
-        cannot be known: bad arguments, a path outside the workspace, a binary file)."""
+    async def preview(self, arguments: Mapping[str, Any], ctx: ToolContext) -> FileChange | None:
+        """What the call would do to the file (as the editor holds it, when it does), for the
+        permission question; None when it cannot be known: bad arguments, a path outside the
+        workspace, a binary file."""
         try:
             # The question warns of hard links itself: the preview may show the file.
-            return _planned(arguments, workspace, hard_links_allowed=True).change
+            return (await _planned(arguments, ctx, hard_links_allowed=True)).change
         except (ToolError, InvalidToolArgumentsError, OSError):
             return None
 
-    def _write(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
-        plan = _planned(arguments, ctx.workspace, hard_links_allowed=ctx.hard_links_allowed)
+    async def run(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        plan = await _planned(arguments, ctx, hard_links_allowed=ctx.hard_links_allowed)
         plan.path.parent.mkdir(parents=True, exist_ok=True)
         data = plan.content.encode("utf-8")
-        write_regular(plan.path, plan.shown, data)
+        await ctx.files.write_text(plan.path, plan.content)
         lines = count_lines(plan.content)
         verb = "Created" if plan.created else "Overwrote"
         details: dict[str, Any] = {
@@ -103,7 +98,10 @@ class _Plan:
     change: FileChange | None
 
 
-def _planned(arguments: Mapping[str, Any], workspace: Path, *, hard_links_allowed: bool) -> _Plan:
+async def _planned(
+    arguments: Mapping[str, Any], ctx: ToolContext, *, hard_links_allowed: bool
+) -> _Plan:
+    workspace = ctx.workspace
     path = resolve_in_workspace(workspace, str_arg(arguments, "path"))
     content = str_arg(arguments, "content")
     shown = display_path(workspace, path)
@@ -114,8 +112,7 @@ def _planned(arguments: Mapping[str, Any], workspace: Path, *, hard_links_allowe
         raise ToolError(f"{shown} is a directory; give the path of a file inside it.")
     check_hard_links(info, shown, hard_links_allowed)
     try:
-        with open_regular(path, shown) as handle:
-            old = handle.read().decode("utf-8")
+        old = await ctx.files.read_text(path)
     except (UnicodeDecodeError, OSError):
         return _Plan(path, shown, content, False, None)
     return _Plan(path, shown, content, False, FileChange(shown, old, content))

@@ -140,7 +140,7 @@ async def test_edit_keeps_the_file_mode(ctx: ToolContext, workspace: Path) -> No
 async def test_the_preview_is_the_change_the_call_then_makes(ctx: ToolContext, workspace: Path) -> None:
     (workspace / "app.py").write_text("def f():\n    return 1\n")
     arguments = {"path": "app.py", "oldText": "return 1", "newText": "return 2"}
-    preview = EDIT.preview(arguments, workspace)
+    preview = await EDIT.preview(arguments, ctx)
     assert preview is not None
     assert (preview.old_text, preview.new_text) == ("def f():\n    return 1\n", "def f():\n    return 2\n")
     assert "-    return 1\n+    return 2\n" in preview.diff
@@ -149,9 +149,9 @@ async def test_the_preview_is_the_change_the_call_then_makes(ctx: ToolContext, w
     assert result.details is not None
     assert result.details["change"] == preview.to_json()
 
-    new = WRITE.preview({"path": "docs/new.md", "content": "# New\n"}, workspace)
+    new = await WRITE.preview({"path": "docs/new.md", "content": "# New\n"}, ctx)
     assert new is not None and new.old_text is None and new.new_text == "# New\n"
     assert new.diff.startswith("--- /dev/null\n+++ b/docs/new.md\n")
     # An edit that would fail, or a path outside the workspace, has nothing to preview.
-    assert EDIT.preview({"path": "app.py", "oldText": "absent", "newText": "x"}, workspace) is None
-    assert WRITE.preview({"path": "../outside.txt", "content": "x"}, workspace) is None
+    assert await EDIT.preview({"path": "app.py", "oldText": "absent", "newText": "x"}, ctx) is None
+    assert await WRITE.preview({"path": "../outside.txt", "content": "x"}, ctx) is None

@@ -1,0 +1,547 @@
+"""`agent-server acp`: the agent as an Agent Client Protocol server on stdio.
+
+`AcpAgent` implements the SDK's `Agent` interface on the agent layer: one WorkspaceAgent per
+working directory, one AgentSession per ACP session (the same ledger, context management,
+tools and permission gate as `serve`). Events become `session/update` notifications through
+one ordered outbox; permission questions become `session/request_permission`; the file tools
+read and write through the editor when it offers `fs/*`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+from acp import PROTOCOL_VERSION, RequestError, run_agent
+from acp.interfaces import Agent, Client
+from acp.schema import (
+    AgentCapabilities,
+    AllowedOutcome,
+    AudioContentBlock,
+    ClientCapabilities,
+    EmbeddedResourceContentBlock,
+    HttpMcpServer,
+    ImageContentBlock,
+    Implementation,
+    InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    McpCapabilities,
+    McpServerStdio,
+    NewSessionResponse,
+    PermissionOption,
+    PromptCapabilities,
+    PromptResponse,
+    ResourceContentBlock,
+    SessionCapabilities,
+    SessionInfo,
+    SessionListCapabilities,
+    SetSessionConfigOptionResponse,
+    SetSessionModeResponse,
+    SseMcpServer,
+    TextContentBlock,
+)
+from acp.stdio import stdio_streams
+from acp.task import MessageSender, TaskSupervisor
+from pydantic import BaseModel
+
+from agent_server import __version__
+from agent_server.acp.files import EditorFiles
+from agent_server.acp.transport import CheckedTransport
+from agent_server.acp.updates import (
+    EventTranslator,
+    PromptError,
+    SessionUpdate,
+    acp_stop_reason,
+    agent_text,
+    available_commands,
+    config_options,
+    mode_state,
+    prompt_content,
+    replay_updates,
+    slash_command,
+    title_update,
+    usage_text,
+    usage_update,
+)
+from agent_server.agent.config_file import flag_overrides, load_config, resolve_settings
+from agent_server.agent.events import AgentEvent
+from agent_server.agent.mcp.config import McpServerConfig, servers_from_acp
+from agent_server.agent.model_setup import offered_models
+from agent_server.agent.permissions import PERMISSION_MODES, PermissionRequest
+from agent_server.agent.session import AgentSession
+from agent_server.agent.settings import AgentSettings
+from agent_server.agent.workspace import WorkspaceAgent, preload_providers
+from agent_server.errors import AgentServerError, ConfigError, SessionNotFoundError
+from agent_server.llm.messages import usage_to_json
+
+log = logging.getLogger(__name__)
+
+# The SDK's default: room for pasted images and long embedded files on one line.
+STDIO_LIMIT = 50 * 1024 * 1024
+RESOURCE_NOT_FOUND = -32002
+REPLAY_PAGE = 500  # transcript entries read at a time when a session is loaded
+
+
+def request_error(error: AgentServerError) -> RequestError:
+    """An agent error as a JSON-RPC error: ACP's "resource not found" for an unknown session,
+    Internal error otherwise; the message says what to do, `data.code` names the error."""
+    code = RESOURCE_NOT_FOUND if isinstance(error, SessionNotFoundError) else -32603
+    return RequestError(code, error.message, {"code": error.code})
+
+
+def invalid_params(message: str) -> RequestError:
+    return RequestError(-32602, message)
+
+
+class Outbox:
+    """Session updates in the order the agent made them, sent one at a time.
+
+    Agent events arrive synchronously; the SDK sends asynchronously. A request handler that
+    must have its updates out before it answers (a prompt, a load) drains the outbox first.
+    """
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+        self._queue: asyncio.Queue[tuple[str, SessionUpdate]] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+
+    def put(self, session_id: str, update: SessionUpdate) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._send_all())
+        self._queue.put_nowait((session_id, update))
+
+    async def drain(self) -> None:
+        await self._queue.join()
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _send_all(self) -> None:
+        while True:
+            session_id, update = await self._queue.get()
+            try:
+                await self._client.session_update(session_id=session_id, update=update)
+            except Exception as error:  # a gone client must not stop the agent's work
+                log.warning("session/update %s not sent: %s", update.session_update, error)
+            finally:
+                self._queue.task_done()
+
+
+@dataclass
+class AcpSession:
+    """One ACP session: the agent's session, where it runs, and what the client chose."""
+
+    session: AgentSession
+    cwd: Path
+    translator: EventTranslator
+    settings: AgentSettings  # the settings the client's choices add up to
+    title: str | None = None
+
+
+class AcpAgent:
+    """The ACP agent: the SDK calls these methods, one task per request."""
+
+    def __init__(self, settings: AgentSettings) -> None:
+        self._settings = settings
+        self._client: Client | None = None
+        self._outbox: Outbox | None = None
+        self._capabilities = ClientCapabilities()
+        self._workspaces: dict[Path, WorkspaceAgent] = {}
+        self._sessions: dict[str, AcpSession] = {}
+
+    # --- connection -----------------------------------------------------------------------
+
+    def on_connect(self, conn: Client) -> None:
+        self._client = conn
+        self._outbox = Outbox(conn)
+
+    @property
+    def client(self) -> Client:
+        if self._client is None:
+            raise RuntimeError("the ACP connection is not open")
+        return self._client
+
+    @property
+    def outbox(self) -> Outbox:
+        if self._outbox is None:
+            raise RuntimeError("the ACP connection is not open")
+        return self._outbox
+
+    async def close(self) -> None:
+        for workspace in list(self._workspaces.values()):
+            with contextlib.suppress(Exception):
+                await workspace.close()
+        self._workspaces.clear()
+        self._sessions.clear()
+        if self._outbox is not None:
+            await self._outbox.close()
+
+    # --- initialize -------------------------------------------------------------------------
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: ClientCapabilities | None = None,
+        client_info: Implementation | None = None,
+        **kwargs: Any,
+    ) -> InitializeResponse:
+        self._capabilities = client_capabilities or ClientCapabilities()
+        # Load the provider SDKs (seconds of imports) while the editor sets up the session.
+        threading.Thread(target=preload_providers, name="preload-sdks", daemon=True).start()
+        return InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(image=True, embedded_context=True),
+                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+                mcp_capabilities=McpCapabilities(http=True, sse=True),
+            ),
+            agent_info=Implementation(
+                name="agent-server", title="agent-server", version=__version__
+            ),
+            auth_methods=[],
+        )
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> None:
+        raise invalid_params(
+            f"agent-server has no authentication method {method_id!r}: API keys are read from "
+            "the environment (see docs/acp.md)"
+        )
+
+    # --- sessions ---------------------------------------------------------------------------
+
+    async def new_session(
+        self,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[HttpMcpServer | SseMcpServer | McpServerStdio | Any] | None = None,
+        **kwargs: Any,
+    ) -> NewSessionResponse:
+        workspace = self._workspace(cwd)
+        try:
+            session = workspace.create(mcp_servers=acp_mcp_servers(mcp_servers, workspace.root))
+        except AgentServerError as error:
+            raise request_error(error) from None
+        state = self._adopt(session, workspace.root)
+        # Sent after the answer: the client learns of the session from it.
+        self._announce(state)
+        return NewSessionResponse(
+            session_id=session.session_id,
+            modes=mode_state(state.session.gate.mode),
+            config_options=self._options(state),
+        )
+
+    async def load_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: list[Any] | None = None,
+        additional_directories: list[str] | None = None,
+        **kwargs: Any,
+    ) -> LoadSessionResponse:
+        workspace = self._workspace(cwd)
+        state = self._sessions.get(session_id)
+        if state is None or state.cwd != workspace.root:
+            try:
+                session = workspace.open(
+                    session_id,
+                    mcp_servers=None
+                    if mcp_servers is None
+                    else acp_mcp_servers(mcp_servers, workspace.root),
+                )
+            except AgentServerError as error:
+                raise request_error(error) from None
+            state = self._adopt(session, workspace.root)
+        if state.session.busy:
+            raise request_error(
+                AgentServerError(f"session {session_id} is running a turn; cancel it first")
+            )
+        for update in replay_updates(whole_transcript(state.session), state.cwd):
+            self.outbox.put(session_id, update)
+        state.title = state.session.ledger.title
+        if state.title:
+            self.outbox.put(session_id, title_update(state.title))
+        self._announce(state)
+        await self.outbox.drain()  # the history arrives before the answer
+        return LoadSessionResponse(
+            modes=mode_state(state.session.gate.mode), config_options=self._options(state)
+        )
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
+        workspaces = [self._workspace(cwd)] if cwd else list(self._workspaces.values())
+        sessions = [
+            SessionInfo(
+                session_id=info.session_id,
+                cwd=str(workspace.root),
+                title=info.title,
+                updated_at=info.updated_at,
+            )
+            for workspace in workspaces
+            for info in workspace.list()
+        ]
+        return ListSessionsResponse(sessions=sessions)
+
+    async def set_session_mode(
+        self, mode_id: str, session_id: str, **kwargs: Any
+    ) -> SetSessionModeResponse:
+        state = self._session(session_id)
+        self._set_mode(state, mode_id)
+        return SetSessionModeResponse()
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
+    ) -> SetSessionConfigOptionResponse:
+        state = self._session(session_id)
+        if not isinstance(value, str):
+            raise invalid_params(f"config option {config_id!r} takes one of its listed values")
+        if config_id == "mode":
+            self._set_mode(state, value)
+        elif config_id == "model":
+            offered = [model.id for model in offered_models(state.settings)]
+            if value not in offered:
+                raise invalid_params(
+                    f"unknown model {value!r}; this provider offers: {', '.join(offered)}"
+                )
+            state.settings = state.settings.with_overrides(model=value)
+            state.session.update_settings(state.settings)
+        else:
+            raise invalid_params(f"unknown config option {config_id!r}; use 'mode' or 'model'")
+        return SetSessionConfigOptionResponse(config_options=self._options(state))
+
+    # --- prompts --------------------------------------------------------------------------
+
+    async def prompt(
+        self,
+        prompt: list[
+            TextContentBlock
+            | ImageContentBlock
+            | AudioContentBlock
+            | ResourceContentBlock
+            | EmbeddedResourceContentBlock
+        ],
+        session_id: str,
+        **kwargs: Any,
+    ) -> PromptResponse:
+        state = self._session(session_id)
+        try:
+            content = prompt_content(prompt)
+        except PromptError as error:
+            raise invalid_params(str(error)) from None
+        command = slash_command(content)
+        try:
+            if command is not None:
+                await self._run_command(state, *command)
+                await self.outbox.drain()
+                return PromptResponse(stop_reason="end_turn")
+            result = await state.session.run_turn(content)
+        except AgentServerError as error:
+            raise request_error(error) from None
+        self._send_title(state)
+        await self.outbox.drain()
+        if result.stop_reason == "error":
+            raise request_error(
+                _TurnFailed(result.error or "the turn failed", result.error_code or "agent_error")
+            )
+        return PromptResponse(
+            stop_reason=acp_stop_reason(result.stop_reason),
+            field_meta={
+                "agentServer": {"turnId": result.turn_id, "usage": usage_to_json(result.usage)}
+            },
+        )
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        state = self._sessions.get(session_id)
+        if state is not None:
+            state.session.interrupt()
+
+    async def _run_command(self, state: AcpSession, name: str, argument: str) -> None:
+        session = state.session
+        message_id = f"command-{name}"
+        if name == "usage":
+            self.outbox.put(
+                session.session_id, agent_text(usage_text(session.usage_snapshot()), message_id)
+            )
+            return
+        outcome = await session.compact(argument or None)
+        if outcome.outcome == "noop":
+            self.outbox.put(
+                session.session_id,
+                agent_text("Nothing to compact yet: the conversation is still short.", message_id),
+            )
+
+    # --- pieces -----------------------------------------------------------------------------
+
+    def _workspace(self, cwd: str) -> WorkspaceAgent:
+        path = Path(cwd)
+        if not path.is_absolute() or not path.is_dir():
+            raise invalid_params(f"cwd must be the absolute path of a directory, not {cwd!r}")
+        root = path.resolve()
+        workspace = self._workspaces.get(root)
+        if workspace is None:
+            workspace = WorkspaceAgent(root, self._settings)
+            self._workspaces[root] = workspace
+        return workspace
+
+    def _session(self, session_id: str) -> AcpSession:
+        state = self._sessions.get(session_id)
+        if state is None:
+            raise request_error(
+                SessionNotFoundError(
+                    f"unknown session {session_id}; create one with session/new or load it "
+                    "with session/load"
+                )
+            )
+        return state
+
+    def _adopt(self, session: AgentSession, cwd: Path) -> AcpSession:
+        """Route a session's events, questions and file access through this connection."""
+        session_id = session.session_id
+        state = AcpSession(
+            session, cwd, EventTranslator(cwd), session.settings, session.ledger.title
+        )
+        fs = self._capabilities.fs
+        files = EditorFiles(
+            self.client,
+            session_id,
+            cwd,
+            read=bool(fs and fs.read_text_file),
+            write=bool(fs and fs.write_text_file),
+            flush=self.outbox.drain,
+        )
+        session.attach(self._sink(state), self._asker(state), files)
+        self._sessions[session_id] = state
+        return state
+
+    def _announce(self, state: AcpSession) -> None:
+        session_id = state.session.session_id
+        self.outbox.put(session_id, available_commands())
+        self.outbox.put(session_id, usage_update(state.session.usage_snapshot()))
+
+    def _sink(self, state: AcpSession) -> Callable[[AgentEvent], None]:
+        session_id = state.session.session_id
+
+        def emit(event: AgentEvent) -> None:
+            for update in state.translator.updates(event):
+                self.outbox.put(session_id, update)
+
+        return emit
+
+    def _asker(self, state: AcpSession) -> Callable[[PermissionRequest], Any]:
+        session_id = state.session.session_id
+
+        async def ask(request: PermissionRequest) -> str | None:
+            await self.outbox.drain()  # the client knows the tool call before the question
+            response = await self.client.request_permission(
+                session_id=session_id,
+                tool_call=state.translator.permission_tool_call(request),
+                options=[
+                    PermissionOption(option_id=o.option_id, name=o.name, kind=o.kind)
+                    for o in request.options
+                ],
+            )
+            outcome = response.outcome
+            return outcome.option_id if isinstance(outcome, AllowedOutcome) else None
+
+        return ask
+
+    def _set_mode(self, state: AcpSession, mode_id: str) -> None:
+        if mode_id not in PERMISSION_MODES:
+            raise invalid_params(
+                f"unknown mode {mode_id!r}; use one of {', '.join(PERMISSION_MODES)}"
+            )
+        # At once, for the questions of a running turn and how its commands run (the
+        # sandbox follows the mode): the session's one way to switch (agent/session.py).
+        mode = state.session.set_mode(mode_id)
+        state.settings = state.settings.with_overrides(permissions_mode=mode)
+
+    def _options(self, state: AcpSession) -> list[Any]:
+        settings = state.settings
+        model = settings.model or state.session.model.id
+        models = offered_models(settings)
+        if all(info.id != model for info in models):
+            models = [state.session.model, *models]
+        return list(config_options(state.session.gate.mode, model, models))
+
+    def _send_title(self, state: AcpSession) -> None:
+        title = state.session.ledger.title
+        if title and title != state.title:
+            state.title = title
+            self.outbox.put(state.session.session_id, title_update(title))
+
+
+def whole_transcript(session: AgentSession) -> list[dict[str, Any]]:
+    """Every transcript item of the session's current branch, oldest first: ACP's
+    `session/load` replays the whole conversation, page after page."""
+    pages: list[list[dict[str, Any]]] = []
+    cursor: str | None = None
+    while True:
+        page = session.transcript(before=cursor, limit=REPLAY_PAGE)
+        pages.append(page.items)
+        cursor = page.cursor
+        if cursor is None:
+            return [item for items in reversed(pages) for item in items]
+
+
+class _TurnFailed(AgentServerError):
+    """A turn that ended with an error: its message, under the agent's own error code."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+async def serve(settings: AgentSettings) -> None:
+    """Serve one client on stdin/stdout until it closes the connection."""
+    reader, writer = await stdio_streams(limit=STDIO_LIMIT)
+    # Whatever else prints (a library, a stray print) goes to stderr: stdout is the protocol.
+    sys.stdout = sys.stderr
+    tasks = TaskSupervisor(source="agent-server.acp")
+    transport = CheckedTransport(reader, MessageSender(writer, tasks))
+    agent = AcpAgent(settings)
+    try:
+        # The SDK's Agent protocol lists every method, unstable ones too; the router looks
+        # them up by name and answers the absent ones with Method not found.
+        await run_agent(cast(Agent, agent), transport)
+    finally:
+        await agent.close()
+        await tasks.shutdown()
+
+
+def main(args: Any) -> int:
+    """`agent-server acp [--provider ...] [--model ...] [--mode ...] [--config FILE]`."""
+    try:
+        config = load_config(Path(args.config) if args.config else None)
+        settings = resolve_settings(config, flag_overrides(args))
+    except ConfigError as error:
+        print(f"agent-server acp: {error.message}", file=sys.stderr)
+        return 2
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve(settings))
+    return 0
+
+
+def acp_mcp_servers(servers: Sequence[Any] | None, root: Path) -> tuple[McpServerConfig, ...]:
+    """The MCP servers an ACP client gives a session (stdio, HTTP, SSE), as configurations
+    that join the workspace's own (docs/mcp.md); a malformed one becomes a failed server
+    the editor is told about, never a failed session."""
+    plain = [
+        server.model_dump(by_alias=True, exclude_none=True)
+        if isinstance(server, BaseModel)
+        else server
+        for server in servers or ()
+    ]
+    return servers_from_acp(plain, workspace=root, env=os.environ)

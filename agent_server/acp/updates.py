@@ -1,0 +1,705 @@
+"""From the agent's world to ACP's: events and the stored transcript (agent/transcript.py's
+items) as session updates, prompts as user content, modes, config options and commands.
+
+Live turns and reloaded history map onto the same updates: a tool call is a `tool_call` with
+the tool's own title, kind and locations, then a `tool_call_update` with its status and
+output; a compaction is a tool call of its own ("Compacting the conversation"), because the
+protocol this SDK speaks has no compaction update yet; notices (retries, overflow, files
+changed outside) are agent message chunks with a message id of their own. Text that came from
+a file or a command is fenced, so the editor shows it literally rather than as Markdown.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeAlias, cast, get_args
+
+from acp.schema import (
+    AgentMessageChunk,
+    AgentThoughtChunk,
+    AudioContentBlock,
+    AvailableCommand,
+    AvailableCommandInput,
+    AvailableCommandsUpdate,
+    BlobResourceContents,
+    ContentToolCallContent,
+    Cost,
+    EmbeddedResourceContentBlock,
+    FileEditToolCallContent,
+    ImageContentBlock,
+    ResourceContentBlock,
+    SessionConfigOptionSelect,
+    SessionConfigSelectOption,
+    SessionInfoUpdate,
+    SessionMode,
+    SessionModeState,
+    StopReason,
+    TerminalToolCallContent,
+    TextContentBlock,
+    TextResourceContents,
+    ToolCallLocation,
+    ToolCallProgress,
+    ToolCallStart,
+    ToolCallStatus,
+    ToolCallUpdate,
+    ToolKind,
+    UnstructuredCommandInput,
+    UsageUpdate,
+    UserMessageChunk,
+)
+
+from agent_server.agent.events import (
+    AgentEvent,
+    CompactionFinished,
+    CompactionStarted,
+    Notice,
+    OverflowHappened,
+    TextChunk,
+    ThinkingChunk,
+    ToolCallStarted,
+    ToolCallUpdated,
+    UsageSnapshot,
+    UsageUpdated,
+)
+from agent_server.agent.permissions import PERMISSION_MODES, PermissionMode, PermissionRequest
+from agent_server.llm.messages import ImageContent, TextContent, UserContent, usage_to_json
+from agent_server.llm.models import ModelInfo
+
+SessionUpdate: TypeAlias = (
+    UserMessageChunk
+    | AgentMessageChunk
+    | AgentThoughtChunk
+    | ToolCallStart
+    | ToolCallProgress
+    | AvailableCommandsUpdate
+    | SessionInfoUpdate
+    | UsageUpdate
+)
+PromptBlock: TypeAlias = (
+    TextContentBlock
+    | ImageContentBlock
+    | AudioContentBlock
+    | ResourceContentBlock
+    | EmbeddedResourceContentBlock
+)
+ToolContent: TypeAlias = ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent
+
+ACP_TOOL_KINDS: frozenset[str] = frozenset(get_args(ToolKind))
+ACP_STOP_REASONS: frozenset[str] = frozenset(get_args(StopReason))
+# The streamed output of a running command shown in its card: the tail, like a terminal.
+STREAMED_OUTPUT_CHARS = 16_000
+
+MODE_NAMES: Mapping[str, tuple[str, str]] = {
+    "ask": ("Ask", "Ask before every tool call"),
+    "allowReads": ("Allow reads", "Reads and searches run; writes, edits and commands ask"),
+    "allowAll": ("Allow all", "Every tool call runs without asking"),
+}
+COMMANDS: tuple[tuple[str, str, str | None], ...] = (
+    (
+        "compact",
+        "Summarise the older conversation now, keeping the last turns verbatim",
+        "optional instructions for the summary",
+    ),
+    ("usage", "Show how full the context window is, the cache hit rate and the cost", None),
+)
+
+
+class PromptError(ValueError):
+    """A prompt block the agent cannot take; the message says which and why."""
+
+
+# --- prompts and commands -------------------------------------------------------------------
+
+
+def prompt_content(blocks: Sequence[PromptBlock]) -> tuple[UserContent, ...]:
+    """The user's message as the agent's content blocks.
+
+    Text and images pass through; an embedded text resource (a file the user attached)
+    becomes text wrapped in `<context ref="uri">`, a resource link becomes a mention of its
+    URI. Audio, and binary resources that are not images, are refused.
+    """
+    content: list[UserContent] = []
+    for block in blocks:
+        if isinstance(block, TextContentBlock):
+            content.append(TextContent(block.text))
+        elif isinstance(block, ImageContentBlock):
+            if not block.data:
+                raise PromptError("an image must carry its data (base64); a URI alone is not read")
+            content.append(ImageContent(block.data, block.mime_type))
+        elif isinstance(block, ResourceContentBlock):
+            content.append(TextContent(f"[@{block.name}]({block.uri})"))
+        elif isinstance(block, EmbeddedResourceContentBlock):
+            resource = block.resource
+            if isinstance(resource, TextResourceContents):
+                content.append(
+                    TextContent(f'<context ref="{resource.uri}">\n{resource.text}\n</context>')
+                )
+            elif isinstance(resource, BlobResourceContents) and (
+                resource.mime_type or ""
+            ).startswith("image/"):
+                content.append(ImageContent(resource.blob, resource.mime_type or "image/png"))
+            else:
+                raise PromptError(
+                    f"the attached resource {resource.uri} is binary; attach text or an image"
+                )
+        else:
+            raise PromptError("audio prompts are not supported; send text or images")
+    if not content:
+        raise PromptError("the prompt is empty")
+    return tuple(content)
+
+
+def slash_command(content: Sequence[UserContent]) -> tuple[str, str] | None:
+    """(name, argument) when the prompt is one of the agent's commands, e.g. `/compact`."""
+    if len(content) != 1 or not isinstance(content[0], TextContent):
+        return None
+    text = content[0].text.strip()
+    for name, _description, _hint in COMMANDS:
+        word = f"/{name}"
+        if text == word or text.startswith((word + " ", word + "\n")):
+            return name, text[len(word) :].strip()
+    return None
+
+
+def available_commands() -> AvailableCommandsUpdate:
+    return AvailableCommandsUpdate(
+        session_update="available_commands_update",
+        available_commands=[
+            AvailableCommand(
+                name=name,
+                description=description,
+                input=AvailableCommandInput(root=UnstructuredCommandInput(hint=hint))
+                if hint
+                else None,
+            )
+            for name, description, hint in COMMANDS
+        ],
+    )
+
+
+# --- modes and config options ---------------------------------------------------------------
+
+
+def mode_state(mode: PermissionMode) -> SessionModeState:
+    return SessionModeState(
+        current_mode_id=mode,
+        available_modes=[
+            SessionMode(id=mode_id, name=MODE_NAMES[mode_id][0], description=MODE_NAMES[mode_id][1])
+            for mode_id in PERMISSION_MODES
+        ],
+    )
+
+
+def config_options(
+    mode: PermissionMode, model: str, models: Sequence[ModelInfo]
+) -> list[SessionConfigOptionSelect]:
+    """The permission mode and the model, as the protocol's select options."""
+    return [
+        SessionConfigOptionSelect(
+            type="select",
+            id="mode",
+            name="Permissions",
+            description="When the agent asks before running a tool",
+            category="mode",
+            current_value=mode,
+            options=[
+                SessionConfigSelectOption(
+                    value=mode_id, name=MODE_NAMES[mode_id][0], description=MODE_NAMES[mode_id][1]
+                )
+                for mode_id in PERMISSION_MODES
+            ],
+        ),
+        SessionConfigOptionSelect(
+            type="select",
+            id="model",
+            name="Model",
+            description="The model for the next turns (applied from the next prompt)",
+            category="model",
+            current_value=model,
+            options=[
+                SessionConfigSelectOption(
+                    value=info.id, name=info.name, description=_model_description(info)
+                )
+                for info in models
+            ],
+        ),
+    ]
+
+
+def _model_description(info: ModelInfo) -> str:
+    window = info.context_window
+    size = f"{window // 1_000_000}M" if window >= 1_000_000 else f"{window // 1000}k"
+    return f"{size} context window"
+
+
+def usage_update(snapshot: UsageSnapshot) -> UsageUpdate:
+    """The context meter, with agent-server's own figures under `_meta.agentServer`."""
+    details: dict[str, Any] = {
+        "compactAt": snapshot.compact_at,
+        "windowNumber": snapshot.window_number,
+        "cacheHitRate": snapshot.cache_hit_rate,
+        "calls": snapshot.calls,
+    }
+    if snapshot.last_call is not None:
+        details["lastCall"] = usage_to_json(snapshot.last_call)
+    details["turn"] = {**usage_to_json(snapshot.turn), "calls": snapshot.turn_calls}
+    return UsageUpdate(
+        session_update="usage_update",
+        used=max(0, snapshot.used),
+        size=snapshot.size,
+        cost=Cost(amount=round(snapshot.cost, 6), currency="USD"),
+        field_meta={"agentServer": details},
+    )
+
+
+def usage_text(snapshot: UsageSnapshot) -> str:
+    """The `/usage` answer."""
+    share = snapshot.used / snapshot.size if snapshot.size else 0.0
+    return (
+        f"Context: {snapshot.used:,} of {snapshot.size:,} tokens ({share:.0%}); "
+        f"compaction at {snapshot.compact_at:,}. Cache window {snapshot.window_number}, "
+        f"cache hit rate {snapshot.cache_hit_rate:.0%}, {snapshot.calls} model calls, "
+        f"${snapshot.cost:.4f} so far."
+    )
+
+
+def title_update(title: str) -> SessionInfoUpdate:
+    return SessionInfoUpdate(session_update="session_info_update", title=title)
+
+
+def notice_text(message: str, message_id: str) -> AgentMessageChunk:
+    """A notice as a quoted message of its own (every line quoted)."""
+    quoted = "\n".join(f"> {line}" if line else ">" for line in message.strip().splitlines())
+    return agent_text(f"\n\n{quoted}\n\n", message_id)
+
+
+def agent_text(text: str, message_id: str) -> AgentMessageChunk:
+    return AgentMessageChunk(
+        session_update="agent_message_chunk",
+        content=TextContentBlock(type="text", text=text),
+        message_id=message_id,
+    )
+
+
+# --- live events ----------------------------------------------------------------------------
+
+
+@dataclass
+class EventTranslator:
+    """Turns one session's agent events into session updates.
+
+    It keeps what the protocol needs across events: the output a running command has
+    streamed so far (a tool call update replaces the content it shows), and which cards show
+    a diff (kept when the call completes).
+    """
+
+    cwd: Path
+    streamed: dict[str, str] = field(default_factory=dict)
+    diffs: dict[str, ToolContent] = field(default_factory=dict)
+    notices: int = 0
+
+    def updates(self, event: AgentEvent) -> list[SessionUpdate]:
+        if isinstance(event, TextChunk):
+            return [agent_text(event.text, event.message_id)]
+        if isinstance(event, ThinkingChunk):
+            return [
+                AgentThoughtChunk(
+                    session_update="agent_thought_chunk",
+                    content=TextContentBlock(type="text", text=event.text),
+                    message_id=event.message_id,
+                )
+            ]
+        if isinstance(event, ToolCallStarted):
+            return [self._tool_started(event)]
+        if isinstance(event, ToolCallUpdated):
+            return [self._tool_updated(event)]
+        if isinstance(event, UsageUpdated):
+            return [usage_update(event.snapshot)]
+        if isinstance(event, CompactionStarted):
+            return [compaction_started(event)]
+        if isinstance(event, CompactionFinished):
+            return [compaction_finished(event)]
+        if isinstance(event, OverflowHappened):
+            return [self.notice(event.message)]
+        if isinstance(event, Notice):
+            return [self.notice(event.message)]
+        return []  # TurnStarted (the client shows its own prompt), TurnEnded (the answer)
+
+    def notice(self, message: str) -> AgentMessageChunk:
+        """Something the user should read that is not the model's answer, as a message of
+        its own."""
+        self.notices += 1
+        return notice_text(message, f"notice-{self.notices}")
+
+    def permission_tool_call(self, request: PermissionRequest) -> ToolCallUpdate:
+        """The tool call a permission question is about, diff included for edits."""
+        call = request.tool_call
+        arguments = dict(call.arguments)
+        diff = self.diffs.get(call.id)
+        if request.change is not None:
+            diff = file_change_diff(self.cwd, request.change.to_json()) or diff
+        return ToolCallUpdate(
+            tool_call_id=call.id,
+            title=request.title,
+            kind=acp_kind(request.tool.kind),
+            status="pending",
+            raw_input=arguments,
+            content=[diff] if diff is not None else None,
+            locations=locations(self.cwd, request.tool.paths(call.arguments), arguments) or None,
+        )
+
+    def _tool_started(self, event: ToolCallStarted) -> ToolCallStart:
+        call = event.tool_call
+        arguments = dict(call.arguments)
+        diff = proposed_diff(self.cwd, event.kind, arguments)
+        if diff is not None:
+            self.diffs[call.id] = diff
+        return ToolCallStart(
+            session_update="tool_call",
+            tool_call_id=call.id,
+            title=event.title,
+            kind=acp_kind(event.kind),
+            status="pending",
+            content=[diff] if diff is not None else None,
+            locations=locations(self.cwd, event.locations, arguments) or None,
+            raw_input=arguments,
+        )
+
+    def _tool_updated(self, event: ToolCallUpdated) -> ToolCallProgress:
+        call_id = event.tool_call_id
+        if event.status == "in_progress":
+            if event.output is None:
+                return progress(call_id, "in_progress")
+            shown = (self.streamed.get(call_id, "") + event.output)[-STREAMED_OUTPUT_CHARS:]
+            self.streamed[call_id] = shown
+            return progress(call_id, "in_progress", [literal_content(shown)])
+        self.streamed.pop(call_id, None)
+        diff = self.diffs.pop(call_id, None)
+        change = (event.details or {}).get("change")
+        if isinstance(change, Mapping):
+            diff = file_change_diff(self.cwd, change) or diff
+        return finished_tool_call(
+            call_id, event.status, event.output or "", diff, raw_output(event.details)
+        )
+
+
+def progress(
+    call_id: str, status: ToolCallStatus, content: list[ToolContent] | None = None
+) -> ToolCallProgress:
+    return ToolCallProgress(
+        session_update="tool_call_update", tool_call_id=call_id, status=status, content=content
+    )
+
+
+def finished_tool_call(
+    call_id: str,
+    status: ToolCallStatus,
+    output: str,
+    diff: ToolContent | None,
+    raw: Mapping[str, Any] | None = None,
+) -> ToolCallProgress:
+    """The last update of a tool call: its status, its output (fenced), and its diff, which
+    an edit that succeeded shows instead of the one-line result."""
+    content: list[ToolContent] = []
+    if diff is not None:
+        content.append(diff)
+    if output and (diff is None or status == "failed"):
+        content.append(literal_content(output))
+    return ToolCallProgress(
+        session_update="tool_call_update",
+        tool_call_id=call_id,
+        status=status,
+        content=content,
+        raw_output=dict(raw) if raw else None,
+    )
+
+
+def raw_output(details: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A tool's details for the client (exit code, line counts, the unified diff, ...); the
+    file change itself is the diff content."""
+    if not details:
+        return None
+    return {key: value for key, value in details.items() if key != "change" and _is_json(value)}
+
+
+def file_change_diff(cwd: Path, change: Mapping[str, Any]) -> ToolContent | None:
+    """A tool's file change (`FileChange.to_json`: the whole text before and after) as the
+    protocol's diff content."""
+    path, new_text, old_text = change.get("path"), change.get("newText"), change.get("oldText")
+    if not isinstance(path, str) or not isinstance(new_text, str):
+        return None
+    return FileEditToolCallContent(
+        type="diff",
+        path=str(absolute(cwd, path)),
+        old_text=old_text if isinstance(old_text, str) else None,
+        new_text=new_text,
+    )
+
+
+def _is_json(value: object) -> bool:
+    if value is None or isinstance(value, str | int | float | bool):
+        return True
+    if isinstance(value, Mapping):
+        return all(isinstance(k, str) and _is_json(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return all(_is_json(item) for item in value)
+    return False
+
+
+def acp_stop_reason(reason: str) -> StopReason:
+    """A turn's stop reason as ACP names it (the agent's own names are ACP's, "error" aside,
+    which is answered as an error; anything newer ends the turn normally)."""
+    return cast(StopReason, reason) if reason in ACP_STOP_REASONS else "end_turn"
+
+
+def acp_kind(kind: str) -> ToolKind:
+    return cast(ToolKind, kind) if kind in ACP_TOOL_KINDS else "other"
+
+
+def locations(
+    cwd: Path, paths: Iterable[str], arguments: Mapping[str, Any]
+) -> list[ToolCallLocation]:
+    """Absolute paths (the protocol's rule) of the files a call touches; a read from an
+    offset points at that line."""
+    line = arguments.get("offset")
+    first_line = line if isinstance(line, int) and not isinstance(line, bool) and line > 0 else None
+    return [
+        ToolCallLocation(path=str(absolute(cwd, path)), line=first_line) for path in paths if path
+    ]
+
+
+def absolute(cwd: Path, path: str) -> Path:
+    candidate = Path(path).expanduser()
+    return candidate if candidate.is_absolute() else cwd / candidate
+
+
+def proposed_diff(cwd: Path, kind: str, arguments: Mapping[str, Any]) -> ToolContent | None:
+    """What an edit or write will change, from its arguments, for the card and the
+    permission question: the replaced text for an edit, the whole content for a write."""
+    if kind != "edit":
+        return None
+    path = arguments.get("path")
+    if not isinstance(path, str) or not path:
+        return None
+    new_text = arguments.get("newText")
+    old_text = arguments.get("oldText")
+    if isinstance(new_text, str) and isinstance(old_text, str):
+        return FileEditToolCallContent(
+            type="diff", path=str(absolute(cwd, path)), old_text=old_text, new_text=new_text
+        )
+    content = arguments.get("content")
+    if isinstance(content, str):
+        return FileEditToolCallContent(
+            type="diff", path=str(absolute(cwd, path)), old_text=None, new_text=content
+        )
+    return None
+
+
+def literal(text: str) -> str:
+    """`text` in a Markdown code fence longer than any run of backticks inside it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{text}\n{fence}"
+
+
+def literal_content(text: str) -> ContentToolCallContent:
+    return ContentToolCallContent(
+        type="content", content=TextContentBlock(type="text", text=literal(text))
+    )
+
+
+# --- compaction cards -------------------------------------------------------------------------
+
+_REASONS: Mapping[str, str] = {
+    "threshold": "the context is near the window",
+    "overflow": "the provider rejected the prompt as too long",
+    "truncation": "the last answer was cut off by the window",
+    "manual": "/compact",
+}
+
+
+def compaction_call_id(compaction_id: str) -> str:
+    return f"compaction-{compaction_id}"
+
+
+def compaction_started(event: CompactionStarted) -> ToolCallStart:
+    return ToolCallStart(
+        session_update="tool_call",
+        tool_call_id=compaction_call_id(event.compaction_id),
+        title=f"Compacting the conversation ({_REASONS.get(event.reason, event.reason)})",
+        kind="other",
+        status="in_progress",
+        raw_input={"reason": event.reason, "tokensBefore": event.tokens_before},
+    )
+
+
+def compaction_finished(event: CompactionFinished) -> ToolCallProgress:
+    if event.status == "completed":
+        title = compacted_title(event.tokens_before, event.tokens_after)
+        body = event.summary or ""
+        status: ToolCallStatus = "completed"
+    else:
+        title = f"Compaction {event.status}"
+        body = event.error or ""
+        status = "failed"
+    raw = {
+        "reason": event.reason,
+        "status": event.status,
+        "tokensBefore": event.tokens_before,
+        "tokensAfter": event.tokens_after,
+        "firstKeptEntryId": event.first_kept_entry_id,
+    }
+    return ToolCallProgress(
+        session_update="tool_call_update",
+        tool_call_id=compaction_call_id(event.compaction_id),
+        title=title,
+        status=status,
+        content=[literal_content(body)] if body else None,
+        raw_output={key: value for key, value in raw.items() if value is not None},
+    )
+
+
+def compacted_title(before: int, after: int | None) -> str:
+    shown = f"{after:,}" if after is not None else "?"
+    return f"Compacted the conversation: {before:,} → {shown} tokens"
+
+
+# --- history ----------------------------------------------------------------------------------
+
+
+def replay_updates(items: Iterable[Mapping[str, Any]], cwd: Path) -> list[SessionUpdate]:
+    """A stored session as the updates the live session sent, for `session/load`.
+
+    `items` are the session's transcript items (agent/transcript.py: the shapes the editor
+    protocol streams live), oldest first; how history looks in ACP is decided here, in one
+    place.
+    """
+    out: list[SessionUpdate] = []
+    pending: dict[str, ToolContent | None] = {}
+    for item in items:
+        update = _replayed(item, cwd, pending)
+        if isinstance(update, list):
+            out.extend(update)
+        elif update is not None:
+            out.append(update)
+    return out
+
+
+def _replayed(
+    item: Mapping[str, Any], cwd: Path, pending: dict[str, ToolContent | None]
+) -> SessionUpdate | list[SessionUpdate] | None:
+    kind = item.get("kind")
+    entry_id = str(item.get("entryId", ""))
+    if kind == "userMessage":
+        return _replayed_user(item.get("content") or (), entry_id)
+    if kind in ("messageChunk", "thoughtChunk"):
+        content = item.get("content")
+        text = content.get("text") if isinstance(content, Mapping) else None
+        if not isinstance(text, str) or not text:
+            return None
+        message_id = str(item.get("messageId", ""))
+        if kind == "messageChunk":
+            return agent_text(text, message_id)
+        return AgentThoughtChunk(
+            session_update="agent_thought_chunk",
+            content=TextContentBlock(type="text", text=text),
+            message_id=message_id,
+        )
+    if kind == "toolCall":
+        return _replayed_call(item, cwd, pending)
+    if kind == "toolCallUpdate":
+        call_id = str(item.get("toolCallId", ""))
+        blocks = [b for b in item.get("content") or () if isinstance(b, Mapping)]
+        output = "".join(
+            str(b["content"].get("text", ""))
+            for b in blocks
+            if b.get("type") == "content" and isinstance(b.get("content"), Mapping)
+        )
+        diff = pending.pop(call_id, None)
+        for block in blocks:
+            if block.get("type") == "diff":
+                diff = file_change_diff(cwd, block) or diff
+        raw = item.get("rawOutput")
+        status: ToolCallStatus = "failed" if item.get("status") == "failed" else "completed"
+        return finished_tool_call(
+            call_id, status, output, diff, raw if isinstance(raw, Mapping) else None
+        )
+    if kind == "notice":
+        note = f"note-{entry_id}" if entry_id else "note"
+        return notice_text(str(item.get("message", "")), note)
+    if kind == "compaction":
+        summary = item.get("summary")
+        return ToolCallStart(
+            session_update="tool_call",
+            tool_call_id=compaction_call_id(entry_id),
+            title=compacted_title(
+                _int_or_none(item.get("tokensBefore")) or 0, _int_or_none(item.get("tokensAfter"))
+            ),
+            kind="other",
+            status="completed",
+            content=[literal_content(summary)] if isinstance(summary, str) and summary else None,
+            raw_input={"reason": item.get("reason")},
+        )
+    if kind == "branch":
+        summary = item.get("summary")
+        text = "The conversation continued from an earlier point."
+        if isinstance(summary, str) and summary:
+            text += f" What was left behind:\n{summary}"
+        return notice_text(text, f"branch-{entry_id}")
+    return None  # modelChange, and kinds this agent does not know yet
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _replayed_user(blocks: Iterable[Any], entry_id: str) -> list[SessionUpdate]:
+    out: list[SessionUpdate] = []
+    for block in blocks:
+        if not isinstance(block, Mapping):
+            continue
+        if block.get("type") == "text":
+            content: TextContentBlock | ImageContentBlock = TextContentBlock(
+                type="text", text=str(block.get("text", ""))
+            )
+        elif block.get("type") == "image":
+            content = ImageContentBlock(
+                type="image", data=str(block.get("data", "")), mime_type=str(block.get("mimeType"))
+            )
+        else:
+            continue
+        out.append(
+            UserMessageChunk(
+                session_update="user_message_chunk", content=content, message_id=entry_id
+            )
+        )
+    return out
+
+
+def _replayed_call(
+    item: Mapping[str, Any], cwd: Path, pending: dict[str, ToolContent | None]
+) -> ToolCallStart:
+    call_id = str(item.get("toolCallId", ""))
+    raw_input = item.get("rawInput")
+    arguments = dict(raw_input) if isinstance(raw_input, Mapping) else {}
+    tool_kind = str(item.get("toolKind", "other"))
+    paths = [
+        str(location["path"])
+        for location in item.get("locations") or ()
+        if isinstance(location, Mapping) and isinstance(location.get("path"), str)
+    ]
+    diff = proposed_diff(cwd, tool_kind, arguments)
+    pending[call_id] = diff
+    return ToolCallStart(
+        session_update="tool_call",
+        tool_call_id=call_id,
+        title=str(item.get("title", "")),
+        kind=acp_kind(tool_kind),
+        status="pending",
+        content=[diff] if diff is not None else None,
+        locations=locations(cwd, paths, arguments) or None,
+        raw_input=arguments,
+    )

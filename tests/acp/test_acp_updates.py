@@ -1,0 +1,209 @@
+"""The mapping from agent events and ledger history to ACP session updates, as plain functions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from acp import audio_block, embedded_text_resource, image_block, resource_block, text_block
+from acp.schema import BlobResourceContents, EmbeddedResourceContentBlock, ResourceContentBlock
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agent_server.acp.updates import (
+    EventTranslator,
+    PromptError,
+    acp_stop_reason,
+    literal,
+    prompt_content,
+    proposed_diff,
+    replay_updates,
+    slash_command,
+)
+from agent_server.agent.events import (
+    CompactionFinished,
+    CompactionStarted,
+    Notice,
+    TextChunk,
+    ToolCallStarted,
+    ToolCallUpdated,
+    TurnStarted,
+)
+from agent_server.agent.transcript import (
+    chunk_item,
+    notice_item,
+    tool_call_item,
+    tool_call_update_item,
+    user_message_item,
+)
+from agent_server.llm.messages import ImageContent, TextContent, ToolCall
+
+CWD = Path("/work/project")
+
+
+def test_prompt_blocks_become_user_content() -> None:
+    content = prompt_content(
+        [
+            text_block("Explain this"),
+            image_block("iVBORw0KGgo=", "image/png"),
+            resource_block(embedded_text_resource("file:///work/project/a.py", "x = 1")),
+            ResourceContentBlock(type="resource_link", name="b.py", uri="file:///work/project/b.py"),
+        ]
+    )
+    assert content == (
+        TextContent("Explain this"),
+        ImageContent("iVBORw0KGgo=", "image/png"),
+        TextContent('<context ref="file:///work/project/a.py">\nx = 1\n</context>'),
+        TextContent("[@b.py](file:///work/project/b.py)"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("blocks", "reason"),
+    [
+        ([audio_block("AAAA", "audio/wav")], "audio"),
+        ([], "empty"),
+        (
+            [
+                EmbeddedResourceContentBlock(
+                    type="resource",
+                    resource=BlobResourceContents(
+                        uri="file:///x.zip", blob="UEs=", mime_type="application/zip"
+                    ),
+                )
+            ],
+            "binary",
+        ),
+    ],
+)
+def test_prompts_the_agent_cannot_take_are_refused(blocks: list, reason: str) -> None:  # type: ignore[type-arg]
+    with pytest.raises(PromptError, match=reason):
+        prompt_content(blocks)
+
+
+def test_slash_commands() -> None:
+    assert slash_command((TextContent("/compact"),)) == ("compact", "")
+    assert slash_command((TextContent("  /compact keep the API notes\n"),)) == (
+        "compact",
+        "keep the API notes",
+    )
+    assert slash_command((TextContent("/usage"),)) == ("usage", "")
+    assert slash_command((TextContent("/compaction please"),)) is None
+    assert slash_command((TextContent("please /compact"),)) is None
+    assert slash_command((TextContent("/compact"), TextContent("more"))) is None
+
+
+@given(st.text())
+def test_literal_text_cannot_close_its_fence(text: str) -> None:
+    fenced = literal(text)
+    fence = fenced.split("\n", 1)[0]
+    assert set(fence) == {"`"} and len(fence) >= 3
+    assert fenced == f"{fence}\n{text}\n{fence}"
+    assert fence not in text  # no run of backticks inside can end the block early
+
+
+def test_edit_and_write_calls_carry_their_diff() -> None:
+    edit = proposed_diff(CWD, "edit", {"path": "a.py", "oldText": "x = 1", "newText": "x = 2"})
+    assert edit is not None and edit.path == "/work/project/a.py"
+    assert (edit.old_text, edit.new_text) == ("x = 1", "x = 2")
+    write = proposed_diff(CWD, "edit", {"path": "/work/project/new.md", "content": "# New"})
+    assert write is not None and write.old_text is None and write.new_text == "# New"
+    assert proposed_diff(CWD, "read", {"path": "a.py"}) is None
+    assert proposed_diff(CWD, "edit", {"path": 5, "content": "x"}) is None
+
+
+def test_live_tool_call_streams_output_and_keeps_the_diff() -> None:
+    translator = EventTranslator(CWD)
+    bash = ToolCall("c1", "bash", {"command": "make"})
+    started = translator.updates(ToolCallStarted("t", bash, "Run: make", "execute", ()))
+    assert started[0].status == "pending" and started[0].kind == "execute"
+    first = translator.updates(ToolCallUpdated("t", "c1", "in_progress", output="one\n"))
+    second = translator.updates(ToolCallUpdated("t", "c1", "in_progress", output="two\n"))
+    assert first[0].content[0].content.text == literal("one\n")
+    assert second[0].content[0].content.text == literal("one\ntwo\n")
+    done = translator.updates(ToolCallUpdated("t", "c1", "completed", output="one\ntwo\n"))
+    assert done[0].status == "completed" and translator.streamed == {}
+
+    edit = ToolCall("c2", "edit", {"path": "a.py", "oldText": "a", "newText": "b"})
+    translator.updates(ToolCallStarted("t", edit, "Edit a.py", "edit", ("a.py",)))
+    change = {"type": "diff", "path": "a.py", "oldText": "a\nz\n", "newText": "b\nz\n", "diff": "-a"}
+    ok = translator.updates(
+        ToolCallUpdated("t", "c2", "completed", output="Edited a.py", details={"change": change})
+    )
+    assert [c.type for c in ok[0].content] == ["diff"]
+    # The tool's whole-file change replaces the snippet the call started with.
+    assert (ok[0].content[0].old_text, ok[0].content[0].new_text) == ("a\nz\n", "b\nz\n")
+    assert ok[0].content[0].path == "/work/project/a.py" and ok[0].raw_output is None
+    edit3 = ToolCall("c3", "edit", {"path": "a.py", "oldText": "a", "newText": "b"})
+    translator.updates(ToolCallStarted("t", edit3, "Edit a.py", "edit", ("a.py",)))
+    failed = translator.updates(ToolCallUpdated("t", "c3", "failed", output="not found"))
+    assert [c.type for c in failed[0].content] == ["diff", "content"]
+
+
+def test_compaction_is_one_card_and_notices_are_messages_of_their_own() -> None:
+    translator = EventTranslator(CWD)
+    started = translator.updates(CompactionStarted("k1", "threshold", 27000))
+    finished = translator.updates(
+        CompactionFinished("k1", "threshold", "completed", 27000, 6100, summary="## Goal")
+    )
+    assert started[0].tool_call_id == finished[0].tool_call_id == "compaction-k1"
+    assert started[0].status == "in_progress" and finished[0].status == "completed"
+    assert finished[0].title == "Compacted the conversation: 27,000 → 6,100 tokens"
+    failed = translator.updates(
+        CompactionFinished("k2", "overflow", "cancelled", 30000, error="interrupted")
+    )
+    assert failed[0].status == "failed" and failed[0].title == "Compaction cancelled"
+    one = translator.updates(Notice("t", "warning", "Rate limited; retrying"))
+    two = translator.updates(Notice("t", "info", "a.py changed on disk"))
+    assert one[0].message_id != two[0].message_id
+    assert "Rate limited" in one[0].content.text
+    assert translator.updates(TurnStarted("t", "e1", (TextContent("hi"),))) == []
+    assert translator.updates(TextChunk("t", "t.1", "Hello"))[0].message_id == "t.1"
+
+
+def test_history_replays_as_the_live_updates_would() -> None:
+    read = ToolCall("c1", "read", {"path": "a.py"})
+    edit = ToolCall("c2", "edit", {"path": "a.py", "oldText": "1", "newText": "2"})
+    change = {"type": "diff", "path": "a.py", "oldText": "x = 1\n", "newText": "x = 2\n"}
+    items = [
+        {"kind": "modelChange", "entryId": "m", "provider": "anthropic", "model": "sim-small"},
+        user_message_item("u1", None, (TextContent("Read a.py"),)),
+        chunk_item("thoughtChunk", "a1", "Look first."),
+        chunk_item("messageChunk", "a1", "Reading."),
+        tool_call_item(read, "Read a.py", "read", ("a.py",)),
+        tool_call_item(edit, "Edit a.py", "edit", ("a.py",)),
+        tool_call_update_item("c1", "completed", "1\tx = 1", {"startLine": 1}),
+        tool_call_update_item("c2", "completed", "Edited a.py", {"change": change}),
+        {"kind": "compaction", "entryId": "k1", "status": "completed", "reason": "threshold",
+         "tokensBefore": 27000, "tokensAfter": 6100, "summary": "## Goal"},
+        {**notice_item("info", "a.py changed on disk"), "entryId": "n1", "note": "externalEdit"},
+        {"kind": "branch", "entryId": "b1", "targetId": "u1"},
+        {"kind": "somethingNewer", "entryId": "z"},
+    ]
+    updates = replay_updates(items, CWD)
+    kinds = [u.session_update for u in updates]
+    assert kinds == [
+        "user_message_chunk", "agent_thought_chunk", "agent_message_chunk", "tool_call",
+        "tool_call", "tool_call_update", "tool_call_update", "tool_call",
+        "agent_message_chunk", "agent_message_chunk",
+    ]
+    read_call = updates[3]
+    assert read_call.title == "Read a.py" and read_call.kind == "read"
+    assert read_call.locations[0].path == "/work/project/a.py"
+    assert updates[5].status == "completed" and "x = 1" in updates[5].content[0].content.text
+    assert updates[5].raw_output == {"startLine": 1}
+    # The edit's whole-file change, as recorded with its result, is the diff shown.
+    assert [(c.type, c.old_text, c.new_text) for c in updates[6].content] == [
+        ("diff", "x = 1\n", "x = 2\n")
+    ]
+    assert updates[7].status == "completed" and updates[7].tool_call_id == "compaction-k1"
+    assert updates[7].title == "Compacted the conversation: 27,000 → 6,100 tokens"
+    assert updates[0].message_id == "u1" and updates[2].message_id == "a1"
+    assert updates[8].message_id == "note-n1" and updates[8].content.text == "\n\n> a.py changed on disk\n\n"
+    assert updates[9].message_id == "branch-b1"
+
+
+def test_stop_reasons_are_acps() -> None:
+    for reason in ("end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"):
+        assert acp_stop_reason(reason) == reason
+    assert acp_stop_reason("someFutureReason") == "end_turn"

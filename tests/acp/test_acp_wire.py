@@ -1,0 +1,105 @@
+"""Malformed input on the wire: every request with an id gets an answer, the process lives on.
+
+These write raw lines to `agent-server acp`, below any SDK client, to send what no SDK would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_server.acp.transport import problem_with
+
+
+class RawAgent:
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+
+    async def send(self, line: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line + b"\n")
+        await self.process.stdin.drain()
+
+    async def reply(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        line = await asyncio.wait_for(self.process.stdout.readline(), 60)
+        assert line, "the agent closed its output"
+        message: dict[str, Any] = json.loads(line)
+        return message
+
+
+@pytest.fixture
+async def raw_agent(tmp_path: Path):  # type: ignore[no-untyped-def]
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    with (tmp_path / "stderr.log").open("wb") as stderr:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "agent_server", "acp", "--provider", "sim",
+            "--sessions-dir", str(tmp_path / "sessions"),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=stderr, env=env,
+        )
+        try:
+            yield RawAgent(process)
+        finally:
+            if process.stdin is not None:
+                process.stdin.close()
+            try:
+                await asyncio.wait_for(process.wait(), 10)
+            except TimeoutError:
+                process.kill()
+                await process.wait()
+
+
+async def test_malformed_lines_are_answered_and_the_agent_keeps_serving(
+    raw_agent: RawAgent, tmp_path: Path
+) -> None:
+    cases: list[tuple[bytes, Any, int]] = [
+        (b"this is not json", None, -32700),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "initialize"', None, -32700),
+        (b"[1, 2, 3]", None, -32600),
+        (b'"just a string"', None, -32600),
+        (b'{"jsonrpc": "2.0", "id": 7, "method": 5}', 7, -32600),
+        (b'{"jsonrpc": "2.0", "id": 8}', 8, -32600),
+        (b'{"jsonrpc": "2.0", "id": 9, "method": "no/such/method"}', 9, -32601),
+        (b'{"jsonrpc": "2.0", "id": 10, "method": "session/new", "params": {"cwd": 5}}', 10, -32602),
+        (b'{"jsonrpc": "2.0", "id": 11, "method": "session/prompt", "params": "text"}', 11, -32602),
+        (
+            b'{"jsonrpc": "2.0", "id": 12, "method": "session/prompt",'
+            b' "params": {"sessionId": "nope", "prompt": []}}',
+            12,
+            -32002,
+        ),
+    ]
+    for line, request_id, code in cases:
+        await raw_agent.send(line)
+        reply = await raw_agent.reply()
+        assert reply["id"] == request_id, line
+        assert reply["error"]["code"] == code, (line, reply)
+    # Notifications get no answer, even bad ones; the next request is answered normally.
+    await raw_agent.send(b'{"jsonrpc": "2.0", "method": "session/cancel", "params": {}}')
+    await raw_agent.send(b'{"jsonrpc": "2.0", "id": 13, "method": "initialize",'
+                         b' "params": {"protocolVersion": 1}}')
+    reply = await raw_agent.reply()
+    assert reply["id"] == 13 and reply["result"]["protocolVersion"] == 1
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    await raw_agent.send(json.dumps({
+        "jsonrpc": "2.0", "id": 14, "method": "session/new",
+        "params": {"cwd": str(workspace), "mcpServers": []},
+    }).encode())
+    reply = await raw_agent.reply()
+    assert reply["id"] == 14 and reply["result"]["sessionId"]
+    assert raw_agent.process.returncode is None
+
+
+def test_problem_with_leaves_well_formed_messages_alone() -> None:
+    assert problem_with({"jsonrpc": "2.0", "id": 1, "method": "initialize"}) is None
+    assert problem_with({"jsonrpc": "2.0", "method": "session/cancel"}) is None
+    assert problem_with({"jsonrpc": "2.0", "id": 3, "result": {}}) is None
+    assert problem_with({"jsonrpc": "2.0", "id": 3, "error": {"code": 1}}) is None
+    assert problem_with([])["error"]["code"] == -32600  # type: ignore[index]
