@@ -15,6 +15,7 @@ import pytest
 
 from agent_server.sim.server import SimServer, ThreadedSimServer
 from agent_server.sim.simulator import Simulator
+from tests.console.test_chat import Recorder
 from tests.lsp.test_peer_methods import WRITER
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[=>]|[\x07\x08]")
@@ -31,15 +32,8 @@ def simulator() -> Iterator[tuple[Simulator, ThreadedSimServer]]:
     handle.stop()
 
 
-class Screen:
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-
-    def write(self, data: str) -> None:
-        self.parts.append(data)
-
-    def flush(self) -> None:
-        pass
+class Screen(Recorder):
+    """What the terminal showed, from a mark on (line editing's bells and backspaces too)."""
 
     def since(self, mark: int) -> str:
         return ANSI.sub("", "".join(self.parts[mark:]))
