@@ -39,6 +39,27 @@ export function applyMention(text: string, token: MentionToken, item: MentionIte
   return { text: text.slice(0, token.start) + insert + after, caret: token.start + insert.length };
 }
 
+/** The @-mentions for files dropped from the editor's explorer (a `text/uri-list`): each
+ * workspace file or folder as `@path` (quoted when it has spaces); anything outside the
+ * workspace is left out. */
+export function mentionsFromUris(uriList: string, workspaceUri: string): string[] {
+  const root = workspaceUri.replace(/\/+$/, '') + '/';
+  const out: string[] = [];
+  for (const line of uriList.split(/\r?\n/)) {
+    const uri = line.trim();
+    if (!uri || uri.startsWith('#') || !uri.startsWith(root)) continue;
+    let path: string;
+    try {
+      path = decodeURIComponent(uri.slice(root.length));
+    } catch {
+      continue;
+    }
+    if (!path || path.split('/').includes('..')) continue;
+    out.push(/\s|"/.test(path) ? `@"${path}"` : `@${path}`);
+  }
+  return out;
+}
+
 /** Why an image cannot be attached, or undefined when it can. */
 export function imageProblem(mimeType: string, bytes: number, attached: number): string | undefined {
   if (!(IMAGE_TYPES as readonly string[]).includes(mimeType)) {

@@ -30,7 +30,7 @@ import type {
   ToolCallContent,
 } from '../protocol/types';
 import type { WebviewToHost } from '../view/messages';
-import { applyMention, imageFromDataUrl, imageProblem, imageSrc, mentionAt, type MentionToken } from './composer';
+import { applyMention, imageFromDataUrl, imageProblem, imageSrc, mentionAt, mentionsFromUris, type MentionToken } from './composer';
 import { literal } from './literal';
 import { renderMarkdown } from './markdown';
 
@@ -235,7 +235,8 @@ export class ChatView {
       h('div', { class: 'composer-actions' }, this.status, this.stopButton, this.sendButton),
     );
     composer.addEventListener('dragover', (e) => {
-      if (e.dataTransfer?.types.includes('Files')) {
+      const types = e.dataTransfer?.types ?? [];
+      if (types.includes('Files') || types.includes('text/uri-list')) {
         e.preventDefault();
         composer.classList.add('dropping');
       }
@@ -243,6 +244,14 @@ export class ChatView {
     composer.addEventListener('dragleave', () => composer.classList.remove('dropping'));
     composer.addEventListener('drop', (e) => {
       composer.classList.remove('dropping');
+      // Files from the explorer (Shift while dropping, in VS Code) come as URIs: mention them.
+      const uris = e.dataTransfer?.getData('text/uri-list') ?? '';
+      const mentions = uris && this.state?.workspaceUri ? mentionsFromUris(uris, this.state.workspaceUri) : [];
+      if (mentions.length) {
+        e.preventDefault();
+        this.insertText(mentions.join(' ') + ' ');
+        return;
+      }
       const files = [...(e.dataTransfer?.files ?? [])];
       if (files.length === 0) return;
       e.preventDefault();
@@ -420,6 +429,19 @@ export class ChatView {
     this.input.setSelectionRange(caret, caret);
     this.input.focus();
     this.input.dispatchEvent(new Event('input', { bubbles: true }));
+  }
+
+  /** Text at the caret (a space before it unless at the start of a word boundary). */
+  private insertText(text: string): void {
+    const input = this.input;
+    const at = input.selectionStart ?? input.value.length;
+    const before = input.value.slice(0, at);
+    const lead = before && !/\s$/.test(before) ? ' ' : '';
+    input.value = before + lead + text + input.value.slice(input.selectionEnd ?? at);
+    const caret = at + lead.length + text.length;
+    input.setSelectionRange(caret, caret);
+    input.focus();
+    input.dispatchEvent(new Event('input', { bubbles: true }));
   }
 
   private addImages(files: File[]): void {

@@ -8,7 +8,7 @@ import { SessionController } from '../../src/controller';
 import { AgentClient } from '../../src/protocol/client';
 import type { ModelChoice, RewindPreviewResult, UsageSnapshot } from '../../src/protocol/types';
 import { initialState, itemsFromTranscript, reduce, type Action, type UserItem } from '../../src/state/reducer';
-import { applyMention, imageFromDataUrl, imageProblem, imageSrc, mentionAt } from '../../src/webview/composer';
+import { applyMention, imageFromDataUrl, imageProblem, imageSrc, mentionAt, mentionsFromUris } from '../../src/webview/composer';
 import { connectionPair } from '../support/pipe';
 
 let pair: ReturnType<typeof connectionPair> | undefined;
@@ -243,6 +243,19 @@ describe('composer helpers', () => {
     expect(applyMention('see @src/ now', token, { path: 'src/app.py', kind: 'file' })).toEqual({ text: 'see @src/app.py  now', caret: 16 });
     expect(applyMention('see @src/', token, { path: 'src/lib/', kind: 'directory' })).toEqual({ text: 'see @src/lib/', caret: 13 });
     expect(applyMention('see @src/', token, { path: 'src/my notes.md', kind: 'file' }).text).toBe('see @"src/my notes.md" ');
+  });
+
+  it('mentions workspace files dropped from the explorer, and nothing outside the workspace', () => {
+    const list = [
+      '# a comment line',
+      'file:///home/me/ws/src/app.py',
+      'file:///home/me/ws/docs/my%20notes.md',
+      'file:///home/me/other/secret.txt',
+      'file:///home/me/ws/../ws2/x',
+      'file:///home/me/wsx/y.py',
+    ].join('\r\n');
+    expect(mentionsFromUris(list, 'file:///home/me/ws')).toEqual(['@src/app.py', '@"docs/my notes.md"']);
+    expect(mentionsFromUris('file:///home/me/ws/a.py', 'file:///home/me/ws/')).toEqual(['@a.py']);
   });
 
   it('takes the image types the models take, within the limits', () => {

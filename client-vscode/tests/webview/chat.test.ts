@@ -629,6 +629,13 @@ describe('chat webview', () => {
       document.querySelector('.composer')?.dispatchEvent(new DragEvent('drop', { dataTransfer: drop, bubbles: true, cancelable: true }));
     }, PNG);
     await page.waitForSelector('.image-strip .pending-image img');
+    // a file dragged from the explorer (a URI) becomes a mention, at the end of the prompt
+    await page.evaluate(() => {
+      const drop = new DataTransfer();
+      drop.setData('text/uri-list', 'file:///w/docs/guide.md');
+      document.querySelector('.composer')?.dispatchEvent(new DragEvent('drop', { dataTransfer: drop, bubbles: true, cancelable: true }));
+    });
+    expect(await input.inputValue()).toBe('explain @src/app.py @docs/guide.md ');
     expect(await page.locator('.composer-note').innerText()).toContain('not an image the models take');
     await page.screenshot({ path: join(ARTIFACTS, 'webview-composer.png') });
     await input.press('Enter');
@@ -663,7 +670,7 @@ describe('chat webview', () => {
     expect(sent).toContainEqual({ type: 'setModel', model: 'claude-haiku' });
     expect(sent).toContainEqual({ type: 'setMode', mode: 'allowReads' });
     expect(sent).toContainEqual({ type: 'completeMention', query: 'sr' });
-    expect(sent).toContainEqual({ type: 'send', text: 'explain @src/app.py', images: [{ type: 'image', mimeType: 'image/png', data: PNG }] });
+    expect(sent).toContainEqual({ type: 'send', text: 'explain @src/app.py @docs/guide.md', images: [{ type: 'image', mimeType: 'image/png', data: PNG }] });
     expect(sent).toContainEqual({ type: 'rewindPreview', entryId: 'e1' });
     expect(sent).toContainEqual({ type: 'rewind', entryId: 'e1', restore: 'both' });
     expect(kindsSent.at(-1)).toBe('draftTaken');
