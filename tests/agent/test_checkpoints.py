@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from agent_server.agent.checkpoints import NOTE_KIND, BlobStore
+from agent_server.agent.checkpoints import (
+    DETAILS_KEY,
+    NOTE_KIND,
+    BlobStore,
+    capture,
+    plan_restore,
+    restore,
+    version_after,
+)
 from agent_server.agent.transcript import entry_items
 from agent_server.errors import EntryNotFoundError
-from agent_server.llm.messages import TextContent, UserMessage
+from agent_server.llm.messages import TextContent, ToolResultMessage, UserMessage
 from agent_server.session.entries import FileRestoreEntry, MessageEntry
+from agent_server.session.ledger import Ledger
 from tests.agent.conftest import agent_run
 
 SCENARIO = {
@@ -177,3 +189,59 @@ async def test_nothing_to_restore_and_unknown_entries(tmp_path: Path) -> None:
             run.session.rewind_plan("nope")
         with pytest.raises(EntryNotFoundError):
             await run.session.rewind("nope", restore="both")
+
+
+# --- the restore property -------------------------------------------------------------------
+
+FILES = ("a.txt", "deep/b.txt", "c.md")
+OPERATIONS = st.lists(
+    st.one_of(
+        st.tuples(st.just("point"), st.just(0), st.just(b"")),
+        st.tuples(st.just("write"), st.integers(0, len(FILES) - 1), st.binary(max_size=12)),
+        st.tuples(st.just("restore"), st.integers(0, 50), st.just(b"")),
+    ),
+    max_size=25,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(operations=OPERATIONS)
+def test_a_restore_puts_every_file_the_agent_wrote_back_as_it_was_at_that_point(
+    operations: list[tuple[str, int, bytes]],
+) -> None:
+    """Writes by the agent (captured as the tool runner captures them), points in the
+    conversation and restores to any earlier point, in any order: after each restore, every
+    file the agent wrote is as it was when that point was written (absent if it did not exist),
+    including across earlier restores (they are recorded, and undone in turn)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        root = Path(scratch)
+        workspace = root / "ws"
+        workspace.mkdir()
+        blobs = BlobStore(root / "blobs")
+
+        def state() -> dict[str, bytes | None]:
+            return {f: (workspace / f).read_bytes() if (workspace / f).exists() else None for f in FILES}
+
+        with Ledger.create(root / "s.jsonl", session_id="s", workspace=str(workspace)) as ledger:
+            points = [(ledger.append_message(UserMessage.of_text("start")).id, state())]
+            for number, (kind, value, data) in enumerate(operations):
+                if kind == "point":
+                    points.append((ledger.append_message(UserMessage.of_text(f"p{number}")).id, state()))
+                elif kind == "write":
+                    captured = capture(workspace, blobs, FILES[value])
+                    assert captured is not None
+                    (workspace / FILES[value]).parent.mkdir(parents=True, exist_ok=True)
+                    (workspace / FILES[value]).write_bytes(data)
+                    version = version_after(captured, blobs)
+                    result = ToolResultMessage(
+                        f"call{number}", "write", (TextContent("ok"),), details={DETAILS_KEY: version.to_json()}
+                    )
+                    ledger.append_message(result)
+                else:
+                    target, expected = points[value % len(points)]
+                    plan = plan_restore(ledger, target, workspace)
+                    files, problems = restore(plan, workspace, blobs)
+                    assert problems == ()
+                    if files:
+                        ledger.append_file_restore(target, files)
+                    assert state() == expected
