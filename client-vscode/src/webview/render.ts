@@ -204,6 +204,7 @@ export class ChatView {
       if (model && model !== this.state?.model?.id) this.post({ type: 'setModel', model });
     });
     this.modeSelect = h('select', { class: 'mode-select', attrs: { 'aria-label': 'Permission mode' } });
+    this.modeSelect.append(h('option', { text: 'Mode', attrs: { value: '', disabled: '', hidden: '' } }));
     for (const [mode, label, title] of MODES) this.modeSelect.append(h('option', { text: label, title, attrs: { value: mode } }));
     this.modeSelect.addEventListener('change', () => this.post({ type: 'setMode', mode: this.modeSelect.value as PermissionMode }));
     this.sandboxState = h('span', { class: 'sandbox-state meta' });
@@ -311,7 +312,9 @@ export class ChatView {
     this.renderBanner(state);
     this.renderControls(state);
     if (!previous || previous.models !== state.models || previous.model !== state.model) this.renderModels(state);
-    this.modeSelect.value = state.mode ?? 'allowReads';
+    // Before a session the mode is the setting's (permissions.mode), which the view does not
+    // know: nothing is shown as picked until the user picks or a session says.
+    this.modeSelect.value = state.mode ?? '';
     this.renderSandbox(state);
     this.renderMentions(state);
     this.renderRewind(state);
