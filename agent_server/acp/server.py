@@ -76,7 +76,7 @@ from agent_server.agent.config_file import flag_overrides, load_config, resolve_
 from agent_server.agent.events import AgentEvent
 from agent_server.agent.mcp.config import McpServerConfig, servers_from_acp
 from agent_server.agent.model_setup import offered_models
-from agent_server.agent.permissions import PERMISSION_MODES, PermissionRequest, parse_mode
+from agent_server.agent.permissions import PERMISSION_MODES, PermissionRequest
 from agent_server.agent.session import AgentSession
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.workspace import WorkspaceAgent, preload_providers
@@ -463,10 +463,10 @@ class AcpAgent:
             raise invalid_params(
                 f"unknown mode {mode_id!r}; use one of {', '.join(PERMISSION_MODES)}"
             )
-        mode = parse_mode(mode_id)
-        state.session.gate.set_mode(mode)  # at once, for the questions of a running turn
+        # At once, for the questions of a running turn and how its commands run (the
+        # sandbox follows the mode): the session's one way to switch (agent/session.py).
+        mode = state.session.set_mode(mode_id)
         state.settings = state.settings.with_overrides(permissions_mode=mode)
-        state.session.update_settings(state.settings)
 
     def _options(self, state: AcpSession) -> list[Any]:
         settings = state.settings

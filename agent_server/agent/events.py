@@ -12,7 +12,7 @@ from typing import Any, Literal, TypeAlias
 
 from agent_server.agent.mcp.session_tools import McpStatus
 from agent_server.context.trigger import ContextDecision
-from agent_server.llm.messages import ToolCall, Usage, UserContent
+from agent_server.llm.messages import Attachment, ToolCall, Usage, UserContent
 from agent_server.session.entries import CompactionReason
 
 CompactionStatus: TypeAlias = Literal["completed", "failed", "cancelled"]
@@ -48,8 +48,9 @@ class UsageSnapshot:
 class TurnStarted:
     turn_id: str
     entry_id: str
-    content: tuple[UserContent, ...]
+    content: tuple[UserContent, ...]  # what the user typed or pasted
     parent_id: str | None = None  # the entry the prompt follows (a rewind there retries it)
+    attachments: tuple[Attachment, ...] = ()  # what its @-mentions attached
 
 
 @dataclass(frozen=True, slots=True)

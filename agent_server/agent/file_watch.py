@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -31,7 +31,7 @@ from pathlib import Path
 import watchfiles
 
 from agent_server.context.projection import compaction_window
-from agent_server.llm.messages import AssistantMessage, ToolCall, ToolResultMessage
+from agent_server.llm.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 from agent_server.session.entries import Entry, MessageEntry
 
 log = logging.getLogger(__name__)
@@ -86,6 +86,14 @@ class FileWatch:
         self._seen[resolved] = _fingerprint(resolved)
         if is_new_directory and self._task is not None:
             self._restart.set()
+
+    def accept(self, paths: Iterable[str]) -> None:
+        """These tracked files' current content is what the agent is told about (files put
+        back by a restore): not a change to report."""
+        for path in paths:
+            resolved = self._resolve(path)
+            if resolved is not None and resolved in self._seen:
+                self._seen[resolved] = _fingerprint(resolved)
 
     def restore(self, seen: Mapping[str, float]) -> None:
         """Forget what is tracked and track the files of `seen` (workspace paths, with the
@@ -202,8 +210,9 @@ def files_seen(
 ) -> dict[str, float]:
     """The files the agent knows on the path `entries` (Ledger.projection_entries), with the
     time in seconds it last read or wrote each: the paths (`paths_of`, the tools' own) of
-    every tool call whose result on the path is not an error, at that result's time; and the
-    files the latest compaction's summary names, at the compaction's time."""
+    every tool call whose result on the path is not an error, at that result's time; the
+    files attached to prompts (@-mentions), at the prompt's time; and the files the latest
+    compaction's summary names, at the compaction's time."""
     seen: dict[str, float] = {}
     compaction = compaction_window(entries).compaction
     if compaction is not None:
@@ -215,7 +224,11 @@ def files_seen(
         if not isinstance(entry, MessageEntry):
             continue
         message = entry.message
-        if isinstance(message, AssistantMessage):
+        if isinstance(message, UserMessage):
+            for attachment in message.attachments:
+                if attachment.kind != "directory":
+                    seen[attachment.path] = _seconds(entry.timestamp)
+        elif isinstance(message, AssistantMessage):
             calls.update((call.id, call) for call in message.tool_calls)
         elif isinstance(message, ToolResultMessage) and not message.is_error:
             call = calls.get(message.tool_call_id)

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
+from agent_server.agent.model_choice import serves
 from agent_server.agent.session import ModelSetup
 from agent_server.agent.settings import AgentSettings
 from agent_server.errors import UnknownModelError
@@ -49,20 +50,9 @@ def model_registry(settings: AgentSettings) -> ModelRegistry:
     return registry
 
 
-# The models each provider setting can run (the simulator serves its own; a models file may
-# add OpenAI-compatible local ones).
-_VENDORS: Mapping[str, tuple[str, ...]] = {
-    "anthropic": ("anthropic",),
-    "openai-chat": ("openai", "local"),
-    "openai-responses": ("openai", "local"),
-    "sim": ("sim",),
-}
-
-
 def offered_models(settings: AgentSettings) -> list[ModelInfo]:
     """The models to offer for the settings' provider, for a model picker."""
-    vendors = _VENDORS.get(settings.provider, ())
-    return [model for model in model_registry(settings) if model.vendor in vendors]
+    return [model for model in model_registry(settings) if serves(settings.provider, model)]
 
 
 def resolve_model(

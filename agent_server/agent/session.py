@@ -22,7 +22,16 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Literal
 
+from agent_server.agent.checkpoints import NOTE_KIND as RESTORE_NOTE
+from agent_server.agent.checkpoints import (
+    BlobStore,
+    RestorePlan,
+    plan_restore,
+    restored_note,
+)
+from agent_server.agent.checkpoints import restore as restore_files
 from agent_server.agent.context_manager import (
     CompactionResult,
     ContextManager,
@@ -47,14 +56,16 @@ from agent_server.agent.file_watch import NOTE_KIND, FileWatch, external_edit_no
 from agent_server.agent.mcp.config import McpServerConfig
 from agent_server.agent.mcp.servers import McpServers
 from agent_server.agent.mcp.session_tools import AcceptOutcome, McpStatus, SessionTools
+from agent_server.agent.mentions import attach_mentions
 from agent_server.agent.model_call import CallAttempt, RetryPolicy, call_model
-from agent_server.agent.permissions import AskCallback, PermissionGate
+from agent_server.agent.model_choice import SwitchCost, serves, switch_cost, switch_note
+from agent_server.agent.permissions import AskCallback, PermissionGate, PermissionMode, parse_mode
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.tool_runner import ToolRunner, aborted_result
 from agent_server.agent.tools import Tool, ToolContext
 from agent_server.agent.tools.base import EarlierOutput, outputs_in_context
 from agent_server.agent.tools.files import LOCAL_FILES, FileAccess
-from agent_server.agent.tools.sandbox import confinement
+from agent_server.agent.tools.sandbox import Confinement, confinement
 from agent_server.agent.transcript import DEFAULT_PAGE, Page
 from agent_server.agent.transcript import page as transcript_page
 from agent_server.context.estimate import estimate_context_tokens
@@ -62,7 +73,9 @@ from agent_server.context.projection import is_prompt
 from agent_server.context.summary_prompt import note_message
 from agent_server.errors import (
     AgentServerError,
+    ConfigError,
     ContextOverflowError,
+    EntryNotFoundError,
     PromptTooLargeError,
     ProviderError,
     SessionBusyError,
@@ -72,6 +85,7 @@ from agent_server.llm.cost import SessionTotals
 from agent_server.llm.messages import (
     AssistantMessage,
     Context,
+    ImageContent,
     TextContent,
     ToolCall,
     ToolResultMessage,
@@ -89,7 +103,7 @@ from agent_server.llm.stream import (
     TextDelta,
     ThinkingDelta,
 )
-from agent_server.session.entries import Entry, MessageEntry
+from agent_server.session.entries import Entry, FileVersion, MessageEntry
 from agent_server.session.index import usage_of
 from agent_server.session.ledger import Ledger
 
@@ -111,15 +125,34 @@ class TurnResult:
     calls: int = 0
 
 
+RestoreChoice = Literal["conversation", "files", "both"]
+RESTORE_CHOICES: tuple[str, ...] = ("conversation", "files", "both")
+
+
 @dataclass(frozen=True, slots=True)
 class Rewound:
     """Where a rewind left the session: `leaf_id`, the entry the next prompt follows;
-    `prompt`, the content of the prompt rewound from (to ask again, edited), if it was one;
-    `summary`, the summary of the branch left behind, if one was asked for and made."""
+    `prompt`, the content of the prompt rewound from (to ask again, edited), if it was one
+    and the conversation went back; `summary`, the summary of the branch left behind, if one
+    was asked for and made; `files`, the files put back (`after` None: deleted) and
+    `problems`, those that could not be."""
 
-    leaf_id: str
+    leaf_id: str | None
     prompt: tuple[UserContent, ...] | None = None
     summary: str | None = None
+    files: tuple[FileVersion, ...] = ()
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSwitch:
+    """A model switch: the model now used, the entry that records it (None: no change),
+    and what the switch costs at the next request (`note`: the same in words)."""
+
+    model: ModelInfo
+    entry_id: str | None
+    cost: SwitchCost
+    note: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,12 +185,22 @@ class AgentSession:
         reconnect: Callable[[AgentSettings], ModelSetup] | None = None,
         policy: ContextPolicy | None = None,
         clock: Callable[[], float] = time.time,
+        configured: AgentSettings | None = None,
+        checkpoints: BlobStore | None = None,
+        private_dirs: tuple[Path, ...] = (),
     ) -> None:
         self.ledger = ledger
         self.workspace = workspace
         self.settings = settings
         self._setup = setup
         self._pending_settings: AgentSettings | None = None
+        # The workspace's settings as last given; the session's own choices (a model picked
+        # for it, a permission mode switched to) hold until the setting itself changes.
+        self._configured = configured or settings
+        self._own_model = settings.model if settings.model != self._configured.model else None
+        self._own_mode: PermissionMode | None = None
+        self._checkpoints = checkpoints
+        self._private_dirs = private_dirs  # never listed as changed files (the sessions)
         self._reconnect = reconnect
         self._emit_to = emit
         self._retry = retry or RetryPolicy()
@@ -175,7 +218,9 @@ class AgentSession:
             on_status=lambda status: self._emit(McpStatusChanged(status)),
             on_notice=lambda text: self._emit(Notice(self._current_turn, "info", text)),
         )
-        self._runner = ToolRunner(self._tools.runnable, self.gate, self._tool_context, self._emit)
+        self._runner = ToolRunner(
+            self._tools.runnable, self.gate, self._tool_context, self._emit, checkpoints=checkpoints
+        )
         self.context = ContextManager(
             ledger=ledger,
             system_prompt=system_prompt,
@@ -250,10 +295,87 @@ class AgentSession:
         if retention != "auto":
             return retention
         return "long" if self._user_idle or self._came_back else "short"
+    @property
+    def mode(self) -> PermissionMode:
+        return self.gate.mode
+
+    @property
+    def confinement(self) -> Confinement:
+        """How the session's commands run now (under `tools.sandbox: auto` it follows the
+        mode: sandboxed when nothing asks)."""
+        tools = self.settings.tools
+        return confinement(tools.sandbox, self.settings.permissions_mode, tools.network)
 
     def update_settings(self, settings: AgentSettings) -> None:
-        """New settings, applied from the next turn."""
-        self._pending_settings = settings
+        """New settings, applied from the next turn. A model picked for this session and a
+        permission mode switched to stay, unless the setting itself changed."""
+        previous, self._configured = self._configured, settings
+        if settings.model != previous.model or settings.provider != previous.provider:
+            self._own_model = None
+        if settings.permissions_mode != previous.permissions_mode:
+            self._own_mode = None
+        self._pending_settings = self._with_own_choices(settings)
+
+    def _with_own_choices(self, settings: AgentSettings) -> AgentSettings:
+        return settings.with_overrides(
+            model=self._own_model or settings.model,
+            permissions_mode=self._own_mode or settings.permissions_mode,
+        )
+
+    def set_mode(self, mode: str) -> PermissionMode:
+        """Switch the permission mode, at once (a running turn's next tool call already
+        follows it); "always" answers given so far are kept."""
+        checked = parse_mode(mode)
+        self.gate.set_mode(checked)
+        self._own_mode = checked if checked != self._configured.permissions_mode else None
+        self.settings = self.settings.with_overrides(permissions_mode=checked)
+        if self._pending_settings is not None:
+            self._pending_settings = self._with_own_choices(self._configured)
+        return checked
+
+    async def switch_model(self, model_id: str) -> ModelSwitch:
+        """Continue this session with another model of the same provider, between turns:
+        the ledger records the change, the context stays as it is."""
+        if self._busy:
+            raise SessionBusyError(f"session {self.session_id} is busy with a turn")
+        if self._reconnect is None:
+            raise ConfigError("this session cannot change its model")
+        self._busy = True
+        try:
+            settings = self.settings.with_overrides(model=model_id)
+            setup = self._reconnect(settings)
+            if not serves(settings.provider, setup.model):
+                with contextlib.suppress(Exception):
+                    await setup.provider.aclose()
+                raise ConfigError(
+                    f"{setup.model.name} ({setup.model.id}) is not served by the provider "
+                    f"{settings.provider!r}: pick one of its models, or change the provider "
+                    "setting (which starts new sessions with it)."
+                )
+            old = self._setup
+            retention = self.retention_for_call()  # "auto" decided as the next call would
+            cost = switch_cost(
+                self.context.view().tokens,
+                old.model,
+                setup.model,
+                cache_retention=retention,
+                settings=settings.compaction,
+            )
+            note = switch_note(old.model, setup.model, cost, retention)
+            self._setup, self.settings = setup, settings
+            self._own_model = model_id if model_id != self._configured.model else None
+            if self._pending_settings is not None:
+                self._pending_settings = self._with_own_choices(self._configured)
+            entry_id = None
+            if setup.model.id != old.model.id or setup.provider.api != old.provider.api:
+                entry_id = self.ledger.append_model_change(setup.provider.api, setup.model.id).id
+                self.ledger.sync()
+            self.context.configure(setup.model, setup.summary_model, settings.compaction)
+            with contextlib.suppress(Exception):
+                await old.provider.aclose()
+            return ModelSwitch(setup.model, entry_id, cost, note)
+        finally:
+            self._busy = False
 
     async def run_turn(
         self, prompt: str | Sequence[UserContent], turn_id: str | None = None
@@ -306,6 +428,13 @@ class AgentSession:
         finally:
             self._busy = False
 
+    def rewind_plan(self, entry_id: str) -> RestorePlan:
+        """What restoring the files to how they were at `entry_id` would change (see
+        agent/checkpoints.py): shown to the user before they confirm a rewind."""
+        if entry_id not in self.ledger:
+            raise EntryNotFoundError(f"no entry {entry_id} in session {self.session_id}")
+        return plan_restore(self.ledger, entry_id, self.workspace, ignore=self._private_dirs)
+
     @property
     def tool_specs(self) -> tuple[ToolSpec, ...]:
         """The tool list the next request sends."""
@@ -329,33 +458,60 @@ class AgentSession:
         restarted; the tool list in force stays until the user accepts the change."""
         await self._tools.servers.reconfigure(configs)
 
-    async def rewind(self, entry_id: str, *, summarize: bool = False) -> Rewound:
-        """Continue from an earlier point; nothing is deleted.
+    async def rewind(
+        self, entry_id: str, *, summarize: bool = False, restore: RestoreChoice = "conversation"
+    ) -> Rewound:
+        """Go back to an earlier point; nothing is deleted.
 
-        Rewinding to a prompt goes to just before it, so that the next prompt replaces it
-        (the model sees the history up to there and the new prompt only); rewinding to any
-        other entry continues after it. With `summarize`, a short summary of the branch left
-        behind is made (one model call) and shown to the model as a note where the rewind
-        happened.
+        `restore` says what goes back: the conversation, the files the agent wrote or edited
+        since that point, or both. The conversation: rewinding to a prompt goes to just
+        before it, so that the next prompt replaces it (the model sees the history up to
+        there and the new prompt only); rewinding to any other entry continues after it.
+        With `summarize`, a short summary of the branch left behind is made (one model call)
+        and shown to the model as a note where the rewind happened. The files: each goes
+        back to its content when `entry_id` was written (checkpoints.py); when the
+        conversation stays, the model is told which files were put back.
         """
         if self._busy:
             raise SessionBusyError(f"session {self.session_id} is busy with a turn")
+        if entry_id not in self.ledger:
+            raise EntryNotFoundError(
+                f"cannot rewind to {entry_id}: no such entry in session {self.session_id}"
+            )
         self._busy = True
         try:
-            target: str | None = entry_id
+            files: tuple[FileVersion, ...] = ()
+            problems: tuple[str, ...] = ()
+            if restore != "conversation":
+                if self._checkpoints is None:
+                    raise ConfigError("this session keeps no checkpoints of its files")
+                plan = self.rewind_plan(entry_id)
+                files, problems = await asyncio.to_thread(
+                    restore_files, plan, self.workspace, self._checkpoints
+                )
             prompt: tuple[UserContent, ...] | None = None
-            entry = self.ledger.get(entry_id)
-            if (
-                isinstance(entry, MessageEntry)
-                and isinstance(entry.message, UserMessage)
-                and is_prompt(entry.message)
-            ):
-                target, prompt = entry.parent_id, entry.message.content
-            summary = await self._branch_summary(target) if summarize else None
-            branch = self.ledger.rewind(target, summary=summary)
+            summary: str | None = None
+            if restore != "files":
+                target: str | None = entry_id
+                entry = self.ledger.get(entry_id)
+                if (
+                    isinstance(entry, MessageEntry)
+                    and isinstance(entry.message, UserMessage)
+                    and is_prompt(entry.message)
+                ):
+                    target, prompt = entry.parent_id, entry.message.typed
+                summary = await self._branch_summary(target) if summarize else None
+                self.ledger.rewind(target, summary=summary)
+            if files:
+                self.ledger.append_file_restore(entry_id, files)
+                if restore == "files":
+                    self.ledger.append_message(note_message(RESTORE_NOTE, restored_note(files)))
             self.ledger.sync()
             self._watch.restore(files_seen(self.ledger.projection_entries(), self._paths_of))
-            return Rewound(branch.id, prompt, summary)
+            # Restored files hold what the model is told (or saw at that point): not an
+            # external edit.
+            self._watch.accept(version.path for version in files)
+            return Rewound(self.ledger.leaf_id, prompt, summary, files, problems)
         finally:
             self._busy = False
 
@@ -422,10 +578,18 @@ class AgentSession:
             pause = self.context.pause()
             short = cache_ttl(self._setup.provider.api, self.model, "short")
             self._came_back = pause is not None and short is not None and pause > short
+            prompt = await self._prompt_message(turn_id, content)
             self._append_note_of_changes()
-            user_entry = self.ledger.append_message(UserMessage(content))
+            user_entry = self.ledger.append_message(prompt)
+            for attachment in prompt.attachments:
+                if attachment.kind != "directory":
+                    self._watch.record(attachment.path)
             self._maybe_title(content)
-            self._emit(TurnStarted(turn_id, user_entry.id, content, user_entry.parent_id))
+            self._emit(
+                TurnStarted(
+                    turn_id, user_entry.id, content, user_entry.parent_id, prompt.attachments
+                )
+            )
             for _step in range(self.settings.max_steps):
                 await self._tools.for_request()  # fixes the tool list, or takes an accepted change
                 view = await self.context.prepare()
@@ -611,6 +775,24 @@ class AgentSession:
 
     # --- pieces -------------------------------------------------------------------------
 
+    async def _prompt_message(self, turn_id: str, content: tuple[UserContent, ...]) -> UserMessage:
+        """The prompt as recorded and sent: what its @-mentions attach, then what the user
+        typed. A model that takes no images is not sent one."""
+        attached = await attach_mentions(
+            content,
+            tools={tool.spec.name: tool for tool in self._tools.runnable()},
+            context=self._tool_context(None),
+        )
+        for problem in attached.problems:
+            self._emit(Notice(turn_id, "warning", problem))
+        blocks = (*attached.blocks, *content)
+        if not self.model.images and any(isinstance(b, ImageContent) for b in blocks):
+            raise ConfigError(
+                f"{self.model.name} does not take images: pick a model that does (the model "
+                "picker, or /model in the terminal), or send the prompt without the image."
+            )
+        return UserMessage(blocks, attachments=attached.attachments)
+
     def _tokens_with_tools(self, specs: tuple[ToolSpec, ...]) -> int:
         """The estimated size of the next request if it sent `specs`: what it re-reads when
         the tool list changes (the tools come first in the prefix)."""
@@ -642,7 +824,7 @@ class AgentSession:
             in_context=self._in_context,
             files=self._files,
             env_pass=tools.env_pass,
-            confinement=confinement(tools.sandbox, self.settings.permissions_mode, tools.network),
+            confinement=self.confinement,
         )
 
     def _paths_of(self, call: ToolCall) -> tuple[str, ...]:

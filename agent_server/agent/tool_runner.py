@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from agent_server.agent.checkpoints import DETAILS_KEY, BlobStore, Captured, capture, version_after
 from agent_server.agent.events import EventSink, Notice, ToolCallStarted, ToolCallUpdated
 from agent_server.agent.permissions import PermissionGate, denied_result
 from agent_server.agent.tools import Tool, ToolContext, ToolResult, run_tool, unknown_tool_result
@@ -36,11 +37,14 @@ class ToolRunner:
         gate: PermissionGate,
         make_context: Callable[[Callable[[str], None] | None], ToolContext],
         emit: EventSink,
+        *,
+        checkpoints: BlobStore | None = None,
     ) -> None:
         self._current = tools  # the list in force can change between calls (accepted MCP tools)
         self._gate = gate
         self._make_context = make_context
         self._emit = emit
+        self._checkpoints = checkpoints
         self._told_unconfined = False
         self._confirmed: set[str] = set()  # calls the user allowed despite a warning
 
@@ -117,10 +121,25 @@ class ToolRunner:
                         f"Commands run without a sandbox: {context.confinement.reason}.",
                     )
                 )
+            captured = await self._capture(tool, call, context)
             result = await run_tool(tool, call.arguments, context)
+            if captured is not None and not result.is_error and self._checkpoints is not None:
+                # The file's content before and after, for a rewind that restores files.
+                version = await asyncio.to_thread(version_after, captured, self._checkpoints)
+                details = {**(result.details or {}), DETAILS_KEY: version.to_json()}
+                result = replace(result, details=details)
             results[call.id] = self._finish(turn_id, call, result)
 
         await asyncio.gather(*(one(call) for call in calls))
+
+    async def _capture(self, tool: Tool, call: ToolCall, context: ToolContext) -> Captured | None:
+        """Before a tool that changes a file (write, edit) runs: that file's content, kept."""
+        if self._checkpoints is None or tool.read_only or tool.kind != "edit":
+            return None
+        paths = tool.paths(call.arguments)
+        if not paths:
+            return None
+        return await asyncio.to_thread(capture, context.workspace, self._checkpoints, paths[0])
 
     async def _preview(self, tool: Tool, call: ToolCall) -> FileChange | None:
         """The file change a write or edit would make, secrets scrubbed, for the question."""

@@ -3,8 +3,9 @@
 A live turn sends `agent/update` notifications whose `update` is one of the items built here
 (`user_message_item`, `chunk_item`, `tool_call_item`, `tool_call_update_item`, `notice_item`);
 a loaded session is the same items made from its ledger entries, plus markers the live stream
-announces by other means (`compaction`, `branch`, `modelChange`). An editor therefore has one
-code path for both, and never reads ledger entries. docs/protocol.md defines every item.
+announces by other means (`compaction`, `branch`, `modelChange`, `fileRestore`). An editor
+therefore has one code path for both, and never reads ledger entries. docs/protocol.md
+defines every item.
 
 Paging walks parent links from the leaf (or from a cursor) through the ledger's index, so a
 page costs its own size whatever the length of the session: `page(ledger, tools)` is the
@@ -23,12 +24,14 @@ from agent_server.context.summary_prompt import note_text
 from agent_server.errors import EntryNotFoundError
 from agent_server.llm.messages import (
     AssistantMessage,
+    Attachment,
     TextContent,
     ThinkingContent,
     ToolCall,
     ToolResultMessage,
     UserContent,
     UserMessage,
+    attachment_to_json,
     content_to_json,
 )
 from agent_server.session import index as kinds
@@ -36,6 +39,8 @@ from agent_server.session.entries import (
     BranchEntry,
     CompactionEntry,
     Entry,
+    FileRestoreEntry,
+    FileVersion,
     MessageEntry,
     ModelChangeEntry,
 )
@@ -47,7 +52,7 @@ if TYPE_CHECKING:  # the live stream uses the item builders without loading ever
 DEFAULT_PAGE = 100  # entries per page unless the editor asks otherwise
 # Entry kinds an editor shows (system prompts, titles and unknown future types are not).
 SHOWN = frozenset("".join((kinds.USER, kinds.ASSISTANT, kinds.TOOL_RESULT, kinds.COMPACTION)))
-SHOWN |= {kinds.BRANCH, kinds.MODEL_CHANGE}
+SHOWN |= {kinds.BRANCH, kinds.MODEL_CHANGE, kinds.FILE_RESTORE}
 
 Item = dict[str, Any]
 _JSON_TYPES = (str, int, float, bool, list, dict)
@@ -62,13 +67,24 @@ class Page:
 # --- the items, live and loaded -----------------------------------------------------------------
 
 
-def user_message_item(entry_id: str, parent_id: str | None, content: Iterable[UserContent]) -> Item:
-    return {
+def user_message_item(
+    entry_id: str,
+    parent_id: str | None,
+    content: Iterable[UserContent],
+    attachments: Iterable[Attachment] = (),
+) -> Item:
+    """A prompt: what the user typed or pasted (`content`), and what its @-mentions attached
+    (`attachments`: path, kind, detail; the attached text itself is for the model)."""
+    item: Item = {
         "kind": "userMessage",
         "entryId": entry_id,
         "parentId": parent_id,
         "content": [content_to_json(block) for block in content],
     }
+    shown = [attachment_to_json(a) for a in attachments]
+    if shown:
+        item["attachments"] = [{k: v for k, v in a.items() if k != "blocks"} for a in shown]
+    return item
 
 
 def chunk_item(kind: str, message_id: str, text: str) -> Item:
@@ -156,7 +172,9 @@ def entry_items(entry: Entry, tools: Mapping[str, Tool]) -> list[Item]:
                 # summary), not something the user typed: shown as the live notice was
                 item = notice_item("info", note_text(message))
                 return [{**item, "entryId": entry.id, "note": message.note}]
-            return [user_message_item(entry.id, entry.parent_id, message.content)]
+            return [
+                user_message_item(entry.id, entry.parent_id, message.typed, message.attachments)
+            ]
         if isinstance(message, AssistantMessage):
             return _assistant_items(entry.id, message, tools)
         assert isinstance(message, ToolResultMessage)
@@ -184,7 +202,21 @@ def entry_items(entry: Entry, tools: Mapping[str, Tool]) -> list[Item]:
                 "model": entry.model,
             }
         ]
+    if isinstance(entry, FileRestoreEntry):
+        return [file_restore_item(entry.id, entry.target_id, entry.files)]
     return []
+
+
+def file_restore_item(entry_id: str, target_id: str, files: Iterable[FileVersion]) -> Item:
+    """Files put back by a rewind: each restored, or deleted (it did not exist then)."""
+    return {
+        "kind": "fileRestore",
+        "entryId": entry_id,
+        "targetId": target_id,
+        "files": [
+            {"path": v.path, "action": "delete" if v.after is None else "restore"} for v in files
+        ],
+    }
 
 
 def _assistant_items(

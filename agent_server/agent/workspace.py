@@ -13,19 +13,22 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from agent_server.agent.checkpoints import BlobStore
 from agent_server.agent.context_manager import ContextPolicy
 from agent_server.agent.events import EventSink, ignore_events
 from agent_server.agent.mcp.config import McpServerConfig, default_user_file, load_server_configs
 from agent_server.agent.mcp.servers import McpServers
 from agent_server.agent.model_call import RetryPolicy
-from agent_server.agent.model_setup import connect, secrets_of
+from agent_server.agent.model_choice import ModelChoice, choices, serves
+from agent_server.agent.model_setup import connect, model_registry, secrets_of
 from agent_server.agent.permissions import AskCallback
 from agent_server.agent.session import AgentSession, ModelSetup
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.system_prompt import build_system_prompt
 from agent_server.agent.tools import default_tools
 from agent_server.agent.tools.sandbox import protect_server_process, sandbox_status
-from agent_server.errors import AgentServerError, SessionNotFoundError
+from agent_server.errors import AgentServerError, SessionNotFoundError, UnknownModelError
+from agent_server.llm.models import DEFAULT_MODEL_BY_PROVIDER
 from agent_server.llm.providers import preload_sdks
 from agent_server.session.ledger import Ledger
 from agent_server.session.store import SessionInfo, SessionStore, default_sessions_root
@@ -33,6 +36,11 @@ from agent_server.session.store import SessionInfo, SessionStore, default_sessio
 log = logging.getLogger(__name__)
 
 Connect = Callable[[AgentSettings], ModelSetup]
+
+
+def model_choices(settings: AgentSettings) -> list[ModelChoice]:
+    """The models a session with these settings can switch to (its provider's)."""
+    return choices(settings.provider, model_registry(settings))
 
 
 def preload_providers() -> None:
@@ -126,6 +134,10 @@ class WorkspaceAgent:
     def list(self) -> list[SessionInfo]:
         return self.store.list()
 
+    def default_model(self) -> str:
+        """The model a new session starts with."""
+        return self.settings.model or DEFAULT_MODEL_BY_PROVIDER[self.settings.provider]
+
     def create(
         self,
         *,
@@ -170,12 +182,30 @@ class WorkspaceAgent:
         if not self.store.exists(session_id):
             raise SessionNotFoundError(f"no session {session_id} in workspace {self.root}")
         ledger = self.store.open(session_id)
-        settings = self.settings
-        recorded = ledger.latest_model()
-        if recorded is not None and settings.model is None:
-            settings = settings.with_overrides(model=recorded)
-        setup = self._connect(settings)
+        try:
+            settings, setup = self._reopen(ledger.latest_model())
+            if setup.model.id != ledger.latest_model():
+                ledger.append_model_change(setup.provider.api, setup.model.id)
+        except BaseException:
+            ledger.close()
+            raise
         return self._start(ledger, settings, setup, emit, ask, assume_yes)
+
+    def _reopen(self, recorded: str | None) -> tuple[AgentSettings, ModelSetup]:
+        """A reopened session keeps its own model (the one it last switched to), when the
+        provider still serves it; else it takes the configured one."""
+        if recorded is not None and recorded != self.settings.model:
+            settings = self.settings.with_overrides(model=recorded)
+            try:
+                setup = self._connect(settings)
+            except UnknownModelError:
+                pass
+            else:
+                if serves(settings.provider, setup.model):
+                    return settings, setup
+                with contextlib.suppress(Exception):
+                    asyncio.get_running_loop().create_task(setup.provider.aclose())
+        return self.settings, self._connect(self.settings)
 
     def has(self, session_id: str) -> bool:
         return session_id in self.sessions or self.store.exists(session_id)
@@ -217,6 +247,9 @@ class WorkspaceAgent:
             reconnect=self._connect,
             policy=policy,
             clock=self._clock,
+            configured=self.settings,
+            checkpoints=BlobStore(self.store.checkpoint_dir(self.root)),
+            private_dirs=(self.store.root,),
         )
         session.set_user_idle(self.user_idle)
         self.sessions[session.session_id] = session

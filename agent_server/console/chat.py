@@ -3,9 +3,11 @@
 It runs the same engine the language server runs (a WorkspaceAgent for the current
 directory) and prints the same transcript, meter and compaction markers as the demo: the
 agent's events are turned into the editor protocol's JSON and rendered by TranscriptPrinter
-(answers as Markdown; everything shown literally). Interactive commands: /compact
-[instructions], /usage, /sessions, /quit; Ctrl-C stops a turn, Ctrl-C twice or Ctrl-D at the
-prompt quits. A session opened and left without a prompt is not kept.
+(answers as Markdown; everything shown literally). Interactive commands (console/commands.py,
+`/help` lists them): /model, /mode, /rewind, /compact, /usage, /sessions, /quit; an unknown
+`/word` is answered, not sent. `@path` attaches a workspace file or folder (Tab completes
+it), a pasted image path attaches the image. Ctrl-C stops a turn, Ctrl-C twice or Ctrl-D at
+the prompt quits. A session opened and left without a prompt is not kept.
 """
 
 from __future__ import annotations
@@ -14,31 +16,55 @@ import asyncio
 import contextlib
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.panel import Panel
 from rich.prompt import Prompt
+from rich.table import Table
 from rich.text import Text
 
 from agent_server.agent import events
+from agent_server.agent.checkpoints import RestorePlan
 from agent_server.agent.config_file import flag_overrides, load_config, resolve_settings
+from agent_server.agent.mentions import complete
 from agent_server.agent.permissions import PermissionRequest
-from agent_server.agent.session import AgentSession
+from agent_server.agent.session import AgentSession, RestoreChoice
 from agent_server.agent.settings import AgentSettings
-from agent_server.agent.workspace import WorkspaceAgent
+from agent_server.agent.workspace import WorkspaceAgent, model_choices
+from agent_server.console.commands import (
+    COMMANDS,
+    command_names,
+    mode_named,
+    prompt_with_images,
+    read_command,
+)
 from agent_server.console.render import (
     TranscriptPrinter,
     diff_text,
+    format_tokens,
     meter_text,
     shown,
     usage_table,
 )
 from agent_server.console.sessions import sessions_table
 from agent_server.errors import AgentServerError, ConfigError
+from agent_server.llm.messages import TextContent
 from agent_server.lsp import wire
+
+MODE_MEANINGS = {
+    "ask": "every tool call asks first",
+    "allowReads": "reads run; writes, edits and commands ask first",
+    "allowAll": "every tool call runs without asking",
+}
+REWIND_CHOICES: tuple[tuple[str, RestoreChoice | None], ...] = (
+    ("conversation and files", "both"),
+    ("conversation only", "conversation"),
+    ("files only", "files"),
+    ("cancel", None),
+)
 
 
 class TerminalChat:
@@ -58,6 +84,8 @@ class TerminalChat:
         self.turn_id = ""
         self.seq = 0
         self.last_turn: dict[str, Any] | None = None
+        self.prefill = ""  # put in the input line at the next prompt (a rewound prompt)
+        self._completions: list[str] = []
 
     @property
     def session_id(self) -> str:
@@ -72,8 +100,8 @@ class TerminalChat:
         elif isinstance(event, events.OverflowHappened):
             self.printer.overflow(wire.overflow_json(sid, event))
         elif (update := wire.update_json(event)) is not None:
-            if isinstance(event, events.TurnStarted):
-                return  # the prompt is already on screen
+            # (A prompt's update shows only what its mentions attached: the prompt itself is
+            # on screen already.)
             self.printer.update(
                 {"sessionId": sid, "turnId": self.turn_id, "seq": self.seq, "update": update}
             )
@@ -125,10 +153,19 @@ class TerminalChat:
     async def turn(self, session: AgentSession, prompt: str) -> str:
         if not self.interactive:
             self.printer.prompt(prompt)
+        content, images = prompt_with_images(prompt, session.workspace)
+        for number, image in enumerate(images, 1):
+            self.console.print(
+                shown(
+                    f"  attached image {number}: {image.path} ({image.mime_type}, "
+                    f"{image.size // 1024 or 1} KB)",
+                    "dim",
+                )
+            )
         self.printer.errors_shown = []
         self.seq = 0
         before = session.totals.to_json()
-        result = await session.run_turn(prompt)
+        result = await session.run_turn(content)
         after = session.totals.to_json()
         self.last_turn = {key: after[key] - before[key] for key in TURN_FIGURES}
         self.turn_id = result.turn_id
@@ -144,9 +181,10 @@ class TerminalChat:
     def read_prompt(self) -> str | None:
         """The next prompt; None to quit (Ctrl-D, or Ctrl-C twice in a row)."""
         interrupted = False
+        prefill, self.prefill = self.prefill, ""
         while True:
             try:
-                line = input(self.prompt_label())
+                line = self.input_line(prefill)
             except EOFError:
                 self.console.print()
                 return None
@@ -159,6 +197,44 @@ class TerminalChat:
                 continue
             if line.strip():
                 return line.strip()
+
+    def input_line(self, prefill: str) -> str:
+        """input(), with `prefill` already typed in the line when readline is there to edit
+        it (else it is shown above, to copy)."""
+        readline = sys.modules.get("readline")
+        if not prefill:
+            return input(self.prompt_label())
+        if readline is None:
+            self.console.print(Text("your prompt was: ", style="dim") + shown(prefill))
+            return input(self.prompt_label())
+        readline.set_startup_hook(lambda: readline.insert_text(prefill))
+        try:
+            return input(self.prompt_label())
+        finally:
+            readline.set_startup_hook(None)
+
+    def install_completion(self, workspace: Path) -> None:
+        """Tab completes `@path` mentions from the workspace and /commands."""
+        readline = sys.modules.get("readline")
+        if readline is None:
+            return
+
+        def completer(text: str, state: int) -> str | None:
+            if state == 0:
+                if text.startswith("@"):
+                    self._completions = [
+                        "@" + (f'"{c.path}"' if " " in c.path else c.path)
+                        for c in complete(workspace, text[1:])
+                    ]
+                elif text.startswith("/") and readline.get_line_buffer().lstrip() == text:
+                    self._completions = command_names(text)
+                else:
+                    self._completions = []
+            return self._completions[state] if state < len(self._completions) else None
+
+        readline.set_completer_delims(" \t\n")
+        readline.set_completer(completer)
+        readline.parse_and_bind("tab: complete")
 
     def prompt_label(self) -> str:
         """`you › ` for input(), in bold cyan on a colour terminal: the colour codes are
@@ -173,6 +249,162 @@ class TerminalChat:
         usage = wire.usage_json(session.session_id, session.usage_snapshot())
         self.console.print(meter_text(usage))
         self.console.print(usage_table(usage, self.last_turn, session.totals.to_json()))
+
+    # --- commands -------------------------------------------------------------------------
+
+    def show_help(self) -> None:
+        table = Table(show_header=False, box=None, padding=(0, 2, 0, 0))
+        for command in COMMANDS:
+            table.add_row(Text(command.name, style="bold"), command.arguments, command.help)
+        table.add_row(
+            Text("@path", style="bold"), "", "attach a workspace file or folder (Tab completes)"
+        )
+        table.add_row(Text("a/b.png", style="bold"), "", "an image file's path attaches the image")
+        self.console.print(table)
+
+    def model_command(self, runner: asyncio.Runner, session: AgentSession, argument: str) -> None:
+        """`/model`: the models of the session's provider; `/model <id>`: switch to one."""
+        if not argument:
+            table = Table(title=f"models ({session.settings.provider})", title_justify="left")
+            for column in ("", "model", "window", "max output", "$/M in · out · cache read"):
+                table.add_column(column)
+            for choice in model_choices(session.settings):
+                model, pricing = choice.model, choice.model.pricing
+                prices = f"{pricing.input:g} · {pricing.output:g} · {pricing.cache_read:g}"
+                table.add_row(
+                    "●" if model.id == session.model.id else "",
+                    shown(
+                        f"{model.id}  {model.name}"
+                        + ("  (yours)" if choice.source == "user" else "")
+                    ),
+                    format_tokens(model.context_window),
+                    format_tokens(model.max_output),
+                    prices,
+                )
+            self.console.print(table)
+            self.console.print(Text("/model <id> switches this session", style="dim"))
+            return
+        try:
+            switch = runner.run(session.switch_model(argument))
+        except AgentServerError as error:
+            self.console.print(shown(error.message, "red"))
+            return
+        self.console.print(shown(f"model: {switch.model.id} ({switch.model.name})", "magenta"))
+        self.console.print(shown(switch.note, "dim"))
+
+    def mode_command(self, session: AgentSession, argument: str) -> None:
+        """`/mode`: when tools ask first; `/mode <mode>`: switch."""
+        if argument:
+            mode = mode_named(argument)
+            if mode is None:
+                self.console.print(
+                    shown(f"unknown mode {argument!r}: use ask, allowReads or allowAll", "red")
+                )
+                return
+            session.set_mode(mode)
+        mode = session.mode
+        self.console.print(
+            Text(f"mode: {mode}", style="magenta") + Text(f" ({MODE_MEANINGS[mode]})", style="dim")
+        )
+        # Under `tools.sandbox: auto` the sandbox follows the mode: say how commands run now.
+        self.console.print(shown(f"commands: {session.confinement.describe()}", "dim"))
+
+    def rewind_command(self, runner: asyncio.Runner, session: AgentSession) -> None:
+        """`/rewind`: pick a prompt, see what would change, choose what goes back."""
+        items = session.transcript(limit=500).items
+        prompts = [item for item in items if item["kind"] == "userMessage"][-9:]
+        if not prompts:
+            self.console.print(Text("nothing to rewind to yet", style="dim"))
+            return
+        for number, item in enumerate(prompts, 1):
+            text = " ".join(_typed_text(item).split())
+            self.console.print(
+                Text(f"  {number} ", style="bold") + shown(text[:100], one_line=True)
+            )
+        picked = self.choose(
+            "rewind to before which prompt",
+            [str(n) for n in range(1, len(prompts) + 1)],
+            cancel=True,
+        )
+        if picked is None:
+            return
+        entry_id = str(prompts[int(picked) - 1]["entryId"])
+        plan = runner.run(asyncio.to_thread(session.rewind_plan, entry_id))
+        self.show_plan(plan)
+        options = [o for o in REWIND_CHOICES if plan.files or o[1] in ("conversation", None)]
+        for number, (label, _choice) in enumerate(options, 1):
+            self.console.print(Text(f"  {number} ", style="bold") + Text(label))
+        answer = self.choose(
+            "what goes back", [str(n) for n in range(1, len(options) + 1)], cancel=False
+        )
+        choice = options[int(answer) - 1][1] if answer is not None else None
+        if choice is None:
+            self.console.print(Text("  nothing changed", style="dim"))
+            return
+        try:
+            rewound = runner.run(session.rewind(entry_id, restore=choice))
+        except AgentServerError as error:
+            self.console.print(shown(error.message, "red"))
+            return
+        for version in rewound.files:
+            verb = "deleted" if version.after is None else "restored"
+            self.console.print(shown(f"  {verb} {version.path}", "magenta"))
+        for problem in rewound.problems:
+            self.console.print(shown(f"  not restored: {problem}", "red"))
+        if choice != "files":
+            self.console.print(
+                Text("  the conversation continues from before that prompt", style="magenta")
+            )
+        if rewound.prompt:
+            self.prefill = "\n".join(b.text for b in rewound.prompt if isinstance(b, TextContent))
+
+    def show_plan(self, plan: RestorePlan) -> None:
+        if plan.files:
+            self.console.print(Text("files a restore puts back:", style="bold"))
+            for planned in plan.files:
+                what = "delete (it did not exist then)" if planned.target is None else "restore"
+                line = shown(f"  {planned.path}: {what}")
+                if planned.changed_since:
+                    line.append(
+                        " (changed since the agent's edit: that change is lost)", style="yellow"
+                    )
+                self.console.print(line)
+        else:
+            self.console.print(
+                Text("no file the agent wrote or edited changed since then", style="dim")
+            )
+        if plan.commands or plan.untracked:
+            self.console.print(Text("not restorable:", style="bold yellow"))
+            for command in plan.commands:
+                self.console.print(shown(f"  ran: {command}", "yellow", one_line=True))
+            for path in plan.untracked:
+                self.console.print(
+                    shown(f"  {path} (changed by a command or outside the agent)", "yellow")
+                )
+            if plan.untracked_more:
+                self.console.print(Text(f"  and {plan.untracked_more} more files", style="yellow"))
+
+    def choose(self, question: str, choices: list[str], *, cancel: bool) -> str | None:
+        """A numbered choice; None when cancelled (Enter, when allowed; Ctrl-C; Ctrl-D)."""
+        with default_sigint():
+            try:
+                answer = Prompt.ask(
+                    Text(f"  {question}" + (" (Enter cancels)" if cancel else "")),
+                    choices=[*choices, ""] if cancel else choices,
+                    show_choices=not cancel,
+                    default="" if cancel else None,
+                    console=self.console,
+                )
+            except (KeyboardInterrupt, EOFError):
+                self.console.print()
+                return None
+        return answer or None
+
+
+def _typed_text(item: Mapping[str, Any]) -> str:
+    return "\n".join(
+        block["text"] for block in item.get("content", ()) if block.get("type") == "text"
+    )
 
 
 TURN_FIGURES = ("calls", "input", "cacheRead", "cacheWrite", "output", "cost")
@@ -241,16 +473,34 @@ def chat_loop(
 ) -> str:
     console = chat.console
     console.print(
-        Text("/usage, /compact [instructions], /sessions, /quit; Ctrl-D quits", style="dim")
+        Text("/help lists the commands; @path attaches a file or folder; Ctrl-D quits", style="dim")
     )
+    chat.install_completion(session.workspace)
     while True:
         line = chat.read_prompt()
-        if line is None or line in ("/quit", "/exit"):
+        if line is None:
             return "quit"
-        if line == "/usage":
+        typed = read_command(line)
+        if typed is None:
+            runner.run(chat.turn(session, line))
+            continue
+        if typed.command is None:
+            console.print(
+                shown(
+                    f"unknown command {typed.word}: nothing was sent; /help lists the commands",
+                    "yellow",
+                )
+            )
+            continue
+        name = typed.command.name
+        if name == "/quit":
+            return "quit"
+        if name == "/help":
+            chat.show_help()
+        elif name == "/usage":
             chat.show_usage(session)
-        elif line.startswith("/compact"):
-            outcome = runner.run(session.compact(line.removeprefix("/compact").strip() or None))
+        elif name == "/compact":
+            outcome = runner.run(session.compact(typed.argument or None))
             if outcome.outcome == "noop":
                 console.print(
                     Text("nothing to compact yet: the history is already short", style="dim")
@@ -263,10 +513,14 @@ def chat_loop(
                         style="magenta",
                     )
                 )
-        elif line == "/sessions":
+        elif name == "/sessions":
             console.print(sessions_table(agent.list(), title="sessions"))
-        else:
-            runner.run(chat.turn(session, line))
+        elif name == "/model":
+            chat.model_command(runner, session, typed.argument)
+        elif name == "/mode":
+            chat.mode_command(session, typed.argument)
+        elif name == "/rewind":
+            chat.rewind_command(runner, session)
 
 
 def main(args: Any) -> int:

@@ -67,6 +67,12 @@ def _literal_tokens(tokens: Iterable[Token]) -> Iterable[Token]:
         yield token
 
 
+def attachment_label(attachment: Mapping[str, Any]) -> str:
+    """`README.md (40 lines)`: what a mention attached."""
+    detail = attachment.get("detail")
+    return f"{attachment.get('path')}" + (f" ({detail})" if detail else "")
+
+
 def diff_text(diff: str) -> Text:
     """A unified diff, added lines green, removed red, hunk headers cyan; shown literally."""
     out = Text()
@@ -157,7 +163,12 @@ class TranscriptPrinter:
     def update(self, params: Mapping[str, Any]) -> None:
         update = params["update"]
         kind = update["kind"]
-        if kind == "messageChunk":
+        if kind == "userMessage":
+            # The prompt is on screen already (typed, or printed by `prompt`); what its
+            # @-mentions attached is not.
+            for attachment in update.get("attachments") or ():
+                self.console.print(shown(f"  attached {attachment_label(attachment)}", "dim"))
+        elif kind == "messageChunk":
             if self._open_message != update["messageId"]:
                 self._close_message()
                 label = Text("agent › ", style="bold green")

@@ -21,21 +21,22 @@ from rich.table import Table
 from rich.text import Text
 
 from agent_server.agent.tools import default_tools
-from agent_server.console.render import LiteralMarkdown, format_tokens, shown
+from agent_server.console.render import LiteralMarkdown, attachment_label, format_tokens, shown
 from agent_server.errors import AgentServerError
 from agent_server.llm.messages import (
     AssistantMessage,
-    ImageContent,
     TextContent,
     ThinkingContent,
     ToolCall,
     ToolResultMessage,
     UserMessage,
+    attachment_to_json,
 )
 from agent_server.session.entries import (
     BranchEntry,
     CompactionEntry,
     Entry,
+    FileRestoreEntry,
     MessageEntry,
     ModelChangeEntry,
     TitleEntry,
@@ -94,13 +95,11 @@ def show_session(store: SessionStore, session_id: str, console: Console) -> int:
     return 0
 
 
-def _show_entry(
-    entry: Entry, results: Mapping[str, ToolResultMessage], console: Console
-) -> None:
+def _show_entry(entry: Entry, results: Mapping[str, ToolResultMessage], console: Console) -> None:
     if isinstance(entry, MessageEntry):
         message = entry.message
         if isinstance(message, UserMessage):
-            console.print(Text("you › ", style="bold cyan") + shown(_user_text(message.content)))
+            console.print(Text("you › ", style="bold cyan") + shown(_user_text(message)))
         elif isinstance(message, AssistantMessage):
             for block in message.content:
                 if isinstance(block, TextContent) and block.text.strip():
@@ -134,6 +133,9 @@ def _show_entry(
         console.print(shown(f"  model: {entry.provider} {entry.model}", "dim"))
     elif isinstance(entry, TitleEntry):
         console.print(shown(f"  title: {entry.title}", "dim"))
+    elif isinstance(entry, FileRestoreEntry):
+        files = ", ".join(v.path + (" (deleted)" if v.after is None else "") for v in entry.files)
+        console.print(shown(f"  ↺ files restored: {files}", "magenta"))
 
 
 def export_session(store: SessionStore, session_id: str, fmt: str, output: Path | None) -> int:
@@ -163,7 +165,7 @@ def write_markdown(entries: Iterable[Entry], out: TextIO) -> None:
         if isinstance(entry, MessageEntry):
             message = entry.message
             if isinstance(message, UserMessage):
-                out.write(f"## You\n\n{_user_text(message.content)}\n\n")
+                out.write(f"## You\n\n{_user_text(message)}\n\n")
             elif isinstance(message, AssistantMessage):
                 out.write("## Agent\n\n")
                 for block in message.content:
@@ -236,8 +238,12 @@ def _tool_title(call: ToolCall) -> str:
         return call.name
 
 
-def _user_text(content: Iterable[TextContent | ImageContent]) -> str:
-    parts = [b.text if isinstance(b, TextContent) else f"[image {b.mime_type}]" for b in content]
+def _user_text(message: UserMessage) -> str:
+    """What the user typed (images named), then what the prompt's mentions attached."""
+    parts = [
+        b.text if isinstance(b, TextContent) else f"[image {b.mime_type}]" for b in message.typed
+    ]
+    parts += [f"[attached: {attachment_label(attachment_to_json(a))}]" for a in message.attachments]
     return "\n".join(parts)
 
 

@@ -138,19 +138,42 @@ class Usage:
 # --- messages -------------------------------------------------------------------------------
 
 
+AttachmentKind: TypeAlias = Literal["file", "directory", "image"]
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """What the first `blocks` content blocks of a prompt not yet claimed by an earlier
+    attachment are: a workspace file, a folder's listing or an image the user mentioned
+    (`@path`), attached for the model rather than typed. `detail` says what was attached
+    ("120 lines", "14 entries", "lines 1-2000 of 5234") for display."""
+
+    path: str
+    kind: AttachmentKind
+    blocks: int = 1
+    detail: str = ""
+
+
 @dataclass(frozen=True, slots=True)
 class UserMessage:
     """A message in the user's role. `note` is None for what the user wrote; for a note the
     editor or the agent adds (an external edit, a branch summary) it names the kind, so that
-    displays and summaries can tell it from a request."""
+    displays and summaries can tell it from a request. A prompt's `attachments` (its
+    @-mentions) are its first content blocks; what the user typed follows them (`typed`)."""
 
     content: tuple[UserContent, ...]
     note: str | None = None
+    attachments: tuple[Attachment, ...] = ()
     role: Literal["user"] = "user"
 
     @staticmethod
     def of_text(text: str) -> UserMessage:
         return UserMessage((TextContent(text),))
+
+    @property
+    def typed(self) -> tuple[UserContent, ...]:
+        """The blocks the user typed or pasted, without the attachments before them."""
+        return self.content[sum(a.blocks for a in self.attachments) :]
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,6 +323,8 @@ def message_to_json(message: Message) -> dict[str, Any]:
         }
         if message.note is not None:
             user["note"] = message.note
+        if message.attachments:
+            user["attachments"] = [attachment_to_json(a) for a in message.attachments]
         return user
     if isinstance(message, ToolResultMessage):
         out: dict[str, Any] = {
@@ -337,7 +362,12 @@ def message_from_json(data: Mapping[str, Any]) -> Message:
     content = tuple(content_from_json(b) for b in blocks if isinstance(b, Mapping))
     if role == "user":
         note = data.get("note")
-        return UserMessage(_user_content(content), note=note if isinstance(note, str) else None)
+        user_content = _user_content(content)
+        return UserMessage(
+            user_content,
+            note=note if isinstance(note, str) else None,
+            attachments=_attachments(data.get("attachments"), len(user_content)),
+        )
     if role == "toolResult":
         return ToolResultMessage(
             tool_call_id=_str(data, "toolCallId"),
@@ -364,6 +394,39 @@ def message_from_json(data: Mapping[str, Any]) -> Message:
             error_message=error_message if isinstance(error_message, str) else None,
         )
     raise MessageFormatError(f"unknown message role {role!r}")
+
+
+def attachment_to_json(attachment: Attachment) -> dict[str, Any]:
+    out: dict[str, Any] = {"path": attachment.path, "kind": attachment.kind}
+    if attachment.blocks != 1:
+        out["blocks"] = attachment.blocks
+    if attachment.detail:
+        out["detail"] = attachment.detail
+    return out
+
+
+def _attachments(data: object, block_count: int) -> tuple[Attachment, ...]:
+    if data is None:
+        return ()
+    if not isinstance(data, list):
+        raise MessageFormatError("message.attachments must be a list")
+    out: list[Attachment] = []
+    for item in data:
+        if not isinstance(item, Mapping):
+            raise MessageFormatError("an attachment must be an object")
+        kind = item.get("kind")
+        if kind not in ("file", "directory", "image"):
+            raise MessageFormatError(f"unknown attachment kind {kind!r}")
+        blocks = item.get("blocks", 1)
+        if isinstance(blocks, bool) or not isinstance(blocks, int) or blocks < 0:
+            raise MessageFormatError("attachment.blocks must be a count")
+        detail = item.get("detail", "")
+        out.append(
+            Attachment(_str(item, "path"), kind, blocks, detail if isinstance(detail, str) else "")
+        )
+    if sum(a.blocks for a in out) > block_count:
+        raise MessageFormatError("the attachments claim more blocks than the message has")
+    return tuple(out)
 
 
 def _user_content(content: tuple[UserContent | AssistantContent, ...]) -> tuple[UserContent, ...]:

@@ -79,8 +79,13 @@ TURN = "agent/turn"
 INTERRUPT = "agent/interrupt"
 COMPACT = "agent/compact"
 REWIND = "agent/rewind"
+REWIND_PREVIEW = "agent/rewind/preview"
 USAGE = "agent/usage"
 USER_IDLE = "agent/userIdle"
+MODEL_LIST = "agent/model/list"
+MODEL_SET = "agent/model/set"
+MODE_SET = "agent/mode/set"
+MENTION_COMPLETE = "agent/mention/complete"
 MCP_SERVERS = "agent/mcp/servers"
 MCP_ACCEPT_TOOLS = "agent/mcp/acceptTools"
 MCP_RESTART = "agent/mcp/restart"
@@ -94,7 +99,12 @@ METHODS = (
     INTERRUPT,
     COMPACT,
     REWIND,
+    REWIND_PREVIEW,
     USAGE,
+    MODEL_LIST,
+    MODEL_SET,
+    MODE_SET,
+    MENTION_COMPLETE,
     MCP_SERVERS,
     MCP_ACCEPT_TOOLS,
     MCP_RESTART,
@@ -577,7 +587,7 @@ def _register(server: AgentLanguageServer) -> None:
         return {
             "sessionId": session.session_id,
             "usage": wire.usage_json(session.session_id, session.usage_snapshot()),
-            "sandbox": wire.sandbox_json(session.settings),
+            **wire.session_state_json(session),
             "mcp": wire.mcp_status_json(session.session_id, session.mcp_status()),
         }
 
@@ -619,7 +629,7 @@ def _register(server: AgentLanguageServer) -> None:
             "transcript": page.items,
             "cursor": page.cursor,
             "usage": wire.usage_json(session_id, snapshot),
-            "sandbox": wire.sandbox_json(session.settings),
+            **wire.session_state_json(session),
             "mcp": wire.mcp_status_json(session_id, session.mcp_status()),
         }
         repair = wire.repair_json(session.ledger.load_report)
@@ -708,10 +718,81 @@ def _register(server: AgentLanguageServer) -> None:
         session_id = params.string("sessionId")
         entry_id = params.string("entryId")
         summarize = params.boolean("summarize")
+        restore = params.choice("restore", wire.RESTORE_CHOICES, "conversation")
         session = ls.session(session_id)
-        rewound = await session.rewind(entry_id, summarize=summarize)
+        rewound = await session.rewind(entry_id, summarize=summarize, restore=restore)
         ls.notify(USAGE, wire.usage_json(session_id, session.usage_snapshot()))
         return wire.rewind_json(rewound)
+
+    @server.feature(REWIND_PREVIEW)
+    @_answers_agent_errors
+    async def rewind_preview(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
+        params = Params(raw, REWIND_PREVIEW)
+        session_id = params.string("sessionId")
+        entry_id = params.string("entryId")
+        session = ls.session(session_id)
+        plan = await asyncio.to_thread(session.rewind_plan, entry_id)
+        return wire.rewind_preview_json(session, entry_id, plan)
+
+    @server.feature(MODEL_LIST)
+    @_answers_agent_errors
+    async def model_list(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
+        params = Params(raw, MODEL_LIST)
+        session_id = params.optional_string("sessionId")
+        if session_id is not None:
+            session = ls.session(session_id)
+            settings, current = session.settings, session.model.id
+        else:
+            agent = ls.folder_for(params.workspace()).agent
+            settings, current = agent.settings, agent.default_model()
+        from agent_server.agent.workspace import model_choices
+
+        return {
+            "provider": settings.provider,
+            "current": current,
+            "models": [choice.to_json(current) for choice in model_choices(settings)],
+        }
+
+    @server.feature(MODEL_SET)
+    @_answers_agent_errors
+    async def model_set(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
+        params = Params(raw, MODEL_SET)
+        session_id = params.string("sessionId")
+        model = params.string("model")
+        session = ls.session(session_id)
+        switch = await session.switch_model(model)
+        snapshot = session.usage_snapshot()
+        ls.notify(USAGE, wire.usage_json(session_id, snapshot))
+        return {
+            "model": wire.model_json(switch.model),
+            "entryId": switch.entry_id,
+            "cost": switch.cost.to_json(),
+            "note": switch.note,
+            "usage": wire.usage_json(session_id, snapshot),
+        }
+
+    @server.feature(MODE_SET)
+    @_answers_agent_errors
+    async def mode_set(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
+        params = Params(raw, MODE_SET)
+        session_id = params.string("sessionId")
+        mode = params.choice("mode", wire.PERMISSION_MODES, None)
+        session = ls.session(session_id)
+        session.set_mode(mode)
+        return wire.session_state_json(session)
+
+    @server.feature(MENTION_COMPLETE)
+    @_answers_agent_errors
+    async def mention_complete(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
+        params = Params(raw, MENTION_COMPLETE)
+        workspace = params.workspace()
+        query = params.text("query")
+        limit = params.count("limit", 50, 200)
+        folder = ls.folder_for(workspace)
+        from agent_server.agent.mentions import complete
+
+        found = await asyncio.to_thread(complete, folder.agent.root, query, limit)
+        return {"items": [item.to_json() for item in found]}
 
     @server.feature(USAGE)
     @_answers_agent_errors

@@ -31,7 +31,6 @@ from agent_server.agent.events import (
     TurnStarted,
     UsageSnapshot,
 )
-from agent_server.agent.settings import AgentSettings
 from agent_server.errors import (
     AgentServerError,
     ConfigError,
@@ -45,8 +44,10 @@ from agent_server.llm.messages import (
     TextContent,
     Usage,
     UserContent,
+    UserMessage,
     content_to_json,
 )
+from agent_server.session.entries import MessageEntry
 from agent_server.stderr_log import shorten
 
 # Our own error codes: a block outside JSON-RPC's reserved -32768..-32000 (where LSP has
@@ -62,10 +63,15 @@ MAX_PROMPT_CHARS = 2_000_000
 DEFAULT_PAGE = 100  # transcript entries per page unless the editor asks otherwise
 MAX_PAGE = 1000
 
+RESTORE_CHOICES = ("conversation", "files", "both")
+PERMISSION_MODES = ("ask", "allowReads", "allowAll")
+
 if TYPE_CHECKING:  # the agent's heavier modules load after `initialize` (lsp/startup.py)
+    from agent_server.agent.checkpoints import RestorePlan
     from agent_server.agent.mcp.session_tools import McpStatus
     from agent_server.agent.permissions import PermissionRequest
-    from agent_server.agent.session import Rewound
+    from agent_server.agent.session import AgentSession, Rewound
+    from agent_server.llm.models import ModelInfo
     from agent_server.session.ledger import LoadReport
 
 
@@ -140,6 +146,24 @@ class Params:
             return default
         if not isinstance(value, bool):
             raise self._fail(key, f"must be true or false, not {type(value).__name__}")
+        return value
+
+    def text(self, key: str) -> str:
+        """A string that may be empty (absent: empty)."""
+        value = self.raw.get(key, "")
+        if not isinstance(value, str):
+            raise self._fail(key, f"must be a string, not {type(value).__name__}")
+        return value
+
+    def choice(self, key: str, allowed: tuple[str, ...], default: str | None) -> Any:
+        """One of `allowed`; required when there is no default."""
+        value = self.raw.get(key)
+        if value is None:
+            if default is None:
+                raise self._fail(key, "is required")
+            return default
+        if value not in allowed:
+            raise self._fail(key, "must be one of " + ", ".join(allowed))
         return value
 
     def token(self, key: str) -> str | int | None:
@@ -251,7 +275,38 @@ def rewind_json(rewound: Rewound) -> dict[str, Any]:
         out["prompt"] = [content_to_json(block) for block in rewound.prompt]
     if rewound.summary is not None:
         out["summary"] = rewound.summary
+    out["files"] = transcript.file_restore_item("", "", rewound.files)["files"]
+    if rewound.problems:
+        out["problems"] = list(rewound.problems)
     return out
+
+
+def rewind_preview_json(session: AgentSession, entry_id: str, plan: RestorePlan) -> dict[str, Any]:
+    """What a rewind to `entry_id` would do: the prompt it would give back (when the entry is
+    a prompt), and the files a restore would change or cannot restore."""
+    out: dict[str, Any] = {"entryId": entry_id, **plan.to_json()}
+    entry = session.ledger.get(entry_id)
+    if (
+        isinstance(entry, MessageEntry)
+        and isinstance(entry.message, UserMessage)
+        and entry.message.note is None
+    ):
+        out["prompt"] = [content_to_json(block) for block in entry.message.typed]
+    return out
+
+
+def model_json(model: ModelInfo) -> dict[str, Any]:
+    return {"id": model.id, "name": model.name, "contextWindow": model.context_window}
+
+
+def session_state_json(session: AgentSession) -> dict[str, Any]:
+    """A session's model, permission mode and how its commands run (the sandbox, which
+    follows the mode under `tools.sandbox: auto`), as the editor shows them beside the meter."""
+    return {
+        "model": model_json(session.model),
+        "mode": session.mode,
+        "sandbox": session.confinement.to_json(),
+    }
 
 
 def decision_json(session_id: str, event: ContextDecided) -> dict[str, Any]:
@@ -271,7 +326,9 @@ def update_json(event: AgentEvent) -> dict[str, Any] | None:
     """The `update` of an agent/update notification, or None if the event is not one. The
     shapes are the transcript's items (agent/transcript.py): live and loaded are alike."""
     if isinstance(event, TurnStarted):
-        return transcript.user_message_item(event.entry_id, event.parent_id, event.content)
+        return transcript.user_message_item(
+            event.entry_id, event.parent_id, event.content, event.attachments
+        )
     if isinstance(event, TextChunk):
         return transcript.chunk_item("messageChunk", event.message_id, event.text)
     if isinstance(event, ThinkingChunk):
@@ -333,15 +390,6 @@ def compaction_json(
     if event.error is not None:
         out["error"] = event.error
     return out
-
-
-def sandbox_json(settings: AgentSettings) -> dict[str, Any]:
-    """How the session's commands run: {sandboxed, network, reason?}; a reason means the
-    settings ask for a sandbox this machine cannot give."""
-    from agent_server.agent.tools.sandbox import confinement  # loaded with the agent
-
-    tools = settings.tools
-    return confinement(tools.sandbox, settings.permissions_mode, tools.network).to_json()
 
 
 def repair_json(report: LoadReport) -> dict[str, Any] | None:

@@ -158,6 +158,43 @@ class BranchEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class FileVersion:
+    """One file's content before and after a change, as digests of the checkpoint store
+    (agent/checkpoints.py); None: the file did not exist."""
+
+    path: str  # relative to the workspace, POSIX
+    before: str | None
+    after: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "before": self.before, "after": self.after}
+
+    @staticmethod
+    def from_json(data: object) -> FileVersion:
+        if not isinstance(data, Mapping):
+            raise LedgerFormatError("a file version must be an object")
+        before, after = data.get("before"), data.get("after")
+        if not (before is None or isinstance(before, str)) or not (
+            after is None or isinstance(after, str)
+        ):
+            raise LedgerFormatError("a file version's before and after must be digests or null")
+        return FileVersion(_str(data, "path"), before, after)
+
+
+@dataclass(frozen=True, slots=True)
+class FileRestoreEntry:
+    """Files put back as they were at an earlier point of the session (`target_id`, the
+    entry rewound to): each file's content before the restore and after it, so that a
+    later rewind can undo the restore too."""
+
+    id: str
+    parent_id: str | None
+    timestamp: str
+    target_id: str
+    files: tuple[FileVersion, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class TitleEntry:
     id: str
     parent_id: str | None
@@ -236,12 +273,22 @@ Entry: TypeAlias = (
     | BranchEntry
     | TitleEntry
     | SystemPromptEntry
+    | FileRestoreEntry
     | ToolListEntry
     | UnknownEntry
 )
 
 KNOWN_ENTRY_TYPES: frozenset[str] = frozenset(
-    ("message", "compaction", "modelChange", "branch", "title", "systemPrompt", "toolList")
+    (
+        "message",
+        "compaction",
+        "modelChange",
+        "branch",
+        "title",
+        "systemPrompt",
+        "fileRestore",
+        "toolList",
+    )
 )
 
 
@@ -259,6 +306,8 @@ def entry_type(entry: Entry) -> str:
         return "title"
     if isinstance(entry, SystemPromptEntry):
         return "systemPrompt"
+    if isinstance(entry, FileRestoreEntry):
+        return "fileRestore"
     if isinstance(entry, ToolListEntry):
         return "toolList"
     return entry.type
@@ -300,6 +349,9 @@ def entry_to_json(entry: Entry) -> dict[str, Any]:
             out["summary"] = entry.summary
     elif isinstance(entry, SystemPromptEntry):
         out["text"] = entry.text
+    elif isinstance(entry, FileRestoreEntry):
+        out["targetId"] = entry.target_id
+        out["files"] = [version.to_json() for version in entry.files]
     elif isinstance(entry, ToolListEntry):
         out["reason"] = entry.reason
         out["tools"] = [
@@ -386,6 +438,17 @@ def entry_from_json(data: Mapping[str, Any]) -> Entry:
         )
     if kind == "systemPrompt":
         return SystemPromptEntry(entry_id, parent, timestamp, text=_str(data, "text"))
+    if kind == "fileRestore":
+        files = data.get("files")
+        if not isinstance(files, list):
+            raise LedgerFormatError("a fileRestore entry needs a 'files' list")
+        return FileRestoreEntry(
+            entry_id,
+            parent,
+            timestamp,
+            target_id=_str(data, "targetId"),
+            files=tuple(FileVersion.from_json(item) for item in files),
+        )
     if kind == "toolList":
         return _tool_list_from_json(data, entry_id, parent, timestamp)
     return TitleEntry(entry_id, parent, timestamp, title=_str(data, "title"))

@@ -41,6 +41,7 @@ from agent_server.session.entries import (
     BranchEntry,
     CompactionEntry,
     Entry,
+    FileRestoreEntry,
     MessageEntry,
     ModelChangeEntry,
     SessionHeader,
@@ -71,6 +72,9 @@ USER, ASSISTANT, TOOL_RESULT, COMPACTION, BRANCH, MODEL_CHANGE, TITLE, SYSTEM, T
     "L",
     "X",
 )
+# A file restore (a sidecar built before this kind existed indexed such lines as UNKNOWN;
+# readers that look for restores read those too).
+FILE_RESTORE = "F"
 
 
 def kind_of(entry: Entry) -> str:
@@ -91,6 +95,8 @@ def kind_of(entry: Entry) -> str:
         return TITLE
     if isinstance(entry, SystemPromptEntry):
         return SYSTEM
+    if isinstance(entry, FileRestoreEntry):
+        return FILE_RESTORE
     if isinstance(entry, ToolListEntry):
         return TOOLS
     return UNKNOWN

@@ -61,6 +61,8 @@ from agent_server.session.entries import (
     CompactionEntry,
     CompactionReason,
     Entry,
+    FileRestoreEntry,
+    FileVersion,
     McpToolSource,
     MessageEntry,
     ModelChangeEntry,
@@ -579,6 +581,14 @@ class Ledger:
         for number in index.walk(self._start(entry_id)):
             yield index.ids[number], index.kind(number)
 
+    def appended_after(self, entry_id: str, kinds: str) -> list[Entry]:
+        """The entries appended after `entry_id` whose one-letter kind is in `kinds`, in file
+        order, on every branch: what happened since that entry was written."""
+        index = self._index
+        start = self._start(entry_id)
+        wanted = {ord(kind) for kind in kinds}
+        return self._read(n for n in range(start + 1, len(index)) if index.kinds[n] in wanted)
+
     def compactions_on_branch(self, leaf_id: str | None = None) -> int:
         kinds = self._index.kinds
         return sum(1 for n in self._positions(leaf_id) if kinds[n] == ord(COMPACTION))
@@ -805,6 +815,14 @@ class Ledger:
         entry = SystemPromptEntry(self.new_id(), self.leaf_id, utc_timestamp(), text)
         stored = self.append(entry)
         assert isinstance(stored, SystemPromptEntry)
+        return stored
+
+    def append_file_restore(
+        self, target_id: str, files: tuple[FileVersion, ...]
+    ) -> FileRestoreEntry:
+        entry = FileRestoreEntry(self.new_id(), self.leaf_id, utc_timestamp(), target_id, files)
+        stored = self.append(entry)
+        assert isinstance(stored, FileRestoreEntry)
         return stored
 
     def append_tool_list(

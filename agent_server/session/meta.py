@@ -48,10 +48,14 @@ class MetaFold:
             self.title = entry.title
         elif isinstance(entry, ModelChangeEntry):
             self.model = entry.model
-        elif isinstance(entry, MessageEntry) and isinstance(entry.message, UserMessage):
+        elif (
+            isinstance(entry, MessageEntry)
+            and isinstance(entry.message, UserMessage)
+            and entry.message.note is None
+        ):
             self.prompt_count += 1
             if self.first_prompt is None:
-                texts = [b.text for b in entry.message.content if isinstance(b, TextContent)]
+                texts = [b.text for b in entry.message.typed if isinstance(b, TextContent)]
                 self.first_prompt = " ".join(" ".join(texts[:1]).split())[:FIRST_PROMPT_CHARS]
         elif (
             isinstance(entry, MessageEntry)

@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 LEDGER_SUFFIX = ".jsonl"
 META_SUFFIX = ".meta.json"
 WORKSPACE_FILE = "workspace.json"
+CHECKPOINT_DIR = ".checkpoints"  # not a session id: those have no dots
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 
 
@@ -122,6 +123,14 @@ class SessionStore:
         except SessionNotFoundError:
             return False
         return True
+
+    def checkpoint_dir(self, workspace: Path | str | None = None) -> Path:
+        """Where the contents of files the agent changed are kept (agent/checkpoints.py),
+        shared by the workspace's sessions, beside their ledgers; nothing there is deleted."""
+        workspace = workspace if workspace is not None else self.workspace
+        if workspace is None:
+            raise SessionError("checkpoints belong to a workspace folder")
+        return self.workspace_dir(workspace) / CHECKPOINT_DIR
 
     def session_dir(self, session_id: str) -> Path:
         """A directory beside the ledger for the session's large tool outputs (created)."""

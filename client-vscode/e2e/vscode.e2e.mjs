@@ -5,7 +5,8 @@
 // streamed answer, a tool call, the context meter and the status bar; then run the scenario's
 // turns on the small-window model (sim-small) until a compaction marker shows; then a write
 // and an edit whose permission cards show diffs, with one command rejected (its tool says
-// why); then Reload Window (the session comes back, the prompt box stays empty); then an API
+// why); a rewind to before the edit that restores the note on disk; the mode switch, the model
+// picker, an @-mention picked from the completions with a pasted image; then Reload Window (the session comes back, the prompt box stays empty); then an API
 // key through secret storage. Screenshots of each stage go to
 // client-vscode/artifacts/vscode-e2e/ (CI keeps that folder).
 //
@@ -31,6 +32,9 @@ const SCENARIO = join(REPO, 'agent_server', 'sim', 'scenarios', 'default.yaml');
 const ARTIFACTS = join(CLIENT, 'artifacts', 'vscode-e2e');
 const MAX_TURNS = Number(process.env.E2E_MAX_TURNS ?? 18);
 const KEEP = process.env.E2E_KEEP === '1';
+/** A 16×16 PNG (a pasted screenshot stands in for it). */
+const PNG =
+  'iVBORw0KGgoAAAANSUhEUgAAABAAAAAQCAIAAACQkWg2AAAAFklEQVR4nGM4EaBBEmIY1TCqYfhqAAC/xkAQB0UFtwAAAABJRU5ErkJggg==';
 
 const started = Date.now();
 function log(message) {
@@ -223,11 +227,16 @@ async function main() {
     }
     return 'button.option-allow_once';
   };
+  const note = join(workspace, 'notes', 'findings.md');
+  let afterWrite = '';
   for (const index of [writeTurn, editTurn]) {
     log(`turn: ${prompts[index]}`);
     await send(view, prompts[index]);
     await waitIdle(view, 180_000, policy);
+    if (index === writeTurn) afterWrite = readFileSync(note, 'utf8');
   }
+  if (!afterWrite || readFileSync(note, 'utf8') === afterWrite) fail('the edit turn did not change notes/findings.md');
+  const writeTitles = await toolTitlesOfTurn(view, prompts[writeTurn]);
   if (!rejected || !seen.write || !seen.edit) fail(`expected a rejected command and write and edit cards: ${JSON.stringify({ rejected, ...seen })}`);
   const rejectedTool = view.locator('details.tool.status-rejected').first();
   await rejectedTool.waitFor({ timeout: 30_000 });
@@ -242,6 +251,77 @@ async function main() {
   await edited.scrollIntoViewIfNeeded();
   await shot(page, 'edit-result-diff');
   log(`rejected: ${denial}; write and edit cards and the edit result showed diffs`);
+
+  // A checkpoint: rewind to before the edit prompt, conversation and files. The panel lists
+  // the note (to restore) and the command run since (not restorable); the note goes back on
+  // disk to what the write turn left, and the edit prompt comes back into the input box.
+  log('rewind to before the edit prompt, conversation and files');
+  const editItem = view.locator('.item.user', { hasText: prompts[editTurn] }).last();
+  await editItem.scrollIntoViewIfNeeded();
+  await editItem.hover();
+  await editItem.getByRole('button', { name: /Ask again from here/ }).click();
+  await view.locator('.rewind-panel .rewind-go').waitFor({ timeout: 30_000 });
+  const plan = await view.locator('.rewind-panel').innerText();
+  if (!plan.includes('notes/findings.md — restore')) fail(`the rewind panel does not list the note: ${plan}`);
+  if (!plan.includes('$ wc -l notes/findings.md')) fail(`the rewind panel does not list the command as not restorable: ${plan}`);
+  await view.getByLabel('Conversation and files').check();
+  await shot(page, 'rewind-preview');
+  await view.locator('.rewind-panel .rewind-go').click();
+  await waitUntil(async () => readFileSync(note, 'utf8') === afterWrite, 30_000, async () => `the note was not restored: ${readFileSync(note, 'utf8')}`);
+  const input = view.locator('textarea.prompt');
+  await waitUntil(async () => (await input.inputValue()) === prompts[editTurn], 30_000, async () => `the rewound prompt is not in the box: "${await input.inputValue()}"`);
+  await view.locator('.marker.file-restore').waitFor({ timeout: 30_000 });
+  await shot(page, 'rewind-restored');
+  log('restored: the note is as the write turn left it, the edit prompt is back in the box');
+  await input.fill('');
+
+  // The mode switch and the model picker: "Allow all", then sim-large (a marker says what the
+  // switch costs; the meter shows the new window).
+  const sandboxBefore = await view.locator('.sandbox-state').innerText();
+  if (sandboxBefore !== 'No sandbox') fail(`under "Allow reads" the view says: ${sandboxBefore}`);
+  await view.locator('.mode-select').selectOption('allowAll');
+  // tools.sandbox "auto": commands are sandboxed once nothing asks (or the view says why not).
+  await waitUntil(async () => (await view.locator('.sandbox-state').innerText()) !== sandboxBefore, 30_000, async () => 'the sandbox state did not follow the mode');
+  const sandboxAfter = `${await view.locator('.sandbox-state').innerText()} (${await view.locator('.sandbox-state').getAttribute('title')})`;
+  await view.locator('.model-select').focus();
+  await waitUntil(async () => (await view.locator('.model-select option[value="sim-large"]').count()) > 0, 30_000, async () => 'the picker does not offer sim-large');
+  const offered = await view.locator('.model-select option').allInnerTexts();
+  const markers = view.locator('.marker.model-change', { hasText: 'Model: sim-large' });
+  await view.locator('.model-select').selectOption('sim-large');
+  await waitUntil(async () => (await markers.count()) === 1, 30_000, async () => 'no model-change marker for sim-large');
+  const switchNote = await markers.innerText();
+  if (!/cache/.test(switchNote)) fail(`the switch does not say what it costs: ${switchNote}`);
+  await waitUntil(async () => / \/ 200k /.test(await view.locator('.meter-text').innerText()), 30_000, async () => `the meter did not move to the 200k window: ${await view.locator('.meter-text').innerText()}`);
+  await shot(page, 'model-switched');
+  log(`mode "Allow all": ${sandboxAfter}; models offered: ${offered.join(' | ')}; switched: ${switchNote.replace(/\s+/g, ' ')}`);
+
+  // An @-mention picked from the completions, and a pasted image; "Allow all" runs the
+  // fallback's ls and read without a card.
+  await input.click();
+  await input.pressSequentially('@READ');
+  await view.locator('.mentions .mention', { hasText: 'README.md' }).first().waitFor({ timeout: 30_000 });
+  await shot(page, 'mention-completion');
+  await input.press('Tab');
+  await input.pressSequentially('what does this screenshot show?');
+  if ((await input.inputValue()) !== '@README.md what does this screenshot show?') fail(`the mention was not completed: ${await input.inputValue()}`);
+  await view.locator('textarea.prompt').evaluate((el, png) => {
+    const bytes = Uint8Array.from(atob(png), (c) => c.charCodeAt(0));
+    const data = new DataTransfer();
+    data.items.add(new File([bytes], 'screenshot.png', { type: 'image/png' }));
+    el.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
+  }, PNG);
+  await view.locator('.image-strip img').waitFor({ timeout: 15_000 });
+  await shot(page, 'pasted-image');
+  const usersBefore = await view.locator('.item.user').count();
+  await input.press('Enter');
+  await waitUntil(async () => (await view.locator('.item.user').count()) > usersBefore, 30_000, async () => 'the prompt did not appear');
+  await waitIdle(view, 180_000, async (_card, title) => fail(`"Allow all" still asked: ${title}`));
+  const sent = view.locator('.item.user').last();
+  await sent.locator('.attachment', { hasText: '@README.md' }).waitFor({ timeout: 30_000 });
+  if ((await sent.locator('img.thumb').count()) !== 1) fail('the sent prompt does not show its image');
+  await sent.scrollIntoViewIfNeeded();
+  await shot(page, 'mention-and-image');
+  log('the prompt went with its @README.md attachment and the pasted image; no card under "Allow all"');
 
   // Reload Window: the view comes back with the session, and the prompt box is empty (the
   // last sent prompt is not put back).
@@ -262,6 +342,22 @@ async function main() {
   if (draft !== '') fail(`the reload put "${draft}" back in the prompt box`);
   const reloadedTools = await view.locator('details.tool').count();
   if (reloadedTools === 0) fail('the reloaded session shows no tool calls');
+  // Reloaded from the ledger: the model the session switched to, the rejected command with
+  // its reason, the restore marker, and the attachment and image of the last prompt.
+  await waitUntil(async () => (await view.locator('.model-select').inputValue()) === 'sim-large', 30_000, async () => `the picker shows ${await view.locator('.model-select').inputValue()} after the reload`);
+  const rejectedAgain = view.locator('details.tool.status-rejected').first();
+  await rejectedAgain.locator('summary').click();
+  const denialAgain = await rejectedAgain.locator('.denial').innerText();
+  if (denialAgain !== denial) fail(`the rejection reads "${denialAgain}" after the reload, "${denial}" live`);
+  if ((await view.locator('.marker.file-restore').count()) === 0) fail('the restore marker is gone after the reload');
+  const reloadedTitles = await toolTitlesOfTurn(view, prompts[writeTurn]);
+  if (JSON.stringify(reloadedTitles) !== JSON.stringify(writeTitles)) {
+    fail(`tool titles differ after the reload: ${JSON.stringify(writeTitles)} live, ${JSON.stringify(reloadedTitles)} reloaded`);
+  }
+  const lastPrompt = view.locator('.item.user').last();
+  if ((await lastPrompt.locator('.attachment', { hasText: '@README.md' }).count()) !== 1 || (await lastPrompt.locator('img.thumb').count()) !== 1) {
+    fail('the last prompt lost its attachment or image after the reload');
+  }
   await shot(page, 'after-reload');
   log(`reloaded: ${reloadedTools} tool calls, empty prompt box`);
 
@@ -298,6 +394,19 @@ async function main() {
   await shot(page, 'after-key-restart');
   log('key stored, server restarted with it, no key in logs or settings; session reloaded with its compaction marker');
   log(`PASS: screenshots in ${ARTIFACTS}`);
+}
+
+/** The titles of the tool calls of the turn started by `prompt`, as the view shows them. */
+async function toolTitlesOfTurn(view, prompt) {
+  return view.locator('.transcript').evaluate((transcript, prompt) => {
+    const users = [...transcript.querySelectorAll('.item.user')].filter((u) => u.textContent.includes(prompt));
+    const titles = [];
+    for (let el = users.at(-1)?.nextElementSibling; el && !el.matches('.item.user'); el = el.nextElementSibling) {
+      const title = el.querySelector('.tool-title');
+      if (title) titles.push(title.textContent);
+    }
+    return titles;
+  }, prompt);
 }
 
 async function runCommand(page, title) {

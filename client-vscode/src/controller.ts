@@ -10,7 +10,15 @@ import {
   type CancellationTokenLike,
   type DisposableLike,
 } from './protocol/client';
-import { ErrorCodes, type RequestPermissionParams, type RequestPermissionResult } from './protocol/types';
+import {
+  ErrorCodes,
+  type ImageContent,
+  type PermissionMode,
+  type PromptBlock,
+  type RequestPermissionParams,
+  type RequestPermissionResult,
+  type RestoreChoice,
+} from './protocol/types';
 import { initialState, reduce, type Action, type ViewState } from './state/reducer';
 
 /** Entries per page of older history. */
@@ -36,6 +44,9 @@ export class SessionController {
   private turnSource: CancellationSource | undefined;
   private readonly permissionWaiters = new Map<string, PermissionWaiter>();
   private permissionCounter = 0;
+  /** Picked before a session existed (or last picked): what the next new session gets. */
+  private preferredModel: string | undefined;
+  private preferredMode: PermissionMode | undefined;
 
   constructor(private readonly hooks: ControllerHooks) {}
 
@@ -121,7 +132,9 @@ export class SessionController {
       this.dispatch({ type: 'sessionsListed', sessions });
       const current = this._state.sessionId;
       const target = sessions.find((s) => s.sessionId === current) ?? sessions[0];
+      // The picker lists the models before any session exists, too.
       if (target) await this.loadSession(target.sessionId);
+      else await this.listModels();
     } catch (error) {
       this.fail('Could not open the sessions', error);
     }
@@ -136,14 +149,30 @@ export class SessionController {
       return undefined;
     }
     try {
-      const result = await client.newSession({ workspaceUri });
-      this.dispatch({ type: 'sessionStarted', sessionId: result.sessionId, usage: result.usage, mcp: result.mcp });
+      const sessionId = await this.startSession(workspaceUri);
       void this.refreshSessions();
-      return result.sessionId;
+      return sessionId;
     } catch (error) {
       this.fail('Could not create a session', error);
       return undefined;
     }
+  }
+
+  /** A new session, with the model and mode picked for it (if any). */
+  private async startSession(workspaceUri: string): Promise<string> {
+    const client = this.client as AgentClient;
+    const result = await client.newSession(
+      this.preferredModel ? { workspaceUri, model: this.preferredModel } : { workspaceUri },
+    );
+    let { mode, sandbox } = result;
+    if (this.preferredMode && this.preferredMode !== mode) {
+      const state = await client.setMode({ sessionId: result.sessionId, mode: this.preferredMode });
+      mode = state.mode ?? mode;
+      sandbox = state.sandbox ?? sandbox;
+    }
+    this.dispatch({ type: 'sessionStarted', sessionId: result.sessionId, usage: result.usage, model: result.model, mode, sandbox, mcp: result.mcp });
+    void this.listModels();
+    return result.sessionId;
   }
 
   async loadSession(sessionId: string): Promise<void> {
@@ -152,6 +181,7 @@ export class SessionController {
     try {
       const result = await client.loadSession({ sessionId });
       this.dispatch({ type: 'sessionLoaded', result });
+      void this.listModels();
     } catch (error) {
       this.fail('Could not load the session', error);
     }
@@ -173,13 +203,18 @@ export class SessionController {
 
   // ---- turns -----------------------------------------------------------------------------
 
-  async send(text: string): Promise<void> {
-    const prompt = text.trim();
-    if (!prompt || this._state.turn.status !== 'idle') return;
+  /** Sends a prompt: its text (with any @-mentions, which the server attaches) and the
+   * images pasted or dropped with it. */
+  async send(text: string, images: readonly ImageContent[] = []): Promise<void> {
+    const typed = text.trim();
+    if ((!typed && images.length === 0) || this._state.turn.status !== 'idle') return;
     const client = this.client;
     if (!client) return void this.notConnected();
+    const prompt: string | PromptBlock[] = images.length
+      ? [...(typed ? [{ type: 'text' as const, text: typed }] : []), ...images]
+      : typed;
     // The prompt shows at once, and stays (marked "not sent") if it never gets to a session.
-    this.dispatch({ type: 'promptSent', text: prompt });
+    this.dispatch({ type: 'promptSent', text: typed, images: [...images] });
     let sessionId = this._state.sessionId;
     if (!sessionId) {
       const workspaceUri = this._state.workspaceUri;
@@ -188,9 +223,7 @@ export class SessionController {
         return;
       }
       try {
-        const result = await client.newSession({ workspaceUri });
-        this.dispatch({ type: 'sessionStarted', sessionId: result.sessionId, usage: result.usage });
-        sessionId = result.sessionId;
+        sessionId = await this.startSession(workspaceUri);
       } catch (error) {
         this.turnFailed(error);
         return;
@@ -256,17 +289,111 @@ export class SessionController {
     }
   }
 
-  /** Continue from an earlier message; the transcript is reloaded to show that branch. */
-  async rewind(entryId: string): Promise<void> {
+  /** Asks what a rewind to `entryId` would change (files to restore, what cannot be), for the
+   * user to choose and confirm. */
+  async previewRewind(entryId: string): Promise<void> {
     const client = this.client;
     const sessionId = this._state.sessionId;
     if (!client) return void this.notConnected();
     if (!sessionId || this._state.turn.status !== 'idle') return;
+    this.dispatch({ type: 'rewindRequested', entryId });
     try {
-      await client.rewind({ sessionId, entryId });
+      const preview = await client.rewindPreview({ sessionId, entryId });
+      this.dispatch({ type: 'rewindPreviewed', preview });
+    } catch (error) {
+      this.dispatch({ type: 'rewindFailed', message: `Could not rewind: ${describeError(error)}` });
+    }
+  }
+
+  cancelRewind(): void {
+    this.dispatch({ type: 'rewindCancelled' });
+  }
+
+  /** Go back to an earlier point: the conversation, the files, or both. The transcript is
+   * reloaded to show the branch, and a rewound prompt comes back to the input box. */
+  async rewind(entryId: string, restore: RestoreChoice = 'conversation'): Promise<void> {
+    const client = this.client;
+    const sessionId = this._state.sessionId;
+    if (!client) return void this.notConnected();
+    if (!sessionId || this._state.turn.status !== 'idle') return;
+    this.dispatch({ type: 'rewindStarted' });
+    try {
+      const result = await client.rewind(restore === 'conversation' ? { sessionId, entryId } : { sessionId, entryId, restore });
+      this.dispatch({ type: 'rewound', restore, result });
       await this.loadSession(sessionId);
     } catch (error) {
-      this.fail('Could not rewind', error);
+      this.dispatch({ type: 'rewindFailed', message: `Could not rewind: ${describeError(error)}` });
+    }
+  }
+
+  /** The view put the rewound prompt in its input box. */
+  takeDraft(seq: number): void {
+    this.dispatch({ type: 'draftTaken', seq });
+  }
+
+  // ---- model, mode, mentions -------------------------------------------------------------
+
+  /** The models the picker offers: the session's provider's (or the workspace's). */
+  async listModels(): Promise<void> {
+    const client = this.client;
+    const { sessionId, workspaceUri } = this._state;
+    if (!client || (!sessionId && !workspaceUri)) return;
+    try {
+      const result = await client.listModels(sessionId ? { sessionId } : { workspaceUri });
+      this.dispatch({ type: 'modelsListed', models: result.models, current: result.current });
+    } catch {
+      // The picker keeps what it showed (the session's own model); the list is asked again
+      // each time the picker opens, and a switch that fails says why.
+    }
+  }
+
+  /** Switch the session's model (the session goes on; the transcript says what it costs);
+   * without a session, the next one starts with it. */
+  async setModel(model: string): Promise<void> {
+    const client = this.client;
+    if (!client) return void this.notConnected();
+    this.preferredModel = model;
+    const sessionId = this._state.sessionId;
+    if (!sessionId) {
+      const chosen = this._state.models.find((m) => m.id === model);
+      if (chosen) this.dispatch({ type: 'modelChosen', model: { id: chosen.id, name: chosen.name, contextWindow: chosen.contextWindow } });
+      return;
+    }
+    try {
+      const result = await client.setModel({ sessionId, model });
+      this.dispatch({ type: 'modelChanged', sessionId, result });
+    } catch (error) {
+      this.fail('Could not switch the model', error);
+      // The picker shows the model the session really has.
+      this.dispatch({ type: 'modelsListed', models: this._state.models });
+    }
+  }
+
+  /** Switch when tools ask first (applies at once, even to a running turn's next call). */
+  async setMode(mode: PermissionMode): Promise<void> {
+    const client = this.client;
+    if (!client) return void this.notConnected();
+    this.preferredMode = mode;
+    const sessionId = this._state.sessionId;
+    if (!sessionId) return void this.dispatch({ type: 'modeChanged', mode });
+    try {
+      const result = await client.setMode({ sessionId, mode });
+      this.dispatch({ type: 'modeChanged', sessionId, mode: result.mode ?? mode, sandbox: result.sandbox });
+    } catch (error) {
+      this.fail('Could not switch the mode', error);
+    }
+  }
+
+  /** Completions for an @-mention being typed. */
+  async completeMention(query: string): Promise<void> {
+    const client = this.client;
+    const workspaceUri = this._state.workspaceUri;
+    if (!client || !workspaceUri) return;
+    try {
+      const result = await client.completeMention({ workspaceUri, query, limit: 30 });
+      this.dispatch({ type: 'mentionsListed', query, items: result.items });
+    } catch {
+      this.dispatch({ type: 'mentionsListed', query, items: [] });
     }
   }
 

@@ -57,7 +57,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const onMessage = (message: WebviewToHost): void => {
     switch (message.type) {
       case 'send':
-        void controller.send(message.text);
+        void controller.send(message.text, message.images ?? []);
         break;
       case 'stop':
         void controller.stop();
@@ -77,8 +77,29 @@ export function activate(context: vscode.ExtensionContext): void {
       case 'compact':
         void controller.compact(message.instructions);
         break;
+      case 'rewindPreview':
+        void controller.previewRewind(message.entryId);
+        break;
       case 'rewind':
-        void controller.rewind(message.entryId);
+        void controller.rewind(message.entryId, message.restore);
+        break;
+      case 'rewindCancel':
+        controller.cancelRewind();
+        break;
+      case 'draftTaken':
+        controller.takeDraft(message.seq);
+        break;
+      case 'listModels':
+        void controller.listModels();
+        break;
+      case 'setModel':
+        void controller.setModel(message.model);
+        break;
+      case 'setMode':
+        void controller.setMode(message.mode);
+        break;
+      case 'completeMention':
+        void controller.completeMention(message.query);
         break;
       case 'permission':
         controller.answerPermission(message.requestId, message.optionId);

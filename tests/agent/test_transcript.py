@@ -151,3 +151,78 @@ def test_rejected_and_unknown_tools_show_why(ledger: Ledger) -> None:
     updates = [i for i in items if i["kind"] == "toolCallUpdate"]
     assert [u["status"] for u in updates] == ["failed", "failed"]
     assert "denied" in updates[0]["content"][0]["content"]["text"]
+
+
+async def test_a_reload_shows_the_titles_and_the_rejection_the_live_turn_showed(
+    tmp_path: Path,
+) -> None:
+    """Left over from the editor issue: "Read README.md" live and reloaded (never the tool's
+    bare name), the grep pattern kept, and a rejected call "failed" with the user's reason."""
+    from agent_server.agent import events
+    from agent_server.agent.permissions import PermissionRequest
+    from agent_server.agent.settings import AgentSettings
+    from agent_server.agent.workspace import WorkspaceAgent
+    from agent_server.lsp import wire
+    from agent_server.sim.scenario import parse_scenario
+    from agent_server.sim.server import SimServer
+    from agent_server.sim.simulator import Simulator
+    from tests.agent.conftest import FAST_RETRY
+
+    scenario = parse_scenario(
+        {
+            "name": "titles",
+            "turns": [
+                {
+                    "user": "look around",
+                    "steps": [
+                        {
+                            "tools": [
+                                {"name": "read", "arguments": {"path": "README.md"}},
+                                {"name": "grep", "arguments": {"pattern": "TODO|FIXME", "path": "src"}},
+                                {"name": "bash", "arguments": {"command": "rm -rf build"}},
+                            ]
+                        },
+                        {"text": "Done."},
+                    ],
+                }
+            ],
+        }
+    )
+    workspace = tmp_path / "ws"
+    (workspace / "src").mkdir(parents=True)
+    (workspace / "README.md").write_text("# hi\n")
+    (workspace / "src" / "a.py").write_text("# TODO\n")
+    live: list[dict[str, object]] = []
+
+    async def reject(request: PermissionRequest) -> str | None:
+        return "reject_once"
+
+    def emit(event: events.AgentEvent) -> None:
+        if (item := wire.update_json(event)) is not None and item["kind"].startswith("toolCall"):
+            live.append(item)
+
+    async with SimServer(Simulator(scenario=scenario)) as server:
+        settings = AgentSettings(provider="sim", base_url=server.base_url, sessions_dir=str(tmp_path / "s"))
+        agent = WorkspaceAgent(workspace, settings, retry=FAST_RETRY)
+        session = agent.create(emit=emit, ask=reject)
+        await session.run_turn("look around")
+        await agent.close()
+        agent = WorkspaceAgent(workspace, settings, retry=FAST_RETRY)
+        loaded = agent.open(session.session_id).transcript().items
+        await agent.close()
+
+    def calls(items: list[dict[str, object]]) -> dict[object, object]:
+        return {i["toolCallId"]: i["title"] for i in items if i["kind"] == "toolCall"}
+
+    def finals(items: list[dict[str, object]]) -> dict[object, object]:
+        return {
+            i["toolCallId"]: (i["status"], i.get("rawOutput"))
+            for i in items
+            if i["kind"] == "toolCallUpdate" and i.get("status") in ("completed", "failed")
+        }
+
+    assert calls(loaded) == calls(live)
+    assert sorted(calls(live).values()) == ["Grep TODO|FIXME in src", "Read README.md", "Run: rm -rf build"]
+    rejected = [v for v in finals(loaded).values() if v[0] == "failed"]
+    assert rejected == [("failed", {"permission": "denied", "reason": "the user rejected bash"})]
+    assert [v for v in finals(live).values() if v[0] == "failed"] == rejected

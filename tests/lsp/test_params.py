@@ -58,6 +58,25 @@ async def test_invalid_params_name_the_field(
                 "'summarize' must be true or false",
             ),
             ("agent/compact", [1, 2], "params must be an object"),
+            (
+                "agent/rewind",
+                {"sessionId": session_id, "entryId": "x", "restore": "everything"},
+                "'restore' must be one of conversation, files, both",
+            ),
+            ("agent/mode/set", {"sessionId": session_id}, "'mode' is required"),
+            (
+                "agent/mode/set",
+                {"sessionId": session_id, "mode": "yolo"},
+                "'mode' must be one of ask, allowReads, allowAll",
+            ),
+            ("agent/model/set", {"sessionId": session_id}, "'model' is required"),
+            ("agent/model/list", {}, "'workspaceUri' is required"),
+            (
+                "agent/mention/complete",
+                {"workspaceUri": agent.workspace_uri(), "query": 3},
+                "'query' must be a string",
+            ),
+            ("agent/rewind/preview", {"sessionId": session_id}, "'entryId' is required"),
         ]
         for method, params, fragment in cases:
             error = await expect_error(agent, method, params)
@@ -108,6 +127,9 @@ async def test_fuzz_every_method_and_keep_serving(
                     "title": json_value,
                     "model": st.sampled_from(["sim-small", "no-such-model"]) | json_value,
                     "workDoneToken": json_value,
+                    "mode": st.sampled_from(["ask", "allowAll", "nope"]) | json_value,
+                    "restore": st.sampled_from(["files", "both", "all"]) | json_value,
+                    "query": st.text(max_size=10) | json_value,
                 },
             ),
         )

@@ -120,7 +120,7 @@ class ReadTool:
             # The editor's buffer, which may differ from the disk; a binary or image file is
             # still told by its bytes on the disk.
             head = await asyncio.to_thread(_head, path, shown)
-            if _image_type(path, head) is None:
+            if image_type(path, head) is None:
                 _refuse_binary(head, shown)
                 text = await ctx.files.read_text(path, errors="replace")
                 return _read_text(io.BytesIO(text.encode("utf-8")), path, shown, offset, limit, ctx)
@@ -130,9 +130,9 @@ class ReadTool:
 def _read_disk(path: Path, shown: str, offset: int, limit: int, ctx: ToolContext) -> ToolResult:
     with open_regular(path, shown) as handle:
         head = handle.read(8192)
-        image_type = _image_type(path, head)
-        if image_type is not None:
-            return _read_image(handle, shown, image_type)
+        mime = image_type(path, head)
+        if mime is not None:
+            return _read_image(handle, shown, mime)
         _refuse_binary(head, shown)
         handle.seek(0)
         return _read_text(handle, path, shown, offset, limit, ctx)
@@ -151,7 +151,8 @@ def _refuse_binary(head: bytes, shown: str) -> None:
         )
 
 
-def _image_type(path: Path, head: bytes) -> str | None:
+def image_type(path: Path, head: bytes) -> str | None:
+    """The MIME type of an image file (by its name and its first bytes), or None."""
     if path.suffix.lower() not in _IMAGE_SUFFIXES:
         return None
     for signature, mime in _IMAGE_SIGNATURES:

@@ -16,6 +16,16 @@ import {
   type CompactionParams,
   type InterruptParams,
   type InterruptResult,
+  type MentionCompleteParams,
+  type MentionCompleteResult,
+  type ModeSetParams,
+  type ModelListParams,
+  type ModelListResult,
+  type ModelSetParams,
+  type ModelSetResult,
+  type RewindPreviewParams,
+  type RewindPreviewResult,
+  type SessionState,
   type McpAcceptToolsResult,
   type McpStatusParams,
   type UserIdleParams,
@@ -127,8 +137,28 @@ export class AgentClient {
     return this.connection.sendRequest(Methods.rewind, params);
   }
 
+  rewindPreview(params: RewindPreviewParams): Promise<RewindPreviewResult> {
+    return this.connection.sendRequest(Methods.rewindPreview, params);
+  }
+
   usage(params: UsageParams): Promise<UsageSnapshot> {
     return this.connection.sendRequest(Methods.usage, params);
+  }
+
+  listModels(params: ModelListParams): Promise<ModelListResult> {
+    return this.connection.sendRequest(Methods.modelList, params);
+  }
+
+  setModel(params: ModelSetParams): Promise<ModelSetResult> {
+    return this.connection.sendRequest(Methods.modelSet, params);
+  }
+
+  setMode(params: ModeSetParams): Promise<SessionState> {
+    return this.connection.sendRequest(Methods.modeSet, params);
+  }
+
+  completeMention(params: MentionCompleteParams): Promise<MentionCompleteResult> {
+    return this.connection.sendRequest(Methods.mentionComplete, params);
   }
 
   mcpServers(params: { sessionId: string }): Promise<McpStatusParams> {

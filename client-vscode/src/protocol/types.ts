@@ -134,8 +134,111 @@ export interface ModelChangeMarker {
   model: string;
 }
 
+/** What a restore did to one file: put back, or deleted (it did not exist at that point). */
+export interface RestoredFile {
+  path: string;
+  action: 'restore' | 'delete';
+}
+
+export interface FileRestoreMarker {
+  kind: 'fileRestore';
+  entryId: string;
+  /** The entry the files were put back to. */
+  targetId: string;
+  files: RestoredFile[];
+}
+
 /** One item of a loaded transcript: exactly a live `agent/update` update, or a marker. */
-export type TranscriptItem = SessionUpdate | CompactionMarker | BranchMarker | ModelChangeMarker;
+export type TranscriptItem = SessionUpdate | CompactionMarker | BranchMarker | ModelChangeMarker | FileRestoreMarker;
+
+// ---------------------------------------------------------------------------------------------
+// Models, modes, mentions
+
+export type PermissionMode = 'ask' | 'allowReads' | 'allowAll';
+
+/** The model a session uses. */
+export interface ModelRef {
+  id: string;
+  name: string;
+  contextWindow: number;
+}
+
+/** A model the picker offers (`agent/model/list`): prices in USD per million tokens. */
+export interface ModelChoice extends ModelRef {
+  vendor: string;
+  maxOutput: number;
+  pricing: { input: number; output: number; cacheRead: number; cacheWrite: number };
+  images: boolean;
+  /** `user`: from the user's models file. */
+  source: 'builtin' | 'user';
+  current: boolean;
+}
+
+export interface ModelListParams {
+  sessionId?: string;
+  workspaceUri?: string;
+}
+export interface ModelListResult {
+  provider: string;
+  current: string;
+  models: ModelChoice[];
+}
+
+export interface ModelSetParams {
+  sessionId: string;
+  model: string;
+}
+/** What a switch costs at the next request, at list prices. */
+export interface SwitchCost {
+  tokens: number;
+  switchedCost: number;
+  stayedCost: number;
+  compacts: boolean;
+  compactAt: number;
+  window: number;
+}
+export interface ModelSetResult {
+  model: ModelRef;
+  /** The ledger's modelChange entry (null: already that model). */
+  entryId: string | null;
+  cost: SwitchCost;
+  /** The cost in words, for the transcript. */
+  note: string;
+  usage: UsageSnapshot;
+}
+
+export interface ModeSetParams {
+  sessionId: string;
+  mode: PermissionMode;
+}
+/** A session's model and mode (also in the session/new and session/load results). */
+export interface SessionState {
+  model?: ModelRef;
+  mode?: PermissionMode;
+  /** How the session's commands run; it follows the mode under `tools.sandbox: auto`. */
+  sandbox?: SandboxState;
+}
+
+/** What a prompt's @-mention attached (the attached text itself is for the model). */
+export interface PromptAttachment {
+  path: string;
+  kind: 'file' | 'directory' | 'image';
+  detail?: string;
+}
+
+export interface MentionCompleteParams {
+  workspaceUri: string;
+  query: string;
+  limit?: number;
+}
+export interface MentionItem {
+  /** Workspace-relative; a folder ends with `/`. */
+  path: string;
+  kind: 'file' | 'directory';
+}
+export interface MentionCompleteResult {
+  items: MentionItem[];
+}
 
 // ---------------------------------------------------------------------------------------------
 // Requests (client to server)
@@ -152,7 +255,7 @@ export interface SandboxState {
   reason?: string;
 }
 
-export interface SessionNewResult {
+export interface SessionNewResult extends SessionState {
   sessionId: string;
   usage: UsageSnapshot;
   sandbox?: SandboxState;
@@ -191,7 +294,7 @@ export interface LedgerRepair {
   abortedToolCalls: string[];
 }
 
-export interface SessionLoadResult {
+export interface SessionLoadResult extends SessionState {
   sessionId: string;
   title?: string | null;
   leafId?: string | null;
@@ -259,18 +362,41 @@ export interface CompactResult {
   error?: string;
 }
 
+export type RestoreChoice = 'conversation' | 'files' | 'both';
+
 export interface RewindParams {
   sessionId: string;
   /** A prompt: go to just before it (to ask again); any other entry: continue after it. */
   entryId: string;
   /** Leave the model a short summary of the branch left behind (one model call). */
   summarize?: boolean;
+  /** What goes back: the conversation (default), the files the agent changed since, or both. */
+  restore?: RestoreChoice;
 }
 export interface RewindResult {
-  leafId: string;
-  /** The prompt rewound from, to edit and send again. */
+  leafId: string | null;
+  /** The prompt rewound from, to edit and send again (when the conversation went back). */
   prompt?: PromptBlock[];
   summary?: string;
+  /** The files put back. */
+  files?: RestoredFile[];
+  /** Files that could not be put back, and why. */
+  problems?: string[];
+}
+
+export interface RewindPreviewParams {
+  sessionId: string;
+  entryId: string;
+}
+/** What a rewind to an entry would do, before the user confirms. */
+export interface RewindPreviewResult {
+  entryId: string;
+  /** When the entry is a prompt: the prompt that would come back to the input box. */
+  prompt?: PromptBlock[];
+  /** Files a restore would change; `changedSince`: edited after the agent's change too. */
+  files: { path: string; action: 'restore' | 'delete'; changedSince: boolean }[];
+  /** What a restore cannot put back: commands run since, files they (or someone) changed. */
+  notRestorable: { commands: string[]; files: string[]; moreFiles: number };
 }
 
 export interface UsageParams {
@@ -299,7 +425,10 @@ export interface UserMessageUpdate {
   entryId: string;
   /** The entry the prompt follows: rewinding there lets the user ask again differently. */
   parentId?: string | null;
+  /** What the user typed or pasted. */
   content: PromptBlock[];
+  /** What its @-mentions attached. */
+  attachments?: PromptAttachment[];
 }
 export interface MessageChunkUpdate {
   kind: 'messageChunk';
@@ -516,8 +645,13 @@ export const Methods = {
   interrupt: 'agent/interrupt',
   compact: 'agent/compact',
   rewind: 'agent/rewind',
+  rewindPreview: 'agent/rewind/preview',
   usage: 'agent/usage',
   userIdle: 'agent/userIdle',
+  modelList: 'agent/model/list',
+  modelSet: 'agent/model/set',
+  modeSet: 'agent/mode/set',
+  mentionComplete: 'agent/mention/complete',
   update: 'agent/update',
   compaction: 'agent/compaction',
   overflow: 'agent/overflow',

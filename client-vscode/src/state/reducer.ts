@@ -12,8 +12,20 @@ import type {
   CompactionParams,
   CompactionReason,
   CompactionStatus,
+  ImageContent,
+  MentionItem,
+  ModelChoice,
+  ModelRef,
+  ModelSetResult,
   McpStatusParams,
   OverflowParams,
+  PermissionMode,
+  PromptAttachment,
+  RestoreChoice,
+  RestoredFile,
+  RewindPreviewResult,
+  RewindResult,
+  SandboxState,
   PermissionOption,
   PermissionToolCall,
   PromptBlock,
@@ -43,7 +55,10 @@ export interface UserItem {
   /** The entry the prompt follows: the rewind target of a prompt (ask it again, differently). */
   parentId?: string;
   text: string;
-  imageCount: number;
+  /** Images the user pasted or dropped (base64). */
+  images: ImageContent[];
+  /** What the prompt's @-mentions attached. */
+  attachments: PromptAttachment[];
   pending: boolean;
   /** The prompt never reached the server's session (why); it stays, to be sent again. */
   failed?: string;
@@ -120,6 +135,23 @@ export interface BranchItem {
   targetId: string | null;
 }
 
+/** The session went on with another model: the switch, and what it costs (`note`, live
+ * only: the ledger keeps the model, not the words). */
+export interface ModelChangeItem {
+  kind: 'modelChange';
+  id: string;
+  /** The model's id, as the ledger records it (the same live and after a reload). */
+  model: string;
+  note?: string;
+}
+
+/** Files put back by a rewind. */
+export interface FileRestoreItem {
+  kind: 'fileRestore';
+  id: string;
+  files: RestoredFile[];
+}
+
 export type Item =
   | UserItem
   | AssistantItem
@@ -128,7 +160,9 @@ export type Item =
   | OverflowItem
   | NoticeItem
   | PermissionItem
-  | BranchItem;
+  | BranchItem
+  | ModelChangeItem
+  | FileRestoreItem;
 
 export type ServerStatus = 'starting' | 'running' | 'stopped' | 'failed';
 
@@ -160,6 +194,18 @@ export interface ViewState {
   /** A configuration problem (e.g. no API key): shown in the banner with ways to fix it,
    * gone once the server restarts or a turn succeeds. */
   problem?: string;
+  /** The session's model and permission mode; the models the picker offers. */
+  model?: ModelRef;
+  mode?: PermissionMode;
+  /** How the session's commands run (from the server; absent before a session). */
+  sandbox?: SandboxState;
+  models: ModelChoice[];
+  /** Completions for the @-mention being typed (`query`: what follows the `@`). */
+  mentions?: { query: string; items: MentionItem[] };
+  /** A rewind being decided: its target and, once known, what it would change. */
+  rewind?: { entryId: string; preview?: RewindPreviewResult; busy: boolean };
+  /** A prompt to put back in the input box (a rewound prompt), until the view takes it. */
+  draft?: { seq: number; text: string; images: ImageContent[] };
   /** Monotonic counter for ids of items made here (notices, optimistic prompts). */
   counter: number;
 }
@@ -172,6 +218,7 @@ export function initialState(): ViewState {
     turn: { status: 'idle' },
     compacting: false,
     older: { loading: false },
+    models: [],
     counter: 0,
   };
 }
@@ -186,13 +233,22 @@ export type Action =
   | { type: 'serverStatus'; status: ServerStatus; message?: string }
   | { type: 'workspace'; workspaceUri?: string }
   | { type: 'sessionsListed'; sessions: SessionSummary[] }
-  | { type: 'sessionStarted'; sessionId: string; usage?: UsageSnapshot; title?: string; mcp?: McpStatusParams }
+  | {
+      type: 'sessionStarted';
+      sessionId: string;
+      usage?: UsageSnapshot;
+      title?: string;
+      model?: ModelRef;
+      mode?: PermissionMode;
+      sandbox?: SandboxState;
+      mcp?: McpStatusParams;
+    }
   | { type: 'mcpStatus'; params: McpStatusParams }
   | { type: 'sessionLoaded'; result: SessionLoadResult }
   | { type: 'olderRequested'; sessionId: string }
   | { type: 'olderLoaded'; result: SessionHistoryResult }
   | { type: 'olderFailed'; sessionId: string; message: string }
-  | { type: 'promptSent'; text: string }
+  | { type: 'promptSent'; text: string; images?: ImageContent[] }
   | { type: 'update'; params: AgentUpdateParams }
   | { type: 'usage'; params: UsageSnapshot }
   | { type: 'compaction'; params: CompactionParams }
@@ -207,7 +263,19 @@ export type Action =
   | { type: 'compactRequested' }
   | { type: 'compactFinished'; result: CompactResult }
   | { type: 'compactFailed'; message: string }
-  | { type: 'notice'; level: NoticeItem['level']; message: string };
+  | { type: 'notice'; level: NoticeItem['level']; message: string }
+  | { type: 'modelsListed'; models: ModelChoice[]; current?: string }
+  | { type: 'modelChanged'; sessionId?: string; result: ModelSetResult }
+  | { type: 'modelChosen'; model: ModelRef }
+  | { type: 'modeChanged'; sessionId?: string; mode: PermissionMode; sandbox?: SandboxState }
+  | { type: 'mentionsListed'; query: string; items: MentionItem[] }
+  | { type: 'rewindRequested'; entryId: string }
+  | { type: 'rewindPreviewed'; preview: RewindPreviewResult }
+  | { type: 'rewindCancelled' }
+  | { type: 'rewindStarted' }
+  | { type: 'rewound'; restore: RestoreChoice; result: RewindResult }
+  | { type: 'rewindFailed'; message: string }
+  | { type: 'draftTaken'; seq: number };
 
 // ---------------------------------------------------------------------------------------------
 // Reducer
@@ -245,6 +313,10 @@ export function reduce(state: ViewState, action: Action): ViewState {
         turn: { status: 'idle' },
         compacting: false,
         older: { loading: false },
+        model: action.model ?? state.model,
+        mode: action.mode ?? state.mode,
+        sandbox: action.sandbox,
+        rewind: undefined,
         mcp: action.mcp,
       };
 
@@ -264,6 +336,10 @@ export function reduce(state: ViewState, action: Action): ViewState {
         turn: { status: 'idle' },
         compacting: false,
         older: { cursor: result.cursor ?? undefined, loading: false },
+        model: result.model ?? (result.sessionId === state.sessionId ? state.model : undefined),
+        mode: result.mode ?? (result.sessionId === state.sessionId ? state.mode : undefined),
+        sandbox: result.sandbox,
+        rewind: undefined,
         mcp: result.mcp,
       };
       // A damaged ledger was repaired on open: say so after the history it left.
@@ -296,7 +372,8 @@ export function reduce(state: ViewState, action: Action): ViewState {
         kind: 'user',
         id: `pending:${counter}`,
         text: action.text,
-        imageCount: 0,
+        images: action.images ?? [],
+        attachments: [],
         pending: true,
       };
       return {
@@ -409,7 +486,79 @@ export function reduce(state: ViewState, action: Action): ViewState {
 
     case 'notice':
       return addNotice(state, action.level, action.message);
+
+    case 'modelsListed':
+      return {
+        ...state,
+        models: action.models,
+        model: state.model ?? modelRef(action.models.find((m) => m.id === action.current)),
+      };
+
+    case 'modelChosen':
+      return { ...state, model: action.model };
+
+    case 'modelChanged': {
+      if (action.sessionId !== undefined && action.sessionId !== state.sessionId) return state;
+      const { result } = action;
+      const marker: ModelChangeItem = {
+        kind: 'modelChange',
+        id: result.entryId ? `entry:${result.entryId}` : `model:${state.counter + 1}`,
+        model: result.model.id,
+        note: result.note,
+      };
+      const models = state.models.map((m) => ({ ...m, current: m.id === result.model.id }));
+      return {
+        ...state,
+        counter: state.counter + 1,
+        model: result.model,
+        models,
+        usage: result.usage,
+        items: result.entryId ? [...state.items, marker] : state.items,
+      };
+    }
+
+    case 'modeChanged':
+      if (action.sessionId !== undefined && action.sessionId !== state.sessionId) return state;
+      return { ...state, mode: action.mode, sandbox: action.sandbox ?? (action.sessionId ? undefined : state.sandbox) };
+
+    case 'mentionsListed':
+      return { ...state, mentions: { query: action.query, items: action.items } };
+
+    case 'rewindRequested':
+      return { ...state, rewind: { entryId: action.entryId, busy: false } };
+
+    case 'rewindPreviewed':
+      if (state.rewind?.entryId !== action.preview.entryId) return state;
+      return { ...state, rewind: { ...state.rewind, preview: action.preview } };
+
+    case 'rewindCancelled':
+      return { ...state, rewind: undefined };
+
+    case 'rewindStarted':
+      return state.rewind ? { ...state, rewind: { ...state.rewind, busy: true } } : state;
+
+    case 'rewound': {
+      const { result } = action;
+      let next: ViewState = { ...state, rewind: undefined };
+      if (result.prompt && action.restore !== 'files') {
+        const seq = (state.draft?.seq ?? 0) + 1;
+        const images = result.prompt.filter((b): b is ImageContent => b.type === 'image');
+        next = { ...next, draft: { seq, text: textOf(result.prompt), images } };
+      }
+      for (const problem of result.problems ?? []) next = addNotice(next, 'error', `Not restored: ${problem}`);
+      return next;
+    }
+
+    case 'rewindFailed':
+      return addNotice({ ...state, rewind: undefined }, 'error', action.message);
+
+    case 'draftTaken':
+      return state.draft?.seq === action.seq ? { ...state, draft: undefined } : state;
   }
+}
+
+function modelRef(model: ModelChoice | undefined): ModelRef | undefined {
+  return model ? { id: model.id, name: model.name, contextWindow: model.contextWindow } : undefined;
 }
 
 /** Replays many actions (a fixture, a batch from the host). */
@@ -444,7 +593,7 @@ function applySessionUpdate(items: Item[], u: SessionUpdate, noticeId: string): 
   switch (u.kind) {
     case 'userMessage': {
       const text = textOf(u.content);
-      const imageCount = u.content.filter((b) => b.type === 'image').length;
+      const images = u.content.filter((b): b is ImageContent => b.type === 'image');
       const id = `entry:${u.entryId}`;
       const pendingIndex = items.findIndex((i) => i.kind === 'user' && i.pending);
       const item: UserItem = {
@@ -453,7 +602,8 @@ function applySessionUpdate(items: Item[], u: SessionUpdate, noticeId: string): 
         entryId: u.entryId,
         ...(u.parentId ? { parentId: u.parentId } : {}),
         text,
-        imageCount,
+        images,
+        attachments: u.attachments ?? [],
         pending: false,
       };
       if (pendingIndex >= 0) {
@@ -609,7 +759,11 @@ export function itemsFromTranscript(transcript: readonly TranscriptItem[]): Item
         previous = entry.entryId;
         break;
       case 'modelChange':
-        items = [...items, { kind: 'notice', id: `entry:${entry.entryId}`, level: 'info', message: `Model: ${entry.provider}/${entry.model}` }];
+        items = [...items, { kind: 'modelChange', id: `entry:${entry.entryId}`, model: entry.model }];
+        previous = entry.entryId;
+        break;
+      case 'fileRestore':
+        items = [...items, { kind: 'fileRestore', id: `entry:${entry.entryId}`, files: entry.files }];
         previous = entry.entryId;
         break;
       default: {
@@ -679,10 +833,10 @@ function stopNotice(result: TurnEnd): { level: NoticeItem['level']; message: str
 }
 
 /** The rewind target of an item, if it has one (messages recorded in the ledger): a prompt
- * rewinds to just before itself (so it can be asked again, differently), an answer to itself
- * (the conversation continues after it). Nothing is deleted either way. */
+ * (the server goes to just before it and gives it back, to ask again differently), or an
+ * answer (the conversation continues after it). Nothing is deleted either way. */
 export function rewindTarget(item: Item): string | undefined {
-  if (item.kind === 'user') return item.parentId;
+  if (item.kind === 'user') return item.entryId;
   if (item.kind === 'assistant' && item.entryId) return item.entryId;
   return undefined;
 }

@@ -9,7 +9,9 @@ import {
   type AssistantItem,
   type BranchItem,
   type CompactionItem,
+  type FileRestoreItem,
   type Item,
+  type ModelChangeItem,
   type NoticeItem,
   type OverflowItem,
   type PermissionItem,
@@ -17,8 +19,18 @@ import {
   type UserItem,
   type ViewState,
 } from '../state/reducer';
-import type { SessionSummary, ToolCallContent } from '../protocol/types';
+import type {
+  ImageContent,
+  ModelChoice,
+  PermissionMode,
+  PromptAttachment,
+  RestoreChoice,
+  RewindPreviewResult,
+  SessionSummary,
+  ToolCallContent,
+} from '../protocol/types';
 import type { WebviewToHost } from '../view/messages';
+import { applyMention, imageFromDataUrl, imageProblem, imageSrc, mentionAt, mentionsFromUris, type MentionToken } from './composer';
 import { literal } from './literal';
 import { renderMarkdown } from './markdown';
 
@@ -82,6 +94,22 @@ export class ChatView {
   private readonly sendButton: HTMLButtonElement;
   private readonly stopButton: HTMLButtonElement;
   private readonly status: HTMLElement;
+  private readonly modelSelect: HTMLSelectElement;
+  private readonly modeSelect: HTMLSelectElement;
+  /** How the session's commands run (the sandbox, which follows the mode under `auto`). */
+  private readonly sandboxState: HTMLElement;
+  /** Completions for the @-mention at the caret. */
+  private readonly mentionList: HTMLElement;
+  private mention: MentionToken | undefined;
+  private mentionIndex = 0;
+  /** Images pasted or dropped, sent with the next prompt. */
+  private readonly imageStrip: HTMLElement;
+  private images: ImageContent[] = [];
+  private readonly composerNote: HTMLElement;
+  /** "Rewind here": the choices and what would change, until confirmed or cancelled. */
+  private readonly rewindPanel: HTMLElement;
+  private rewindChoice: RestoreChoice = 'conversation';
+  private rewindShown: unknown;
   private rendered = new Map<string, Rendered>();
   /** Ids of collapsible parts the user opened (or closed, for ones open by default). */
   private readonly toggled = new Set<string>();
@@ -159,6 +187,7 @@ export class ChatView {
     });
     this.input.value = draft;
     this.input.addEventListener('keydown', (e) => {
+      if (this.mentionKey(e)) return;
       if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
         e.preventDefault();
         this.submit();
@@ -168,14 +197,78 @@ export class ChatView {
     this.stopButton = button('Stop', () => this.post({ type: 'stop' }), 'danger stop');
     this.status = h('div', { class: 'turn-status' });
 
+    this.modelSelect = h('select', { class: 'model-select', attrs: { 'aria-label': 'Model' } });
+    this.modelSelect.addEventListener('focus', () => this.post({ type: 'listModels' }));
+    this.modelSelect.addEventListener('change', () => {
+      const model = this.modelSelect.value;
+      if (model && model !== this.state?.model?.id) this.post({ type: 'setModel', model });
+    });
+    this.modeSelect = h('select', { class: 'mode-select', attrs: { 'aria-label': 'Permission mode' } });
+    this.modeSelect.append(h('option', { text: 'Mode', attrs: { value: '', disabled: '', hidden: '' } }));
+    for (const [mode, label, title] of MODES) this.modeSelect.append(h('option', { text: label, title, attrs: { value: mode } }));
+    this.modeSelect.addEventListener('change', () => this.post({ type: 'setMode', mode: this.modeSelect.value as PermissionMode }));
+    this.sandboxState = h('span', { class: 'sandbox-state meta' });
+    this.sandboxState.hidden = true;
+
+    this.mentionList = h('div', { class: 'mentions', attrs: { role: 'listbox', 'aria-label': 'Workspace files' } });
+    this.mentionList.hidden = true;
+    this.input.addEventListener('input', () => this.updateMention());
+    this.input.addEventListener('click', () => this.updateMention());
+    this.input.addEventListener('blur', () => setTimeout(() => this.closeMentions(), 150));
+    this.input.addEventListener('paste', (e) => {
+      const files = [...(e.clipboardData?.files ?? [])];
+      if (files.length === 0) return;
+      e.preventDefault();
+      this.addImages(files);
+    });
+    this.imageStrip = h('div', { class: 'image-strip' });
+    this.imageStrip.hidden = true;
+    this.composerNote = h('div', { class: 'composer-note meta', attrs: { role: 'status' } });
+    this.rewindPanel = h('div', { class: 'rewind-panel', attrs: { role: 'dialog', 'aria-label': 'Rewind' } });
+    this.rewindPanel.hidden = true;
+    const composer = h(
+      'div',
+      { class: 'composer' },
+      this.mentionList,
+      this.imageStrip,
+      this.input,
+      this.composerNote,
+      h('div', { class: 'composer-actions' }, this.status, this.stopButton, this.sendButton),
+    );
+    composer.addEventListener('dragover', (e) => {
+      const types = e.dataTransfer?.types ?? [];
+      if (types.includes('Files') || types.includes('text/uri-list')) {
+        e.preventDefault();
+        composer.classList.add('dropping');
+      }
+    });
+    composer.addEventListener('dragleave', () => composer.classList.remove('dropping'));
+    composer.addEventListener('drop', (e) => {
+      composer.classList.remove('dropping');
+      // Files from the explorer (Shift while dropping, in VS Code) come as URIs: mention them.
+      const uris = e.dataTransfer?.getData('text/uri-list') ?? '';
+      const mentions = uris && this.state?.workspaceUri ? mentionsFromUris(uris, this.state.workspaceUri) : [];
+      if (mentions.length) {
+        e.preventDefault();
+        this.insertText(mentions.join(' ') + ' ');
+        return;
+      }
+      const files = [...(e.dataTransfer?.files ?? [])];
+      if (files.length === 0) return;
+      e.preventDefault();
+      this.addImages(files);
+    });
+
     root.append(
       h('div', { class: 'toolbar' }, this.sessionSelect, this.newButton, this.compactButton),
+      h('div', { class: 'toolbar session-bar' }, this.modelSelect, this.modeSelect, this.sandboxState),
       this.compactPanel,
       this.meterEl,
       this.mcpEl,
       this.banner,
       this.transcript,
-      h('div', { class: 'composer' }, this.input, h('div', { class: 'composer-actions' }, this.status, this.stopButton, this.sendButton)),
+      this.rewindPanel,
+      composer,
     );
   }
 
@@ -189,17 +282,21 @@ export class ChatView {
 
   private submit(): void {
     const text = this.input.value.trim();
-    if (!text || !this.state || this.state.turn.status !== 'idle' || this.state.server.status !== 'running') return;
-    this.post({ type: 'send', text });
+    if (!text && this.images.length === 0) return;
+    if (!this.state || this.state.turn.status !== 'idle' || this.state.server.status !== 'running') return;
+    this.post(this.images.length ? { type: 'send', text, images: this.images } : { type: 'send', text });
     this.input.value = '';
+    this.setImages([]);
+    this.closeMentions();
     // The saved draft follows the box (it is saved on `input`): a reload must not bring the
     // sent prompt back.
     this.input.dispatchEvent(new Event('input', { bubbles: true }));
   }
 
   /** Puts a prompt back in the box, to edit and send again. */
-  private restore(text: string): void {
+  private restore(text: string, images: readonly ImageContent[] = []): void {
     this.input.value = text;
+    this.setImages([...images]);
     this.input.dispatchEvent(new Event('input', { bubbles: true }));
     this.input.focus();
   }
@@ -214,7 +311,212 @@ export class ChatView {
     if (!previous || previous.mcp !== state.mcp || previous.server !== state.server) this.renderMcp(state);
     this.renderBanner(state);
     this.renderControls(state);
+    if (!previous || previous.models !== state.models || previous.model !== state.model) this.renderModels(state);
+    // Before a session the mode is the setting's (permissions.mode), which the view does not
+    // know: nothing is shown as picked until the user picks or a session says.
+    this.modeSelect.value = state.mode ?? '';
+    this.renderSandbox(state);
+    this.renderMentions(state);
+    this.renderRewind(state);
+    if (state.draft && state.draft.seq !== previous?.draft?.seq) {
+      this.restore(state.draft.text, state.draft.images);
+      this.post({ type: 'draftTaken', seq: state.draft.seq });
+    }
     this.renderTranscript(state);
+  }
+
+  // ---- model, mode -----------------------------------------------------------------------
+
+  private renderModels(state: ViewState): void {
+    const select = this.modelSelect;
+    select.textContent = '';
+    const current = state.model;
+    if (current && !state.models.some((m) => m.id === current.id)) {
+      select.append(h('option', { text: `${current.name} · ${formatTokens(current.contextWindow)}`, attrs: { value: current.id } }));
+    }
+    for (const m of state.models) select.append(h('option', { text: modelLabel(m), title: modelDetail(m), attrs: { value: m.id } }));
+    if (!current && state.models.length === 0) select.append(h('option', { text: 'Model', attrs: { value: '' } }));
+    select.value = current?.id ?? '';
+    select.title = current ? `Model: ${current.name}. Switching keeps the session; the transcript says what it costs.` : 'Model';
+  }
+
+  private renderSandbox(state: ViewState): void {
+    const sandbox = state.sandbox;
+    const el = this.sandboxState;
+    el.hidden = !sandbox;
+    if (!sandbox) return;
+    el.textContent = literal(
+      sandbox.sandboxed ? (sandbox.network ? 'Sandboxed' : 'Sandboxed, no network') : sandbox.reason ? 'No sandbox ⚠' : 'No sandbox',
+    );
+    el.dataset['sandboxed'] = String(sandbox.sandboxed);
+    el.classList.toggle('warning', Boolean(sandbox.reason));
+    el.title = literal(
+      sandbox.sandboxed
+        ? `Commands run in a sandbox: writes only inside the workspace${sandbox.network ? '' : ', no network'}.`
+        : sandbox.reason
+          ? `Commands run without a sandbox: ${sandbox.reason}.`
+          : 'Commands run without a sandbox (they ask first in this mode).',
+    );
+  }
+
+  // ---- composer: mentions and images -----------------------------------------------------
+
+  private updateMention(): void {
+    const token = mentionAt(this.input.value, this.input.selectionStart ?? this.input.value.length);
+    const changed = token?.query !== this.mention?.query || (token === undefined) !== (this.mention === undefined);
+    this.mention = token;
+    if (!token) return this.closeMentions();
+    if (changed) {
+      this.mentionIndex = 0;
+      this.post({ type: 'completeMention', query: token.query });
+    }
+    if (this.state) this.renderMentions(this.state);
+  }
+
+  private closeMentions(): void {
+    this.mention = undefined;
+    this.mentionList.hidden = true;
+    this.mentionList.textContent = '';
+  }
+
+  /** The completions listed for the query at the caret (an older answer is not shown). */
+  private currentMentions(state: ViewState): MentionItemList {
+    const listed = state.mentions;
+    if (!this.mention || !listed || listed.query !== this.mention.query) return [];
+    return listed.items;
+  }
+
+  private renderMentions(state: ViewState): void {
+    const items = this.currentMentions(state);
+    this.mentionList.textContent = '';
+    this.mentionList.hidden = items.length === 0;
+    if (this.mentionIndex >= items.length) this.mentionIndex = 0;
+    items.forEach((item, index) => {
+      const option = h('div', {
+        class: `mention${index === this.mentionIndex ? ' selected' : ''} kind-${item.kind}`,
+        text: item.path,
+        attrs: { role: 'option', 'aria-selected': String(index === this.mentionIndex) },
+      });
+      option.addEventListener('mousedown', (e) => {
+        e.preventDefault();
+        this.acceptMention(index);
+      });
+      this.mentionList.append(option);
+    });
+  }
+
+  /** Arrow keys, Enter/Tab and Escape while completions show; true when the key was used. */
+  private mentionKey(e: KeyboardEvent): boolean {
+    const state = this.state;
+    const items = state ? this.currentMentions(state) : [];
+    if (items.length === 0 || this.mentionList.hidden) return false;
+    if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+      this.mentionIndex = (this.mentionIndex + (e.key === 'ArrowDown' ? 1 : items.length - 1)) % items.length;
+      if (state) this.renderMentions(state);
+    } else if ((e.key === 'Enter' && !e.shiftKey) || e.key === 'Tab') {
+      this.acceptMention(this.mentionIndex);
+    } else if (e.key === 'Escape') {
+      this.closeMentions();
+    } else {
+      return false;
+    }
+    e.preventDefault();
+    return true;
+  }
+
+  private acceptMention(index: number): void {
+    const item = this.state ? this.currentMentions(this.state)[index] : undefined;
+    if (!item || !this.mention) return;
+    const { text, caret } = applyMention(this.input.value, this.mention, item);
+    this.input.value = text;
+    this.input.setSelectionRange(caret, caret);
+    this.input.focus();
+    this.input.dispatchEvent(new Event('input', { bubbles: true }));
+  }
+
+  /** Text at the caret (a space before it unless at the start of a word boundary). */
+  private insertText(text: string): void {
+    const input = this.input;
+    const at = input.selectionStart ?? input.value.length;
+    const before = input.value.slice(0, at);
+    const lead = before && !/\s$/.test(before) ? ' ' : '';
+    input.value = before + lead + text + input.value.slice(input.selectionEnd ?? at);
+    const caret = at + lead.length + text.length;
+    input.setSelectionRange(caret, caret);
+    input.focus();
+    input.dispatchEvent(new Event('input', { bubbles: true }));
+  }
+
+  private addImages(files: File[]): void {
+    for (const file of files) {
+      const problem = imageProblem(file.type, file.size, this.images.length);
+      if (problem) {
+        this.composerNote.textContent = literal(`${file.name || 'Pasted file'}: ${problem}`);
+        continue;
+      }
+      const reader = new FileReader();
+      reader.addEventListener('load', () => {
+        const image = typeof reader.result === 'string' ? imageFromDataUrl(reader.result) : undefined;
+        if (image && imageProblem(image.mimeType, 0, this.images.length) === undefined) this.setImages([...this.images, image]);
+      });
+      reader.readAsDataURL(file);
+    }
+  }
+
+  private setImages(images: ImageContent[]): void {
+    this.images = images;
+    this.imageStrip.textContent = '';
+    this.imageStrip.hidden = images.length === 0;
+    if (images.length === 0) this.composerNote.textContent = '';
+    images.forEach((image, index) => {
+      const remove = button('×', () => this.setImages(this.images.filter((_, i) => i !== index)), 'link remove-image', 'Remove this image');
+      this.imageStrip.append(h('div', { class: 'pending-image' }, imageElement(image), remove));
+    });
+  }
+
+  // ---- rewind ----------------------------------------------------------------------------
+
+  private renderRewind(state: ViewState): void {
+    const rewind = state.rewind;
+    if (rewind === this.rewindShown) return;
+    this.rewindShown = rewind;
+    const panel = this.rewindPanel;
+    panel.textContent = '';
+    panel.hidden = !rewind;
+    if (!rewind) return;
+    const preview = rewind.preview;
+    const prompt = Boolean(preview?.prompt);
+    panel.append(
+      h('div', { class: 'card-title', text: prompt ? 'Rewind to before this prompt' : 'Rewind to after this answer' }),
+    );
+    if (!preview) {
+      panel.append(h('div', { class: 'meta', text: 'Checking which files would change…' }), button('Cancel', () => this.post({ type: 'rewindCancel' }), 'secondary'));
+      return;
+    }
+    const hasFiles = preview.files.length > 0;
+    if (!hasFiles && this.rewindChoice !== 'conversation') this.rewindChoice = 'conversation';
+    const choices = h('div', { class: 'rewind-choices', attrs: { role: 'radiogroup' } });
+    for (const [choice, label] of RESTORE_CHOICES) {
+      const input = h('input', { attrs: { type: 'radio', name: 'rewind-choice', value: choice } });
+      input.checked = this.rewindChoice === choice;
+      input.disabled = choice !== 'conversation' && !hasFiles;
+      input.addEventListener('change', () => (this.rewindChoice = choice));
+      choices.append(h('label', { class: `choice choice-${choice}` }, input, h('span', { text: label })));
+    }
+    panel.append(choices, rewindFiles(preview));
+    panel.append(
+      h(
+        'div',
+        { class: 'card-actions' },
+        button(
+          'Rewind',
+          () => this.post({ type: 'rewind', entryId: rewind.entryId, restore: this.rewindChoice }),
+          'primary rewind-go',
+        ),
+        button('Cancel', () => this.post({ type: 'rewindCancel' }), 'secondary rewind-cancel'),
+      ),
+    );
+    for (const b of panel.querySelectorAll('button')) b.disabled = rewind.busy;
   }
 
   // ---- toolbar and meter -----------------------------------------------------------------
@@ -500,6 +802,12 @@ export class ChatView {
       case 'branch':
         el = this.renderBranch(item);
         break;
+      case 'modelChange':
+        el = renderModelChange(item);
+        break;
+      case 'fileRestore':
+        el = renderFileRestore(item);
+        break;
     }
     el.dataset['id'] = item.id;
     return el;
@@ -511,29 +819,36 @@ export class ChatView {
     const prompt = item.kind === 'user';
     return button(
       prompt ? '↶ Ask again from here' : '↶ Rewind here',
-      () => this.post({ type: 'rewind', entryId }),
+      () => {
+        this.rewindChoice = 'conversation';
+        this.post({ type: 'rewindPreview', entryId });
+      },
       'link rewind',
       prompt
-        ? 'Go back to just before this message, to ask differently (nothing is deleted)'
-        : 'Continue the conversation after this answer (nothing is deleted)',
+        ? 'Go back to just before this message, to ask differently; the files the agent changed since can go back too (nothing is deleted)'
+        : 'Continue the conversation after this answer; the files the agent changed since can go back too (nothing is deleted)',
     );
   }
 
   private renderUser(item: UserItem, state: ViewState): HTMLElement {
     const body = h('div', { class: 'body plain', text: item.text });
-    const images = item.imageCount ? h('div', { class: 'meta', text: `${item.imageCount} image(s)` }) : null;
+    const images = item.images.length ? h('div', { class: 'user-images' }, ...item.images.map(imageElement)) : null;
+    const attachments = item.attachments.length
+      ? h('div', { class: 'attachments' }, ...item.attachments.map(attachmentChip))
+      : null;
     const failed = item.failed
       ? h(
           'div',
           { class: 'not-sent' },
           h('span', { class: 'meta', text: 'Not sent.' }),
-          button('Edit and send again', () => this.restore(item.text), 'link resend'),
+          button('Edit and send again', () => this.restore(item.text, item.images), 'link resend'),
         )
       : null;
     return h(
       'div',
       { class: `item user${item.pending ? ' pending' : ''}${item.failed ? ' failed' : ''}` },
       h('div', { class: 'role' }, h('span', { text: 'You' }), this.rewindButton(item, state)),
+      attachments,
       body,
       images,
       failed,
@@ -695,6 +1010,99 @@ export class ChatView {
     });
     return details;
   }
+}
+
+type MentionItemList = NonNullable<ViewState['mentions']>['items'];
+
+const MODES: readonly [PermissionMode, string, string][] = [
+  ['ask', 'Ask every time', 'Every tool call asks first, reads too'],
+  ['allowReads', 'Allow reads', 'Reads and searches run; edits and commands ask first'],
+  ['allowAll', 'Allow all', 'Every tool call runs without asking'],
+];
+
+const RESTORE_CHOICES: readonly [RestoreChoice, string][] = [
+  ['conversation', 'Conversation only'],
+  ['files', 'Files only'],
+  ['both', 'Conversation and files'],
+];
+
+function modelLabel(m: ModelChoice): string {
+  return `${m.name} · ${formatTokens(m.contextWindow)} · ${price(m.pricing.input)}/${price(m.pricing.output)}`;
+}
+
+function modelDetail(m: ModelChoice): string {
+  return [
+    `${m.vendor} ${m.id}${m.source === 'user' ? ' (your models file)' : ''}`,
+    `Window ${formatTokens(m.contextWindow)} tokens, output up to ${formatTokens(m.maxOutput)}`,
+    `Per million tokens: input ${price(m.pricing.input)}, output ${price(m.pricing.output)}, cached read ${price(m.pricing.cacheRead)}, cache write ${price(m.pricing.cacheWrite)}`,
+    m.images ? 'Takes images' : 'Text only',
+  ].join('\n');
+}
+
+function price(usdPerMillion: number): string {
+  return `$${usdPerMillion < 1 ? usdPerMillion.toFixed(2) : String(Number(usdPerMillion.toFixed(2)))}`;
+}
+
+function imageElement(image: ImageContent): HTMLElement {
+  const src = imageSrc(image);
+  if (!src) return h('span', { class: 'meta', text: `[image ${image.mimeType}]` });
+  const img = h('img', { class: 'thumb', attrs: { alt: 'Image', src } });
+  return img;
+}
+
+function attachmentChip(a: PromptAttachment): HTMLElement {
+  const label = a.kind === 'directory' && !a.path.endsWith('/') ? `@${a.path}/` : `@${a.path}`;
+  return h('span', { class: `attachment kind-${a.kind}`, text: label, title: a.detail ? `Attached: ${a.detail}` : 'Attached' });
+}
+
+/** What a rewind would change, for the user to see before confirming. */
+function rewindFiles(preview: RewindPreviewResult): HTMLElement {
+  const el = h('div', { class: 'rewind-files' });
+  if (preview.files.length === 0) {
+    el.append(h('div', { class: 'meta', text: 'No file the agent wrote or edited since then.' }));
+  } else {
+    el.append(h('div', { class: 'label', text: 'Files a restore puts back' }));
+    const list = h('ul', { class: 'file-list' });
+    for (const f of preview.files) {
+      const what = f.action === 'delete' ? 'delete (did not exist then)' : 'restore';
+      const warn = f.changedSince ? ' · changed since the agent’s edit: those changes are lost too' : '';
+      list.append(h('li', { class: `file action-${f.action}${f.changedSince ? ' changed-since' : ''}`, text: `${f.path} — ${what}${warn}` }));
+    }
+    el.append(list);
+  }
+  const { commands, files, moreFiles } = preview.notRestorable;
+  if (commands.length || files.length) {
+    el.append(h('div', { class: 'label', text: 'Cannot be undone: commands run since (what they changed is not tracked), files changed otherwise' }));
+    const list = h('ul', { class: 'file-list not-restorable' });
+    for (const c of commands) list.append(h('li', { class: 'command', text: `$ ${c}` }));
+    for (const f of files) list.append(h('li', { class: 'file', text: f }));
+    if (moreFiles) list.append(h('li', { class: 'meta', text: `and ${moreFiles} more files` }));
+    el.append(list);
+  }
+  return el;
+}
+
+function renderModelChange(item: ModelChangeItem): HTMLElement {
+  const el = h(
+    'div',
+    { class: 'marker model-change', attrs: { role: 'separator' } },
+    h('div', { class: 'marker-line', text: `Model: ${item.model}` }),
+  );
+  if (item.note) el.append(h('div', { class: 'meta model-note', text: item.note }));
+  return el;
+}
+
+function renderFileRestore(item: FileRestoreItem): HTMLElement {
+  const n = item.files.length;
+  const el = h(
+    'div',
+    { class: 'marker file-restore', attrs: { role: 'separator' } },
+    h('div', { class: 'marker-line', text: `Files restored: ${n} file${n === 1 ? '' : 's'}` }),
+  );
+  const list = h('ul', { class: 'file-list' });
+  for (const f of item.files) list.append(h('li', { text: `${f.path} — ${f.action === 'delete' ? 'deleted' : 'restored'}` }));
+  el.append(list);
+  return el;
 }
 
 function renderToolContent(c: ToolCallContent): HTMLElement {

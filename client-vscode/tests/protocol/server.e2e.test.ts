@@ -298,6 +298,37 @@ describe('agent-server over stdio', () => {
     expect(items).toEqual(whole.transcript);
   });
 
+  it('lists and switches models, switches the mode, completes @-mentions', async () => {
+    const workspaceUri = pathToFileURL(workspace).toString();
+    const listed = await withServerLog(client.listModels({ workspaceUri }));
+    expect(listed.provider).toBe('sim');
+    expect(listed.models.map((m) => [m.id, m.contextWindow, m.current])).toEqual([
+      ['sim-small', 32768, true],
+      ['sim-large', 200000, false],
+    ]);
+    expect(listed.models[1]?.pricing.input).toBeGreaterThan(0);
+    const created = await withServerLog(client.newSession({ workspaceUri, title: 'picker' }));
+    expect(created.model?.id).toBe('sim-small');
+    expect(created.mode).toBe('ask');
+    await withServerLog(client.turn({ sessionId: created.sessionId, prompt: PROMPT_1 }));
+    const switched = await withServerLog(client.setModel({ sessionId: created.sessionId, model: 'sim-large' }));
+    expect(switched.model).toMatchObject({ id: 'sim-large', contextWindow: 200000 });
+    expect(switched.entryId).toEqual(expect.any(String));
+    expect(switched.cost.tokens).toBeGreaterThan(0);
+    expect(switched.note).toContain('cache');
+    expect(switched.usage.size).toBe(200000);
+    await expect(client.setModel({ sessionId: created.sessionId, model: 'no-such-model' })).rejects.toMatchObject({ code: -33010, message: expect.stringContaining('sim-large') });
+    expect((await withServerLog(client.setMode({ sessionId: created.sessionId, mode: 'allowAll' }))).mode).toBe('allowAll');
+    const loaded = await withServerLog(client.loadSession({ sessionId: created.sessionId }));
+    expect(loaded.model?.id).toBe('sim-large');
+    expect(loaded.mode).toBe('allowAll');
+    expect(loaded.transcript.at(-1)).toMatchObject({ kind: 'modelChange', model: 'sim-large' });
+    const mentions = await withServerLog(client.completeMention({ workspaceUri, query: 'READ' }));
+    expect(mentions.items[0]).toEqual({ path: 'README.md', kind: 'file' });
+    const folders = await withServerLog(client.completeMention({ workspaceUri, query: 'sr', limit: 5 }));
+    expect(folders.items[0]).toEqual({ path: 'src/', kind: 'directory' });
+  });
+
   it('answers bad params with InvalidParams (-32602) and unknown sessions with -33001', async () => {
     await expect(client.loadSession({ sessionId: '' })).rejects.toMatchObject({ code: -32602 });
     await expect(client.usage({ sessionId: 'no-such-session' })).rejects.toMatchObject({ code: -33001 });

@@ -83,8 +83,9 @@ describe('streaming updates', () => {
     state = reduce(state, update({ kind: 'userMessage', entryId: 'e9', parentId: 'e8', content: [{ type: 'text', text: 'fix it' }] }));
     expect(state.items).toHaveLength(1);
     expect(state.items[0]).toMatchObject({ kind: 'user', pending: false, entryId: 'e9', text: 'fix it' });
-    // A prompt rewinds to just before itself, so it can be asked again differently.
-    expect(rewindTarget(state.items[0] as Item)).toBe('e8');
+    // A prompt is its own rewind target: the server goes to just before it and gives it back,
+    // to be asked again differently.
+    expect(rewindTarget(state.items[0] as Item)).toBe('e9');
   });
 
   it('drops a repeated seq and ignores updates of other sessions', () => {
@@ -276,7 +277,7 @@ describe('session load', () => {
     const state = reduce(withSession(), { type: 'sessionLoaded', result: load.result as never });
     expect(state.sessionId).toBe('s-7f3a9c');
     expect(state.title).toBe('Parser tests');
-    expect(kinds(state.items)).toEqual(['user', 'assistant', 'toolCall', 'assistant', 'compaction', 'user', 'assistant', 'notice']);
+    expect(kinds(state.items)).toEqual(['user', 'assistant', 'toolCall', 'assistant', 'compaction', 'user', 'assistant', 'modelChange']);
     const marker = state.items[4] as CompactionItem;
     expect(marker).toMatchObject({ status: 'completed', tokensBefore: 27000, tokensAfter: 6100, reason: 'threshold', firstKeptEntryId: 'e0000006' });
     expect(marker.summary).toContain('## Goal');
@@ -285,8 +286,10 @@ describe('session load', () => {
     expect(tool).toMatchObject({ status: 'completed', title: 'Read parser.py', toolKind: 'read', rawInput: { path: 'parser.py' } });
     expect((tool.content[0] as { content: { text: string } }).content.text).toContain('def parse');
     expect((state.items[1] as AssistantItem).thinking).toBe('Read the file before answering.');
-    // Answers rewind to themselves; prompts to the entry before them (the first has none).
-    expect(state.items.map(rewindTarget).filter(Boolean)).toEqual(['e0000002', 'e0000004', 'e0000005', 'e0000007']);
+    // Everything recorded rewinds to itself: an answer to continue after it, a prompt to go
+    // back to just before it (the server gives the prompt back), the first prompt too.
+    expect(state.items.map(rewindTarget).filter(Boolean)).toEqual(['e0000001', 'e0000002', 'e0000004', 'e0000006', 'e0000007']);
+    expect(state.items[7]).toMatchObject({ kind: 'modelChange', model: expect.any(String) });
     expect(state.usage?.windowNumber).toBe(2);
     expect(state.older).toEqual({ cursor: undefined, loading: false });
   });

@@ -18,6 +18,8 @@ const ARTIFACTS = join(ROOT, 'artifacts');
 const ORIGIN = 'https://agent-webview.test';
 const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 const rec = recording as unknown as Recording;
+/** A 1×1 PNG. */
+const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==';
 
 let browser: Browser;
 
@@ -359,7 +361,8 @@ describe('chat webview', () => {
       { type: 'ready' },
       { type: 'send', text: 'Now fix parse' },
       { type: 'compact', instructions: 'keep the failing test name' },
-      { type: 'rewind', entryId: 'e0000019' },
+      // a prompt is its own rewind target; the view first asks what a rewind would change
+      { type: 'rewindPreview', entryId: 'e0000020' },
     ]);
     await page.screenshot({ path: join(ARTIFACTS, 'webview-idle.png') });
     await page.close();
@@ -564,6 +567,114 @@ describe('chat webview', () => {
       { type: 'send', text: 'explain the build' },
       { type: 'compact', instructions: 'keep the failing test name' },
     ]);
+    await page.close();
+  });
+  it('model picker, mode switch, @-mention completion, pasted and dropped images, rewind with files', async () => {
+    const { page, errors, posted } = await openView();
+    const S = 's-peer';
+    const choice = (id: string, name: string, window: number, input: number, output: number) => ({
+      id, name, contextWindow: window, vendor: 'anthropic', maxOutput: 8192,
+      pricing: { input, output, cacheRead: input / 10, cacheWrite: input * 1.25 }, images: true, source: 'builtin' as const, current: false,
+    });
+    const state = reduceAll(initialState(), [
+      { type: 'serverStatus', status: 'running' },
+      { type: 'workspace', workspaceUri: 'file:///w' },
+      { type: 'sessionStarted', sessionId: S, model: { id: 'claude-sonnet', name: 'Claude Sonnet', contextWindow: 200000 }, mode: 'ask', sandbox: { sandboxed: false, network: true } },
+      { type: 'modelsListed', models: [choice('claude-sonnet', 'Claude Sonnet', 200000, 3, 15), choice('claude-haiku', 'Claude Haiku', 200000, 0.8, 4)] },
+      { type: 'update', params: { sessionId: S, turnId: 't1', seq: 0, update: { kind: 'userMessage', entryId: 'e1', parentId: null, content: [{ type: 'text', text: 'tidy @src/app.py' }, { type: 'image', mimeType: 'image/png', data: PNG }], attachments: [{ path: 'src/app.py', kind: 'file', detail: '12 lines' }] } } },
+      { type: 'turnEnded', result: { turnId: 't1', stopReason: 'end_turn' } },
+    ]);
+    await show(page, state);
+    await page.waitForSelector('.item.user');
+    expect(await page.locator('.sandbox-state').innerText()).toBe('No sandbox');
+    // the recorded prompt: its attachment chip and its image
+    expect(await page.locator('.item.user .attachment').innerText()).toBe('@src/app.py');
+    expect(await page.locator('.item.user img.thumb').getAttribute('src')).toBe(`data:image/png;base64,${PNG}`);
+    // model picker with window and prices; mode switch
+    expect(await page.locator('.model-select option').allInnerTexts()).toEqual(['Claude Sonnet · 200k · $3/$15', 'Claude Haiku · 200k · $0.80/$4']);
+    expect(await page.locator('.model-select').inputValue()).toBe('claude-sonnet');
+    await page.locator('.model-select').selectOption('claude-haiku');
+    await page.locator('.mode-select').selectOption('allowReads');
+    await page.evaluate((S) => window.postMessage({ type: 'actions', actions: [
+      { type: 'modelChanged', sessionId: S, result: { model: { id: 'claude-haiku', name: 'Claude Haiku', contextWindow: 200000 }, entryId: 'e3', cost: { tokens: 900, switchedCost: 0.001, stayedCost: 0.0003, compacts: false, compactAt: 150000, window: 200000 }, note: 'Switching re-reads 900 tokens uncached: $0.0010 instead of $0.0003.', usage: { sessionId: S, used: 900, size: 200000, compactAt: 150000, windowNumber: 1, lastTurn: { input: 0, cacheRead: 0, cacheWrite: 0, output: 0 }, cacheHitRate: 0, cost: 0 } } },
+      { type: 'modeChanged', sessionId: S, mode: 'allowAll', sandbox: { sandboxed: true, network: false } },
+    ] }, '*'), S);
+    await page.waitForSelector('.marker.model-change');
+    expect(await page.locator('.marker.model-change').innerText()).toContain('Model: claude-haiku');
+    expect(await page.locator('.marker.model-change .model-note').innerText()).toContain('uncached');
+    expect(await page.locator('.mode-select').inputValue()).toBe('allowAll');
+    // the sandbox follows the mode (tools.sandbox: auto)
+    expect(await page.locator('.sandbox-state').innerText()).toBe('Sandboxed, no network');
+
+    // @-mention: typing asks for completions; the answer shows; Tab takes the selected one
+    const input = page.locator('textarea.prompt');
+    await input.click();
+    await input.pressSequentially('explain @sr');
+    await page.evaluate(() => window.postMessage({ type: 'actions', actions: [{ type: 'mentionsListed', query: 'sr', items: [{ path: 'src/', kind: 'directory' }, { path: 'src/app.py', kind: 'file' }] }] }, '*'));
+    await page.waitForSelector('.mentions .mention');
+    expect(await page.locator('.mentions .mention').allInnerTexts()).toEqual(['src/', 'src/app.py']);
+    await input.press('ArrowDown');
+    await input.press('Tab');
+    expect(await input.inputValue()).toBe('explain @src/app.py ');
+    expect(await page.locator('.mentions').isVisible()).toBe(false);
+
+    // a pasted image and a dropped one (the SVG is refused with the reason)
+    await page.evaluate((png) => {
+      const bytes = Uint8Array.from(atob(png), (c) => c.charCodeAt(0));
+      const paste = new DataTransfer();
+      paste.items.add(new File([bytes], 'shot.png', { type: 'image/png' }));
+      document.querySelector('textarea.prompt')?.dispatchEvent(new ClipboardEvent('paste', { clipboardData: paste, bubbles: true, cancelable: true }));
+      const drop = new DataTransfer();
+      drop.items.add(new File(['<svg/>'], 'x.svg', { type: 'image/svg+xml' }));
+      document.querySelector('.composer')?.dispatchEvent(new DragEvent('drop', { dataTransfer: drop, bubbles: true, cancelable: true }));
+    }, PNG);
+    await page.waitForSelector('.image-strip .pending-image img');
+    // a file dragged from the explorer (a URI) becomes a mention, at the end of the prompt
+    await page.evaluate(() => {
+      const drop = new DataTransfer();
+      drop.setData('text/uri-list', 'file:///w/docs/guide.md');
+      document.querySelector('.composer')?.dispatchEvent(new DragEvent('drop', { dataTransfer: drop, bubbles: true, cancelable: true }));
+    });
+    expect(await input.inputValue()).toBe('explain @src/app.py @docs/guide.md ');
+    expect(await page.locator('.composer-note').innerText()).toContain('not an image the models take');
+    await page.screenshot({ path: join(ARTIFACTS, 'webview-composer.png') });
+    await input.press('Enter');
+    await page.waitForFunction(() => (document.querySelector('.image-strip') as HTMLElement).hidden);
+
+    // rewind: the choices and the files that would change, then the prompt back in the box
+    await page.locator('.item.user').first().hover();
+    await page.locator('.item.user').first().getByRole('button', { name: /Ask again from here/ }).click();
+    await page.evaluate(() => window.postMessage({ type: 'actions', actions: [
+      { type: 'rewindRequested', entryId: 'e1' },
+      { type: 'rewindPreviewed', preview: { entryId: 'e1', prompt: [{ type: 'text', text: 'tidy @src/app.py' }], files: [{ path: 'src/app.py', action: 'restore', changedSince: false }, { path: 'src/new.py', action: 'delete', changedSince: false }], notRestorable: { commands: ['make fmt'], files: ['build/out.txt'], moreFiles: 2 } } },
+    ] }, '*'));
+    await page.waitForSelector('.rewind-panel .rewind-go');
+    const panel = await page.locator('.rewind-panel').innerText();
+    expect(panel).toContain('src/app.py — restore');
+    expect(panel).toContain('src/new.py — delete');
+    expect(panel).toContain('$ make fmt');
+    expect(panel).toContain('build/out.txt');
+    expect(panel).toContain('and 2 more files');
+    await page.screenshot({ path: join(ARTIFACTS, 'webview-rewind.png') });
+    await page.getByLabel('Conversation and files').check();
+    await page.locator('.rewind-go').click();
+    await page.evaluate(() => window.postMessage({ type: 'actions', actions: [
+      { type: 'rewindStarted' },
+      { type: 'rewound', restore: 'both', result: { leafId: null, prompt: [{ type: 'text', text: 'tidy @src/app.py' }], files: [{ path: 'src/app.py', action: 'restore' }] } },
+    ] }, '*'));
+    await page.waitForFunction(() => (document.querySelector('textarea.prompt') as HTMLTextAreaElement).value === 'tidy @src/app.py');
+    expect(await page.locator('.rewind-panel').isVisible()).toBe(false);
+
+    const sent = (await posted()) as { type: string }[];
+    const kindsSent = sent.map((m) => m.type);
+    expect(sent).toContainEqual({ type: 'setModel', model: 'claude-haiku' });
+    expect(sent).toContainEqual({ type: 'setMode', mode: 'allowReads' });
+    expect(sent).toContainEqual({ type: 'completeMention', query: 'sr' });
+    expect(sent).toContainEqual({ type: 'send', text: 'explain @src/app.py @docs/guide.md', images: [{ type: 'image', mimeType: 'image/png', data: PNG }] });
+    expect(sent).toContainEqual({ type: 'rewindPreview', entryId: 'e1' });
+    expect(sent).toContainEqual({ type: 'rewind', entryId: 'e1', restore: 'both' });
+    expect(kindsSent.at(-1)).toBe('draftTaken');
+    expect(errors).toEqual([]);
     await page.close();
   });
 });

@@ -1,0 +1,156 @@
+"""Choosing a session's model: which models the session's provider can serve, and what a
+switch costs.
+
+A session keeps its provider (the `provider` setting: one API, one key); the models offered
+are the registry's and the models file's that this provider serves. A switch keeps the
+session, its ledger and its context: the next request sends the same conversation to the
+other model. What it costs is the prompt cache: caches are per model, so the next request
+writes the whole context to the new model's cache instead of reading it from the old one's;
+and a context past the new model's compaction point is summarised first. `switch_note` says
+so in numbers, before the user pays it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from agent_server.context.trigger import CompactionSettings, compaction_threshold
+from agent_server.llm.cost import call_cost
+from agent_server.llm.models import BUILTIN_MODELS, ModelInfo, ModelRegistry
+
+# Which model vendors each provider setting can call (the simulator serves its own; a models
+# file may add OpenAI-compatible local ones). The one table: pickers, switches, ACP's options.
+SERVED_VENDORS: dict[str, frozenset[str]] = {
+    "anthropic": frozenset({"anthropic"}),
+    "openai-chat": frozenset({"openai", "local"}),
+    "openai-responses": frozenset({"openai", "local"}),
+    "sim": frozenset({"sim"}),
+}
+_BUILTIN_IDS = frozenset(model.id for model in BUILTIN_MODELS)
+
+
+def serves(provider: str, model: ModelInfo) -> bool:
+    return model.vendor in SERVED_VENDORS.get(provider, frozenset())
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChoice:
+    """A model as a picker shows it: window, output limit and list prices (US dollars per
+    million tokens), and whether it is the user's (a models file) or built in."""
+
+    model: ModelInfo
+    source: str  # "builtin" or "user"
+
+    def to_json(self, current: str | None = None) -> dict[str, Any]:
+        model, pricing = self.model, self.model.pricing
+        return {
+            "id": model.id,
+            "name": model.name,
+            "vendor": model.vendor,
+            "contextWindow": model.context_window,
+            "maxOutput": model.max_output,
+            "pricing": {
+                "input": pricing.input,
+                "output": pricing.output,
+                "cacheRead": pricing.cache_read,
+                "cacheWrite": pricing.cache_write_5m,
+            },
+            "images": model.images,
+            "source": self.source,
+            "current": model.id == current,
+        }
+
+
+def choices(provider: str, registry: ModelRegistry) -> list[ModelChoice]:
+    """The models `provider` serves, the user's first (they were defined on purpose), then
+    the built-in ones in registry order."""
+    out = [
+        ModelChoice(model, "builtin" if model.id in _BUILTIN_IDS else "user")
+        for model in registry
+        if serves(provider, model)
+    ]
+    return sorted(out, key=lambda choice: choice.source != "user")
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchCost:
+    """What moving a context of `tokens` tokens from one model to another costs at the next
+    request, at list prices: `switched`, writing it to the new model's empty cache (or
+    sending it uncached); `stayed`, reading it from the old model's cache."""
+
+    tokens: int
+    switched: float
+    stayed: float
+    compacts: bool  # the context is past the new model's compaction point
+    threshold: int
+    window: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tokens": self.tokens,
+            "switchedCost": round(self.switched, 6),
+            "stayedCost": round(self.stayed, 6),
+            "compacts": self.compacts,
+            "compactAt": self.threshold,
+            "window": self.window,
+        }
+
+
+def switch_cost(
+    tokens: int,
+    old: ModelInfo,
+    new: ModelInfo,
+    *,
+    cache_retention: str,
+    settings: CompactionSettings,
+) -> SwitchCost:
+    threshold = compaction_threshold(new, settings)
+    if cache_retention == "none":
+        switched = call_cost(new.pricing, input=tokens, output=0).total
+        stayed = call_cost(old.pricing, input=tokens, output=0).total
+    else:
+        switched = _written(new, tokens, long=cache_retention == "long")
+        stayed = call_cost(old.pricing, input=0, output=0, cache_read=tokens).total
+    return SwitchCost(tokens, switched, stayed, tokens > threshold, threshold, new.context_window)
+
+
+def _written(model: ModelInfo, tokens: int, *, long: bool) -> float:
+    """Writing `tokens` to the model's cache; a model that does not bill cache writes takes
+    them as plain input."""
+    pricing = model.pricing
+    rate = pricing.cache_write_1h if long else pricing.cache_write_5m
+    if rate <= 0:
+        return call_cost(pricing, input=tokens, output=0).total
+    if long:
+        return call_cost(pricing, input=0, output=0, cache_write_long=tokens).total
+    return call_cost(pricing, input=0, output=0, cache_write_short=tokens).total
+
+
+def switch_note(old: ModelInfo, new: ModelInfo, cost: SwitchCost, cache_retention: str) -> str:
+    """The switch's cost in words, for the transcript."""
+    tokens = f"{cost.tokens:,}"
+    if old.id == new.id:
+        return f"Already using {new.name}."
+    if cost.tokens == 0:
+        text = f"Switched to {new.name}: nothing to resend yet, the switch costs nothing."
+    elif cache_retention == "none":
+        text = (
+            f"Switched to {new.name}. Prompt caching is off, so the next request sends the "
+            f"context ({tokens} tokens) in full either way: about ${cost.switched:.4f} with "
+            f"{new.name}, ${cost.stayed:.4f} with {old.name}."
+        )
+    else:
+        text = (
+            f"Switched to {new.name}. Prompt caches are per model: the next request writes "
+            f"the whole context ({tokens} tokens) to {new.name}'s cache, about "
+            f"${cost.switched:.4f}, where {old.name} would have read it from its cache for "
+            f"about ${cost.stayed:.4f}. Later requests read from the new cache again; "
+            f"switching back while {old.name}'s cache is still warm reuses it."
+        )
+    if cost.compacts:
+        text += (
+            f" The context is past {new.name}'s compaction point ({cost.threshold:,} of "
+            f"{cost.window:,} tokens): it is summarised before the next request."
+        )
+    return text

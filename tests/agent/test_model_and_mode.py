@@ -1,0 +1,147 @@
+"""Switching a session's model and its permission mode, between and during turns."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent_server.agent.model_choice import choices, switch_cost, switch_note
+from agent_server.agent.permissions import PermissionRequest
+from agent_server.agent.settings import AgentSettings
+from agent_server.agent.transcript import entry_items
+from agent_server.agent.workspace import WorkspaceAgent, model_choices
+from agent_server.context.trigger import CompactionSettings
+from agent_server.errors import ConfigError, UnknownModelError
+from agent_server.llm.models import ModelInfo, ModelRegistry
+from agent_server.session.entries import ModelChangeEntry
+from agent_server.sim.server import SimServer
+from agent_server.sim.simulator import Simulator
+from agent_server.sim.workspace import write_sample_workspace
+from tests.agent.conftest import FAST_RETRY, agent_run
+
+
+async def test_a_switch_keeps_the_session_and_its_cache_note_is_what_the_provider_bills(
+    tmp_path: Path,
+) -> None:
+    async with agent_run(tmp_path) as run:
+        await run.session.run_turn("Give me an overview of this repository: what it does and how it is laid out.")
+        await run.session.run_turn("How are stock items modelled? Walk me through the models module.")
+        session_id, before = run.session.session_id, len(run.model_requests)
+        tokens = run.session.context.view().tokens
+
+        switch = await run.session.switch_model("sim-large")
+        assert run.session.model.id == "sim-large" and run.session.session_id == session_id
+        change = run.session.ledger.get(str(switch.entry_id))
+        assert isinstance(change, ModelChangeEntry) and change.model == "sim-large"
+        assert entry_items(change, {})[0]["kind"] == "modelChange"
+        assert switch.cost.tokens == tokens and switch.cost.switched > switch.cost.stayed > 0
+        assert f"{tokens:,} tokens" in switch.note and "cache" in switch.note
+        assert run.session.usage_snapshot().size == 200_000
+
+        await run.session.run_turn("Where is the data persisted and in what format?")
+        first, second = run.model_requests[before], run.model_requests[before + 1]
+        assert first.model == "sim-large"
+        # The same conversation, sent to the new model: its cache was empty (the note's
+        # claim), and is read again from the next request on.
+        previous = run.model_requests[before - 1].request["messages"]
+        assert first.request["messages"][: len(previous) - 1] == previous[: len(previous) - 1]
+        assert first.tokens.cache_read == 0 and first.tokens.cache_write > 0.8 * tokens
+        assert second.tokens.cache_read > 0
+
+
+async def test_a_switch_is_refused_clearly(tmp_path: Path) -> None:
+    async with agent_run(tmp_path) as run:
+        with pytest.raises(ConfigError, match="not served by the provider 'sim'"):
+            await run.session.switch_model("claude-haiku-4-5")
+        with pytest.raises(UnknownModelError):
+            await run.session.switch_model("no-such-model")
+        assert run.session.model.id == "sim-small"
+        assert not any(isinstance(e, ModelChangeEntry) for e in run.session.ledger.entries[2:])
+
+
+def test_the_picker_lists_the_providers_models_the_users_first(tmp_path: Path) -> None:
+    models_file = tmp_path / "models.json"
+    models_file.write_text(
+        '{"models": [{"id": "my-llama", "contextWindow": 8192, "maxOutput": 1024, '
+        '"baseUrl": "http://localhost:11434/v1", "pricing": {"input": 0.1, "output": 0.2}}]}'
+    )
+    openai = model_choices(AgentSettings(provider="openai-chat", models_file=str(models_file)))
+    assert openai[0].source == "user" and openai[0].model.id == "my-llama"
+    assert {c.model.vendor for c in openai} == {"openai", "local"}
+    listed = openai[0].to_json("my-llama")
+    assert listed["current"] and listed["contextWindow"] == 8192 and listed["pricing"]["output"] == 0.2
+    assert [c.model.id for c in choices("sim", ModelRegistry())] == ["sim-small", "sim-large"]
+    assert all(c.model.vendor == "anthropic" for c in model_choices(AgentSettings()))
+
+
+def test_the_note_says_when_the_new_window_means_a_compaction() -> None:
+    small = ModelInfo("s", "Small", "sim", 32_768, 4_096)
+    large = ModelInfo("l", "Large", "sim", 200_000, 16_384)
+    cost = switch_cost(30_000, large, small, cache_retention="short", settings=CompactionSettings())
+    assert cost.compacts and cost.threshold < 30_000
+    assert "summarised before the next request" in switch_note(large, small, cost, "short")
+    off = switch_cost(30_000, small, large, cache_retention="none", settings=CompactionSettings())
+    assert "caching is off" in switch_note(small, large, off, "none")
+
+
+async def test_a_reopened_session_keeps_its_model_and_settings_changes_keep_choices(
+    tmp_path: Path,
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    write_sample_workspace(workspace)
+    async with SimServer(Simulator()) as server:
+        settings = AgentSettings(
+            provider="sim", base_url=server.base_url, sessions_dir=str(tmp_path / "s")
+        )
+        agent = WorkspaceAgent(workspace, settings, retry=FAST_RETRY)
+        session = agent.create()
+        await session.run_turn("hello")
+        await session.switch_model("sim-large")
+        session.set_mode("allowAll")
+        # Another setting changes: the session's own choices stay.
+        agent.update_settings(settings.with_overrides(bash_timeout=30.0))
+        await session.run_turn("again")
+        assert session.model.id == "sim-large" and session.mode == "allowAll"
+        await agent.close()
+
+        agent = WorkspaceAgent(workspace, settings, retry=FAST_RETRY)
+        reopened = agent.open(session.session_id)
+        assert reopened.model.id == "sim-large"
+        # The model setting itself changes: it applies, from the next turn.
+        agent.update_settings(settings.with_overrides(model="sim-small"))
+        await reopened.run_turn("and now")
+        assert reopened.model.id == "sim-small"
+        await agent.close()
+
+
+async def test_a_mode_switch_applies_to_the_next_tool_call(tmp_path: Path) -> None:
+    scenario = {
+        "name": "mode",
+        "turns": [
+            {
+                "user": "write it",
+                "steps": [
+                    {"tools": [{"name": "write", "arguments": {"path": "a.txt", "content": "a"}}]},
+                    {"text": "Done."},
+                ],
+            }
+        ],
+    }
+    asked: list[str] = []
+
+    async def ask(request: PermissionRequest) -> str | None:
+        asked.append(request.title)
+        return "allow_once"
+
+    async with agent_run(tmp_path, scenario=scenario, settings=AgentSettings()) as run:
+        run.session.attach(run.events.append, ask)
+        assert run.session.mode == "allowReads"
+        await run.session.run_turn("write it")
+        assert len(asked) == 1
+        run.session.set_mode("allowAll")
+        await run.session.run_turn("write it")
+        assert len(asked) == 1  # not asked
+        with pytest.raises(ConfigError):
+            run.session.set_mode("yolo")

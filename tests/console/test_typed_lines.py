@@ -1,0 +1,37 @@
+"""What a typed line is: a command (known or not) or a prompt, and the images its paths name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent_server.console.commands import COMMANDS, prompt_with_images, read_command
+from agent_server.llm.messages import ImageContent, TextContent
+from tests.console.test_chat_commands import PNG
+
+
+def test_commands_unknown_commands_and_paths() -> None:
+    assert read_command("hello") is None
+    assert read_command("/etc/hosts is empty, why?") is None  # a path: a prompt
+    typed = read_command("/compact keep the plan")
+    assert typed is not None and typed.command is not None
+    assert typed.command.name == "/compact" and typed.argument == "keep the plan"
+    unknown = read_command("/frobnicate")
+    assert unknown is not None and unknown.command is None and unknown.word == "/frobnicate"
+    exit_ = read_command("/EXIT")
+    assert exit_ is not None and exit_.command is not None and exit_.command.name == "/quit"
+    assert len({c.name for c in COMMANDS}) == len(COMMANDS)
+
+
+def test_image_paths_become_images_and_the_rest_stays_text(tmp_path: Path) -> None:
+    (tmp_path / "a b.png").write_bytes(PNG)
+    (tmp_path / "fake.png").write_text("not an image")
+    blocks, images = prompt_with_images(
+        "compare 'a b.png' with ./missing.png and fake.png and @a.png", tmp_path
+    )
+    assert [image.path.name for image in images] == ["a b.png"]
+    assert blocks[0] == TextContent(
+        "compare [image 1: a b.png] with ./missing.png and fake.png and @a.png"
+    )
+    assert isinstance(blocks[1], ImageContent) and blocks[1].mime_type == "image/png"
+    escaped, found = prompt_with_images("see a\\ b.png.", tmp_path)
+    assert len(found) == 1 and escaped[0] == TextContent("see [image 1: a b.png].")
