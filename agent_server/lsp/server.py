@@ -218,6 +218,11 @@ class AgentLanguageServer(LanguageServer):
         assert isinstance(self.protocol, AgentProtocol)
         self._stop_event = threading.Event()
         await read_loop(self.protocol, read, self._stop_event)
+        if self.protocol.shutting_down:
+            # The input ended right behind `shutdown` (and perhaps `exit`): shutdown closes
+            # the folders and is answered; an `exit` waiting for it then ends the server.
+            await self.protocol.shutdown_answered.wait()
+            return
         # The editor went away without `exit`: end the turns and close the ledgers.
         for folder in list(self.state.folders.values()):
             with contextlib.suppress(Exception):

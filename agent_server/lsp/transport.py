@@ -15,6 +15,8 @@ module replaces its read loop:
   after `shutdown`), -32002 before `initialize`, -32601 for an unknown method, -32602 for
   params the method's type refuses. When the id itself cannot be read, the answer's id is
   null, as JSON-RPC asks. Notifications that cannot be handled are dropped with one log line.
+- `shutdown` counts from the moment it is read: an `exit` read while the shutdown handler
+  still closes the folders (both in one write) waits for its answer, then exits with 0.
 - Nothing from a client is logged or echoed whole: values are cut (`shorten`), and handled
   errors log no traceback.
 """
@@ -29,7 +31,7 @@ import os
 import re
 import select
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator
 from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass
 from typing import Any, BinaryIO
@@ -257,6 +259,13 @@ class AgentProtocol(LanguageServerProtocol):
     """pygls's LSP protocol behind our own reading: every message is checked here first."""
 
     def __init__(self, server: Any, converter: cattrs.Converter) -> None:
+        # pygls sets `_shutdown` only once our (async) shutdown handler has finished; these
+        # know of the shutdown from the moment it is read, so that nothing else starts and
+        # an `exit` read behind it (in the same write) waits for its answer. (Set before
+        # pygls's __init__, which reads every attribute looking for its features.)
+        self.shutdown_id: int | str | None = None
+        self.shutdown_answered = asyncio.Event()
+        self._exit_waiting: Any = None
         super().__init__(server, converter)
         self.initialize_received = False
         self._refusals = 0
@@ -367,7 +376,7 @@ class AgentProtocol(LanguageServerProtocol):
                 f"the server is not initialized: send initialize before {shorten(method, 100)}",
             )
             return
-        if self._shutdown:
+        if self.shutting_down:
             self.refuse(
                 msg_id,
                 INVALID_REQUEST,
@@ -390,11 +399,18 @@ class AgentProtocol(LanguageServerProtocol):
             return
         if method == types.INITIALIZE:
             self.initialize_received = True
+        if method == types.SHUTDOWN:
+            self.shutdown_id = msg_id
         self._dispatch(message, msg_id)
 
+    @property
+    def shutting_down(self) -> bool:
+        """A shutdown request was read (it may still be closing the folders)."""
+        return self._shutdown or self.shutdown_id is not None
+
     def _notification(self, method: str, data: dict[str, Any]) -> None:
-        if method != types.EXIT and (not self.initialize_received or self._shutdown):
-            when = "after shutdown" if self._shutdown else "before initialize"
+        if method != types.EXIT and (not self.initialize_received or self.shutting_down):
+            when = "after shutdown" if self.shutting_down else "before initialize"
             log.debug("dropped the notification %s %s", shorten(method, 100), when)
             return
         if not self._known(method):
@@ -411,6 +427,12 @@ class AgentProtocol(LanguageServerProtocol):
         except InvalidMessage as exc:
             log.warning("dropped the notification %s: %s", shorten(method, 100), exc)
             return
+        if method == types.EXIT and self.shutdown_id is not None:
+            if not self.shutdown_answered.is_set():
+                log.debug("exit waits for the answer to shutdown")
+                self._exit_waiting = message
+                return
+            self._shutdown = True  # received, so exit's code is 0 (even if shutdown failed)
         self._dispatch(message, None)
 
     def _response(self, data: dict[str, Any]) -> None:
@@ -441,6 +463,24 @@ class AgentProtocol(LanguageServerProtocol):
             log.error("handling a message failed: %s: %s", type(exc).__name__, exc, exc_info=exc)
             if msg_id is not None:
                 self.refuse(msg_id, INTERNAL_ERROR, f"internal error: {type(exc).__name__}")
+                if msg_id == self.shutdown_id:
+                    self._shutdown_was_answered()
+
+    def _run_generator(
+        self,
+        future: Future[Any] | None,
+        *,
+        gen: Generator[Any, Any, Any],
+        result_future: Future[Any],
+    ) -> None:
+        """pygls's built-in handlers (initialize, shutdown, ...) call ours from a generator;
+        when ours was cancelled (the server exits while it runs), pygls would raise the
+        CancelledError in a callback, a traceback on stderr. The request is cancelled."""
+        if future is not None and future.cancelled():
+            gen.close()
+            result_future.cancel()
+            return
+        super()._run_generator(future, gen=gen, result_future=result_future)
 
     def _handle_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
         """A late answer to a request the server has given up on (cancelled) is dropped;
@@ -493,6 +533,22 @@ class AgentProtocol(LanguageServerProtocol):
         """pygls's version logs every error with a traceback and sends tracebacks to the
         client; errors the handlers raise on purpose (JSON-RPC errors) need neither."""
         self._request_futures.pop(msg_id, None)
+        try:
+            self._answer_handler_result(future, msg_id)
+        finally:
+            if msg_id == self.shutdown_id and self.shutdown_id is not None:
+                self._shutdown_was_answered()
+
+    def _shutdown_was_answered(self) -> None:
+        """An `exit` that arrived while shutdown ran is carried out now, in a callback of its
+        own (its SystemExit must not unwind pygls's handling of the shutdown)."""
+        exit_message, self._exit_waiting = self._exit_waiting, None
+        if exit_message is not None:
+            self._shutdown = True
+            asyncio.get_running_loop().call_soon(self._dispatch, exit_message, None)
+        self.shutdown_answered.set()  # after: the exit runs before those waiting for this
+
+    def _answer_handler_result(self, future: Future[Any], msg_id: Any) -> None:
         if future.cancelled():
             self._send_response(
                 msg_id,

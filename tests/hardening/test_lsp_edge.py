@@ -374,3 +374,40 @@ async def test_the_end_of_the_input_ends_the_server(tmp_path: Path) -> None:
     server.process.stdin.close()
     assert await asyncio.wait_for(server.process.wait(), 30) == 0
     await server.close()
+
+
+@pytest.mark.parametrize("then_close", [False, True], ids=["stdin open", "stdin closed"])
+async def test_shutdown_and_exit_in_one_write_answer_shutdown_and_exit_with_0(
+    tmp_path: Path, then_close: bool
+) -> None:
+    """`exit` read while the shutdown handler is still closing the folders (was: shutdown
+    never answered, exit code 1, tracebacks on stderr)."""
+    server = await RawServer.start()
+    await server.initialize(tmp_path, {"provider": "sim", "sessionsDir": str(tmp_path / "s")})
+    await server.send_message(request("new", "agent/session/new", {"workspaceUri": tmp_path.as_uri()}))
+    assert "result" in await server.answer("new")
+    exit_ = {"jsonrpc": "2.0", "method": "exit"}
+    await server.send(frame(request("down", "shutdown")) + frame(exit_))
+    if then_close:
+        assert server.process.stdin is not None
+        server.process.stdin.close()
+    assert await asyncio.wait_for(server.process.wait(), 30) == 0
+    await server.close()
+    assert (await server.answer("down"))["result"] is None
+    log = server.log.decode("utf-8", errors="replace")
+    assert "Traceback" not in log, log
+
+
+async def test_exit_without_shutdown_in_one_write_exits_with_1_quietly(tmp_path: Path) -> None:
+    server = await RawServer.start()
+    initialized = {"jsonrpc": "2.0", "method": "initialized", "params": {}}
+    await server.send(
+        frame(request("init", "initialize", {"processId": None, "capabilities": {}}))
+        + frame(initialized)
+        + frame({"jsonrpc": "2.0", "method": "exit"})
+    )
+    assert await asyncio.wait_for(server.process.wait(), 30) == 1
+    await server.close()
+    assert "result" in await server.answer("init")
+    log = server.log.decode("utf-8", errors="replace")
+    assert "Traceback" not in log, log
