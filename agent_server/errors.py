@@ -50,7 +50,12 @@ class UnknownModelError(ConfigError):
 
 
 class ProviderError(AgentServerError):
-    """A model call failed. `retryable` says whether the same call may succeed later."""
+    """A model call failed. `retryable` says whether the same call may succeed later.
+
+    The message of a retryable failure says it will be retried (the retry notices show it);
+    `happened` (what went wrong) and `if_retries_fail` (what the user can do) make the
+    message for when the retries are used up (`retries_used_up`).
+    """
 
     code = "provider_error"
     retryable = False
@@ -63,12 +68,31 @@ class ProviderError(AgentServerError):
         provider: str = "",
         error_type: str | None = None,
         retry_after: float | None = None,
+        happened: str | None = None,
+        if_retries_fail: str | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.provider = provider
         self.error_type = error_type
         self.retry_after = retry_after
+        self.happened = happened
+        self.if_retries_fail = if_retries_fail
+
+    def retries_used_up(self, attempts: int) -> ProviderError:
+        """This failure as the last word after `attempts` attempts: what went wrong and what
+        to do, with no promise of another try."""
+        tries = f"{attempts} attempt" + ("s" if attempts != 1 else "")
+        todo = self.if_retries_fail or "Try again later, or switch to another model."
+        final = type(self)(
+            f"{self.happened or self.message} Gave up after {tries}. {todo}",
+            status=self.status,
+            provider=self.provider,
+            error_type=self.error_type,
+            retry_after=self.retry_after,
+        )
+        final.__cause__ = self
+        return final
 
 
 class RateLimitError(ProviderError):

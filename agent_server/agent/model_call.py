@@ -64,7 +64,8 @@ async def call_model(
     retry: RetryPolicy,
     attempt_holder: list[CallAttempt] | None = None,
 ) -> AssistantMessage:
-    """Stream one answer. Raises ContextOverflowError, or ProviderError when retries run out.
+    """Stream one answer. Raises ContextOverflowError, or ProviderError when retries run out
+    (its message then says so, and what to do).
 
     `attempt_holder`, when given, always holds the current attempt as its only item, so a
     caller that is cancelled can recover the partial message from its assembler.
@@ -83,8 +84,11 @@ async def call_model(
         except ProviderError as error:
             # The provider classified the failure (llm/provider_errors.py): an overflow is a
             # ContextOverflowError already, and is not retryable.
-            if not error.retryable or retries >= retry.max_retries:
+            if not error.retryable:
                 raise
+            if retries >= retry.max_retries:
+                # The error said it would be retried; the last word says what to do instead.
+                raise error.retries_used_up(retries + 1) from error
             retries += 1
             wait = retry.delay(retries, error)
             log.info("retrying model call in %.1fs after: %s", wait, error.message)

@@ -64,6 +64,7 @@ _SERVER_CODES = frozenset({"api_error", "server_error", "internal_error", "inter
 _AUTH_CODES = frozenset({"authentication_error", "invalid_api_key", "unauthorized"})
 _PERMISSION_CODES = frozenset({"permission_error", "permission_denied"})
 _NOT_FOUND_CODES = frozenset({"not_found_error", "model_not_found"})
+_STATUS_PAGES = {"Anthropic": "https://status.anthropic.com", "OpenAI": "https://status.openai.com"}
 
 
 def to_provider_error(exc: BaseException, where: ErrorContext) -> ProviderError:
@@ -71,13 +72,14 @@ def to_provider_error(exc: BaseException, where: ErrorContext) -> ProviderError:
     if isinstance(exc, ProviderError):
         return exc
     if isinstance(exc, anthropic.APITimeoutError | openai.APITimeoutError):
-        return ProviderConnectionError(
-            _say(
-                where,
-                f"{where.provider} did not answer in time ({_detail(exc, where)}). The call "
-                "will be retried; if this persists, check the network or the 'baseUrl' setting.",
-            ),
-            provider=where.provider,
+        return _retryable(
+            ProviderConnectionError,
+            where,
+            f"{where.provider} did not answer in time ({_detail(exc, where)}).",
+            "The call will be retried; if this persists, check the network or the 'baseUrl' "
+            "setting.",
+            "Check the network connection and the 'baseUrl' setting, then try again; if they "
+            f"are fine, check {_outage(where)} or switch to another model.",
         )
     if isinstance(
         exc,
@@ -173,24 +175,63 @@ def silent_overflow_error(
     )
 
 
-def _connection_error(exc: BaseException, where: ErrorContext) -> ProviderConnectionError:
-    if isinstance(exc, StreamInterrupted):
-        text = (
-            f"The connection to {where.provider} dropped before the answer was complete "
-            f"({exc}). The call will be retried."
-        )
-    elif _could_not_connect(exc):
+def _connection_error(exc: BaseException, where: ErrorContext) -> ProviderError:
+    if _could_not_connect(exc) and not isinstance(exc, StreamInterrupted):
         target = f" at {where.base_url}" if where.base_url else ""
-        text = (
-            f"Could not reach {where.provider}{target} ({_detail(exc, where)}). Check the "
-            "network connection and the 'baseUrl' setting; the call will be retried."
+        return _retryable(
+            ProviderConnectionError,
+            where,
+            f"Could not reach {where.provider}{target} ({_detail(exc, where)}).",
+            "Check the network connection and the 'baseUrl' setting; the call will be retried.",
+            "Check the network connection and the 'baseUrl' setting (is the server running "
+            "there?), then try again.",
+        )
+    if isinstance(exc, StreamInterrupted):
+        happened = (
+            f"The connection to {where.provider} dropped before the answer was complete ({exc})."
         )
     else:
-        text = (
-            f"The connection to {where.provider} failed while answering "
-            f"({_detail(exc, where)}). The call will be retried."
+        happened = (
+            f"The connection to {where.provider} failed while answering ({_detail(exc, where)})."
         )
-    return ProviderConnectionError(_say(where, text), provider=where.provider)
+    return _retryable(
+        ProviderConnectionError,
+        where,
+        happened,
+        "The call will be retried.",
+        f"Try again; if it keeps happening, check the network connection and {_outage(where)},"
+        " or switch to another model.",
+    )
+
+
+def _retryable(
+    cls: type[ProviderError],
+    where: ErrorContext,
+    happened: str,
+    retrying: str,
+    if_retries_fail: str,
+    *,
+    status: int | None = None,
+    error_type: str | None = None,
+    retry_after: float | None = None,
+) -> ProviderError:
+    """A failure that is retried: its message says so; once the retries are used up, the
+    message says `happened` and `if_retries_fail` instead (ProviderError.retries_used_up)."""
+    return cls(
+        _say(where, f"{happened} {retrying}"),
+        status=status,
+        provider=where.provider,
+        error_type=error_type,
+        retry_after=retry_after,
+        happened=_say(where, happened),
+        if_retries_fail=_say(where, if_retries_fail),
+    )
+
+
+def _outage(where: ErrorContext) -> str:
+    """Where to look for an outage of the provider ("check ...")."""
+    page = _STATUS_PAGES.get(where.provider)
+    return f"{where.provider}'s status page ({page})" if page else f"whether {where.provider} is up"
 
 
 def _could_not_connect(exc: BaseException) -> bool:
@@ -235,6 +276,24 @@ def _classify(
             retry_after=wait,
         )
 
+    def retried(
+        cls: type[ProviderError],
+        happened: str,
+        retrying: str,
+        if_retries_fail: str,
+        wait: float | None = None,
+    ) -> ProviderError:
+        return _retryable(
+            cls,
+            where,
+            happened,
+            retrying,
+            if_retries_fail,
+            status=status,
+            error_type=error_type,
+            retry_after=wait,
+        )
+
     # A quota or billing problem looks like a rate limit (429) but waiting will not fix it.
     lowered = facts.text.lower()
     if (
@@ -257,15 +316,21 @@ def _classify(
         )
     if status == 429 or codes & _RATE_LIMIT_CODES:
         when = f" in {retry_after:g}s" if retry_after is not None else " with backoff"
-        return make(
+        return retried(
             RateLimitError,
-            f"{provider} rate limit reached ({detail}). The call will be retried{when}.",
+            f"{provider} rate limit reached ({detail}).",
+            f"The call will be retried{when}.",
+            "Wait a minute and try again; if it keeps happening, check the rate limits of the "
+            f"account that owns the key{_in_variable(where)} (a higher usage tier raises them), "
+            "or switch to another model.",
             retry_after,
         )
     if status in (529, 503) or codes & _OVERLOAD_CODES:
-        return make(
+        return retried(
             OverloadedError,
-            f"{provider} is overloaded ({detail}). The call will be retried with backoff.",
+            f"{provider} is overloaded ({detail}).",
+            "The call will be retried with backoff.",
+            f"Try again in a few minutes, check {_outage(where)}, or switch to another model.",
             retry_after,
         )
     if facts_say_overflow(facts):
@@ -299,9 +364,11 @@ def _classify(
             "with the id that server uses.",
         )
     if (status is not None and status >= 500) or codes & _SERVER_CODES:
-        return make(
+        return retried(
             ProviderServerError,
-            f"{provider} had an internal error ({detail}). The call will be retried.",
+            f"{provider} had an internal error ({detail}).",
+            "The call will be retried.",
+            f"Try again later, check {_outage(where)}, or switch to another model.",
             retry_after,
         )
     if status is not None and 400 <= status < 500:
@@ -311,9 +378,11 @@ def _classify(
             "or a setting this model does not support; please report it.",
         )
     # An error event inside a stream that says nothing we recognise: treat as transient.
-    return make(
+    return retried(
         ProviderServerError,
-        f"{provider} reported an error while answering ({detail}). The call will be retried.",
+        f"{provider} reported an error while answering ({detail}).",
+        "The call will be retried.",
+        f"Try again later, check {_outage(where)}, or switch to another model.",
     )
 
 

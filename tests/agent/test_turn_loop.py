@@ -192,6 +192,26 @@ async def test_rate_limits_overloads_and_a_dropped_stream_still_finish_the_turn(
         assert check.ok, check.summary()
 
 
+@pytest.mark.parametrize("faults", ["500@1-10", "529@1-10", "429@1-10:0.01", "drop@1-10:2"])
+async def test_a_turn_out_of_retries_says_what_to_do_not_that_it_will_retry(
+    tmp_path: Path, faults: str
+) -> None:
+    async with agent_run(tmp_path, faults=faults) as run:
+        result = await run.session.run_turn(default_scenario().prompts[0])
+        assert result.stop_reason == "error"
+        assert len(run.model_requests) == 5  # the first call and FAST_RETRY's 4 retries
+        assert result.error is not None
+        assert "retried" not in result.error.lower(), result.error
+        assert "Gave up after 5 attempts." in result.error
+        assert "try again" in result.error.lower(), result.error
+        notices = run.of(events.Notice)
+        retrying = [n.message for n in notices if "Retrying" in n.message]
+        assert len(retrying) == 4
+        assert all("will be retried" in n for n in retrying)  # while it is true
+        assert notices[-1].level == "error"
+        assert notices[-1].message == result.error
+
+
 async def test_path_escapes_are_refused(tmp_path: Path) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_text("do not read")

@@ -194,6 +194,33 @@ def test_connection_failures_are_retryable() -> None:
     assert isinstance(timeout, ProviderConnectionError)
 
 
+def test_every_retryable_failure_says_what_to_do_once_the_retries_are_used_up() -> None:
+    request = httpx2.Request("POST", "http://127.0.0.1:9/v1/messages")
+    connect = anthropic.APIConnectionError(request=request)
+    connect.__cause__ = httpx2.ConnectError("refused")
+    failures = [
+        _anthropic(429, "rate_limit_error", "slow down", {"retry-after": "7"}),
+        _anthropic(529, "overloaded_error", "Overloaded"),
+        _anthropic(500, "api_error", "Internal server error"),
+        connect,
+        StreamInterrupted("the response stream ended without message_stop"),
+        openai.APITimeoutError(request=request),
+    ]
+    for failure in failures:
+        error = to_provider_error(failure, WHERE)
+        assert error.retryable
+        assert "will be retried" in error.message  # what the retry notices show
+        final = error.retries_used_up(5)
+        assert type(final) is type(error)
+        assert final.status == error.status
+        assert "retried" not in final.message, final.message
+        assert "Gave up after 5 attempts." in final.message
+        assert "try again" in final.message.lower(), final.message
+        assert KEY not in final.message
+    overloaded = to_provider_error(_anthropic(529, "overloaded_error", "Overloaded"), WHERE)
+    assert "https://status.anthropic.com" in overloaded.retries_used_up(5).message
+
+
 def test_errors_inside_a_stream() -> None:
     overloaded = error_from_body({"type": "overloaded_error", "message": "Overloaded"}, WHERE)
     assert isinstance(overloaded, OverloadedError)
