@@ -811,7 +811,7 @@ def _register(server: AgentLanguageServer) -> None:
     @_answers_agent_errors
     async def user_idle(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
         params = Params(raw, USER_IDLE)
-        idle = params.boolean("idle")
+        idle = params.boolean("idle", default=None)  # no guessing whether the user is away
         for folder in ls.state.folders.values():
             folder.agent.set_user_idle(idle)
         return {}

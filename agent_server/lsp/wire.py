@@ -140,9 +140,12 @@ class Params:
             raise self._fail(key, f"must be between 1 and {maximum}")
         return value
 
-    def boolean(self, key: str, default: bool = False) -> bool:
+    def boolean(self, key: str, default: bool | None = False) -> bool:
+        """true or false; required when there is no default."""
         value = self.raw.get(key)
         if value is None:
+            if default is None:
+                raise self._fail(key, "is required (true or false)")
             return default
         if not isinstance(value, bool):
             raise self._fail(key, f"must be true or false, not {type(value).__name__}")

@@ -77,6 +77,11 @@ async def test_invalid_params_name_the_field(
                 "'query' must be a string",
             ),
             ("agent/rewind/preview", {"sessionId": session_id}, "'entryId' is required"),
+            ("agent/userIdle", {}, "agent/userIdle: 'idle' is required (true or false)"),
+            ("agent/userIdle", None, "'idle' is required"),
+            ("agent/userIdle", {"idle": None}, "'idle' is required"),
+            ("agent/userIdle", {"idle": "true"}, "'idle' must be true or false, not str"),
+            ("agent/userIdle", {"idle": 1}, "'idle' must be true or false, not int"),
         ]
         for method, params, fragment in cases:
             error = await expect_error(agent, method, params)
@@ -130,6 +135,7 @@ async def test_fuzz_every_method_and_keep_serving(
                     "mode": st.sampled_from(["ask", "allowAll", "nope"]) | json_value,
                     "restore": st.sampled_from(["files", "both", "all"]) | json_value,
                     "query": st.text(max_size=10) | json_value,
+                    "idle": st.booleans() | json_value,
                 },
             ),
         )

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 
 from agent_server.sim.server import SimServer
 from agent_server.sim.workspace import write_sample_workspace
@@ -122,6 +123,10 @@ async def test_user_idle_makes_auto_retention_keep_the_cache_an_hour(
         await agent.request("agent/turn", {"sessionId": session_id, "prompt": OVERVIEW})
         sent = len(sim.simulator.records)
         assert await agent.request("agent/userIdle", {"idle": True}) == {}
+        # A userIdle without its flag is refused, and changes nothing (was: "not idle").
+        with pytest.raises(JsonRpcException) as refused:
+            await agent.request("agent/userIdle", {})
+        assert refused.value.code == -32602 and "'idle'" in refused.value.message
         await agent.request("agent/turn", {"sessionId": session_id, "prompt": OVERVIEW})
         def marks(records: list[Any]) -> list[dict[str, Any]]:
             return [
