@@ -106,6 +106,7 @@ from agent_server.session.entries import (
     CompactionReason,
     Entry,
     MessageEntry,
+    timestamp_seconds,
 )
 from agent_server.session.ledger import Ledger
 
@@ -223,6 +224,17 @@ class FixedTools:
         return None
 
 
+def last_cache_use(ledger: Ledger) -> tuple[float | None, CacheRetention]:
+    """When the session's cache was last used (seconds on the session's clock, which stamps
+    the ledger) and with what retention, by the latest model answer in the ledger that
+    recorded them; (None, "short") when none did."""
+    entry = ledger.last_call
+    at = timestamp_seconds(entry.timestamp) if entry is not None else None
+    if entry is None or entry.cache_retention is None or at is None:
+        return None, "short"
+    return at, entry.cache_retention
+
+
 class ContextManager:
     """Runs the context pipeline of one session and owns its state: the model and settings
     in force, the one overflow recovery of the current prompt, the last context the provider
@@ -254,8 +266,9 @@ class ContextManager:
         self.settings = settings
         self.policy: ContextPolicy = policy or CompactNearWindow()
         self.api = api
-        self.last_call_at: float | None = None
-        self.last_retention: CacheRetention = "short"
+        # The last call that used the cache: from the ledger when the session is opened again
+        # (unknown in a ledger that does not record it: never cold until the next call).
+        self.last_call_at, self.last_retention = last_cache_use(ledger)
         self.turn_id: str | None = None
         self._call = call
         self._emit = emit

@@ -606,8 +606,11 @@ class AgentSession:
                         )
                 streaming = False
                 # Recorded under the id its chunks carried (messageId), live and loaded alike.
-                self.ledger.append_message(message, entry_id=attempt[0].message_id)
-                self.context.record_call(self.retention_for_call())
+                retention = self.retention_for_call()
+                self.ledger.append_message(
+                    message, entry_id=attempt[0].message_id, cache_retention=retention
+                )
+                self.context.record_call(retention)
                 if message.usage is not None:
                     self._count(message.usage, self.model)
                 self._emit(UsageUpdated(self.usage_snapshot()))

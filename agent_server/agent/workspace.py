@@ -86,7 +86,7 @@ class WorkspaceAgent:
             if settings.sessions_dir
             else default_sessions_root()
         )
-        return SessionStore(root, self.root)
+        return SessionStore(root, self.root, clock=self._clock)
 
     def set_user_idle(self, idle: bool) -> None:
         """The editor says whether the user is away: every session, and those opened later."""

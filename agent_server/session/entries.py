@@ -28,9 +28,11 @@ from agent_server.llm.messages import (
     usage_from_json,
     usage_to_json,
 )
+from agent_server.llm.stream import CacheRetention
 
 LEDGER_VERSION = 1
 
+CACHE_RETENTIONS: frozenset[str] = frozenset(("none", "short", "long"))
 CompactionReason: TypeAlias = Literal["threshold", "overflow", "truncation", "manual", "idle"]
 COMPACTION_REASONS: frozenset[str] = frozenset(
     ("threshold", "overflow", "truncation", "manual", "idle")
@@ -41,6 +43,15 @@ def utc_timestamp(moment: datetime | None = None) -> str:
     """ISO 8601 UTC with milliseconds, e.g. 2025-01-31T12:00:00.123Z."""
     moment = moment or datetime.now(UTC)
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def timestamp_seconds(timestamp: str) -> float | None:
+    """An entry's timestamp as seconds since the epoch; None when it is not ISO 8601."""
+    try:
+        moment = datetime.fromisoformat(timestamp)
+    except ValueError:
+        return None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
 # --- header ---------------------------------------------------------------------------------
@@ -96,10 +107,15 @@ def header_from_json(data: Mapping[str, Any]) -> SessionHeader:
 
 @dataclass(frozen=True, slots=True)
 class MessageEntry:
+    """A message. A model's answer records the cache retention its call used (None: not
+    known, as in ledgers written before it was recorded); with the entry's timestamp, that
+    says whether the cache is still warm when the session is opened again."""
+
     id: str
     parent_id: str | None
     timestamp: str
     message: Message
+    cache_retention: CacheRetention | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,6 +340,8 @@ def entry_to_json(entry: Entry) -> dict[str, Any]:
     }
     if isinstance(entry, MessageEntry):
         out["message"] = message_to_json(entry.message)
+        if entry.cache_retention is not None:
+            out["cacheRetention"] = entry.cache_retention
     elif isinstance(entry, CompactionEntry):
         out["summary"] = entry.summary
         out["firstKeptEntryId"] = entry.first_kept_entry_id
@@ -388,7 +406,9 @@ def entry_from_json(data: Mapping[str, Any]) -> Entry:
             parsed = message_from_json(message)
         except MessageFormatError as exc:
             raise LedgerFormatError(f"bad message: {exc}") from exc
-        return MessageEntry(entry_id, parent, timestamp, parsed)
+        retention = data.get("cacheRetention")  # one this version does not know: unknown
+        known = retention if retention in CACHE_RETENTIONS else None
+        return MessageEntry(entry_id, parent, timestamp, parsed, known)
     if kind == "compaction":
         reason = data.get("reason")
         if reason not in COMPACTION_REASONS:

@@ -13,7 +13,8 @@ Per entry the index holds an id, the byte offset and length of its line, its par
 position) and a one-letter kind; that is about 60 bytes an entry, held in arrays and one dict
 of plain strings and ints (which the cyclic garbage collector never scans). Besides, the folds
 that need the whole file: the session list's meta (title, model, last update, count), the
-usage summed over every model call, and where the latest model change and system prompt are.
+usage summed over every model call, and where the latest model change and system prompt are,
+and the latest model answer that recorded its cache retention (when the cache was last used).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ from agent_server.session.entries import (
 )
 from agent_server.session.meta import MetaFold
 
-INDEX_VERSION = 3
+INDEX_VERSION = 4  # 4: lastCall
 INDEX_SUFFIX = ".index.json"
 DIGEST_SPAN = 256
 
@@ -141,6 +142,8 @@ class LedgerIndex:
         self.model_change = -1  # position of the latest model change entry, -1: none
         self.system_prompt = -1
         self.tool_list = -1  # position of the latest tool list entry, -1: none
+        # Position of the latest model answer that recorded its cache retention, -1: none.
+        self.last_call = -1
         self.issues: list[LoadIssue] = []
         self.size = 0  # bytes covered: up to the end of the last complete line
         self.line_count = 1  # lines covered, the header included
@@ -171,6 +174,8 @@ class LedgerIndex:
             self.system_prompt = number
         elif kind == TOOLS:
             self.tool_list = number
+        elif kind == ASSISTANT and isinstance(entry, MessageEntry) and entry.cache_retention:
+            self.last_call = number
         return number
 
     def kind(self, number: int) -> str:
@@ -205,6 +210,7 @@ class LedgerIndex:
             "modelChange": self.model_change,
             "systemPrompt": self.system_prompt,
             "toolList": self.tool_list,
+            "lastCall": self.last_call,
             "issues": [
                 {
                     "line": issue.line_number,
@@ -260,6 +266,7 @@ class LedgerIndex:
         index.model_change = int(data["modelChange"])
         index.system_prompt = int(data["systemPrompt"])
         index.tool_list = int(data["toolList"])
+        index.last_call = int(data["lastCall"])
         index.issues = [
             LoadIssue(int(i["line"]), int(i["offset"]), str(i["reason"]), i["action"], i["excerpt"])
             for i in data["issues"]

@@ -33,9 +33,11 @@ import logging
 import os
 import secrets
 import threading
+import time
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Literal, TypeAlias
@@ -55,6 +57,7 @@ from agent_server.llm.messages import (
     ToolSpec,
     Usage,
 )
+from agent_server.llm.stream import CacheRetention
 from agent_server.session.entries import (
     BranchEntry,
     CompactionDetails,
@@ -306,8 +309,10 @@ class Ledger:
         on_sync: LedgerHook | None,
         on_close: LedgerHook | None,
         report: LoadReport | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self._path = path
+        self._clock = clock  # stamps the entries (the session's: tests move it over pauses)
         self._index = index
         self.load_report = report or LoadReport(tuple(index.issues), len(index))
         self._fd: int | None = fd
@@ -338,14 +343,16 @@ class Ledger:
         created_at: str | None = None,
         on_sync: LedgerHook | None = None,
         on_close: LedgerHook | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> Ledger:
-        """A new ledger at `path` (which must not exist), locked, its header written."""
+        """A new ledger at `path` (which must not exist), locked, its header written; its
+        entries are stamped with `clock`'s time."""
         _check_fsync(fsync)
         path.parent.mkdir(parents=True, exist_ok=True)
         header = SessionHeader(
             session_id=session_id,
             workspace=workspace,
-            created_at=created_at or utc_timestamp(),
+            created_at=created_at or stamp(clock),
             title=title,
             model=model,
         )
@@ -372,7 +379,9 @@ class Ledger:
                 raise SessionError(f"cannot write the session file {path}: {exc}") from exc
             index = LedgerIndex(header, digest(line[:-1]))
             index.size = len(line)
-            ledger = cls(path, index, fd, lock, fsync=fsync, on_sync=on_sync, on_close=on_close)
+            ledger = cls(
+                path, index, fd, lock, fsync=fsync, on_sync=on_sync, on_close=on_close, clock=clock
+            )
         except BaseException:
             lock.release()
             os.close(fd)
@@ -389,10 +398,12 @@ class Ledger:
         session_id: str | None = None,
         on_sync: LedgerHook | None = None,
         on_close: LedgerHook | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> Ledger:
         """Open the ledger at `path` through its index, lock it, and repair a torn last line.
 
-        `session_id` (default: the file's stem) names the session in a lock refusal.
+        `session_id` (default: the file's stem) names the session in a lock refusal; new
+        entries are stamped with `clock`'s time.
         """
         _check_fsync(fsync)
         if not path.is_file():
@@ -431,6 +442,7 @@ class Ledger:
                 on_sync=on_sync,
                 on_close=on_close,
                 report=report,
+                clock=clock,
             )
         except BaseException:
             lock.release()
@@ -482,11 +494,16 @@ class Ledger:
     @property
     def model_change(self) -> ModelChangeEntry | None:
         """The latest model change entry in the file, if any."""
-        number = self._index.model_change
-        if number < 0:
-            return None
-        [entry] = self._read([number])
-        assert isinstance(entry, ModelChangeEntry)
+        entry = self._indexed(self._index.model_change)
+        assert entry is None or isinstance(entry, ModelChangeEntry)
+        return entry
+
+    @property
+    def last_call(self) -> MessageEntry | None:
+        """The latest model answer in the file that recorded its cache retention (when and how
+        the session's cache was last used), if any: one line read, through the index."""
+        entry = self._indexed(self._index.last_call)
+        assert entry is None or isinstance(entry, MessageEntry)
         return entry
 
     def latest_model(self) -> str | None:
@@ -496,20 +513,21 @@ class Ledger:
 
     def system_prompt(self) -> str | None:
         """The latest recorded system prompt (append_system_prompt), if any."""
-        number = self._index.system_prompt
-        if number < 0:
-            return None
-        [entry] = self._read([number])
-        assert isinstance(entry, SystemPromptEntry)
-        return entry.text
+        entry = self._indexed(self._index.system_prompt)
+        assert entry is None or isinstance(entry, SystemPromptEntry)
+        return entry.text if entry is not None else None
 
     def tool_list(self) -> ToolListEntry | None:
         """The latest recorded tool list (append_tool_list), if any."""
-        number = self._index.tool_list
+        entry = self._indexed(self._index.tool_list)
+        assert entry is None or isinstance(entry, ToolListEntry)
+        return entry
+
+    def _indexed(self, number: int) -> Entry | None:
+        """The entry at a position the index keeps (-1: none), read from its line."""
         if number < 0:
             return None
         [entry] = self._read([number])
-        assert isinstance(entry, ToolListEntry)
         return entry
 
     @property
@@ -753,11 +771,19 @@ class Ledger:
                 self._branch = None
             return stored
 
-    def append_message(self, message: Message, *, entry_id: str | None = None) -> MessageEntry:
+    def append_message(
+        self,
+        message: Message,
+        *,
+        entry_id: str | None = None,
+        cache_retention: CacheRetention | None = None,
+    ) -> MessageEntry:
         """Append `message` after the leaf, as `entry_id` (default: a new id). An assistant
         answer is recorded under the id its streamed chunks carried, so the editor can tie
-        them to the entry."""
-        entry = MessageEntry(entry_id or self.new_id(), self.leaf_id, utc_timestamp(), message)
+        them to the entry, with the cache retention its call used (`last_call`)."""
+        entry = MessageEntry(
+            entry_id or self.new_id(), self.leaf_id, stamp(self._clock), message, cache_retention
+        )
         stored = self.append(entry)
         assert isinstance(stored, MessageEntry)
         return stored
@@ -784,7 +810,7 @@ class Ledger:
         entry = CompactionEntry(
             id=self.new_id(),
             parent_id=self.leaf_id,
-            timestamp=utc_timestamp(),
+            timestamp=stamp(self._clock),
             summary=summary,
             first_kept_entry_id=first_kept_entry_id,
             tokens_before=tokens_before,
@@ -800,19 +826,19 @@ class Ledger:
         return stored
 
     def append_model_change(self, provider: str, model: str) -> ModelChangeEntry:
-        entry = ModelChangeEntry(self.new_id(), self.leaf_id, utc_timestamp(), provider, model)
+        entry = ModelChangeEntry(self.new_id(), self.leaf_id, stamp(self._clock), provider, model)
         stored = self.append(entry)
         assert isinstance(stored, ModelChangeEntry)
         return stored
 
     def append_title(self, title: str) -> TitleEntry:
-        entry = TitleEntry(self.new_id(), self.leaf_id, utc_timestamp(), title)
+        entry = TitleEntry(self.new_id(), self.leaf_id, stamp(self._clock), title)
         stored = self.append(entry)
         assert isinstance(stored, TitleEntry)
         return stored
 
     def append_system_prompt(self, text: str) -> SystemPromptEntry:
-        entry = SystemPromptEntry(self.new_id(), self.leaf_id, utc_timestamp(), text)
+        entry = SystemPromptEntry(self.new_id(), self.leaf_id, stamp(self._clock), text)
         stored = self.append(entry)
         assert isinstance(stored, SystemPromptEntry)
         return stored
@@ -820,7 +846,7 @@ class Ledger:
     def append_file_restore(
         self, target_id: str, files: tuple[FileVersion, ...]
     ) -> FileRestoreEntry:
-        entry = FileRestoreEntry(self.new_id(), self.leaf_id, utc_timestamp(), target_id, files)
+        entry = FileRestoreEntry(self.new_id(), self.leaf_id, stamp(self._clock), target_id, files)
         stored = self.append(entry)
         assert isinstance(stored, FileRestoreEntry)
         return stored
@@ -831,7 +857,7 @@ class Ledger:
         mcp: tuple[McpToolSource, ...] = (),
         reason: ToolListReason = "start",
     ) -> ToolListEntry:
-        entry = ToolListEntry(self.new_id(), self.leaf_id, utc_timestamp(), tools, mcp, reason)
+        entry = ToolListEntry(self.new_id(), self.leaf_id, stamp(self._clock), tools, mcp, reason)
         stored = self.append(entry)
         assert isinstance(stored, ToolListEntry)
         return stored
@@ -842,7 +868,7 @@ class Ledger:
             raise EntryNotFoundError(
                 f"cannot rewind to {entry_id}: no such entry in session {self.session_id}"
             )
-        entry = BranchEntry(self.new_id(), entry_id, utc_timestamp(), entry_id, summary)
+        entry = BranchEntry(self.new_id(), entry_id, stamp(self._clock), entry_id, summary)
         stored = self.append(entry)
         assert isinstance(stored, BranchEntry)
         return stored
@@ -945,6 +971,12 @@ class Ledger:
 
 def _end(number: int, offsets: array[int], lengths: array[int]) -> int:
     return offsets[number] + lengths[number]
+
+
+def stamp(clock: Callable[[], float]) -> str:
+    """An entry's timestamp: `clock`'s time (seconds since the epoch) in ISO 8601 UTC."""
+    return utc_timestamp(datetime.fromtimestamp(clock(), UTC))
+
 
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)

@@ -26,6 +26,8 @@ import logging
 import os
 import re
 import shutil
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -89,8 +91,10 @@ class SessionStore:
         workspace: Path | str | None = None,
         *,
         fsync: FsyncMode = "turn",
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.root = (root or default_sessions_root()).expanduser()
+        self.clock = clock  # stamps the ledgers' entries
         self.workspace = Path(workspace).expanduser().resolve() if workspace else None
         self.fsync: FsyncMode = fsync
         self._open: dict[str, Ledger] = {}
@@ -171,6 +175,7 @@ class SessionStore:
             fsync=self.fsync,
             on_sync=self._write_meta,
             on_close=self._forget,
+            clock=self.clock,
         )
         self._open[sid] = ledger
         return ledger
@@ -184,6 +189,7 @@ class SessionStore:
             session_id=session_id,
             on_sync=self._write_meta,
             on_close=self._forget,
+            clock=self.clock,
         )
         if not ledger.load_report.clean:
             for issue in ledger.load_report.issues:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +29,9 @@ class Run:
     sim: Simulator
     workspace: Path
     events: list[events.AgentEvent] = field(default_factory=list)
+    # Closes the agent and opens the session again in a new one (a server restart); a
+    # callable given is run in between (on the closed session's ledger path).
+    restart: Callable[..., Awaitable[None]] | None = None
 
     def of(self, kind: type) -> list[Any]:
         return [e for e in self.events if isinstance(e, kind)]
@@ -65,19 +68,30 @@ async def agent_run(
         base = base.with_overrides(
             provider="sim", base_url=server.base_url, sessions_dir=str(tmp_path / "sessions")
         )
-        agent = (
-            WorkspaceAgent(workspace, base, retry=FAST_RETRY)
-            if clock is None
-            else WorkspaceAgent(workspace, base, retry=FAST_RETRY, clock=clock)
-        )
+
+        def new_agent() -> WorkspaceAgent:
+            if clock is None:
+                return WorkspaceAgent(workspace, base, retry=FAST_RETRY)
+            return WorkspaceAgent(workspace, base, retry=FAST_RETRY, clock=clock)
+
+        agent = new_agent()
         run: Run | None = None
 
         def emit(event: events.AgentEvent) -> None:
             assert run is not None
             run.events.append(event)
 
+        async def restart(between: Callable[[Path], None] | None = None) -> None:
+            nonlocal agent
+            assert run is not None
+            await agent.close()
+            if between is not None:
+                between(run.session.ledger.path)
+            agent = new_agent()
+            run.session = agent.open(run.session.session_id, emit=emit)
+
         session = agent.create(emit=emit)
-        run = Run(session, simulator, workspace)
+        run = Run(session, simulator, workspace, restart=restart)
         try:
             yield run
         finally:

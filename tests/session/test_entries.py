@@ -20,6 +20,7 @@ from agent_server.session.entries import (
     entry_to_json,
     header_from_json,
     header_to_json,
+    timestamp_seconds,
     utc_timestamp,
 )
 
@@ -34,6 +35,7 @@ ENTRIES = [
         "a1",
         TS,
         assistant("reading", call("c1", "read", path="x.py"), usage=Usage(input=10, output=5)),
+        cache_retention="long",
     ),
     MessageEntry("a3", "a2", TS, result("c1", "contents", error=True)),
     CompactionEntry(
@@ -128,3 +130,21 @@ def test_timestamps_are_utc_iso() -> None:
     stamp = utc_timestamp()
     assert stamp.endswith("Z")
     assert len(stamp) == len("2025-01-31T12:00:00.000Z")
+
+
+def test_a_timestamp_reads_back_as_the_seconds_it_was_written_from() -> None:
+    from datetime import UTC, datetime
+
+    moment = datetime.fromtimestamp(1_800_000_000.25, UTC)
+    assert timestamp_seconds(utc_timestamp(moment)) == 1_800_000_000.25
+    assert timestamp_seconds("yesterday") is None
+
+
+def test_a_cache_retention_this_version_does_not_know_loads_as_unknown() -> None:
+    data = entry_to_json(MessageEntry("a1", None, TS, assistant("hi"), cache_retention="short"))
+    assert data["cacheRetention"] == "short"
+    data["cacheRetention"] = "forever"
+    loaded = entry_from_json(data)
+    assert isinstance(loaded, MessageEntry) and loaded.cache_retention is None
+    del data["cacheRetention"]
+    assert entry_from_json(data) == MessageEntry("a1", None, TS, assistant("hi"))

@@ -265,3 +265,46 @@ def test_the_latest_system_prompt_and_tool_list_are_found_through_the_index(tmp_
             assert ledger.system_prompt() == "You are helpful."
             listed = ledger.tool_list()
             assert listed is not None and listed.tools == second and listed.reason == "accepted"
+
+
+def test_the_last_call_that_used_the_cache_is_found_through_the_index(tmp_path: Path) -> None:
+    from agent_server.session.entries import timestamp_seconds
+
+    path = tmp_path / "s.jsonl"
+    now = [1_800_000_000.0]
+    with Ledger.create(
+        path, session_id="s", workspace="/w", fsync="never", clock=lambda: now[0]
+    ) as ledger:
+        assert ledger.last_call is None
+        fill(ledger, 1)  # answers that do not say how they used the cache
+        assert ledger.last_call is None
+        now[0] += 60
+        ledger.append_message(assistant("cached"), cache_retention="long")
+        now[0] += 60
+        ledger.append_message(assistant("cut off by a cancel"))  # recorded no retention
+        ledger.append_message(user("later"))
+    stored = json.loads(index_path_for(path).read_bytes())
+    assert stored["lastCall"] == 4
+    for sidecar in (True, False):  # through the stored index, then rebuilt from the file
+        if not sidecar:
+            index_path_for(path).unlink()
+        with Ledger.open(path, fsync="never") as ledger:
+            last = ledger.last_call
+            assert last is not None and last.cache_retention == "long"
+            assert timestamp_seconds(last.timestamp) == 1_800_000_060.0
+    assert '"cacheRetention":"long"' in path.read_text("utf-8").replace(" ", "")
+
+
+def test_an_index_of_the_previous_version_is_rebuilt_with_the_last_call(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    with Ledger.create(path, session_id="s", workspace="/w", fsync="never") as ledger:
+        ledger.append_message(user("hi"))
+        ledger.append_message(assistant("hello"), cache_retention="short")
+    sidecar = index_path_for(path)
+    stored = json.loads(sidecar.read_bytes())
+    del stored["lastCall"]
+    stored["version"] = 3
+    sidecar.write_text(json.dumps(stored), "utf-8")
+    with Ledger.open(path, fsync="never") as ledger:
+        last = ledger.last_call
+        assert last is not None and last.cache_retention == "short"
