@@ -4,9 +4,12 @@ Uses ripgrep (`rg`) when it is installed, a Python walk otherwise; both give the
 `line:text` for matching lines, `line-text` for context lines, `--` between groups, under a
 heading line with the file's path when a directory is searched (as `rg --heading` prints
 them: a path once per file, not once per line). Both search hidden files, skip binary files
-and the directories find skips, and do not follow symbolic links. The Python fallback speaks
-Python's regex dialect; ripgrep's is nearly the same, and a pattern ripgrep rejects but
-Python accepts (look-around, backreferences) is run by the fallback.
+and the directories find skips, and do not follow symbolic links. A directory search leaves
+out the matches in regular files with more than one hard link (they may be files outside the
+workspace under another name) unless the call was allowed for them, and says which files it
+left out; only the files that matched are checked. The Python fallback speaks Python's regex
+dialect; ripgrep's is nearly the same, and a pattern ripgrep rejects but Python accepts
+(look-around, backreferences) is run by the fallback.
 """
 
 from __future__ import annotations
@@ -15,12 +18,12 @@ import asyncio
 import base64
 import contextlib
 import json
+import os
 import re
 import shutil
-import stat
 from collections import deque
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,15 +37,21 @@ from agent_server.agent.tools.base import (
     optional_str_arg,
     str_arg,
 )
-from agent_server.agent.tools.output import bound_output
-from agent_server.agent.tools.paths import display_path, file_info, resolve_in_workspace
+from agent_server.agent.tools.output import bound_output, printable
+from agent_server.agent.tools.paths import (
+    display_path,
+    file_info,
+    has_other_links,
+    resolve_in_workspace,
+)
 from agent_server.agent.tools.walk import SKIPPED_DIRS, compile_glob, is_binary, walk_files
-from agent_server.errors import ToolError
+from agent_server.errors import ToolError, redact
 from agent_server.llm.messages import ToolSpec
 
 MAX_MATCHES = 500
 MAX_CONTEXT = 10
 MAX_LINE_CHARS = 500
+MAX_LEFT_OUT_NAMED = 10  # hard-linked files named in the note; the rest are counted
 
 SPEC = ToolSpec(
     name="grep",
@@ -97,6 +106,41 @@ class GrepOutcome:
     engine: str
 
 
+@dataclass(slots=True)
+class HardLinkSieve:
+    """Leaves out the lines of regular files with more than one hard link (they may be files
+    outside the workspace under another name). Only files that matched are checked, once each;
+    `left_out` names the files left out, in the order they were met."""
+
+    root: Path
+    left_out: list[str] = field(default_factory=list)
+    _checked: dict[str, bool] = field(default_factory=dict)
+
+    def leaves_out(self, path: str) -> bool:
+        """Whether the lines of `path` (relative to `root`) are left out."""
+        known = self._checked.get(path)
+        if known is None:
+            try:
+                known = has_other_links(os.stat(self.root / path, follow_symlinks=False))
+            except OSError:
+                known = False  # gone since it was searched: nothing to say about its links
+            self._checked[path] = known
+            if known:
+                self.left_out.append(path)
+        return known
+
+
+def left_out_note(paths: list[str]) -> str:
+    """One line telling the model which hard-linked files a search left out, and what to do."""
+    named = ", ".join(paths[:MAX_LEFT_OUT_NAMED])
+    if len(paths) > MAX_LEFT_OUT_NAMED:
+        named += f" and {len(paths) - MAX_LEFT_OUT_NAMED} more"
+    return (
+        f"[Left out matches in {len(paths)} hard-linked file(s), which may also exist outside "
+        f"the workspace: {named}. Read one by name to be asked.]"
+    )
+
+
 class GrepTool:
     """`rg`: the ripgrep executable to use; "auto" finds it on PATH, None forces the fallback."""
 
@@ -130,7 +174,7 @@ class GrepTool:
         info = file_info(top, shown_top)
         if info is None:
             raise ToolError(f"Path not found: {shown_top}.")
-        if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+        if has_other_links(info) and not ctx.hard_links_allowed:
             raise ToolError(
                 f"{shown_top} has {info.st_nlink} hard links: the same file may also exist "
                 "outside the workspace. Read it with the read tool, which asks the user first."
@@ -140,11 +184,12 @@ class GrepTool:
             regex_error = ""
         except re.error as exc:
             regex, regex_error = None, str(exc)
+        sieve = None if ctx.hard_links_allowed else HardLinkSieve(root)
         outcome: GrepOutcome | None = None
         rg = self._rg_path()
         if rg is not None:
             outcome = await _run_rg(
-                rg, pattern, shown_top, top.is_dir(), root, glob, ignore_case, context
+                rg, pattern, shown_top, top.is_dir(), root, glob, ignore_case, context, sieve
             )
         if outcome is None:
             if regex is None:
@@ -153,7 +198,7 @@ class GrepTool:
                     "characters such as ( [ { . * + ? with a backslash to match them literally."
                 )
             outcome = await asyncio.to_thread(
-                _grep_python, regex, top, ctx.workspace, glob, context
+                _grep_python, regex, top, ctx.workspace, glob, context, sieve
             )
         details: dict[str, Any] = {
             "pattern": pattern,
@@ -161,11 +206,16 @@ class GrepTool:
             "matches": outcome.matches,
             "engine": outcome.engine,
         }
+        # Said after the bounds, so that a long output cannot cut it off.
+        note = ""
+        if sieve is not None and sieve.left_out:
+            details["leftOutHardLinked"] = sieve.left_out
+            note = "\n\n" + printable(redact(left_out_note(sieve.left_out), *ctx.secrets))
         if not outcome.lines:
             where = "the workspace" if shown_top == "." else shown_top
             filtered = f" (files matching {glob!r})" if glob else ""
             return ToolResult.of_text(
-                f"No matches for {pattern!r} in {where}{filtered}.", details=details
+                f"No matches for {pattern!r} in {where}{filtered}.{note}", details=details
             )
         text = format_lines(outcome.lines, headings=top.is_dir())
         if outcome.more:
@@ -174,7 +224,7 @@ class GrepTool:
                 "glob to see the rest.]"
             )
         bounded = bound_output(text, spill_dir=ctx.spill_dir, tool_name="grep", secrets=ctx.secrets)
-        return ToolResult.of_text(bounded.text, details={**details, **bounded.details()})
+        return ToolResult.of_text(bounded.text + note, details={**details, **bounded.details()})
 
 
 def format_lines(lines: list[GrepLine], *, headings: bool = True) -> str:
@@ -234,6 +284,7 @@ async def _run_rg(
     glob: str | None,
     ignore_case: bool,
     context: int,
+    sieve: HardLinkSieve | None,
 ) -> GrepOutcome | None:
     """ripgrep's result, or None when ripgrep cannot run or rejects the pattern."""
     args = [
@@ -276,7 +327,7 @@ async def _run_rg(
             if not raw:
                 break
             item = _parse_rg_line(raw)
-            if item is None:
+            if item is None or (sieve is not None and sieve.leaves_out(item.path)):
                 continue
             if item.is_match:
                 if matches == MAX_MATCHES:
@@ -308,8 +359,8 @@ def _parse_rg_line(raw: bytes) -> GrepLine | None:
     if kind not in ("match", "context"):
         return None
     data = message.get("data", {})
-    path = _rg_text(data.get("path", {}))
-    text = _rg_text(data.get("lines", {}))
+    path = _rg_text(data.get("path", {}), errors="surrogateescape")  # as os names it
+    text = _rg_text(data.get("lines", {}), errors="replace")
     number = data.get("line_number")
     if path is None or text is None or not isinstance(number, int):
         return None
@@ -318,11 +369,11 @@ def _parse_rg_line(raw: bytes) -> GrepLine | None:
     return GrepLine(path, number, _clean(text), kind == "match")
 
 
-def _rg_text(field: Mapping[str, Any]) -> str | None:
-    if "text" in field:
-        return str(field["text"])
-    if "bytes" in field:
-        return base64.b64decode(field["bytes"]).decode("utf-8", errors="replace")
+def _rg_text(value: Mapping[str, Any], *, errors: str) -> str | None:
+    if "text" in value:
+        return str(value["text"])
+    if "bytes" in value:
+        return base64.b64decode(value["bytes"]).decode("utf-8", errors=errors)
     return None
 
 
@@ -330,7 +381,12 @@ def _rg_text(field: Mapping[str, Any]) -> str | None:
 
 
 def _grep_python(
-    regex: re.Pattern[str], top: Path, workspace: Path, glob: str | None, context: int
+    regex: re.Pattern[str],
+    top: Path,
+    workspace: Path,
+    glob: str | None,
+    context: int,
+    sieve: HardLinkSieve | None,
 ) -> GrepOutcome:
     lines: list[GrepLine] = []
     matches = 0
@@ -338,6 +394,8 @@ def _grep_python(
     for path in _files(top, matcher):
         shown = display_path(workspace, path)
         for item in _grep_file(regex, path, shown, context):
+            if sieve is not None and sieve.leaves_out(shown):
+                break  # checked once, at its first line: the file matched
             if item.is_match:
                 if matches == MAX_MATCHES:
                     kept = _trim_after_cut(lines, True, context)

@@ -110,10 +110,16 @@ def _refuse_special(info: os.stat_result, shown: str) -> None:
     )
 
 
+def has_other_links(info: os.stat_result) -> bool:
+    """A regular file with several hard links: it may be reachable from outside the workspace
+    under another name (there is no cheap way to find its other names)."""
+    return stat.S_ISREG(info.st_mode) and info.st_nlink > 1
+
+
 def check_hard_links(info: os.stat_result, shown: str, allowed: bool) -> None:
     """A regular file with several hard links may be reachable from outside the workspace
     under another name: the call needs the user's go-ahead (`allowed`)."""
-    if stat.S_ISREG(info.st_mode) and info.st_nlink > 1 and not allowed:
+    if has_other_links(info) and not allowed:
         raise ToolError(
             f"{shown} has {info.st_nlink} hard links: the same file may also exist outside "
             "the workspace under another name, so it is not used without the user's "
@@ -131,7 +137,7 @@ def hard_linked(workspace: Path, paths: Sequence[str]) -> list[str]:
             info = os.stat(resolved)
         except (PathOutsideWorkspaceError, OSError):
             continue
-        if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+        if has_other_links(info):
             shown = display_path(workspace, resolved)
             found.append(f"{shown} has {info.st_nlink} hard links (another may be outside)")
     return found

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 
 from agent_server.agent.tools import ToolContext, run_tool
-from agent_server.agent.tools.grep import MAX_MATCHES, GrepTool
+from agent_server.agent.tools.grep import MAX_LEFT_OUT_NAMED, MAX_MATCHES, GrepTool
 
 RG = shutil.which("rg")
 
@@ -162,9 +164,87 @@ async def test_symlinks_to_outside_are_not_followed(
     assert "hunter2" not in result.text
 
 
+async def test_a_directory_search_leaves_out_hard_linked_files_and_says_so(
+    grep: GrepTool, ctx: ToolContext, workspace: Path, tmp_path: Path
+) -> None:
+    make_tree(workspace)
+    outside = tmp_path / "outside-secret.txt"
+    outside.write_text("TODO private outside text\n")
+    os.link(outside, workspace / "src" / "linked.txt")
+    (workspace / "src" / "both.txt").write_text("TODO under two names\n")
+    os.link(workspace / "src" / "both.txt", workspace / "src" / "both-again.txt")
+    result = await run_tool(grep, {"pattern": "TODO", "context": 1}, ctx)
+    assert not result.is_error, result.text
+    assert "private outside text" not in result.text
+    assert "two names" not in result.text
+    lines = result.text.splitlines()
+    assert lines[:-1] == [
+        ".hidden/notes.txt",
+        "1:TODO hidden but searched",
+        "",
+        "src/app.py",
+        "3-def main():",
+        "4:    # TODO: parse args",
+        "5-    return os.getcwd()",
+        "",
+        "src/ui/view.ts",
+        "1:// TODO render",
+        "2-export const x = 1;",
+        "",
+    ]
+    assert lines[-1] == (
+        "[Left out matches in 3 hard-linked file(s), which may also exist outside the "
+        "workspace: src/both-again.txt, src/both.txt, src/linked.txt. Read one by name to be "
+        "asked.]"
+    )
+    assert result.details is not None and result.details["matches"] == 3
+    # Only the linked files that matched are named:
+    narrowed = await run_tool(grep, {"pattern": "private", "path": "src"}, ctx)
+    assert narrowed.text == (
+        "No matches for 'private' in src.\n\n[Left out matches in 1 hard-linked file(s), "
+        "which may also exist outside the workspace: src/linked.txt. Read one by name to be "
+        "asked.]"
+    )
+
+
+async def test_a_call_allowed_for_hard_links_searches_them(
+    grep: GrepTool, ctx: ToolContext, workspace: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("needle outside\n")
+    os.link(outside, workspace / "linked.txt")
+    allowed = dataclasses.replace(ctx, hard_links_allowed=True)
+    result = await run_tool(grep, {"pattern": "needle"}, allowed)
+    assert result.text == "linked.txt\n1:needle outside"
+    alone = await run_tool(grep, {"pattern": "needle", "path": "linked.txt"}, allowed)
+    assert alone.text == "1:needle outside"
+
+
+async def test_left_out_hard_links_do_not_count_toward_the_match_limit(
+    grep: GrepTool, ctx: ToolContext, workspace: Path
+) -> None:
+    (workspace / "a-linked.txt").write_text("hit\n" * (MAX_MATCHES + 10))
+    os.link(workspace / "a-linked.txt", workspace / "b-linked.txt")
+    for n in range(MAX_LEFT_OUT_NAMED):  # more linked files than the note names
+        (workspace / f"c{n:02}.txt").write_text("hit\n")
+        os.link(workspace / f"c{n:02}.txt", workspace / f"d{n:02}.txt")
+    (workspace / "z-plain.txt").write_text("hit\n" * 3)
+    result = await run_tool(grep, {"pattern": "hit"}, ctx)
+    assert result.text.splitlines()[:4] == ["z-plain.txt", "1:hit", "2:hit", "3:hit"]
+    assert "Stopped after" not in result.text
+    total = 2 + 2 * MAX_LEFT_OUT_NAMED
+    assert result.text.splitlines()[-1].startswith(
+        f"[Left out matches in {total} hard-linked file(s), which may also exist outside the "
+        f"workspace: a-linked.txt, b-linked.txt, c00.txt,"
+    )
+    assert f" and {total - MAX_LEFT_OUT_NAMED} more. Read one by name" in result.text
+    assert result.details is not None and len(result.details["leftOutHardLinked"]) == total
+
+
 @pytest.mark.skipif(RG is None, reason="ripgrep (rg) is not installed")
 async def test_both_engines_give_the_same_output(ctx: ToolContext, workspace: Path) -> None:
     make_tree(workspace)
+    os.link(workspace / "src" / "util.py", workspace / "src" / "util-again.py")
     for arguments in (
         {"pattern": "TODO"},
         {"pattern": "o", "context": 2},

@@ -170,6 +170,21 @@ async def test_with_nobody_to_ask_a_hard_linked_file_is_refused(
     )
 
 
+async def test_after_a_rejected_read_grep_of_the_workspace_leaves_the_file_out(
+    ctx: ToolContext, linked: Path
+) -> None:
+    asker = Asker("reject_once")
+    read = ToolCall("c1", "read", {"path": "notes.txt"})
+    grep = ToolCall("c2", "grep", {"pattern": "private"})
+    results, _ = await run_calls(PermissionGate("allowAll", asker), ctx, [read, grep])
+    assert [r.tool_call.id for r in asker.asked] == ["c1"]
+    assert results["c1"].is_error
+    assert "private outside text" not in results["c2"].text
+    assert "hard-linked file(s), which may also exist outside the workspace: notes.txt" in (
+        results["c2"].text
+    )
+
+
 async def test_the_permission_preview_of_a_write_to_a_pipe_does_not_block(
     ctx: ToolContext, workspace: Path
 ) -> None:
