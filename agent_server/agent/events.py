@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from agent_server.agent.mcp.session_tools import McpStatus
-from agent_server.context.trigger import ContextDecision
 from agent_server.llm.messages import Attachment, ToolCall, Usage, UserContent
-from agent_server.session.entries import CompactionReason
+
+if TYPE_CHECKING:  # annotations only: the server imports this module before it answers
+    from agent_server.agent.mcp.session_tools import McpStatus
+    from agent_server.context.trigger import ContextDecision
+    from agent_server.session.entries import CompactionReason
 
 CompactionStatus: TypeAlias = Literal["completed", "failed", "cancelled"]
 ToolStatus: TypeAlias = Literal["in_progress", "completed", "failed"]

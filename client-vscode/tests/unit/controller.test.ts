@@ -3,8 +3,9 @@ import type { MessageConnection } from 'vscode-jsonrpc/node';
 import { ResponseError, type CancellationToken } from 'vscode-jsonrpc/node';
 import { SessionController } from '../../src/controller';
 import { AgentClient } from '../../src/protocol/client';
-import type { RequestPermissionParams, UsageSnapshot } from '../../src/protocol/types';
+import type { RequestPermissionParams } from '../../src/protocol/types';
 import type { Action, PermissionItem } from '../../src/state/reducer';
+import { usageSnapshot as usage } from '../support/usage';
 import { connectionPair, waitFor } from '../support/pipe';
 
 let pair: ReturnType<typeof connectionPair> | undefined;
@@ -13,16 +14,6 @@ afterEach(() => {
   pair = undefined;
 });
 
-const usage = (sessionId: string, used = 0): UsageSnapshot => ({
-  sessionId,
-  used,
-  size: 32768,
-  compactAt: 24576,
-  windowNumber: 1,
-  lastTurn: { input: 0, cacheRead: 0, cacheWrite: 0, output: 0 },
-  cacheHitRate: 0,
-  cost: 0,
-});
 
 function setup(): { controller: SessionController; server: MessageConnection; published: Action[]; configErrors: string[] } {
   pair = connectionPair();

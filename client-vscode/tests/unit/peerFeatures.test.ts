@@ -9,6 +9,7 @@ import { AgentClient } from '../../src/protocol/client';
 import type { ModelChoice, RewindPreviewResult, UsageSnapshot } from '../../src/protocol/types';
 import { initialState, itemsFromTranscript, reduce, type Action, type UserItem } from '../../src/state/reducer';
 import { applyMention, imageFromDataUrl, imageProblem, imageSrc, mentionAt, mentionsFromUris } from '../../src/webview/composer';
+import { usageSnapshot } from '../support/usage';
 import { connectionPair } from '../support/pipe';
 
 let pair: ReturnType<typeof connectionPair> | undefined;
@@ -17,16 +18,7 @@ afterEach(() => {
   pair = undefined;
 });
 
-const usage = (sessionId: string, used = 0): UsageSnapshot => ({
-  sessionId,
-  used,
-  size: 200000,
-  compactAt: 150000,
-  windowNumber: 1,
-  lastTurn: { input: 0, cacheRead: 0, cacheWrite: 0, output: 0 },
-  cacheHitRate: 0,
-  cost: 0,
-});
+const usage = (sessionId: string, used = 0): UsageSnapshot => usageSnapshot(sessionId, used, 200000);
 
 const model = (id: string, current = false): ModelChoice => ({
   id,
