@@ -83,27 +83,34 @@ def estimate_text_tokens(text: str) -> int:
     return tokens
 
 
-def message_chars(message: Message) -> int:
-    """Characters that count for a message; an image counts as IMAGE_TOKENS * 4."""
-    chars = 0
+def _texts(message: Message) -> tuple[list[str], int]:
+    """The texts of a message that count (text, thinking, tool calls with their arguments,
+    tool results) and how many images it carries."""
+    texts: list[str] = []
+    images = 0
     if isinstance(message, AssistantMessage):
         for block in message.content:
             if isinstance(block, TextContent):
-                chars += len(block.text)
+                texts.append(block.text)
             elif isinstance(block, ThinkingContent):
                 # A redacted block carries its encrypted payload in `signature`.
-                chars += len(block.signature or "") if block.redacted else len(block.thinking)
+                texts.append((block.signature or "") if block.redacted else block.thinking)
             elif isinstance(block, ToolCall):
-                chars += len(block.name) + len(
-                    json.dumps(block.arguments, ensure_ascii=False, separators=(",", ":"))
-                )
-        return chars
+                texts.append(block.name)
+                texts.append(json.dumps(block.arguments, ensure_ascii=False, separators=(",", ":")))
+        return texts, images
     for part in message.content:
         if isinstance(part, TextContent):
-            chars += len(part.text)
+            texts.append(part.text)
         elif isinstance(part, ImageContent):
-            chars += IMAGE_TOKENS * CHARS_PER_TOKEN
-    return chars
+            images += 1
+    return texts, images
+
+
+def message_chars(message: Message) -> int:
+    """Characters that count for a message; an image counts as IMAGE_TOKENS * 4."""
+    texts, images = _texts(message)
+    return sum(len(text) for text in texts) + images * IMAGE_TOKENS * CHARS_PER_TOKEN
 
 
 def estimate_tokens(message: Message) -> int:
@@ -114,24 +121,8 @@ def estimate_tokens(message: Message) -> int:
 def estimate_weighted_tokens(message: Message) -> int:
     """One message's tokens with its text weighted by kind (estimate_text_tokens); images
     at IMAGE_TOKENS."""
-    if isinstance(message, AssistantMessage):
-        texts: list[str] = []
-        for block in message.content:
-            if isinstance(block, TextContent):
-                texts.append(block.text)
-            elif isinstance(block, ThinkingContent):
-                texts.append(block.signature or "" if block.redacted else block.thinking)
-            elif isinstance(block, ToolCall):
-                texts.append(block.name)
-                texts.append(json.dumps(block.arguments, ensure_ascii=False, separators=(",", ":")))
-        return sum(estimate_text_tokens(text) for text in texts)
-    tokens = 0
-    for part in message.content:
-        if isinstance(part, TextContent):
-            tokens += estimate_text_tokens(part.text)
-        elif isinstance(part, ImageContent):
-            tokens += IMAGE_TOKENS
-    return tokens
+    texts, images = _texts(message)
+    return sum(estimate_text_tokens(text) for text in texts) + images * IMAGE_TOKENS
 
 
 def estimate_tool_tokens(tool: ToolSpec) -> int:

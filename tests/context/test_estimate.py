@@ -9,6 +9,7 @@ from agent_server.context.estimate import (
     estimate_full,
     estimate_text_tokens,
     estimate_tokens,
+    estimate_weighted_tokens,
 )
 from agent_server.context.projection import project
 from agent_server.llm.messages import (
@@ -51,6 +52,18 @@ def test_what_counts() -> None:
     assert estimate_tokens(image) == IMAGE_TOKENS
     tool_image = ToolResultMessage("c", "read", (ImageContent("AA", "image/png"),))
     assert estimate_tokens(tool_image) == IMAGE_TOKENS
+
+
+def test_thinking_counts_its_text_and_a_redacted_block_its_payload_both_ways() -> None:
+    # Anthropic signs every thinking block: the signature is not what the context holds.
+    signed = AssistantMessage((ThinkingContent("word " * 40, signature="S" * 4000),), "stop")
+    redacted = AssistantMessage(
+        (ThinkingContent("", signature="E" * 400, redacted=True),), "stop"
+    )
+    assert estimate_tokens(signed) == 50
+    assert estimate_weighted_tokens(signed) == estimate_text_tokens("word " * 40)
+    assert estimate_tokens(redacted) == 100
+    assert estimate_weighted_tokens(redacted) == estimate_text_tokens("E" * 400)
 
 
 def test_full_estimate_counts_system_and_tools() -> None:
