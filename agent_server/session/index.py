@@ -78,29 +78,26 @@ USER, ASSISTANT, TOOL_RESULT, COMPACTION, BRANCH, MODEL_CHANGE, TITLE, SYSTEM, T
 FILE_RESTORE = "F"
 
 
+_ENTRY_KINDS: dict[type, str] = {
+    CompactionEntry: COMPACTION,
+    BranchEntry: BRANCH,
+    ModelChangeEntry: MODEL_CHANGE,
+    TitleEntry: TITLE,
+    SystemPromptEntry: SYSTEM,
+    FileRestoreEntry: FILE_RESTORE,
+    ToolListEntry: TOOLS,
+}
+_MESSAGE_KINDS: dict[type, str] = {
+    UserMessage: USER,
+    AssistantMessage: ASSISTANT,
+    ToolResultMessage: TOOL_RESULT,
+}
+
+
 def kind_of(entry: Entry) -> str:
     if isinstance(entry, MessageEntry):
-        message = entry.message
-        if isinstance(message, UserMessage):
-            return USER
-        if isinstance(message, AssistantMessage):
-            return ASSISTANT
-        return TOOL_RESULT if isinstance(message, ToolResultMessage) else UNKNOWN
-    if isinstance(entry, CompactionEntry):
-        return COMPACTION
-    if isinstance(entry, BranchEntry):
-        return BRANCH
-    if isinstance(entry, ModelChangeEntry):
-        return MODEL_CHANGE
-    if isinstance(entry, TitleEntry):
-        return TITLE
-    if isinstance(entry, SystemPromptEntry):
-        return SYSTEM
-    if isinstance(entry, FileRestoreEntry):
-        return FILE_RESTORE
-    if isinstance(entry, ToolListEntry):
-        return TOOLS
-    return UNKNOWN
+        return _MESSAGE_KINDS.get(type(entry.message), UNKNOWN)
+    return _ENTRY_KINDS.get(type(entry), UNKNOWN)
 
 
 @dataclass(frozen=True, slots=True)
