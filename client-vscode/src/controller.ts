@@ -13,6 +13,7 @@ import {
 import {
   ErrorCodes,
   type ImageContent,
+  type MentionItem,
   type PermissionMode,
   type PromptBlock,
   type RequestPermissionParams,
@@ -47,6 +48,8 @@ export class SessionController {
   /** Picked before a session existed (or last picked): what the next new session gets. */
   private preferredModel: string | undefined;
   private preferredMode: PermissionMode | undefined;
+  /** The mention query asked for last: the only one whose completions are shown. */
+  private mentionQuery: string | undefined;
 
   constructor(private readonly hooks: ControllerHooks) {}
 
@@ -384,17 +387,21 @@ export class SessionController {
     }
   }
 
-  /** Completions for an @-mention being typed. */
+  /** Completions for an @-mention being typed. Each keystroke asks again and the answers may
+   * come back in any order (the server lists on worker threads), so only the answer to the
+   * latest query is kept: an older one arriving last would hide the list being typed for. */
   async completeMention(query: string): Promise<void> {
     const client = this.client;
     const workspaceUri = this._state.workspaceUri;
     if (!client || !workspaceUri) return;
+    this.mentionQuery = query;
+    let items: MentionItem[] = [];
     try {
-      const result = await client.completeMention({ workspaceUri, query, limit: 30 });
-      this.dispatch({ type: 'mentionsListed', query, items: result.items });
+      items = (await client.completeMention({ workspaceUri, query, limit: 30 })).items;
     } catch {
-      this.dispatch({ type: 'mentionsListed', query, items: [] });
+      // no completions: the mention is still typed by hand
     }
+    if (this.mentionQuery === query) this.dispatch({ type: 'mentionsListed', query, items });
   }
 
   // ---- MCP servers -----------------------------------------------------------------------

@@ -134,6 +134,22 @@ describe('prompts with images and mentions', () => {
     expect(controller.state.mentions).toEqual({ query: 'src/', items: [{ path: 'src/x.py', kind: 'file' }] });
   });
 
+  it('keeps the completions of the latest query when an older answer comes back last', async () => {
+    const { controller, server } = setup();
+    const held: (() => void)[] = [];
+    server.onRequest('agent/mention/complete', async (p: { query: string }) => {
+      // The answer for "RE" waits until "READ" has been answered.
+      if (p.query === 'RE') await new Promise<void>((resolve) => held.push(resolve));
+      return { items: [{ path: `${p.query}.md`, kind: 'file' }] };
+    });
+    const older = controller.completeMention('RE');
+    await controller.completeMention('READ');
+    expect(held).toHaveLength(1);
+    held[0]!();
+    await older;
+    expect(controller.state.mentions).toEqual({ query: 'READ', items: [{ path: 'READ.md', kind: 'file' }] });
+  });
+
   it('shows a recorded prompt with its attachments and images', () => {
     const items = itemsFromTranscript([
       {
