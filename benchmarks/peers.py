@@ -374,7 +374,8 @@ _WORKSPACE_PATH = re.compile(r"/\S*?/workspaces/[^/\s]+/?")
 _CAT_N = re.compile(r"^\s*\d+(?:\t|\u2192)")  # cat -n, Claude Code's N<tab> and N→
 # grep -rn: path:line:text (a path has a letter, a dot or a slash: "4:2024-05-06" is no path)
 _GREP_WITH_PATH = re.compile(r"^(?=[^\s:]*[A-Za-z_./])[^\s:]+:\d+[:-]")
-_GREP_LINE = re.compile(r"^\d+:|^\d+-(?=\D)")  # one file's grep -n: line:text, line-context
+# one file's grep -n: line:text, line-context; our grep's line,line,...:text for a repeated text
+_GREP_LINE = re.compile(r"^\d+(?:,\d+)*:|^\d+-(?=\D)")
 _LS_LONG = re.compile(
     r"^[-dlcbps][-rwxsStT]{9}[.+@]?\s+\d+\s+\S+\s+\S+\s+\d+\s+\w{3}\s+\d+\s+[\d:]+\s+(.+)$"
 )
@@ -385,6 +386,7 @@ _STATUS_TOOLS = frozenset(("write", "edit", "multiedit", "apply_patch", "noteboo
 # Whole lines that are a harness's notes about a result, not its content.
 _NOTE_LINE = re.compile(
     r"^\[.*(?:Showing lines|more lines|offset=|unchanged since|Stopped after|truncated|"
+    r"repeat lines|"
     r"full output).*\]$"
     r"|^(?:Chunk ID|Wall time|Process exited with code|Original token count|Total output lines"
     r"|Warning: truncated output)\b.*|^Output:$|.*\b(?:tokens|chars) truncated\b.*|^total \d+$"

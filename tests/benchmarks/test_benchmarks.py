@@ -450,6 +450,7 @@ def test_lines_carried_compares_content_whatever_form_each_tool_prints_it_in() -
         result("bash", "21 passed in 0.62s"),
         result("edit", "Successfully replaced 1 block(s) in notes.md."),
         result("bash", "a line only the peer has"),
+        result("bash", "25:    raise Again\n116:    raise Again\n"),
     ]
     ours = [
         result("ls", "data/\npyproject.toml"),
@@ -458,10 +459,11 @@ def test_lines_carried_compares_content_whatever_form_each_tool_prints_it_in() -
         result("grep", "src/a.py\n3:def main():\n\nsrc/b.py\n9:    raise Gone"),
         result("grep", "4:2024-05-06 08:11:53 ERROR cli: boom"),
         result("bash", "21 passed in 0.71s"),
+        result("grep", "25,116:    raise Again\n[lines 9-14 repeat lines 2-7 above]"),
     ]
     carried = peers.carried_lines(theirs, ours)
     assert carried.missing == ["a line only the peer has"]
-    assert carried.total == 11 and carried.carried == 10
+    assert carried.total == 13 and carried.carried == 12
     assert peers.reference_client("codex") == "agent-server"
     assert peers.reference_client("pi") == "agent-server-anthropic"
 

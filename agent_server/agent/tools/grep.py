@@ -58,8 +58,9 @@ SPEC = ToolSpec(
     description=(
         "Search file contents in the workspace with a regular expression. Prints matching "
         "lines as 'line:text' (context lines as 'line-text'), under each file's path when "
-        "searching a directory. Searches hidden files; skips binary files and .git, "
-        "node_modules, .venv, __pycache__ and similar. "
+        "searching a directory; without context, a text matching on several lines of a file "
+        "is printed once with all its line numbers ('25,116,141:text'). Searches hidden "
+        "files; skips binary files and .git, node_modules, .venv, __pycache__ and similar. "
         f"At most {MAX_MATCHES} matches; lines are cut at {MAX_LINE_CHARS} characters."
     ),
     parameters={
@@ -229,25 +230,43 @@ class GrepTool:
 
 def format_lines(lines: list[GrepLine], *, headings: bool = True) -> str:
     """Matches as `line:text`, context as `line-text`, `--` between groups of a file; with
-    `headings`, each file's lines under its path, files separated by a blank line."""
+    `headings`, each file's lines under its path, files separated by a blank line. Without
+    context, a text that matches on several lines of a file is printed once, where it first
+    matches, with all its line numbers (`25,116,141:text`): a log's repeated lines cost once."""
     out: list[str] = []
+    numbers: list[list[int]] = []  # per line of `out`: the line numbers it is printed with
+    printed: dict[str, int] = {}  # a match's text -> its index in `out`, in the current file
     previous: GrepLine | None = None
     with_context = any(not line.is_match for line in lines)
     for item in lines:
         new_file = previous is None or item.path != previous.path
+        if new_file:
+            printed.clear()
         if new_file and headings:
             if previous is not None:
                 out.append("")
+                numbers.append([])
             out.append(item.path)
+            numbers.append([])
         elif previous is not None and (new_file or item.line > previous.line + 1) and with_context:
             out.append("--")  # groups only matter with context
+            numbers.append([])
+        previous = item
         text = item.text
         if len(text) > MAX_LINE_CHARS:
             cut = len(item.text) - MAX_LINE_CHARS
             text = f"{text[:MAX_LINE_CHARS]} [... {cut} more characters]"
-        out.append(f"{item.line}{':' if item.is_match else '-'}{text}")
-        previous = item
-    return "\n".join(out)
+        first = printed.get(text) if not with_context else None
+        if first is not None:
+            numbers[first].append(item.line)
+            continue
+        printed[text] = len(out)
+        out.append(f"{':' if item.is_match else '-'}{text}")
+        numbers.append([item.line])
+    return "\n".join(
+        ",".join(map(str, lines_of)) + line if lines_of else line
+        for lines_of, line in zip(numbers, out, strict=True)
+    )
 
 
 def _trim_after_cut(lines: list[GrepLine], more: bool, context: int) -> list[GrepLine]:

@@ -6,6 +6,14 @@ about 3 tokens a line, every request the result stays in the context. A page tha
 whole file says which lines it shows, so a line can still be located and cited (grep gives
 numbers for matches). A re-read of lines that are unchanged since a read the model still has
 in its current context is answered by a short note instead of the same lines again.
+
+A run of lines that repeats, within the same page, a run shown above it in full (a traceback
+logged again and again, a block of generated boilerplate) is shown once: later copies become
+one note, `[lines 116-136 repeat lines 25-45 above]`, from which the page can be rebuilt line
+for line (`unfold_repeats`). Only runs of at least MIN_REPEAT_LINES lines and
+MIN_REPEAT_CHARS characters are folded, so ordinary code reads as it is; on logs this is a
+third to a half of the page, paid for on every later request. The write and edit tools refuse
+content that copies such a note instead of the lines it stands for.
 """
 
 from __future__ import annotations
@@ -49,6 +57,10 @@ _NOT_LINES = re.compile(
     rf"\[[^\n]*{re.escape(_UNCHANGED_END)}|Image [^\n]* \(image/[a-z]+, \d+ bytes\):"
 )
 _PAGE_NOTE = re.compile(r"\n\n\[Showing lines (\d+)-(\d+) of \d+\.[^\]\n]*\]\Z")
+# A repeated run is folded when it is at least this long (lines and characters).
+MIN_REPEAT_LINES = 4
+MIN_REPEAT_CHARS = 200
+_REPEAT_NOTE = re.compile(r"\[lines (\d+)-(\d+) repeat lines (\d+)-(\d+) above\]")
 
 _IMAGE_SIGNATURES: tuple[tuple[bytes, str], ...] = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),
@@ -64,8 +76,10 @@ SPEC = ToolSpec(
         "Read a file in the workspace: its lines as they are (no line numbers), at most "
         f"{MAX_LINES} lines or {MAX_BYTES // 1024} KB per call; lines over {MAX_LINE_CHARS} "
         "characters are cut. A partial page says which lines it shows and the offset to "
-        "continue from. Lines unchanged since a read still in this conversation come back as "
-        "a note: refer to that earlier result. Images (png, jpg, gif, webp) come back as "
+        "continue from. A run of lines repeating a run shown above it in the same page is "
+        "shown once, then as '[lines a-b repeat lines c-d above]'. Lines unchanged since a "
+        "read still in this conversation come back as a note: refer to that earlier result. "
+        "Images (png, jpg, gif, webp) come back as "
         "images; binary files are refused. Also reads the full outputs other tools save."
     ),
     parameters={
@@ -217,7 +231,7 @@ def _read_text(
             + _UNCHANGED_END,
             details={**details, "unchanged": True},
         )
-    text = "\n".join(out)
+    text = "\n".join(fold_repeats(out, offset))
     if last_shown < total:
         text += (
             f"\n\n[Showing lines {offset}-{last_shown} of {total}. "
@@ -245,10 +259,76 @@ def shown_lines(earlier: EarlierOutput) -> tuple[int, list[str]] | None:
         return None
     page = _PAGE_NOTE.search(text)
     if page is not None:
-        return int(page.group(1)), text[: page.start()].split("\n")
+        start = int(page.group(1))
+        return start, unfold_repeats(text[: page.start()].split("\n"), start)
     offset = earlier.arguments.get("offset")
     start = offset if isinstance(offset, int) and not isinstance(offset, bool) else 1
-    return start, text.split("\n")
+    return start, unfold_repeats(text.split("\n"), start)
+
+
+def fold_repeats(lines: list[str], first: int) -> list[str]:
+    """`lines` (lines `first`, `first + 1`, ... of a file) with each run of at least
+    MIN_REPEAT_LINES lines and MIN_REPEAT_CHARS characters that repeats a run shown above it in
+    full replaced by one note naming both, the longest such run first. A page with a line that
+    reads like such a note is left as it is, so that every folded page unfolds exactly."""
+    if len(lines) < 2 * MIN_REPEAT_LINES or any(_REPEAT_NOTE.fullmatch(x) for x in lines):
+        return lines
+    out: list[str] = []
+    literal = [False] * len(lines)
+    windows: dict[tuple[str, ...], list[int]] = {}  # MIN_REPEAT_LINES shown lines -> starts
+    i = 0
+    while i < len(lines):
+        length, source = 0, -1
+        for j in reversed(windows.get(tuple(lines[i : i + MIN_REPEAT_LINES]), ())[-32:]):
+            k = MIN_REPEAT_LINES
+            while i + k < len(lines) and j + k < i and literal[j + k]:
+                if lines[j + k] != lines[i + k]:
+                    break
+                k += 1
+            if k > length:
+                length, source = k, j
+        if length and sum(len(x) for x in lines[i : i + length]) >= MIN_REPEAT_CHARS:
+            out.append(
+                f"[lines {first + i}-{first + i + length - 1} repeat lines "
+                f"{first + source}-{first + source + length - 1} above]"
+            )
+            i += length
+            continue
+        out.append(lines[i])
+        literal[i] = True
+        start = i - MIN_REPEAT_LINES + 1
+        if start >= 0 and all(literal[start : i + 1]):
+            windows.setdefault(tuple(lines[start : i + 1]), []).append(start)
+        i += 1
+    return out
+
+
+def unfold_repeats(shown: list[str], first: int) -> list[str]:
+    """The lines of a page as `fold_repeats` gave them back, with its notes unfolded."""
+    lines: list[str] = []
+    for line in shown:
+        note = _REPEAT_NOTE.fullmatch(line)
+        if note is None:
+            lines.append(line)
+            continue
+        start, end = int(note.group(3)) - first, int(note.group(4)) - first
+        lines.extend(lines[start : end + 1])
+    return lines
+
+
+def refuse_repeat_notes(new: str, old: str | None, shown: str) -> None:
+    """Refuses `new` text for `shown` when it copies read's note for repeated lines (and the
+    file's text `old` did not have it): the note stands for lines, it is not content."""
+    for note in _REPEAT_NOTE.finditer(new):
+        line_start = new.rfind("\n", 0, note.start()) + 1
+        line_end = new.find("\n", note.end())
+        whole_line = new[line_start : len(new) if line_end == -1 else line_end].strip()
+        if whole_line == note.group(0) and (old is None or note.group(0) not in old):
+            raise ToolError(
+                f"The text for {shown} contains read's note '{note.group(0)}', which stands "
+                "for lines shown earlier in that read, not for content. Write those lines "
+                "themselves."
+            )
 
 
 def _seen_unchanged(path: Path, start: int, lines: list[str], ctx: ToolContext) -> bool:

@@ -24,6 +24,7 @@ from agent_server.agent.tools.paths import (
     file_info,
     resolve_in_workspace,
 )
+from agent_server.agent.tools.read import refuse_repeat_notes
 from agent_server.errors import InvalidToolArgumentsError, ToolError
 from agent_server.llm.messages import ToolSpec
 
@@ -107,6 +108,7 @@ async def _planned(
     shown = display_path(workspace, path)
     info = file_info(path, shown)
     if info is None:
+        refuse_repeat_notes(content, None, shown)
         return _Plan(path, shown, content, True, FileChange(shown, None, content))
     if stat.S_ISDIR(info.st_mode):
         raise ToolError(f"{shown} is a directory; give the path of a file inside it.")
@@ -114,5 +116,7 @@ async def _planned(
     try:
         old = await ctx.files.read_text(path)
     except (UnicodeDecodeError, OSError):
+        refuse_repeat_notes(content, None, shown)
         return _Plan(path, shown, content, False, None)
+    refuse_repeat_notes(content, old, shown)
     return _Plan(path, shown, content, False, FileChange(shown, old, content))

@@ -138,11 +138,32 @@ async def test_no_matches_is_not_an_error(
 
 
 async def test_matches_are_bounded(grep: GrepTool, ctx: ToolContext, workspace: Path) -> None:
-    (workspace / "many.txt").write_text("hit\n" * (MAX_MATCHES + 50))
+    (workspace / "many.txt").write_text("".join(f"hit {n}\n" for n in range(MAX_MATCHES + 50)))
     result = await run_tool(grep, {"pattern": "hit"}, ctx)
-    hits = [line for line in result.text.splitlines() if line.endswith(":hit")]
+    hits = [line for line in result.text.splitlines() if ":hit " in line]
     assert len(hits) == MAX_MATCHES
     assert f"Stopped after {MAX_MATCHES} matches" in result.text
+
+
+async def test_a_text_matching_on_several_lines_is_printed_once_with_all_its_numbers(
+    grep: GrepTool, ctx: ToolContext, workspace: Path
+) -> None:
+    (workspace / "app.log").write_text(
+        "boot\nWARNING cache cold\nERROR disk full\nok\nERROR disk full\nWARNING cache cold\n"
+        "ERROR disk full\n"
+    )
+    (workspace / "other.log").write_text("ERROR disk full\n")
+    result = await run_tool(grep, {"pattern": "ERROR|WARNING"}, ctx)
+    assert result.text == (
+        "app.log\n2,6:WARNING cache cold\n3,5,7:ERROR disk full\n\nother.log\n1:ERROR disk full"
+    )
+    # With context every line keeps its place: nothing is grouped.
+    result = await run_tool(grep, {"pattern": "ERROR", "path": "app.log", "context": 1}, ctx)
+    assert result.text.count("ERROR disk full") == 3
+    # And the bound counts matches, not printed lines.
+    (workspace / "many.txt").write_text("hit\n" * (MAX_MATCHES + 50))
+    result = await run_tool(grep, {"pattern": "hit", "path": "many.txt"}, ctx)
+    assert result.text.startswith(",".join(str(n) for n in range(1, MAX_MATCHES + 1)) + ":hit\n")
 
 
 async def test_long_lines_are_cut(grep: GrepTool, ctx: ToolContext, workspace: Path) -> None:
@@ -228,9 +249,9 @@ async def test_left_out_hard_links_do_not_count_toward_the_match_limit(
     for n in range(MAX_LEFT_OUT_NAMED):  # more linked files than the note names
         (workspace / f"c{n:02}.txt").write_text("hit\n")
         os.link(workspace / f"c{n:02}.txt", workspace / f"d{n:02}.txt")
-    (workspace / "z-plain.txt").write_text("hit\n" * 3)
+    (workspace / "z-plain.txt").write_text("hit 1\nhit 2\nhit 3\n")
     result = await run_tool(grep, {"pattern": "hit"}, ctx)
-    assert result.text.splitlines()[:4] == ["z-plain.txt", "1:hit", "2:hit", "3:hit"]
+    assert result.text.splitlines()[:4] == ["z-plain.txt", "1:hit 1", "2:hit 2", "3:hit 3"]
     assert "Stopped after" not in result.text
     total = 2 + 2 * MAX_LEFT_OUT_NAMED
     assert result.text.splitlines()[-1].startswith(

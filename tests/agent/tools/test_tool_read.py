@@ -10,11 +10,21 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agent_server.agent.tools import ToolContext, run_tool
 from agent_server.agent.tools.base import EarlierOutput
 from agent_server.agent.tools.bash import BashTool
-from agent_server.agent.tools.read import MAX_LINE_CHARS, ReadTool
+from agent_server.agent.tools.edit import EditTool
+from agent_server.agent.tools.read import (
+    MAX_LINE_CHARS,
+    MIN_REPEAT_LINES,
+    ReadTool,
+    fold_repeats,
+    unfold_repeats,
+)
+from agent_server.agent.tools.write import WriteTool
 from agent_server.llm.messages import ImageContent
 
 READ = ReadTool()
@@ -72,10 +82,10 @@ async def test_default_page_is_2000_lines(ctx: ToolContext, workspace: Path) -> 
 
 
 async def test_pages_stop_at_50_kb(ctx: ToolContext, workspace: Path) -> None:
-    (workspace / "wide.txt").write_text(("x" * 1000 + "\n") * 500)
+    (workspace / "wide.txt").write_text("".join(f"{n:04}" + "x" * 996 + "\n" for n in range(500)))
     result = await run_tool(READ, {"path": "wide.txt"}, ctx)
     assert len(result.text.encode()) <= 51 * 1024
-    shown = [line for line in result.text.splitlines() if line.startswith("x")]
+    shown = [line for line in result.text.splitlines() if line.endswith("x")]
     assert 40 <= len(shown) < 60
     assert f"offset={len(shown) + 1}" in result.text
 
@@ -230,3 +240,85 @@ async def test_only_a_read_with_lines_counts_as_seen(ctx: ToolContext, workspace
     )
     result = await run_tool(READ, {"path": "a.py"}, replace(ctx, in_context=in_context))
     assert result.text == "x = 1"
+
+
+# --- repeated runs ----------------------------------------------------------------------------
+
+TRACEBACK = [
+    "Traceback (most recent call last):",
+    '  File "/opt/app/storage.py", line 84, in _parse_row',
+    '    quantity=parse_quantity(row["quantity"]),',
+    '  File "/opt/app/models.py", line 71, in parse_quantity',
+    "    raise StockError(f'invalid quantity {text!r}')",
+    "app.models.StockError: invalid quantity '12a'",
+]
+
+
+async def test_a_run_repeating_one_shown_above_is_one_note(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    lines = ["10:00 start", *TRACEBACK, "10:05 retry", *TRACEBACK, "10:09 retry", *TRACEBACK]
+    (workspace / "app.log").write_text("\n".join(lines) + "\n")
+    result = await run_tool(READ, {"path": "app.log"}, ctx)
+    assert result.text.splitlines() == [
+        "10:00 start",
+        *TRACEBACK,
+        "10:05 retry",
+        "[lines 9-14 repeat lines 2-7 above]",
+        "10:09 retry",
+        "[lines 16-21 repeat lines 2-7 above]",
+    ]
+    # Line numbers are the file's, on a later page too.
+    page = await run_tool(READ, {"path": "app.log", "offset": 8}, ctx)
+    assert page.text.splitlines()[:3] == ["10:05 retry", *TRACEBACK[:2]]
+    assert "[lines 16-21 repeat lines 9-14 above]" in page.text
+    # A re-read of the same lines, still in context, is the unchanged note: the folded page
+    # unfolds to the file's lines.
+    seen = replace(ctx, in_context=(read_in_context({"path": "app.log"}, result.text),))
+    again = await run_tool(READ, {"path": "app.log", "offset": 15, "limit": 7}, seen)
+    assert again.text.startswith("[app.log lines 15-21: unchanged since your earlier read")
+
+
+async def test_short_runs_and_note_like_lines_are_shown_as_they_are(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    # Code repeats short runs all the time (a closing block, a blank and a decorator): shown.
+    short = ["    return x", "", "@cache", "def f():"] * 4
+    assert len("\n".join(short[:MIN_REPEAT_LINES])) < 200
+    (workspace / "a.py").write_text("\n".join(short) + "\n")
+    assert (await run_tool(READ, {"path": "a.py"}, ctx)).text.splitlines() == short
+    # A file that holds a line like the note itself is never folded: it could not be undone.
+    odd = [*TRACEBACK, *TRACEBACK, "[lines 1-2 repeat lines 3-4 above]"]
+    (workspace / "b.log").write_text("\n".join(odd) + "\n")
+    assert (await run_tool(READ, {"path": "b.log"}, ctx)).text.splitlines() == odd
+
+
+@given(
+    st.lists(st.sampled_from(["a" * 60, "b" * 60, "c" * 60, "", "[x]"]), max_size=80),
+    st.integers(min_value=1, max_value=5000),
+)
+def test_a_folded_page_unfolds_to_its_lines(lines: list[str], first: int) -> None:
+    folded = fold_repeats(lines, first)
+    assert unfold_repeats(folded, first) == lines
+    assert len(folded) <= len(lines)
+
+
+async def test_write_and_edit_refuse_a_copied_repeat_note(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    note = "[lines 9-14 repeat lines 2-7 above]"
+    result = await run_tool(WriteTool(), {"path": "copy.log", "content": f"a\n{note}\nb\n"}, ctx)
+    assert result.is_error and "Write those lines themselves" in result.text
+    assert not (workspace / "copy.log").exists()
+    (workspace / "a.py").write_text("x = 1\n")
+    edit = {"path": "a.py", "oldText": "x = 1", "newText": f"x = 1\n{note}"}
+    result = await run_tool(EditTool(), edit, ctx)
+    assert result.is_error and note in result.text
+    assert (workspace / "a.py").read_text() == "x = 1\n"
+    # Text that mentions the note inside a line, or a file that already has it, is content.
+    inline = {"path": "a.py", "content": f"# read folds runs as {note}\n"}
+    assert not (await run_tool(WriteTool(), inline, ctx)).is_error
+    (workspace / "notes.md").write_text(f"{note}\n")
+    kept = {"path": "notes.md", "oldText": note, "newText": f"{note}\n{note}"}
+    assert not (await run_tool(EditTool(), kept, ctx)).is_error
+    assert (workspace / "notes.md").read_text() == f"{note}\n{note}\n"

@@ -143,7 +143,9 @@ async def test_write_result_converts_to_a_tool_result_message(ctx: ToolContext) 
 async def test_spilled_full_outputs_are_scrubbed_too(workspace: Path, spill_dir: Path) -> None:
     secret = "hunter2-very-secret"
     ctx = ToolContext(workspace, spill_dir, secrets=(secret,))
-    (workspace / "log.txt").write_text((f"password={secret} " + "x" * 300 + "\n") * 400)
+    (workspace / "log.txt").write_text(
+        "".join(f"{n} password={secret} " + "x" * 300 + "\n" for n in range(400))
+    )
     result = await run_tool(GrepTool(rg=None), {"pattern": "password"}, ctx)
     assert result.details is not None
     assert result.details["truncated"] is True
