@@ -99,7 +99,7 @@ from agent_server.llm.messages import (
     UserMessage,
 )
 from agent_server.llm.models import ModelInfo
-from agent_server.llm.stream import CacheRetention
+from agent_server.llm.stream import CacheRetention, CacheUse
 from agent_server.session.entries import (
     CompactionDetails,
     CompactionEntry,
@@ -112,13 +112,14 @@ from agent_server.session.ledger import Ledger
 
 log = logging.getLogger(__name__)
 
-# One model call made for the context (a summary): (context, model, whether it shares the
-# session's cached prefix and call options, output budget) -> the answer. A call that shares
-# the prefix reads what is cached and writes nothing new (no later request begins with its
-# tail); one that does not is sent without cache marks. The session's implementation retries
-# what may succeed later, bills the call and announces waits; it raises ContextOverflowError
-# for a prompt too long, ProviderError for any other failure.
-ModelCall = Callable[[Context, ModelInfo, bool, int], Awaitable[AssistantMessage]]
+# One model call made for the context (a summary): (context, model, how it uses the session's
+# cache, output budget) -> the answer. A call that shares the cached prefix ("read", or
+# "extend" when its context is the previous request plus one final block) keeps the session's
+# call options, reads what is cached and writes nothing new (no later request begins with its
+# tail); one that does not ("none") is sent without cache marks. The session's implementation
+# retries what may succeed later, bills the call and announces waits; it raises
+# ContextOverflowError for a prompt too long, ProviderError for any other failure.
+ModelCall = Callable[[Context, ModelInfo, CacheUse, int], Awaitable[AssistantMessage]]
 Outcome = Literal["compacted", "noop", "failed", "cancelled"]
 # A fresh summary prompt that is still rejected as too long is retried this many times, each
 # time with half the budget (the oldest messages left out), as Codex trims its summary request.
@@ -613,6 +614,10 @@ class ContextManager:
         the settings ask for it, the summary model is the session's, the reason is not an
         overflow (the context was just rejected: never resend it) and the window leaves room
         for the answer; else, or when the cached answer is no summary, the fresh prompts.
+        The cached request leaves out the messages since the last answer when they stay
+        verbatim after the compaction (the step just taken, a new prompt): it is then the
+        previous request plus the instruction, all of it read from the cache, where those
+        messages would be sent at the input price only to be left out of the summary.
         """
         assert view.projection is not None
         model = self.model
@@ -629,20 +634,24 @@ class ContextManager:
         )
         previous = view.projection.compaction
         if cached:
+            messages = view.projection.messages
+            kept = view.projection.count_from(cut.first_kept_entry_id)
+            sent = previous_request_end(messages, kept)
             instruction = build_summary_instruction(
-                kept_messages=view.projection.count_from(cut.first_kept_entry_id),
+                kept_messages=kept - (len(messages) - sent),
                 previous_summary_in_context=previous is not None,
                 instructions=instructions,
                 file_operations=details,
             )
             request = Context(
-                self.system_prompt,
-                self.tools,
-                append_instruction(view.projection.messages, instruction),
+                self.system_prompt, self.tools, append_instruction(messages[:sent], instruction)
             )
             budget = min(room, SUMMARY_OUTPUT_TOKENS, model.max_output)
+            cache: CacheUse = (
+                "none" if not shares_cache else "extend" if sent < len(messages) else "read"
+            )
             try:
-                answer = await self._summary_call(request, model, shares_cache, budget, spent)
+                answer = await self._summary_call(request, model, cache, budget, spent)
                 # A summary cut off by the window or max_tokens is not a summary.
                 if answer.stop_reason == "stop" and answer.text.strip():
                     return answer.text.strip(), None
@@ -685,7 +694,7 @@ class ContextManager:
             prompt = prompt_for(budget)
             context = Context(SUMMARY_SYSTEM_PROMPT, (), (UserMessage.of_text(prompt),))
             try:
-                answer = await self._summary_call(context, model, False, output, spent)
+                answer = await self._summary_call(context, model, "none", output, spent)
             except ContextOverflowError:
                 if shrink == FRESH_PROMPT_SHRINKS:
                     raise
@@ -695,10 +704,10 @@ class ContextManager:
         return ""
 
     async def _summary_call(
-        self, context: Context, model: ModelInfo, cached: bool, budget: int, spent: list[Usage]
+        self, context: Context, model: ModelInfo, cache: CacheUse, budget: int, spent: list[Usage]
     ) -> AssistantMessage:
-        answer = await self._call(context, model, cached, budget)
-        if cached:
+        answer = await self._call(context, model, cache, budget)
+        if cache != "none":
             self.record_call()
         if answer.usage is not None:
             spent.append(answer.usage)
@@ -817,6 +826,16 @@ class ContextManager:
             decision.window,
         )
         self._emit(ContextDecided(self.turn_id, decision))
+
+
+def previous_request_end(messages: Sequence[Message], kept: int) -> int:
+    """How many of `messages` the request answered by the last assistant message sent: up to
+    that message, when it and everything after it are among the last `kept` messages (those
+    stay verbatim after a compaction); else all of them."""
+    for index in range(len(messages) - 1, max(len(messages) - kept, 0) - 1, -1):
+        if isinstance(messages[index], AssistantMessage):
+            return index if index > 0 else len(messages)
+    return len(messages)
 
 
 def append_instruction(messages: Sequence[Message], instruction: str) -> tuple[Message, ...]:

@@ -97,6 +97,7 @@ from agent_server.llm.messages import (
 from agent_server.llm.models import ModelInfo
 from agent_server.llm.stream import (
     CacheRetention,
+    CacheUse,
     CallOptions,
     Provider,
     StreamEvent,
@@ -727,16 +728,12 @@ class AgentSession:
         )
 
     async def _context_call(
-        self, context: Context, model: ModelInfo, cached: bool, max_tokens: int
+        self, context: Context, model: ModelInfo, cache: CacheUse, max_tokens: int
     ) -> AssistantMessage:
         """The one model call the context manager makes its summaries with (its ModelCall)."""
-        # The cached variant keeps the session's call options (they are part of the prefix);
-        # only the output budget differs, and it is not part of the prompt. It reads the
-        # cached prefix and writes no new entry: after the compaction no request begins with
-        # its messages. A one-off fresh prompt writes nothing to the cache.
-        options = replace(self._call_options(), max_tokens=max_tokens, cache_tail=False)
-        if not cached:
-            options = replace(options, cache_breakpoints=False)
+        # A call that shares the prefix keeps the session's call options (they are part of
+        # the prefix); only the output budget differs, and it is not part of the prompt.
+        options = replace(self._call_options(), max_tokens=max_tokens, cache=cache)
         turn_id = self._current_turn or "compaction"
 
         def on_retry(error: ProviderError, wait: float, number: int) -> None:

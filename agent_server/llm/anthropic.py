@@ -45,6 +45,7 @@ from agent_server.llm.provider_errors import ErrorContext
 from agent_server.llm.provider_stream import EventDicts, run_provider_stream
 from agent_server.llm.stream import (
     CacheRetention,
+    CacheUse,
     CallOptions,
     MessageAssembler,
     MessageDone,
@@ -92,7 +93,7 @@ def cache_control(retention: CacheRetention) -> dict[str, str] | None:
 
 def build_request(model: ModelInfo, context: Context, options: CallOptions) -> dict[str, Any]:
     """The exact parameters of a streaming Messages API call for `context`."""
-    mark = cache_control(options.cache_retention) if options.cache_breakpoints else None
+    mark = cache_control(options.cache_retention) if options.cache != "none" else None
     params: dict[str, Any] = {
         "model": model.id,
         "max_tokens": options.max_tokens or model.max_output,
@@ -119,37 +120,46 @@ def build_request(model: ModelInfo, context: Context, options: CallOptions) -> d
         params["system"] = [system]
     messages = convert_messages(context.messages)
     if mark is not None:
-        for message_index in message_breakpoints(messages, tail=options.cache_tail):
-            blocks = messages[message_index]["content"]
-            blocks[-1]["cache_control"] = dict(mark)
+        for message_index, block_index in message_breakpoints(messages, options.cache):
+            messages[message_index]["content"][block_index]["cache_control"] = dict(mark)
     params["messages"] = messages
     return params
 
 
-def message_breakpoints(messages: Sequence[Mapping[str, Any]], *, tail: bool = True) -> list[int]:
-    """Indexes of the API messages whose last block gets a cache breakpoint (at most two).
+def message_breakpoints(
+    messages: Sequence[Mapping[str, Any]], cache: CacheUse = "write"
+) -> list[tuple[int, int]]:
+    """(message, block) indexes of the API message blocks that get a cache breakpoint (at most
+    two), for a request that uses the cache as `cache` says (see CacheUse).
 
-    The last user message always; and the user message the last assistant message answered
-    (the previous request's breakpoint) when it lies more than LOOKBACK_BLOCKS blocks back.
-    Without `tail` (a request whose messages no later request begins with: a summary), only
-    the previous request's breakpoint: the request reads what is cached and writes nothing.
+    "write": the last block of the last user message always; and the last block of the user
+    message the last assistant message answered (the previous request's breakpoint) when it
+    lies more than LOOKBACK_BLOCKS blocks back.
+    "read": only the previous request's breakpoint: the request reads what is cached and
+    writes nothing.
+    "extend": the block before the final one, where the previous request ended.
     """
+    if cache == "none" or not messages:
+        return []
+    if cache == "extend" and messages[-1]["role"] == "user" and len(messages[-1]["content"]) > 1:
+        return [(len(messages) - 1, len(messages[-1]["content"]) - 2)]
     user_indexes = [i for i, message in enumerate(messages) if message["role"] == "user"]
     if not user_indexes:
         return []
     last = user_indexes[-1]
     assistants = [i for i in range(last) if messages[i]["role"] == "assistant"]
+    tail = cache == "write"
     if not assistants:
-        return [last] if tail else []
+        return [(last, -1)] if tail else []
     previous = [i for i in user_indexes if i < assistants[-1]]
     if not tail:
-        return previous[-1:]
+        return [(index, -1) for index in previous[-1:]]
     if not previous:
-        return [last]
+        return [(last, -1)]
     ends = _block_ends(messages)
     if ends[last] - ends[previous[-1]] > LOOKBACK_BLOCKS:
-        return [previous[-1], last]
-    return [last]
+        return [(previous[-1], -1), (last, -1)]
+    return [(last, -1)]
 
 
 def _block_ends(messages: Sequence[Mapping[str, Any]]) -> list[int]:

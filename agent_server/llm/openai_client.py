@@ -41,7 +41,7 @@ def cache_fields(model: ModelInfo, options: CallOptions, long_ttl: str) -> dict[
     """
     if not speaks_openai_extensions(model):
         return {}
-    caching = options.cache_retention != "none" and options.cache_breakpoints
+    caching = options.cache_retention != "none" and options.cache != "none"
     if not caching:
         # Explicit mode with no breakpoint caches nothing, so nothing is written and billed.
         return {"prompt_cache_options": {"mode": "explicit"}} if model.bills_cache_writes else {}

@@ -83,6 +83,19 @@ StreamEvent: TypeAlias = (
 )
 
 
+# How one request uses the session's prompt cache:
+# - "write": reads what is cached and writes its own tail for the next request (every request
+#   of the turn loop);
+# - "read": reads what the previous request cached and writes nothing: the message breakpoint
+#   stays where the previous request put its last one (a summary request, whose tail no later
+#   request begins with);
+# - "extend": as "read", for a request that is the previous request's messages plus one final
+#   block (a summary instruction): the breakpoint sits on the block before that one, so all
+#   of the previous request is read and only the final block is new;
+# - "none": no cache marks at all (the "no caching" baseline, a one-off fresh prompt).
+CacheUse: TypeAlias = Literal["write", "read", "extend", "none"]
+
+
 @dataclass(frozen=True, slots=True)
 class CallOptions:
     """How to make one model call, apart from what is in the context."""
@@ -93,12 +106,7 @@ class CallOptions:
     # "auto" lets the model choose; "none" forbids tool calls while keeping the tool list (and
     # so the cached prefix) unchanged.
     tool_choice: Literal["auto", "none"] = "auto"
-    # When false, no cache_control marks are sent (the "no caching" baseline).
-    cache_breakpoints: bool = True
-    # When false, the request reads the cached prefix but writes no new entry for its
-    # messages: its message breakpoint stays where the previous request put its last one (a
-    # summary request, whose tail no later request will begin with).
-    cache_tail: bool = True
+    cache: CacheUse = "write"
 
 
 class Provider(Protocol):

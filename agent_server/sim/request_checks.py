@@ -203,7 +203,9 @@ def breakpoint_problems(body: Mapping[str, Any]) -> list[str]:
 
 
 def prefix_problem(previous: Mapping[str, Any], current: Mapping[str, Any]) -> str | None:
-    """Why `current` does not begin with `previous` (cache marks aside), or None."""
+    """Why `current` does not begin with `previous` (cache marks aside), or None. The prefix is
+    one of content blocks, as the provider caches it: the previous request's last message may
+    go on with more blocks (a summary instruction after the previous request)."""
     for key in ("tools", "system", "tool_choice", "model"):
         if _canonical(previous.get(key)) != _canonical(current.get(key)):
             return f"'{key}' changed between requests of one cache window"
@@ -212,9 +214,22 @@ def prefix_problem(previous: Mapping[str, Any], current: Mapping[str, Any]) -> s
     if len(after) < len(before):
         return f"the history shrank from {len(before)} to {len(after)} messages"
     for index, (old, new) in enumerate(zip(before, after, strict=False)):
-        if _canonical(old) != _canonical(new):
-            return f"message {index} differs from the previous request's"
+        if _canonical(old) == _canonical(new):
+            continue
+        if index == len(before) - 1 and _goes_on(old, new):
+            continue
+        return f"message {index} differs from the previous request's"
     return None
+
+
+def _goes_on(old: Any, new: Any) -> bool:
+    """Whether message `new` is message `old` with more blocks after its own."""
+    old_blocks, new_blocks = _blocks(old), _blocks(new)
+    return (
+        _role(old) == _role(new)
+        and len(new_blocks) > len(old_blocks)
+        and _canonical(old_blocks) == _canonical(new_blocks[: len(old_blocks)])
+    )
 
 
 def _role(message: Any) -> str:

@@ -27,11 +27,13 @@ def page(n: int) -> dict[str, Any]:
                        "arguments": {"path": "logs/app.log", "offset": 1 + 250 * n, "limit": 250}}]}
 
 
-# Turn 1 reads two pages of the log (about 13k tokens: past half the 24,576-token threshold of
-# sim-small, under the threshold); turn 2 asks for a small thing.
+# Turn 1 reads three pages of the log (about 15k tokens with their repeated tracebacks
+# folded: past half the 24,576-token threshold of sim-small, under the threshold); turn 2 asks
+# for a small thing.
 SCENARIO = {
     "turns": [
-        {"user": "Read the start of the log.", "steps": [page(0), page(1), {"text": "Read."}]},
+        {"user": "Read the start of the log.",
+         "steps": [page(0), page(1), page(2), {"text": "Read."}]},
         {"user": "What is in the README?",
          "steps": [{"tools": [{"name": "read", "arguments": {"path": "README.md"}}]},
                    {"text": "A README."}]},

@@ -21,7 +21,7 @@ from agent_server.context.summary_prompt import BRANCH_SUMMARY_PREFIX, SUMMARY_R
 from agent_server.context.trigger import CompactionSettings
 from agent_server.llm.messages import UserMessage
 from agent_server.session.entries import BranchEntry, MessageEntry
-from agent_server.sim.request_checks import check_requests
+from agent_server.sim.request_checks import check_requests, prefix_problem
 from agent_server.sim.scenario import default_scenario
 from tests.agent.conftest import FAST_RETRY, agent_run
 
@@ -302,3 +302,11 @@ async def test_dense_log_pages_compact_early_enough_for_the_cached_summary(
         window = run.session.model.context_window
         for record in summaries:
             assert record.tokens.prompt + record.request["max_tokens"] <= window
+            # The page just read stays verbatim, so the summary request leaves it out: it is
+            # the request that page answered plus the instruction, all of it read from the
+            # cache, nothing written, only the instruction at the input price.
+            previous = run.model_requests[run.model_requests.index(record) - 1]
+            assert prefix_problem(previous.request, record.request) is None
+            assert record.tokens.cache_read == previous.tokens.prompt
+            assert record.tokens.cache_write == 0
+            assert 0 < record.tokens.input < 1500

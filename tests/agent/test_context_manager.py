@@ -15,7 +15,12 @@ from typing import Any
 import pytest
 
 from agent_server.agent import events
-from agent_server.agent.context_manager import ContextManager, ContextView, ToolListSource
+from agent_server.agent.context_manager import (
+    ContextManager,
+    ContextView,
+    ToolListSource,
+    previous_request_end,
+)
 from agent_server.context.estimate import estimate_full
 from agent_server.context.summary_prompt import (
     SUMMARY_REQUEST_MARKER,
@@ -30,8 +35,10 @@ from agent_server.llm.messages import (
     TextContent,
     ToolSpec,
     Usage,
+    UserMessage,
 )
 from agent_server.llm.models import BUILTIN_MODELS, ModelInfo
+from agent_server.llm.stream import CacheUse
 from agent_server.session.entries import CompactionEntry
 from agent_server.session.ledger import Ledger
 from tests.session.builders import assistant, call, result, user
@@ -50,13 +57,13 @@ class Provider:
     density: float = 1.0
     fail: bool = False
     requests: list[Context] = field(default_factory=list)
-    shared: list[bool] = field(default_factory=list)  # whether each shared the session's cache
+    shared: list[CacheUse] = field(default_factory=list)  # how each used the session's cache
 
     async def __call__(
-        self, context: Context, model: ModelInfo, cached: bool, max_tokens: int
+        self, context: Context, model: ModelInfo, cache: CacheUse, max_tokens: int
     ) -> AssistantMessage:
         self.requests.append(context)
-        self.shared.append(cached)
+        self.shared.append(cache)
         if estimate_full(context) * self.density > self.window:
             raise ContextOverflowError("prompt is too long", status=400)
         if self.fail:
@@ -166,6 +173,43 @@ async def test_a_threshold_compaction_measures_once_and_sends_what_it_built(h: H
     [request] = h.provider.requests
     assert request.system_prompt == SYSTEM and request.tools == TOOLS
     assert request.messages[:-1] == h.manager.view_of(request.messages[:-1]).messages
+
+
+async def test_the_summary_request_is_the_previous_request_plus_its_instruction(
+    h: Harness,
+) -> None:
+    """A compaction before the next step: the step just taken (a call and its large result)
+    stays verbatim, so the summary request leaves it out and is the request that step
+    answered plus the instruction, read from the cache to its end ("extend")."""
+    fill(h.ledger, 7)
+    h.ledger.append_message(user("read the log"))
+    answered = h.manager.view().messages  # what the last request sent
+    h.ledger.append_message(assistant("reading", call("log", path="app.log")))
+    h.ledger.append_message(result("log", "2024-05-06 ERROR boom\n" * 400))
+    view = await h.manager.prepare()
+    [request] = h.provider.requests
+    assert h.provider.shared == ["extend"]
+    assert request.messages[:-1] == answered[:-1]
+    last = request.messages[-1]
+    assert isinstance(last, UserMessage) and last.content[:-1] == answered[-1].content
+    instruction = last.content[-1].text  # type: ignore[union-attr]
+    assert instruction.startswith(SUMMARY_REQUEST_MARKER)
+    # The kept messages the request still holds are named; the step left out is kept.
+    [entry] = [e for e in h.ledger.entries if isinstance(e, CompactionEntry)]
+    kept = len(view.messages)  # the summary heads the first kept message
+    assert "compacted into the following summary" in str(view.messages[0])
+    assert f"except its last {kept - 2} messages:" in instruction
+    assert view.messages[-1] == h.ledger.entries[-2].message  # type: ignore[union-attr]
+    assert entry.first_kept_entry_id is not None
+
+
+def test_the_previous_request_ends_before_the_last_answer_only_when_it_is_kept() -> None:
+    messages = (user("a"), assistant("b"), user("c"), assistant("d", call("x")), result("x", "ok"))
+    assert previous_request_end(messages, kept=2) == 3  # the call and its result are kept
+    assert previous_request_end(messages, kept=3) == 3
+    assert previous_request_end(messages, kept=1) == 5  # the call would be summarised
+    assert previous_request_end(messages, kept=0) == 5
+    assert previous_request_end(messages[:1], kept=1) == 1  # nothing answered yet
 
 
 async def test_a_prompt_that_cannot_fit_alone_is_refused_before_any_call(h: Harness) -> None:
@@ -315,7 +359,7 @@ async def test_the_clock_stamps_the_last_call(h: Harness) -> None:
     await h.manager.compact("manual")
     assert h.manager.last_call_at == 1294.5  # a fresh prompt leaves the session's cache alone
     assert decisions(h) == [("compact", "manual"), ("compact", "manual")]
-    assert h.provider.shared == [True, False]
+    assert h.provider.shared == ["extend", "none"]
 
 
 async def test_a_pause_past_the_cache_lifetime_is_known_before_the_next_call(h: Harness) -> None:
@@ -333,7 +377,7 @@ async def test_a_pause_past_the_cache_lifetime_is_known_before_the_next_call(h: 
     fill(h.ledger, 8)
     result = await h.manager.compact("manual")
     assert result.outcome == "compacted"
-    assert h.provider.shared == [False]
+    assert h.provider.shared == ["none"]
     assert [bool(c.tools) for c in h.provider.requests] == [True]  # the context, uncached
 
 

@@ -30,6 +30,7 @@ from agent_server.llm.messages import (
     UserMessage,
 )
 from agent_server.llm.models import BUILTIN_MODELS, ModelInfo
+from agent_server.llm.stream import CacheUse
 from agent_server.session.ledger import Ledger
 from agent_server.sim.scenario import parse_scenario
 from benchmarks import cost_bench, editor_bench, harness_bench, machine, peers, report
@@ -99,7 +100,7 @@ def random_history(seed: int, steps: int) -> list[Message]:
 
 
 async def canned_summary(
-    context: Context, model: ModelInfo, cached: bool, max_tokens: int
+    context: Context, model: ModelInfo, cache: CacheUse, max_tokens: int
 ) -> AssistantMessage:
     """The model call of the policies' ContextManager: every summary request (checked to be
     one) gets the same short answer."""

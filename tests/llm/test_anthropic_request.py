@@ -56,13 +56,29 @@ def test_the_message_breakpoint_follows_the_last_user_message() -> None:
 def test_a_request_that_writes_no_tail_keeps_the_previous_breakpoint_only() -> None:
     """A summary request: it reads what the previous request cached and writes nothing."""
     messages = [user("one"), assistant(call("a")), result("a"), assistant(call("b")), result("b")]
-    no_tail = CallOptions(session_id="s1", cache_tail=False)
+    no_tail = CallOptions(session_id="s1", cache="read")
     normal = cache_marks(build_request(MODEL, context(messages), SHORT))
     assert normal[-1] == "messages[4][0]"
     marks = cache_marks(build_request(MODEL, context(messages), no_tail))
     assert marks == ["tools[2]", "system[0]", "messages[2][0]"]  # where the previous one was
     # Nothing answered yet: there is no earlier breakpoint to read, and none is written.
     assert cache_marks(build_request(MODEL, context([user("one")]), no_tail))[-1] == "system[0]"
+
+
+def test_a_request_extending_the_previous_one_reads_all_of_it_and_writes_nothing() -> None:
+    """A summary request cut where the previous request ended, plus its instruction: the
+    breakpoint is on the previous request's last block, the instruction after it is new."""
+    previous = [user("one"), assistant(call("a")), result("a")]
+    sent = cache_marks(build_request(MODEL, context(previous), SHORT))
+    assert sent[-1] == "messages[2][0]"
+    summary = [*previous, user("<summary request>")]
+    extend = CallOptions(session_id="s1", cache="extend")
+    params = build_request(MODEL, context(summary), extend)
+    assert [b["type"] for b in params["messages"][2]["content"]] == ["tool_result", "text"]
+    assert cache_marks(params) == ["tools[2]", "system[0]", "messages[2][0]"]
+    # The same request with "read" would leave the previous step's result unread.
+    read = cache_marks(build_request(MODEL, context(summary), CallOptions(cache="read")))
+    assert read[-1] == "messages[0][0]"
 
 
 def test_without_tools_there_are_two_breakpoints() -> None:
@@ -135,7 +151,7 @@ def test_never_more_than_four_breakpoints() -> None:
         (CallOptions(cache_retention="short"), {"type": "ephemeral"}),
         (CallOptions(cache_retention="long"), {"type": "ephemeral", "ttl": "1h"}),
         (CallOptions(cache_retention="none"), None),
-        (CallOptions(cache_retention="long", cache_breakpoints=False), None),
+        (CallOptions(cache_retention="long", cache="none"), None),
     ],
 )
 def test_retention_modes(options: CallOptions, mark: dict[str, str] | None) -> None:

@@ -58,7 +58,7 @@ def test_long_retention_asks_for_extended_caching(build: object) -> None:
     "options",
     [
         CallOptions(session_id="s", cache_retention="none"),
-        CallOptions(session_id="s", cache_breakpoints=False),
+        CallOptions(session_id="s", cache="none"),
     ],
 )
 def test_no_caching_sends_no_cache_fields(build: object, options: CallOptions) -> None:
@@ -94,7 +94,7 @@ def test_gpt_5_6_and_later_get_prompt_cache_options_never_retention(
     "options",
     [
         CallOptions(session_id="s", cache_retention="none"),
-        CallOptions(session_id="s", cache_breakpoints=False),
+        CallOptions(session_id="s", cache="none"),
     ],
 )
 def test_no_caching_on_a_model_that_bills_writes_turns_caching_off(
