@@ -269,8 +269,9 @@ def shown_lines(earlier: EarlierOutput) -> tuple[int, list[str]] | None:
 def fold_repeats(lines: list[str], first: int) -> list[str]:
     """`lines` (lines `first`, `first + 1`, ... of a file) with each run of at least
     MIN_REPEAT_LINES lines and MIN_REPEAT_CHARS characters that repeats a run shown above it in
-    full replaced by one note naming both, the longest such run first. A page with a line that
-    reads like such a note is left as it is, so that every folded page unfolds exactly."""
+    full replaced by one note naming both (at each place, the longest run that repeats). A page
+    with a line that reads like such a note is left as it is, so that every folded page unfolds
+    exactly."""
     if len(lines) < 2 * MIN_REPEAT_LINES or any(_REPEAT_NOTE.fullmatch(x) for x in lines):
         return lines
     out: list[str] = []
