@@ -8,17 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, TypeAlias, cast
+from typing import Any, Literal, TypeAlias, cast, get_args
 
 from agent_server.context.trigger import CompactionSettings, SummaryMode
 from agent_server.errors import ConfigError
 
 ProviderName: TypeAlias = Literal["anthropic", "openai-chat", "openai-responses", "sim"]
-PROVIDERS: tuple[str, ...] = ("anthropic", "openai-chat", "openai-responses", "sim")
+PROVIDERS: tuple[str, ...] = get_args(ProviderName)
 # "auto": short, or long while the editor says the user is idle (agent/userIdle) and for a
 # turn whose prompt came after the cache had expired (the session's retention_for_call).
 CacheRetentionName: TypeAlias = Literal["none", "short", "long", "auto"]
-CACHE_RETENTIONS: tuple[str, ...] = ("none", "short", "long", "auto")
+CACHE_RETENTIONS: tuple[str, ...] = get_args(CacheRetentionName)
 PermissionModeName: TypeAlias = Literal["ask", "allowReads", "allowAll"]
 SandboxModeName: TypeAlias = Literal["auto", "always", "off"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, get_args
 
 StopReason: TypeAlias = Literal[
     "stop",  # the model finished its answer
@@ -25,9 +25,7 @@ StopReason: TypeAlias = Literal[
     "error",  # the call failed; `error_message` says why
     "aborted",  # the user interrupted; the content is what arrived before
 ]
-STOP_REASONS: frozenset[str] = frozenset(
-    ("stop", "length", "toolUse", "contextOverflow", "pauseTurn", "refusal", "error", "aborted")
-)
+STOP_REASONS: frozenset[str] = frozenset(get_args(StopReason))
 
 
 # --- content blocks -------------------------------------------------------------------------

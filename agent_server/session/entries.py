@@ -15,7 +15,7 @@ import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, get_args
 
 from agent_server.errors import LedgerFormatError
 from agent_server.llm.messages import (
@@ -32,11 +32,9 @@ from agent_server.llm.stream import CacheRetention
 
 LEDGER_VERSION = 1
 
-CACHE_RETENTIONS: frozenset[str] = frozenset(("none", "short", "long"))
+CACHE_RETENTIONS: frozenset[str] = frozenset(get_args(CacheRetention))
 CompactionReason: TypeAlias = Literal["threshold", "overflow", "truncation", "manual", "idle"]
-COMPACTION_REASONS: frozenset[str] = frozenset(
-    ("threshold", "overflow", "truncation", "manual", "idle")
-)
+COMPACTION_REASONS: frozenset[str] = frozenset(get_args(CompactionReason))
 
 
 def utc_timestamp(moment: datetime | None = None) -> str:
@@ -230,7 +228,7 @@ class SystemPromptEntry:
 
 
 ToolListReason: TypeAlias = Literal["start", "accepted", "compaction"]
-TOOL_LIST_REASONS: frozenset[str] = frozenset(("start", "accepted", "compaction"))
+TOOL_LIST_REASONS: frozenset[str] = frozenset(get_args(ToolListReason))
 
 
 @dataclass(frozen=True, slots=True)
