@@ -12,7 +12,7 @@ logged again and again, a block of generated boilerplate) is shown once: later c
 one note, `[lines 116-136 repeat lines 25-45 above]`, from which the page can be rebuilt line
 for line (`unfold_repeats`). Only runs of at least MIN_REPEAT_LINES lines and
 MIN_REPEAT_CHARS characters are folded, so ordinary code reads as it is; on logs this is a
-third to a half of the page, paid for on every later request. The write and edit tools refuse
+quarter to a half of the page, paid for on every later request. The write and edit tools refuse
 content that copies such a note instead of the lines it stands for.
 """
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -107,16 +108,14 @@ async def _planned(
     content = str_arg(arguments, "content")
     shown = display_path(workspace, path)
     info = file_info(path, shown)
-    if info is None:
-        refuse_repeat_notes(content, None, shown)
-        return _Plan(path, shown, content, True, FileChange(shown, None, content))
-    if stat.S_ISDIR(info.st_mode):
-        raise ToolError(f"{shown} is a directory; give the path of a file inside it.")
-    check_hard_links(info, shown, hard_links_allowed)
-    try:
-        old = await ctx.files.read_text(path)
-    except (UnicodeDecodeError, OSError):
-        refuse_repeat_notes(content, None, shown)
-        return _Plan(path, shown, content, False, None)
+    old: str | None = None
+    if info is not None:
+        if stat.S_ISDIR(info.st_mode):
+            raise ToolError(f"{shown} is a directory; give the path of a file inside it.")
+        check_hard_links(info, shown, hard_links_allowed)
+        with contextlib.suppress(UnicodeDecodeError, OSError):  # binary or unreadable
+            old = await ctx.files.read_text(path)
     refuse_repeat_notes(content, old, shown)
-    return _Plan(path, shown, content, False, FileChange(shown, old, content))
+    created = info is None
+    change = FileChange(shown, old, content) if created or old is not None else None
+    return _Plan(path, shown, content, created, change)
