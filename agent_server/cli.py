@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, get_args
 
-from agent_server.agent.settings import PROVIDERS, PermissionModeName
+from agent_server.agent.settings import PermissionModeName
+from agent_server.llm.providers import PROVIDER_NAMES
 from agent_server.stderr_log import configure_logging
 
 
@@ -96,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _settings_flags(parser: argparse.ArgumentParser) -> None:
     """The flags that override the settings file (agent/config_file.py reads them)."""
-    parser.add_argument("--provider", choices=PROVIDERS)
+    parser.add_argument("--provider", choices=PROVIDER_NAMES)
     parser.add_argument("--model")
     parser.add_argument("--base-url")
     parser.add_argument("--api-key-env", help="the variable that holds the API key")

@@ -86,7 +86,7 @@ from agent_server.context.trigger import (
     should_compact,
 )
 from agent_server.errors import ContextOverflowError, PromptTooLargeError, ProviderError
-from agent_server.llm.cache_ttl import bills_cache_writes, cache_ttl, describe_seconds
+from agent_server.llm.cache_ttl import describe_seconds
 from agent_server.llm.cost import rewrite_cost
 from agent_server.llm.messages import (
     AssistantMessage,
@@ -99,6 +99,7 @@ from agent_server.llm.messages import (
     UserMessage,
 )
 from agent_server.llm.models import ModelInfo
+from agent_server.llm.providers import bills_cache_writes, cache_ttl
 from agent_server.llm.stream import CacheRetention, CacheUse
 from agent_server.session.entries import (
     CompactionDetails,

@@ -18,20 +18,9 @@ from typing import Any
 from agent_server.context.trigger import CompactionSettings, compaction_threshold
 from agent_server.llm.cost import call_cost
 from agent_server.llm.models import BUILTIN_MODELS, ModelInfo, ModelRegistry
+from agent_server.llm.providers import serves
 
-# Which model vendors each provider setting can call (the simulator serves its own; a models
-# file may add OpenAI-compatible local ones). The one table: pickers, switches, ACP's options.
-SERVED_VENDORS: dict[str, frozenset[str]] = {
-    "anthropic": frozenset({"anthropic"}),
-    "openai-chat": frozenset({"openai", "local"}),
-    "openai-responses": frozenset({"openai", "local"}),
-    "sim": frozenset({"sim"}),
-}
 _BUILTIN_IDS = frozenset(model.id for model in BUILTIN_MODELS)
-
-
-def serves(provider: str, model: ModelInfo) -> bool:
-    return model.vendor in SERVED_VENDORS.get(provider, frozenset())
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,17 +11,11 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
-from agent_server.agent.model_choice import serves
 from agent_server.agent.session import ModelSetup
 from agent_server.agent.settings import AgentSettings
 from agent_server.errors import UnknownModelError
-from agent_server.llm.models import (
-    DEFAULT_MODEL_BY_PROVIDER,
-    ModelInfo,
-    ModelRegistry,
-    load_models_file,
-)
-from agent_server.llm.providers import create_provider
+from agent_server.llm.models import ModelInfo, ModelRegistry, load_models_file
+from agent_server.llm.providers import API_KEYS, create_provider, provider_spec, serves
 from agent_server.llm.stream import Provider
 
 _sim_lock = threading.Lock()
@@ -58,7 +52,7 @@ def offered_models(settings: AgentSettings) -> list[ModelInfo]:
 def resolve_model(
     model_id: str | None, settings: AgentSettings, registry: ModelRegistry
 ) -> ModelInfo:
-    wanted = model_id or DEFAULT_MODEL_BY_PROVIDER[settings.provider]
+    wanted = model_id or provider_spec(settings.provider).default_model
     model = registry.get(wanted)
     if model is None:
         known = ", ".join(m.id for m in registry)
@@ -72,9 +66,11 @@ def resolve_model(
 def open_provider(
     settings: AgentSettings, model: ModelInfo, env: Mapping[str, str] | None = None
 ) -> Provider:
-    if settings.provider == "sim":
+    if provider_spec(settings.provider).key is None:
         # The simulator needs no key: the provider sends a placeholder, not a secret.
-        return create_provider("sim", base_url=settings.base_url or shared_simulator_url())
+        return create_provider(
+            settings.provider, base_url=settings.base_url or shared_simulator_url()
+        )
     return create_provider(
         settings.provider,
         base_url=settings.base_url or model.base_url,
@@ -101,5 +97,5 @@ def connect(settings: AgentSettings, env: Mapping[str, str] | None = None) -> Mo
 def secrets_of(settings: AgentSettings, env: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """The secret values a session must scrub from tool output."""
     env = env if env is not None else os.environ
-    names = {settings.key_variable, "ANTHROPIC_API_KEY", "OPENAI_API_KEY"}
+    names = {settings.key_variable, *(key.variable for key in API_KEYS)}
     return tuple(sorted(value for name in names if name and (value := env.get(name))))

@@ -58,7 +58,7 @@ from agent_server.agent.mcp.servers import McpServers
 from agent_server.agent.mcp.session_tools import AcceptOutcome, McpStatus, SessionTools
 from agent_server.agent.mentions import attach_mentions
 from agent_server.agent.model_call import CallAttempt, RetryPolicy, call_model
-from agent_server.agent.model_choice import SwitchCost, serves, switch_cost, switch_note
+from agent_server.agent.model_choice import SwitchCost, switch_cost, switch_note
 from agent_server.agent.permissions import AskCallback, PermissionGate, PermissionMode, parse_mode
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.tool_runner import ToolRunner, aborted_result
@@ -80,7 +80,6 @@ from agent_server.errors import (
     ProviderError,
     SessionBusyError,
 )
-from agent_server.llm.cache_ttl import cache_ttl
 from agent_server.llm.cost import SessionTotals
 from agent_server.llm.messages import (
     AssistantMessage,
@@ -95,6 +94,7 @@ from agent_server.llm.messages import (
     UserMessage,
 )
 from agent_server.llm.models import ModelInfo
+from agent_server.llm.providers import cache_ttl, serves
 from agent_server.llm.stream import (
     CacheRetention,
     CacheUse,

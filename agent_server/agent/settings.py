@@ -12,22 +12,14 @@ from typing import Any, Literal, TypeAlias, cast, get_args
 
 from agent_server.context.trigger import CompactionSettings, SummaryMode
 from agent_server.errors import ConfigError
+from agent_server.llm.providers import DEFAULT_PROVIDER, PROVIDER_NAMES, provider_spec
 
-ProviderName: TypeAlias = Literal["anthropic", "openai-chat", "openai-responses", "sim"]
-PROVIDERS: tuple[str, ...] = get_args(ProviderName)
 # "auto": short, or long while the editor says the user is idle (agent/userIdle) and for a
 # turn whose prompt came after the cache had expired (the session's retention_for_call).
 CacheRetentionName: TypeAlias = Literal["none", "short", "long", "auto"]
 CACHE_RETENTIONS: tuple[str, ...] = get_args(CacheRetentionName)
 PermissionModeName: TypeAlias = Literal["ask", "allowReads", "allowAll"]
 SandboxModeName: TypeAlias = Literal["auto", "always", "off"]
-
-DEFAULT_API_KEY_ENV: Mapping[str, str] = {
-    "anthropic": "ANTHROPIC_API_KEY",
-    "openai-chat": "OPENAI_API_KEY",
-    "openai-responses": "OPENAI_API_KEY",
-    "sim": "",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +47,7 @@ class McpOptions:
 
 @dataclass(frozen=True, slots=True)
 class AgentSettings:
-    provider: ProviderName = "anthropic"
+    provider: str = DEFAULT_PROVIDER  # a name of llm.providers.PROVIDERS
     model: str | None = None
     base_url: str | None = None
     api_key_env: str | None = None
@@ -71,7 +63,7 @@ class AgentSettings:
 
     @property
     def key_variable(self) -> str:
-        return self.api_key_env or DEFAULT_API_KEY_ENV[self.provider]
+        return self.api_key_env or provider_spec(self.provider).key_variable
 
     def with_overrides(self, **changes: Any) -> AgentSettings:
         return replace(self, **changes)
@@ -135,7 +127,7 @@ def settings_from_json(
         )
     return AgentSettings(
         mcp=_mcp_options(data.get("mcp"), settings.mcp),
-        provider=cast(ProviderName, reader.choice("provider", settings.provider, PROVIDERS)),
+        provider=reader.choice("provider", settings.provider, PROVIDER_NAMES),
         model=reader.optional_str("model", settings.model),
         base_url=reader.optional_str("baseUrl", settings.base_url),
         api_key_env=reader.optional_str("apiKeyEnv", settings.api_key_env),

@@ -19,7 +19,7 @@ from agent_server.agent.events import EventSink, ignore_events
 from agent_server.agent.mcp.config import McpServerConfig, default_user_file, load_server_configs
 from agent_server.agent.mcp.servers import McpServers
 from agent_server.agent.model_call import RetryPolicy
-from agent_server.agent.model_choice import ModelChoice, choices, serves
+from agent_server.agent.model_choice import ModelChoice, choices
 from agent_server.agent.model_setup import connect, model_registry, secrets_of
 from agent_server.agent.permissions import AskCallback
 from agent_server.agent.session import AgentSession, ModelSetup
@@ -28,8 +28,7 @@ from agent_server.agent.system_prompt import build_system_prompt
 from agent_server.agent.tools import default_tools
 from agent_server.agent.tools.sandbox import protect_server_process, sandbox_status
 from agent_server.errors import AgentServerError, SessionNotFoundError, UnknownModelError
-from agent_server.llm.models import DEFAULT_MODEL_BY_PROVIDER
-from agent_server.llm.providers import preload_sdks
+from agent_server.llm.providers import preload_sdks, provider_spec, serves
 from agent_server.session.ledger import Ledger
 from agent_server.session.store import SessionInfo, SessionStore, default_sessions_root
 
@@ -136,7 +135,7 @@ class WorkspaceAgent:
 
     def default_model(self) -> str:
         """The model a new session starts with."""
-        return self.settings.model or DEFAULT_MODEL_BY_PROVIDER[self.settings.provider]
+        return self.settings.model or provider_spec(self.settings.provider).default_model
 
     def create(
         self,

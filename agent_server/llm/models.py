@@ -207,14 +207,6 @@ BUILTIN_MODELS: tuple[ModelInfo, ...] = (
 BENCHMARK_CLAUDE_MODEL = "claude-haiku-4-5"
 BENCHMARK_GPT_MODEL = "gpt-5.5"
 
-DEFAULT_MODEL_BY_PROVIDER: Mapping[str, str] = {
-    "anthropic": "claude-sonnet-5-5",
-    "openai-chat": "gpt-5.5",
-    "openai-responses": "gpt-5.5",
-    "sim": "sim-small",
-}
-
-
 class ModelRegistry:
     """The built-in models plus the user's, looked up by id."""
 

@@ -3,23 +3,22 @@
  * stored API keys to the server's environment. Pure: no `vscode` import; the extension passes
  * a `WorkspaceConfiguration` (it has the same `get`).
  */
+import { DEFAULT_PROVIDER, KEY_FAMILIES, PROVIDER_KEYS, PROVIDERS, type KeyFamily } from '../protocol/providers';
 import type { AgentSettings } from '../protocol/types';
+
+export { PROVIDERS, type KeyFamily, type Provider } from '../protocol/providers';
 
 /** The extension's configuration section. */
 export const CONFIG_SECTION = 'agentServer';
 /** The section the server asks for in `workspace/configuration`. */
 export const SERVER_SECTION = 'agent';
 
-export const PROVIDERS = ['anthropic', 'openai-chat', 'openai-responses', 'sim'] as const;
-export type Provider = (typeof PROVIDERS)[number];
+/** The variable each stored key is handed to the server under. */
+export const DEFAULT_KEY_ENV = Object.fromEntries(
+  Object.entries(KEY_FAMILIES).map(([family, key]) => [family, key.variable]),
+) as Record<KeyFamily, string>;
 
-/** API key families: one stored secret each. */
-export type KeyFamily = 'anthropic' | 'openai';
-
-export const DEFAULT_KEY_ENV: Record<KeyFamily, string> = {
-  anthropic: 'ANTHROPIC_API_KEY',
-  openai: 'OPENAI_API_KEY',
-};
+const FAMILIES = Object.keys(KEY_FAMILIES) as KeyFamily[];
 
 /** Anything with WorkspaceConfiguration's `get(key)` (keys relative to `agentServer`). */
 export interface ConfigReader {
@@ -119,11 +118,10 @@ function expandHome(path: string): string {
   return path;
 }
 
-/** Which stored key a provider uses. `sim` needs none. */
+/** Which stored key a provider uses (unset: the default provider's). `sim` needs none. */
 export function keyFamilyOf(provider: string | undefined): KeyFamily | undefined {
-  if (provider === undefined || provider === 'anthropic') return 'anthropic';
-  if (provider === 'openai-chat' || provider === 'openai-responses') return 'openai';
-  return undefined;
+  const name = provider ?? DEFAULT_PROVIDER;
+  return (PROVIDER_KEYS as Record<string, KeyFamily | null>)[name] ?? undefined;
 }
 
 /** The environment variable the server reads the key from (settings `apiKeyEnv`, else the default). */
@@ -146,7 +144,7 @@ export function serverEnvironment(
 ): Record<string, string | undefined> {
   // MCP secrets first: an API key of the same name wins.
   const env: Record<string, string | undefined> = { ...base, ...mcpSecrets };
-  for (const family of ['anthropic', 'openai'] as const) {
+  for (const family of FAMILIES) {
     const key = keys[family];
     if (key) env[DEFAULT_KEY_ENV[family]] = key;
   }
@@ -160,7 +158,7 @@ export function serverEnvironment(
 /** For the output channel: the environment names that carry keys, never their values. */
 export function describeKeys(keys: Partial<Record<KeyFamily, string>>, settings: AgentSettings): string {
   const names: string[] = [];
-  for (const family of ['anthropic', 'openai'] as const) {
+  for (const family of FAMILIES) {
     if (keys[family]) names.push(DEFAULT_KEY_ENV[family]);
   }
   const family = keyFamilyOf(settings.provider);
