@@ -36,7 +36,7 @@ class _Update:
 
     __slots__ = ("session_id", "turn_id", "update")
 
-    def __init__(self, session_id: str, turn_id: str, update: dict[str, Any]) -> None:
+    def __init__(self, session_id: str, turn_id: str, update: Mapping[str, Any]) -> None:
         self.session_id = session_id
         self.turn_id = turn_id
         self.update = update
@@ -98,7 +98,7 @@ class Outbox:
     def notify(self, method: str, params: Any) -> None:
         self._put(frame({"jsonrpc": "2.0", "method": method, "params": params}))
 
-    def update(self, session_id: str, turn_id: str, update: dict[str, Any]) -> None:
+    def update(self, session_id: str, turn_id: str, update: Mapping[str, Any]) -> None:
         """An `agent/update`; its `seq` is given when it is encoded."""
         self._put(_Update(session_id, turn_id, update))
 
