@@ -11,7 +11,7 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
-from agent_server.agent.session import ModelSetup
+from agent_server.agent.session_config import ModelSetup
 from agent_server.agent.settings import AgentSettings
 from agent_server.errors import UnknownModelError
 from agent_server.llm.models import ModelInfo, ModelRegistry, load_models_file

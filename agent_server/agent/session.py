@@ -60,6 +60,11 @@ from agent_server.agent.mentions import attach_mentions
 from agent_server.agent.model_call import CallAttempt, RetryPolicy, call_model
 from agent_server.agent.model_choice import SwitchCost, switch_cost, switch_note
 from agent_server.agent.permissions import AskCallback, PermissionGate, PermissionMode, parse_mode
+from agent_server.agent.session_config import (
+    ModelSetup,
+    SessionConfig,
+    connection_changed,
+)
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.tool_runner import ToolRunner, aborted_result
 from agent_server.agent.tools import Tool, ToolContext
@@ -99,7 +104,6 @@ from agent_server.llm.stream import (
     CacheRetention,
     CacheUse,
     CallOptions,
-    Provider,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
@@ -156,15 +160,6 @@ class ModelSwitch:
     note: str
 
 
-@dataclass(frozen=True, slots=True)
-class ModelSetup:
-    """What a turn needs from the settings: the provider to call and the models to use."""
-
-    provider: Provider
-    model: ModelInfo
-    summary_model: ModelInfo
-
-
 class AgentSession:
     def __init__(
         self,
@@ -192,14 +187,9 @@ class AgentSession:
     ) -> None:
         self.ledger = ledger
         self.workspace = workspace
-        self.settings = settings
-        self._setup = setup
-        self._pending_settings: AgentSettings | None = None
-        # The workspace's settings as last given; the session's own choices (a model picked
-        # for it, a permission mode switched to) hold until the setting itself changes.
-        self._configured = configured or settings
-        self._own_model = settings.model if settings.model != self._configured.model else None
-        self._own_mode: PermissionMode | None = None
+        # The settings and models in force, the workspace's as last given, the session's own
+        # choices and the settings waiting for the next turn; the context manager reads it.
+        self.config = SessionConfig(settings, setup, configured)
         self._checkpoints = checkpoints
         self._private_dirs = private_dirs  # never listed as changed files (the sessions)
         self._reconnect = reconnect
@@ -226,14 +216,11 @@ class AgentSession:
             ledger=ledger,
             system_prompt=system_prompt,
             tools=self._tools,
-            model=setup.model,
-            summary_model=setup.summary_model,
-            settings=settings.compaction,
+            config=self.config,
             call=self._context_call,
             emit=self._emit,
             clock=clock,
             policy=policy,
-            api=setup.provider.api,
         )
         with contextlib.suppress(RuntimeError):  # no running loop: the first turn starts them
             asyncio.get_running_loop()
@@ -259,8 +246,17 @@ class AgentSession:
         return self.ledger.header.session_id
 
     @property
+    def settings(self) -> AgentSettings:
+        """The settings in force."""
+        return self.config.settings
+
+    @property
+    def _setup(self) -> ModelSetup:
+        return self.config.setup
+
+    @property
     def model(self) -> ModelInfo:
-        return self._setup.model
+        return self.config.model
 
     @property
     def system_prompt(self) -> str:
@@ -310,28 +306,14 @@ class AgentSession:
     def update_settings(self, settings: AgentSettings) -> None:
         """New settings, applied from the next turn. A model picked for this session and a
         permission mode switched to stay, unless the setting itself changed."""
-        previous, self._configured = self._configured, settings
-        if settings.model != previous.model or settings.provider != previous.provider:
-            self._own_model = None
-        if settings.permissions_mode != previous.permissions_mode:
-            self._own_mode = None
-        self._pending_settings = self._with_own_choices(settings)
-
-    def _with_own_choices(self, settings: AgentSettings) -> AgentSettings:
-        return settings.with_overrides(
-            model=self._own_model or settings.model,
-            permissions_mode=self._own_mode or settings.permissions_mode,
-        )
+        self.config.update(settings)
 
     def set_mode(self, mode: str) -> PermissionMode:
         """Switch the permission mode, at once (a running turn's next tool call already
         follows it); "always" answers given so far are kept."""
         checked = parse_mode(mode)
         self.gate.set_mode(checked)
-        self._own_mode = checked if checked != self._configured.permissions_mode else None
-        self.settings = self.settings.with_overrides(permissions_mode=checked)
-        if self._pending_settings is not None:
-            self._pending_settings = self._with_own_choices(self._configured)
+        self.config.choose_mode(checked)
         return checked
 
     async def switch_model(self, model_id: str) -> ModelSwitch:
@@ -363,15 +345,11 @@ class AgentSession:
                 settings=settings.compaction,
             )
             note = switch_note(old.model, setup.model, cost, retention)
-            self._setup, self.settings = setup, settings
-            self._own_model = model_id if model_id != self._configured.model else None
-            if self._pending_settings is not None:
-                self._pending_settings = self._with_own_choices(self._configured)
+            self.config.choose_model(settings, setup)
             entry_id = None
             if setup.model.id != old.model.id or setup.provider.api != old.provider.api:
                 entry_id = self.ledger.append_model_change(setup.provider.api, setup.model.id).id
                 self.ledger.sync()
-            self.context.configure(setup.model, setup.summary_model, settings.compaction)
             with contextlib.suppress(Exception):
                 await old.provider.aclose()
             return ModelSwitch(setup.model, entry_id, cost, note)
@@ -871,34 +849,19 @@ class AgentSession:
             self.ledger.append_title(first_line[:80])
 
     async def _apply_pending_settings(self) -> None:
-        settings = self._pending_settings
+        settings = self.config.take_pending()
         if settings is None:
             return
-        self._pending_settings = None
-        previous = self.settings
-        self.settings = settings
+        previous, self.config.settings = self.config.settings, settings
         self.gate.set_mode(settings.permissions_mode)
-        connection_changed = (
-            settings.provider != previous.provider
-            or settings.model != previous.model
-            or settings.base_url != previous.base_url
-            or settings.api_key_env != previous.api_key_env
-            or settings.compaction.model != previous.compaction.model
-        )
-        if connection_changed and self._reconnect is not None:
+        if connection_changed(previous, settings) and self._reconnect is not None:
             old = self._setup
-            self._setup = self._reconnect(settings)
-            if self._setup.model.id != old.model.id or self._setup.provider.api != old.provider.api:
-                self.ledger.append_model_change(self._setup.provider.api, self._setup.model.id)
-            if self._setup.provider is not old.provider:
+            new = self.config.setup = self._reconnect(settings)
+            if new.model.id != old.model.id or new.provider.api != old.provider.api:
+                self.ledger.append_model_change(new.provider.api, new.model.id)
+            if new.provider is not old.provider:
                 with contextlib.suppress(Exception):
                     await old.provider.aclose()
-        self.context.configure(
-            self._setup.model,
-            self._setup.summary_model,
-            settings.compaction,
-            self._setup.provider.api,
-        )
 
     def _on_external_change(self, path: str) -> None:
         self._emit(

@@ -22,7 +22,8 @@ from agent_server.agent.model_call import RetryPolicy
 from agent_server.agent.model_choice import ModelChoice, choices
 from agent_server.agent.model_setup import connect, model_registry, secrets_of
 from agent_server.agent.permissions import AskCallback
-from agent_server.agent.session import AgentSession, ModelSetup
+from agent_server.agent.session import AgentSession
+from agent_server.agent.session_config import ModelSetup
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.system_prompt import build_system_prompt
 from agent_server.agent.tools import default_tools
