@@ -25,6 +25,7 @@ test: lint typecheck test-python test-acp-node test-extension
 
 lint: $(STAMP)
 	$(BIN)/ruff check agent_server tests benchmarks
+	$(BIN)/python -m agent_server.lsp.typescript --check
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

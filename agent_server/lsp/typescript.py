@@ -1,25 +1,51 @@
-"""The extension's TypeScript, generated from the one Python description of each fact.
+"""What is generated from the one Python description of each fact, as Codex generates its
+app-server protocol's TypeScript from its Rust types.
 
-`python -m agent_server.lsp.typescript` (`make protocol`) writes the files below into
-client-vscode/src/protocol/; `--check` (run by the test suite, so by CI) fails when a
-committed file is not what the description gives. Nothing here runs in the server.
+`python -m agent_server.lsp.typescript` (`make protocol`) writes the files below; `--check`
+(and the test suite, so CI) fails when a committed one is not what the description gives.
+Nothing here runs in the server.
 
-- providers.ts: the `provider` setting's values and the API keys they read
-  (agent_server/llm/providers.py).
+- client-vscode/src/protocol/types.ts: the editor protocol (agent_server/protocol.py): an
+  interface per TypedDict (a field's docstring as its comment), a union per Literal or union
+  alias, the method names and error codes;
+- client-vscode/src/protocol/providers.ts: the `provider` setting's values and the API keys
+  they read (agent_server/llm/providers.py);
+- the method table of docs/protocol.md, between its two `protocol-table` markers.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import inspect
+import itertools
 import json
+import re
 import sys
-from collections.abc import Callable, Mapping
+import types
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import (
+    Any,
+    Literal,
+    NewType,
+    NotRequired,
+    Required,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+    is_typeddict,
+)
 
+from agent_server import protocol
 from agent_server.llm.providers import API_KEYS, DEFAULT_PROVIDER, PROVIDERS
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT_DIR = ROOT / "client-vscode" / "src" / "protocol"
+PROTOCOL_DOC = ROOT / "docs" / "protocol.md"
+TABLE_START = "<!-- protocol-table: generated from agent_server/protocol.py by `make protocol` -->"
+TABLE_END = "<!-- /protocol-table -->"
 
 
 def _header(source: str) -> str:
@@ -79,26 +105,235 @@ def providers_ts() -> str:
     return "\n".join(lines) + "\n"
 
 
+# --- types.ts ------------------------------------------------------------------------------
+
+
+def types_ts() -> str:
+    """client-vscode/src/protocol/types.ts."""
+    names = _aliases()
+    docs = _docs()
+    out = [
+        _header("agent_server/protocol.py"),
+        "/**",
+        " * Wire types of the agent-server editor protocol (docs/protocol.md). camelCase, exactly",
+        " * as sent. Nothing here depends on the `vscode` API; the webview bundle imports it too.",
+        " */",
+        "import type { Provider } from './providers';",
+    ]
+    for name, value in vars(protocol).items():
+        block = _declaration(name, value, names, docs)
+        if block:
+            out += ["", *block]
+    out += ["", "/** Error codes of docs/protocol.md. */", "export const ErrorCodes = {"]
+    out += [f"  {key}: {code}," for key, code in protocol.ERROR_CODES.items()]
+    out += ["} as const;", "", "/** Method names, one place. */", "export const Methods = {"]
+    seen: set[str] = set()
+    for method in protocol.METHODS:
+        if method.name not in seen:
+            seen.add(method.name)
+            out.append(f"  {_method_key(method.name)}: {_ts(method.name)},")
+    out.append("} as const;")
+    return "\n".join(out) + "\n"
+
+
+def _declaration(
+    name: str, value: Any, names: Mapping[Any, str], docs: Mapping[str, str]
+) -> list[str]:
+    if name.startswith("_"):
+        return []
+    doc = _comment(docs.get(name))
+    if is_typeddict(value):
+        if value.__name__ != name:
+            return [*doc, f"export type {name} = {value.__name__};"]
+        return [*doc, *_interface(value, names, docs)]
+    if get_origin(value) in (Literal, Union, types.UnionType):
+        return [*doc, f"export type {name} = {_type(value, names, top=name)};"]
+    return []
+
+
+def _interface(cls: Any, names: Mapping[Any, str], docs: Mapping[str, str]) -> list[str]:
+    bases = [b for b in getattr(cls, "__orig_bases__", ()) if is_typeddict(b)]
+    inherited = {key for base in bases for key in get_type_hints(base)}
+    hints = get_type_hints(cls, vars(protocol), include_extras=True)
+    own = [key for key in hints if key not in inherited]
+    if not own and not bases:
+        return [f"export type {cls.__name__} = Record<string, never>;"]
+    extends = f" extends {', '.join(b.__name__ for b in bases)}" if bases else ""
+    lines = [f"export interface {cls.__name__}{extends} {{"]
+    for key in own:
+        hint = hints[key]
+        optional = key in cls.__optional_keys__
+        if get_origin(hint) in (NotRequired, Required):
+            hint = get_args(hint)[0]
+        lines += ["  " + line for line in _comment(docs.get(f"{cls.__name__}.{key}"))]
+        mark = "?" if optional else ""
+        lines.append(f"  {_key(key)}{mark}: {_type(hint, names)};")
+    lines.append("}")
+    return lines
+
+
+def _type(hint: Any, names: Mapping[Any, str], top: str | None = None) -> str:
+    """The TypeScript for a protocol annotation; a named alias by its name."""
+    named = _named(hint, names)
+    if named is not None and named != top:
+        return named
+    origin = get_origin(hint)
+    if hint is Any:
+        return "unknown"
+    if hint is type(None) or hint is None:
+        return "null"
+    if isinstance(hint, NewType):
+        return "Provider" if hint is protocol.ProviderName else _type(hint.__supertype__, names)
+    if is_typeddict(hint):
+        return str(hint.__name__)
+    simple = {str: "string", int: "number", float: "number", bool: "boolean"}
+    if hint in simple:
+        return simple[hint]
+    if origin is Literal:
+        return " | ".join(_ts(value) for value in get_args(hint))
+    if origin in (Union, types.UnionType):
+        return " | ".join(_type(option, names) for option in get_args(hint))
+    if origin is list:
+        (item,) = get_args(hint)
+        inner = _type(item, names)
+        return f"({inner})[]" if " | " in inner else f"{inner}[]"
+    if origin is dict:
+        key, item = get_args(hint)
+        return f"Record<{_type(key, names)}, {_type(item, names)}>"
+    raise TypeError(f"no TypeScript for {hint!r}")
+
+
+def _named(hint: Any, names: Mapping[Any, str]) -> str | None:
+    try:
+        return names.get(hint)
+    except TypeError:  # unhashable
+        return None
+
+
+def _aliases() -> dict[Any, str]:
+    """Literal and union aliases of the protocol, by value (a field of that type is written
+    with the alias's name)."""
+    out: dict[Any, str] = {}
+    for name, value in vars(protocol).items():
+        if not name.startswith("_") and get_origin(value) in (Literal, Union, types.UnionType):
+            out.setdefault(value, name)
+    return out
+
+
+def _docs() -> dict[str, str]:
+    """The docstrings that follow a module-level alias ("Name") or a TypedDict field
+    ("Class.field") in protocol.py."""
+    tree = ast.parse(Path(inspect.getfile(protocol)).read_text(encoding="utf-8"))
+    out: dict[str, str] = {}
+    classes = [node for node in tree.body if isinstance(node, ast.ClassDef)]
+    for node in classes:
+        doc = ast.get_docstring(node)
+        if doc:
+            out[node.name] = doc
+    for owner, body in [("", tree.body)] + [(f"{node.name}.", node.body) for node in classes]:
+        for statement, after in itertools.pairwise(body):
+            target = _target(statement)
+            doc = _string(after)
+            if target is not None and doc is not None:
+                out[owner + target] = inspect.cleandoc(doc)
+    return out
+
+
+def _target(statement: ast.stmt) -> str | None:
+    if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+        return statement.target.id
+    if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+        target = statement.targets[0]
+        return target.id if isinstance(target, ast.Name) else None
+    return None
+
+
+def _string(statement: ast.stmt) -> str | None:
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+        value = statement.value.value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _comment(doc: str | None) -> list[str]:
+    if not doc:
+        return []
+    lines = doc.splitlines()
+    if len(lines) == 1:
+        return [f"/** {lines[0]} */"]
+    return ["/**", *[f" * {line}".rstrip() for line in lines], " */"]
+
+
+def _method_key(name: str) -> str:
+    """`agent/mcp/acceptTools` -> `mcpAcceptTools`."""
+    parts = name.removeprefix("agent/").split("/")
+    return parts[0] + "".join(part[:1].upper() + part[1:] for part in parts[1:])
+
+
+# --- the method table of docs/protocol.md -------------------------------------------------
+
+
+def method_table() -> str:
+    """The table of every method, between the markers."""
+    lines = [
+        TABLE_START,
+        "",
+        "| method | sent by | params | result | what for |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for method in protocol.METHODS:
+        result = "(notification)" if method.notification else _fields(method.result)
+        lines.append(
+            f"| `{method.name}` | {method.sender} | {_fields(method.params)} | {result} "
+            f"| {method.summary} |"
+        )
+    return "\n".join([*lines, "", TABLE_END])
+
+
+def _fields(cls: Any) -> str:
+    keys = [f"{key}?" if key in cls.__optional_keys__ else key for key in get_type_hints(cls)]
+    return "`{" + ", ".join(keys) + "}`"
+
+
+def protocol_doc() -> str:
+    """docs/protocol.md with its method table as the description gives it."""
+    text = PROTOCOL_DOC.read_text(encoding="utf-8")
+    pattern = re.compile(re.escape(TABLE_START) + ".*?" + re.escape(TABLE_END), re.DOTALL)
+    if not pattern.search(text):
+        raise ValueError(f"{PROTOCOL_DOC} has no {TABLE_START} ... {TABLE_END} markers")
+    return pattern.sub(lambda _match: method_table(), text, count=1)
+
+
+# --- the files ------------------------------------------------------------------------------
+
 GENERATED: Mapping[str, Callable[[], str]] = {
+    "types.ts": types_ts,
     "providers.ts": providers_ts,
 }
 
 
-def stale(out_dir: Path = OUT_DIR) -> list[str]:
-    """The generated files whose committed text differs from what the description gives."""
-    out = []
+def _targets(out_dir: Path, doc: Path | None) -> Iterator[tuple[str, Path, Callable[[], str]]]:
     for name, render in GENERATED.items():
-        path = out_dir / name
-        if not path.is_file() or path.read_text(encoding="utf-8") != render():
-            out.append(name)
-    return out
+        yield name, out_dir / name, render
+    if doc is not None:
+        yield "protocol.md", doc, protocol_doc
 
 
-def write(out_dir: Path = OUT_DIR) -> list[str]:
+def stale(out_dir: Path = OUT_DIR, doc: Path | None = PROTOCOL_DOC) -> list[str]:
+    """The generated files whose committed text differs from what the description gives."""
+    return [
+        name
+        for name, path, render in _targets(out_dir, doc)
+        if not path.is_file() or path.read_text(encoding="utf-8") != render()
+    ]
+
+
+def write(out_dir: Path = OUT_DIR, doc: Path | None = PROTOCOL_DOC) -> list[str]:
     """Writes every generated file; the names of those that changed."""
-    changed = stale(out_dir)
-    for name in changed:
-        (out_dir / name).write_text(GENERATED[name](), encoding="utf-8")
+    changed = stale(out_dir, doc)
+    for name, path, render in _targets(out_dir, doc):
+        if name in changed:
+            path.write_text(render(), encoding="utf-8")
     return changed
 
 
@@ -111,13 +346,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         outdated = stale()
         for name in outdated:
-            print(
-                f"client-vscode/src/protocol/{name} is out of date: run `make protocol`",
-                file=sys.stderr,
-            )
+            print(f"{name} is out of date: run `make protocol`", file=sys.stderr)
         return 1 if outdated else 0
     for name in write():
-        print(f"wrote client-vscode/src/protocol/{name}")
+        print(f"wrote {name}")
     return 0
 
 

@@ -4,8 +4,10 @@ extension's settings offer exactly the providers the server knows."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
+from agent_server import protocol
 from agent_server.llm.providers import DEFAULT_PROVIDER, PROVIDERS
 from agent_server.lsp import typescript
 
@@ -17,11 +19,14 @@ def test_generated_files_are_current() -> None:
 
 
 def test_a_changed_description_is_caught(tmp_path: Path) -> None:
+    doc = tmp_path / "protocol.md"
+    doc.write_text(typescript.protocol_doc().replace("agent/turn", "agent/turns", 1))
     for name, render in typescript.GENERATED.items():
-        (tmp_path / name).write_text(render().replace("anthropic", "anthropik", 1))
-    assert typescript.stale(tmp_path) == sorted(typescript.GENERATED)
-    assert typescript.write(tmp_path) == sorted(typescript.GENERATED)
-    assert typescript.stale(tmp_path) == []
+        (tmp_path / name).write_text(render() + "// edited by hand\n")
+    everything = [*typescript.GENERATED, "protocol.md"]
+    assert typescript.stale(tmp_path, doc) == everything
+    assert typescript.write(tmp_path, doc) == everything
+    assert typescript.stale(tmp_path, doc) == []
 
 
 def test_the_provider_setting_offers_the_registered_providers() -> None:
@@ -31,3 +36,9 @@ def test_the_provider_setting_offers_the_registered_providers() -> None:
     assert setting["enum"] == list(PROVIDERS)
     assert setting["enumDescriptions"] == [spec.description for spec in PROVIDERS.values()]
     assert setting["default"] == DEFAULT_PROVIDER
+
+
+def test_every_method_has_its_section_in_the_protocol_doc() -> None:
+    text = typescript.PROTOCOL_DOC.read_text()
+    documented = set(re.findall(r"^### `(agent/[^`]+)`", text, re.MULTILINE))
+    assert documented == {method.name for method in protocol.METHODS}
