@@ -10,9 +10,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
-from agent_server.agent.settings import PermissionModeName
+from agent_server.agent.settings import PERMISSION_MODES
 from agent_server.llm.providers import PROVIDER_NAMES
 from agent_server.stderr_log import configure_logging
 
@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _settings_flags(acp)
     acp.add_argument(
-        "--mode", choices=get_args(PermissionModeName), help="the permission mode sessions start in"
+        "--mode", choices=PERMISSION_MODES, help="the permission mode sessions start in"
     )
 
     chat = commands.add_parser("chat", help="talk to the agent in this terminal")

@@ -33,6 +33,8 @@ PermissionOptionKind: TypeAlias = Literal[
 ]
 RestoreChoice: TypeAlias = Literal["conversation", "files", "both"]
 """What a rewind puts back."""
+FileAction: TypeAlias = Literal["restore", "delete"]
+"""What a restore does to a file: put it back, or delete it (it did not exist then)."""
 ToolKind: TypeAlias = Literal["read", "edit", "search", "execute", "other"]
 """The Agent Client Protocol's tool kinds; the editor picks an icon by it."""
 ToolCallStatus: TypeAlias = Literal["pending", "in_progress", "completed", "failed"]
@@ -43,6 +45,11 @@ TurnStopReason: TypeAlias = Literal[
 ]
 CompactionEnd: TypeAlias = Literal["completed", "failed", "cancelled"]
 CompactionStatus: TypeAlias = Literal["started", CompactionEnd]
+OverflowKind: TypeAlias = Literal["truncated", "rejected", "estimated"]
+"""truncated: the last answer was cut off by the window; rejected: the provider refused the
+request as too long; estimated: not sent, its estimate over the window or holding one
+already rejected."""
+OverflowAction: TypeAlias = Literal["compacting", "retrying", "gaveUp"]
 McpServerState: TypeAlias = Literal["starting", "ready", "failed", "stopped"]
 McpTransport: TypeAlias = Literal["stdio", "http", "sse"]
 CacheRetentionSetting: TypeAlias = Literal["none", "short", "long", "auto"]
@@ -230,7 +237,7 @@ class RestoredFile(TypedDict):
     """What a restore did to one file: put back, or deleted (it did not exist at that point)."""
 
     path: str
-    action: Literal["restore", "delete"]
+    action: FileAction
 
 
 class FileRestoreMarker(TypedDict):
@@ -476,7 +483,7 @@ class RewindPreviewParams(TypedDict):
 
 class PlannedFile(TypedDict):
     path: str
-    action: Literal["restore", "delete"]
+    action: FileAction
     changedSince: bool
     """Edited after the agent's change too: restoring discards that."""
 
@@ -630,8 +637,8 @@ class CompactionParams(TypedDict):
 class OverflowParams(TypedDict):
     sessionId: str
     turnId: str
-    kind: Literal["truncated", "rejected", "estimated"]
-    action: Literal["compacting", "retrying", "gaveUp"]
+    kind: OverflowKind
+    action: OverflowAction
     message: str
 
 
@@ -760,12 +767,15 @@ ERROR_CODES: dict[str, int] = {
 # --- the methods -----------------------------------------------------------------------------
 
 
+Sender: TypeAlias = Literal["client", "server"]
+
+
 @dataclass(frozen=True, slots=True)
 class Method:
     """One method: who sends it, its params and its result (None: a notification)."""
 
     name: str
-    sender: Literal["client", "server"]
+    sender: Sender
     params: Any
     result: Any
     summary: str
@@ -778,8 +788,7 @@ class Method:
 METHODS: list[Method] = []
 
 
-def _method(name: str, sender: Literal["client", "server"], params: Any, result: Any,
-            summary: str) -> Method:
+def _method(name: str, sender: Sender, params: Any, result: Any, summary: str) -> Method:
     method = Method(name, sender, params, result, summary)
     METHODS.append(method)
     return method

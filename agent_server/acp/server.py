@@ -102,7 +102,7 @@ def invalid_params(message: str) -> RequestError:
     return RequestError(-32602, message)
 
 
-class Outbox:
+class UpdateQueue:
     """Session updates in the order the agent made them, sent one at a time.
 
     Agent events arrive synchronously; the SDK sends asynchronously. A request handler that
@@ -156,7 +156,7 @@ class AcpAgent:
     def __init__(self, settings: AgentSettings) -> None:
         self._settings = settings
         self._client: Client | None = None
-        self._outbox: Outbox | None = None
+        self._outbox: UpdateQueue | None = None
         self._capabilities = ClientCapabilities()
         self._workspaces: dict[Path, WorkspaceAgent] = {}
         self._sessions: dict[str, AcpSession] = {}
@@ -165,7 +165,7 @@ class AcpAgent:
 
     def on_connect(self, conn: Client) -> None:
         self._client = conn
-        self._outbox = Outbox(conn)
+        self._outbox = UpdateQueue(conn)
 
     @property
     def client(self) -> Client:
@@ -174,7 +174,7 @@ class AcpAgent:
         return self._client
 
     @property
-    def outbox(self) -> Outbox:
+    def outbox(self) -> UpdateQueue:
         if self._outbox is None:
             raise RuntimeError("the ACP connection is not open")
         return self._outbox

@@ -64,7 +64,9 @@ from agent_server.context.estimate import (
 from agent_server.context.projection import Projection, project
 from agent_server.context.summary_prompt import (
     SUMMARY_OUTPUT_TOKENS,
+    CallFiles,
     extract_file_operations,
+    no_files,
 )
 from agent_server.context.trigger import (
     CompactionSettings,
@@ -105,6 +107,8 @@ from agent_server.session.ledger import Ledger
 log = logging.getLogger(__name__)
 
 Outcome = Literal["compacted", "noop", "failed", "cancelled"]
+# How an overflow was found: the provider rejected the request, or its estimate was too large.
+Rejection = Literal["rejected", "estimated"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,6 +240,7 @@ class ContextManager:
         emit: EventSink,
         clock: Callable[[], float] = time.time,
         policy: ContextPolicy | None = None,
+        files_of: CallFiles = no_files,
     ) -> None:
         self.ledger = ledger
         self.system_prompt = system_prompt
@@ -243,6 +248,7 @@ class ContextManager:
         self._tools: ToolListSource = FixedTools(tools) if isinstance(tools, tuple) else tools
         self.config = config
         self.policy: ContextPolicy = policy or CompactNearWindow()
+        self._files_of = files_of  # what a tool call reads or writes, as its tool declares
         self.summaries = Summaries(
             call=call,
             config=config,
@@ -393,7 +399,7 @@ class ContextManager:
         of the same prompt, compaction off, or a compaction that did not make it fit.
         """
         turn_id = self.turn_id or ""
-        kind: Literal["rejected", "estimated"] = "rejected" if rejected else "estimated"
+        kind: Rejection = "rejected" if rejected else "estimated"
         if rejected and view.entries:
             self._rejected = (self.model.id, view)
         if self._recovered or not self.settings.enabled:
@@ -420,7 +426,7 @@ class ContextManager:
         raise self._give_up(turn_id, kind, after)
 
     def _give_up(
-        self, turn_id: str, kind: Literal["rejected", "estimated"], view: ContextView
+        self, turn_id: str, kind: Rejection, view: ContextView
     ) -> ContextOverflowError:
         message = self.gave_up_message(view)
         self._emit(OverflowHappened(turn_id, kind, "gaveUp", message))
@@ -482,6 +488,7 @@ class ContextManager:
         details = extract_file_operations(
             [*cut.summarize_messages, *cut.turn_prefix_messages],
             previous.details if previous is not None else None,
+            self._files_of,
         )
         spent: list[Usage] = []
         try:

@@ -27,14 +27,12 @@ from agent_server.agent.tools.base import Tool, ToolResult
 from agent_server.agent.tools.diff import FileChange
 from agent_server.errors import ConfigError
 from agent_server.llm.messages import ToolCall
+from agent_server.protocol import PermissionMode as PermissionMode
+from agent_server.protocol import PermissionOptionKind
 
-PermissionMode: TypeAlias = Literal["ask", "allowReads", "allowAll"]
 PERMISSION_MODES: tuple[str, ...] = get_args(PermissionMode)
 DEFAULT_MODE: PermissionMode = "allowReads"
 
-PermissionOptionKind: TypeAlias = Literal[
-    "allow_once", "allow_always", "reject_once", "reject_always"
-]
 
 # How a decision was reached (for logs, the editor, and the wording of a denial).
 DecisionBasis: TypeAlias = Literal[

@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import get_args
 
 from agent_server.agent.checkpoints import NOTE_KIND as RESTORE_NOTE
 from agent_server.agent.checkpoints import (
@@ -108,6 +108,7 @@ from agent_server.llm.stream import (
     TextDelta,
     ThinkingDelta,
 )
+from agent_server.protocol import RestoreChoice as RestoreChoice
 from agent_server.session.entries import Entry, FileVersion, MessageEntry
 from agent_server.session.index import usage_of
 from agent_server.session.ledger import Ledger
@@ -130,8 +131,7 @@ class TurnResult:
     calls: int = 0
 
 
-RestoreChoice = Literal["conversation", "files", "both"]
-RESTORE_CHOICES: tuple[str, ...] = ("conversation", "files", "both")
+RESTORE_CHOICES: tuple[str, ...] = get_args(RestoreChoice)
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +221,7 @@ class AgentSession:
             emit=self._emit,
             clock=clock,
             policy=policy,
+            files_of=self._files_of,
         )
         with contextlib.suppress(RuntimeError):  # no running loop: the first turn starts them
             asyncio.get_running_loop()
@@ -805,10 +806,14 @@ class AgentSession:
             confinement=self.confinement,
         )
 
-    def _paths_of(self, call: ToolCall) -> tuple[str, ...]:
-        """The files a tool call reads or writes, as its tool says."""
+    def _files_of(self, call: ToolCall) -> tuple[str, tuple[str, ...]]:
+        """The kind of a tool call's tool and the files the call reads or writes, as its
+        tool says."""
         tool = self._runner.tool(call.name)
-        return tool.paths(call.arguments) if tool is not None else ()
+        return (tool.kind, tool.paths(call.arguments)) if tool is not None else ("other", ())
+
+    def _paths_of(self, call: ToolCall) -> tuple[str, ...]:
+        return self._files_of(call)[1]
 
     def _append_note_of_changes(self) -> None:
         """Files the agent knows that changed behind its back, as a note for the model."""

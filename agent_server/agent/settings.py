@@ -8,18 +8,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, TypeAlias, cast, get_args
+from typing import Any, TypeAlias, cast, get_args
 
 from agent_server.context.trigger import CompactionSettings, SummaryMode
 from agent_server.errors import ConfigError
 from agent_server.llm.providers import DEFAULT_PROVIDER, PROVIDER_NAMES, provider_spec
+from agent_server.protocol import CacheRetentionSetting, PermissionMode, SandboxMode
 
 # "auto": short, or long while the editor says the user is idle (agent/userIdle) and for a
 # turn whose prompt came after the cache had expired (the session's retention_for_call).
-CacheRetentionName: TypeAlias = Literal["none", "short", "long", "auto"]
-CACHE_RETENTIONS: tuple[str, ...] = get_args(CacheRetentionName)
-PermissionModeName: TypeAlias = Literal["ask", "allowReads", "allowAll"]
-SandboxModeName: TypeAlias = Literal["auto", "always", "off"]
+CacheRetentionName: TypeAlias = CacheRetentionSetting
+CACHE_RETENTIONS: tuple[str, ...] = get_args(CacheRetentionSetting)
+PERMISSION_MODES: tuple[str, ...] = get_args(PermissionMode)
+SANDBOX_MODES: tuple[str, ...] = get_args(SandboxMode)
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +30,7 @@ class ToolOptions:
     env_pass: tuple[str, ...] = ()
     # When bash runs in the sandbox: "auto" (when permissions.mode is allowAll), "always",
     # "off" (agent/tools/sandbox.py).
-    sandbox: SandboxModeName = "auto"
+    sandbox: SandboxMode = "auto"
     network: bool = False  # whether sandboxed commands may use the network
 
 
@@ -53,7 +54,7 @@ class AgentSettings:
     api_key_env: str | None = None
     cache_retention: CacheRetentionName = "short"
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
-    permissions_mode: PermissionModeName = "allowReads"
+    permissions_mode: PermissionMode = "allowReads"
     sessions_dir: str | None = None
     models_file: str | None = None
     max_steps: int = 200  # model calls in one turn before it stops with max_turn_requests
@@ -101,10 +102,8 @@ def settings_from_json(
         if not isinstance(permissions, Mapping):
             raise ConfigError("setting 'permissions' must be an object")
         mode = cast(
-            PermissionModeName,
-            _Reader(permissions, "permissions.").choice(
-                "mode", mode, ("ask", "allowReads", "allowAll")
-            ),
+            PermissionMode,
+            _Reader(permissions, "permissions.").choice("mode", mode, PERMISSION_MODES),
         )
     tools = settings.tools
     tools_data = data.get("tools")
@@ -120,9 +119,7 @@ def settings_from_json(
             env_pass = _Reader(env_data, "tools.env.").names("pass", env_pass)
         tools = ToolOptions(
             env_pass=env_pass,
-            sandbox=cast(
-                SandboxModeName, sub.choice("sandbox", tools.sandbox, ("auto", "always", "off"))
-            ),
+            sandbox=cast(SandboxMode, sub.choice("sandbox", tools.sandbox, SANDBOX_MODES)),
             network=sub.boolean("network", tools.network),
         )
     return AgentSettings(

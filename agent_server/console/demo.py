@@ -23,6 +23,7 @@ from pygls.lsp.client import LanguageClient
 from rich.console import Console
 from rich.table import Table
 
+from agent_server import protocol
 from agent_server.console.render import TranscriptPrinter, format_tokens, shown
 from agent_server.llm.cost import call_cost, uncached_cost
 from agent_server.llm.messages import Usage
@@ -113,12 +114,12 @@ class DemoClient:
             pass
 
         handlers: dict[str, Callable[..., Any]] = {
-            "agent/update": on_update,
-            "agent/usage": on_usage,
-            "agent/compaction": on_compaction,
-            "agent/overflow": on_overflow,
-            "agent/context": on_log,  # each decision is in the usage meter already
-            "agent/requestPermission": on_permission,
+            protocol.UPDATE.name: on_update,
+            protocol.USAGE_CHANGED.name: on_usage,
+            protocol.COMPACTION.name: on_compaction,
+            protocol.OVERFLOW.name: on_overflow,
+            protocol.CONTEXT.name: on_log,  # each decision is in the usage meter already
+            protocol.REQUEST_PERMISSION.name: on_permission,
             types.WINDOW_LOG_MESSAGE: on_log,
         }
         for method, handler in handlers.items():
@@ -170,13 +171,13 @@ async def run_demo(
             )
             demo.client.initialized(types.InitializedParams())
             created = await demo.request(
-                "agent/session/new", {"workspaceUri": workspace.as_uri(), "title": "demo"}
+                protocol.SESSION_NEW.name, {"workspaceUri": workspace.as_uri(), "title": "demo"}
             )
             session_id = created["sessionId"]
             for prompt in prompts:
                 printer.prompt(prompt)
                 result = await demo.request(
-                    "agent/turn", {"sessionId": session_id, "prompt": prompt}
+                    protocol.TURN.name, {"sessionId": session_id, "prompt": prompt}
                 )
                 printer.turn_ended(result)
             await demo.client.shutdown_async(None)

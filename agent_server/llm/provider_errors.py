@@ -35,6 +35,7 @@ from agent_server.errors import (
 )
 from agent_server.llm.messages import AssistantMessage
 from agent_server.llm.overflow import (
+    ERROR_CODE_ATTRIBUTES,
     ErrorFacts,
     error_facts,
     facts_say_overflow,
@@ -444,7 +445,7 @@ def _in_variable(where: ErrorContext) -> str:
 
 def _error_type(exc: BaseException, codes: frozenset[str]) -> str | None:
     """The most specific code the provider gave: a stable error code, else the error type."""
-    for attribute in ("error_code", "code", "type"):
+    for attribute in ERROR_CODE_ATTRIBUTES:  # the most specific first
         value = getattr(exc, attribute, None)
         if isinstance(value, str) and value and value != "error":
             return value

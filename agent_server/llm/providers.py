@@ -106,6 +106,10 @@ class ProviderSpec:
         return model.vendor in self.vendors
 
 
+# OpenAI's models, and the user's on OpenAI-compatible servers (a models file).
+OPENAI_COMPATIBLE: frozenset[Vendor] = frozenset({"openai", "local"})
+
+
 def _table(*specs: ProviderSpec) -> Mapping[str, ProviderSpec]:
     return {spec.name: spec for spec in specs}
 
@@ -123,7 +127,7 @@ PROVIDERS: Mapping[str, ProviderSpec] = _table(
         "openai-chat",
         OPENAI_CHAT,
         OPENAI_KEY,
-        frozenset({"openai", "local"}),
+        OPENAI_COMPATIBLE,
         "gpt-5.5",
         "OpenAI Chat Completions, or any OpenAI-compatible server",
     ),
@@ -131,7 +135,7 @@ PROVIDERS: Mapping[str, ProviderSpec] = _table(
         "openai-responses",
         OPENAI_RESPONSES,
         OPENAI_KEY,
-        frozenset({"openai", "local"}),
+        OPENAI_COMPATIBLE,
         "gpt-5.5",
         "OpenAI Responses API",
     ),

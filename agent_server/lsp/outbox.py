@@ -25,7 +25,9 @@ import threading
 from collections.abc import Mapping
 from typing import Any, BinaryIO
 
-CHUNK_KINDS = frozenset(("messageChunk", "thoughtChunk"))
+from agent_server import protocol
+from agent_server.agent.transcript import CHUNK_KINDS
+
 # A message sent after a quiet spell goes out at the end of the loop's turn; in a burst, what
 # arrives within this many seconds of the last write goes out together with the next one.
 WRITE_INTERVAL = 0.002
@@ -168,7 +170,7 @@ class Outbox:
                 "seq": seq,
                 "update": item.update,
             }
-            out += frame({"jsonrpc": "2.0", "method": "agent/update", "params": params})
+            out += frame({"jsonrpc": "2.0", "method": protocol.UPDATE.name, "params": params})
 
     def _send(self, block: bool = False) -> None:
         """Encode what is queued and write as much as the pipe takes."""

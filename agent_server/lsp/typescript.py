@@ -146,7 +146,15 @@ def _declaration(
         if value.__name__ != name:
             return [*doc, f"export type {name} = {value.__name__};"]
         return [*doc, *_interface(value, names, docs)]
-    if get_origin(value) in (Literal, Union, types.UnionType):
+    if get_origin(value) is Literal:
+        # The values too, for the extension to check a setting against (`<Name>Values`).
+        values = _ts(list(get_args(value)))
+        return [
+            *doc,
+            f"export const {name}Values = {values} as const;",
+            f"export type {name} = (typeof {name}Values)[number];",
+        ]
+    if get_origin(value) in (Union, types.UnionType):
         return [*doc, f"export type {name} = {_type(value, names, top=name)};"]
     return []
 

@@ -41,6 +41,7 @@ from agent_server.errors import (
     SessionNotFoundError,
 )
 from agent_server.llm.messages import (
+    IMAGE_TYPES,
     ImageContent,
     TextContent,
     Usage,
@@ -59,7 +60,6 @@ UNKNOWN_WORKSPACE = -33003
 UNKNOWN_ENTRY = -33004
 SESSION_LOCKED = -33005
 CONFIG_ERROR = -33010
-IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 MAX_PROMPT_CHARS = 2_000_000
 DEFAULT_PAGE = 100  # transcript entries per page unless the editor asks otherwise
 MAX_PAGE = 1000

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, get_args
 
 from agent_server.errors import (
     EntryNotFoundError,
@@ -999,5 +999,5 @@ def _fsync_dir(directory: Path) -> None:
 
 
 def _check_fsync(mode: str) -> None:
-    if mode not in ("turn", "always", "never"):
+    if mode not in get_args(FsyncMode):
         raise SessionError(f"fsync must be 'turn', 'always' or 'never', not {mode!r}")

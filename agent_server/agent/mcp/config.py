@@ -27,11 +27,11 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, TypeAlias
+from typing import Any
 
 import platformdirs
 
-McpTransport: TypeAlias = Literal["stdio", "http", "sse"]
+from agent_server.protocol import McpTransport as McpTransport
 
 WORKSPACE_FILE = ".mcp.json"
 _TYPES: Mapping[str, McpTransport] = {

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from agent_server.agent.mcp.config import McpServerConfig, McpTransport
 from agent_server.agent.mcp.tool_list import ServerTool
+from agent_server.protocol import McpServerState
 
 if TYPE_CHECKING:  # the SDK takes seconds to import: only sessions with servers load it
     import mcp_types
@@ -24,7 +25,7 @@ if TYPE_CHECKING:  # the SDK takes seconds to import: only sessions with servers
 
 log = logging.getLogger(__name__)
 
-ServerState: TypeAlias = Literal["starting", "ready", "failed", "stopped"]
+ServerState: TypeAlias = McpServerState
 ConnectMode: TypeAlias = Literal["auto", "legacy"]
 
 DEFAULT_STARTUP_TIMEOUT = 30.0

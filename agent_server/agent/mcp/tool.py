@@ -23,9 +23,8 @@ from mcp import MCPError
 from agent_server.agent.mcp.servers import McpServers, McpUnavailableError
 from agent_server.agent.tools.base import ToolContext, ToolKind, ToolResult, display_arg
 from agent_server.agent.tools.output import bound_output
-from agent_server.llm.messages import ImageContent, TextContent, ToolSpec
+from agent_server.llm.messages import IMAGE_TYPES, ImageContent, TextContent, ToolSpec
 
-IMAGE_TYPES = frozenset(("image/png", "image/jpeg", "image/gif", "image/webp"))
 MAX_IMAGE_BYTES = 5 * 1024 * 1024  # Anthropic's limit for one image
 MAX_IMAGES = 8
 

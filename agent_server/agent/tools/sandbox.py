@@ -37,12 +37,13 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, get_args
+
+from agent_server.protocol import SandboxMode as SandboxMode
 
 log = logging.getLogger(__name__)
 
-SandboxMode: TypeAlias = Literal["auto", "always", "off"]
-SANDBOX_MODES: tuple[str, ...] = ("auto", "always", "off")
+SANDBOX_MODES: tuple[str, ...] = get_args(SandboxMode)
 
 _PR_SET_DUMPABLE = 4
 _PR_CAPBSET_DROP = 24

@@ -7,50 +7,84 @@
  */
 import type { Provider } from './providers';
 
-export type ContextAction = 'send' | 'compact' | 'refuse';
+export const ContextActionValues = ['send', 'compact', 'refuse'] as const;
+export type ContextAction = (typeof ContextActionValues)[number];
 
 export type DecisionReason = CompactionReason | 'oversized';
 
-export type SummaryMode = 'cached' | 'fresh';
+export const SummaryModeValues = ['cached', 'fresh'] as const;
+export type SummaryMode = (typeof SummaryModeValues)[number];
 
-export type AttachmentKind = 'file' | 'directory' | 'image';
+export const AttachmentKindValues = ['file', 'directory', 'image'] as const;
+export type AttachmentKind = (typeof AttachmentKindValues)[number];
 
-export type CompactionReason = 'threshold' | 'overflow' | 'truncation' | 'manual' | 'idle';
+export const CompactionReasonValues = ['threshold', 'overflow', 'truncation', 'manual', 'idle'] as const;
+export type CompactionReason = (typeof CompactionReasonValues)[number];
 
-export type IssueAction = 'skipped' | 'truncated' | 'newline_added' | 'reattached';
+export const IssueActionValues = ['skipped', 'truncated', 'newline_added', 'reattached'] as const;
+export type IssueAction = (typeof IssueActionValues)[number];
 
 /** When the agent asks before running a tool. */
-export type PermissionMode = 'ask' | 'allowReads' | 'allowAll';
+export const PermissionModeValues = ['ask', 'allowReads', 'allowAll'] as const;
+export type PermissionMode = (typeof PermissionModeValues)[number];
 
-export type PermissionOptionKind = 'allow_once' | 'allow_always' | 'reject_once' | 'reject_always';
+export const PermissionOptionKindValues = ['allow_once', 'allow_always', 'reject_once', 'reject_always'] as const;
+export type PermissionOptionKind = (typeof PermissionOptionKindValues)[number];
 
 /** What a rewind puts back. */
-export type RestoreChoice = 'conversation' | 'files' | 'both';
+export const RestoreChoiceValues = ['conversation', 'files', 'both'] as const;
+export type RestoreChoice = (typeof RestoreChoiceValues)[number];
+
+/** What a restore does to a file: put it back, or delete it (it did not exist then). */
+export const FileActionValues = ['restore', 'delete'] as const;
+export type FileAction = (typeof FileActionValues)[number];
 
 /** The Agent Client Protocol's tool kinds; the editor picks an icon by it. */
-export type ToolKind = 'read' | 'edit' | 'search' | 'execute' | 'other';
+export const ToolKindValues = ['read', 'edit', 'search', 'execute', 'other'] as const;
+export type ToolKind = (typeof ToolKindValues)[number];
 
-export type ToolCallStatus = 'pending' | 'in_progress' | 'completed' | 'failed';
+export const ToolCallStatusValues = ['pending', 'in_progress', 'completed', 'failed'] as const;
+export type ToolCallStatus = (typeof ToolCallStatusValues)[number];
 
-export type ToolProgress = 'in_progress' | 'completed' | 'failed';
+export const ToolProgressValues = ['in_progress', 'completed', 'failed'] as const;
+export type ToolProgress = (typeof ToolProgressValues)[number];
 
-export type NoticeLevel = 'info' | 'warning' | 'error';
+export const NoticeLevelValues = ['info', 'warning', 'error'] as const;
+export type NoticeLevel = (typeof NoticeLevelValues)[number];
 
-export type TurnStopReason = 'end_turn' | 'max_tokens' | 'max_turn_requests' | 'refusal' | 'cancelled' | 'error';
+export const TurnStopReasonValues = ['end_turn', 'max_tokens', 'max_turn_requests', 'refusal', 'cancelled', 'error'] as const;
+export type TurnStopReason = (typeof TurnStopReasonValues)[number];
 
-export type CompactionEnd = 'completed' | 'failed' | 'cancelled';
+export const CompactionEndValues = ['completed', 'failed', 'cancelled'] as const;
+export type CompactionEnd = (typeof CompactionEndValues)[number];
 
-export type CompactionStatus = 'started' | 'completed' | 'failed' | 'cancelled';
+export const CompactionStatusValues = ['started', 'completed', 'failed', 'cancelled'] as const;
+export type CompactionStatus = (typeof CompactionStatusValues)[number];
 
-export type McpServerState = 'starting' | 'ready' | 'failed' | 'stopped';
+/**
+ * truncated: the last answer was cut off by the window; rejected: the provider refused the
+ * request as too long; estimated: not sent, its estimate over the window or holding one
+ * already rejected.
+ */
+export const OverflowKindValues = ['truncated', 'rejected', 'estimated'] as const;
+export type OverflowKind = (typeof OverflowKindValues)[number];
 
-export type McpTransport = 'stdio' | 'http' | 'sse';
+export const OverflowActionValues = ['compacting', 'retrying', 'gaveUp'] as const;
+export type OverflowAction = (typeof OverflowActionValues)[number];
+
+export const McpServerStateValues = ['starting', 'ready', 'failed', 'stopped'] as const;
+export type McpServerState = (typeof McpServerStateValues)[number];
+
+export const McpTransportValues = ['stdio', 'http', 'sse'] as const;
+export type McpTransport = (typeof McpTransportValues)[number];
 
 /** `auto`: short, or long while the user is away and after a pause past the short one. */
-export type CacheRetentionSetting = 'none' | 'short' | 'long' | 'auto';
+export const CacheRetentionSettingValues = ['none', 'short', 'long', 'auto'] as const;
+export type CacheRetentionSetting = (typeof CacheRetentionSettingValues)[number];
 
 /** When shell commands run in the sandbox (`auto`: under `allowAll`). */
-export type SandboxMode = 'auto' | 'always' | 'off';
+export const SandboxModeValues = ['auto', 'always', 'off'] as const;
+export type SandboxMode = (typeof SandboxModeValues)[number];
 
 export interface TextContent {
   type: 'text';
@@ -211,7 +245,7 @@ export interface ModelChangeMarker {
 /** What a restore did to one file: put back, or deleted (it did not exist at that point). */
 export interface RestoredFile {
   path: string;
-  action: 'restore' | 'delete';
+  action: FileAction;
 }
 
 export interface FileRestoreMarker {
@@ -445,7 +479,7 @@ export interface RewindPreviewParams {
 
 export interface PlannedFile {
   path: string;
-  action: 'restore' | 'delete';
+  action: FileAction;
   /** Edited after the agent's change too: restoring discards that. */
   changedSince: boolean;
 }
@@ -587,8 +621,8 @@ export interface CompactionParams {
 export interface OverflowParams {
   sessionId: string;
   turnId: string;
-  kind: 'truncated' | 'rejected' | 'estimated';
-  action: 'compacting' | 'retrying' | 'gaveUp';
+  kind: OverflowKind;
+  action: OverflowAction;
   message: string;
 }
 
@@ -692,6 +726,9 @@ export interface AgentInitializationOptions {
   settings: AgentSettings;
   clientCapabilities: ClientCapabilities;
 }
+
+export const SenderValues = ['client', 'server'] as const;
+export type Sender = (typeof SenderValues)[number];
 
 /** Error codes of docs/protocol.md. */
 export const ErrorCodes = {

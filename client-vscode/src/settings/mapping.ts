@@ -4,7 +4,7 @@
  * a `WorkspaceConfiguration` (it has the same `get`).
  */
 import { DEFAULT_PROVIDER, KEY_FAMILIES, PROVIDER_KEYS, PROVIDERS, type KeyFamily } from '../protocol/providers';
-import type { AgentSettings } from '../protocol/types';
+import { CacheRetentionSettingValues, PermissionModeValues, SandboxModeValues, type AgentSettings } from '../protocol/types';
 
 export { PROVIDERS, type KeyFamily, type Provider } from '../protocol/providers';
 
@@ -67,7 +67,7 @@ export function agentSettingsFrom(config: ConfigReader): AgentSettings {
   if (baseUrl) settings.baseUrl = baseUrl;
   const apiKeyEnv = str(config, 'apiKeyEnv');
   if (apiKeyEnv) settings.apiKeyEnv = apiKeyEnv;
-  const cacheRetention = oneOf(config, 'cacheRetention', ['none', 'short', 'long', 'auto'] as const);
+  const cacheRetention = oneOf(config, 'cacheRetention', CacheRetentionSettingValues);
   if (cacheRetention) settings.cacheRetention = cacheRetention;
 
   const compaction: NonNullable<AgentSettings['compaction']> = {};
@@ -81,11 +81,11 @@ export function agentSettingsFrom(config: ConfigReader): AgentSettings {
   if (compactionModel) compaction.model = compactionModel;
   if (Object.keys(compaction).length > 0) settings.compaction = compaction;
 
-  const mode = oneOf(config, 'permissions.mode', ['ask', 'allowReads', 'allowAll'] as const);
+  const mode = oneOf(config, 'permissions.mode', PermissionModeValues);
   if (mode) settings.permissions = { mode };
 
   const tools: NonNullable<AgentSettings['tools']> = {};
-  const sandbox = oneOf(config, 'tools.sandbox', ['auto', 'always', 'off'] as const);
+  const sandbox = oneOf(config, 'tools.sandbox', SandboxModeValues);
   if (sandbox) tools.sandbox = sandbox;
   const network = bool(config, 'tools.network');
   if (network !== undefined) tools.network = network;
