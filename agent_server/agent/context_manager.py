@@ -42,7 +42,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from agent_server.agent.events import (
     CompactionFinished,
@@ -464,19 +464,7 @@ class ContextManager:
         make the context smaller ("failed")."""
         view = view or self.view()
         before = view.tokens
-        if reason == "manual":
-            self._announce(self._decision("compact", "manual", before))
-        if reason == "overflow":
-            self._recovered = True  # an overflow compaction is the prompt's one recovery
-        if reason == "truncation":
-            self._emit(
-                OverflowHappened(
-                    self.turn_id or "",
-                    "truncated",
-                    "compacting",
-                    "The last answer was cut off by the context window; compacting the history.",
-                )
-            )
+        self._starting(reason, before)
         assert view.projection is not None, "compaction needs a view of the ledger"
         cut = self._cut(view, reason)
         if not cut.can_compact:
@@ -512,21 +500,42 @@ class ContextManager:
             raise
         except ProviderError as error:
             return self._failed(compaction_id, reason, view, error.message)
+        fields: dict[str, Any] = {
+            "summary": summary,
+            "first_kept_entry_id": cut.first_kept_entry_id,
+            "tokens_before": before,
+            "reason": reason,
+            "details": details,
+            "split_turn_summary": split_turn_summary,
+            "model": self.summary_model.id,
+            "usage": sum(spent, Usage()),
+        }
+        return self._keep(compaction_id, view, fields)
 
-        usage = sum(spent, Usage())
+    def _starting(self, reason: CompactionReason, tokens: int) -> None:
+        """What a compaction for `reason` announces and marks before it starts."""
+        if reason == "manual":
+            self._announce(self._decision("compact", "manual", tokens))
+        if reason == "overflow":
+            self._recovered = True  # an overflow compaction is the prompt's one recovery
+        if reason == "truncation":
+            self._emit(
+                OverflowHappened(
+                    self.turn_id or "",
+                    "truncated",
+                    "compacting",
+                    "The last answer was cut off by the context window; compacting the history.",
+                )
+            )
+
+    def _keep(
+        self, compaction_id: str, view: ContextView, fields: dict[str, Any]
+    ) -> CompactionResult:
+        """The compaction with these `fields` (a CompactionEntry's) appended, when it makes
+        `view` smaller; else discarded ("failed")."""
+        before, reason = view.tokens, fields["reason"]
         candidate = CompactionEntry(
-            id="",
-            parent_id=self.ledger.leaf_id,
-            timestamp="",
-            summary=summary,
-            first_kept_entry_id=cut.first_kept_entry_id,
-            tokens_before=before,
-            tokens_after=None,
-            reason=reason,
-            details=details,
-            split_turn_summary=split_turn_summary,
-            model=self.summary_model.id,
-            usage=usage,
+            id="", parent_id=self.ledger.leaf_id, timestamp="", tokens_after=None, **fields
         )
         after = self._view_of_entries((*view.entries, candidate))
         if after.tokens >= before:
@@ -537,17 +546,7 @@ class ContextManager:
                 f"the summary did not make the context smaller ({before} -> {after.tokens} "
                 "tokens); it was discarded",
             )
-        entry = self.ledger.append_compaction(
-            summary=summary,
-            first_kept_entry_id=cut.first_kept_entry_id,
-            tokens_before=before,
-            tokens_after=after.tokens,
-            reason=reason,
-            details=details,
-            split_turn_summary=split_turn_summary,
-            model=self.summary_model.id,
-            usage=usage,
-        )
+        entry = self.ledger.append_compaction(tokens_after=after.tokens, **fields)
         tools = self.tools
         self._tools.after_compaction()  # the prefix is rebuilt: a waiting tool change comes in
         self.ledger.sync()
@@ -567,7 +566,7 @@ class ContextManager:
                 "completed",
                 before,
                 tokens_after=after.tokens,
-                summary=summary,
+                summary=entry.summary,
                 first_kept_entry_id=entry.first_kept_entry_id,
             )
         )

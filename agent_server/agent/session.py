@@ -20,7 +20,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import get_args
 
@@ -158,6 +158,18 @@ class ModelSwitch:
     entry_id: str | None
     cost: SwitchCost
     note: str
+
+
+@dataclass
+class _TurnState:
+    """What the end of a turn needs to know of its loop: the prompt's entry, the answer
+    being streamed (its attempt), and the tool calls still open with their results."""
+
+    prompt: MessageEntry | None = None
+    attempt: list[CallAttempt] = field(default_factory=list)
+    streaming: bool = False
+    pending_calls: tuple[ToolCall, ...] = ()
+    results: dict[str, ToolResultMessage] = field(default_factory=dict)
 
 
 class AgentSession:
@@ -546,107 +558,21 @@ class AgentSession:
         self.context.begin_turn(turn_id)
         if self._watch_files:
             self._watch.start()
-        pending_calls: tuple[ToolCall, ...] = ()
-        results: dict[str, ToolResultMessage] = {}
-        attempt: list[CallAttempt] = []
-        streaming = False
+        state = _TurnState()
         stop: TurnStopReason = "end_turn"
         error: AgentServerError | None = None
-        user_entry: MessageEntry | None = None
         try:
-            await self._apply_pending_settings()
-            pause = self.context.pause()
-            short = cache_ttl(self._setup.provider.api, self.model, "short")
-            self._came_back = pause is not None and short is not None and pause > short
-            prompt = await self._prompt_message(turn_id, content)
-            self._append_note_of_changes()
-            user_entry = self.ledger.append_message(prompt)
-            for attachment in prompt.attachments:
-                if attachment.kind != "directory":
-                    self._watch.record(attachment.path)
-            self._maybe_title(content)
-            self._emit(
-                TurnStarted(
-                    turn_id, user_entry.id, content, user_entry.parent_id, prompt.attachments
-                )
-            )
-            for _step in range(self.settings.max_steps):
-                await self._tools.for_request()  # fixes the tool list, or takes an accepted change
-                view = await self.context.prepare()
-                while True:
-                    streaming = True
-                    try:
-                        message = await self._call(turn_id, view.context, attempt)
-                        break
-                    except ContextOverflowError as overflow:
-                        streaming = False
-                        # Raises ContextOverflowError when it gives up (invariant 8).
-                        view = await self.context.recover_overflow(
-                            view, overflow.message, rejected=True
-                        )
-                streaming = False
-                # Recorded under the id its chunks carried (messageId), live and loaded alike.
-                retention = self.retention_for_call()
-                self.ledger.append_message(
-                    message, entry_id=attempt[0].message_id, cache_retention=retention
-                )
-                self.context.record_call(retention)
-                if message.usage is not None:
-                    self._count(message.usage, self.model)
-                self._emit(UsageUpdated(self.usage_snapshot()))
-                calls = message.tool_calls
-                if message.stop_reason in ("contextOverflow", "length"):
-                    self._answer_unrun(calls, "Not run: the answer was cut off before it ended.")
-                    if message.stop_reason == "contextOverflow":
-                        self._emit(Notice(turn_id, "warning", TRUNCATION_NOTICE))
-                    stop = "max_tokens"
-                    break
-                if message.stop_reason == "refusal":
-                    self._answer_unrun(calls, "Not run: the model declined to continue.")
-                    stop = "refusal"
-                    break
-                if not calls:
-                    if message.stop_reason == "pauseTurn":
-                        # The provider paused a long-running turn: the next call sends the
-                        # conversation back with this message at its end, which continues it.
-                        continue
-                    break
-                pending_calls = calls
-                results = {}
-                # What the model has in context as it asks for these calls (read answers an
-                # unchanged re-read with a note only while the earlier read is in it).
-                self._in_context = outputs_in_context(view.messages)
-                self._runner.announce(turn_id, calls)
-                await self._runner.run(turn_id, calls, results)
-                self._append_results(calls, results, with_changes=True)
-                pending_calls = ()
-            else:
-                stop = "max_turn_requests"
-                self._emit(
-                    Notice(
-                        turn_id,
-                        "warning",
-                        f"Stopped after {self.settings.max_steps} model calls in one turn "
-                        "(the maxSteps setting).",
-                    )
-                )
+            state.prompt = await self._start_turn(turn_id, content)
+            stop = await self._steps(turn_id, state)
         except asyncio.CancelledError:
             stop = "cancelled"
-            if streaming and attempt:
-                partial = attempt[0].assembler.message(
-                    "aborted", model=self.model.id, api=self._setup.provider.api
-                )
-                if partial.content:
-                    self.ledger.append_message(partial, entry_id=attempt[0].message_id)
-                    self._answer_unrun(partial.tool_calls, "Not run: the turn was interrupted.")
-            if pending_calls:
-                self._append_results(pending_calls, results, with_changes=False)
+            self._keep_interrupted(state)
         except PromptTooLargeError as refused:
             # Nothing was sent; the session goes back to before the prompt, so that the next
             # one is not refused too. The prompt stays in the ledger, on the branch left.
             stop, error = "error", refused
-            if user_entry is not None:
-                self.ledger.rewind(user_entry.parent_id)
+            if state.prompt is not None:
+                self.ledger.rewind(state.prompt.parent_id)
             self._emit(Notice(turn_id, "error", refused.message))
         except AgentServerError as failure:
             stop, error = "error", failure
@@ -662,6 +588,112 @@ class AgentSession:
         finally:
             self.ledger.sync()
             self._current_turn = None
+        return self._end_turn(turn_id, stop, error)
+
+    async def _start_turn(self, turn_id: str, content: tuple[UserContent, ...]) -> MessageEntry:
+        """The prompt in the ledger (after the settings waiting for it and the notes of what
+        changed), announced; its entry."""
+        await self._apply_pending_settings()
+        pause = self.context.pause()
+        short = cache_ttl(self._setup.provider.api, self.model, "short")
+        self._came_back = pause is not None and short is not None and pause > short
+        prompt = await self._prompt_message(turn_id, content)
+        self._append_note_of_changes()
+        entry = self.ledger.append_message(prompt)
+        for attachment in prompt.attachments:
+            if attachment.kind != "directory":
+                self._watch.record(attachment.path)
+        self._maybe_title(content)
+        self._emit(TurnStarted(turn_id, entry.id, content, entry.parent_id, prompt.attachments))
+        return entry
+
+    async def _steps(self, turn_id: str, state: _TurnState) -> TurnStopReason:
+        """Model calls and the tool calls they ask for, until an answer ends the turn or the
+        `maxSteps` setting does."""
+        for _step in range(self.settings.max_steps):
+            stop = await self._step(turn_id, state)
+            if stop is not None:
+                return stop
+        self._emit(
+            Notice(
+                turn_id,
+                "warning",
+                f"Stopped after {self.settings.max_steps} model calls in one turn "
+                "(the maxSteps setting).",
+            )
+        )
+        return "max_turn_requests"
+
+    async def _step(self, turn_id: str, state: _TurnState) -> TurnStopReason | None:
+        """One model call, and the tool calls it asks for; how the turn stops with it, or
+        None when it goes on."""
+        await self._tools.for_request()  # fixes the tool list, or takes an accepted change
+        message, view = await self._answer(turn_id, await self.context.prepare(), state)
+        calls = message.tool_calls
+        if message.stop_reason in ("contextOverflow", "length"):
+            self._answer_unrun(calls, "Not run: the answer was cut off before it ended.")
+            if message.stop_reason == "contextOverflow":
+                self._emit(Notice(turn_id, "warning", TRUNCATION_NOTICE))
+            return "max_tokens"
+        if message.stop_reason == "refusal":
+            self._answer_unrun(calls, "Not run: the model declined to continue.")
+            return "refusal"
+        if not calls:
+            # A paused turn (the provider paused a long-running one) goes on: the next call
+            # sends the conversation back with this message at its end, which continues it.
+            return None if message.stop_reason == "pauseTurn" else "end_turn"
+        state.pending_calls, state.results = calls, {}
+        # What the model has in context as it asks for these calls (read answers an
+        # unchanged re-read with a note only while the earlier read is in it).
+        self._in_context = outputs_in_context(view.messages)
+        self._runner.announce(turn_id, calls)
+        await self._runner.run(turn_id, calls, state.results)
+        self._append_results(calls, state.results, with_changes=True)
+        state.pending_calls = ()
+        return None
+
+    async def _answer(
+        self, turn_id: str, view: ContextView, state: _TurnState
+    ) -> tuple[AssistantMessage, ContextView]:
+        """The model's answer to `view`, recorded and billed, and the context it answered
+        (after the one overflow recovery, if the provider rejected `view` as too long)."""
+        while True:
+            state.streaming = True
+            try:
+                message = await self._call(turn_id, view.context, state.attempt)
+                break
+            except ContextOverflowError as overflow:
+                state.streaming = False
+                # Raises ContextOverflowError when it gives up (invariant 8).
+                view = await self.context.recover_overflow(view, overflow.message, rejected=True)
+        state.streaming = False
+        # Recorded under the id its chunks carried (messageId), live and loaded alike.
+        retention = self.retention_for_call()
+        self.ledger.append_message(
+            message, entry_id=state.attempt[0].message_id, cache_retention=retention
+        )
+        self.context.record_call(retention)
+        if message.usage is not None:
+            self._count(message.usage, self.model)
+        self._emit(UsageUpdated(self.usage_snapshot()))
+        return message, view
+
+    def _keep_interrupted(self, state: _TurnState) -> None:
+        """An interrupted turn keeps what arrived of the answer, and answers the tool calls
+        left open."""
+        if state.streaming and state.attempt:
+            partial = state.attempt[0].assembler.message(
+                "aborted", model=self.model.id, api=self._setup.provider.api
+            )
+            if partial.content:
+                self.ledger.append_message(partial, entry_id=state.attempt[0].message_id)
+                self._answer_unrun(partial.tool_calls, "Not run: the turn was interrupted.")
+        if state.pending_calls:
+            self._append_results(state.pending_calls, state.results, with_changes=False)
+
+    def _end_turn(
+        self, turn_id: str, stop: TurnStopReason, error: AgentServerError | None
+    ) -> TurnResult:
         usage = self._turn_totals.as_usage()
         result = TurnResult(
             turn_id,
