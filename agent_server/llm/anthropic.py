@@ -24,7 +24,7 @@ import anthropic
 from anthropic import AsyncStream
 
 from agent_server.llm.cost import priced_usage
-from agent_server.llm.credentials import ANTHROPIC_KEY, PLACEHOLDER_API_KEY
+from agent_server.llm.credentials import PLACEHOLDER_API_KEY
 from agent_server.llm.history import prepare_history
 from agent_server.llm.messages import (
     AssistantMessage,
@@ -43,7 +43,7 @@ from agent_server.llm.messages import (
 from agent_server.llm.models import ModelInfo
 from agent_server.llm.provider_errors import ErrorContext
 from agent_server.llm.provider_stream import EventDicts, run_provider_stream
-from agent_server.llm.providers import ANTHROPIC_MESSAGES
+from agent_server.llm.providers import ANTHROPIC_KEY, ANTHROPIC_MESSAGES
 from agent_server.llm.stream import (
     CacheRetention,
     CacheUse,

@@ -30,9 +30,6 @@ class ApiKey:
         return self.owner.lower()
 
 
-ANTHROPIC_KEY = ApiKey("ANTHROPIC_API_KEY", "Anthropic")
-OPENAI_KEY = ApiKey("OPENAI_API_KEY", "OpenAI")
-
 
 def read_api_key(variable: str, env: Mapping[str, str] | None = None) -> str | None:
     """The key in `variable` of `env` (default os.environ), or None when unset or blank."""

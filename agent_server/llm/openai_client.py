@@ -19,9 +19,10 @@ from typing import Any
 
 import openai
 
-from agent_server.llm.credentials import OPENAI_KEY, PLACEHOLDER_API_KEY
+from agent_server.llm.credentials import PLACEHOLDER_API_KEY
 from agent_server.llm.models import ModelInfo, speaks_openai_extensions
 from agent_server.llm.provider_errors import ErrorContext
+from agent_server.llm.providers import OPENAI_KEY
 from agent_server.llm.stream import CacheRetention, CallOptions
 
 # Cache retention OpenAI calls "extended": up to 24 hours (models before GPT-5.6).

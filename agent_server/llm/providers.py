@@ -28,7 +28,7 @@ from agent_server.llm.cache_ttl import (
     openai_chat_cache_ttl,
     openai_responses_cache_ttl,
 )
-from agent_server.llm.credentials import ANTHROPIC_KEY, OPENAI_KEY, ApiKey, read_api_key
+from agent_server.llm.credentials import ApiKey, read_api_key
 from agent_server.llm.models import ModelInfo, Vendor
 from agent_server.llm.stream import CacheRetention, Provider
 
@@ -69,6 +69,10 @@ OPENAI_RESPONSES = WireApi(
     openai_responses_cache_ttl,
     openai_bills_cache_writes,
 )
+
+
+ANTHROPIC_KEY = ApiKey("ANTHROPIC_API_KEY", "Anthropic")
+OPENAI_KEY = ApiKey("OPENAI_API_KEY", "OpenAI")
 
 
 @dataclass(frozen=True, slots=True)

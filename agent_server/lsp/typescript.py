@@ -10,7 +10,9 @@ Nothing here runs in the server.
   alias, the method names and error codes;
 - client-vscode/src/protocol/providers.ts: the `provider` setting's values and the API keys
   they read (agent_server/llm/providers.py);
-- the method table of docs/protocol.md, between its two `protocol-table` markers.
+- the method table of docs/protocol.md, between its two `protocol-table` markers;
+- the value lists of client-vscode/package.json's settings: `agentServer.provider` (values,
+  descriptions, default) and the settings whose values are a protocol value set.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import json
 import re
 import sys
 import types
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import (
     Any,
@@ -42,8 +44,14 @@ from agent_server import protocol
 from agent_server.llm.providers import API_KEYS, DEFAULT_PROVIDER, PROVIDERS
 
 ROOT = Path(__file__).resolve().parents[2]
-OUT_DIR = ROOT / "client-vscode" / "src" / "protocol"
 PROTOCOL_DOC = ROOT / "docs" / "protocol.md"
+PACKAGE_JSON = ROOT / "client-vscode" / "package.json"
+# The extension's settings whose values are one of the protocol's value sets.
+SETTING_VALUES: Mapping[str, Any] = {
+    "agentServer.cacheRetention": protocol.CacheRetentionSetting,
+    "agentServer.permissions.mode": protocol.PermissionMode,
+    "agentServer.tools.sandbox": protocol.SandboxMode,
+}
 TABLE_START = "<!-- protocol-table: generated from agent_server/protocol.py by `make protocol` -->"
 TABLE_END = "<!-- /protocol-table -->"
 
@@ -312,36 +320,47 @@ def protocol_doc() -> str:
     return pattern.sub(lambda _match: method_table(), text, count=1)
 
 
+# --- the extension's settings ---------------------------------------------------------------
+
+
+def package_json() -> str:
+    """client-vscode/package.json with its settings' value lists as the descriptions give."""
+    package = json.loads(PACKAGE_JSON.read_text(encoding="utf-8"))
+    settings = package["contributes"]["configuration"]["properties"]
+    provider = settings["agentServer.provider"]
+    provider["enum"] = list(PROVIDERS)
+    provider["enumDescriptions"] = [spec.description for spec in PROVIDERS.values()]
+    provider["default"] = DEFAULT_PROVIDER
+    for key, values in SETTING_VALUES.items():
+        settings[key]["enum"] = list(get_args(values))
+    return json.dumps(package, indent=2, ensure_ascii=False) + "\n"
+
+
 # --- the files ------------------------------------------------------------------------------
 
+# What is generated, by path from the repository's root.
 GENERATED: Mapping[str, Callable[[], str]] = {
-    "types.ts": types_ts,
-    "providers.ts": providers_ts,
+    "client-vscode/src/protocol/types.ts": types_ts,
+    "client-vscode/src/protocol/providers.ts": providers_ts,
+    "docs/protocol.md": protocol_doc,
+    "client-vscode/package.json": package_json,
 }
 
 
-def _targets(out_dir: Path, doc: Path | None) -> Iterator[tuple[str, Path, Callable[[], str]]]:
-    for name, render in GENERATED.items():
-        yield name, out_dir / name, render
-    if doc is not None:
-        yield "protocol.md", doc, protocol_doc
-
-
-def stale(out_dir: Path = OUT_DIR, doc: Path | None = PROTOCOL_DOC) -> list[str]:
-    """The generated files whose committed text differs from what the description gives."""
+def stale(root: Path = ROOT) -> list[str]:
+    """The generated files under `root` whose text differs from what the descriptions give."""
     return [
         name
-        for name, path, render in _targets(out_dir, doc)
-        if not path.is_file() or path.read_text(encoding="utf-8") != render()
+        for name, render in GENERATED.items()
+        if not (root / name).is_file() or (root / name).read_text(encoding="utf-8") != render()
     ]
 
 
-def write(out_dir: Path = OUT_DIR, doc: Path | None = PROTOCOL_DOC) -> list[str]:
-    """Writes every generated file; the names of those that changed."""
-    changed = stale(out_dir, doc)
-    for name, path, render in _targets(out_dir, doc):
-        if name in changed:
-            path.write_text(render(), encoding="utf-8")
+def write(root: Path = ROOT) -> list[str]:
+    """Writes every generated file under `root`; the names of those that changed."""
+    changed = stale(root)
+    for name in changed:
+        (root / name).write_text(GENERATED[name](), encoding="utf-8")
     return changed
 
 

@@ -19,14 +19,13 @@ def test_generated_files_are_current() -> None:
 
 
 def test_a_changed_description_is_caught(tmp_path: Path) -> None:
-    doc = tmp_path / "protocol.md"
-    doc.write_text(typescript.protocol_doc().replace("agent/turn", "agent/turns", 1))
     for name, render in typescript.GENERATED.items():
-        (tmp_path / name).write_text(render() + "// edited by hand\n")
-    everything = [*typescript.GENERATED, "protocol.md"]
-    assert typescript.stale(tmp_path, doc) == everything
-    assert typescript.write(tmp_path, doc) == everything
-    assert typescript.stale(tmp_path, doc) == []
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(render().replace("anthropic", "anthropik") + "\n")
+    everything = list(typescript.GENERATED)
+    assert typescript.stale(tmp_path) == everything
+    assert typescript.write(tmp_path) == everything
+    assert typescript.stale(tmp_path) == []
 
 
 def test_the_provider_setting_offers_the_registered_providers() -> None:
