@@ -10,6 +10,7 @@ import contextlib
 import logging
 import os
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -48,6 +49,23 @@ def preload_providers() -> None:
     find out whether commands can be sandboxed here."""
     preload_sdks()
     sandbox_status()
+
+
+_loading: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Future[None]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+async def providers_loaded() -> None:
+    """Return once the provider SDKs are loaded (seconds, the first time), waiting off the
+    event loop: a request that builds a session must not hold up every other request. One
+    thread loads them, however many requests wait (a pool thread each would starve the
+    pool that other requests need)."""
+    loop = asyncio.get_running_loop()
+    loading = _loading.get(loop)
+    if loading is None:
+        loading = _loading[loop] = asyncio.ensure_future(asyncio.to_thread(preload_providers))
+    await asyncio.shield(loading)
 
 
 class WorkspaceAgent:

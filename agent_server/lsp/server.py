@@ -465,6 +465,12 @@ def _preload() -> None:
     preload_providers()
 
 
+async def _providers_loaded() -> None:
+    from agent_server.agent.workspace import providers_loaded
+
+    await providers_loaded()
+
+
 def permission_message(request: PermissionRequest) -> str:
     """The question as a plain message (for clients without agent/requestPermission): the
     whole command or the diff, every character shown literally."""
@@ -587,6 +593,7 @@ def _register(server: AgentLanguageServer) -> None:
         model = params.optional_string("model")
         title = params.optional_string("title")
         folder = ls.folder_for(workspace)
+        await _providers_loaded()
         session = folder.agent.create(model=model, title=title)
         session.attach(ls.sink(session.session_id), ls.asker(session.session_id))
         return {
@@ -623,6 +630,7 @@ def _register(server: AgentLanguageServer) -> None:
         params = Params(raw, SESSION_LOAD)
         session_id = params.string("sessionId")
         limit = params.count("limit", wire.DEFAULT_PAGE, wire.MAX_PAGE)
+        await _providers_loaded()
         session = ls.session(session_id)
         snapshot = session.usage_snapshot()
         page = session.transcript(limit=limit)
