@@ -106,7 +106,7 @@ from agent_server.llm.stream import (
 )
 from agent_server.session.entries import Entry, FileVersion, MessageEntry
 from agent_server.session.index import usage_of
-from agent_server.session.ledger import Ledger
+from agent_server.session.ledger import ABORTED_UNSAVED, Ledger
 
 log = logging.getLogger(__name__)
 
@@ -422,6 +422,7 @@ class AgentSession:
         self._busy = True
         try:
             await self._apply_pending_settings()
+            self._settle_unsaved_results(None)
             self.context.begin_turn(None)
             result = await self.context.compact("manual", instructions=instructions)
             self._emit(UsageUpdated(self.usage_snapshot(result.view)))
@@ -580,6 +581,7 @@ class AgentSession:
             short = cache_ttl(self._setup.provider.api, self.model, "short")
             self._came_back = pause is not None and short is not None and pause > short
             prompt = await self._prompt_message(turn_id, content)
+            self._settle_unsaved_results(turn_id)
             self._append_note_of_changes()
             user_entry = self.ledger.append_message(prompt)
             for attachment in prompt.attachments:
@@ -856,6 +858,24 @@ class AgentSession:
             # The agent's own reads and writes were just recorded, so only edits from
             # outside remain.
             self._append_note_of_changes()
+
+    def _settle_unsaved_results(self, turn_id: str | None) -> None:
+        """Tool calls whose results could not be saved (the session file could not be
+        written: a full disk) get an aborted result as soon as it can be written again,
+        before anything else is appended: the conversation never goes on past a tool call
+        without a result. Raises SessionError while the file still cannot be written."""
+        aborted = self.ledger.answer_open_tool_calls(ABORTED_UNSAVED)
+        if aborted:
+            count = len(aborted)
+            self._emit(
+                Notice(
+                    turn_id,
+                    "warning",
+                    f"The result{'s' if count != 1 else ''} of {count} earlier tool "
+                    f"call{'s' if count != 1 else ''} could not be saved; recorded as "
+                    "aborted now.",
+                )
+            )
 
     def _answer_unrun(self, calls: Sequence[ToolCall], why: str) -> None:
         for call in calls:

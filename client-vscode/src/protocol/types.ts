@@ -289,7 +289,7 @@ export interface SessionLoadParams {
 export interface LedgerRepair {
   message: string;
   keptEntries: number;
-  issues: { line: number; offset: number; reason: string; action: 'skipped' | 'truncated' | 'newline_added' | 'reattached' }[];
+  issues: { line: number; offset: number; reason: string; action: 'skipped' | 'truncated' | 'newline_added' | 'reattached' | 'unknownType' }[];
   truncatedBytes: number;
   abortedToolCalls: string[];
 }
