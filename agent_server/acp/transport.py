@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from typing import Any
 
 from acp._transport import NdjsonTransport  # the SDK's stdio transport, extended below
 
+from agent_server.jsonrpc_ids import answerable_id
 from agent_server.stderr_log import shorten
 
 log = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ def problem_with(message: Any) -> dict[str, Any] | None:
         kind = "an array (ACP has no batches)" if isinstance(message, list) else "not an object"
         return error_reply(None, INVALID_REQUEST, f"Invalid Request: the message is {kind}")
     is_request = "id" in message and "result" not in message and "error" not in message
-    if is_request and not _is_id(message["id"]):
+    if is_request and message["id"] is not None and answerable_id(message["id"]) is None:
         return error_reply(
             None, INVALID_REQUEST, "Invalid Request: 'id' must be a string, a number or null"
         )
@@ -55,14 +55,6 @@ def problem_with(message: Any) -> dict[str, Any] | None:
     if "id" not in message and "method" in message and not isinstance(message["method"], str):
         return error_reply(None, INVALID_REQUEST, "Invalid Request: 'method' must be a string")
     return None
-
-
-def _is_id(value: Any) -> bool:
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, float):
-        return math.isfinite(value)
-    return value is None or isinstance(value, int | str)
 
 
 def unroutable_notification(message: dict[str, Any]) -> str | None:

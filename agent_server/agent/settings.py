@@ -51,6 +51,7 @@ class McpOptions:
     workspace_file: bool = True  # read the workspace's .mcp.json
     startup_timeout: float = 30.0  # seconds for a server to start and list its tools
     tool_timeout: float = 600.0  # seconds for one tool call (a server's 'timeout' overrides)
+    max_result_mb: int = 64  # the most one answer of a stdio server may have; larger: refused
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +176,7 @@ def _mcp_options(data: Any, base: McpOptions) -> McpOptions:
             reader.integer("startupTimeout", int(base.startup_timeout), minimum=1)
         ),
         tool_timeout=float(reader.integer("toolTimeout", int(base.tool_timeout), minimum=1)),
+        max_result_mb=reader.integer("maxResultMB", base.max_result_mb, minimum=1),
     )
 
 

@@ -246,6 +246,7 @@ class WorkspaceAgent:
             startup_timeout=settings.mcp.startup_timeout,
             tool_timeout=settings.mcp.tool_timeout,
             root=self.root,
+            max_result_bytes=settings.mcp.max_result_mb * 1024 * 1024,
         )
         session = AgentSession(
             ledger=ledger,

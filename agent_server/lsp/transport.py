@@ -31,7 +31,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import math
 import os
 import re
 import select
@@ -39,7 +38,7 @@ import threading
 from collections.abc import Awaitable, Callable, Generator
 from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass
-from typing import Any, BinaryIO, TypeGuard
+from typing import Any, BinaryIO
 
 import attrs
 import cattrs
@@ -52,6 +51,8 @@ from pygls.protocol import (
     LanguageServerProtocol,
 )
 
+from agent_server.jsonrpc_ids import answerable_id, find_request_id
+from agent_server.jsonrpc_ids import is_integer_or_string as _is_id
 from agent_server.stderr_log import shorten
 
 log = logging.getLogger(__name__)
@@ -206,54 +207,6 @@ def _content_length(block: bytes) -> tuple[int | None, str | None]:
     if length is None:
         return None, "a message header without Content-Length"
     return length, None
-
-
-def find_request_id(head: bytes) -> int | str | float | None:
-    """The `id` of a JSON-RPC message from the start of its body, when it can be read there
-    (a top-level key whose value is a string or a number); else None."""
-    text = head.decode("utf-8", errors="replace")
-    decoder = json.JSONDecoder()
-
-    def skip(i: int) -> int:
-        while i < len(text) and text[i] in " \t\r\n":
-            i += 1
-        return i
-
-    try:
-        i = skip(0)
-        if text[i] != "{":
-            return None
-        i += 1
-        while True:
-            i = skip(i)
-            key, i = decoder.raw_decode(text, i)
-            i = skip(i)
-            if not isinstance(key, str) or text[i] != ":":
-                return None
-            i = skip(i + 1)
-            value, i = decoder.raw_decode(text, i)
-            if key == "id":
-                return answerable_id(value)
-            i = skip(i)
-            if text[i] != ",":
-                return None
-            i += 1
-    except (ValueError, IndexError, RecursionError):
-        return None
-
-
-def _is_id(value: object) -> TypeGuard[int | str]:
-    return isinstance(value, int | str) and not isinstance(value, bool)
-
-
-def answerable_id(value: object) -> int | str | float | None:
-    """The id an answer carries back: the request's own when JSON-RPC can carry it (a string
-    or a finite number, fractional ones included), else null."""
-    if _is_id(value):
-        return value
-    if isinstance(value, float) and math.isfinite(value):
-        return value
-    return None
 
 
 # --- the protocol: checks before pygls dispatches -----------------------------------------

@@ -76,9 +76,12 @@ class McpServers:
         tool_timeout: float = DEFAULT_TOOL_TIMEOUT,
         root: Path | None = None,
         mode: ConnectMode = "auto",
+        max_result_bytes: int | None = None,
     ) -> None:
-        """`root`: the workspace, offered to servers that ask for the client's roots."""
+        """`root`: the workspace, offered to servers that ask for the client's roots.
+        `max_result_bytes`: the most one message from a stdio server may have (None: 16 MB)."""
         self._state_dir = state_dir
+        self._max_result_bytes = max_result_bytes
         self._root = root
         self._startup_timeout = startup_timeout
         self._tool_timeout = tool_timeout
@@ -209,6 +212,7 @@ class McpServers:
     def _connection(self, config: McpServerConfig) -> McpConnection:
         from agent_server.agent.mcp.connection import McpConnection
 
+        limit = {} if self._max_result_bytes is None else {"max_message": self._max_result_bytes}
         return McpConnection(
             config,
             stderr_path=self._state_dir / f"mcp-{_file_safe(config.name)}.stderr.log",
@@ -216,6 +220,7 @@ class McpServers:
             on_change=self._changed,
             root=self._root,
             mode=self._mode,
+            **limit,
         )
 
     def _changed(self, connection: McpConnection | None) -> None:
