@@ -65,7 +65,7 @@ from agent_server.agent.tool_runner import ToolRunner, aborted_result
 from agent_server.agent.tools import Tool, ToolContext
 from agent_server.agent.tools.base import EarlierOutput, outputs_in_context
 from agent_server.agent.tools.files import LOCAL_FILES, FileAccess
-from agent_server.agent.tools.sandbox import Confinement, confinement
+from agent_server.agent.tools.sandbox import Confinement, confinement, private_user_dirs
 from agent_server.agent.transcript import DEFAULT_PAGE, Page
 from agent_server.agent.transcript import page as transcript_page
 from agent_server.context.estimate import estimate_context_tokens
@@ -305,7 +305,14 @@ class AgentSession:
         """How the session's commands run now (under `tools.sandbox: auto` it follows the
         mode: sandboxed when nothing asks)."""
         tools = self.settings.tools
-        return confinement(tools.sandbox, self.settings.permissions_mode, tools.network)
+        return confinement(
+            tools.sandbox,
+            self.settings.permissions_mode,
+            tools.network,
+            hidden=(*self._private_dirs, *private_user_dirs()),
+            read_paths=tools.read_paths,
+            limits=tools.limits,
+        )
 
     def update_settings(self, settings: AgentSettings) -> None:
         """New settings, applied from the next turn. A model picked for this session and a

@@ -30,6 +30,27 @@ DEFAULT_API_KEY_ENV: Mapping[str, str] = {
 }
 
 
+# Toolchains in the home directory, shown read-only in the sandbox by default (the rest of
+# the home is hidden): programs, not credentials (so `~/.cargo/bin`, never `~/.cargo`, which
+# holds `credentials.toml`). See agent/tools/sandbox.py.
+DEFAULT_READ_PATHS = (
+    "~/.pyenv", "~/.nvm", "~/.rustup", "~/.cargo/bin", "~/.local/bin", "~/.local/share/uv",
+    "~/.bun/bin", "~/.deno/bin", "~/go/bin", "~/.sdkman/candidates", "~/.volta",
+    "~/.asdf/installs", "~/.local/share/mise/installs", "~/.local/share/fnm",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CommandLimits:
+    """The `tools.limits` settings; 0 is no limit. `memory_mb` None: half the machine's
+    memory."""
+
+    processes: int = 1024
+    memory_mb: int | None = None
+    file_size_mb: int = 8192
+    cpu_seconds: int = 0
+
+
 @dataclass(frozen=True, slots=True)
 class ToolOptions:
     # Variable names (or globs) commands receive even though they look secret; provider
@@ -39,6 +60,10 @@ class ToolOptions:
     # "off" (agent/tools/sandbox.py).
     sandbox: SandboxModeName = "auto"
     network: bool = False  # whether sandboxed commands may use the network
+    # Home-directory toolchains shown read-only in the sandbox (the rest of the home is not).
+    read_paths: tuple[str, ...] = DEFAULT_READ_PATHS
+    # What one command may consume, sandboxed or not (agent/tools/limits.py).
+    limits: CommandLimits = field(default_factory=CommandLimits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +158,8 @@ def settings_from_json(
                 SandboxModeName, sub.choice("sandbox", tools.sandbox, ("auto", "always", "off"))
             ),
             network=sub.boolean("network", tools.network),
+            read_paths=sub.paths("readPaths", tools.read_paths),
+            limits=_limits(tools_data.get("limits"), tools.limits),
         )
     return AgentSettings(
         mcp=_mcp_options(data.get("mcp"), settings.mcp),
@@ -151,6 +178,20 @@ def settings_from_json(
         max_steps=reader.integer("maxSteps", settings.max_steps, minimum=1),
         bash_timeout=float(reader.integer("bashTimeout", int(settings.bash_timeout), minimum=1)),
         tools=tools,
+    )
+
+
+def _limits(data: Any, base: CommandLimits) -> CommandLimits:
+    if data is None:
+        return base
+    if not isinstance(data, Mapping):
+        raise ConfigError("setting 'tools.limits' must be an object")
+    reader = _Reader(data, "tools.limits.")
+    return CommandLimits(
+        processes=reader.integer("processes", base.processes, minimum=0),
+        memory_mb=reader.optional_int("memoryMB", base.memory_mb),
+        file_size_mb=reader.integer("fileSizeMB", base.file_size_mb, minimum=0),
+        cpu_seconds=reader.integer("cpuSeconds", base.cpu_seconds, minimum=0),
     )
 
 
@@ -216,6 +257,16 @@ class _Reader:
             return default
         if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
             raise self._fail(key, "a list of variable names")
+        return tuple(value)
+
+    def paths(self, key: str, default: tuple[str, ...]) -> tuple[str, ...]:
+        value = self.data.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise self._fail(key, "a list of paths (absolute, or starting with ~)")
+        if not all(v.startswith(("/", "~")) for v in value):
+            raise self._fail(key, "a list of paths (absolute, or starting with ~)")
         return tuple(value)
 
     def boolean(self, key: str, default: bool) -> bool:
