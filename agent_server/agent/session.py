@@ -53,13 +53,20 @@ from agent_server.agent.events import (
     ignore_events,
 )
 from agent_server.agent.file_watch import NOTE_KIND, FileWatch, external_edit_note, files_seen
+from agent_server.agent.mcp.approval import APPROVAL
 from agent_server.agent.mcp.config import McpServerConfig
 from agent_server.agent.mcp.servers import McpServers
 from agent_server.agent.mcp.session_tools import AcceptOutcome, McpStatus, SessionTools
 from agent_server.agent.mentions import attach_mentions
 from agent_server.agent.model_call import CallAttempt, RetryPolicy, call_model
 from agent_server.agent.model_choice import SwitchCost, serves, switch_cost, switch_note
-from agent_server.agent.permissions import AskCallback, PermissionGate, PermissionMode, parse_mode
+from agent_server.agent.permissions import (
+    AskCallback,
+    PermissionGate,
+    PermissionMode,
+    PermissionOption,
+    parse_mode,
+)
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.tool_runner import ToolRunner, aborted_result
 from agent_server.agent.tools import Tool, ToolContext
@@ -600,6 +607,7 @@ class AgentSession:
                     turn_id, user_entry.id, content, user_entry.parent_id, prompt.attachments
                 )
             )
+            await self._approve_workspace_servers(turn_id)
             for _step in range(self.settings.max_steps):
                 await self._tools.for_request()  # fixes the tool list, or takes an accepted change
                 view = await self.context.prepare()
@@ -865,6 +873,35 @@ class AgentSession:
             # The agent's own reads and writes were just recorded, so only edits from
             # outside remain.
             self._append_note_of_changes()
+
+    async def _approve_workspace_servers(self, turn_id: str) -> None:
+        """The workspace's `.mcp.json` lists servers whose content the user has not approved
+        (mcp/approval.py): ask, and start them or leave them off."""
+        servers = self._tools.servers
+        pending = servers.awaiting_approval()
+        if pending is None:
+            return
+        options = (
+            PermissionOption("allow_once", "Start them (this session)", "allow_once"),
+            PermissionOption(
+                "allow_always", "Always start this .mcp.json (until it changes)", "allow_always"
+            ),
+            PermissionOption("reject_once", "Do not start them", "reject_once"),
+        )
+        chosen = await self.gate.ask_about(APPROVAL, pending.call(), pending.title(), options)
+        if chosen in ("allow_once", "allow_always"):
+            await servers.approve(pending.digest, remember=chosen == "allow_always")
+            return
+        await servers.decline(pending.digest)
+        self._emit(
+            Notice(
+                turn_id,
+                "warning",
+                f"The MCP servers of {pending.path.name} were not started: "
+                + ("you did not approve it." if chosen is not None else "nobody approved it.")
+                + " You will be asked again in a new session, or when the file changes.",
+            )
+        )
 
     def _settle_unsaved_results(self, turn_id: str | None) -> None:
         """Tool calls whose results could not be saved (the session file could not be

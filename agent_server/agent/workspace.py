@@ -17,6 +17,7 @@ from pathlib import Path
 from agent_server.agent.checkpoints import BlobStore
 from agent_server.agent.context_manager import ContextPolicy
 from agent_server.agent.events import EventSink, ignore_events
+from agent_server.agent.mcp.approval import APPROVALS_FILE, ApprovedFiles
 from agent_server.agent.mcp.config import McpServerConfig, default_user_file, load_server_configs
 from agent_server.agent.mcp.servers import McpServers
 from agent_server.agent.model_call import RetryPolicy
@@ -247,6 +248,7 @@ class WorkspaceAgent:
             tool_timeout=settings.mcp.tool_timeout,
             root=self.root,
             max_result_bytes=settings.mcp.max_result_mb * 1024 * 1024,
+            approvals=ApprovedFiles(self.store.root / APPROVALS_FILE, self.root),
         )
         session = AgentSession(
             ledger=ledger,

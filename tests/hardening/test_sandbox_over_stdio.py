@@ -10,6 +10,7 @@ the provider; and a fork bomb had no bound.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
@@ -31,7 +32,6 @@ from agent_server.sim.simulator import Simulator
 from .raw import RawServer, request
 
 STATUS = sandbox_status()
-pytestmark = pytest.mark.skipif(not STATUS.available, reason=STATUS.reason)
 TAG = f"i24-stdio-{os.getpid()}"
 SOCKET = Path("/var/tmp") / f"{TAG}.sock"
 
@@ -87,6 +87,7 @@ def results(sessions: Path, workspace: Path, session_id: str) -> list[str]:
         ]
 
 
+@pytest.mark.skipif(not STATUS.available, reason=STATUS.reason)
 async def test_a_hostile_repository_cannot_get_out_of_the_sandbox(
     tmp_path: Path, listener: list[bytes]
 ) -> None:
@@ -158,3 +159,64 @@ async def test_a_hostile_repository_cannot_get_out_of_the_sandbox(
     assert texts[3].strip() == "(no output)"  # /etc/shadow is empty in the sandbox
     assert "OTHERLEDGER" not in joined
     assert "BOMB-DONE" in texts[5]
+
+
+async def test_a_workspace_mcp_json_starts_nothing_until_the_user_approves_its_content(
+    tmp_path: Path,
+) -> None:
+    """Whatever wrote it (an unsandboxed command, a git pull, the repository itself): its
+    servers start only after the editor's answer to a question that shows the content."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    marker = tmp_path / "started"
+    content = json.dumps({"mcpServers": {"pwn": {"command": "touch", "args": [str(marker)]}}})
+    (workspace / ".mcp.json").write_text(content)
+    scenario = {"name": "hello", "turns": [
+        {"user": "Hello.", "steps": [{"text": "Hi."}]},
+        {"user": "Hello again.", "steps": [{"text": "Hi again."}]},
+    ]}
+    async with SimServer(Simulator(scenario=parse_scenario(scenario))) as sim:
+        server = await RawServer.start({**os.environ, "HOME": str(tmp_path)})
+        try:
+            await server.send_message(request("init", "initialize", {
+                "processId": None, "rootUri": workspace.as_uri(), "capabilities": {},
+                "initializationOptions": {
+                    "settings": {"provider": "sim", "baseUrl": sim.base_url,
+                                 "sessionsDir": str(tmp_path / "sessions")},
+                    "clientCapabilities": {"requestPermission": True},
+                },
+            }))
+            await server.answer("init")
+            await server.send_message({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+
+            async def turn_answering(name: str, prompt: str, option: str) -> dict[str, Any]:
+                await server.send_message(
+                    request(f"new-{name}", "agent/session/new", {"workspaceUri": workspace.as_uri()})
+                )
+                session_id = (await server.answer(f"new-{name}"))["result"]["sessionId"]
+                assert not marker.exists(), "started with the session, unasked"
+                await server.send_message(
+                    request(name, "agent/turn", {"sessionId": session_id, "prompt": prompt})
+                )
+                asked = await server.wait_for(
+                    lambda m: m.get("method") == "agent/requestPermission"
+                    and m["params"]["sessionId"] == session_id,
+                    "the question about .mcp.json",
+                )
+                await server.send_message({"jsonrpc": "2.0", "id": asked["id"], "result": {
+                    "outcome": {"selected": option}}})
+                await server.answer(name)
+                return dict(asked["params"])
+
+            first = await turn_answering("t1", "Hello.", "reject_once")
+            assert first["toolCall"]["rawInput"]["command"] == content
+            assert first["toolCall"]["title"].startswith("Start the MCP servers of .mcp.json")
+            assert not marker.exists()
+            await turn_answering("t2", "Hello again.", "allow_always")
+            for _ in range(200):  # the server starts in the background: a hang guard
+                if marker.exists():
+                    break
+                await asyncio.sleep(0.05)
+            assert marker.exists()
+        finally:
+            await server.close()
