@@ -64,7 +64,7 @@ async def test_nothing_starts_before_the_user_approves_and_always_lasts_until_a_
         assert not any("MCP servers" in q.title for q in run.asked[asked:])
         assert server_state(run)[0] == "ready"
     approvals = json.loads((tmp_path / "sessions" / APPROVALS_FILE).read_text())
-    assert list(approvals.values())[0][".mcp.json"]
+    assert next(iter(approvals.values()))[".mcp.json"]
 
 
 async def test_a_changed_file_is_held_and_asked_about_again(tmp_path: Path) -> None:
