@@ -6,7 +6,7 @@ naming the key and what is expected.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, TypeAlias, cast, get_args
 
@@ -252,21 +252,25 @@ class _Reader:
         return value
 
     def names(self, key: str, default: tuple[str, ...]) -> tuple[str, ...]:
-        value = self.data.get(key)
-        if value is None:
-            return default
-        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-            raise self._fail(key, "a list of variable names")
-        return tuple(value)
+        return self._strings(key, default, "a list of variable names")
 
     def paths(self, key: str, default: tuple[str, ...]) -> tuple[str, ...]:
+        return self._strings(
+            key, default, "a list of paths (absolute, or starting with ~)",
+            lambda path: path.startswith(("/", "~")),
+        )
+
+    def _strings(
+        self, key: str, default: tuple[str, ...], what: str,
+        valid: Callable[[str], bool] = bool,
+    ) -> tuple[str, ...]:
         value = self.data.get(key)
         if value is None:
             return default
-        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-            raise self._fail(key, "a list of paths (absolute, or starting with ~)")
-        if not all(v.startswith(("/", "~")) for v in value):
-            raise self._fail(key, "a list of paths (absolute, or starting with ~)")
+        if not isinstance(value, list) or not all(
+            isinstance(v, str) and v and valid(v) for v in value
+        ):
+            raise self._fail(key, what)
         return tuple(value)
 
     def boolean(self, key: str, default: bool) -> bool:

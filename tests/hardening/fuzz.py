@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.hardening.raw import read_frame
+
 QUIET = 30.0  # seconds without a message that end the wait for answers
 
 
@@ -378,18 +380,10 @@ async def run(
                     return
                 data = line
             else:
-                length = None
-                while True:
-                    line = await process.stdout.readline()
-                    if not line:
-                        return
-                    if line in (b"\r\n", b"\n"):
-                        break
-                    name, _, value = line.decode().partition(":")
-                    if name.lower() == "content-length":
-                        length = int(value)
-                assert length is not None
-                data = await process.stdout.readexactly(length)
+                body = await read_frame(process.stdout)
+                if body is None:
+                    return
+                data = body
             message = json.loads(data)
             last_arrival = time.monotonic()
             if "method" in message:

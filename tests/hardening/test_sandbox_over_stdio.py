@@ -13,8 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +27,7 @@ from agent_server.sim.scenario import parse_scenario
 from agent_server.sim.server import SimServer
 from agent_server.sim.simulator import Simulator
 
+from .listener import unix_listeners
 from .raw import RawServer, request
 
 STATUS = sandbox_status()
@@ -53,28 +52,8 @@ def attacks(marker: Path, home_key: Path, other_ledger: Path) -> list[str]:
 
 @pytest.fixture
 def listener() -> Iterator[list[bytes]]:
-    received: list[bytes] = []
-    server = socket.socket(socket.AF_UNIX)
-    server.bind(str(SOCKET))
-    server.listen()
-    server.settimeout(0.2)
-    stop = threading.Event()
-
-    def accept() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                continue
-            with conn:
-                received.append(conn.recv(100))
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield received
-    stop.set()
-    thread.join()
-    server.close()
+    with unix_listeners(str(SOCKET)) as received:
+        yield received
     SOCKET.unlink()
 
 
@@ -178,16 +157,12 @@ async def test_a_workspace_mcp_json_starts_nothing_until_the_user_approves_its_c
     async with SimServer(Simulator(scenario=parse_scenario(scenario))) as sim:
         server = await RawServer.start({**os.environ, "HOME": str(tmp_path)})
         try:
-            await server.send_message(request("init", "initialize", {
-                "processId": None, "rootUri": workspace.as_uri(), "capabilities": {},
-                "initializationOptions": {
-                    "settings": {"provider": "sim", "baseUrl": sim.base_url,
-                                 "sessionsDir": str(tmp_path / "sessions")},
-                    "clientCapabilities": {"requestPermission": True},
-                },
-            }))
-            await server.answer("init")
-            await server.send_message({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+            await server.initialize(
+                workspace,
+                {"provider": "sim", "baseUrl": sim.base_url,
+                 "sessionsDir": str(tmp_path / "sessions")},
+                request_permission=True,
+            )
 
             async def turn_answering(name: str, prompt: str, option: str) -> dict[str, Any]:
                 await server.send_message(

@@ -188,17 +188,12 @@ async def test_workspace_secrets_are_asked_about_and_never_reach_the_provider(
     async with SimServer(simulator) as sim:
         server = await RawServer.start({**os.environ, "HOME": str(tmp_path)})
         try:
-            await server.send_message(request("init", "initialize", {
-                "processId": None, "rootUri": workspace.as_uri(), "capabilities": {},
-                "initializationOptions": {
-                    "settings": {"provider": "sim", "baseUrl": sim.base_url,
-                                 "sessionsDir": str(tmp_path / "sessions"),
-                                 "permissions": {"mode": "allowAll"}},
-                    "clientCapabilities": {"requestPermission": True},
-                },
-            }))
-            await server.answer("init")
-            await server.send_message({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+            await server.initialize(
+                workspace,
+                {"provider": "sim", "baseUrl": sim.base_url,
+                 "sessionsDir": str(tmp_path / "sessions"), "permissions": {"mode": "allowAll"}},
+                request_permission=True,
+            )
             await server.send_message(
                 request("new", "agent/session/new", {"workspaceUri": workspace.as_uri()})
             )

@@ -137,26 +137,16 @@ class HardLinkSieve:
         return known
 
 
-def secret_note(paths: list[str]) -> str:
-    """One line telling the model which files that may hold secrets a search left out."""
+HARD_LINKED_WHY = "hard-linked file(s), which may also exist outside the workspace"
+SECRET_WHY = "file(s) that may hold secrets"
+
+
+def left_out_note(paths: list[str], why: str = HARD_LINKED_WHY) -> str:
+    """One line telling the model which files a search left out, why, and what to do."""
     named = ", ".join(paths[:MAX_LEFT_OUT_NAMED])
     if len(paths) > MAX_LEFT_OUT_NAMED:
         named += f" and {len(paths) - MAX_LEFT_OUT_NAMED} more"
-    return (
-        f"[Left out matches in {len(paths)} file(s) that may hold secrets: {named}. Read one "
-        "by name to be asked.]"
-    )
-
-
-def left_out_note(paths: list[str]) -> str:
-    """One line telling the model which hard-linked files a search left out, and what to do."""
-    named = ", ".join(paths[:MAX_LEFT_OUT_NAMED])
-    if len(paths) > MAX_LEFT_OUT_NAMED:
-        named += f" and {len(paths) - MAX_LEFT_OUT_NAMED} more"
-    return (
-        f"[Left out matches in {len(paths)} hard-linked file(s), which may also exist outside "
-        f"the workspace: {named}. Read one by name to be asked.]"
-    )
+    return f"[Left out matches in {len(paths)} {why}: {named}. Read one by name to be asked.]"
 
 
 class GrepTool:
@@ -231,12 +221,13 @@ class GrepTool:
         }
         # Said after the bounds, so that a long output cannot cut it off.
         note = ""
-        if sieve is not None and sieve.left_out:
-            details["leftOutHardLinked"] = sieve.left_out
-            note = "\n\n" + printable(redact(left_out_note(sieve.left_out), *ctx.secrets))
-        if sieve is not None and sieve.secret:
-            details["leftOutSecret"] = sieve.secret
-            note += "\n\n" + printable(redact(secret_note(sieve.secret), *ctx.secrets))
+        for key, files, why in (
+            ("leftOutHardLinked", sieve.left_out if sieve else [], HARD_LINKED_WHY),
+            ("leftOutSecret", sieve.secret if sieve else [], SECRET_WHY),
+        ):
+            if files:
+                details[key] = files
+                note += "\n\n" + printable(redact(left_out_note(files, why), *ctx.secrets))
         if not outcome.lines:
             where = "the workspace" if shown_top == "." else shown_top
             filtered = f" (files matching {glob!r})" if glob else ""

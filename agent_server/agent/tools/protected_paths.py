@@ -39,49 +39,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 # Relative to the workspace root. Directories and files alike: what exists is bound as it is.
-PROTECTED = (
-    ".mcp.json",
-    "AGENTS.md",
-    "CLAUDE.md",
-    ".vscode",
-    ".idea",
-    ".zed",
-    ".claude",
-    ".codex",
+# What agent-server, editors and other agents read (placeheld when missing, too).
+_READ_BY_AGENTS = (
+    ".mcp.json", "AGENTS.md", "CLAUDE.md", ".vscode", ".idea", ".zed", ".claude", ".codex",
     ".cursor",
-    ".git/hooks",
-    ".git/config",
-    ".gitmodules",
-    ".gitconfig",
-    ".envrc",
-    ".bashrc",
-    ".bash_profile",
-    ".zshrc",
-    ".zprofile",
-    ".profile",
-    ".ripgreprc",
-    ".npmrc",
-    ".yarnrc",
-    ".yarnrc.yml",
+)
+PROTECTED = (
+    *_READ_BY_AGENTS, ".git/hooks", ".git/config", ".gitmodules", ".gitconfig", ".envrc",
+    ".bashrc", ".bash_profile", ".zshrc", ".zprofile", ".profile", ".ripgreprc", ".npmrc",
+    ".yarnrc", ".yarnrc.yml",
 )
 # Placeholders are made only for these when they are missing: the others matter only in a
 # workspace that already has them (shell files in a home directory) or are covered by a
 # missing `.git`.
-GUARDED_WHEN_MISSING = (
-    ".mcp.json",
-    "AGENTS.md",
-    "CLAUDE.md",
-    ".vscode",
-    ".idea",
-    ".zed",
-    ".claude",
-    ".codex",
-    ".cursor",
-    ".git",
-    ".git/hooks",
-    ".git/config",
-    ".envrc",
-)
+GUARDED_WHEN_MISSING = (*_READ_BY_AGENTS, ".git", ".git/hooks", ".git/config", ".envrc")
 
 
 def protected_mounts(workspace: Path) -> tuple[list[Path], list[Path]]:

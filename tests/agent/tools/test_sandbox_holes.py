@@ -9,9 +9,7 @@ shadow file and other sessions' ledgers; and nothing bounded its processes or me
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +20,7 @@ from agent_server.agent.tools import ToolContext, run_tool
 from agent_server.agent.tools.bash import BashTool
 from agent_server.agent.tools.limits import cgroup_roots
 from agent_server.agent.tools.sandbox import Confinement, sandbox_status
+from tests.hardening.listener import unix_listeners
 
 BASH = BashTool()
 STATUS = sandbox_status()
@@ -142,37 +141,12 @@ async def test_the_home_directory_the_system_secrets_and_other_places_are_hidden
 
 
 @pytest.fixture
-def unix_listener(tmp_path: Path) -> Iterator[tuple[Path, bytes, list[bytes]]]:
+def unix_listener() -> Iterator[tuple[Path, bytes, list[bytes]]]:
     """A listener at /var/tmp/NAME.sock and one on an abstract address, recording data."""
     path = Path("/var/tmp") / f"{TAG}.sock"
     abstract = f"\0{TAG}".encode()
-    received: list[bytes] = []
-    servers = []
-    for address in (str(path), abstract):
-        server = socket.socket(socket.AF_UNIX)
-        server.bind(address)
-        server.listen()
-        server.settimeout(0.2)
-        servers.append(server)
-    stop = threading.Event()
-
-    def accept() -> None:
-        while not stop.is_set():
-            for server in servers:
-                try:
-                    conn, _ = server.accept()
-                except OSError:
-                    continue
-                with conn:
-                    received.append(conn.recv(100))
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield path, abstract, received
-    stop.set()
-    thread.join()
-    for server in servers:
-        server.close()
+    with unix_listeners(str(path), abstract) as received:
+        yield path, abstract, received
     path.unlink()
 
 
