@@ -18,7 +18,7 @@ How each is enforced, best first:
 - **RLIMIT_FSIZE** (the largest file a process may write; past it the write fails with "File
   too large") and **RLIMIT_CPU** (CPU seconds per process), always.
 
-`LimitStatus.describe()` says which apply here; a bash result says which limit a command hit.
+A bash result says which limit a command hit (`CommandCgroup.hits`).
 """
 
 from __future__ import annotations
@@ -283,9 +283,6 @@ class LimitStatus:
 
     processes: str  # "cgroup", "rlimit", "rlimit-in-sandbox", or "none"
     memory: str  # "cgroup", "rlimit", or "none"
-
-    def describe(self) -> str:
-        return f"processes: {self.processes}, memory: {self.memory}"
 
 
 def enforcement(limits: CommandLimits, *, sandboxed: bool, group: CommandCgroup | None) -> (
