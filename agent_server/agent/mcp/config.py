@@ -204,7 +204,7 @@ def _read_file(path: Path) -> tuple[Mapping[str, Any], str | None]:
     """The file's JSON (or `{"error": ...}`), and the SHA-256 of the bytes read."""
     try:
         raw = path.read_bytes()
-    except FileNotFoundError:
+    except (FileNotFoundError, IsADirectoryError):  # a directory: a sandbox's placeholder
         return {}, None
     except OSError as exc:
         return {"error": f"{path}: cannot be read ({exc.strerror})"}, None
