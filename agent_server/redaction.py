@@ -243,6 +243,9 @@ class StreamRedactor:
         line = max(text.rfind("\n"), text.rfind("\r")) + 1
         if len(text) - line <= self._max_hold:
             safe = min(safe, line)
+        begin = _open_block(text)  # a private key block whose END has not come yet
+        if begin is not None:
+            safe = min(safe, begin)
         moved = True
         while moved and safe:
             moved = False
