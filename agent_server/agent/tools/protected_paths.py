@@ -20,12 +20,12 @@ The list is Claude Code's sandbox-runtime's mandatory denials (its `DANGEROUS_FI
 `.vscode`, `.idea`, `.claude/commands`, `.claude/agents`, `.git/hooks`, `.git/config`) and
 Codex's protected subpaths (`.git`, `.codex`), with the files agent-server reads and the
 other tools that run things from a directory. A path that exists is bound read-only over
-itself. A path that does not exist yet gets a placeholder, as in Codex: its first missing
-component is an empty read-only directory, which blocks creating it (and which git ignores:
-an empty directory is no change, so `git status` and `git add -A` are unaffected). bubblewrap
-leaves the placeholder behind on the host as an empty directory; it is removed when the last
-sandbox using it ends (`Placeholders`). Only the workspace root is covered, not nested
-repositories or packages.
+itself. Some that do not exist yet (GUARDED_WHEN_MISSING) get a placeholder, as in Codex:
+the first missing component is an empty read-only directory, which blocks creating it (and
+which git ignores: an empty directory is no change, so `git status` and `git add -A` are
+unaffected). bubblewrap leaves the placeholder behind on the host as an empty directory; it
+is removed when the last sandbox using it ends (`Placeholders`). Only the workspace root is
+covered, not nested repositories or packages.
 """
 
 from __future__ import annotations
@@ -49,10 +49,15 @@ PROTECTED = (
     ".bashrc", ".bash_profile", ".zshrc", ".zprofile", ".profile", ".ripgreprc", ".npmrc",
     ".yarnrc", ".yarnrc.yml",
 )
-# Placeholders are made only for these when they are missing: the others matter only in a
-# workspace that already has them (shell files in a home directory) or are covered by a
-# missing `.git`.
-GUARDED_WHEN_MISSING = (*_READ_BY_AGENTS, ".git", ".git/hooks", ".git/config", ".envrc")
+# Placeholders are made only for these when they are missing: what agent-server starts or
+# trusts (`.mcp.json`, the instruction files), and what runs code outside the sandbox with no
+# question asked (VS Code's settings and tasks, git's hooks and config). A placeholder shows
+# in the workspace while the command runs, so the list is kept short: the other agents'
+# directories ask for trust themselves, direnv asks `direnv allow` for a new `.envrc`, and
+# shell files matter only in a workspace that already has them.
+GUARDED_WHEN_MISSING = (
+    ".mcp.json", "AGENTS.md", "CLAUDE.md", ".vscode", ".git", ".git/hooks", ".git/config"
+)
 
 
 def protected_mounts(workspace: Path) -> tuple[list[Path], list[Path]]:
