@@ -79,7 +79,7 @@ from agent_server.agent.model_setup import offered_models
 from agent_server.agent.permissions import PERMISSION_MODES, PermissionRequest
 from agent_server.agent.session import AgentSession
 from agent_server.agent.settings import AgentSettings
-from agent_server.agent.workspace import WorkspaceAgent, preload_providers
+from agent_server.agent.workspace import WorkspaceAgent, preload_providers, providers_loaded
 from agent_server.errors import AgentServerError, ConfigError, SessionNotFoundError
 from agent_server.llm.messages import usage_to_json
 
@@ -230,6 +230,7 @@ class AcpAgent:
         **kwargs: Any,
     ) -> NewSessionResponse:
         workspace = self._workspace(cwd)
+        await providers_loaded()
         try:
             session = workspace.create(mcp_servers=acp_mcp_servers(mcp_servers, workspace.root))
         except AgentServerError as error:
@@ -254,6 +255,7 @@ class AcpAgent:
         workspace = self._workspace(cwd)
         state = self._sessions.get(session_id)
         if state is None or state.cwd != workspace.root:
+            await providers_loaded()
             try:
                 session = workspace.open(
                     session_id,

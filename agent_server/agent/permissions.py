@@ -249,6 +249,27 @@ class PermissionGate:
                 return _remembered(rule)
             return await self._ask_user(tool, call, change, warning)
 
+    async def ask_about(
+        self, tool: Tool, call: ToolCall, title: str, options: tuple[PermissionOption, ...]
+    ) -> str | None:
+        """A question that is not about a tool call of the model (the workspace's MCP
+        servers, say), asked like one: the chosen option id, or None (dismissed, nobody to
+        ask). With no one to ask, `assume_yes` answers the first "allow_once" option; the
+        mode and remembered answers do not apply."""
+        if self._ask is None:
+            if self._assume_yes:
+                return next((o.option_id for o in options if o.kind == "allow_once"), None)
+            return None
+        request = PermissionRequest(call, tool, title, options, command_of(tool, call))
+        async with self._asking:
+            try:
+                return await self._ask(request)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                logger.warning("asking about %s failed: %s", title, exc)
+                return None
+
     async def _ask_user(
         self, tool: Tool, call: ToolCall, change: FileChange | None, warning: str | None = None
     ) -> PermissionDecision:

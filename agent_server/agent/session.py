@@ -53,13 +53,20 @@ from agent_server.agent.events import (
     ignore_events,
 )
 from agent_server.agent.file_watch import NOTE_KIND, FileWatch, external_edit_note, files_seen
+from agent_server.agent.mcp.approval import APPROVAL
 from agent_server.agent.mcp.config import McpServerConfig
 from agent_server.agent.mcp.servers import McpServers
 from agent_server.agent.mcp.session_tools import AcceptOutcome, McpStatus, SessionTools
 from agent_server.agent.mentions import attach_mentions
 from agent_server.agent.model_call import CallAttempt, RetryPolicy, call_model
 from agent_server.agent.model_choice import SwitchCost, switch_cost, switch_note
-from agent_server.agent.permissions import AskCallback, PermissionGate, PermissionMode, parse_mode
+from agent_server.agent.permissions import (
+    AskCallback,
+    PermissionGate,
+    PermissionMode,
+    PermissionOption,
+    parse_mode,
+)
 from agent_server.agent.session_config import (
     ModelSetup,
     SessionConfig,
@@ -70,7 +77,7 @@ from agent_server.agent.tool_runner import ToolRunner, aborted_result
 from agent_server.agent.tools import Tool, ToolContext
 from agent_server.agent.tools.base import EarlierOutput, outputs_in_context
 from agent_server.agent.tools.files import LOCAL_FILES, FileAccess
-from agent_server.agent.tools.sandbox import Confinement, confinement
+from agent_server.agent.tools.sandbox import Confinement, confinement, private_user_dirs
 from agent_server.agent.transcript import DEFAULT_PAGE, Page
 from agent_server.agent.transcript import page as transcript_page
 from agent_server.context.estimate import estimate_context_tokens
@@ -111,7 +118,7 @@ from agent_server.llm.stream import (
 from agent_server.protocol import RestoreChoice as RestoreChoice
 from agent_server.session.entries import Entry, FileVersion, MessageEntry
 from agent_server.session.index import usage_of
-from agent_server.session.ledger import Ledger
+from agent_server.session.ledger import ABORTED_UNSAVED, Ledger
 
 log = logging.getLogger(__name__)
 
@@ -314,7 +321,14 @@ class AgentSession:
         """How the session's commands run now (under `tools.sandbox: auto` it follows the
         mode: sandboxed when nothing asks)."""
         tools = self.settings.tools
-        return confinement(tools.sandbox, self.settings.permissions_mode, tools.network)
+        return confinement(
+            tools.sandbox,
+            self.settings.permissions_mode,
+            tools.network,
+            hidden=(*self._private_dirs, *private_user_dirs()),
+            read_paths=tools.read_paths,
+            limits=tools.limits,
+        )
 
     def update_settings(self, settings: AgentSettings) -> None:
         """New settings, applied from the next turn. A model picked for this session and a
@@ -413,6 +427,7 @@ class AgentSession:
         self._busy = True
         try:
             await self._apply_pending_settings()
+            self._settle_unsaved_results(None)
             self.context.begin_turn(None)
             result = await self.context.compact("manual", instructions=instructions)
             self._emit(UsageUpdated(self.usage_snapshot(result.view)))
@@ -598,6 +613,7 @@ class AgentSession:
         short = cache_ttl(self._setup.provider.api, self.model, "short")
         self._came_back = pause is not None and short is not None and pause > short
         prompt = await self._prompt_message(turn_id, content)
+        self._settle_unsaved_results(turn_id)
         self._append_note_of_changes()
         entry = self.ledger.append_message(prompt)
         for attachment in prompt.attachments:
@@ -605,6 +621,7 @@ class AgentSession:
                 self._watch.record(attachment.path)
         self._maybe_title(content)
         self._emit(TurnStarted(turn_id, entry.id, content, entry.parent_id, prompt.attachments))
+        await self._approve_workspace_servers(turn_id)
         return entry
 
     async def _steps(self, turn_id: str, state: _TurnState) -> TurnStopReason:
@@ -871,6 +888,53 @@ class AgentSession:
             # The agent's own reads and writes were just recorded, so only edits from
             # outside remain.
             self._append_note_of_changes()
+
+    async def _approve_workspace_servers(self, turn_id: str) -> None:
+        """The workspace's `.mcp.json` lists servers whose content the user has not approved
+        (mcp/approval.py): ask, and start them or leave them off."""
+        servers = self._tools.servers
+        pending = servers.awaiting_approval()
+        if pending is None:
+            return
+        options = (
+            PermissionOption("allow_once", "Start them (this session)", "allow_once"),
+            PermissionOption(
+                "allow_always", "Always start this .mcp.json (until it changes)", "allow_always"
+            ),
+            PermissionOption("reject_once", "Do not start them", "reject_once"),
+        )
+        chosen = await self.gate.ask_about(APPROVAL, pending.call(), pending.title(), options)
+        if chosen in ("allow_once", "allow_always"):
+            await servers.approve(pending.digest, remember=chosen == "allow_always")
+            return
+        await servers.decline(pending.digest)
+        self._emit(
+            Notice(
+                turn_id,
+                "warning",
+                f"The MCP servers of {pending.path.name} were not started: "
+                + ("you did not approve it." if chosen is not None else "nobody approved it.")
+                + " You will be asked again in a new session, or when the file changes.",
+            )
+        )
+
+    def _settle_unsaved_results(self, turn_id: str | None) -> None:
+        """Tool calls whose results could not be saved (the session file could not be
+        written: a full disk) get an aborted result as soon as it can be written again,
+        before anything else is appended: the conversation never goes on past a tool call
+        without a result. Raises SessionError while the file still cannot be written."""
+        aborted = self.ledger.answer_open_tool_calls(ABORTED_UNSAVED)
+        if aborted:
+            count = len(aborted)
+            self._emit(
+                Notice(
+                    turn_id,
+                    "warning",
+                    f"The result{'s' if count != 1 else ''} of {count} earlier tool "
+                    f"call{'s' if count != 1 else ''} could not be saved; recorded as "
+                    "aborted now.",
+                )
+            )
 
     def _answer_unrun(self, calls: Sequence[ToolCall], why: str) -> None:
         for call in calls:

@@ -6,7 +6,7 @@ naming the key and what is expected.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias, cast, get_args
 
@@ -23,6 +23,27 @@ PERMISSION_MODES: tuple[str, ...] = get_args(PermissionMode)
 SANDBOX_MODES: tuple[str, ...] = get_args(SandboxMode)
 
 
+# Toolchains in the home directory, shown read-only in the sandbox by default (the rest of
+# the home is hidden): programs, not credentials (so `~/.cargo/bin`, never `~/.cargo`, which
+# holds `credentials.toml`). See agent/tools/sandbox.py.
+DEFAULT_READ_PATHS = (
+    "~/.pyenv", "~/.nvm", "~/.rustup", "~/.cargo/bin", "~/.local/bin", "~/.local/share/uv",
+    "~/.bun/bin", "~/.deno/bin", "~/go/bin", "~/.sdkman/candidates", "~/.volta",
+    "~/.asdf/installs", "~/.local/share/mise/installs", "~/.local/share/fnm",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CommandLimits:
+    """The `tools.limits` settings; 0 is no limit. `memory_mb` None: half the machine's
+    memory."""
+
+    processes: int = 1024
+    memory_mb: int | None = None
+    file_size_mb: int = 8192
+    cpu_seconds: int = 0
+
+
 @dataclass(frozen=True, slots=True)
 class ToolOptions:
     # Variable names (or globs) commands receive even though they look secret; provider
@@ -32,6 +53,10 @@ class ToolOptions:
     # "off" (agent/tools/sandbox.py).
     sandbox: SandboxMode = "auto"
     network: bool = False  # whether sandboxed commands may use the network
+    # Home-directory toolchains shown read-only in the sandbox (the rest of the home is not).
+    read_paths: tuple[str, ...] = DEFAULT_READ_PATHS
+    # What one command may consume, sandboxed or not (agent/tools/limits.py).
+    limits: CommandLimits = field(default_factory=CommandLimits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +69,7 @@ class McpOptions:
     workspace_file: bool = True  # read the workspace's .mcp.json
     startup_timeout: float = 30.0  # seconds for a server to start and list its tools
     tool_timeout: float = 600.0  # seconds for one tool call (a server's 'timeout' overrides)
+    max_result_mb: int = 64  # the most one answer of a stdio server may have; larger: refused
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +147,8 @@ def settings_from_json(
             env_pass=env_pass,
             sandbox=cast(SandboxMode, sub.choice("sandbox", tools.sandbox, SANDBOX_MODES)),
             network=sub.boolean("network", tools.network),
+            read_paths=sub.paths("readPaths", tools.read_paths),
+            limits=_limits(tools_data.get("limits"), tools.limits),
         )
     return AgentSettings(
         mcp=_mcp_options(data.get("mcp"), settings.mcp),
@@ -139,6 +167,20 @@ def settings_from_json(
         max_steps=reader.integer("maxSteps", settings.max_steps, minimum=1),
         bash_timeout=float(reader.integer("bashTimeout", int(settings.bash_timeout), minimum=1)),
         tools=tools,
+    )
+
+
+def _limits(data: Any, base: CommandLimits) -> CommandLimits:
+    if data is None:
+        return base
+    if not isinstance(data, Mapping):
+        raise ConfigError("setting 'tools.limits' must be an object")
+    reader = _Reader(data, "tools.limits.")
+    return CommandLimits(
+        processes=reader.integer("processes", base.processes, minimum=0),
+        memory_mb=reader.optional_int("memoryMB", base.memory_mb),
+        file_size_mb=reader.integer("fileSizeMB", base.file_size_mb, minimum=0),
+        cpu_seconds=reader.integer("cpuSeconds", base.cpu_seconds, minimum=0),
     )
 
 
@@ -164,6 +206,7 @@ def _mcp_options(data: Any, base: McpOptions) -> McpOptions:
             reader.integer("startupTimeout", int(base.startup_timeout), minimum=1)
         ),
         tool_timeout=float(reader.integer("toolTimeout", int(base.tool_timeout), minimum=1)),
+        max_result_mb=reader.integer("maxResultMB", base.max_result_mb, minimum=1),
     )
 
 
@@ -198,11 +241,25 @@ class _Reader:
         return value
 
     def names(self, key: str, default: tuple[str, ...]) -> tuple[str, ...]:
+        return self._strings(key, default, "a list of variable names")
+
+    def paths(self, key: str, default: tuple[str, ...]) -> tuple[str, ...]:
+        return self._strings(
+            key, default, "a list of paths (absolute, or starting with ~)",
+            lambda path: path.startswith(("/", "~")),
+        )
+
+    def _strings(
+        self, key: str, default: tuple[str, ...], what: str,
+        valid: Callable[[str], bool] = bool,
+    ) -> tuple[str, ...]:
         value = self.data.get(key)
         if value is None:
             return default
-        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-            raise self._fail(key, "a list of variable names")
+        if not isinstance(value, list) or not all(
+            isinstance(v, str) and v and valid(v) for v in value
+        ):
+            raise self._fail(key, what)
         return tuple(value)
 
     def boolean(self, key: str, default: bool) -> bool:

@@ -10,12 +10,14 @@ import contextlib
 import logging
 import os
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from agent_server.agent.checkpoints import BlobStore
 from agent_server.agent.context_manager import ContextPolicy
 from agent_server.agent.events import EventSink, ignore_events
+from agent_server.agent.mcp.approval import APPROVALS_FILE, ApprovedFiles
 from agent_server.agent.mcp.config import McpServerConfig, default_user_file, load_server_configs
 from agent_server.agent.mcp.servers import McpServers
 from agent_server.agent.model_call import RetryPolicy
@@ -48,6 +50,23 @@ def preload_providers() -> None:
     find out whether commands can be sandboxed here."""
     preload_sdks()
     sandbox_status()
+
+
+_loading: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Future[None]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+async def providers_loaded() -> None:
+    """Return once the provider SDKs are loaded (seconds, the first time), waiting off the
+    event loop: a request that builds a session must not hold up every other request. One
+    thread loads them, however many requests wait (a pool thread each would starve the
+    pool that other requests need)."""
+    loop = asyncio.get_running_loop()
+    loading = _loading.get(loop)
+    if loading is None:
+        loading = _loading[loop] = asyncio.ensure_future(asyncio.to_thread(preload_providers))
+    await asyncio.shield(loading)
 
 
 class WorkspaceAgent:
@@ -228,6 +247,8 @@ class WorkspaceAgent:
             startup_timeout=settings.mcp.startup_timeout,
             tool_timeout=settings.mcp.tool_timeout,
             root=self.root,
+            max_result_bytes=settings.mcp.max_result_mb * 1024 * 1024,
+            approvals=ApprovedFiles(self.store.root / APPROVALS_FILE, self.root),
         )
         session = AgentSession(
             ledger=ledger,

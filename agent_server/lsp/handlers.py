@@ -43,6 +43,7 @@ async def session_new(ls: AgentLanguageServer, params: Params) -> protocol.Sessi
     model = params.optional_string("model")
     title = params.optional_string("title")
     folder = ls.folder_for(workspace)
+    await _providers_loaded()
     session = folder.agent.create(model=model, title=title)
     session.attach(ls.sink(session.session_id), ls.asker(session.session_id))
     return wire.session_new_result(session)
@@ -56,6 +57,7 @@ async def session_list(ls: AgentLanguageServer, params: Params) -> protocol.Sess
 async def session_load(ls: AgentLanguageServer, params: Params) -> protocol.SessionLoadResult:
     session_id = params.string("sessionId")
     limit = params.count("limit", wire.DEFAULT_PAGE, wire.MAX_PAGE)
+    await _providers_loaded()
     session = ls.session(session_id)
     snapshot = session.usage_snapshot()
     page = session.transcript(limit=limit)
@@ -297,6 +299,12 @@ def _preload() -> None:
     from agent_server.agent.workspace import preload_providers
 
     preload_providers()
+
+
+async def _providers_loaded() -> None:
+    from agent_server.agent.workspace import providers_loaded
+
+    await providers_loaded()
 
 
 def merge_settings(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:

@@ -54,11 +54,13 @@ from agent_server.session.entries import (
 )
 from agent_server.session.meta import MetaFold
 
-INDEX_VERSION = 4  # 4: lastCall
+INDEX_VERSION = 5  # 4: lastCall; 5: entries of unknown types reported
 INDEX_SUFFIX = ".index.json"
 DIGEST_SPAN = 256
 
-IssueAction: TypeAlias = Literal["skipped", "truncated", "newline_added", "reattached"]
+IssueAction: TypeAlias = Literal[
+    "skipped", "truncated", "newline_added", "reattached", "unknownType"
+]
 
 # One letter per entry kind (messages by role): what paging and walking need without parsing.
 USER, ASSISTANT, TOOL_RESULT, COMPACTION, BRANCH, MODEL_CHANGE, TITLE, SYSTEM, TOOLS, UNKNOWN = (
@@ -342,6 +344,18 @@ def scan(
         entry = _placed(parsed, index, previous, line_number, start, raw)
         if entry is None:
             continue
+        if isinstance(entry, UnknownEntry):
+            index.issues.append(
+                LoadIssue(
+                    line_number,
+                    start,
+                    f"an entry of type {entry.type[:40]!r}, which this version does not "
+                    "know (written by a newer agent-server?); kept in the file and the tree, "
+                    "not shown",
+                    "unknownType",
+                    excerpt(raw),
+                )
+            )
         index.add(entry, start, len(raw) + 1)
         if on_entry is not None:
             on_entry(entry)

@@ -21,7 +21,7 @@ export type AttachmentKind = (typeof AttachmentKindValues)[number];
 export const CompactionReasonValues = ['threshold', 'overflow', 'truncation', 'manual', 'idle'] as const;
 export type CompactionReason = (typeof CompactionReasonValues)[number];
 
-export const IssueActionValues = ['skipped', 'truncated', 'newline_added', 'reattached'] as const;
+export const IssueActionValues = ['skipped', 'truncated', 'newline_added', 'reattached', 'unknownType'] as const;
 export type IssueAction = (typeof IssueActionValues)[number];
 
 /** When the agent asks before running a tool. */
