@@ -158,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return acp_main(args)
     if args.command == "chat":
-        from agent_server.console.chat import main as chat_main
+        from agent_server.console.chat_start import main as chat_main
 
         return chat_main(args)
     if args.command == "sessions":

@@ -6,7 +6,9 @@ time):
 
 - `chat --help`: the process run to its end (`resource.getrusage(RUSAGE_CHILDREN)`).
 - the first prompt line: `chat` started in a pseudo-terminal, its CPU read the moment `you ›`
-  appears (the process keeps running; it is then ended with Ctrl-D).
+  appears;
+- loaded: then `/usage` typed, its CPU read when the answer shows (the agent, the provider's
+  SDK and the session all loaded: what a first prompt waits for); then Ctrl-D.
 
     .venv/bin/python -m benchmarks.chat_startup [--runs 7] [--provider anthropic|sim]
 """
@@ -40,7 +42,7 @@ def help_cpu(command: list[str]) -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def first_prompt_cpu(command: list[str], provider: str, home: Path) -> float:
+def first_prompt_cpu(command: list[str], provider: str, home: Path) -> tuple[float, float]:
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
@@ -56,10 +58,14 @@ def first_prompt_cpu(command: list[str], provider: str, home: Path) -> float:
         )
         child.expect("you ›")
         cpu = process_cpu(child.pid)
+        child.sendline("/usage")
+        child.expect("cache reads")
+        loaded = process_cpu(child.pid)
+        child.expect("you ›")
         child.sendeof()
         child.expect(pexpect.EOF)
         child.close()
-    return cpu
+    return cpu, loaded
 
 
 def describe(values: list[float]) -> str:
@@ -76,9 +82,11 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as home:
         first_prompt_cpu(command, args.provider, Path(home))  # fill caches (bytecode, attrs)
         helps = [help_cpu(command) for _ in range(args.runs)]
-        prompts = [first_prompt_cpu(command, args.provider, Path(home)) for _ in range(args.runs)]
+        runs = [first_prompt_cpu(command, args.provider, Path(home)) for _ in range(args.runs)]
     print(f"chat --help, CPU: {describe(helps)}")
-    print(f"chat --provider {args.provider} to the first prompt line, CPU: {describe(prompts)}")
+    print(f"chat --provider {args.provider} to the first prompt line, CPU: "
+          f"{describe([prompt for prompt, _ in runs])}")
+    print(f"  and to /usage answered (all loaded), CPU: {describe([loaded for _, loaded in runs])}")
     return 0
 
 

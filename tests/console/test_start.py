@@ -1,0 +1,31 @@
+"""`agent-server chat` starts without loading what its first screen does not need: the first
+prompt line comes from a module that loads no agent, no provider SDK and no LSP machinery,
+and the chat itself never loads lsprotocol (it once cost a second of every start). The
+figures are in BENCHMARKS.md (benchmarks/chat_startup.py); these tests check the cause, not
+the time."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+HEAVY = ("lsprotocol", "pygls", "anthropic", "openai", "agent_server.agent.session",
+         "agent_server.console.render", "markdown_it")
+
+
+def loaded_after(statement: str) -> set[str]:
+    code = f"{statement}\nimport sys, json\nprint(json.dumps(sorted(sys.modules)))"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return set(json.loads(run.stdout.splitlines()[-1]))
+
+
+def test_the_first_screen_loads_no_agent_sdk_or_lsp() -> None:
+    modules = loaded_after("import agent_server.cli, agent_server.console.chat_start")
+    assert [name for name in HEAVY if name in modules] == []
+
+
+def test_the_chat_loads_no_lsp_machinery() -> None:
+    modules = loaded_after("import agent_server.console.chat")
+    assert "agent_server.agent.session" in modules  # it is the chat
+    assert not {"lsprotocol", "lsprotocol.types", "pygls"} & modules
