@@ -31,6 +31,7 @@ from agent_server.agent.permissions import PermissionRequest
 from agent_server.agent.session import AgentSession, RestoreChoice
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.workspace import WorkspaceAgent, model_choices
+from agent_server.console.activity import Activity
 from agent_server.console.chat_start import HINT
 from agent_server.console.commands import (
     COMMANDS,
@@ -92,6 +93,10 @@ class TerminalChat:
         self.last_turn: dict[str, Any] | None = None
         self.reader = reader or LineReader(console, command_names)
         self.prompts = 0  # prompts sent in this run
+        self.activity = Activity(console) if console.is_terminal else None
+        self.printer.activity = self.activity
+        if interactive:
+            self.printer.output_hint = " (/output shows them all)"
 
     @property
     def session_id(self) -> str:
@@ -118,6 +123,10 @@ class TerminalChat:
             return "allow_once"
         if not self.interactive:
             return None
+        with self.activity.paused() if self.activity else contextlib.nullcontext():
+            return self.question(request)
+
+    def question(self, request: PermissionRequest) -> str | None:
         self.show_request(request)
         options = request.options
         for number, option in enumerate(options, 1):
@@ -171,7 +180,13 @@ class TerminalChat:
         self.printer.errors_shown = []
         self.seq = 0
         before = session.totals.to_json()
-        result = await session.run_turn(content)
+        if self.activity is not None:
+            self.activity.waiting("waiting for the model")
+        try:
+            result = await session.run_turn(content)
+        finally:
+            if self.activity is not None:
+                self.activity.stop()
         after = session.totals.to_json()
         self.last_turn = {key: after[key] - before[key] for key in TURN_FIGURES}
         self.turn_id = result.turn_id
@@ -230,6 +245,27 @@ class TerminalChat:
             return
         self.console.print(shown(f"model: {switch.model.id} ({switch.model.name})", "magenta"))
         self.console.print(shown(switch.note, "dim"))
+
+    def output_command(self, argument: str) -> None:
+        """`/output`: the last command's output, whole (as the model got it); `/output N`:
+        the Nth last."""
+        outputs = self.printer.outputs
+        if not outputs:
+            self.console.print(Text("no command has run yet", style="dim"))
+            return
+        number = int(argument) if argument.strip().isdigit() else 1
+        if not 1 <= number <= len(outputs):
+            self.console.print(
+                Text(f"/output takes 1 to {len(outputs)} (the Nth last command)", style="yellow")
+            )
+            return
+        output = outputs[-number]
+        self.console.print(shown(output.title, "bold", one_line=True))
+        self.console.print(shown(output.text.rstrip("\n") or "(no output)"))
+        if output.full_output_path:
+            self.console.print(
+                shown(f"({output.total_lines} lines in all: {output.full_output_path})", "dim")
+            )
 
     def mode_command(self, session: AgentSession, argument: str) -> None:
         """`/mode`: when tools ask first; `/mode <mode>`: switch."""
@@ -456,20 +492,21 @@ def chat_loop(
             chat.show_help()
         elif name == "/usage":
             chat.show_usage(session)
+        elif name == "/output":
+            chat.output_command(typed.argument)
         elif name == "/compact":
-            outcome = runner.run(session.compact(typed.argument or None))
+            if chat.activity is not None:
+                chat.activity.waiting("compacting")
+            try:
+                outcome = runner.run(session.compact(typed.argument or None))
+            finally:
+                if chat.activity is not None:
+                    chat.activity.stop()
             if outcome.outcome == "noop":
                 console.print(
                     Text("nothing to compact yet: the history is already short", style="dim")
                 )
-            else:
-                console.print(
-                    Text(
-                        f"compaction: {outcome.outcome} "
-                        f"({outcome.tokens_before} → {outcome.tokens_after} tokens)",
-                        style="magenta",
-                    )
-                )
+            # Otherwise the compaction's own marker (or its failure) is on screen already.
         elif name == "/sessions":
             console.print(sessions_table(agent.list(), title="sessions"))
         elif name == "/model":

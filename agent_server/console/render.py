@@ -14,7 +14,8 @@ printed as `text (url)` and HTML shown as written.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from markdown_it.token import Token
 from rich.console import Console
@@ -26,8 +27,22 @@ from rich.text import Text
 
 from agent_server.literal import literal, pieces
 
+if TYPE_CHECKING:
+    from agent_server.console.activity import Activity
+
 METER_WIDTH = 24
 ESCAPE_STYLE = "reverse"
+COLLAPSED_LINES = 4  # a finished command's last lines, shown under it
+
+
+@dataclass(frozen=True, slots=True)
+class CommandOutput:
+    """A finished command's output as the model got it (`/output` shows it whole)."""
+
+    title: str
+    text: str
+    total_lines: int
+    full_output_path: str | None
 
 
 def shown(text: str, style: str = "", *, one_line: bool = False) -> Text:
@@ -151,8 +166,12 @@ class TranscriptPrinter:
         self.usage: Mapping[str, Any] | None = None
         self._open_message: str | None = None
         self._tool_titles: dict[str, str] = {}
+        self._tool_kinds: dict[str, str] = {}
         self.diffs_shown: set[str] = set()  # tool calls whose change is already on screen
         self.errors_shown: list[str] = []  # error notices of the current turn
+        self.outputs: list[CommandOutput] = []  # the commands' outputs, oldest first
+        self.output_hint = ""  # how to see a collapsed output whole, if there is a way
+        self.activity: Activity | None = None  # what runs now, in a terminal chat
 
     def prompt(self, text: str) -> None:
         self._close_message()
@@ -174,16 +193,28 @@ class TranscriptPrinter:
                 label = Text("agent › ", style="bold green")
                 self.console.print(label, end="\n" if self.markdown else "")
                 self._open_message = update["messageId"]
+                if self.activity is not None:
+                    self.activity.waiting("answering")
             self._stream(update["content"]["text"])
         elif kind == "thoughtChunk" and self.show_thinking:
             self._close_message()
             self.console.print(shown(update["content"]["text"], "dim italic"))
         elif kind == "toolCall":
             self._close_message()
-            self._tool_titles[update["toolCallId"]] = update["title"]
+            call_id = update["toolCallId"]
+            self._tool_titles[call_id] = update["title"]
+            self._tool_kinds[call_id] = update.get("toolKind", "other")
+            if self.activity is not None:
+                self.activity.waiting(update["title"])
         elif kind == "toolCallUpdate" and update.get("status") in ("completed", "failed"):
             self._close_message()
             self._tool_finished(update)
+            if self.activity is not None:
+                self.activity.waiting("waiting for the model")
+        elif kind == "toolCallUpdate" and self.activity is not None:
+            if self._tool_kinds.get(update["toolCallId"]) == "execute":
+                for text in _texts(update):
+                    self.activity.output(text)
         elif kind == "notice":
             self._close_message()
             style = {"error": "bold red", "warning": "yellow"}.get(update["level"], "dim")
@@ -204,6 +235,29 @@ class TranscriptPrinter:
         for content in update.get("content") or ():
             if content.get("type") == "diff" and call_id not in self.diffs_shown:
                 self.console.print(diff_text(str(content.get("diff", ""))))
+        denied = isinstance(raw, Mapping) and raw.get("permission") == "denied"
+        if self._tool_kinds.get(call_id) == "execute" and not denied:
+            self._command_output(title, update)
+
+    def _command_output(self, title: str, update: Mapping[str, Any]) -> None:
+        """A finished command's last lines under it, with how many came before."""
+        text = "".join(_texts(update))
+        raw = update.get("rawOutput")
+        raw = raw if isinstance(raw, Mapping) else {}
+        lines = text.rstrip("\n").splitlines()
+        total = max(int(raw.get("totalLines") or 0), len(lines))
+        path = raw.get("fullOutputPath")
+        self.outputs.append(
+            CommandOutput(title, text, total, str(path) if isinstance(path, str) else None)
+        )
+        shown_lines = lines[-COLLAPSED_LINES:]
+        if total > len(shown_lines):
+            more = Text(f"    … {total - len(shown_lines)} lines above", style="dim")
+            self.console.print(more + Text(self.output_hint, style="dim"))
+        for piece in shown_lines:
+            row = Text("    ") + shown(piece, "dim", one_line=True)
+            row.no_wrap, row.overflow = True, "ellipsis"
+            self.console.print(row)
 
     def usage_changed(self, usage: Mapping[str, Any]) -> None:
         self.usage = usage
@@ -211,6 +265,8 @@ class TranscriptPrinter:
     def compaction(self, params: Mapping[str, Any]) -> None:
         self._close_message()
         status = params["status"]
+        if self.activity is not None:
+            self.activity.waiting("compacting" if status == "started" else "waiting for the model")
         if status == "started":
             self.console.print(
                 Text(
@@ -297,6 +353,15 @@ class TranscriptPrinter:
                 self.console.print(Text(f"  … {self._hidden_lines} more lines", style="dim"))
         self._open_message = None
         self._lines = self._hidden_lines = 0
+
+
+def _texts(update: Mapping[str, Any]) -> list[str]:
+    """The text content of a tool call update."""
+    return [
+        str(item["content"].get("text", ""))
+        for item in update.get("content") or ()
+        if item.get("type") == "content" and isinstance(item.get("content"), Mapping)
+    ]
 
 
 def _last_block_end(text: str) -> int:

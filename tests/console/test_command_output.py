@@ -1,0 +1,82 @@
+"""A command the agent runs, as a person sees it at 80 columns (tmux): its last lines and a
+spinner while it runs, collapsed to its last lines and a count once it ends, whole with
+/output."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agent_server.sim.scenario import parse_scenario
+from agent_server.sim.server import SimServer, ThreadedSimServer
+from agent_server.sim.simulator import Simulator
+from tests.console.tmux_screen import TmuxScreen
+
+# Three lines, a pause long enough to look at the screen, then 27 more lines.
+COMMAND = (
+    "for i in 1 2 3; do echo step $i; done; "
+    "while [ ! -e go ]; do sleep 0.2; done; "
+    "for i in $(seq 4 30); do echo step $i; done"
+)
+SCENARIO = {
+    "name": "command output",
+    "turns": [
+        {
+            "user": "run the steps",
+            "steps": [
+                {"tools": [{"name": "bash", "arguments": {"command": COMMAND}}]},
+                {"text": "The steps ran."},
+            ],
+        }
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[ThreadedSimServer]:
+    handle = SimServer(Simulator(scenario=parse_scenario(SCENARIO))).run_in_thread()
+    yield handle
+    handle.stop()
+
+
+def test_a_running_command_shows_its_last_lines_then_collapses(
+    sim: ThreadedSimServer, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    screen = TmuxScreen(
+        [sys.executable, "-m", "agent_server", "chat", "--provider", "sim", "--base-url",
+         sim.base_url, "--sessions-dir", str(tmp_path / "sessions"), "--yes"],
+        cwd=workspace,
+        env={"TERM": "xterm-256color", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+    )
+    try:
+        screen.wait_for("you ›")
+        screen.type("run the steps")
+        screen.keys("Enter")
+        running = screen.wait_for("step 3")
+        assert "Ctrl-C stops" in running  # the spinner line: something runs
+        assert "Run: for i in 1 2 3" in running
+        (workspace / "go").touch()
+        done = screen.wait_for("The steps ran.")
+        screen.wait_for("you ›", count=2)
+        done = screen.screen()
+        assert "✓ Run: for i in 1 2 3" in done
+        assert "… 26 lines above (/output shows them all)" in done
+        collapsed = done.split("(/output shows them all)", 1)[1].split("agent ›", 1)[0]
+        assert collapsed.split() == ["step", "27", "step", "28", "step", "29", "step", "30"]
+        assert "Ctrl-C stops" not in screen.visible()  # the region is gone
+        # Never wider than the terminal: no row of the screen is cut mid-word by wrapping.
+        assert all(len(line) <= 80 for line in done.splitlines())
+
+        screen.type("/output")
+        screen.keys("Enter")
+        whole = screen.wait_for("you ›", count=3)
+        listed = whole.rsplit("/output", 1)[1]
+        for n in (1, 5, 17, 30):
+            assert f"step {n}\n" in listed + "\n", n
+    finally:
+        screen.close()
