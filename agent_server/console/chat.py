@@ -201,7 +201,7 @@ class TerminalChat:
 
     def show_usage(self, session: AgentSession) -> None:
         usage = wire.usage_json(session.session_id, session.usage_snapshot())
-        self.console.print(meter_text(usage))
+        self.console.print(meter_text(usage, self.console.width))
         self.console.print(usage_table(usage, self.last_turn, session.totals.to_json()))
 
     # --- commands -------------------------------------------------------------------------

@@ -120,24 +120,55 @@ def format_tokens(count: int) -> str:
     return f"{count / 1000:.1f}k" if count >= 1000 else str(count)
 
 
-def meter_text(usage: Mapping[str, Any]) -> Text:
+def meter_text(usage: Mapping[str, Any], width: int = 80) -> Text:
+    """`context ██░░│░ 21.8k/32.8k (67%) · cached 92% · $0.2700 · compacted 1×`: the
+    context's estimate against the window (the bar's mark is the compaction point), the
+    session's cache-read share of prompt tokens, its cost, and its compactions so far. The
+    bar narrows so the line fits `width` columns."""
     used, size = int(usage["used"]), max(int(usage["size"]), 1)
     fraction = used / size
-    filled = min(METER_WIDTH, round(fraction * METER_WIDTH))
-    mark = round(int(usage["compactAt"]) / size * METER_WIDTH)
-    bar = "".join("█" if i < filled else ("│" if i == mark else "░") for i in range(METER_WIDTH))
+    compactions = int(usage.get("windowNumber", 1)) - 1
+    figures = (
+        f" {format_tokens(used)}/{format_tokens(size)} ({fraction:.0%})"
+        f" · cached {float(usage['cacheHitRate']):.0%}"
+        f" · ${float(usage['cost']):.4f}"
+        + (f" · compacted {compactions}×" if compactions > 0 else "")
+    )
+    bar_width = max(8, min(METER_WIDTH, width - 1 - len("context ") - len(figures)))
+    filled = min(bar_width, round(fraction * bar_width))
+    mark = round(int(usage["compactAt"]) / size * bar_width)
+    bar = "".join("█" if i < filled else ("│" if i == mark else "░") for i in range(bar_width))
     text = Text("context ")
     text.append(bar, style=meter_colour(fraction))
-    text.append(
-        f" {format_tokens(used)}/{format_tokens(size)} ({fraction:.0%})"
-        f" · window {usage['windowNumber']}"
-        f" · cache {float(usage['cacheHitRate']):.0%}"
-        f" · ${float(usage['cost']):.4f}",
-        style="dim",
-    )
+    text.append(figures, style="dim")
     if used > int(usage["compactAt"]):
-        text.append(" · past the compaction point: the next request compacts first", "yellow")
+        text.append("\n  past the compaction point: the next request compacts first", "yellow")
     return text
+
+
+def compaction_reason(params: Mapping[str, Any], compact_at: int | None) -> str:
+    """Why a compaction ran, in words. "threshold" is either rule of the trigger: past the
+    compaction point, or close enough that the next step would leave no room to summarise."""
+    reason = str(params.get("reason", ""))
+    if reason == "threshold":
+        before = int(params.get("tokensBefore", 0))
+        if compact_at is not None and before <= compact_at:
+            return (
+                f"near the compaction point ({format_tokens(compact_at)}): "
+                "the next step would leave no room to summarise"
+            )
+        return "past the compaction point" + (
+            f" ({format_tokens(compact_at)})" if compact_at is not None else ""
+        )
+    return {
+        "overflow": "the provider refused the request as too long",
+        "truncation": "an answer was cut off by the window",
+        "manual": "asked for",
+        "idle": "the cache went cold: the prefix is written again either way",
+    }.get(reason, reason)
+
+
+SUMMARY_PREVIEW_LINES = 6
 
 
 class TranscriptPrinter:
@@ -267,11 +298,13 @@ class TranscriptPrinter:
         status = params["status"]
         if self.activity is not None:
             self.activity.waiting("compacting" if status == "started" else "waiting for the model")
+        compact_at = int(self.usage["compactAt"]) if self.usage else None
+        reason = compaction_reason(params, compact_at)
         if status == "started":
             self.console.print(
                 Text(
                     f"  ⟳ compacting {format_tokens(int(params['tokensBefore']))} tokens "
-                    f"({params['reason']})…",
+                    f"({reason})…",
                     style="magenta",
                 )
             )
@@ -280,13 +313,15 @@ class TranscriptPrinter:
             error = shown(str(params.get("error", "")), "red")
             self.console.print(Text(f"  ⟳ compaction {status}: ", style="red") + error)
             return
-        summary = str(params.get("summary", ""))
-        preview = "\n".join(summary.strip().splitlines()[:6])
+        lines = str(params.get("summary", "")).strip().splitlines()
+        preview = shown("\n".join(lines[:SUMMARY_PREVIEW_LINES]), "dim")
+        if len(lines) > SUMMARY_PREVIEW_LINES:
+            preview.append(f"\n… {len(lines) - SUMMARY_PREVIEW_LINES} more lines", style="italic")
         self.console.print(
             Panel(
-                shown(preview, "dim"),
+                preview,
                 title=(
-                    f"compacted ({params['reason']}): {format_tokens(int(params['tokensBefore']))}"
+                    f"compacted: {format_tokens(int(params['tokensBefore']))}"
                     f" → {format_tokens(int(params.get('tokensAfter', 0)))} tokens"
                 ),
                 title_align="left",
@@ -312,7 +347,7 @@ class TranscriptPrinter:
             self.console.print(Text(f"  (turn ended: {result['stopReason']})", style="yellow"))
         usage = result.get("usage") or self.usage
         if usage:
-            self.console.print(meter_text(usage))
+            self.console.print(meter_text(usage, self.console.width))
 
     def _stream(self, text: str) -> None:
         if self.markdown:
@@ -410,11 +445,7 @@ def usage_table(
     )
     table.add_row("cache-read share", "", f"{float(session.get('cacheHitRate', 0)):.0%}")
     size = max(int(usage["size"]), 1)
-    table.add_row(
-        "context",
-        "",
-        f"{format_tokens(int(usage['used']))} of {format_tokens(size)}"
-        f" (compacts above {format_tokens(int(usage['compactAt']))}),"
-        f" window {usage['windowNumber']}",
-    )
+    table.add_row("context", "", f"{format_tokens(int(usage['used']))} of {format_tokens(size)}")
+    table.add_row("compacts above", "", format_tokens(int(usage["compactAt"])))
+    table.add_row("compactions", "", str(int(usage.get("windowNumber", 1)) - 1))
     return table
