@@ -59,6 +59,7 @@ MODE_MEANINGS = {
     "allowReads": "reads run; writes, edits and commands ask first",
     "allowAll": "every tool call runs without asking",
 }
+REWIND_LISTED = 9  # the latest prompts /rewind lists (any earlier one by its number)
 REWIND_CHOICES: tuple[tuple[str, RestoreChoice | None], ...] = (
     ("conversation and files", "both"),
     ("conversation only", "conversation"),
@@ -287,11 +288,16 @@ class TerminalChat:
     def rewind_command(self, runner: asyncio.Runner, session: AgentSession) -> None:
         """`/rewind`: pick a prompt, see what would change, choose what goes back."""
         items = session.transcript(limit=500).items
-        prompts = [item for item in items if item["kind"] == "userMessage"][-9:]
+        prompts = [item for item in items if item["kind"] == "userMessage"]
         if not prompts:
             self.console.print(Text("nothing to rewind to yet", style="dim"))
             return
-        for number, item in enumerate(prompts, 1):
+        earlier = max(0, len(prompts) - REWIND_LISTED)
+        if earlier:
+            self.console.print(
+                Text(f"  … prompts 1 to {earlier} are earlier: type a number to pick one", "dim")
+            )
+        for number, item in enumerate(prompts[earlier:], earlier + 1):
             text = " ".join(_typed_text(item).split())
             self.console.print(
                 Text(f"  {number} ", style="bold") + shown(text[:100], one_line=True)
