@@ -585,7 +585,6 @@ class AgentSession:
             for attachment in prompt.attachments:
                 if attachment.kind != "directory":
                     self._watch.record(attachment.path)
-            self._maybe_title(content)
             self._emit(
                 TurnStarted(
                     turn_id, user_entry.id, content, user_entry.parent_id, prompt.attachments
@@ -594,6 +593,9 @@ class AgentSession:
             for _step in range(self.settings.max_steps):
                 await self._tools.for_request()  # fixes the tool list, or takes an accepted change
                 view = await self.context.prepare()
+                if _step == 0:
+                    # Named after its first prompt once that is sent (not refused unsent).
+                    self._maybe_title(content)
                 while True:
                     streaming = True
                     try:
