@@ -58,7 +58,13 @@ from agent_server.agent.mcp.servers import McpServers
 from agent_server.agent.mcp.session_tools import AcceptOutcome, McpStatus, SessionTools
 from agent_server.agent.mentions import attach_mentions
 from agent_server.agent.model_call import CallAttempt, RetryPolicy, call_model
-from agent_server.agent.model_choice import SwitchCost, serves, switch_cost, switch_note
+from agent_server.agent.model_choice import (
+    SwitchCost,
+    serves,
+    switch_cost,
+    switch_note,
+    warm_prefix,
+)
 from agent_server.agent.permissions import AskCallback, PermissionGate, PermissionMode, parse_mode
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.tool_runner import ToolRunner, aborted_result
@@ -194,6 +200,7 @@ class AgentSession:
         self.workspace = workspace
         self.settings = settings
         self._setup = setup
+        self._clock = clock  # the ledger's and the context manager's
         self._pending_settings: AgentSettings | None = None
         # The workspace's settings as last given; the session's own choices (a model picked
         # for it, a permission mode switched to) hold until the setting itself changes.
@@ -355,12 +362,14 @@ class AgentSession:
                 )
             old = self._setup
             retention = self.retention_for_call()  # "auto" decided as the next call would
+            view = self.context.view()
             cost = switch_cost(
-                self.context.view().tokens,
+                view.tokens,
                 old.model,
                 setup.model,
                 cache_retention=retention,
                 settings=settings.compaction,
+                warm=warm_prefix(view.entries, setup.model, setup.provider.api, self._clock()),
             )
             note = switch_note(old.model, setup.model, cost, retention)
             self._setup, self.settings = setup, settings
