@@ -5,7 +5,6 @@ back while its cache is warm, /rewind with more prompts than it lists and a reje
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +13,7 @@ import pytest
 from agent_server.sim.scenario import parse_scenario
 from agent_server.sim.server import SimServer, ThreadedSimServer
 from agent_server.sim.simulator import Simulator
-from tests.console.tmux_screen import TmuxScreen
+from tests.console.tmux_screen import chat_screen
 
 QUESTIONS = [f"question number {n}" for n in range(1, 11)]
 SCENARIO = {
@@ -43,12 +42,8 @@ def sim() -> Iterator[ThreadedSimServer]:
 def test_switch_back_rewind_and_compact(sim: ThreadedSimServer, tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    screen = TmuxScreen(
-        [sys.executable, "-m", "agent_server", "chat", "--provider", "sim", "--base-url",
-         sim.base_url, "--sessions-dir", str(tmp_path / "sessions")],
-        cwd=workspace,
-        env={"TERM": "xterm-256color", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
-        height=50,
+    screen = chat_screen(
+        tmp_path, workspace, "--provider", "sim", "--base-url", sim.base_url, height=50
     )
     prompts = 1
 

@@ -4,7 +4,6 @@ spinner while it runs, collapsed to its last lines and a count once it ends, who
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import pytest
 from agent_server.sim.scenario import parse_scenario
 from agent_server.sim.server import SimServer, ThreadedSimServer
 from agent_server.sim.simulator import Simulator
-from tests.console.tmux_screen import TmuxScreen
+from tests.console.tmux_screen import chat_screen
 
 # Three lines, a pause long enough to look at the screen, then 27 more lines.
 COMMAND = (
@@ -47,12 +46,8 @@ def test_a_running_command_shows_its_last_lines_then_collapses(
 ) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    screen = TmuxScreen(
-        [sys.executable, "-m", "agent_server", "chat", "--provider", "sim", "--base-url",
-         sim.base_url, "--sessions-dir", str(tmp_path / "sessions"), "--yes"],
-        cwd=workspace,
-        env={"TERM": "xterm-256color", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
-    )
+    screen = chat_screen(tmp_path, workspace, "--provider", "sim", "--base-url", sim.base_url,
+                         "--yes")
     try:
         screen.wait_for("you ›")
         screen.type("run the steps")

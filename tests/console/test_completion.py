@@ -3,14 +3,13 @@ what was typed, and a completed file gets a trailing space so it is attached."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from agent_server.console.line_input import mention_matches
-from tests.console.tmux_screen import TmuxScreen
+from tests.console.tmux_screen import TmuxScreen, chat_screen
 
 
 @pytest.fixture
@@ -19,12 +18,7 @@ def chat(tmp_path: Path) -> Iterator[TmuxScreen]:
     for name in ("weather/cli.py", "weather/config.py", "weather/api/client.py"):
         (workspace / name).parent.mkdir(parents=True, exist_ok=True)
         (workspace / name).write_text("print('hi')\n")
-    screen = TmuxScreen(
-        [sys.executable, "-m", "agent_server", "chat", "--provider", "sim",
-         "--sessions-dir", str(tmp_path / "sessions")],
-        cwd=workspace,
-        env={"TERM": "xterm-256color", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
-    )
+    screen = chat_screen(tmp_path, workspace, "--provider", "sim")
     screen.wait_for("you ›")
     yield screen
     screen.close()
@@ -46,6 +40,7 @@ def test_tab_keeps_the_typed_word_and_a_completed_file_is_attached(chat: TmuxScr
     chat.keys("Tab")
     chat.wait_for("you › What does @weather/cli.py")
     chat.type("do?")
+    chat.wait_for("@weather/cli.py do?")
     assert prompt_line(chat).rstrip() == "you › What does @weather/cli.py do?"
     chat.keys("Enter")
     chat.wait_for("attached weather/cli.py")
@@ -58,6 +53,7 @@ def test_loose_matches_are_listed_and_the_word_stays(chat: TmuxScreen) -> None:
     assert "@weather/cli.py" in screen
     assert prompt_line(chat).rstrip() == "you › see @wcl"
     chat.type("x")  # the line is still edited where it was
+    chat.wait_for("you › see @wclx")
     assert prompt_line(chat).rstrip() == "you › see @wclx"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shlex
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -62,3 +63,14 @@ class TmuxScreen:
 
     def close(self) -> None:
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
+
+
+def chat_screen(tmp_path: Path, workspace: Path, *args: str, height: int = 40) -> TmuxScreen:
+    """`agent-server chat` with its own home and sessions folder, in a 80-column tmux."""
+    return TmuxScreen(
+        [sys.executable, "-m", "agent_server", "chat", "--sessions-dir",
+         str(tmp_path / "sessions"), *args],
+        cwd=workspace,
+        env={"TERM": "xterm-256color", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        height=height,
+    )
