@@ -44,6 +44,13 @@ def command_names(prefix: str) -> list[str]:
     return names(prefix)
 
 
+def _is_quit(line: str) -> bool:
+    from agent_server.console.commands import read_command
+
+    typed = read_command(line)
+    return typed is not None and typed.command is not None and typed.command.name == "/quit"
+
+
 def first_screen(console: Console, settings: AgentSettings, workspace: Path) -> None:
     from agent_server.llm.models import DEFAULT_MODEL_BY_PROVIDER
 
@@ -90,9 +97,12 @@ def main(args: Any) -> int:
     )
     loading.start()
     line = reader.read()
-    if line is None:
+    if line is None or _is_quit(line):
         return 0
-    loading.join()
+    try:
+        loading.join()
+    except KeyboardInterrupt:
+        return 130
     from agent_server.console.chat import run_chat
 
     return run_chat(prompt=None, console=console, reader=reader, first_line=line, **options)

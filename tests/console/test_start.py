@@ -29,3 +29,20 @@ def test_the_chat_loads_no_lsp_machinery() -> None:
     modules = loaded_after("import agent_server.console.chat")
     assert "agent_server.agent.session" in modules  # it is the chat
     assert not {"lsprotocol", "lsprotocol.types", "pygls"} & modules
+
+
+def test_quit_as_the_first_line_leaves_without_a_session(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import pexpect
+
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "agent_server", "chat", "--provider", "sim", "--sessions-dir", str(tmp_path / "s")],
+        cwd=str(tmp_path), encoding="utf-8", timeout=120, dimensions=(40, 80),
+        env={"TERM": "xterm-256color", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+    )
+    child.expect("you ›")
+    child.sendline("/quit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert not list((tmp_path / "s").rglob("*.jsonl"))
