@@ -32,7 +32,10 @@ if TYPE_CHECKING:
 
 METER_WIDTH = 24
 ESCAPE_STYLE = "reverse"
-COLLAPSED_LINES = 4  # a finished command's last lines, shown under it
+# A finished command's output under it: its first and last lines, with how many between (as
+# Codex's TUI shows a command: the start says what ran, the end how it ended).
+COLLAPSED_HEAD = 2
+COLLAPSED_TAIL = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,7 +274,7 @@ class TranscriptPrinter:
             self._command_output(title, update)
 
     def _command_output(self, title: str, update: Mapping[str, Any]) -> None:
-        """A finished command's last lines under it, with how many came before."""
+        """A finished command's first and last lines under it, with how many between."""
         text = "".join(_texts(update))
         raw = update.get("rawOutput")
         raw = raw if isinstance(raw, Mapping) else {}
@@ -281,12 +284,18 @@ class TranscriptPrinter:
         self.outputs.append(
             CommandOutput(title, text, total, str(path) if isinstance(path, str) else None)
         )
-        shown_lines = lines[-COLLAPSED_LINES:]
-        if total > len(shown_lines):
-            more = Text(f"    … {total - len(shown_lines)} lines above", style="dim")
-            self.console.print(more + Text(self.output_hint, style="dim"))
-        for piece in shown_lines:
-            row = Text("    ") + shown(piece, "dim", one_line=True)
+        head, tail = COLLAPSED_HEAD, COLLAPSED_TAIL
+        if len(lines) <= head + tail + 1:
+            head, tail = len(lines), 0
+        rows: list[Text] = [shown(piece, "dim", one_line=True) for piece in lines[:head]]
+        if tail:
+            hidden = total - head - tail  # lines the model's copy already left out count too
+            rows.append(Text(f"… +{hidden} lines", style="dim") + Text(self.output_hint, "dim"))
+            rows += [shown(piece, "dim", one_line=True) for piece in lines[-tail:]]
+        elif total > len(lines):  # the model's copy is the tail of a longer output
+            rows.insert(0, Text(f"… +{total - len(lines)} lines", style="dim"))
+        for row in rows:
+            row = Text("    ") + row
             row.no_wrap, row.overflow = True, "ellipsis"
             self.console.print(row)
 
