@@ -556,6 +556,9 @@ class SwitchCost(TypedDict):
     compacts: bool
     compactAt: int
     window: int
+    warm: int
+    """Tokens at the start of the context that the new model's cache still holds (a switch
+    back within its cache lifetime): read, not written, at the next request."""
 
 
 class ModelSetResult(TypedDict):

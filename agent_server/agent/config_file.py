@@ -48,6 +48,8 @@ def flag_overrides(args: Any) -> dict[str, Any]:
         "baseUrl": getattr(args, "base_url", None),
         "apiKeyEnv": getattr(args, "api_key_env", None),
         "sessionsDir": getattr(args, "sessions_dir", None),
+        "modelsFile": getattr(args, "models_file", None),
+        "contextWindow": getattr(args, "context_window", None),
         "permissions": {"mode": mode} if mode else None,
     }
 

@@ -14,7 +14,12 @@ from pathlib import Path
 from agent_server.agent.session_config import ModelSetup
 from agent_server.agent.settings import AgentSettings
 from agent_server.errors import UnknownModelError
-from agent_server.llm.models import ModelInfo, ModelRegistry, load_models_file
+from agent_server.llm.models import (
+    ModelInfo,
+    ModelRegistry,
+    load_models_file,
+    model_from_json,
+)
 from agent_server.llm.providers import API_KEYS, create_provider, provider_spec, serves
 from agent_server.llm.stream import Provider
 
@@ -41,7 +46,32 @@ def model_registry(settings: AgentSettings) -> ModelRegistry:
     if settings.models_file:
         for model in load_models_file(Path(settings.models_file).expanduser()):
             registry.add(model)
+    if (local := served_model(settings, registry)) is not None:
+        registry.add(local)
     return registry
+
+
+DEFAULT_LOCAL_WINDOW = 32768
+
+
+def served_model(settings: AgentSettings, registry: ModelRegistry) -> ModelInfo | None:
+    """A `model` nobody defined, asked of an OpenAI-compatible server at `baseUrl` (Ollama,
+    llama.cpp, vLLM): taken as that server's, with the `contextWindow` setting (else 32k,
+    said in README's local-model example) and no prices. None when it needs no defining."""
+    if (
+        not settings.model
+        or not settings.base_url
+        or "local" not in provider_spec(settings.provider).vendors
+        or registry.get(settings.model) is not None
+    ):
+        return None
+    window = settings.context_window or DEFAULT_LOCAL_WINDOW
+    return model_from_json({
+        "id": settings.model,
+        "contextWindow": window,
+        "maxOutput": max(1024, min(8192, window // 4)),
+        "baseUrl": settings.base_url,
+    })
 
 
 def offered_models(settings: AgentSettings) -> list[ModelInfo]:
@@ -58,7 +88,8 @@ def resolve_model(
         known = ", ".join(m.id for m in registry)
         raise UnknownModelError(
             f"unknown model {wanted!r}: use one of {known}, or define it in a models file "
-            "(the modelsFile setting)"
+            "(the modelsFile setting, --models-file); a model of a local OpenAI-compatible "
+            "server needs only the provider openai-chat and its baseUrl (--base-url)"
         )
     return model
 

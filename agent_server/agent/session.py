@@ -59,7 +59,7 @@ from agent_server.agent.mcp.servers import McpServers
 from agent_server.agent.mcp.session_tools import AcceptOutcome, McpStatus, SessionTools
 from agent_server.agent.mentions import attach_mentions
 from agent_server.agent.model_call import CallAttempt, RetryPolicy, call_model
-from agent_server.agent.model_choice import SwitchCost, switch_cost, switch_note
+from agent_server.agent.model_choice import SwitchCost, switch_cost, switch_note, warm_prefix
 from agent_server.agent.permissions import (
     AskCallback,
     PermissionGate,
@@ -173,6 +173,9 @@ class _TurnState:
     being streamed (its attempt), and the tool calls still open with their results."""
 
     prompt: MessageEntry | None = None
+    # The prompt's content until the session is named after it: once its first request is
+    # sent, so a prompt refused unsent names nothing.
+    untitled: tuple[UserContent, ...] | None = None
     attempt: list[CallAttempt] = field(default_factory=list)
     streaming: bool = False
     pending_calls: tuple[ToolCall, ...] = ()
@@ -209,6 +212,7 @@ class AgentSession:
         # The settings and models in force, the workspace's as last given, the session's own
         # choices and the settings waiting for the next turn; the context manager reads it.
         self.config = SessionConfig(settings, setup, configured)
+        self._clock = clock  # the ledger's and the context manager's
         self._checkpoints = checkpoints
         self._private_dirs = private_dirs  # never listed as changed files (the sessions)
         self._reconnect = reconnect
@@ -364,12 +368,14 @@ class AgentSession:
                 )
             old = self._setup
             retention = self.retention_for_call()  # "auto" decided as the next call would
+            view = self.context.view()
             cost = switch_cost(
-                self.context.view().tokens,
+                view.tokens,
                 old.model,
                 setup.model,
                 cache_retention=retention,
                 settings=settings.compaction,
+                warm=warm_prefix(view.entries, setup.model, setup.provider.api, self._clock()),
             )
             note = switch_note(old.model, setup.model, cost, retention)
             self.config.choose_model(settings, setup)
@@ -578,6 +584,7 @@ class AgentSession:
         error: AgentServerError | None = None
         try:
             state.prompt = await self._start_turn(turn_id, content)
+            state.untitled = content
             stop = await self._steps(turn_id, state)
         except asyncio.CancelledError:
             stop = "cancelled"
@@ -619,7 +626,6 @@ class AgentSession:
         for attachment in prompt.attachments:
             if attachment.kind != "directory":
                 self._watch.record(attachment.path)
-        self._maybe_title(content)
         self._emit(TurnStarted(turn_id, entry.id, content, entry.parent_id, prompt.attachments))
         await self._approve_workspace_servers(turn_id)
         return entry
@@ -645,7 +651,11 @@ class AgentSession:
         """One model call, and the tool calls it asks for; how the turn stops with it, or
         None when it goes on."""
         await self._tools.for_request()  # fixes the tool list, or takes an accepted change
-        message, view = await self._answer(turn_id, await self.context.prepare(), state)
+        prepared = await self.context.prepare()
+        if state.untitled is not None:
+            self._maybe_title(state.untitled)
+            state.untitled = None
+        message, view = await self._answer(turn_id, prepared, state)
         calls = message.tool_calls
         if message.stop_reason in ("contextOverflow", "length"):
             self._answer_unrun(calls, "Not run: the answer was cut off before it ended.")

@@ -83,6 +83,9 @@ class AgentSettings:
     permissions_mode: PermissionMode = "allowReads"
     sessions_dir: str | None = None
     models_file: str | None = None
+    # The window of a `model` that neither the registry nor the models file knows, served
+    # at `base_url` (a local OpenAI-compatible server): model_setup defines it on the spot.
+    context_window: int | None = None
     max_steps: int = 200  # model calls in one turn before it stops with max_turn_requests
     bash_timeout: float = 120.0
     tools: ToolOptions = field(default_factory=ToolOptions)
@@ -164,6 +167,7 @@ def settings_from_json(
         permissions_mode=mode,
         sessions_dir=reader.optional_str("sessionsDir", settings.sessions_dir),
         models_file=reader.optional_str("modelsFile", settings.models_file),
+        context_window=reader.optional_int("contextWindow", settings.context_window),
         max_steps=reader.integer("maxSteps", settings.max_steps, minimum=1),
         bash_timeout=float(reader.integer("bashTimeout", int(settings.bash_timeout), minimum=1)),
         tools=tools,

@@ -14,8 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast, get_args
 from urllib.parse import unquote, urlparse
 
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
-
 from agent_server import protocol
 from agent_server.agent import transcript
 from agent_server.agent.events import (
@@ -68,6 +66,10 @@ RESTORE_CHOICES: tuple[str, ...] = get_args(protocol.RestoreChoice)
 PERMISSION_MODES: tuple[str, ...] = get_args(protocol.PermissionMode)
 
 if TYPE_CHECKING:  # the agent's heavier modules load after `initialize` (lsp/startup.py)
+    # pygls's exceptions import lsprotocol.types (about a second): `agent-server chat`
+    # turns events into these shapes too, and loads no LSP machinery.
+    from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+
     from agent_server.agent.checkpoints import RestorePlan
     from agent_server.agent.context_manager import CompactionResult
     from agent_server.agent.mcp.session_tools import AcceptOutcome, McpStatus
@@ -86,11 +88,15 @@ class UnknownWorkspaceError(AgentServerError):
 
 
 def invalid(message: str) -> JsonRpcInvalidParams:
+    from pygls.exceptions import JsonRpcInvalidParams
+
     return JsonRpcInvalidParams(message=message)
 
 
 def rpc_error(error: AgentServerError) -> JsonRpcException:
     """The JSON-RPC error for an agent error (docs/protocol.md, Errors)."""
+    from pygls.exceptions import JsonRpcException
+
     codes: list[tuple[type[AgentServerError], int]] = [
         (SessionNotFoundError, UNKNOWN_SESSION),
         (SessionBusyError, SESSION_BUSY),

@@ -63,8 +63,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from agent_server.protocol import SandboxMode as SandboxMode
-
 from agent_server.agent.settings import DEFAULT_READ_PATHS, CommandLimits
 from agent_server.agent.tools import limits as command_limits
 from agent_server.agent.tools.limits import CommandCgroup, LimitStatus
@@ -75,6 +73,7 @@ from agent_server.agent.tools.protected_paths import (
     git_dirs,
     protected_mounts,
 )
+from agent_server.protocol import SandboxMode as SandboxMode
 
 log = logging.getLogger(__name__)
 

@@ -547,6 +547,11 @@ export interface SwitchCost {
   compacts: boolean;
   compactAt: number;
   window: number;
+  /**
+   * Tokens at the start of the context that the new model's cache still holds (a switch
+   * back within its cache lifetime): read, not written, at the next request.
+   */
+  warm: number;
 }
 
 export interface ModelSetResult {
