@@ -43,7 +43,7 @@ from agent_server.llm.messages import (
 from agent_server.llm.models import ModelInfo
 from agent_server.llm.provider_errors import ErrorContext
 from agent_server.llm.provider_stream import EventDicts, run_provider_stream
-from agent_server.llm.providers import ANTHROPIC_KEY, ANTHROPIC_MESSAGES
+from agent_server.llm.providers import ANTHROPIC_KEY, ANTHROPIC_MESSAGES, http_client_options
 from agent_server.llm.stream import (
     CacheRetention,
     CacheUse,
@@ -364,6 +364,9 @@ class AnthropicProvider:
         **client_options: Any,
     ) -> None:
         client_options["max_retries"] = 0
+        if "http_client" not in client_options:
+            options = http_client_options(base_url)
+            client_options["http_client"] = anthropic.DefaultAsyncHttpxClient(**options)
         key = api_key or PLACEHOLDER_API_KEY
         self._client = anthropic.AsyncAnthropic(api_key=key, base_url=base_url, **client_options)
         self._errors = ErrorContext(
