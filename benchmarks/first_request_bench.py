@@ -18,7 +18,7 @@ machine says more about the neighbours than about the server:
   from turn 50 to the last, in kB per turn.
 
     .venv/bin/python -m benchmarks.first_request_bench [--runs 5] [--turns 200 1000]
-        [--only first|turns] [--json FILE]
+        [--only first|turns] [--model sim-small] [--json FILE]
 """
 
 from __future__ import annotations
@@ -318,13 +318,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--turns", type=int, nargs="*", default=[200, 1000])
     parser.add_argument("--only", choices=("first", "turns"))
+    parser.add_argument(
+        "--model",
+        default="sim-small",
+        help="the turns' model (sim-small compacts every ~20 turns, sim-large every ~70)",
+    )
     parser.add_argument("--json", type=Path)
     options = parser.parse_args(argv)
     result: dict[str, Any] = {}
     if options.only != "turns":
         result["first"] = first_sessions(options.runs)
     if options.only != "first":
-        result["turns"] = [turns_memory(count) for count in options.turns]
+        result["turns"] = [turns_memory(count, options.model) for count in options.turns]
     print(format_report(result))
     if options.json:
         options.json.write_text(json.dumps(result, indent=2) + "\n", "utf-8")
