@@ -393,7 +393,16 @@ class AnthropicProvider:
         params = build_request(model, context, options)
 
         async def open_stream() -> AsyncStream[Any]:
-            stream: AsyncStream[Any] = await self._client.messages.create(**params)
+            # The SDK's request (auth, retries, errors, server-sent events) with its events
+            # handed over as the JSON objects they arrive as: no typed model built per event
+            # and converted back (most of a streamed answer's cost, issue 31).
+            stream: AsyncStream[Any] = await self._client.post(
+                "/v1/messages",
+                body=params,
+                cast_to=object,
+                stream=True,
+                stream_cls=AsyncStream[object],
+            )
             return stream
 
         def translate(
