@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.long_session_bench import RawClient
+from benchmarks.long_session_bench import RawClient, sim_process
 
 PLACEHOLDER_KEY = "sk-ant-placeholder-not-a-key"
 NOWHERE = "http://127.0.0.1:9"
@@ -111,8 +111,16 @@ def acp_first_session(scratch: Path) -> dict[str, float]:
     workspace = scratch / "workspace"
     workspace.mkdir(parents=True, exist_ok=True)
     command = [
-        sys.executable, "-m", "agent_server", "acp", "--provider", "anthropic",
-        "--base-url", NOWHERE, "--sessions-dir", str(scratch / "sessions"),
+        sys.executable,
+        "-m",
+        "agent_server",
+        "acp",
+        "--provider",
+        "anthropic",
+        "--base-url",
+        NOWHERE,
+        "--sessions-dir",
+        str(scratch / "sessions"),
     ]
     client = AcpClient(command, _environment(scratch))
     try:
@@ -128,16 +136,22 @@ def acp_first_session(scratch: Path) -> dict[str, float]:
 def lsp_first_session(scratch: Path) -> dict[str, float]:
     workspace = scratch / "workspace"
     workspace.mkdir(parents=True, exist_ok=True)
-    client = RawClient(
-        [sys.executable, "-m", "agent_server", "serve"], env=_environment(scratch)
-    )
+    client = RawClient([sys.executable, "-m", "agent_server", "serve"], env=_environment(scratch))
     try:
-        settings = {"provider": "anthropic", "baseUrl": NOWHERE,
-                    "sessionsDir": str(scratch / "sessions")}
-        client.request("initialize", {
-            "processId": None, "rootUri": workspace.as_uri(), "capabilities": {},
-            "initializationOptions": {"settings": settings},
-        })
+        settings = {
+            "provider": "anthropic",
+            "baseUrl": NOWHERE,
+            "sessionsDir": str(scratch / "sessions"),
+        }
+        client.request(
+            "initialize",
+            {
+                "processId": None,
+                "rootUri": workspace.as_uri(),
+                "capabilities": {},
+                "initializationOptions": {"settings": settings},
+            },
+        )
         cpu = client.cpu_seconds()
         started = time.perf_counter()
         client.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
@@ -175,9 +189,15 @@ def first_sessions(runs: int) -> dict[str, Any]:
 # --- memory over turns ------------------------------------------------------------------------
 
 FILES = (
-    "src/inventory/models.py", "src/inventory/storage.py", "src/inventory/reports.py",
-    "src/inventory/cli.py", "src/inventory/config.py", "docs/architecture.md", "README.md",
-    "tests/test_models.py", "tests/test_storage.py",
+    "src/inventory/models.py",
+    "src/inventory/storage.py",
+    "src/inventory/reports.py",
+    "src/inventory/cli.py",
+    "src/inventory/config.py",
+    "docs/architecture.md",
+    "README.md",
+    "tests/test_models.py",
+    "tests/test_storage.py",
 )
 
 
@@ -220,20 +240,7 @@ def turns_memory(turns: int, model: str = "sim-small") -> dict[str, Any]:
         scratch = Path(scratch_dir)
         script = scratch / "scenario.json"
         script.write_text(json.dumps(turns_scenario(turns)), "utf-8")
-        sim = subprocess.Popen(
-            [sys.executable, "-m", "agent_server", "sim", "--port", "0", "--scenario", str(script)],
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            assert sim.stderr is not None
-            base = ""
-            while not base:
-                line = sim.stderr.readline()
-                if not line:
-                    raise RuntimeError("the simulator did not start")
-                if "listening on " in line:
-                    base = line.split("listening on ")[1].split()[0]
+        with sim_process(script) as base:
             workspace = scratch / "workspace"
             write_sample_workspace(workspace)
             client = RawClient(
@@ -243,23 +250,19 @@ def turns_memory(turns: int, model: str = "sim-small") -> dict[str, Any]:
                 return _drive_turns(client, workspace, scratch, base, model, turns)
             finally:
                 client.close()
-        finally:
-            sim.terminate()
-            sim.wait()
 
 
 def _drive_turns(
     client: RawClient, workspace: Path, scratch: Path, base: str, model: str, turns: int
 ) -> dict[str, Any]:
     settings = {
-        "provider": "sim", "baseUrl": base, "model": model,
-        "sessionsDir": str(scratch / "sessions"), "permissions": {"mode": "allowAll"},
+        "provider": "sim",
+        "baseUrl": base,
+        "model": model,
+        "sessionsDir": str(scratch / "sessions"),
+        "permissions": {"mode": "allowAll"},
     }
-    client.request("initialize", {
-        "processId": None, "rootUri": workspace.as_uri(), "capabilities": {},
-        "workspaceFolders": [{"uri": workspace.as_uri(), "name": "w"}],
-        "initializationOptions": {"settings": settings},
-    })
+    client.initialize(workspace, settings)
     client.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
     created, _, _ = client.request("agent/session/new", {"workspaceUri": workspace.as_uri()})
     session = created["sessionId"]
@@ -305,7 +308,8 @@ def format_report(result: dict[str, Any]) -> str:
     for figure in result.get("turns", []):
         lines.append(
             f"{figure['turns']} turns over LSP ({figure['model']}, {figure['compactions']} "
-            f"compactions): RSS {figure['rss_kb']['at_start'] / 1e3:.1f} MB at turn 50 -> "
+            f"compactions): RSS {figure['rss_kb']['at_start'] / 1e3:.1f} MB at turn "
+            f"{min(50, figure['turns'] // 4)} -> "
             f"{figure['rss_kb']['last'] / 1e3:.1f} MB; {figure['kb_per_turn']:+.2f} kB a turn "
             f"({figure['kb_per_turn_second_half']:+.2f} over the second half); server CPU "
             f"{figure['cpu_seconds']:.1f} s"

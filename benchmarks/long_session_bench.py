@@ -45,7 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -528,6 +528,20 @@ class RawClient:
             if "method" in message and "id" in message:  # a request to the client
                 self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
 
+    def initialize(self, workspace: Path, settings: dict[str, Any]) -> Any:
+        """`initialize` with one workspace folder and these settings (`initialized` not sent)."""
+        result, _, _ = self.request(
+            "initialize",
+            {
+                "processId": None,
+                "rootUri": workspace.as_uri(),
+                "capabilities": {},
+                "workspaceFolders": [{"uri": workspace.as_uri(), "name": workspace.name}],
+                "initializationOptions": {"settings": settings},
+            },
+        )
+        return result
+
     def cpu_seconds(self) -> float:
         """The server's CPU time so far (user + system, from /proc)."""
         fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -549,6 +563,29 @@ class RawClient:
             self.process.wait()
 
 
+@contextlib.contextmanager
+def sim_process(script: Path) -> Iterator[str]:
+    """`agent-server sim` in its own process on a free port, playing `script`: its base URL."""
+    sim = subprocess.Popen(
+        [sys.executable, "-m", "agent_server", "sim", "--port", "0", "--scenario", str(script)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert sim.stderr is not None
+        base = ""
+        while not base:
+            line = sim.stderr.readline()
+            if not line:
+                raise RuntimeError("the simulator did not start")
+            if "listening on " in line:
+                base = line.split("listening on ")[1].split()[0]
+        yield base
+    finally:
+        sim.terminate()
+        sim.wait()
+
+
 def started_server(built: dict[str, Any]) -> RawClient:
     """`agent-server serve` on stdio with the ledger's workspace and sessions, `initialize`
     answered (`initialized` not sent yet)."""
@@ -560,16 +597,7 @@ def started_server(built: dict[str, Any]) -> RawClient:
         "model": MODEL,
         "sessionsDir": built["sessions"],
     }
-    client.request(
-        "initialize",
-        {
-            "processId": None,
-            "rootUri": workspace.as_uri(),
-            "capabilities": {},
-            "workspaceFolders": [{"uri": workspace.as_uri(), "name": "workspace"}],
-            "initializationOptions": {"settings": settings},
-        },
-    )
+    client.initialize(workspace, settings)
     return client
 
 
@@ -758,20 +786,7 @@ def streamed_turn(long_tokens: int = 15_000) -> dict[str, Any]:
         root = Path(scratch)
         script = root / "scenario.json"
         script.write_text(json.dumps(scenario(1, long_tokens)), "utf-8")
-        sim = subprocess.Popen(
-            [sys.executable, "-m", "agent_server", "sim", "--port", "0", "--scenario", str(script)],
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            assert sim.stderr is not None
-            base = ""
-            while not base:
-                line = sim.stderr.readline()
-                if not line:
-                    raise RuntimeError("the simulator did not start")
-                if "listening on " in line:
-                    base = line.split("listening on ")[1].split()[0]
+        with sim_process(script) as base:
             workspace = root / "workspace"
             workspace.mkdir()
             client = RawClient([sys.executable, "-m", "agent_server", "serve"])
@@ -783,16 +798,7 @@ def streamed_turn(long_tokens: int = 15_000) -> dict[str, Any]:
                     "sessionsDir": str(root / "sessions"),
                     "permissions": {"mode": "allowAll"},
                 }
-                client.request(
-                    "initialize",
-                    {
-                        "processId": None,
-                        "rootUri": workspace.as_uri(),
-                        "capabilities": {},
-                        "workspaceFolders": [{"uri": workspace.as_uri(), "name": "w"}],
-                        "initializationOptions": {"settings": settings},
-                    },
-                )
+                client.initialize(workspace, settings)
                 client.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
                 created, _, _ = client.request(
                     "agent/session/new", {"workspaceUri": workspace.as_uri()}
@@ -830,9 +836,6 @@ def streamed_turn(long_tokens: int = 15_000) -> dict[str, Any]:
                             characters += len(update["content"]["text"])
             finally:
                 client.close()
-        finally:
-            sim.terminate()
-            sim.wait()
     span = arrivals[-1] - arrivals[0] if len(arrivals) > 1 else 0.0
     return {
         "updates": len(arrivals),
@@ -1010,8 +1013,12 @@ def at_start_lines(result: dict[str, Any]) -> list[str]:
     lines = []
     cases = [("", result.get("load_at_start"))]
     if result.get("independent"):
-        cases.append((f"independent ledger ({result['independent']['file_mb']:.0f} MB), ",
-                      result["independent"]))
+        cases.append(
+            (
+                f"independent ledger ({result['independent']['file_mb']:.0f} MB), ",
+                result["independent"],
+            )
+        )
     for label, case in cases:
         if not case:
             continue

@@ -90,11 +90,13 @@ def step_times(simulator: Simulator, exchanges: list[Exchange]) -> list[dict[str
         if not source.startswith("scenario:") or source.endswith(":0"):
             continue  # the first call of a turn, or not a scripted step
         previous = records[number - 1]
-        steps.append({
-            "source": source,
-            "seconds": exchanges[number].arrived - exchanges[number - 1].answered,
-            "tools": _tools_called(previous.source or ""),
-        })
+        steps.append(
+            {
+                "source": source,
+                "seconds": exchanges[number].arrived - exchanges[number - 1].answered,
+                "tools": _tools_called(previous.source or ""),
+            }
+        )
     return steps
 
 
@@ -117,14 +119,13 @@ def run_agent_server(scratch: Path) -> list[dict[str, Any]]:
     client = RawClient([sys.executable, "-m", "agent_server", "serve"], env=env)
     try:
         settings = {
-            "provider": "anthropic", "baseUrl": handle.base_url, "model": MODEL,
-            "sessionsDir": str(scratch / "sessions"), "permissions": {"mode": "allowAll"},
+            "provider": "anthropic",
+            "baseUrl": handle.base_url,
+            "model": MODEL,
+            "sessionsDir": str(scratch / "sessions"),
+            "permissions": {"mode": "allowAll"},
         }
-        client.request("initialize", {
-            "processId": None, "rootUri": workspace.as_uri(), "capabilities": {},
-            "workspaceFolders": [{"uri": workspace.as_uri(), "name": "w"}],
-            "initializationOptions": {"settings": settings},
-        })
+        client.initialize(workspace, settings)
         client.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
         created, _, _ = client.request("agent/session/new", {"workspaceUri": workspace.as_uri()})
         for prompt in default_scenario().prompts:
@@ -157,8 +158,16 @@ def run_pi(scratch: Path) -> list[dict[str, Any]]:
         env = _clean_env(home, extra)
         for index, prompt in enumerate(default_scenario().prompts):
             command = turn_command(peer, executable, model, prompt, index == 0, "", pi_args)
-            subprocess.run(command, cwd=workspace, env=env, stdin=subprocess.DEVNULL,
-                           capture_output=True, text=True, timeout=600, check=True)
+            subprocess.run(
+                command,
+                cwd=workspace,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=600,
+                check=True,
+            )
     finally:
         handle.stop()
         simulator.close()
