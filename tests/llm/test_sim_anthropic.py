@@ -19,6 +19,7 @@ from tests.llm.sim_driver import (
     SESSION,
     assert_prefix_grows,
     body_json,
+    models_built,
     reversed_arguments,
     run_turn,
 )
@@ -227,14 +228,7 @@ async def test_stream_events_reach_the_translator_as_json_not_sdk_models(
     model per event (most of a long answer's relay cost, issue 31)."""
     import anthropic._base_client
 
-    built: list[object] = []
-    construct = anthropic._base_client.construct_type
-
-    def counted(**kwargs: Any) -> object:
-        built.append(kwargs.get("type_"))
-        return construct(**kwargs)
-
-    monkeypatch.setattr(anthropic._base_client, "construct_type", counted)
+    built = models_built(monkeypatch, anthropic._base_client)
     _, provider = sim
     answers = await run_turn(provider, MODEL, [], "Investigate the failing test", OPTIONS)
     assert answers[-1].stop_reason == "stop" and len(answers) > 1

@@ -23,6 +23,7 @@ from tests.llm.sim_driver import (
     SESSION,
     assert_prefix_grows,
     body_json,
+    models_built,
     reversed_arguments,
     run_turn,
 )
@@ -217,14 +218,7 @@ async def test_stream_events_reach_the_translator_as_json_not_sdk_models(
     model per event (most of a long answer's relay cost, issue 31)."""
     import openai._base_client
 
-    built: list[object] = []
-    construct = openai._base_client.construct_type
-
-    def counted(**kwargs: Any) -> object:
-        built.append(kwargs.get("type_"))
-        return construct(**kwargs)
-
-    monkeypatch.setattr(openai._base_client, "construct_type", counted)
+    built = models_built(monkeypatch, openai._base_client)
     _, provider = sim
     answers = await run_turn(provider, MODEL, [], "Investigate the failing test", OPTIONS)
     assert answers[-1].stop_reason == "stop" and len(answers) > 1
