@@ -334,7 +334,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--model",
         default="sim-small",
-        help="the turns' model (sim-small compacts every ~20 turns, sim-large every ~70)",
+        help="the turns' model (sim-small compacts every ~20 turns; sim-large not in 200)",
     )
     parser.add_argument("--json", type=Path)
     options = parser.parse_args(argv)
