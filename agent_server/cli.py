@@ -73,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--scenario", metavar="FILE", help="JSON or YAML scenario (default: built-in)")
     sim.add_argument("--faults", metavar="SPEC", help="fault injection, see docs/simulator.md")
     sim.add_argument("--log", metavar="FILE", help="append one JSONL line per request")
+    sim.add_argument("--summariser", choices=("faithful", "lossy"), default="faithful",
+                     help="how the simulated model summarises (see docs/simulator.md)")
 
     bench = commands.add_parser(
         "bench", help="run the benchmarks (from a source checkout) and print their tables"

@@ -180,7 +180,8 @@ def _parse(body: Any, registry: ModelRegistry, count_only: bool) -> MessagesRequ
             raise invalid("tools: Tool names must be unique.")
         tool_names.append(name)
         schema = tool.get("input_schema")
-        specs.append(ToolSpec(name, schema if isinstance(schema, dict) else {}))
+        specs.append(ToolSpec(name, schema if isinstance(schema, dict) else {},
+                              str(tool.get("description") or "")))
         ttl = _cache_ttl(tool, path)
         order.check(ttl, path)
         breakpoints += ttl is not None

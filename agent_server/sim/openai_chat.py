@@ -113,7 +113,8 @@ def _parse(body: Any, registry: ModelRegistry) -> ChatRequest:
         function = get_field(tool, "function", path, "object", required=True)
         name = get_field(function, "name", (*path, "function"), "string", required=True)
         parameters = function.get("parameters")
-        specs.append(ToolSpec(name, parameters if isinstance(parameters, dict) else {}))
+        specs.append(ToolSpec(name, parameters if isinstance(parameters, dict) else {},
+                              str(function.get("description") or "")))
         encoded = _canonical(tool)
         blocks.append(PromptBlock("tool|" + encoded, 8 + count_tokens(encoded)))
 

@@ -168,7 +168,8 @@ def _parse(body: Any, registry: ModelRegistry, previous: PreviousLookup) -> Resp
         if kind == "function":
             parameters = tool.get("parameters")
             specs.append(ToolSpec(get_field(tool, "name", path, "string", required=True),
-                                  parameters if isinstance(parameters, dict) else {}))
+                                  parameters if isinstance(parameters, dict) else {},
+                                  str(tool.get("description") or "")))
         tools.append(tool)
         encoded = _canonical(tool)
         blocks.append(PromptBlock("tool|" + encoded, 8 + count_tokens(encoded)))

@@ -189,12 +189,14 @@ class ThreadedSimServer:
 
 
 def run_cli(args: argparse.Namespace) -> int:
-    """`agent-server sim --port N [--scenario FILE] [--faults SPEC] [--log FILE]`."""
+    """`agent-server sim --port N [--scenario FILE] [--faults SPEC] [--log FILE]
+    [--summariser faithful|lossy]`."""
     try:
         simulator = Simulator(
             scenario=Path(args.scenario) if args.scenario else None,
             faults=args.faults,
             log_path=Path(args.log) if args.log else None,
+            summariser=getattr(args, "summariser", None) or "faithful",
         )
     except (ScenarioError, FaultSpecError) as exc:
         print(f"agent-server sim: {exc}", file=sys.stderr)

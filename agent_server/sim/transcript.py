@@ -47,10 +47,12 @@ Part: TypeAlias = TextPart | ThinkingPart | ImagePart | ToolCallPart | ToolResul
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
-    """A tool the request declares: its name and its JSON schema for the arguments."""
+    """A tool the request declares: its name, its JSON schema for the arguments and its
+    description."""
 
     name: str
     schema: Mapping[str, Any]
+    description: str = ""
 
 
 @dataclass(frozen=True, slots=True)
