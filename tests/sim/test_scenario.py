@@ -11,7 +11,7 @@ from anthropic import AsyncAnthropic
 from openai import AsyncOpenAI
 
 from agent_server.context.summary_prompt import summary_message_text
-from agent_server.sim.responder import is_summary_request, plan_reply
+from agent_server.sim.responder import plan_reply
 from agent_server.sim.scenario import (
     ScenarioError,
     default_scenario,
@@ -19,6 +19,7 @@ from agent_server.sim.scenario import (
     parse_scenario,
 )
 from agent_server.sim.simulator import Simulator
+from agent_server.sim.summary_requests import is_summary_request
 from agent_server.sim.transcript import (
     TextPart,
     ToolCallPart,
