@@ -13,7 +13,10 @@ compactions are safe):
    (`summary_requests.is_summary_request`: read from its words, the same for every client)
    gets the summary; failing that, the turn whose `user` text is contained in the message (a
    client that adds its own instructions around the user's words) answers.
-3. Anything else gets the fallback: `ls .` if an `ls` tool is offered, then `read` of the first
+3. A request with neither (a compaction dropped the latest prompt) takes up the latest
+   prompt a summary handed over quotes, from its first step; with no such quote, it gets the
+   fallback, recorded as a violation of the latest request.
+4. Anything else gets the fallback: `ls .` if an `ls` tool is offered, then `read` of the first
    file that listing names, then a text answer that says what it saw and echoes the prompt
    (turn index `f` in the ids).
 
@@ -33,7 +36,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from agent_server.sim.knowledge import FactCheck, Gate, check_needs
@@ -42,9 +45,15 @@ from agent_server.sim.summary import SummaryMode, summarise
 from agent_server.sim.summary_requests import is_summary_handoff, is_summary_request
 from agent_server.sim.tokenizer import filler_text
 from agent_server.sim.tool_fitting import fit_call, working_directory
-from agent_server.sim.transcript import Transcript, TranscriptMessage, trailing_texts
+from agent_server.sim.transcript import (
+    Transcript,
+    TranscriptMessage,
+    is_context_block,
+    trailing_texts,
+)
 
 FALLBACK_TURN = "f"
+LATEST_REQUEST = "latest-request"  # the fact a request without its prompt lacks
 _CALL_ID = re.compile(
     r"^(?:toolu|call|fc)_sim_(?P<turn>\d+|f)_(?P<step>\d+)(?:d(?P<detour>\d+))?"
     r"_(?P<index>\d+)(?:_[A-Za-z0-9]+)?$"
@@ -135,7 +144,31 @@ def plan_reply(transcript: Transcript, scenario: Scenario, *, id_prefix: str,
         return _scenario_step(context, found, 0)
     if last.tool_results:
         return _after_results(context, last)
-    return _fallback(context, 0)
+    return _without_prompt(context)
+
+
+def _without_prompt(context: _Context) -> PlannedReply:
+    """A request that ends with no prompt the model knows and no result of its own calls: a
+    compaction dropped the latest prompt (and the results the model was waiting for). When
+    the summary handed over quotes one of the scenario's prompts, the model takes up the
+    latest quoted one again from its first step (a real model would redo the work it reads
+    was in progress); when nothing tells it what was asked, it gives the fallback's answer,
+    recorded as a violation of the latest request."""
+    handoffs = "\n".join(
+        text for message in context.transcript.messages if message.role == "user"
+        for text in message.texts if is_summary_handoff(text)
+    )
+    last = context.transcript.messages[-1]
+    asked = [text for text in trailing_texts(last)
+             if not is_summary_handoff(text) and not is_context_block(text)]
+    if not handoffs or asked:  # no compaction, or a new prompt the scenario does not know
+        return _fallback(context, 0)
+    quoted = context.scenario.turns_quoted(handoffs)
+    if quoted:
+        return _scenario_step(context, max(quoted), 0)
+    reply = _fallback(context, 0)
+    lost = FactCheck(LATEST_REQUEST, "request", f"{FALLBACK_TURN}:0", "violated")
+    return replace(reply, knowledge=(lost,))
 
 
 def _after_results(context: _Context, last: TranscriptMessage) -> PlannedReply:

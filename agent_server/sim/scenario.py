@@ -126,6 +126,12 @@ class Scenario:
                 best, found = key, index
         return found
 
+    def turns_quoted(self, text: str) -> list[int]:
+        """The turns whose `user` text is quoted whole in `text` (whitespace-normalised)."""
+        flat = normalise_prompt(text)
+        return [index for index, turn in enumerate(self.turns)
+                if normalise_prompt(turn.user) in flat]
+
     @property
     def prompts(self) -> tuple[str, ...]:
         """The user prompts in order: what a driver (the demo, a benchmark) sends."""

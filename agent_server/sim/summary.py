@@ -57,6 +57,7 @@ from agent_server.sim.transcript import (
     ToolResultPart,
     Transcript,
     TranscriptMessage,
+    is_context_block,
 )
 
 SummaryMode: TypeAlias = Literal["faithful", "lossy"]
@@ -95,11 +96,6 @@ class _Facts:
     failures: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     previous: dict[str, list[str]] = field(default_factory=dict)
-
-
-# A block a client adds around the user's words (Claude Code's <system-reminder>, Codex's
-# <environment_context>): context, not a request.
-_CONTEXT_BLOCK = re.compile(r"^<([a-z_-]+)>.*</\1>$", re.DOTALL)
 
 
 def summarise(transcript: Transcript, mode: SummaryMode = "faithful") -> str:
@@ -233,7 +229,7 @@ def _call_arguments(text: str) -> dict[str, object]:
 
 def _user_text(text: str, facts: _Facts) -> None:
     stripped = text.strip()
-    if not stripped or _CONTEXT_BLOCK.match(stripped):
+    if not stripped or is_context_block(stripped):
         return
     if is_summary_handoff(stripped):
         _previous_summary(handoff_body(stripped), facts)

@@ -335,3 +335,22 @@ async def test_over_the_responses_api_the_fetch_is_the_clients_shell(
     (call,) = [item for item in response.output if item.type == "function_call"]
     assert "cat -n src/codec.py | sed -n '40,42p'" in call.arguments
     assert simulator.records[-1].source == "recovery:1:0:header"
+
+
+def test_a_request_that_lost_its_prompt_takes_it_up_from_the_summary_or_answers_blind() -> None:
+    handoff = ("The conversation history before this point was compacted into the following "
+               "summary:\n\n<summary>\n## Goal\nRead the header parser.\n\n### In progress\n"
+               "- {}\n</summary>")
+    lossy = ("The conversation history before this point was compacted into the following "
+             "summary:\n\n<summary>\n## Goal\nWork on the codec.\n\n## Files read\n"
+             "- `src/codec.py`\n</summary>")
+    quoted = plan_reply(transcript(user(handoff.format('"Fix the magic check."'))), scenario(),
+                        id_prefix="toolu")
+    assert quoted.source.startswith(("scenario:1:0", "recovery:1:0", "violation:1:0"))
+    blind = plan_reply(transcript(user(lossy)), scenario(), id_prefix="toolu")
+    assert blind.source.startswith("fallback")
+    assert [(c.fact, c.kind, c.outcome) for c in blind.knowledge] == [
+        ("latest-request", "request", "violated")]
+    # Without any summary handed over, an unknown prompt is just the fallback.
+    plain = plan_reply(transcript(user("Tell me a joke.")), scenario(), id_prefix="toolu")
+    assert plain.source.startswith("fallback") and plain.knowledge == ()

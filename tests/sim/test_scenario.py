@@ -324,8 +324,12 @@ def test_call_ids_differ_between_conversations_of_the_same_length() -> None:
     assert plan_reply(one, TEST_SCENARIO, id_prefix="toolu").calls[0].id == first
 
 
-def test_a_prompt_quoted_in_a_compaction_summary_does_not_restart_its_turn() -> None:
-    # After an overflow, the retry carries only the summary, which quotes the user's request.
+def test_a_prompt_only_a_compaction_summary_quotes_is_taken_up_again() -> None:
+    # After an overflow, the retry carries only the summary, which quotes the user's request:
+    # the model knows what was asked from the summary alone, and does it again.
     summary = summary_message_text('## Goal\n"Read the readme please."')
     reply = plan_reply(_transcript(_user(TextPart(summary))), TEST_SCENARIO, id_prefix="toolu")
-    assert reply.source.startswith("fallback")
+    assert reply.source == "scenario:0:0"
+    # Quoted next to a new prompt, it is the new prompt that is answered.
+    both = _transcript(_user(TextPart(summary), TextPart("Something else entirely.")))
+    assert plan_reply(both, TEST_SCENARIO, id_prefix="toolu").source.startswith("fallback")
