@@ -313,11 +313,72 @@ def peers_table(rows: Sequence[Any]) -> Table:
         ("failed requests", lambda r: f"{r.failed_requests}"),
         ("failed turns", lambda r: f"{r.failed_turns} of {r.turns}"),
         ("off-script answers", lambda r: f"{r.off_script}"),
+        *recall_lines(),
         ("wall time", lambda r: f"{r.seconds:.0f} s"),
     ]
     for label, value in lines:
         table.add_row(label, *(str(value(row)) for row in rows))
     return table
+
+
+def _violations(row: Any) -> str:
+    v = row.recall.violations
+    return " / ".join(str(v.get(kind, 0)) for kind in ("rule", "request", "decision", "failed",
+                                                        "lost"))
+
+
+def recall_lines() -> list[tuple[str, Any]]:
+    """What the model needed to know and what forgetting cost (peers.Recall), as rows."""
+    return [
+        ("facts needed / found", lambda r: f"{r.recall.needed} / {r.recall.found}"),
+        ("recoveries: calls, tokens, $",
+         lambda r: f"{r.recall.recoveries}, {format_tokens(r.recall.recovery_tokens)}, "
+                   f"{_money(r.recall.recovery_cost)}"),
+        ("violations: rule / request / decision / failed / lost", _violations),
+        ("compactions", lambda r: f"{r.summaries}"),
+        ("completed steps", lambda r: f"{r.recall.completed}"),
+        ("bill per completed step", lambda r: _money(r.cost_per_step)),
+    ]
+
+
+def recall_table(rows: Sequence[Any]) -> Table:
+    """The recall benchmark: one row per run (session, window, summariser, client)."""
+    cheapest: dict[tuple[str, str, str, str], float] = {}
+    from benchmarks.peers import reference_client
+
+    for row in rows:
+        if not row.client.startswith("agent-server") and row.failed_turns == 0:
+            key = (row.session, row.model, row.summariser, reference_client(row.client))
+            cheapest[key] = min(cheapest.get(key, row.cost), row.cost)
+    table = Table(title="the real-code suite, client by client: what forgetting costs "
+                        "(simulated models, Sonnet-class list prices)")
+    headings = ["session", "window", "summariser", "client", "bill", "× cheapest peer, same "
+                "API", "needed / found", "recoveries: calls, tokens, $", "violations: rule / "
+                "request / decision / failed / lost", "compactions", "steps done",
+                "bill per step", "failed turns"]
+    for heading in headings:
+        table.add_column(heading, justify="left" if heading in headings[:4] else "right")
+    for row in rows:
+        reference = cheapest.get((row.session, row.model, row.summariser, row.client))
+        table.add_row(
+            row.session, row.model, row.summariser, row.client, _money(row.cost),
+            _ratio(row.cost / reference) if reference else "-",
+            f"{row.recall.needed} / {row.recall.found}",
+            f"{row.recall.recoveries}, {format_tokens(row.recall.recovery_tokens)}, "
+            f"{_money(row.recall.recovery_cost)}",
+            _violations(row), str(row.summaries), str(row.recall.completed),
+            _money(row.cost_per_step), f"{row.failed_turns} of {row.turns}",
+        )
+    return table
+
+
+def print_recall(rows: Sequence[Any], run_dir: Any, seconds: float) -> None:
+    console = Console(width=240)
+    console.print(recall_table(rows))
+    for row in rows:
+        for note in row.notes:
+            console.print(f"{row.session} {row.model} {row.summariser} {row.client}: {note}")
+    console.print(f"{len(rows)} runs in {seconds:.0f} s; request logs: {run_dir}")
 
 
 def print_peers(rows: Sequence[Any], run_dir: Any) -> None:
@@ -327,3 +388,26 @@ def print_peers(rows: Sequence[Any], run_dir: Any) -> None:
         for note in row.notes:
             console.print(f"{row.client} on {row.model}: {note}")
     console.print(f"request logs and tool results: {run_dir}")
+
+
+def conformance_table(results: Sequence[Mapping[str, Any]]) -> Table:
+    """compaction-conformance-kit: canary survival by type, round 1 to 5, per compactor."""
+    table = Table(title="compaction-conformance-kit 0.8.0, seeded session: canaries surviving, "
+                        "by type, rounds 1-5 (4 canaries per type)")
+    table.add_column("compactor")
+    types = list(results[0]["survival"]) if results else []
+    for ctype in types:
+        table.add_column(ctype, justify="right")
+    table.add_column("after round 5", justify="right")
+    table.add_column("mean over rounds", justify="right")
+    for result in results:
+        curves = [", ".join(f"{value * 4:.0f}" for value in result["survival"][ctype])
+                  for ctype in types]
+        table.add_row(result["compactor"], *curves,
+                      f"{result['survived_after_last_round']} of {result['canaries']}",
+                      f"{result['mean_survival']:.1%}")
+    return table
+
+
+def print_conformance(results: Sequence[Mapping[str, Any]]) -> None:
+    Console(width=200).print(conformance_table(results))

@@ -1,0 +1,76 @@
+"""The real-code suite: sessions on code no one on this team wrote, fetched from PyPI at pinned
+versions (`sources.py`), each with planted rules, facts and a failed approach (`script.py`):
+
+- `tabulate_bugfix`: a library bugfix in tabulate 0.9.0 (one large module);
+- `sqlparse_feature`: a feature across several modules of sqlparse 0.5.3;
+- `more_itertools_debug`: a long debugging session over test output and a log, in
+  more-itertools 10.7.0.
+
+`workloads()` prepares each (the sdist extracted, the planted change applied, in a cache
+directory) and returns what a benchmark runs: the scenario and a way to write a fresh copy of
+the workspace.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent_server.sim.scenario import Scenario
+from benchmarks.real_code import more_itertools_debug, sqlparse_feature, tabulate_bugfix
+from benchmarks.real_code.script import Script
+from benchmarks.real_code.sources import Source, cache_dir, extract
+
+
+@dataclass(frozen=True, slots=True)
+class Recipe:
+    name: str
+    kind: str  # what the session does
+    source: Source
+    plant: Callable[[Path], None]
+    script: Callable[[Path], Script]
+
+
+RECIPES: tuple[Recipe, ...] = (
+    Recipe("tabulate-bugfix", "library bugfix", tabulate_bugfix.SOURCE, tabulate_bugfix.plant,
+           tabulate_bugfix.script),
+    Recipe("sqlparse-feature", "feature across several files", sqlparse_feature.SOURCE,
+           sqlparse_feature.plant, sqlparse_feature.script),
+    Recipe("more-itertools-debug", "debugging over test output and a log",
+           more_itertools_debug.SOURCE, more_itertools_debug.plant,
+           more_itertools_debug.script),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RealWorkload:
+    """A prepared session: its scenario, and the tree each run starts from."""
+
+    name: str
+    kind: str
+    source: Source
+    scenario: Scenario
+    tree: Path
+
+    def write(self, dest: Path) -> None:
+        """A fresh copy of the workspace at `dest`."""
+        shutil.rmtree(dest, ignore_errors=True)
+        shutil.copytree(self.tree, dest, symlinks=True)
+
+
+def prepare(recipe: Recipe, cache: Path | None = None) -> RealWorkload:
+    cache = cache or cache_dir()
+    tree = cache / "trees" / recipe.name
+    shutil.rmtree(tree, ignore_errors=True)
+    extract(recipe.source, tree, cache)
+    recipe.plant(tree)
+    scenario = recipe.script(tree).scenario()
+    return RealWorkload(recipe.name, recipe.kind, recipe.source, scenario, tree)
+
+
+def workloads(names: tuple[str, ...] | None = None, cache: Path | None = None
+              ) -> list[RealWorkload]:
+    chosen = [r for r in RECIPES if names is None or r.name in names]
+    return [prepare(recipe, cache) for recipe in chosen]

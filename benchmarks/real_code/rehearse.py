@@ -1,0 +1,74 @@
+"""A dry run of a real-code scenario without any model or client: its calls run in order on a
+fresh copy of the workspace (edits and writes applied, commands run), and every output fact
+is checked against what its command printed when a step needed it. It proves that the script
+matches the code at its pinned version: the edits apply, and the outputs say what the facts
+say they do."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from agent_server.sim.knowledge import normalise
+from benchmarks.real_code import RealWorkload
+
+
+def environment() -> dict[str, str]:
+    """What the scripted commands run with, for every client alike: this Python first on
+    PATH (so `python -m pytest` finds pytest), no bytecode written into the workspace, no
+    pytest plugins of this checkout loaded into the library's test runs."""
+    bin_dir = str(Path(sys.executable).parent)
+    path = os.environ.get("PATH", "/usr/bin:/bin")
+    return {"PATH": f"{bin_dir}:{path}", "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+
+
+def _run(call: Mapping[str, Any], workspace: Path, outputs: dict[str, str]) -> str:
+    name, arguments = call["name"], call["arguments"]
+    if name == "bash":
+        done = subprocess.run(["bash", "-c", arguments["command"]], cwd=workspace,
+                              capture_output=True, text=True, timeout=600,
+                              env={**os.environ, **environment()})
+        outputs[arguments["command"]] = done.stdout + done.stderr
+        return outputs[arguments["command"]]
+    path = workspace / str(arguments.get("path", "."))
+    if name == "edit":
+        text = path.read_text(encoding="utf-8")
+        if text.count(arguments["oldText"]) != 1:
+            raise AssertionError(f"edit of {path.name}: old text found "
+                                 f"{text.count(arguments['oldText'])} times")
+        path.write_text(text.replace(arguments["oldText"], arguments["newText"], 1),
+                        encoding="utf-8")
+    elif name == "write":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(arguments["content"], encoding="utf-8")
+    return ""
+
+
+def rehearse(workload: RealWorkload) -> list[str]:
+    """The problems found (empty when the script holds)."""
+    problems: list[str] = []
+    facts = workload.scenario.facts
+    with tempfile.TemporaryDirectory() as scratch:
+        workspace = Path(scratch) / "workspace"
+        workload.write(workspace)
+        outputs: dict[str, str] = {}
+        for t_index, turn in enumerate(workload.scenario.turns):
+            for s_index, step in enumerate(turn.steps):
+                for need in step.needs:
+                    fact = facts[need]
+                    if fact.kind != "output" or fact.fetch is None:
+                        continue
+                    shown = outputs.get(str(fact.fetch.arguments.get("command")), "")
+                    missing = [t for t in fact.texts if normalise(t) not in normalise(shown)]
+                    if missing:
+                        problems.append(f"turn {t_index} step {s_index}: {need}: {missing} "
+                                        f"not in the output ({shown[-300:]!r})")
+                for tool in step.tools:
+                    _run({"name": tool.name, "arguments": tool.arguments}, workspace, outputs)
+    return problems
