@@ -29,8 +29,7 @@ from pathlib import Path
 
 from agent_server.sim.summary import SUMMARY_MODES, SummaryMode
 from benchmarks import peers
-from benchmarks.real_code import RECIPES, RealWorkload, workloads
-from benchmarks.real_code.rehearse import environment
+from benchmarks.real_code import ENVIRONMENT, RECIPES, RealWorkload, workloads
 
 MODELS = ("sim-small", "sim-large")
 QUICK_CLIENTS = ("agent-server", "agent-server-anthropic")
@@ -38,7 +37,7 @@ QUICK_WORKLOADS = ("tabulate-bugfix", "sqlparse-feature")
 
 
 def session_of(workload: RealWorkload) -> peers.Session:
-    return peers.Session(workload.name, workload.scenario, workload.write, environment())
+    return peers.Session(workload.name, workload.scenario, workload.write, ENVIRONMENT)
 
 
 def _run(client: str, workload: RealWorkload, model: str, summariser: SummaryMode,

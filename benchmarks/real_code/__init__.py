@@ -14,6 +14,7 @@ the workspace.
 from __future__ import annotations
 
 import shutil
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,9 +56,16 @@ class RealWorkload:
     tree: Path
 
     def write(self, dest: Path) -> None:
-        """A fresh copy of the workspace at `dest`."""
+        """A fresh copy of the workspace at `dest`, with `.venv` linked to this Python's
+        environment (pytest is there), as a repository's own virtual environment."""
         shutil.rmtree(dest, ignore_errors=True)
         shutil.copytree(self.tree, dest, symlinks=True)
+        (dest / ".venv").symlink_to(Path(sys.prefix), target_is_directory=True)
+
+
+# What the scripted commands run with, for every client alike: no bytecode written into the
+# workspace, no pytest plugins of this checkout loaded into the library's test runs.
+ENVIRONMENT = {"PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
 
 def prepare(recipe: Recipe, cache: Path | None = None) -> RealWorkload:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from benchmarks.real_code.script import Script, call
+from benchmarks.real_code.script import PYTHON, Script, call
 from benchmarks.real_code.sources import Source
 
 SOURCE = Source("more-itertools", "10.7.0",
@@ -26,7 +26,7 @@ SOURCE = Source("more-itertools", "10.7.0",
 MORE = "more_itertools/more.py"
 TESTS = "tests/test_more.py"
 LOG = "logs/nightly.log"
-PYTEST = "python -m pytest -p no:cacheprovider"
+PYTEST = f"{PYTHON} -m pytest -p no:cacheprovider"
 _PADDING = "    padding = (fillvalue,) * (n - 1 if step >= n else step - 1)"
 _PLANTED = "    padding = (fillvalue,) * (n if step >= n else step - 1)"
 _WINDOWS = "    windows = windowed(it, window_size)"
@@ -259,14 +259,14 @@ def script(root: Path) -> Script:
                                 58, "windowed as it is")
     extra = s.output_fact(
         "extra-window", ["[(0,), (1,), (2,), (None,)]"],
-        call("bash", command="python -c \"import more_itertools as mi; "
+        call("bash", command=f"{PYTHON} -c \"import more_itertools as mi; "
                              "print(list(mi.windowed(range(3), 1)))\""),
         "what windowed(range(3), 1) yields")
     s.turn(
         "Undo that and look at windowed itself.",
         {"needs": [failed], "tools": [s.edit(MORE, _MARKED, _WINDOWS)]},
         {"tools": [s.read(MORE, "def windowed(seq, n, fillvalue=None", 100)]},
-        {"tools": [call("bash", command="python -c \"import more_itertools as mi; "
+        {"tools": [call("bash", command=f"{PYTHON} -c \"import more_itertools as mi; "
                                         "print(list(mi.windowed(range(3), 1)))\"")]},
         {"needs": [windowed_code, extra],
          "text": "`windowed(range(3), 1)` yields a fourth window of fill values: when the "
@@ -330,7 +330,7 @@ def script(root: Path) -> Script:
                  "has its own deque and no padding, so only `windowed`'s callers were "
                  "affected."},
     )
-    rerun = ("python -c \"from etl.pipeline import Reading, run_batch; print(run_batch("
+    rerun = (f"{PYTHON} -c \"from etl.pipeline import Reading, run_batch; print(run_batch("
              "1187, [Reading('m-1', 1, 10.0, 9.0), Reading('m-1', 2, 99.0, 9.0)]))\"")
     batch_out = s.output_fact(
         "batch-rerun", ["batch=1187 kept=1 dropped=1", "{1: 10.0}"],
@@ -349,7 +349,7 @@ def script(root: Path) -> Script:
         "correction-window", "request", "I meant with window_size=2, as the weekly job uses",
         "the correction (window_size=2)",
         otherwise_text="With window_size=1, as shown, the batch goes through.")
-    weekly = ("python -c \"import more_itertools as mi; print(list(mi.replace(range(6), "
+    weekly = (f"{PYTHON} -c \"import more_itertools as mi; print(list(mi.replace(range(6), "
               "lambda a, b: a + b == 5, ['x'], window_size=2)))\"")
     s.turn(
         "Correction: I meant with window_size=2, as the weekly job uses. Check replace with "

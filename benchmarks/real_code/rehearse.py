@@ -8,24 +8,13 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from agent_server.sim.knowledge import normalise
-from benchmarks.real_code import RealWorkload
-
-
-def environment() -> dict[str, str]:
-    """What the scripted commands run with, for every client alike: this Python first on
-    PATH (so `python -m pytest` finds pytest), no bytecode written into the workspace, no
-    pytest plugins of this checkout loaded into the library's test runs."""
-    bin_dir = str(Path(sys.executable).parent)
-    path = os.environ.get("PATH", "/usr/bin:/bin")
-    return {"PATH": f"{bin_dir}:{path}", "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+from benchmarks.real_code import ENVIRONMENT, RealWorkload
 
 
 def _run(call: Mapping[str, Any], workspace: Path, outputs: dict[str, str]) -> str:
@@ -33,7 +22,7 @@ def _run(call: Mapping[str, Any], workspace: Path, outputs: dict[str, str]) -> s
     if name == "bash":
         done = subprocess.run(["bash", "-c", arguments["command"]], cwd=workspace,
                               capture_output=True, text=True, timeout=600,
-                              env={**os.environ, **environment()})
+                              env={**os.environ, **ENVIRONMENT})
         outputs[arguments["command"]] = done.stdout + done.stderr
         return outputs[arguments["command"]]
     path = workspace / str(arguments.get("path", "."))

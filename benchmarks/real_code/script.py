@@ -29,6 +29,10 @@ from agent_server.sim.knowledge import normalise
 from agent_server.sim.scenario import Scenario, parse_scenario
 
 MIN_FACT_CHARS = 16
+# The interpreter every scripted command runs, as a repository's own virtual environment
+# (`RealWorkload.write` links the benchmark's there): the same for every client, whatever a
+# client's shell does to PATH (Codex runs a login shell, which resets it).
+PYTHON = ".venv/bin/python"
 _TEXT_SUFFIXES = frozenset((".py", ".md", ".rst", ".txt", ".cfg", ".toml", ".ini", ".log",
                             ".yml", ".yaml", ".json", ""))
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks.real_code.script import Script, call
+from benchmarks.real_code.script import PYTHON, Script, call
 from benchmarks.real_code.sources import Source
 
 SOURCE = Source("sqlparse", "0.5.3",
@@ -23,7 +23,7 @@ SOURCE = Source("sqlparse", "0.5.3",
                 "BSD-3-Clause")
 FORMATTER = "sqlparse/formatter.py"
 CLI = "sqlparse/cli.py"
-PYTEST = "python -m pytest -p no:cacheprovider"
+PYTEST = f"{PYTHON} -m pytest -p no:cacheprovider"
 
 _COMPACT = """    compact = options.get('compact', False)
     if compact not in [True, False]:
@@ -114,7 +114,7 @@ Enhancements
 
 
 def _python(code: str) -> dict[str, object]:
-    return call("bash", command=f'python -c "{code}"')
+    return call("bash", command=f'{PYTHON} -c "{code}"')
 
 
 def plant(root: Path) -> None:
@@ -244,7 +244,7 @@ def script(root: Path) -> Script:
                  "argparse's usual form: the flag is --strip-semicolon, with dashes, and "
                  "`dest='strip_semicolon'`.",
          "tools": [s.edit(CLI, _CLI_COMPACT, _CLI_FLAG)]},
-        {"tools": [call("bash", command="printf 'select 1;\\nselect 2;\\n' | python -m "
+        {"tools": [call("bash", command=f"printf 'select 1;\\nselect 2;\\n' | {PYTHON} -m "
                                         "sqlparse --strip-semicolon -")]},
         {"text": "The flag reaches `format()` through `vars(args)`."},
     )

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks.real_code.script import Script, call
+from benchmarks.real_code.script import PYTHON, Script, call
 from benchmarks.real_code.sources import Source
 
 SOURCE = Source("tabulate", "0.9.0",
                 "0095b12bf5966de529c0feb1fa08671671b3368eec77d7ef7ab114be2c068b3c", "MIT")
 MODULE = "tabulate/__init__.py"
-PYTEST = "python -m pytest -p no:cacheprovider"
+PYTEST = f"{PYTHON} -m pytest -p no:cacheprovider"
 _GUARD = "    if _isnumber(string) or _isnumber_with_thousands_separator(string):"
 _PLANTED = "    if _isnumber(string):"
 _REGEX = 'r"^(([+-]?[0-9]{1,3})(?:,([0-9]{3}))*)?(?(1)\\.[0-9]*|\\.[0-9]+)?$"'
@@ -162,7 +162,7 @@ def script(root: Path) -> Script:
     )
     numparse_out = s.output_fact(
         "numparse-off", ["1,234.5\n   12.25"],
-        call("bash", command="python -c \"from tabulate import tabulate; print(tabulate("
+        call("bash", command=f"{PYTHON} -c \"from tabulate import tabulate; print(tabulate("
                              "[['1,234.5'], ['12.25']], colalign=['decimal'], "
                              "disable_numparse=True, tablefmt='plain'))\""),
         "what disable_numparse=True prints")
@@ -171,7 +171,7 @@ def script(root: Path) -> Script:
     s.turn(
         "Does decimal alignment still work when disable_numparse is set? Check that path.",
         {"tools": [s.read(MODULE, "def _column_type(strings", 140)]},
-        {"tools": [call("bash", command="python -c \"from tabulate import tabulate; print("
+        {"tools": [call("bash", command=f"{PYTHON} -c \"from tabulate import tabulate; print("
                                         "tabulate([['1,234.5'], ['12.25']], colalign="
                                         "['decimal'], disable_numparse=True, "
                                         "tablefmt='plain'))\"")]},
@@ -187,7 +187,7 @@ def script(root: Path) -> Script:
     s.turn(
         "Correction: I meant with number parsing on, the default. Compare the two, on the same "
         "column, and read how the column type is decided for that case.",
-        {"tools": [call("bash", command="python -c \"from tabulate import tabulate; print("
+        {"tools": [call("bash", command=f"{PYTHON} -c \"from tabulate import tabulate; print("
                                         "tabulate([['1,234.5'], ['12.25']], colalign="
                                         "['decimal'], tablefmt='plain'))\"")]},
         {"tools": [s.read(MODULE, "def _type(string, has_invisible=True", 36)]},
