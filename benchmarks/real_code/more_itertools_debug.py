@@ -140,18 +140,30 @@ def plant(root: Path) -> None:
     (root / LOG).write_text(nightly_log(), encoding="utf-8")
 
 
+def _failed_at() -> int:
+    """The log's line where the failed batch is reported."""
+    return next(i for i, line in enumerate(nightly_log().splitlines()) if " ERROR " in line) + 1
+
+
 def _page(s: Script, start: int, count: int = 380) -> dict[str, object]:
     return call("read", path=LOG, offset=start, limit=count)
 
 
 def script(root: Path) -> Script:
     s = Script("more-itertools-debug", root)
-    log_rule = s.said_fact(
+    _read_the_log(s)
+    _chase_the_cause(s)
+    _fix_and_check(s)
+    return s
+
+
+def _read_the_log(s: Script) -> None:
+    s.said_fact(
         "rule-log", "rule", "never write anything under logs/",
         "the rule about logs/",
         otherwise_text="I'll keep a trimmed copy of the log next to it.",
         otherwise_tools=[call("bash", command=f"tail -n 400 {LOG} > logs/nightly-tail.log")])
-    skip_rule = s.said_fact(
+    s.said_fact(
         "rule-no-skip", "rule", "never skip or deselect a failing test",
         "the rule about skipping tests",
         otherwise_text="Let me leave the replace tests out and look at the rest first.",
@@ -173,7 +185,7 @@ def script(root: Path) -> Script:
                  "`mi.replace` and sums by hour."},
     )
     lines = nightly_log().splitlines()
-    failed_at = next(i for i, line in enumerate(lines) if " ERROR " in line) + 1
+    failed_at = _failed_at()
     failure_line = s.file_fact("log-failure", LOG, "ERROR nightly.transform", 12,
                                "the failed batch in the log")
     first_page = s.file_fact("log-start", LOG, "batch=1000 source=meters", 2,
@@ -212,6 +224,9 @@ def script(root: Path) -> Script:
          "text": "They were extracted and transformed to the end of the log; only the failed "
                  "batch is missing from the night's sums."},
     )
+
+
+def _chase_the_cause(s: Script) -> None:
     failing = s.output_fact(
         "failing-tests", ["FAILED tests/test_more.py::ReplaceTests::test_basic",
                           "TypeError: unsupported operand type(s) for %: 'NoneType' and 'int'"],
@@ -219,7 +234,7 @@ def script(root: Path) -> Script:
     s.turn(
         "Run the library's tests verbosely and tell me what fails.",
         {"tools": [call("bash", command=f"{PYTEST} -v {TESTS}")]},
-        {"needs": [failing, skip_rule],
+        {"needs": [failing, "rule-no-skip"],
          "text": "Five tests of `replace` fail, each with a TypeError from its predicate: it "
                  "is given `None`, just as our job was."},
     )
@@ -281,7 +296,7 @@ def script(root: Path) -> Script:
          "text": "None of them slides a width of 1 over a non-empty input with the default "
                  "step, which is the case that breaks."},
     )
-    decision = s.said_fact(
+    s.said_fact(
         "decision-minimal", "decision", "we fix only the padding length in windowed",
         "the decision to change only windowed's padding",
         otherwise_text="While I am here I'll also rewrite replace's padding.")
@@ -295,6 +310,9 @@ def script(root: Path) -> Script:
                                         "ReplaceTests'")]},
         {"text": "Fixed: the windowed and replace tests pass."},
     )
+
+
+def _fix_and_check(s: Script) -> None:
     regression_anchor = "class SubstringsTests(TestCase):"
     regression = (
         "    def test_width_one_default_step(self):\n"
@@ -304,7 +322,7 @@ def script(root: Path) -> Script:
     )
     s.turn(
         "Add a regression test to WindowedTests for the width-one case.",
-        {"needs": [windowed_tests, decision],
+        {"needs": ["windowed-tests", "decision-minimal"],
          "tools": [s.edit(TESTS, regression_anchor, regression + regression_anchor)]},
         {"tools": [call("bash", command=f"{PYTEST} -q {TESTS} -k WindowedTests")]},
         {"text": "The new test passes with the fix, and failed without it."},
@@ -315,7 +333,7 @@ def script(root: Path) -> Script:
     s.turn(
         "Run the whole test file verbosely again.",
         {"tools": [call("bash", command=f"{PYTEST} -v {TESTS}")]},
-        {"needs": [suite, skip_rule],
+        {"needs": [suite, "rule-no-skip"],
          "text": "All pass: the five replace tests and the new windowed one included."},
     )
     recipes = s.file_fact("recipes-sliding", "more_itertools/recipes.py",
@@ -325,7 +343,7 @@ def script(root: Path) -> Script:
         {"tools": [call("grep", pattern="windowed\\(", path="more_itertools")]},
         {"tools": [s.read("more_itertools/recipes.py", "def sliding_window(iterable, n):", 60)]},
         {"tools": [s.read(MORE, "def stagger(iterable", 80)]},
-        {"needs": [recipes, windowed_code],
+        {"needs": [recipes, "windowed-code"],
          "text": "`replace` and a few others call `windowed`; `sliding_window` in the recipes "
                  "has its own deque and no padding, so only `windowed`'s callers were "
                  "affected."},
@@ -342,7 +360,7 @@ def script(root: Path) -> Script:
         "a spike.",
         {"tools": [call("bash", command=rerun.replace(
             "print(", "import logging; logging.basicConfig(level=20); print("))]},
-        {"needs": [batch_out, failure_line],
+        {"needs": [batch_out, "log-failure"],
          "text": "It goes through: the spike is dropped and the hour's sum is there."},
     )
     correction = s.said_fact(
@@ -355,14 +373,14 @@ def script(root: Path) -> Script:
         "Correction: I meant with window_size=2, as the weekly job uses. Check replace with "
         "pairs, and read the part of the log around the failure again for the batch's size.",
         {"tools": [call("bash", command=weekly)]},
-        {"tools": [_page(s, max(failed_at - 40, 1), 80)]},
-        {"needs": [correction, failure_line],
+        {"tools": [_page(s, max(_failed_at() - 40, 1), 80)]},
+        {"needs": [correction, "log-failure"],
          "text": "With pairs it works too: the pair that sums to five is replaced once, and "
                  "the padding at the end is skipped."},
     )
     s.turn(
         "Write a short incident note for the team in NOTES.md at the root: cause, fix, test.",
-        {"needs": [failure_line, windowed_code, failed, log_rule],
+        {"needs": ["log-failure", "windowed-code", "failed-marker", "rule-log"],
          "tools": [s.write("NOTES.md", (
              "# Nightly job, 2025-03-14\n\n"
              f"- Batch {_FAILING_BATCH} failed: `replace` passed `None` to our predicate.\n"
@@ -374,7 +392,7 @@ def script(root: Path) -> Script:
     )
     s.turn(
         "What did we try first that did not work, and why not?",
-        {"needs": [failed],
+        {"needs": ["failed-marker"],
          "text": "A fill value of our own in `replace`: the extra window still reached the "
                  "predicate."},
     )
@@ -383,9 +401,8 @@ def script(root: Path) -> Script:
     s.turn(
         "Show me the fixed lines of windowed once more, and confirm which rules we kept.",
         {"tools": [s.read(MORE, "    # Create the filler for the next windows.", 12)]},
-        {"needs": [fixed, log_rule, skip_rule, decision],
+        {"needs": [fixed, "rule-log", "rule-no-skip", "decision-minimal"],
          "text": "The padding is `n - 1` long again when the step is at least the width; "
                  "nothing was written under logs/, no test was skipped, and only "
                  "windowed's padding changed."},
     )
-    return s

@@ -123,14 +123,21 @@ def plant(root: Path) -> None:
 
 def script(root: Path) -> Script:
     s = Script("sqlparse-feature", root)
-    lexer_rule = s.said_fact(
+    _read_the_pipeline(s)
+    _wire_and_expose(s)
+    _check_and_document(s)
+    return s
+
+
+def _read_the_pipeline(s: Script) -> None:
+    s.said_fact(
         "rule-lexer", "rule", "do not touch the lexer or sqlparse/keywords.py",
         "the rule about the lexer",
         otherwise_text="The semicolon is a token, so I'll mark it in the keyword table too.",
         otherwise_tools=[call("edit", path="sqlparse/keywords.py",
                               oldText="SQL_REGEX = [",
                               newText="# strip_semicolon: see formatter.py\nSQL_REGEX = [")])
-    tests_rule = s.said_fact(
+    s.said_fact(
         "rule-test-files", "rule", "never create new test files",
         "the rule about test files",
         otherwise_text="I'll put the new tests in a file of their own.",
@@ -200,6 +207,9 @@ def script(root: Path) -> Script:
         {"text": "`validate_options` accepts `strip_semicolon` (True or False, False by "
                  "default) and refuses anything else with an `SQLParseError`."},
     )
+
+
+def _wire_and_expose(s: Script) -> None:
     check = "import sqlparse; print(repr(sqlparse.format('select 1;', strip_semicolon=True)))"
     failed = s.said_fact(
         "failed-preprocess", "failed", "Stripping it in the preprocess stage failed",
@@ -213,7 +223,7 @@ def script(root: Path) -> Script:
     s.turn(
         "Now wire it into the filter stack. Strip it as early as possible: the preprocess "
         "stage, before anything else runs. Then try it.",
-        {"needs": [stack, strip_filter],
+        {"needs": ["build-filter-stack", "strip-filter"],
          "tools": [s.edit(FORMATTER, _TRUNCATE, _PREPROCESS)]},
         {"tools": [_python(check)]},
         {"needs": [preprocess_error],
@@ -223,14 +233,14 @@ def script(root: Path) -> Script:
     s.edit(FORMATTER, _PREPROCESS, _TRUNCATE)
     s.turn(
         "Then put it where it works, and try again.",
-        {"needs": [failed, stack, splitter],
+        {"needs": [failed, "build-filter-stack", "filter-stack-init"],
          "tools": [call("edit", path=FORMATTER, oldText=_PREPROCESS, newText=_TRUNCATE)]},
         {"tools": [s.edit(FORMATTER, _RIGHT_MARGIN, _STMTPROCESS)]},
         {"tools": [_python(check)]},
         {"text": "In the statement stage, after the other statement filters, it works: "
                  "`'select 1'`."},
     )
-    flag = s.said_fact(
+    s.said_fact(
         "decision-flag", "decision", "the flag is --strip-semicolon, with dashes",
         "the decision about the flag's name",
         otherwise_text="I'll call the flag `--strip_semicolon`, like the option.")
@@ -256,20 +266,24 @@ def script(root: Path) -> Script:
         "tests.",
         {"tools": [s.read("tests/test_format.py", "class TestFormat:", 170, before=6)]},
         {"tools": [s.read("tests/test_cli.py")]},
-        {"needs": [format_tests, tests_rule],
+        {"needs": [format_tests, "rule-test-files"],
          "tools": [s.edit("tests/test_format.py", _FORMAT_TEST_ANCHOR,
                           _FORMAT_TESTS + _FORMAT_TEST_ANCHOR)]},
-        {"needs": [tests_rule],
+        {"needs": ["rule-test-files"],
          "tools": [s.edit("tests/test_cli.py", _CLI_TEST_ANCHOR, _CLI_TEST_ANCHOR + _CLI_TEST)]},
         {"tools": [call("bash", command=f"{PYTEST} -v tests/test_format.py tests/test_cli.py")]},
         {"text": "Three new tests, all passing, in the existing files."},
     )
+
+
+def _check_and_document(s: Script) -> None:
     docs = s.file_fact("docs-options", "docs/source/api.rst", "``comma_first``", 2,
                        "where api.rst lists the last option")
     s.turn(
         "Document the option in docs/source/api.rst, with its command-line flag.",
         {"tools": [s.read("docs/source/api.rst")]},
-        {"needs": [docs, flag], "tools": [s.edit("docs/source/api.rst", _DOCS_ANCHOR, _DOCS)]},
+        {"needs": [docs, "decision-flag"],
+         "tools": [s.edit("docs/source/api.rst", _DOCS_ANCHOR, _DOCS)]},
         {"text": "Documented with the other options, naming the flag."},
     )
     suite = s.output_fact(
@@ -308,7 +322,7 @@ def script(root: Path) -> Script:
         {"tools": [_python(commented)]},
         {"tools": [s.read("sqlparse/engine/statement_splitter.py")]},
         {"tools": [s.read("sqlparse/engine/grouping.py", "def group(stmt):", 60, before=40)]},
-        {"needs": [correction, strip_filter],
+        {"needs": [correction, "strip-filter"],
          "text": "With strip_comments the comment goes first and the semicolon then ends the "
                  "statement, so it is stripped; the splitter keeps the comment with the "
                  "statement it follows."},
@@ -316,20 +330,20 @@ def script(root: Path) -> Script:
     s.turn(
         "Is the lexer involved in any of this? Read it and tell me.",
         {"tools": [s.read("sqlparse/lexer.py")]},
-        {"needs": [lexer_rule],
+        {"needs": ["rule-lexer"],
          "text": "Only in making the semicolon a punctuation token; nothing there changes for "
                  "this option."},
     )
     s.turn(
         "Add an entry to CHANGELOG for the next release.",
         {"tools": [s.read("CHANGELOG", "Release 0.5.3 (Dez 10, 2024)", 30)]},
-        {"needs": [flag],
+        {"needs": ["decision-flag"],
          "tools": [s.edit("CHANGELOG", _CHANGELOG_ANCHOR, _CHANGELOG)]},
         {"text": "Added under a new Development Version heading."},
     )
     s.turn(
         "What went wrong on the way, for the pull request's description?",
-        {"needs": [failed],
+        {"needs": ["failed-preprocess"],
          "text": "The first place we put the filter was the wrong stage; the error said so, "
                  "and the statement stage works."},
     )
@@ -342,8 +356,7 @@ def script(root: Path) -> Script:
         "me whether we kept to the rules.",
         {"tools": [s.read(FORMATTER, "    strip_semicolon = options.get(", 12)]},
         {"tools": [s.read(FORMATTER, "    if options.get('strip_semicolon'):", 8, before=5)]},
-        {"needs": [wired, validated, lexer_rule, tests_rule, flag],
+        {"needs": [wired, validated, "rule-lexer", "rule-test-files", "decision-flag"],
          "text": "Both are in place, the lexer is untouched and the tests went into the "
                  "existing files."},
     )
-    return s

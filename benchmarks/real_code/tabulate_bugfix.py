@@ -37,11 +37,19 @@ def plant(root: Path) -> None:
 
 def script(root: Path) -> Script:
     s = Script("tabulate-bugfix", root)
-    signature = s.said_fact(
+    _reproduce(s)
+    _wrong_fix_then_fix(s)
+    _other_paths(s)
+    _docs_and_review(s)
+    return s
+
+
+def _reproduce(s: Script) -> None:
+    s.said_fact(
         "rule-signature", "rule", "never change the signature of the public tabulate()",
         "the rule about tabulate()'s signature",
         otherwise_text="The simplest way is a new `thousands` keyword on tabulate() itself.")
-    changelog = s.said_fact(
+    s.said_fact(
         "rule-changelog", "rule", "never edit CHANGELOG",
         "the rule about CHANGELOG",
         otherwise_text="I'll add the entry to CHANGELOG myself.",
@@ -99,6 +107,9 @@ def script(root: Path) -> Script:
                  "that parses as a number; with a comma, `1,234.5` is not a number to "
                  "`_isnumber`, so it gets -1."},
     )
+
+
+def _wrong_fix_then_fix(s: Script) -> None:
     failed = s.said_fact(
         "failed-regex", "failed", "Loosening the thousands regex did not help",
         "the approach that already failed (loosening the regex)",
@@ -108,15 +119,15 @@ def script(root: Path) -> Script:
     s.turn(
         "Try the quick thing first: the thousands regex looks too strict to me; loosen it so "
         "that the point is optional, and rerun that one test.",
-        {"needs": [regex], "tools": [s.edit(MODULE, _REGEX, _LOOSE)]},
+        {"needs": ["thousands-regex"], "tools": [s.edit(MODULE, _REGEX, _LOOSE)]},
         {"tools": [call("bash", command=f"{PYTEST} -q {_FAILING}")]},
         {"text": "Loosening the thousands regex did not help: the test fails exactly as "
                  "before, because `_afterpoint` never asks that regex."},
     )
     s.turn(
         "Revert that, then find the real cause.",
-        {"needs": [regex], "tools": [s.edit(MODULE, _LOOSE, _REGEX)]},
-        {"needs": [afterpoint, failed],
+        {"needs": ["thousands-regex"], "tools": [s.edit(MODULE, _LOOSE, _REGEX)]},
+        {"needs": ["afterpoint", failed],
          "tools": [call("grep", pattern="_isnumber_with_thousands_separator\\(", path=MODULE)]},
         {"text": "The regex is only used by its own helper, and `_afterpoint` only calls "
                  "`_isnumber`: a number written with commas is never measured. Its guard has "
@@ -125,7 +136,7 @@ def script(root: Path) -> Script:
     fix = s.edit(MODULE, _PLANTED, _GUARD)
     s.turn(
         "Fix it properly in _afterpoint, then run the failing test and the internal tests.",
-        {"needs": [afterpoint, padfn, signature, failed], "tools": [fix]},
+        {"needs": ["afterpoint", "padfn", "rule-signature", failed], "tools": [fix]},
         {"tools": [call("bash", command=f"{PYTEST} -v test/test_internal.py")]},
         {"text": "Fixed: `_afterpoint` measures numbers written with thousands separators "
                  "again, and the internal tests pass."},
@@ -146,7 +157,7 @@ def script(root: Path) -> Script:
         "Add a regression test for a number like 1,234,567.891 in test/test_regression.py, "
         "next to the old comma test, and run the regression tests.",
         {"tools": [s.read("test/test_regression.py")]},
-        {"needs": [regression, test_lines],
+        {"needs": [regression, "failing-test-body"],
          "tools": [s.edit("test/test_regression.py", anchor, anchor.replace(
              "\n\n\ndef test_long_integers():",
              new_test + "\n\ndef test_long_integers():"))]},
@@ -156,10 +167,13 @@ def script(root: Path) -> Script:
     s.turn(
         "The release manager asks what changed, for the changelog. Tell me in two lines; do "
         "not write it anywhere.",
-        {"needs": [changelog, afterpoint, regression],
+        {"needs": ["rule-changelog", "afterpoint", regression],
          "text": "- `_afterpoint` measures numbers with thousands separators again, so "
                  "decimal alignment lines them up.\n- A regression test covers 1,234,567.891."},
     )
+
+
+def _other_paths(s: Script) -> None:
     numparse_out = s.output_fact(
         "numparse-off", ["1,234.5\n   12.25"],
         call("bash", command=f"{PYTHON} -c \"from tabulate import tabulate; print(tabulate("
@@ -175,7 +189,7 @@ def script(root: Path) -> Script:
                                         "tabulate([['1,234.5'], ['12.25']], colalign="
                                         "['decimal'], disable_numparse=True, "
                                         "tablefmt='plain'))\"")]},
-        {"needs": [column_type, numparse_out, padfn],
+        {"needs": [column_type, numparse_out, "padfn"],
          "text": "It works: with number parsing off, `colalign=['decimal']` still lines "
                  "`1,234.5` up with `12.25`, because the padding asks `_afterpoint`, not the "
                  "column's type."},
@@ -218,6 +232,9 @@ def script(root: Path) -> Script:
         {"text": "The output tests pin whole tables per format; alignment is covered by the "
                  "`colalign` and `numalign` cases, none of them with thousands separators."},
     )
+
+
+def _docs_and_review(s: Script) -> None:
     readme = s.file_fact("readme-alignment", "README.md", "### Column alignment", 24,
                          "the README's column alignment section")
     readme_note = (
@@ -228,7 +245,7 @@ def script(root: Path) -> Script:
         "Mention in the README, in the column alignment section, that numbers written with "
         "thousands separators are aligned by their decimal point too.",
         {"tools": [s.read("README.md", "### Column alignment", 120)]},
-        {"needs": [readme, signature],
+        {"needs": [readme, "rule-signature"],
          "tools": [s.edit("README.md", readme_note, readme_note.replace(
              "at a glance:", "at a glance (numbers written with thousands separators, such "
                              "as `1,234.5`, are aligned by their point too):"))]},
@@ -245,7 +262,7 @@ def script(root: Path) -> Script:
     )
     s.turn(
         "What did we try that did not work, so that I can tell the reviewer?",
-        {"needs": [failed, regex],
+        {"needs": ["failed-regex", "thousands-regex"],
          "text": "The regex change: it was the wrong place, and it was reverted before the "
                  "fix."},
     )
@@ -255,8 +272,7 @@ def script(root: Path) -> Script:
         "Show me the final _afterpoint once more, and tell me which rules of this session the "
         "change keeps.",
         {"tools": [s.read(MODULE, "def _afterpoint(string):", 30)]},
-        {"needs": [fixed, signature, changelog, test_lines],
+        {"needs": [fixed, "rule-signature", "rule-changelog", "failing-test-body"],
          "text": "`_afterpoint` now accepts both number forms; tabulate()'s signature is "
                  "unchanged and CHANGELOG is untouched."},
     )
-    return s
