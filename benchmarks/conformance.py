@@ -13,10 +13,14 @@ kit's own assistant text); each round is the product's manual compaction (`/comp
 point, its summary request, the fold of the previous summary), answered by the simulator's
 summariser in the mode given (faithful or lossy); the compacted text is what the model sees
 after it (the summary message and the turns kept verbatim, serialised as the product
-serialises a conversation). Between two rounds the conversation goes on for two turns of the
-kit's own filler, as in a session that compacts more than once: without them the product's
-cut point keeps the same tail and has nothing new to fold, and the rounds after the first
-would repeat it.
+serialises a conversation). Two ways to chain the rounds, both reported:
+
+- `between_rounds=0`, the kit's protocol taken literally (`/compact` five times in a row):
+  after the first round the product's cut point finds nothing new to fold (the same two turns
+  are kept) and the compaction is a no-op, so rounds 2-5 see the context of round 1;
+- `between_rounds=2`: the conversation goes on for two turns of filler (no canary) before
+  each later round, as in a session that compacts more than once, so that every round folds
+  the previous summary and the previous kept tail into a new summary.
 
 `agent-server bench conformance` prints the survival by type and round for both modes, with
 the kit's reference compactors beside them.
@@ -65,9 +69,10 @@ class ProductCompactor:
     """The product's compaction as a compactor of the kit (its `compact(turns, round_num)`
     protocol), answered by the simulator's summariser in `mode`."""
 
-    def __init__(self, mode: SummaryMode) -> None:
+    def __init__(self, mode: SummaryMode, between_rounds: int = FILLER_BETWEEN_ROUNDS) -> None:
         self.mode = mode
-        self.name = f"agent-server ({mode} summariser)"
+        self.between_rounds = between_rounds
+        self.name = f"agent-server, {mode} summariser, {between_rounds} turns between rounds"
         self._loop = asyncio.new_event_loop()
         self._root = Path(tempfile.mkdtemp(prefix="conformance-"))
         self._session: Any = None
@@ -85,7 +90,7 @@ class ProductCompactor:
         else:
             if len(turns) != 1 or turns[0].text != self._last:
                 raise ValueError("round > 1 must compact the previous round's output")
-            prompts = [self._filler() for _ in range(FILLER_BETWEEN_ROUNDS)]
+            prompts = [self._filler() for _ in range(self.between_rounds)]
         text = self._loop.run_until_complete(self._round(prompts))
         self._last = text
         return kit.CompactedContext(text=text, compactor_name=self.name, round_num=round_num)
@@ -124,6 +129,8 @@ class ProductCompactor:
             if result.stop_reason != "end_turn":
                 raise RuntimeError(f"the session stopped: {result.stop_reason}")
         result = await self._session.compact()
+        if result.outcome == "noop" and self._last:
+            return self._last  # nothing new to fold: the context stays as it was
         if result.outcome != "compacted":
             raise RuntimeError(f"the compaction did not happen: {result.outcome} "
                                f"{result.error or ''}")
@@ -153,12 +160,13 @@ def run_all() -> list[dict[str, Any]]:
     session = kit.build_seeded_session()
     results: list[dict[str, Any]] = []
     for mode in SUMMARY_MODES:
-        compactor = ProductCompactor(mode)
-        try:
-            run = kit.run_conformance(session, compactor, rounds=ROUNDS)
-        finally:
-            compactor.close()
-        results.append(_result(compactor.name, run))
+        for between in (0, FILLER_BETWEEN_ROUNDS):
+            compactor = ProductCompactor(mode, between)
+            try:
+                run = kit.run_conformance(session, compactor, rounds=ROUNDS)
+            finally:
+                compactor.close()
+            results.append(_result(compactor.name, run))
     for name, factory in COMPACTORS.items():
         results.append(_result(name, kit.run_conformance(session, factory(), rounds=ROUNDS)))
     return results

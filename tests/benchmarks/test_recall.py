@@ -141,3 +141,12 @@ def test_the_products_compaction_is_a_compactor_of_the_kit() -> None:
     assert "## Goal" in first and first != second
     # The product's cut point keeps the last two turns verbatim: the kit's trailing filler.
     assert "[Assistant]: Acknowledged. Continuing with the plan." in first
+    # Compacting again with nothing new is the product's no-op: the context stays as it was.
+    literal = ProductCompactor("lossy", between_rounds=0)
+    try:
+        again = kit.run_conformance(session, literal, rounds=2)
+    finally:
+        literal.close()
+    assert again.rounds[0].context.text == again.rounds[1].context.text
+    assert "## Files read" in again.rounds[0].context.text
+    assert "## Constraints" not in again.rounds[0].context.text  # the lossy summariser
