@@ -640,6 +640,15 @@ def write_tool_results(run: Run, run_dir: Path) -> None:
 # --- the command ----------------------------------------------------------------------------
 
 
+def has_npm(command: str, clients: Sequence[str]) -> bool:
+    """Whether the peers among `clients` can be installed; says what is missing if not."""
+    if shutil.which("npm") is None and any(not c.startswith("agent-server") for c in clients):
+        print(f"agent-server bench {command} needs npm (Node 20 or later) to install the "
+              "clients.", file=sys.stderr)
+        return False
+    return True
+
+
 def main(clients: Sequence[str] = CLIENTS, models: Sequence[str] = MODELS,
          out_dir: Path | None = None) -> int:
     from benchmarks.report import print_peers
@@ -650,9 +659,7 @@ def main(clients: Sequence[str] = CLIENTS, models: Sequence[str] = MODELS,
         print(f"agent-server bench peers: unknown {', '.join(unknown)}; clients are "
               f"{', '.join(CLIENTS)}, models {', '.join(MODELS)}", file=sys.stderr)
         return 2
-    if shutil.which("npm") is None and any(not c.startswith("agent-server") for c in clients):
-        print("agent-server bench peers needs npm (Node 20 or later) to install the clients.",
-              file=sys.stderr)
+    if not has_npm("peers", clients):
         return 2
     stamp = time.strftime("%Y%m%d-%H%M%S")
     run_dir = (out_dir or Path(".bench") / "peers" / stamp).resolve()

@@ -84,9 +84,7 @@ def main(clients: Sequence[str] | None = None, models: Sequence[str] | None = No
               f"{', '.join(SUMMARY_MODES)}, sessions "
               f"{', '.join(r.name for r in RECIPES)}", file=sys.stderr)
         return 2
-    if shutil.which("npm") is None and any(not c.startswith("agent-server") for c in clients):
-        print("agent-server bench recall needs npm (Node 20 or later) to install the peers.",
-              file=sys.stderr)
+    if not peers.has_npm("recall", clients):
         return 2
     stamp = time.strftime("%Y%m%d-%H%M%S")
     run_root = (out_dir or Path(".bench") / "recall" / stamp).resolve()

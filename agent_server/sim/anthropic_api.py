@@ -287,13 +287,7 @@ def _parse_system(body: Mapping[str, Any], prompt: _Prompt) -> list[str]:
     elif isinstance(system, list):
         for index, block in enumerate(system):
             path: FieldPath = ("system", index)
-            if not isinstance(block, dict):
-                raise FieldProblem(path, "type", "object", block)
-            if block.get("type") != "text":
-                raise invalid(f"system.{index}.type: Input should be 'text'")
-            text = get_field(block, "text", path, "string", required=True)
-            _check_text(text, path, block)
-            ttl = prompt.marked(block, path)
+            text, ttl = _system_text(block, path, prompt)
             tokens = 2 + count_tokens(text) + (3 if index == 0 else 0)
             prompt.blocks.append(PromptBlock("system|" + _canonical(block), tokens, ttl))
             system_text.append(text)
@@ -360,17 +354,22 @@ def _message_shape(message: Any, m_index: int, count: int) -> tuple[Any, list[An
     return role, content_blocks
 
 
+def _system_text(block: Any, path: FieldPath, prompt: _Prompt) -> tuple[str, float | None]:
+    """A system block (top-level or a system message's): text only; (its text, its TTL)."""
+    if not isinstance(block, dict):
+        raise FieldProblem(path, "type", "object", block)
+    if block.get("type") != "text":
+        raise invalid(f"{dotted(path)}.type: Input should be 'text'")
+    text = get_field(block, "text", path, "string", required=True)
+    _check_text(text, path, block)
+    return text, prompt.marked(block, path)
+
+
 def _system_message(content_blocks: list[Any], path: FieldPath, prompt: _Prompt,
                     system_text: list[str]) -> None:
     for b_index, block in enumerate(content_blocks):
         b_path = (*path, "content", b_index)
-        if not isinstance(block, dict):
-            raise FieldProblem(b_path, "type", "object", block)
-        if block.get("type") != "text":
-            raise invalid(f"{dotted(b_path)}.type: Input should be 'text'")
-        text = get_field(block, "text", b_path, "string", required=True)
-        _check_text(text, b_path, block)
-        ttl = prompt.marked(block, b_path)
+        text, ttl = _system_text(block, b_path, prompt)
         system_text.append(text)
         first = b_index == 0
         prompt.blocks.append(PromptBlock(f"system-message|{int(first)}|{_canonical(block)}",
