@@ -13,9 +13,10 @@ compactions are safe):
    (`summary_requests.is_summary_request`: read from its words, the same for every client)
    gets the summary; failing that, the turn whose `user` text is contained in the message (a
    client that adds its own instructions around the user's words) answers.
-3. A request with neither (a compaction dropped the latest prompt) takes up the latest
-   prompt a summary handed over quotes, from its first step; with no such quote, it gets the
-   fallback, recorded as a violation of the latest request.
+3. A request that ends with a summary handed over after a compaction in the middle of a turn
+   (the turn's prompt kept before it, as Codex does, or only quoted in it, or dropped) takes
+   that turn up again at its last step, the answer, whose needs fetch what is missing; with no
+   prompt kept or quoted, it gets the fallback, recorded as a violation of the latest request.
 4. Anything else gets the fallback: `ls .` if an `ls` tool is offered, then `read` of the first
    file that listing names, then a text answer that says what it saw and echoes the prompt
    (turn index `f` in the ids).
@@ -140,6 +141,8 @@ def plan_reply(transcript: Transcript, scenario: Scenario, *, id_prefix: str,
         found = scenario.find_turn_within(
             "\n".join(text for text in texts if not is_summary_handoff(text))
         )
+        if found is not None and _ends_with_handoff(texts):
+            return _resumed(context, found)
     if found is not None:
         return _scenario_step(context, found, 0)
     if last.tool_results:
@@ -147,13 +150,28 @@ def plan_reply(transcript: Transcript, scenario: Scenario, *, id_prefix: str,
     return _without_prompt(context)
 
 
+def _ends_with_handoff(texts: list[str]) -> bool:
+    """Whether the last thing said (context blocks aside) is a summary handed over: the
+    request comes right after a compaction in the middle of a turn (Codex keeps the earlier
+    prompts, then its summary)."""
+    said = [text for text in texts if not is_context_block(text)]
+    return bool(said) and is_summary_handoff(said[-1])
+
+
+def _resumed(context: _Context, turn: int) -> PlannedReply:
+    """A turn taken up again after a compaction in its middle, from the summary: the work the
+    summary says was done is not done again blindly; the model goes on to the turn's answer,
+    whose needs (checked as ever) fetch again what it no longer has. (Redoing the turn from
+    its first step would loop for ever when the turn's own outputs are what overflows.)"""
+    return _scenario_step(context, turn, len(context.scenario.turns[turn].steps) - 1)
+
+
 def _without_prompt(context: _Context) -> PlannedReply:
     """A request that ends with no prompt the model knows and no result of its own calls: a
     compaction dropped the latest prompt (and the results the model was waiting for). When
     the summary handed over quotes one of the scenario's prompts, the model takes up the
-    latest quoted one again from its first step (a real model would redo the work it reads
-    was in progress); when nothing tells it what was asked, it gives the fallback's answer,
-    recorded as a violation of the latest request."""
+    latest quoted one (`_resumed`); when nothing tells it what was asked, it gives the
+    fallback's answer, recorded as a violation of the latest request."""
     handoffs = "\n".join(
         text for message in context.transcript.messages if message.role == "user"
         for text in message.texts if is_summary_handoff(text)
@@ -165,7 +183,7 @@ def _without_prompt(context: _Context) -> PlannedReply:
         return _fallback(context, 0)
     quoted = context.scenario.turns_quoted(handoffs)
     if quoted:
-        return _scenario_step(context, max(quoted), 0)
+        return _resumed(context, max(quoted))
     reply = _fallback(context, 0)
     lost = FactCheck(LATEST_REQUEST, "request", f"{FALLBACK_TURN}:0", "violated")
     return replace(reply, knowledge=(lost,))

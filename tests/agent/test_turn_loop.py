@@ -142,21 +142,16 @@ async def test_prompt_too_long_gives_exactly_one_compaction_and_one_retry(tmp_pa
         write_letters(run.workspace, "a.b64", 44_000, seed=1)
         write_letters(run.workspace, "b.b64", 44_000, seed=2)
         result = await run.session.run_turn("Read the blob.")
+        assert result.stop_reason == "end_turn", result
         statuses = [(r.status, r.source) for r in run.model_requests]
-        rejected = [i for i, s in enumerate(statuses) if s[0] == 400]
+        rejected = [s for s in statuses if s[0] == 400]
         summaries = [s for s in statuses if s[1] == "summary"]
-        assert len(summaries) == 1
-        rejected_at = rejected[0]
+        assert len(rejected) == 1 and len(summaries) == 1
+        rejected_at = statuses.index(rejected[0])
         assert statuses[rejected_at + 1][1] == "summary"
         assert statuses[rejected_at + 2][0] == 200  # the one retry
         overflow = [(o.kind, o.action) for o in run.of(events.OverflowHappened)]
-        assert overflow[:2] == [("rejected", "compacting"), ("rejected", "retrying")]
-        # The retry carries the summary but not the reads the model was waiting for, and the
-        # simulated model (which knows only its request) reads both blobs again: the window
-        # overflows once more, and the turn stops there instead of compacting in a loop.
-        assert statuses[rejected_at + 2][1] == "scenario:0:0"
-        assert overflow[2:] == [("rejected", "gaveUp")] and len(rejected) == 2
-        assert result.stop_reason == "error" and result.error_code == "context_overflow"
+        assert overflow == [("rejected", "compacting"), ("rejected", "retrying")]
         assert_ledger_consistent(run)
 
 

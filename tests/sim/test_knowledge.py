@@ -337,7 +337,7 @@ async def test_over_the_responses_api_the_fetch_is_the_clients_shell(
     assert simulator.records[-1].source == "recovery:1:0:header"
 
 
-def test_a_request_that_lost_its_prompt_takes_it_up_from_the_summary_or_answers_blind() -> None:
+def test_a_request_that_lost_its_prompt_goes_on_from_the_summary_or_answers_blind() -> None:
     handoff = ("The conversation history before this point was compacted into the following "
                "summary:\n\n<summary>\n## Goal\nRead the header parser.\n\n### In progress\n"
                "- {}\n</summary>")
@@ -346,7 +346,10 @@ def test_a_request_that_lost_its_prompt_takes_it_up_from_the_summary_or_answers_
              "- `src/codec.py`\n</summary>")
     quoted = plan_reply(transcript(user(handoff.format('"Fix the magic check."'))), scenario(),
                         id_prefix="toolu")
-    assert quoted.source.startswith(("scenario:1:0", "recovery:1:0", "violation:1:0"))
+    # The turn's answer, and what it needs: here what failed, which the summary did not keep.
+    assert quoted.source == "scenario:1:1"
+    assert quoted.text.startswith("Let me raise the recursion limit.")
+    assert [(c.fact, c.outcome) for c in quoted.knowledge] == [("recursion", "violated")]
     blind = plan_reply(transcript(user(lossy)), scenario(), id_prefix="toolu")
     assert blind.source.startswith("fallback")
     assert [(c.fact, c.kind, c.outcome) for c in blind.knowledge] == [
@@ -354,3 +357,16 @@ def test_a_request_that_lost_its_prompt_takes_it_up_from_the_summary_or_answers_
     # Without any summary handed over, an unknown prompt is just the fallback.
     plain = plan_reply(transcript(user("Tell me a joke.")), scenario(), id_prefix="toolu")
     assert plain.source.startswith("fallback") and plain.knowledge == ()
+
+
+def test_a_turn_compacted_in_its_middle_goes_on_to_its_answer() -> None:
+    # Codex after compacting mid-turn: the earlier prompts, then its summary, no results.
+    handoff = ("Another language model started to solve this problem and produced a summary "
+               "of its thinking process:\n## Goal\nFix the magic check.")
+    message = user("Read the header parser.", "Fix the magic check.", handoff)
+    reply = plan_reply(transcript(message, system=FAILED), scenario(), id_prefix="call")
+    assert reply.source == "scenario:1:1" and reply.text == "Fixed."
+    # A new prompt after the summary starts its turn as ever.
+    fresh = plan_reply(transcript(user(handoff, "Fix the magic check.")), scenario(),
+                       id_prefix="call")
+    assert fresh.source.startswith(("scenario:1:0", "recovery:1:0"))

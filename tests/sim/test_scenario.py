@@ -326,10 +326,11 @@ def test_call_ids_differ_between_conversations_of_the_same_length() -> None:
 
 def test_a_prompt_only_a_compaction_summary_quotes_is_taken_up_again() -> None:
     # After an overflow, the retry carries only the summary, which quotes the user's request:
-    # the model knows what was asked from the summary alone, and does it again.
+    # the model knows what was asked from the summary alone, and goes on to the turn's answer.
     summary = summary_message_text('## Goal\n"Read the readme please."')
     reply = plan_reply(_transcript(_user(TextPart(summary))), TEST_SCENARIO, id_prefix="toolu")
-    assert reply.source == "scenario:0:0"
+    last = len(TEST_SCENARIO.turns[0].steps) - 1
+    assert reply.source == f"scenario:0:{last}"
     # Quoted next to a new prompt, it is the new prompt that is answered.
     both = _transcript(_user(TextPart(summary), TextPart("Something else entirely.")))
     assert plan_reply(both, TEST_SCENARIO, id_prefix="toolu").source.startswith("fallback")
