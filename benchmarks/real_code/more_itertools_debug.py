@@ -214,28 +214,39 @@ def _read_the_log(s: Script) -> None:
                  "and later batches ran without sums."},
     )
     last = s.file_fact("log-end", LOG, lines[-1], 1, "the log's last line")
+    # The slowest extract of the rest of the night: a line in the middle of a page, where a
+    # client that keeps only the head and the tail of a long output does not have it.
+    rest = lines[failed_at + 1139 :]
+    slowest = max((line for line in rest if "took=" in line),
+                  key=lambda line: float(line.rsplit("took=", 1)[1].rstrip("s")))
+    slow = s.file_fact("log-slowest", LOG, slowest, 1, "the night's slowest extract")
     s.turn(
-        "Read the rest of the log to the end: did the later batches finish?",
+        "Read the rest of the log to the end: did the later batches finish, and which "
+        "extract was the slowest?",
         {"tools": [_page(s, failed_at + 1140)]},
         {"tools": [_page(s, failed_at + 1520)]},
         {"tools": [_page(s, failed_at + 1900)]},
         {"tools": [_page(s, failed_at + 2280, _LOG_LINES)]},
-        {"needs": [last, failure_line],
+        {"needs": [last, failure_line, slow],
          "text": "They were extracted and transformed to the end of the log; only the failed "
-                 "batch is missing from the night's sums."},
+                 "batch is missing from the night's sums. The slowest extract took just under "
+                 "four seconds, an ordinary night's worst."},
     )
 
 
 def _chase_the_cause(s: Script) -> None:
     failing = s.output_fact(
         "failing-tests", ["FAILED tests/test_more.py::ReplaceTests::test_basic",
+                          # a verbose line from the middle of the output
+                          "tests/test_more.py::WindowedTests::test_basic PASSED",
                           "TypeError: unsupported operand type(s) for %: 'NoneType' and 'int'"],
         call("bash", command=f"{PYTEST} -v {TESTS}"), "which tests fail, and how")
     s.turn(
         "Run the library's tests verbosely and tell me what fails.",
         {"tools": [call("bash", command=f"{PYTEST} -v {TESTS}")]},
         {"needs": [failing, "rule-no-skip"],
-         "text": "Five tests of `replace` fail, each with a TypeError from its predicate: it "
+         "text": "Five tests of `replace` fail, each with a TypeError from its predicate (the "
+                 "windowed tests themselves pass): it "
                  "is given `None`, just as our job was."},
     )
     replace_code = s.file_fact("replace-code", MORE, "    windows = windowed(it, window_size)",
