@@ -11,13 +11,16 @@ import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, get_args
 
 import yaml
 
 from agent_server.errors import UnknownModelError
 
 Vendor: TypeAlias = Literal["anthropic", "openai", "sim", "local"]
+VENDORS: tuple[str, ...] = get_args(Vendor)
+# A models or config file with one of these suffixes is YAML; any other, JSON.
+YAML_SUFFIXES = (".yaml", ".yml")
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,14 +210,6 @@ BUILTIN_MODELS: tuple[ModelInfo, ...] = (
 BENCHMARK_CLAUDE_MODEL = "claude-haiku-4-5"
 BENCHMARK_GPT_MODEL = "gpt-5.5"
 
-DEFAULT_MODEL_BY_PROVIDER: Mapping[str, str] = {
-    "anthropic": "claude-sonnet-5-5",
-    "openai-chat": "gpt-5.5",
-    "openai-responses": "gpt-5.5",
-    "sim": "sim-small",
-}
-
-
 class ModelRegistry:
     """The built-in models plus the user's, looked up by id."""
 
@@ -284,7 +279,7 @@ def model_from_json(data: Mapping[str, Any]) -> ModelInfo:
                 f"{where}: unknown pricing key {key!r} (expected one of {', '.join(_PRICE_KEYS)})"
             )
     vendor = data.get("vendor", "local")
-    if vendor not in ("anthropic", "openai", "sim", "local"):
+    if vendor not in VENDORS:
         raise ValueError(f"{where}: vendor must be anthropic, openai, sim or local, not {vendor!r}")
     context_window = _positive_int(data, "contextWindow", where)
     max_output = _positive_int(data, "maxOutput", where)
@@ -328,7 +323,7 @@ def load_models_file(path: Path) -> list[ModelInfo]:
     except OSError as exc:
         raise ValueError(f"{path}: cannot read the models file ({exc.strerror})") from exc
     try:
-        data = yaml.safe_load(text) if path.suffix in (".yaml", ".yml") else json.loads(text)
+        data = yaml.safe_load(text) if path.suffix in YAML_SUFFIXES else json.loads(text)
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: not a valid models file: {exc}") from exc
     entries = data.get("models") if isinstance(data, Mapping) else data

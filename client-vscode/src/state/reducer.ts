@@ -18,6 +18,7 @@ import type {
   ModelRef,
   ModelSetResult,
   McpStatusParams,
+  NoticeLevel,
   OverflowParams,
   PermissionMode,
   PromptAttachment,
@@ -43,6 +44,7 @@ import type {
   TurnResult,
   UsageSnapshot,
 } from '../protocol/types';
+import { CompactionEndValues } from '../protocol/types';
 
 // ---------------------------------------------------------------------------------------------
 // View state
@@ -113,7 +115,7 @@ export interface OverflowItem {
 export interface NoticeItem {
   kind: 'notice';
   id: string;
-  level: 'info' | 'warning' | 'error';
+  level: NoticeLevel;
   message: string;
 }
 
@@ -700,7 +702,7 @@ function applySessionUpdate(items: Item[], u: SessionUpdate, noticeId: string): 
 // ---------------------------------------------------------------------------------------------
 // agent/compaction
 
-const TERMINAL: ReadonlySet<CompactionStatus> = new Set(['completed', 'failed', 'cancelled']);
+const TERMINAL: ReadonlySet<CompactionStatus> = new Set(CompactionEndValues);
 
 function applyCompaction(state: ViewState, p: CompactionParams): ViewState {
   const id = `compaction:${p.compactionId}`;

@@ -221,7 +221,7 @@ describe('rewind with files', () => {
       { type: 'rewindRequested', entryId: 'e3' },
       { type: 'rewindPreviewed', preview },
       { type: 'rewindStarted' },
-      { type: 'rewound', restore: 'files', result: { leafId: 'e8', prompt: preview.prompt, problems: ['gen.c: changed by a command'] } },
+      { type: 'rewound', restore: 'files', result: { leafId: 'e8', prompt: preview.prompt, files: [], problems: ['gen.c: changed by a command'] } },
     ];
     for (const a of actions) state = reduce(state, a);
     expect(state.draft).toBeUndefined();
