@@ -14,7 +14,7 @@ from agent_server.llm.models import BUILTIN_MODELS
 from agent_server.sim.knowledge import FactCheck
 from agent_server.sim.records import RequestRecord, TokenCounts
 from benchmarks import peers, recall
-from benchmarks.real_code import RECIPES, workloads
+from benchmarks.real_code import RECIPES, RealWorkload, workloads
 from benchmarks.real_code.rehearse import rehearse
 from benchmarks.real_code.script import Script, ScriptError, call
 
@@ -100,6 +100,24 @@ def test_an_edit_changes_what_later_facts_read(tmp_path: Path) -> None:
     s.file_fact("after", "pkg/core.py", "def parse_header", 3, "the parser, edited")
     assert "    if not raw.startswith(MAGIC_BYTES_V3):" in s.data()["facts"][0]["text"]
     assert (tmp_path / "lib" / "pkg" / "core.py").read_text().count("V2") == 1  # tree intact
+
+
+def test_a_file_fact_needed_after_an_edit_of_its_lines_is_found_stale(tmp_path: Path) -> None:
+    """The rehearsal checks each file fact against the file as it stands when a step needs
+    it: a fact declared before an edit of its lines could never be fetched again."""
+    s = Script("t", tree(tmp_path))
+    s.file_fact("header", "pkg/core.py", "def parse_header", 4, "the parser as it was")
+    s.turn("Read the parser.", {"tools": [s.read("pkg/core.py")]},
+           {"needs": ["header"], "text": "It checks the magic bytes."})
+    s.turn("Bump the magic.", {"tools": [s.edit("pkg/core.py", "MAGIC_BYTES_V2",
+                                                "MAGIC_BYTES_V3")]},
+           {"needs": ["header"], "text": "Bumped."})
+    s.file_fact("header-now", "pkg/core.py", "def parse_header", 4, "the parser as it is")
+    s.turn("Show it again.", {"needs": ["header-now"], "text": "Here it is."})
+    workload = RealWorkload("t", "test", RECIPES[0].source, s.scenario(), s.root)
+    problems = rehearse(workload)
+    assert len(problems) == 1 and problems[0].startswith("turn 1 step 1: header:")
+    assert "MAGIC_BYTES_V2" in problems[0]
 
 
 def test_the_recall_command_refuses_unknown_names(tmp_path: Path) -> None:
