@@ -168,3 +168,36 @@ def test_the_products_compaction_is_a_compactor_of_the_kit() -> None:
     assert again.rounds[0].context.text == again.rounds[1].context.text
     assert "## Files read" in again.rounds[0].context.text
     assert "## Constraints" not in again.rounds[0].context.text  # the lossy summariser
+
+
+def figures_row(client: str, cost: float, session: str = "default") -> peers.Figures:
+    recall_figures = peers.Recall(needed=10, found=7, recoveries=2, recovery_tokens=3000,
+                                  recovery_cost=0.02, completed=40,
+                                  violations={"rule": 1, "request": 0, "decision": 0,
+                                              "failed": 2, "lost": 1})
+    return peers.Figures(client=client, model="sim-small", version="1", requests=50, cost=cost,
+                         cache_read_share=0.9, cache_write=1000, fixed_prefix=2000,
+                         tool_results=30, tool_result_tokens=40_000, summaries=3,
+                         failed_requests=0, failed_turns=0, turns=17, off_script=0,
+                         seconds=1.0, notes=[], recall=recall_figures, session=session)
+
+
+def test_bench_peers_and_bench_recall_show_the_same_recall_columns() -> None:
+    from rich.console import Console
+
+    from benchmarks.report import peers_table, recall_lines, recall_table
+
+    def rendered(table: Any) -> str:
+        console = Console(width=400, record=True)
+        console.print(table)
+        return console.export_text()
+
+    rows = [figures_row("agent-server", 0.5), figures_row("codex", 0.8),
+            figures_row("pi", 0.4)]
+    as_rows, as_columns = rendered(peers_table(rows)), rendered(recall_table(rows))
+    for label, _value in recall_lines():
+        assert label in as_rows and " ".join(label.split()[:2]) in as_columns
+    for text in ("10 / 7", "2, 3.0k, $0.0200", "1 / 0 / 0 / 2 / 1", "$0.0125"):
+        assert text in as_rows and text in as_columns
+    # agent-server at $0.50: 1.25x the cheapest peer (pi), 0.62x Codex on its own API.
+    assert "1.25x" in as_columns and "0.62x" in as_columns
