@@ -377,21 +377,25 @@ def recall_table(rows: Sequence[Any]) -> Table:
 
 
 def print_recall(rows: Sequence[Any], run_dir: Any, seconds: float) -> None:
-    console = Console(width=240)
-    console.print(recall_table(rows))
-    for row in rows:
-        for note in row.notes:
-            console.print(f"{row.session} {row.model} {row.summariser} {row.client}: {note}")
-    console.print(f"{len(rows)} runs in {seconds:.0f} s; request logs: {run_dir}")
+    _print_runs(recall_table(rows), rows, 240,
+                lambda r: f"{r.session} {r.model} {r.summariser} {r.client}",
+                f"{len(rows)} runs in {seconds:.0f} s; request logs: {run_dir}")
 
 
 def print_peers(rows: Sequence[Any], run_dir: Any) -> None:
-    console = Console(width=200)
-    console.print(peers_table(rows))
+    _print_runs(peers_table(rows), rows, 200, lambda r: f"{r.client} on {r.model}",
+                f"request logs and tool results: {run_dir}")
+
+
+def _print_runs(table: Table, rows: Sequence[Any], width: int, run: Callable[[Any], str],
+                last_line: str) -> None:
+    """A table of runs, then each run's notes (`run` names it), then `last_line`."""
+    console = Console(width=width)
+    console.print(table)
     for row in rows:
         for note in row.notes:
-            console.print(f"{row.client} on {row.model}: {note}")
-    console.print(f"request logs and tool results: {run_dir}")
+            console.print(f"{run(row)}: {note}")
+    console.print(last_line)
 
 
 def conformance_table(results: Sequence[Mapping[str, Any]]) -> Table:
