@@ -163,6 +163,19 @@ def test_each_real_code_session_holds_against_its_pinned_source(name: str) -> No
 
 
 @pytest.mark.slow
+def test_each_preparation_has_a_tree_of_its_own(tmp_path: Path) -> None:
+    """Parallel runs (or another checkout's) prepare the same session: neither empties the
+    tree the other copies its workspaces from."""
+    (first,) = workloads(("tabulate-bugfix",))
+    files = sorted(p.relative_to(first.tree) for p in first.tree.rglob("*"))
+    (second,) = workloads(("tabulate-bugfix",))
+    assert second.tree != first.tree
+    assert sorted(p.relative_to(first.tree) for p in first.tree.rglob("*")) == files
+    first.write(tmp_path / "workspace")
+    assert (tmp_path / "workspace" / "tabulate" / "__init__.py").is_file()
+
+
+@pytest.mark.slow
 def test_the_products_compaction_is_a_compactor_of_the_kit() -> None:
     kit: Any = pytest.importorskip("compaction_kit")
     from benchmarks.conformance import ProductCompactor
