@@ -98,19 +98,19 @@ def main(clients: Sequence[str] | None = None, models: Sequence[str] | None = No
         return 2
     stamp = time.strftime("%Y%m%d-%H%M%S")
     run_root = (out_dir or Path(".bench") / "recall" / stamp).resolve()
-    _progress(f"preparing {', '.join(names)} (sources from PyPI, cached)")
-    prepared = workloads(tuple(names))
-    if knows_all:
-        prepared = [replace(w, scenario=omniscient(w.scenario)) for w in prepared]
     cache = peers.cache_dir()
-    executables = {peer.name: peers.install(peer, cache) for peer in peers.PEERS
-                   if peer.name in clients}
     runs = cache.parent / "peer-runs"
     runs.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f"recall-{stamp}-", dir=runs))
     rows: list[peers.Figures] = []
-    started = time.perf_counter()
     try:
+        _progress(f"preparing {', '.join(names)} (sources from PyPI, cached)")
+        prepared = workloads(tuple(names), trees=scratch / "trees")
+        if knows_all:
+            prepared = [replace(w, scenario=omniscient(w.scenario)) for w in prepared]
+        executables = {peer.name: peers.install(peer, cache) for peer in peers.PEERS
+                       if peer.name in clients}
+        started = time.perf_counter()
         for workload in prepared:
             for model in models:
                 for mode in (m for m in SUMMARY_MODES if m in modes):

@@ -70,13 +70,16 @@ class RealWorkload:
 ENVIRONMENT = {"PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
 
-def prepare(recipe: Recipe, cache: Path | None = None) -> RealWorkload:
-    """The planted tree in a directory of this process's own (removed when it exits): runs
+def prepare(recipe: Recipe, cache: Path | None = None, trees: Path | None = None
+            ) -> RealWorkload:
+    """The planted tree in a directory of this process's own, under `trees` (a run's own
+    scratch directory; by default the cache's `trees`), removed when the process exits: runs
     in parallel, or another checkout's, each copy their workspaces from a tree no one else
-    rewrites meanwhile."""
+    rewrites or removes meanwhile."""
     cache = cache or cache_dir()
-    (cache / "trees").mkdir(parents=True, exist_ok=True)
-    tree = Path(tempfile.mkdtemp(prefix=f"{recipe.name}-", dir=cache / "trees"))
+    trees = trees or cache / "trees"
+    trees.mkdir(parents=True, exist_ok=True)
+    tree = Path(tempfile.mkdtemp(prefix=f"{recipe.name}-", dir=trees))
     atexit.register(shutil.rmtree, tree, ignore_errors=True)
     extract(recipe.source, tree, cache)
     recipe.plant(tree)
@@ -84,7 +87,7 @@ def prepare(recipe: Recipe, cache: Path | None = None) -> RealWorkload:
     return RealWorkload(recipe.name, recipe.kind, recipe.source, scenario, tree)
 
 
-def workloads(names: tuple[str, ...] | None = None, cache: Path | None = None
-              ) -> list[RealWorkload]:
+def workloads(names: tuple[str, ...] | None = None, cache: Path | None = None,
+              trees: Path | None = None) -> list[RealWorkload]:
     chosen = [r for r in RECIPES if names is None or r.name in names]
-    return [prepare(recipe, cache) for recipe in chosen]
+    return [prepare(recipe, cache, trees) for recipe in chosen]
