@@ -168,8 +168,8 @@ def test_each_preparation_has_a_tree_of_its_own(tmp_path: Path) -> None:
     tree the other copies its workspaces from."""
     (first,) = workloads(("tabulate-bugfix",))
     files = sorted(p.relative_to(first.tree) for p in first.tree.rglob("*"))
-    (second,) = workloads(("tabulate-bugfix",))
-    assert second.tree != first.tree
+    (second,) = workloads(("tabulate-bugfix",), trees=tmp_path / "trees")
+    assert second.tree != first.tree and second.tree.parent == tmp_path / "trees"
     assert sorted(p.relative_to(first.tree) for p in first.tree.rglob("*")) == files
     first.write(tmp_path / "workspace")
     assert (tmp_path / "workspace" / "tabulate" / "__init__.py").is_file()
