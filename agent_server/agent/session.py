@@ -42,7 +42,9 @@ from agent_server.agent.events import (
     AgentEvent,
     EventSink,
     McpStatusChanged,
+    ModelChanged,
     Notice,
+    Retry,
     TextChunk,
     ThinkingChunk,
     TurnEnded,
@@ -58,7 +60,13 @@ from agent_server.agent.mcp.servers import McpServers
 from agent_server.agent.mcp.session_tools import AcceptOutcome, McpStatus, SessionTools
 from agent_server.agent.mentions import attach_mentions
 from agent_server.agent.model_call import CallAttempt, RetryPolicy, call_model
-from agent_server.agent.model_choice import SwitchCost, serves, switch_cost, switch_note
+from agent_server.agent.model_choice import (
+    SwitchCost,
+    serves,
+    switch_cost,
+    switch_note,
+    thinking_note,
+)
 from agent_server.agent.permissions import AskCallback, PermissionGate, PermissionMode, parse_mode
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.tool_runner import ToolRunner, aborted_result
@@ -94,7 +102,7 @@ from agent_server.llm.messages import (
     UserContent,
     UserMessage,
 )
-from agent_server.llm.models import ModelInfo
+from agent_server.llm.models import ModelInfo, can_think
 from agent_server.llm.stream import (
     CacheRetention,
     CacheUse,
@@ -103,6 +111,8 @@ from agent_server.llm.stream import (
     StreamEvent,
     TextDelta,
     ThinkingDelta,
+    ThinkingLevel,
+    parse_thinking,
 )
 from agent_server.session.entries import Entry, FileVersion, MessageEntry
 from agent_server.session.index import usage_of
@@ -157,6 +167,17 @@ class ModelSwitch:
 
 
 @dataclass(frozen=True, slots=True)
+class ThinkingSwitch:
+    """A change of the thinking level: the level now used, the entry that records it (None:
+    no change), what it costs at the next request, and the same in words."""
+
+    thinking: ThinkingLevel
+    entry_id: str | None
+    cost: SwitchCost
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
 class ModelSetup:
     """What a turn needs from the settings: the provider to call and the models to use."""
 
@@ -199,6 +220,9 @@ class AgentSession:
         # for it, a permission mode switched to) hold until the setting itself changes.
         self._configured = configured or settings
         self._own_model = settings.model if settings.model != self._configured.model else None
+        self._own_thinking: ThinkingLevel | None = (
+            settings.thinking if settings.thinking != self._configured.thinking else None
+        )
         self._own_mode: PermissionMode | None = None
         self._checkpoints = checkpoints
         self._private_dirs = private_dirs  # never listed as changed files (the sessions)
@@ -301,6 +325,15 @@ class AgentSession:
         return self.gate.mode
 
     @property
+    def thinking(self) -> ThinkingLevel:
+        """How hard the session's model is asked to think (where it can: can_think)."""
+        return self.settings.thinking
+
+    @property
+    def can_think(self) -> bool:
+        return can_think(self.model, self._setup.provider.api)
+
+    @property
     def confinement(self) -> Confinement:
         """How the session's commands run now (under `tools.sandbox: auto` it follows the
         mode: sandboxed when nothing asks)."""
@@ -313,6 +346,8 @@ class AgentSession:
         previous, self._configured = self._configured, settings
         if settings.model != previous.model or settings.provider != previous.provider:
             self._own_model = None
+        if settings.thinking != previous.thinking:
+            self._own_thinking = None
         if settings.permissions_mode != previous.permissions_mode:
             self._own_mode = None
         self._pending_settings = self._with_own_choices(settings)
@@ -320,6 +355,7 @@ class AgentSession:
     def _with_own_choices(self, settings: AgentSettings) -> AgentSettings:
         return settings.with_overrides(
             model=self._own_model or settings.model,
+            thinking=self._own_thinking or settings.thinking,
             permissions_mode=self._own_mode or settings.permissions_mode,
         )
 
@@ -369,7 +405,9 @@ class AgentSession:
                 self._pending_settings = self._with_own_choices(self._configured)
             entry_id = None
             if setup.model.id != old.model.id or setup.provider.api != old.provider.api:
-                entry_id = self.ledger.append_model_change(setup.provider.api, setup.model.id).id
+                entry_id = self.ledger.append_model_change(
+                    setup.provider.api, setup.model.id, settings.thinking
+                ).id
                 self.ledger.sync()
             self.context.configure(setup.model, setup.summary_model, settings.compaction)
             with contextlib.suppress(Exception):
@@ -377,6 +415,45 @@ class AgentSession:
             return ModelSwitch(setup.model, entry_id, cost, note)
         finally:
             self._busy = False
+
+    def switch_thinking(self, level: str) -> ThinkingSwitch:
+        """Think at another level from the next request, between turns (a level changed in
+        the middle of a tool loop is refused by Anthropic's API): the ledger records it,
+        the note says what it costs."""
+        if self._busy:
+            raise SessionBusyError(f"session {self.session_id} is busy with a turn")
+        checked = parse_thinking(level)
+        old = self.settings.thinking
+        cost, note = self._thinking_cost(old, checked)
+        entry_id = None
+        if checked != old:
+            self.settings = self.settings.with_overrides(thinking=checked)
+            self._own_thinking = checked if checked != self._configured.thinking else None
+            if self._pending_settings is not None:
+                self._pending_settings = self._with_own_choices(self._configured)
+            entry_id = self.ledger.append_model_change(
+                self._setup.provider.api, self.model.id, checked
+            ).id
+            self.ledger.sync()
+        return ThinkingSwitch(checked, entry_id, cost, note)
+
+    def _thinking_cost(self, old: str, new: str) -> tuple[SwitchCost, str]:
+        """What thinking at `new` instead of `old` costs at the next request: on Anthropic's
+        API the messages (not the tools and system prompt) are read without the cache and
+        written again."""
+        view = self.context.view()
+        prefix = estimate_context_tokens(
+            Context(view.context.system_prompt, view.context.tools, ())
+        ).tokens
+        retention = self.retention_for_call()
+        cost = switch_cost(
+            max(0, view.tokens - prefix),
+            self.model,
+            self.model,
+            cache_retention=retention,
+            settings=self.settings.compaction,
+        )
+        return cost, thinking_note(self.model, self._setup.provider.api, old, new, cost, retention)
 
     async def run_turn(
         self, prompt: str | Sequence[UserContent], turn_id: str | None = None
@@ -706,12 +783,14 @@ class AgentSession:
                 self._emit(ThinkingChunk(turn_id, current.message_id, event.text))
 
         def on_retry(error: ProviderError, wait: float, number: int) -> None:
+            attempts = self._retry.max_retries + 1
             self._emit(
                 Notice(
                     turn_id,
                     "warning",
                     f"{error.message} Retrying in {wait:.0f}s "
-                    f"(attempt {number + 1} of {self._retry.max_retries + 1}).",
+                    f"(attempt {number + 1} of {attempts}).",
+                    Retry(number + 1, attempts, wait),
                 )
             )
 
@@ -738,7 +817,12 @@ class AgentSession:
 
         def on_retry(error: ProviderError, wait: float, number: int) -> None:
             self._emit(
-                Notice(turn_id, "warning", f"{error.message} Retrying the summary in {wait:.0f}s.")
+                Notice(
+                    turn_id,
+                    "warning",
+                    f"{error.message} Retrying the summary in {wait:.0f}s.",
+                    Retry(number + 1, self._retry.max_retries + 1, wait),
+                )
             )
 
         message = await call_model(
@@ -811,6 +895,7 @@ class AgentSession:
         return CallOptions(
             session_id=self.session_id,
             cache_retention=self.retention_for_call(),
+            thinking=self.settings.thinking,
         )
 
     def _tool_context(self, on_output: Callable[[str], None] | None) -> ToolContext:
@@ -871,6 +956,9 @@ class AgentSession:
             self.ledger.append_title(first_line[:80])
 
     async def _apply_pending_settings(self) -> None:
+        """Settings changed since the last turn take effect. A change of the model (a new
+        provider or model setting) or of the thinking level is recorded and announced with
+        what it costs (ModelChanged), as the user's own switch is."""
         settings = self._pending_settings
         if settings is None:
             return
@@ -885,19 +973,49 @@ class AgentSession:
             or settings.api_key_env != previous.api_key_env
             or settings.compaction.model != previous.compaction.model
         )
+        old = self._setup
         if connection_changed and self._reconnect is not None:
-            old = self._setup
             self._setup = self._reconnect(settings)
-            if self._setup.model.id != old.model.id or self._setup.provider.api != old.provider.api:
-                self.ledger.append_model_change(self._setup.provider.api, self._setup.model.id)
             if self._setup.provider is not old.provider:
                 with contextlib.suppress(Exception):
                     await old.provider.aclose()
+        new = self._setup
+        if new.model.id != old.model.id or new.provider.api != old.provider.api:
+            retention = self.retention_for_call()
+            cost = switch_cost(
+                self.context.view().tokens,
+                old.model,
+                new.model,
+                cache_retention=retention,
+                settings=settings.compaction,
+            )
+            note = "A settings change: " + switch_note(old.model, new.model, cost, retention)
+            self._announce_model(note)
+        elif settings.thinking != previous.thinking:
+            _cost, note = self._thinking_cost(previous.thinking, settings.thinking)
+            self._announce_model("A settings change: " + note)
         self.context.configure(
             self._setup.model,
             self._setup.summary_model,
             settings.compaction,
             self._setup.provider.api,
+        )
+
+    def _announce_model(self, note: str) -> None:
+        """Record the model and thinking level now in force, and say what the change costs."""
+        setup = self._setup
+        entry = self.ledger.append_model_change(
+            setup.provider.api, setup.model.id, self.settings.thinking
+        )
+        self._emit(
+            ModelChanged(
+                self._current_turn,
+                entry.id,
+                setup.provider.api,
+                setup.model,
+                self.settings.thinking,
+                note,
+            )
         )
 
     def _on_external_change(self, path: str) -> None:

@@ -184,6 +184,11 @@ class TranscriptPrinter:
         elif kind == "toolCallUpdate" and update.get("status") in ("completed", "failed"):
             self._close_message()
             self._tool_finished(update)
+        elif kind == "modelChange":
+            self._close_message()
+            what = f"  model: {update['model']}, thinking {update['thinking']}"
+            self.console.print(shown(what, "magenta"))
+            self.console.print(shown(f"  {update['note']}", "dim"))
         elif kind == "notice":
             self._close_message()
             style = {"error": "bold red", "warning": "yellow"}.get(update["level"], "dim")

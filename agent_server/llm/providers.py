@@ -16,6 +16,13 @@ from agent_server.llm.models import ModelInfo
 from agent_server.llm.stream import Provider
 
 PROVIDER_SETTINGS: tuple[str, ...] = ("anthropic", "openai-chat", "openai-responses", "sim")
+# The API each provider setting speaks (the simulator speaks Anthropic's).
+PROVIDER_APIS: Mapping[str, str] = {
+    "anthropic": "anthropic-messages",
+    "openai-chat": "openai-chat",
+    "openai-responses": "openai-responses",
+    "sim": "anthropic-messages",
+}
 
 
 def preload_sdks() -> None:

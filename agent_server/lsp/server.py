@@ -65,7 +65,7 @@ from agent_server.stderr_log import shorten
 if TYPE_CHECKING:
     # The agent (sessions, tools, the SDKs' shims) loads after `initialize` is answered, in
     # the background, or on the first request that needs it: startup stays short.
-    from agent_server.agent.permissions import PermissionRequest
+    from agent_server.agent.permissions import PermissionAnswer, PermissionRequest
     from agent_server.agent.session import AgentSession
     from agent_server.agent.workspace import WorkspaceAgent
 
@@ -85,6 +85,7 @@ USER_IDLE = "agent/userIdle"
 MODEL_LIST = "agent/model/list"
 MODEL_SET = "agent/model/set"
 MODE_SET = "agent/mode/set"
+THINKING_SET = "agent/thinking/set"
 MENTION_COMPLETE = "agent/mention/complete"
 MCP_SERVERS = "agent/mcp/servers"
 MCP_ACCEPT_TOOLS = "agent/mcp/acceptTools"
@@ -104,6 +105,7 @@ METHODS = (
     MODEL_LIST,
     MODEL_SET,
     MODE_SET,
+    THINKING_SET,
     MENTION_COMPLETE,
     MCP_SERVERS,
     MCP_ACCEPT_TOOLS,
@@ -384,14 +386,14 @@ class AgentLanguageServer(LanguageServer):
     # --- permission -----------------------------------------------------------------------
 
     def asker(self, session_id: str) -> Callable[[PermissionRequest], Any]:
-        async def ask(request: PermissionRequest) -> str | None:
+        async def ask(request: PermissionRequest) -> str | PermissionAnswer | None:
             if self.state.permission_requests:
                 return await self.request_permission(wire.permission_json(session_id, request))
             return await self.show_message_permission(request)
 
         return ask
 
-    async def request_permission(self, params: dict[str, Any]) -> str | None:
+    async def request_permission(self, params: dict[str, Any]) -> str | PermissionAnswer | None:
         msg_id = f"perm-{uuid.uuid4().hex[:12]}"
         try:
             result = await self.protocol.send_request_async(
@@ -403,12 +405,7 @@ class AgentLanguageServer(LanguageServer):
         except Exception as error:  # the client failed to answer: treat as a dismissal
             log.warning("permission request failed: %s", error)
             return None
-        outcome = result.get("outcome") if isinstance(result, Mapping) else None
-        if isinstance(outcome, Mapping) and isinstance(outcome.get("selected"), str):
-            selected = outcome["selected"]
-            if any(o["optionId"] == selected for o in params["options"]):
-                return str(selected)
-        return None
+        return wire.permission_answer(result, params["options"])
 
     async def show_message_permission(self, request: PermissionRequest) -> str | None:
         actions = [types.MessageActionItem(title=o.name) for o in request.options]
@@ -785,6 +782,22 @@ def _register(server: AgentLanguageServer) -> None:
         session = ls.session(session_id)
         session.set_mode(mode)
         return wire.session_state_json(session)
+
+    @server.feature(THINKING_SET)
+    @_answers_agent_errors
+    async def thinking_set(ls: AgentLanguageServer, raw: Any) -> dict[str, Any]:
+        params = Params(raw, THINKING_SET)
+        session_id = params.string("sessionId")
+        level = params.choice("thinking", wire.THINKING_LEVELS, None)
+        session = ls.session(session_id)
+        switch = session.switch_thinking(level)
+        return {
+            "thinking": switch.thinking,
+            "canThink": session.can_think,
+            "entryId": switch.entry_id,
+            "cost": switch.cost.to_json(),
+            "note": switch.note,
+        }
 
     @server.feature(MENTION_COMPLETE)
     @_answers_agent_errors

@@ -22,6 +22,7 @@ from agent_server.agent.events import (
     CompactionFinished,
     CompactionStarted,
     ContextDecided,
+    ModelChanged,
     Notice,
     OverflowHappened,
     TextChunk,
@@ -39,6 +40,7 @@ from agent_server.errors import (
     SessionLockedError,
     SessionNotFoundError,
 )
+from agent_server.llm import stream
 from agent_server.llm.messages import (
     ImageContent,
     TextContent,
@@ -60,16 +62,18 @@ SESSION_LOCKED = -33005
 CONFIG_ERROR = -33010
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 MAX_PROMPT_CHARS = 2_000_000
+MAX_FILE_CHARS = 20_000_000  # a revised change the editor sends back (agent/requestPermission)
 DEFAULT_PAGE = 100  # transcript entries per page unless the editor asks otherwise
 MAX_PAGE = 1000
 
 RESTORE_CHOICES = ("conversation", "files", "both")
 PERMISSION_MODES = ("ask", "allowReads", "allowAll")
+THINKING_LEVELS = stream.THINKING_LEVELS
 
 if TYPE_CHECKING:  # the agent's heavier modules load after `initialize` (lsp/startup.py)
     from agent_server.agent.checkpoints import RestorePlan
     from agent_server.agent.mcp.session_tools import McpStatus
-    from agent_server.agent.permissions import PermissionRequest
+    from agent_server.agent.permissions import PermissionAnswer, PermissionRequest
     from agent_server.agent.session import AgentSession, Rewound
     from agent_server.llm.models import ModelInfo
     from agent_server.session.ledger import LoadReport
@@ -307,6 +311,8 @@ def session_state_json(session: AgentSession) -> dict[str, Any]:
     follows the mode under `tools.sandbox: auto`), as the editor shows them beside the meter."""
     return {
         "model": model_json(session.model),
+        "thinking": session.thinking,
+        "canThink": session.can_think,
         "mode": session.mode,
         "sandbox": session.confinement.to_json(),
     }
@@ -343,7 +349,25 @@ def update_json(event: AgentEvent) -> dict[str, Any] | None:
             event.tool_call_id, event.status, event.output, event.details
         )
     if isinstance(event, Notice):
-        return transcript.notice_item(event.level, event.message)
+        item = transcript.notice_item(event.level, event.message)
+        if event.retry is not None:
+            retry = event.retry
+            item["retry"] = {
+                "attempt": retry.attempt,
+                "attempts": retry.attempts,
+                "wait": retry.wait,
+            }
+        return item
+    if isinstance(event, ModelChanged):
+        return {
+            "kind": "modelChange",
+            "entryId": event.entry_id,
+            "provider": event.provider,
+            "model": event.model.id,
+            "thinking": event.thinking,
+            "modelInfo": model_json(event.model),
+            "note": event.note,
+        }
     return None
 
 
@@ -364,6 +388,28 @@ def permission_json(session_id: str, request: PermissionRequest) -> dict[str, An
         "toolCall": tool_call,
         "options": [option.to_json() for option in request.options],
     }
+
+
+def permission_answer(
+    result: Any, options: list[dict[str, Any]]
+) -> str | PermissionAnswer | None:
+    """The editor's answer to agent/requestPermission: the option picked (one offered), with
+    what the user told the agent (`message`, with a rejection) or the change as the user
+    revised it (`newText`, with an allowance); None for "cancelled" or anything else."""
+    outcome = result.get("outcome") if isinstance(result, Mapping) else None
+    if not isinstance(outcome, Mapping) or not isinstance(outcome.get("selected"), str):
+        return None
+    selected = str(outcome["selected"])
+    if not any(o["optionId"] == selected for o in options):
+        return None
+    message, new_text = outcome.get("message"), outcome.get("newText")
+    message = message[:MAX_PROMPT_CHARS] if isinstance(message, str) and message.strip() else None
+    new_text = new_text if isinstance(new_text, str) and len(new_text) <= MAX_FILE_CHARS else None
+    if message is None and new_text is None:
+        return selected
+    from agent_server.agent.permissions import PermissionAnswer
+
+    return PermissionAnswer(selected, message, new_text)
 
 
 def compaction_json(
