@@ -120,6 +120,12 @@ async def test_overflow_rejection_notifies_and_retries_once(
         assert result["stopReason"] == "end_turn"
         actions = [(o["kind"], o["action"]) for o in agent.overflows]
         assert actions == [("rejected", "compacting"), ("rejected", "retrying")]
+        # They say what happens, never the provider's advice to do it by hand (the agent
+        # does it): no "compact the session and try again" beside "compacting".
+        compacting, retrying = (o["message"] for o in agent.overflows)
+        assert "refused the request as too long" in compacting
+        assert "Compacting the history once, then retrying" in compacting
+        assert "try again" not in compacting.lower() and "try again" not in retrying.lower()
         reasons = [c["reason"] for c in agent.compactions if c["status"] == "completed"]
         assert reasons == ["overflow"]
         rejected = [r for r in sim.simulator.records[before:] if r.status == 400]
@@ -307,3 +313,21 @@ async def test_server_started_compaction_gets_its_own_progress(
         token = f"agent-compaction-{started[0]['compactionId']}"
         reports = agent.client.progress_reports.get(token, [])
         assert [r.kind for r in reports][:1] == ["begin"] and reports[-1].kind == "end"
+
+
+async def test_retry_notices_say_they_are_retries(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    async with start_agent_client([workspace], sim_settings(sim, tmp_path)) as agent:
+        session_id = await agent.new_session()
+        sim.simulator.set_faults("529@1")
+        result = await agent.request("agent/turn", {"sessionId": session_id, "prompt": OVERVIEW})
+        assert result["stopReason"] == "end_turn"
+        notices = [u["update"] for u in agent.updates if u["update"]["kind"] == "notice"]
+        retries = [n for n in notices if "retry" in n]
+        assert len(retries) == 1, notices
+        (retry,) = retries
+        assert retry["level"] == "warning" and "Retrying" in retry["message"]
+        assert retry["retry"]["attempt"] == 2 and retry["retry"]["attempts"] >= 2
+        assert retry["retry"]["wait"] >= 0
+        assert all("retry" not in n for n in notices if n is not retry)
