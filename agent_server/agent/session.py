@@ -47,6 +47,7 @@ from agent_server.agent.events import (
     Retry,
     TextChunk,
     ThinkingChunk,
+    ToolCallUpdated,
     TurnEnded,
     TurnStarted,
     TurnStopReason,
@@ -936,7 +937,20 @@ class AgentSession:
                 for path in self._paths_of(call):
                     self._watch.record(path)
         for call in calls:
-            self.ledger.append_message(results.get(call.id) or aborted_result(call))
+            result = results.get(call.id)
+            if result is None:
+                # Stopped before it finished: the editor's card ends as the ledger records it.
+                result = aborted_result(call)
+                self._emit(
+                    ToolCallUpdated(
+                        self._current_turn or "",
+                        call.id,
+                        "failed",
+                        output=result.text,
+                        details=result.details,
+                    )
+                )
+            self.ledger.append_message(result)
         if with_changes:
             # The agent's own reads and writes were just recorded, so only edits from
             # outside remain.

@@ -27,7 +27,11 @@ from agent_server.llm.messages import TextContent, ToolCall, ToolResultMessage
 def aborted_result(
     call: ToolCall, why: str = "The tool call was aborted by the user."
 ) -> ToolResultMessage:
-    return ToolResultMessage(call.id, call.name, (TextContent(why),), is_error=True)
+    """The result of a call that did not run, or did not finish (`aborted` tells an editor
+    it was stopped, not failed)."""
+    return ToolResultMessage(
+        call.id, call.name, (TextContent(why),), is_error=True, details={"aborted": True}
+    )
 
 
 class ToolRunner:

@@ -11,7 +11,9 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
+from agent_server.sim.scenario import parse_scenario
 from agent_server.sim.server import SimServer
+from agent_server.sim.simulator import Simulator
 from tests.lsp.conftest import sim_settings, start_agent_client
 
 OVERVIEW = "Give me an overview of this repository: what it does and how it is laid out."
@@ -331,3 +333,57 @@ async def test_retry_notices_say_they_are_retries(
         assert retry["retry"]["attempt"] == 2 and retry["retry"]["attempts"] >= 2
         assert retry["retry"]["wait"] >= 0
         assert all("retry" not in n for n in notices if n is not retry)
+
+
+async def test_a_stopped_command_ends_as_stopped_live_and_after_a_reload(
+    workspace: Path, tmp_path: Path
+) -> None:
+    sleeper = parse_scenario(
+        {
+            "name": "sleeper",
+            "turns": [
+                {
+                    "user": "wait a while",
+                    "steps": [
+                        {"tools": [{"name": "bash", "arguments": {"command": "sleep 60"}}]},
+                        {"text": "Done waiting."},
+                    ],
+                }
+            ],
+        }
+    )
+    async with SimServer(Simulator(scenario=sleeper)) as sim:
+        settings = sim_settings(sim, tmp_path, tools={"sandbox": "off"})
+        async with start_agent_client([workspace], settings) as agent:
+            session_id = await agent.new_session()
+            turn = asyncio.ensure_future(
+                agent.request("agent/turn", {"sessionId": session_id, "prompt": "wait a while"})
+            )
+
+            def running() -> bool:
+                return any(
+                    u["update"]["kind"] == "toolCallUpdate"
+                    and u["update"].get("status") == "in_progress"
+                    for u in agent.updates
+                )
+
+            while not running():
+                await asyncio.sleep(0.05)
+            await agent.request("agent/interrupt", {"sessionId": session_id})
+            result = await turn
+            assert result["stopReason"] == "cancelled"
+            (call,) = [u["update"] for u in agent.updates if u["update"]["kind"] == "toolCall"]
+            ends = [
+                u["update"] for u in agent.updates
+                if u["update"]["kind"] == "toolCallUpdate"
+                and u["update"]["toolCallId"] == call["toolCallId"]
+                and u["update"].get("status") in ("completed", "failed")
+            ]
+            assert len(ends) == 1 and ends[0]["status"] == "failed"
+            assert ends[0]["rawOutput"] == {"aborted": True}
+            loaded = await agent.request("agent/session/load", {"sessionId": session_id})
+            (reloaded,) = [
+                i for i in loaded["transcript"]
+                if i["kind"] == "toolCallUpdate" and i["toolCallId"] == call["toolCallId"]
+            ]
+            assert reloaded == ends[0]
