@@ -132,6 +132,8 @@ export interface ModelChangeMarker {
   entryId: string;
   provider: string;
   model: string;
+  /** How hard the model thinks from here on (absent in sessions from before it was kept). */
+  thinking?: ThinkingLevel;
 }
 
 /** What a restore did to one file: put back, or deleted (it did not exist at that point). */
@@ -149,12 +151,17 @@ export interface FileRestoreMarker {
 }
 
 /** One item of a loaded transcript: exactly a live `agent/update` update, or a marker. */
-export type TranscriptItem = SessionUpdate | CompactionMarker | BranchMarker | ModelChangeMarker | FileRestoreMarker;
+export type TranscriptItem = SessionUpdate | CompactionMarker | BranchMarker | FileRestoreMarker;
 
 // ---------------------------------------------------------------------------------------------
 // Models, modes, mentions
 
 export type PermissionMode = 'ask' | 'allowReads' | 'allowAll';
+
+/** How hard a model that can think does (`off`: the provider's default, no thinking on
+ * Anthropic); Anthropic's budget or effort, OpenAI's reasoning effort. */
+export type ThinkingLevel = 'off' | 'low' | 'medium' | 'high';
+export const THINKING_LEVELS: readonly ThinkingLevel[] = ['off', 'low', 'medium', 'high'];
 
 /** The model a session uses. */
 export interface ModelRef {
@@ -169,6 +176,8 @@ export interface ModelChoice extends ModelRef {
   maxOutput: number;
   pricing: { input: number; output: number; cacheRead: number; cacheWrite: number };
   images: boolean;
+  /** It takes a thinking level on the session's provider. */
+  thinking?: boolean;
   /** `user`: from the user's models file. */
   source: 'builtin' | 'user';
   current: boolean;
@@ -207,6 +216,20 @@ export interface ModelSetResult {
   usage: UsageSnapshot;
 }
 
+export interface ThinkingSetParams {
+  sessionId: string;
+  thinking: ThinkingLevel;
+}
+export interface ThinkingSetResult {
+  thinking: ThinkingLevel;
+  canThink: boolean;
+  /** The ledger's modelChange entry that records it (null: already that level). */
+  entryId: string | null;
+  cost: SwitchCost;
+  /** What the change costs, in words, for the transcript. */
+  note: string;
+}
+
 export interface ModeSetParams {
   sessionId: string;
   mode: PermissionMode;
@@ -214,6 +237,9 @@ export interface ModeSetParams {
 /** A session's model and mode (also in the session/new and session/load results). */
 export interface SessionState {
   model?: ModelRef;
+  thinking?: ThinkingLevel;
+  /** Whether the session's model takes a thinking level. */
+  canThink?: boolean;
   mode?: PermissionMode;
   /** How the session's commands run; it follows the mode under `tools.sandbox: auto`. */
   sandbox?: SandboxState;
@@ -460,13 +486,24 @@ export interface NoticeUpdate {
   kind: 'notice';
   level: 'info' | 'warning' | 'error';
   message: string;
+  /** A failed model call about to be tried again: over once the call goes through. */
+  retry?: { attempt: number; attempts: number; wait: number };
   /** In a loaded transcript, an editor note the model was given (an external edit, a branch
    * summary): its entry and kind. */
   entryId?: string;
   note?: string;
 }
 
+/** The session goes on with another model or thinking level from the next request, because a
+ * setting changed (a switch the user made is answered by its request): the transcript's
+ * marker, with the model's name and window and what the change costs. */
+export interface ModelChangeUpdate extends ModelChangeMarker {
+  modelInfo?: ModelRef;
+  note?: string;
+}
+
 export type SessionUpdate =
+  | ModelChangeUpdate
   | UserMessageUpdate
   | MessageChunkUpdate
   | ThoughtChunkUpdate
@@ -543,7 +580,9 @@ export interface RequestPermissionParams {
 }
 
 export interface RequestPermissionResult {
-  outcome: { selected: string } | 'cancelled';
+  /** `message`: with a rejection, what the agent should do instead; `newText`: with an
+   * allowance of a file change, the file's content as the user revised it (written instead). */
+  outcome: { selected: string; message?: string; newText?: string } | 'cancelled';
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -556,6 +595,7 @@ export interface AgentSettings {
   baseUrl?: string;
   apiKeyEnv?: string;
   cacheRetention?: 'none' | 'short' | 'long' | 'auto';
+  thinking?: ThinkingLevel;
   compaction?: {
     enabled?: boolean;
     reserveTokens?: number;
@@ -651,6 +691,7 @@ export const Methods = {
   modelList: 'agent/model/list',
   modelSet: 'agent/model/set',
   modeSet: 'agent/mode/set',
+  thinkingSet: 'agent/thinking/set',
   mentionComplete: 'agent/mention/complete',
   update: 'agent/update',
   compaction: 'agent/compaction',
