@@ -3,7 +3,7 @@
  * stored API keys to the server's environment. Pure: no `vscode` import; the extension passes
  * a `WorkspaceConfiguration` (it has the same `get`).
  */
-import type { AgentSettings } from '../protocol/types';
+import { THINKING_LEVELS, type AgentSettings } from '../protocol/types';
 
 /** The extension's configuration section. */
 export const CONFIG_SECTION = 'agentServer';
@@ -70,6 +70,8 @@ export function agentSettingsFrom(config: ConfigReader): AgentSettings {
   if (apiKeyEnv) settings.apiKeyEnv = apiKeyEnv;
   const cacheRetention = oneOf(config, 'cacheRetention', ['none', 'short', 'long', 'auto'] as const);
   if (cacheRetention) settings.cacheRetention = cacheRetention;
+  const thinking = oneOf(config, 'thinking', THINKING_LEVELS);
+  if (thinking) settings.thinking = thinking;
 
   const compaction: NonNullable<AgentSettings['compaction']> = {};
   const enabled = bool(config, 'compaction.enabled');
