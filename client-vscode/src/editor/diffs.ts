@@ -168,9 +168,15 @@ export class ChangeDiffs implements vscode.Disposable {
     await vscode.commands.executeCommand('vscode.diff', before, after, title, { preview: false });
   }
 
+  /** The review a command from the diff editor means: the resource it was given (either
+   * side), else the active tab's, else the only one open. */
   private reviewOf(uri: vscode.Uri | undefined): Review | undefined {
-    const target = uri ?? vscode.window.activeTextEditor?.document.uri;
-    return target ? this.reviews.get(target.toString()) : undefined;
+    const reviews = [...this.reviews.values()];
+    const of = (target: vscode.Uri | undefined): Review | undefined =>
+      target && reviews.find((r) => r.proposed.toString() === target.toString() || r.before.toString() === target.toString());
+    const tab = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
+    const fromTab = tab instanceof vscode.TabInputTextDiff ? of(tab.modified) : undefined;
+    return of(uri instanceof vscode.Uri ? uri : undefined) ?? fromTab ?? of(vscode.window.activeTextEditor?.document.uri) ?? (reviews.length === 1 ? reviews[0] : undefined);
   }
 
   private async accept(uri?: vscode.Uri): Promise<void> {

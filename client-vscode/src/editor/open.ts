@@ -22,17 +22,39 @@ export async function openWorkspacePath(root: vscode.Uri | undefined, path: stri
     void vscode.window.showWarningMessage(`${path} is not in the workspace folder: it was not opened.`);
     return;
   }
-  let stat: vscode.FileStat;
-  try {
-    stat = await vscode.workspace.fs.stat(uri);
-  } catch {
+  let stat: vscode.FileStat | undefined = await vscode.workspace.fs.stat(uri).then(
+    (found) => found,
+    () => undefined,
+  );
+  let target = uri;
+  if (!stat && root && !path.includes('/')) {
+    // A bare file name (`models.py`): the workspace's file of that name, or a choice of them.
+    const found = await findByName(root, path);
+    if (found) {
+      target = found;
+      stat = { type: vscode.FileType.File, ctime: 0, mtime: 0, size: 0 };
+    }
+  }
+  if (!stat) {
     void vscode.window.showWarningMessage(`There is no ${path} in the workspace (any more).`);
     return;
   }
   if (stat.type & vscode.FileType.Directory) {
-    await vscode.commands.executeCommand('revealInExplorer', uri);
+    await vscode.commands.executeCommand('revealInExplorer', target);
     return;
   }
   const at = line && line > 0 ? new vscode.Position(line - 1, 0) : undefined;
-  await vscode.commands.executeCommand('vscode.open', uri, at ? { selection: new vscode.Range(at, at), preview: true } : { preview: true });
+  await vscode.commands.executeCommand('vscode.open', target, at ? { selection: new vscode.Range(at, at), preview: true } : { preview: true });
+}
+
+/** The workspace file named `name`; a quick pick when there are several. */
+async function findByName(root: vscode.Uri, name: string): Promise<vscode.Uri | undefined> {
+  if (!/^[\w@.+-]+$/.test(name)) return undefined;
+  const found = await vscode.workspace.findFiles(new vscode.RelativePattern(root, `**/${name}`), undefined, 20);
+  if (found.length <= 1) return found[0];
+  const picked = await vscode.window.showQuickPick(
+    found.map((uri) => ({ label: vscode.workspace.asRelativePath(uri, false), uri })),
+    { title: `Open ${name}`, placeHolder: `${found.length} files in the workspace are named ${name}` },
+  );
+  return picked?.uri;
 }

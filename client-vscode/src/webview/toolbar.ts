@@ -96,7 +96,10 @@ export class Toolbar {
     const running = state.server.status === 'running';
     const busy = state.turn.status !== 'idle';
     const current = state.sessions.find((s) => s.sessionId === state.sessionId);
-    setLabel(this.session, state.sessionId ? current?.title || state.title || 'Untitled session' : 'New session');
+    setLabel(
+      this.session,
+      state.sessionId ? current?.title || state.title || 'Untitled session' : state.restoring ? 'Opening your last session…' : 'New session',
+    );
     this.session.title = literal(
       state.sessionId
         ? `${current?.title || state.title || 'Untitled session'}: pick another session (${state.sessions.length} in this workspace)`
