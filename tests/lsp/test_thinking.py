@@ -149,3 +149,30 @@ async def test_a_settings_change_of_model_or_thinking_says_what_it_costs(
             ("sim-large", "off"),
             ("sim-large", "low"),
         ]
+
+
+async def test_a_provider_change_in_the_settings_says_what_the_switch_costs(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    """The issue's case: the provider setting changes under an open session (here from the
+    simulator to Anthropic's API served by the same simulator, which knows Claude's models)."""
+    settings = sim_settings(sim, tmp_path)
+    async with start_agent_client([workspace], settings) as agent:
+        session_id = await agent.new_session()
+        await agent.request("agent/turn", {"sessionId": session_id, "prompt": OVERVIEW})
+        agent.client.set_configuration({**settings, "provider": "anthropic"}, section="agent")
+        agent.client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings=None)
+        )
+        await agent.request("agent/usage", {"sessionId": session_id})  # ordering barrier
+        turn = await agent.request(
+            "agent/turn", {"sessionId": session_id, "prompt": SCENARIO_PROMPTS[1]}
+        )
+        (change,) = [
+            u["update"] for u in agent.updates_of(turn["turnId"])
+            if u["update"]["kind"] == "modelChange"
+        ]
+        assert change["model"] == "claude-sonnet-5-5"
+        assert change["note"].startswith("A settings change: Switched to Claude Sonnet 5.5.")
+        assert "Prompt caches are per model" in change["note"]
+        assert turn["stopReason"] == "end_turn"
