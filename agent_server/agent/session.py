@@ -391,15 +391,7 @@ class AgentSession:
                     "setting (which starts new sessions with it)."
                 )
             old = self._setup
-            retention = self.retention_for_call()  # "auto" decided as the next call would
-            cost = switch_cost(
-                self.context.view().tokens,
-                old.model,
-                setup.model,
-                cache_retention=retention,
-                settings=settings.compaction,
-            )
-            note = switch_note(old.model, setup.model, cost, retention)
+            cost, note = self._switch_cost(old.model, setup.model, settings)
             self._setup, self.settings = setup, settings
             self._own_model = model_id if model_id != self._configured.model else None
             if self._pending_settings is not None:
@@ -416,6 +408,20 @@ class AgentSession:
             return ModelSwitch(setup.model, entry_id, cost, note)
         finally:
             self._busy = False
+
+    def _switch_cost(
+        self, old: ModelInfo, new: ModelInfo, settings: AgentSettings
+    ) -> tuple[SwitchCost, str]:
+        """What going on with `new` instead of `old` costs at the next request, and in words."""
+        retention = self.retention_for_call()  # "auto" decided as the next call would
+        cost = switch_cost(
+            self.context.view().tokens,
+            old,
+            new,
+            cache_retention=retention,
+            settings=settings.compaction,
+        )
+        return cost, switch_note(old, new, cost, retention)
 
     def switch_thinking(self, level: str) -> ThinkingSwitch:
         """Think at another level from the next request, between turns (a level changed in
@@ -995,16 +1001,8 @@ class AgentSession:
                     await old.provider.aclose()
         new = self._setup
         if new.model.id != old.model.id or new.provider.api != old.provider.api:
-            retention = self.retention_for_call()
-            cost = switch_cost(
-                self.context.view().tokens,
-                old.model,
-                new.model,
-                cache_retention=retention,
-                settings=settings.compaction,
-            )
-            note = "A settings change: " + switch_note(old.model, new.model, cost, retention)
-            self._announce_model(note)
+            _cost, note = self._switch_cost(old.model, new.model, settings)
+            self._announce_model("A settings change: " + note)
         elif settings.thinking != previous.thinking:
             _cost, note = self._thinking_cost(previous.thinking, settings.thinking)
             self._announce_model("A settings change: " + note)

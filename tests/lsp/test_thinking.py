@@ -14,8 +14,22 @@ from pygls.exceptions import JsonRpcException
 
 from agent_server.lsp.wire import SESSION_BUSY
 from agent_server.sim.server import SimServer
-from tests.lsp.conftest import sim_settings, start_agent_client
+from tests.lsp.conftest import AgentClient, sim_settings, start_agent_client
 from tests.lsp.test_turns import OVERVIEW, SCENARIO_PROMPTS
+
+
+async def _change_settings(agent: AgentClient, settings: dict[str, Any], session_id: str) -> None:
+    agent.client.set_configuration(settings, section="agent")
+    agent.client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings=None)
+    )
+    await agent.request("agent/usage", {"sessionId": session_id})  # ordering barrier
+
+
+def _model_changes(agent: AgentClient, turn_id: str) -> list[dict[str, Any]]:
+    return [
+        u["update"] for u in agent.updates_of(turn_id) if u["update"]["kind"] == "modelChange"
+    ]
 
 
 def _model_requests(sim: SimServer, since: int) -> list[dict[str, Any]]:
@@ -107,20 +121,11 @@ async def test_a_settings_change_of_model_or_thinking_says_what_it_costs(
         session_id = await agent.new_session()
         await agent.request("agent/turn", {"sessionId": session_id, "prompt": OVERVIEW})
 
-        agent.client.set_configuration({**settings, "model": "sim-large"}, section="agent")
-        agent.client.workspace_did_change_configuration(
-            types.DidChangeConfigurationParams(settings=None)
-        )
-        await agent.request("agent/usage", {"sessionId": session_id})  # ordering barrier
+        await _change_settings(agent, {**settings, "model": "sim-large"}, session_id)
         turn = await agent.request(
             "agent/turn", {"sessionId": session_id, "prompt": SCENARIO_PROMPTS[1]}
         )
-        changes = [
-            u["update"] for u in agent.updates_of(turn["turnId"])
-            if u["update"]["kind"] == "modelChange"
-        ]
-        assert len(changes) == 1
-        (change,) = changes
+        (change,) = _model_changes(agent, turn["turnId"])
         assert change["model"] == "sim-large" and change["modelInfo"]["contextWindow"] == 200_000
         assert change["note"].startswith("A settings change: Switched to Simulator, 200k window.")
         assert "cache" in change["note"]
@@ -128,20 +133,13 @@ async def test_a_settings_change_of_model_or_thinking_says_what_it_costs(
         kinds = [u["update"]["kind"] for u in agent.updates_of(turn["turnId"])]
         assert kinds.index("modelChange") < kinds.index("messageChunk")
 
-        agent.client.set_configuration(
-            {**settings, "model": "sim-large", "thinking": "low"}, section="agent"
+        await _change_settings(
+            agent, {**settings, "model": "sim-large", "thinking": "low"}, session_id
         )
-        agent.client.workspace_did_change_configuration(
-            types.DidChangeConfigurationParams(settings=None)
-        )
-        await agent.request("agent/usage", {"sessionId": session_id})  # ordering barrier
         turn = await agent.request(
             "agent/turn", {"sessionId": session_id, "prompt": SCENARIO_PROMPTS[2]}
         )
-        (change,) = [
-            u["update"] for u in agent.updates_of(turn["turnId"])
-            if u["update"]["kind"] == "modelChange"
-        ]
+        (change,) = _model_changes(agent, turn["turnId"])
         assert change["thinking"] == "low" and "Thinking: low effort (was off)" in change["note"]
         loaded = await agent.request("agent/session/load", {"sessionId": session_id})
         markers = [i for i in loaded["transcript"] if i["kind"] == "modelChange"]
@@ -160,18 +158,11 @@ async def test_a_provider_change_in_the_settings_says_what_the_switch_costs(
     async with start_agent_client([workspace], settings) as agent:
         session_id = await agent.new_session()
         await agent.request("agent/turn", {"sessionId": session_id, "prompt": OVERVIEW})
-        agent.client.set_configuration({**settings, "provider": "anthropic"}, section="agent")
-        agent.client.workspace_did_change_configuration(
-            types.DidChangeConfigurationParams(settings=None)
-        )
-        await agent.request("agent/usage", {"sessionId": session_id})  # ordering barrier
+        await _change_settings(agent, {**settings, "provider": "anthropic"}, session_id)
         turn = await agent.request(
             "agent/turn", {"sessionId": session_id, "prompt": SCENARIO_PROMPTS[1]}
         )
-        (change,) = [
-            u["update"] for u in agent.updates_of(turn["turnId"])
-            if u["update"]["kind"] == "modelChange"
-        ]
+        (change,) = _model_changes(agent, turn["turnId"])
         assert change["model"] == "claude-sonnet-5-5"
         assert change["note"].startswith("A settings change: Switched to Claude Sonnet 5.5.")
         assert "Prompt caches are per model" in change["note"]
