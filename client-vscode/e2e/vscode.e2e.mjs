@@ -466,6 +466,7 @@ async function main() {
   const ledgers = () => readdirSync(sessions, { recursive: true }).filter((f) => String(f).endsWith('.jsonl')).length;
   const ledgersBefore = ledgers();
   log(`Developer: Reload Window (${ledgersBefore} session ledgers)`);
+  const reloaded = Date.now();
   await runCommand(page, 'Developer: Reload Window');
   await page.waitForSelector('.monaco-workbench', { timeout: 60_000 });
   view = await findFrame(page, 'textarea.prompt', 60_000, false);
@@ -474,11 +475,15 @@ async function main() {
     view = await findFrame(page, 'textarea.prompt', 60_000);
   }
   await waitUntil(async () => !(await view.locator('textarea.prompt').isDisabled()), 60_000, async () => 'the view did not come back after the reload');
+  const enabledAt = (Date.now() - reloaded) / 1000;
   const early = 'Summarise everything we did in this session.';
   await view.locator('textarea.prompt').fill(early);
   await view.locator('textarea.prompt').press('Enter');
   await view.locator('.queue .queued').or(view.locator('.item.user', { hasText: early })).first().waitFor({ timeout: 30_000 });
   await shot('prompt-typed-while-restoring');
+  await waitUntil(async () => (await view.locator('.session-picker').innerText()) === title, 60_000, async () => `the session did not come back: ${await view.locator('.session-picker').innerText()}`);
+  const sessionAt = (Date.now() - reloaded) / 1000;
+  log(`after the reload: the prompt box took input at ${enabledAt.toFixed(1)}s, the session was back at ${sessionAt.toFixed(1)}s (wall time, a loaded machine)`);
   await view.locator('.item.user', { hasText: early }).waitFor({ timeout: 60_000 });
   await waitIdle(view);
   await view.locator('.item.user', { hasText: early }).last().scrollIntoViewIfNeeded();

@@ -133,11 +133,12 @@ describe('panel', () => {
     await page.screenshot({ path: join(ARTIFACTS, 'webview-permission-keys.png') });
     await page.keyboard.press('2');
     // Enter allows the next one; Esc opens "what to do instead", and Enter sends it.
+    const focused = (id: string) => page.waitForFunction((id) => document.activeElement?.getAttribute('data-id') === `permission:${id}`, id);
     await show(page, running, [ask('p2', { toolCallId: 'c2', title: 'Read setup.py', toolKind: 'read', rawInput: { path: 'setup.py' } })]);
-    await page.waitForFunction(() => document.activeElement?.classList.contains('permission'));
+    await focused('p2');
     await page.keyboard.press('Enter');
     await show(page, running, [ask('p3', { toolCallId: 'c3', title: 'Read .env', toolKind: 'read', rawInput: { path: '.env' } })]);
-    await page.waitForFunction(() => document.activeElement?.classList.contains('permission'));
+    await focused('p3');
     await page.keyboard.press('Escape');
     const feedback = page.locator('.card.permission.status-pending textarea.feedback');
     expect(await feedback.isVisible()).toBe(true);
@@ -146,7 +147,7 @@ describe('panel', () => {
     await feedback.press('Enter');
     // Esc twice: a plain rejection.
     await show(page, running, [ask('p4', { toolCallId: 'c4', title: 'Read id_rsa', toolKind: 'read', rawInput: { path: 'id_rsa' } })]);
-    await page.waitForFunction(() => document.activeElement?.classList.contains('permission'));
+    await focused('p4');
     await page.keyboard.press('Escape');
     await page.keyboard.press('Escape');
     // A write: "Review in editor" opens the change in the diff view.
