@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 MCP_SERVERS_DIR := tests/mcp_servers
 MCP_SERVERS_STAMP := $(MCP_SERVERS_DIR)/node_modules/.installed
 
-.PHONY: demo test test-python test-acp-node lint typecheck bench bench-quick bench-peers system-deps mcp-test-servers soak clean
+.PHONY: demo test test-python test-acp-node lint typecheck protocol bench bench-quick bench-peers system-deps mcp-test-servers soak clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,9 +25,15 @@ test: lint typecheck test-python test-acp-node test-extension
 
 lint: $(STAMP)
 	$(BIN)/ruff check agent_server tests benchmarks
+	$(BIN)/python -m agent_server.lsp.typescript --check
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
+
+# The extension's TypeScript generated from the Python descriptions (agent_server/lsp/
+# typescript.py); the test suite fails when the committed files are out of date.
+protocol: $(STAMP)
+	$(BIN)/python -m agent_server.lsp.typescript
 
 test-python: $(STAMP) system-deps $(MCP_SERVERS_STAMP)
 	$(BIN)/pytest -q -n 2

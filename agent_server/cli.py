@@ -10,9 +10,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
-from agent_server.agent.settings import PROVIDERS, PermissionModeName
+from agent_server.agent.settings import PERMISSION_MODES
+from agent_server.llm.providers import PROVIDER_NAMES
 from agent_server.stderr_log import configure_logging
 
 
@@ -33,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _settings_flags(acp)
     acp.add_argument(
-        "--mode", choices=get_args(PermissionModeName), help="the permission mode sessions start in"
+        "--mode", choices=PERMISSION_MODES, help="the permission mode sessions start in"
     )
 
     chat = commands.add_parser("chat", help="talk to the agent in this terminal")
@@ -96,9 +97,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _settings_flags(parser: argparse.ArgumentParser) -> None:
     """The flags that override the settings file (agent/config_file.py reads them)."""
-    parser.add_argument("--provider", choices=PROVIDERS)
-    parser.add_argument("--model")
-    parser.add_argument("--base-url")
+    parser.add_argument("--provider", choices=PROVIDER_NAMES)
+    parser.add_argument("--model", help="a model id of the registry, of --models-file, or of "
+                        "the server at --base-url (with --provider openai-chat)")
+    parser.add_argument("--base-url", help="the API's base URL: a proxy, a local server")
+    parser.add_argument("--models-file", metavar="FILE",
+                        help="JSON or YAML file of extra models (docs/providers.md)")
+    parser.add_argument("--context-window", type=int, metavar="TOKENS",
+                        help="the window of a --model only the --base-url server knows "
+                        "(default 32768; Ollama: its num_ctx)")
     parser.add_argument("--api-key-env", help="the variable that holds the API key")
     parser.add_argument("--sessions-dir")
     parser.add_argument("--config", help="settings file (default: the user config directory)")
@@ -158,7 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return acp_main(args)
     if args.command == "chat":
-        from agent_server.console.chat import main as chat_main
+        from agent_server.console.chat_start import main as chat_main
 
         return chat_main(args)
     if args.command == "sessions":

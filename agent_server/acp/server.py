@@ -79,7 +79,7 @@ from agent_server.agent.model_setup import offered_models
 from agent_server.agent.permissions import PERMISSION_MODES, PermissionRequest
 from agent_server.agent.session import AgentSession
 from agent_server.agent.settings import AgentSettings
-from agent_server.agent.workspace import WorkspaceAgent, preload_providers
+from agent_server.agent.workspace import WorkspaceAgent, preload_providers, providers_loaded
 from agent_server.errors import AgentServerError, ConfigError, SessionNotFoundError
 from agent_server.llm.messages import usage_to_json
 
@@ -102,7 +102,7 @@ def invalid_params(message: str) -> RequestError:
     return RequestError(-32602, message)
 
 
-class Outbox:
+class UpdateQueue:
     """Session updates in the order the agent made them, sent one at a time.
 
     Agent events arrive synchronously; the SDK sends asynchronously. A request handler that
@@ -156,7 +156,7 @@ class AcpAgent:
     def __init__(self, settings: AgentSettings) -> None:
         self._settings = settings
         self._client: Client | None = None
-        self._outbox: Outbox | None = None
+        self._outbox: UpdateQueue | None = None
         self._capabilities = ClientCapabilities()
         self._workspaces: dict[Path, WorkspaceAgent] = {}
         self._sessions: dict[str, AcpSession] = {}
@@ -165,7 +165,7 @@ class AcpAgent:
 
     def on_connect(self, conn: Client) -> None:
         self._client = conn
-        self._outbox = Outbox(conn)
+        self._outbox = UpdateQueue(conn)
 
     @property
     def client(self) -> Client:
@@ -174,7 +174,7 @@ class AcpAgent:
         return self._client
 
     @property
-    def outbox(self) -> Outbox:
+    def outbox(self) -> UpdateQueue:
         if self._outbox is None:
             raise RuntimeError("the ACP connection is not open")
         return self._outbox
@@ -230,6 +230,7 @@ class AcpAgent:
         **kwargs: Any,
     ) -> NewSessionResponse:
         workspace = self._workspace(cwd)
+        await providers_loaded()
         try:
             session = workspace.create(mcp_servers=acp_mcp_servers(mcp_servers, workspace.root))
         except AgentServerError as error:
@@ -254,6 +255,7 @@ class AcpAgent:
         workspace = self._workspace(cwd)
         state = self._sessions.get(session_id)
         if state is None or state.cwd != workspace.root:
+            await providers_loaded()
             try:
                 session = workspace.open(
                     session_id,

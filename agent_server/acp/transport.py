@@ -4,8 +4,14 @@ The SDK logs and skips a line that is not JSON, and a JSON value that is not an 
 batch, a bare string) would stop its receive loop. Here the first gets a Parse error (-32700)
 and the second an Invalid Request (-32600), both with `id: null`, as JSON-RPC 2.0 says (ACP
 has no batches: the TypeScript SDK answers an array the same way); a request object without
-a method name gets Invalid Request with its own id. Everything else is the SDK's: framing,
-the size limit, and every well-formed message.
+a method name gets Invalid Request with its own id, and a request whose id is no JSON-RPC
+id (an object, an array, a boolean) gets Invalid Request with a null id.
+
+The SDK logs a traceback for every notification it cannot route or validate. Here an
+unknown notification, or `session/cancel` without a string `sessionId`, is dropped with one
+log line instead. Log lines about bad input drop to DEBUG after the first 50, so a flood
+cannot fill the log. Everything else is the SDK's: framing, the size limit, and every
+well-formed message.
 """
 
 from __future__ import annotations
@@ -16,10 +22,16 @@ from typing import Any
 
 from acp._transport import NdjsonTransport  # the SDK's stdio transport, extended below
 
+from agent_server.jsonrpc_ids import answerable_id
+from agent_server.stderr_log import shorten
+
 log = logging.getLogger(__name__)
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
+_LOUD = 50  # lines about bad input logged at WARNING before they drop to DEBUG
+# The notifications an agent handles, with the string fields each needs.
+AGENT_NOTIFICATIONS: dict[str, tuple[str, ...]] = {"session/cancel": ("sessionId",)}
 
 
 def error_reply(request_id: Any, code: int, message: str) -> dict[str, Any]:
@@ -32,6 +44,10 @@ def problem_with(message: Any) -> dict[str, Any] | None:
         kind = "an array (ACP has no batches)" if isinstance(message, list) else "not an object"
         return error_reply(None, INVALID_REQUEST, f"Invalid Request: the message is {kind}")
     is_request = "id" in message and "result" not in message and "error" not in message
+    if is_request and message["id"] is not None and answerable_id(message["id"]) is None:
+        return error_reply(
+            None, INVALID_REQUEST, "Invalid Request: 'id' must be a string, a number or null"
+        )
     if is_request and not isinstance(message.get("method"), str):
         return error_reply(
             message.get("id"), INVALID_REQUEST, "Invalid Request: 'method' must be a string"
@@ -41,7 +57,33 @@ def problem_with(message: Any) -> dict[str, Any] | None:
     return None
 
 
+def unroutable_notification(message: dict[str, Any]) -> str | None:
+    """Why a notification cannot be handled (unknown, or its params lack a field), or None
+    when it is not a notification or can be handled."""
+    method = message.get("method")
+    if "id" in message or not isinstance(method, str):
+        return None
+    fields = AGENT_NOTIFICATIONS.get(method)
+    if fields is None:
+        return f"ignored the unknown notification {shorten(method, 100)}"
+    params = message.get("params")
+    missing = [f for f in fields if not isinstance(params, dict) or not isinstance(
+        params.get(f), str)]
+    if missing:
+        return f"dropped {method}: params need the string field(s) {', '.join(missing)}"
+    return None
+
+
 class CheckedTransport(NdjsonTransport):
+    _bad_input = 0
+
+    def _log_bad_input(self, message: str) -> None:
+        self._bad_input += 1
+        level = logging.WARNING if self._bad_input <= _LOUD else logging.DEBUG
+        if self._bad_input == _LOUD + 1:
+            log.warning("more bad input follows; it is logged at DEBUG level")
+        log.log(level, "%s", message)
+
     async def receive(self) -> dict[str, Any] | None:
         while True:
             line = await self._read_line()
@@ -53,11 +95,16 @@ class CheckedTransport(NdjsonTransport):
             try:
                 message = json.loads(line)
             except ValueError as error:
-                log.warning("not JSON on stdin: %s", error)
+                self._log_bad_input(f"not JSON on stdin: {error}")
                 await self.send(error_reply(None, PARSE_ERROR, f"Parse error: {error}"))
                 continue
             reply = problem_with(message)
             if reply is not None:
+                self._log_bad_input(f"refused a message: {reply['error']['message']}")
                 await self.send(reply)
+                continue
+            dropped = unroutable_notification(message)
+            if dropped is not None:
+                self._log_bad_input(dropped)
                 continue
             return dict(message)

@@ -66,6 +66,7 @@ from agent_server.agent.events import (
     UsageUpdated,
 )
 from agent_server.agent.permissions import PERMISSION_MODES, PermissionMode, PermissionRequest
+from agent_server.agent.transcript import CHUNK_KINDS
 from agent_server.llm.messages import ImageContent, TextContent, UserContent, usage_to_json
 from agent_server.llm.models import ModelInfo
 
@@ -378,7 +379,7 @@ class EventTranslator:
                 return progress(call_id, "in_progress")
             shown = (self.streamed.get(call_id, "") + event.output)[-STREAMED_OUTPUT_CHARS:]
             self.streamed[call_id] = shown
-            return progress(call_id, "in_progress", [literal_content(shown)])
+            return progress(call_id, "in_progress", [code_block_content(shown)])
         self.streamed.pop(call_id, None)
         diff = self.diffs.pop(call_id, None)
         change = (event.details or {}).get("change")
@@ -410,7 +411,7 @@ def finished_tool_call(
     if diff is not None:
         content.append(diff)
     if output and (diff is None or status == "failed"):
-        content.append(literal_content(output))
+        content.append(code_block_content(output))
     return ToolCallProgress(
         session_update="tool_call_update",
         tool_call_id=call_id,
@@ -501,16 +502,16 @@ def proposed_diff(cwd: Path, kind: str, arguments: Mapping[str, Any]) -> ToolCon
     return None
 
 
-def literal(text: str) -> str:
+def code_block(text: str) -> str:
     """`text` in a Markdown code fence longer than any run of backticks inside it."""
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}\n{text}\n{fence}"
 
 
-def literal_content(text: str) -> ContentToolCallContent:
+def code_block_content(text: str) -> ContentToolCallContent:
     return ContentToolCallContent(
-        type="content", content=TextContentBlock(type="text", text=literal(text))
+        type="content", content=TextContentBlock(type="text", text=code_block(text))
     )
 
 
@@ -561,7 +562,7 @@ def compaction_finished(event: CompactionFinished) -> ToolCallProgress:
         tool_call_id=compaction_call_id(event.compaction_id),
         title=title,
         status=status,
-        content=[literal_content(body)] if body else None,
+        content=[code_block_content(body)] if body else None,
         raw_output={key: value for key, value in raw.items() if value is not None},
     )
 
@@ -599,7 +600,7 @@ def _replayed(
     entry_id = str(item.get("entryId", ""))
     if kind == "userMessage":
         return _replayed_user(item.get("content") or (), entry_id)
-    if kind in ("messageChunk", "thoughtChunk"):
+    if kind in CHUNK_KINDS:
         content = item.get("content")
         text = content.get("text") if isinstance(content, Mapping) else None
         if not isinstance(text, str) or not text:
@@ -644,7 +645,7 @@ def _replayed(
             ),
             kind="other",
             status="completed",
-            content=[literal_content(summary)] if isinstance(summary, str) and summary else None,
+            content=[code_block_content(summary)] if isinstance(summary, str) and summary else None,
             raw_input={"reason": item.get("reason")},
         )
     if kind == "branch":

@@ -178,6 +178,7 @@ def plan_restore(
     first: dict[str, FileVersion] = {}
     last: dict[str, FileVersion] = {}
     commands: list[str] = []
+    asked: dict[str, str] = {}  # bash calls since, by id, until their result says they ran
     since = ledger.appended_after(
         entry_id, kinds.TOOL_RESULT + kinds.ASSISTANT + kinds.FILE_RESTORE + kinds.UNKNOWN
     )
@@ -185,7 +186,7 @@ def plan_restore(
         for version in _versions(entry):
             first.setdefault(version.path, version)
             last[version.path] = version
-        commands.extend(_commands(entry))
+        commands.extend(_commands(entry, asked))
     files: list[PlannedFile] = []
     for path, version in first.items():
         try:
@@ -252,17 +253,22 @@ def _versions(entry: Entry) -> list[FileVersion]:
     return []
 
 
-def _commands(entry: Entry) -> list[str]:
+def _commands(entry: Entry, asked: dict[str, str]) -> list[str]:
+    """The bash commands `entry` shows ran: a bash call is noted in `asked`, and counted
+    when its result comes, unless the permission was denied (it never ran)."""
     if isinstance(entry, UnknownEntry) or not isinstance(entry, MessageEntry):
         return []
     message = entry.message
-    if not isinstance(message, AssistantMessage):
+    if isinstance(message, AssistantMessage):
+        for call in message.tool_calls:
+            if call.name == "bash" and isinstance(command := call.arguments.get("command"), str):
+                asked[call.id] = command
         return []
-    return [
-        command
-        for call in message.tool_calls
-        if call.name == "bash" and isinstance(command := call.arguments.get("command"), str)
-    ]
+    if isinstance(message, ToolResultMessage) and message.tool_call_id in asked:
+        command = asked.pop(message.tool_call_id)
+        denied = (message.details or {}).get("permission") == "denied"
+        return [] if denied else [command]
+    return []
 
 
 def _modified_since(

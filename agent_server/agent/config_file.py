@@ -14,6 +14,7 @@ import yaml
 
 from agent_server.agent.settings import AgentSettings, settings_from_json
 from agent_server.errors import ConfigError
+from agent_server.llm.models import YAML_SUFFIXES
 
 
 def default_config_path() -> Path:
@@ -29,7 +30,7 @@ def load_config(path: Path | None) -> Mapping[str, Any] | None:
         return None
     text = candidate.read_text(encoding="utf-8")
     try:
-        data = yaml.safe_load(text) if candidate.suffix in (".yaml", ".yml") else json.loads(text)
+        data = yaml.safe_load(text) if candidate.suffix in YAML_SUFFIXES else json.loads(text)
     except (ValueError, yaml.YAMLError) as error:
         raise ConfigError(f"config file {candidate} is not valid: {error}") from error
     if not isinstance(data, Mapping):
@@ -47,6 +48,8 @@ def flag_overrides(args: Any) -> dict[str, Any]:
         "baseUrl": getattr(args, "base_url", None),
         "apiKeyEnv": getattr(args, "api_key_env", None),
         "sessionsDir": getattr(args, "sessions_dir", None),
+        "modelsFile": getattr(args, "models_file", None),
+        "contextWindow": getattr(args, "context_window", None),
         "permissions": {"mode": mode} if mode else None,
     }
 

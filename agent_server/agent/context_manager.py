@@ -23,8 +23,10 @@ Every decision is emitted as a `ContextDecided` event carrying the estimate, the
 and the window. `recover_overflow` is the one overflow recovery (invariant 8): one compaction
 with a fresh, bounded summary prompt (never a resend of the rejected request), and one retry
 only if that made the context smaller and below the threshold. `compact` is the one way a
-compaction runs (threshold, truncation, overflow or manual), and every model call it makes
-(summaries, a branch summary) goes through the one `ModelCall` the session injects.
+compaction runs (threshold, truncation, overflow or manual); its summary requests (and a
+branch summary) are agent/summary_request.py's, and every model call they make goes through
+the one `ModelCall` the session injects. The models and settings are read from the session's
+configuration (agent/session_config.py) each time; nothing pushes them here.
 
 The tool list is one value the manager reads (`ToolListSource`: the built-in tools and the
 session's MCP tools, agent/mcp/session_tools.py); a compaction that is kept takes a waiting
@@ -38,9 +40,9 @@ import dataclasses
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from agent_server.agent.events import (
     CompactionFinished,
@@ -50,6 +52,8 @@ from agent_server.agent.events import (
     Notice,
     OverflowHappened,
 )
+from agent_server.agent.session_config import ContextConfig
+from agent_server.agent.summary_request import ModelCall, Summaries
 from agent_server.context.cut_point import CutPoint, find_cut_point
 from agent_server.context.estimate import (
     ContextEstimate,
@@ -59,17 +63,10 @@ from agent_server.context.estimate import (
 )
 from agent_server.context.projection import Projection, project
 from agent_server.context.summary_prompt import (
-    INSTRUCTION_TOKENS,
-    MIN_SUMMARY_TOKENS,
     SUMMARY_OUTPUT_TOKENS,
-    SUMMARY_SYSTEM_PROMPT,
-    build_branch_summary_prompt,
-    build_summary_instruction,
-    build_summary_prompt,
-    build_turn_prefix_prompt,
+    CallFiles,
     extract_file_operations,
-    fresh_prompt_tokens,
-    previous_summary_text,
+    no_files,
 )
 from agent_server.context.trigger import (
     CompactionSettings,
@@ -86,26 +83,23 @@ from agent_server.context.trigger import (
     should_compact,
 )
 from agent_server.errors import ContextOverflowError, PromptTooLargeError, ProviderError
-from agent_server.llm.cache_ttl import bills_cache_writes, cache_ttl, describe_seconds
+from agent_server.llm.cache_ttl import describe_seconds
 from agent_server.llm.cost import rewrite_cost
 from agent_server.llm.messages import (
     AssistantMessage,
     Context,
     Message,
-    TextContent,
     ToolResultMessage,
     ToolSpec,
     Usage,
-    UserMessage,
 )
 from agent_server.llm.models import ModelInfo
-from agent_server.llm.stream import CacheRetention, CacheUse
+from agent_server.llm.providers import bills_cache_writes, cache_ttl
+from agent_server.llm.stream import CacheRetention
 from agent_server.session.entries import (
-    CompactionDetails,
     CompactionEntry,
     CompactionReason,
     Entry,
-    MessageEntry,
     timestamp_seconds,
 )
 from agent_server.session.ledger import Ledger
@@ -113,18 +107,9 @@ from agent_server.stderr_log import shorten
 
 log = logging.getLogger(__name__)
 
-# One model call made for the context (a summary): (context, model, how it uses the session's
-# cache, output budget) -> the answer. A call that shares the cached prefix ("read", or
-# "extend" when its context is the previous request plus one final block) keeps the session's
-# call options, reads what is cached and writes nothing new (no later request begins with its
-# tail); one that does not ("none") is sent without cache marks. The session's implementation
-# retries what may succeed later, bills the call and announces waits; it raises
-# ContextOverflowError for a prompt too long, ProviderError for any other failure.
-ModelCall = Callable[[Context, ModelInfo, CacheUse, int], Awaitable[AssistantMessage]]
 Outcome = Literal["compacted", "noop", "failed", "cancelled"]
-# A fresh summary prompt that is still rejected as too long is retried this many times, each
-# time with half the budget (the oldest messages left out), as Codex trims its summary request.
-FRESH_PROMPT_SHRINKS = 2
+# How an overflow was found: the provider rejected the request, or its estimate was too large.
+Rejection = Literal["rejected", "estimated"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,11 +223,12 @@ def last_cache_use(ledger: Ledger) -> tuple[float | None, CacheRetention]:
 
 
 class ContextManager:
-    """Runs the context pipeline of one session and owns its state: the model and settings
-    in force, the one overflow recovery of the current prompt, the last context the provider
-    rejected as too long, the time and cache retention of the last call that used the
-    session's cache, whether the prefix is cold for the call being prepared, and the window
-    numbers. `api` is the provider's (its cache lifetimes and billing)."""
+    """Runs the context pipeline of one session and owns its state: the one overflow
+    recovery of the current prompt, the last context the provider rejected as too long, the
+    time and cache retention of the last call that used the session's cache, whether the
+    prefix is cold for the call being prepared, and the window numbers. The models, the
+    compaction settings and the provider's API (its cache lifetimes and billing) are read
+    from `config`, the session's configuration, each time they are needed."""
 
     def __init__(
         self,
@@ -250,24 +236,27 @@ class ContextManager:
         ledger: Ledger,
         system_prompt: str,
         tools: ToolListSource | tuple[ToolSpec, ...],
-        model: ModelInfo,
-        summary_model: ModelInfo,
-        settings: CompactionSettings,
+        config: ContextConfig,
         call: ModelCall,
         emit: EventSink,
         clock: Callable[[], float] = time.time,
         policy: ContextPolicy | None = None,
-        api: str = "anthropic-messages",
+        files_of: CallFiles = no_files,
     ) -> None:
         self.ledger = ledger
         self.system_prompt = system_prompt
         # The session's one tool list (part of the cached prefix): read through `tools`.
         self._tools: ToolListSource = FixedTools(tools) if isinstance(tools, tuple) else tools
-        self.model = model
-        self.summary_model = summary_model
-        self.settings = settings
+        self.config = config
         self.policy: ContextPolicy = policy or CompactNearWindow()
-        self.api = api
+        self._files_of = files_of  # what a tool call reads or writes, as its tool declares
+        self.summaries = Summaries(
+            call=call,
+            config=config,
+            system_prompt=system_prompt,
+            tools=lambda: self.tools,
+            on_cache_use=self.record_call,
+        )
         # The last call that used the cache: from the ledger when the session is opened again
         # (unknown in a ledger that does not record it: never cold until the next call).
         self.last_call_at, self.last_retention = last_cache_use(ledger)
@@ -282,17 +271,21 @@ class ContextManager:
 
     # --- state --------------------------------------------------------------------------
 
-    def configure(
-        self,
-        model: ModelInfo,
-        summary_model: ModelInfo,
-        settings: CompactionSettings,
-        api: str | None = None,
-    ) -> None:
-        """The model, settings (and provider API) from now on (a settings change, between
-        turns)."""
-        self.model, self.summary_model, self.settings = model, summary_model, settings
-        self.api = api or self.api
+    @property
+    def model(self) -> ModelInfo:
+        return self.config.model
+
+    @property
+    def summary_model(self) -> ModelInfo:
+        return self.config.summary_model
+
+    @property
+    def settings(self) -> CompactionSettings:
+        return self.config.compaction
+
+    @property
+    def api(self) -> str:
+        return self.config.api
 
     def begin_turn(self, turn_id: str | None) -> None:
         """A new prompt: it gets its own one overflow recovery."""
@@ -407,7 +400,7 @@ class ContextManager:
         of the same prompt, compaction off, or a compaction that did not make it fit.
         """
         turn_id = self.turn_id or ""
-        kind: Literal["rejected", "estimated"] = "rejected" if rejected else "estimated"
+        kind: Rejection = "rejected" if rejected else "estimated"
         if rejected and view.entries:
             self._rejected = (self.model.id, view)
         if self._recovered or not self.settings.enabled:
@@ -451,7 +444,7 @@ class ContextManager:
         raise self._give_up(turn_id, kind, after)
 
     def _give_up(
-        self, turn_id: str, kind: Literal["rejected", "estimated"], view: ContextView
+        self, turn_id: str, kind: Rejection, view: ContextView
     ) -> ContextOverflowError:
         message = self.gave_up_message(view)
         self._emit(OverflowHappened(turn_id, kind, "gaveUp", message))
@@ -489,19 +482,7 @@ class ContextManager:
         make the context smaller ("failed")."""
         view = view or self.view()
         before = view.tokens
-        if reason == "manual":
-            self._announce(self._decision("compact", "manual", before))
-        if reason == "overflow":
-            self._recovered = True  # an overflow compaction is the prompt's one recovery
-        if reason == "truncation":
-            self._emit(
-                OverflowHappened(
-                    self.turn_id or "",
-                    "truncated",
-                    "compacting",
-                    "The last answer was cut off by the context window; compacting the history.",
-                )
-            )
+        self._starting(reason, before)
         assert view.projection is not None, "compaction needs a view of the ledger"
         cut = self._cut(view, reason)
         if not cut.can_compact:
@@ -513,11 +494,22 @@ class ContextManager:
         details = extract_file_operations(
             [*cut.summarize_messages, *cut.turn_prefix_messages],
             previous.details if previous is not None else None,
+            self._files_of,
         )
         spent: list[Usage] = []
         try:
-            summary, split_turn_summary = await self._summary_of(
-                view, cut, reason, instructions, details, spent
+            summary, split_turn_summary = await self.summaries.of_compaction(
+                view.projection,
+                view.tokens,
+                cut,
+                reason,
+                instructions=instructions,
+                details=details,
+                # Sent without cache marks when the prefix is cold (before a call, or a manual
+                # compaction after a pause): writing it would cost more than the input price,
+                # and after the compaction no request begins with it.
+                shares_cache=not self._cold and self.cold_pause() is None,
+                spent=spent,
             )
             if not summary:
                 raise ProviderError("the model returned an empty summary")
@@ -526,21 +518,42 @@ class ContextManager:
             raise
         except ProviderError as error:
             return self._failed(compaction_id, reason, view, error.message)
+        fields: dict[str, Any] = {
+            "summary": summary,
+            "first_kept_entry_id": cut.first_kept_entry_id,
+            "tokens_before": before,
+            "reason": reason,
+            "details": details,
+            "split_turn_summary": split_turn_summary,
+            "model": self.summary_model.id,
+            "usage": sum(spent, Usage()),
+        }
+        return self._keep(compaction_id, view, fields)
 
-        usage = sum(spent, Usage())
+    def _starting(self, reason: CompactionReason, tokens: int) -> None:
+        """What a compaction for `reason` announces and marks before it starts."""
+        if reason == "manual":
+            self._announce(self._decision("compact", "manual", tokens))
+        if reason == "overflow":
+            self._recovered = True  # an overflow compaction is the prompt's one recovery
+        if reason == "truncation":
+            self._emit(
+                OverflowHappened(
+                    self.turn_id or "",
+                    "truncated",
+                    "compacting",
+                    "The last answer was cut off by the context window; compacting the history.",
+                )
+            )
+
+    def _keep(
+        self, compaction_id: str, view: ContextView, fields: dict[str, Any]
+    ) -> CompactionResult:
+        """The compaction with these `fields` (a CompactionEntry's) appended, when it makes
+        `view` smaller; else discarded ("failed")."""
+        before, reason = view.tokens, fields["reason"]
         candidate = CompactionEntry(
-            id="",
-            parent_id=self.ledger.leaf_id,
-            timestamp="",
-            summary=summary,
-            first_kept_entry_id=cut.first_kept_entry_id,
-            tokens_before=before,
-            tokens_after=None,
-            reason=reason,
-            details=details,
-            split_turn_summary=split_turn_summary,
-            model=self.summary_model.id,
-            usage=usage,
+            id="", parent_id=self.ledger.leaf_id, timestamp="", tokens_after=None, **fields
         )
         after = self._view_of_entries((*view.entries, candidate))
         if after.tokens >= before:
@@ -551,17 +564,7 @@ class ContextManager:
                 f"the summary did not make the context smaller ({before} -> {after.tokens} "
                 "tokens); it was discarded",
             )
-        entry = self.ledger.append_compaction(
-            summary=summary,
-            first_kept_entry_id=cut.first_kept_entry_id,
-            tokens_before=before,
-            tokens_after=after.tokens,
-            reason=reason,
-            details=details,
-            split_turn_summary=split_turn_summary,
-            model=self.summary_model.id,
-            usage=usage,
-        )
+        entry = self.ledger.append_compaction(tokens_after=after.tokens, **fields)
         tools = self.tools
         self._tools.after_compaction()  # the prefix is rebuilt: a waiting tool change comes in
         self.ledger.sync()
@@ -581,7 +584,7 @@ class ContextManager:
                 "completed",
                 before,
                 tokens_after=after.tokens,
-                summary=summary,
+                summary=entry.summary,
                 first_kept_entry_id=entry.first_kept_entry_id,
             )
         )
@@ -617,141 +620,15 @@ class ContextManager:
         self._emit(Notice(self.turn_id, "warning", f"Compaction failed: {problem}"))
         return CompactionResult("failed", reason, view.tokens, view.tokens, view, error=problem)
 
-    async def _summary_of(
-        self,
-        view: ContextView,
-        cut: CutPoint,
-        reason: CompactionReason,
-        instructions: str | None,
-        details: CompactionDetails,
-        spent: list[Usage],
-    ) -> tuple[str, str | None]:
-        """(summary, split-turn summary) of what `cut` folds away.
-
-        The cached request (the view plus one instruction, billed at the cache-read price) when
-        the settings ask for it, the summary model is the session's, the reason is not an
-        overflow (the context was just rejected: never resend it) and the window leaves room
-        for the answer; else, or when the cached answer is no summary, the fresh prompts.
-        The cached request leaves out the messages since the last answer when they stay
-        verbatim after the compaction (the step just taken, a new prompt): it is then the
-        previous request plus the instruction, all of it read from the cache, where those
-        messages would be sent at the input price only to be left out of the summary.
-        """
-        assert view.projection is not None
-        model = self.model
-        # Sent without cache marks when the prefix is cold (before a call, or a manual
-        # compaction after a pause): writing it would cost more than the input price, and
-        # after the compaction no request begins with it.
-        shares_cache = not self._cold and self.cold_pause() is None
-        room = model.context_window - view.tokens - INSTRUCTION_TOKENS
-        cached = (
-            self.settings.summary == "cached"
-            and self.summary_model.id == model.id
-            and reason != "overflow"
-            and room >= MIN_SUMMARY_TOKENS
-        )
-        previous = view.projection.compaction
-        if cached:
-            messages = view.projection.messages
-            kept = view.projection.count_from(cut.first_kept_entry_id)
-            sent = previous_request_end(messages, kept)
-            instruction = build_summary_instruction(
-                kept_messages=kept - (len(messages) - sent),
-                previous_summary_in_context=previous is not None,
-                instructions=instructions,
-                file_operations=details,
-            )
-            request = Context(
-                self.system_prompt, self.tools, append_instruction(messages[:sent], instruction)
-            )
-            budget = min(room, SUMMARY_OUTPUT_TOKENS, model.max_output)
-            cache: CacheUse = (
-                "none" if not shares_cache else "extend" if sent < len(messages) else "read"
-            )
-            try:
-                answer = await self._summary_call(request, model, cache, budget, spent)
-                # A summary cut off by the window or max_tokens is not a summary.
-                if answer.stop_reason == "stop" and answer.text.strip():
-                    return answer.text.strip(), None
-            except ContextOverflowError:
-                pass  # the estimate was low (dense content): the fresh prompt is smaller
-        summary = ""
-        if cut.summarize or previous is not None:
-            summary = await self._fresh_summary(
-                lambda budget: build_summary_prompt(
-                    cut.summarize_messages,
-                    previous_summary=previous_summary_text(previous),
-                    instructions=instructions,
-                    file_operations=details,
-                    max_tokens=budget,
-                ),
-                spent,
-            )
-        split_turn_summary = None
-        if cut.turn_prefix:
-            split_turn_summary = (
-                await self._fresh_summary(
-                    lambda budget: build_turn_prefix_prompt(
-                        cut.turn_prefix_messages, instructions=instructions, max_tokens=budget
-                    ),
-                    spent,
-                )
-                or None
-            )
-        if not summary and split_turn_summary:
-            summary, split_turn_summary = split_turn_summary, None
-        return summary, split_turn_summary
-
-    async def _fresh_summary(self, prompt_for: Callable[[int], str], spent: list[Usage]) -> str:
-        """A summary from a fresh prompt that fits the summary model (prompt_for(budget) is
-        at most `budget` tokens); "" when the answer is no summary (cut off)."""
-        model = self.summary_model
-        budget = fresh_prompt_tokens(model.context_window, model.max_output)
-        output = min(SUMMARY_OUTPUT_TOKENS, model.max_output)
-        for shrink in range(FRESH_PROMPT_SHRINKS + 1):
-            prompt = prompt_for(budget)
-            context = Context(SUMMARY_SYSTEM_PROMPT, (), (UserMessage.of_text(prompt),))
-            try:
-                answer = await self._summary_call(context, model, "none", output, spent)
-            except ContextOverflowError:
-                if shrink == FRESH_PROMPT_SHRINKS:
-                    raise
-                budget //= 2
-                continue
-            return answer.text.strip() if answer.stop_reason == "stop" else ""
-        return ""
-
-    async def _summary_call(
-        self, context: Context, model: ModelInfo, cache: CacheUse, budget: int, spent: list[Usage]
-    ) -> AssistantMessage:
-        answer = await self._call(context, model, cache, budget)
-        if cache != "none":
-            self.record_call()
-        if answer.usage is not None:
-            spent.append(answer.usage)
-        return answer
-
-    # --- summaries for others -------------------------------------------------------------
-
     async def summarise(self, messages: Sequence[Message], previous: str | None) -> str:
         """A fresh summary of `messages`, folding in `previous`: for policies that keep their
         own summaries (the benchmarks' baselines)."""
-        return await self._fresh_summary(
-            lambda budget: build_summary_prompt(
-                messages, previous_summary=previous, max_tokens=budget
-            ),
-            [],
-        )
+        return await self.summaries.of_messages(messages, previous)
 
     async def summarise_branch(self, entries: Sequence[Entry]) -> str:
         """A short summary of a branch left by a rewind (its entries, oldest first), as pi
         does on tree navigation; "" when there is nothing to summarise."""
-        messages = [entry.message for entry in entries if isinstance(entry, MessageEntry)]
-        if not messages:
-            return ""
-        return await self._fresh_summary(
-            lambda budget: build_branch_summary_prompt(messages, max_tokens=budget), []
-        )
+        return await self.summaries.of_branch(entries)
 
     # --- pieces ---------------------------------------------------------------------------
 
@@ -844,25 +721,6 @@ class ContextManager:
             decision.window,
         )
         self._emit(ContextDecided(self.turn_id, decision))
-
-
-def previous_request_end(messages: Sequence[Message], kept: int) -> int:
-    """How many of `messages` the request answered by the last assistant message sent: up to
-    that message, when it and everything after it are among the last `kept` messages (those
-    stay verbatim after a compaction); else all of them."""
-    for index in range(len(messages) - 1, max(len(messages) - kept, 0) - 1, -1):
-        if isinstance(messages[index], AssistantMessage):
-            return index if index > 0 else len(messages)
-    return len(messages)
-
-
-def append_instruction(messages: Sequence[Message], instruction: str) -> tuple[Message, ...]:
-    """`messages` plus one final user instruction, merged into a trailing user message so
-    that two user messages never sit in a row."""
-    if messages and isinstance(messages[-1], UserMessage):
-        last = messages[-1]
-        return (*messages[:-1], UserMessage((*last.content, TextContent(instruction))))
-    return (*messages, UserMessage.of_text(instruction))
 
 
 def _compaction_id(view: ContextView) -> str | None:

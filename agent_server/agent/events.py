@@ -8,9 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from agent_server.llm.messages import Attachment, ToolCall, Usage, UserContent
+from agent_server.protocol import (
+    CompactionEnd,
+    NoticeLevel,
+    OverflowAction,
+    OverflowKind,
+    ToolProgress,
+)
+from agent_server.protocol import TurnStopReason as TurnStopReason
 
 if TYPE_CHECKING:  # annotations only: the server imports this module before it answers
     from agent_server.agent.mcp.session_tools import McpStatus
@@ -19,12 +27,8 @@ if TYPE_CHECKING:  # annotations only: the server imports this module before it 
     from agent_server.llm.stream import ThinkingLevel
     from agent_server.session.entries import CompactionReason
 
-CompactionStatus: TypeAlias = Literal["completed", "failed", "cancelled"]
-ToolStatus: TypeAlias = Literal["in_progress", "completed", "failed"]
-NoticeLevel: TypeAlias = Literal["info", "warning", "error"]
-TurnStopReason: TypeAlias = Literal[
-    "end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled", "error"
-]
+CompactionStatus: TypeAlias = CompactionEnd
+ToolStatus: TypeAlias = ToolProgress
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,8 +134,8 @@ class OverflowHappened:
     over the window or at least the size of one already rejected."""
 
     turn_id: str
-    kind: Literal["truncated", "rejected", "estimated"]
-    action: Literal["compacting", "retrying", "gaveUp"]
+    kind: OverflowKind
+    action: OverflowAction
     message: str
 
 

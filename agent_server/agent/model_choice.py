@@ -12,27 +12,23 @@ so in numbers, before the user pays it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from agent_server.context.trigger import CompactionSettings, compaction_threshold
 from agent_server.llm.cost import call_cost
-from agent_server.llm.models import BUILTIN_MODELS, ModelInfo, ModelRegistry, can_think
-from agent_server.llm.providers import PROVIDER_APIS
+from agent_server.llm.messages import AssistantMessage
+from agent_server.llm.models import BUILTIN_MODELS, ModelInfo, ModelRegistry
+from agent_server.llm.providers import PROVIDERS, cache_ttl, can_think, serves, thinking_in_prefix
+from agent_server.session.entries import (
+    CompactionEntry,
+    Entry,
+    MessageEntry,
+    timestamp_seconds,
+)
 
-# Which model vendors each provider setting can call (the simulator serves its own; a models
-# file may add OpenAI-compatible local ones). The one table: pickers, switches, ACP's options.
-SERVED_VENDORS: dict[str, frozenset[str]] = {
-    "anthropic": frozenset({"anthropic"}),
-    "openai-chat": frozenset({"openai", "local"}),
-    "openai-responses": frozenset({"openai", "local"}),
-    "sim": frozenset({"sim"}),
-}
 _BUILTIN_IDS = frozenset(model.id for model in BUILTIN_MODELS)
-
-
-def serves(provider: str, model: ModelInfo) -> bool:
-    return model.vendor in SERVED_VENDORS.get(provider, frozenset())
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,9 +64,13 @@ class ModelChoice:
 def choices(provider: str, registry: ModelRegistry) -> list[ModelChoice]:
     """The models `provider` serves, the user's first (they were defined on purpose), then
     the built-in ones in registry order."""
-    api = PROVIDER_APIS.get(provider, "")
+    spec = PROVIDERS.get(provider)
     out = [
-        ModelChoice(model, "builtin" if model.id in _BUILTIN_IDS else "user", can_think(model, api))
+        ModelChoice(
+            model,
+            "builtin" if model.id in _BUILTIN_IDS else "user",
+            spec is not None and spec.api.thinks(model),
+        )
         for model in registry
         if serves(provider, model)
     ]
@@ -80,8 +80,9 @@ def choices(provider: str, registry: ModelRegistry) -> list[ModelChoice]:
 @dataclass(frozen=True, slots=True)
 class SwitchCost:
     """What moving a context of `tokens` tokens from one model to another costs at the next
-    request, at list prices: `switched`, writing it to the new model's empty cache (or
-    sending it uncached); `stayed`, reading it from the old model's cache."""
+    request, at list prices: `switched`, writing it to the new model's cache (or sending it
+    uncached), less the `warm` tokens its cache still holds from an earlier call, which are
+    read; `stayed`, reading it from the old model's cache."""
 
     tokens: int
     switched: float
@@ -89,6 +90,7 @@ class SwitchCost:
     compacts: bool  # the context is past the new model's compaction point
     threshold: int
     window: int
+    warm: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -98,7 +100,28 @@ class SwitchCost:
             "compacts": self.compacts,
             "compactAt": self.threshold,
             "window": self.window,
+            "warm": self.warm,
         }
+
+
+def warm_prefix(entries: Sequence[Entry], model: ModelInfo, api: str, now: float) -> int:
+    """Tokens at the start of this context that `model`'s cache still holds: what its latest
+    call since the last compaction cached, if that cache has not expired by `now` (seconds
+    on the ledger's clock). Requests only append, so that call's prompt is still a prefix."""
+    for entry in reversed(entries):
+        if isinstance(entry, CompactionEntry):
+            return 0
+        if not isinstance(entry, MessageEntry) or not isinstance(entry.message, AssistantMessage):
+            continue
+        answer = entry.message
+        if answer.model != model.id:
+            continue
+        at = timestamp_seconds(entry.timestamp)
+        ttl = cache_ttl(api, model, entry.cache_retention) if entry.cache_retention else None
+        if answer.usage is None or at is None or ttl is None or now - at > ttl:
+            return 0
+        return answer.usage.cache_read + answer.usage.cache_write
+    return 0
 
 
 def switch_cost(
@@ -108,15 +131,23 @@ def switch_cost(
     *,
     cache_retention: str,
     settings: CompactionSettings,
+    warm: int = 0,
 ) -> SwitchCost:
     threshold = compaction_threshold(new, settings)
     if cache_retention == "none":
+        warm = 0
         switched = call_cost(new.pricing, input=tokens, output=0).total
         stayed = call_cost(old.pricing, input=tokens, output=0).total
     else:
-        switched = _written(new, tokens, long=cache_retention == "long")
+        warm = min(warm, tokens)
+        switched = (
+            _written(new, tokens - warm, long=cache_retention == "long")
+            + call_cost(new.pricing, input=0, output=0, cache_read=warm).total
+        )
         stayed = call_cost(old.pricing, input=0, output=0, cache_read=tokens).total
-    return SwitchCost(tokens, switched, stayed, tokens > threshold, threshold, new.context_window)
+    return SwitchCost(
+        tokens, switched, stayed, tokens > threshold, threshold, new.context_window, warm
+    )
 
 
 def _written(model: ModelInfo, tokens: int, *, long: bool) -> float:
@@ -138,6 +169,13 @@ def switch_note(old: ModelInfo, new: ModelInfo, cost: SwitchCost, cache_retentio
         return f"Already using {new.name}."
     if cost.tokens == 0:
         text = f"Switched to {new.name}: nothing to resend yet, the switch costs nothing."
+    elif cost.warm:
+        text = (
+            f"Switched back to {new.name}, whose cache still holds the first {cost.warm:,} of "
+            f"the context's {tokens} tokens: the next request reads them and writes the "
+            f"{cost.tokens - cost.warm:,} added since, about ${cost.switched:.4f}, where "
+            f"{old.name} would have read it all from its cache for about ${cost.stayed:.4f}."
+        )
     elif cache_retention == "none":
         text = (
             f"Switched to {new.name}. Prompt caching is off, so the next request sends the "
@@ -176,20 +214,21 @@ def thinking_note(
     cost: SwitchCost,
     cache_retention: str,
 ) -> str:
-    """A change of the thinking level in words, for the transcript: on Anthropic's API the
-    thinking setting is part of every cached message (a change re-reads the messages
-    without the cache; tools and the system prompt stay cached), on OpenAI's it is not part
-    of the prompt. `cost` is switch_cost of the messages' tokens, the model to itself."""
+    """A change of the thinking level in words, for the transcript: where the API caches
+    messages per thinking setting (Anthropic's: providers.thinking_in_prefix) a change
+    re-reads the messages without the cache (tools and the system prompt stay cached); on
+    OpenAI's the effort is not part of the prompt. `cost` is switch_cost of the messages'
+    tokens, the model to itself."""
     level = THINKING_WORDS.get(new, new)
     if old == new:
         return f"Thinking is already {level}."
-    if not can_think(model, api):
+    if not can_think(api, model):
         return (
             f"Thinking: {level}. {model.name} does not think on request, so nothing changes "
             "for it; the level applies to a model that can."
         )
     head = f"Thinking: {level} (was {THINKING_WORDS.get(old, old)})."
-    if api != "anthropic-messages":
+    if not thinking_in_prefix(api):
         return (
             f"{head} The prompt does not change, so its cache holds; reasoning is billed as "
             "output."

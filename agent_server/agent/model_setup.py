@@ -11,17 +11,16 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
-from agent_server.agent.model_choice import serves
-from agent_server.agent.session import ModelSetup
+from agent_server.agent.session_config import ModelSetup
 from agent_server.agent.settings import AgentSettings
 from agent_server.errors import UnknownModelError
 from agent_server.llm.models import (
-    DEFAULT_MODEL_BY_PROVIDER,
     ModelInfo,
     ModelRegistry,
     load_models_file,
+    model_from_json,
 )
-from agent_server.llm.providers import create_provider
+from agent_server.llm.providers import API_KEYS, create_provider, provider_spec, serves
 from agent_server.llm.stream import Provider
 
 _sim_lock = threading.Lock()
@@ -47,7 +46,32 @@ def model_registry(settings: AgentSettings) -> ModelRegistry:
     if settings.models_file:
         for model in load_models_file(Path(settings.models_file).expanduser()):
             registry.add(model)
+    if (local := served_model(settings, registry)) is not None:
+        registry.add(local)
     return registry
+
+
+DEFAULT_LOCAL_WINDOW = 32768
+
+
+def served_model(settings: AgentSettings, registry: ModelRegistry) -> ModelInfo | None:
+    """A `model` nobody defined, asked of an OpenAI-compatible server at `baseUrl` (Ollama,
+    llama.cpp, vLLM): taken as that server's, with the `contextWindow` setting (else 32k,
+    said in README's local-model example) and no prices. None when it needs no defining."""
+    if (
+        not settings.model
+        or not settings.base_url
+        or "local" not in provider_spec(settings.provider).vendors
+        or registry.get(settings.model) is not None
+    ):
+        return None
+    window = settings.context_window or DEFAULT_LOCAL_WINDOW
+    return model_from_json({
+        "id": settings.model,
+        "contextWindow": window,
+        "maxOutput": max(1024, min(8192, window // 4)),
+        "baseUrl": settings.base_url,
+    })
 
 
 def offered_models(settings: AgentSettings) -> list[ModelInfo]:
@@ -58,13 +82,14 @@ def offered_models(settings: AgentSettings) -> list[ModelInfo]:
 def resolve_model(
     model_id: str | None, settings: AgentSettings, registry: ModelRegistry
 ) -> ModelInfo:
-    wanted = model_id or DEFAULT_MODEL_BY_PROVIDER[settings.provider]
+    wanted = model_id or provider_spec(settings.provider).default_model
     model = registry.get(wanted)
     if model is None:
         known = ", ".join(m.id for m in registry)
         raise UnknownModelError(
             f"unknown model {wanted!r}: use one of {known}, or define it in a models file "
-            "(the modelsFile setting)"
+            "(the modelsFile setting, --models-file); a model of a local OpenAI-compatible "
+            "server needs only the provider openai-chat and its baseUrl (--base-url)"
         )
     return model
 
@@ -72,9 +97,11 @@ def resolve_model(
 def open_provider(
     settings: AgentSettings, model: ModelInfo, env: Mapping[str, str] | None = None
 ) -> Provider:
-    if settings.provider == "sim":
+    if provider_spec(settings.provider).key is None:
         # The simulator needs no key: the provider sends a placeholder, not a secret.
-        return create_provider("sim", base_url=settings.base_url or shared_simulator_url())
+        return create_provider(
+            settings.provider, base_url=settings.base_url or shared_simulator_url()
+        )
     return create_provider(
         settings.provider,
         base_url=settings.base_url or model.base_url,
@@ -101,5 +128,5 @@ def connect(settings: AgentSettings, env: Mapping[str, str] | None = None) -> Mo
 def secrets_of(settings: AgentSettings, env: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """The secret values a session must scrub from tool output."""
     env = env if env is not None else os.environ
-    names = {settings.key_variable, "ANTHROPIC_API_KEY", "OPENAI_API_KEY"}
+    names = {settings.key_variable, *(key.variable for key in API_KEYS)}
     return tuple(sorted(value for name in names if name and (value := env.get(name))))

@@ -27,14 +27,12 @@ from agent_server.agent.tools.base import Tool, ToolResult
 from agent_server.agent.tools.diff import FileChange
 from agent_server.errors import ConfigError
 from agent_server.llm.messages import ToolCall
+from agent_server.protocol import PermissionMode as PermissionMode
+from agent_server.protocol import PermissionOptionKind
 
-PermissionMode: TypeAlias = Literal["ask", "allowReads", "allowAll"]
 PERMISSION_MODES: tuple[str, ...] = get_args(PermissionMode)
 DEFAULT_MODE: PermissionMode = "allowReads"
 
-PermissionOptionKind: TypeAlias = Literal[
-    "allow_once", "allow_always", "reject_once", "reject_always"
-]
 
 # How a decision was reached (for logs, the editor, and the wording of a denial).
 DecisionBasis: TypeAlias = Literal[
@@ -264,6 +262,29 @@ class PermissionGate:
             if rule is not None and (warning is None or not rule.allowed):
                 return _remembered(rule)
             return await self._ask_user(tool, call, change, warning)
+
+    async def ask_about(
+        self, tool: Tool, call: ToolCall, title: str, options: tuple[PermissionOption, ...]
+    ) -> str | None:
+        """A question that is not about a tool call of the model (the workspace's MCP
+        servers, say), asked like one: the chosen option id, or None (dismissed, nobody to
+        ask). With no one to ask, `assume_yes` answers the first "allow_once" option; the
+        mode and remembered answers do not apply."""
+        if self._ask is None:
+            if self._assume_yes:
+                return next((o.option_id for o in options if o.kind == "allow_once"), None)
+            return None
+        request = PermissionRequest(call, tool, title, options, command_of(tool, call))
+        async with self._asking:
+            try:
+                answer = await self._ask(request)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                logger.warning("asking about %s failed: %s", title, exc)
+                return None
+        # Words or a revised change mean nothing here: the option is the answer.
+        return answer.option_id if isinstance(answer, PermissionAnswer) else answer
 
     async def _ask_user(
         self, tool: Tool, call: ToolCall, change: FileChange | None, warning: str | None = None

@@ -20,9 +20,9 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
+from typing import get_args
 
 from agent_server.agent.checkpoints import NOTE_KIND as RESTORE_NOTE
 from agent_server.agent.checkpoints import (
@@ -56,6 +56,7 @@ from agent_server.agent.events import (
     ignore_events,
 )
 from agent_server.agent.file_watch import NOTE_KIND, FileWatch, external_edit_note, files_seen
+from agent_server.agent.mcp.approval import APPROVAL
 from agent_server.agent.mcp.config import McpServerConfig
 from agent_server.agent.mcp.servers import McpServers
 from agent_server.agent.mcp.session_tools import AcceptOutcome, McpStatus, SessionTools
@@ -63,18 +64,29 @@ from agent_server.agent.mentions import attach_mentions
 from agent_server.agent.model_call import CallAttempt, RetryPolicy, call_model
 from agent_server.agent.model_choice import (
     SwitchCost,
-    serves,
     switch_cost,
     switch_note,
     thinking_note,
+    warm_prefix,
 )
-from agent_server.agent.permissions import AskCallback, PermissionGate, PermissionMode, parse_mode
+from agent_server.agent.permissions import (
+    AskCallback,
+    PermissionGate,
+    PermissionMode,
+    PermissionOption,
+    parse_mode,
+)
+from agent_server.agent.session_config import (
+    ModelSetup,
+    SessionConfig,
+    connection_changed,
+)
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.tool_runner import ToolRunner, aborted_result
 from agent_server.agent.tools import Tool, ToolContext
 from agent_server.agent.tools.base import EarlierOutput, outputs_in_context
 from agent_server.agent.tools.files import LOCAL_FILES, FileAccess
-from agent_server.agent.tools.sandbox import Confinement, confinement
+from agent_server.agent.tools.sandbox import Confinement, confinement, private_user_dirs
 from agent_server.agent.transcript import DEFAULT_PAGE, Page
 from agent_server.agent.transcript import page as transcript_page
 from agent_server.context.estimate import estimate_context_tokens
@@ -89,7 +101,6 @@ from agent_server.errors import (
     ProviderError,
     SessionBusyError,
 )
-from agent_server.llm.cache_ttl import cache_ttl
 from agent_server.llm.cost import SessionTotals
 from agent_server.llm.messages import (
     AssistantMessage,
@@ -103,21 +114,22 @@ from agent_server.llm.messages import (
     UserContent,
     UserMessage,
 )
-from agent_server.llm.models import ModelInfo, can_think
+from agent_server.llm.models import ModelInfo
+from agent_server.llm.providers import cache_ttl, can_think, serves
 from agent_server.llm.stream import (
     CacheRetention,
     CacheUse,
     CallOptions,
-    Provider,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
     ThinkingLevel,
     parse_thinking,
 )
+from agent_server.protocol import RestoreChoice as RestoreChoice
 from agent_server.session.entries import Entry, FileVersion, MessageEntry
 from agent_server.session.index import usage_of
-from agent_server.session.ledger import Ledger
+from agent_server.session.ledger import ABORTED_UNSAVED, Ledger
 
 log = logging.getLogger(__name__)
 
@@ -137,8 +149,7 @@ class TurnResult:
     calls: int = 0
 
 
-RestoreChoice = Literal["conversation", "files", "both"]
-RESTORE_CHOICES: tuple[str, ...] = ("conversation", "files", "both")
+RESTORE_CHOICES: tuple[str, ...] = get_args(RestoreChoice)
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,13 +189,19 @@ class ThinkingSwitch:
     note: str
 
 
-@dataclass(frozen=True, slots=True)
-class ModelSetup:
-    """What a turn needs from the settings: the provider to call and the models to use."""
+@dataclass
+class _TurnState:
+    """What the end of a turn needs to know of its loop: the prompt's entry, the answer
+    being streamed (its attempt), and the tool calls still open with their results."""
 
-    provider: Provider
-    model: ModelInfo
-    summary_model: ModelInfo
+    prompt: MessageEntry | None = None
+    # The prompt's content until the session is named after it: once its first request is
+    # sent, so a prompt refused unsent names nothing.
+    untitled: tuple[UserContent, ...] | None = None
+    attempt: list[CallAttempt] = field(default_factory=list)
+    streaming: bool = False
+    pending_calls: tuple[ToolCall, ...] = ()
+    results: dict[str, ToolResultMessage] = field(default_factory=dict)
 
 
 class AgentSession:
@@ -214,17 +231,10 @@ class AgentSession:
     ) -> None:
         self.ledger = ledger
         self.workspace = workspace
-        self.settings = settings
-        self._setup = setup
-        self._pending_settings: AgentSettings | None = None
-        # The workspace's settings as last given; the session's own choices (a model picked
-        # for it, a permission mode switched to) hold until the setting itself changes.
-        self._configured = configured or settings
-        self._own_model = settings.model if settings.model != self._configured.model else None
-        self._own_thinking: ThinkingLevel | None = (
-            settings.thinking if settings.thinking != self._configured.thinking else None
-        )
-        self._own_mode: PermissionMode | None = None
+        # The settings and models in force, the workspace's as last given, the session's own
+        # choices and the settings waiting for the next turn; the context manager reads it.
+        self.config = SessionConfig(settings, setup, configured)
+        self._clock = clock  # the ledger's and the context manager's
         self._checkpoints = checkpoints
         self._private_dirs = private_dirs  # never listed as changed files (the sessions)
         self._reconnect = reconnect
@@ -251,14 +261,12 @@ class AgentSession:
             ledger=ledger,
             system_prompt=system_prompt,
             tools=self._tools,
-            model=setup.model,
-            summary_model=setup.summary_model,
-            settings=settings.compaction,
+            config=self.config,
             call=self._context_call,
             emit=self._emit,
             clock=clock,
             policy=policy,
-            api=setup.provider.api,
+            files_of=self._files_of,
         )
         with contextlib.suppress(RuntimeError):  # no running loop: the first turn starts them
             asyncio.get_running_loop()
@@ -284,8 +292,17 @@ class AgentSession:
         return self.ledger.header.session_id
 
     @property
+    def settings(self) -> AgentSettings:
+        """The settings in force."""
+        return self.config.settings
+
+    @property
+    def _setup(self) -> ModelSetup:
+        return self.config.setup
+
+    @property
     def model(self) -> ModelInfo:
-        return self._setup.model
+        return self.config.model
 
     @property
     def system_prompt(self) -> str:
@@ -321,6 +338,7 @@ class AgentSession:
         if retention != "auto":
             return retention
         return "long" if self._user_idle or self._came_back else "short"
+
     @property
     def mode(self) -> PermissionMode:
         return self.gate.mode
@@ -332,43 +350,34 @@ class AgentSession:
 
     @property
     def can_think(self) -> bool:
-        return can_think(self.model, self._setup.provider.api)
+        return can_think(self.config.api, self.model)
 
     @property
     def confinement(self) -> Confinement:
         """How the session's commands run now (under `tools.sandbox: auto` it follows the
         mode: sandboxed when nothing asks)."""
         tools = self.settings.tools
-        return confinement(tools.sandbox, self.settings.permissions_mode, tools.network)
+        return confinement(
+            tools.sandbox,
+            self.settings.permissions_mode,
+            tools.network,
+            hidden=(*self._private_dirs, *private_user_dirs()),
+            read_paths=tools.read_paths,
+            limits=tools.limits,
+        )
 
     def update_settings(self, settings: AgentSettings) -> None:
         """New settings, applied from the next turn. A model picked for this session and a
-        permission mode switched to stay, unless the setting itself changed."""
-        previous, self._configured = self._configured, settings
-        if settings.model != previous.model or settings.provider != previous.provider:
-            self._own_model = None
-        if settings.thinking != previous.thinking:
-            self._own_thinking = None
-        if settings.permissions_mode != previous.permissions_mode:
-            self._own_mode = None
-        self._pending_settings = self._with_own_choices(settings)
-
-    def _with_own_choices(self, settings: AgentSettings) -> AgentSettings:
-        return settings.with_overrides(
-            model=self._own_model or settings.model,
-            thinking=self._own_thinking or settings.thinking,
-            permissions_mode=self._own_mode or settings.permissions_mode,
-        )
+        thinking level or permission mode switched to stay, unless the setting itself
+        changed."""
+        self.config.update(settings)
 
     def set_mode(self, mode: str) -> PermissionMode:
         """Switch the permission mode, at once (a running turn's next tool call already
         follows it); "always" answers given so far are kept."""
         checked = parse_mode(mode)
         self.gate.set_mode(checked)
-        self._own_mode = checked if checked != self._configured.permissions_mode else None
-        self.settings = self.settings.with_overrides(permissions_mode=checked)
-        if self._pending_settings is not None:
-            self._pending_settings = self._with_own_choices(self._configured)
+        self.config.choose_mode(checked)
         return checked
 
     async def switch_model(self, model_id: str) -> ModelSwitch:
@@ -391,18 +400,14 @@ class AgentSession:
                     "setting (which starts new sessions with it)."
                 )
             old = self._setup
-            cost, note = self._switch_cost(old.model, setup.model, settings)
-            self._setup, self.settings = setup, settings
-            self._own_model = model_id if model_id != self._configured.model else None
-            if self._pending_settings is not None:
-                self._pending_settings = self._with_own_choices(self._configured)
+            cost, note = self._switch_cost(old.model, setup, settings)
+            self.config.choose_model(settings, setup)
             entry_id = None
             if setup.model.id != old.model.id or setup.provider.api != old.provider.api:
                 entry_id = self.ledger.append_model_change(
                     setup.provider.api, setup.model.id, settings.thinking
                 ).id
                 self.ledger.sync()
-            self.context.configure(setup.model, setup.summary_model, settings.compaction)
             with contextlib.suppress(Exception):
                 await old.provider.aclose()
             return ModelSwitch(setup.model, entry_id, cost, note)
@@ -410,18 +415,21 @@ class AgentSession:
             self._busy = False
 
     def _switch_cost(
-        self, old: ModelInfo, new: ModelInfo, settings: AgentSettings
+        self, old: ModelInfo, new: ModelSetup, settings: AgentSettings
     ) -> tuple[SwitchCost, str]:
-        """What going on with `new` instead of `old` costs at the next request, and in words."""
+        """What going on with `new` instead of `old` costs at the next request (the part of
+        the context `new`'s cache still holds is read, not written), and in words."""
         retention = self.retention_for_call()  # "auto" decided as the next call would
+        view = self.context.view()
         cost = switch_cost(
-            self.context.view().tokens,
+            view.tokens,
             old,
-            new,
+            new.model,
             cache_retention=retention,
             settings=settings.compaction,
+            warm=warm_prefix(view.entries, new.model, new.provider.api, self._clock()),
         )
-        return cost, switch_note(old, new, cost, retention)
+        return cost, switch_note(old, new.model, cost, retention)
 
     def switch_thinking(self, level: str) -> ThinkingSwitch:
         """Think at another level from the next request, between turns (a level changed in
@@ -434,10 +442,7 @@ class AgentSession:
         cost, note = self._thinking_cost(old, checked)
         entry_id = None
         if checked != old:
-            self.settings = self.settings.with_overrides(thinking=checked)
-            self._own_thinking = checked if checked != self._configured.thinking else None
-            if self._pending_settings is not None:
-                self._pending_settings = self._with_own_choices(self._configured)
+            self.config.choose_thinking(checked)
             entry_id = self.ledger.append_model_change(
                 self._setup.provider.api, self.model.id, checked
             ).id
@@ -460,7 +465,7 @@ class AgentSession:
             cache_retention=retention,
             settings=self.settings.compaction,
         )
-        return cost, thinking_note(self.model, self._setup.provider.api, old, new, cost, retention)
+        return cost, thinking_note(self.model, self.config.api, old, new, cost, retention)
 
     async def run_turn(
         self, prompt: str | Sequence[UserContent], turn_id: str | None = None
@@ -506,6 +511,7 @@ class AgentSession:
         self._busy = True
         try:
             await self._apply_pending_settings()
+            self._settle_unsaved_results(None)
             self.context.begin_turn(None)
             result = await self.context.compact("manual", instructions=instructions)
             self._emit(UsageUpdated(self.usage_snapshot(result.view)))
@@ -651,107 +657,22 @@ class AgentSession:
         self.context.begin_turn(turn_id)
         if self._watch_files:
             self._watch.start()
-        pending_calls: tuple[ToolCall, ...] = ()
-        results: dict[str, ToolResultMessage] = {}
-        attempt: list[CallAttempt] = []
-        streaming = False
+        state = _TurnState()
         stop: TurnStopReason = "end_turn"
         error: AgentServerError | None = None
-        user_entry: MessageEntry | None = None
         try:
-            await self._apply_pending_settings()
-            pause = self.context.pause()
-            short = cache_ttl(self._setup.provider.api, self.model, "short")
-            self._came_back = pause is not None and short is not None and pause > short
-            prompt = await self._prompt_message(turn_id, content)
-            self._append_note_of_changes()
-            user_entry = self.ledger.append_message(prompt)
-            for attachment in prompt.attachments:
-                if attachment.kind != "directory":
-                    self._watch.record(attachment.path)
-            self._maybe_title(content)
-            self._emit(
-                TurnStarted(
-                    turn_id, user_entry.id, content, user_entry.parent_id, prompt.attachments
-                )
-            )
-            for _step in range(self.settings.max_steps):
-                await self._tools.for_request()  # fixes the tool list, or takes an accepted change
-                view = await self.context.prepare()
-                while True:
-                    streaming = True
-                    try:
-                        message = await self._call(turn_id, view.context, attempt)
-                        break
-                    except ContextOverflowError as overflow:
-                        streaming = False
-                        # Raises ContextOverflowError when it gives up (invariant 8).
-                        view = await self.context.recover_overflow(
-                            view, overflow.message, rejected=True
-                        )
-                streaming = False
-                # Recorded under the id its chunks carried (messageId), live and loaded alike.
-                retention = self.retention_for_call()
-                self.ledger.append_message(
-                    message, entry_id=attempt[0].message_id, cache_retention=retention
-                )
-                self.context.record_call(retention)
-                if message.usage is not None:
-                    self._count(message.usage, self.model)
-                self._emit(UsageUpdated(self.usage_snapshot()))
-                calls = message.tool_calls
-                if message.stop_reason in ("contextOverflow", "length"):
-                    self._answer_unrun(calls, "Not run: the answer was cut off before it ended.")
-                    if message.stop_reason == "contextOverflow":
-                        self._emit(Notice(turn_id, "warning", TRUNCATION_NOTICE))
-                    stop = "max_tokens"
-                    break
-                if message.stop_reason == "refusal":
-                    self._answer_unrun(calls, "Not run: the model declined to continue.")
-                    stop = "refusal"
-                    break
-                if not calls:
-                    if message.stop_reason == "pauseTurn":
-                        # The provider paused a long-running turn: the next call sends the
-                        # conversation back with this message at its end, which continues it.
-                        continue
-                    break
-                pending_calls = calls
-                results = {}
-                # What the model has in context as it asks for these calls (read answers an
-                # unchanged re-read with a note only while the earlier read is in it).
-                self._in_context = outputs_in_context(view.messages)
-                self._runner.announce(turn_id, calls)
-                await self._runner.run(turn_id, calls, results)
-                self._append_results(calls, results, with_changes=True)
-                pending_calls = ()
-            else:
-                stop = "max_turn_requests"
-                self._emit(
-                    Notice(
-                        turn_id,
-                        "warning",
-                        f"Stopped after {self.settings.max_steps} model calls in one turn "
-                        "(the maxSteps setting).",
-                    )
-                )
+            state.prompt = await self._start_turn(turn_id, content)
+            state.untitled = content
+            stop = await self._steps(turn_id, state)
         except asyncio.CancelledError:
             stop = "cancelled"
-            if streaming and attempt:
-                partial = attempt[0].assembler.message(
-                    "aborted", model=self.model.id, api=self._setup.provider.api
-                )
-                if partial.content:
-                    self.ledger.append_message(partial, entry_id=attempt[0].message_id)
-                    self._answer_unrun(partial.tool_calls, "Not run: the turn was interrupted.")
-            if pending_calls:
-                self._append_results(pending_calls, results, with_changes=False)
+            self._keep_interrupted(state)
         except PromptTooLargeError as refused:
             # Nothing was sent; the session goes back to before the prompt, so that the next
             # one is not refused too. The prompt stays in the ledger, on the branch left.
             stop, error = "error", refused
-            if user_entry is not None:
-                self.ledger.rewind(user_entry.parent_id)
+            if state.prompt is not None:
+                self.ledger.rewind(state.prompt.parent_id)
             self._emit(Notice(turn_id, "error", refused.message))
         except AgentServerError as failure:
             stop, error = "error", failure
@@ -767,6 +688,117 @@ class AgentSession:
         finally:
             self.ledger.sync()
             self._current_turn = None
+        return self._end_turn(turn_id, stop, error)
+
+    async def _start_turn(self, turn_id: str, content: tuple[UserContent, ...]) -> MessageEntry:
+        """The prompt in the ledger (after the settings waiting for it and the notes of what
+        changed), announced; its entry."""
+        await self._apply_pending_settings()
+        pause = self.context.pause()
+        short = cache_ttl(self._setup.provider.api, self.model, "short")
+        self._came_back = pause is not None and short is not None and pause > short
+        prompt = await self._prompt_message(turn_id, content)
+        self._settle_unsaved_results(turn_id)
+        self._append_note_of_changes()
+        entry = self.ledger.append_message(prompt)
+        for attachment in prompt.attachments:
+            if attachment.kind != "directory":
+                self._watch.record(attachment.path)
+        self._emit(TurnStarted(turn_id, entry.id, content, entry.parent_id, prompt.attachments))
+        await self._approve_workspace_servers(turn_id)
+        return entry
+
+    async def _steps(self, turn_id: str, state: _TurnState) -> TurnStopReason:
+        """Model calls and the tool calls they ask for, until an answer ends the turn or the
+        `maxSteps` setting does."""
+        for _step in range(self.settings.max_steps):
+            stop = await self._step(turn_id, state)
+            if stop is not None:
+                return stop
+        self._emit(
+            Notice(
+                turn_id,
+                "warning",
+                f"Stopped after {self.settings.max_steps} model calls in one turn "
+                "(the maxSteps setting).",
+            )
+        )
+        return "max_turn_requests"
+
+    async def _step(self, turn_id: str, state: _TurnState) -> TurnStopReason | None:
+        """One model call, and the tool calls it asks for; how the turn stops with it, or
+        None when it goes on."""
+        await self._tools.for_request()  # fixes the tool list, or takes an accepted change
+        prepared = await self.context.prepare()
+        if state.untitled is not None:
+            self._maybe_title(state.untitled)
+            state.untitled = None
+        message, view = await self._answer(turn_id, prepared, state)
+        calls = message.tool_calls
+        if message.stop_reason in ("contextOverflow", "length"):
+            self._answer_unrun(calls, "Not run: the answer was cut off before it ended.")
+            if message.stop_reason == "contextOverflow":
+                self._emit(Notice(turn_id, "warning", TRUNCATION_NOTICE))
+            return "max_tokens"
+        if message.stop_reason == "refusal":
+            self._answer_unrun(calls, "Not run: the model declined to continue.")
+            return "refusal"
+        if not calls:
+            # A paused turn (the provider paused a long-running one) goes on: the next call
+            # sends the conversation back with this message at its end, which continues it.
+            return None if message.stop_reason == "pauseTurn" else "end_turn"
+        state.pending_calls, state.results = calls, {}
+        # What the model has in context as it asks for these calls (read answers an
+        # unchanged re-read with a note only while the earlier read is in it).
+        self._in_context = outputs_in_context(view.messages)
+        self._runner.announce(turn_id, calls)
+        await self._runner.run(turn_id, calls, state.results)
+        self._append_results(calls, state.results, with_changes=True)
+        state.pending_calls = ()
+        return None
+
+    async def _answer(
+        self, turn_id: str, view: ContextView, state: _TurnState
+    ) -> tuple[AssistantMessage, ContextView]:
+        """The model's answer to `view`, recorded and billed, and the context it answered
+        (after the one overflow recovery, if the provider rejected `view` as too long)."""
+        while True:
+            state.streaming = True
+            try:
+                message = await self._call(turn_id, view.context, state.attempt)
+                break
+            except ContextOverflowError as overflow:
+                state.streaming = False
+                # Raises ContextOverflowError when it gives up (invariant 8).
+                view = await self.context.recover_overflow(view, overflow.message, rejected=True)
+        state.streaming = False
+        # Recorded under the id its chunks carried (messageId), live and loaded alike.
+        retention = self.retention_for_call()
+        self.ledger.append_message(
+            message, entry_id=state.attempt[0].message_id, cache_retention=retention
+        )
+        self.context.record_call(retention)
+        if message.usage is not None:
+            self._count(message.usage, self.model)
+        self._emit(UsageUpdated(self.usage_snapshot()))
+        return message, view
+
+    def _keep_interrupted(self, state: _TurnState) -> None:
+        """An interrupted turn keeps what arrived of the answer, and answers the tool calls
+        left open."""
+        if state.streaming and state.attempt:
+            partial = state.attempt[0].assembler.message(
+                "aborted", model=self.model.id, api=self._setup.provider.api
+            )
+            if partial.content:
+                self.ledger.append_message(partial, entry_id=state.attempt[0].message_id)
+                self._answer_unrun(partial.tool_calls, "Not run: the turn was interrupted.")
+        if state.pending_calls:
+            self._append_results(state.pending_calls, state.results, with_changes=False)
+
+    def _end_turn(
+        self, turn_id: str, stop: TurnStopReason, error: AgentServerError | None
+    ) -> TurnResult:
         usage = self._turn_totals.as_usage()
         result = TurnResult(
             turn_id,
@@ -919,10 +951,14 @@ class AgentSession:
             confinement=self.confinement,
         )
 
-    def _paths_of(self, call: ToolCall) -> tuple[str, ...]:
-        """The files a tool call reads or writes, as its tool says."""
+    def _files_of(self, call: ToolCall) -> tuple[str, tuple[str, ...]]:
+        """The kind of a tool call's tool and the files the call reads or writes, as its
+        tool says."""
         tool = self._runner.tool(call.name)
-        return tool.paths(call.arguments) if tool is not None else ()
+        return (tool.kind, tool.paths(call.arguments)) if tool is not None else ("other", ())
+
+    def _paths_of(self, call: ToolCall) -> tuple[str, ...]:
+        return self._files_of(call)[1]
 
     def _append_note_of_changes(self) -> None:
         """Files the agent knows that changed behind its back, as a note for the model."""
@@ -962,6 +998,53 @@ class AgentSession:
             # outside remain.
             self._append_note_of_changes()
 
+    async def _approve_workspace_servers(self, turn_id: str) -> None:
+        """The workspace's `.mcp.json` lists servers whose content the user has not approved
+        (mcp/approval.py): ask, and start them or leave them off."""
+        servers = self._tools.servers
+        pending = servers.awaiting_approval()
+        if pending is None:
+            return
+        options = (
+            PermissionOption("allow_once", "Start them (this session)", "allow_once"),
+            PermissionOption(
+                "allow_always", "Always start this .mcp.json (until it changes)", "allow_always"
+            ),
+            PermissionOption("reject_once", "Do not start them", "reject_once"),
+        )
+        chosen = await self.gate.ask_about(APPROVAL, pending.call(), pending.title(), options)
+        if chosen in ("allow_once", "allow_always"):
+            await servers.approve(pending.digest, remember=chosen == "allow_always")
+            return
+        await servers.decline(pending.digest)
+        self._emit(
+            Notice(
+                turn_id,
+                "warning",
+                f"The MCP servers of {pending.path.name} were not started: "
+                + ("you did not approve it." if chosen is not None else "nobody approved it.")
+                + " You will be asked again in a new session, or when the file changes.",
+            )
+        )
+
+    def _settle_unsaved_results(self, turn_id: str | None) -> None:
+        """Tool calls whose results could not be saved (the session file could not be
+        written: a full disk) get an aborted result as soon as it can be written again,
+        before anything else is appended: the conversation never goes on past a tool call
+        without a result. Raises SessionError while the file still cannot be written."""
+        aborted = self.ledger.answer_open_tool_calls(ABORTED_UNSAVED)
+        if aborted:
+            count = len(aborted)
+            self._emit(
+                Notice(
+                    turn_id,
+                    "warning",
+                    f"The result{'s' if count != 1 else ''} of {count} earlier tool "
+                    f"call{'s' if count != 1 else ''} could not be saved; recorded as "
+                    "aborted now.",
+                )
+            )
+
     def _answer_unrun(self, calls: Sequence[ToolCall], why: str) -> None:
         for call in calls:
             self.ledger.append_message(aborted_result(call, why))
@@ -979,39 +1062,24 @@ class AgentSession:
         """Settings changed since the last turn take effect. A change of the model (a new
         provider or model setting) or of the thinking level is recorded and announced with
         what it costs (ModelChanged), as the user's own switch is."""
-        settings = self._pending_settings
+        settings = self.config.take_pending()
         if settings is None:
             return
-        self._pending_settings = None
-        previous = self.settings
-        self.settings = settings
+        previous, self.config.settings = self.config.settings, settings
         self.gate.set_mode(settings.permissions_mode)
-        connection_changed = (
-            settings.provider != previous.provider
-            or settings.model != previous.model
-            or settings.base_url != previous.base_url
-            or settings.api_key_env != previous.api_key_env
-            or settings.compaction.model != previous.compaction.model
-        )
         old = self._setup
-        if connection_changed and self._reconnect is not None:
-            self._setup = self._reconnect(settings)
-            if self._setup.provider is not old.provider:
+        if connection_changed(previous, settings) and self._reconnect is not None:
+            new = self.config.setup = self._reconnect(settings)
+            if new.provider is not old.provider:
                 with contextlib.suppress(Exception):
                     await old.provider.aclose()
         new = self._setup
         if new.model.id != old.model.id or new.provider.api != old.provider.api:
-            _cost, note = self._switch_cost(old.model, new.model, settings)
+            _cost, note = self._switch_cost(old.model, new, settings)
             self._announce_model("A settings change: " + note)
         elif settings.thinking != previous.thinking:
             _cost, note = self._thinking_cost(previous.thinking, settings.thinking)
             self._announce_model("A settings change: " + note)
-        self.context.configure(
-            self._setup.model,
-            self._setup.summary_model,
-            settings.compaction,
-            self._setup.provider.api,
-        )
 
     def _announce_model(self, note: str) -> None:
         """Record the model and thinking level now in force, and say what the change costs."""

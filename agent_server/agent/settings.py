@@ -6,29 +6,43 @@ naming the key and what is expected.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, TypeAlias, cast, get_args
+from typing import Any, TypeAlias, cast, get_args
 
 from agent_server.context.trigger import CompactionSettings, SummaryMode
 from agent_server.errors import ConfigError
+from agent_server.llm.providers import DEFAULT_PROVIDER, PROVIDER_NAMES, provider_spec
 from agent_server.llm.stream import THINKING_LEVELS, ThinkingLevel
+from agent_server.protocol import CacheRetentionSetting, PermissionMode, SandboxMode
 
-ProviderName: TypeAlias = Literal["anthropic", "openai-chat", "openai-responses", "sim"]
-PROVIDERS: tuple[str, ...] = get_args(ProviderName)
 # "auto": short, or long while the editor says the user is idle (agent/userIdle) and for a
 # turn whose prompt came after the cache had expired (the session's retention_for_call).
-CacheRetentionName: TypeAlias = Literal["none", "short", "long", "auto"]
-CACHE_RETENTIONS: tuple[str, ...] = get_args(CacheRetentionName)
-PermissionModeName: TypeAlias = Literal["ask", "allowReads", "allowAll"]
-SandboxModeName: TypeAlias = Literal["auto", "always", "off"]
+CacheRetentionName: TypeAlias = CacheRetentionSetting
+CACHE_RETENTIONS: tuple[str, ...] = get_args(CacheRetentionSetting)
+PERMISSION_MODES: tuple[str, ...] = get_args(PermissionMode)
+SANDBOX_MODES: tuple[str, ...] = get_args(SandboxMode)
 
-DEFAULT_API_KEY_ENV: Mapping[str, str] = {
-    "anthropic": "ANTHROPIC_API_KEY",
-    "openai-chat": "OPENAI_API_KEY",
-    "openai-responses": "OPENAI_API_KEY",
-    "sim": "",
-}
+
+# Toolchains in the home directory, shown read-only in the sandbox by default (the rest of
+# the home is hidden): programs, not credentials (so `~/.cargo/bin`, never `~/.cargo`, which
+# holds `credentials.toml`). See agent/tools/sandbox.py.
+DEFAULT_READ_PATHS = (
+    "~/.pyenv", "~/.nvm", "~/.rustup", "~/.cargo/bin", "~/.local/bin", "~/.local/share/uv",
+    "~/.bun/bin", "~/.deno/bin", "~/go/bin", "~/.sdkman/candidates", "~/.volta",
+    "~/.asdf/installs", "~/.local/share/mise/installs", "~/.local/share/fnm",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CommandLimits:
+    """The `tools.limits` settings; 0 is no limit. `memory_mb` None: half the machine's
+    memory."""
+
+    processes: int = 1024
+    memory_mb: int | None = None
+    file_size_mb: int = 8192
+    cpu_seconds: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,8 +52,12 @@ class ToolOptions:
     env_pass: tuple[str, ...] = ()
     # When bash runs in the sandbox: "auto" (when permissions.mode is allowAll), "always",
     # "off" (agent/tools/sandbox.py).
-    sandbox: SandboxModeName = "auto"
+    sandbox: SandboxMode = "auto"
     network: bool = False  # whether sandboxed commands may use the network
+    # Home-directory toolchains shown read-only in the sandbox (the rest of the home is not).
+    read_paths: tuple[str, ...] = DEFAULT_READ_PATHS
+    # What one command may consume, sandboxed or not (agent/tools/limits.py).
+    limits: CommandLimits = field(default_factory=CommandLimits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,11 +70,12 @@ class McpOptions:
     workspace_file: bool = True  # read the workspace's .mcp.json
     startup_timeout: float = 30.0  # seconds for a server to start and list its tools
     tool_timeout: float = 600.0  # seconds for one tool call (a server's 'timeout' overrides)
+    max_result_mb: int = 64  # the most one answer of a stdio server may have; larger: refused
 
 
 @dataclass(frozen=True, slots=True)
 class AgentSettings:
-    provider: ProviderName = "anthropic"
+    provider: str = DEFAULT_PROVIDER  # a name of llm.providers.PROVIDERS
     model: str | None = None
     base_url: str | None = None
     api_key_env: str | None = None
@@ -65,9 +84,12 @@ class AgentSettings:
     # level it last switched to, like its model.
     thinking: ThinkingLevel = "off"
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
-    permissions_mode: PermissionModeName = "allowReads"
+    permissions_mode: PermissionMode = "allowReads"
     sessions_dir: str | None = None
     models_file: str | None = None
+    # The window of a `model` that neither the registry nor the models file knows, served
+    # at `base_url` (a local OpenAI-compatible server): model_setup defines it on the spot.
+    context_window: int | None = None
     max_steps: int = 200  # model calls in one turn before it stops with max_turn_requests
     bash_timeout: float = 120.0
     tools: ToolOptions = field(default_factory=ToolOptions)
@@ -75,7 +97,7 @@ class AgentSettings:
 
     @property
     def key_variable(self) -> str:
-        return self.api_key_env or DEFAULT_API_KEY_ENV[self.provider]
+        return self.api_key_env or provider_spec(self.provider).key_variable
 
     def with_overrides(self, **changes: Any) -> AgentSettings:
         return replace(self, **changes)
@@ -113,10 +135,8 @@ def settings_from_json(
         if not isinstance(permissions, Mapping):
             raise ConfigError("setting 'permissions' must be an object")
         mode = cast(
-            PermissionModeName,
-            _Reader(permissions, "permissions.").choice(
-                "mode", mode, ("ask", "allowReads", "allowAll")
-            ),
+            PermissionMode,
+            _Reader(permissions, "permissions.").choice("mode", mode, PERMISSION_MODES),
         )
     tools = settings.tools
     tools_data = data.get("tools")
@@ -132,14 +152,14 @@ def settings_from_json(
             env_pass = _Reader(env_data, "tools.env.").names("pass", env_pass)
         tools = ToolOptions(
             env_pass=env_pass,
-            sandbox=cast(
-                SandboxModeName, sub.choice("sandbox", tools.sandbox, ("auto", "always", "off"))
-            ),
+            sandbox=cast(SandboxMode, sub.choice("sandbox", tools.sandbox, SANDBOX_MODES)),
             network=sub.boolean("network", tools.network),
+            read_paths=sub.paths("readPaths", tools.read_paths),
+            limits=_limits(tools_data.get("limits"), tools.limits),
         )
     return AgentSettings(
         mcp=_mcp_options(data.get("mcp"), settings.mcp),
-        provider=cast(ProviderName, reader.choice("provider", settings.provider, PROVIDERS)),
+        provider=reader.choice("provider", settings.provider, PROVIDER_NAMES),
         model=reader.optional_str("model", settings.model),
         base_url=reader.optional_str("baseUrl", settings.base_url),
         api_key_env=reader.optional_str("apiKeyEnv", settings.api_key_env),
@@ -152,9 +172,24 @@ def settings_from_json(
         permissions_mode=mode,
         sessions_dir=reader.optional_str("sessionsDir", settings.sessions_dir),
         models_file=reader.optional_str("modelsFile", settings.models_file),
+        context_window=reader.optional_int("contextWindow", settings.context_window),
         max_steps=reader.integer("maxSteps", settings.max_steps, minimum=1),
         bash_timeout=float(reader.integer("bashTimeout", int(settings.bash_timeout), minimum=1)),
         tools=tools,
+    )
+
+
+def _limits(data: Any, base: CommandLimits) -> CommandLimits:
+    if data is None:
+        return base
+    if not isinstance(data, Mapping):
+        raise ConfigError("setting 'tools.limits' must be an object")
+    reader = _Reader(data, "tools.limits.")
+    return CommandLimits(
+        processes=reader.integer("processes", base.processes, minimum=0),
+        memory_mb=reader.optional_int("memoryMB", base.memory_mb),
+        file_size_mb=reader.integer("fileSizeMB", base.file_size_mb, minimum=0),
+        cpu_seconds=reader.integer("cpuSeconds", base.cpu_seconds, minimum=0),
     )
 
 
@@ -180,6 +215,7 @@ def _mcp_options(data: Any, base: McpOptions) -> McpOptions:
             reader.integer("startupTimeout", int(base.startup_timeout), minimum=1)
         ),
         tool_timeout=float(reader.integer("toolTimeout", int(base.tool_timeout), minimum=1)),
+        max_result_mb=reader.integer("maxResultMB", base.max_result_mb, minimum=1),
     )
 
 
@@ -214,11 +250,25 @@ class _Reader:
         return value
 
     def names(self, key: str, default: tuple[str, ...]) -> tuple[str, ...]:
+        return self._strings(key, default, "a list of variable names")
+
+    def paths(self, key: str, default: tuple[str, ...]) -> tuple[str, ...]:
+        return self._strings(
+            key, default, "a list of paths (absolute, or starting with ~)",
+            lambda path: path.startswith(("/", "~")),
+        )
+
+    def _strings(
+        self, key: str, default: tuple[str, ...], what: str,
+        valid: Callable[[str], bool] = bool,
+    ) -> tuple[str, ...]:
         value = self.data.get(key)
         if value is None:
             return default
-        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-            raise self._fail(key, "a list of variable names")
+        if not isinstance(value, list) or not all(
+            isinstance(v, str) and v and valid(v) for v in value
+        ):
+            raise self._fail(key, what)
         return tuple(value)
 
     def boolean(self, key: str, default: bool) -> bool:

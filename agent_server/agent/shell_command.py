@@ -5,10 +5,22 @@ only ever matches a simple command: one command of plain words, with no operator
 another (`;`, `&`, `|`, a newline), no redirection or subshell (`<`, `>`, parentheses), and
 no substitution (`$(...)`, backquotes, `<(...)`). Anything else is asked about again, unless
 the user allowed exactly that text.
+
+A prefix rule trusts the command with whatever arguments follow it, so some prefixes are never
+offered (`never_offered` says why; the table is `NEVER_OFFERED`): shells, interpreters and
+wrappers that run their arguments as code (`python3:*` would allow `python3 -c ...`),
+package runners and installers (`npx`, `npm exec`, `pip install`: they fetch and run
+code), commands that destroy, overwrite or change permissions (`rm`, `dd`, `mv`, `chmod`,
+`find` with its `-exec` and `-delete`), commands that reach the network (`curl`, `ssh`),
+and every git subcommand but the read-only ones (`git push`, `git reset`, `git clean`,
+`git config` ... are only ever allowed one exact command at a time). Tools with
+subcommands (`git`, `npm`, `cargo`, `docker`, ...) are never offered alone: `npm:*` would
+cover `npm exec`.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 
 # Characters shlex reports as punctuation: every one of them chains, redirects or groups.
@@ -16,13 +28,70 @@ _OPERATORS = "();<>|&"
 # Substitutions run a command from inside a word, even between double quotes.
 _SUBSTITUTIONS = ("$(", "`", "<(", ">(")
 PREFIX_SUFFIX = ":*"
-# Commands that run whatever their arguments say: a prefix ending in one of them would allow
-# anything, so it is never offered (`sudo:*`, `bash:*`, `env:*`, `xargs:*`, ...).
-RUNNERS = frozenset(
-    {
-        *("sh", "bash", "zsh", "dash", "fish", "ksh", "env", "sudo", "doas", "su", "xargs"),
-        *("eval", "exec", "command", "builtin", "nohup", "time", "timeout", "nice", "watch"),
-    }
+
+# First words a prefix rule is never offered for, by why: each would allow anything.
+NEVER_OFFERED: dict[str, frozenset[str]] = {
+    "a shell": frozenset(
+        ("sh", "bash", "zsh", "dash", "fish", "ksh", "mksh", "csh", "tcsh", "ash", "busybox",
+         "pwsh", "powershell", "nu", "xonsh", "elvish")
+    ),
+    "an interpreter": frozenset(
+        ("python", "python2", "python3", "pypy", "pypy3", "node", "nodejs", "deno", "bun",
+         "perl", "ruby", "irb", "php", "lua", "luajit", "tclsh", "wish", "Rscript", "R",
+         "julia", "osascript", "awk", "gawk", "mawk", "nawk", "sed", "java", "jshell",
+         "groovy", "scala", "kotlin", "swift", "ghci", "runghc", "erl", "elixir", "iex",
+         "guile", "racket", "sbcl", "clojure", "dotnet", "pwsh", "ipython", "jupyter",
+         "expect", "gdb", "lldb", "vim", "vi", "nvim", "emacs", "ed", "ex")
+    ),
+    "a command that runs its arguments": frozenset(
+        ("env", "sudo", "doas", "su", "runuser", "pkexec", "xargs", "parallel", "eval", "exec",
+         "command", "builtin", "source", ".", "nohup", "time", "timeout", "nice", "ionice",
+         "watch", "setsid", "stdbuf", "flock", "chroot", "unshare", "nsenter", "strace",
+         "ltrace", "valgrind", "script", "taskset", "chrt", "prlimit", "systemd-run", "entr",
+         "firejail", "bwrap", "fakeroot", "proot", "make", "gmake", "just", "task", "ninja",
+         "rg", "zip", "sort")  # make --eval, rg --pre, zip -TT, sort --compress-program
+    ),
+    "a package runner or installer": frozenset(
+        ("npx", "pnpx", "bunx", "uvx", "pipx", "pip", "pip3", "gem", "brew", "apt", "apt-get",
+         "dnf", "yum", "apk", "pacman", "snap", "flatpak", "nix-shell", "nix-env", "conda",
+         "mamba", "corepack", "volta", "asdf", "mise")
+    ),
+    "a command that destroys, overwrites or changes permissions": frozenset(
+        ("rm", "rmdir", "unlink", "dd", "shred", "truncate", "mkfs", "wipefs", "fdisk",
+         "parted", "mv", "cp", "ln", "install", "tee", "chmod", "chown", "chgrp", "chattr",
+         "setfacl", "find", "fd", "kill", "pkill", "killall", "shutdown", "reboot", "halt",
+         "poweroff", "systemctl", "service", "crontab", "at", "mount", "umount", "sponge",
+         "patch", "tar", "unzip", "rsync")
+    ),
+    "a command that reaches the network": frozenset(
+        ("curl", "wget", "nc", "ncat", "netcat", "socat", "ssh", "scp", "sftp", "telnet",
+         "ftp", "http", "https", "xh", "aria2c")
+    ),
+}
+# Versioned interpreter names: python3.12, pypy3.10, ruby3.2, perl5.36, node20, php8.3, lua5.4.
+_VERSIONED_INTERPRETER = re.compile(
+    r"(?:python|pypy|ruby|perl|node|php|lua|tclsh|wish|pip|mkfs)[0-9.]*(?:\.[a-z0-9]+)?"
+)
+# Tools with subcommands: never offered alone (`npm:*` would cover `npm exec`). A two-word
+# prefix is offered unless the subcommand runs packages or arbitrary code.
+SUBCOMMAND_TOOLS = frozenset(
+    ("git", "npm", "pnpm", "yarn", "bun", "deno", "uv", "poetry", "pipenv", "pdm", "hatch",
+     "rye", "conda", "mamba", "bundle", "go", "cargo", "rustup", "docker", "podman",
+     "kubectl", "helm", "nix", "dotnet", "gradle", "mvn", "terraform", "gh", "glab", "aws",
+     "gcloud", "az", "composer", "mix", "stack", "cabal", "swift", "zig", "tox", "nox")
+)
+RUNNER_SUBCOMMANDS = frozenset(
+    ("exec", "x", "dlx", "run", "run-script", "eval", "shell", "tool", "install", "i", "add",
+     "ci", "update", "upgrade", "up", "publish", "login", "api", "apply", "destroy", "create",
+     "rm", "remove", "uninstall", "prune", "script", "repl", "cp", "attach", "debug", "task")
+)
+# The git subcommands a prefix may cover: they only read. Every other one (push, reset,
+# rebase, clean, checkout, restore, commit --amend, config, filter-branch, gc, stash, ...)
+# is asked about each time, or allowed as one exact command.
+GIT_READ_ONLY = frozenset(
+    ("status", "diff", "log", "show", "blame", "shortlog", "describe", "rev-parse", "ls-files",
+     "ls-tree", "grep", "cat-file", "whatchanged", "show-ref", "count-objects", "rev-list",
+     "merge-base", "name-rev", "check-ignore", "version", "help")
 )
 
 
@@ -42,21 +111,49 @@ def simple_command_words(command: str) -> tuple[str, ...] | None:
     return words
 
 
+def never_offered(program: str) -> str | None:
+    """Why no prefix rule starting with `program` is ever offered (a shell, an interpreter,
+    ...), or None. A path counts by its last part (`/usr/bin/python3`, `./venv/bin/pip`)."""
+    name = program.rsplit("/", 1)[-1]
+    if "=" in program or not name:
+        return "a variable assignment"
+    for why, names in NEVER_OFFERED.items():
+        if name in names:
+            return why
+    if _VERSIONED_INTERPRETER.fullmatch(name):
+        return "an interpreter"
+    return None
+
+
 def prefix_choices(command: str, most: int = 2) -> list[tuple[str, ...]]:
     """The word prefixes of a simple command a user may allow for the session, shortest
     first: its first word, its first two words, ... (at most `most`), never the whole
-    command (that is the exact-command choice), never ending in an option (`-x`) and never
-    in a command that runs other commands (RUNNERS)."""
+    command (that is the exact-command choice), never ending in an option (`-x`), and none
+    at all for a program that `never_offered` names. A tool with subcommands (`npm test`)
+    is offered with its subcommand only, and not for subcommands that run packages or code
+    (`npm exec`, `cargo install`) nor, for git, any but the read-only ones."""
     words = simple_command_words(command)
-    if words is None:
+    if words is None or never_offered(words[0]) is not None:
         return []
+    program = words[0].rsplit("/", 1)[-1]
     choices: list[tuple[str, ...]] = []
     for length in range(1, min(most, len(words) - 1) + 1):
         prefix = words[:length]
-        if prefix[-1].startswith("-") or prefix[-1] in RUNNERS:
+        if prefix[-1].startswith("-"):
             break
+        if program in SUBCOMMAND_TOOLS:
+            if length == 1:
+                continue
+            if length == 2 and not _harmless_subcommand(program, prefix[1]):
+                break
         choices.append(prefix)
     return choices
+
+
+def _harmless_subcommand(program: str, subcommand: str) -> bool:
+    if program == "git":
+        return subcommand in GIT_READ_ONLY
+    return subcommand not in RUNNER_SUBCOMMANDS
 
 
 def prefix_label(prefix: tuple[str, ...]) -> str:

@@ -18,7 +18,7 @@ from agent_server.agent.events import EventSink, Notice, ToolCallStarted, ToolCa
 from agent_server.agent.permissions import PermissionGate, denied_result
 from agent_server.agent.tools import Tool, ToolContext, ToolResult, run_tool, unknown_tool_result
 from agent_server.agent.tools.diff import FileChange, unified_diff
-from agent_server.agent.tools.paths import hard_linked
+from agent_server.agent.tools.paths import file_warnings, hard_linked
 from agent_server.agent.transcript import describe_call, json_details
 from agent_server.errors import redact
 from agent_server.llm.messages import TextContent, ToolCall, ToolResultMessage
@@ -82,8 +82,14 @@ class ToolRunner:
                     turn_id, call, unknown_tool_result(call.name, tuple(tools.values()))
                 )
                 continue
-            linked = hard_linked(self._make_context(None).workspace, tool.paths(call.arguments))
-            warning = "; ".join(linked) or None
+            paths = tool.paths(call.arguments)
+            workspace = self._make_context(None).workspace
+            # Asked about in every mode: a file that may also be outside (hard links), and,
+            # for the file tools, a file that may hold secrets.
+            found = file_warnings(workspace, paths) if tool.kind in ("read", "edit") else (
+                hard_linked(workspace, paths)
+            )
+            warning = "; ".join(found) or None
             preview, scrubbed = await self._preview(tool, call)
             decision = await self._gate.decide(tool, call, preview, warning=warning)
             if not decision.allowed:

@@ -55,6 +55,8 @@ SHOWN = frozenset("".join((kinds.USER, kinds.ASSISTANT, kinds.TOOL_RESULT, kinds
 SHOWN |= {kinds.BRANCH, kinds.MODEL_CHANGE, kinds.FILE_RESTORE}
 
 Item = dict[str, Any]
+# The items that carry a piece of an answer's text (`chunk_item`).
+CHUNK_KINDS = frozenset(("messageChunk", "thoughtChunk"))
 _JSON_TYPES = (str, int, float, bool, list, dict)
 
 

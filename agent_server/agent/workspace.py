@@ -10,26 +10,28 @@ import contextlib
 import logging
 import os
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from agent_server.agent.checkpoints import BlobStore
 from agent_server.agent.context_manager import ContextPolicy
 from agent_server.agent.events import EventSink, ignore_events
+from agent_server.agent.mcp.approval import APPROVALS_FILE, ApprovedFiles
 from agent_server.agent.mcp.config import McpServerConfig, default_user_file, load_server_configs
 from agent_server.agent.mcp.servers import McpServers
 from agent_server.agent.model_call import RetryPolicy
-from agent_server.agent.model_choice import ModelChoice, choices, serves
+from agent_server.agent.model_choice import ModelChoice, choices
 from agent_server.agent.model_setup import connect, model_registry, secrets_of
 from agent_server.agent.permissions import AskCallback
-from agent_server.agent.session import AgentSession, ModelSetup
+from agent_server.agent.session import AgentSession
+from agent_server.agent.session_config import ModelSetup
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.system_prompt import build_system_prompt
 from agent_server.agent.tools import default_tools
 from agent_server.agent.tools.sandbox import protect_server_process, sandbox_status
 from agent_server.errors import AgentServerError, SessionNotFoundError, UnknownModelError
-from agent_server.llm.models import DEFAULT_MODEL_BY_PROVIDER
-from agent_server.llm.providers import preload_sdks
+from agent_server.llm.providers import preload_sdks, provider_spec, serves
 from agent_server.llm.stream import THINKING_LEVELS
 from agent_server.session.ledger import Ledger
 from agent_server.session.store import SessionInfo, SessionStore, default_sessions_root
@@ -49,6 +51,23 @@ def preload_providers() -> None:
     find out whether commands can be sandboxed here."""
     preload_sdks()
     sandbox_status()
+
+
+_loading: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Future[None]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+async def providers_loaded() -> None:
+    """Return once the provider SDKs are loaded (seconds, the first time), waiting off the
+    event loop: a request that builds a session must not hold up every other request. One
+    thread loads them, however many requests wait (a pool thread each would starve the
+    pool that other requests need)."""
+    loop = asyncio.get_running_loop()
+    loading = _loading.get(loop)
+    if loading is None:
+        loading = _loading[loop] = asyncio.ensure_future(asyncio.to_thread(preload_providers))
+    await asyncio.shield(loading)
 
 
 class WorkspaceAgent:
@@ -137,7 +156,7 @@ class WorkspaceAgent:
 
     def default_model(self) -> str:
         """The model a new session starts with."""
-        return self.settings.model or DEFAULT_MODEL_BY_PROVIDER[self.settings.provider]
+        return self.settings.model or provider_spec(self.settings.provider).default_model
 
     def create(
         self,
@@ -234,6 +253,8 @@ class WorkspaceAgent:
             startup_timeout=settings.mcp.startup_timeout,
             tool_timeout=settings.mcp.tool_timeout,
             root=self.root,
+            max_result_bytes=settings.mcp.max_result_mb * 1024 * 1024,
+            approvals=ApprovedFiles(self.store.root / APPROVALS_FILE, self.root),
         )
         session = AgentSession(
             ledger=ledger,

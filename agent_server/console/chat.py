@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -28,12 +27,12 @@ from rich.text import Text
 
 from agent_server.agent import events
 from agent_server.agent.checkpoints import RestorePlan
-from agent_server.agent.config_file import flag_overrides, load_config, resolve_settings
-from agent_server.agent.mentions import complete
 from agent_server.agent.permissions import PermissionRequest
 from agent_server.agent.session import AgentSession, RestoreChoice
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.workspace import WorkspaceAgent, model_choices
+from agent_server.console.activity import Activity
+from agent_server.console.chat_start import HINT
 from agent_server.console.commands import (
     COMMANDS,
     command_names,
@@ -41,6 +40,7 @@ from agent_server.console.commands import (
     prompt_with_images,
     read_command,
 )
+from agent_server.console.line_input import LineReader, workspace_paths
 from agent_server.console.render import (
     TranscriptPrinter,
     diff_text,
@@ -50,7 +50,7 @@ from agent_server.console.render import (
     usage_table,
 )
 from agent_server.console.sessions import sessions_table
-from agent_server.errors import AgentServerError, ConfigError
+from agent_server.errors import AgentServerError
 from agent_server.llm.messages import TextContent
 from agent_server.lsp import wire
 
@@ -59,6 +59,7 @@ MODE_MEANINGS = {
     "allowReads": "reads run; writes, edits and commands ask first",
     "allowAll": "every tool call runs without asking",
 }
+REWIND_LISTED = 9  # the latest prompts /rewind lists (any earlier one by its number)
 REWIND_CHOICES: tuple[tuple[str, RestoreChoice | None], ...] = (
     ("conversation and files", "both"),
     ("conversation only", "conversation"),
@@ -75,7 +76,14 @@ class TerminalChat:
     it stops the turn (asyncio.Runner cancels it); at a permission question it rejects the
     call and stops the turn."""
 
-    def __init__(self, console: Console, *, assume_yes: bool, interactive: bool) -> None:
+    def __init__(
+        self,
+        console: Console,
+        *,
+        assume_yes: bool,
+        interactive: bool,
+        reader: LineReader | None = None,
+    ) -> None:
         self.console = console
         self.printer = TranscriptPrinter(console, max_message_lines=None, markdown=True)
         self.assume_yes = assume_yes
@@ -84,8 +92,12 @@ class TerminalChat:
         self.turn_id = ""
         self.seq = 0
         self.last_turn: dict[str, Any] | None = None
-        self.prefill = ""  # put in the input line at the next prompt (a rewound prompt)
-        self._completions: list[str] = []
+        self.reader = reader or LineReader(console, command_names)
+        self.prompts = 0  # prompts sent in this run
+        self.activity = Activity(console) if console.is_terminal else None
+        self.printer.activity = self.activity
+        if interactive:
+            self.printer.output_hint = " (/output shows them all)"
 
     @property
     def session_id(self) -> str:
@@ -112,6 +124,10 @@ class TerminalChat:
             return "allow_once"
         if not self.interactive:
             return None
+        with self.activity.paused() if self.activity else contextlib.nullcontext():
+            return self.question(request)
+
+    def question(self, request: PermissionRequest) -> str | None:
         self.show_request(request)
         options = request.options
         for number, option in enumerate(options, 1):
@@ -165,7 +181,13 @@ class TerminalChat:
         self.printer.errors_shown = []
         self.seq = 0
         before = session.totals.to_json()
-        result = await session.run_turn(content)
+        if self.activity is not None:
+            self.activity.waiting("waiting for the model")
+        try:
+            result = await session.run_turn(content)
+        finally:
+            if self.activity is not None:
+                self.activity.stop()
         after = session.totals.to_json()
         self.last_turn = {key: after[key] - before[key] for key in TURN_FIGURES}
         self.turn_id = result.turn_id
@@ -178,76 +200,9 @@ class TerminalChat:
         )
         return result.stop_reason
 
-    def read_prompt(self) -> str | None:
-        """The next prompt; None to quit (Ctrl-D, or Ctrl-C twice in a row)."""
-        interrupted = False
-        prefill, self.prefill = self.prefill, ""
-        while True:
-            try:
-                line = self.input_line(prefill)
-            except EOFError:
-                self.console.print()
-                return None
-            except KeyboardInterrupt:
-                if interrupted:
-                    self.console.print()
-                    return None
-                interrupted = True
-                self.console.print(Text("\n(Ctrl-C again or Ctrl-D to quit)", style="dim"))
-                continue
-            if line.strip():
-                return line.strip()
-
-    def input_line(self, prefill: str) -> str:
-        """input(), with `prefill` already typed in the line when readline is there to edit
-        it (else it is shown above, to copy)."""
-        readline = sys.modules.get("readline")
-        if not prefill:
-            return input(self.prompt_label())
-        if readline is None:
-            self.console.print(Text("your prompt was: ", style="dim") + shown(prefill))
-            return input(self.prompt_label())
-        readline.set_startup_hook(lambda: readline.insert_text(prefill))
-        try:
-            return input(self.prompt_label())
-        finally:
-            readline.set_startup_hook(None)
-
-    def install_completion(self, workspace: Path) -> None:
-        """Tab completes `@path` mentions from the workspace and /commands."""
-        readline = sys.modules.get("readline")
-        if readline is None:
-            return
-
-        def completer(text: str, state: int) -> str | None:
-            if state == 0:
-                if text.startswith("@"):
-                    self._completions = [
-                        "@" + (f'"{c.path}"' if " " in c.path else c.path)
-                        for c in complete(workspace, text[1:])
-                    ]
-                elif text.startswith("/") and readline.get_line_buffer().lstrip() == text:
-                    self._completions = command_names(text)
-                else:
-                    self._completions = []
-            return self._completions[state] if state < len(self._completions) else None
-
-        readline.set_completer_delims(" \t\n")
-        readline.set_completer(completer)
-        readline.parse_and_bind("tab: complete")
-
-    def prompt_label(self) -> str:
-        """`you › ` for input(), in bold cyan on a colour terminal: the colour codes are
-        wrapped in readline's invisible markers (\\001, \\002), so line editing and history
-        keep the cursor in the right place."""
-        if not self.console.is_terminal or self.console.color_system is None:
-            return "you › "
-        start, end = ("\001", "\002") if "readline" in sys.modules else ("", "")
-        return f"{start}\x1b[1;36m{end}you ›{start}\x1b[0m{end} "
-
     def show_usage(self, session: AgentSession) -> None:
         usage = wire.usage_json(session.session_id, session.usage_snapshot())
-        self.console.print(meter_text(usage))
+        self.console.print(meter_text(usage, self.console.width))
         self.console.print(usage_table(usage, self.last_turn, session.totals.to_json()))
 
     # --- commands -------------------------------------------------------------------------
@@ -292,6 +247,27 @@ class TerminalChat:
         self.console.print(shown(f"model: {switch.model.id} ({switch.model.name})", "magenta"))
         self.console.print(shown(switch.note, "dim"))
 
+    def output_command(self, argument: str) -> None:
+        """`/output`: the last command's output, whole (as the model got it); `/output N`:
+        the Nth last."""
+        outputs = self.printer.outputs
+        if not outputs:
+            self.console.print(Text("no command has run yet", style="dim"))
+            return
+        number = int(argument) if argument.strip().isdigit() else 1
+        if not 1 <= number <= len(outputs):
+            self.console.print(
+                Text(f"/output takes 1 to {len(outputs)} (the Nth last command)", style="yellow")
+            )
+            return
+        output = outputs[-number]
+        self.console.print(shown(output.title, "bold", one_line=True))
+        self.console.print(shown(output.text.rstrip("\n") or "(no output)"))
+        if output.full_output_path:
+            self.console.print(
+                shown(f"({output.total_lines} lines in all: {output.full_output_path})", "dim")
+            )
+
     def mode_command(self, session: AgentSession, argument: str) -> None:
         """`/mode`: when tools ask first; `/mode <mode>`: switch."""
         if argument:
@@ -327,11 +303,16 @@ class TerminalChat:
     def rewind_command(self, runner: asyncio.Runner, session: AgentSession) -> None:
         """`/rewind`: pick a prompt, see what would change, choose what goes back."""
         items = session.transcript(limit=500).items
-        prompts = [item for item in items if item["kind"] == "userMessage"][-9:]
+        prompts = [item for item in items if item["kind"] == "userMessage"]
         if not prompts:
             self.console.print(Text("nothing to rewind to yet", style="dim"))
             return
-        for number, item in enumerate(prompts, 1):
+        earlier = max(0, len(prompts) - REWIND_LISTED)
+        if earlier:
+            self.console.print(
+                Text(f"  … prompts 1 to {earlier} are earlier: type a number to pick one", "dim")
+            )
+        for number, item in enumerate(prompts[earlier:], earlier + 1):
             text = " ".join(_typed_text(item).split())
             self.console.print(
                 Text(f"  {number} ", style="bold") + shown(text[:100], one_line=True)
@@ -371,7 +352,8 @@ class TerminalChat:
                 Text("  the conversation continues from before that prompt", style="magenta")
             )
         if rewound.prompt:
-            self.prefill = "\n".join(b.text for b in rewound.prompt if isinstance(b, TextContent))
+            texts = (b.text for b in rewound.prompt if isinstance(b, TextContent))
+            self.reader.prefill = "\n".join(texts)
 
     def show_plan(self, plan: RestorePlan) -> None:
         if plan.files:
@@ -444,9 +426,14 @@ def run_chat(
     session_id: str | None,
     assume_yes: bool,
     console: Console | None = None,
+    reader: LineReader | None = None,
+    first_line: str | None = None,
 ) -> int:
+    """One-shot (`prompt`) or interactive. An interactive chat that read its first line
+    before the agent had loaded (console/chat_start.py) passes it as `first_line`, with the
+    reader that read it; its first screen is on the terminal already."""
     console = console or Console(highlight=False)
-    chat = TerminalChat(console, assume_yes=assume_yes, interactive=prompt is None)
+    chat = TerminalChat(console, assume_yes=assume_yes, interactive=prompt is None, reader=reader)
     with asyncio.Runner() as runner:
         agent = WorkspaceAgent(workspace, settings)
         try:
@@ -460,19 +447,27 @@ def run_chat(
             else:
                 session = agent.create(emit=chat.emit, ask=chat.ask, assume_yes=assume_yes)
             chat.session = session
-            console.print(
-                shown(
-                    f"session {session.session_id} · {settings.provider} {session.model.id}"
-                    f" · {workspace}",
-                    "dim",
+            if first_line is None:
+                console.print(
+                    shown(
+                        f"session {session.session_id} · {settings.provider} "
+                        f"{session.model.id} · {workspace}",
+                        "dim",
+                    )
                 )
-            )
             if prompt is not None:
                 stop = runner.run(chat.turn(session, prompt))
                 return 0 if stop in ("end_turn", "max_tokens") else 1
-            if chat_loop(chat, runner, agent, session) == "interrupted":
-                return 130
-            return 0
+            ended = chat_loop(chat, runner, agent, session, first_line)
+            if chat.prompts:
+                console.print(
+                    shown(
+                        f"session {session.session_id}: `agent-server chat --session "
+                        f"{session.session_id[:8]}` continues it",
+                        "dim",
+                    )
+                )
+            return 130 if ended == "interrupted" else 0
         except AgentServerError as error:
             console.print(shown(error.message, "bold red"))
             return 1
@@ -484,19 +479,23 @@ def run_chat(
 
 
 def chat_loop(
-    chat: TerminalChat, runner: asyncio.Runner, agent: WorkspaceAgent, session: AgentSession
+    chat: TerminalChat,
+    runner: asyncio.Runner,
+    agent: WorkspaceAgent,
+    session: AgentSession,
+    first_line: str | None = None,
 ) -> str:
     console = chat.console
-    console.print(
-        Text("/help lists the commands; @path attaches a file or folder; Ctrl-D quits", style="dim")
-    )
-    chat.install_completion(session.workspace)
+    if first_line is None:
+        console.print(HINT)
+        chat.reader.install_completion(workspace_paths(session.workspace))
     while True:
-        line = chat.read_prompt()
+        line, first_line = first_line or chat.reader.read(), None
         if line is None:
             return "quit"
         typed = read_command(line)
         if typed is None:
+            chat.prompts += 1
             runner.run(chat.turn(session, line))
             continue
         if typed.command is None:
@@ -514,20 +513,21 @@ def chat_loop(
             chat.show_help()
         elif name == "/usage":
             chat.show_usage(session)
+        elif name == "/output":
+            chat.output_command(typed.argument)
         elif name == "/compact":
-            outcome = runner.run(session.compact(typed.argument or None))
+            if chat.activity is not None:
+                chat.activity.waiting("compacting")
+            try:
+                outcome = runner.run(session.compact(typed.argument or None))
+            finally:
+                if chat.activity is not None:
+                    chat.activity.stop()
             if outcome.outcome == "noop":
                 console.print(
                     Text("nothing to compact yet: the history is already short", style="dim")
                 )
-            else:
-                console.print(
-                    Text(
-                        f"compaction: {outcome.outcome} "
-                        f"({outcome.tokens_before} → {outcome.tokens_after} tokens)",
-                        style="magenta",
-                    )
-                )
+            # Otherwise the compaction's own marker (or its failure) is on screen already.
         elif name == "/sessions":
             console.print(sessions_table(agent.list(), title="sessions"))
         elif name == "/model":
@@ -538,23 +538,3 @@ def chat_loop(
             chat.thinking_command(session, typed.argument)
         elif name == "/rewind":
             chat.rewind_command(runner, session)
-
-
-def main(args: Any) -> int:
-    try:
-        config = load_config(Path(args.config) if args.config else None)
-        settings = resolve_settings(config, flag_overrides(args))
-    except ConfigError as error:
-        Console(stderr=True).print(shown(error.message, "red"))
-        return 2
-    prompt = " ".join(args.prompt) if args.prompt else None
-    if prompt is None:
-        with contextlib.suppress(ImportError):
-            import readline  # noqa: F401  (line editing and history for input())
-    return run_chat(
-        prompt=prompt,
-        workspace=Path(args.workspace).resolve(),
-        settings=settings,
-        session_id=args.session,
-        assume_yes=args.yes,
-    )

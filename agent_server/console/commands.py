@@ -46,6 +46,7 @@ COMMANDS: tuple[Command, ...] = (
         "",
         "go back to an earlier prompt: the conversation, the files the agent changed, or both",
     ),
+    Command("/output", "[n]", "the last command's whole output (n: the nth last)"),
     Command("/compact", "[instructions]", "summarise the history now"),
     Command("/usage", "", "tokens and cost of the last turn and the session"),
     Command("/sessions", "", "the sessions of this workspace"),

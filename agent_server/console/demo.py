@@ -23,6 +23,7 @@ from pygls.lsp.client import LanguageClient
 from rich.console import Console
 from rich.table import Table
 
+from agent_server import protocol
 from agent_server.console.render import TranscriptPrinter, format_tokens, shown
 from agent_server.llm.cost import call_cost, uncached_cost
 from agent_server.llm.messages import Usage
@@ -109,18 +110,34 @@ class DemoClient:
             printer.console.print(shown(f"  ? allowed once: {title}", "dim"))
             return {"outcome": {"selected": "allow_once"}}
 
-        def on_log(_ls: LanguageClient, params: types.LogMessageParams) -> None:
+        def on_mcp_status(_ls: LanguageClient, params: Mapping[str, Any]) -> None:
+            # The demo configures no MCP server; one from the user's own mcp.json that
+            # fails is worth a line, the rest (starting, ready, the tool count) is not.
+            for server in params.get("servers") or ():
+                if server.get("state") == "failed":
+                    message = f"MCP server {server.get('name')} failed: {server.get('error', '')}"
+                    printer.console.print(shown(f"  ! {message}", "yellow"))
+
+        def on_show_message(_ls: LanguageClient, params: Any) -> None:
+            printer.console.print(shown(f"  ! {getattr(params, 'message', params)}", "yellow"))
+
+        def ignored(_ls: LanguageClient, params: Any) -> None:
             pass
 
+        # Every notification the server sends (docs/protocol.md), handled or deliberately
+        # ignored: pygls logs a warning for any other.
         handlers: dict[str, Callable[..., Any]] = {
-            "agent/update": on_update,
-            "agent/usage": on_usage,
-            "agent/compaction": on_compaction,
-            "agent/overflow": on_overflow,
-            "agent/context": on_log,  # each decision is in the usage meter already
-            "agent/requestPermission": on_permission,
-            types.WINDOW_LOG_MESSAGE: on_log,
+            protocol.UPDATE.name: on_update,
+            protocol.USAGE_CHANGED.name: on_usage,
+            protocol.COMPACTION.name: on_compaction,
+            protocol.OVERFLOW.name: on_overflow,
+            protocol.CONTEXT.name: ignored,  # each decision is in the usage meter already
+            protocol.MCP_STATUS.name: on_mcp_status,
+            protocol.REQUEST_PERMISSION.name: on_permission,
+            types.WINDOW_LOG_MESSAGE: ignored,  # the server's log; its stderr has it too
+            types.WINDOW_SHOW_MESSAGE: on_show_message,
         }
+        self.methods = frozenset(handlers)
         for method, handler in handlers.items():
             client.feature(method)(handler)
 
@@ -170,13 +187,13 @@ async def run_demo(
             )
             demo.client.initialized(types.InitializedParams())
             created = await demo.request(
-                "agent/session/new", {"workspaceUri": workspace.as_uri(), "title": "demo"}
+                protocol.SESSION_NEW.name, {"workspaceUri": workspace.as_uri(), "title": "demo"}
             )
             session_id = created["sessionId"]
             for prompt in prompts:
                 printer.prompt(prompt)
                 result = await demo.request(
-                    "agent/turn", {"sessionId": session_id, "prompt": prompt}
+                    protocol.TURN.name, {"sessionId": session_id, "prompt": prompt}
                 )
                 printer.turn_ended(result)
             await demo.client.shutdown_async(None)

@@ -14,7 +14,8 @@ printed as `text (url)` and HTML shown as written.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from markdown_it.token import Token
 from rich.console import Console
@@ -26,8 +27,25 @@ from rich.text import Text
 
 from agent_server.literal import literal, pieces
 
+if TYPE_CHECKING:
+    from agent_server.console.activity import Activity
+
 METER_WIDTH = 24
 ESCAPE_STYLE = "reverse"
+# A finished command's output under it: its first and last lines, with how many between (as
+# Codex's TUI shows a command: the start says what ran, the end how it ended).
+COLLAPSED_HEAD = 2
+COLLAPSED_TAIL = 3
+
+
+@dataclass(frozen=True, slots=True)
+class CommandOutput:
+    """A finished command's output as the model got it (`/output` shows it whole)."""
+
+    title: str
+    text: str
+    total_lines: int
+    full_output_path: str | None
 
 
 def shown(text: str, style: str = "", *, one_line: bool = False) -> Text:
@@ -105,24 +123,55 @@ def format_tokens(count: int) -> str:
     return f"{count / 1000:.1f}k" if count >= 1000 else str(count)
 
 
-def meter_text(usage: Mapping[str, Any]) -> Text:
+def meter_text(usage: Mapping[str, Any], width: int = 80) -> Text:
+    """`context ██░░│░ 21.8k/32.8k (67%) · cached 92% · $0.2700 · compacted 1×`: the
+    context's estimate against the window (the bar's mark is the compaction point), the
+    session's cache-read share of prompt tokens, its cost, and its compactions so far. The
+    bar narrows so the line fits `width` columns."""
     used, size = int(usage["used"]), max(int(usage["size"]), 1)
     fraction = used / size
-    filled = min(METER_WIDTH, round(fraction * METER_WIDTH))
-    mark = round(int(usage["compactAt"]) / size * METER_WIDTH)
-    bar = "".join("█" if i < filled else ("│" if i == mark else "░") for i in range(METER_WIDTH))
+    compactions = int(usage.get("windowNumber", 1)) - 1
+    figures = (
+        f" {format_tokens(used)}/{format_tokens(size)} ({fraction:.0%})"
+        f" · cached {float(usage['cacheHitRate']):.0%}"
+        f" · ${float(usage['cost']):.4f}"
+        + (f" · compacted {compactions}×" if compactions > 0 else "")
+    )
+    bar_width = max(8, min(METER_WIDTH, width - 1 - len("context ") - len(figures)))
+    filled = min(bar_width, round(fraction * bar_width))
+    mark = round(int(usage["compactAt"]) / size * bar_width)
+    bar = "".join("█" if i < filled else ("│" if i == mark else "░") for i in range(bar_width))
     text = Text("context ")
     text.append(bar, style=meter_colour(fraction))
-    text.append(
-        f" {format_tokens(used)}/{format_tokens(size)} ({fraction:.0%})"
-        f" · window {usage['windowNumber']}"
-        f" · cache {float(usage['cacheHitRate']):.0%}"
-        f" · ${float(usage['cost']):.4f}",
-        style="dim",
-    )
+    text.append(figures, style="dim")
     if used > int(usage["compactAt"]):
-        text.append(" · past the compaction point: the next request compacts first", "yellow")
+        text.append("\n  past the compaction point: the next request compacts first", "yellow")
     return text
+
+
+def compaction_reason(params: Mapping[str, Any], compact_at: int | None) -> str:
+    """Why a compaction ran, in words. "threshold" is either rule of the trigger: past the
+    compaction point, or close enough that the next step would leave no room to summarise."""
+    reason = str(params.get("reason", ""))
+    if reason == "threshold":
+        before = int(params.get("tokensBefore", 0))
+        if compact_at is not None and before <= compact_at:
+            return (
+                f"near the compaction point ({format_tokens(compact_at)}): "
+                "the next step would leave no room to summarise"
+            )
+        return "past the compaction point" + (
+            f" ({format_tokens(compact_at)})" if compact_at is not None else ""
+        )
+    return {
+        "overflow": "the provider refused the request as too long",
+        "truncation": "an answer was cut off by the window",
+        "manual": "asked for",
+        "idle": "the cache went cold: the prefix is written again either way",
+    }.get(reason, reason)
+
+
+SUMMARY_PREVIEW_LINES = 6
 
 
 class TranscriptPrinter:
@@ -151,8 +200,12 @@ class TranscriptPrinter:
         self.usage: Mapping[str, Any] | None = None
         self._open_message: str | None = None
         self._tool_titles: dict[str, str] = {}
+        self._tool_kinds: dict[str, str] = {}
         self.diffs_shown: set[str] = set()  # tool calls whose change is already on screen
         self.errors_shown: list[str] = []  # error notices of the current turn
+        self.outputs: list[CommandOutput] = []  # the commands' outputs, oldest first
+        self.output_hint = ""  # how to see a collapsed output whole, if there is a way
+        self.activity: Activity | None = None  # what runs now, in a terminal chat
 
     def prompt(self, text: str) -> None:
         self._close_message()
@@ -174,16 +227,28 @@ class TranscriptPrinter:
                 label = Text("agent › ", style="bold green")
                 self.console.print(label, end="\n" if self.markdown else "")
                 self._open_message = update["messageId"]
+                if self.activity is not None:
+                    self.activity.waiting("answering")
             self._stream(update["content"]["text"])
         elif kind == "thoughtChunk" and self.show_thinking:
             self._close_message()
             self.console.print(shown(update["content"]["text"], "dim italic"))
         elif kind == "toolCall":
             self._close_message()
-            self._tool_titles[update["toolCallId"]] = update["title"]
+            call_id = update["toolCallId"]
+            self._tool_titles[call_id] = update["title"]
+            self._tool_kinds[call_id] = update.get("toolKind", "other")
+            if self.activity is not None:
+                self.activity.waiting(update["title"])
         elif kind == "toolCallUpdate" and update.get("status") in ("completed", "failed"):
             self._close_message()
             self._tool_finished(update)
+            if self.activity is not None:
+                self.activity.waiting("waiting for the model")
+        elif kind == "toolCallUpdate" and self.activity is not None:
+            if self._tool_kinds.get(update["toolCallId"]) == "execute":
+                for text in _texts(update):
+                    self.activity.output(text)
         elif kind == "modelChange":
             self._close_message()
             what = f"  model: {update['model']}, thinking {update['thinking']}"
@@ -209,6 +274,35 @@ class TranscriptPrinter:
         for content in update.get("content") or ():
             if content.get("type") == "diff" and call_id not in self.diffs_shown:
                 self.console.print(diff_text(str(content.get("diff", ""))))
+        denied = isinstance(raw, Mapping) and raw.get("permission") == "denied"
+        if self._tool_kinds.get(call_id) == "execute" and not denied:
+            self._command_output(title, update)
+
+    def _command_output(self, title: str, update: Mapping[str, Any]) -> None:
+        """A finished command's first and last lines under it, with how many between."""
+        text = "".join(_texts(update))
+        raw = update.get("rawOutput")
+        raw = raw if isinstance(raw, Mapping) else {}
+        lines = text.rstrip("\n").splitlines()
+        total = max(int(raw.get("totalLines") or 0), len(lines))
+        path = raw.get("fullOutputPath")
+        self.outputs.append(
+            CommandOutput(title, text, total, str(path) if isinstance(path, str) else None)
+        )
+        head, tail = COLLAPSED_HEAD, COLLAPSED_TAIL
+        if len(lines) <= head + tail + 1:
+            head, tail = len(lines), 0
+        rows: list[Text] = [shown(piece, "dim", one_line=True) for piece in lines[:head]]
+        if tail:
+            hidden = total - head - tail  # lines the model's copy already left out count too
+            rows.append(Text(f"… +{hidden} lines", style="dim") + Text(self.output_hint, "dim"))
+            rows += [shown(piece, "dim", one_line=True) for piece in lines[-tail:]]
+        elif total > len(lines):  # the model's copy is the tail of a longer output
+            rows.insert(0, Text(f"… +{total - len(lines)} lines", style="dim"))
+        for row in rows:
+            row = Text("    ") + row
+            row.no_wrap, row.overflow = True, "ellipsis"
+            self.console.print(row)
 
     def usage_changed(self, usage: Mapping[str, Any]) -> None:
         self.usage = usage
@@ -216,11 +310,15 @@ class TranscriptPrinter:
     def compaction(self, params: Mapping[str, Any]) -> None:
         self._close_message()
         status = params["status"]
+        if self.activity is not None:
+            self.activity.waiting("compacting" if status == "started" else "waiting for the model")
+        compact_at = int(self.usage["compactAt"]) if self.usage else None
+        reason = compaction_reason(params, compact_at)
         if status == "started":
             self.console.print(
                 Text(
                     f"  ⟳ compacting {format_tokens(int(params['tokensBefore']))} tokens "
-                    f"({params['reason']})…",
+                    f"({reason})…",
                     style="magenta",
                 )
             )
@@ -229,13 +327,15 @@ class TranscriptPrinter:
             error = shown(str(params.get("error", "")), "red")
             self.console.print(Text(f"  ⟳ compaction {status}: ", style="red") + error)
             return
-        summary = str(params.get("summary", ""))
-        preview = "\n".join(summary.strip().splitlines()[:6])
+        lines = str(params.get("summary", "")).strip().splitlines()
+        preview = shown("\n".join(lines[:SUMMARY_PREVIEW_LINES]), "dim")
+        if len(lines) > SUMMARY_PREVIEW_LINES:
+            preview.append(f"\n… {len(lines) - SUMMARY_PREVIEW_LINES} more lines", style="italic")
         self.console.print(
             Panel(
-                shown(preview, "dim"),
+                preview,
                 title=(
-                    f"compacted ({params['reason']}): {format_tokens(int(params['tokensBefore']))}"
+                    f"compacted: {format_tokens(int(params['tokensBefore']))}"
                     f" → {format_tokens(int(params.get('tokensAfter', 0)))} tokens"
                 ),
                 title_align="left",
@@ -261,7 +361,7 @@ class TranscriptPrinter:
             self.console.print(Text(f"  (turn ended: {result['stopReason']})", style="yellow"))
         usage = result.get("usage") or self.usage
         if usage:
-            self.console.print(meter_text(usage))
+            self.console.print(meter_text(usage, self.console.width))
 
     def _stream(self, text: str) -> None:
         if self.markdown:
@@ -302,6 +402,15 @@ class TranscriptPrinter:
                 self.console.print(Text(f"  … {self._hidden_lines} more lines", style="dim"))
         self._open_message = None
         self._lines = self._hidden_lines = 0
+
+
+def _texts(update: Mapping[str, Any]) -> list[str]:
+    """The text content of a tool call update."""
+    return [
+        str(item["content"].get("text", ""))
+        for item in update.get("content") or ()
+        if item.get("type") == "content" and isinstance(item.get("content"), Mapping)
+    ]
 
 
 def _last_block_end(text: str) -> int:
@@ -350,11 +459,7 @@ def usage_table(
     )
     table.add_row("cache-read share", "", f"{float(session.get('cacheHitRate', 0)):.0%}")
     size = max(int(usage["size"]), 1)
-    table.add_row(
-        "context",
-        "",
-        f"{format_tokens(int(usage['used']))} of {format_tokens(size)}"
-        f" (compacts above {format_tokens(int(usage['compactAt']))}),"
-        f" window {usage['windowNumber']}",
-    )
+    table.add_row("context", "", f"{format_tokens(int(usage['used']))} of {format_tokens(size)}")
+    table.add_row("compacts above", "", format_tokens(int(usage["compactAt"])))
+    table.add_row("compactions", "", str(int(usage.get("windowNumber", 1)) - 1))
     return table

@@ -16,7 +16,7 @@ Either way a later compaction summarises only the previous summary plus what cam
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from agent_server.llm.messages import (
     AssistantMessage,
@@ -492,45 +492,46 @@ def build_branch_summary_prompt(
 
 # --- file operations ------------------------------------------------------------------------
 
-READ_TOOLS: frozenset[str] = frozenset(("read", "ls", "grep", "find", "glob"))
-WRITE_TOOLS: frozenset[str] = frozenset(("write", "edit", "multi_edit", "multiedit"))
-_PATH_KEYS = ("path", "file_path", "filePath")
+# How a tool call touches files, as its tool declares: the tool's kind (the Agent Client
+# Protocol's: "read", "search", "edit", "execute", "other") and the paths the call names.
+CallFiles = Callable[[ToolCall], tuple[str, Sequence[str]]]
+READ_KINDS = frozenset(("read", "search"))
+WRITE_KINDS = frozenset(("edit",))
+
+
+def no_files(call: ToolCall) -> tuple[str, Sequence[str]]:
+    """For a caller that knows nothing of its tools: no call names a file."""
+    return "other", ()
 
 
 def extract_file_operations(
-    messages: Iterable[Message], previous: CompactionDetails | None = None
+    messages: Iterable[Message],
+    previous: CompactionDetails | None = None,
+    files_of: CallFiles = no_files,
 ) -> CompactionDetails:
-    """Paths read (read/ls/grep/find) and modified (write/edit) by the tool calls in
-    `messages`, unioned with the previous compaction's, sorted and deduplicated.
+    """The paths read and modified by the tool calls in `messages`, as their tools declare
+    them (`files_of`: a read or search tool's paths are read, an edit tool's modified),
+    unioned with the previous compaction's, sorted and deduplicated.
 
     A call whose result is an error does not count. A modified file is listed as modified
     only, not also as read.
     """
     read: set[str] = set(previous.read_files) if previous else set()
     modified: set[str] = set(previous.modified_files) if previous else set()
-    calls: dict[str, tuple[str, str]] = {}  # call id -> (kind, path)
+    calls: dict[str, tuple[str, Sequence[str]]] = {}  # call id -> (kind, paths)
     failed: set[str] = set()
     for message in messages:
         if isinstance(message, AssistantMessage):
-            for call in message.tool_calls:
-                name = call.name.lower()
-                kind = "read" if name in READ_TOOLS else "write" if name in WRITE_TOOLS else None
-                path = next(
-                    (
-                        call.arguments[k]
-                        for k in _PATH_KEYS
-                        if isinstance(call.arguments.get(k), str)
-                    ),
-                    None,
-                )
-                if kind is not None and path:
-                    calls[call.id] = (kind, path)
+            calls.update((call.id, files_of(call)) for call in message.tool_calls)
         elif isinstance(message, ToolResultMessage) and message.is_error:
             failed.add(message.tool_call_id)
-    for call_id, (kind, path) in calls.items():
+    for call_id, (kind, paths) in calls.items():
         if call_id in failed:
             continue
-        (read if kind == "read" else modified).add(path)
+        if kind in READ_KINDS:
+            read.update(paths)
+        elif kind in WRITE_KINDS:
+            modified.update(paths)
     return CompactionDetails(
         read_files=tuple(sorted(read - modified)), modified_files=tuple(sorted(modified))
     )

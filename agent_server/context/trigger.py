@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, get_args
 
 from agent_server.context.estimate import estimate_tokens
 from agent_server.context.summary_prompt import INSTRUCTION_TOKENS, SUMMARY_OUTPUT_TOKENS
@@ -45,7 +45,7 @@ KEPT_SHARE_OF_THRESHOLD = 3
 # "cached": the summary request is the current context plus one final instruction, so it is
 # billed at the cache-read price; "fresh": a separate summary prompt (the seed's way).
 SummaryMode: TypeAlias = Literal["cached", "fresh"]
-SUMMARY_MODES: tuple[str, ...] = ("cached", "fresh")
+SUMMARY_MODES: tuple[str, ...] = get_args(SummaryMode)
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,6 +43,7 @@ from agent_server.llm.messages import (
 from agent_server.llm.models import ModelInfo
 from agent_server.llm.provider_errors import ErrorContext
 from agent_server.llm.provider_stream import EventDicts, run_provider_stream
+from agent_server.llm.providers import ANTHROPIC_KEY, ANTHROPIC_MESSAGES
 from agent_server.llm.stream import (
     CacheRetention,
     CacheUse,
@@ -60,8 +61,7 @@ from agent_server.llm.stream import (
     parse_tool_arguments,
 )
 
-API = "anthropic-messages"
-DEFAULT_API_KEY_ENV = "ANTHROPIC_API_KEY"
+API = ANTHROPIC_MESSAGES.name
 # How far back from a breakpoint the provider looks for an earlier cache entry, in blocks.
 LOOKBACK_BLOCKS = 20
 MAX_BREAKPOINTS = 4
@@ -392,22 +392,21 @@ class AnthropicProvider:
 
     def __init__(
         self,
-        api_key: str,
+        api_key: str | None,
         base_url: str | None = None,
         *,
-        api_key_env: str | None = DEFAULT_API_KEY_ENV,
+        api_key_env: str | None = ANTHROPIC_KEY.variable,
         provider_name: str = "Anthropic",
         **client_options: Any,
     ) -> None:
         client_options["max_retries"] = 0
-        self._client = anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=base_url, **client_options
-        )
+        key = api_key or PLACEHOLDER_API_KEY
+        self._client = anthropic.AsyncAnthropic(api_key=key, base_url=base_url, **client_options)
         self._errors = ErrorContext(
             provider=provider_name,
             api_key_env=api_key_env,
             base_url=base_url,
-            secrets=() if api_key == PLACEHOLDER_API_KEY else (api_key,),
+            secrets=() if key == PLACEHOLDER_API_KEY else (key,),
         )
 
     @property

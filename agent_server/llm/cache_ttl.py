@@ -9,8 +9,9 @@ The documented lifetimes (each read refreshes them):
   minutes, or 12 hours on the Responses API with the long retention;
 - a local OpenAI-compatible server, or no caching: unknown (None).
 
-The context manager compares the pause since the last call with this to know, before the
-next call, that the prefix is cold (context/trigger.py decides what to do about it).
+Each wire API's description (`llm/providers.py`) names its rules; the context manager
+compares the pause since the last call with them to know, before the next call, that the
+prefix is cold (context/trigger.py decides what to do about it).
 """
 
 from __future__ import annotations
@@ -26,27 +27,42 @@ OPENAI_OPTIONS_SHORT_TTL = 30 * 60.0
 OPENAI_RESPONSES_LONG_TTL = 12 * 60 * 60.0
 
 
-def cache_ttl(api: str, model: ModelInfo, retention: CacheRetention) -> float | None:
-    """Seconds `api` keeps `model`'s cached prefix after its last use with `retention`; None
-    when nothing is cached or the server's rules are unknown."""
+def anthropic_cache_ttl(model: ModelInfo, retention: CacheRetention) -> float | None:
+    """The Anthropic Messages API: 5 minutes, or 1 hour with the long retention."""
     if retention == "none":
         return None
-    long = retention == "long"
-    if api == "anthropic-messages":
-        return ANTHROPIC_LONG_TTL if long else ANTHROPIC_SHORT_TTL
-    if not speaks_openai_extensions(model):
+    return ANTHROPIC_LONG_TTL if retention == "long" else ANTHROPIC_SHORT_TTL
+
+
+def openai_chat_cache_ttl(model: ModelInfo, retention: CacheRetention) -> float | None:
+    """OpenAI Chat Completions (no longer lifetime with `prompt_cache_options`)."""
+    return _openai_cache_ttl(model, retention, options_long=OPENAI_OPTIONS_SHORT_TTL)
+
+
+def openai_responses_cache_ttl(model: ModelInfo, retention: CacheRetention) -> float | None:
+    """OpenAI Responses: 12 hours with the long retention and `prompt_cache_options`."""
+    return _openai_cache_ttl(model, retention, options_long=OPENAI_RESPONSES_LONG_TTL)
+
+
+def _openai_cache_ttl(
+    model: ModelInfo, retention: CacheRetention, *, options_long: float
+) -> float | None:
+    if retention == "none" or not speaks_openai_extensions(model):
         return None
+    long = retention == "long"
     if model.bills_cache_writes:
-        if long and api == "openai-responses":
-            return OPENAI_RESPONSES_LONG_TTL
-        return OPENAI_OPTIONS_SHORT_TTL
+        return options_long if long else OPENAI_OPTIONS_SHORT_TTL
     return OPENAI_EXTENDED_TTL if long else OPENAI_IN_MEMORY_TTL
 
 
-def bills_cache_writes(api: str, model: ModelInfo) -> bool:
-    """Whether `api` bills writing `model`'s cache (at its own price) rather than charging
-    uncached tokens at the input price."""
-    return api == "anthropic-messages" or model.bills_cache_writes
+def anthropic_bills_cache_writes(model: ModelInfo) -> bool:
+    """Anthropic bills every cache write at its own price."""
+    return True
+
+
+def openai_bills_cache_writes(model: ModelInfo) -> bool:
+    """OpenAI bills cache writes from GPT-5.6 on; before, uncached input at the input price."""
+    return model.bills_cache_writes
 
 
 def describe_seconds(seconds: float) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias, get_args
+from typing import Any, Literal, TypeAlias, cast, get_args
 
 StopReason: TypeAlias = Literal[
     "stop",  # the model finished its answer
@@ -35,6 +35,10 @@ STOP_REASONS: frozenset[str] = frozenset(get_args(StopReason))
 class TextContent:
     text: str
     type: Literal["text"] = "text"
+
+
+# The image types every provider API takes (Anthropic's and OpenAI's common set).
+IMAGE_TYPES: tuple[str, ...] = ("image/png", "image/jpeg", "image/gif", "image/webp")
 
 
 @dataclass(frozen=True, slots=True)
@@ -413,14 +417,19 @@ def _attachments(data: object, block_count: int) -> tuple[Attachment, ...]:
         if not isinstance(item, Mapping):
             raise MessageFormatError("an attachment must be an object")
         kind = item.get("kind")
-        if kind not in ("file", "directory", "image"):
+        if kind not in get_args(AttachmentKind):
             raise MessageFormatError(f"unknown attachment kind {kind!r}")
         blocks = item.get("blocks", 1)
         if isinstance(blocks, bool) or not isinstance(blocks, int) or blocks < 0:
             raise MessageFormatError("attachment.blocks must be a count")
         detail = item.get("detail", "")
         out.append(
-            Attachment(_str(item, "path"), kind, blocks, detail if isinstance(detail, str) else "")
+            Attachment(
+                _str(item, "path"),
+                cast(AttachmentKind, kind),
+                blocks,
+                detail if isinstance(detail, str) else "",
+            )
         )
     if sum(a.blocks for a in out) > block_count:
         raise MessageFormatError("the attachments claim more blocks than the message has")

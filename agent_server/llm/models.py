@@ -18,6 +18,9 @@ import yaml
 from agent_server.errors import UnknownModelError
 
 Vendor: TypeAlias = Literal["anthropic", "openai", "sim", "local"]
+VENDORS: tuple[str, ...] = get_args(Vendor)
+# A models or config file with one of these suffixes is YAML; any other, JSON.
+YAML_SUFFIXES = (".yaml", ".yml")
 # How an Anthropic model is asked to think: "budget", `thinking: {type: "enabled",
 # budget_tokens}` (Haiku 4.5, Opus 4.5 and older; the simulator); "adaptive", `thinking:
 # {type: "adaptive"}` with `output_config.effort` (Sonnet 4.6, Opus 4.6 and later, which
@@ -81,15 +84,6 @@ def speaks_openai_extensions(model: ModelInfo) -> bool:
     or ignore them, so none are sent to it.
     """
     return model.vendor in ("openai", "sim")
-
-
-def can_think(model: ModelInfo, api: str) -> bool:
-    """Whether the thinking level (CallOptions.thinking) changes what `api` is asked of
-    `model`: Anthropic's Messages API for a model with a thinking style, OpenAI's APIs for
-    a reasoning model (`reasoning.effort`, `reasoning_effort`)."""
-    if api == "anthropic-messages":
-        return model.thinking is not None
-    return model.reasoning
 
 
 def _anthropic_pricing(
@@ -230,14 +224,6 @@ BUILTIN_MODELS: tuple[ModelInfo, ...] = (
 BENCHMARK_CLAUDE_MODEL = "claude-haiku-4-5"
 BENCHMARK_GPT_MODEL = "gpt-5.5"
 
-DEFAULT_MODEL_BY_PROVIDER: Mapping[str, str] = {
-    "anthropic": "claude-sonnet-5-5",
-    "openai-chat": "gpt-5.5",
-    "openai-responses": "gpt-5.5",
-    "sim": "sim-small",
-}
-
-
 class ModelRegistry:
     """The built-in models plus the user's, looked up by id."""
 
@@ -308,7 +294,7 @@ def model_from_json(data: Mapping[str, Any]) -> ModelInfo:
                 f"{where}: unknown pricing key {key!r} (expected one of {', '.join(_PRICE_KEYS)})"
             )
     vendor = data.get("vendor", "local")
-    if vendor not in ("anthropic", "openai", "sim", "local"):
+    if vendor not in VENDORS:
         raise ValueError(f"{where}: vendor must be anthropic, openai, sim or local, not {vendor!r}")
     context_window = _positive_int(data, "contextWindow", where)
     max_output = _positive_int(data, "maxOutput", where)
@@ -356,7 +342,7 @@ def load_models_file(path: Path) -> list[ModelInfo]:
     except OSError as exc:
         raise ValueError(f"{path}: cannot read the models file ({exc.strerror})") from exc
     try:
-        data = yaml.safe_load(text) if path.suffix in (".yaml", ".yml") else json.loads(text)
+        data = yaml.safe_load(text) if path.suffix in YAML_SUFFIXES else json.loads(text)
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: not a valid models file: {exc}") from exc
     entries = data.get("models") if isinstance(data, Mapping) else data

@@ -47,6 +47,7 @@ from agent_server.llm.openai_client import (
 )
 from agent_server.llm.provider_errors import error_from_body
 from agent_server.llm.provider_stream import EventDicts, run_provider_stream
+from agent_server.llm.providers import OPENAI_CHAT
 from agent_server.llm.stream import (
     CacheRetention,
     CallOptions,
@@ -61,7 +62,7 @@ from agent_server.llm.stream import (
     parse_tool_arguments,
 )
 
-API = "openai-chat"
+API = OPENAI_CHAT.name
 
 FINISH_REASONS: Mapping[str, StopReason] = {
     "stop": "stop",

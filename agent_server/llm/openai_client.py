@@ -22,9 +22,9 @@ import openai
 from agent_server.llm.credentials import PLACEHOLDER_API_KEY
 from agent_server.llm.models import ModelInfo, speaks_openai_extensions
 from agent_server.llm.provider_errors import ErrorContext
+from agent_server.llm.providers import OPENAI_KEY
 from agent_server.llm.stream import CacheRetention, CallOptions
 
-DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 # Cache retention OpenAI calls "extended": up to 24 hours (models before GPT-5.6).
 EXTENDED_RETENTION = "24h"
 # `prompt_cache_options.ttl` (GPT-5.6 on): 30 minutes on both APIs; the Responses API also
@@ -81,7 +81,7 @@ class OpenAIClientProvider:
         api_key: str | None,
         base_url: str | None = None,
         *,
-        api_key_env: str | None = DEFAULT_API_KEY_ENV,
+        api_key_env: str | None = OPENAI_KEY.variable,
         provider_name: str | None = None,
         **client_options: Any,
     ) -> None:

@@ -41,6 +41,7 @@ from agent_server.llm.openai_client import (
 )
 from agent_server.llm.provider_errors import error_from_body
 from agent_server.llm.provider_stream import EventDicts, run_provider_stream
+from agent_server.llm.providers import OPENAI_RESPONSES
 from agent_server.llm.stream import (
     CacheRetention,
     CallOptions,
@@ -56,7 +57,7 @@ from agent_server.llm.stream import (
     parse_tool_arguments,
 )
 
-API = "openai-responses"
+API = OPENAI_RESPONSES.name
 
 INCOMPLETE_REASONS: Mapping[str, StopReason] = {
     "max_output_tokens": "length",

@@ -21,6 +21,9 @@ from dataclasses import dataclass
 from agent_server.errors import ContextOverflowError, ProviderError
 from agent_server.llm.messages import AssistantMessage
 
+# The attributes an SDK error may name the provider's error code in, the most specific first.
+ERROR_CODE_ATTRIBUTES = ("error_code", "code", "type")
+
 
 @dataclass(frozen=True, slots=True)
 class Wording:
@@ -322,7 +325,7 @@ def error_facts(error: object) -> ErrorFacts:
     elif isinstance(error, BaseException):
         raw_status = getattr(error, "status_code", None)
         status = raw_status if isinstance(raw_status, int) else None
-        for attribute in ("code", "type", "error_code"):
+        for attribute in ERROR_CODE_ATTRIBUTES:
             value = getattr(error, attribute, None)
             if isinstance(value, str):
                 codes.add(value)

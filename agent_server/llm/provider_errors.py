@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import email.utils
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -35,6 +35,7 @@ from agent_server.errors import (
 )
 from agent_server.llm.messages import AssistantMessage
 from agent_server.llm.overflow import (
+    ERROR_CODE_ATTRIBUTES,
     ErrorFacts,
     error_facts,
     facts_say_overflow,
@@ -256,27 +257,43 @@ def _status_error(exc: anthropic.APIError | openai.APIError, where: ErrorContext
     )
 
 
-def _classify(
-    facts: ErrorFacts,
-    detail: str,
-    retry_after: float | None,
-    error_type: str | None,
-    where: ErrorContext,
-) -> ProviderError:
-    status = facts.status
-    codes = {code.lower() for code in facts.codes}
-    provider = where.provider
+@dataclass(frozen=True, slots=True)
+class _Failure:
+    """One failed call, as the rules below read it: the facts the provider gave, the detail
+    to quote, when to retry, the most specific error code, and who was called."""
 
-    def make(cls: type[ProviderError], text: str, wait: float | None = None) -> ProviderError:
+    facts: ErrorFacts
+    detail: str
+    retry_after: float | None
+    error_type: str | None
+    where: ErrorContext
+
+    @property
+    def status(self) -> int | None:
+        return self.facts.status
+
+    @property
+    def codes(self) -> set[str]:
+        return {code.lower() for code in self.facts.codes}
+
+    @property
+    def provider(self) -> str:
+        return self.where.provider
+
+    def refused(
+        self, cls: type[ProviderError], text: str, wait: float | None = None
+    ) -> ProviderError:
+        """A failure that waiting will not fix."""
         return cls(
-            _say(where, text),
-            status=status,
-            provider=provider,
-            error_type=error_type,
+            _say(self.where, text),
+            status=self.status,
+            provider=self.provider,
+            error_type=self.error_type,
             retry_after=wait,
         )
 
     def retried(
+        self,
         cls: type[ProviderError],
         happened: str,
         retrying: str,
@@ -285,102 +302,174 @@ def _classify(
     ) -> ProviderError:
         return _retryable(
             cls,
-            where,
+            self.where,
             happened,
             retrying,
             if_retries_fail,
-            status=status,
-            error_type=error_type,
+            status=self.status,
+            error_type=self.error_type,
             retry_after=wait,
         )
 
+
+# The rules, tried in order; the first that recognises the failure classifies it.
+
+
+def _out_of_quota(f: _Failure) -> ProviderError | None:
     # A quota or billing problem looks like a rate limit (429) but waiting will not fix it.
-    lowered = facts.text.lower()
-    if (
-        codes & _QUOTA_CODES
-        or (status == 429 and "quota" in lowered)
+    lowered = f.facts.text.lower()
+    if not (
+        f.codes & _QUOTA_CODES
+        or (f.status == 429 and "quota" in lowered)
         or "credit balance is too low" in lowered
     ):
-        return make(
-            QuotaExceededError,
-            f"{provider} refused the call: the account is out of quota or credit ({detail}). "
-            f"Check the plan and billing of the account that owns the key{_in_variable(where)}.",
+        return None
+    return f.refused(
+        QuotaExceededError,
+        f"{f.provider} refused the call: the account is out of quota or credit ({f.detail}). "
+        f"Check the plan and billing of the account that owns the key{_in_variable(f.where)}.",
+    )
+
+
+def _too_large_for_rate_limit(f: _Failure) -> ProviderError | None:
+    if not facts_say_too_large_for_rate_limit(f.facts):
+        return None
+    return f.refused(
+        RequestTooLargeError,
+        f"{f.provider} refused the request: it is larger than the account's rate limit "
+        f"allows in one minute ({f.detail}). Waiting will not help: compact the session "
+        "(or start a new one) to send a smaller request, or use a model or usage tier "
+        "with a higher tokens-per-minute limit.",
+    )
+
+
+def _rate_limited(f: _Failure) -> ProviderError | None:
+    if not (f.status == 429 or f.codes & _RATE_LIMIT_CODES):
+        return None
+    when = f" in {f.retry_after:g}s" if f.retry_after is not None else " with backoff"
+    return f.retried(
+        RateLimitError,
+        f"{f.provider} rate limit reached ({f.detail}).",
+        f"The call will be retried{when}.",
+        "Wait a minute and try again; if it keeps happening, check the rate limits of the "
+        f"account that owns the key{_in_variable(f.where)} (a higher usage tier raises them), "
+        "or switch to another model.",
+        f.retry_after,
+    )
+
+
+def _overloaded(f: _Failure) -> ProviderError | None:
+    if not (f.status in (529, 503) or f.codes & _OVERLOAD_CODES):
+        return None
+    return f.retried(
+        OverloadedError,
+        f"{f.provider} is overloaded ({f.detail}).",
+        "The call will be retried with backoff.",
+        f"Try again in a few minutes, check {_outage(f.where)}, or switch to another model.",
+        f.retry_after,
+    )
+
+
+def _overflow(f: _Failure) -> ProviderError | None:
+    if not facts_say_overflow(f.facts):
+        return None
+    detail = f.detail
+    if f.facts.empty_body:
+        detail = (
+            f"{f.status} with no body, which some servers, such as Cerebras, send for a "
+            "prompt longer than the window"
         )
-    if facts_say_too_large_for_rate_limit(facts):
-        return make(
-            RequestTooLargeError,
-            f"{provider} refused the request: it is larger than the account's rate limit "
-            f"allows in one minute ({detail}). Waiting will not help: compact the session "
-            "(or start a new one) to send a smaller request, or use a model or usage tier "
-            "with a higher tokens-per-minute limit.",
-        )
-    if status == 429 or codes & _RATE_LIMIT_CODES:
-        when = f" in {retry_after:g}s" if retry_after is not None else " with backoff"
-        return retried(
-            RateLimitError,
-            f"{provider} rate limit reached ({detail}).",
-            f"The call will be retried{when}.",
-            "Wait a minute and try again; if it keeps happening, check the rate limits of the "
-            f"account that owns the key{_in_variable(where)} (a higher usage tier raises them), "
-            "or switch to another model.",
-            retry_after,
-        )
-    if status in (529, 503) or codes & _OVERLOAD_CODES:
-        return retried(
-            OverloadedError,
-            f"{provider} is overloaded ({detail}).",
-            "The call will be retried with backoff.",
-            f"Try again in a few minutes, check {_outage(where)}, or switch to another model.",
-            retry_after,
-        )
-    if facts_say_overflow(facts):
-        if facts.empty_body:
-            detail = (
-                f"{status} with no body, which some servers, such as Cerebras, send for a "
-                "prompt longer than the window"
-            )
-        return make(
-            ContextOverflowError,
-            f"The prompt does not fit the context window of {_model(where)} ({detail}). "
-            "Compact the session (or start a new one) and try again.",
-        )
-    if status == 401 or codes & _AUTH_CODES:
-        return make(
-            AuthenticationError,
-            f"{provider} rejected the API key ({detail}). Check the key in {_variable(where)}, "
-            "or point the 'apiKeyEnv' setting at the variable that holds the right one.",
-        )
-    if status == 403 or codes & _PERMISSION_CODES:
-        return make(
-            PermissionDeniedError,
-            f"{provider} refused the call ({detail}). The key{_in_variable(where)} may not use "
-            f"{_model(where)}: check its permissions, or choose another model.",
-        )
-    if status == 404 or codes & _NOT_FOUND_CODES:
-        return make(
-            ModelNotFoundError,
-            f"{provider} does not know {_model(where)} ({detail}). Check the 'model' setting "
-            "(and 'baseUrl'); a model of a local server must be defined in the models file "
-            "with the id that server uses.",
-        )
-    if (status is not None and status >= 500) or codes & _SERVER_CODES:
-        return retried(
-            ProviderServerError,
-            f"{provider} had an internal error ({detail}).",
-            "The call will be retried.",
-            f"Try again later, check {_outage(where)}, or switch to another model.",
-            retry_after,
-        )
-    if status is not None and 400 <= status < 500:
-        return make(
-            InvalidRequestError,
-            f"{provider} rejected the request ({detail}). This is likely a bug in agent-server "
-            "or a setting this model does not support; please report it.",
-        )
-    # An error event inside a stream that says nothing we recognise: treat as transient.
-    return retried(
+    return f.refused(
+        ContextOverflowError,
+        f"The prompt does not fit the context window of {_model(f.where)} ({detail}). "
+        "Compact the session (or start a new one) and try again.",
+    )
+
+
+def _bad_key(f: _Failure) -> ProviderError | None:
+    if not (f.status == 401 or f.codes & _AUTH_CODES):
+        return None
+    return f.refused(
+        AuthenticationError,
+        f"{f.provider} rejected the API key ({f.detail}). Check the key in "
+        f"{_variable(f.where)}, or point the 'apiKeyEnv' setting at the variable that holds "
+        "the right one.",
+    )
+
+
+def _not_allowed(f: _Failure) -> ProviderError | None:
+    if not (f.status == 403 or f.codes & _PERMISSION_CODES):
+        return None
+    return f.refused(
+        PermissionDeniedError,
+        f"{f.provider} refused the call ({f.detail}). The key{_in_variable(f.where)} may not "
+        f"use {_model(f.where)}: check its permissions, or choose another model.",
+    )
+
+
+def _unknown_model(f: _Failure) -> ProviderError | None:
+    if not (f.status == 404 or f.codes & _NOT_FOUND_CODES):
+        return None
+    return f.refused(
+        ModelNotFoundError,
+        f"{f.provider} does not know {_model(f.where)} ({f.detail}). Check the 'model' "
+        "setting (and 'baseUrl'); a model of a local server must be defined in the models "
+        "file with the id that server uses.",
+    )
+
+
+def _server_failed(f: _Failure) -> ProviderError | None:
+    if not ((f.status is not None and f.status >= 500) or f.codes & _SERVER_CODES):
+        return None
+    return f.retried(
         ProviderServerError,
-        f"{provider} reported an error while answering ({detail}).",
+        f"{f.provider} had an internal error ({f.detail}).",
+        "The call will be retried.",
+        f"Try again later, check {_outage(f.where)}, or switch to another model.",
+        f.retry_after,
+    )
+
+
+def _invalid_request(f: _Failure) -> ProviderError | None:
+    if not (f.status is not None and 400 <= f.status < 500):
+        return None
+    return f.refused(
+        InvalidRequestError,
+        f"{f.provider} rejected the request ({f.detail}). This is likely a bug in agent-server "
+        "or a setting this model does not support; please report it.",
+    )
+
+
+_RULES: tuple[Callable[[_Failure], ProviderError | None], ...] = (
+    _out_of_quota,
+    _too_large_for_rate_limit,
+    _rate_limited,
+    _overloaded,
+    _overflow,
+    _bad_key,
+    _not_allowed,
+    _unknown_model,
+    _server_failed,
+    _invalid_request,
+)
+
+
+def _classify(
+    facts: ErrorFacts,
+    detail: str,
+    retry_after: float | None,
+    error_type: str | None,
+    where: ErrorContext,
+) -> ProviderError:
+    failure = _Failure(facts, detail, retry_after, error_type, where)
+    for rule in _RULES:
+        error = rule(failure)
+        if error is not None:
+            return error
+    # An error event inside a stream that says nothing we recognise: treat as transient.
+    return failure.retried(
+        ProviderServerError,
+        f"{where.provider} reported an error while answering ({detail}).",
         "The call will be retried.",
         f"Try again later, check {_outage(where)}, or switch to another model.",
     )
@@ -444,7 +533,7 @@ def _in_variable(where: ErrorContext) -> str:
 
 def _error_type(exc: BaseException, codes: frozenset[str]) -> str | None:
     """The most specific code the provider gave: a stable error code, else the error type."""
-    for attribute in ("error_code", "code", "type"):
+    for attribute in ERROR_CODE_ATTRIBUTES:  # the most specific first
         value = getattr(exc, attribute, None)
         if isinstance(value, str) and value and value != "error":
             return value

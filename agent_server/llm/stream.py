@@ -30,7 +30,7 @@ from agent_server.llm.messages import (
 from agent_server.llm.models import ModelInfo
 
 CacheRetention: TypeAlias = Literal["none", "short", "long"]
-# How hard the model thinks before it answers, where the model can (models.can_think):
+# How hard the model thinks before it answers, where the model can (providers.can_think):
 # "off" sends nothing (the provider's default: no thinking on Anthropic); the others are
 # Anthropic's effort or thinking budget, OpenAI's reasoning effort.
 ThinkingLevel: TypeAlias = Literal["off", "low", "medium", "high"]

@@ -25,7 +25,9 @@ import threading
 from collections.abc import Mapping
 from typing import Any, BinaryIO
 
-CHUNK_KINDS = frozenset(("messageChunk", "thoughtChunk"))
+from agent_server import protocol
+from agent_server.agent.transcript import CHUNK_KINDS
+
 # A message sent after a quiet spell goes out at the end of the loop's turn; in a burst, what
 # arrives within this many seconds of the last write goes out together with the next one.
 WRITE_INTERVAL = 0.002
@@ -36,7 +38,7 @@ class _Update:
 
     __slots__ = ("session_id", "turn_id", "update")
 
-    def __init__(self, session_id: str, turn_id: str, update: dict[str, Any]) -> None:
+    def __init__(self, session_id: str, turn_id: str, update: Mapping[str, Any]) -> None:
         self.session_id = session_id
         self.turn_id = turn_id
         self.update = update
@@ -98,7 +100,7 @@ class Outbox:
     def notify(self, method: str, params: Any) -> None:
         self._put(frame({"jsonrpc": "2.0", "method": method, "params": params}))
 
-    def update(self, session_id: str, turn_id: str, update: dict[str, Any]) -> None:
+    def update(self, session_id: str, turn_id: str, update: Mapping[str, Any]) -> None:
         """An `agent/update`; its `seq` is given when it is encoded."""
         self._put(_Update(session_id, turn_id, update))
 
@@ -168,7 +170,7 @@ class Outbox:
                 "seq": seq,
                 "update": item.update,
             }
-            out += frame({"jsonrpc": "2.0", "method": "agent/update", "params": params})
+            out += frame({"jsonrpc": "2.0", "method": protocol.UPDATE.name, "params": params})
 
     def _send(self, block: bool = False) -> None:
         """Encode what is queued and write as much as the pipe takes."""

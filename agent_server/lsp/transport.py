@@ -13,12 +13,16 @@ module replaces its read loop:
   not UTF-8 JSON, -32600 for an invalid request (a batch array, `jsonrpc` missing or not
   "2.0", a method that is not a string, a notification method sent with an id, a request
   after `shutdown`), -32002 before `initialize`, -32601 for an unknown method, -32602 for
-  params the method's type refuses. When the id itself cannot be read, the answer's id is
-  null, as JSON-RPC asks. Notifications that cannot be handled are dropped with one log line.
+  params the method's type refuses. An id that is a number but not an integer (`1.5`: JSON-RPC
+  allows it, LSP does not) is refused with -32600 and answered with that id; an id that is no
+  id at all (an object, an array, a boolean) gets an answer with a null id, as JSON-RPC asks.
+  Notifications that cannot be handled are dropped with one log line; `$/cancelRequest` is
+  handled here (an id of the wrong type, or of no request in flight, is dropped).
 - `shutdown` counts from the moment it is read: an `exit` read while the shutdown handler
   still closes the folders (both in one write) waits for its answer, then exits with 0.
 - Nothing from a client is logged or echoed whole: values are cut (`shorten`), and handled
-  errors log no traceback.
+  errors log no traceback. The first 50 refused or dropped messages are logged at WARNING,
+  the rest at DEBUG, so a flood of bad input cannot fill the log.
 """
 
 from __future__ import annotations
@@ -47,6 +51,8 @@ from pygls.protocol import (
     LanguageServerProtocol,
 )
 
+from agent_server.jsonrpc_ids import answerable_id, find_request_id
+from agent_server.jsonrpc_ids import is_integer_or_string as _is_id
 from agent_server.stderr_log import shorten
 
 log = logging.getLogger(__name__)
@@ -203,44 +209,6 @@ def _content_length(block: bytes) -> tuple[int | None, str | None]:
     return length, None
 
 
-def find_request_id(head: bytes) -> int | str | None:
-    """The `id` of a JSON-RPC message from the start of its body, when it can be read there
-    (a top-level key whose value is an integer or a string); else None."""
-    text = head.decode("utf-8", errors="replace")
-    decoder = json.JSONDecoder()
-
-    def skip(i: int) -> int:
-        while i < len(text) and text[i] in " \t\r\n":
-            i += 1
-        return i
-
-    try:
-        i = skip(0)
-        if text[i] != "{":
-            return None
-        i += 1
-        while True:
-            i = skip(i)
-            key, i = decoder.raw_decode(text, i)
-            i = skip(i)
-            if not isinstance(key, str) or text[i] != ":":
-                return None
-            i = skip(i + 1)
-            value, i = decoder.raw_decode(text, i)
-            if key == "id":
-                return value if _is_id(value) else None
-            i = skip(i)
-            if text[i] != ",":
-                return None
-            i += 1
-    except (ValueError, IndexError, RecursionError):
-        return None
-
-
-def _is_id(value: object) -> bool:
-    return isinstance(value, int | str) and not isinstance(value, bool)
-
-
 # --- the protocol: checks before pygls dispatches -----------------------------------------
 
 
@@ -318,14 +286,18 @@ class AgentProtocol(LanguageServerProtocol):
 
     def _refuse_batch(self, batch: list[Any]) -> None:
         why = "batch messages (a JSON array) are not supported in LSP; send each message alone"
-        ids = [m["id"] for m in batch if isinstance(m, dict) and _is_id(m.get("id"))]
+        ids = [
+            answerable_id(m["id"])
+            for m in batch
+            if isinstance(m, dict) and answerable_id(m.get("id")) is not None
+        ]
         for msg_id in dict.fromkeys(ids) or [None]:
             self.refuse(msg_id, INVALID_REQUEST, why)
 
     def receive_object(self, data: dict[str, Any]) -> None:
         has_id = "id" in data
         msg_id = data.get("id")
-        answer_id = msg_id if _is_id(msg_id) else None
+        answer_id = answerable_id(msg_id)
         method = data.get("method")
         if data.get("jsonrpc") != "2.0":
             self.refuse(
@@ -349,19 +321,18 @@ class AgentProtocol(LanguageServerProtocol):
         if not isinstance(method, str):
             self.refuse(answer_id, INVALID_REQUEST, "method must be a string")
             return
-        if has_id and answer_id is None:
-            self.refuse(None, INVALID_REQUEST, "id must be an integer or a string")
+        if has_id and not _is_id(msg_id):
+            self.refuse(answer_id, INVALID_REQUEST, "id must be an integer or a string")
             return
         params = data.get("params")
         if params is not None and not isinstance(params, dict | list):
             if has_id:
                 self.refuse(answer_id, INVALID_REQUEST, "params must be an object or an array")
             else:
-                log.warning("dropped %s: params must be an object or an array", shorten(method))
+                self.dropped("dropped %s: params must be an object or an array", shorten(method))
             return
-        if has_id:
-            assert answer_id is not None
-            self._request(answer_id, method, data)
+        if _is_id(msg_id):
+            self._request(msg_id, method, data)
         else:
             self._notification(method, data)
 
@@ -413,19 +384,22 @@ class AgentProtocol(LanguageServerProtocol):
             when = "after shutdown" if self.shutting_down else "before initialize"
             log.debug("dropped the notification %s %s", shorten(method, 100), when)
             return
+        if method == types.CANCEL_REQUEST:
+            self._cancel(data.get("params"))
+            return
         if not self._known(method):
             if not method.startswith("$/"):
-                log.info("ignored the unknown notification %s", shorten(method, 100))
+                self.dropped("ignored the unknown notification %s", shorten(method, 100))
             return
         if method not in NOTIFICATION_METHODS and method != types.EXIT:
-            log.warning(
+            self.dropped(
                 "dropped %s: it is a request and was sent without an id", shorten(method, 100)
             )
             return
         try:
             message = self._structure(data)
         except InvalidMessage as exc:
-            log.warning("dropped the notification %s: %s", shorten(method, 100), exc)
+            self.dropped("dropped the notification %s: %s", shorten(method, 100), exc)
             return
         if method == types.EXIT and self.shutdown_id is not None:
             if not self.shutdown_answered.is_set():
@@ -435,10 +409,29 @@ class AgentProtocol(LanguageServerProtocol):
             self._shutdown = True  # received, so exit's code is 0 (even if shutdown failed)
         self._dispatch(message, None)
 
+    def _cancel(self, params: Any) -> None:
+        """`$/cancelRequest`: cancel a request in flight. An id that no request can have (an
+        object, a fraction) or that no request in flight has (it just finished) is dropped."""
+        msg_id = params.get("id") if isinstance(params, dict) else None
+        if not _is_id(msg_id):
+            self.dropped("dropped $/cancelRequest: params.id must be an integer or a string")
+            return
+        future = self._request_futures.pop(msg_id, None)
+        if future is None:
+            log.debug("$/cancelRequest for %s, which is not in flight", shorten(str(msg_id), 60))
+            return
+        future.cancel()
+
     def _response(self, data: dict[str, Any]) -> None:
         msg_id = data.get("id")
         if not isinstance(msg_id, int | str) or isinstance(msg_id, bool):
-            log.warning("dropped a response with an invalid id")
+            self.dropped("dropped a response with an invalid id")
+            return
+        if msg_id not in self._result_types:  # the ids of the requests the server sent
+            self.dropped(
+                "dropped a response to %s: the server sent no request with that id",
+                shorten(str(msg_id), 60),
+            )
             return
         try:
             message = self._structure(data)
@@ -450,7 +443,7 @@ class AgentProtocol(LanguageServerProtocol):
                 future.set_exception(
                     JsonRpcException(code=INVALID_PARAMS, message=f"malformed response: {exc}")
                 )
-            log.warning("a malformed response to %s: %s", shorten(str(msg_id), 60), exc)
+            self.dropped("a malformed response to %s: %s", shorten(str(msg_id), 60), exc)
             return
         self._dispatch(message, None)
 
@@ -516,18 +509,23 @@ class AgentProtocol(LanguageServerProtocol):
     # --- answering ----------------------------------------------------------------------
 
     def refuse(
-        self, msg_id: int | str | None, code: int, message: str, *, quiet: bool = False
+        self, msg_id: int | str | float | None, code: int, message: str, *, quiet: bool = False
     ) -> None:
         """Answer `msg_id` (null when unknown) with a JSON-RPC error, and log one line."""
+        shown_id = shorten(json.dumps(msg_id), 60)
+        self.dropped("refused message %s (%d): %s", shown_id, code, message, quiet=quiet)
+        self._send_data(
+            {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
+        )
+
+    def dropped(self, message: str, *args: Any, quiet: bool = False) -> None:
+        """One log line for a message refused or dropped: at WARNING for the first ones, then
+        at DEBUG (a flood of bad input must not fill the log)."""
         self._refusals += 1
         level = logging.DEBUG if quiet or self._refusals > _LOUD_REFUSALS else logging.WARNING
         if self._refusals == _LOUD_REFUSALS + 1:
             log.warning("more refused messages follow; they are logged at DEBUG level")
-        shown_id = shorten(json.dumps(msg_id), 60)
-        log.log(level, "refused message %s (%d): %s", shown_id, code, message)
-        self._send_data(
-            {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
-        )
+        log.log(level, message, *args)
 
     def _send_handler_result(self, future: Future[Any], *, msg_id: Any) -> None:
         """pygls's version logs every error with a traceback and sends tracebacks to the

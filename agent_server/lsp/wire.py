@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast, get_args
 from urllib.parse import unquote, urlparse
 
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
-
+from agent_server import protocol
 from agent_server.agent import transcript
 from agent_server.agent.events import (
     AgentEvent,
@@ -40,8 +39,8 @@ from agent_server.errors import (
     SessionLockedError,
     SessionNotFoundError,
 )
-from agent_server.llm import stream
 from agent_server.llm.messages import (
+    IMAGE_TYPES,
     ImageContent,
     TextContent,
     Usage,
@@ -60,23 +59,37 @@ UNKNOWN_WORKSPACE = -33003
 UNKNOWN_ENTRY = -33004
 SESSION_LOCKED = -33005
 CONFIG_ERROR = -33010
-IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 MAX_PROMPT_CHARS = 2_000_000
 MAX_FILE_CHARS = 20_000_000  # a revised change the editor sends back (agent/requestPermission)
 DEFAULT_PAGE = 100  # transcript entries per page unless the editor asks otherwise
 MAX_PAGE = 1000
 
-RESTORE_CHOICES = ("conversation", "files", "both")
-PERMISSION_MODES = ("ask", "allowReads", "allowAll")
-THINKING_LEVELS = stream.THINKING_LEVELS
+RESTORE_CHOICES: tuple[str, ...] = get_args(protocol.RestoreChoice)
+PERMISSION_MODES: tuple[str, ...] = get_args(protocol.PermissionMode)
+THINKING_LEVELS: tuple[str, ...] = get_args(protocol.ThinkingLevel)
 
 if TYPE_CHECKING:  # the agent's heavier modules load after `initialize` (lsp/startup.py)
+    # pygls's exceptions import lsprotocol.types (about a second): `agent-server chat`
+    # turns events into these shapes too, and loads no LSP machinery.
+    from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+
     from agent_server.agent.checkpoints import RestorePlan
-    from agent_server.agent.mcp.session_tools import McpStatus
+    from agent_server.agent.context_manager import CompactionResult
+    from agent_server.agent.mcp.session_tools import AcceptOutcome, McpStatus
+    from agent_server.agent.mentions import Completion
+    from agent_server.agent.model_choice import ModelChoice
     from agent_server.agent.permissions import PermissionAnswer, PermissionRequest
-    from agent_server.agent.session import AgentSession, Rewound
+    from agent_server.agent.session import (
+        AgentSession,
+        ModelSwitch,
+        Rewound,
+        ThinkingSwitch,
+        TurnResult,
+    )
+    from agent_server.agent.transcript import Page
     from agent_server.llm.models import ModelInfo
     from agent_server.session.ledger import LoadReport
+    from agent_server.session.store import SessionInfo
 
 
 class UnknownWorkspaceError(AgentServerError):
@@ -84,11 +97,15 @@ class UnknownWorkspaceError(AgentServerError):
 
 
 def invalid(message: str) -> JsonRpcInvalidParams:
+    from pygls.exceptions import JsonRpcInvalidParams
+
     return JsonRpcInvalidParams(message=message)
 
 
 def rpc_error(error: AgentServerError) -> JsonRpcException:
     """The JSON-RPC error for an agent error (docs/protocol.md, Errors)."""
+    from pygls.exceptions import JsonRpcException
+
     codes: list[tuple[type[AgentServerError], int]] = [
         (SessionNotFoundError, UNKNOWN_SESSION),
         (SessionBusyError, SESSION_BUSY),
@@ -241,15 +258,17 @@ def path_to_uri(path: Path) -> str:
     return path.resolve().as_uri()
 
 
-# --- outgoing shapes ----------------------------------------------------------------------
+# --- outgoing shapes: the results and notifications of agent_server/protocol.py -------------
+# What the agent layer already gives as JSON (`to_json`) is cast to its described type; the
+# tests check every shape the server sends against the description.
 
 
-def mcp_status_json(session_id: str, status: McpStatus) -> dict[str, Any]:
+def mcp_status_json(session_id: str, status: McpStatus) -> protocol.McpStatusParams:
     """agent/mcp/status and the answer to agent/mcp/servers."""
-    return {"sessionId": session_id, **status.to_json()}
+    return cast(protocol.McpStatusParams, {"sessionId": session_id, **status.to_json()})
 
 
-def usage_json(session_id: str, snapshot: UsageSnapshot) -> dict[str, Any]:
+def usage_json(session_id: str, snapshot: UsageSnapshot) -> protocol.UsageSnapshot:
     """The usage snapshot: the context meter, the last call, the turn (running, or the last
     one) and the session, each with its tokens and cost."""
     return {
@@ -266,7 +285,7 @@ def usage_json(session_id: str, snapshot: UsageSnapshot) -> dict[str, Any]:
     }
 
 
-def _tokens_json(usage: Usage) -> dict[str, Any]:
+def _tokens_json(usage: Usage) -> protocol.LastTurnUsage:
     return {
         "input": usage.input,
         "cacheRead": usage.cache_read,
@@ -276,37 +295,11 @@ def _tokens_json(usage: Usage) -> dict[str, Any]:
     }
 
 
-def rewind_json(rewound: Rewound) -> dict[str, Any]:
-    out: dict[str, Any] = {"leafId": rewound.leaf_id}
-    if rewound.prompt is not None:
-        out["prompt"] = [content_to_json(block) for block in rewound.prompt]
-    if rewound.summary is not None:
-        out["summary"] = rewound.summary
-    out["files"] = transcript.file_restore_item("", "", rewound.files)["files"]
-    if rewound.problems:
-        out["problems"] = list(rewound.problems)
-    return out
+def _blocks(blocks: Iterable[UserContent]) -> list[protocol.PromptBlock]:
+    return [cast(protocol.PromptBlock, content_to_json(block)) for block in blocks]
 
 
-def rewind_preview_json(session: AgentSession, entry_id: str, plan: RestorePlan) -> dict[str, Any]:
-    """What a rewind to `entry_id` would do: the prompt it would give back (when the entry is
-    a prompt), and the files a restore would change or cannot restore."""
-    out: dict[str, Any] = {"entryId": entry_id, **plan.to_json()}
-    entry = session.ledger.get(entry_id)
-    if (
-        isinstance(entry, MessageEntry)
-        and isinstance(entry.message, UserMessage)
-        and entry.message.note is None
-    ):
-        out["prompt"] = [content_to_json(block) for block in entry.message.typed]
-    return out
-
-
-def model_json(model: ModelInfo) -> dict[str, Any]:
-    return {"id": model.id, "name": model.name, "contextWindow": model.context_window}
-
-
-def session_state_json(session: AgentSession) -> dict[str, Any]:
+def session_state_json(session: AgentSession) -> protocol.SessionState:
     """A session's model, permission mode and how its commands run (the sandbox, which
     follows the mode under `tools.sandbox: auto`), as the editor shows them beside the meter."""
     return {
@@ -314,11 +307,176 @@ def session_state_json(session: AgentSession) -> dict[str, Any]:
         "thinking": session.thinking,
         "canThink": session.can_think,
         "mode": session.mode,
-        "sandbox": session.confinement.to_json(),
+        "sandbox": cast(protocol.SandboxState, session.confinement.to_json()),
     }
 
 
-def decision_json(session_id: str, event: ContextDecided) -> dict[str, Any]:
+def session_new_result(session: AgentSession) -> protocol.SessionNewResult:
+    session_id = session.session_id
+    return {
+        "sessionId": session_id,
+        "usage": usage_json(session_id, session.usage_snapshot()),
+        **session_state_json(session),
+        "mcp": mcp_status_json(session_id, session.mcp_status()),
+    }
+
+
+def session_list_result(infos: Iterable[SessionInfo]) -> protocol.SessionListResult:
+    return {
+        "sessions": [
+            {
+                "sessionId": info.session_id,
+                "title": info.title,
+                "model": info.model,
+                "createdAt": info.created_at,
+                "updatedAt": info.updated_at,
+                "entryCount": info.entry_count,
+                "firstPrompt": info.first_prompt,
+                "promptCount": info.prompt_count,
+            }
+            for info in infos
+        ]
+    }
+
+
+def session_load_result(
+    session: AgentSession, page: Page, snapshot: UsageSnapshot
+) -> protocol.SessionLoadResult:
+    session_id = session.session_id
+    state = session_state_json(session)
+    out: protocol.SessionLoadResult = {
+        "sessionId": session_id,
+        "title": session.ledger.title,
+        "leafId": session.ledger.leaf_id,
+        "transcript": _items(page),
+        "cursor": page.cursor,
+        "usage": usage_json(session_id, snapshot),
+        "model": state["model"],
+        "thinking": state["thinking"],
+        "canThink": state["canThink"],
+        "mode": state["mode"],
+        "sandbox": state["sandbox"],
+        "mcp": mcp_status_json(session_id, session.mcp_status()),
+    }
+    repair = repair_json(session.ledger.load_report)
+    if repair is not None:
+        out["repair"] = repair
+    return out
+
+
+def history_result(session_id: str, page: Page) -> protocol.SessionHistoryResult:
+    return {"sessionId": session_id, "transcript": _items(page), "cursor": page.cursor}
+
+
+def _items(page: Page) -> list[protocol.TranscriptItem]:
+    return cast(list[protocol.TranscriptItem], page.items)
+
+
+def turn_result(
+    session_id: str, result: TurnResult, snapshot: UsageSnapshot
+) -> protocol.TurnResult:
+    out: protocol.TurnResult = {
+        "turnId": result.turn_id,
+        "stopReason": result.stop_reason,
+        "usage": usage_json(session_id, snapshot),
+    }
+    if result.error is not None:
+        out["error"] = {"code": result.error_code, "message": result.error}
+    return out
+
+
+def compact_result(outcome: CompactionResult, window_number: int) -> protocol.CompactResult:
+    out: protocol.CompactResult = {
+        "outcome": outcome.outcome if outcome.outcome != "cancelled" else "failed",
+        "tokensBefore": outcome.tokens_before,
+        "tokensAfter": outcome.tokens_after,
+        "windowNumber": window_number,
+    }
+    if outcome.error:
+        out["error"] = outcome.error
+    return out
+
+
+def rewind_json(rewound: Rewound) -> protocol.RewindResult:
+    out: protocol.RewindResult = {
+        "leafId": rewound.leaf_id,
+        "files": cast(
+            list[protocol.RestoredFile],
+            transcript.file_restore_item("", "", rewound.files)["files"],
+        ),
+    }
+    if rewound.prompt is not None:
+        out["prompt"] = _blocks(rewound.prompt)
+    if rewound.summary is not None:
+        out["summary"] = rewound.summary
+    if rewound.problems:
+        out["problems"] = list(rewound.problems)
+    return out
+
+
+def rewind_preview_json(
+    session: AgentSession, entry_id: str, plan: RestorePlan
+) -> protocol.RewindPreviewResult:
+    """What a rewind to `entry_id` would do: the prompt it would give back (when the entry is
+    a prompt), and the files a restore would change or cannot restore."""
+    out = cast(protocol.RewindPreviewResult, {"entryId": entry_id, **plan.to_json()})
+    entry = session.ledger.get(entry_id)
+    if (
+        isinstance(entry, MessageEntry)
+        and isinstance(entry.message, UserMessage)
+        and entry.message.note is None
+    ):
+        out["prompt"] = _blocks(entry.message.typed)
+    return out
+
+
+def model_json(model: ModelInfo) -> protocol.ModelRef:
+    return {"id": model.id, "name": model.name, "contextWindow": model.context_window}
+
+
+def model_list_result(
+    provider: str, current: str, choices: Iterable[ModelChoice]
+) -> protocol.ModelListResult:
+    return {
+        "provider": provider,
+        "current": current,
+        "models": [cast(protocol.ModelChoice, choice.to_json(current)) for choice in choices],
+    }
+
+
+def model_set_result(
+    session_id: str, switch: ModelSwitch, snapshot: UsageSnapshot
+) -> protocol.ModelSetResult:
+    return {
+        "model": model_json(switch.model),
+        "entryId": switch.entry_id,
+        "cost": cast(protocol.SwitchCost, switch.cost.to_json()),
+        "note": switch.note,
+        "usage": usage_json(session_id, snapshot),
+    }
+
+
+def thinking_set_result(
+    session: AgentSession, switch: ThinkingSwitch
+) -> protocol.ThinkingSetResult:
+    return {
+        "thinking": switch.thinking,
+        "canThink": session.can_think,
+        "entryId": switch.entry_id,
+        "cost": cast(protocol.SwitchCost, switch.cost.to_json()),
+        "note": switch.note,
+    }
+
+
+def mention_result(found: Iterable[Completion]) -> protocol.MentionCompleteResult:
+    return {"items": [cast(protocol.MentionItem, item.to_json()) for item in found]}
+
+
+def accept_tools_result(outcome: AcceptOutcome) -> protocol.McpAcceptToolsResult:
+    return {"accepted": outcome.accepted, "deferred": outcome.deferred, "tokens": outcome.tokens}
+
+
+def decision_json(session_id: str, event: ContextDecided) -> protocol.ContextDecisionParams:
     decision = event.decision
     return {
         "sessionId": session_id,
@@ -331,24 +489,24 @@ def decision_json(session_id: str, event: ContextDecided) -> dict[str, Any]:
     }
 
 
-def update_json(event: AgentEvent) -> dict[str, Any] | None:
+def update_json(event: AgentEvent) -> protocol.SessionUpdate | None:
     """The `update` of an agent/update notification, or None if the event is not one. The
     shapes are the transcript's items (agent/transcript.py): live and loaded are alike."""
     if isinstance(event, TurnStarted):
-        return transcript.user_message_item(
+        item = transcript.user_message_item(
             event.entry_id, event.parent_id, event.content, event.attachments
         )
-    if isinstance(event, TextChunk):
-        return transcript.chunk_item("messageChunk", event.message_id, event.text)
-    if isinstance(event, ThinkingChunk):
-        return transcript.chunk_item("thoughtChunk", event.message_id, event.text)
-    if isinstance(event, ToolCallStarted):
-        return transcript.tool_call_item(event.tool_call, event.title, event.kind, event.locations)
-    if isinstance(event, ToolCallUpdated):
-        return transcript.tool_call_update_item(
+    elif isinstance(event, TextChunk):
+        item = transcript.chunk_item("messageChunk", event.message_id, event.text)
+    elif isinstance(event, ThinkingChunk):
+        item = transcript.chunk_item("thoughtChunk", event.message_id, event.text)
+    elif isinstance(event, ToolCallStarted):
+        item = transcript.tool_call_item(event.tool_call, event.title, event.kind, event.locations)
+    elif isinstance(event, ToolCallUpdated):
+        item = transcript.tool_call_update_item(
             event.tool_call_id, event.status, event.output, event.details
         )
-    if isinstance(event, Notice):
+    elif isinstance(event, Notice):
         item = transcript.notice_item(event.level, event.message)
         if event.retry is not None:
             retry = event.retry
@@ -357,9 +515,8 @@ def update_json(event: AgentEvent) -> dict[str, Any] | None:
                 "attempts": retry.attempts,
                 "wait": retry.wait,
             }
-        return item
-    if isinstance(event, ModelChanged):
-        return {
+    elif isinstance(event, ModelChanged):
+        change: protocol.ModelChangeUpdate = {
             "kind": "modelChange",
             "entryId": event.entry_id,
             "provider": event.provider,
@@ -368,30 +525,35 @@ def update_json(event: AgentEvent) -> dict[str, Any] | None:
             "modelInfo": model_json(event.model),
             "note": event.note,
         }
-    return None
+        return change
+    else:
+        return None
+    return cast(protocol.SessionUpdate, item)
 
 
-def permission_json(session_id: str, request: PermissionRequest) -> dict[str, Any]:
+def permission_json(
+    session_id: str, request: PermissionRequest
+) -> protocol.RequestPermissionParams:
     """The params of agent/requestPermission: the call as the Agent Client Protocol's
     ToolCallUpdate (with the file change as diff content) and the choices."""
     call = request.tool_call
-    tool_call: dict[str, Any] = {
+    tool_call: protocol.PermissionToolCall = {
         "toolCallId": call.id,
         "title": request.title,
         "toolKind": request.tool.kind,
         "rawInput": dict(call.arguments),
     }
     if request.change is not None:
-        tool_call["content"] = [request.change.to_json()]
+        tool_call["content"] = [cast(protocol.ToolCallDiffContent, request.change.to_json())]
     return {
         "sessionId": session_id,
         "toolCall": tool_call,
-        "options": [option.to_json() for option in request.options],
+        "options": [cast(protocol.PermissionOption, o.to_json()) for o in request.options],
     }
 
 
 def permission_answer(
-    result: Any, options: list[dict[str, Any]]
+    result: Any, options: list[protocol.PermissionOption]
 ) -> str | PermissionAnswer | None:
     """The editor's answer to agent/requestPermission: the option picked (one offered), with
     what the user told the agent (`message`, with a rejection) or the change as the user
@@ -414,22 +576,16 @@ def permission_answer(
 
 def compaction_json(
     session_id: str, event: CompactionStarted | CompactionFinished
-) -> dict[str, Any]:
-    if isinstance(event, CompactionStarted):
-        return {
-            "sessionId": session_id,
-            "compactionId": event.compaction_id,
-            "status": "started",
-            "reason": event.reason,
-            "tokensBefore": event.tokens_before,
-        }
-    out: dict[str, Any] = {
+) -> protocol.CompactionParams:
+    out: protocol.CompactionParams = {
         "sessionId": session_id,
         "compactionId": event.compaction_id,
-        "status": event.status,
+        "status": "started" if isinstance(event, CompactionStarted) else event.status,
         "reason": event.reason,
         "tokensBefore": event.tokens_before,
     }
+    if isinstance(event, CompactionStarted):
+        return out
     if event.tokens_after is not None:
         out["tokensAfter"] = event.tokens_after
     if event.summary is not None:
@@ -441,7 +597,7 @@ def compaction_json(
     return out
 
 
-def repair_json(report: LoadReport) -> dict[str, Any] | None:
+def repair_json(report: LoadReport) -> protocol.LedgerRepair | None:
     """What opening a damaged ledger repaired (None when nothing was)."""
     if report.clean:
         return None
@@ -462,7 +618,7 @@ def repair_json(report: LoadReport) -> dict[str, Any] | None:
     }
 
 
-def overflow_json(session_id: str, event: OverflowHappened) -> dict[str, Any]:
+def overflow_json(session_id: str, event: OverflowHappened) -> protocol.OverflowParams:
     return {
         "sessionId": session_id,
         "turnId": event.turn_id,

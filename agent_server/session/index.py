@@ -54,11 +54,13 @@ from agent_server.session.entries import (
 )
 from agent_server.session.meta import MetaFold
 
-INDEX_VERSION = 4  # 4: lastCall
+INDEX_VERSION = 5  # 4: lastCall; 5: entries of unknown types reported
 INDEX_SUFFIX = ".index.json"
 DIGEST_SPAN = 256
 
-IssueAction: TypeAlias = Literal["skipped", "truncated", "newline_added", "reattached"]
+IssueAction: TypeAlias = Literal[
+    "skipped", "truncated", "newline_added", "reattached", "unknownType"
+]
 
 # One letter per entry kind (messages by role): what paging and walking need without parsing.
 USER, ASSISTANT, TOOL_RESULT, COMPACTION, BRANCH, MODEL_CHANGE, TITLE, SYSTEM, TOOLS, UNKNOWN = (
@@ -324,28 +326,8 @@ def scan(
         is_torn = bool(torn) and number == last
         if not raw.strip():
             continue
-        try:
-            entry = entry_from_json(json.loads(raw))
-        except (ValueError, LedgerFormatError, RecursionError) as exc:
-            if isinstance(exc, LedgerFormatError):
-                reason = exc.message
-            elif isinstance(exc, UnicodeDecodeError):
-                reason = "not valid UTF-8"
-            else:
-                reason = "not valid JSON"
-            if is_torn:
-                index.issues.append(
-                    LoadIssue(
-                        line_number,
-                        start,
-                        f"incomplete last line ({reason}); the server probably stopped "
-                        "while writing it",
-                        "truncated",
-                        excerpt(raw),
-                    )
-                )
-            else:
-                index.issues.append(LoadIssue(line_number, start, reason, "skipped", excerpt(raw)))
+        parsed = _parsed(raw, line_number, start, is_torn, index.issues)
+        if parsed is None:
             continue
         if is_torn:
             missing_newline = True
@@ -359,25 +341,21 @@ def scan(
                     excerpt(raw),
                 )
             )
-        if entry.id in index.position:
-            index.issues.append(
-                LoadIssue(
-                    line_number, start, f"duplicate entry id {entry.id}", "skipped", excerpt(raw)
-                )
-            )
+        entry = _placed(parsed, index, previous, line_number, start, raw)
+        if entry is None:
             continue
-        if entry.parent_id is not None and entry.parent_id not in index.position:
+        if isinstance(entry, UnknownEntry):
             index.issues.append(
                 LoadIssue(
                     line_number,
                     start,
-                    f"parent {entry.parent_id} is missing (a corrupt line?); "
-                    f"attached to {previous or 'the start'}",
-                    "reattached",
+                    f"an entry of type {entry.type[:40]!r}, which this version does not "
+                    "know (written by a newer agent-server?); kept in the file and the tree, "
+                    "not shown",
+                    "unknownType",
                     excerpt(raw),
                 )
             )
-            entry = with_parent(entry, previous)
         index.add(entry, start, len(raw) + 1)
         if on_entry is not None:
             on_entry(entry)
@@ -385,6 +363,65 @@ def scan(
     index.size = complete
     index.line_count += len(lines) + (1 if missing_newline else 0)
     return ScanEnd(complete, missing_newline)
+
+
+def _parsed(
+    raw: bytes, line_number: int, start: int, torn: bool, issues: list[LoadIssue]
+) -> Entry | None:
+    """The entry on one line; None, the problem added to `issues`, when it cannot be read
+    (`torn`: the file's unfinished last line, to be cut off)."""
+    try:
+        return entry_from_json(json.loads(raw))
+    except (ValueError, LedgerFormatError, RecursionError) as exc:
+        if isinstance(exc, LedgerFormatError):
+            reason = exc.message
+        elif isinstance(exc, UnicodeDecodeError):
+            reason = "not valid UTF-8"
+        else:
+            reason = "not valid JSON"
+    if torn:
+        issues.append(
+            LoadIssue(
+                line_number,
+                start,
+                f"incomplete last line ({reason}); the server probably stopped while writing it",
+                "truncated",
+                excerpt(raw),
+            )
+        )
+    else:
+        issues.append(LoadIssue(line_number, start, reason, "skipped", excerpt(raw)))
+    return None
+
+
+def _placed(
+    entry: Entry,
+    index: LedgerIndex,
+    previous: str | None,
+    line_number: int,
+    start: int,
+    raw: bytes,
+) -> Entry | None:
+    """`entry` as the index takes it: None for a second entry with its id (skipped);
+    attached to `previous`, the entry before it in the file, when its parent was lost."""
+    if entry.id in index.position:
+        index.issues.append(
+            LoadIssue(line_number, start, f"duplicate entry id {entry.id}", "skipped", excerpt(raw))
+        )
+        return None
+    if entry.parent_id is not None and entry.parent_id not in index.position:
+        index.issues.append(
+            LoadIssue(
+                line_number,
+                start,
+                f"parent {entry.parent_id} is missing (a corrupt line?); "
+                f"attached to {previous or 'the start'}",
+                "reattached",
+                excerpt(raw),
+            )
+        )
+        return with_parent(entry, previous)
+    return entry
 
 
 def with_parent(entry: Entry, parent_id: str | None) -> Entry:

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, get_args
 
 from agent_server.errors import (
     EntryNotFoundError,
@@ -107,6 +107,11 @@ ABORTED_BY_EXIT = (
     "No result: agent-server stopped before this tool call finished, so it may or may not "
     "have run. Check its effects before running it again."
 )
+ABORTED_UNSAVED = (
+    "No result: the result of this tool call could not be saved (the session file could not "
+    "be written: a full disk?), so it is not known here. The call ran, or may have run: "
+    "check its effects before running it again."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +141,11 @@ class LoadReport:
                 )
             elif issue.action == "reattached":
                 parts.append(f"line {issue.line_number} attached after the entry before it")
+            elif issue.action == "unknownType":
+                parts.append(
+                    f"line {issue.line_number} kept but not shown (an entry type this version "
+                    "does not know)"
+                )
             else:
                 parts.append(f"a newline added after line {issue.line_number}")
         if len(self.issues) > 5:
@@ -933,14 +943,23 @@ class Ledger:
     # --- internals ------------------------------------------------------------------------
 
     def _answer_open_tool_calls(self) -> None:
-        """Append an aborted result for each tool call the current branch ends with that has
-        none (the process died while they ran), so the file is a valid conversation alone."""
+        """On open: the tool calls the current branch ends with that have no result (the
+        process died while they ran) get an aborted one, so the file is a valid conversation
+        alone."""
+        missing = self.answer_open_tool_calls(ABORTED_BY_EXIT)
+        if missing:
+            self.load_report = dataclasses.replace(self.load_report, aborted_tool_calls=missing)
+
+    def answer_open_tool_calls(self, text: str) -> tuple[str, ...]:
+        """Append an aborted result (`text`) for each tool call the current branch ends with
+        that has none, and sync; the ids of those calls. Raises SessionError when the file
+        cannot be written (the next call tries again)."""
         answered: set[str] = set()
         calls: tuple[ToolCall, ...] = ()
         for entry_id, _kind in self.walk_back():
             entry = self.get(entry_id)
             if not isinstance(entry, MessageEntry):
-                return
+                return ()
             message = entry.message
             if isinstance(message, ToolResultMessage):
                 answered.add(message.tool_call_id)
@@ -951,15 +970,11 @@ class Ledger:
         missing = [call for call in calls if call.id not in answered]
         for call in missing:
             self.append_message(
-                ToolResultMessage(
-                    call.id, call.name, (TextContent(ABORTED_BY_EXIT),), is_error=True
-                )
+                ToolResultMessage(call.id, call.name, (TextContent(text),), is_error=True)
             )
         if missing:
             self.sync()
-            self.load_report = dataclasses.replace(
-                self.load_report, aborted_tool_calls=tuple(call.id for call in missing)
-            )
+        return tuple(call.id for call in missing)
 
     def _require_fd(self) -> int:
         if self._fd is None:
@@ -1008,5 +1023,5 @@ def _fsync_dir(directory: Path) -> None:
 
 
 def _check_fsync(mode: str) -> None:
-    if mode not in ("turn", "always", "never"):
+    if mode not in get_args(FsyncMode):
         raise SessionError(f"fsync must be 'turn', 'always' or 'never', not {mode!r}")

@@ -12,6 +12,8 @@ from typing import Any
 
 from agent_server.llm.messages import AssistantMessage, TextContent, UserMessage
 from agent_server.session.entries import (
+    BranchEntry,
+    CompactionEntry,
     Entry,
     MessageEntry,
     ModelChangeEntry,
@@ -35,6 +37,10 @@ class MetaFold:
     entry_count: int = 0
     first_prompt: str | None = None
     prompt_count: int = 0
+    # The latest prompt while nothing has answered it (its parent, whether it was the
+    # first): a rewind to before it then withdraws it (a prompt refused unsent, too large
+    # even alone). Entries about the session (tool list, title, model) answer nothing.
+    _unanswered: tuple[str | None, bool] | None = None
 
     @classmethod
     def start(cls, header: SessionHeader) -> MetaFold:
@@ -44,7 +50,15 @@ class MetaFold:
         self.entry_count += 1
         if entry.timestamp:
             self.updated_at = entry.timestamp
-        if isinstance(entry, TitleEntry):
+        unanswered = self._unanswered
+        if isinstance(entry, MessageEntry | BranchEntry | CompactionEntry):
+            self._unanswered = None
+        if isinstance(entry, BranchEntry):
+            if unanswered is not None and entry.target_id == unanswered[0]:
+                self.prompt_count -= 1
+                if unanswered[1]:
+                    self.first_prompt = None
+        elif isinstance(entry, TitleEntry):
             self.title = entry.title
         elif isinstance(entry, ModelChangeEntry):
             self.model = entry.model
@@ -54,7 +68,9 @@ class MetaFold:
             and entry.message.note is None
         ):
             self.prompt_count += 1
-            if self.first_prompt is None:
+            first = self.first_prompt is None
+            self._unanswered = (entry.parent_id, first)
+            if first:
                 texts = [b.text for b in entry.message.typed if isinstance(b, TextContent)]
                 self.first_prompt = " ".join(" ".join(texts[:1]).split())[:FIRST_PROMPT_CHARS]
         elif (

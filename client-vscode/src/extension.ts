@@ -10,7 +10,7 @@ import type { PermissionMode, ThinkingLevel } from './protocol/types';
 import { KEY_FAMILIES, ApiKeyStore, MCP_SECRET_NAME, McpSecretStore } from './secrets';
 import { AgentServer } from './server/agentServer';
 import { onPythonInterpreterChange } from './server/python';
-import { CONFIG_SECTION, DEFAULT_KEY_ENV, agentSettingsFrom, restartReason } from './settings/mapping';
+import { CONFIG_SECTION, DEFAULT_KEY_ENV, agentSettingsFrom, keyFamilyOf, restartReason } from './settings/mapping';
 import { ChatViewProvider } from './view/chatViewProvider';
 import { pickMode, pickModel, pickSession, pickThinking } from './view/pickers';
 import type { WebviewToHost } from './view/messages';
@@ -246,7 +246,7 @@ export function activate(context: vscode.ExtensionContext): void {
     }),
     vscode.commands.registerCommand('agentServer.setApiKey', async () => {
       const provider = agentSettingsFrom(vscode.workspace.getConfiguration(CONFIG_SECTION)).provider;
-      const preferred = provider?.startsWith('openai') ? 'openai' : 'anthropic';
+      const preferred = keyFamilyOf(provider) ?? 'anthropic';
       const picked = await vscode.window.showQuickPick(
         [...KEY_FAMILIES]
           .sort((a, b) => (a.family === preferred ? -1 : b.family === preferred ? 1 : 0))

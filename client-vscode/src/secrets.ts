@@ -3,14 +3,20 @@
  * in its environment at launch and never written to settings or logs.
  */
 import type * as vscode from 'vscode';
-import type { KeyFamily } from './settings/mapping';
+import { KEY_FAMILIES as KEYS, type KeyFamily } from './protocol/providers';
 
 const SECRET_PREFIX = 'agentServer.apiKey.';
 
-export const KEY_FAMILIES: readonly { family: KeyFamily; label: string; detail: string }[] = [
-  { family: 'anthropic', label: 'Anthropic', detail: 'provider "anthropic"; handed to the server as ANTHROPIC_API_KEY' },
-  { family: 'openai', label: 'OpenAI', detail: 'providers "openai-chat" and "openai-responses"; handed to the server as OPENAI_API_KEY' },
-];
+/** The stored keys as the key picker offers them (protocol/providers.ts, generated). */
+export const KEY_FAMILIES: readonly { family: KeyFamily; label: string; detail: string }[] = (
+  Object.entries(KEYS) as [KeyFamily, (typeof KEYS)[KeyFamily]][]
+).map(([family, key]) => ({
+  family,
+  label: key.label,
+  detail:
+    `${key.providers.length > 1 ? 'providers' : 'provider'} ${key.providers.map((p) => `"${p}"`).join(' and ')}; ` +
+    `handed to the server as ${key.variable}`,
+}));
 
 /** A valid environment variable name for an MCP secret (`${NAME}` in an MCP configuration). */
 export const MCP_SECRET_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;

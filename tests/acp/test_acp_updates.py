@@ -14,7 +14,7 @@ from agent_server.acp.updates import (
     EventTranslator,
     PromptError,
     acp_stop_reason,
-    literal,
+    code_block,
     prompt_content,
     proposed_diff,
     replay_updates,
@@ -95,7 +95,7 @@ def test_slash_commands() -> None:
 
 @given(st.text())
 def test_literal_text_cannot_close_its_fence(text: str) -> None:
-    fenced = literal(text)
+    fenced = code_block(text)
     fence = fenced.split("\n", 1)[0]
     assert set(fence) == {"`"} and len(fence) >= 3
     assert fenced == f"{fence}\n{text}\n{fence}"
@@ -119,8 +119,8 @@ def test_live_tool_call_streams_output_and_keeps_the_diff() -> None:
     assert started[0].status == "pending" and started[0].kind == "execute"
     first = translator.updates(ToolCallUpdated("t", "c1", "in_progress", output="one\n"))
     second = translator.updates(ToolCallUpdated("t", "c1", "in_progress", output="two\n"))
-    assert first[0].content[0].content.text == literal("one\n")
-    assert second[0].content[0].content.text == literal("one\ntwo\n")
+    assert first[0].content[0].content.text == code_block("one\n")
+    assert second[0].content[0].content.text == code_block("one\ntwo\n")
     done = translator.updates(ToolCallUpdated("t", "c1", "completed", output="one\ntwo\n"))
     assert done[0].status == "completed" and translator.streamed == {}
 

@@ -245,3 +245,29 @@ def test_a_restore_puts_every_file_the_agent_wrote_back_as_it_was_at_that_point(
                     if files:
                         ledger.append_file_restore(target, files)
                     assert state() == expected
+
+
+async def test_a_rejected_command_is_not_listed_as_run(tmp_path: Path) -> None:
+    from agent_server.agent.settings import AgentSettings
+
+    scenario = {
+        "name": "rejected",
+        "turns": [{
+            "user": "clean up",
+            "steps": [
+                {"tools": [{"name": "bash", "arguments": {"command": "rm -rf build"}}]},
+                {"text": "Not allowed."},
+            ],
+        }],
+    }
+    async with agent_run(
+        tmp_path, scenario=scenario, settings=AgentSettings(permissions_mode="ask")
+    ) as run:
+        await run.session.run_turn("clean up")
+        results = [
+            e.message for e in run.session.ledger.entries
+            if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)
+        ]
+        assert results and (results[0].details or {}).get("permission") == "denied"
+        plan = run.session.rewind_plan(prompts(run)["clean up"])
+        assert plan.commands == ()

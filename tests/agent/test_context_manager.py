@@ -19,8 +19,9 @@ from agent_server.agent.context_manager import (
     ContextManager,
     ContextView,
     ToolListSource,
-    previous_request_end,
 )
+from agent_server.agent.session_config import FixedConfig
+from agent_server.agent.summary_request import previous_request_end
 from agent_server.context.estimate import estimate_full
 from agent_server.context.summary_prompt import (
     SUMMARY_REQUEST_MARKER,
@@ -95,16 +96,8 @@ def make_manager(
 ) -> ContextManager:
     """A manager on sim-small with the default settings, as a session would build it."""
     extra.setdefault("emit", events.ignore_events)
-    return ContextManager(
-        ledger=ledger,
-        system_prompt=SYSTEM,
-        tools=tools,
-        model=SIM_SMALL,
-        summary_model=SIM_SMALL,
-        settings=CompactionSettings(),
-        call=provider,
-        **extra,
-    )
+    extra.setdefault("config", FixedConfig(SIM_SMALL, SIM_SMALL, CompactionSettings()))
+    return ContextManager(ledger=ledger, system_prompt=SYSTEM, tools=tools, call=provider, **extra)
 
 
 @pytest.fixture
@@ -316,11 +309,12 @@ async def test_a_context_holding_a_rejected_one_is_never_sent_again(h: Harness) 
 
 
 async def test_a_context_over_the_window_is_not_sent(h: Harness) -> None:
-    h.manager.configure(SIM_SMALL, SIM_SMALL, CompactionSettings(enabled=False))
+    off = FixedConfig(SIM_SMALL, SIM_SMALL, CompactionSettings(enabled=False))
+    manager = make_manager(h.ledger, h.provider, emit=h.seen.append, config=off)
     fill(h.ledger, 16)  # ~37k tokens, over the 32k window; compaction is off
     h.ledger.append_message(user("next"))
     with pytest.raises(ContextOverflowError) as refused:
-        await h.manager.prepare()
+        await manager.prepare()
     assert "compaction.enabled" in refused.value.message
     overflow = [(o.kind, o.action) for o in h.of(events.OverflowHappened)]
     assert overflow == [("estimated", "gaveUp")]

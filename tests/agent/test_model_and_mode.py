@@ -145,3 +145,24 @@ async def test_a_mode_switch_applies_to_the_next_tool_call(tmp_path: Path) -> No
         assert len(asked) == 1  # not asked
         with pytest.raises(ConfigError):
             run.session.set_mode("yolo")
+
+
+async def test_switching_back_while_the_cache_is_warm_says_it_is_read_not_rewritten(
+    tmp_path: Path,
+) -> None:
+    async with agent_run(tmp_path) as run:
+        await run.session.run_turn("Give me an overview of this repository: what it does and how it is laid out.")
+        await run.session.switch_model("sim-large")
+        await run.session.run_turn("How are stock items modelled? Walk me through the models module.")
+        back = await run.session.switch_model("sim-small")
+        assert back.cost.warm > 0
+        assert back.note.startswith("Switched back to")
+        assert f"{back.cost.warm:,}" in back.note
+        before = len(run.model_requests)
+        await run.session.run_turn("Where is the data persisted and in what format?")
+        first = run.model_requests[before]
+        assert first.model == "sim-small"
+        # What the note promised is what the provider billed: the warm part read, the rest
+        # written.
+        assert first.tokens.cache_read == back.cost.warm
+        assert first.tokens.cache_read + first.tokens.cache_write + first.tokens.input >= back.cost.tokens * 0.9

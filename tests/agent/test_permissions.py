@@ -59,7 +59,6 @@ def test_options_follow_the_agent_client_protocol_and_say_what_they_cover() -> N
         ("allow_once", "Allow"),
         ("allow_always", "Always allow `npm test -- --watch` (this session)"),
         ("allow_prefix:npm test", "Always allow `npm test:*` (this session)"),
-        ("allow_prefix:npm", "Always allow `npm:*` (this session)"),
         ("reject_once", "Reject"),
         ("reject_always", "Always reject bash (this session)"),
     ]
@@ -192,9 +191,11 @@ def test_only_simple_commands_have_words(command: str, words: tuple[str, ...] | 
 
 
 def test_prefix_choices_stop_before_options_and_the_whole_command() -> None:
-    assert prefix_choices("git push --force") == [("git",), ("git", "push")]
-    assert prefix_choices("make") == []
+    assert prefix_choices("git log --oneline") == [("git", "log")]
+    assert prefix_choices("ls") == []
     assert prefix_choices("ls -la src") == [("ls",)]
+    assert prefix_choices("wc -l src") == [("wc",)]
+    assert prefix_choices("pytest tests -x") == [("pytest",), ("pytest", "tests")]
     assert prefix_choices("make; rm x") == []
     assert prefix_choices("sudo apt-get install x") == []
     assert prefix_choices("bash -c 'rm -rf ~'") == []
@@ -315,3 +316,183 @@ def test_denied_results_tell_the_model_not_to_retry() -> None:
     assert "Do not retry" in headless.text
     dismissed = denied_result(PermissionDecision(False, "r", False, "dismissed"))
     assert "dismissed" in dismissed.text
+
+
+# --- prefixes that are never offered (issue 24) -------------------------------------------
+
+NEVER = [
+    # (command, why): the issue's list and the kinds around it
+    *[
+        (f"{name} -c 'import shutil; shutil.rmtree(\"/\")'", "interpreter")
+        for name in (
+            "python",
+            "python3",
+            "python3.12",
+            "pypy3",
+            "/usr/bin/python3",
+            ".venv/bin/python",
+            "ipython",
+        )
+    ],
+    *[
+        (f"{name} -e 'x' y", "interpreter")
+        for name in (
+            "node",
+            "nodejs",
+            "perl",
+            "perl5.36",
+            "ruby",
+            "ruby3.2",
+            "php",
+            "lua5.4",
+            "deno",
+            "bun",
+            "awk",
+            "sed",
+            "Rscript",
+            "osascript",
+            "java",
+        )
+    ],
+    *[
+        (f"{name} -c 'rm -rf ~' x", "shell")
+        for name in ("sh", "bash", "zsh", "dash", "fish", "ksh", "busybox")
+    ],
+    *[
+        (f"{name} rm -rf ~", "runs its arguments")
+        for name in (
+            "env",
+            "sudo",
+            "xargs",
+            "nohup",
+            "time",
+            "timeout",
+            "nice",
+            "watch",
+            "setsid",
+            "strace",
+            "make",
+            "parallel",
+            "flock",
+            "chroot",
+        )
+    ],
+    *[
+        (f"{name} some-package arg", "package runner")
+        for name in ("npx", "pnpx", "bunx", "uvx", "pipx", "pip", "pip3", "gem", "apt-get")
+    ],
+    *[
+        (f"{name} a b", "destroys")
+        for name in (
+            "rm",
+            "rmdir",
+            "dd",
+            "chmod",
+            "chown",
+            "chgrp",
+            "shred",
+            "truncate",
+            "mv",
+            "cp",
+            "ln",
+            "tee",
+            "find",
+            "kill",
+            "pkill",
+            "rsync",
+            "tar",
+        )
+    ],
+    *[
+        (f"{name} https://example.com x", "network")
+        for name in ("curl", "wget", "nc", "ssh", "scp", "socat")
+    ],
+    ("FOO=1 npm test x", "assignment"),
+]
+# Two-word prefixes never offered: package runners and installers behind a tool, git's
+# rewriting and pushing subcommands. The tool alone is never offered either.
+NEVER_SUBCOMMAND = [
+    *[
+        f"git {sub} x y"
+        for sub in (
+            "push",
+            "reset",
+            "rebase",
+            "clean",
+            "checkout",
+            "restore",
+            "commit",
+            "config",
+            "filter-branch",
+            "gc",
+            "stash",
+            "rm",
+            "branch",
+            "tag",
+            "merge",
+            "pull",
+            "am",
+            "apply",
+            "update-ref",
+            "reflog",
+            "submodule",
+            "worktree",
+        )
+    ],
+    *[f"npm {sub} x y" for sub in ("exec", "x", "install", "i", "add", "ci", "publish")],
+    "pnpm dlx x y",
+    "yarn dlx x y",
+    "yarn add x y",
+    "uv run x y",
+    "uv tool x y",
+    "poetry run x y",
+    "bundle exec x y",
+    "go run x y",
+    "cargo install x y",
+    "cargo run x y",
+    "docker run x y",
+    "docker exec x y",
+    "kubectl exec x y",
+    "deno eval x y",
+]
+
+
+@pytest.mark.parametrize(("command", "why"), NEVER)
+def test_no_prefix_is_offered_for_programs_that_could_run_anything(command: str, why: str) -> None:
+    assert prefix_choices(command) == [], command
+    names = [o.name for o in options_for(BASH, call_of(BASH, command=command))]
+    assert not any(":*" in name for name in names), names
+
+
+@pytest.mark.parametrize("command", NEVER_SUBCOMMAND)
+def test_no_prefix_covers_a_runner_subcommand_or_a_git_write(command: str) -> None:
+    choices = prefix_choices(command)
+    assert choices == [], (command, choices)
+
+
+@pytest.mark.parametrize(
+    ("command", "offered"),
+    [
+        ("npm test -- --watch", [("npm", "test")]),
+        ("git status -s", [("git", "status")]),
+        ("git diff HEAD~1 src", [("git", "diff")]),
+        ("cargo test --all", [("cargo", "test")]),
+        ("go test ./...", [("go", "test")]),
+        ("ls src lib", [("ls",), ("ls", "src")]),
+    ],
+)
+def test_prefixes_are_still_offered_for_ordinary_commands(
+    command: str, offered: list[tuple[str, ...]]
+) -> None:
+    assert prefix_choices(command) == offered
+
+
+def test_the_issue_case_python3_prefix_is_gone_and_the_rm_runs_only_when_asked() -> None:
+    """ "Always allow `python3:*`" then ran `python3 -c "import shutil; ..."` unasked."""
+    options = options_for(BASH, call_of(BASH, command="python3 manage.py test"))
+    assert [o.option_id for o in options] == [
+        "allow_once",
+        "allow_always",
+        "reject_once",
+        "reject_always",
+    ]

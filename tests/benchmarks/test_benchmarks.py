@@ -15,6 +15,7 @@ from rich.console import Console
 
 from agent_server.agent.context_manager import ContextManager, ContextView
 from agent_server.agent.events import ignore_events
+from agent_server.agent.session_config import FixedConfig
 from agent_server.agent.tools import default_tools
 from agent_server.cli import build_parser
 from agent_server.context.summary_prompt import SUMMARY_REQUEST_MARKER
@@ -115,9 +116,7 @@ def manager(tmp_path: Path) -> Iterator[ContextManager]:
             ledger=led,
             system_prompt="You are a coding agent.",
             tools=TOOLS,
-            model=SIM_SMALL,
-            summary_model=SIM_SMALL,
-            settings=CompactionSettings(enabled=False),
+            config=FixedConfig(SIM_SMALL, SIM_SMALL, CompactionSettings(enabled=False)),
             call=canned_summary,
             emit=ignore_events,
         )

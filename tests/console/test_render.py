@@ -11,7 +11,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rich.console import Console
 
-from agent_server.console.render import LiteralMarkdown, TranscriptPrinter, meter_text, shown
+from agent_server.console.render import (
+    LiteralMarkdown,
+    TranscriptPrinter,
+    compaction_reason,
+    meter_text,
+    shown,
+    usage_table,
+)
 from agent_server.literal import LiteralLogFormatter, has_hidden, literal
 
 # What a model (or a file it read) could use to make the terminal show something else than
@@ -151,3 +158,41 @@ def test_log_lines_cannot_forge_lines_or_act_on_a_terminal() -> None:
     record = logging.LogRecord("x", logging.WARNING, __file__, 1, "tool said %s", ("ok\nERROR forged\x1b[31m",), None)
     line = formatter.format(record)
     assert line == "WARNING tool said ok\\nERROR forged\\x1b[31m"
+
+
+def rows(renderable: object, width: int = 80) -> list[str]:
+    buffer = io.StringIO()
+    Console(file=buffer, width=width, color_system=None).print(renderable)
+    return buffer.getvalue().rstrip("\n").split("\n")
+
+
+def test_the_meter_and_the_usage_table_fit_80_columns() -> None:
+    usage = {"used": 187_400, "size": 200_000, "compactAt": 180_000, "windowNumber": 12,
+             "cacheHitRate": 0.913, "cost": 123.4567}
+    meter = rows(meter_text(usage, 80))
+    assert meter[0].startswith("context ") and meter[0].endswith("$123.4567 · compacted 11×")
+    assert len(meter[0]) <= 80
+    assert "past the compaction point" in meter[1]
+    session = {"calls": 1234, "input": 12_345_678, "cacheRead": 98_765_432, "cacheWrite": 1_234_567,
+               "output": 456_789, "cost": 123.4567, "cacheHitRate": 0.9}
+    table = rows(usage_table(usage, dict(session), session))
+    assert max(len(row) for row in table) <= 60
+    assert any("compacts above" in row and "180.0k" in row for row in table)
+
+
+def test_a_compaction_says_which_rule_ran_and_how_much_summary_is_hidden() -> None:
+    buffer = io.StringIO()
+    printer = TranscriptPrinter(Console(file=buffer, width=80, color_system=None))
+    printer.usage_changed({"used": 20_700, "size": 32_768, "compactAt": 24_576, "windowNumber": 1,
+                           "cacheHitRate": 0.5, "cost": 0.01})
+    printer.compaction({"status": "started", "reason": "threshold", "tokensBefore": 20_700})
+    summary = "\n".join(f"line {n}" for n in range(1, 11))
+    printer.compaction({"status": "completed", "reason": "threshold", "tokensBefore": 20_700,
+                        "tokensAfter": 6_000, "summary": summary})
+    out = buffer.getvalue()
+    assert "(threshold)" not in out
+    assert "near the compaction point (24.6k)" in out
+    assert "line 6" in out and "line 7" not in out and "… 4 more lines" in out
+    assert "past the compaction point (24.6k)" in compaction_reason(
+        {"reason": "threshold", "tokensBefore": 25_000}, 24_576
+    )

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agent_server.agent.tools import default_tools
 from agent_server.context.cut_point import find_cut_point
 from agent_server.context.summary_prompt import (
     FOLD_INSTRUCTION,
@@ -20,7 +21,13 @@ from agent_server.context.summary_prompt import (
     previous_summary_text,
     serialize_conversation,
 )
-from agent_server.llm.messages import ImageContent, TextContent, ThinkingContent, UserMessage
+from agent_server.llm.messages import (
+    ImageContent,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    UserMessage,
+)
 from agent_server.session.entries import CompactionDetails
 from agent_server.session.ledger import Ledger
 
@@ -158,7 +165,15 @@ def test_turn_prefix_prompt() -> None:
     assert "early part" in text
 
 
+def files_of(call: ToolCall) -> tuple[str, tuple[str, ...]]:
+    """What the product's own tools declare of a call (the session gives the manager this)."""
+    tool = {tool.spec.name: tool for tool in default_tools()}.get(call.name)
+    return (tool.kind, tool.paths(call.arguments)) if tool is not None else ("other", ())
+
+
 def test_extract_file_operations() -> None:
+    """Read from what each tool declares (kind, paths), not from the tool's name: a search
+    names no file, a command none either, a failed write did not modify anything."""
     messages = [
         assistant(
             "",
@@ -172,10 +187,12 @@ def test_extract_file_operations() -> None:
         result("c4", "denied", name="write", error=True),
     ]
     previous = CompactionDetails(read_files=("docs/x.md", "src/b.py"), modified_files=("old.py",))
-    details = extract_file_operations(messages, previous)
-    assert details.read_files == ("docs/x.md", "src", "src/b.py")
+    details = extract_file_operations(messages, previous, files_of)
+    assert details.read_files == ("docs/x.md", "src/b.py")
     assert details.modified_files == ("old.py", "src/a.py")
     assert extract_file_operations([], None) == CompactionDetails()
+    # A caller that does not say what its tools do gets no file operations.
+    assert extract_file_operations(messages) == CompactionDetails()
 
 
 # --- bounds, notes, budgets ---------------------------------------------------------------------

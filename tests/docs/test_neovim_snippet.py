@@ -44,7 +44,11 @@ vim = {
       start = i + #sep
     end
   end,
-  fn = { getcwd = function() return "/w" end, confirm = function() return 1 end },
+  fn = {
+    getcwd = function() return "/w" end,
+    confirm = function() return 1 end,
+    expand = function(path) return (string.gsub(path, "^~", "/home/me")) end,
+  },
   fs = { root = function() return "/w" end },
   uri_from_fname = function(f) return "file://" .. f end,
 }
@@ -71,6 +75,8 @@ def snippet() -> tuple[str, str]:
 def test_the_snippet_says_it_needs_neovim_0_11_before_the_code() -> None:
     prose, _ = snippet()
     assert "Neovim 0.11 or newer" in prose
+    # Where it goes and how it runs.
+    assert "~/.config/nvim/lua/agent.lua" in prose and ':lua require("agent")' in prose
 
 
 def test_streamed_pieces_accumulate_in_one_buffer() -> None:
@@ -79,6 +85,7 @@ def test_streamed_pieces_accumulate_in_one_buffer() -> None:
     lua.execute(snippet()[1])
     g = lua.globals()
     started = g.started
+    assert started.cmd[1] == "/home/me/agent-server/.venv/bin/agent-server"
     assert started.cmd[2] == "serve"
     assert started.init_options.clientCapabilities.requestPermission is True
     # agent/session/new was asked; its answer starts the turn.

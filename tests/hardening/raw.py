@@ -35,7 +35,14 @@ def request(msg_id: int | str, method: str, params: Any = None) -> dict[str, Any
     return message
 
 
-def initialize(root: Path, settings: dict[str, Any] | None = None) -> dict[str, Any]:
+def initialize(
+    root: Path, settings: dict[str, Any] | None = None, *, request_permission: bool = False
+) -> dict[str, Any]:
+    """`request_permission`: the client answers agent/requestPermission (else the server asks
+    with window/showMessageRequest)."""
+    options: dict[str, Any] = {"settings": settings or {}}
+    if request_permission:
+        options["clientCapabilities"] = {"requestPermission": True}
     return request(
         "init",
         "initialize",
@@ -43,9 +50,25 @@ def initialize(root: Path, settings: dict[str, Any] | None = None) -> dict[str, 
             "processId": None,
             "rootUri": root.as_uri(),
             "capabilities": {},
-            "initializationOptions": {"settings": settings or {}},
+            "initializationOptions": options,
         },
     )
+
+
+async def read_frame(stdout: asyncio.StreamReader) -> bytes | None:
+    """One LSP message body from the server's output (None at its end)."""
+    length = None
+    while True:
+        line = await stdout.readline()
+        if not line:
+            return None
+        if line in (b"\r\n", b"\n"):
+            break
+        name, _, value = line.decode().partition(":")
+        if name.lower() == "content-length":
+            length = int(value)
+    assert length is not None
+    return await stdout.readexactly(length)
 
 
 @dataclass
@@ -88,19 +111,8 @@ class RawServer:
         stdout = self.process.stdout
         assert stdout is not None
         try:
-            while True:
-                length = None
-                while True:
-                    line = await stdout.readline()
-                    if not line:
-                        return
-                    if line in (b"\r\n", b"\n"):
-                        break
-                    name, _, value = line.decode().partition(":")
-                    if name.lower() == "content-length":
-                        length = int(value)
-                assert length is not None
-                self.messages.append(json.loads(await stdout.readexactly(length)))
+            while (body := await read_frame(stdout)) is not None:
+                self.messages.append(json.loads(body))
                 self._arrived.set()
         finally:
             self.ended = True
@@ -138,8 +150,10 @@ class RawServer:
             f"answer to id {msg_id!r}",
         )
 
-    async def initialize(self, root: Path, settings: dict[str, Any] | None = None) -> None:
-        await self.send_message(initialize(root, settings))
+    async def initialize(
+        self, root: Path, settings: dict[str, Any] | None = None, *, request_permission: bool = False
+    ) -> None:
+        await self.send_message(initialize(root, settings, request_permission=request_permission))
         answer = await self.answer("init")
         assert "result" in answer, answer
         await self.send_message({"jsonrpc": "2.0", "method": "initialized", "params": {}})

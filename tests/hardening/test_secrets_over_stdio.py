@@ -153,3 +153,71 @@ async def test_sandboxed_bash_cannot_leak_the_key(sim: SimServer, tmp_path: Path
     assert run["created"]["sandbox"] == {"sandboxed": True, "network": False}
     check_no_leak(run)
     assert streamed_bytes(run, "seq 1 3000000") < 150_000
+
+
+# --- issue 24: secrets in the workspace's files -------------------------------------------
+
+ENV_SECRET = "Zq81kQpL0vB7nMw2RtY6xC4dF9gH3jK5"
+ENV_SCENARIO = {
+    "name": "dotenv",
+    "turns": [
+        {
+            "user": "Check the configuration.",
+            "steps": [
+                {"tools": [{"name": "read", "arguments": {"path": ".env"}}]},
+                {"tools": [{"name": "grep", "arguments": {"pattern": "AWS_SECRET"}}]},
+                {"tools": [{"name": "bash", "arguments": {"command": "cat .env; grep -r AWS ."}}]},
+                {"text": "Checked."},
+            ],
+        }
+    ],
+}
+
+
+async def test_workspace_secrets_are_asked_about_and_never_reach_the_provider(
+    tmp_path: Path,
+) -> None:
+    """A `.env` with `AWS_SECRET_ACCESS_KEY=...` reached the ledger, the editor and the model
+    literally through read and grep. Now read asks first (in allowAll too), grep leaves the
+    file out and says so, and the value is redacted wherever it appears, with a note."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / ".env").write_text(f"PORT=3000\nAWS_SECRET_ACCESS_KEY={ENV_SECRET}\n")
+    (workspace / "settings.py").write_text("AWS_SECRET = load('AWS_SECRET_ACCESS_KEY')\n")
+    simulator = Simulator(scenario=parse_scenario(ENV_SCENARIO))
+    async with SimServer(simulator) as sim:
+        server = await RawServer.start({**os.environ, "HOME": str(tmp_path)})
+        try:
+            await server.initialize(
+                workspace,
+                {"provider": "sim", "baseUrl": sim.base_url,
+                 "sessionsDir": str(tmp_path / "sessions"), "permissions": {"mode": "allowAll"}},
+                request_permission=True,
+            )
+            await server.send_message(
+                request("new", "agent/session/new", {"workspaceUri": workspace.as_uri()})
+            )
+            session_id = (await server.answer("new"))["result"]["sessionId"]
+            await server.send_message(request("turn", "agent/turn", {
+                "sessionId": session_id, "prompt": "Check the configuration."}))
+            asked = await server.wait_for(
+                lambda m: m.get("method") == "agent/requestPermission", "the question about .env"
+            )
+            assert "may hold secrets" in asked["params"]["toolCall"]["title"]
+            await server.send_message({"jsonrpc": "2.0", "id": asked["id"],
+                                       "result": {"outcome": {"selected": "allow_once"}}})
+            turn = (await server.answer("turn"))["result"]
+            assert turn["stopReason"] == "end_turn"
+        finally:
+            await server.close()
+        provider = json.dumps([r.request for r in simulator.records])
+    editor = json.dumps(server.messages)
+    disk = "".join(
+        p.read_text(errors="replace") for p in (tmp_path / "sessions").rglob("*") if p.is_file()
+    )
+    for where, text in (("provider", provider), ("editor", editor), ("disk", disk)):
+        at = text.find(ENV_SECRET)
+        assert at == -1, f"the value reached the {where}: {text[max(0, at - 300):at + 60]}"
+    assert "AWS_SECRET_ACCESS_KEY=[redacted]" in provider and "PORT=3000" in provider
+    assert "were replaced by [redacted]" in provider  # the model is told
+    assert "Left out matches in 1 file(s) that may hold secrets: .env" in provider

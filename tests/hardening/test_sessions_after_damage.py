@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
+import resource
 import signal
 import uuid
 from collections.abc import AsyncIterator
@@ -19,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from agent_server.session.entries import MessageEntry
 from agent_server.session.store import SessionStore
 from agent_server.sim.scenario import parse_scenario
 from agent_server.sim.server import SimServer
@@ -203,3 +206,132 @@ async def test_a_clean_session_reports_no_repair(sim: SimServer, tmp_path: Path)
         assert notices(server) == []
     finally:
         await server.close()
+
+
+async def test_an_entry_of_unknown_type_is_reported_and_kept(
+    sim: SimServer, tmp_path: Path
+) -> None:
+    """It was left out of view without a word; every other line loading cannot use is
+    reported. Now it is reported too, and kept (the tree goes through it)."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    store = SessionStore(tmp_path / "sessions", workspace)
+    with store.create() as ledger:
+        first = ledger.append_message(user("first"))
+        session_id, path = ledger.session_id, ledger.path
+    future = {"type": "bookmark", "id": "f0000001", "parentId": first.id, "timestamp": ""}
+    with path.open("a") as handle:
+        handle.write(json.dumps(future) + "\n")
+        handle.write(
+            json.dumps(
+                {
+                    "type": "message",
+                    "id": "f0000002",
+                    "parentId": "f0000001",
+                    "timestamp": "",
+                    "message": {"role": "user", "content": [{"type": "text", "text": "after"}]},
+                }
+            )
+            + "\n"
+        )
+    server = await RawServer.start()
+    try:
+        await server.initialize(workspace, settings(sim, tmp_path))
+        await server.send_message(request("load", "agent/session/load", {"sessionId": session_id}))
+        loaded = (await server.answer("load"))["result"]
+        (issue,) = loaded["repair"]["issues"]
+        assert issue["action"] == "unknownType" and "'bookmark'" in issue["reason"]
+        assert "kept but not shown" in loaded["repair"]["message"]
+        texts = [text_of(item) for item in loaded["transcript"]]
+        assert texts.index("first") < texts.index("after")
+        await server.wait_for(
+            lambda m: (
+                m.get("method") == "agent/update"
+                and m["params"]["update"]["kind"] == "notice"
+                and "kept but not shown" in m["params"]["update"]["message"]
+            ),
+            "the repair notice",
+        )
+    finally:
+        await server.close()
+
+
+async def test_a_tool_result_that_could_not_be_saved_is_recorded_as_aborted_once_it_can(
+    tmp_path: Path,
+) -> None:
+    """The session file cannot grow while a tool runs (a full disk, played by the server's
+    RLIMIT_FSIZE: its writes past the limit fail as ENOSPC's would). The turn fails; the
+    tool call was left without a result until the next open. Now the next turn, once the
+    file can be written again, first records it as aborted."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    go = workspace / "go"  # in the workspace: the sandbox has a /tmp of its own
+    wait = "while [ ! -e go ]; do sleep 0.1; done; echo ran"
+    scenario = {
+        "name": "full-disk",
+        "turns": [
+            {
+                "user": "Run it.",
+                "steps": [
+                    {"tools": [{"name": "bash", "arguments": {"command": wait}}]},
+                    {"text": "It ran."},
+                ],
+            },
+            {"user": "Again?", "steps": [{"text": "Yes."}]},
+        ],
+    }
+    async with SimServer(Simulator(scenario=parse_scenario(scenario))) as sim:
+        server = await RawServer.start()
+        try:
+            await server.initialize(workspace, settings(sim, tmp_path))
+            await server.send_message(
+                request("new", "agent/session/new", {"workspaceUri": workspace.as_uri()})
+            )
+            session_id = (await server.answer("new"))["result"]["sessionId"]
+            await server.send_message(
+                request("t1", "agent/turn", {"sessionId": session_id, "prompt": "Run it."})
+            )
+            running = await server.wait_for(
+                lambda m: (
+                    m.get("method") == "agent/update"
+                    and m["params"]["update"]["kind"] == "toolCallUpdate"
+                    and m["params"]["update"].get("status") == "in_progress"
+                ),
+                "the bash call to start",
+            )
+            call_id = running["params"]["update"]["toolCallId"]
+            (ledger_path,) = (tmp_path / "sessions").rglob(f"{session_id}.jsonl")
+            full = ledger_path.stat().st_size
+            pid = server.process.pid
+            soft, hard = resource.prlimit(pid, resource.RLIMIT_FSIZE)
+            resource.prlimit(pid, resource.RLIMIT_FSIZE, (full, hard))
+            go.touch()
+            first = (await server.answer("t1"))["result"]
+            assert first["stopReason"] == "error"
+            assert ledger_path.stat().st_size == full  # nothing could be saved
+            resource.prlimit(pid, resource.RLIMIT_FSIZE, (soft, hard))  # room again
+            await server.send_message(
+                request("t2", "agent/turn", {"sessionId": session_id, "prompt": "Again?"})
+            )
+            second = (await server.answer("t2"))["result"]
+            assert second["stopReason"] == "end_turn"
+            await server.wait_for(
+                lambda m: (
+                    m.get("method") == "agent/update"
+                    and m["params"]["update"]["kind"] == "notice"
+                    and "could not be saved" in m["params"]["update"]["message"]
+                ),
+                "the notice",
+            )
+        finally:
+            await server.close()
+    with SessionStore(tmp_path / "sessions", workspace).open(session_id) as ledger:
+        assert ledger.load_report.clean
+        kinds = [
+            (type(e.message).__name__, getattr(e.message, "tool_call_id", None))
+            for e in ledger.branch()
+            if isinstance(e, MessageEntry)
+        ]
+    at = kinds.index(("ToolResultMessage", call_id))
+    assert kinds[at - 1][0] == "AssistantMessage"  # right after the call
+    assert kinds[at + 1][0] == "UserMessage"  # before the next prompt

@@ -8,9 +8,10 @@ import pytest
 
 from agent_server.agent.settings import settings_from_json
 from agent_server.errors import ConfigError
-from agent_server.llm.cache_ttl import bills_cache_writes, cache_ttl, describe_seconds
+from agent_server.llm.cache_ttl import describe_seconds
 from agent_server.llm.cost import rewrite_cost
 from agent_server.llm.models import ModelInfo, ModelRegistry
+from agent_server.llm.providers import bills_cache_writes, cache_ttl
 
 REGISTRY = ModelRegistry()
 SIM = REGISTRY.require("sim-large")  # $3 in, $3.75 5m write, $6 1h write, $0.30 read

@@ -12,10 +12,10 @@ from agent_server.llm.models import (
     BENCHMARK_CLAUDE_MODEL,
     BENCHMARK_GPT_MODEL,
     BUILTIN_MODELS,
-    DEFAULT_MODEL_BY_PROVIDER,
     ModelRegistry,
     load_models_file,
 )
+from agent_server.llm.providers import PROVIDERS
 
 
 def test_builtin_models_are_consistent() -> None:
@@ -38,8 +38,8 @@ def test_builtin_models_are_consistent() -> None:
         else:
             assert not model.bills_cache_writes
     registry = ModelRegistry()
-    for model_id in DEFAULT_MODEL_BY_PROVIDER.values():
-        assert model_id in registry
+    for spec in PROVIDERS.values():
+        assert spec.serves(registry.require(spec.default_model))
     assert registry.require("gpt-6.2-sol").bills_cache_writes
     assert not registry.require("gpt-5.5").bills_cache_writes
 

@@ -24,7 +24,6 @@ from agent_server.errors import (
     RequestTooLargeError,
 )
 from agent_server.llm.anthropic import AnthropicProvider
-from agent_server.llm.credentials import resolve_api_key
 from agent_server.llm.openai_chat import OpenAIChatProvider
 from agent_server.llm.openai_responses import OpenAIResponsesProvider
 from agent_server.llm.provider_errors import (
@@ -34,7 +33,7 @@ from agent_server.llm.provider_errors import (
     retry_after_seconds,
     to_provider_error,
 )
-from agent_server.llm.providers import create_provider
+from agent_server.llm.providers import create_provider, resolve_api_key
 
 KEY = "sk-ant-api03-SECRETSECRETSECRET"
 WHERE = ErrorContext("Anthropic", "ANTHROPIC_API_KEY", "claude-sonnet-5-5", None, (KEY,))

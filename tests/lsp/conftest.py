@@ -2,7 +2,8 @@
 
 `start_agent_client` starts `python -m agent_server serve` as a subprocess, initializes it with
 the given settings and workspace folders, and records every agent/* notification. The client
-uses the server's own converter so that custom params stay plain JSON.
+uses the server's own converter so that custom params stay plain JSON. Every result and
+notification is checked against the protocol's description (tests/lsp/conformance.py).
 """
 
 from __future__ import annotations
@@ -20,10 +21,15 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 from pytest_lsp.client import register_lsp_features
 
+from agent_server import protocol
 from agent_server.lsp.server import agent_converter
 from agent_server.sim.server import SimServer
 from agent_server.sim.simulator import Simulator
 from agent_server.sim.workspace import write_sample_workspace
+from tests.lsp.conformance import check_result, mismatches
+
+_DESCRIBED = {m.name for m in protocol.CLIENT_REQUESTS}
+_SENT = {m.name: m.params for m in protocol.METHODS if m.sender == "server"}
 
 
 @dataclass
@@ -45,9 +51,18 @@ class AgentClient:
         lambda _params: "allow_once"
     )
     permission_delay: float = 0.0
+    # What the server sent that the protocol does not describe (checked when the client stops).
+    undescribed: list[str] = field(default_factory=list)
 
     async def request(self, method: str, params: Any) -> Any:
-        return await self.client.protocol.send_request_async(method, params)
+        result = await self.client.protocol.send_request_async(method, params)
+        if method in _DESCRIBED:
+            check_result(method, result)
+        return result
+
+    def received(self, method: str, params: Any) -> Any:
+        self.undescribed += mismatches(params, _SENT[method], method)
+        return params
 
     def workspace_uri(self, index: int = 0) -> str:
         return self.workspaces[index].as_uri()
@@ -68,31 +83,31 @@ def make_client(state: dict[str, AgentClient]) -> LanguageClient:
 
     @client.feature("agent/update")
     def on_update(ls: LanguageClient, params: Any) -> None:
-        state["client"].updates.append(params)
+        state["client"].updates.append(state["client"].received("agent/update", params))
 
     @client.feature("agent/usage")
     def on_usage(ls: LanguageClient, params: Any) -> None:
-        state["client"].usage.append(params)
+        state["client"].usage.append(state["client"].received("agent/usage", params))
 
     @client.feature("agent/compaction")
     def on_compaction(ls: LanguageClient, params: Any) -> None:
-        state["client"].compactions.append(params)
+        state["client"].compactions.append(state["client"].received("agent/compaction", params))
 
     @client.feature("agent/overflow")
     def on_overflow(ls: LanguageClient, params: Any) -> None:
-        state["client"].overflows.append(params)
+        state["client"].overflows.append(state["client"].received("agent/overflow", params))
 
     @client.feature("agent/mcp/status")
     def on_mcp_status(ls: LanguageClient, params: Any) -> None:
-        state["client"].mcp.append(params)
+        state["client"].mcp.append(state["client"].received("agent/mcp/status", params))
     @client.feature("agent/context")
     def on_context(ls: LanguageClient, params: Any) -> None:
-        state["client"].decisions.append(params)
+        state["client"].decisions.append(state["client"].received("agent/context", params))
 
     @client.feature("agent/requestPermission")
     async def on_permission(ls: LanguageClient, params: Any) -> Any:
         agent = state["client"]
-        agent.permission_requests.append(params)
+        agent.permission_requests.append(agent.received("agent/requestPermission", params))
         if agent.permission_delay:
             try:
                 await asyncio.sleep(agent.permission_delay)
@@ -158,6 +173,7 @@ async def start_agent_client(
     finally:
         await client.shutdown_session()
         await client.stop()
+    assert not agent.undescribed, "\n".join(agent.undescribed)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pygls.exceptions import JsonRpcException
 
-from agent_server.lsp.server import METHODS
+from agent_server.lsp.handlers import METHODS
 from agent_server.sim.server import SimServer
 from tests.lsp.conftest import AgentClient, sim_settings, start_agent_client
 

@@ -128,7 +128,12 @@ def test_unknown_entry_types_are_kept_and_the_tree_goes_through_them(tmp_path: P
     with path.open("ab") as handle:
         handle.write(line + b"\n")
     with Ledger.open(path) as ledger:
-        assert ledger.load_report.clean
+        # Reported like every other line this version cannot use (it was silently dropped
+        # from view), and kept: the tree goes through it.
+        (issue,) = ledger.load_report.issues
+        assert (issue.line_number, issue.action) == (len(entries) + 2, "unknownType")
+        assert "'bookmark'" in issue.reason
+        assert f"line {len(entries) + 2} kept but not shown" in ledger.load_report.describe()
         assert ledger.get("b0000001") == UnknownEntry(future)
         after = ledger.append_message(user("next"))
         assert after.parent_id == "b0000001"

@@ -3,7 +3,8 @@
 Sources, later ones overriding earlier ones by server name:
 
 1. the user-level file (`mcp.userFile`, default `<user config dir>/agent-server/mcp.json`),
-2. the workspace's `.mcp.json` (the `mcpServers` shape of Claude Code and Cline),
+2. the workspace's `.mcp.json` (the `mcpServers` shape of Claude Code and Cline), whose
+   servers start only once the user approved the file's content (approval.py),
 3. the `mcp.servers` setting,
 4. servers a front end passes for one session (an ACP client's `mcpServers`).
 
@@ -22,16 +23,17 @@ written to the ledger.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, TypeAlias
+from typing import Any
 
 import platformdirs
 
-McpTransport: TypeAlias = Literal["stdio", "http", "sse"]
+from agent_server.protocol import McpTransport as McpTransport
 
 WORKSPACE_FILE = ".mcp.json"
 _TYPES: Mapping[str, McpTransport] = {
@@ -72,6 +74,9 @@ class McpServerConfig:
     error: str | None = None
     secrets: tuple[str, ...] = field(default=(), repr=False)
     source: str = field(default="", compare=False)
+    # The SHA-256 of the workspace file it came from: its servers wait for the user's approval
+    # of that content (approval.py). None: a source the user wrote (their file, settings).
+    digest: str | None = None
 
     @property
     def display(self) -> str:
@@ -105,17 +110,22 @@ def load_server_configs(
     override the others by name.
     """
     found: dict[str, McpServerConfig] = {}
-    sources: list[tuple[str, Mapping[str, Any] | McpServerConfig]] = []
+    sources: list[tuple[str, Mapping[str, Any]]] = []
     if user_file is not None:
-        sources.append((str(user_file), _read_file(user_file)))
+        sources.append((str(user_file), _read_file(user_file)[0]))
+    digests: dict[str, str] = {}
     if workspace_file:
         path = workspace / WORKSPACE_FILE
-        sources.append((str(path), _read_file(path)))
+        content, digest = _read_file(path)
+        sources.append((str(path), content))
+        if digest is not None:
+            digests[str(path)] = digest  # of the very bytes parsed
     if settings_servers:
         sources.append(("mcp.servers", {"mcpServers": settings_servers}))
     for source, data in sources:
-        assert isinstance(data, Mapping)
         for config in parse_servers(data, source, workspace=workspace, env=env):
+            if source in digests:
+                config = replace(config, digest=digests[source])
             found[config.name] = config
         for name in _disabled(data):
             found.pop(name, None)
@@ -190,20 +200,26 @@ class _EntryError(ValueError):
     pass
 
 
-def _read_file(path: Path) -> Mapping[str, Any]:
+def _read_file(path: Path) -> tuple[Mapping[str, Any], str | None]:
+    """The file's JSON (or `{"error": ...}`), and the SHA-256 of the bytes read."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
+        raw = path.read_bytes()
+    except (FileNotFoundError, IsADirectoryError):  # a directory: a sandbox's placeholder
+        return {}, None
     except OSError as exc:
-        return {"error": f"{path}: cannot be read ({exc.strerror})"}
+        return {"error": f"{path}: cannot be read ({exc.strerror})"}, None
+    digest = hashlib.sha256(raw).hexdigest()
+    if not raw.strip():
+        return {}, None  # an empty file (a sandbox's placeholder, say): no servers
     try:
-        data = json.loads(text)
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return {"error": f"{path}: not valid UTF-8"}, digest
     except json.JSONDecodeError as exc:
-        return {"error": f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})"}
+        return {"error": f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})"}, digest
     if not isinstance(data, Mapping):
-        return {"error": f"{path}: expected a JSON object with 'mcpServers'"}
-    return data
+        return {"error": f"{path}: expected a JSON object with 'mcpServers'"}, digest
+    return data, digest
 
 
 def _disabled(data: Mapping[str, Any]) -> list[str]:

@@ -27,13 +27,13 @@ import mcp_types
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client import ClientRequestContext, Transport
 from mcp.client.sse import sse_client
-from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agent_server import __version__
 from agent_server.agent.mcp.config import McpServerConfig, scrub
 from agent_server.agent.mcp.servers import ConnectMode, McpUnavailableError, ServerState
+from agent_server.agent.mcp.stdio import DEFAULT_MAX_MESSAGE, bounded_stdio
 from agent_server.agent.mcp.tool_list import ServerTool
 from agent_server.agent.tools.output import printable
 
@@ -55,8 +55,11 @@ class McpConnection:
         on_change: Callable[[McpConnection], None],
         root: Path | None = None,
         mode: ConnectMode = "auto",
+        max_message: int = DEFAULT_MAX_MESSAGE,
     ) -> None:
+        """`max_message`: the most bytes one message from a stdio server may have."""
         self.config = config
+        self._max_message = max_message
         self.state: ServerState = "starting" if config.error is None else "failed"
         self.error: str | None = config.error
         self.tools: tuple[ServerTool, ...] = ()
@@ -201,7 +204,9 @@ class McpConnection:
                 command=config.command, args=list(config.args), env=dict(config.env),
                 cwd=config.cwd,
             )
-            return _watched(stdio_client(params, errlog=errlog), self._transport_ended)
+            return _watched(
+                bounded_stdio(params, errlog, self._max_message), self._transport_ended
+            )
         if config.transport == "sse":
             return _watched(
                 sse_client(config.url, headers=dict(config.headers)), self._transport_ended

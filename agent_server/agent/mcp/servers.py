@@ -10,12 +10,19 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
+from agent_server.agent.mcp.approval import (
+    ApprovedFiles,
+    PendingApproval,
+    held_reason,
+    pending_approval,
+)
 from agent_server.agent.mcp.config import McpServerConfig, McpTransport
 from agent_server.agent.mcp.tool_list import ServerTool
+from agent_server.protocol import McpServerState
 
 if TYPE_CHECKING:  # the SDK takes seconds to import: only sessions with servers load it
     import mcp_types
@@ -24,7 +31,7 @@ if TYPE_CHECKING:  # the SDK takes seconds to import: only sessions with servers
 
 log = logging.getLogger(__name__)
 
-ServerState: TypeAlias = Literal["starting", "ready", "failed", "stopped"]
+ServerState: TypeAlias = McpServerState
 ConnectMode: TypeAlias = Literal["auto", "legacy"]
 
 DEFAULT_STARTUP_TIMEOUT = 30.0
@@ -76,9 +83,19 @@ class McpServers:
         tool_timeout: float = DEFAULT_TOOL_TIMEOUT,
         root: Path | None = None,
         mode: ConnectMode = "auto",
+        max_result_bytes: int | None = None,
+        approvals: ApprovedFiles | None = None,
     ) -> None:
-        """`root`: the workspace, offered to servers that ask for the client's roots."""
+        """`root`: the workspace, offered to servers that ask for the client's roots.
+        `max_result_bytes`: the most one message from a stdio server may have (None: 64 MB).
+        `approvals`: the workspace file contents approved for good; with it, servers from a
+        workspace file wait for the user's approval of its content (approval.py)."""
         self._state_dir = state_dir
+        self._max_result_bytes = max_result_bytes
+        self._approvals = approvals
+        self._approved: set[str] = set()  # digests approved for this session
+        self._declined: set[str] = set()  # digests the user said no to, this session
+        self._configs: dict[str, McpServerConfig] = {}  # as configured (held ones too)
         self._root = root
         self._startup_timeout = startup_timeout
         self._tool_timeout = tool_timeout
@@ -111,10 +128,12 @@ class McpServers:
     async def reconfigure(self, configs: Sequence[McpServerConfig]) -> None:
         """Stop the servers that are gone or changed, start the new or changed ones."""
         wanted = {config.name: config for config in configs}
-        gone = [n for n, c in self._connections.items() if wanted.get(n) != c.config]
+        gone = [n for n in self._connections if wanted.get(n) != self._configs.get(n)]
         if not gone and set(wanted) == set(self._connections):
             return
         stopping = [self._connections.pop(name) for name in gone]
+        for name in gone:
+            self._configs.pop(name, None)
         await asyncio.gather(*(c.stop() for c in stopping))
         for name, config in wanted.items():
             if name not in self._connections:
@@ -130,7 +149,7 @@ class McpServers:
         if connection is None:
             return False
         await connection.stop()
-        fresh = self._connection(connection.config)
+        fresh = self._connection(self._configs.get(name, connection.config))
         self._connections[name] = fresh
         if self._started:
             fresh.start()
@@ -139,6 +158,51 @@ class McpServers:
 
     async def close(self) -> None:
         await asyncio.gather(*(c.stop() for c in self._connections.values()))
+
+    # --- approval of workspace files (approval.py) ------------------------------------------
+
+    def awaiting_approval(self) -> PendingApproval | None:
+        """The workspace file content whose servers wait for the user (not asked yet or
+        asked and not answered), or None."""
+        held = [
+            config
+            for name, config in sorted(self._configs.items())
+            if not self._may_start(config)
+            and config.digest not in self._declined
+            and name in self._connections
+        ]
+        before = self._approvals.approved() if self._approvals is not None else None
+        return pending_approval(held, before)
+
+    async def approve(self, digest: str, *, remember: bool) -> None:
+        """Start the servers of that content: for this session, or (`remember`) for good."""
+        self._approved.add(digest)
+        self._declined.discard(digest)
+        if remember and self._approvals is not None:
+            self._approvals.remember(digest)
+        await self._replace_held(digest)
+
+    async def decline(self, digest: str) -> None:
+        """Leave the servers of that content off for this session (not asked again)."""
+        self._declined.add(digest)
+        await self._replace_held(digest)
+
+    async def _replace_held(self, digest: str) -> None:
+        for name, config in list(self._configs.items()):
+            if config.digest != digest or name not in self._connections:
+                continue
+            old = self._connections[name]
+            await old.stop()
+            fresh = self._connection(config)
+            self._connections[name] = fresh
+            if self._started:
+                fresh.start()
+        self._changed(None)
+
+    def _may_start(self, config: McpServerConfig) -> bool:
+        if config.digest is None or self._approvals is None:
+            return True
+        return config.digest in self._approved or config.digest == self._approvals.approved()
 
     # --- what the session asks -------------------------------------------------------------
 
@@ -209,6 +273,10 @@ class McpServers:
     def _connection(self, config: McpServerConfig) -> McpConnection:
         from agent_server.agent.mcp.connection import McpConnection
 
+        self._configs[config.name] = config
+        if not self._may_start(config):  # shown as not started, with why; never started
+            config = replace(config, error=held_reason(config.digest in self._declined))
+        limit = {} if self._max_result_bytes is None else {"max_message": self._max_result_bytes}
         return McpConnection(
             config,
             stderr_path=self._state_dir / f"mcp-{_file_safe(config.name)}.stderr.log",
@@ -216,6 +284,7 @@ class McpServers:
             on_change=self._changed,
             root=self._root,
             mode=self._mode,
+            **limit,
         )
 
     def _changed(self, connection: McpConnection | None) -> None:

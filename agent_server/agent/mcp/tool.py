@@ -21,11 +21,11 @@ import mcp_types
 from mcp import MCPError
 
 from agent_server.agent.mcp.servers import McpServers, McpUnavailableError
+from agent_server.agent.mcp.stdio import give_back_memory
 from agent_server.agent.tools.base import ToolContext, ToolKind, ToolResult, display_arg
 from agent_server.agent.tools.output import bound_output
-from agent_server.llm.messages import ImageContent, TextContent, ToolSpec
+from agent_server.llm.messages import IMAGE_TYPES, ImageContent, TextContent, ToolSpec
 
-IMAGE_TYPES = frozenset(("image/png", "image/jpeg", "image/gif", "image/webp"))
 MAX_IMAGE_BYTES = 5 * 1024 * 1024  # Anthropic's limit for one image
 MAX_IMAGES = 8
 
@@ -77,7 +77,11 @@ class McpTool:
             return ToolResult.error(
                 f"The MCP server {self.server!r} failed the call: {error.error.message}", details
             )
-        return tool_result(result, ctx, self.spec.name, details)
+        converted = tool_result(result, ctx, self.spec.name, details)
+        if converted.details and converted.details.get("fullOutputPath"):
+            del result  # a large result was spilled: give its memory back now
+            give_back_memory()
+        return converted
 
 
 def tool_result(

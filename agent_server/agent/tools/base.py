@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import Any, Protocol, TypeAlias
 
 from agent_server.agent.tools.files import LOCAL_FILES, FileAccess
 from agent_server.agent.tools.sandbox import Confinement
@@ -25,8 +25,8 @@ from agent_server.llm.messages import (
     ToolSpec,
 )
 
-# The Agent Client Protocol's tool kinds that these tools use; the editor picks an icon by it.
-ToolKind: TypeAlias = Literal["read", "edit", "search", "execute", "other"]
+# The Agent Client Protocol's tool kinds; the editor picks an icon by it.
+from agent_server.protocol import ToolKind as ToolKind
 
 OutputCallback: TypeAlias = Callable[[str], None]
 

@@ -18,6 +18,7 @@ import logging
 import os
 import signal
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from agent_server.agent.tools.base import (
@@ -31,7 +32,7 @@ from agent_server.agent.tools.base import (
 from agent_server.agent.tools.environment import tool_environment
 from agent_server.agent.tools.output import StreamingOutput
 from agent_server.agent.tools.paths import resolve_in_workspace
-from agent_server.agent.tools.sandbox import confine
+from agent_server.agent.tools.sandbox import Launch, confine
 from agent_server.errors import ToolError
 from agent_server.llm.messages import ToolSpec
 from agent_server.redaction import StreamRedactor
@@ -91,18 +92,32 @@ class BashTool:
         environment = tool_environment(os.environ, ctx.secrets, ctx.env_pass)
         if environment.withheld:
             logger.debug("withheld from bash: %s", ", ".join(environment.withheld))
-        argv, before_exec = confine(["bash", "-c", command], cwd, ctx.confinement)
+        launch = confine(["bash", "-c", command], cwd, ctx.confinement)
+        try:
+            return await self._run(launch, cwd, environment.env, timeout, ctx)
+        finally:
+            await asyncio.shield(launch.aclose())
+
+    async def _run(
+        self,
+        launch: Launch,
+        cwd: Path,
+        env: dict[str, str],
+        seconds: float,
+        ctx: ToolContext,
+    ) -> ToolResult:
         read_fd, write_fd = os.pipe()
         try:
             proc = await asyncio.create_subprocess_exec(
-                *argv,
+                *launch.argv,
                 cwd=cwd,
-                env=environment.env,
+                env=env,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=write_fd,
                 stderr=write_fd,
                 start_new_session=True,
-                preexec_fn=before_exec,
+                preexec_fn=launch.before_exec,
+                pass_fds=launch.pass_fds,
             )
         except OSError as exc:
             os.close(read_fd)
@@ -124,7 +139,7 @@ class BashTool:
             )
             pump = asyncio.create_task(_pump(reader, output, ctx))
             try:
-                async with asyncio.timeout(timeout):
+                async with asyncio.timeout(seconds):
                     await proc.wait()
             except TimeoutError:
                 timed_out = True
@@ -143,7 +158,8 @@ class BashTool:
             else:
                 pipe.close()
             output.close()
-        return _result(output, proc.returncode, timed_out, detached, timeout, ctx)
+        notes = launch.limit_notes()
+        return _result(output, proc.returncode, timed_out, detached, seconds, ctx, notes)
 
 
 def _result(
@@ -153,6 +169,7 @@ def _result(
     detached: bool,
     timeout: float,
     ctx: ToolContext,
+    limit_notes: list[str],
 ) -> ToolResult:
     bounded = output.finish()
     text = bounded.text if bounded.text.strip() else "(no output)"
@@ -162,7 +179,7 @@ def _result(
         **bounded.details(),
         "sandbox": ctx.confinement.to_json(),
     }
-    notes: list[str] = []
+    notes: list[str] = list(limit_notes)
     if detached:
         notes.append(
             "Background processes started by the command are still running; their further "

@@ -22,7 +22,7 @@ from agent_server.agent.tools.paths import (
     file_info,
     resolve_in_workspace,
 )
-from agent_server.agent.tools.read import refuse_repeat_notes
+from agent_server.agent.tools.read import refuse_redacted, refuse_repeat_notes
 from agent_server.errors import InvalidToolArgumentsError, ToolError
 from agent_server.llm.messages import ToolSpec
 
@@ -120,6 +120,7 @@ async def _planned(
     except UnicodeDecodeError as exc:
         raise ToolError(f"{shown} is not a UTF-8 text file; it cannot be edited.") from exc
     refuse_repeat_notes(new_text, content, shown)
+    refuse_redacted(new_text, content, shown)
     # A file with Windows line endings, and text the model wrote with "\n": match anyway.
     if "\r\n" in content and "\r\n" not in old_text and old_text not in content:
         old_text = old_text.replace("\n", "\r\n")

@@ -43,6 +43,7 @@ from agent_server.agent.tools.paths import (
     file_info,
     has_other_links,
     resolve_in_workspace,
+    secret_file,
 )
 from agent_server.agent.tools.walk import SKIPPED_DIRS, compile_glob, is_binary, walk_files
 from agent_server.errors import ToolError, redact
@@ -115,11 +116,16 @@ class HardLinkSieve:
 
     root: Path
     left_out: list[str] = field(default_factory=list)
+    secret: list[str] = field(default_factory=list)  # files that may hold secrets, left out
     _checked: dict[str, bool] = field(default_factory=dict)
 
     def leaves_out(self, path: str) -> bool:
-        """Whether the lines of `path` (relative to `root`) are left out."""
+        """Whether the lines of `path` (relative to `root`) are left out: hard-linked, or a
+        file that may hold secrets (read asks before it shows one)."""
         known = self._checked.get(path)
+        if known is None and secret_file(path):
+            self._checked[path] = known = True
+            self.secret.append(path)
         if known is None:
             try:
                 known = has_other_links(os.stat(self.root / path, follow_symlinks=False))
@@ -131,15 +137,16 @@ class HardLinkSieve:
         return known
 
 
-def left_out_note(paths: list[str]) -> str:
-    """One line telling the model which hard-linked files a search left out, and what to do."""
+HARD_LINKED_WHY = "hard-linked file(s), which may also exist outside the workspace"
+SECRET_WHY = "file(s) that may hold secrets"
+
+
+def left_out_note(paths: list[str], why: str = HARD_LINKED_WHY) -> str:
+    """One line telling the model which files a search left out, why, and what to do."""
     named = ", ".join(paths[:MAX_LEFT_OUT_NAMED])
     if len(paths) > MAX_LEFT_OUT_NAMED:
         named += f" and {len(paths) - MAX_LEFT_OUT_NAMED} more"
-    return (
-        f"[Left out matches in {len(paths)} hard-linked file(s), which may also exist outside "
-        f"the workspace: {named}. Read one by name to be asked.]"
-    )
+    return f"[Left out matches in {len(paths)} {why}: {named}. Read one by name to be asked.]"
 
 
 class GrepTool:
@@ -175,6 +182,11 @@ class GrepTool:
         info = file_info(top, shown_top)
         if info is None:
             raise ToolError(f"Path not found: {shown_top}.")
+        if not top.is_dir() and secret_file(top) and not ctx.hard_links_allowed:
+            raise ToolError(
+                f"{shown_top} may hold secrets (keys, passwords). Read it with the read tool, "
+                "which asks the user first."
+            )
         if has_other_links(info) and not ctx.hard_links_allowed:
             raise ToolError(
                 f"{shown_top} has {info.st_nlink} hard links: the same file may also exist "
@@ -209,9 +221,13 @@ class GrepTool:
         }
         # Said after the bounds, so that a long output cannot cut it off.
         note = ""
-        if sieve is not None and sieve.left_out:
-            details["leftOutHardLinked"] = sieve.left_out
-            note = "\n\n" + printable(redact(left_out_note(sieve.left_out), *ctx.secrets))
+        for key, files, why in (
+            ("leftOutHardLinked", sieve.left_out if sieve else [], HARD_LINKED_WHY),
+            ("leftOutSecret", sieve.secret if sieve else [], SECRET_WHY),
+        ):
+            if files:
+                details[key] = files
+                note += "\n\n" + printable(redact(left_out_note(files, why), *ctx.secrets))
         if not outcome.lines:
             where = "the workspace" if shown_top == "." else shown_top
             filtered = f" (files matching {glob!r})" if glob else ""

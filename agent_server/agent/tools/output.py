@@ -19,6 +19,9 @@ from typing import Any, Literal
 
 from agent_server.errors import redact
 
+# What cut an output short: its number of lines, or its size.
+CutBy = Literal["lines", "bytes"]
+
 MAX_LINES = 2000
 MAX_BYTES = 50 * 1024
 
@@ -31,7 +34,7 @@ class Truncation:
     total_lines: int
     kept_lines: int
     truncated: bool
-    cut_by: Literal["lines", "bytes"] | None = None
+    cut_by: CutBy | None = None
 
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
@@ -80,7 +83,7 @@ def _truncate(text: str, max_lines: int, max_bytes: int, *, from_end: bool) -> T
     total = len(lines)
     kept: list[str] = []
     size = 0
-    cut_by: Literal["lines", "bytes"] | None = None
+    cut_by: CutBy | None = None
     for line in reversed(lines) if from_end else lines:
         if len(kept) == max_lines:
             cut_by = "lines"

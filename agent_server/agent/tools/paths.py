@@ -9,6 +9,7 @@ write out either.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import stat
 from collections.abc import Sequence
@@ -125,6 +126,45 @@ def check_hard_links(info: os.stat_result, shown: str, allowed: bool) -> None:
             "the workspace under another name, so it is not used without the user's "
             "permission. Ask the user, or use another file."
         )
+
+
+# Files that commonly hold secrets, by name (case-insensitive globs): environment files, key
+# and certificate files, credential and password files of common tools. From Claude Code's
+# documented deny rules (`.env`, `.env.*`, `secrets/**`), gitleaks' and GitHub's lists of
+# secret-bearing files. Templates meant to be shared (`.env.example`) and public keys are not.
+SECRET_FILES = (
+    ".env", ".env.*", "*.env", ".envrc", "*.pem", "*.key", "*.p12", "*.pfx", "*.jks",
+    "*.keystore", "*.ppk", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "*.kdbx", ".npmrc",
+    ".pypirc", ".netrc", "_netrc", ".git-credentials", ".pgpass", ".my.cnf", ".htpasswd",
+    ".dockercfg", "credentials", "credentials.json", "client_secret*.json",
+    "service-account*.json", "*.tfvars", "*.tfstate", "secrets.yml", "secrets.yaml",
+    "secrets.json", "secrets.toml", "kubeconfig",
+)
+NOT_SECRET_FILES = (
+    "*.example", "*.sample", "*.template", "*.dist", "*.pub", ".env.*.example",
+)
+
+
+def secret_file(path: str | Path) -> bool:
+    """Whether a file's name says it commonly holds secrets (see SECRET_FILES)."""
+    name = Path(path).name.lower()
+    if any(fnmatch.fnmatchcase(name, pattern) for pattern in NOT_SECRET_FILES):
+        return False
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in SECRET_FILES)
+
+
+def file_warnings(workspace: Path, paths: Sequence[str]) -> list[str]:
+    """Of `paths` (as a tool call names them), what the user must hear of before a tool
+    reads or writes them: a file that may hold secrets, a file with several hard links."""
+    found = hard_linked(workspace, paths)
+    for given in paths:
+        if secret_file(given):
+            try:
+                shown = display_path(workspace, resolve_in_workspace(workspace, given))
+            except PathOutsideWorkspaceError:
+                continue
+            found.append(f"{shown} may hold secrets (keys, passwords, tokens)")
+    return found
 
 
 def hard_linked(workspace: Path, paths: Sequence[str]) -> list[str]:

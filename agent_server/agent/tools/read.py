@@ -48,6 +48,7 @@ from agent_server.agent.tools.paths import (
 )
 from agent_server.errors import ToolError, redact
 from agent_server.llm.messages import ImageContent, TextContent, ToolSpec
+from agent_server.redaction import REDACTED
 
 MAX_LINE_CHARS = 2000
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
@@ -330,6 +331,18 @@ def refuse_repeat_notes(new: str, old: str | None, shown: str) -> None:
                 "for lines shown earlier in that read, not for content. Write those lines "
                 "themselves."
             )
+
+
+def refuse_redacted(new: str, old: str | None, shown: str) -> None:
+    """Refuses `new` text for `shown` when it holds `[redacted]` (and the file's text `old`
+    did not): it stands for a secret the tool results hid, and writing it would replace the
+    secret in the user's file."""
+    if REDACTED in new and (old is None or new.count(REDACTED) > old.count(REDACTED)):
+        raise ToolError(
+            f"The text for {shown} contains {REDACTED}, which stands for a secret the tool "
+            "results hid from you, not for content: writing it would destroy the secret. "
+            "Leave those lines as they are (edit the other lines), or ask the user."
+        )
 
 
 def _seen_unchanged(path: Path, start: int, lines: list[str], ctx: ToolContext) -> bool:

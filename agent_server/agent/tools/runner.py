@@ -16,6 +16,7 @@ from agent_server.agent.tools.output import printable
 from agent_server.agent.tools.validation import validate_arguments
 from agent_server.errors import ToolError, redact
 from agent_server.llm.messages import ImageContent, TextContent
+from agent_server.redaction import REDACTED, REDACTION_NOTE
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +47,13 @@ def scrub_result(result: ToolResult, secrets: tuple[str, ...]) -> ToolResult:
         else block
         for block in result.content
     ]
+    texts = [i for i, block in enumerate(content) if isinstance(block, TextContent)]
+    if any(REDACTED in block.text for block in content if isinstance(block, TextContent)):
+        # Say so: the model must not take [redacted] for the file's content (and write it back).
+        last = content[texts[-1]]
+        assert isinstance(last, TextContent)
+        if REDACTION_NOTE not in last.text:
+            content[texts[-1]] = TextContent(f"{last.text}\n\n{REDACTION_NOTE}")
     details = _scrub_value(result.details, secrets) if result.details is not None else None
     return ToolResult(tuple(content), result.is_error, details)
 

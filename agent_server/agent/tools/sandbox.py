@@ -1,16 +1,37 @@
 """Confining the commands the agent runs (bash), and keeping the server's memory private.
 
-**The sandbox** (Linux, with bubblewrap): the command sees the whole file system read-only
-except the workspace (writable) and a private, empty /tmp; /run (sockets of Docker, D-Bus,
-ssh-agent) is hidden; it runs in its own PID namespace with a fresh /proc, so the server's
-process, its environment and its memory are out of sight; it has no network unless the
-setting `tools.network` allows it; as root, it keeps no capabilities. When the command ends,
-everything it started ends with it (the PID namespace goes away). bubblewrap is probed once
-per process; where it is missing, or cannot create namespaces (containers without user
-namespaces), commands run unconfined and the editor is told why.
+**The sandbox** (Linux, with bubblewrap) shows a command what the work needs and nothing else:
+
+- the workspace, writable, except the files programs outside the sandbox act on
+  (protected_paths.py: `.mcp.json`, `AGENTS.md`, `.vscode`, `.git/hooks`, ...), which are
+  read-only, and placeheld when missing;
+- the system's programs and libraries, read-only: `/usr`, `/bin`, `/sbin`, `/lib*`, `/opt`,
+  `/etc` (its secrets emptied: `/etc/shadow`, `/etc/gshadow`, `/etc/sudoers*`, ssh host
+  keys, `/etc/ssl/private`, ...), `/sys`, `/nix` and `/snap` where present;
+- the home directory as an empty, private, writable tmpfs, with the toolchain directories
+  the setting `tools.sandbox.readPaths` lists (`~/.pyenv`, `~/.nvm`, `~/.rustup`,
+  `~/.cargo/bin`, ... by default) read-only in it;
+- a private `/tmp`, an empty `/run`, `/dev` with the usual devices, a fresh `/proc` in its
+  own PID namespace (the server's process, environment and memory are out of sight);
+- nothing else: not `/var`, `/mnt`, `/media`, `/srv`, other users' homes, other projects;
+  never the sessions directory or the user config and data directories (hidden even when
+  they lie inside something shown);
+- no network: its own network namespace, so no TCP or UDP, and no abstract Unix sockets;
+  filesystem sockets only in the workspace (none of the host's is mounted). With
+  `tools.network` the network is the host's, and a seccomp filter refuses to create any
+  Unix socket (abstract ones would reach the host's services), as Claude Code's
+  sandbox-runtime does;
+- as root, no capabilities; when the command ends, everything it started ends.
+
+Codex (`codex-rs/linux-sandbox`) and Claude Code (`sandbox-runtime`) let a sandboxed command
+read the whole disk and deny a list; here only an allow-list is mounted, because whatever a
+command can read goes to the model's context, and so to the provider, with no network needed.
 
 When: the setting `tools.sandbox` is `auto` (the default: sandboxed when `permissions.mode`
-is `allowAll`, where nobody approves each command), `always`, or `off`.
+is `allowAll`, where nobody approves each command), `always`, or `off`. bubblewrap is probed
+once per process; where it is missing, or cannot create namespaces (containers without user
+namespaces), commands run unconfined and the editor is told why. Resource limits
+(limits.py) apply sandboxed or not.
 
 **Without the sandbox** the command runs as the user, with the server's environment minus
 the secrets (environment.py). Its parent is the server, so /proc/$PPID would lead to the
@@ -28,27 +49,54 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import glob
 import logging
 import os
+import platform
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, get_args
+
+from agent_server.agent.settings import DEFAULT_READ_PATHS, CommandLimits
+from agent_server.agent.tools import limits as command_limits
+from agent_server.agent.tools.limits import CommandCgroup, LimitStatus
+from agent_server.agent.tools.protected_paths import (
+    PLACEHOLDERS,
+    empty_directory,
+    empty_file,
+    git_dirs,
+    protected_mounts,
+)
+from agent_server.protocol import SandboxMode as SandboxMode
 
 log = logging.getLogger(__name__)
 
-SandboxMode: TypeAlias = Literal["auto", "always", "off"]
-SANDBOX_MODES: tuple[str, ...] = ("auto", "always", "off")
+SANDBOX_MODES: tuple[str, ...] = get_args(SandboxMode)
 
 _PR_SET_DUMPABLE = 4
 _PR_CAPBSET_DROP = 24
 _INSPECTION_CAPABILITIES = (19, 21, 38)  # CAP_SYS_PTRACE, CAP_SYS_ADMIN, CAP_PERFMON
 
-
+# The system, read-only (those that exist; a symbolic link such as /bin -> usr/bin is kept
+# as a link).
+SYSTEM_PATHS = (
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/etc", "/sys",
+    "/nix", "/snap",
+)
+# Secrets in the system paths, hidden (root could read them): files get an empty file,
+# directories an empty tmpfs. Globs.
+SYSTEM_SECRETS = (
+    "/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers",
+    "/etc/sudoers.d", "/etc/ssh/ssh_host_*key", "/etc/ssl/private", "/etc/security/opasswd",
+    "/etc/krb5.keytab", "/etc/NetworkManager/system-connections", "/etc/wpa_supplicant",
+    "/etc/ppp/*-secrets", "/etc/docker/key.json",
+)
 @dataclass(frozen=True, slots=True)
 class SandboxStatus:
     """Whether commands can be sandboxed on this machine, and if not, why."""
@@ -63,16 +111,23 @@ class SandboxStatus:
 
 @dataclass(frozen=True, slots=True)
 class Confinement:
-    """How the commands of one session run: sandboxed or not, with network or not."""
+    """How the commands of one session run: sandboxed or not, with network or not, what the
+    sandbox hides and shows besides the workspace, and the limits on what they consume."""
 
     sandboxed: bool = False
     network: bool = True
     reason: str = ""  # when a sandbox was wanted but is missing: why
+    hidden: tuple[Path, ...] = ()  # never shown (the sessions, the user config and data)
+    read_paths: tuple[str, ...] = DEFAULT_READ_PATHS  # shown read-only (~ is the home)
+    limits: CommandLimits = field(default_factory=CommandLimits)
 
     def describe(self) -> str:
         if self.sandboxed:
             net = "with network" if self.network else "without network"
-            return f"sandboxed (bubblewrap: workspace writable, the rest read-only, {net})"
+            return (
+                "sandboxed (bubblewrap: the workspace writable but for the files other "
+                f"programs act on, the system read-only, the home directory hidden, {net})"
+            )
         return "not sandboxed" + (f": {self.reason}" if self.reason else "")
 
     def to_json(self) -> dict[str, Any]:
@@ -82,18 +137,45 @@ class Confinement:
         return out
 
 
+def private_user_dirs() -> tuple[Path, ...]:
+    """agent-server's own directories of the user (config, data, state, cache): never shown
+    in the sandbox, wherever they are."""
+    import platformdirs
+
+    return tuple(
+        Path(directory)
+        for directory in {
+            platformdirs.user_config_dir("agent-server"),
+            platformdirs.user_data_dir("agent-server"),
+            platformdirs.user_state_dir("agent-server"),
+            platformdirs.user_cache_dir("agent-server"),
+        }
+    )
+
+
 def wants_sandbox(mode: str, permissions_mode: str) -> bool:
     return mode == "always" or (mode == "auto" and permissions_mode == "allowAll")
 
 
-def confinement(mode: str, permissions_mode: str, network: bool) -> Confinement:
+def confinement(
+    mode: str,
+    permissions_mode: str,
+    network: bool,
+    *,
+    hidden: tuple[Path, ...] = (),
+    read_paths: tuple[str, ...] = DEFAULT_READ_PATHS,
+    limits: CommandLimits | None = None,
+) -> Confinement:
     """The confinement the settings ask for, as far as this machine allows."""
+    extra: dict[str, Any] = {
+        "hidden": hidden, "read_paths": read_paths, "limits": limits or CommandLimits()
+    }
     if not wants_sandbox(mode, permissions_mode):
-        return Confinement(False, True)
+        return Confinement(False, True, **extra)
     status = sandbox_status()
     if not status.available:
-        return Confinement(False, True, status.reason)
-    return Confinement(True, network)
+        return Confinement(False, True, status.reason, **extra)
+    return Confinement(True, network, **extra)
 
 
 @functools.cache
@@ -110,7 +192,8 @@ def sandbox_status() -> SandboxStatus:
             "bubblewrap is not installed (on Debian or Ubuntu: apt install bubblewrap)",
         )
     with tempfile.TemporaryDirectory(prefix="agent-sandbox-probe-") as workspace:
-        argv = bubblewrap_argv(bwrap, Path(workspace), ["true"], network=False)
+        layout = SandboxLayout(Path(workspace), network=False, placeholders=False)
+        argv = bubblewrap_argv(bwrap, layout, ["true"])
         try:
             probe = subprocess.run(
                 argv, capture_output=True, timeout=20, check=False, stdin=subprocess.DEVNULL
@@ -126,48 +209,230 @@ def sandbox_status() -> SandboxStatus:
     return SandboxStatus("bubblewrap")
 
 
-def bubblewrap_argv(bwrap: str, workspace: Path, command: list[str], *, network: bool) -> list[str]:
-    """The bwrap command line that runs `command` confined to `workspace`."""
-    argv = [
-        bwrap,
-        "--ro-bind", "/", "/",
-        "--dev", "/dev",
-        "--proc", "/proc",
-        "--tmpfs", "/tmp",
-    ]
-    if Path("/run").is_dir():
-        argv += ["--tmpfs", "/run"]
-        resolver = Path("/run/systemd/resolve")
-        if network and resolver.is_dir():  # /etc/resolv.conf often points in here
-            argv += ["--ro-bind", str(resolver), str(resolver)]
-    root = str(workspace)
-    argv += [
-        "--bind", root, root,
-        "--chdir", root,
-        "--unshare-pid",
-        "--unshare-ipc",
-        "--unshare-uts",
-        "--unshare-cgroup-try",
-        "--die-with-parent",
-    ]
-    if not network:
+@dataclass(frozen=True, slots=True)
+class SandboxLayout:
+    """What one sandboxed command sees (see the module docstring)."""
+
+    workspace: Path
+    network: bool = False
+    hidden: tuple[Path, ...] = ()
+    read_paths: tuple[str, ...] = DEFAULT_READ_PATHS
+    placeholders: bool = True  # guard protected paths that do not exist yet
+    seccomp_fd: int | None = None  # a BPF program for bwrap --seccomp (with network)
+    prefix: tuple[str, ...] = ()  # shell lines run before the command, inside
+
+
+def bubblewrap_argv(bwrap: str, layout: SandboxLayout, command: list[str]) -> list[str]:
+    """The bwrap command line that runs `command` as `layout` says (a pure function of the
+    layout and the file system as it is now; placeholders are listed, not made)."""
+    root = layout.workspace
+    argv = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+            "--unshare-cgroup-try"]
+    if not layout.network:
         argv.append("--unshare-net")
+    for system in SYSTEM_PATHS:
+        path = Path(system)
+        if path.is_symlink():
+            argv += ["--symlink", os.readlink(path), system]
+        elif path.exists():
+            argv += ["--ro-bind", system, system]
+    for pattern in SYSTEM_SECRETS:
+        for found in sorted(glob.glob(pattern)):
+            argv += _hide(Path(found))
+    argv += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/run"]
+    if layout.network:
+        for resolver in (Path("/run/systemd/resolve"), Path("/run/resolvconf")):
+            if resolver.is_dir():  # /etc/resolv.conf often points in here
+                argv += ["--ro-bind", str(resolver), str(resolver)]
+    home = _home()
+    if home is not None and not home.is_relative_to(Path("/tmp")):
+        argv += ["--tmpfs", str(home)]
+    for entry in layout.read_paths:
+        path = Path(entry).expanduser()
+        if path.is_absolute() and path.exists() and not _covers(path, root):
+            argv += ["--ro-bind", str(path), str(path)]
+    for git_dir in git_dirs(root):
+        argv += ["--ro-bind", str(git_dir), str(git_dir)]
+    argv += ["--bind", str(root), str(root)]
+    existing, missing = protected_mounts(root)
+    for path in existing:
+        argv += ["--ro-bind", str(path), str(path)]
+    if layout.placeholders:
+        for path in missing:
+            argv += ["--ro-bind", str(empty_directory()), str(path)]
+    for private in layout.hidden:
+        if private.is_dir() and _shown(private, root, home, layout.read_paths):
+            argv += ["--tmpfs", str(private)]
+    argv += ["--chdir", str(root)]
     if os.geteuid() == 0:
         argv += ["--cap-drop", "ALL"]
+    if layout.seccomp_fd is not None:
+        argv += ["--seccomp", str(layout.seccomp_fd)]
+    if layout.prefix and command[:2] == ["bash", "-c"]:
+        script = "; ".join((*layout.prefix, 'exec bash -c "$0"'))
+        command = ["bash", "-c", script, *command[2:]]
     return [*argv, "--", *command]
 
 
-def confine(
-    command: list[str], workspace: Path, confined: Confinement
-) -> tuple[list[str], Callable[[], None] | None]:
-    """The argv to start and the function to run in the child before exec (or None)."""
-    if confined.sandboxed:
-        bwrap = shutil.which("bwrap")
+def _hide(path: Path) -> list[str]:
+    if path.is_dir():
+        return ["--tmpfs", str(path)]
+    return ["--ro-bind", str(empty_file()), str(path)]
+
+
+def _home() -> Path | None:
+    value = os.environ.get("HOME")
+    if not value:
+        return None
+    home = Path(value)
+    return home if home.is_absolute() and str(home) != "/" else None
+
+
+def _covers(path: Path, workspace: Path) -> bool:
+    """Whether mounting `path` would hide the workspace or be inside it."""
+    return workspace.is_relative_to(path) or path.is_relative_to(workspace)
+
+
+def _shown(private: Path, workspace: Path, home: Path | None, read_paths: tuple[str, ...]) -> (
+    bool
+):
+    """Whether the sandbox would show `private` (inside the workspace, a system path or a
+    read path): then it gets an empty tmpfs over it."""
+    shown = [workspace, *(Path(p) for p in SYSTEM_PATHS)]
+    shown += [Path(p).expanduser() for p in read_paths]
+    return any(private.is_relative_to(place) for place in shown if place.is_absolute())
+
+
+# --- launching a command ------------------------------------------------------------------
+
+
+@dataclass
+class Launch:
+    """How to start one command: the argv, what the child runs before exec, the descriptors
+    it keeps; `close` after it ended (the cgroup, the placeholders, the seccomp program)."""
+
+    argv: list[str]
+    before_exec: Callable[[], None] | None = None
+    pass_fds: tuple[int, ...] = ()
+    limits: CommandLimits = field(default_factory=CommandLimits)
+    status: LimitStatus | None = None
+    group: CommandCgroup | None = None
+    _exit: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+
+    def limit_notes(self) -> list[str]:
+        """The limits the command ran into, for the model."""
+        return self.group.hits(self.limits) if self.group is not None else []
+
+    async def aclose(self) -> None:
+        self._exit.close()
+        await command_limits.release(self.group)
+
+    def close(self) -> None:
+        """Without waiting: the cgroup is removed later if its processes are still exiting."""
+        self._exit.close()
+        command_limits.release_later(self.group)
+
+
+def confine(command: list[str], workspace: Path, confined: Confinement) -> Launch:
+    """How to start `command` in `workspace` as `confined` says (sandbox and limits)."""
+    limits = confined.limits
+    group = command_limits.command_cgroup(limits)
+    launch = Launch(command, limits=limits, group=group)
+    try:
+        bwrap = shutil.which("bwrap") if confined.sandboxed else None
+        status = command_limits.enforcement(limits, sandboxed=bwrap is not None, group=group)
+        launch.status = status
+        set_limits = command_limits.before_exec(limits, status, group)
         if bwrap is not None:
-            return bubblewrap_argv(bwrap, workspace, command, network=confined.network), None
-    if sys.platform.startswith("linux") and os.geteuid() == 0:
-        return command, _drop_inspection_capabilities
-    return command, None
+            seccomp = (
+                launch._exit.enter_context(_unix_socket_filter()) if confined.network else None
+            )
+            layout = SandboxLayout(
+                workspace,
+                network=confined.network,
+                hidden=confined.hidden,
+                read_paths=confined.read_paths,
+                seccomp_fd=seccomp,
+                prefix=tuple(command_limits.in_sandbox_prefix(limits, status)),
+            )
+            launch.argv = bubblewrap_argv(bwrap, layout, command)
+            launch.pass_fds = (seccomp,) if seccomp is not None else ()
+            launch._exit.enter_context(PLACEHOLDERS.held(protected_mounts(workspace)[1]))
+            launch.before_exec = set_limits
+        elif sys.platform.startswith("linux") and os.geteuid() == 0:
+            launch.before_exec = _then(set_limits, _drop_inspection_capabilities)
+        else:
+            launch.before_exec = set_limits
+    except BaseException:
+        launch.close()
+        raise
+    return launch
+
+
+def _then(first: Callable[[], None], second: Callable[[], None]) -> Callable[[], None]:
+    def run() -> None:
+        first()
+        second()
+
+    return run
+
+
+# --- the seccomp filter: no Unix sockets (with network) -----------------------------------
+
+_AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+_SOCKET_SYSCALL = {"x86_64": 41, "aarch64": 198}
+_X32_BIT = 0x40000000
+_AF_UNIX = 1
+_EAFNOSUPPORT = 97
+_SECCOMP_RET_ALLOW = 0x7FFF0000
+_SECCOMP_RET_ERRNO = 0x00050000
+
+
+def unix_socket_filter_program(machine: str | None = None) -> bytes | None:
+    """A classic BPF program (bwrap --seccomp) that fails socket(AF_UNIX, ...) with
+    EAFNOSUPPORT and allows every other call, for this machine's architecture (None where it
+    is not known: then no filter). Like sandbox-runtime's, it does not cover the 32-bit
+    socketcall(2) of i386 programs on x86_64."""
+    machine = machine or platform.machine()
+    arch, socket_nr = _AUDIT_ARCH.get(machine), _SOCKET_SYSCALL.get(machine)
+    if arch is None or socket_nr is None:
+        return None
+    ld, jeq, ret = 0x20, 0x15, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_RET|K
+
+    def op(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
+        return struct.pack("=HBBI", code, jt, jf, k)
+
+    x32 = socket_nr | _X32_BIT if machine == "x86_64" else socket_nr
+    program = [
+        op(ld, 4),  # the architecture
+        op(jeq, arch, 0, 6),  # not ours: allow
+        op(ld, 0),  # the system call
+        op(jeq, socket_nr, 1, 0),
+        op(jeq, x32, 0, 3),  # not socket(): allow
+        op(ld, 16),  # its first argument (low 32 bits): the domain
+        op(jeq, _AF_UNIX, 0, 1),
+        op(ret, _SECCOMP_RET_ERRNO | _EAFNOSUPPORT),
+        op(ret, _SECCOMP_RET_ALLOW),
+    ]
+    return b"".join(program)
+
+
+@contextlib.contextmanager
+def _unix_socket_filter() -> Iterator[int | None]:
+    """A descriptor bwrap reads the filter from (None when there is no filter here)."""
+    program = unix_socket_filter_program()
+    if program is None:
+        yield None
+        return
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, program)
+    finally:
+        os.close(write_end)
+    try:
+        yield read_end
+    finally:
+        os.close(read_end)
 
 
 def protect_server_process() -> bool:

@@ -25,7 +25,7 @@ from agent_server.agent.tools.paths import (
     file_info,
     resolve_in_workspace,
 )
-from agent_server.agent.tools.read import refuse_repeat_notes
+from agent_server.agent.tools.read import refuse_redacted, refuse_repeat_notes
 from agent_server.errors import InvalidToolArgumentsError, ToolError
 from agent_server.llm.messages import ToolSpec
 
@@ -116,6 +116,7 @@ async def _planned(
         with contextlib.suppress(UnicodeDecodeError, OSError):  # binary or unreadable
             old = await ctx.files.read_text(path)
     refuse_repeat_notes(content, old, shown)
+    refuse_redacted(content, old, shown)
     created = info is None
     change = FileChange(shown, old, content) if created or old is not None else None
     return _Plan(path, shown, content, created, change)

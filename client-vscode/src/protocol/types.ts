@@ -1,10 +1,93 @@
-/**
- * Wire types of the agent-server editor protocol (docs/protocol.md). camelCase, exactly as
- * sent. Nothing here depends on the `vscode` API; the webview bundle imports it too.
- */
+// Generated from agent_server/protocol.py by `make protocol`: do not edit.
+// The test suite fails when this file is not what the description gives.
 
-// ---------------------------------------------------------------------------------------------
-// Content blocks
+/**
+ * Wire types of the agent-server editor protocol (docs/protocol.md). camelCase, exactly
+ * as sent. Nothing here depends on the `vscode` API; the webview bundle imports it too.
+ */
+import type { Provider } from './providers';
+
+export const ContextActionValues = ['send', 'compact', 'refuse'] as const;
+export type ContextAction = (typeof ContextActionValues)[number];
+
+export type DecisionReason = CompactionReason | 'oversized';
+
+export const SummaryModeValues = ['cached', 'fresh'] as const;
+export type SummaryMode = (typeof SummaryModeValues)[number];
+
+export const AttachmentKindValues = ['file', 'directory', 'image'] as const;
+export type AttachmentKind = (typeof AttachmentKindValues)[number];
+
+export const ThinkingLevelValues = ['off', 'low', 'medium', 'high'] as const;
+export type ThinkingLevel = (typeof ThinkingLevelValues)[number];
+
+export const CompactionReasonValues = ['threshold', 'overflow', 'truncation', 'manual', 'idle'] as const;
+export type CompactionReason = (typeof CompactionReasonValues)[number];
+
+export const IssueActionValues = ['skipped', 'truncated', 'newline_added', 'reattached', 'unknownType'] as const;
+export type IssueAction = (typeof IssueActionValues)[number];
+
+/** When the agent asks before running a tool. */
+export const PermissionModeValues = ['ask', 'allowReads', 'allowAll'] as const;
+export type PermissionMode = (typeof PermissionModeValues)[number];
+
+export const PermissionOptionKindValues = ['allow_once', 'allow_always', 'reject_once', 'reject_always'] as const;
+export type PermissionOptionKind = (typeof PermissionOptionKindValues)[number];
+
+/** What a rewind puts back. */
+export const RestoreChoiceValues = ['conversation', 'files', 'both'] as const;
+export type RestoreChoice = (typeof RestoreChoiceValues)[number];
+
+/** What a restore does to a file: put it back, or delete it (it did not exist then). */
+export const FileActionValues = ['restore', 'delete'] as const;
+export type FileAction = (typeof FileActionValues)[number];
+
+/** The Agent Client Protocol's tool kinds; the editor picks an icon by it. */
+export const ToolKindValues = ['read', 'edit', 'search', 'execute', 'other'] as const;
+export type ToolKind = (typeof ToolKindValues)[number];
+
+export const ToolCallStatusValues = ['pending', 'in_progress', 'completed', 'failed'] as const;
+export type ToolCallStatus = (typeof ToolCallStatusValues)[number];
+
+export const ToolProgressValues = ['in_progress', 'completed', 'failed'] as const;
+export type ToolProgress = (typeof ToolProgressValues)[number];
+
+export const NoticeLevelValues = ['info', 'warning', 'error'] as const;
+export type NoticeLevel = (typeof NoticeLevelValues)[number];
+
+export const TurnStopReasonValues = ['end_turn', 'max_tokens', 'max_turn_requests', 'refusal', 'cancelled', 'error'] as const;
+export type TurnStopReason = (typeof TurnStopReasonValues)[number];
+
+export const CompactionEndValues = ['completed', 'failed', 'cancelled'] as const;
+export type CompactionEnd = (typeof CompactionEndValues)[number];
+
+export const CompactionStatusValues = ['started', 'completed', 'failed', 'cancelled'] as const;
+export type CompactionStatus = (typeof CompactionStatusValues)[number];
+
+/**
+ * truncated: the last answer was cut off by the window; rejected: the provider refused the
+ * request as too long; estimated: not sent, its estimate over the window or holding one
+ * already rejected.
+ */
+export const OverflowKindValues = ['truncated', 'rejected', 'estimated'] as const;
+export type OverflowKind = (typeof OverflowKindValues)[number];
+
+export const OverflowActionValues = ['compacting', 'retrying', 'gaveUp'] as const;
+export type OverflowAction = (typeof OverflowActionValues)[number];
+
+export const McpServerStateValues = ['starting', 'ready', 'failed', 'stopped'] as const;
+export type McpServerState = (typeof McpServerStateValues)[number];
+
+export const McpTransportValues = ['stdio', 'http', 'sse'] as const;
+export type McpTransport = (typeof McpTransportValues)[number];
+
+/** `auto`: short, or long while the user is away and after a pause past the short one. */
+export const CacheRetentionSettingValues = ['none', 'short', 'long', 'auto'] as const;
+export type CacheRetentionSetting = (typeof CacheRetentionSettingValues)[number];
+
+/** When shell commands run in the sandbox (`auto`: under `allowAll`). */
+export const SandboxModeValues = ['auto', 'always', 'off'] as const;
+export type SandboxMode = (typeof SandboxModeValues)[number];
 
 export interface TextContent {
   type: 'text';
@@ -19,47 +102,13 @@ export interface ImageContent {
 
 export type PromptBlock = TextContent | ImageContent;
 
-export interface ThinkingContent {
-  type: 'thinking';
-  thinking: string;
-}
-
-export interface ToolCallContentBlock {
-  type: 'toolCall';
-  id: string;
-  name: string;
-  arguments: Record<string, unknown>;
-}
-
-export type AssistantBlock = TextContent | ThinkingContent | ToolCallContentBlock;
-
-// ---------------------------------------------------------------------------------------------
-// Usage and cost
-
-export interface Cost {
-  input?: number;
-  output?: number;
-  cacheRead?: number;
-  cacheWrite?: number;
-  total?: number;
-}
-
-export interface MessageUsage {
-  input: number;
-  output: number;
-  cacheRead: number;
-  cacheWrite: number;
-  totalTokens: number;
-  cost?: Cost;
-}
-
 /** Tokens and cost of some model calls (`cost` in USD; `calls` where several are summed). */
 export interface LastTurnUsage {
   input: number;
   cacheRead: number;
   cacheWrite: number;
   output: number;
-  cost?: number;
+  cost: number;
   calls?: number;
 }
 
@@ -70,41 +119,145 @@ export interface UsageSnapshot {
   size: number;
   compactAt: number;
   windowNumber: number;
+  /** The last model call. */
+  lastCall: LastTurnUsage;
   /** The running turn, or the last one: its own calls (answers and compaction summaries). */
   lastTurn: LastTurnUsage;
-  /** The last model call. */
-  lastCall?: LastTurnUsage;
   /** Every call of the session. */
-  session?: LastTurnUsage;
+  session: LastTurnUsage;
   cacheHitRate: number;
   cost: number;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Messages as the ledger records them (inside tool inputs and the like)
+export type UsageNotificationParams = UsageSnapshot;
 
-export interface UserMessage {
-  role: 'user';
-  content: string | PromptBlock[];
-  /** Set for a note the editor added (e.g. `externalEdit`, `branchSummary`), not the user. */
+/** What a prompt's @-mention attached (the attached text itself is for the model). */
+export interface PromptAttachment {
+  path: string;
+  kind: AttachmentKind;
+  detail?: string;
+}
+
+export interface ToolCallLocation {
+  path: string;
+  line?: number;
+}
+
+export interface ToolCallTextContent {
+  type: 'content';
+  content: TextContent;
+}
+
+/**
+ * The Agent Client Protocol's diff (`oldText` null for a new file), plus `diff`: the
+ * server's unified diff of the two.
+ */
+export interface ToolCallDiffContent {
+  type: 'diff';
+  path: string;
+  oldText: string | null;
+  newText: string;
+  diff?: string;
+}
+
+export type ToolCallContent = ToolCallTextContent | ToolCallDiffContent;
+
+export interface UserMessageUpdate {
+  kind: 'userMessage';
+  entryId: string;
+  /** The entry the prompt follows: rewinding there lets the user ask again differently. */
+  parentId: string | null;
+  /** What the user typed or pasted. */
+  content: PromptBlock[];
+  /** What its @-mentions attached. */
+  attachments?: PromptAttachment[];
+}
+
+export interface MessageChunkUpdate {
+  kind: 'messageChunk';
+  messageId: string;
+  content: TextContent;
+}
+
+export interface ThoughtChunkUpdate {
+  kind: 'thoughtChunk';
+  messageId: string;
+  content: TextContent;
+}
+
+export interface ToolCallUpdateStart {
+  kind: 'toolCall';
+  toolCallId: string;
+  title: string;
+  toolKind: ToolKind;
+  status: 'pending';
+  rawInput: unknown;
+  locations?: ToolCallLocation[];
+}
+
+export interface ToolCallProgressUpdate {
+  kind: 'toolCallUpdate';
+  toolCallId: string;
+  status?: ToolProgress;
+  content?: ToolCallContent[];
+  rawOutput?: unknown;
+}
+
+/**
+ * A failed model call about to be tried again: attempt `attempt` of `attempts`, after
+ * `wait` seconds.
+ */
+export interface RetryInfo {
+  attempt: number;
+  attempts: number;
+  wait: number;
+}
+
+export interface NoticeUpdate {
+  kind: 'notice';
+  level: NoticeLevel;
+  message: string;
+  /**
+   * A model call being retried after a provider error: the notice is over once a later
+   * update of the turn comes.
+   */
+  retry?: RetryInfo;
+  /**
+   * In a loaded transcript, an editor note the model was given (an external edit, a branch
+   * summary): its entry and kind.
+   */
+  entryId?: string;
   note?: string;
 }
 
-export interface AssistantMessage {
-  role: 'assistant';
-  content: AssistantBlock[];
-  /** The provider-neutral stop reason of that model call (e.g. `toolUse`, `stop`). */
-  stopReason?: string;
-  usage?: MessageUsage;
-  model?: string;
-  provider?: string;
-  errorMessage?: string;
+export interface ModelChangeMarker {
+  kind: 'modelChange';
+  entryId: string;
+  provider: string;
+  model: string;
+  /**
+   * How hard the model thinks from here on (absent in sessions from before it was kept:
+   * off).
+   */
+  thinking?: ThinkingLevel;
 }
 
-export type CompactionReason = 'threshold' | 'overflow' | 'truncation' | 'manual' | 'idle';
+/**
+ * The session goes on with another model or thinking level from this turn, because a
+ * setting changed (a switch the user asked for is answered by its own request): the
+ * transcript's marker, with the model's name and window and what the change costs.
+ */
+export interface ModelChangeUpdate {
+  kind: 'modelChange';
+  entryId: string;
+  provider: string;
+  model: string;
+  thinking?: ThinkingLevel;
+  modelInfo: ModelRef;
+  note: string;
+}
 
-// ---------------------------------------------------------------------------------------------
-// Transcript (agent/session/load, agent/session/history): the live update shapes, plus markers
+export type SessionUpdate = UserMessageUpdate | MessageChunkUpdate | ThoughtChunkUpdate | ToolCallUpdateStart | ToolCallProgressUpdate | NoticeUpdate | ModelChangeUpdate;
 
 export interface CompactionMarker {
   kind: 'compaction';
@@ -127,19 +280,10 @@ export interface BranchMarker {
   summary?: string;
 }
 
-export interface ModelChangeMarker {
-  kind: 'modelChange';
-  entryId: string;
-  provider: string;
-  model: string;
-  /** How hard the model thinks from here on (absent in sessions from before it was kept). */
-  thinking?: ThinkingLevel;
-}
-
 /** What a restore did to one file: put back, or deleted (it did not exist at that point). */
 export interface RestoredFile {
   path: string;
-  action: 'restore' | 'delete';
+  action: FileAction;
 }
 
 export interface FileRestoreMarker {
@@ -151,17 +295,7 @@ export interface FileRestoreMarker {
 }
 
 /** One item of a loaded transcript: exactly a live `agent/update` update, or a marker. */
-export type TranscriptItem = SessionUpdate | CompactionMarker | BranchMarker | FileRestoreMarker;
-
-// ---------------------------------------------------------------------------------------------
-// Models, modes, mentions
-
-export type PermissionMode = 'ask' | 'allowReads' | 'allowAll';
-
-/** How hard a model that can think does (`off`: the provider's default, no thinking on
- * Anthropic); Anthropic's budget or effort, OpenAI's reasoning effort. */
-export type ThinkingLevel = 'off' | 'low' | 'medium' | 'high';
-export const THINKING_LEVELS: readonly ThinkingLevel[] = ['off', 'low', 'medium', 'high'];
+export type TranscriptItem = UserMessageUpdate | MessageChunkUpdate | ThoughtChunkUpdate | ToolCallUpdateStart | ToolCallProgressUpdate | NoticeUpdate | ModelChangeUpdate | CompactionMarker | BranchMarker | ModelChangeMarker | FileRestoreMarker;
 
 /** The model a session uses. */
 export interface ModelRef {
@@ -170,110 +304,6 @@ export interface ModelRef {
   contextWindow: number;
 }
 
-/** A model the picker offers (`agent/model/list`): prices in USD per million tokens. */
-export interface ModelChoice extends ModelRef {
-  vendor: string;
-  maxOutput: number;
-  pricing: { input: number; output: number; cacheRead: number; cacheWrite: number };
-  images: boolean;
-  /** It takes a thinking level on the session's provider. */
-  thinking?: boolean;
-  /** `user`: from the user's models file. */
-  source: 'builtin' | 'user';
-  current: boolean;
-}
-
-export interface ModelListParams {
-  sessionId?: string;
-  workspaceUri?: string;
-}
-export interface ModelListResult {
-  provider: string;
-  current: string;
-  models: ModelChoice[];
-}
-
-export interface ModelSetParams {
-  sessionId: string;
-  model: string;
-}
-/** What a switch costs at the next request, at list prices. */
-export interface SwitchCost {
-  tokens: number;
-  switchedCost: number;
-  stayedCost: number;
-  compacts: boolean;
-  compactAt: number;
-  window: number;
-}
-export interface ModelSetResult {
-  model: ModelRef;
-  /** The ledger's modelChange entry (null: already that model). */
-  entryId: string | null;
-  cost: SwitchCost;
-  /** The cost in words, for the transcript. */
-  note: string;
-  usage: UsageSnapshot;
-}
-
-export interface ThinkingSetParams {
-  sessionId: string;
-  thinking: ThinkingLevel;
-}
-export interface ThinkingSetResult {
-  thinking: ThinkingLevel;
-  canThink: boolean;
-  /** The ledger's modelChange entry that records it (null: already that level). */
-  entryId: string | null;
-  cost: SwitchCost;
-  /** What the change costs, in words, for the transcript. */
-  note: string;
-}
-
-export interface ModeSetParams {
-  sessionId: string;
-  mode: PermissionMode;
-}
-/** A session's model and mode (also in the session/new and session/load results). */
-export interface SessionState {
-  model?: ModelRef;
-  thinking?: ThinkingLevel;
-  /** Whether the session's model takes a thinking level. */
-  canThink?: boolean;
-  mode?: PermissionMode;
-  /** How the session's commands run; it follows the mode under `tools.sandbox: auto`. */
-  sandbox?: SandboxState;
-}
-
-/** What a prompt's @-mention attached (the attached text itself is for the model). */
-export interface PromptAttachment {
-  path: string;
-  kind: 'file' | 'directory' | 'image';
-  detail?: string;
-}
-
-export interface MentionCompleteParams {
-  workspaceUri: string;
-  query: string;
-  limit?: number;
-}
-export interface MentionItem {
-  /** Workspace-relative; a folder ends with `/`. */
-  path: string;
-  kind: 'file' | 'directory';
-}
-export interface MentionCompleteResult {
-  items: MentionItem[];
-}
-
-// ---------------------------------------------------------------------------------------------
-// Requests (client to server)
-
-export interface SessionNewParams {
-  workspaceUri: string;
-  model?: string;
-  title?: string;
-}
 /** How a session's shell commands run; `reason` when a wanted sandbox is missing. */
 export interface SandboxState {
   sandboxed: boolean;
@@ -281,350 +311,24 @@ export interface SandboxState {
   reason?: string;
 }
 
-export interface SessionNewResult extends SessionState {
-  sessionId: string;
-  usage: UsageSnapshot;
-  sandbox?: SandboxState;
-  mcp?: McpStatusParams;
+/**
+ * A session's model, thinking level and mode (also in the session/new and session/load
+ * results).
+ */
+export interface SessionState {
+  model: ModelRef;
+  thinking: ThinkingLevel;
+  /** Whether the session's model takes a thinking level on its provider's API. */
+  canThink: boolean;
+  mode: PermissionMode;
+  /** How the session's commands run; it follows the mode under `tools.sandbox: auto`. */
+  sandbox: SandboxState;
 }
-
-export interface SessionListParams {
-  workspaceUri: string;
-}
-export interface SessionSummary {
-  sessionId: string;
-  title: string | null;
-  model: string;
-  createdAt: string;
-  updatedAt: string;
-  entryCount: number;
-  /** The first prompt (its first 200 characters): tells apart sessions with one title. */
-  firstPrompt?: string | null;
-  promptCount?: number;
-}
-export interface SessionListResult {
-  sessions: SessionSummary[];
-}
-
-export interface SessionLoadParams {
-  sessionId: string;
-  /** Entries in the first page (default 100). */
-  limit?: number;
-}
-/** What opening a damaged ledger repaired (docs/protocol.md). */
-export interface LedgerRepair {
-  message: string;
-  keptEntries: number;
-  issues: { line: number; offset: number; reason: string; action: 'skipped' | 'truncated' | 'newline_added' | 'reattached' }[];
-  truncatedBytes: number;
-  abortedToolCalls: string[];
-}
-
-export interface SessionLoadResult extends SessionState {
-  sessionId: string;
-  title?: string | null;
-  leafId?: string | null;
-  /** The latest page of the current branch, oldest first. */
-  transcript: TranscriptItem[];
-  /** Pass as `before` to agent/session/history for the page before; null: nothing older. */
-  cursor?: string | null;
-  usage: UsageSnapshot;
-  sandbox?: SandboxState;
-  repair?: LedgerRepair;
-  mcp?: McpStatusParams;
-}
-
-export interface SessionHistoryParams {
-  sessionId: string;
-  before: string;
-  limit?: number;
-}
-export interface SessionHistoryResult {
-  sessionId: string;
-  transcript: TranscriptItem[];
-  cursor: string | null;
-}
-
-export interface TurnParams {
-  sessionId: string;
-  prompt: string | PromptBlock[];
-  workDoneToken?: string | number;
-}
-export type TurnStopReason =
-  | 'end_turn'
-  | 'max_tokens'
-  | 'max_turn_requests'
-  | 'refusal'
-  | 'cancelled'
-  | 'error';
-export interface TurnResult {
-  turnId: string;
-  stopReason: TurnStopReason;
-  usage: UsageSnapshot;
-  error?: { code: number | string; message: string };
-}
-
-export interface InterruptParams {
-  sessionId: string;
-}
-export type InterruptResult = Record<string, never>;
-
-/** `agent/userIdle`: whether the user is away (the window lost focus); `cacheRetention: "auto"`
- * then keeps the prompt cache for the long retention. */
-export interface UserIdleParams {
-  idle: boolean;
-}
-export type UserIdleResult = Record<string, never>;
-
-export interface CompactParams {
-  sessionId: string;
-  instructions?: string;
-}
-export interface CompactResult {
-  outcome: 'compacted' | 'noop' | 'failed';
-  tokensBefore: number;
-  tokensAfter: number;
-  windowNumber: number;
-  error?: string;
-}
-
-export type RestoreChoice = 'conversation' | 'files' | 'both';
-
-export interface RewindParams {
-  sessionId: string;
-  /** A prompt: go to just before it (to ask again); any other entry: continue after it. */
-  entryId: string;
-  /** Leave the model a short summary of the branch left behind (one model call). */
-  summarize?: boolean;
-  /** What goes back: the conversation (default), the files the agent changed since, or both. */
-  restore?: RestoreChoice;
-}
-export interface RewindResult {
-  leafId: string | null;
-  /** The prompt rewound from, to edit and send again (when the conversation went back). */
-  prompt?: PromptBlock[];
-  summary?: string;
-  /** The files put back. */
-  files?: RestoredFile[];
-  /** Files that could not be put back, and why. */
-  problems?: string[];
-}
-
-export interface RewindPreviewParams {
-  sessionId: string;
-  entryId: string;
-}
-/** What a rewind to an entry would do, before the user confirms. */
-export interface RewindPreviewResult {
-  entryId: string;
-  /** When the entry is a prompt: the prompt that would come back to the input box. */
-  prompt?: PromptBlock[];
-  /** Files a restore would change; `changedSince`: edited after the agent's change too. */
-  files: { path: string; action: 'restore' | 'delete'; changedSince: boolean }[];
-  /** What a restore cannot put back: commands run since, files they (or someone) changed. */
-  notRestorable: { commands: string[]; files: string[]; moreFiles: number };
-}
-
-export interface UsageParams {
-  sessionId: string;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Notifications (server to client)
-
-export type ToolKind = 'read' | 'edit' | 'search' | 'execute' | 'other';
-export type ToolCallStatus = 'pending' | 'in_progress' | 'completed' | 'failed';
-
-export interface ToolCallLocation {
-  path: string;
-  line?: number;
-}
-
-export type ToolCallContent =
-  | { type: 'content'; content: TextContent }
-  /** The Agent Client Protocol's diff (`oldText` null for a new file), plus `diff`: the
-   * server's unified diff of the two. */
-  | { type: 'diff'; path: string; oldText: string | null; newText: string; diff?: string };
-
-export interface UserMessageUpdate {
-  kind: 'userMessage';
-  entryId: string;
-  /** The entry the prompt follows: rewinding there lets the user ask again differently. */
-  parentId?: string | null;
-  /** What the user typed or pasted. */
-  content: PromptBlock[];
-  /** What its @-mentions attached. */
-  attachments?: PromptAttachment[];
-}
-export interface MessageChunkUpdate {
-  kind: 'messageChunk';
-  messageId: string;
-  content: TextContent;
-}
-export interface ThoughtChunkUpdate {
-  kind: 'thoughtChunk';
-  messageId: string;
-  content: TextContent;
-}
-export interface ToolCallUpdateStart {
-  kind: 'toolCall';
-  toolCallId: string;
-  title: string;
-  toolKind: ToolKind;
-  status: 'pending';
-  rawInput: unknown;
-  locations?: ToolCallLocation[];
-}
-export interface ToolCallProgressUpdate {
-  kind: 'toolCallUpdate';
-  toolCallId: string;
-  status?: 'in_progress' | 'completed' | 'failed';
-  content?: ToolCallContent[];
-  rawOutput?: unknown;
-}
-export interface NoticeUpdate {
-  kind: 'notice';
-  level: 'info' | 'warning' | 'error';
-  message: string;
-  /** A failed model call about to be tried again: over once the call goes through. */
-  retry?: { attempt: number; attempts: number; wait: number };
-  /** In a loaded transcript, an editor note the model was given (an external edit, a branch
-   * summary): its entry and kind. */
-  entryId?: string;
-  note?: string;
-}
-
-/** The session goes on with another model or thinking level from the next request, because a
- * setting changed (a switch the user made is answered by its request): the transcript's
- * marker, with the model's name and window and what the change costs. */
-export interface ModelChangeUpdate extends ModelChangeMarker {
-  modelInfo?: ModelRef;
-  note?: string;
-}
-
-export type SessionUpdate =
-  | ModelChangeUpdate
-  | UserMessageUpdate
-  | MessageChunkUpdate
-  | ThoughtChunkUpdate
-  | ToolCallUpdateStart
-  | ToolCallProgressUpdate
-  | NoticeUpdate;
-
-export interface AgentUpdateParams {
-  sessionId: string;
-  turnId: string;
-  seq: number;
-  update: SessionUpdate;
-}
-
-export type UsageNotificationParams = UsageSnapshot;
-
-export type CompactionStatus = 'started' | 'completed' | 'failed' | 'cancelled';
-
-export interface CompactionParams {
-  sessionId: string;
-  compactionId: string;
-  status: CompactionStatus;
-  reason: CompactionReason;
-  tokensBefore: number;
-  tokensAfter?: number;
-  summary?: string;
-  firstKeptEntryId?: string;
-  error?: string;
-}
-
-export interface OverflowParams {
-  sessionId: string;
-  turnId: string;
-  kind: 'truncated' | 'rejected' | 'estimated';
-  action: 'compacting' | 'retrying' | 'gaveUp';
-  message: string;
-}
-
-/** `agent/context`: the decision taken on the context before a model call, and why. */
-export interface ContextDecisionParams {
-  sessionId: string;
-  turnId: string | null;
-  action: 'send' | 'compact' | 'refuse';
-  reason: 'threshold' | 'truncation' | 'overflow' | 'manual' | 'idle' | 'oversized' | null;
-  tokens: number;
-  threshold: number;
-  window: number;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Requests (server to client)
-
-export type PermissionOptionKind = 'allow_once' | 'allow_always' | 'reject_once' | 'reject_always';
-
-export interface PermissionOption {
-  optionId: string;
-  name: string;
-  kind: PermissionOptionKind;
-}
-
-export interface PermissionToolCall {
-  toolCallId: string;
-  title: string;
-  toolKind: ToolKind;
-  rawInput: unknown;
-  /** The file change a write or edit would make. */
-  content?: ToolCallContent[];
-}
-
-export interface RequestPermissionParams {
-  sessionId: string;
-  toolCall: PermissionToolCall;
-  options: PermissionOption[];
-}
-
-export interface RequestPermissionResult {
-  /** `message`: with a rejection, what the agent should do instead; `newText`: with an
-   * allowance of a file change, the file's content as the user revised it (written instead). */
-  outcome: { selected: string; message?: string; newText?: string } | 'cancelled';
-}
-
-// ---------------------------------------------------------------------------------------------
-// Initialization and settings
-
-/** The `agent` settings section (workspace/configuration or initializationOptions.settings). */
-export interface AgentSettings {
-  provider?: 'anthropic' | 'openai-chat' | 'openai-responses' | 'sim';
-  model?: string;
-  baseUrl?: string;
-  apiKeyEnv?: string;
-  cacheRetention?: 'none' | 'short' | 'long' | 'auto';
-  thinking?: ThinkingLevel;
-  compaction?: {
-    enabled?: boolean;
-    reserveTokens?: number;
-    keepRecentTokens?: number;
-    model?: string;
-  };
-  permissions?: { mode?: 'ask' | 'allowReads' | 'allowAll' };
-  tools?: {
-    sandbox?: 'auto' | 'always' | 'off';
-    network?: boolean;
-    env?: { pass?: string[] };
-  };
-  sessionsDir?: string;
-  mcp?: {
-    servers?: Record<string, unknown>;
-    startupTimeout?: number;
-    toolTimeout?: number;
-  };
-}
-
-// ---------------------------------------------------------------------------------------------
-// MCP servers (docs/mcp.md)
-
-export type McpServerState = 'starting' | 'ready' | 'failed' | 'stopped';
 
 export interface McpServer {
   name: string;
   state: McpServerState;
-  transport: 'stdio' | 'http' | 'sse';
+  transport: McpTransport;
   /** The command line or URL, secrets scrubbed. */
   target: string;
   /** The server's own tool names, as it lists them now. */
@@ -652,16 +356,461 @@ export interface McpStatusParams {
   toolCount: number;
 }
 
+export interface SessionNewParams {
+  workspaceUri: string;
+  model?: string;
+  title?: string;
+}
+
+export interface SessionNewResult {
+  model: ModelRef;
+  thinking: ThinkingLevel;
+  canThink: boolean;
+  mode: PermissionMode;
+  sandbox: SandboxState;
+  sessionId: string;
+  usage: UsageSnapshot;
+  mcp: McpStatusParams;
+}
+
+export interface SessionListParams {
+  workspaceUri: string;
+}
+
+export interface SessionSummary {
+  sessionId: string;
+  title: string | null;
+  model: string | null;
+  createdAt: string;
+  updatedAt: string;
+  entryCount: number;
+  /** The first prompt (its first 200 characters): tells apart sessions with one title. */
+  firstPrompt: string | null;
+  promptCount: number;
+}
+
+export interface SessionListResult {
+  sessions: SessionSummary[];
+}
+
+export interface SessionLoadParams {
+  sessionId: string;
+  /** Entries in the first page (default 100). */
+  limit?: number;
+}
+
+export interface RepairIssue {
+  line: number;
+  offset: number;
+  reason: string;
+  action: IssueAction;
+}
+
+/** What opening a damaged ledger repaired (docs/protocol.md). */
+export interface LedgerRepair {
+  message: string;
+  keptEntries: number;
+  issues: RepairIssue[];
+  truncatedBytes: number;
+  abortedToolCalls: string[];
+}
+
+export interface SessionLoadResult {
+  model: ModelRef;
+  thinking: ThinkingLevel;
+  canThink: boolean;
+  mode: PermissionMode;
+  sandbox: SandboxState;
+  sessionId: string;
+  title: string | null;
+  leafId: string | null;
+  /** The latest page of the current branch, oldest first. */
+  transcript: TranscriptItem[];
+  /** Pass as `before` to agent/session/history for the page before; null: nothing older. */
+  cursor: string | null;
+  usage: UsageSnapshot;
+  repair?: LedgerRepair;
+  mcp: McpStatusParams;
+}
+
+export interface SessionHistoryParams {
+  sessionId: string;
+  before: string;
+  limit?: number;
+}
+
+export interface SessionHistoryResult {
+  sessionId: string;
+  transcript: TranscriptItem[];
+  cursor: string | null;
+}
+
+export interface TurnParams {
+  sessionId: string;
+  prompt: string | PromptBlock[];
+  workDoneToken?: string | number;
+}
+
+export interface TurnError {
+  code: string | null;
+  message: string;
+}
+
+export interface TurnResult {
+  turnId: string;
+  stopReason: TurnStopReason;
+  usage: UsageSnapshot;
+  error?: TurnError;
+}
+
+/** The params of a request about one session and nothing else. */
+export interface SessionParams {
+  sessionId: string;
+}
+
+export type InterruptParams = SessionParams;
+
+export type UsageParams = SessionParams;
+
+export type EmptyResult = Record<string, never>;
+
+export type InterruptResult = EmptyResult;
+
+/**
+ * `agent/userIdle`: whether the user is away (the window lost focus); `cacheRetention:
+ * "auto"` then keeps the prompt cache for the long retention.
+ */
+export interface UserIdleParams {
+  idle: boolean;
+}
+
+export type UserIdleResult = EmptyResult;
+
+export interface CompactParams {
+  sessionId: string;
+  instructions?: string;
+}
+
+export interface CompactResult {
+  outcome: 'compacted' | 'noop' | 'failed';
+  tokensBefore: number;
+  tokensAfter: number;
+  windowNumber: number;
+  error?: string;
+}
+
+export interface RewindParams {
+  sessionId: string;
+  /** A prompt: go to just before it (to ask again); any other entry: continue after it. */
+  entryId: string;
+  /** Leave the model a short summary of the branch left behind (one model call). */
+  summarize?: boolean;
+  /** What goes back: the conversation (default), the files the agent changed since, or both. */
+  restore?: RestoreChoice;
+}
+
+export interface RewindResult {
+  leafId: string | null;
+  /** The prompt rewound from, to edit and send again (when the conversation went back). */
+  prompt?: PromptBlock[];
+  summary?: string;
+  /** The files put back. */
+  files: RestoredFile[];
+  /** Files that could not be put back, and why. */
+  problems?: string[];
+}
+
+export interface RewindPreviewParams {
+  sessionId: string;
+  entryId: string;
+}
+
+export interface PlannedFile {
+  path: string;
+  action: FileAction;
+  /** Edited after the agent's change too: restoring discards that. */
+  changedSince: boolean;
+}
+
+/** What a restore cannot put back: commands run since, files they (or someone) changed. */
+export interface NotRestorable {
+  commands: string[];
+  files: string[];
+  moreFiles: number;
+}
+
+/** What a rewind to an entry would do, before the user confirms. */
+export interface RewindPreviewResult {
+  entryId: string;
+  /** When the entry is a prompt: the prompt that would come back to the input box. */
+  prompt?: PromptBlock[];
+  /** Files a restore would change. */
+  files: PlannedFile[];
+  notRestorable: NotRestorable;
+}
+
+/** US dollars per million tokens. */
+export interface ModelPricing {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+}
+
+/** A model the picker offers (`agent/model/list`). */
+export interface ModelChoice {
+  id: string;
+  name: string;
+  contextWindow: number;
+  vendor: string;
+  maxOutput: number;
+  pricing: ModelPricing;
+  images: boolean;
+  /** It takes a thinking level on the provider's API. */
+  thinking: boolean;
+  /** `user`: from the user's models file. */
+  source: 'builtin' | 'user';
+  current: boolean;
+}
+
+export interface ModelListParams {
+  sessionId?: string;
+  workspaceUri?: string;
+}
+
+export interface ModelListResult {
+  provider: string;
+  current: string;
+  models: ModelChoice[];
+}
+
+export interface ModelSetParams {
+  sessionId: string;
+  model: string;
+}
+
+/** What a switch costs at the next request, at list prices. */
+export interface SwitchCost {
+  tokens: number;
+  switchedCost: number;
+  stayedCost: number;
+  compacts: boolean;
+  compactAt: number;
+  window: number;
+  /**
+   * Tokens at the start of the context that the new model's cache still holds (a switch
+   * back within its cache lifetime): read, not written, at the next request.
+   */
+  warm: number;
+}
+
+export interface ModelSetResult {
+  model: ModelRef;
+  /** The ledger's modelChange entry (null: already that model). */
+  entryId: string | null;
+  cost: SwitchCost;
+  /** The cost in words, for the transcript. */
+  note: string;
+  usage: UsageSnapshot;
+}
+
+export interface ModeSetParams {
+  sessionId: string;
+  mode: PermissionMode;
+}
+
+export type ModeSetResult = SessionState;
+
+export interface ThinkingSetParams {
+  sessionId: string;
+  thinking: ThinkingLevel;
+}
+
+export interface ThinkingSetResult {
+  thinking: ThinkingLevel;
+  canThink: boolean;
+  /** The ledger's modelChange entry that records it (null: already that level). */
+  entryId: string | null;
+  /**
+   * As for a model switch, of the session's messages (the prefix Anthropic caches per
+   * thinking setting).
+   */
+  cost: SwitchCost;
+  /** The cost in words, for the transcript. */
+  note: string;
+}
+
+export interface MentionCompleteParams {
+  workspaceUri: string;
+  query: string;
+  limit?: number;
+}
+
+export interface MentionItem {
+  /** Workspace-relative; a folder ends with `/`. */
+  path: string;
+  kind: 'file' | 'directory';
+}
+
+export interface MentionCompleteResult {
+  items: MentionItem[];
+}
+
+export type McpServersParams = SessionParams;
+
+export type McpAcceptToolsParams = SessionParams;
+
 export interface McpAcceptToolsResult {
   accepted: boolean;
   deferred: boolean;
   tokens: number;
 }
 
+export interface McpRestartParams {
+  sessionId: string;
+  name: string;
+}
+
+export type McpRestartResult = EmptyResult;
+
+export interface AgentUpdateParams {
+  sessionId: string;
+  turnId: string;
+  seq: number;
+  update: SessionUpdate;
+}
+
+export interface CompactionParams {
+  sessionId: string;
+  compactionId: string;
+  status: CompactionStatus;
+  reason: CompactionReason;
+  tokensBefore: number;
+  tokensAfter?: number;
+  summary?: string;
+  firstKeptEntryId?: string;
+  error?: string;
+}
+
+export interface OverflowParams {
+  sessionId: string;
+  turnId: string;
+  kind: OverflowKind;
+  action: OverflowAction;
+  message: string;
+}
+
+/** `agent/context`: the decision taken on the context before a model call, and why. */
+export interface ContextDecisionParams {
+  sessionId: string;
+  turnId: string | null;
+  action: ContextAction;
+  reason: CompactionReason | 'oversized' | null;
+  tokens: number;
+  threshold: number;
+  window: number;
+}
+
+export interface PermissionOption {
+  optionId: string;
+  name: string;
+  kind: PermissionOptionKind;
+}
+
+export interface PermissionToolCall {
+  toolCallId: string;
+  title: string;
+  toolKind: ToolKind;
+  rawInput: unknown;
+  /** The file change a write or edit would make. */
+  content?: ToolCallContent[];
+}
+
+export interface RequestPermissionParams {
+  sessionId: string;
+  toolCall: PermissionToolCall;
+  options: PermissionOption[];
+}
+
+export interface SelectedOption {
+  selected: string;
+  /** With a rejection: what the agent should do instead. */
+  message?: string;
+  /**
+   * With an allowance of a file change: the file's content as the user revised it,
+   * written instead of the proposal.
+   */
+  newText?: string;
+}
+
+export interface RequestPermissionResult {
+  outcome: SelectedOption | 'cancelled';
+}
+
+export interface AgentCompactionSettings {
+  enabled?: boolean;
+  reserveTokens?: number | null;
+  keepRecentTokens?: number;
+  keepRecentTurns?: number;
+  summary?: SummaryMode;
+  model?: string;
+  coldCacheShare?: number;
+}
+
+export interface AgentPermissionSettings {
+  mode?: PermissionMode;
+}
+
+export interface AgentToolEnvSettings {
+  pass?: string[];
+}
+
+export interface AgentToolSettings {
+  sandbox?: SandboxMode;
+  network?: boolean;
+  env?: AgentToolEnvSettings;
+}
+
+export interface AgentMcpSettings {
+  servers?: Record<string, unknown>;
+  userFile?: string;
+  workspaceFile?: boolean;
+  startupTimeout?: number;
+  toolTimeout?: number;
+}
+
+/**
+ * The `agent` settings section (workspace/configuration or
+ * initializationOptions.settings).
+ */
+export interface AgentSettings {
+  provider?: Provider;
+  model?: string;
+  baseUrl?: string;
+  apiKeyEnv?: string;
+  cacheRetention?: CacheRetentionSetting;
+  thinking?: ThinkingLevel;
+  compaction?: AgentCompactionSettings;
+  permissions?: AgentPermissionSettings;
+  tools?: AgentToolSettings;
+  sessionsDir?: string;
+  modelsFile?: string;
+  maxSteps?: number;
+  bashTimeout?: number;
+  mcp?: AgentMcpSettings;
+}
+
+export interface ClientCapabilities {
+  requestPermission: boolean;
+}
+
 export interface AgentInitializationOptions {
   settings: AgentSettings;
-  clientCapabilities: { requestPermission: boolean };
+  clientCapabilities: ClientCapabilities;
 }
+
+export const SenderValues = ['client', 'server'] as const;
+export type Sender = (typeof SenderValues)[number];
 
 /** Error codes of docs/protocol.md. */
 export const ErrorCodes = {
@@ -693,13 +842,13 @@ export const Methods = {
   modeSet: 'agent/mode/set',
   thinkingSet: 'agent/thinking/set',
   mentionComplete: 'agent/mention/complete',
+  mcpServers: 'agent/mcp/servers',
+  mcpAcceptTools: 'agent/mcp/acceptTools',
+  mcpRestart: 'agent/mcp/restart',
   update: 'agent/update',
   compaction: 'agent/compaction',
   overflow: 'agent/overflow',
   context: 'agent/context',
-  requestPermission: 'agent/requestPermission',
   mcpStatus: 'agent/mcp/status',
-  mcpServers: 'agent/mcp/servers',
-  mcpAcceptTools: 'agent/mcp/acceptTools',
-  mcpRestart: 'agent/mcp/restart',
+  requestPermission: 'agent/requestPermission',
 } as const;

@@ -3,23 +3,28 @@
  * stored API keys to the server's environment. Pure: no `vscode` import; the extension passes
  * a `WorkspaceConfiguration` (it has the same `get`).
  */
-import { THINKING_LEVELS, type AgentSettings } from '../protocol/types';
+import { DEFAULT_PROVIDER, KEY_FAMILIES, PROVIDER_KEYS, PROVIDERS, type KeyFamily } from '../protocol/providers';
+import {
+  CacheRetentionSettingValues,
+  PermissionModeValues,
+  SandboxModeValues,
+  ThinkingLevelValues,
+  type AgentSettings,
+} from '../protocol/types';
+
+export { PROVIDERS, type KeyFamily, type Provider } from '../protocol/providers';
 
 /** The extension's configuration section. */
 export const CONFIG_SECTION = 'agentServer';
 /** The section the server asks for in `workspace/configuration`. */
 export const SERVER_SECTION = 'agent';
 
-export const PROVIDERS = ['anthropic', 'openai-chat', 'openai-responses', 'sim'] as const;
-export type Provider = (typeof PROVIDERS)[number];
+/** The variable each stored key is handed to the server under. */
+export const DEFAULT_KEY_ENV = Object.fromEntries(
+  Object.entries(KEY_FAMILIES).map(([family, key]) => [family, key.variable]),
+) as Record<KeyFamily, string>;
 
-/** API key families: one stored secret each. */
-export type KeyFamily = 'anthropic' | 'openai';
-
-export const DEFAULT_KEY_ENV: Record<KeyFamily, string> = {
-  anthropic: 'ANTHROPIC_API_KEY',
-  openai: 'OPENAI_API_KEY',
-};
+const FAMILIES = Object.keys(KEY_FAMILIES) as KeyFamily[];
 
 /** Anything with WorkspaceConfiguration's `get(key)` (keys relative to `agentServer`). */
 export interface ConfigReader {
@@ -68,9 +73,9 @@ export function agentSettingsFrom(config: ConfigReader): AgentSettings {
   if (baseUrl) settings.baseUrl = baseUrl;
   const apiKeyEnv = str(config, 'apiKeyEnv');
   if (apiKeyEnv) settings.apiKeyEnv = apiKeyEnv;
-  const cacheRetention = oneOf(config, 'cacheRetention', ['none', 'short', 'long', 'auto'] as const);
+  const cacheRetention = oneOf(config, 'cacheRetention', CacheRetentionSettingValues);
   if (cacheRetention) settings.cacheRetention = cacheRetention;
-  const thinking = oneOf(config, 'thinking', THINKING_LEVELS);
+  const thinking = oneOf(config, 'thinking', ThinkingLevelValues);
   if (thinking) settings.thinking = thinking;
 
   const compaction: NonNullable<AgentSettings['compaction']> = {};
@@ -84,11 +89,11 @@ export function agentSettingsFrom(config: ConfigReader): AgentSettings {
   if (compactionModel) compaction.model = compactionModel;
   if (Object.keys(compaction).length > 0) settings.compaction = compaction;
 
-  const mode = oneOf(config, 'permissions.mode', ['ask', 'allowReads', 'allowAll'] as const);
+  const mode = oneOf(config, 'permissions.mode', PermissionModeValues);
   if (mode) settings.permissions = { mode };
 
   const tools: NonNullable<AgentSettings['tools']> = {};
-  const sandbox = oneOf(config, 'tools.sandbox', ['auto', 'always', 'off'] as const);
+  const sandbox = oneOf(config, 'tools.sandbox', SandboxModeValues);
   if (sandbox) tools.sandbox = sandbox;
   const network = bool(config, 'tools.network');
   if (network !== undefined) tools.network = network;
@@ -121,11 +126,10 @@ function expandHome(path: string): string {
   return path;
 }
 
-/** Which stored key a provider uses. `sim` needs none. */
+/** Which stored key a provider uses (unset: the default provider's). `sim` needs none. */
 export function keyFamilyOf(provider: string | undefined): KeyFamily | undefined {
-  if (provider === undefined || provider === 'anthropic') return 'anthropic';
-  if (provider === 'openai-chat' || provider === 'openai-responses') return 'openai';
-  return undefined;
+  const name = provider ?? DEFAULT_PROVIDER;
+  return (PROVIDER_KEYS as Record<string, KeyFamily | null>)[name] ?? undefined;
 }
 
 /** The environment variable the server reads the key from (settings `apiKeyEnv`, else the default). */
@@ -148,7 +152,7 @@ export function serverEnvironment(
 ): Record<string, string | undefined> {
   // MCP secrets first: an API key of the same name wins.
   const env: Record<string, string | undefined> = { ...base, ...mcpSecrets };
-  for (const family of ['anthropic', 'openai'] as const) {
+  for (const family of FAMILIES) {
     const key = keys[family];
     if (key) env[DEFAULT_KEY_ENV[family]] = key;
   }
@@ -162,7 +166,7 @@ export function serverEnvironment(
 /** For the output channel: the environment names that carry keys, never their values. */
 export function describeKeys(keys: Partial<Record<KeyFamily, string>>, settings: AgentSettings): string {
   const names: string[] = [];
-  for (const family of ['anthropic', 'openai'] as const) {
+  for (const family of FAMILIES) {
     if (keys[family]) names.push(DEFAULT_KEY_ENV[family]);
   }
   const family = keyFamilyOf(settings.provider);

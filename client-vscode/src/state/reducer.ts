@@ -18,6 +18,7 @@ import type {
   ModelRef,
   ModelSetResult,
   McpStatusParams,
+  NoticeLevel,
   OverflowParams,
   PermissionMode,
   PromptAttachment,
@@ -45,6 +46,7 @@ import type {
   TurnResult,
   UsageSnapshot,
 } from '../protocol/types';
+import { CompactionEndValues } from '../protocol/types';
 
 // ---------------------------------------------------------------------------------------------
 // View state
@@ -122,7 +124,7 @@ export interface OverflowItem {
 export interface NoticeItem {
   kind: 'notice';
   id: string;
-  level: 'info' | 'warning' | 'error';
+  level: NoticeLevel;
   message: string;
   /** A model call being retried (one item per turn, the latest attempt); `resolved` once a
    * later call went through or the turn ended. */
@@ -836,7 +838,7 @@ function applySessionUpdate(items: Item[], u: SessionUpdate, noticeId: string): 
 // ---------------------------------------------------------------------------------------------
 // agent/compaction
 
-const TERMINAL: ReadonlySet<CompactionStatus> = new Set(['completed', 'failed', 'cancelled']);
+const TERMINAL: ReadonlySet<CompactionStatus> = new Set(CompactionEndValues);
 
 function applyCompaction(state: ViewState, p: CompactionParams): ViewState {
   const id = `compaction:${p.compactionId}`;

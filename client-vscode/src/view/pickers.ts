@@ -4,7 +4,7 @@
  */
 import * as vscode from 'vscode';
 import type { SessionController } from '../controller';
-import { THINKING_LEVELS, type ModelChoice, type PermissionMode, type SessionSummary, type ThinkingLevel } from '../protocol/types';
+import { ThinkingLevelValues, type ModelChoice, type PermissionMode, type SessionSummary, type ThinkingLevel } from '../protocol/types';
 import { formatTokens } from '../state/meter';
 
 interface Item<T> extends vscode.QuickPickItem {
@@ -83,7 +83,7 @@ export async function pickThinking(controller: SessionController): Promise<void>
   const { thinking, canThink, model } = controller.state;
   const current = thinking ?? 'off';
   const picked = await vscode.window.showQuickPick(
-    THINKING_LEVELS.map<Item<ThinkingLevel>>((level) => ({ label: `${level === current ? '$(check) ' : ''}${level}`, detail: THINKING[level], value: level })),
+    ThinkingLevelValues.map<Item<ThinkingLevel>>((level) => ({ label: `${level === current ? '$(check) ' : ''}${level}`, detail: THINKING[level], value: level })),
     {
       title: 'Agent: how hard the model thinks',
       placeHolder:

@@ -21,7 +21,7 @@ const usage: UsageSnapshot = {
   size: 1000,
   compactAt: 800,
   windowNumber: 1,
-  lastTurn: { input: 1, cacheRead: 2, cacheWrite: 3, output: 4 },
+  lastTurn: { input: 1, cacheRead: 2, cacheWrite: 3, output: 4, cost: 0 }, lastCall: { input: 1, cacheRead: 2, cacheWrite: 3, output: 4, cost: 0 }, session: { input: 1, cacheRead: 2, cacheWrite: 3, output: 4, cost: 0 },
   cacheHitRate: 0.5,
   cost: 0.001,
 };

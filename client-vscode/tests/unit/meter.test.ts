@@ -9,7 +9,7 @@ function usage(used: number, size = 100_000): UsageSnapshot {
     size,
     compactAt: size * 0.75,
     windowNumber: 2,
-    lastTurn: { input: 10, cacheRead: 900, cacheWrite: 50, output: 40 },
+    lastTurn: { input: 10, cacheRead: 900, cacheWrite: 50, output: 40, cost: 0 }, lastCall: { input: 10, cacheRead: 900, cacheWrite: 50, output: 40, cost: 0 }, session: { input: 10, cacheRead: 900, cacheWrite: 50, output: 40, cost: 0 },
     cacheHitRate: 0.873,
     cost: 0.01234,
   };

@@ -28,6 +28,7 @@ const model = (id: string, current = false): ModelChoice => ({
   maxOutput: 8192,
   pricing: { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 },
   images: true,
+  thinking: true,
   source: 'builtin',
   current,
 });
@@ -221,7 +222,7 @@ describe('rewind with files', () => {
       { type: 'rewindRequested', entryId: 'e3' },
       { type: 'rewindPreviewed', preview },
       { type: 'rewindStarted' },
-      { type: 'rewound', restore: 'files', result: { leafId: 'e8', prompt: preview.prompt, problems: ['gen.c: changed by a command'] } },
+      { type: 'rewound', restore: 'files', result: { leafId: 'e8', prompt: preview.prompt, files: [], problems: ['gen.c: changed by a command'] } },
     ];
     for (const a of actions) state = reduce(state, a);
     expect(state.draft).toBeUndefined();

@@ -34,7 +34,7 @@ function usage(used: number, extra: Partial<UsageSnapshot> = {}): UsageSnapshot 
     size: 32768,
     compactAt: 24576,
     windowNumber: 1,
-    lastTurn: { input: 0, cacheRead: 0, cacheWrite: 0, output: 0 },
+    lastTurn: { input: 0, cacheRead: 0, cacheWrite: 0, output: 0, cost: 0 }, lastCall: { input: 0, cacheRead: 0, cacheWrite: 0, output: 0, cost: 0 }, session: { input: 0, cacheRead: 0, cacheWrite: 0, output: 0, cost: 0 },
     cacheHitRate: 0,
     cost: 0,
     ...extra,
@@ -63,7 +63,7 @@ describe('streaming updates', () => {
     seq = 0;
     const state = reduceAll(withSession(), [
       { type: 'promptSent', text: 'hi' },
-      update({ kind: 'userMessage', entryId: 'e1', content: [{ type: 'text', text: 'hi' }] }),
+      update({ kind: 'userMessage', entryId: 'e1', parentId: null, content: [{ type: 'text', text: 'hi' }] }),
       update({ kind: 'thoughtChunk', messageId: 'm1', content: { type: 'text', text: 'think ' } }),
       update({ kind: 'messageChunk', messageId: 'm1', content: { type: 'text', text: 'Hel' } }),
       update({ kind: 'messageChunk', messageId: 'm1', content: { type: 'text', text: 'lo' } }),
@@ -252,7 +252,7 @@ describe('turn lifecycle', () => {
     expect(state.turn.status).toBe('stopping');
     state = reduce(state, {
       type: 'turnEnded',
-      result: { turnId: 't', stopReason: 'error', error: { code: -33010, message: 'Set ANTHROPIC_API_KEY' }, usage: usage(10) },
+      result: { turnId: 't', stopReason: 'error', error: { code: 'missing_api_key', message: 'Set ANTHROPIC_API_KEY' }, usage: usage(10) },
     });
     expect(state.turn.status).toBe('idle');
     expect(state.items.at(-1)).toMatchObject({ kind: 'notice', level: 'error', message: 'Set ANTHROPIC_API_KEY' });
@@ -345,7 +345,7 @@ describe('session load', () => {
       cursor,
       transcript: ids.map((id) => ({ kind: 'userMessage', entryId: id, parentId: null, content: [{ type: 'text', text: id }] })),
     });
-    let state = reduce(withSession(), { type: 'sessionLoaded', result: { ...page('c2', ['e3', 'e4']), usage: withSession().usage! } });
+    let state = reduce(withSession(), { type: 'sessionLoaded', result: { ...page('c2', ['e3', 'e4']), usage: withSession().usage! } as SessionLoadResult });
     expect(state.older).toEqual({ cursor: 'c2', loading: false });
     // not asked for: ignored
     expect(reduce(state, { type: 'olderLoaded', result: page('c1', ['e1', 'e2']) })).toBe(state);
@@ -362,7 +362,7 @@ describe('session load', () => {
   });
 
   it('a failed page says so and can be asked again', () => {
-    let state = reduce(withSession(), { type: 'sessionLoaded', result: { sessionId: SESSION, transcript: [], cursor: 'c', usage: withSession().usage! } });
+    let state = reduce(withSession(), { type: 'sessionLoaded', result: { sessionId: SESSION, transcript: [], cursor: 'c', usage: withSession().usage! } as Partial<SessionLoadResult> as SessionLoadResult });
     state = reduce(state, { type: 'olderRequested', sessionId: SESSION });
     state = reduce(state, { type: 'olderFailed', sessionId: SESSION, message: 'Could not load earlier messages: boom' });
     expect(state.older).toEqual({ cursor: 'c', loading: false });
@@ -440,7 +440,7 @@ describe('MCP status', () => {
     expect(next.mcp).toBeUndefined();
     const loaded = reduce(next, {
       type: 'sessionLoaded',
-      result: { sessionId: 's-3', transcript: [], usage: usage(0), mcp: status('s-3', 3) },
+      result: { sessionId: 's-3', transcript: [], usage: usage(0), mcp: status('s-3', 3) } as Partial<SessionLoadResult> as SessionLoadResult,
     });
     expect(loaded.mcp?.toolCount).toBe(3);
   });
@@ -589,7 +589,7 @@ describe('model and thinking', () => {
     state = reduce(state, { type: 'sessionStarted', sessionId: SESSION, model: { id: 'sim-small', name: 'Sim', contextWindow: 32768 }, mode: 'allowAll', thinking: 'off', canThink: true });
     state = reduce(state, { type: 'settingsRead', mode: 'ask', thinking: 'high' });
     expect(state).toMatchObject({ mode: 'allowAll', thinking: 'off' });
-    const cost = { tokens: 100, switchedCost: 0.1, stayedCost: 0.01, compacts: false, compactAt: 1, window: 2 };
+    const cost = { tokens: 100, switchedCost: 0.1, stayedCost: 0.01, compacts: false, compactAt: 1, window: 2, warm: 0 };
     state = reduce(state, { type: 'thinkingChanged', sessionId: SESSION, result: { thinking: 'high', canThink: true, entryId: 'e9', cost, note: 'Thinking: high effort (was off).' } });
     expect(state.thinking).toBe('high');
     expect(state.items.at(-1)).toMatchObject({ kind: 'modelChange', model: 'sim-small', thinking: 'high', note: 'Thinking: high effort (was off).' });

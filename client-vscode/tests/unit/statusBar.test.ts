@@ -9,7 +9,7 @@ function state(used: number): ViewState {
     {
       type: 'sessionStarted',
       sessionId: 's',
-      usage: { sessionId: 's', used, size: 1000, compactAt: 800, windowNumber: 1, lastTurn: { input: 0, cacheRead: 0, cacheWrite: 0, output: 0 }, cacheHitRate: 0.5, cost: 0.01 },
+      usage: { sessionId: 's', used, size: 1000, compactAt: 800, windowNumber: 1, lastTurn: { input: 0, cacheRead: 0, cacheWrite: 0, output: 0, cost: 0 }, lastCall: { input: 0, cacheRead: 0, cacheWrite: 0, output: 0, cost: 0 }, session: { input: 0, cacheRead: 0, cacheWrite: 0, output: 0, cost: 0 }, cacheHitRate: 0.5, cost: 0.01 },
     },
   ]);
 }

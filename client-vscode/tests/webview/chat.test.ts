@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import recording from '../fixtures/session-stream.json';
-import type { TranscriptItem } from '../../src/protocol/types';
+import type { SessionLoadResult, SessionSummary, TranscriptItem } from '../../src/protocol/types';
 import { initialState, reduceAll, type Action, type ViewState } from '../../src/state/reducer';
 import { actionsFromRecording, type Recording } from '../support/replay';
 import { ARTIFACTS, openView, show } from './page';
@@ -22,7 +22,7 @@ function startState(): ViewState {
     {
       type: 'sessionsListed',
       sessions: [
-        { sessionId: rec.sessionId, title: 'Parser tests', model: 'sim-small', createdAt: '2026-03-02T09:00:00Z', updatedAt: '2026-03-02T09:22:00Z', entryCount: 21 },
+        { sessionId: rec.sessionId, title: 'Parser tests', model: 'sim-small', createdAt: '2026-03-02T09:00:00Z', updatedAt: '2026-03-02T09:22:00Z', entryCount: 21 } as SessionSummary,
       ],
     },
   ]);
@@ -66,7 +66,7 @@ function hostileState(): ViewState {
         { sessionId: 'f0e1d2c3b4a59687', title: 'Fix the parser', model: 'sim-small', createdAt: '2026-03-01T08:00:00Z', updatedAt: '2026-03-01T10:00:00Z', entryCount: 111, firstPrompt: 'Fix the parser: unicode', promptCount: 14 },
       ],
     },
-    { type: 'sessionStarted', sessionId: H, usage: { sessionId: H, used: 26000, size: 32768, compactAt: 24576, windowNumber: 1, lastTurn: { input: 1, cacheRead: 2, cacheWrite: 3, output: 4 }, cacheHitRate: 0.5, cost: 0.01 } },
+    { type: 'sessionStarted', sessionId: H, usage: { sessionId: H, used: 26000, size: 32768, compactAt: 24576, windowNumber: 1, lastTurn: { input: 1, cacheRead: 2, cacheWrite: 3, output: 4, cost: 0 }, lastCall: { input: 1, cacheRead: 2, cacheWrite: 3, output: 4, cost: 0 }, session: { input: 1, cacheRead: 2, cacheWrite: 3, output: 4, cost: 0 }, cacheHitRate: 0.5, cost: 0.01 } },
   ]);
 }
 
@@ -313,8 +313,8 @@ describe('chat webview', () => {
     const prompt = (n: number): TranscriptItem => ({ kind: 'userMessage', entryId: `e${n}`, parentId: null, content: [{ type: 'text', text: `prompt ${n}` }] });
     const answer = (n: number): TranscriptItem => ({ kind: 'messageChunk', messageId: `a${n}`, content: { type: 'text', text: `answer ${n}\n\n${'words '.repeat(60)}` } });
     const turns = (from: number, to: number): TranscriptItem[] => Array.from({ length: to - from }, (_, k) => [prompt(from + k), answer(from + k)]).flat();
-    const usage = { sessionId: rec.sessionId, used: 100, size: 32768, compactAt: 24576, windowNumber: 1, lastTurn: { input: 0, cacheRead: 0, cacheWrite: 0, output: 0 }, cacheHitRate: 0, cost: 0 };
-    const state = reduceAll(startState(), [{ type: 'sessionLoaded', result: { sessionId: rec.sessionId, transcript: turns(40, 60), cursor: 'e40', usage } }]);
+    const usage = { sessionId: rec.sessionId, used: 100, size: 32768, compactAt: 24576, windowNumber: 1, lastTurn: { input: 0, cacheRead: 0, cacheWrite: 0, output: 0, cost: 0 }, lastCall: { input: 0, cacheRead: 0, cacheWrite: 0, output: 0, cost: 0 }, session: { input: 0, cacheRead: 0, cacheWrite: 0, output: 0, cost: 0 }, cacheHitRate: 0, cost: 0 };
+    const state = reduceAll(startState(), [{ type: 'sessionLoaded', result: { sessionId: rec.sessionId, transcript: turns(40, 60), cursor: 'e40', usage } as SessionLoadResult }]);
     await page.evaluate(({ state }) => window.postMessage({ type: 'reset', state }, '*'), { state });
     await page.waitForFunction(() => document.querySelectorAll('.item.user').length === 20);
     // At the bottom, as a loaded session opens: nothing older is asked for yet.
@@ -495,7 +495,7 @@ describe('chat webview', () => {
     const S = 's-peer';
     const choice = (id: string, name: string, window: number, input: number, output: number) => ({
       id, name, contextWindow: window, vendor: 'anthropic', maxOutput: 8192,
-      pricing: { input, output, cacheRead: input / 10, cacheWrite: input * 1.25 }, images: true, source: 'builtin' as const, current: false,
+      pricing: { input, output, cacheRead: input / 10, cacheWrite: input * 1.25 }, images: true, thinking: true, source: 'builtin' as const, current: false,
     });
     const state = reduceAll(initialState(), [
       { type: 'serverStatus', status: 'running' },
@@ -518,7 +518,7 @@ describe('chat webview', () => {
     await page.locator('.mode-picker').click();
     await page.locator('.thinking-picker').click();
     await page.evaluate((S) => window.postMessage({ type: 'actions', actions: [
-      { type: 'modelChanged', sessionId: S, result: { model: { id: 'claude-haiku', name: 'Claude Haiku', contextWindow: 200000 }, entryId: 'e3', cost: { tokens: 900, switchedCost: 0.001, stayedCost: 0.0003, compacts: false, compactAt: 150000, window: 200000 }, note: 'Switching re-reads 900 tokens uncached: $0.0010 instead of $0.0003.', usage: { sessionId: S, used: 900, size: 200000, compactAt: 150000, windowNumber: 1, lastTurn: { input: 0, cacheRead: 0, cacheWrite: 0, output: 0 }, cacheHitRate: 0, cost: 0 } } },
+      { type: 'modelChanged', sessionId: S, result: { model: { id: 'claude-haiku', name: 'Claude Haiku', contextWindow: 200000 }, entryId: 'e3', cost: { tokens: 900, switchedCost: 0.001, stayedCost: 0.0003, compacts: false, compactAt: 150000, window: 200000 }, note: 'Switching re-reads 900 tokens uncached: $0.0010 instead of $0.0003.', usage: { sessionId: S, used: 900, size: 200000, compactAt: 150000, windowNumber: 1, lastTurn: { input: 0, cacheRead: 0, cacheWrite: 0, output: 0, cost: 0 }, lastCall: { input: 0, cacheRead: 0, cacheWrite: 0, output: 0, cost: 0 }, session: { input: 0, cacheRead: 0, cacheWrite: 0, output: 0, cost: 0 }, cacheHitRate: 0, cost: 0 } } },
       { type: 'modeChanged', sessionId: S, mode: 'allowAll', sandbox: { sandboxed: true, network: false } },
     ] }, '*'), S);
     await page.waitForSelector('.marker.model-change');

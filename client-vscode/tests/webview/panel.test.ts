@@ -21,7 +21,7 @@ function base(extra: Action[] = []): ViewState {
     { type: 'workspace', workspaceUri: 'file:///w' },
     {
       type: 'sessionsListed',
-      sessions: [{ sessionId: S, title: 'Check the stockroom tests before the release', model: 'sim-small', createdAt: '2026-03-02T09:00:00Z', updatedAt: '2026-03-02T09:30:00Z', entryCount: 9 }],
+      sessions: [{ sessionId: S, title: 'Check the stockroom tests before the release', model: 'sim-small', createdAt: '2026-03-02T09:00:00Z', updatedAt: '2026-03-02T09:30:00Z', entryCount: 9, firstPrompt: 'Check the stockroom tests before the release', promptCount: 1 }],
     },
     {
       type: 'sessionStarted',

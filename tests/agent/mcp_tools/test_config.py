@@ -147,3 +147,21 @@ def test_settings_read_the_mcp_section() -> None:
     assert settings.mcp.servers == {"x": {"command": "y"}}
     assert settings.mcp.startup_timeout == 5.0 and settings.mcp.user_file == ""
     assert settings.mcp.workspace_file is True and settings.mcp.tool_timeout == 600.0
+
+
+def test_workspace_servers_carry_the_digest_of_the_bytes_read(tmp_path: Path) -> None:
+    import hashlib
+
+    path = write(tmp_path / ".mcp.json", {"db": {"command": "db-server"}})
+    user = write(tmp_path / "user.json", {"mine": {"command": "mine"}})
+    configs = {c.name: c for c in load_server_configs(tmp_path, user_file=user, env={})}
+    assert configs["db"].digest == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert configs["mine"].digest is None  # the user's own file is not held
+
+
+def test_an_empty_or_placeheld_workspace_file_names_no_server(tmp_path: Path) -> None:
+    (tmp_path / ".mcp.json").mkdir()  # what a sandboxed command's placeholder looks like
+    assert load_server_configs(tmp_path, user_file=None, env={}) == ()
+    (tmp_path / ".mcp.json").rmdir()
+    (tmp_path / ".mcp.json").write_text("\n")
+    assert load_server_configs(tmp_path, user_file=None, env={}) == ()

@@ -13,6 +13,7 @@ from agent_server.agent.tools import ToolContext, run_tool
 from agent_server.agent.tools.bash import BashTool
 from agent_server.agent.tools.environment import tool_environment
 from agent_server.agent.tools.read import ReadTool
+from agent_server.redaction import REDACTION_NOTE
 
 BASH = BashTool()
 
@@ -263,7 +264,7 @@ async def test_secrets_are_scrubbed_from_streamed_and_returned_output(
         workspace, spill_dir, on_output=streamed.append, secrets=("correct-horse-battery",)
     )
     result = await run_tool(BASH, {"command": "echo token=correct-horse-battery"}, ctx)
-    assert result.text == "token=[redacted]\n"
+    assert result.text == f"token=[redacted]\n\n\n{REDACTION_NOTE}"  # the model is told
     assert "".join(streamed) == "token=[redacted]\n"
 
 

@@ -63,7 +63,7 @@ async def test_the_workspace_is_writable_and_the_rest_read_only(
         "echo inside > made.txt && cat made.txt; "
         f"echo escaped > {outside} || echo refused-outside; "
         f"echo scratch > /tmp/{SCRATCH} && cat /tmp/{SCRATCH}; "
-        "touch $HOME/.agent-sandbox-probe 2>/dev/null || echo refused-home"
+        f"touch $HOME/{SCRATCH} && echo home-private"
     )
     try:
         result = await run_tool(BASH, {"command": command}, sandboxed_ctx(workspace, spill_dir))
@@ -71,7 +71,10 @@ async def test_the_workspace_is_writable_and_the_rest_read_only(
     finally:
         shutil.rmtree(elsewhere)
     assert (workspace / "made.txt").read_text() == "inside\n"
-    assert "refused-outside" in result.text and "refused-home" in result.text
+    assert "refused-outside" in result.text
+    # The home directory is a private, empty tmpfs: writable, and nothing reaches the host.
+    assert "home-private" in result.text
+    assert not on_host(Path.home() / SCRATCH)
     assert "scratch" in result.text  # a private /tmp is writable...
     assert not on_host(Path("/tmp") / SCRATCH)  # ...and private
     assert result.details is not None and result.details["sandbox"]["sandboxed"] is True

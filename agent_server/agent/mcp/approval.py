@@ -1,0 +1,155 @@
+"""The workspace's `.mcp.json` runs commands: its servers start only once the user approved
+that file's exact content.
+
+A repository can ship a `.mcp.json`, and anything that writes the workspace (a command the
+user allowed, an `npm install` script, a `git pull`) can change it; what it names would run
+with the server's rights, outside any sandbox. So the servers it lists are held (shown as
+not started, with the reason) until the user approves the file's content, identified by its
+SHA-256: asked at the session's next turn, through the same question as a tool call
+(`agent/requestPermission` in the editor, `session/request_permission` over ACP, a prompt in
+the terminal), which shows the file as it is. "Always" remembers the digest for this
+workspace (in the sessions directory, which no sandbox shows); "Allow" starts them for this
+session only; "Reject" leaves them off for the session. When the file changes, its servers
+are held again and the user is asked again ("changed since you approved it"). Servers from
+the user's own file, the settings or the editor's session (ACP) are not held: the user
+wrote those.
+
+Claude Code asks the same way before it starts a project's `.mcp.json` servers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent_server.agent.mcp.config import WORKSPACE_FILE, McpServerConfig
+from agent_server.agent.tools.base import ToolContext, ToolKind, ToolResult
+from agent_server.llm.messages import ToolCall, ToolSpec
+
+log = logging.getLogger(__name__)
+
+SHOWN_CHARS = 20_000  # of the file, in the question; past it, the servers' command lines
+APPROVALS_FILE = "approved-mcp.json"  # in the sessions directory
+
+
+def content_digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def held_reason(declined: bool) -> str:
+    if declined:
+        return f"not started: you did not approve the workspace's {WORKSPACE_FILE} (this session)"
+    return (
+        f"not started: waiting for your approval of the workspace's {WORKSPACE_FILE} (asked at "
+        "your next prompt)"
+    )
+
+
+class ApprovedFiles:
+    """The digests of the `.mcp.json` contents the user approved for good, per workspace, in
+    a JSON file (`{workspace: {".mcp.json": digest}}`), written atomically."""
+
+    def __init__(self, path: Path, workspace: Path) -> None:
+        self.path = path
+        self.workspace = str(workspace)
+
+    def _all(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def approved(self) -> str | None:
+        """The digest approved for good, if any."""
+        entry = self._all().get(self.workspace)
+        digest = entry.get(WORKSPACE_FILE) if isinstance(entry, Mapping) else None
+        return digest if isinstance(digest, str) else None
+
+    def remember(self, digest: str) -> None:
+        data = self._all()
+        entry = data.get(self.workspace)
+        kept = entry if isinstance(entry, dict) else {}
+        data[self.workspace] = {**kept, WORKSPACE_FILE: digest}
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".approved-")
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(data, handle, indent=2, sort_keys=True)
+            os.replace(temporary, self.path)
+        except OSError as error:
+            log.warning("could not save the approval of %s: %s", WORKSPACE_FILE, error)
+            with contextlib.suppress(OSError, UnboundLocalError):
+                os.unlink(temporary)
+
+
+@dataclass(frozen=True, slots=True)
+class PendingApproval:
+    """A `.mcp.json` content whose servers wait for the user."""
+
+    path: Path
+    digest: str
+    servers: tuple[McpServerConfig, ...]
+    changed: bool  # another content of the file had been approved before
+
+    def call(self) -> ToolCall:
+        try:
+            data = self.path.read_bytes()
+        except OSError:
+            data = b""
+        text = data.decode("utf-8", errors="replace")
+        if content_digest(data) != self.digest or len(text) > SHOWN_CHARS:
+            # Changed again since it was read, or too long to show: the command lines.
+            text = "\n".join(f"{c.name}: {c.display}" for c in self.servers)
+        return ToolCall(
+            f"mcp-approval-{self.digest[:12]}",
+            APPROVAL.spec.name,
+            {"command": text, "path": str(self.path), "sha256": self.digest},
+        )
+
+    def title(self) -> str:
+        names = ", ".join(c.name for c in self.servers)
+        changed = " (it changed since you approved it)" if self.changed else ""
+        return f"Start the MCP servers of {WORKSPACE_FILE}: {names}{changed}"
+
+
+def pending_approval(
+    held: Sequence[McpServerConfig], approved_before: str | None
+) -> PendingApproval | None:
+    """The approval the held servers wait for (the first file's, by digest)."""
+    if not held or held[0].digest is None:
+        return None
+    digest = held[0].digest
+    servers = tuple(c for c in held if c.digest == digest)
+    path = Path(servers[0].source)
+    return PendingApproval(path, digest, servers, approved_before not in (None, digest))
+
+
+class _ApprovalQuestion:
+    """The "tool" a permission question about `.mcp.json` is asked for (never run)."""
+
+    spec = ToolSpec(
+        "mcp_servers", "Start the MCP servers the workspace's .mcp.json lists.", {"type": "object"}
+    )
+    read_only = False
+    kind: ToolKind = "execute"
+
+    async def run(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        return ToolResult.error("not a tool the model can call")
+
+    def paths(self, arguments: Mapping[str, Any]) -> tuple[str, ...]:
+        return (WORKSPACE_FILE,)
+
+    def title(self, arguments: Mapping[str, Any]) -> str:
+        return f"Start the MCP servers of {WORKSPACE_FILE}"
+
+
+APPROVAL = _ApprovalQuestion()

@@ -1,0 +1,206 @@
+"""The workspace files a sandboxed command may not write: what programs outside the sandbox
+read as configuration or instructions, or run.
+
+A sandboxed command can write the whole workspace; these paths in it are read-only in the
+sandbox, because something outside it acts on them later, unsandboxed:
+
+- agent-server itself: `.mcp.json` (starts MCP servers; besides, its content needs the
+  user's approval, agent/mcp/approval.py), `AGENTS.md` and `CLAUDE.md` (project instructions
+  in the next session's system prompt);
+- editors and other agents: `.vscode`, `.idea`, `.zed` (settings, tasks that run on open),
+  `.claude`, `.codex`, `.cursor`;
+- git: `.git/hooks` (run by the user's next commit), `.git/config` (aliases, `core.pager`,
+  `core.fsmonitor`, filters: commands), `.gitmodules`, `.gitconfig`; a missing `.git` (a
+  sandboxed `git init` would plant hooks);
+- shells and tools that read the directory they run in: `.envrc` (direnv), `.bashrc`,
+  `.bash_profile`, `.zshrc`, `.zprofile`, `.profile` (a workspace that is a home directory),
+  `.ripgreprc`, `.npmrc`, `.yarnrc`, `.yarnrc.yml` (npm's `script-shell`, yarn's `yarnPath`).
+
+The list is Claude Code's sandbox-runtime's mandatory denials (its `DANGEROUS_FILES`,
+`.vscode`, `.idea`, `.claude/commands`, `.claude/agents`, `.git/hooks`, `.git/config`) and
+Codex's protected subpaths (`.git`, `.codex`), with the files agent-server reads and the
+other tools that run things from a directory. A path that exists is bound read-only over
+itself. Some that do not exist yet (GUARDED_WHEN_MISSING) get a placeholder, as in Codex:
+the first missing component is an empty read-only directory, which blocks creating it (and
+which git ignores: an empty directory is no change, so `git status` and `git add -A` are
+unaffected). bubblewrap leaves the placeholder behind on the host as an empty directory; it
+is removed when the last sandbox using it ends (`Placeholders`). Only the workspace root is
+covered, not nested repositories or packages.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+# Relative to the workspace root. Directories and files alike: what exists is bound as it is.
+# What agent-server, editors and other agents read (placeheld when missing, too).
+_READ_BY_AGENTS = (
+    ".mcp.json", "AGENTS.md", "CLAUDE.md", ".vscode", ".idea", ".zed", ".claude", ".codex",
+    ".cursor",
+)
+PROTECTED = (
+    *_READ_BY_AGENTS, ".git/hooks", ".git/config", ".gitmodules", ".gitconfig", ".envrc",
+    ".bashrc", ".bash_profile", ".zshrc", ".zprofile", ".profile", ".ripgreprc", ".npmrc",
+    ".yarnrc", ".yarnrc.yml",
+)
+# Placeholders are made only for these when they are missing: what agent-server starts or
+# trusts (`.mcp.json`, the instruction files), and what runs code outside the sandbox with no
+# question asked (VS Code's settings and tasks, git's hooks and config). A placeholder shows
+# in the workspace while the command runs, so the list is kept short: the other agents'
+# directories ask for trust themselves, direnv asks `direnv allow` for a new `.envrc`, and
+# shell files matter only in a workspace that already has them.
+GUARDED_WHEN_MISSING = (
+    ".mcp.json", "AGENTS.md", "CLAUDE.md", ".vscode", ".git", ".git/hooks", ".git/config"
+)
+
+
+def protected_mounts(workspace: Path) -> tuple[list[Path], list[Path]]:
+    """(the protected paths that exist, to bind read-only over themselves; the placeholders to
+    make: the first missing component of each guarded path that does not exist). A symbolic
+    link is bound as its target (bubblewrap follows it), which makes the target read-only; a
+    dangling one is left alone."""
+    existing: list[Path] = []
+    placeholders: list[Path] = []
+    for name in dict.fromkeys((*PROTECTED, *GUARDED_WHEN_MISSING)):
+        path = workspace / name
+        if path.exists():
+            if name in PROTECTED:
+                existing.append(path)
+            continue
+        if name in GUARDED_WHEN_MISSING and not path.is_symlink():
+            missing = _first_missing(workspace, Path(name))
+            if missing is not None:
+                placeholders.append(missing)
+    return existing, list(dict.fromkeys(placeholders))
+
+
+def _first_missing(workspace: Path, relative: Path) -> Path | None:
+    current = workspace
+    for part in relative.parts:
+        current = current / part
+        if not current.exists():
+            return None if current.is_symlink() else current
+        if not current.is_dir():
+            return None  # a file where a directory would be: nothing can be created below
+    return None
+
+
+def git_dirs(workspace: Path) -> list[Path]:
+    """The git directories of a workspace whose `.git` is a file (a linked worktree, a
+    submodule): bound read-only in the sandbox, so that git can read the repository."""
+    dot_git = workspace / ".git"
+    try:
+        if not dot_git.is_file():
+            return []
+        line = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return []
+    if not line.startswith("gitdir:"):
+        return []
+    git_dir = (workspace / line[len("gitdir:") :].strip()).resolve()
+    found = [git_dir]
+    with contextlib.suppress(OSError):
+        common = (git_dir / "commondir").read_text(encoding="utf-8").strip()
+        found.append((git_dir / common).resolve())
+    return [d for d in found if d.is_dir() and not d.is_relative_to(workspace)]
+
+
+class Placeholders:
+    """Placeholders in use, across the sandboxes of this process and of other agent-server
+    processes (a marker file per process in a shared directory): one is removed from the
+    host only when no sandbox still has it mounted, and only while it is an empty directory
+    (what bubblewrap made), so nothing a user made is ever removed."""
+
+    def __init__(self, markers: Path | None = None) -> None:
+        self._markers = markers or Path(tempfile.gettempdir()) / "agent-server-placeholders"
+        self._lock = threading.Lock()
+        self._counts: dict[Path, int] = {}
+
+    @contextlib.contextmanager
+    def held(self, paths: list[Path]) -> Iterator[None]:
+        with self._lock:
+            for path in paths:
+                self._counts[path] = self._counts.get(path, 0) + 1
+                if self._counts[path] == 1:
+                    self._mark(path)
+        try:
+            yield
+        finally:
+            with self._lock:
+                for path in paths:
+                    self._counts[path] -= 1
+                    if self._counts[path] == 0:
+                        del self._counts[path]
+                        self._release(path)
+
+    def _marker_dir(self, path: Path) -> Path:
+        return self._markers / hashlib.sha256(os.fsencode(path)).hexdigest()[:32]
+
+    def _mark(self, path: Path) -> None:
+        with contextlib.suppress(OSError):
+            directory = self._marker_dir(path)
+            directory.mkdir(parents=True, exist_ok=True)
+            (directory / str(os.getpid())).touch()
+
+    def _release(self, path: Path) -> None:
+        directory = self._marker_dir(path)
+        with contextlib.suppress(OSError):
+            (directory / str(os.getpid())).unlink()
+        if _others_hold(directory):
+            return
+        with contextlib.suppress(OSError):
+            if path.is_dir() and not path.is_symlink() and not any(path.iterdir()):
+                path.rmdir()
+        with contextlib.suppress(OSError):
+            directory.rmdir()
+
+
+def _others_hold(directory: Path) -> bool:
+    try:
+        markers = list(directory.iterdir())
+    except OSError:
+        return False
+    for marker in markers:
+        try:
+            os.kill(int(marker.name), 0)
+        except (ValueError, ProcessLookupError):
+            with contextlib.suppress(OSError):
+                marker.unlink()  # a process that is gone
+            continue
+        except PermissionError:
+            return True
+        return True
+    return False
+
+
+PLACEHOLDERS = Placeholders()
+
+
+def empty_directory() -> Path:
+    """An empty read-only directory to bind as a placeholder (one per process)."""
+    return _empties()[0]
+
+
+def empty_file() -> Path:
+    """An empty read-only file to bind over a file the sandbox must not show."""
+    return _empties()[1]
+
+
+def _empties() -> tuple[Path, Path]:
+    global _EMPTY
+    if _EMPTY is None or not _EMPTY[0].is_dir() or not _EMPTY[1].is_file():
+        parent = Path(tempfile.mkdtemp(prefix="agent-server-empty-"))
+        directory, file = parent / "dir", parent / "file"
+        directory.mkdir(mode=0o555)
+        file.touch(mode=0o444)
+        _EMPTY = (directory, file)
+    return _EMPTY
+
+
+_EMPTY: tuple[Path, Path] | None = None

@@ -1,0 +1,109 @@
+"""What `agent-server chat` does before the agent has loaded: the settings, the first screen
+and the first line typed.
+
+The agent, the terminal renderer and the provider SDKs take seconds of CPU to import. An
+interactive chat shows its first prompt line at once and loads them in a background thread
+while the person types (readline waits for keys with the interpreter lock released); the
+session is made when the first line is in. A one-shot chat, or one that continues a session
+(`--session`, which says at once which session it opened), loads first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+from agent_server.agent.config_file import flag_overrides, load_config, resolve_settings
+from agent_server.agent.settings import AgentSettings
+from agent_server.console.line_input import LineReader, workspace_paths
+from agent_server.errors import ConfigError
+
+HINT = Text("/help lists the commands; @path attaches a file or folder; Ctrl-D quits", style="dim")
+
+
+def load_agent(provider: str) -> None:
+    """Import what the session needs (the chat, the agent, the provider SDKs; the simulator
+    for `sim`). Errors are left for the main thread's own import to report."""
+    with contextlib.suppress(Exception):
+        import agent_server.console.chat
+        from agent_server.llm.providers import preload_sdks
+
+        preload_sdks()
+        if provider == "sim":
+            import agent_server.sim.server  # noqa: F401
+
+
+def command_names(prefix: str) -> list[str]:
+    from agent_server.console.commands import command_names as names
+
+    return names(prefix)
+
+
+def _is_quit(line: str) -> bool:
+    from agent_server.console.commands import read_command
+
+    typed = read_command(line)
+    return typed is not None and typed.command is not None and typed.command.name == "/quit"
+
+
+def first_screen(console: Console, settings: AgentSettings, workspace: Path) -> None:
+    from agent_server.llm.providers import PROVIDERS
+
+    spec = PROVIDERS.get(settings.provider)
+    model = settings.model or (spec.default_model if spec is not None else "")
+    line = Text(f"{settings.provider} {model} · ", style="dim")
+    line.append(str(workspace))  # a path, shown as it is (no markup)
+    line.stylize("dim")
+    console.print(line)
+    console.print(HINT)
+
+
+def main(args: Any) -> int:
+    try:
+        config = load_config(Path(args.config) if args.config else None)
+        settings = resolve_settings(config, flag_overrides(args))
+    except ConfigError as error:
+        from agent_server.console.render import shown
+
+        Console(stderr=True).print(shown(error.message, "red"))
+        return 2
+    prompt = " ".join(args.prompt) if args.prompt else None
+    workspace = Path(args.workspace).resolve()
+    options: dict[str, Any] = {
+        "workspace": workspace,
+        "settings": settings,
+        "session_id": args.session,
+        "assume_yes": args.yes,
+    }
+    if prompt is not None or args.session:
+        if prompt is None:
+            with contextlib.suppress(ImportError):
+                import readline  # line editing and history for input()
+        from agent_server.console.chat import run_chat
+
+        return run_chat(prompt=prompt, **options)
+    with contextlib.suppress(ImportError):
+        import readline  # noqa: F401
+    console = Console(highlight=False)
+    first_screen(console, settings, workspace)
+    reader = LineReader(console, command_names)
+    reader.install_completion(workspace_paths(workspace))
+    loading = threading.Thread(
+        target=load_agent, args=(settings.provider,), name="load-agent", daemon=True
+    )
+    loading.start()
+    line = reader.read()
+    if line is None or _is_quit(line):
+        return 0
+    try:
+        loading.join()
+    except KeyboardInterrupt:
+        return 130
+    from agent_server.console.chat import run_chat
+
+    return run_chat(prompt=None, console=console, reader=reader, first_line=line, **options)

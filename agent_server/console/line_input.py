@@ -1,0 +1,140 @@
+"""The chat's input line: `input()` with readline's editing and history, a prompt put back
+in the line (a rewound prompt), and Tab completion of `@path` mentions and /commands.
+
+It loads nothing of the agent, so the first prompt line shows before the agent has loaded
+(console/chat_start.py); the path completion imports the workspace walk when Tab is first
+pressed.
+
+Completion never deletes what was typed. readline replaces the word by the longest prefix
+its matches share, so only paths that extend the typed word are offered as matches; when
+none does and several paths match loosely (`@weather/c` for `weather/api/client.py` and
+`weather/cli.py`), they are listed under the line and the word stays as typed; a single
+loose match replaces the word. A completed file gets a trailing space (CPython's readline
+appends none), so the next word does not glue onto the path; a folder gets none, so Tab
+goes on into it.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from rich.console import Console
+from rich.text import Text
+
+CompletionSource = Callable[[str], list[tuple[str, bool]]]  # query -> (path, is folder)
+
+
+def workspace_paths(workspace: Path) -> CompletionSource:
+    def source(query: str) -> list[tuple[str, bool]]:
+        from agent_server.agent.mentions import complete
+
+        return [(c.path, c.kind == "directory") for c in complete(workspace, query)]
+
+    return source
+
+
+def mention_matches(text: str, found: list[tuple[str, bool]]) -> tuple[list[str], list[str]]:
+    """(what readline may put in place of `text`, what to list under the line instead).
+
+    `text` is the word typed, `@` included; `found` the paths for it, best first."""
+    candidates = [
+        "@" + (f'"{path}"' if " " in path else path) + ("" if folder else " ")
+        for path, folder in found
+    ]
+    extending = [c for c in candidates if c.startswith(text)]
+    if extending:
+        return extending, []
+    if len(candidates) == 1:
+        return candidates, []
+    return [], [c.rstrip() for c in candidates]
+
+
+class LineReader:
+    """Reads prompts; `prefill` is put in the next line to edit (when readline is there)."""
+
+    def __init__(self, console: Console, command_names: Callable[[str], list[str]]) -> None:
+        self.console = console
+        self.prefill = ""
+        self._command_names = command_names
+        self._matches: list[str] = []
+
+    def read(self) -> str | None:
+        """The next prompt; None to quit (Ctrl-D, or Ctrl-C twice in a row)."""
+        interrupted = False
+        prefill, self.prefill = self.prefill, ""
+        while True:
+            try:
+                line = self.input_line(prefill)
+            except EOFError:
+                self.console.print()
+                return None
+            except KeyboardInterrupt:
+                if interrupted:
+                    self.console.print()
+                    return None
+                interrupted = True
+                self.console.print(Text("\n(Ctrl-C again or Ctrl-D to quit)", style="dim"))
+                continue
+            if line.strip():
+                return line.strip()
+
+    def input_line(self, prefill: str) -> str:
+        """input(), with `prefill` already typed in the line when readline is there to edit
+        it (else it is shown above, to copy)."""
+        readline = sys.modules.get("readline")
+        if not prefill:
+            return input(self.prompt_label())
+        if readline is None:
+            from agent_server.console.render import shown
+
+            self.console.print(Text("your prompt was: ", style="dim") + shown(prefill))
+            return input(self.prompt_label())
+        readline.set_startup_hook(lambda: readline.insert_text(prefill))
+        try:
+            return input(self.prompt_label())
+        finally:
+            readline.set_startup_hook(None)
+
+    def install_completion(self, paths: CompletionSource) -> None:
+        """Tab completes `@path` mentions from `paths` and /commands."""
+        readline = sys.modules.get("readline")
+        if readline is None:
+            return
+
+        def completer(text: str, state: int) -> str | None:
+            if state == 0:
+                self._matches = []
+                if text.startswith("@"):
+                    self._matches, listed = mention_matches(text, paths(text[1:]))
+                    if listed:
+                        self._list_under_line(readline, listed)
+                elif text.startswith("/") and readline.get_line_buffer().lstrip() == text:
+                    self._matches = self._command_names(text)
+            return self._matches[state] if state < len(self._matches) else None
+
+        readline.set_completer_delims(" \t\n")
+        readline.set_completer(completer)
+        readline.parse_and_bind("tab: complete")
+
+    def _list_under_line(self, readline: object, listed: list[str]) -> None:
+        """Shows loose matches under the line, then the prompt and the line again, the
+        cursor where it was (readline offers no match, so it keeps the word typed)."""
+        line = readline.get_line_buffer()  # type: ignore[attr-defined]
+        end = readline.get_endidx()  # type: ignore[attr-defined]
+        out = sys.stdout
+        out.write("\n" + "  ".join(listed) + "\n")
+        out.write(self.prompt_label().replace("\001", "").replace("\002", "") + line)
+        if end < len(line):
+            out.write(f"\x1b[{len(line) - end}D")
+        out.flush()
+
+    def prompt_label(self) -> str:
+        """`you › ` for input(), in bold cyan on a colour terminal: the colour codes are
+        wrapped in readline's invisible markers (\\001, \\002), so line editing and history
+        keep the cursor in the right place."""
+        if not self.console.is_terminal or self.console.color_system is None:
+            return "you › "
+        start, end = ("\001", "\002") if "readline" in sys.modules else ("", "")
+        return f"{start}\x1b[1;36m{end}you ›{start}\x1b[0m{end} "

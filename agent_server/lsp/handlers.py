@@ -1,0 +1,383 @@
+"""The server's features: one top-level function per method, registered from the tables at
+the end (`REQUESTS` for the editor protocol's `agent/` methods, `LSP_FEATURES` for the
+standard ones).
+
+A request handler takes the server and its params (`Params`: typed reads that answer a bad
+value with InvalidParams) and returns its result as the protocol describes it
+(agent_server/protocol.py); the registration turns agent errors into JSON-RPC errors with
+the codes of docs/protocol.md. Adding a method: its description in protocol.py, a function
+here and a row in `REQUESTS`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import threading
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+
+from agent_server import protocol
+from agent_server.agent.settings import AgentSettings, settings_from_json
+from agent_server.errors import AgentServerError, ConfigError, SessionBusyError
+from agent_server.lsp import wire
+from agent_server.lsp.wire import Params, rpc_error
+
+if TYPE_CHECKING:
+    from agent_server.lsp.server import AgentLanguageServer
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[["AgentLanguageServer", Params], Awaitable[Any]]
+
+# --- sessions ------------------------------------------------------------------------------
+
+
+async def session_new(ls: AgentLanguageServer, params: Params) -> protocol.SessionNewResult:
+    workspace = params.workspace()
+    model = params.optional_string("model")
+    title = params.optional_string("title")
+    folder = ls.folder_for(workspace)
+    await _providers_loaded()
+    session = folder.agent.create(model=model, title=title)
+    session.attach(ls.sink(session.session_id), ls.asker(session.session_id))
+    return wire.session_new_result(session)
+
+
+async def session_list(ls: AgentLanguageServer, params: Params) -> protocol.SessionListResult:
+    folder = ls.folder_for(params.workspace())
+    return wire.session_list_result(folder.agent.list())
+
+
+async def session_load(ls: AgentLanguageServer, params: Params) -> protocol.SessionLoadResult:
+    session_id = params.string("sessionId")
+    limit = params.count("limit", wire.DEFAULT_PAGE, wire.MAX_PAGE)
+    await _providers_loaded()
+    session = ls.session(session_id)
+    snapshot = session.usage_snapshot()
+    page = session.transcript(limit=limit)
+    ls.notify(protocol.USAGE_CHANGED.name, wire.usage_json(session_id, snapshot))
+    return wire.session_load_result(session, page, snapshot)
+
+
+async def session_history(
+    ls: AgentLanguageServer, params: Params
+) -> protocol.SessionHistoryResult:
+    session_id = params.string("sessionId")
+    before = params.string("before")
+    limit = params.count("limit", wire.DEFAULT_PAGE, wire.MAX_PAGE)
+    page = ls.session(session_id).transcript(before=before, limit=limit)
+    return wire.history_result(session_id, page)
+
+
+# --- turns -----------------------------------------------------------------------------------
+
+
+async def turn(ls: AgentLanguageServer, params: Params) -> protocol.TurnResult:
+    session_id = params.string("sessionId")
+    prompt = params.prompt()
+    token = params.token("workDoneToken")
+    session = ls.session(session_id)
+    if session.busy:
+        raise SessionBusyError(
+            f"session {session_id} is busy with another turn; wait for it or interrupt it"
+        )
+    turn_id = uuid.uuid4().hex[:12]
+    stream = ls.begin_turn(session_id, turn_id, token)
+    try:
+        result = await session.run_turn(prompt, turn_id=turn_id)
+    finally:
+        ls.end_turn(session_id, stream)
+    return wire.turn_result(session_id, result, session.usage_snapshot())
+
+
+async def interrupt(ls: AgentLanguageServer, params: Params) -> protocol.EmptyResult:
+    ls.session(params.string("sessionId")).interrupt()
+    return {}
+
+
+async def compact(ls: AgentLanguageServer, params: Params) -> protocol.CompactResult:
+    session_id = params.string("sessionId")
+    instructions = params.optional_string("instructions")
+    session = ls.session(session_id)
+    outcome = await session.compact(instructions)
+    return wire.compact_result(outcome, session.usage_snapshot().window_number)
+
+
+async def rewind(ls: AgentLanguageServer, params: Params) -> protocol.RewindResult:
+    session_id = params.string("sessionId")
+    entry_id = params.string("entryId")
+    summarize = params.boolean("summarize")
+    restore = params.choice("restore", wire.RESTORE_CHOICES, "conversation")
+    session = ls.session(session_id)
+    rewound = await session.rewind(entry_id, summarize=summarize, restore=restore)
+    ls.notify(protocol.USAGE_CHANGED.name, wire.usage_json(session_id, session.usage_snapshot()))
+    return wire.rewind_json(rewound)
+
+
+async def rewind_preview(
+    ls: AgentLanguageServer, params: Params
+) -> protocol.RewindPreviewResult:
+    session_id = params.string("sessionId")
+    entry_id = params.string("entryId")
+    session = ls.session(session_id)
+    plan = await asyncio.to_thread(session.rewind_plan, entry_id)
+    return wire.rewind_preview_json(session, entry_id, plan)
+
+
+async def usage(ls: AgentLanguageServer, params: Params) -> protocol.UsageSnapshot:
+    session_id = params.string("sessionId")
+    return wire.usage_json(session_id, ls.session(session_id).usage_snapshot())
+
+
+async def user_idle(ls: AgentLanguageServer, params: Params) -> protocol.EmptyResult:
+    idle = params.boolean("idle", default=None)  # no guessing whether the user is away
+    for folder in ls.state.folders.values():
+        folder.agent.set_user_idle(idle)
+    return {}
+
+
+# --- models, modes, mentions -----------------------------------------------------------------
+
+
+async def model_list(ls: AgentLanguageServer, params: Params) -> protocol.ModelListResult:
+    session_id = params.optional_string("sessionId")
+    if session_id is not None:
+        session = ls.session(session_id)
+        settings, current = session.settings, session.model.id
+    else:
+        agent = ls.folder_for(params.workspace()).agent
+        settings, current = agent.settings, agent.default_model()
+    from agent_server.agent.workspace import model_choices
+
+    return wire.model_list_result(settings.provider, current, model_choices(settings))
+
+
+async def model_set(ls: AgentLanguageServer, params: Params) -> protocol.ModelSetResult:
+    session_id = params.string("sessionId")
+    model = params.string("model")
+    session = ls.session(session_id)
+    switch = await session.switch_model(model)
+    snapshot = session.usage_snapshot()
+    ls.notify(protocol.USAGE_CHANGED.name, wire.usage_json(session_id, snapshot))
+    return wire.model_set_result(session_id, switch, snapshot)
+
+
+async def mode_set(ls: AgentLanguageServer, params: Params) -> protocol.SessionState:
+    session_id = params.string("sessionId")
+    mode = params.choice("mode", wire.PERMISSION_MODES, None)
+    session = ls.session(session_id)
+    session.set_mode(mode)
+    return wire.session_state_json(session)
+
+
+async def thinking_set(ls: AgentLanguageServer, params: Params) -> protocol.ThinkingSetResult:
+    session_id = params.string("sessionId")
+    level = params.choice("thinking", wire.THINKING_LEVELS, None)
+    session = ls.session(session_id)
+    return wire.thinking_set_result(session, session.switch_thinking(level))
+
+
+async def mention_complete(
+    ls: AgentLanguageServer, params: Params
+) -> protocol.MentionCompleteResult:
+    workspace = params.workspace()
+    query = params.text("query")
+    limit = params.count("limit", 50, 200)
+    folder = ls.folder_for(workspace)
+    from agent_server.agent.mentions import complete
+
+    found = await asyncio.to_thread(complete, folder.agent.root, query, limit)
+    return wire.mention_result(found)
+
+
+# --- MCP servers -----------------------------------------------------------------------------
+
+
+async def mcp_servers(ls: AgentLanguageServer, params: Params) -> protocol.McpStatusParams:
+    session_id = params.string("sessionId")
+    return wire.mcp_status_json(session_id, ls.session(session_id).mcp_status())
+
+
+async def mcp_accept_tools(
+    ls: AgentLanguageServer, params: Params
+) -> protocol.McpAcceptToolsResult:
+    session_id = params.string("sessionId")
+    return wire.accept_tools_result(ls.session(session_id).accept_tools())
+
+
+async def mcp_restart(ls: AgentLanguageServer, params: Params) -> protocol.EmptyResult:
+    session_id = params.string("sessionId")
+    name = params.string("name")
+    session = ls.session(session_id)
+    if not await session.restart_mcp_server(name):
+        known = ", ".join(session.mcp_server_names()) or "none"
+        raise wire.invalid(
+            f"{params.method}: no MCP server named {name!r} in this session (servers: {known})"
+        )
+    return {}
+
+
+# --- the standard LSP methods ----------------------------------------------------------------
+
+
+def initialize(ls: AgentLanguageServer, params: types.InitializeParams) -> None:
+    options = (
+        params.initialization_options
+        if isinstance(params.initialization_options, Mapping)
+        else {}
+    )
+    settings = options.get("settings")
+    ls.state.base_settings = settings if isinstance(settings, Mapping) else None
+    declared = options.get("clientCapabilities")
+    experimental = params.capabilities.experimental
+    agent_caps = experimental.get("agent") if isinstance(experimental, Mapping) else None
+    ls.state.permission_requests = bool(
+        (isinstance(declared, Mapping) and declared.get("requestPermission"))
+        or (isinstance(agent_caps, Mapping) and agent_caps.get("requestPermission"))
+    )
+    window = params.capabilities.window
+    ls.state.work_done_progress = bool(window and window.work_done_progress)
+    workspace = params.capabilities.workspace
+    ls.state.configuration = bool(workspace and workspace.configuration)
+    try:
+        base = settings_from_json(ls.state.base_settings)
+    except ConfigError as error:
+        log.error("initializationOptions.settings: %s", error.message)
+        base = AgentSettings()
+    uris = [f.uri for f in params.workspace_folders or []]
+    if not uris and params.root_uri:
+        uris = [params.root_uri]
+    for uri in uris:
+        with contextlib.suppress(Exception):
+            ls.add_folder(uri, base)
+
+
+async def initialized(ls: AgentLanguageServer, params: types.InitializedParams) -> None:
+    # Load the agent and the provider SDKs while the editor finishes starting, not on the
+    # first request.
+    threading.Thread(target=_preload, name="preload-agent", daemon=True).start()
+    for folder in list(ls.state.folders.values()):
+        folder.agent.update_settings(await ls.fetch_settings(folder.uri))
+
+
+async def did_change_configuration(
+    ls: AgentLanguageServer, params: types.DidChangeConfigurationParams
+) -> None:
+    settings = getattr(params, "settings", None)
+    if isinstance(settings, Mapping) and isinstance(settings.get("agent"), Mapping):
+        ls.state.base_settings = merge_settings(ls.state.base_settings or {}, settings["agent"])
+    for folder in list(ls.state.folders.values()):
+        folder.agent.update_settings(await ls.fetch_settings(folder.uri))
+
+
+async def did_change_folders(
+    ls: AgentLanguageServer, params: types.DidChangeWorkspaceFoldersParams
+) -> None:
+    for removed in params.event.removed:
+        path = wire.uri_to_path(removed.uri).resolve()
+        folder = ls.state.folders.pop(path, None)
+        if folder is not None:
+            await folder.close()
+    for added in params.event.added:
+        folder = ls.add_folder(added.uri, AgentSettings())
+        folder.agent.update_settings(await ls.fetch_settings(added.uri))
+
+
+async def shutdown(ls: AgentLanguageServer, params: Any) -> None:
+    for folder in list(ls.state.folders.values()):
+        with contextlib.suppress(Exception):
+            await folder.close()
+
+
+def progress_cancel(ls: AgentLanguageServer, params: types.WorkDoneProgressCancelParams) -> None:
+    for session_id, stream in list(ls.state.turns.items()):
+        if stream.progress_token == params.token:
+            with contextlib.suppress(AgentServerError):
+                ls.session(session_id).interrupt()
+
+
+def _preload() -> None:
+    from agent_server.agent.workspace import preload_providers
+
+    preload_providers()
+
+
+async def _providers_loaded() -> None:
+    from agent_server.agent.workspace import providers_loaded
+
+    await providers_loaded()
+
+
+def merge_settings(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """`override` over `base`, nested objects merged key by key; None leaves a key as it is."""
+    out = dict(base)
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = merge_settings(out[key], value)
+        elif value is not None:
+            out[key] = value
+    return out
+
+
+# --- the tables ------------------------------------------------------------------------------
+
+REQUESTS: Mapping[str, Handler] = {
+    protocol.SESSION_NEW.name: session_new,
+    protocol.SESSION_LIST.name: session_list,
+    protocol.SESSION_LOAD.name: session_load,
+    protocol.SESSION_HISTORY.name: session_history,
+    protocol.TURN.name: turn,
+    protocol.INTERRUPT.name: interrupt,
+    protocol.COMPACT.name: compact,
+    protocol.REWIND.name: rewind,
+    protocol.REWIND_PREVIEW.name: rewind_preview,
+    protocol.USAGE.name: usage,
+    protocol.MODEL_LIST.name: model_list,
+    protocol.MODEL_SET.name: model_set,
+    protocol.MODE_SET.name: mode_set,
+    protocol.THINKING_SET.name: thinking_set,
+    protocol.MENTION_COMPLETE.name: mention_complete,
+    protocol.MCP_SERVERS.name: mcp_servers,
+    protocol.MCP_ACCEPT_TOOLS.name: mcp_accept_tools,
+    protocol.MCP_RESTART.name: mcp_restart,
+    protocol.USER_IDLE.name: user_idle,
+}
+METHODS: tuple[str, ...] = tuple(REQUESTS)
+
+LSP_FEATURES: Mapping[str, Callable[..., Any]] = {
+    types.INITIALIZE: initialize,
+    types.INITIALIZED: initialized,
+    types.WORKSPACE_DID_CHANGE_CONFIGURATION: did_change_configuration,
+    types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS: did_change_folders,
+    types.SHUTDOWN: shutdown,
+    types.WINDOW_WORK_DONE_PROGRESS_CANCEL: progress_cancel,
+}
+
+
+def answering(method: str, handler: Handler) -> Callable[[AgentLanguageServer, Any], Any]:
+    """`handler` at the edge: its params read through `Params`, agent errors answered as
+    JSON-RPC errors with the codes of docs/protocol.md."""
+
+    @functools.wraps(handler)
+    async def answer(ls: AgentLanguageServer, raw: Any) -> Any:
+        params = Params(raw, method)
+        try:
+            return await handler(ls, params)
+        except AgentServerError as error:
+            raise rpc_error(error) from None
+
+    return answer
+
+
+def register(server: AgentLanguageServer) -> None:
+    """Every feature of both tables, on `server`."""
+    for method, feature in LSP_FEATURES.items():
+        server.feature(method)(feature)
+    for method, handler in REQUESTS.items():
+        server.feature(method)(answering(method, handler))

@@ -1,0 +1,97 @@
+"""The workspace's `.mcp.json` starts nothing until the user approved its exact content
+(issue 24): asked at the next prompt, once for good ("always"), and again when it changes.
+
+Before: whatever `.mcp.json` named started with the session, unasked, outside any sandbox.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from agent_server.agent import events
+from agent_server.agent.mcp.approval import APPROVALS_FILE
+from tests.agent.mcp_tools.conftest import FIXTURE_SERVER, McpRun, call, mcp_run, turn
+
+
+def write_mcp(workspace: Path, *extra_args: str) -> str:
+    data = {"mcpServers": {"fx": {"command": sys.executable,
+                                  "args": [str(FIXTURE_SERVER), *extra_args]}}}
+    text = json.dumps(data, indent=2) + "\n"
+    workspace.mkdir(parents=True, exist_ok=True)
+    (workspace / ".mcp.json").write_text(text)
+    return text
+
+
+SCENARIO: dict[str, Any] = {
+    "turns": [
+        turn("Shout hello.", call("mcp__fx__shout", text="hello")),
+        turn("Shout again.", call("mcp__fx__shout", text="again")),
+    ]
+}
+
+
+def server_state(run: McpRun) -> tuple[str, str | None]:
+    (server,) = run.session.mcp_status().servers
+    return server.state, server.error
+
+
+async def test_nothing_starts_before_the_user_approves_and_always_lasts_until_a_change(
+    tmp_path: Path,
+) -> None:
+    text = write_mcp(tmp_path / "workspace")
+    async with mcp_run(tmp_path, {}, SCENARIO) as run:
+        state, error = server_state(run)
+        assert state == "failed" and error is not None and "waiting for your approval" in error
+        run.answer = "allow_always"
+        await run.session.run_turn("Shout hello.")
+        question = run.asked[0]
+        assert question.title == "Start the MCP servers of .mcp.json: fx"
+        assert question.command == text  # the exact content approved
+        assert [o.option_id for o in question.options] == [
+            "allow_once", "allow_always", "reject_once"
+        ]
+        assert "mcp__fx__shout" in run.tool_names()
+        assert server_state(run)[0] == "ready"
+        session_id = run.session.session_id
+        # Another session of the workspace: approved for good, not asked.
+        asked = len(run.asked)
+        await run.reopen()
+        assert run.session.session_id == session_id
+        await run.session.run_turn("Shout again.")
+        assert not any("MCP servers" in q.title for q in run.asked[asked:])
+        assert server_state(run)[0] == "ready"
+    approvals = json.loads((tmp_path / "sessions" / APPROVALS_FILE).read_text())
+    assert next(iter(approvals.values()))[".mcp.json"]
+
+
+async def test_a_changed_file_is_held_and_asked_about_again(tmp_path: Path) -> None:
+    write_mcp(tmp_path / "workspace")
+    async with mcp_run(tmp_path, {}, SCENARIO) as run:
+        run.answer = "allow_always"
+        await run.session.run_turn("Shout hello.")
+        assert server_state(run)[0] == "ready"
+        write_mcp(run.workspace, "--name", "changed")  # anything that writes the workspace
+        asked = len(run.asked)
+        run.answer = "reject_once"
+        await run.reopen()
+        assert "waiting for your approval" in (server_state(run)[1] or "")
+        await run.session.run_turn("Shout again.")
+        question = run.asked[asked]
+        assert question.title.endswith("(it changed since you approved it)")
+        assert "--name" in (question.command or "")
+        state, error = server_state(run)
+        assert state == "failed" and "you did not approve" in (error or "")
+        notices = [e.message for e in run.of(events.Notice)]
+        assert any("were not started" in n for n in notices)
+
+
+async def test_without_anyone_to_ask_the_servers_stay_off(tmp_path: Path) -> None:
+    write_mcp(tmp_path / "workspace")
+    async with mcp_run(tmp_path, {}, SCENARIO) as run:
+        run.session.gate.set_ask(None)  # headless
+        await run.session.run_turn("Shout hello.")
+        assert server_state(run)[0] == "failed"
+        assert "mcp__fx__shout" not in run.tool_names()
