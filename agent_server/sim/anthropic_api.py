@@ -6,7 +6,8 @@ Rendering (what a request costs, and its cache blocks, in prefix order):
 - each message content block: text 1 + text; image or document 1600; tool_use 6 + name + JSON
   input; tool_result 5 + its text (+1600 per image); thinking 2 + thinking; the first block of
   each message 3 more for the role header.
-`tool_choice` and `thinking` are part of the identity of every message block (changing them
+`tool_choice` and `thinking` (and the effort of `output_config`, which sets how hard an
+adaptive model thinks) are part of the identity of every message block (changing them
 invalidates the cached messages but not the cached tools and system, as documented).
 """
 
@@ -169,6 +170,7 @@ class _Turns:
 def _parse(body: Any, registry: ModelRegistry, count_only: bool) -> MessagesRequest:
     model, max_tokens, stream, messages = _parse_top(body, registry, count_only)
     thinking = _thinking(body, max_tokens)
+    _check_output_config(body)
     tool_choice = _tool_choice(body)
     prompt = _Prompt()
     specs = _parse_tools(body, prompt)
@@ -176,7 +178,11 @@ def _parse(body: Any, registry: ModelRegistry, count_only: bool) -> MessagesRequ
     if not messages:
         raise invalid("messages: at least one message is required")
     header = "messages|" + _canonical(
-        {"tool_choice": tool_choice, "thinking": body.get("thinking")}
+        {
+            "tool_choice": tool_choice,
+            "thinking": body.get("thinking"),
+            "effort": (body.get("output_config") or {}).get("effort"),
+        }
     )
     parts = _parse_messages(messages, prompt, header, system_text)
     _check_final_assistant(messages)
@@ -439,14 +445,24 @@ def _thinking(body: Mapping[str, Any], max_tokens: int) -> bool:
     if thinking is None:
         return False
     kind = thinking.get("type")
+    allowed = _THINKING_FIELDS.get(kind) if isinstance(kind, str) else None
+    if allowed is not None:
+        for key in thinking:
+            if key not in allowed:
+                raise invalid(f"thinking.{kind}.{key}: Extra inputs are not permitted")
+        display = thinking.get("display")
+        if display is not None and display not in ("summarized", "omitted"):
+            raise invalid(
+                f"thinking.{kind}.display: Input should be 'summarized' or 'omitted'"
+            )
     if kind == "disabled":
         return False
-    if kind == "adaptive":
+    if kind in ("adaptive", "between_tools"):
         return True
     if kind != "enabled":
         raise invalid(
             f"thinking.type: Input tag '{kind}' found using 'type' does not match any of the "
-            "expected tags: 'enabled', 'disabled', 'adaptive'"
+            "expected tags: 'enabled', 'disabled', 'adaptive', 'between_tools'"
         )
     budget = get_field(thinking, "budget_tokens", ("thinking", "enabled"), "integer", required=True)
     if budget < 1024:
@@ -460,6 +476,28 @@ def _thinking(body: Mapping[str, Any], max_tokens: int) -> bool:
             "extended-thinking#max-tokens-and-context-window-size"
         )
     return True
+
+
+# The fields of each kind of `thinking` (anthropic 2.x's ThinkingConfig*Param).
+_THINKING_FIELDS: Mapping[str, frozenset[str]] = {
+    "enabled": frozenset(("type", "budget_tokens", "display")),
+    "adaptive": frozenset(("type", "display")),
+    "disabled": frozenset(("type",)),
+    "between_tools": frozenset(("type",)),
+}
+_EFFORTS = ("low", "medium", "high", "xhigh", "max")
+
+
+def _check_output_config(body: Mapping[str, Any]) -> None:
+    """`output_config.effort`, how much the model spends on an answer (an adaptive model's
+    thinking among it): one of the documented levels."""
+    config = get_field(body, "output_config", (), "object")
+    if config is None:
+        return
+    effort = config.get("effort")
+    if effort is not None and effort not in _EFFORTS:
+        listed = ", ".join(f"'{e}'" for e in _EFFORTS[:-1])
+        raise invalid(f"output_config.effort: Input should be {listed} or '{_EFFORTS[-1]}'")
 
 
 def _check_text(text: str, path: FieldPath, block: Mapping[str, Any]) -> None:

@@ -21,7 +21,12 @@ from agent_server.sim.openai_cache_fields import (
     CHAT_CACHE_TTLS,
     parse_cache_fields,
 )
-from agent_server.sim.openai_errors import field_rejection, find_model, invalid
+from agent_server.sim.openai_errors import (
+    check_reasoning_effort,
+    field_rejection,
+    find_model,
+    invalid,
+)
 from agent_server.sim.rejection import RequestRejected
 from agent_server.sim.sse import sse_event
 from agent_server.sim.tokenizer import count_tokens, split_tokens
@@ -108,6 +113,7 @@ def _parse(body: Any, registry: ModelRegistry) -> ChatRequest:
     options = get_field(body, "stream_options", (), "object") or {}
     include_usage = bool(options.get("include_usage", False))
     model = find_model(registry, model_id)
+    check_reasoning_effort(model, body.get("reasoning_effort"), "reasoning_effort")
     cache = parse_cache_fields(body, model, CHAT_CACHE_TTLS, CHAT_CACHE_OPTIONS)
     max_tokens = _max_tokens(body, model)
     if not messages:

@@ -24,7 +24,12 @@ from agent_server.sim.openai_cache_fields import (
     RESPONSES_CACHE_TTLS,
     parse_cache_fields,
 )
-from agent_server.sim.openai_errors import field_rejection, find_model, invalid
+from agent_server.sim.openai_errors import (
+    check_reasoning_effort,
+    field_rejection,
+    find_model,
+    invalid,
+)
 from agent_server.sim.rejection import RequestRejected
 from agent_server.sim.sse import sse_event
 from agent_server.sim.tokenizer import count_tokens, split_tokens
@@ -123,6 +128,7 @@ def _parse(body: Any, registry: ModelRegistry, previous: PreviousLookup) -> Resp
     previous_id = get_field(body, "previous_response_id", (), "string")
     metadata = get_field(body, "metadata", (), "object") or {}
     model = find_model(registry, model_id)
+    check_reasoning_effort(model, (reasoning or {}).get("effort"), "reasoning.effort")
     cache = parse_cache_fields(body, model, RESPONSES_CACHE_TTLS, RESPONSES_CACHE_OPTIONS)
     max_output = _max_output(body, model)
     items = _items(raw_input, previous_id, previous)
