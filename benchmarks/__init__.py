@@ -11,6 +11,12 @@ checkout) and prints the tables; BENCHMARKS.md holds the latest figures.
 - `long_session_bench`: opening, loading and paging a 100k-entry session, notifications at
   the server, cold start;
 - `ledger_bench`: the ledger's own speed (a script of its own, reused by harness_bench);
+- `peers`: pi, Claude Code and Codex beside agent-server on one scripted session
+  (`agent-server bench peers`);
+- `real_code`, `recall`: sessions on code fetched from PyPI, and what forgetting costs each
+  client there (`agent-server bench recall`);
+- `conformance`: compaction-conformance-kit through the product's compaction
+  (`agent-server bench conformance`);
 - `report`: tables and goals.
 """
 
