@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 MCP_SERVERS_DIR := tests/mcp_servers
 MCP_SERVERS_STAMP := $(MCP_SERVERS_DIR)/node_modules/.installed
 
-.PHONY: demo test test-python test-acp-node lint typecheck protocol bench bench-quick bench-peers system-deps mcp-test-servers soak clean
+.PHONY: demo test test-python test-acp-node lint typecheck protocol bench bench-quick bench-peers bench-recall bench-conformance system-deps mcp-test-servers soak clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -69,13 +69,25 @@ mcp-test-servers: $(MCP_SERVERS_STAMP)
 bench: $(STAMP)
 	$(BIN)/agent-server bench --json .bench/latest.json
 
+# The quick benchmarks, then agent-server alone on two of the real-code sessions (32k window,
+# both summarisers; the sources come from PyPI, cached): figures printed, never asserted.
 bench-quick: $(STAMP)
 	$(BIN)/agent-server bench --quick
+	$(BIN)/agent-server bench recall --quick
 
 # pi, Claude Code and Codex (from npm, pinned, cached in ~/.cache/agent-server/peers) and
 # agent-server on one scripted session against the simulator. Not in CI: a few hundred MB.
 bench-peers: $(STAMP)
 	$(BIN)/agent-server bench peers
+
+# The recall benchmark: every client on the real-code suite, 32k and 200k windows, faithful and
+# lossy summariser (60 runs; about two hours here). Not in CI.
+bench-recall: $(STAMP)
+	$(BIN)/agent-server bench recall --json .bench/recall.json
+
+# compaction-conformance-kit 0.8.0 through the product's compaction (a minute).
+bench-conformance: $(STAMP)
+	$(BIN)/agent-server bench conformance --json .bench/conformance.json
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache client-vscode/node_modules client-vscode/dist \

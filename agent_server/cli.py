@@ -74,23 +74,40 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--scenario", metavar="FILE", help="JSON or YAML scenario (default: built-in)")
     sim.add_argument("--faults", metavar="SPEC", help="fault injection, see docs/simulator.md")
     sim.add_argument("--log", metavar="FILE", help="append one JSONL line per request")
+    sim.add_argument("--summariser", choices=("faithful", "lossy"), default="faithful",
+                     help="how the simulated model summarises (see docs/simulator.md)")
+    sim.add_argument("--summary-chars", type=int, metavar="N",
+                     help="cut each summary to at most N characters")
 
     bench = commands.add_parser(
         "bench", help="run the benchmarks (from a source checkout) and print their tables"
     )
     bench.add_argument(
-        "suite", nargs="?", choices=["peers"],
+        "suite", nargs="?", choices=["peers", "recall", "conformance"],
         help="peers: pi, Claude Code and Codex (installed from npm) and agent-server on one "
-        "scripted session against the simulator",
+        "scripted session against the simulator; recall: the same clients on the real-code "
+        "suite, with a simulated model that knows only what its request holds; conformance: "
+        "compaction-conformance-kit's canaries through the product's compaction",
     )
     bench.add_argument("--quick", action="store_true", help="smaller sizes: under a minute")
     bench.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     bench.add_argument("--clients", metavar="LIST",
-                       help="peers: comma-separated, of agent-server,pi,claude-code,codex")
+                       help="peers, recall: comma-separated, of agent-server,"
+                       "agent-server-anthropic,pi,claude-code,codex")
     bench.add_argument("--models", metavar="LIST",
-                       help="peers: comma-separated simulated models (default sim-large,sim-small)")
+                       help="peers, recall: comma-separated simulated models "
+                       "(default sim-large,sim-small)")
+    bench.add_argument("--summarisers", metavar="LIST",
+                       help="recall: comma-separated, of faithful,lossy (default both)")
+    bench.add_argument("--sessions", metavar="LIST",
+                       help="recall: comma-separated, of tabulate-bugfix,sqlparse-feature,"
+                       "more-itertools-debug (default all)")
+    bench.add_argument("--omniscient", action="store_true",
+                       help="recall: a model that never misses what was dropped (every "
+                       "step's needs ignored), as every figure before issue 25")
     bench.add_argument("--out", metavar="DIR",
-                       help="peers: where the request logs go (default .bench/peers/<time>)")
+                       help="peers, recall: where the request logs go (default "
+                       ".bench/<suite>/<time>)")
 
     return parser
 
@@ -111,8 +128,8 @@ def _settings_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="settings file (default: the user config directory)")
 
 
-def run_bench(quick: bool, json_path: Path | None, peers: dict[str, Any] | None = None
-              ) -> int:
+def run_bench(quick: bool, json_path: Path | None, peers: dict[str, Any] | None = None,
+              suite: str = "peers") -> int:
     """The benchmarks live in the repository's `benchmarks/` package, next to `agent_server/`,
     and are not installed with the wheel: run them from a checkout."""
     import importlib
@@ -140,11 +157,39 @@ def run_bench(quick: bool, json_path: Path | None, peers: dict[str, Any] | None 
         )
         return 2
     if peers is not None:
-        peers_module = importlib.import_module("benchmarks.peers")
-        peer_status: int = peers_module.main(**peers)
-        return peer_status
+        module = importlib.import_module(f"benchmarks.{suite}")
+        suite_status: int = module.main(**peers)
+        return suite_status
     status: int = benchmarks.main(quick=quick, json_path=json_path)
     return status
+
+
+def _suite_options(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The keyword arguments of a named suite's `main` (None: the default benchmarks)."""
+    if args.suite is None:
+        return None
+
+    def listed(value: str | None) -> list[str] | None:
+        return [item.strip() for item in value.split(",") if item.strip()] if value else None
+
+    options: dict[str, Any] = {}
+    if args.suite in ("peers", "recall"):
+        for key, value in (("clients", args.clients), ("models", args.models)):
+            if listed(value):
+                options[key] = listed(value)
+    if args.suite == "recall":
+        options["quick"] = args.quick
+        if listed(args.summarisers):
+            options["summarisers"] = listed(args.summarisers)
+        if listed(args.sessions):
+            options["names"] = listed(args.sessions)
+        if args.omniscient:
+            options["knows_all"] = True
+    if args.suite == "conformance" or args.suite == "recall":
+        options["json_path"] = Path(args.json) if args.json else None
+    if args.out:
+        options["out_dir"] = Path(args.out)
+    return options
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -188,14 +233,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_cli(args)
     if args.command == "bench":
-        peers: dict[str, Any] | None = None
-        if args.suite == "peers":
-            peers = {}
-            if args.clients:
-                peers["clients"] = [c.strip() for c in args.clients.split(",") if c.strip()]
-            if args.models:
-                peers["models"] = [m.strip() for m in args.models.split(",") if m.strip()]
-            if args.out:
-                peers["out_dir"] = Path(args.out)
-        return run_bench(args.quick, Path(args.json) if args.json else None, peers)
+        return run_bench(args.quick, Path(args.json) if args.json else None,
+                         _suite_options(args), args.suite or "peers")
     raise AssertionError(f"unhandled command {args.command}")

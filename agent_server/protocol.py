@@ -21,6 +21,7 @@ from typing import Any, Literal, NewType, NotRequired, TypeAlias, TypedDict
 
 from agent_server.context.trigger import ContextAction, DecisionReason, SummaryMode
 from agent_server.llm.messages import AttachmentKind
+from agent_server.llm.stream import ThinkingLevel as ThinkingLevel
 from agent_server.session.entries import CompactionReason
 from agent_server.session.index import IssueAction
 
@@ -185,14 +186,45 @@ class ToolCallProgressUpdate(TypedDict):
     rawOutput: NotRequired[Any]
 
 
+class RetryInfo(TypedDict):
+    """A failed model call about to be tried again: attempt `attempt` of `attempts`, after
+    `wait` seconds."""
+
+    attempt: int
+    attempts: int
+    wait: float
+
+
 class NoticeUpdate(TypedDict):
     kind: Literal["notice"]
     level: NoticeLevel
     message: str
+    retry: NotRequired[RetryInfo]
+    """A model call being retried after a provider error: the notice is over once a later
+    update of the turn comes."""
     entryId: NotRequired[str]
     """In a loaded transcript, an editor note the model was given (an external edit, a branch
     summary): its entry and kind."""
     note: NotRequired[str]
+
+
+class ModelChangeMarker(TypedDict):
+    kind: Literal["modelChange"]
+    entryId: str
+    provider: str
+    model: str
+    thinking: NotRequired[ThinkingLevel]
+    """How hard the model thinks from here on (absent in sessions from before it was kept:
+    off)."""
+
+
+class ModelChangeUpdate(ModelChangeMarker):
+    """The session goes on with another model or thinking level from this turn, because a
+    setting changed (a switch the user asked for is answered by its own request): the
+    transcript's marker, with the model's name and window and what the change costs."""
+
+    modelInfo: "ModelRef"
+    note: str
 
 
 SessionUpdate: TypeAlias = (
@@ -202,6 +234,7 @@ SessionUpdate: TypeAlias = (
     | ToolCallUpdateStart
     | ToolCallProgressUpdate
     | NoticeUpdate
+    | ModelChangeUpdate
 )
 
 
@@ -224,13 +257,6 @@ class BranchMarker(TypedDict):
     """The entry the conversation continued from (null: the very start)."""
     summary: NotRequired[str]
     """A summary of the branch left behind, when the rewind asked for one."""
-
-
-class ModelChangeMarker(TypedDict):
-    kind: Literal["modelChange"]
-    entryId: str
-    provider: str
-    model: str
 
 
 class RestoredFile(TypedDict):
@@ -273,9 +299,13 @@ class SandboxState(TypedDict):
 
 
 class SessionState(TypedDict):
-    """A session's model and mode (also in the session/new and session/load results)."""
+    """A session's model, thinking level and mode (also in the session/new and session/load
+    results)."""
 
     model: ModelRef
+    thinking: ThinkingLevel
+    canThink: bool
+    """Whether the session's model takes a thinking level on its provider's API."""
     mode: PermissionMode
     sandbox: SandboxState
     """How the session's commands run; it follows the mode under `tools.sandbox: auto`."""
@@ -526,6 +556,8 @@ class ModelChoice(ModelRef):
     maxOutput: int
     pricing: ModelPricing
     images: bool
+    thinking: bool
+    """It takes a thinking level on the provider's API."""
     source: Literal["builtin", "user"]
     """`user`: from the user's models file."""
     current: bool
@@ -577,6 +609,23 @@ class ModeSetParams(TypedDict):
 
 
 ModeSetResult: TypeAlias = SessionState
+
+
+class ThinkingSetParams(TypedDict):
+    sessionId: str
+    thinking: ThinkingLevel
+
+
+class ThinkingSetResult(TypedDict):
+    thinking: ThinkingLevel
+    canThink: bool
+    entryId: str | None
+    """The ledger's modelChange entry that records it (null: already that level)."""
+    cost: SwitchCost
+    """As for a model switch, of the session's messages (the prefix Anthropic caches per
+    thinking setting)."""
+    note: str
+    """The cost in words, for the transcript."""
 
 
 class MentionCompleteParams(TypedDict):
@@ -683,6 +732,11 @@ class RequestPermissionParams(TypedDict):
 
 class SelectedOption(TypedDict):
     selected: str
+    message: NotRequired[str]
+    """With a rejection: what the agent should do instead."""
+    newText: NotRequired[str]
+    """With an allowance of a file change: the file's content as the user revised it,
+    written instead of the proposal."""
 
 
 class RequestPermissionResult(TypedDict):
@@ -733,6 +787,7 @@ class AgentSettings(TypedDict):
     baseUrl: NotRequired[str]
     apiKeyEnv: NotRequired[str]
     cacheRetention: NotRequired[CacheRetentionSetting]
+    thinking: NotRequired[ThinkingLevel]
     compaction: NotRequired[AgentCompactionSettings]
     permissions: NotRequired[AgentPermissionSettings]
     tools: NotRequired[AgentToolSettings]
@@ -848,6 +903,10 @@ MODEL_SET = _method(
 )
 MODE_SET = _method(
     "agent/mode/set", "client", ModeSetParams, ModeSetResult, "the permission mode",
+)
+THINKING_SET = _method(
+    "agent/thinking/set", "client", ThinkingSetParams, ThinkingSetResult,
+    "how hard the model thinks, and what the change costs",
 )
 MENTION_COMPLETE = _method(
     "agent/mention/complete", "client", MentionCompleteParams, MentionCompleteResult,

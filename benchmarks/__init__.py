@@ -15,6 +15,12 @@ checkout) and prints the tables; BENCHMARKS.md holds the latest figures.
   CPU per turn over hundreds of LSP turns (scripts of their own, outside `bench`);
 - `step_time_bench`: harness time per agent step at the simulator, beside pi;
 - `ledger_bench`: the ledger's own speed (a script of its own, reused by harness_bench);
+- `peers`: pi, Claude Code and Codex beside agent-server on one scripted session
+  (`agent-server bench peers`);
+- `real_code`, `recall`: sessions on code fetched from PyPI, and what forgetting costs each
+  client there (`agent-server bench recall`);
+- `conformance`: compaction-conformance-kit through the product's compaction
+  (`agent-server bench conformance`);
 - `report`: tables and goals.
 """
 

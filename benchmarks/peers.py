@@ -37,6 +37,7 @@ gives that ours do not are written to `<client>-<model>.missing.txt`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -46,18 +47,21 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_server.agent.settings import AgentSettings
+from agent_server.agent.settings import AgentSettings, ToolOptions
+from agent_server.llm.cost import call_cost
 from agent_server.llm.models import BUILTIN_MODELS, ModelInfo, ModelRegistry
 from agent_server.sim import anthropic_api, openai_responses
 from agent_server.sim.records import RequestRecord
-from agent_server.sim.scenario import default_scenario
+from agent_server.sim.scenario import Scenario, default_scenario
 from agent_server.sim.server import SimServer
 from agent_server.sim.simulator import Simulator
+from agent_server.sim.summary import SummaryMode
 from agent_server.sim.tokenizer import count_tokens
 from agent_server.sim.transcript import Transcript
 from agent_server.sim.workspace import write_sample_workspace
@@ -107,6 +111,22 @@ def install(peer: Peer, cache: Path) -> Path:
     return executable
 
 
+@dataclass(frozen=True, slots=True)
+class Session:
+    """What every client runs: a scenario, the workspace it is written against, and the
+    environment its commands need (the same for every client)."""
+
+    name: str
+    scenario: Scenario
+    write: Callable[[Path], None]
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+def default_session() -> Session:
+    """The simulator's default scenario on the sample workspace."""
+    return Session("default", default_scenario(), write_sample_workspace)
+
+
 # --- running a client -----------------------------------------------------------------------
 
 
@@ -122,6 +142,8 @@ class Run:
     failed_turns: int
     seconds: float
     notes: list[str] = field(default_factory=list)
+    session: str = "default"
+    summariser: SummaryMode = "faithful"
 
 
 def _clean_env(home: Path, extra: dict[str, str]) -> dict[str, str]:
@@ -211,7 +233,9 @@ def turn_command(peer: Peer, executable: Path, model: ModelInfo, prompt: str, fi
 
 
 def run_peer(peer: Peer, executable: Path, model_id: str, run_dir: Path, scratch: Path,
-             progress: Callable[[str], None]) -> Run:
+             progress: Callable[[str], None], session: Session | None = None,
+             summariser: SummaryMode = "faithful") -> Run:
+    session = session or default_session()
     model = _REGISTRY.require(model_id)
     name = f"{peer.name}-{model_id}"
     home = scratch / "homes" / name
@@ -219,12 +243,14 @@ def run_peer(peer: Peer, executable: Path, model_id: str, run_dir: Path, scratch
     for path in (home, workspace):
         shutil.rmtree(path, ignore_errors=True)
     home.mkdir(parents=True)
-    write_sample_workspace(workspace)
-    simulator = Simulator(log_path=run_dir / f"{name}.jsonl")
+    session.write(workspace)
+    simulator = Simulator(scenario=session.scenario, summariser=summariser,
+                          log_path=run_dir / f"{name}.jsonl")
     handle = SimServer(simulator).run_in_thread()
     notes: list[str] = []
     failed = 0
     started = time.perf_counter()
+    prompts = session.scenario.prompts
     try:
         pi_args: list[str] = []
         if peer.name == "pi":
@@ -233,9 +259,8 @@ def run_peer(peer: Peer, executable: Path, model_id: str, run_dir: Path, scratch
             extra = _claude_setup(home, handle.base_url, model)
         else:
             extra = _codex_setup(home, handle.base_url, model)
-        env = _clean_env(home, extra)
+        env = _clean_env(home, {**extra, **session.env})
         session_id = str(uuid.uuid4())
-        prompts = default_scenario().prompts
         transcript = (run_dir / f"{name}.out").open("w", encoding="utf-8")
         with transcript:
             for index, prompt in enumerate(prompts):
@@ -259,40 +284,64 @@ def run_peer(peer: Peer, executable: Path, model_id: str, run_dir: Path, scratch
         handle.stop()
         simulator.close()
     return Run(peer.name, model_id, peer.version, list(simulator.records), len(prompts), failed,
-               time.perf_counter() - started, notes)
+               time.perf_counter() - started, notes, session.name, summariser)
 
 
-async def _run_agent_server(client: str, model_id: str, run_dir: Path, scratch: Path) -> Run:
+@contextlib.contextmanager
+def _environment(extra: Mapping[str, str]) -> Iterator[None]:
+    """`extra` in this process's environment for the while (agent-server's tools run in it)."""
+    saved = {key: os.environ.get(key) for key in extra}
+    os.environ.update(extra)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+async def _run_agent_server(client: str, model_id: str, run_dir: Path, scratch: Path,
+                            session: Session | None = None,
+                            summariser: SummaryMode = "faithful") -> Run:
+    session = session or default_session()
     name = f"{client}-{model_id}"
     workspace = scratch / "workspaces" / name
     shutil.rmtree(workspace, ignore_errors=True)
-    write_sample_workspace(workspace)
-    simulator = Simulator(log_path=run_dir / f"{name}.jsonl")
+    session.write(workspace)
+    simulator = Simulator(scenario=session.scenario, summariser=summariser,
+                          log_path=run_dir / f"{name}.jsonl")
     failed = 0
     notes: list[str] = []
     started = time.perf_counter()
-    prompts = default_scenario().prompts
+    prompts = session.scenario.prompts
     async with SimServer(simulator) as server:
         anthropic = client == "agent-server-anthropic"
         settings = AgentSettings(
             provider="anthropic" if anthropic else "openai-responses", model=model_id,
             base_url=server.base_url if anthropic else server.base_url + "/v1",
             permissions_mode="allowAll", sessions_dir=str(scratch / "homes" / name),
+            # Unsandboxed, as pi and Claude Code run here (Codex's sandbox lets a command read
+            # the whole disk): agent-server's allow-list would hide what the workspace links
+            # to outside it (the real-code suite's .venv), and the commands would fail.
+            tools=ToolOptions(sandbox="off"),
         )
-        session = open_session(workspace, settings, None)
-        try:
-            for index, prompt in enumerate(prompts):
-                result = await session.run_turn(prompt)
-                if result.stop_reason != "end_turn":
-                    failed += 1
-                    notes.append(f"turn {index + 1} stopped: {result.stop_reason}")
-        finally:
-            await session.close()
+        with _environment(session.env):
+            session_ = open_session(workspace, settings, None)
+            try:
+                for index, prompt in enumerate(prompts):
+                    result = await session_.run_turn(prompt)
+                    if result.stop_reason != "end_turn":
+                        failed += 1
+                        notes.append(f"turn {index + 1} stopped: {result.stop_reason}")
+            finally:
+                await session_.close()
     simulator.close()
     from agent_server import __version__
 
     return Run(client, model_id, __version__, list(simulator.records), len(prompts),
-               failed, time.perf_counter() - started, notes)
+               failed, time.perf_counter() - started, notes, session.name, summariser)
 
 
 # --- figures --------------------------------------------------------------------------------
@@ -453,6 +502,68 @@ def reference_client(peer: str) -> str:
     return "agent-server-anthropic" if api == "anthropic" else "agent-server"
 
 
+VIOLATION_KINDS = ("rule", "request", "decision", "failed", "lost")
+
+
+@dataclass
+class Recall:
+    """What a run's model needed to know, and what it cost when it did not (from the
+    knowledge checks the simulator recorded on each request, `agent_server.sim.knowledge`).
+
+    `needed`: the distinct (step, fact) pairs the run's steps relied on; `found`: those found
+    in the request the first time they were looked for; `recoveries`: the model calls that
+    fetched a missing fact again, with their prompt and output tokens and their bill;
+    `violations`: by kind, each time the model acted without an unfetchable fact (broke a
+    rule, answered an older request, went against a decision, retried what failed), and
+    `lost`, the (step, fact) pairs still missing after their fetch; `completed`: the
+    distinct scenario steps answered."""
+
+    needed: int = 0
+    found: int = 0
+    recoveries: int = 0
+    recovery_tokens: int = 0
+    recovery_cost: float = 0.0
+    violations: dict[str, int] = field(default_factory=dict)
+    completed: int = 0
+
+    @property
+    def violation_count(self) -> int:
+        return sum(self.violations.values())
+
+
+def recall_of(records: Iterable[RequestRecord], model: ModelInfo) -> Recall:
+    first: dict[tuple[str, str], str] = {}
+    lost: set[tuple[str, str]] = set()
+    violations: Counter[str] = Counter()
+    completed: set[str] = set()
+    out = Recall()
+    for record in records:
+        if record.status != 200:
+            continue
+        for check in record.knowledge:
+            first.setdefault((check.step, check.fact), check.outcome)
+            if check.outcome == "violated":
+                violations[check.kind] += 1
+            elif check.outcome == "lost":
+                lost.add((check.step, check.fact))
+        if record.completed_step is not None:
+            completed.add(record.completed_step)
+        if (record.source or "").startswith("recovery:") and record.tokens is not None:
+            tokens = record.tokens
+            out.recoveries += 1
+            out.recovery_tokens += tokens.prompt + tokens.output
+            out.recovery_cost += call_cost(
+                model.pricing, input=tokens.input, output=tokens.output,
+                cache_read=tokens.cache_read, cache_write_short=tokens.cache_write_5m,
+                cache_write_long=tokens.cache_write_1h).total
+    out.needed = len(first)
+    out.found = sum(outcome == "found" for outcome in first.values())
+    violations["lost"] = len(lost)
+    out.violations = {kind: violations[kind] for kind in VIOLATION_KINDS}
+    out.completed = len(completed)
+    return out
+
+
 @dataclass
 class Figures:
     client: str
@@ -473,6 +584,14 @@ class Figures:
     seconds: float
     notes: list[str]
     lines_carried: CarriedLines | None = None  # a peer's lines that agent-server carries too
+    recall: Recall = field(default_factory=Recall)
+    session: str = "default"
+    summariser: str = "faithful"
+
+    @property
+    def cost_per_step(self) -> float:
+        """The bill per scenario step the run completed."""
+        return self.cost / self.recall.completed if self.recall.completed else 0.0
 
 
 def figures(run: Run) -> Figures:
@@ -486,7 +605,8 @@ def figures(run: Run) -> Figures:
         tool_results=len(results), tool_result_tokens=sum(r.tokens for r in results),
         summaries=billed.summaries, failed_requests=billed.failed,
         failed_turns=run.failed_turns, turns=run.turns, off_script=billed.off_script,
-        seconds=run.seconds, notes=run.notes,
+        seconds=run.seconds, notes=run.notes, recall=recall_of(run.records, model),
+        session=run.session, summariser=run.summariser,
     )
 
 
@@ -524,6 +644,15 @@ def write_tool_results(run: Run, run_dir: Path) -> None:
 # --- the command ----------------------------------------------------------------------------
 
 
+def has_npm(command: str, clients: Sequence[str]) -> bool:
+    """Whether the peers among `clients` can be installed; says what is missing if not."""
+    if shutil.which("npm") is None and any(not c.startswith("agent-server") for c in clients):
+        print(f"agent-server bench {command} needs npm (Node 20 or later) to install the "
+              "clients.", file=sys.stderr)
+        return False
+    return True
+
+
 def main(clients: Sequence[str] = CLIENTS, models: Sequence[str] = MODELS,
          out_dir: Path | None = None) -> int:
     from benchmarks.report import print_peers
@@ -534,9 +663,7 @@ def main(clients: Sequence[str] = CLIENTS, models: Sequence[str] = MODELS,
         print(f"agent-server bench peers: unknown {', '.join(unknown)}; clients are "
               f"{', '.join(CLIENTS)}, models {', '.join(MODELS)}", file=sys.stderr)
         return 2
-    if shutil.which("npm") is None and any(not c.startswith("agent-server") for c in clients):
-        print("agent-server bench peers needs npm (Node 20 or later) to install the clients.",
-              file=sys.stderr)
+    if not has_npm("peers", clients):
         return 2
     stamp = time.strftime("%Y%m%d-%H%M%S")
     run_dir = (out_dir or Path(".bench") / "peers" / stamp).resolve()

@@ -55,6 +55,7 @@ from agent_server.agent.events import (
     AgentEvent,
     CompactionFinished,
     CompactionStarted,
+    ModelChanged,
     Notice,
     OverflowHappened,
     TextChunk,
@@ -327,6 +328,8 @@ class EventTranslator:
             return [self.notice(event.message)]
         if isinstance(event, Notice):
             return [self.notice(event.message)]
+        if isinstance(event, ModelChanged):  # a changed setting switched the model
+            return [self.notice(event.note)]
         return []  # TurnStarted (the client shows its own prompt), TurnEnded (the answer)
 
     def notice(self, message: str) -> AgentMessageChunk:

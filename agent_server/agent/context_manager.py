@@ -103,6 +103,7 @@ from agent_server.session.entries import (
     timestamp_seconds,
 )
 from agent_server.session.ledger import Ledger
+from agent_server.stderr_log import shorten
 
 log = logging.getLogger(__name__)
 
@@ -404,7 +405,24 @@ class ContextManager:
             self._rejected = (self.model.id, view)
         if self._recovered or not self.settings.enabled:
             raise self._give_up(turn_id, kind, view)
-        self._emit(OverflowHappened(turn_id, kind, "compacting", problem))
+        # What happens, not the provider's advice to the user (its "compact and try again"
+        # is what is being done): the provider's words go to the log.
+        if rejected:
+            log.info("overflow: %s", shorten(problem, 500))
+            what = (
+                f"{self.model.id} refused the request as too long for its context window "
+                f"({self.model.context_window:,} tokens)."
+            )
+        else:
+            what = problem
+        self._emit(
+            OverflowHappened(
+                turn_id,
+                kind,
+                "compacting",
+                f"{what} Compacting the history once, then retrying.",
+            )
+        )
         result = await self.compact("overflow", view=view)
         after = result.view
         if (

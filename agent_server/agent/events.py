@@ -23,6 +23,8 @@ from agent_server.protocol import TurnStopReason as TurnStopReason
 if TYPE_CHECKING:  # annotations only: the server imports this module before it answers
     from agent_server.agent.mcp.session_tools import McpStatus
     from agent_server.context.trigger import ContextDecision
+    from agent_server.llm.models import ModelInfo
+    from agent_server.llm.stream import ThinkingLevel
     from agent_server.session.entries import CompactionReason
 
 CompactionStatus: TypeAlias = CompactionEnd
@@ -138,10 +140,21 @@ class OverflowHappened:
 
 
 @dataclass(frozen=True, slots=True)
+class Retry:
+    """A failed model call about to be tried again: attempt `attempt` of `attempts`, after
+    `wait` seconds. A notice that carries it is over once the call goes through."""
+
+    attempt: int
+    attempts: int
+    wait: float
+
+
+@dataclass(frozen=True, slots=True)
 class Notice:
     turn_id: str | None
     level: NoticeLevel
     message: str
+    retry: Retry | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +163,20 @@ class McpStatusChanged:
     change of the tool list, whenever any of it changes."""
 
     status: McpStatus
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChanged:
+    """The session goes on with another model, or thinks at another level, from the next
+    request: the ledger's model change entry (`entry_id`), and what the change costs in
+    words (`note`), whoever made it (the user's switch, or a changed setting)."""
+
+    turn_id: str | None
+    entry_id: str
+    provider: str  # the API, as the ledger records it
+    model: ModelInfo
+    thinking: ThinkingLevel
+    note: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +201,7 @@ AgentEvent: TypeAlias = (
     | OverflowHappened
     | Notice
     | McpStatusChanged
+    | ModelChanged
     | TurnEnded
 )
 EventSink: TypeAlias = Callable[[AgentEvent], None]

@@ -20,7 +20,7 @@ from agent_server.context.trigger import CompactionSettings, compaction_threshol
 from agent_server.llm.cost import call_cost
 from agent_server.llm.messages import AssistantMessage
 from agent_server.llm.models import BUILTIN_MODELS, ModelInfo, ModelRegistry
-from agent_server.llm.providers import cache_ttl, serves
+from agent_server.llm.providers import PROVIDERS, cache_ttl, can_think, serves, thinking_in_prefix
 from agent_server.session.entries import (
     CompactionEntry,
     Entry,
@@ -38,6 +38,7 @@ class ModelChoice:
 
     model: ModelInfo
     source: str  # "builtin" or "user"
+    thinks: bool = False  # it takes a thinking level on the provider's API
 
     def to_json(self, current: str | None = None) -> dict[str, Any]:
         model, pricing = self.model, self.model.pricing
@@ -54,6 +55,7 @@ class ModelChoice:
                 "cacheWrite": pricing.cache_write_5m,
             },
             "images": model.images,
+            "thinking": self.thinks,
             "source": self.source,
             "current": model.id == current,
         }
@@ -62,8 +64,13 @@ class ModelChoice:
 def choices(provider: str, registry: ModelRegistry) -> list[ModelChoice]:
     """The models `provider` serves, the user's first (they were defined on purpose), then
     the built-in ones in registry order."""
+    spec = PROVIDERS.get(provider)
     out = [
-        ModelChoice(model, "builtin" if model.id in _BUILTIN_IDS else "user")
+        ModelChoice(
+            model,
+            "builtin" if model.id in _BUILTIN_IDS else "user",
+            spec is not None and spec.api.thinks(model),
+        )
         for model in registry
         if serves(provider, model)
     ]
@@ -189,3 +196,51 @@ def switch_note(old: ModelInfo, new: ModelInfo, cost: SwitchCost, cache_retentio
             f"{cost.window:,} tokens): it is summarised before the next request."
         )
     return text
+
+
+THINKING_WORDS: dict[str, str] = {
+    "off": "off",
+    "low": "low effort",
+    "medium": "medium effort",
+    "high": "high effort",
+}
+
+
+def thinking_note(
+    model: ModelInfo,
+    api: str,
+    old: str,
+    new: str,
+    cost: SwitchCost,
+    cache_retention: str,
+) -> str:
+    """A change of the thinking level in words, for the transcript: where the API caches
+    messages per thinking setting (Anthropic's: providers.thinking_in_prefix) a change
+    re-reads the messages without the cache (tools and the system prompt stay cached); on
+    OpenAI's the effort is not part of the prompt. `cost` is switch_cost of the messages'
+    tokens, the model to itself."""
+    level = THINKING_WORDS.get(new, new)
+    if old == new:
+        return f"Thinking is already {level}."
+    if not can_think(api, model):
+        return (
+            f"Thinking: {level}. {model.name} does not think on request, so nothing changes "
+            "for it; the level applies to a model that can."
+        )
+    head = f"Thinking: {level} (was {THINKING_WORDS.get(old, old)})."
+    if not thinking_in_prefix(api):
+        return (
+            f"{head} The prompt does not change, so its cache holds; reasoning is billed as "
+            "output."
+        )
+    if cost.tokens == 0:
+        return f"{head} Nothing to resend yet: the change costs nothing."
+    tokens = f"{cost.tokens:,}"
+    if cache_retention == "none":
+        return f"{head} Prompt caching is off: the next request sends everything in full anyway."
+    return (
+        f"{head} Anthropic caches messages per thinking setting: the next request re-reads the "
+        f"conversation ({tokens} tokens) without the cache and writes it again, about "
+        f"${cost.switched:.4f}, where keeping the level would read it for about "
+        f"${cost.stayed:.4f}. Tools and the system prompt stay cached."
+    )

@@ -141,8 +141,20 @@ class PermissionRequest:
         return self.tool.spec.name
 
 
-# Returns the chosen option_id, or None when the question was cancelled or dismissed.
-AskCallback: TypeAlias = Callable[[PermissionRequest], Awaitable[str | None]]
+@dataclass(frozen=True, slots=True)
+class PermissionAnswer:
+    """An answer that says more than the option: `message`, what the user tells the agent
+    to do instead (with a rejection); `new_text`, the file's content as the user reviewed
+    and changed the proposed write or edit (with an allowance): that is what is written."""
+
+    option_id: str
+    message: str | None = None
+    new_text: str | None = None
+
+
+# Returns the chosen option_id (or an answer with more), or None when the question was
+# cancelled or dismissed.
+AskCallback: TypeAlias = Callable[[PermissionRequest], Awaitable[str | PermissionAnswer | None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +167,8 @@ class PermissionDecision:
     remembered: bool = False
     basis: DecisionBasis = "mode"
     option_id: str | None = None
+    message: str | None = None  # what the user said to do instead (a rejection)
+    new_text: str | None = None  # the change as the user revised it (an allowed edit)
 
 
 def parse_mode(value: str) -> PermissionMode:
@@ -263,12 +277,14 @@ class PermissionGate:
         request = PermissionRequest(call, tool, title, options, command_of(tool, call))
         async with self._asking:
             try:
-                return await self._ask(request)
+                answer = await self._ask(request)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 logger.warning("asking about %s failed: %s", title, exc)
                 return None
+        # Words or a revised change mean nothing here: the option is the answer.
+        return answer.option_id if isinstance(answer, PermissionAnswer) else answer
 
     async def _ask_user(
         self, tool: Tool, call: ToolCall, change: FileChange | None, warning: str | None = None
@@ -292,15 +308,23 @@ class PermissionGate:
             return PermissionDecision(
                 False, "the permission request was cancelled", False, "dismissed"
             )
+        answer = chosen if isinstance(chosen, PermissionAnswer) else PermissionAnswer(chosen)
+        chosen = answer.option_id
         option = next((o for o in options if o.option_id == chosen), None)
         if option is None:
             return PermissionDecision(
                 False, f"unknown permission option {chosen!r}", False, "dismissed", chosen
             )
         allowed = option.kind.startswith("allow")
+        # Words for the agent go with a rejection; a revised change with an allowance of a
+        # change the question showed.
+        message = (answer.message or "").strip() or None if not allowed else None
+        new_text = answer.new_text if allowed and change is not None else None
         if not option.kind.endswith("always"):
             verb = "allowed" if allowed else "rejected"
-            return PermissionDecision(allowed, f"the user {verb} {name}", False, "user", chosen)
+            return PermissionDecision(
+                allowed, f"the user {verb} {name}", False, "user", chosen, message, new_text
+            )
         rule = PermissionRule(name, allowed)
         if allowed and command is not None:
             if chosen.startswith(PREFIX_OPTION):
@@ -312,7 +336,7 @@ class PermissionGate:
         self._rules.append(rule)
         verb = "allow" if allowed else "reject"
         reason = f"the user chose to always {verb} {rule.describe()} in this session"
-        return PermissionDecision(allowed, reason, True, "user", chosen)
+        return PermissionDecision(allowed, reason, True, "user", chosen, message, new_text)
 
 
 def _remembered(rule: PermissionRule) -> PermissionDecision:
@@ -345,6 +369,11 @@ def denied_result(decision: PermissionDecision) -> ToolResult:
             "The permission request for this tool call was dismissed, so it was not run. "
             "Do not retry it; ask the user how to proceed."
         )
+    elif decision.message is not None:
+        text = (
+            "The user rejected this tool call, so it was not run, and said what to do "
+            f"instead:\n\n{decision.message}\n\nDo that; do not retry the call as it was."
+        )
     elif decision.remembered:
         text = (
             "The user has chosen to reject every call of this tool in this session, so it was "
@@ -355,4 +384,7 @@ def denied_result(decision: PermissionDecision) -> ToolResult:
             "The user denied permission to run this tool call. Do not retry it; ask the user "
             "how to proceed."
         )
-    return ToolResult.error(text, details={"permission": "denied", "reason": decision.reason})
+    details = {"permission": "denied", "reason": decision.reason}
+    if decision.message is not None:
+        details["message"] = decision.message
+    return ToolResult.error(text, details=details)

@@ -42,9 +42,12 @@ from agent_server.agent.events import (
     AgentEvent,
     EventSink,
     McpStatusChanged,
+    ModelChanged,
     Notice,
+    Retry,
     TextChunk,
     ThinkingChunk,
+    ToolCallUpdated,
     TurnEnded,
     TurnStarted,
     TurnStopReason,
@@ -59,7 +62,13 @@ from agent_server.agent.mcp.servers import McpServers
 from agent_server.agent.mcp.session_tools import AcceptOutcome, McpStatus, SessionTools
 from agent_server.agent.mentions import attach_mentions
 from agent_server.agent.model_call import CallAttempt, RetryPolicy, call_model
-from agent_server.agent.model_choice import SwitchCost, switch_cost, switch_note, warm_prefix
+from agent_server.agent.model_choice import (
+    SwitchCost,
+    switch_cost,
+    switch_note,
+    thinking_note,
+    warm_prefix,
+)
 from agent_server.agent.permissions import (
     AskCallback,
     PermissionGate,
@@ -106,7 +115,7 @@ from agent_server.llm.messages import (
     UserMessage,
 )
 from agent_server.llm.models import ModelInfo
-from agent_server.llm.providers import cache_ttl, serves
+from agent_server.llm.providers import cache_ttl, can_think, serves
 from agent_server.llm.stream import (
     CacheRetention,
     CacheUse,
@@ -114,6 +123,8 @@ from agent_server.llm.stream import (
     StreamEvent,
     TextDelta,
     ThinkingDelta,
+    ThinkingLevel,
+    parse_thinking,
 )
 from agent_server.protocol import RestoreChoice as RestoreChoice
 from agent_server.session.entries import Entry, FileVersion, MessageEntry
@@ -162,6 +173,17 @@ class ModelSwitch:
     and what the switch costs at the next request (`note`: the same in words)."""
 
     model: ModelInfo
+    entry_id: str | None
+    cost: SwitchCost
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingSwitch:
+    """A change of the thinking level: the level now used, the entry that records it (None:
+    no change), what it costs at the next request, and the same in words."""
+
+    thinking: ThinkingLevel
     entry_id: str | None
     cost: SwitchCost
     note: str
@@ -316,9 +338,19 @@ class AgentSession:
         if retention != "auto":
             return retention
         return "long" if self._user_idle or self._came_back else "short"
+
     @property
     def mode(self) -> PermissionMode:
         return self.gate.mode
+
+    @property
+    def thinking(self) -> ThinkingLevel:
+        """How hard the session's model is asked to think (where it can: can_think)."""
+        return self.settings.thinking
+
+    @property
+    def can_think(self) -> bool:
+        return can_think(self.config.api, self.model)
 
     @property
     def confinement(self) -> Confinement:
@@ -336,7 +368,8 @@ class AgentSession:
 
     def update_settings(self, settings: AgentSettings) -> None:
         """New settings, applied from the next turn. A model picked for this session and a
-        permission mode switched to stay, unless the setting itself changed."""
+        thinking level or permission mode switched to stay, unless the setting itself
+        changed."""
         self.config.update(settings)
 
     def set_mode(self, mode: str) -> PermissionMode:
@@ -367,27 +400,72 @@ class AgentSession:
                     "setting (which starts new sessions with it)."
                 )
             old = self._setup
-            retention = self.retention_for_call()  # "auto" decided as the next call would
-            view = self.context.view()
-            cost = switch_cost(
-                view.tokens,
-                old.model,
-                setup.model,
-                cache_retention=retention,
-                settings=settings.compaction,
-                warm=warm_prefix(view.entries, setup.model, setup.provider.api, self._clock()),
-            )
-            note = switch_note(old.model, setup.model, cost, retention)
+            cost, note = self._switch_cost(old.model, setup, settings)
             self.config.choose_model(settings, setup)
             entry_id = None
             if setup.model.id != old.model.id or setup.provider.api != old.provider.api:
-                entry_id = self.ledger.append_model_change(setup.provider.api, setup.model.id).id
+                entry_id = self.ledger.append_model_change(
+                    setup.provider.api, setup.model.id, settings.thinking
+                ).id
                 self.ledger.sync()
             with contextlib.suppress(Exception):
                 await old.provider.aclose()
             return ModelSwitch(setup.model, entry_id, cost, note)
         finally:
             self._busy = False
+
+    def _switch_cost(
+        self, old: ModelInfo, new: ModelSetup, settings: AgentSettings
+    ) -> tuple[SwitchCost, str]:
+        """What going on with `new` instead of `old` costs at the next request (the part of
+        the context `new`'s cache still holds is read, not written), and in words."""
+        retention = self.retention_for_call()  # "auto" decided as the next call would
+        view = self.context.view()
+        cost = switch_cost(
+            view.tokens,
+            old,
+            new.model,
+            cache_retention=retention,
+            settings=settings.compaction,
+            warm=warm_prefix(view.entries, new.model, new.provider.api, self._clock()),
+        )
+        return cost, switch_note(old, new.model, cost, retention)
+
+    def switch_thinking(self, level: str) -> ThinkingSwitch:
+        """Think at another level from the next request, between turns (a level changed in
+        the middle of a tool loop is refused by Anthropic's API): the ledger records it,
+        the note says what it costs."""
+        if self._busy:
+            raise SessionBusyError(f"session {self.session_id} is busy with a turn")
+        checked = parse_thinking(level)
+        old = self.settings.thinking
+        cost, note = self._thinking_cost(old, checked)
+        entry_id = None
+        if checked != old:
+            self.config.choose_thinking(checked)
+            entry_id = self.ledger.append_model_change(
+                self._setup.provider.api, self.model.id, checked
+            ).id
+            self.ledger.sync()
+        return ThinkingSwitch(checked, entry_id, cost, note)
+
+    def _thinking_cost(self, old: str, new: str) -> tuple[SwitchCost, str]:
+        """What thinking at `new` instead of `old` costs at the next request: on Anthropic's
+        API the messages (not the tools and system prompt) are read without the cache and
+        written again."""
+        view = self.context.view()
+        prefix = estimate_context_tokens(
+            Context(view.context.system_prompt, view.context.tools, ())
+        ).tokens
+        retention = self.retention_for_call()
+        cost = switch_cost(
+            max(0, view.tokens - prefix),
+            self.model,
+            self.model,
+            cache_retention=retention,
+            settings=self.settings.compaction,
+        )
+        return cost, thinking_note(self.model, self.config.api, old, new, cost, retention)
 
     async def run_turn(
         self, prompt: str | Sequence[UserContent], turn_id: str | None = None
@@ -744,12 +822,14 @@ class AgentSession:
                 self._emit(ThinkingChunk(turn_id, current.message_id, event.text))
 
         def on_retry(error: ProviderError, wait: float, number: int) -> None:
+            attempts = self._retry.max_retries + 1
             self._emit(
                 Notice(
                     turn_id,
                     "warning",
                     f"{error.message} Retrying in {wait:.0f}s "
-                    f"(attempt {number + 1} of {self._retry.max_retries + 1}).",
+                    f"(attempt {number + 1} of {attempts}).",
+                    Retry(number + 1, attempts, wait),
                 )
             )
 
@@ -776,7 +856,12 @@ class AgentSession:
 
         def on_retry(error: ProviderError, wait: float, number: int) -> None:
             self._emit(
-                Notice(turn_id, "warning", f"{error.message} Retrying the summary in {wait:.0f}s.")
+                Notice(
+                    turn_id,
+                    "warning",
+                    f"{error.message} Retrying the summary in {wait:.0f}s.",
+                    Retry(number + 1, self._retry.max_retries + 1, wait),
+                )
             )
 
         message = await call_model(
@@ -849,6 +934,7 @@ class AgentSession:
         return CallOptions(
             session_id=self.session_id,
             cache_retention=self.retention_for_call(),
+            thinking=self.settings.thinking,
         )
 
     def _tool_context(self, on_output: Callable[[str], None] | None) -> ToolContext:
@@ -893,7 +979,20 @@ class AgentSession:
                 for path in self._paths_of(call):
                     self._watch.record(path)
         for call in calls:
-            self.ledger.append_message(results.get(call.id) or aborted_result(call))
+            result = results.get(call.id)
+            if result is None:
+                # Stopped before it finished: the editor's card ends as the ledger records it.
+                result = aborted_result(call)
+                self._emit(
+                    ToolCallUpdated(
+                        self._current_turn or "",
+                        call.id,
+                        "failed",
+                        output=result.text,
+                        details=result.details,
+                    )
+                )
+            self.ledger.append_message(result)
         if with_changes:
             # The agent's own reads and writes were just recorded, so only edits from
             # outside remain.
@@ -960,19 +1059,44 @@ class AgentSession:
             self.ledger.append_title(first_line[:80])
 
     async def _apply_pending_settings(self) -> None:
+        """Settings changed since the last turn take effect. A change of the model (a new
+        provider or model setting) or of the thinking level is recorded and announced with
+        what it costs (ModelChanged), as the user's own switch is."""
         settings = self.config.take_pending()
         if settings is None:
             return
         previous, self.config.settings = self.config.settings, settings
         self.gate.set_mode(settings.permissions_mode)
+        old = self._setup
         if connection_changed(previous, settings) and self._reconnect is not None:
-            old = self._setup
             new = self.config.setup = self._reconnect(settings)
-            if new.model.id != old.model.id or new.provider.api != old.provider.api:
-                self.ledger.append_model_change(new.provider.api, new.model.id)
             if new.provider is not old.provider:
                 with contextlib.suppress(Exception):
                     await old.provider.aclose()
+        new = self._setup
+        if new.model.id != old.model.id or new.provider.api != old.provider.api:
+            _cost, note = self._switch_cost(old.model, new, settings)
+            self._announce_model("A settings change: " + note)
+        elif settings.thinking != previous.thinking:
+            _cost, note = self._thinking_cost(previous.thinking, settings.thinking)
+            self._announce_model("A settings change: " + note)
+
+    def _announce_model(self, note: str) -> None:
+        """Record the model and thinking level now in force, and say what the change costs."""
+        setup = self._setup
+        entry = self.ledger.append_model_change(
+            setup.provider.api, setup.model.id, self.settings.thinking
+        )
+        self._emit(
+            ModelChanged(
+                self._current_turn,
+                entry.id,
+                setup.provider.api,
+                setup.model,
+                self.settings.thinking,
+                note,
+            )
+        )
 
     def _on_external_change(self, path: str) -> None:
         self._emit(

@@ -1,7 +1,8 @@
 """A session's configuration, in one object: the settings and the model choice in force.
 
 The workspace's settings change under a session (the editor's configuration), and the user
-makes choices for the one session (a model picked, a permission mode switched to) that hold
+makes choices for the one session (a model picked, a thinking level or a permission mode
+switched to) that hold
 until the setting itself changes. New settings wait for the next turn. `SessionConfig` keeps
 all of that; the session changes it, and the context manager reads the models, the API and
 the compaction settings from it on every use (it is the manager's `ContextConfig`), so
@@ -17,7 +18,7 @@ from agent_server.agent.settings import AgentSettings
 from agent_server.context.trigger import CompactionSettings
 from agent_server.llm.models import ModelInfo
 from agent_server.llm.providers import ANTHROPIC_MESSAGES
-from agent_server.llm.stream import Provider
+from agent_server.llm.stream import Provider, ThinkingLevel
 from agent_server.protocol import PermissionMode
 
 
@@ -74,6 +75,9 @@ class SessionConfig:
         # setting itself changes.
         self._configured = configured or settings
         self._own_model = settings.model if settings.model != self._configured.model else None
+        self._own_thinking: ThinkingLevel | None = (
+            settings.thinking if settings.thinking != self._configured.thinking else None
+        )
         self._own_mode: PermissionMode | None = None
         self._pending: AgentSettings | None = None
 
@@ -99,10 +103,13 @@ class SessionConfig:
 
     def update(self, settings: AgentSettings) -> None:
         """The workspace's new settings, applied from the next turn (`take_pending`). A model
-        picked for this session and a mode switched to stay, unless that setting changed."""
+        picked for this session and a thinking level or mode switched to stay, unless that
+        setting changed."""
         previous, self._configured = self._configured, settings
         if settings.model != previous.model or settings.provider != previous.provider:
             self._own_model = None
+        if settings.thinking != previous.thinking:
+            self._own_thinking = None
         if settings.permissions_mode != previous.permissions_mode:
             self._own_mode = None
         self._pending = self._with_own_choices(settings)
@@ -120,6 +127,12 @@ class SessionConfig:
         self._own_model = model if model != self._configured.model else None
         self._keep_choices_pending()
 
+    def choose_thinking(self, level: ThinkingLevel) -> None:
+        """The user switched this session's thinking level, from its next request."""
+        self._own_thinking = level if level != self._configured.thinking else None
+        self.settings = self.settings.with_overrides(thinking=level)
+        self._keep_choices_pending()
+
     def take_pending(self) -> AgentSettings | None:
         """The settings waiting for the next turn (None: nothing changed); they are the
         caller's to put in force."""
@@ -133,6 +146,7 @@ class SessionConfig:
     def _with_own_choices(self, settings: AgentSettings) -> AgentSettings:
         return settings.with_overrides(
             model=self._own_model or settings.model,
+            thinking=self._own_thinking or settings.thinking,
             permissions_mode=self._own_mode or settings.permissions_mode,
         )
 

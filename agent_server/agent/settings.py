@@ -13,6 +13,7 @@ from typing import Any, TypeAlias, cast, get_args
 from agent_server.context.trigger import CompactionSettings, SummaryMode
 from agent_server.errors import ConfigError
 from agent_server.llm.providers import DEFAULT_PROVIDER, PROVIDER_NAMES, provider_spec
+from agent_server.llm.stream import THINKING_LEVELS, ThinkingLevel
 from agent_server.protocol import CacheRetentionSetting, PermissionMode, SandboxMode
 
 # "auto": short, or long while the editor says the user is idle (agent/userIdle) and for a
@@ -79,6 +80,9 @@ class AgentSettings:
     base_url: str | None = None
     api_key_env: str | None = None
     cache_retention: CacheRetentionName = "short"
+    # How hard a model that can think does (llm.stream.ThinkingLevel); a session keeps the
+    # level it last switched to, like its model.
+    thinking: ThinkingLevel = "off"
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
     permissions_mode: PermissionMode = "allowReads"
     sessions_dir: str | None = None
@@ -163,6 +167,7 @@ def settings_from_json(
             CacheRetentionName,
             reader.choice("cacheRetention", settings.cache_retention, CACHE_RETENTIONS),
         ),
+        thinking=cast(ThinkingLevel, reader.choice("thinking", settings.thinking, THINKING_LEVELS)),
         compaction=compaction,
         permissions_mode=mode,
         sessions_dir=reader.optional_str("sessionsDir", settings.sessions_dir),

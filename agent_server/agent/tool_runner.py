@@ -17,7 +17,7 @@ from agent_server.agent.checkpoints import DETAILS_KEY, BlobStore, Captured, cap
 from agent_server.agent.events import EventSink, Notice, ToolCallStarted, ToolCallUpdated
 from agent_server.agent.permissions import PermissionGate, denied_result
 from agent_server.agent.tools import Tool, ToolContext, ToolResult, run_tool, unknown_tool_result
-from agent_server.agent.tools.diff import FileChange
+from agent_server.agent.tools.diff import FileChange, unified_diff
 from agent_server.agent.tools.paths import file_warnings, hard_linked
 from agent_server.agent.transcript import describe_call, json_details
 from agent_server.errors import redact
@@ -27,7 +27,11 @@ from agent_server.llm.messages import TextContent, ToolCall, ToolResultMessage
 def aborted_result(
     call: ToolCall, why: str = "The tool call was aborted by the user."
 ) -> ToolResultMessage:
-    return ToolResultMessage(call.id, call.name, (TextContent(why),), is_error=True)
+    """The result of a call that did not run, or did not finish (`aborted` tells an editor
+    it was stopped, not failed)."""
+    return ToolResultMessage(
+        call.id, call.name, (TextContent(why),), is_error=True, details={"aborted": True}
+    )
 
 
 class ToolRunner:
@@ -47,6 +51,9 @@ class ToolRunner:
         self._checkpoints = checkpoints
         self._told_unconfined = False
         self._confirmed: set[str] = set()  # calls the user allowed despite a warning
+        # Changes the user revised before allowing them (by call id): what was shown, and
+        # the content to write instead.
+        self._revised: dict[str, tuple[FileChange, str]] = {}
 
     @property
     def _tools(self) -> dict[str, Tool]:
@@ -83,12 +90,25 @@ class ToolRunner:
                 hard_linked(workspace, paths)
             )
             warning = "; ".join(found) or None
-            decision = await self._gate.decide(
-                tool, call, await self._preview(tool, call), warning=warning
-            )
+            preview, scrubbed = await self._preview(tool, call)
+            decision = await self._gate.decide(tool, call, preview, warning=warning)
             if not decision.allowed:
                 results[call.id] = self._finish(turn_id, call, denied_result(decision))
                 continue
+            if decision.new_text is not None and preview is not None:
+                if scrubbed:
+                    # The question showed the change with its secrets scrubbed: writing the
+                    # user's copy would write the placeholders.
+                    self._emit(
+                        Notice(
+                            turn_id,
+                            "warning",
+                            f"The change to {preview.path} holds a secret, so it is applied as "
+                            "the agent proposed it; edit the file itself to change it.",
+                        )
+                    )
+                elif decision.new_text != preview.new_text:
+                    self._revised[call.id] = (preview, decision.new_text)
             if warning is not None:
                 self._confirmed.add(call.id)
             if tool.read_only:
@@ -128,7 +148,11 @@ class ToolRunner:
                     )
                 )
             captured = await self._capture(tool, call, context)
-            result = await run_tool(tool, call.arguments, context)
+            revised = self._revised.pop(call.id, None)
+            if revised is None:
+                result = await run_tool(tool, call.arguments, context)
+            else:
+                result = await self._write_revised(revised, context)
             if captured is not None and not result.is_error and self._checkpoints is not None:
                 # The file's content before and after, for a rewind that restores files.
                 version = await asyncio.to_thread(version_after, captured, self._checkpoints)
@@ -137,6 +161,29 @@ class ToolRunner:
             results[call.id] = self._finish(turn_id, call, result)
 
         await asyncio.gather(*(one(call) for call in calls))
+
+    async def _write_revised(
+        self, revised: tuple[FileChange, str], context: ToolContext
+    ) -> ToolResult:
+        """The user's revision of a proposed change, written instead of it; the model is told
+        how it differs from what it proposed."""
+        proposed, text = revised
+        writer = self._tools.get("write")
+        if writer is None:
+            return ToolResult.error("The user's revision could not be written (no write tool).")
+        result = await run_tool(writer, {"path": proposed.path, "content": text}, context)
+        if result.is_error:
+            return result
+        told = (
+            "The user reviewed your change and revised it before it was applied: the file now "
+            "differs from what you proposed as follows (your proposal -> what was written).\n"
+            + unified_diff(proposed.new_text, text, proposed.path)
+        )
+        return replace(
+            result,
+            content=(*result.content, TextContent(told)),
+            details={**(result.details or {}), "revised": True},
+        )
 
     async def _capture(self, tool: Tool, call: ToolCall, context: ToolContext) -> Captured | None:
         """Before a tool that changes a file (write, edit) runs: that file's content, kept."""
@@ -147,21 +194,23 @@ class ToolRunner:
             return None
         return await asyncio.to_thread(capture, context.workspace, self._checkpoints, paths[0])
 
-    async def _preview(self, tool: Tool, call: ToolCall) -> FileChange | None:
-        """The file change a write or edit would make, secrets scrubbed, for the question."""
+    async def _preview(self, tool: Tool, call: ToolCall) -> tuple[FileChange | None, bool]:
+        """The file change a write or edit would make, secrets scrubbed, for the question;
+        and whether anything was scrubbed."""
         preview = getattr(tool, "preview", None)
         if not callable(preview):
-            return None
+            return None, False
         context = self._make_context(None)
         change = await preview(call.arguments, context)
         if not isinstance(change, FileChange):
-            return None
+            return None, False
         scrub = context.secrets
-        return FileChange(
+        shown = FileChange(
             change.path,
             None if change.old_text is None else redact(change.old_text, *scrub),
             redact(change.new_text, *scrub),
         )
+        return shown, shown != change
 
     def _finish(self, turn_id: str, call: ToolCall, result: ToolResult) -> ToolResultMessage:
         details: Mapping[str, Any] | None = result.details

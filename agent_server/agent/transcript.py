@@ -196,14 +196,15 @@ def entry_items(entry: Entry, tools: Mapping[str, Tool]) -> list[Item]:
             item["summary"] = entry.summary
         return [item]
     if isinstance(entry, ModelChangeEntry):
-        return [
-            {
-                "kind": "modelChange",
-                "entryId": entry.id,
-                "provider": entry.provider,
-                "model": entry.model,
-            }
-        ]
+        change = {
+            "kind": "modelChange",
+            "entryId": entry.id,
+            "provider": entry.provider,
+            "model": entry.model,
+        }
+        if entry.thinking is not None:
+            change["thinking"] = entry.thinking
+        return [change]
     if isinstance(entry, FileRestoreEntry):
         return [file_restore_item(entry.id, entry.target_id, entry.files)]
     return []

@@ -31,6 +31,7 @@ from agent_server.agent.tools import default_tools
 from agent_server.agent.tools.sandbox import protect_server_process, sandbox_status
 from agent_server.errors import AgentServerError, SessionNotFoundError, UnknownModelError
 from agent_server.llm.providers import load_sdk, provider_spec, serves
+from agent_server.llm.stream import THINKING_LEVELS
 from agent_server.session.ledger import Ledger
 from agent_server.session.store import SessionInfo, SessionStore, default_sessions_root
 
@@ -161,7 +162,7 @@ class WorkspaceAgent:
         settings = self.settings.with_overrides(model=model) if model else self.settings
         setup = self._connect(settings)
         ledger = self.store.create(self.root, title=title, model=setup.model.id)
-        ledger.append_model_change(setup.provider.api, setup.model.id)
+        ledger.append_model_change(setup.provider.api, setup.model.id, settings.thinking)
         ledger.append_system_prompt(build_system_prompt(self.root))
         ledger.sync()
         self._mcp_extra[ledger.session_id] = tuple(mcp_servers)
@@ -191,8 +192,13 @@ class WorkspaceAgent:
         ledger = self.store.open(session_id)
         try:
             settings, setup = self._reopen(ledger.latest_model())
+            # It keeps the thinking level it was left at (ledgers from before it was
+            # recorded: off, which is what they sent).
+            recorded = ledger.latest_thinking() or "off"
+            if recorded in THINKING_LEVELS:
+                settings = settings.with_overrides(thinking=recorded)
             if setup.model.id != ledger.latest_model():
-                ledger.append_model_change(setup.provider.api, setup.model.id)
+                ledger.append_model_change(setup.provider.api, setup.model.id, settings.thinking)
         except BaseException:
             ledger.close()
             raise

@@ -285,6 +285,21 @@ class TerminalChat:
         # Under `tools.sandbox: auto` the sandbox follows the mode: say how commands run now.
         self.console.print(shown(f"commands: {session.confinement.describe()}", "dim"))
 
+    def thinking_command(self, session: AgentSession, argument: str) -> None:
+        """`/thinking`: how hard the model thinks; `/thinking <level>`: switch."""
+        if not argument:
+            can = "" if session.can_think else f" ({session.model.name} does not think on request)"
+            self.console.print(Text(f"thinking: {session.thinking}", style="magenta") + Text(can))
+            self.console.print(Text("/thinking off|low|medium|high switches", style="dim"))
+            return
+        try:
+            switch = session.switch_thinking(argument.strip().lower())
+        except AgentServerError as error:
+            self.console.print(shown(error.message, "red"))
+            return
+        self.console.print(shown(f"thinking: {switch.thinking}", "magenta"))
+        self.console.print(shown(switch.note, "dim"))
+
     def rewind_command(self, runner: asyncio.Runner, session: AgentSession) -> None:
         """`/rewind`: pick a prompt, see what would change, choose what goes back."""
         items = session.transcript(limit=500).items
@@ -519,5 +534,7 @@ def chat_loop(
             chat.model_command(runner, session, typed.argument)
         elif name == "/mode":
             chat.mode_command(session, typed.argument)
+        elif name == "/thinking":
+            chat.thinking_command(session, typed.argument)
         elif name == "/rewind":
             chat.rewind_command(runner, session)

@@ -37,6 +37,11 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command("/mode", "[ask|allowReads|allowAll]", "when tools ask first; with a mode, switch"),
     Command(
+        "/thinking",
+        "[off|low|medium|high]",
+        "how hard the model thinks; with a level, switch (says what it costs)",
+    ),
+    Command(
         "/rewind",
         "",
         "go back to an earlier prompt: the conversation, the files the agent changed, or both",

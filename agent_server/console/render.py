@@ -249,6 +249,11 @@ class TranscriptPrinter:
             if self._tool_kinds.get(update["toolCallId"]) == "execute":
                 for text in _texts(update):
                     self.activity.output(text)
+        elif kind == "modelChange":
+            self._close_message()
+            what = f"  model: {update['model']}, thinking {update['thinking']}"
+            self.console.print(shown(what, "magenta"))
+            self.console.print(shown(f"  {update['note']}", "dim"))
         elif kind == "notice":
             self._close_message()
             style = {"error": "bold red", "warning": "yellow"}.get(update["level"], "dim")

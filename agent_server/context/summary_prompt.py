@@ -1,8 +1,9 @@
 """The summary prompt: how a compaction asks the model for a summary.
 
 SUMMARY_REQUEST_MARKER appears in every summary request (the fresh prompt and the final
-instruction appended to the cached context). The built-in simulator looks for it to answer
-with a deterministic extractive summary; a real model just reads it as a heading.
+instruction appended to the cached context); a model reads it as a heading. The built-in
+simulator does not look for it: it recognises a summary request from its words, as it does
+every client's (docs/simulator.md).
 
 Two ways to ask (the agent chooses):
 - `build_summary_instruction`: one final user instruction appended after the current context,

@@ -53,6 +53,7 @@ from agent_server.llm.stream import (
     StreamEvent,
     TextDelta,
     ThinkingDelta,
+    ThinkingLevel,
     ThinkingSignature,
     ToolCallDelta,
     ToolCallEnd,
@@ -91,13 +92,48 @@ def cache_control(retention: CacheRetention) -> dict[str, str] | None:
     return {"type": "ephemeral"}
 
 
+# The thinking budget of each level for a model that thinks on a budget ("budget"), at most
+# half the model's output limit (Claude Code's "think", "think hard" and "ultrathink" are 4k,
+# 10k and 32k). The API takes 1024 at least, and less than max_tokens.
+THINKING_BUDGETS: Mapping[ThinkingLevel, int] = {"low": 4_096, "medium": 10_000, "high": 32_000}
+MIN_THINKING_BUDGET = 1024
+
+
+def thinking_fields(
+    model: ModelInfo, level: ThinkingLevel, max_tokens: int
+) -> tuple[dict[str, Any], int]:
+    """The request fields that ask `model` to think at `level`, and the max_tokens to send
+    with them (a budget is part of max_tokens: a call that asks for less output than the
+    budget gets the budget on top, within the model's limit). The same level gives the same
+    fields on every call of a session, so that they share the cached messages."""
+    if level == "off" or model.thinking is None:
+        return {}, max_tokens
+    if model.thinking == "adaptive":
+        # Opus 4.7 and later omit the thinking text unless asked for its summary.
+        return {
+            "thinking": {"type": "adaptive", "display": "summarized"},
+            "output_config": {"effort": level},
+        }, max_tokens
+    budget = min(THINKING_BUDGETS[level], model.max_output // 2)
+    if budget < MIN_THINKING_BUDGET:
+        return {}, max_tokens
+    return (
+        {"thinking": {"type": "enabled", "budget_tokens": budget}},
+        min(model.max_output, max_tokens + budget),
+    )
+
+
 def build_request(model: ModelInfo, context: Context, options: CallOptions) -> dict[str, Any]:
     """The exact parameters of a streaming Messages API call for `context`."""
     mark = cache_control(options.cache_retention) if options.cache != "none" else None
+    thinking, max_tokens = thinking_fields(
+        model, options.thinking, options.max_tokens or model.max_output
+    )
     params: dict[str, Any] = {
         "model": model.id,
-        "max_tokens": options.max_tokens or model.max_output,
+        "max_tokens": max_tokens,
         "stream": True,
+        **thinking,
     }
     if context.tools:
         tools = [

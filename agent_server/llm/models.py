@@ -21,6 +21,12 @@ Vendor: TypeAlias = Literal["anthropic", "openai", "sim", "local"]
 VENDORS: tuple[str, ...] = get_args(Vendor)
 # A models or config file with one of these suffixes is YAML; any other, JSON.
 YAML_SUFFIXES = (".yaml", ".yml")
+# How an Anthropic model is asked to think: "budget", `thinking: {type: "enabled",
+# budget_tokens}` (Haiku 4.5, Opus 4.5 and older; the simulator); "adaptive", `thinking:
+# {type: "adaptive"}` with `output_config.effort` (Sonnet 4.6, Opus 4.6 and later, which
+# refuse or deprecate budgets). OpenAI models think when `reasoning` says so.
+ThinkingStyle: TypeAlias = Literal["budget", "adaptive"]
+THINKING_STYLES: tuple[str, ...] = get_args(ThinkingStyle)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +74,7 @@ class ModelInfo:
     # the cache is set with `prompt_cache_options` (`prompt_cache_retention` is for the
     # models before; the API refuses the two together).
     bills_cache_writes: bool = False
+    thinking: ThinkingStyle | None = None  # Anthropic's API: how to turn thinking on
 
 
 def speaks_openai_extensions(model: ModelInfo) -> bool:
@@ -160,29 +167,33 @@ _SIM_PRICING = _anthropic_pricing(3.0, 15.0)
 # guide (512 Opus 5, 1024 Sonnet 5 / Opus 4.8 / Sonnet 4.6, 4096 Opus 4.5 / Haiku 4.5); the
 # guide we found does not list the 5.5 models yet, so theirs are taken from their
 # predecessors (Opus 5 -> Opus 5.5, Sonnet 5 -> Sonnet 5.5 and Haiku 5.5).
+# Thinking styles from platform.claude.com/docs/en/build-with-claude/adaptive-thinking and
+# .../extended-thinking: adaptive thinking on Sonnet 4.6, Opus 4.6 and later (budgets are
+# refused from Opus 4.7 on, deprecated before); budgets on Opus 4.5 and Haiku 4.5.
 BUILTIN_MODELS: tuple[ModelInfo, ...] = (
     # Anthropic: current models.
     ModelInfo("claude-opus-5-5", "Claude Opus 5.5", "anthropic", 1_000_000, 128_000,
-              _anthropic_pricing(4.0, 20.0, 0.05), 512, reasoning=True),
+              _anthropic_pricing(4.0, 20.0, 0.05), 512, reasoning=True, thinking="adaptive"),
     ModelInfo("claude-sonnet-5-5", "Claude Sonnet 5.5", "anthropic", 1_000_000, 128_000,
-              _anthropic_pricing(2.0, 10.0, 0.05), 1024, reasoning=True),
+              _anthropic_pricing(2.0, 10.0, 0.05), 1024, reasoning=True, thinking="adaptive"),
     ModelInfo("claude-haiku-5-5", "Claude Haiku 5.5", "anthropic", 1_000_000, 128_000,
               _anthropic_pricing(0.10, 0.50, long_prompt_threshold=100_000,
-                                 long_prompt_factor=5.0), 1024, reasoning=True),
+                                 long_prompt_factor=5.0), 1024, reasoning=True,
+              thinking="adaptive"),
     # Anthropic: earlier models still served.
     ModelInfo("claude-opus-5", "Claude Opus 5", "anthropic", 1_000_000, 128_000,
-              _anthropic_pricing(5.0, 25.0), 512, reasoning=True),
+              _anthropic_pricing(5.0, 25.0), 512, reasoning=True, thinking="adaptive"),
     ModelInfo("claude-sonnet-5", "Claude Sonnet 5", "anthropic", 1_000_000, 128_000,
-              _anthropic_pricing(2.0, 10.0), 1024, reasoning=True),
+              _anthropic_pricing(2.0, 10.0), 1024, reasoning=True, thinking="adaptive"),
     ModelInfo("claude-opus-4-8", "Claude Opus 4.8", "anthropic", 1_000_000, 128_000,
-              _anthropic_pricing(5.0, 25.0), 1024, reasoning=True),
+              _anthropic_pricing(5.0, 25.0), 1024, reasoning=True, thinking="adaptive"),
     ModelInfo("claude-sonnet-4-6", "Claude Sonnet 4.6", "anthropic", 1_000_000, 64_000,
-              _anthropic_pricing(3.0, 15.0), 1024, reasoning=True),
+              _anthropic_pricing(3.0, 15.0), 1024, reasoning=True, thinking="adaptive"),
     ModelInfo("claude-opus-4-5", "Claude Opus 4.5", "anthropic", 200_000, 64_000,
-              _anthropic_pricing(5.0, 25.0), 4096, reasoning=True),
+              _anthropic_pricing(5.0, 25.0), 4096, reasoning=True, thinking="budget"),
     # The 200k-window Claude model the benchmark bills at list price.
     ModelInfo("claude-haiku-4-5", "Claude Haiku 4.5", "anthropic", 200_000, 64_000,
-              _anthropic_pricing(1.0, 5.0), 4096, reasoning=True),
+              _anthropic_pricing(1.0, 5.0), 4096, reasoning=True, thinking="budget"),
     # OpenAI. GPT-5.6 and later bill cache writes (30 minutes; 12 hours at 2x).
     ModelInfo("gpt-6.2-sol", "GPT-6.2 Sol", "openai", 1_050_000, 128_000,
               _openai_pricing(2.0, 10.0, 0.10, cache_write=2.50, cache_write_extended=5.0,
@@ -202,8 +213,11 @@ BUILTIN_MODELS: tuple[ModelInfo, ...] = (
               _openai_pricing(2.0, 8.0, 0.5), 1024),
     # The built-in simulator (agent_server/sim). sim-small fills quickly so that compaction
     # shows in tests and demos, while the default reserve (8k) and kept tail (8k) still fit.
-    ModelInfo("sim-small", "Simulator, 32k window", "sim", 32_768, 4_096, _SIM_PRICING, 1024),
-    ModelInfo("sim-large", "Simulator, 200k window", "sim", 200_000, 16_384, _SIM_PRICING, 1024),
+    # It speaks Anthropic's API and thinks on a budget when asked to.
+    ModelInfo("sim-small", "Simulator, 32k window", "sim", 32_768, 4_096, _SIM_PRICING, 1024,
+              thinking="budget"),
+    ModelInfo("sim-large", "Simulator, 200k window", "sim", 200_000, 16_384, _SIM_PRICING, 1024,
+              thinking="budget"),
 )
 
 # The pair the benchmark bills "at list prices for one Claude and one GPT model".
@@ -259,7 +273,8 @@ def model_from_json(data: Mapping[str, Any]) -> ModelInfo:
     (`local` by default), `baseUrl`, `pricing` ({input, output, cacheRead, cacheWrite5m,
     cacheWrite1h} in dollars per million tokens; `cacheWrite` is an alias of
     `cacheWrite5m`), `minCacheTokens`, `reasoning`, `images`, `billsCacheWrites` (an OpenAI
-    model from GPT-5.6 on: it takes `prompt_cache_options` and bills cache writes).
+    model from GPT-5.6 on: it takes `prompt_cache_options` and bills cache writes),
+    `thinking` (`budget` or `adaptive`: how an Anthropic-API model is asked to think).
     """
     if not isinstance(data, Mapping):
         raise ValueError("a model definition must be an object")
@@ -287,6 +302,9 @@ def model_from_json(data: Mapping[str, Any]) -> ModelInfo:
         raise ValueError(
             f"{where}: maxOutput ({max_output}) exceeds contextWindow ({context_window})"
         )
+    thinking = data.get("thinking")
+    if thinking is not None and thinking not in THINKING_STYLES:
+        raise ValueError(f"{where}: thinking must be budget or adaptive, not {thinking!r}")
     base_url = data.get("baseUrl")
     if base_url is not None and not isinstance(base_url, str):
         raise ValueError(f"{where}: baseUrl must be a string such as http://localhost:11434/v1")
@@ -310,6 +328,7 @@ def model_from_json(data: Mapping[str, Any]) -> ModelInfo:
         images=bool(data.get("images", False)),
         base_url=base_url or None,
         bills_cache_writes=bool(data.get("billsCacheWrites", False)),
+        thinking=thinking,
     )
 
 

@@ -102,6 +102,8 @@ def build_request(model: ModelInfo, context: Context, options: CallOptions) -> d
         params["max_completion_tokens"] = max_tokens
     else:
         params["max_tokens"] = max_tokens
+    if model.reasoning and options.thinking != "off":
+        params["reasoning_effort"] = options.thinking
     # Chat Completions keeps `prompt_cache_options` entries 30 minutes only.
     params.update(cache_fields(model, options, SHORT_CACHE_TTL))
     params["stream"] = True

@@ -93,7 +93,9 @@ def build_request(model: ModelInfo, context: Context, options: CallOptions) -> d
     params["max_output_tokens"] = options.max_tokens or model.max_output
     params["store"] = False
     if model.reasoning:
-        params["reasoning"] = {"summary": "auto"}
+        # Without an effort the model's default applies (none from GPT-5.1 on).
+        effort = {} if options.thinking == "off" else {"effort": options.thinking}
+        params["reasoning"] = {**effort, "summary": "auto"}
         params["include"] = ["reasoning.encrypted_content"]
     params.update(cache_fields(model, options, RESPONSES_LONG_CACHE_TTL))
     params["stream"] = True

@@ -1,9 +1,10 @@
 """The providers: one description each, the one table every other place reads.
 
 A provider is a value of the setting `provider`: a wire API (whose module, built on an
-official SDK, speaks it), the API key it reads, the model vendors it serves and its default
-model. The settings, the key lookup, the model picker, the cache lifetimes, the CLI and the
-editor extension (its generated `providers.ts`, checked in CI) all read `PROVIDERS`.
+official SDK, speaks it; with its rules for caching and thinking), the API key it reads, the
+model vendors it serves and its default model. The settings, the key lookup, the model
+picker, the cache lifetimes, the CLI and the editor extension (its generated `providers.ts`,
+checked in CI) all read `PROVIDERS`.
 
 Adding a provider: its module (a `Provider`, see `llm/stream.py`) and one `ProviderSpec`
 below (with a `WireApi` when it speaks a new API). Nothing here imports an SDK: a provider's
@@ -58,6 +59,11 @@ class WireApi:
     cache_ttl: Callable[[ModelInfo, CacheRetention], float | None]
     # Whether writing the cache is billed at its own price rather than as plain input.
     bills_cache_writes: Callable[[ModelInfo], bool]
+    # Whether a thinking level (CallOptions.thinking) changes what the model is asked.
+    thinks: Callable[[ModelInfo], bool]
+    # Whether the thinking level is part of the cached prefix: a change re-reads the
+    # messages without the cache (Anthropic caches messages per thinking setting).
+    thinking_in_prefix: bool
 
     def provider_class(self) -> Callable[..., Provider]:
         module, _, name = self.implementation.partition(":")
@@ -65,23 +71,40 @@ class WireApi:
         return cls
 
 
+def _thinks_in_its_style(model: ModelInfo) -> bool:
+    """Anthropic's Messages API: a model with a thinking style (a budget, or adaptive
+    thinking with an effort: ModelInfo.thinking)."""
+    return model.thinking is not None
+
+
+def _reasons(model: ModelInfo) -> bool:
+    """OpenAI's APIs: a reasoning model (`reasoning.effort`, `reasoning_effort`)."""
+    return model.reasoning
+
+
 ANTHROPIC_MESSAGES = WireApi(
     "anthropic-messages",
     "agent_server.llm.anthropic:AnthropicProvider",
     anthropic_cache_ttl,
     anthropic_bills_cache_writes,
+    _thinks_in_its_style,
+    thinking_in_prefix=True,
 )
 OPENAI_CHAT = WireApi(
     "openai-chat",
     "agent_server.llm.openai_chat:OpenAIChatProvider",
     openai_chat_cache_ttl,
     openai_bills_cache_writes,
+    _reasons,
+    thinking_in_prefix=False,
 )
 OPENAI_RESPONSES = WireApi(
     "openai-responses",
     "agent_server.llm.openai_responses:OpenAIResponsesProvider",
     openai_responses_cache_ttl,
     openai_bills_cache_writes,
+    _reasons,
+    thinking_in_prefix=False,
 )
 
 
@@ -207,6 +230,18 @@ def bills_cache_writes(api: str, model: ModelInfo) -> bool:
     uncached tokens at the input price."""
     wire = WIRE_APIS.get(api)
     return wire is not None and wire.bills_cache_writes(model)
+
+
+def can_think(api: str, model: ModelInfo) -> bool:
+    """Whether the thinking level changes what `api` asks of `model`."""
+    wire = WIRE_APIS.get(api)
+    return wire is not None and wire.thinks(model)
+
+
+def thinking_in_prefix(api: str) -> bool:
+    """Whether `api` caches the messages per thinking level (a change re-reads them)."""
+    wire = WIRE_APIS.get(api)
+    return wire is not None and wire.thinking_in_prefix
 
 
 def resolve_api_key(

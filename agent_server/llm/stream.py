@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Literal, Protocol, TypeAlias
+from typing import Literal, Protocol, TypeAlias, cast, get_args
 
+from agent_server.errors import ConfigError
 from agent_server.llm.messages import (
     AssistantContent,
     AssistantMessage,
@@ -29,6 +30,19 @@ from agent_server.llm.messages import (
 from agent_server.llm.models import ModelInfo
 
 CacheRetention: TypeAlias = Literal["none", "short", "long"]
+# How hard the model thinks before it answers, where the model can (providers.can_think):
+# "off" sends nothing (the provider's default: no thinking on Anthropic); the others are
+# Anthropic's effort or thinking budget, OpenAI's reasoning effort.
+ThinkingLevel: TypeAlias = Literal["off", "low", "medium", "high"]
+THINKING_LEVELS: tuple[str, ...] = get_args(ThinkingLevel)
+
+
+def parse_thinking(value: str) -> ThinkingLevel:
+    if value in THINKING_LEVELS:
+        return cast(ThinkingLevel, value)
+    raise ConfigError(
+        f"Unknown thinking level {value!r}; use one of {', '.join(THINKING_LEVELS)}."
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +121,9 @@ class CallOptions:
     # so the cached prefix) unchanged.
     tool_choice: Literal["auto", "none"] = "auto"
     cache: CacheUse = "write"
+    # Part of the prefix on Anthropic (a change re-reads the messages without the cache):
+    # the calls that share a prefix share it.
+    thinking: ThinkingLevel = "off"
 
 
 class Provider(Protocol):

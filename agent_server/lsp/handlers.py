@@ -178,6 +178,13 @@ async def mode_set(ls: AgentLanguageServer, params: Params) -> protocol.SessionS
     return wire.session_state_json(session)
 
 
+async def thinking_set(ls: AgentLanguageServer, params: Params) -> protocol.ThinkingSetResult:
+    session_id = params.string("sessionId")
+    level = params.choice("thinking", wire.THINKING_LEVELS, None)
+    session = ls.session(session_id)
+    return wire.thinking_set_result(session, session.switch_thinking(level))
+
+
 async def mention_complete(
     ls: AgentLanguageServer, params: Params
 ) -> protocol.MentionCompleteResult:
@@ -339,6 +346,7 @@ REQUESTS: Mapping[str, Handler] = {
     protocol.MODEL_LIST.name: model_list,
     protocol.MODEL_SET.name: model_set,
     protocol.MODE_SET.name: mode_set,
+    protocol.THINKING_SET.name: thinking_set,
     protocol.MENTION_COMPLETE.name: mention_complete,
     protocol.MCP_SERVERS.name: mcp_servers,
     protocol.MCP_ACCEPT_TOOLS.name: mcp_accept_tools,

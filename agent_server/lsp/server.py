@@ -61,7 +61,7 @@ from agent_server.stderr_log import shorten
 if TYPE_CHECKING:
     # The agent (sessions, tools, the SDKs' shims) loads after `initialize` is answered, in
     # the background, or on the first request that needs it: startup stays short.
-    from agent_server.agent.permissions import PermissionRequest
+    from agent_server.agent.permissions import PermissionAnswer, PermissionRequest
     from agent_server.agent.session import AgentSession
     from agent_server.agent.workspace import WorkspaceAgent
 
@@ -361,14 +361,16 @@ class AgentLanguageServer(LanguageServer):
     # --- permission -----------------------------------------------------------------------
 
     def asker(self, session_id: str) -> Callable[[PermissionRequest], Any]:
-        async def ask(request: PermissionRequest) -> str | None:
+        async def ask(request: PermissionRequest) -> str | PermissionAnswer | None:
             if self.state.permission_requests:
                 return await self.request_permission(wire.permission_json(session_id, request))
             return await self.show_message_permission(request)
 
         return ask
 
-    async def request_permission(self, params: protocol.RequestPermissionParams) -> str | None:
+    async def request_permission(
+        self, params: protocol.RequestPermissionParams
+    ) -> str | PermissionAnswer | None:
         msg_id = f"perm-{uuid.uuid4().hex[:12]}"
         try:
             result = await self.protocol.send_request_async(
@@ -380,12 +382,7 @@ class AgentLanguageServer(LanguageServer):
         except Exception as error:  # the client failed to answer: treat as a dismissal
             log.warning("permission request failed: %s", error)
             return None
-        outcome = result.get("outcome") if isinstance(result, Mapping) else None
-        if isinstance(outcome, Mapping) and isinstance(outcome.get("selected"), str):
-            selected = outcome["selected"]
-            if any(o["optionId"] == selected for o in params["options"]):
-                return str(selected)
-        return None
+        return wire.permission_answer(result, params["options"])
 
     async def show_message_permission(self, request: PermissionRequest) -> str | None:
         actions = [types.MessageActionItem(title=o.name) for o in request.options]

@@ -51,6 +51,7 @@ SETTING_VALUES: Mapping[str, Any] = {
     "agentServer.cacheRetention": protocol.CacheRetentionSetting,
     "agentServer.permissions.mode": protocol.PermissionMode,
     "agentServer.tools.sandbox": protocol.SandboxMode,
+    "agentServer.thinking": protocol.ThinkingLevel,
 }
 TABLE_START = "<!-- protocol-table: generated from agent_server/protocol.py by `make protocol` -->"
 TABLE_END = "<!-- /protocol-table -->"

@@ -21,6 +21,7 @@ from agent_server.agent.events import (
     CompactionFinished,
     CompactionStarted,
     ContextDecided,
+    ModelChanged,
     Notice,
     OverflowHappened,
     TextChunk,
@@ -59,11 +60,13 @@ UNKNOWN_ENTRY = -33004
 SESSION_LOCKED = -33005
 CONFIG_ERROR = -33010
 MAX_PROMPT_CHARS = 2_000_000
+MAX_FILE_CHARS = 20_000_000  # a revised change the editor sends back (agent/requestPermission)
 DEFAULT_PAGE = 100  # transcript entries per page unless the editor asks otherwise
 MAX_PAGE = 1000
 
 RESTORE_CHOICES: tuple[str, ...] = get_args(protocol.RestoreChoice)
 PERMISSION_MODES: tuple[str, ...] = get_args(protocol.PermissionMode)
+THINKING_LEVELS: tuple[str, ...] = get_args(protocol.ThinkingLevel)
 
 if TYPE_CHECKING:  # the agent's heavier modules load after `initialize` (lsp/startup.py)
     # pygls's exceptions import lsprotocol.types (about a second): `agent-server chat`
@@ -75,8 +78,14 @@ if TYPE_CHECKING:  # the agent's heavier modules load after `initialize` (lsp/st
     from agent_server.agent.mcp.session_tools import AcceptOutcome, McpStatus
     from agent_server.agent.mentions import Completion
     from agent_server.agent.model_choice import ModelChoice
-    from agent_server.agent.permissions import PermissionRequest
-    from agent_server.agent.session import AgentSession, ModelSwitch, Rewound, TurnResult
+    from agent_server.agent.permissions import PermissionAnswer, PermissionRequest
+    from agent_server.agent.session import (
+        AgentSession,
+        ModelSwitch,
+        Rewound,
+        ThinkingSwitch,
+        TurnResult,
+    )
     from agent_server.agent.transcript import Page
     from agent_server.llm.models import ModelInfo
     from agent_server.session.ledger import LoadReport
@@ -295,6 +304,8 @@ def session_state_json(session: AgentSession) -> protocol.SessionState:
     follows the mode under `tools.sandbox: auto`), as the editor shows them beside the meter."""
     return {
         "model": model_json(session.model),
+        "thinking": session.thinking,
+        "canThink": session.can_think,
         "mode": session.mode,
         "sandbox": cast(protocol.SandboxState, session.confinement.to_json()),
     }
@@ -341,6 +352,8 @@ def session_load_result(
         "cursor": page.cursor,
         "usage": usage_json(session_id, snapshot),
         "model": state["model"],
+        "thinking": state["thinking"],
+        "canThink": state["canThink"],
         "mode": state["mode"],
         "sandbox": state["sandbox"],
         "mcp": mcp_status_json(session_id, session.mcp_status()),
@@ -443,6 +456,18 @@ def model_set_result(
     }
 
 
+def thinking_set_result(
+    session: AgentSession, switch: ThinkingSwitch
+) -> protocol.ThinkingSetResult:
+    return {
+        "thinking": switch.thinking,
+        "canThink": session.can_think,
+        "entryId": switch.entry_id,
+        "cost": cast(protocol.SwitchCost, switch.cost.to_json()),
+        "note": switch.note,
+    }
+
+
 def mention_result(found: Iterable[Completion]) -> protocol.MentionCompleteResult:
     return {"items": [cast(protocol.MentionItem, item.to_json()) for item in found]}
 
@@ -483,6 +508,24 @@ def update_json(event: AgentEvent) -> protocol.SessionUpdate | None:
         )
     elif isinstance(event, Notice):
         item = transcript.notice_item(event.level, event.message)
+        if event.retry is not None:
+            retry = event.retry
+            item["retry"] = {
+                "attempt": retry.attempt,
+                "attempts": retry.attempts,
+                "wait": retry.wait,
+            }
+    elif isinstance(event, ModelChanged):
+        change: protocol.ModelChangeUpdate = {
+            "kind": "modelChange",
+            "entryId": event.entry_id,
+            "provider": event.provider,
+            "model": event.model.id,
+            "thinking": event.thinking,
+            "modelInfo": model_json(event.model),
+            "note": event.note,
+        }
+        return change
     else:
         return None
     return cast(protocol.SessionUpdate, item)
@@ -507,6 +550,28 @@ def permission_json(
         "toolCall": tool_call,
         "options": [cast(protocol.PermissionOption, o.to_json()) for o in request.options],
     }
+
+
+def permission_answer(
+    result: Any, options: list[protocol.PermissionOption]
+) -> str | PermissionAnswer | None:
+    """The editor's answer to agent/requestPermission: the option picked (one offered), with
+    what the user told the agent (`message`, with a rejection) or the change as the user
+    revised it (`newText`, with an allowance); None for "cancelled" or anything else."""
+    outcome = result.get("outcome") if isinstance(result, Mapping) else None
+    if not isinstance(outcome, Mapping) or not isinstance(outcome.get("selected"), str):
+        return None
+    selected = str(outcome["selected"])
+    if not any(o["optionId"] == selected for o in options):
+        return None
+    message, new_text = outcome.get("message"), outcome.get("newText")
+    message = message[:MAX_PROMPT_CHARS] if isinstance(message, str) and message.strip() else None
+    new_text = new_text if isinstance(new_text, str) and len(new_text) <= MAX_FILE_CHARS else None
+    if message is None and new_text is None:
+        return selected
+    from agent_server.agent.permissions import PermissionAnswer
+
+    return PermissionAnswer(selected, message, new_text)
 
 
 def compaction_json(

@@ -150,11 +150,15 @@ class CompactionEntry:
 
 @dataclass(frozen=True, slots=True)
 class ModelChangeEntry:
+    """The model the session's requests go to from here on, and how hard it thinks
+    (`thinking`, a ThinkingLevel; None in ledgers written before it was recorded: "off")."""
+
     id: str
     parent_id: str | None
     timestamp: str
     provider: str
     model: str
+    thinking: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,6 +363,8 @@ def entry_to_json(entry: Entry) -> dict[str, Any]:
     elif isinstance(entry, ModelChangeEntry):
         out["provider"] = entry.provider
         out["model"] = entry.model
+        if entry.thinking is not None:
+            out["thinking"] = entry.thinking
     elif isinstance(entry, BranchEntry):
         out["targetId"] = entry.target_id
         if entry.summary is not None:
@@ -452,8 +458,14 @@ def entry_from_json(data: Mapping[str, Any]) -> Entry:
             usage=usage_from_json(usage) if isinstance(usage, Mapping) else None,
         )
     if kind == "modelChange":
+        thinking = data.get("thinking")
         return ModelChangeEntry(
-            entry_id, parent, timestamp, provider=_str(data, "provider"), model=_str(data, "model")
+            entry_id,
+            parent,
+            timestamp,
+            provider=_str(data, "provider"),
+            model=_str(data, "model"),
+            thinking=thinking if isinstance(thinking, str) else None,
         )
     if kind == "branch":
         target = data.get("targetId")

@@ -528,6 +528,11 @@ class Ledger:
         change = self.model_change
         return change.model if change is not None else self._index.header.model
 
+    def latest_thinking(self) -> str | None:
+        """The thinking level of the latest model change entry (None: not recorded)."""
+        change = self.model_change
+        return change.thinking if change is not None else None
+
     def system_prompt(self) -> str | None:
         """The latest recorded system prompt (append_system_prompt), if any."""
         entry = self._indexed(self._index.system_prompt)
@@ -861,8 +866,12 @@ class Ledger:
         assert isinstance(stored, CompactionEntry)
         return stored
 
-    def append_model_change(self, provider: str, model: str) -> ModelChangeEntry:
-        entry = ModelChangeEntry(self.new_id(), self.leaf_id, stamp(self._clock), provider, model)
+    def append_model_change(
+        self, provider: str, model: str, thinking: str | None = None
+    ) -> ModelChangeEntry:
+        entry = ModelChangeEntry(
+            self.new_id(), self.leaf_id, stamp(self._clock), provider, model, thinking
+        )
         stored = self.append(entry)
         assert isinstance(stored, ModelChangeEntry)
         return stored

@@ -6,7 +6,8 @@ Rendering (what a request costs, and its cache blocks, in prefix order):
 - each message content block: text 1 + text; image or document 1600; tool_use 6 + name + JSON
   input; tool_result 5 + its text (+1600 per image); thinking 2 + thinking; the first block of
   each message 3 more for the role header.
-`tool_choice` and `thinking` are part of the identity of every message block (changing them
+`tool_choice` and `thinking` (and the effort of `output_config`, which sets how hard an
+adaptive model thinks) are part of the identity of every message block (changing them
 invalidates the cached messages but not the cached tools and system, as documented).
 """
 
@@ -17,7 +18,7 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agent_server.llm.models import ModelInfo, ModelRegistry
@@ -120,7 +121,95 @@ def parse_request(
         raise field_rejection(problem) from None
 
 
+@dataclass
+class _Prompt:
+    """The request's prompt blocks as they are read, in prefix order, with the cache
+    breakpoints counted and their TTL order checked."""
+
+    blocks: list[PromptBlock] = field(default_factory=list)
+    breakpoints: int = 0
+    order: _TtlOrder = field(default_factory=lambda: _TtlOrder())
+
+    def marked(self, block: Mapping[str, Any], path: FieldPath) -> float | None:
+        """The TTL of `block`'s cache_control (checked and counted), or None."""
+        ttl = _cache_ttl(block, path)
+        self.order.check(ttl, path)
+        self.breakpoints += ttl is not None
+        return ttl
+
+
+@dataclass
+class _Turns:
+    """Tool pairing across the messages: consecutive messages of one role are one turn (the
+    API combines them), so the calls of an assistant turn must be answered by the tool
+    results that open the next user turn."""
+
+    role: str | None = None
+    start: int = 0
+    to_answer: list[str] = field(default_factory=list)  # the previous assistant turn's calls
+    calls: list[str] = field(default_factory=list)
+    answered: list[str] = field(default_factory=list)
+    leading_results: bool = True
+    seen_ids: set[str] = field(default_factory=set)
+
+    def enter(self, role: str, m_index: int) -> None:
+        if role == self.role:
+            return
+        self.check_answered()
+        self.to_answer = self.calls if self.role == "assistant" else []
+        self.role, self.start = role, m_index
+        self.calls, self.answered, self.leading_results = [], [], True
+
+    def check_answered(self) -> None:
+        if self.role == "user" and self.to_answer:
+            missing = [i for i in self.to_answer if i not in self.answered]
+            if missing:
+                raise _unanswered(self.start - 1, missing)
+
+
 def _parse(body: Any, registry: ModelRegistry, count_only: bool) -> MessagesRequest:
+    model, max_tokens, stream, messages = _parse_top(body, registry, count_only)
+    thinking = _thinking(body, max_tokens)
+    _check_output_config(body)
+    tool_choice = _tool_choice(body)
+    prompt = _Prompt()
+    specs = _parse_tools(body, prompt)
+    system_text = _parse_system(body, prompt)
+    if not messages:
+        raise invalid("messages: at least one message is required")
+    header = "messages|" + _canonical(
+        {
+            "tool_choice": tool_choice,
+            "thinking": body.get("thinking"),
+            "effort": (body.get("output_config") or {}).get("effort"),
+        }
+    )
+    parts = _parse_messages(messages, prompt, header, system_text)
+    _check_final_assistant(messages)
+    top_level = body.get("cache_control")
+    if top_level is not None:
+        ttl = _cache_ttl(body, ())
+        prompt.order.check(ttl, ())
+        if ttl is not None and prompt.blocks and prompt.blocks[-1].breakpoint_ttl is None:
+            last = prompt.blocks[-1]
+            prompt.blocks[-1] = PromptBlock(last.canonical, last.tokens, ttl)
+            prompt.breakpoints += 1
+    if prompt.breakpoints > MAX_CACHE_BREAKPOINTS:
+        raise invalid(
+            f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. "
+            f"Found {prompt.breakpoints}."
+        )
+    transcript = Transcript(
+        system="\n\n".join(system_text), tools=tuple(specs), messages=freeze(parts)
+    )
+    return MessagesRequest(model=model, max_tokens=max_tokens, stream=stream,
+                           thinking=thinking, blocks=tuple(prompt.blocks),
+                           transcript=transcript)
+
+
+def _parse_top(body: Any, registry: ModelRegistry, count_only: bool
+               ) -> tuple[ModelInfo, int, bool, list[Any]]:
+    """(model, max_tokens, stream, messages), the top-level fields checked."""
     if not isinstance(body, dict):
         raise invalid("The request body must be a JSON object")
     for key in body:
@@ -142,7 +231,10 @@ def _parse(body: Any, registry: ModelRegistry, count_only: bool) -> MessagesRequ
             f"max_tokens: {max_tokens} > {model.max_output}, which is the maximum allowed "
             f"number of output tokens for {model.id}"
         )
-    thinking = _thinking(body, max_tokens)
+    return model, max_tokens, stream, messages
+
+
+def _tool_choice(body: Mapping[str, Any]) -> Any:
     tool_choice = get_field(body, "tool_choice", (), "object")
     if tool_choice is not None:
         choice_type = tool_choice.get("type")
@@ -154,11 +246,10 @@ def _parse(body: Any, registry: ModelRegistry, count_only: bool) -> MessagesRequ
             )
         if choice_type == "tool":
             get_field(tool_choice, "name", ("tool_choice",), "string", required=True)
+    return tool_choice
 
-    breakpoints = 0
-    order = _TtlOrder()
-    blocks: list[PromptBlock] = []
 
+def _parse_tools(body: Mapping[str, Any], prompt: _Prompt) -> list[ToolSpec]:
     tools = get_field(body, "tools", (), "list") or []
     tool_names: list[str] = []
     specs: list[ToolSpec] = []
@@ -180,197 +271,165 @@ def _parse(body: Any, registry: ModelRegistry, count_only: bool) -> MessagesRequ
             raise invalid("tools: Tool names must be unique.")
         tool_names.append(name)
         schema = tool.get("input_schema")
-        specs.append(ToolSpec(name, schema if isinstance(schema, dict) else {}))
-        ttl = _cache_ttl(tool, path)
-        order.check(ttl, path)
-        breakpoints += ttl is not None
+        specs.append(ToolSpec(name, schema if isinstance(schema, dict) else {},
+                              str(tool.get("description") or "")))
+        ttl = prompt.marked(tool, path)
         description = tool.get("description") or ""
-        schema = json.dumps(tool.get("input_schema", {}), sort_keys=True, separators=(",", ":"))
-        tokens = 12 + count_tokens(name) + count_tokens(str(description)) + count_tokens(schema)
-        blocks.append(PromptBlock("tool|" + _canonical(tool), tokens, ttl))
+        encoded = json.dumps(tool.get("input_schema", {}), sort_keys=True, separators=(",", ":"))
+        tokens = 12 + count_tokens(name) + count_tokens(str(description)) + count_tokens(encoded)
+        prompt.blocks.append(PromptBlock("tool|" + _canonical(tool), tokens, ttl))
+    return specs
 
+
+def _parse_system(body: Mapping[str, Any], prompt: _Prompt) -> list[str]:
     system = body.get("system")
     system_text: list[str] = []
     if isinstance(system, str):
         if system:
-            blocks.append(PromptBlock("system|" + _canonical({"type": "text", "text": system}),
-                                      5 + count_tokens(system)))
+            prompt.blocks.append(PromptBlock(
+                "system|" + _canonical({"type": "text", "text": system}),
+                5 + count_tokens(system)))
             system_text.append(system)
     elif isinstance(system, list):
         for index, block in enumerate(system):
-            path = ("system", index)
-            if not isinstance(block, dict):
-                raise FieldProblem(path, "type", "object", block)
-            if block.get("type") != "text":
-                raise invalid(
-                    f"system.{index}.type: Input should be 'text'"
-                )
-            text = get_field(block, "text", path, "string", required=True)
-            _check_text(text, path, block)
-            ttl = _cache_ttl(block, path)
-            order.check(ttl, path)
-            breakpoints += ttl is not None
+            path: FieldPath = ("system", index)
+            text, ttl = _system_text(block, path, prompt)
             tokens = 2 + count_tokens(text) + (3 if index == 0 else 0)
-            blocks.append(PromptBlock("system|" + _canonical(block), tokens, ttl))
+            prompt.blocks.append(PromptBlock("system|" + _canonical(block), tokens, ttl))
             system_text.append(text)
     elif system is not None:
         raise invalid("system: Input should be a valid string or a valid list")
+    return system_text
 
-    if not messages:
-        raise invalid("messages: at least one message is required")
-    header = "messages|" + _canonical(
-        {"tool_choice": tool_choice, "thinking": body.get("thinking")}
-    )
+
+def _parse_messages(messages: list[Any], prompt: _Prompt, header: str, system_text: list[str]
+                    ) -> list[tuple[Literal["user", "assistant"], list[Part]]]:
     parts: list[tuple[Literal["user", "assistant"], list[Part]]] = []
-    seen_ids: set[str] = set()
-    # Consecutive messages of one role are one turn (the API combines them), so tool pairing is
-    # checked turn by turn: the calls of an assistant turn must be answered by the tool results
-    # that open the next user turn.
-    turn_role: str | None = None
-    turn_start = 0
-    calls_to_answer: list[str] = []  # the tool_use ids of the previous assistant turn
-    turn_calls: list[str] = []
-    answered: list[str] = []
-    leading_results = True
+    turns = _Turns()
     for m_index, message in enumerate(messages):
-        path = ("messages", m_index)
-        if not isinstance(message, dict):
-            raise FieldProblem(path, "type", "object", message)
-        for key in message:
-            if key not in ("role", "content"):
-                raise invalid(f"messages.{m_index}.{key}: Extra inputs are not permitted")
-        role = message.get("role")
-        if role is None:
-            raise FieldProblem((*path, "role"), "missing", "string")
-        if role not in ("user", "assistant", "system"):
-            raise invalid(
-                f"messages.{m_index}.role: Input should be 'user', 'assistant' or 'system'"
-            )
-        if m_index == 0 and role != "user":
-            raise invalid('messages: first message must use the "user" role')
-        content = message.get("content")
-        if content is None:
-            raise FieldProblem((*path, "content"), "missing", "list")
-        if isinstance(content, str):
-            content_blocks: list[Any] = [{"type": "text", "text": content}]
-        elif isinstance(content, list):
-            content_blocks = content
-        else:
-            raise invalid(f"messages.{m_index}.content: Input should be a valid list")
-        if not content_blocks and not (role == "assistant" and m_index == len(messages) - 1):
-            raise invalid(f"messages.{m_index}: all messages must have non-empty content "
-                          "except for the optional final assistant message")
+        role, content_blocks = _message_shape(message, m_index, len(messages))
+        path: FieldPath = ("messages", m_index)
         if role == "system":
             # A mid-conversation system message (SystemMessageParam): text only, and no place
             # for one between tool calls and their results.
-            if turn_role == "assistant" and turn_calls:
-                raise _unanswered(m_index - 1, turn_calls)
-            for b_index, block in enumerate(content_blocks):
-                b_path = (*path, "content", b_index)
-                if not isinstance(block, dict):
-                    raise FieldProblem(b_path, "type", "object", block)
-                if block.get("type") != "text":
-                    raise invalid(f"{dotted(b_path)}.type: Input should be 'text'")
-                text = get_field(block, "text", b_path, "string", required=True)
-                _check_text(text, b_path, block)
-                ttl = _cache_ttl(block, b_path)
-                order.check(ttl, b_path)
-                breakpoints += ttl is not None
-                system_text.append(text)
-                first = b_index == 0
-                blocks.append(PromptBlock(f"system-message|{int(first)}|{_canonical(block)}",
-                                          1 + count_tokens(text) + (3 if first else 0), ttl))
+            if turns.role == "assistant" and turns.calls:
+                raise _unanswered(m_index - 1, turns.calls)
+            _system_message(content_blocks, path, prompt, system_text)
             continue
-        if role != turn_role:
-            if turn_role == "user" and calls_to_answer:
-                missing = [i for i in calls_to_answer if i not in answered]
-                if missing:
-                    raise _unanswered(turn_start - 1, missing)
-            calls_to_answer = turn_calls if turn_role == "assistant" else []
-            turn_role, turn_start = role, m_index
-            turn_calls, answered, leading_results = [], [], True
-
+        turns.enter(role, m_index)
         for b_index, block in enumerate(content_blocks):
-            b_path = (*path, "content", b_index)
-            if not isinstance(block, dict):
-                raise FieldProblem(b_path, "type", "object", block)
-            kind = block.get("type")
-            if kind is None:
-                raise FieldProblem((*b_path, "type"), "missing", "string")
-            if kind not in _ALL_BLOCKS:
-                raise invalid(
-                    f"{dotted(b_path)}.type: Input tag '{kind}' found using 'type' does not match "
-                    "any of the expected tags"
-                )
-            allowed = _USER_BLOCKS if role == "user" else _ASSISTANT_BLOCKS
-            if kind not in allowed:
-                raise invalid(f"{dotted(b_path)}: `{kind}` blocks are not allowed in `{role}` "
-                              "messages")
-            ttl = _cache_ttl(block, b_path)
-            order.check(ttl, b_path)
-            breakpoints += ttl is not None
-            if kind == "tool_result":
-                inner = _inner_cache_ttl(block, b_path, order)
-                ttl = inner if ttl is None else ttl
-            tokens, part = _block(block, kind, b_path, m_index, b_index)
-            if kind == "tool_result":
-                assert isinstance(part, ToolResultPart)
-                if part.tool_call_id not in calls_to_answer:
-                    raise invalid(
-                        f"messages.{m_index}.content.{b_index}: unexpected `tool_use_id` found in "
-                        f"`tool_result` blocks: {part.tool_call_id}. Each `tool_result` block must "
-                        "have a corresponding `tool_use` block in the previous message."
-                    )
-                if leading_results:
-                    answered.append(part.tool_call_id)
-                breakpoints += _inner_cache_controls(block)
-            else:
-                leading_results = False
-            if kind == "tool_use":
-                assert isinstance(part, ToolCallPart)
-                if part.id in seen_ids:
-                    raise invalid(f"{dotted(b_path)}: `tool_use` ids must be unique")
-                seen_ids.add(part.id)
-                turn_calls.append(part.id)
+            part = _message_block(block, role, (*path, "content", b_index), m_index, b_index,
+                                  prompt, turns, header)
             if part is not None:
                 append_part(parts, role, part)
-            first = b_index == 0
-            # The header makes tool_choice and thinking part of every message prefix.
-            lead = header if m_index == 0 and first else ""
-            canonical = f"{lead}{role}|{int(first)}|{_canonical(block)}"
-            blocks.append(PromptBlock(canonical, tokens + (3 if first else 0), ttl))
-    if turn_role == "user" and calls_to_answer:
-        missing = [i for i in calls_to_answer if i not in answered]
-        if missing:
-            raise _unanswered(turn_start - 1, missing)
-    if turn_role == "assistant" and turn_calls:
-        raise _unanswered(len(messages) - 1, turn_calls)
+    turns.check_answered()
+    if turns.role == "assistant" and turns.calls:
+        raise _unanswered(len(messages) - 1, turns.calls)
+    return parts
 
-    _check_final_assistant(messages)
-    top_level = body.get("cache_control")
-    if top_level is not None:
-        ttl = _cache_ttl(body, ())
-        order.check(ttl, ())
-        if ttl is not None and blocks and blocks[-1].breakpoint_ttl is None:
-            last = blocks[-1]
-            blocks[-1] = PromptBlock(last.canonical, last.tokens, ttl)
-            breakpoints += 1
-    if breakpoints > MAX_CACHE_BREAKPOINTS:
+
+def _message_shape(message: Any, m_index: int, count: int) -> tuple[Any, list[Any]]:
+    """(role, content blocks) of a message, its keys, role and content checked."""
+    path: FieldPath = ("messages", m_index)
+    if not isinstance(message, dict):
+        raise FieldProblem(path, "type", "object", message)
+    for key in message:
+        if key not in ("role", "content"):
+            raise invalid(f"messages.{m_index}.{key}: Extra inputs are not permitted")
+    role = message.get("role")
+    if role is None:
+        raise FieldProblem((*path, "role"), "missing", "string")
+    if role not in ("user", "assistant", "system"):
         raise invalid(
-            f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. "
-            f"Found {breakpoints}."
+            f"messages.{m_index}.role: Input should be 'user', 'assistant' or 'system'"
         )
-    transcript = Transcript(
-        system="\n\n".join(system_text), tools=tuple(specs), messages=freeze(parts)
-    )
-    return MessagesRequest(
-        model=model,
-        max_tokens=max_tokens,
-        stream=stream,
-        thinking=thinking,
-        blocks=tuple(blocks),
-        transcript=transcript,
-    )
+    if m_index == 0 and role != "user":
+        raise invalid('messages: first message must use the "user" role')
+    content = message.get("content")
+    if content is None:
+        raise FieldProblem((*path, "content"), "missing", "list")
+    if isinstance(content, str):
+        content_blocks: list[Any] = [{"type": "text", "text": content}]
+    elif isinstance(content, list):
+        content_blocks = content
+    else:
+        raise invalid(f"messages.{m_index}.content: Input should be a valid list")
+    if not content_blocks and not (role == "assistant" and m_index == count - 1):
+        raise invalid(f"messages.{m_index}: all messages must have non-empty content "
+                      "except for the optional final assistant message")
+    return role, content_blocks
+
+
+def _system_text(block: Any, path: FieldPath, prompt: _Prompt) -> tuple[str, float | None]:
+    """A system block (top-level or a system message's): text only; (its text, its TTL)."""
+    if not isinstance(block, dict):
+        raise FieldProblem(path, "type", "object", block)
+    if block.get("type") != "text":
+        raise invalid(f"{dotted(path)}.type: Input should be 'text'")
+    text = get_field(block, "text", path, "string", required=True)
+    _check_text(text, path, block)
+    return text, prompt.marked(block, path)
+
+
+def _system_message(content_blocks: list[Any], path: FieldPath, prompt: _Prompt,
+                    system_text: list[str]) -> None:
+    for b_index, block in enumerate(content_blocks):
+        b_path = (*path, "content", b_index)
+        text, ttl = _system_text(block, b_path, prompt)
+        system_text.append(text)
+        first = b_index == 0
+        prompt.blocks.append(PromptBlock(f"system-message|{int(first)}|{_canonical(block)}",
+                                         1 + count_tokens(text) + (3 if first else 0), ttl))
+
+
+def _message_block(block: Any, role: str, b_path: FieldPath, m_index: int, b_index: int,
+                   prompt: _Prompt, turns: _Turns, header: str) -> Part | None:
+    """One content block of a user or assistant message: checked, its prompt block added,
+    tool pairing followed; its part of the transcript."""
+    if not isinstance(block, dict):
+        raise FieldProblem(b_path, "type", "object", block)
+    kind = block.get("type")
+    if kind is None:
+        raise FieldProblem((*b_path, "type"), "missing", "string")
+    if kind not in _ALL_BLOCKS:
+        raise invalid(
+            f"{dotted(b_path)}.type: Input tag '{kind}' found using 'type' does not match "
+            "any of the expected tags"
+        )
+    allowed = _USER_BLOCKS if role == "user" else _ASSISTANT_BLOCKS
+    if kind not in allowed:
+        raise invalid(f"{dotted(b_path)}: `{kind}` blocks are not allowed in `{role}` "
+                      "messages")
+    ttl = prompt.marked(block, b_path)
+    if kind == "tool_result":
+        inner = _inner_cache_ttl(block, b_path, prompt.order)
+        ttl = inner if ttl is None else ttl
+    tokens, part = _block(block, kind, b_path, m_index, b_index)
+    if kind == "tool_result":
+        assert isinstance(part, ToolResultPart)
+        if part.tool_call_id not in turns.to_answer:
+            raise invalid(
+                f"messages.{m_index}.content.{b_index}: unexpected `tool_use_id` found in "
+                f"`tool_result` blocks: {part.tool_call_id}. Each `tool_result` block must "
+                "have a corresponding `tool_use` block in the previous message."
+            )
+        if turns.leading_results:
+            turns.answered.append(part.tool_call_id)
+        prompt.breakpoints += _inner_cache_controls(block)
+    else:
+        turns.leading_results = False
+    if kind == "tool_use":
+        assert isinstance(part, ToolCallPart)
+        if part.id in turns.seen_ids:
+            raise invalid(f"{dotted(b_path)}: `tool_use` ids must be unique")
+        turns.seen_ids.add(part.id)
+        turns.calls.append(part.id)
+    first = b_index == 0
+    # The header makes tool_choice and thinking part of every message prefix.
+    lead = header if m_index == 0 and first else ""
+    canonical = f"{lead}{role}|{int(first)}|{_canonical(block)}"
+    prompt.blocks.append(PromptBlock(canonical, tokens + (3 if first else 0), ttl))
+    return part
 
 
 def _unanswered(m_index: int, ids: list[str]) -> RequestRejected:
@@ -386,14 +445,24 @@ def _thinking(body: Mapping[str, Any], max_tokens: int) -> bool:
     if thinking is None:
         return False
     kind = thinking.get("type")
+    allowed = _THINKING_FIELDS.get(kind) if isinstance(kind, str) else None
+    if allowed is not None:
+        for key in thinking:
+            if key not in allowed:
+                raise invalid(f"thinking.{kind}.{key}: Extra inputs are not permitted")
+        display = thinking.get("display")
+        if display is not None and display not in ("summarized", "omitted"):
+            raise invalid(
+                f"thinking.{kind}.display: Input should be 'summarized' or 'omitted'"
+            )
     if kind == "disabled":
         return False
-    if kind == "adaptive":
+    if kind in ("adaptive", "between_tools"):
         return True
     if kind != "enabled":
         raise invalid(
             f"thinking.type: Input tag '{kind}' found using 'type' does not match any of the "
-            "expected tags: 'enabled', 'disabled', 'adaptive'"
+            "expected tags: 'enabled', 'disabled', 'adaptive', 'between_tools'"
         )
     budget = get_field(thinking, "budget_tokens", ("thinking", "enabled"), "integer", required=True)
     if budget < 1024:
@@ -407,6 +476,28 @@ def _thinking(body: Mapping[str, Any], max_tokens: int) -> bool:
             "extended-thinking#max-tokens-and-context-window-size"
         )
     return True
+
+
+# The fields of each kind of `thinking` (anthropic 2.x's ThinkingConfig*Param).
+_THINKING_FIELDS: Mapping[str, frozenset[str]] = {
+    "enabled": frozenset(("type", "budget_tokens", "display")),
+    "adaptive": frozenset(("type", "display")),
+    "disabled": frozenset(("type",)),
+    "between_tools": frozenset(("type",)),
+}
+_EFFORTS = ("low", "medium", "high", "xhigh", "max")
+
+
+def _check_output_config(body: Mapping[str, Any]) -> None:
+    """`output_config.effort`, how much the model spends on an answer (an adaptive model's
+    thinking among it): one of the documented levels."""
+    config = get_field(body, "output_config", (), "object")
+    if config is None:
+        return
+    effort = config.get("effort")
+    if effort is not None and effort not in _EFFORTS:
+        listed = ", ".join(f"'{e}'" for e in _EFFORTS[:-1])
+        raise invalid(f"output_config.effort: Input should be {listed} or '{_EFFORTS[-1]}'")
 
 
 def _check_text(text: str, path: FieldPath, block: Mapping[str, Any]) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agent_server.llm.models import ModelInfo, ModelRegistry
@@ -21,7 +21,12 @@ from agent_server.sim.openai_cache_fields import (
     CHAT_CACHE_TTLS,
     parse_cache_fields,
 )
-from agent_server.sim.openai_errors import field_rejection, find_model, invalid
+from agent_server.sim.openai_errors import (
+    check_reasoning_effort,
+    field_rejection,
+    find_model,
+    invalid,
+)
 from agent_server.sim.rejection import RequestRejected
 from agent_server.sim.sse import sse_event
 from agent_server.sim.tokenizer import count_tokens, split_tokens
@@ -84,6 +89,18 @@ def parse_request(body: Any, registry: ModelRegistry) -> ChatRequest:
         raise field_rejection(problem) from None
 
 
+@dataclass
+class _Reading:
+    """What is gathered while the messages are read: the transcript's parts, the system
+    texts, and the tool calls still to be answered."""
+
+    parts: list[tuple[Literal["user", "assistant"], list[Part]]] = field(default_factory=list)
+    system: list[str] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)  # the last tool_calls not yet answered
+    pending_at: int = -1
+    answerable: list[str] = field(default_factory=list)
+
+
 def _parse(body: Any, registry: ModelRegistry) -> ChatRequest:
     if not isinstance(body, dict):
         raise invalid("The request body must be a JSON object.")
@@ -96,6 +113,7 @@ def _parse(body: Any, registry: ModelRegistry) -> ChatRequest:
     options = get_field(body, "stream_options", (), "object") or {}
     include_usage = bool(options.get("include_usage", False))
     model = find_model(registry, model_id)
+    check_reasoning_effort(model, body.get("reasoning_effort"), "reasoning_effort")
     cache = parse_cache_fields(body, model, CHAT_CACHE_TTLS, CHAT_CACHE_OPTIONS)
     max_tokens = _max_tokens(body, model)
     if not messages:
@@ -103,7 +121,21 @@ def _parse(body: Any, registry: ModelRegistry) -> ChatRequest:
             "Invalid 'messages': empty array. Expected an array with minimum length 1, but got "
             "an empty array instead.", "messages", "empty_array",
         )
+    blocks, specs = _parse_tools(body)
+    reading = _Reading()
+    for m_index, message in enumerate(messages):
+        blocks.append(_parse_message(message, m_index, reading))
+    if reading.pending:
+        raise _unanswered(reading.pending, reading.pending_at)
+    transcript = Transcript(
+        system="\n\n".join(reading.system), tools=tuple(specs), messages=freeze(reading.parts)
+    )
+    return ChatRequest(model=model, max_tokens=max_tokens, stream=stream,
+                       include_usage=include_usage, cache=cache, blocks=tuple(blocks),
+                       transcript=transcript)
 
+
+def _parse_tools(body: Mapping[str, Any]) -> tuple[list[PromptBlock], list[ToolSpec]]:
     blocks: list[PromptBlock] = []
     specs: list[ToolSpec] = []
     for index, tool in enumerate(get_field(body, "tools", (), "list") or []):
@@ -113,109 +145,103 @@ def _parse(body: Any, registry: ModelRegistry) -> ChatRequest:
         function = get_field(tool, "function", path, "object", required=True)
         name = get_field(function, "name", (*path, "function"), "string", required=True)
         parameters = function.get("parameters")
-        specs.append(ToolSpec(name, parameters if isinstance(parameters, dict) else {}))
+        specs.append(ToolSpec(name, parameters if isinstance(parameters, dict) else {},
+                              str(function.get("description") or "")))
         encoded = _canonical(tool)
         blocks.append(PromptBlock("tool|" + encoded, 8 + count_tokens(encoded)))
+    return blocks, specs
 
-    parts: list[tuple[Literal["user", "assistant"], list[Part]]] = []
-    system: list[str] = []
-    pending: list[str] = []  # tool_call ids of the last assistant message not yet answered
-    pending_at = -1
-    answerable: list[str] = []
-    for m_index, message in enumerate(messages):
-        path = ("messages", m_index)
-        if not isinstance(message, dict):
-            raise FieldProblem(path, "type", "object", message)
-        role = get_field(message, "role", path, "string", required=True)
-        if role not in _ROLES:
-            raise invalid(
-                f"Invalid value: '{role}'. Supported values are: 'system', 'assistant', 'user', "
-                "'function', 'tool', and 'developer'.", f"{bracketed(path)}.role", "invalid_value",
-            )
-        if role != "tool" and pending:
-            raise _unanswered(pending, pending_at)
-        tokens = 4
-        if role in ("system", "developer"):
-            texts, extra = _content_text(message, path, required=True)
-            system.append("\n".join(texts))
-            tokens += _tokens(texts) + extra
-            answerable = []
-        elif role == "user":
-            texts, extra = _content_text(message, path, required=True)
-            for text in texts:
-                append_part(parts, "user", TextPart(text))
-            if extra:
-                append_part(parts, "user", ImagePart())
-            tokens += _tokens(texts) + extra
-            answerable = []
-        elif role == "assistant":
-            texts, extra = _content_text(message, path, required=False)
-            tokens += _tokens(texts) + extra
-            for text in texts:
-                append_part(parts, "assistant", TextPart(text))
-            calls = get_field(message, "tool_calls", path, "list") or []
-            if not texts and not calls:
-                raise invalid(
-                    f"Invalid value for '{bracketed(path)}.content': expected a string, got null.",
-                    f"{bracketed(path)}.content", None,
-                )
-            ids: list[str] = []
-            for c_index, call in enumerate(calls):
-                c_path = (*path, "tool_calls", c_index)
-                if not isinstance(call, dict):
-                    raise FieldProblem(c_path, "type", "object", call)
-                call_id = get_field(call, "id", c_path, "string", required=True)
-                function = get_field(call, "function", c_path, "object", required=True)
-                name = get_field(function, "name", (*c_path, "function"), "string", required=True)
-                arguments = get_field(function, "arguments", (*c_path, "function"), "string",
-                                      required=True)
-                try:
-                    decoded = json.loads(arguments) if arguments.strip() else {}
-                except json.JSONDecodeError:
-                    decoded = {}
-                append_part(parts, "assistant", ToolCallPart(
-                    call_id, name, decoded if isinstance(decoded, dict) else {}))
-                tokens += 6 + count_tokens(name) + count_tokens(arguments)
-                ids.append(call_id)
-            pending = list(ids)
-            pending_at = m_index
-            answerable = list(ids)
-        elif role == "tool":
-            if not answerable:
-                raise invalid(
-                    "Invalid parameter: messages with role 'tool' must be a response to a "
-                    "preceeding message with 'tool_calls'.", f"{bracketed(path)}.role", None,
-                )
-            call_id = get_field(message, "tool_call_id", path, "string", required=True)
-            if call_id not in answerable:
-                raise invalid(
-                    f"Invalid parameter: 'tool_call_id' of '{call_id}' not found in "
-                    "'tool_calls' of previous message.", f"{bracketed(path)}.tool_call_id", None,
-                )
-            if call_id in pending:
-                pending.remove(call_id)
-            texts, extra = _content_text(message, path, required=True)
-            append_part(parts, "user", ToolResultPart(call_id, "\n".join(texts)))
-            tokens += _tokens(texts) + extra
-        else:
-            raise invalid("The 'function' role is deprecated; use 'tool' messages instead.",
-                          f"{bracketed(path)}.role", "invalid_value")
-        blocks.append(PromptBlock(f"{role}|{_canonical(message)}", tokens))
-    if pending:
-        raise _unanswered(pending, pending_at)
 
-    transcript = Transcript(
-        system="\n\n".join(system), tools=tuple(specs), messages=freeze(parts)
-    )
-    return ChatRequest(
-        model=model,
-        max_tokens=max_tokens,
-        stream=stream,
-        include_usage=include_usage,
-        cache=cache,
-        blocks=tuple(blocks),
-        transcript=transcript,
-    )
+def _parse_message(message: Any, m_index: int, reading: _Reading) -> PromptBlock:
+    """One message, checked and added to `reading`; its prompt block."""
+    path: FieldPath = ("messages", m_index)
+    if not isinstance(message, dict):
+        raise FieldProblem(path, "type", "object", message)
+    role = get_field(message, "role", path, "string", required=True)
+    if role not in _ROLES:
+        raise invalid(
+            f"Invalid value: '{role}'. Supported values are: 'system', 'assistant', 'user', "
+            "'function', 'tool', and 'developer'.", f"{bracketed(path)}.role", "invalid_value",
+        )
+    if role != "tool" and reading.pending:
+        raise _unanswered(reading.pending, reading.pending_at)
+    tokens = 4
+    if role in ("system", "developer"):
+        texts, extra = _content_text(message, path, required=True)
+        reading.system.append("\n".join(texts))
+        tokens += _tokens(texts) + extra
+        reading.answerable = []
+    elif role == "user":
+        texts, extra = _content_text(message, path, required=True)
+        for text in texts:
+            append_part(reading.parts, "user", TextPart(text))
+        if extra:
+            append_part(reading.parts, "user", ImagePart())
+        tokens += _tokens(texts) + extra
+        reading.answerable = []
+    elif role == "assistant":
+        tokens += _assistant_message(message, path, m_index, reading)
+    elif role == "tool":
+        tokens += _tool_message(message, path, reading)
+    else:
+        raise invalid("The 'function' role is deprecated; use 'tool' messages instead.",
+                      f"{bracketed(path)}.role", "invalid_value")
+    return PromptBlock(f"{role}|{_canonical(message)}", tokens)
+
+
+def _assistant_message(message: Mapping[str, Any], path: FieldPath, m_index: int,
+                       reading: _Reading) -> int:
+    """An assistant message's text and tool calls into `reading`; its tokens."""
+    texts, extra = _content_text(message, path, required=False)
+    tokens = _tokens(texts) + extra
+    for text in texts:
+        append_part(reading.parts, "assistant", TextPart(text))
+    calls = get_field(message, "tool_calls", path, "list") or []
+    if not texts and not calls:
+        raise invalid(
+            f"Invalid value for '{bracketed(path)}.content': expected a string, got null.",
+            f"{bracketed(path)}.content", None,
+        )
+    ids: list[str] = []
+    for c_index, call in enumerate(calls):
+        c_path = (*path, "tool_calls", c_index)
+        if not isinstance(call, dict):
+            raise FieldProblem(c_path, "type", "object", call)
+        call_id = get_field(call, "id", c_path, "string", required=True)
+        function = get_field(call, "function", c_path, "object", required=True)
+        name = get_field(function, "name", (*c_path, "function"), "string", required=True)
+        arguments = get_field(function, "arguments", (*c_path, "function"), "string",
+                              required=True)
+        try:
+            decoded = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError:
+            decoded = {}
+        append_part(reading.parts, "assistant", ToolCallPart(
+            call_id, name, decoded if isinstance(decoded, dict) else {}))
+        tokens += 6 + count_tokens(name) + count_tokens(arguments)
+        ids.append(call_id)
+    reading.pending, reading.pending_at, reading.answerable = list(ids), m_index, list(ids)
+    return tokens
+
+
+def _tool_message(message: Mapping[str, Any], path: FieldPath, reading: _Reading) -> int:
+    """A tool message, checked against the calls it may answer, into `reading`; its tokens."""
+    if not reading.answerable:
+        raise invalid(
+            "Invalid parameter: messages with role 'tool' must be a response to a "
+            "preceeding message with 'tool_calls'.", f"{bracketed(path)}.role", None,
+        )
+    call_id = get_field(message, "tool_call_id", path, "string", required=True)
+    if call_id not in reading.answerable:
+        raise invalid(
+            f"Invalid parameter: 'tool_call_id' of '{call_id}' not found in "
+            "'tool_calls' of previous message.", f"{bracketed(path)}.tool_call_id", None,
+        )
+    if call_id in reading.pending:
+        reading.pending.remove(call_id)
+    texts, extra = _content_text(message, path, required=True)
+    append_part(reading.parts, "user", ToolResultPart(call_id, "\n".join(texts)))
+    return _tokens(texts) + extra
 
 
 def _max_tokens(body: Mapping[str, Any], model: ModelInfo) -> int:

@@ -82,3 +82,28 @@ def model_json(model: ModelInfo) -> dict[str, Any]:
         model.vendor, "user"
     )
     return {"id": model.id, "object": "model", "created": 1735689600, "owned_by": owner}
+
+
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+
+
+def check_reasoning_effort(model: ModelInfo, effort: Any, param: str) -> None:
+    """OpenAI's checks of a reasoning effort (`reasoning.effort` of Responses,
+    `reasoning_effort` of Chat Completions): one of the documented values, and only for a
+    reasoning model."""
+    if effort is None:
+        return
+    if not model.reasoning:
+        raise invalid(
+            f"Unsupported parameter: '{param}' is not supported with this model.",
+            param,
+            "unsupported_parameter",
+        )
+    if effort not in REASONING_EFFORTS:
+        listed = ", ".join(f"'{value}'" for value in REASONING_EFFORTS[:-1])
+        raise invalid(
+            f"Invalid value: '{effort}'. Supported values are: {listed}, and "
+            f"'{REASONING_EFFORTS[-1]}'.",
+            param,
+            "invalid_value",
+        )

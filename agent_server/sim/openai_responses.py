@@ -24,7 +24,12 @@ from agent_server.sim.openai_cache_fields import (
     RESPONSES_CACHE_TTLS,
     parse_cache_fields,
 )
-from agent_server.sim.openai_errors import field_rejection, find_model, invalid
+from agent_server.sim.openai_errors import (
+    check_reasoning_effort,
+    field_rejection,
+    find_model,
+    invalid,
+)
 from agent_server.sim.rejection import RequestRejected
 from agent_server.sim.sse import sse_event
 from agent_server.sim.tokenizer import count_tokens, split_tokens
@@ -123,134 +128,27 @@ def _parse(body: Any, registry: ModelRegistry, previous: PreviousLookup) -> Resp
     previous_id = get_field(body, "previous_response_id", (), "string")
     metadata = get_field(body, "metadata", (), "object") or {}
     model = find_model(registry, model_id)
+    check_reasoning_effort(model, (reasoning or {}).get("effort"), "reasoning.effort")
     cache = parse_cache_fields(body, model, RESPONSES_CACHE_TTLS, RESPONSES_CACHE_OPTIONS)
-    max_output = get_field(body, "max_output_tokens", (), "integer")
-    if max_output is None:
-        max_output = model.max_output
-    elif max_output < MIN_OUTPUT_TOKENS:
-        raise invalid(
-            "Invalid 'max_output_tokens': integer below minimum value. Expected a value >= "
-            f"{MIN_OUTPUT_TOKENS}, but got {max_output} instead.", "max_output_tokens",
-            "integer_below_min_value",
-        )
-    elif max_output > model.max_output:
-        raise invalid(
-            f"max_output_tokens is too large: {max_output}. This model supports at most "
-            f"{model.max_output} output tokens, whereas you provided {max_output}.",
-            "max_output_tokens", "invalid_value",
-        )
-
-    items: list[dict[str, Any]] = []
-    if previous_id is not None:
-        stored = previous(previous_id)
-        if stored is None:
-            raise invalid(f"Previous response with id '{previous_id}' not found.",
-                          "previous_response_id", "previous_response_not_found")
-        items.extend(stored)
-    if isinstance(raw_input, str):
-        items.append({"type": "message", "role": "user", "content": raw_input})
-    else:
-        for index, item in enumerate(raw_input):
-            if not isinstance(item, dict):
-                raise FieldProblem(("input", index), "type", "object", item)
-            items.append(item)
-
+    max_output = _max_output(body, model)
+    items = _items(raw_input, previous_id, previous)
     blocks: list[PromptBlock] = []
     if instructions:
         blocks.append(PromptBlock("instructions|" + instructions, 4 + count_tokens(instructions)))
-    tools: list[dict[str, Any]] = []
-    specs: list[ToolSpec] = []
-    for index, tool in enumerate(get_field(body, "tools", (), "list") or []):
-        path: FieldPath = ("tools", index)
-        if not isinstance(tool, dict):
-            raise FieldProblem(path, "type", "object", tool)
-        kind = get_field(tool, "type", path, "string", required=True)
-        if kind == "function":
-            parameters = tool.get("parameters")
-            specs.append(ToolSpec(get_field(tool, "name", path, "string", required=True),
-                                  parameters if isinstance(parameters, dict) else {}))
-        tools.append(tool)
-        encoded = _canonical(tool)
-        blocks.append(PromptBlock("tool|" + encoded, 8 + count_tokens(encoded)))
-
-    parts: list[tuple[Literal["user", "assistant"], list[Part]]] = []
-    system: list[str] = [instructions] if instructions else []
-    calls: dict[str, int] = {}  # call_id -> item index
-    answered: set[str] = set()
+    tools, specs = _parse_tools(body, blocks)
+    reading = _Reading(system=[instructions] if instructions else [])
     first_new = len(items) - (len(raw_input) if isinstance(raw_input, list) else 1)
     for index, item in enumerate(items):
-        path = ("input", max(index - first_new, 0))
+        path: FieldPath = ("input", max(index - first_new, 0))
         kind = item.get("type", "message")
-        tokens: int
-        if kind == "message":
-            role = get_field(item, "role", path, "string", required=True)
-            if role not in ("user", "assistant", "system", "developer"):
-                raise invalid(
-                    f"Invalid value: '{role}'. Supported values are: 'assistant', 'system', "
-                    "'developer', and 'user'.", f"{bracketed(path)}.role", "invalid_value",
-                )
-            texts, extra = _content_text(item, path)
-            tokens = 4 + sum(count_tokens(text) for text in texts) + extra
-            if role in ("system", "developer"):
-                system.append("\n".join(texts))
-            else:
-                who: Literal["user", "assistant"] = "user" if role == "user" else "assistant"
-                for text in texts:
-                    append_part(parts, who, TextPart(text))
-                if extra:
-                    append_part(parts, who, ImagePart())
-        elif kind == "function_call":
-            call_id = get_field(item, "call_id", path, "string", required=True)
-            name = get_field(item, "name", path, "string", required=True)
-            arguments = get_field(item, "arguments", path, "string", required=True)
-            try:
-                decoded = json.loads(arguments) if arguments.strip() else {}
-            except json.JSONDecodeError:
-                decoded = {}
-            calls[call_id] = index
-            append_part(parts, "assistant",
-                        ToolCallPart(call_id, name, decoded if isinstance(decoded, dict) else {}))
-            tokens = 6 + count_tokens(name) + count_tokens(arguments)
-        elif kind == "function_call_output":
-            call_id = get_field(item, "call_id", path, "string", required=True)
-            if call_id not in calls:
-                raise invalid(
-                    f"No tool call found for function call output with call_id {call_id}.",
-                    "input", None,
-                )
-            answered.add(call_id)
-            output = item.get("output")
-            if isinstance(output, str):
-                text, extra = output, 0
-            elif isinstance(output, list):
-                texts, extra = _parts_text(output, (*path, "output"))
-                text = "\n".join(texts)
-            else:
-                raise FieldProblem((*path, "output"), "missing" if output is None else "type",
-                                   "string", output)
-            append_part(parts, "user", ToolResultPart(call_id, text))
-            tokens = 5 + count_tokens(text) + extra
-        elif kind == "reasoning":
-            summary = item.get("summary") or []
-            text = "\n".join(
-                str(s.get("text", "")) for s in summary if isinstance(s, dict)
-            )
-            if text:
-                append_part(parts, "assistant", ThinkingPart(text))
-            tokens = 2 + count_tokens(text)
-        else:
-            raise invalid(
-                f"Invalid value: '{kind}'. This simulator supports input items of type "
-                "'message', 'function_call', 'function_call_output' and 'reasoning'.",
-                f"{bracketed(path)}.type", "invalid_value",
-            )
+        tokens = _parse_item(item, kind, index, path, reading)
         blocks.append(PromptBlock(f"{kind}|{_canonical(_identity(item))}", tokens))
-    for call_id in calls:
-        if call_id not in answered:
+    for call_id in reading.calls:
+        if call_id not in reading.answered:
             raise invalid(f"No tool output found for function call {call_id}.", "input", None)
-
     transcript = Transcript(
-        system="\n\n".join(system), tools=tuple(specs), messages=freeze(parts)
+        system="\n\n".join(reading.system), tools=tuple(specs),
+        messages=freeze(reading.parts)
     )
     return ResponsesRequest(
         model=model,
@@ -269,6 +167,147 @@ def _parse(body: Any, registry: ModelRegistry, previous: PreviousLookup) -> Resp
         transcript=transcript,
         metadata=metadata,
     )
+
+
+def _max_output(body: Mapping[str, Any], model: ModelInfo) -> int:
+    max_output = get_field(body, "max_output_tokens", (), "integer")
+    if max_output is None:
+        return model.max_output
+    if max_output < MIN_OUTPUT_TOKENS:
+        raise invalid(
+            "Invalid 'max_output_tokens': integer below minimum value. Expected a value >= "
+            f"{MIN_OUTPUT_TOKENS}, but got {max_output} instead.", "max_output_tokens",
+            "integer_below_min_value",
+        )
+    if max_output > model.max_output:
+        raise invalid(
+            f"max_output_tokens is too large: {max_output}. This model supports at most "
+            f"{model.max_output} output tokens, whereas you provided {max_output}.",
+            "max_output_tokens", "invalid_value",
+        )
+    return int(max_output)
+
+
+def _items(raw_input: str | list[Any], previous_id: str | None, previous: PreviousLookup
+           ) -> list[dict[str, Any]]:
+    """The input items, after those of the stored response it continues, if any."""
+    items: list[dict[str, Any]] = []
+    if previous_id is not None:
+        stored = previous(previous_id)
+        if stored is None:
+            raise invalid(f"Previous response with id '{previous_id}' not found.",
+                          "previous_response_id", "previous_response_not_found")
+        items.extend(stored)
+    if isinstance(raw_input, str):
+        items.append({"type": "message", "role": "user", "content": raw_input})
+    else:
+        for index, item in enumerate(raw_input):
+            if not isinstance(item, dict):
+                raise FieldProblem(("input", index), "type", "object", item)
+            items.append(item)
+    return items
+
+
+def _parse_tools(body: Mapping[str, Any], blocks: list[PromptBlock]
+                 ) -> tuple[list[dict[str, Any]], list[ToolSpec]]:
+    tools: list[dict[str, Any]] = []
+    specs: list[ToolSpec] = []
+    for index, tool in enumerate(get_field(body, "tools", (), "list") or []):
+        path: FieldPath = ("tools", index)
+        if not isinstance(tool, dict):
+            raise FieldProblem(path, "type", "object", tool)
+        kind = get_field(tool, "type", path, "string", required=True)
+        if kind == "function":
+            parameters = tool.get("parameters")
+            specs.append(ToolSpec(get_field(tool, "name", path, "string", required=True),
+                                  parameters if isinstance(parameters, dict) else {},
+                                  str(tool.get("description") or "")))
+        tools.append(tool)
+        encoded = _canonical(tool)
+        blocks.append(PromptBlock("tool|" + encoded, 8 + count_tokens(encoded)))
+    return tools, specs
+
+
+@dataclass
+class _Reading:
+    """What is gathered while the input items are read."""
+
+    system: list[str]
+    parts: list[tuple[Literal["user", "assistant"], list[Part]]] = field(default_factory=list)
+    calls: dict[str, int] = field(default_factory=dict)  # call_id -> item index
+    answered: set[str] = field(default_factory=set)
+
+
+def _parse_item(item: Mapping[str, Any], kind: str, index: int, path: FieldPath,
+                reading: _Reading) -> int:
+    """One input item, checked and added to `reading`; its tokens."""
+    if kind == "message":
+        return _message_item(item, path, reading)
+    if kind == "function_call":
+        call_id = get_field(item, "call_id", path, "string", required=True)
+        name = get_field(item, "name", path, "string", required=True)
+        arguments = get_field(item, "arguments", path, "string", required=True)
+        try:
+            decoded = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError:
+            decoded = {}
+        reading.calls[call_id] = index
+        append_part(reading.parts, "assistant",
+                    ToolCallPart(call_id, name, decoded if isinstance(decoded, dict) else {}))
+        return 6 + count_tokens(name) + count_tokens(arguments)
+    if kind == "function_call_output":
+        return _output_item(item, path, reading)
+    if kind == "reasoning":
+        summary = item.get("summary") or []
+        text = "\n".join(str(s.get("text", "")) for s in summary if isinstance(s, dict))
+        if text:
+            append_part(reading.parts, "assistant", ThinkingPart(text))
+        return 2 + count_tokens(text)
+    raise invalid(
+        f"Invalid value: '{kind}'. This simulator supports input items of type "
+        "'message', 'function_call', 'function_call_output' and 'reasoning'.",
+        f"{bracketed(path)}.type", "invalid_value",
+    )
+
+
+def _message_item(item: Mapping[str, Any], path: FieldPath, reading: _Reading) -> int:
+    role = get_field(item, "role", path, "string", required=True)
+    if role not in ("user", "assistant", "system", "developer"):
+        raise invalid(
+            f"Invalid value: '{role}'. Supported values are: 'assistant', 'system', "
+            "'developer', and 'user'.", f"{bracketed(path)}.role", "invalid_value",
+        )
+    texts, extra = _content_text(item, path)
+    if role in ("system", "developer"):
+        reading.system.append("\n".join(texts))
+    else:
+        who: Literal["user", "assistant"] = "user" if role == "user" else "assistant"
+        for text in texts:
+            append_part(reading.parts, who, TextPart(text))
+        if extra:
+            append_part(reading.parts, who, ImagePart())
+    return 4 + sum(count_tokens(text) for text in texts) + extra
+
+
+def _output_item(item: Mapping[str, Any], path: FieldPath, reading: _Reading) -> int:
+    call_id = get_field(item, "call_id", path, "string", required=True)
+    if call_id not in reading.calls:
+        raise invalid(
+            f"No tool call found for function call output with call_id {call_id}.",
+            "input", None,
+        )
+    reading.answered.add(call_id)
+    output = item.get("output")
+    if isinstance(output, str):
+        text, extra = output, 0
+    elif isinstance(output, list):
+        texts, extra = _parts_text(output, (*path, "output"))
+        text = "\n".join(texts)
+    else:
+        raise FieldProblem((*path, "output"), "missing" if output is None else "type",
+                           "string", output)
+    append_part(reading.parts, "user", ToolResultPart(call_id, text))
+    return 5 + count_tokens(text) + extra
 
 
 def _identity(item: Mapping[str, Any]) -> dict[str, Any]:

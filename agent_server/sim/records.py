@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from agent_server.sim.cache import CacheUsage
+from agent_server.sim.knowledge import FactCheck
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +71,17 @@ class RequestRecord:
     tokens: TokenCounts | None = None
     stop_reason: str | None = None
     fault: str | None = None
-    source: str | None = None  # scenario:<turn>:<step>, fallback:<step>, summary
+    # scenario:<turn>:<step>, recovery:<turn>:<step>:<fact>, violation:<turn>:<step>:<fact>,
+    # fallback:<step>, summary
+    source: str | None = None
     error: str | None = None
+    knowledge: tuple[FactCheck, ...] = ()  # the facts the answered step needed, checked
+
+    @property
+    def completed_step(self) -> str | None:
+        """"<turn>:<step>" of the scenario step this request answered with, if it did."""
+        source = self.source or ""
+        return source.removeprefix("scenario:") if source.startswith("scenario:") else None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -91,6 +101,7 @@ class RequestRecord:
             "fault": self.fault,
             "source": self.source,
             "error": self.error,
+            "knowledge": [check.to_json() for check in self.knowledge],
         }
 
 

@@ -12,8 +12,9 @@ Anthropic Messages request:
 - the append-only prefix: between two compactions, each request begins with the previous one
   byte for byte (tools, system and messages, `cache_control` marks aside, since they move).
 
-A compaction is recognised by its summary request (the marker of
-context.summary_prompt); the request after it starts a new cache window. Requests the server
+A compaction is recognised by its summary request (read from its words, as the simulated
+model reads it: `summary_requests.is_summary_request`); the request after it starts a new cache
+window. Requests the server
 rejected as too long are checked like the others; a retry repeats its predecessor, which the
 prefix rule accepts.
 Reusable by tests and benchmarks: it reads only the log.
@@ -27,8 +28,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_server.context.summary_prompt import SUMMARY_REQUEST_MARKER
 from agent_server.sim.records import RequestRecord
+from agent_server.sim.summary_requests import is_summary_request as asks_for_summary
+from agent_server.sim.transcript import (
+    Part,
+    TextPart,
+    ToolResultPart,
+    ToolSpec,
+    Transcript,
+    TranscriptMessage,
+)
 
 
 @dataclass
@@ -78,21 +87,29 @@ def _as_dict(record: RequestRecord | Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def is_summary_request(body: Mapping[str, Any]) -> bool:
+    """Whether an Anthropic Messages body asks for a summary (by its words)."""
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         return False
     last = messages[-1]
-    content = last.get("content") if isinstance(last, Mapping) else None
-    if isinstance(content, str):
-        return SUMMARY_REQUEST_MARKER in content
-    if isinstance(content, list):
-        return any(
-            isinstance(block, Mapping)
-            and block.get("type") == "text"
-            and SUMMARY_REQUEST_MARKER in str(block.get("text", ""))
-            for block in content
-        )
-    return False
+    if _role(last) != "user":
+        return False
+    parts: list[Part] = []
+    for block in _blocks(last):
+        if not isinstance(block, Mapping):
+            continue
+        if block.get("type") == "text":
+            parts.append(TextPart(str(block.get("text", ""))))
+        elif block.get("type") == "tool_result":
+            parts.append(ToolResultPart(str(block.get("tool_use_id", "")), ""))
+    system = body.get("system")
+    system_text = system if isinstance(system, str) else "\n".join(
+        str(block.get("text", "")) for block in system or () if isinstance(block, Mapping)
+    )
+    tools = tuple(ToolSpec(str(tool.get("name", "")), {}) for tool in body.get("tools") or ()
+                  if isinstance(tool, Mapping))
+    transcript = Transcript(system_text, tools, (TranscriptMessage("user", tuple(parts)),))
+    return asks_for_summary(transcript)
 
 
 def check_requests(

@@ -1,20 +1,30 @@
-"""What the simulated model says next: a scenario step, the fallback, or a summary.
+"""What the simulated model says next: a scenario step, a detour the step needs, the fallback,
+or a summary.
 
 The choice is read from the request alone (stateless and deterministic, so retries and
 compactions are safe):
 
-1. The last user message carries SUMMARY_REQUEST_MARKER: an extractive summary (`summary.py`).
-2. The last user message holds tool results: the first result whose id the simulator made
+1. The last user message holds tool results: the first result whose id the simulator made
    (`toolu_sim_<turn>_<step>_<i>_<nonce>`, `call_sim_...`) gives turn and step; the answer is
-   step + 1 of that turn.
-3. Otherwise its last text block is a prompt: the scenario turn whose `user` text equals it
+   step + 1 of that turn (the same step again after a detour's results:
+   `..._<step>d<need>_...`). A new prompt after the results wins over them (below).
+2. Otherwise its last text block is a prompt: the scenario turn whose `user` text equals it
    (whitespace-normalised) answers with its first step. Failing that, a request for a summary
-   in other words than ours (`is_summary_request`) gets the summary; failing that, the turn
-   whose `user` text is contained in the message (a client that adds its own instructions
-   around the user's words) answers.
+   (`summary_requests.is_summary_request`: read from its words, the same for every client)
+   gets the summary; failing that, the turn whose `user` text is contained in the message (a
+   client that adds its own instructions around the user's words) answers.
+3. A request that ends with a summary handed over after a compaction in the middle of a turn
+   (the turn's prompt kept before it, as Codex does, or only quoted in it, or dropped) takes
+   that turn up again at its last step, the answer, whose needs fetch what is missing; with no
+   prompt kept or quoted, it gets the fallback, recorded as a violation of the latest request.
 4. Anything else gets the fallback: `ls .` if an `ls` tool is offered, then `read` of the first
    file that listing names, then a text answer that says what it saw and echoes the prompt
    (turn index `f` in the ids).
+
+Before a step that names facts it relies on (`Step.needs`), the knowledge gate
+(`knowledge.py`) looks for each in the request: a missing one is fetched again (a detour: the
+step's turn and step, `d` and the need's index in the ids) or acted on wrongly, and the step
+follows.
 
 The nonce in an id (a digest of the whole conversation the request carries) keeps ids unique
 within a conversation when the same turn runs twice, or after a failed turn left a partial answer
@@ -27,29 +37,30 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from agent_server.context.summary_prompt import SUMMARY_PREFIX, SUMMARY_REQUEST_MARKER
-from agent_server.sim.scenario import Scenario, Step
-from agent_server.sim.summary import summarise
+from agent_server.sim.knowledge import FactCheck, Gate, check_needs
+from agent_server.sim.scenario import FETCHABLE, Fact, Scenario, Step, ToolInvocation
+from agent_server.sim.summary import SummaryMode, summarise
+from agent_server.sim.summary_requests import is_summary_handoff, is_summary_request
 from agent_server.sim.tokenizer import filler_text
 from agent_server.sim.tool_fitting import fit_call, working_directory
-from agent_server.sim.transcript import Transcript, TranscriptMessage, trailing_texts
+from agent_server.sim.transcript import (
+    Transcript,
+    TranscriptMessage,
+    is_context_block,
+    trailing_texts,
+)
 
 FALLBACK_TURN = "f"
+LATEST_REQUEST = "latest-request"  # the fact a request without its prompt lacks
 _CALL_ID = re.compile(
-    r"^(?:toolu|call|fc)_sim_(?P<turn>\d+|f)_(?P<step>\d+)_(?P<index>\d+)(?:_[A-Za-z0-9]+)?$"
+    r"^(?:toolu|call|fc)_sim_(?P<turn>\d+|f)_(?P<step>\d+)(?:d(?P<detour>\d+))?"
+    r"_(?P<index>\d+)(?:_[A-Za-z0-9]+)?$"
 )
 _ECHO_LIMIT = 400
-_SUMMARY_INSTRUCTION = re.compile(
-    r"\b(?:create|write|produce|provide|generate)\b[^.\n]{0,80}\bsummary\b"
-    r"|\bsummari[sz]e\b[^.\n]{0,40}\b(?:conversation|session|context|history)\b"
-    r"|context checkpoint",
-    re.IGNORECASE,
-)
-_CODEX_HANDOFF = "Another language model started to solve this problem"
-_SUMMARY_WORDING = re.compile(r"\bsummar(?:y|ise|ize|isation|ization)\b", re.IGNORECASE)
+_FETCH_TEXT = "I no longer have {about} in front of me, so I will look at it again."
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,14 +74,29 @@ class PlannedCall:
 class PlannedReply:
     """The full answer before any cut-off: thinking, then text, then tool calls."""
 
-    source: str  # "scenario:<turn>:<step>", "fallback:<step>" or "summary"
+    # "scenario:<turn>:<step>", "recovery:<turn>:<step>:<fact>",
+    # "violation:<turn>:<step>:<fact>", "fallback:<step>" or "summary"
+    source: str
     thinking: str = ""
     text: str = ""
     calls: tuple[PlannedCall, ...] = ()
+    knowledge: tuple[FactCheck, ...] = ()
 
 
-def make_call_id(prefix: str, turn: int | str, step: int, index: int, nonce: str) -> str:
-    return f"{prefix}_sim_{turn}_{step}_{index}_{nonce}"
+@dataclass(frozen=True, slots=True)
+class CallRef:
+    """What an id the simulator made says: the turn (a number or "f"), the step, and the
+    need whose detour the call was, if it was one."""
+
+    turn: str
+    step: int
+    detour: int | None = None
+
+
+def make_call_id(prefix: str, turn: int | str, step: int, index: int, nonce: str,
+                 detour: int | None = None) -> str:
+    tag = f"{step}d{detour}" if detour is not None else f"{step}"
+    return f"{prefix}_sim_{turn}_{tag}_{index}_{nonce}"
 
 
 def conversation_digest(transcript: Transcript) -> str:
@@ -78,125 +104,184 @@ def conversation_digest(transcript: Transcript) -> str:
     return hashlib.sha256(repr(transcript.messages).encode("utf-8")).hexdigest()[:8]
 
 
-def is_summary_handoff(text: str) -> bool:
-    """A summary a client put in front of the conversation after compacting it (ours and pi's
-    begin with SUMMARY_PREFIX, Codex's with its own words, Claude Code's holds <summary>)."""
-    opening = text.lstrip()[:200]
-    return opening.startswith((SUMMARY_PREFIX, _CODEX_HANDOFF)) or "<summary>" in text
-
-
-def _has_marker(transcript: Transcript) -> bool:
-    last = transcript.messages[-1] if transcript.messages else None
-    return last is not None and last.role == "user" and any(
-        SUMMARY_REQUEST_MARKER in text for text in last.texts
-    )
-
-
-def parse_call_id(call_id: str) -> tuple[str, int] | None:
-    """(turn, step) encoded in an id the simulator made; turn is a number or "f"."""
+def parse_call_id(call_id: str) -> CallRef | None:
+    """What an id the simulator made encodes, or None for any other id."""
     match = _CALL_ID.match(call_id)
     if match is None:
         return None
-    return match["turn"], int(match["step"])
+    detour = match["detour"]
+    return CallRef(match["turn"], int(match["step"]), int(detour) if detour else None)
 
 
-def is_summary_request(transcript: Transcript) -> bool:
-    """Whether the request asks for a summary of the conversation, whoever sends it: our
-    marker; or an instruction to write a summary of the conversation (Claude Code's "create a
-    detailed summary of the conversation", Codex's "CONTEXT CHECKPOINT COMPACTION", pi's
-    "structured context checkpoint summary"); or summary wording in a request that offers no
-    tools (pi's summariser sends none)."""
-    if _has_marker(transcript):
-        return True
+@dataclass(frozen=True, slots=True)
+class _Context:
+    """What every step of one request shares."""
+
+    transcript: Transcript
+    scenario: Scenario
+    id_prefix: str
+    nonce: str
+
+
+def plan_reply(transcript: Transcript, scenario: Scenario, *, id_prefix: str,
+               summariser: SummaryMode = "faithful", summary_chars: int | None = None
+               ) -> PlannedReply:
+    context = _Context(transcript, scenario, id_prefix, conversation_digest(transcript))
     last = transcript.messages[-1] if transcript.messages else None
     if last is None or last.role != "user":
-        return False
-    text = "\n".join(trailing_texts(last))
-    if not text:
-        return False
-    if _SUMMARY_INSTRUCTION.search(text):
-        return True
-    return not transcript.tools and bool(
-        _SUMMARY_WORDING.search(text) or _SUMMARY_WORDING.search(transcript.system)
-    )
-
-
-def plan_reply(transcript: Transcript, scenario: Scenario, *, id_prefix: str) -> PlannedReply:
-    nonce = conversation_digest(transcript)
-    if _has_marker(transcript):
-        return PlannedReply(source="summary", text=summarise(transcript))
-    last = transcript.messages[-1] if transcript.messages else None
-    if last is None or last.role != "user":
-        return _fallback(transcript, 2, id_prefix, nonce)
+        return _fallback(context, 2)
     # What was said after the last tool result (all of it when there are none): a new prompt
     # there wins over the results (pi sends the next prompt after an unfinished turn's results,
     # Codex its compaction prompt); text that matches nothing (Claude Code's reminders) does not.
     texts = trailing_texts(last)
     found = scenario.find_turn(texts[-1]) if texts else None
     if found is None and is_summary_request(transcript):
-        return PlannedReply(source="summary", text=summarise(transcript))
+        return PlannedReply(source="summary",
+                            text=summarise(transcript, summariser, summary_chars))
     if found is None and texts:
         # Not inside a summary handed over after a compaction: it quotes earlier prompts.
         found = scenario.find_turn_within(
             "\n".join(text for text in texts if not is_summary_handoff(text))
         )
+        if found is not None and _ends_with_handoff(texts):
+            return _resumed(context, found)
     if found is not None:
-        return _scenario_step(transcript, scenario, found, 0, id_prefix, nonce)
+        return _scenario_step(context, found, 0)
     if last.tool_results:
-        return _after_results(transcript, scenario, last, id_prefix, nonce)
-    return _fallback(transcript, 0, id_prefix, nonce)
+        return _after_results(context, last)
+    return _without_prompt(context)
 
 
-def _after_results(transcript: Transcript, scenario: Scenario, last: TranscriptMessage,
-                   id_prefix: str, nonce: str) -> PlannedReply:
-    """The step after the one whose calls these results answer."""
+def _ends_with_handoff(texts: list[str]) -> bool:
+    """Whether the last thing said (context blocks aside) is a summary handed over: the
+    request comes right after a compaction in the middle of a turn (Codex keeps the earlier
+    prompts, then its summary)."""
+    said = [text for text in texts if not is_context_block(text)]
+    return bool(said) and is_summary_handoff(said[-1])
+
+
+def _resumed(context: _Context, turn: int) -> PlannedReply:
+    """A turn taken up again after a compaction in its middle, from the summary: the work the
+    summary says was done is not done again blindly; the model goes on to the turn's answer,
+    whose needs (checked as ever) fetch again what it no longer has. (Redoing the turn from
+    its first step would loop for ever when the turn's own outputs are what overflows.)"""
+    return _scenario_step(context, turn, len(context.scenario.turns[turn].steps) - 1)
+
+
+def _without_prompt(context: _Context) -> PlannedReply:
+    """A request that ends with no prompt the model knows and no result of its own calls: a
+    compaction dropped the latest prompt (and the results the model was waiting for). When
+    the summary handed over quotes one of the scenario's prompts, the model takes up the
+    latest quoted one (`_resumed`); when nothing tells it what was asked, it gives the
+    fallback's answer, recorded as a violation of the latest request."""
+    handoffs = "\n".join(
+        text for message in context.transcript.messages if message.role == "user"
+        for text in message.texts if is_summary_handoff(text)
+    )
+    last = context.transcript.messages[-1]
+    asked = [text for text in trailing_texts(last)
+             if not is_summary_handoff(text) and not is_context_block(text)]
+    if not handoffs or asked:  # no compaction, or a new prompt the scenario does not know
+        return _fallback(context, 0)
+    quoted = context.scenario.turns_quoted(handoffs)
+    if quoted:
+        return _resumed(context, max(quoted))
+    reply = _fallback(context, 0)
+    lost = FactCheck(LATEST_REQUEST, "request", f"{FALLBACK_TURN}:0", "violated")
+    return replace(reply, knowledge=(lost,))
+
+
+def _after_results(context: _Context, last: TranscriptMessage) -> PlannedReply:
+    """The step after the one whose calls these results answer (the same step after a
+    detour)."""
     for result in last.tool_results:
-        parsed = parse_call_id(result.tool_call_id)
-        if parsed is None:
+        ref = parse_call_id(result.tool_call_id)
+        if ref is None:
             continue
-        turn, step = parsed
-        if turn == FALLBACK_TURN:
-            return _fallback(transcript, step + 1, id_prefix, nonce)
-        turn_index = int(turn)
-        if turn_index < len(scenario.turns):
-            steps = scenario.turns[turn_index].steps
-            if step + 1 < len(steps):
-                return _scenario_step(transcript, scenario, turn_index, step + 1, id_prefix,
-                                      nonce)
+        if ref.turn == FALLBACK_TURN:
+            return _fallback(context, ref.step + 1)
+        turn_index = int(ref.turn)
+        if turn_index < len(context.scenario.turns):
+            steps = context.scenario.turns[turn_index].steps
+            following = ref.step if ref.detour is not None else ref.step + 1
+            if following < len(steps):
+                return _scenario_step(context, turn_index, following)
         break
-    return _fallback(transcript, 2, id_prefix, nonce)
+    return _fallback(context, 2)
 
 
-def _scenario_step(transcript: Transcript, scenario: Scenario, turn: int, index: int,
-                   id_prefix: str, nonce: str) -> PlannedReply:
-    """Step `index` of `turn`, its calls fitted to the request's tools (tool_fitting.py). A
-    step none of whose calls fit any declared tool gives way to the turn's last step."""
-    steps = scenario.turns[turn].steps
+def _scenario_step(context: _Context, turn: int, index: int) -> PlannedReply:
+    """Step `index` of `turn`, once what it needs is known (or a detour for it), its calls
+    fitted to the request's tools (tool_fitting.py). A step none of whose calls fit any
+    declared tool gives way to the turn's last step."""
+    steps = context.scenario.turns[turn].steps
     step = steps[index]
-    calls = _fitted_calls(transcript, step, turn, index, id_prefix, nonce)
+    gate = _gate(context, turn, index, step)
+    if gate.detour is not None:
+        return _detour(context, turn, index, step.needs[gate.detour], gate)
+    calls = _fitted(context, step.tools, turn, index, None)
     if step.tools and not calls:
         index = len(steps) - 1
         step = steps[index]
-    text = step.text
+    text = "\n\n".join((*gate.opening, step.text)) if gate.opening else step.text
     if step.text_tokens:
         filler = filler_text(step.text_tokens, seed=turn * 31 + index)
         text = f"{text}\n\n{filler}" if text else filler
-    return PlannedReply(
-        source=f"scenario:{turn}:{index}", thinking=step.thinking, text=text, calls=calls
+    return PlannedReply(source=f"scenario:{turn}:{index}", thinking=step.thinking, text=text,
+                        calls=calls, knowledge=gate.checks)
+
+
+def _gate(context: _Context, turn: int, index: int, step: Step) -> Gate:
+    if not step.needs:
+        return Gate(())
+    facts = context.scenario.facts
+    done = frozenset(
+        ref.detour
+        for message in context.transcript.messages
+        for call in message.tool_calls
+        if (ref := parse_call_id(call.id)) is not None and ref.detour is not None
+        and ref.turn == str(turn) and ref.step == index
     )
+    fits = {
+        need: bool(_fitted(context, _detour_tools(facts[fact_id]), turn, index, need))
+        for need, fact_id in enumerate(step.needs)
+    }
+    return check_needs(context.transcript, facts, step.needs, f"{turn}:{index}", done, fits)
 
 
-def _fitted_calls(transcript: Transcript, step: Step, turn: int, index: int, id_prefix: str,
-                  nonce: str) -> tuple[PlannedCall, ...]:
-    if not step.tools:
+def _detour_tools(fact: Fact) -> tuple[ToolInvocation, ...]:
+    if fact.kind in FETCHABLE:
+        return (fact.fetch,) if fact.fetch is not None else ()
+    return fact.otherwise.tools if fact.otherwise is not None else ()
+
+
+def _detour(context: _Context, turn: int, index: int, fact_id: str, gate: Gate) -> PlannedReply:
+    """The call(s) that fetch a missing fact again, or act without it."""
+    fact = context.scenario.facts[fact_id]
+    need = gate.detour
+    calls = _fitted(context, _detour_tools(fact), turn, index, need)
+    if fact.kind in FETCHABLE:
+        about = fact.about or f"`{fact.id}`"
+        return PlannedReply(source=f"recovery:{turn}:{index}:{fact.id}",
+                            text=_FETCH_TEXT.format(about=about), calls=calls,
+                            knowledge=gate.checks)
+    text = fact.otherwise.text if fact.otherwise is not None else ""
+    return PlannedReply(source=f"violation:{turn}:{index}:{fact.id}", text=text, calls=calls,
+                        knowledge=gate.checks)
+
+
+def _fitted(context: _Context, tools: tuple[ToolInvocation, ...], turn: int, index: int,
+            detour: int | None) -> tuple[PlannedCall, ...]:
+    if not tools:
         return ()
-    cwd = working_directory(transcript)
+    cwd = working_directory(context.transcript)
     calls: list[PlannedCall] = []
-    for tool in step.tools:
-        fitted = fit_call(tool.name, tool.arguments, transcript.tools, cwd)
+    for tool in tools:
+        fitted = fit_call(tool.name, tool.arguments, context.transcript.tools, cwd)
         if fitted is not None:
             name, arguments = fitted
-            call_id = make_call_id(id_prefix, turn, index, len(calls), nonce)
+            call_id = make_call_id(context.id_prefix, turn, index, len(calls), context.nonce,
+                                   detour)
             calls.append(PlannedCall(id=call_id, name=name, arguments=arguments))
     return tuple(calls)
 
@@ -204,7 +289,8 @@ def _fitted_calls(transcript: Transcript, step: Step, turn: int, index: int, id_
 # --- the fallback ---------------------------------------------------------------------------
 
 
-def _fallback(transcript: Transcript, step: int, id_prefix: str, nonce: str) -> PlannedReply:
+def _fallback(context: _Context, step: int) -> PlannedReply:
+    transcript, id_prefix, nonce = context.transcript, context.id_prefix, context.nonce
     tools = set(transcript.tool_names)
     seen = _fallback_results(transcript)
     if step == 0 and "ls" in tools:
@@ -227,8 +313,8 @@ def _fallback_results(transcript: Transcript) -> dict[str, str]:
     out: dict[str, str] = {}
     for message in _since_latest_prompt(transcript.messages):
         for result in message.tool_results:
-            parsed = parse_call_id(result.tool_call_id)
-            if parsed is None or parsed[0] != FALLBACK_TURN:
+            ref = parse_call_id(result.tool_call_id)
+            if ref is None or ref.turn != FALLBACK_TURN:
                 continue
             call = transcript.tool_call(result.tool_call_id)
             if call is not None:

@@ -18,6 +18,10 @@ turns:
         textTokens: 300                                  # optional filler of ~300 tokens
 ```
 
+A step may name the facts it relies on (`needs`), declared under `facts` (see `Fact` and
+knowledge.py): the simulated model looks for each in the request before it answers, fetches a
+missing one again with a tool, or acts without it in a recorded way.
+
 A step with tools ends its model call with a tool-use stop; the step without tools is the last
 of its turn. The scenario is consumed statelessly (see `responder.py`): which step answers a
 request is read from the request itself, so retries and compactions are safe.
@@ -28,16 +32,22 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeAlias, get_args
 
 import yaml
 
-_STEP_KEYS = frozenset(("thinking", "text", "textTokens", "tools"))
+_STEP_KEYS = frozenset(("thinking", "text", "textTokens", "tools", "needs"))
 _TURN_KEYS = frozenset(("user", "steps"))
 _TOOL_KEYS = frozenset(("name", "arguments"))
+_FACT_KEYS = frozenset(("id", "kind", "about", "text", "path", "lines", "fetch", "otherwise"))
+FactKind: TypeAlias = Literal["file", "output", "rule", "request", "decision", "failed"]
+FACT_KINDS: tuple[FactKind, ...] = get_args(FactKind)
+# Kinds a tool can show again (a file's lines, a command's output); the others (what the user
+# said, what was decided or tried) exist only in the conversation.
+FETCHABLE: frozenset[FactKind] = frozenset(("file", "output"))
 
 
 class ScenarioError(ValueError):
@@ -58,6 +68,25 @@ class Step:
     text: str = ""
     text_tokens: int = 0
     tools: tuple[ToolInvocation, ...] = ()
+    needs: tuple[str, ...] = ()  # ids of the facts this step relies on
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """Something a step relies on from earlier in the session.
+
+    `texts` are its distinguishing texts: the fact counts as known when every one of them is
+    in the request (knowledge.py says how text is compared). A fetchable fact (`file`,
+    `output`) has `fetch`, the call that shows it again (for a file: a read of its lines); an
+    unfetchable one has `otherwise`, what the model does without it (breaks the rule, retries
+    the failed approach, answers the older request)."""
+
+    id: str
+    kind: FactKind
+    texts: tuple[str, ...]
+    about: str = ""
+    fetch: ToolInvocation | None = None
+    otherwise: Step | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +99,7 @@ class Turn:
 class Scenario:
     name: str
     turns: tuple[Turn, ...]
+    facts: Mapping[str, Fact] = field(default_factory=dict)
 
     def find_turn(self, prompt: str) -> int | None:
         """The index of the turn whose `user` text equals `prompt`, whitespace-normalised."""
@@ -96,6 +126,12 @@ class Scenario:
                 best, found = key, index
         return found
 
+    def turns_quoted(self, text: str) -> list[int]:
+        """The turns whose `user` text is quoted whole in `text` (whitespace-normalised)."""
+        flat = normalise_prompt(text)
+        return [index for index, turn in enumerate(self.turns)
+                if normalise_prompt(turn.user) in flat]
+
     @property
     def prompts(self) -> tuple[str, ...]:
         """The user prompts in order: what a driver (the demo, a benchmark) sends."""
@@ -107,16 +143,18 @@ def normalise_prompt(text: str) -> str:
 
 
 def parse_scenario(data: Any, source: str = "scenario") -> Scenario:
-    """A scenario from parsed JSON/YAML: a list of turns, or `{name?, turns: [...]}`."""
+    """A scenario from parsed JSON/YAML: a list of turns, or `{name?, facts?, turns: [...]}`."""
     name = source
+    facts: dict[str, Fact] = {}
     if isinstance(data, Mapping):
-        unknown = set(data) - {"name", "turns", "description"}
+        unknown = set(data) - {"name", "turns", "description", "facts"}
         if unknown:
             raise ScenarioError(f"{source}: unknown top-level keys {sorted(unknown)}")
         if "name" in data:
             if not isinstance(data["name"], str):
                 raise ScenarioError(f"{source}: name must be a string")
             name = data["name"]
+        facts = _parse_facts(data.get("facts", []), source)
         turns_data = data.get("turns")
     else:
         turns_data = data
@@ -132,7 +170,14 @@ def parse_scenario(data: Any, source: str = "scenario") -> Scenario:
                 "each turn must answer a distinct prompt"
             )
         seen[key] = index
-    return Scenario(name=name, turns=turns)
+        for step_index, step in enumerate(turn.steps):
+            unknown_facts = [need for need in step.needs if need not in facts]
+            if unknown_facts:
+                raise ScenarioError(
+                    f"{source}: turns[{index}].steps[{step_index}].needs: no fact "
+                    f"{', '.join(unknown_facts)} under 'facts'"
+                )
+    return Scenario(name=name, turns=turns, facts=facts)
 
 
 def load_scenario(path: Path) -> Scenario:
@@ -202,7 +247,78 @@ def _parse_step(data: Any, where: str) -> Step:
     tools = tuple(_parse_tool(t, f"{where}.tools[{i}]") for i, t in enumerate(tools_data))
     if not text and not text_tokens and not tools:
         raise ScenarioError(f"{where}: a step needs text, textTokens or tools")
-    return Step(thinking=thinking, text=text, text_tokens=text_tokens, tools=tools)
+    needs = data.get("needs", [])
+    if not isinstance(needs, list) or not all(isinstance(n, str) and n for n in needs):
+        raise ScenarioError(f"{where}.needs: expected a list of fact ids")
+    return Step(thinking=thinking, text=text, text_tokens=text_tokens, tools=tools,
+                needs=tuple(needs))
+
+
+def _parse_facts(data: Any, source: str) -> dict[str, Fact]:
+    if not isinstance(data, list):
+        raise ScenarioError(f"{source}: facts: expected a list of facts")
+    facts: dict[str, Fact] = {}
+    for index, item in enumerate(data):
+        fact = _parse_fact(item, f"{source}: facts[{index}]")
+        if fact.id in facts:
+            raise ScenarioError(f"{source}: facts[{index}].id: {fact.id!r} is declared twice")
+        facts[fact.id] = fact
+    return facts
+
+
+def _parse_fact(data: Any, where: str) -> Fact:
+    """A fact: `{id, kind, about?, text, ...}`; a `file` fact names `path` and `lines`
+    ([first, last], 1-based) and is fetched again by reading them; an `output` fact names its
+    `fetch` call; the other kinds name what the model does `otherwise`."""
+    if not isinstance(data, Mapping):
+        raise ScenarioError(f"{where}: expected an object (id, kind, text, ...)")
+    unknown = set(data) - _FACT_KEYS
+    if unknown:
+        raise ScenarioError(f"{where}: unknown keys {sorted(unknown)}")
+    fact_id, kind = data.get("id"), data.get("kind")
+    if not isinstance(fact_id, str) or not fact_id:
+        raise ScenarioError(f"{where}.id: expected a non-empty string")
+    if kind not in FACT_KINDS:
+        raise ScenarioError(f"{where}.kind: expected one of {', '.join(FACT_KINDS)}")
+    texts = data.get("text")
+    texts = [texts] if isinstance(texts, str) else texts
+    if not isinstance(texts, list) or not texts or not all(
+        isinstance(t, str) and t.strip() for t in texts
+    ):
+        raise ScenarioError(f"{where}.text: expected its distinguishing text (a string or list)")
+    about = _optional_str(data, "about", where)
+    fetch: ToolInvocation | None = None
+    otherwise: Step | None = None
+    if kind == "file":
+        fetch = _file_fetch(data, where)
+    elif kind in FETCHABLE:
+        if "fetch" not in data:
+            raise ScenarioError(f"{where}.fetch: an {kind} fact needs the call that shows it")
+        fetch = _parse_tool(data["fetch"], f"{where}.fetch")
+    else:
+        if "otherwise" not in data:
+            raise ScenarioError(
+                f"{where}.otherwise: a {kind} fact needs what the model does without it"
+            )
+        otherwise = _parse_step(data["otherwise"], f"{where}.otherwise")
+    if kind in FETCHABLE and "otherwise" in data:
+        raise ScenarioError(f"{where}.otherwise: a {kind} fact is fetched again, not acted on")
+    return Fact(id=fact_id, kind=kind, texts=tuple(texts), about=about, fetch=fetch,
+                otherwise=otherwise)
+
+
+def _file_fetch(data: Mapping[str, Any], where: str) -> ToolInvocation:
+    path, lines = data.get("path"), data.get("lines")
+    if not isinstance(path, str) or not path:
+        raise ScenarioError(f"{where}.path: a file fact needs the file's path")
+    if (not isinstance(lines, list) or len(lines) != 2
+            or not all(isinstance(n, int) and not isinstance(n, bool) for n in lines)
+            or not 1 <= lines[0] <= lines[1]):
+        raise ScenarioError(f"{where}.lines: expected [first, last], 1-based")
+    if "fetch" in data:
+        return _parse_tool(data["fetch"], f"{where}.fetch")
+    return ToolInvocation("read", {"path": path, "offset": lines[0],
+                                   "limit": lines[1] - lines[0] + 1})
 
 
 def _parse_tool(data: Any, where: str) -> ToolInvocation:

@@ -38,11 +38,13 @@ from agent_server.sim import anthropic_api, openai_chat, openai_errors, openai_r
 from agent_server.sim.cache import AnthropicPromptCache, OpenAIPromptCache
 from agent_server.sim.faults import Fault, FaultDecision, FaultInjector, FaultPlan, parse_faults
 from agent_server.sim.generation import Generation, ThinkingMode, generate, paused
+from agent_server.sim.knowledge import FactCheck
 from agent_server.sim.records import RequestLog, RequestRecord, TokenCounts
 from agent_server.sim.rejection import RequestRejected
-from agent_server.sim.responder import plan_reply
+from agent_server.sim.responder import PlannedReply, plan_reply
 from agent_server.sim.scenario import Scenario, default_scenario, load_scenario
 from agent_server.sim.sse import ChunkedResponse, install_drop_log_filter, json_bytes
+from agent_server.sim.summary import SUMMARY_MODES, SummaryMode
 from agent_server.sim.transcript import Transcript
 
 log = logging.getLogger(__name__)
@@ -75,6 +77,7 @@ class _Answer:
     tokens: TokenCounts | None
     stop_reason: str | None
     source: str | None
+    knowledge: tuple[FactCheck, ...] = ()
 
 
 class _Malformed(Exception):
@@ -96,7 +99,15 @@ class Simulator:
         log_path: Path | None = None,
         builtin_models: bool = True,
         keep_records: int | None = None,
+        summariser: SummaryMode = "faithful",
+        summary_chars: int | None = None,
     ) -> None:
+        if summariser not in SUMMARY_MODES:
+            raise ValueError(f"summariser: expected one of {', '.join(SUMMARY_MODES)}")
+        if summary_chars is not None and summary_chars < 1:
+            raise ValueError("summary_chars: expected a positive number of characters")
+        self.summariser: SummaryMode = summariser
+        self.summary_chars = summary_chars
         self.registry = ModelRegistry(BUILTIN_MODELS if builtin_models else ())
         for model in models:
             self.registry.add(model)
@@ -231,7 +242,7 @@ class Simulator:
         self._record(base, 200, index=decision.index, model=result.model,
                      stream=result.streaming, usage=result.usage, tokens=result.tokens,
                      stop_reason=result.stop_reason, fault=decision.describe(),
-                     source=result.source)
+                     source=result.source, knowledge=result.knowledge)
         return self._answer_response(api, result, request_id, decision)
 
     def _answer_messages(self, body: Any, fault: Fault | None, request_id: str) -> _Answer:
@@ -242,7 +253,7 @@ class Simulator:
             raise anthropic_api.prompt_too_long(max(prompt, model.context_window + 1),
                                                 model.context_window)
         usage = self.anthropic_cache.apply(model.id, model.min_cache_tokens, request.blocks)
-        source, generation = self._reply(request.transcript, "toolu", model, prompt,
+        reply, generation = self._reply(request.transcript, "toolu", model, prompt,
                                          request.max_tokens,
                                          "shown" if request.thinking else "none")
         if fault is not None and fault.kind == "pause":
@@ -260,7 +271,8 @@ class Simulator:
             usage=anthropic_api.usage_json(usage, generation.output_tokens),
             tokens=TokenCounts.of(usage, generation.output_tokens, generation.reasoning_tokens),
             stop_reason=anthropic_api.stop_reason(generation),
-            source=source,
+            source=reply.source,
+            knowledge=reply.knowledge,
         )
 
     def _answer_chat(self, body: Any, fault: Fault | None, request_id: str) -> _Answer:
@@ -272,7 +284,7 @@ class Simulator:
                                                       model.context_window)
         _refuse_too_large(fault, model, prompt + request.max_tokens)
         usage = self.openai_cache.apply(model.id, request.cache, request.blocks)
-        source, generation = self._reply(request.transcript, "call", model, prompt,
+        reply, generation = self._reply(request.transcript, "call", model, prompt,
                                          request.max_tokens,
                                          "hidden" if model.reasoning else "none")
         completion_id = f"chatcmpl-sim-{request_id.removeprefix('req_sim_')}"
@@ -290,7 +302,8 @@ class Simulator:
             usage=openai_chat.usage_json(usage, generation),
             tokens=TokenCounts.of(usage, generation.output_tokens, generation.reasoning_tokens),
             stop_reason=openai_chat.finish_reason(generation),
-            source=source,
+            source=reply.source,
+            knowledge=reply.knowledge,
         )
 
     def _answer_responses(self, body: Any, fault: Fault | None, request_id: str) -> _Answer:
@@ -304,7 +317,7 @@ class Simulator:
         thinking: ThinkingMode = "none"
         if model.reasoning:
             thinking = "shown" if request.shows_reasoning_summary else "hidden"
-        source, generation = self._reply(request.transcript, "call", model, prompt,
+        reply, generation = self._reply(request.transcript, "call", model, prompt,
                                          request.max_output_tokens, thinking)
         response_id = f"resp_sim_{request_id.removeprefix('req_sim_')}"
         created = float(int(self.clock()))
@@ -326,16 +339,18 @@ class Simulator:
             usage=openai_responses.usage_json(usage, generation),
             tokens=TokenCounts.of(usage, generation.output_tokens, generation.reasoning_tokens),
             stop_reason="incomplete" if generation.truncated else "completed",
-            source=source,
+            source=reply.source,
+            knowledge=reply.knowledge,
         )
 
     def _reply(self, transcript: Transcript, id_prefix: str, model: ModelInfo, prompt: int,
-               max_tokens: int, thinking: ThinkingMode) -> tuple[str, Generation]:
+               max_tokens: int, thinking: ThinkingMode) -> tuple[PlannedReply, Generation]:
         """(what answered, the output) for one request."""
-        reply = plan_reply(transcript, self.scenario, id_prefix=id_prefix)
+        reply = plan_reply(transcript, self.scenario, id_prefix=id_prefix,
+                           summariser=self.summariser, summary_chars=self.summary_chars)
         generation = generate(reply, prompt_tokens=prompt, max_tokens=max_tokens,
                               context_window=model.context_window, thinking=thinking)
-        return reply.source, generation
+        return reply, generation
 
     # --- other endpoints --------------------------------------------------------------------
 

@@ -1,41 +1,58 @@
 """The simulator's answer to a summary request: a deterministic, extractive, bounded summary.
 
-Two request shapes are understood (both carry SUMMARY_REQUEST_MARKER in the last user message;
-see agent_server/context/summary_prompt.py):
+The request is recognised from its words, the same way for every client
+(`summary_requests.py`); nothing here knows a client. Two shapes are read:
 
-- fresh prompt: the conversation is serialised inside `<conversation>...</conversation>` as
-  `[User]: ...`, `[Assistant]: ...`, `[Assistant tool call]: read(path="a.py")`,
-  `[Tool result read]: ...` entries, and the previous summary, if any, sits inside
-  `<previous-summary>...</previous-summary>`;
-- cache-sharing: the conversation is the request's own messages; a previous summary is a text
-  block that begins with SUMMARY_PREFIX and holds `<summary>...</summary>`.
+- the conversation serialised in the instruction, inside `<conversation>...</conversation>`
+  (agent-server's fresh prompt, pi's summariser): `[User]: ...`, `[Assistant]: ...`,
+  `[Assistant tool call]: read(path="a.py")` or pi's `[Assistant tool calls]: read(...); ...`,
+  `[Tool result read]: ...` or `[Tool result]: ...` entries, and the previous summary, if any,
+  inside `<previous-summary>...</previous-summary>`;
+- the conversation as the request's own messages (agent-server's cached request, Claude
+  Code's, Codex's), the instruction last; a previous summary is a text handed over after a
+  compaction (`summary_requests.is_summary_handoff`).
 
-What is kept: the user's requests (quoted; the first is the goal, the latest is in progress),
-the files read (tools read, ls, grep, find, glob) and modified (write, edit), as well as the
-"Files touched so far" lists of the instruction, commands run, failed tool calls, the first
-sentence of the assistant's texts, and the previous summary's sections, merged. Calls whose
-result is an error count as failures, not as files read or modified. Lists are capped and the
-whole is trimmed until it is at most MAX_SUMMARY_TOKENS, so a compaction always shrinks the
-context, whatever the size of what it summarises.
+Two modes, for telling what a harness keeps by its own structure from what a summariser
+happens to keep:
 
-The answer is the bare summary in the eight sections of SUMMARY_CONTRACT (## Goal ... ##
-Critical context). A turn-prefix request (its instruction asks for `## Request` and `## State
-at the cut`) gets those three sections instead. When the instruction asks for `<summary>`
-tags, the answer is wrapped in them.
+- `faithful`: the user's requests (quoted; the first is the goal, the latest is in
+  progress, constraint-like sentences are listed), the files read (tools read, ls, grep,
+  find, glob, and `cat`/`sed`/`head`/`tail`/`nl` in a shell) and modified (write, edit, a
+  patch, a shell redirect), as well as file lists the instruction or the previous summary gives
+  ("Read: a, b" lines, `<read-files>` blocks), commands run, failed tool calls, the first
+  sentence of the assistant's texts, and the previous summary's sections, merged. Calls whose
+  result is an error count as failures, not as files read or modified. Lists are capped and
+  the whole is trimmed until it is at most MAX_SUMMARY_TOKENS, so a compaction always shrinks
+  the context, whatever the size of what it summarises;
+- `lossy`: a short goal (LOSSY_GOAL_CHARS) and the file lists only, like a summariser that
+  drops the detail.
+
+Either can be cut to a number of characters (`max_chars`: a summariser that keeps only that
+much), at the last line break within it, as compaction-conformance-kit cuts its own
+compactors' output to a budget.
+
+The faithful answer is the bare summary in eight sections (## Goal ... ## Critical context); a
+request about the early part of a turn only (`summary_requests.asks_for_turn_prefix`) gets
+`## Request`, `## Done so far in this turn` and `## State at the cut` instead. When the
+instruction asks for `<summary>` tags, the answer is wrapped in them.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+import shlex
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Literal, TypeAlias, get_args
 
-from agent_server.context.summary_prompt import (
+from agent_server.sim.summary_requests import (
     SUMMARY_CLOSE,
     SUMMARY_OPEN,
-    SUMMARY_PREFIX,
-    SUMMARY_REQUEST_MARKER,
+    asks_for_turn_prefix,
+    handoff_body,
+    is_summary_handoff,
+    summary_instruction,
 )
 from agent_server.sim.tokenizer import count_tokens
 from agent_server.sim.transcript import (
@@ -44,25 +61,34 @@ from agent_server.sim.transcript import (
     ToolResultPart,
     Transcript,
     TranscriptMessage,
-    trailing_texts,
+    is_context_block,
 )
 
+SummaryMode: TypeAlias = Literal["faithful", "lossy"]
+SUMMARY_MODES: tuple[SummaryMode, ...] = get_args(SummaryMode)
 MAX_SUMMARY_TOKENS = 1500
+LOSSY_GOAL_CHARS = 120
 READ_TOOLS = frozenset(("read", "ls", "grep", "find", "glob", "view", "cat"))
 WRITE_TOOLS = frozenset(("write", "edit", "multiedit", "multi_edit", "apply_patch", "create"))
-SHELL_TOOLS = frozenset(("bash", "shell", "exec"))
+SHELL_TOOLS = frozenset(("bash", "shell", "exec", "exec_command", "local_shell"))
 _PATH_KEYS = ("path", "file_path", "filePath")
+_SHELL_READERS = frozenset(("cat", "sed", "head", "tail", "nl", "less", "more"))
 
 _CONSTRAINT_WORDS = re.compile(
     r"\b(must|never|always|don't|do not|avoid|prefer|only|without|keep)\b", re.IGNORECASE
 )
 _ENTRY = re.compile(
-    r"^\[(?P<label>User|Assistant(?: thinking| tool call| error)?"
-    r"|Tool result (?P<tool>[^\]\s(]+)(?P<error> \(error\))?)\]:[ ]?(?P<rest>.*)$"
+    r"^\[(?P<label>User|Assistant(?: thinking| tool calls?| error)?"
+    r"|Tool result(?: (?P<tool>[^\]\s(]+))?(?P<error> \(error\))?)\]:[ ]?(?P<rest>.*)$"
 )
 _CALL = re.compile(r"^(?P<name>[\w.-]+)\((?P<args>.*)\)\s*$", re.DOTALL)
 _ARG = re.compile(r'(?P<key>\w+)=(?P<value>"(?:[^"\\]|\\.)*"|[^,]*)')
 _TOUCHED = re.compile(r"^(?P<kind>Read|Modified): (?P<paths>.+)$", re.MULTILINE)
+_TOUCHED_BLOCK = re.compile(r"<(?P<kind>read|modified)-files>\n?(?P<paths>.*?)</(?P=kind)-files>",
+                            re.DOTALL)
+_PATCH_FILE = re.compile(r"^\*\*\* (?P<kind>Update|Add|Delete) File: (?P<path>.+)$",
+                         re.MULTILINE)
+_REDIRECT = re.compile(r"(?:^|[\s;&|])(?:>|>>|tee(?: -a)?)\s*(?P<path>[^\s;&|<>]+)")
 
 
 @dataclass(slots=True)
@@ -76,41 +102,51 @@ class _Facts:
     previous: dict[str, list[str]] = field(default_factory=dict)
 
 
-# A block a client adds around the user's words (Claude Code's <system-reminder>, Codex's
-# <environment_context>): context, not a request.
-_CONTEXT_BLOCK = re.compile(r"^<([a-z_-]+)>.*</\1>$", re.DOTALL)
-
-
-def summarise(transcript: Transcript) -> str:
-    """The summary answering the summary request that ends `transcript`."""
-    last = transcript.messages[-1]
-    instruction = next(
-        (text for text in reversed(last.texts) if SUMMARY_REQUEST_MARKER in text), ""
-    )
-    if not instruction:  # another client's summary request: its trailing text is the instruction
-        trailing = trailing_texts(last)
-        instruction = trailing[-1] if trailing else ""
+def summarise(transcript: Transcript, mode: SummaryMode = "faithful",
+              max_chars: int | None = None) -> str:
+    """The summary answering the summary request that ends `transcript` (its body at most
+    `max_chars` characters, when given)."""
+    instruction = summary_instruction(transcript)
     facts = _Facts()
     conversation = _between(instruction, "<conversation>", "</conversation>")
     if conversation is not None:
         previous = _between(instruction, "<previous-summary>", "</previous-summary>")
         if previous is not None:
-            facts.previous = _parse_sections(previous)
+            _previous_summary(previous, facts)
         _facts_from_serialised(conversation, facts)
     else:
         _facts_from_messages(transcript.messages, facts, ignore=instruction)
     outer = _strip_regions(instruction)
-    for match in _TOUCHED.finditer(outer):
-        target = facts.files_read if match["kind"] == "Read" else facts.files_modified
-        for path in match["paths"].split(", "):
-            _add(target, path, only_new=True)
-    if "## Request" in outer and "## State at the cut" in outer:
+    _touched(outer, facts)
+    if mode == "lossy":
+        body = _render_lossy(facts)
+    elif asks_for_turn_prefix(outer):
         body = _render_turn_prefix(facts)
     else:
         body = _render(facts)
+    if max_chars is not None:
+        body = _cut(body, max_chars)
     if SUMMARY_OPEN in outer:
         return f"{SUMMARY_OPEN}\n{body}\n{SUMMARY_CLOSE}"
     return body
+
+
+def _touched(text: str, facts: _Facts) -> None:
+    """File lists given in so many words: "Read: a, b" / "Modified: ..." lines, and
+    `<read-files>` / `<modified-files>` blocks."""
+    for match in _TOUCHED.finditer(text):
+        target = facts.files_read if match["kind"] == "Read" else facts.files_modified
+        for path in match["paths"].split(", "):
+            _add(target, path, only_new=True)
+    for match in _TOUCHED_BLOCK.finditer(text):
+        target = facts.files_read if match["kind"] == "read" else facts.files_modified
+        for path in match["paths"].splitlines():
+            _add(target, path, only_new=True)
+
+
+def _previous_summary(text: str, facts: _Facts) -> None:
+    facts.previous = _parse_sections(text)
+    _touched(text, facts)
 
 
 # --- extraction -----------------------------------------------------------------------------
@@ -155,14 +191,37 @@ def _facts_from_serialised(conversation: str, facts: _Facts) -> None:
             _user_text(text, facts)
         elif label == "Assistant":
             _note(text, facts)
-        elif label == "Assistant tool call":
-            call = _CALL.match(text)
-            if call is not None:
-                _tool_call(call["name"], _call_arguments(call["args"]), facts)
-        elif tool is not None and error:
-            _add(facts.failures, f"{tool}: {_first_line(text)}")
+        elif label.startswith("Assistant tool call"):
+            for call_text in _split_calls(text):
+                call = _CALL.match(call_text)
+                if call is not None:
+                    _tool_call(call["name"], _call_arguments(call["args"]), facts)
+        elif error:
+            _add(facts.failures, f"{tool or 'tool'}: {_first_line(text)}")
         elif label == "Assistant error":
             _add(facts.failures, f"model: {_first_line(text)}")
+
+
+def _split_calls(text: str) -> Iterator[str]:
+    """`a(x="1"); b(y=2)` as its calls: split on `; ` outside quotes and parentheses."""
+    depth, quoted, escaped, start = 0, False, False, 0
+    for index, char in enumerate(text):
+        if quoted:
+            escaped = char == "\\" and not escaped
+            if char == '"' and not escaped:
+                quoted = False
+            continue
+        if char == '"':
+            quoted = True
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == ";" and depth == 0:
+            yield text[start:index].strip()
+            start = index + 1
+    if text[start:].strip():
+        yield text[start:].strip()
 
 
 def _call_arguments(text: str) -> dict[str, object]:
@@ -178,16 +237,14 @@ def _call_arguments(text: str) -> dict[str, object]:
 
 def _user_text(text: str, facts: _Facts) -> None:
     stripped = text.strip()
-    if not stripped or SUMMARY_REQUEST_MARKER in stripped or _CONTEXT_BLOCK.match(stripped):
+    if not stripped or is_context_block(stripped):
         return
-    if stripped.startswith(SUMMARY_PREFIX):
-        inner = _between(stripped, SUMMARY_OPEN, SUMMARY_CLOSE)
-        if inner is not None:
-            facts.previous = _parse_sections(inner)
-            rest = stripped.split(SUMMARY_CLOSE, 1)[1].strip() if SUMMARY_CLOSE in stripped else ""
-            if rest:
-                _user_text(rest, facts)
-            return
+    if is_summary_handoff(stripped):
+        _previous_summary(handoff_body(stripped), facts)
+        rest = stripped.split(SUMMARY_CLOSE, 1)[1].strip() if SUMMARY_CLOSE in stripped else ""
+        if rest:
+            _user_text(rest, facts)
+        return
     facts.requests.append(stripped)
 
 
@@ -200,14 +257,50 @@ def _note(text: str, facts: _Facts) -> None:
 def _tool_call(name: str, arguments: dict[str, object], facts: _Facts) -> None:
     path = next((str(arguments[key]) for key in _PATH_KEYS if key in arguments), None)
     lowered = name.lower()
-    if lowered in WRITE_TOOLS and path:
+    patch = next((value for value in arguments.values()
+                  if isinstance(value, str) and "*** Begin Patch" in value), None)
+    if patch is not None:
+        for match in _PATCH_FILE.finditer(patch):
+            _add(facts.files_modified, match["path"].strip())
+    elif lowered in WRITE_TOOLS and path:
         _add(facts.files_modified, path)
     elif lowered in READ_TOOLS and path:
         _add(facts.files_read, path)
     elif lowered in SHELL_TOOLS:
-        command = str(arguments.get("command", "")).strip()
+        command = _command(arguments)
         if command:
             _add(facts.commands, _clip(command, 200))
+            _shell_files(command, facts)
+
+
+def _command(arguments: dict[str, object]) -> str:
+    """A shell call's command line: `command` or `cmd`, a string or an argv list (whose last
+    item is the script of `bash -lc`)."""
+    value = arguments.get("command", arguments.get("cmd", ""))
+    if isinstance(value, list):
+        value = value[-1] if value else ""
+    return str(value).strip()
+
+
+def _shell_files(command: str, facts: _Facts) -> None:
+    """The files a shell command reads (`cat`, `sed -n`, `head`, `tail`, `nl` of a path) or
+    writes (a redirect, `tee`, a patch)."""
+    first_line = command.split("\n", 1)[0]
+    for match in _REDIRECT.finditer(first_line):
+        _add(facts.files_modified, match["path"].strip("'\""))
+    for match in _PATCH_FILE.finditer(command):
+        _add(facts.files_modified, match["path"].strip())
+    for segment in re.split(r"[|;&]+", first_line):
+        try:
+            words = shlex.split(segment)
+        except ValueError:
+            continue
+        if not words or words[0] not in _SHELL_READERS:
+            continue
+        for word in words[1:]:
+            if not word.startswith("-") and ("." in word or "/" in word) \
+                    and not re.fullmatch(r"[\d,]+p", word):
+                _add(facts.files_read, word)
 
 
 # --- previous summary -----------------------------------------------------------------------
@@ -344,6 +437,22 @@ def _render_with(facts: _Facts, caps: dict[str, int]) -> str:
     )
 
 
+def _render_lossy(facts: _Facts) -> str:
+    """A short goal and the file lists: what a summariser that drops the detail keeps."""
+    goal_lines = [line.strip() for line in facts.previous.get("Goal", []) if line.strip()]
+    goal = " ".join(goal_lines) if goal_lines else (facts.requests[0] if facts.requests else "")
+    modified = _merge(_bullets(facts.previous.get("Files modified", [])), facts.files_modified,
+                      30)
+    modified_keys = {_path_key(path) for path in modified}
+    read = [path for path in _merge(_bullets(facts.previous.get("Files read", [])),
+                                    facts.files_read, 30)
+            if _path_key(path) not in modified_keys]
+    listed_read = "\n".join(f"- {_code(p)}" for p in read) or "- None"
+    listed_modified = "\n".join(f"- {_code(p)}" for p in modified) or "- None"
+    return (f"## Goal\n{_clip(goal, LOSSY_GOAL_CHARS) or '(not stated)'}\n\n"
+            f"## Files read\n{listed_read}\n\n## Files modified\n{listed_modified}")
+
+
 def _render_turn_prefix(facts: _Facts) -> str:
     request = f'"{_clip(facts.requests[0], 400)}"' if facts.requests else "(not stated)"
     done = [f"Read {_code(p)}" for p in facts.files_read[-20:]]
@@ -400,6 +509,15 @@ def _first_line(text: str) -> str:
 def _clip(text: str, limit: int) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _cut(text: str, limit: int) -> str:
+    """The first `limit` characters of `text`, ended at the last line break within them."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    end = cut.rfind("\n")
+    return (cut[:end] if end > 0 else cut).rstrip()
 
 
 def _between(text: str, opening: str, closing: str) -> str | None:

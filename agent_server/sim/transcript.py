@@ -8,6 +8,7 @@ The responder and the summariser work on this view only.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
@@ -47,10 +48,12 @@ Part: TypeAlias = TextPart | ThinkingPart | ImagePart | ToolCallPart | ToolResul
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
-    """A tool the request declares: its name and its JSON schema for the arguments."""
+    """A tool the request declares: its name, its JSON schema for the arguments and its
+    description."""
 
     name: str
     schema: Mapping[str, Any]
+    description: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,3 +133,12 @@ def trailing_texts(message: TranscriptMessage) -> list[str]:
         elif isinstance(part, TextPart) and part.text.strip():
             texts.append(part.text)
     return texts
+
+
+# A block a client adds around the user's words (Claude Code's <system-reminder>, Codex's
+# <environment_context>): context, not a request.
+_CONTEXT_BLOCK = re.compile(r"^<([a-z_-]+)>.*</\1>$", re.DOTALL)
+
+
+def is_context_block(text: str) -> bool:
+    return _CONTEXT_BLOCK.match(text.strip()) is not None

@@ -19,6 +19,7 @@ import {
   type RequestPermissionParams,
   type RequestPermissionResult,
   type RestoreChoice,
+  type ThinkingLevel,
 } from './protocol/types';
 import { initialState, reduce, type Action, type ViewState } from './state/reducer';
 
@@ -30,7 +31,27 @@ export interface ControllerHooks {
   publish(actions: Action[]): void;
   /** A configuration error from the server (e.g. a missing API key): the host may offer a fix. */
   onConfigurationError?(message: string): void;
+  /** Where the editor keeps what it must remember across reloads (the workspace's memento):
+   * the permission mode picked for each session (a new session starts with the setting's). */
+  memory?: Memory;
+  /** A permission question was answered or withdrawn (the host closes its diff review). */
+  onPermissionSettled?(requestId: string): void;
 }
+
+/** vscode.Memento's get/update, for the controller's own keys. */
+export interface Memory {
+  get<T>(key: string): T | undefined;
+  update(key: string, value: unknown): Thenable<void> | Promise<void> | void;
+}
+
+/** What the user can add to an option: words for the agent (a rejection), or the change as
+ * revised in the diff editor (an allowance). */
+export interface PermissionExtra {
+  message?: string;
+  newText?: string;
+}
+
+const MODE_KEY = 'agentServer.mode';
 
 interface PermissionWaiter {
   resolve(result: RequestPermissionResult): void;
@@ -48,6 +69,7 @@ export class SessionController {
   /** Picked before a session existed (or last picked): what the next new session gets. */
   private preferredModel: string | undefined;
   private preferredMode: PermissionMode | undefined;
+  private preferredThinking: ThinkingLevel | undefined;
   /** The mention query asked for last: the only one whose completions are shown. */
   private mentionQuery: string | undefined;
 
@@ -125,11 +147,22 @@ export class SessionController {
     }
   }
 
-  /** After a (re)start: list the sessions and reopen the current one, or the newest. */
+  /** After a (re)start: list the sessions and reopen the current one, or the newest. A prompt
+   * typed meanwhile waits for it (it is not sent to a new, empty session). */
   async openInitialSession(): Promise<void> {
     const client = this.client;
     const workspaceUri = this._state.workspaceUri;
     if (!client || !workspaceUri) return;
+    this.dispatch({ type: 'restoring', restoring: true });
+    try {
+      await this.reopen(client, workspaceUri);
+    } finally {
+      this.dispatch({ type: 'restoring', restoring: false });
+      void this.sendQueued();
+    }
+  }
+
+  private async reopen(client: AgentClient, workspaceUri: string): Promise<void> {
     try {
       const { sessions } = await client.listSessions({ workspaceUri });
       this.dispatch({ type: 'sessionsListed', sessions });
@@ -167,13 +200,27 @@ export class SessionController {
     const result = await client.newSession(
       this.preferredModel ? { workspaceUri, model: this.preferredModel } : { workspaceUri },
     );
-    let { mode, sandbox } = result;
+    let { mode, sandbox, thinking } = result;
     if (this.preferredMode && this.preferredMode !== mode) {
       const state = await client.setMode({ sessionId: result.sessionId, mode: this.preferredMode });
       mode = state.mode ?? mode;
       sandbox = state.sandbox ?? sandbox;
+      if (mode) this.remember(result.sessionId, mode);
     }
-    this.dispatch({ type: 'sessionStarted', sessionId: result.sessionId, usage: result.usage, model: result.model, mode, sandbox, mcp: result.mcp });
+    if (this.preferredThinking && this.preferredThinking !== thinking) {
+      thinking = (await client.setThinking({ sessionId: result.sessionId, thinking: this.preferredThinking })).thinking;
+    }
+    this.dispatch({
+      type: 'sessionStarted',
+      sessionId: result.sessionId,
+      usage: result.usage,
+      model: result.model,
+      mode,
+      sandbox,
+      mcp: result.mcp,
+      thinking,
+      canThink: result.canThink,
+    });
     void this.listModels();
     return result.sessionId;
   }
@@ -185,6 +232,12 @@ export class SessionController {
       const result = await client.loadSession({ sessionId });
       this.dispatch({ type: 'sessionLoaded', result });
       void this.listModels();
+      // The mode picked for this session holds across reloads of the window (a new server
+      // starts each session in the settings' mode).
+      const remembered = this.hooks.memory?.get<PermissionMode>(`${MODE_KEY}:${sessionId}`);
+      if (remembered && result.mode && remembered !== result.mode && this._state.sessionId === sessionId) {
+        await this.setMode(remembered);
+      }
     } catch (error) {
       this.fail('Could not load the session', error);
     }
@@ -210,7 +263,12 @@ export class SessionController {
    * images pasted or dropped with it. */
   async send(text: string, images: readonly ImageContent[] = []): Promise<void> {
     const typed = text.trim();
-    if ((!typed && images.length === 0) || this._state.turn.status !== 'idle') return;
+    if (!typed && images.length === 0) return;
+    if (this._state.turn.status !== 'idle' || this._state.restoring) {
+      // Typed ahead: it goes once the turn (or the reopening session) is done.
+      this.dispatch({ type: 'promptQueued', text: typed, images: [...images] });
+      return;
+    }
     const client = this.client;
     if (!client) return void this.notConnected();
     const prompt: string | PromptBlock[] = images.length
@@ -234,9 +292,11 @@ export class SessionController {
     }
     const source = new CancellationSource();
     this.turnSource = source;
+    let finished = false;
     try {
       const result = await client.turn({ sessionId, prompt }, source.token);
       if (sessionId === this._state.sessionId) this.dispatch({ type: 'turnEnded', result });
+      finished = result.stopReason === 'end_turn';
     } catch (error) {
       if (sessionId === this._state.sessionId) {
         if (isRpcError(error) && error.code === ErrorCodes.RequestCancelled) {
@@ -249,6 +309,22 @@ export class SessionController {
       if (this.turnSource === source) this.turnSource = undefined;
       void this.refreshSessions();
     }
+    // What was typed ahead goes next, after a turn that finished; after a stop or an error
+    // it waits for the user (Send now, or remove it).
+    if (finished) await this.sendQueued();
+  }
+
+  /** Send the first prompt typed ahead (or the one `id` names), when nothing runs. */
+  async sendQueued(id?: string): Promise<void> {
+    const { queue, turn, restoring } = this._state;
+    const next = id ? queue.find((q) => q.id === id) : queue[0];
+    if (!next || turn.status !== 'idle' || restoring || !this.client) return;
+    this.dispatch({ type: 'queueRemoved', id: next.id });
+    await this.send(next.text, next.images);
+  }
+
+  removeQueued(id: string): void {
+    this.dispatch({ type: 'queueRemoved', id });
   }
 
   private turnFailed(error: unknown): void {
@@ -381,10 +457,38 @@ export class SessionController {
     if (!sessionId) return void this.dispatch({ type: 'modeChanged', mode });
     try {
       const result = await client.setMode({ sessionId, mode });
+      this.remember(sessionId, result.mode ?? mode);
       this.dispatch({ type: 'modeChanged', sessionId, mode: result.mode ?? mode, sandbox: result.sandbox });
     } catch (error) {
       this.fail('Could not switch the mode', error);
     }
+  }
+
+  private remember(sessionId: string, mode: PermissionMode): void {
+    void this.hooks.memory?.update(`${MODE_KEY}:${sessionId}`, mode);
+  }
+
+  /** How hard the session's model thinks from the next request (the transcript says what the
+   * change costs); without a session, the next one starts with it. */
+  async setThinking(thinking: ThinkingLevel): Promise<void> {
+    const client = this.client;
+    if (!client) return void this.notConnected();
+    this.preferredThinking = thinking;
+    const sessionId = this._state.sessionId;
+    if (!sessionId) {
+      return void this.dispatch({ type: 'settingsRead', thinking });
+    }
+    try {
+      const result = await client.setThinking({ sessionId, thinking });
+      this.dispatch({ type: 'thinkingChanged', sessionId, result });
+    } catch (error) {
+      this.fail('Could not change the thinking level', error);
+    }
+  }
+
+  /** The settings' permission mode and thinking level, shown until a session says its own. */
+  readSettings(mode: PermissionMode | undefined, thinking: ThinkingLevel | undefined): void {
+    this.dispatch({ type: 'settingsRead', mode: this.preferredMode ?? mode, thinking: this.preferredThinking ?? thinking });
   }
 
   /** Completions for an @-mention being typed. Each keystroke asks again and the answers may
@@ -451,9 +555,17 @@ export class SessionController {
     });
   }
 
-  /** The user's answer from the card; no option means dismissed ("cancelled"). */
-  answerPermission(requestId: string, optionId?: string): void {
-    this.settlePermission(requestId, optionId ? { selected: optionId } : 'cancelled');
+  /** The user's answer from the card or the diff editor; no option means dismissed
+   * ("cancelled"). `extra`: words for the agent with a rejection, a revised change with an
+   * allowance. */
+  answerPermission(requestId: string, optionId?: string, extra: PermissionExtra = {}): void {
+    if (!optionId) return this.settlePermission(requestId, 'cancelled');
+    const message = extra.message?.trim();
+    this.settlePermission(requestId, {
+      selected: optionId,
+      ...(message ? { message } : {}),
+      ...(extra.newText !== undefined ? { newText: extra.newText } : {}),
+    });
   }
 
   private settlePermission(requestId: string, outcome: RequestPermissionResult['outcome']): void {
@@ -463,6 +575,7 @@ export class SessionController {
     waiter.cancelListener.dispose();
     waiter.resolve({ outcome });
     this.dispatch({ type: 'permissionResolved', requestId, outcome });
+    this.hooks.onPermissionSettled?.(requestId);
   }
 
   get pendingPermissions(): number {

@@ -4,11 +4,15 @@
  */
 import * as vscode from 'vscode';
 import { SessionController } from './controller';
+import { ChangeDiffs } from './editor/diffs';
+import { openWorkspacePath } from './editor/open';
+import type { PermissionMode, ThinkingLevel } from './protocol/types';
 import { KEY_FAMILIES, ApiKeyStore, MCP_SECRET_NAME, McpSecretStore } from './secrets';
 import { AgentServer } from './server/agentServer';
 import { onPythonInterpreterChange } from './server/python';
 import { CONFIG_SECTION, DEFAULT_KEY_ENV, agentSettingsFrom, keyFamilyOf, restartReason } from './settings/mapping';
 import { ChatViewProvider } from './view/chatViewProvider';
+import { pickMode, pickModel, pickSession, pickThinking } from './view/pickers';
 import type { WebviewToHost } from './view/messages';
 import { ContextStatusBar } from './view/statusBar';
 
@@ -21,7 +25,10 @@ export function activate(context: vscode.ExtensionContext): void {
   const statusBar = new ContextStatusBar('agentServer.showView');
 
   let view: ChatViewProvider | undefined;
+  let diffs: ChangeDiffs | undefined;
   const controller = new SessionController({
+    memory: context.workspaceState,
+    onPermissionSettled: (requestId) => void diffs?.settled(requestId),
     publish: (actions) => {
       view?.publish(actions);
       statusBar.update(controller.state);
@@ -34,6 +41,17 @@ export function activate(context: vscode.ExtensionContext): void {
     },
   });
   controller.setWorkspace(vscode.workspace.workspaceFolders?.[0]?.uri.toString());
+  const workspaceRoot = (): vscode.Uri | undefined => vscode.workspace.workspaceFolders?.[0]?.uri;
+  diffs = new ChangeDiffs(workspaceRoot, {
+    accept: (requestId, newText) => controller.answerPermission(requestId, 'allow_once', newText === undefined ? {} : { newText }),
+    reject: (requestId, message) => controller.answerPermission(requestId, 'reject_once', message ? { message } : {}),
+  });
+  // Before a session says its own, the view shows the settings' mode and thinking level.
+  const readSettings = (): void => {
+    const config = vscode.workspace.getConfiguration(CONFIG_SECTION);
+    controller.readSettings(config.get<PermissionMode>('permissions.mode'), config.get<ThinkingLevel>('thinking'));
+  };
+  readSettings();
 
   const agentServer = new AgentServer(log, keys, {
     onStarting: (message) => controller.dispatch({ type: 'serverStatus', status: 'starting', message }),
@@ -102,7 +120,40 @@ export function activate(context: vscode.ExtensionContext): void {
         void controller.completeMention(message.query);
         break;
       case 'permission':
-        controller.answerPermission(message.requestId, message.optionId);
+        controller.answerPermission(message.requestId, message.optionId, message.message ? { message: message.message } : {});
+        break;
+      case 'reviewChange': {
+        const card = controller.state.items.find((i) => i.kind === 'permission' && i.requestId === message.requestId);
+        const change = card?.kind === 'permission' ? card.toolCall.content?.find((c) => c.type === 'diff') : undefined;
+        if (change?.type === 'diff') void diffs?.review(message.requestId, change);
+        break;
+      }
+      case 'openDiff': {
+        const item = controller.state.items.find((i) => i.id === message.itemId);
+        const change = item?.kind === 'toolCall' ? item.content[message.index] : undefined;
+        if (change?.type === 'diff') void diffs?.showMade(change);
+        break;
+      }
+      case 'open':
+        void openWorkspacePath(workspaceRoot(), message.path, message.line);
+        break;
+      case 'pick':
+        void (message.what === 'session'
+          ? pickSession(controller)
+          : message.what === 'model'
+            ? pickModel(controller)
+            : message.what === 'mode'
+              ? pickMode(controller)
+              : pickThinking(controller));
+        break;
+      case 'setThinking':
+        void controller.setThinking(message.thinking);
+        break;
+      case 'sendQueued':
+        void controller.sendQueued(message.id);
+        break;
+      case 'removeQueued':
+        controller.removeQueued(message.id);
         break;
       case 'acceptTools':
         void controller.acceptTools();
@@ -147,6 +198,7 @@ export function activate(context: vscode.ExtensionContext): void {
     log,
     statusBar,
     view,
+    diffs,
     agentServer,
     vscode.window.registerWebviewViewProvider(ChatViewProvider.viewType, view),
     // The server starts with the view, once; after a failure it waits for a fix or a restart.
@@ -184,6 +236,10 @@ export function activate(context: vscode.ExtensionContext): void {
       if (result && result.outcome !== 'compacted') void vscode.window.showInformationMessage(result.message);
     }),
     vscode.commands.registerCommand('agentServer.interrupt', () => controller.stop()),
+    vscode.commands.registerCommand('agentServer.pickThinking', async () => {
+      await ensureServer();
+      await pickThinking(controller);
+    }),
     vscode.commands.registerCommand('agentServer.restartServer', async () => {
       log.info('Restart requested.');
       await agentServer.restart();
@@ -254,6 +310,7 @@ export function activate(context: vscode.ExtensionContext): void {
     }),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (!e.affectsConfiguration(CONFIG_SECTION)) return;
+      readSettings();
       const settings = agentSettingsFrom(vscode.workspace.getConfiguration(CONFIG_SECTION));
       const why = restartReason((key) => e.affectsConfiguration(`${CONFIG_SECTION}.${key}`), settings);
       if (why) {

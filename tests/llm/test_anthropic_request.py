@@ -315,3 +315,38 @@ def test_a_paused_answer_of_whitespace_only_is_not_sent() -> None:
     paused = assistant(text="  \n", stop_reason="pauseTurn")
     params = build_request(MODEL, context([user("find it"), paused]), SHORT)
     assert [message["role"] for message in params["messages"]] == ["user"]
+
+
+def test_thinking_off_sends_nothing_a_budget_model_gets_a_budget_within_max_tokens() -> None:
+    ctx = context([user("hi")])
+    plain = build_request(MODEL, ctx, SHORT)
+    assert "thinking" not in plain and "output_config" not in plain
+    haiku = ModelRegistry().require("claude-haiku-4-5")
+    assert haiku.thinking == "budget"
+    for level, budget in (("low", 4_096), ("medium", 10_000), ("high", 32_000)):
+        params = build_request(haiku, ctx, CallOptions(session_id="s1", thinking=level))
+        assert params["thinking"] == {"type": "enabled", "budget_tokens": budget}
+        assert params["max_tokens"] == haiku.max_output > budget
+    # A call that asks for little output (a summary) gets the same budget on top: the
+    # same thinking setting as the calls it shares its cached messages with.
+    small = build_request(
+        haiku, ctx, CallOptions(session_id="s1", thinking="low", max_tokens=2_000)
+    )
+    assert small["thinking"]["budget_tokens"] == 4_096 and small["max_tokens"] == 6_096
+    # At most half the model's output limit (the simulator's 4096 -> 2048).
+    sim_small = ModelRegistry().require("sim-small")
+    capped = build_request(sim_small, ctx, CallOptions(session_id="s1", thinking="high"))
+    assert capped["thinking"]["budget_tokens"] == 2_048 and capped["max_tokens"] == 4_096
+
+
+def test_an_adaptive_model_gets_adaptive_thinking_summarised_and_the_effort() -> None:
+    sonnet = ModelRegistry().require("claude-sonnet-4-6")
+    params = build_request(
+        sonnet, context([user("hi")]), CallOptions(session_id="s1", thinking="medium")
+    )
+    assert params["thinking"] == {"type": "adaptive", "display": "summarized"}
+    assert params["output_config"] == {"effort": "medium"}
+    assert params["max_tokens"] == sonnet.max_output
+    # Every model the registry lists for Anthropic says how it thinks.
+    anthropic_models = [m for m in ModelRegistry() if m.vendor == "anthropic"]
+    assert anthropic_models and all(m.thinking is not None for m in anthropic_models)

@@ -250,3 +250,19 @@ def test_request_n_plus_1_begins_with_request_n(build: object) -> None:
     for before, after in itertools.pairwise(bodies):
         assert before.endswith("]}")
         assert after.startswith(before[:-2])
+
+
+def test_reasoning_effort_goes_to_reasoning_models_only() -> None:
+    gpt = ModelRegistry().require("gpt-5.5")
+    ctx = context([user("hi")])
+    off = openai_responses.build_request(gpt, ctx, CallOptions(session_id="s"))
+    assert off["reasoning"] == {"summary": "auto"}  # as before: the model's default effort
+    high = openai_responses.build_request(gpt, ctx, CallOptions(session_id="s", thinking="high"))
+    assert high["reasoning"] == {"effort": "high", "summary": "auto"}
+    chat = openai_chat.build_request(gpt, ctx, CallOptions(session_id="s", thinking="low"))
+    assert chat["reasoning_effort"] == "low"
+    assert "reasoning_effort" not in openai_chat.build_request(gpt, ctx, CallOptions())
+    older = ModelRegistry().require("gpt-4.1")
+    for build in (openai_chat.build_request, openai_responses.build_request):
+        params = build(older, ctx, CallOptions(session_id="s", thinking="high"))
+        assert "reasoning" not in params and "reasoning_effort" not in params

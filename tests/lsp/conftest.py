@@ -45,8 +45,11 @@ class AgentClient:
     permission_requests: list[dict[str, Any]] = field(default_factory=list)
     permission_cancellations: int = 0
     show_message_requests: list[Any] = field(default_factory=list)
-    # Decides the answer to agent/requestPermission: option id, or None for "cancelled".
-    answer_permission: Callable[[dict[str, Any]], str | None] = lambda _params: "allow_once"
+    # Decides the answer to agent/requestPermission: option id, or None for "cancelled", or
+    # the whole selected outcome ({"selected", "message"?, "newText"?}).
+    answer_permission: Callable[[dict[str, Any]], str | dict[str, Any] | None] = (
+        lambda _params: "allow_once"
+    )
     permission_delay: float = 0.0
     # What the server sent that the protocol does not describe (checked when the client stops).
     undescribed: list[str] = field(default_factory=list)
@@ -114,6 +117,8 @@ def make_client(state: dict[str, AgentClient]) -> LanguageClient:
         choice = agent.answer_permission(params)
         if choice is None:
             return {"outcome": "cancelled"}
+        if isinstance(choice, dict):
+            return {"outcome": choice}
         return {"outcome": {"selected": choice}}
 
     @client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)

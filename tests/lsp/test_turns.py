@@ -11,7 +11,9 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
+from agent_server.sim.scenario import parse_scenario
 from agent_server.sim.server import SimServer
+from agent_server.sim.simulator import Simulator
 from tests.lsp.conftest import sim_settings, start_agent_client
 
 OVERVIEW = "Give me an overview of this repository: what it does and how it is laid out."
@@ -120,6 +122,12 @@ async def test_overflow_rejection_notifies_and_retries_once(
         assert result["stopReason"] == "end_turn"
         actions = [(o["kind"], o["action"]) for o in agent.overflows]
         assert actions == [("rejected", "compacting"), ("rejected", "retrying")]
+        # They say what happens, never the provider's advice to do it by hand (the agent
+        # does it): no "compact the session and try again" beside "compacting".
+        compacting, retrying = (o["message"] for o in agent.overflows)
+        assert "refused the request as too long" in compacting
+        assert "Compacting the history once, then retrying" in compacting
+        assert "try again" not in compacting.lower() and "try again" not in retrying.lower()
         reasons = [c["reason"] for c in agent.compactions if c["status"] == "completed"]
         assert reasons == ["overflow"]
         rejected = [r for r in sim.simulator.records[before:] if r.status == 400]
@@ -307,3 +315,75 @@ async def test_server_started_compaction_gets_its_own_progress(
         token = f"agent-compaction-{started[0]['compactionId']}"
         reports = agent.client.progress_reports.get(token, [])
         assert [r.kind for r in reports][:1] == ["begin"] and reports[-1].kind == "end"
+
+
+async def test_retry_notices_say_they_are_retries(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    async with start_agent_client([workspace], sim_settings(sim, tmp_path)) as agent:
+        session_id = await agent.new_session()
+        sim.simulator.set_faults("529@1")
+        result = await agent.request("agent/turn", {"sessionId": session_id, "prompt": OVERVIEW})
+        assert result["stopReason"] == "end_turn"
+        notices = [u["update"] for u in agent.updates if u["update"]["kind"] == "notice"]
+        retries = [n for n in notices if "retry" in n]
+        assert len(retries) == 1, notices
+        (retry,) = retries
+        assert retry["level"] == "warning" and "Retrying" in retry["message"]
+        assert retry["retry"]["attempt"] == 2 and retry["retry"]["attempts"] >= 2
+        assert retry["retry"]["wait"] >= 0
+        assert all("retry" not in n for n in notices if n is not retry)
+
+
+async def test_a_stopped_command_ends_as_stopped_live_and_after_a_reload(
+    workspace: Path, tmp_path: Path
+) -> None:
+    sleeper = parse_scenario(
+        {
+            "name": "sleeper",
+            "turns": [
+                {
+                    "user": "wait a while",
+                    "steps": [
+                        {"tools": [{"name": "bash", "arguments": {"command": "sleep 60"}}]},
+                        {"text": "Done waiting."},
+                    ],
+                }
+            ],
+        }
+    )
+    async with SimServer(Simulator(scenario=sleeper)) as sim:
+        settings = sim_settings(sim, tmp_path, tools={"sandbox": "off"})
+        async with start_agent_client([workspace], settings) as agent:
+            session_id = await agent.new_session()
+            turn = asyncio.ensure_future(
+                agent.request("agent/turn", {"sessionId": session_id, "prompt": "wait a while"})
+            )
+
+            def running() -> bool:
+                return any(
+                    u["update"]["kind"] == "toolCallUpdate"
+                    and u["update"].get("status") == "in_progress"
+                    for u in agent.updates
+                )
+
+            while not running():
+                await asyncio.sleep(0.05)
+            await agent.request("agent/interrupt", {"sessionId": session_id})
+            result = await turn
+            assert result["stopReason"] == "cancelled"
+            (call,) = [u["update"] for u in agent.updates if u["update"]["kind"] == "toolCall"]
+            ends = [
+                u["update"] for u in agent.updates
+                if u["update"]["kind"] == "toolCallUpdate"
+                and u["update"]["toolCallId"] == call["toolCallId"]
+                and u["update"].get("status") in ("completed", "failed")
+            ]
+            assert len(ends) == 1 and ends[0]["status"] == "failed"
+            assert ends[0]["rawOutput"] == {"aborted": True}
+            loaded = await agent.request("agent/session/load", {"sessionId": session_id})
+            (reloaded,) = [
+                i for i in loaded["transcript"]
+                if i["kind"] == "toolCallUpdate" and i["toolCallId"] == call["toolCallId"]
+            ]
+            assert reloaded == ends[0]

@@ -308,3 +308,51 @@ async def test_the_real_sdk_sends_bearer_auth_and_is_accepted(
 ) -> None:
     await anthropic_client.messages.create(model="sim-small", max_tokens=10, messages=[USER])
     assert simulator.records[-1].status == 200
+
+
+async def test_adaptive_thinking_and_effort_are_accepted_and_part_of_the_message_cache(
+    anthropic_client: AsyncAnthropic,
+) -> None:
+    ask = [{"role": "user", "content": [{"type": "text", "text": "Think, then answer. " * 300,
+                                         "cache_control": {"type": "ephemeral"}}]}]
+
+    async def call(effort: str) -> Any:
+        return await anthropic_client.messages.create(
+            model="sim-small", max_tokens=2000, messages=ask,
+            thinking={"type": "adaptive", "display": "summarized"},
+            output_config={"effort": effort},
+        )
+
+    first = await call("low")
+    assert [b.type for b in first.content] == ["thinking", "text"]
+    again = await call("low")
+    assert again.usage.cache_read_input_tokens and again.usage.cache_read_input_tokens > 0
+    # Another effort is another thinking setting: the messages are not read from the cache.
+    other = await call("high")
+    assert not other.usage.cache_read_input_tokens
+    assert other.usage.cache_creation_input_tokens
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"thinking": {"type": "adaptive", "budget_tokens": 2048}},
+         "thinking.adaptive.budget_tokens: Extra inputs are not permitted"),
+        ({"thinking": {"type": "adaptive", "display": "full"}},
+         "thinking.adaptive.display: Input should be 'summarized' or 'omitted'"),
+        ({"output_config": {"effort": "extreme"}},
+         "output_config.effort: Input should be 'low', 'medium', 'high', 'xhigh' or 'max'"),
+        ({"thinking": {"type": "sometimes"}},
+         "does not match any of the expected tags: 'enabled', 'disabled', 'adaptive', "
+         "'between_tools'"),
+    ],
+)
+async def test_thinking_fields_are_checked_as_the_api_does(
+    anthropic_client: AsyncAnthropic, fields: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(anthropic.BadRequestError) as error:
+        await anthropic_client.messages.create(
+            model="sim-small", max_tokens=2000, messages=[{"role": "user", "content": "hi"}],
+            **fields,
+        )
+    assert message in error.value.message

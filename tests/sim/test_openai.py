@@ -276,3 +276,25 @@ async def test_responses_validation_errors(openai_client: AsyncOpenAI, items: li
     assert isinstance(error.value.body, dict)
     assert error.value.body["message"] == message
     assert error.value.body["param"] == "input"
+
+
+async def test_reasoning_effort_is_checked_as_the_api_does(openai_client: AsyncOpenAI) -> None:
+    ok = await openai_client.responses.create(
+        model="test-thinker", input="Think, then answer.", reasoning={"effort": "high"}
+    )
+    assert ok.status == "completed"
+    chat = await openai_client.chat.completions.create(
+        model="test-thinker", messages=[{"role": "user", "content": "hi"}], reasoning_effort="low"
+    )
+    assert chat.choices
+    with pytest.raises(openai.BadRequestError) as bad_value:
+        await openai_client.responses.create(
+            model="test-thinker", input="x", reasoning={"effort": "extreme"}  # type: ignore[typeddict-item]
+        )
+    assert bad_value.value.code == "invalid_value" and "'xhigh'" in bad_value.value.message
+    with pytest.raises(openai.BadRequestError) as not_reasoning:
+        await openai_client.chat.completions.create(
+            model="sim-small", messages=[{"role": "user", "content": "hi"}], reasoning_effort="low"
+        )
+    assert not_reasoning.value.code == "unsupported_parameter"
+    assert "'reasoning_effort' is not supported with this model" in not_reasoning.value.message

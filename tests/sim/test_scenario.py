@@ -11,7 +11,7 @@ from anthropic import AsyncAnthropic
 from openai import AsyncOpenAI
 
 from agent_server.context.summary_prompt import summary_message_text
-from agent_server.sim.responder import is_summary_request, plan_reply
+from agent_server.sim.responder import plan_reply
 from agent_server.sim.scenario import (
     ScenarioError,
     default_scenario,
@@ -19,6 +19,7 @@ from agent_server.sim.scenario import (
     parse_scenario,
 )
 from agent_server.sim.simulator import Simulator
+from agent_server.sim.summary_requests import is_summary_request
 from agent_server.sim.transcript import (
     TextPart,
     ToolCallPart,
@@ -323,8 +324,13 @@ def test_call_ids_differ_between_conversations_of_the_same_length() -> None:
     assert plan_reply(one, TEST_SCENARIO, id_prefix="toolu").calls[0].id == first
 
 
-def test_a_prompt_quoted_in_a_compaction_summary_does_not_restart_its_turn() -> None:
-    # After an overflow, the retry carries only the summary, which quotes the user's request.
+def test_a_prompt_only_a_compaction_summary_quotes_is_taken_up_again() -> None:
+    # After an overflow, the retry carries only the summary, which quotes the user's request:
+    # the model knows what was asked from the summary alone, and goes on to the turn's answer.
     summary = summary_message_text('## Goal\n"Read the readme please."')
     reply = plan_reply(_transcript(_user(TextPart(summary))), TEST_SCENARIO, id_prefix="toolu")
-    assert reply.source.startswith("fallback")
+    last = len(TEST_SCENARIO.turns[0].steps) - 1
+    assert reply.source == f"scenario:0:{last}"
+    # Quoted next to a new prompt, it is the new prompt that is answered.
+    both = _transcript(_user(TextPart(summary), TextPart("Something else entirely.")))
+    assert plan_reply(both, TEST_SCENARIO, id_prefix="toolu").source.startswith("fallback")

@@ -1,16 +1,18 @@
-"""Summary requests get a deterministic extractive summary that folds the previous one in."""
+"""Summary requests, recognised from their words for every client, get a deterministic extractive
+summary that folds the previous one in (faithful), or a short goal and the file lists (lossy)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from anthropic import AsyncAnthropic
 from openai import AsyncOpenAI
 
 from agent_server.context.summary_prompt import (
-    SUMMARY_REQUEST_MARKER,
     build_summary_instruction,
     build_summary_prompt,
+    build_turn_prefix_prompt,
     summary_message_text,
 )
 from agent_server.llm.messages import (
@@ -20,8 +22,22 @@ from agent_server.llm.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from agent_server.sim.summary import MAX_SUMMARY_TOKENS
+from agent_server.sim.summary import LOSSY_GOAL_CHARS, MAX_SUMMARY_TOKENS, summarise
+from agent_server.sim.summary_requests import (
+    asks_for_turn_prefix,
+    handoff_body,
+    is_summary_handoff,
+    is_summary_request,
+)
 from agent_server.sim.tokenizer import count_tokens
+from agent_server.sim.transcript import (
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    ToolSpec,
+    Transcript,
+    TranscriptMessage,
+)
 
 SECTIONS = (
     "## Goal",
@@ -84,7 +100,6 @@ async def test_the_cache_sharing_request_is_summarised_with_the_previous_summary
     anthropic_client: AsyncAnthropic,
 ) -> None:
     instruction = build_summary_instruction(kept_messages=0, previous_summary_in_context=True)
-    assert SUMMARY_REQUEST_MARKER in instruction
     messages = [
         {"role": "user", "content": [
             {"type": "text", "text": summary_message_text(PREVIOUS)},
@@ -188,3 +203,159 @@ async def test_the_summary_stays_bounded_however_long_the_conversation(
     assert message.usage.input_tokens > 30 * count_tokens(summary)
     assert "Request 119" in summary  # the latest request is in progress
     assert "Request 0" in summary.split("## Constraints")[0]  # the first is the goal
+
+
+# --- recognising a summary request: by its words, the same way for every client -------------
+
+# The clients' own wording (pi 0.73: core/compaction/compaction.js; Claude Code 2.1: the request
+# it sends; Codex 0.171: codex-rs/core/templates/compact/prompt.md; agent-server: the product's
+# own builders).
+PI_INITIAL = ("The messages above are a conversation to summarize. Create a structured context "
+              "checkpoint summary that another LLM will use to continue the work.")
+PI_UPDATE = ("The messages above are NEW conversation messages to incorporate into the existing "
+             "summary provided in <previous-summary> tags.\n\nUpdate the existing structured "
+             "summary with new information.")
+PI_TURN_PREFIX = ("This is the PREFIX of a turn that was too large to keep. The SUFFIX (recent "
+                  "work) is retained.\n\nSummarize the prefix to provide context for the "
+                  "retained suffix:")
+CLAUDE_CODE = ("Your task is to create a detailed summary of the conversation so far, paying "
+               "close attention to the user's explicit requests and your previous actions.")
+CODEX = ("You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary for "
+         "another LLM that will resume the task.")
+HANDOFFS = {
+    "agent-server and pi": summary_message_text(PREVIOUS),
+    "claude-code": "This session is being continued from a previous conversation that ran out "
+                   "of context. The summary below covers the earlier portion of the "
+                   f"conversation.\n\nSummary:\n{PREVIOUS}",
+    "codex": "Another language model started to solve this problem and produced a summary of "
+             "its thinking process. You also have access to the state of the tools that were "
+             "used by that language model. Use this to build on the work that has already "
+             "been done and avoid duplicating work. Here is the summary produced by the other "
+             "language model, use the information in this summary to  assist with your own "
+             f"analysis:\n{PREVIOUS}",
+}
+
+
+def _asking(text: str, *, tools: bool = True, system: str = "") -> Transcript:
+    specs = (ToolSpec("read", {}),) if tools else ()
+    return Transcript(system, specs, (
+        TranscriptMessage("user", (TextPart("Fix the invoice test."),)),
+        TranscriptMessage("assistant", (TextPart("Done."),)),
+        TranscriptMessage("user", (TextPart(text),)),
+    ))
+
+
+@pytest.mark.parametrize("instruction", [
+    PI_INITIAL, PI_UPDATE, PI_TURN_PREFIX, CLAUDE_CODE, CODEX,
+    build_summary_instruction(kept_messages=2, previous_summary_in_context=False),
+    build_summary_prompt([UserMessage.of_text("hi")]),
+    build_turn_prefix_prompt([UserMessage.of_text("hi")]),
+])
+def test_each_clients_summary_instruction_is_recognised(instruction: str) -> None:
+    assert is_summary_request(_asking(instruction))
+    assert is_summary_request(_asking(instruction, tools=False))
+
+
+@pytest.mark.parametrize("prompt", [
+    "Fix the failing invoice test.",
+    "Summarise nothing; just run the tests.",
+    "Read the summary.py module and explain it.",
+])
+def test_ordinary_prompts_are_not_summary_requests(prompt: str) -> None:
+    assert not is_summary_request(_asking(prompt))
+
+
+def test_a_summariser_call_without_tools_is_recognised_by_its_system_prompt() -> None:
+    system = "You are a context summarization assistant."
+    assert is_summary_request(_asking("<conversation>\n[User]: hi\n</conversation>",
+                                      tools=False, system=system))
+    assert not is_summary_request(_asking("hi", tools=True, system=system))
+
+
+def test_turn_prefix_requests_are_told_apart() -> None:
+    assert asks_for_turn_prefix(PI_TURN_PREFIX)
+    assert asks_for_turn_prefix(build_turn_prefix_prompt([UserMessage.of_text("hi")]))
+    assert not asks_for_turn_prefix(PI_INITIAL) and not asks_for_turn_prefix(CLAUDE_CODE)
+
+
+@pytest.mark.parametrize("client", sorted(HANDOFFS))
+def test_each_clients_handed_over_summary_is_recognised_and_folded(client: str) -> None:
+    text = HANDOFFS[client]
+    assert is_summary_handoff(text)
+    assert "## Goal" in handoff_body(text) and not handoff_body(text).startswith("This session")
+    transcript = Transcript("", (), (
+        TranscriptMessage("user", (TextPart(text), TextPart("Now run the tests."))),
+        TranscriptMessage("assistant", (TextPart("They pass."),)),
+        TranscriptMessage("user", (TextPart(CODEX),)),
+    ))
+    summary = summarise(transcript)
+    assert "Never touch the database schema." in summary  # folded from the previous summary
+    assert "`billing/api.py`" in summary.split("## Files modified")[1]
+    assert '"Port the billing module' in summary.split("## Constraints")[0]  # its goal kept
+    assert not is_summary_handoff("Fix the summary module: it crashes on empty input.")
+
+
+def test_pis_serialised_calls_and_file_lists_are_read() -> None:
+    conversation = (
+        "<conversation>\n[User]: Fix the parser. Never change the public API.\n\n"
+        '[Assistant tool calls]: read(path="src/parse.py"); bash(command="cat -n src/lex.py '
+        "| sed -n '1,40p'\")\n\n[Tool result]: def parse(): ...\n\n"
+        '[Assistant tool calls]: edit(path="src/parse.py", edits=[{"oldText": "a; b", '
+        '"newText": "c"}])\n</conversation>\n\n'
+        f"<previous-summary>\n## Goal\nFix the parser.\n\n<read-files>\nsrc/io.py\n</read-files>"
+        f"\n</previous-summary>\n\n{PI_UPDATE}"
+    )
+    summary = summarise(_asking(conversation, tools=False))
+    files_read = summary.split("## Files read")[1].split("##")[0]
+    assert "`src/lex.py`" in files_read and "`src/io.py`" in files_read
+    assert "`src/parse.py`" in summary.split("## Files modified")[1].split("##")[0]
+    assert "Never change the public API." in summary
+
+
+def test_codex_shell_reads_and_patches_count_as_files() -> None:
+    patch = "*** Begin Patch\n*** Update File: src/parse.py\n@@\n-a\n+b\n*** End Patch"
+    transcript = Transcript("", (ToolSpec("exec_command", {}),), (
+        TranscriptMessage("user", (TextPart("Fix the parser."),)),
+        TranscriptMessage("assistant", (
+            ToolCallPart("c1", "exec_command", {"cmd": "cat -n src/lex.py | sed -n '1,9p'"}),
+            ToolCallPart("c2", "apply_patch", {"input": patch}),
+        )),
+        TranscriptMessage("user", (ToolResultPart("c1", "1 x"), ToolResultPart("c2", "ok"),
+                                   TextPart(CODEX))),
+    ))
+    summary = summarise(transcript)
+    assert "`src/lex.py`" in summary.split("## Files read")[1].split("##")[0]
+    assert "`src/parse.py`" in summary.split("## Files modified")[1].split("##")[0]
+
+
+def test_the_lossy_summariser_keeps_a_short_goal_and_the_file_lists_only() -> None:
+    transcript = Transcript("", (ToolSpec("read", {}),), (
+        TranscriptMessage("user", (TextPart(summary_message_text(PREVIOUS)),
+                                   TextPart("Now fix the invoice test. Do not add dependencies."))),
+        TranscriptMessage("assistant", (ToolCallPart("c1", "read", {"path": "tests/t.py"}),)),
+        TranscriptMessage("user", (ToolResultPart("c1", "def test(): ..."), TextPart(CODEX))),
+    ))
+    lossy = summarise(transcript, "lossy")
+    assert [line for line in lossy.splitlines() if line.startswith("#")] == [
+        "## Goal", "## Files read", "## Files modified"]
+    assert len(lossy.split("## Files read")[0]) <= len("## Goal\n\n\n") + LOSSY_GOAL_CHARS
+    assert "Port the billing module" in lossy
+    assert "dependencies" not in lossy and "database schema" not in lossy
+    assert "`tests/t.py`" in lossy and "`billing/client.py`" in lossy
+    assert "`billing/api.py`" in lossy.split("## Files modified")[1]
+    faithful = summarise(transcript, "faithful")
+    assert "Do not add dependencies." in faithful and "Never touch the database" in faithful
+
+
+def test_a_summary_cut_to_a_number_of_characters_ends_at_a_line_break() -> None:
+    transcript = Transcript("", (ToolSpec("read", {}),), (
+        TranscriptMessage("user", (TextPart(summary_message_text(PREVIOUS)),
+                                   TextPart("Now fix the invoice test. Do not add dependencies."))),
+        TranscriptMessage("assistant", (ToolCallPart("c1", "read", {"path": "tests/t.py"}),)),
+        TranscriptMessage("user", (ToolResultPart("c1", "def test(): ..."), TextPart(CODEX))),
+    ))
+    whole = summarise(transcript, "faithful")
+    cut = summarise(transcript, "faithful", max_chars=300)
+    assert len(whole) > 300 >= len(cut) and whole.startswith(cut)
+    assert whole[len(cut)] == "\n"  # the cut ends a line
+    assert summarise(transcript, "faithful", max_chars=len(whole)) == whole

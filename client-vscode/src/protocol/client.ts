@@ -26,6 +26,8 @@ import {
   type RewindPreviewParams,
   type RewindPreviewResult,
   type SessionState,
+  type ThinkingSetParams,
+  type ThinkingSetResult,
   type McpAcceptToolsResult,
   type McpStatusParams,
   type UserIdleParams,
@@ -155,6 +157,10 @@ export class AgentClient {
 
   setMode(params: ModeSetParams): Promise<SessionState> {
     return this.connection.sendRequest(Methods.modeSet, params);
+  }
+
+  setThinking(params: ThinkingSetParams): Promise<ThinkingSetResult> {
+    return this.connection.sendRequest(Methods.thinkingSet, params);
   }
 
   completeMention(params: MentionCompleteParams): Promise<MentionCompleteResult> {

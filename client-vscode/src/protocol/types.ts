@@ -18,6 +18,9 @@ export type SummaryMode = (typeof SummaryModeValues)[number];
 export const AttachmentKindValues = ['file', 'directory', 'image'] as const;
 export type AttachmentKind = (typeof AttachmentKindValues)[number];
 
+export const ThinkingLevelValues = ['off', 'low', 'medium', 'high'] as const;
+export type ThinkingLevel = (typeof ThinkingLevelValues)[number];
+
 export const CompactionReasonValues = ['threshold', 'overflow', 'truncation', 'manual', 'idle'] as const;
 export type CompactionReason = (typeof CompactionReasonValues)[number];
 
@@ -200,10 +203,25 @@ export interface ToolCallProgressUpdate {
   rawOutput?: unknown;
 }
 
+/**
+ * A failed model call about to be tried again: attempt `attempt` of `attempts`, after
+ * `wait` seconds.
+ */
+export interface RetryInfo {
+  attempt: number;
+  attempts: number;
+  wait: number;
+}
+
 export interface NoticeUpdate {
   kind: 'notice';
   level: NoticeLevel;
   message: string;
+  /**
+   * A model call being retried after a provider error: the notice is over once a later
+   * update of the turn comes.
+   */
+  retry?: RetryInfo;
   /**
    * In a loaded transcript, an editor note the model was given (an external edit, a branch
    * summary): its entry and kind.
@@ -212,7 +230,34 @@ export interface NoticeUpdate {
   note?: string;
 }
 
-export type SessionUpdate = UserMessageUpdate | MessageChunkUpdate | ThoughtChunkUpdate | ToolCallUpdateStart | ToolCallProgressUpdate | NoticeUpdate;
+export interface ModelChangeMarker {
+  kind: 'modelChange';
+  entryId: string;
+  provider: string;
+  model: string;
+  /**
+   * How hard the model thinks from here on (absent in sessions from before it was kept:
+   * off).
+   */
+  thinking?: ThinkingLevel;
+}
+
+/**
+ * The session goes on with another model or thinking level from this turn, because a
+ * setting changed (a switch the user asked for is answered by its own request): the
+ * transcript's marker, with the model's name and window and what the change costs.
+ */
+export interface ModelChangeUpdate {
+  kind: 'modelChange';
+  entryId: string;
+  provider: string;
+  model: string;
+  thinking?: ThinkingLevel;
+  modelInfo: ModelRef;
+  note: string;
+}
+
+export type SessionUpdate = UserMessageUpdate | MessageChunkUpdate | ThoughtChunkUpdate | ToolCallUpdateStart | ToolCallProgressUpdate | NoticeUpdate | ModelChangeUpdate;
 
 export interface CompactionMarker {
   kind: 'compaction';
@@ -235,13 +280,6 @@ export interface BranchMarker {
   summary?: string;
 }
 
-export interface ModelChangeMarker {
-  kind: 'modelChange';
-  entryId: string;
-  provider: string;
-  model: string;
-}
-
 /** What a restore did to one file: put back, or deleted (it did not exist at that point). */
 export interface RestoredFile {
   path: string;
@@ -257,7 +295,7 @@ export interface FileRestoreMarker {
 }
 
 /** One item of a loaded transcript: exactly a live `agent/update` update, or a marker. */
-export type TranscriptItem = UserMessageUpdate | MessageChunkUpdate | ThoughtChunkUpdate | ToolCallUpdateStart | ToolCallProgressUpdate | NoticeUpdate | CompactionMarker | BranchMarker | ModelChangeMarker | FileRestoreMarker;
+export type TranscriptItem = UserMessageUpdate | MessageChunkUpdate | ThoughtChunkUpdate | ToolCallUpdateStart | ToolCallProgressUpdate | NoticeUpdate | ModelChangeUpdate | CompactionMarker | BranchMarker | ModelChangeMarker | FileRestoreMarker;
 
 /** The model a session uses. */
 export interface ModelRef {
@@ -273,9 +311,15 @@ export interface SandboxState {
   reason?: string;
 }
 
-/** A session's model and mode (also in the session/new and session/load results). */
+/**
+ * A session's model, thinking level and mode (also in the session/new and session/load
+ * results).
+ */
 export interface SessionState {
   model: ModelRef;
+  thinking: ThinkingLevel;
+  /** Whether the session's model takes a thinking level on its provider's API. */
+  canThink: boolean;
   mode: PermissionMode;
   /** How the session's commands run; it follows the mode under `tools.sandbox: auto`. */
   sandbox: SandboxState;
@@ -320,6 +364,8 @@ export interface SessionNewParams {
 
 export interface SessionNewResult {
   model: ModelRef;
+  thinking: ThinkingLevel;
+  canThink: boolean;
   mode: PermissionMode;
   sandbox: SandboxState;
   sessionId: string;
@@ -371,6 +417,8 @@ export interface LedgerRepair {
 
 export interface SessionLoadResult {
   model: ModelRef;
+  thinking: ThinkingLevel;
+  canThink: boolean;
   mode: PermissionMode;
   sandbox: SandboxState;
   sessionId: string;
@@ -518,6 +566,8 @@ export interface ModelChoice {
   maxOutput: number;
   pricing: ModelPricing;
   images: boolean;
+  /** It takes a thinking level on the provider's API. */
+  thinking: boolean;
   /** `user`: from the user's models file. */
   source: 'builtin' | 'user';
   current: boolean;
@@ -570,6 +620,25 @@ export interface ModeSetParams {
 }
 
 export type ModeSetResult = SessionState;
+
+export interface ThinkingSetParams {
+  sessionId: string;
+  thinking: ThinkingLevel;
+}
+
+export interface ThinkingSetResult {
+  thinking: ThinkingLevel;
+  canThink: boolean;
+  /** The ledger's modelChange entry that records it (null: already that level). */
+  entryId: string | null;
+  /**
+   * As for a model switch, of the session's messages (the prefix Anthropic caches per
+   * thinking setting).
+   */
+  cost: SwitchCost;
+  /** The cost in words, for the transcript. */
+  note: string;
+}
 
 export interface MentionCompleteParams {
   workspaceUri: string;
@@ -665,6 +734,13 @@ export interface RequestPermissionParams {
 
 export interface SelectedOption {
   selected: string;
+  /** With a rejection: what the agent should do instead. */
+  message?: string;
+  /**
+   * With an allowance of a file change: the file's content as the user revised it,
+   * written instead of the proposal.
+   */
+  newText?: string;
 }
 
 export interface RequestPermissionResult {
@@ -713,6 +789,7 @@ export interface AgentSettings {
   baseUrl?: string;
   apiKeyEnv?: string;
   cacheRetention?: CacheRetentionSetting;
+  thinking?: ThinkingLevel;
   compaction?: AgentCompactionSettings;
   permissions?: AgentPermissionSettings;
   tools?: AgentToolSettings;
@@ -763,6 +840,7 @@ export const Methods = {
   modelList: 'agent/model/list',
   modelSet: 'agent/model/set',
   modeSet: 'agent/mode/set',
+  thinkingSet: 'agent/thinking/set',
   mentionComplete: 'agent/mention/complete',
   mcpServers: 'agent/mcp/servers',
   mcpAcceptTools: 'agent/mcp/acceptTools',

@@ -4,7 +4,13 @@
  * a `WorkspaceConfiguration` (it has the same `get`).
  */
 import { DEFAULT_PROVIDER, KEY_FAMILIES, PROVIDER_KEYS, PROVIDERS, type KeyFamily } from '../protocol/providers';
-import { CacheRetentionSettingValues, PermissionModeValues, SandboxModeValues, type AgentSettings } from '../protocol/types';
+import {
+  CacheRetentionSettingValues,
+  PermissionModeValues,
+  SandboxModeValues,
+  ThinkingLevelValues,
+  type AgentSettings,
+} from '../protocol/types';
 
 export { PROVIDERS, type KeyFamily, type Provider } from '../protocol/providers';
 
@@ -69,6 +75,8 @@ export function agentSettingsFrom(config: ConfigReader): AgentSettings {
   if (apiKeyEnv) settings.apiKeyEnv = apiKeyEnv;
   const cacheRetention = oneOf(config, 'cacheRetention', CacheRetentionSettingValues);
   if (cacheRetention) settings.cacheRetention = cacheRetention;
+  const thinking = oneOf(config, 'thinking', ThinkingLevelValues);
+  if (thinking) settings.thinking = thinking;
 
   const compaction: NonNullable<AgentSettings['compaction']> = {};
   const enabled = bool(config, 'compaction.enabled');

@@ -38,6 +38,8 @@ import type {
   ToolCallContent,
   ToolCallLocation,
   SessionUpdate,
+  ThinkingLevel,
+  ThinkingSetResult,
   ToolCallStatus,
   ToolKind,
   TranscriptItem,
@@ -87,6 +89,8 @@ export interface ToolCallItem {
   locations: ToolCallLocation[];
   content: ToolCallContent[];
   rawOutput?: unknown;
+  /** Stopped before it finished (the turn was stopped): not a failure of the tool. */
+  stopped?: boolean;
 }
 
 export interface CompactionItem {
@@ -103,6 +107,8 @@ export interface CompactionItem {
   error?: string;
 }
 
+/** One overflow of a turn and what the server did about it, as it goes: compacting, then
+ * retrying (or giving up); `resolved` once the turn went on after the retry. */
 export interface OverflowItem {
   kind: 'overflow';
   id: string;
@@ -110,6 +116,9 @@ export interface OverflowItem {
   overflow: OverflowParams['kind'];
   action: OverflowParams['action'];
   message: string;
+  /** Every step's message, in order. */
+  steps: { action: OverflowParams['action']; message: string }[];
+  resolved: boolean;
 }
 
 export interface NoticeItem {
@@ -117,6 +126,10 @@ export interface NoticeItem {
   id: string;
   level: NoticeLevel;
   message: string;
+  /** A model call being retried (one item per turn, the latest attempt); `resolved` once a
+   * later call went through or the turn ended. */
+  retry?: { attempt: number; attempts: number; wait: number };
+  resolved?: boolean;
 }
 
 export interface PermissionItem {
@@ -144,6 +157,7 @@ export interface ModelChangeItem {
   id: string;
   /** The model's id, as the ledger records it (the same live and after a reload). */
   model: string;
+  thinking?: ThinkingLevel;
   note?: string;
 }
 
@@ -167,6 +181,14 @@ export type Item =
   | FileRestoreItem;
 
 export type ServerStatus = 'starting' | 'running' | 'stopped' | 'failed';
+
+/** A prompt typed while the agent works (or while the last session reopens): sent, in
+ * order, when the turn ends. */
+export interface QueuedPrompt {
+  id: string;
+  text: string;
+  images: ImageContent[];
+}
 
 export interface TurnState {
   status: 'idle' | 'running' | 'stopping';
@@ -208,6 +230,13 @@ export interface ViewState {
   rewind?: { entryId: string; preview?: RewindPreviewResult; busy: boolean };
   /** A prompt to put back in the input box (a rewound prompt), until the view takes it. */
   draft?: { seq: number; text: string; images: ImageContent[] };
+  /** How hard the session's model thinks, and whether it can (its provider takes a level). */
+  thinking?: ThinkingLevel;
+  canThink?: boolean;
+  /** The server is up and the last session is being reopened: a prompt waits for it. */
+  restoring: boolean;
+  /** Prompts typed ahead, sent in order once the running turn ends. */
+  queue: QueuedPrompt[];
   /** Monotonic counter for ids of items made here (notices, optimistic prompts). */
   counter: number;
 }
@@ -222,6 +251,8 @@ export function initialState(): ViewState {
     older: { loading: false },
     models: [],
     counter: 0,
+    restoring: false,
+    queue: [],
   };
 }
 
@@ -244,8 +275,17 @@ export type Action =
       mode?: PermissionMode;
       sandbox?: SandboxState;
       mcp?: McpStatusParams;
+      thinking?: ThinkingLevel;
+      canThink?: boolean;
     }
   | { type: 'mcpStatus'; params: McpStatusParams }
+  /** Reopening the last session began (true) or is over (false). */
+  | { type: 'restoring'; restoring: boolean }
+  | { type: 'promptQueued'; text: string; images?: ImageContent[] }
+  | { type: 'queueRemoved'; id: string }
+  /** The settings' mode and thinking level: what the view shows before a session says. */
+  | { type: 'settingsRead'; mode?: PermissionMode; thinking?: ThinkingLevel }
+  | { type: 'thinkingChanged'; sessionId?: string; result: ThinkingSetResult }
   | { type: 'sessionLoaded'; result: SessionLoadResult }
   | { type: 'olderRequested'; sessionId: string }
   | { type: 'olderLoaded'; result: SessionHistoryResult }
@@ -317,10 +357,44 @@ export function reduce(state: ViewState, action: Action): ViewState {
         older: { loading: false },
         model: action.model ?? state.model,
         mode: action.mode ?? state.mode,
+        thinking: action.thinking ?? state.thinking,
+        canThink: action.canThink ?? state.canThink,
         sandbox: action.sandbox,
         rewind: undefined,
         mcp: action.mcp,
       };
+
+    case 'restoring':
+      return { ...state, restoring: action.restoring };
+
+    case 'promptQueued': {
+      const counter = state.counter + 1;
+      const queued: QueuedPrompt = { id: `queued:${counter}`, text: action.text, images: action.images ?? [] };
+      return { ...state, counter, queue: [...state.queue, queued] };
+    }
+
+    case 'queueRemoved':
+      return { ...state, queue: state.queue.filter((q) => q.id !== action.id) };
+
+    case 'settingsRead':
+      // A session's own mode and level win; before one, the settings' are what it starts with.
+      if (state.sessionId) return state;
+      return { ...state, mode: action.mode ?? state.mode, thinking: action.thinking ?? state.thinking };
+
+    case 'thinkingChanged': {
+      if (action.sessionId !== undefined && action.sessionId !== state.sessionId) return state;
+      const { result } = action;
+      const next: ViewState = { ...state, thinking: result.thinking, canThink: result.canThink };
+      if (!result.entryId || !state.model) return next;
+      const marker: ModelChangeItem = {
+        kind: 'modelChange',
+        id: `entry:${result.entryId}`,
+        model: state.model.id,
+        thinking: result.thinking,
+        note: result.note,
+      };
+      return { ...next, items: [...state.items, marker] };
+    }
 
     case 'mcpStatus':
       // Only the current session's; another session's status arrives when it is loaded.
@@ -340,6 +414,8 @@ export function reduce(state: ViewState, action: Action): ViewState {
         older: { cursor: result.cursor ?? undefined, loading: false },
         model: result.model ?? (result.sessionId === state.sessionId ? state.model : undefined),
         mode: result.mode ?? (result.sessionId === state.sessionId ? state.mode : undefined),
+        thinking: result.thinking ?? (result.sessionId === state.sessionId ? state.thinking : undefined),
+        canThink: result.canThink ?? (result.sessionId === state.sessionId ? state.canThink : undefined),
         sandbox: result.sandbox,
         rewind: undefined,
         mcp: result.mcp,
@@ -398,18 +474,26 @@ export function reduce(state: ViewState, action: Action): ViewState {
       return applyCompaction(state, action.params);
 
     case 'overflow': {
+      // One item per overflow of a turn, updated as the server compacts, retries or gives up.
       const p = action.params;
       if (p.sessionId !== state.sessionId) return state;
-      const counter = state.counter + 1;
+      const id = `overflow:${p.turnId}:${p.kind}`;
+      const index = state.items.findIndex((i) => i.id === id);
+      const old = index >= 0 ? (state.items[index] as OverflowItem) : undefined;
       const item: OverflowItem = {
         kind: 'overflow',
-        id: `overflow:${counter}`,
+        id,
         turnId: p.turnId,
         overflow: p.kind,
         action: p.action,
         message: p.message,
+        steps: [...(old?.steps ?? []), { action: p.action, message: p.message }],
+        resolved: false,
       };
-      return { ...state, counter, items: [...state.items, item] };
+      const items = state.items.slice();
+      if (old) items[index] = item;
+      else items.push(item);
+      return { ...state, items };
     }
 
     case 'permissionRequested': {
@@ -437,7 +521,7 @@ export function reduce(state: ViewState, action: Action): ViewState {
 
     case 'turnEnded': {
       const { result } = action;
-      let next = endTurn(state);
+      let next = endTurn(state, result.stopReason !== 'error');
       if (result.stopReason === 'end_turn') next = { ...next, problem: undefined };
       const notice = stopNotice(result);
       if (notice) next = addNotice(next, notice.level, notice.message);
@@ -489,12 +573,16 @@ export function reduce(state: ViewState, action: Action): ViewState {
     case 'notice':
       return addNotice(state, action.level, action.message);
 
-    case 'modelsListed':
+    case 'modelsListed': {
+      const model = state.model ?? modelRef(action.models.find((m) => m.id === action.current));
+      const listed = action.models.find((m) => m.id === model?.id);
       return {
         ...state,
         models: action.models,
-        model: state.model ?? modelRef(action.models.find((m) => m.id === action.current)),
+        model,
+        canThink: listed?.thinking ?? state.canThink,
       };
+    }
 
     case 'modelChosen':
       return { ...state, model: action.model };
@@ -509,10 +597,12 @@ export function reduce(state: ViewState, action: Action): ViewState {
         note: result.note,
       };
       const models = state.models.map((m) => ({ ...m, current: m.id === result.model.id }));
+      const listed = models.find((m) => m.id === result.model.id);
       return {
         ...state,
         counter: state.counter + 1,
         model: result.model,
+        canThink: listed?.thinking ?? state.canThink,
         models,
         usage: result.usage,
         items: result.entryId ? [...state.items, marker] : state.items,
@@ -585,8 +675,30 @@ function applyUpdate(state: ViewState, params: AgentUpdateParams): ViewState {
       lastSeq: params.seq,
     };
   }
-  const items = applySessionUpdate(state.items, params.update, `notice:${params.turnId}:${params.seq}`);
+  let items = applySessionUpdate(state.items, params.update, `notice:${params.turnId}:${params.seq}`);
+  const u = params.update;
+  // The model answered again (or a tool ran): a retry before it worked.
+  if (u.kind === 'messageChunk' || u.kind === 'thoughtChunk' || u.kind === 'toolCall') items = resolveRetries(items);
+  if (u.kind === 'modelChange') {
+    // A setting switched the model or the level: the view follows it.
+    const listed = state.models.find((m) => m.id === u.model);
+    const model = u.modelInfo ?? modelRef(listed) ?? (state.model && { ...state.model, id: u.model, name: u.model });
+    return {
+      ...state,
+      turn,
+      items,
+      model,
+      thinking: u.thinking ?? state.thinking,
+      canThink: listed?.thinking ?? state.canThink,
+      models: state.models.map((m) => ({ ...m, current: m.id === u.model })),
+    };
+  }
   return { ...state, turn, items };
+}
+
+function resolveRetries(items: Item[]): Item[] {
+  if (!items.some((i) => i.kind === 'notice' && i.retry && !i.resolved)) return items;
+  return items.map((i) => (i.kind === 'notice' && i.retry && !i.resolved ? { ...i, resolved: true } : i));
 }
 
 /** One update applied to the items: the one code path for live updates and loaded
@@ -676,11 +788,13 @@ function applySessionUpdate(items: Item[], u: SessionUpdate, noticeId: string): 
               locations: [],
               content: [],
             };
+      const rawOutput = u.rawOutput !== undefined ? u.rawOutput : old.rawOutput;
       const updated: ToolCallItem = {
         ...old,
         status: u.status ?? old.status,
         content: u.content ?? old.content,
-        rawOutput: u.rawOutput !== undefined ? u.rawOutput : old.rawOutput,
+        rawOutput,
+        ...(wasAborted(rawOutput) ? { stopped: true } : {}),
       };
       const out = items.slice();
       if (index >= 0) out[index] = updated;
@@ -693,8 +807,30 @@ function applySessionUpdate(items: Item[], u: SessionUpdate, noticeId: string): 
         id: noticeId,
         level: u.level,
         message: u.message,
+        ...(u.retry ? { retry: u.retry, resolved: false } : {}),
       };
+      if (u.retry) {
+        // The latest attempt replaces the one before it: one line per retried call.
+        const open = findLastIndex(items, (i) => i.kind === 'notice' && Boolean(i.retry) && !i.resolved);
+        if (open >= 0) {
+          const out = items.slice();
+          out[open] = { ...item, id: (items[open] as NoticeItem).id };
+          return out;
+        }
+      }
       return [...items, item];
+    }
+    case 'modelChange': {
+      const id = `entry:${u.entryId}`;
+      if (items.some((i) => i.id === id)) return items;
+      const marker: ModelChangeItem = {
+        kind: 'modelChange',
+        id,
+        model: u.model,
+        ...(u.thinking ? { thinking: u.thinking } : {}),
+        ...(u.note ? { note: u.note } : {}),
+      };
+      return [...items, marker];
     }
   }
 }
@@ -761,7 +897,10 @@ export function itemsFromTranscript(transcript: readonly TranscriptItem[]): Item
         previous = entry.entryId;
         break;
       case 'modelChange':
-        items = [...items, { kind: 'modelChange', id: `entry:${entry.entryId}`, model: entry.model }];
+        items = [
+          ...items,
+          { kind: 'modelChange', id: `entry:${entry.entryId}`, model: entry.model, ...(entry.thinking ? { thinking: entry.thinking } : {}) },
+        ];
         previous = entry.entryId;
         break;
       case 'fileRestore':
@@ -800,13 +939,43 @@ function mapItems(state: ViewState, f: (item: Item) => Item): ViewState {
   return changed ? { ...state, items } : state;
 }
 
-function endTurn(state: ViewState): ViewState {
+/** The turn is over: nothing of it stays pending or running. A tool call still running was
+ * stopped with the turn (the server records it so: `aborted`); retries and an overflow that
+ * led to a retry are over too (`wentOn`: the turn did not end in an error). */
+function endTurn(state: ViewState, wentOn = false): ViewState {
   const next = mapItems(state, (item) => {
     if (item.kind === 'user' && item.pending) return { ...item, pending: false };
     if (item.kind === 'permission' && item.status === 'pending') return { ...item, status: 'cancelled' };
+    if (item.kind === 'toolCall' && (item.status === 'pending' || item.status === 'in_progress')) {
+      return { ...item, status: 'failed', stopped: true };
+    }
+    if (item.kind === 'notice' && item.retry && !item.resolved) return { ...item, resolved: true };
+    if (item.kind === 'overflow' && !item.resolved && wentOn && item.action === 'retrying') return { ...item, resolved: true };
     return item;
   });
   return { ...next, turn: { status: 'idle' } };
+}
+
+/** Whether a tool's rawOutput says it was stopped before it finished. */
+function wasAborted(rawOutput: unknown): boolean {
+  return typeof rawOutput === 'object' && rawOutput !== null && (rawOutput as Record<string, unknown>)['aborted'] === true;
+}
+
+function findLastIndex<T>(items: readonly T[], pred: (item: T) => boolean): number {
+  for (let i = items.length - 1; i >= 0; i--) if (pred(items[i] as T)) return i;
+  return -1;
+}
+
+/** The assistant message being streamed: the last one, when the turn runs and it belongs to
+ * the running turn (after the last prompt); none before the turn's first chunk. */
+export function streamingItemId(state: ViewState): string | undefined {
+  if (state.turn.status === 'idle') return undefined;
+  for (let i = state.items.length - 1; i >= 0; i--) {
+    const item = state.items[i] as Item;
+    if (item.kind === 'assistant') return item.id;
+    if (item.kind === 'user') return undefined;
+  }
+  return undefined;
 }
 
 function addNotice(state: ViewState, level: NoticeItem['level'], message: string): ViewState {

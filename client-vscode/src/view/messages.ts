@@ -1,5 +1,5 @@
 /** Messages between the extension host and the chat webview. */
-import type { ImageContent, PermissionMode, RestoreChoice } from '../protocol/types';
+import type { ImageContent, PermissionMode, RestoreChoice, ThinkingLevel } from '../protocol/types';
 import type { Action, ViewState } from '../state/reducer';
 
 export type HostToWebview =
@@ -28,8 +28,21 @@ export type WebviewToHost =
   | { type: 'setMode'; mode: PermissionMode }
   /** Completions for the @-mention being typed (`query`: after the `@`). */
   | { type: 'completeMention'; query: string }
-  /** `optionId` absent: the user dismissed the card (answered "cancelled"). */
-  | { type: 'permission'; requestId: string; optionId?: string }
+  /** `optionId` absent: the user dismissed the card (answered "cancelled"); `message`: with a
+   * rejection, what the agent should do instead. */
+  | { type: 'permission'; requestId: string; optionId?: string; message?: string }
+  /** Review a pending file change in the editor's diff view (accept or reject it there). */
+  | { type: 'reviewChange'; requestId: string }
+  /** Open a workspace path in the editor (a link in a title, an answer, a diff). */
+  | { type: 'open'; path: string; line?: number }
+  /** Open a tool call's file change (its `index`th content) in the editor's diff view. */
+  | { type: 'openDiff'; itemId: string; index: number }
+  /** Open the editor's quick pick for the session, model, mode or thinking level. */
+  | { type: 'pick'; what: 'session' | 'model' | 'mode' | 'thinking' }
+  | { type: 'setThinking'; thinking: ThinkingLevel }
+  /** A prompt typed ahead: send it now (after a stop), or drop it. */
+  | { type: 'sendQueued'; id: string }
+  | { type: 'removeQueued'; id: string }
   | { type: 'acceptTools' }
   | { type: 'restartMcp'; name: string }
   | { type: 'dismissProblem' }

@@ -4,7 +4,7 @@
  */
 import { initialState, reduce, type ViewState } from '../state/reducer';
 import type { HostToWebview, WebviewToHost } from '../view/messages';
-import { ChatView } from './render';
+import { ChatView } from './view';
 
 interface VsCodeApi {
   postMessage(message: WebviewToHost): void;

@@ -8,6 +8,8 @@
  */
 import DOMPurify from 'dompurify';
 import { Marked } from 'marked';
+import type { Post } from './dom';
+import { linkifyPaths } from './links';
 import { literal } from './literal';
 
 const marked = new Marked({ gfm: true, breaks: false, async: false });
@@ -59,4 +61,13 @@ export function renderMarkdown(text: string): string {
 
 export function escapeHtml(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+}
+
+/** Markdown as an element, the workspace paths in it as links that open the file. */
+export function markdownView(text: string, post: Post, cls = 'body markdown'): HTMLElement {
+  const body = document.createElement('div');
+  body.className = cls;
+  body.innerHTML = renderMarkdown(text); // sanitised by DOMPurify
+  linkifyPaths(body, post);
+  return body;
 }

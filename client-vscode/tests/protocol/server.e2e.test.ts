@@ -323,6 +323,13 @@ describe('agent-server over stdio', () => {
     expect(loaded.model?.id).toBe('sim-large');
     expect(loaded.mode).toBe('allowAll');
     expect(loaded.transcript.at(-1)).toMatchObject({ kind: 'modelChange', model: 'sim-large' });
+    expect(loaded).toMatchObject({ thinking: 'off', canThink: true });
+    const thinking = await withServerLog(client.setThinking({ sessionId: created.sessionId, thinking: 'medium' }));
+    expect(thinking).toMatchObject({ thinking: 'medium', canThink: true, entryId: expect.any(String) });
+    expect(thinking.note).toContain('Thinking: medium effort (was off)');
+    const again = await withServerLog(client.loadSession({ sessionId: created.sessionId }));
+    expect(again.thinking).toBe('medium');
+    expect(again.transcript.at(-1)).toMatchObject({ kind: 'modelChange', model: 'sim-large', thinking: 'medium' });
     const mentions = await withServerLog(client.completeMention({ workspaceUri, query: 'READ' }));
     expect(mentions.items[0]).toEqual({ path: 'README.md', kind: 'file' });
     const folders = await withServerLog(client.completeMention({ workspaceUri, query: 'sr', limit: 5 }));

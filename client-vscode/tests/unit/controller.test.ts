@@ -15,13 +15,14 @@ afterEach(() => {
 });
 
 
-function setup(): { controller: SessionController; server: MessageConnection; published: Action[]; configErrors: string[] } {
+function setup(memory: Map<string, unknown> = new Map()): { controller: SessionController; server: MessageConnection; published: Action[]; configErrors: string[] } {
   pair = connectionPair();
   const published: Action[] = [];
   const configErrors: string[] = [];
   const controller = new SessionController({
     publish: (actions) => published.push(...actions),
     onConfigurationError: (m) => configErrors.push(m),
+    memory: { get: <T,>(key: string) => memory.get(key) as T | undefined, update: (key, value) => void memory.set(key, value) },
   });
   controller.attach(new AgentClient(pair.client));
   controller.dispatch({ type: 'serverStatus', status: 'running' });
@@ -244,6 +245,108 @@ describe('SessionController', () => {
     await controller.openInitialSession();
     expect(controller.state.sessionId).toBe('new');
     expect(controller.state.sessions).toHaveLength(2);
+  });
+
+  it('holds a prompt typed while the last session reopens, and sends it to that session', async () => {
+    const { controller, server } = setup();
+    let listed: ((value: unknown) => void) | undefined;
+    server.onRequest('agent/session/list', () => new Promise((resolve) => (listed ??= resolve)));
+    server.onRequest('agent/session/load', (p: { sessionId: string }) => ({ sessionId: p.sessionId, transcript: [], usage: usage(p.sessionId), mode: 'allowReads' }));
+    const created: unknown[] = [];
+    server.onRequest('agent/session/new', (p: unknown) => {
+      created.push(p);
+      return { sessionId: 'fresh', usage: usage('fresh') };
+    });
+    const turns: { sessionId: string }[] = [];
+    server.onRequest('agent/turn', (p: { sessionId: string }) => {
+      turns.push(p);
+      return { turnId: 't', stopReason: 'end_turn', usage: usage(p.sessionId) };
+    });
+    const opening = controller.openInitialSession();
+    await waitFor(() => controller.state.restoring && listed !== undefined);
+    await controller.send('continue where we left off');
+    expect(controller.state.queue.map((q) => q.text)).toEqual(['continue where we left off']);
+    expect(turns).toEqual([]);
+    listed!({ sessions: [{ sessionId: 'last', title: 'A', model: 'sim-small', createdAt: '2026-01-01T00:00:00Z', updatedAt: '2026-01-01T00:00:00Z', entryCount: 9 }] });
+    await opening;
+    await waitFor(() => turns.length === 1);
+    expect(turns[0]).toMatchObject({ sessionId: 'last', prompt: 'continue where we left off' });
+    expect(created).toEqual([]);
+    expect(controller.state.queue).toEqual([]);
+  });
+
+  it('sends what was typed ahead once the turn finishes; keeps it after a stop', async () => {
+    const { controller, server } = setup();
+    controller.dispatch({ type: 'sessionStarted', sessionId: 's1' });
+    server.onRequest('agent/session/list', () => ({ sessions: [] }));
+    const prompts: string[] = [];
+    const finishers: ((stop: string) => void)[] = [];
+    server.onRequest('agent/turn', (p: { prompt: string }) => {
+      prompts.push(p.prompt);
+      return new Promise((resolve) => finishers.push((stop) => resolve({ turnId: `t${prompts.length}`, stopReason: stop, usage: usage('s1') })));
+    });
+    const first = controller.send('first');
+    await waitFor(() => finishers.length === 1);
+    await controller.send('second');
+    await controller.send('third');
+    expect(controller.state.queue.map((q) => q.text)).toEqual(['second', 'third']);
+    finishers[0]!('end_turn');
+    await waitFor(() => finishers.length === 2);
+    expect(prompts).toEqual(['first', 'second']);
+    finishers[1]!('cancelled');
+    await first;
+    // Stopped: the rest waits for the user, who can send it now.
+    expect(controller.state.queue.map((q) => q.text)).toEqual(['third']);
+    expect(prompts).toHaveLength(2);
+    const sending = controller.sendQueued(controller.state.queue[0]!.id);
+    await waitFor(() => finishers.length === 3);
+    finishers[2]!('end_turn');
+    await sending;
+    expect(prompts).toEqual(['first', 'second', 'third']);
+  });
+
+  it('puts the permission mode picked for a session back after a reload', async () => {
+    const memory = new Map<string, unknown>();
+    const first = setup(memory);
+    first.controller.dispatch({ type: 'sessionStarted', sessionId: 's1', mode: 'allowReads' });
+    first.server.onRequest('agent/mode/set', (p: { mode: string }) => ({ mode: p.mode }));
+    await first.controller.setMode('allowAll');
+    pair?.dispose();
+    // A reloaded window: a new server, which opens the session in the setting's mode.
+    const { controller, server } = setup(memory);
+    const set: unknown[] = [];
+    server.onRequest('agent/session/load', () => ({ sessionId: 's1', transcript: [], usage: usage('s1'), mode: 'allowReads' }));
+    server.onRequest('agent/model/list', () => ({ provider: 'sim', current: 'sim-small', models: [] }));
+    server.onRequest('agent/mode/set', (p: { mode: string }) => {
+      set.push(p);
+      return { mode: p.mode };
+    });
+    await controller.loadSession('s1');
+    expect(set).toEqual([{ sessionId: 's1', mode: 'allowAll' }]);
+    expect(controller.state.mode).toBe('allowAll');
+  });
+
+  it('answers a permission with the user\'s words or revised change', async () => {
+    const { controller, server } = setup();
+    controller.dispatch({ type: 'sessionStarted', sessionId: 's1' });
+    const params: RequestPermissionParams = {
+      sessionId: 's1',
+      toolCall: { toolCallId: 'tc', title: 'Write a.txt', toolKind: 'edit', rawInput: { path: 'a.txt' } },
+      options: [
+        { optionId: 'allow_once', name: 'Allow', kind: 'allow_once' },
+        { optionId: 'reject_once', name: 'Reject', kind: 'reject_once' },
+      ],
+    };
+    const rejected = server.sendRequest('agent/requestPermission', params);
+    await waitFor(() => controller.pendingPermissions === 1);
+    let card = controller.state.items.filter((i) => i.kind === 'permission').at(-1) as PermissionItem;
+    controller.answerPermission(card.requestId, 'reject_once', { message: '  Use b.txt instead. ' });
+    expect(await rejected).toEqual({ outcome: { selected: 'reject_once', message: 'Use b.txt instead.' } });
+    const revised = server.sendRequest('agent/requestPermission', params);
+    await waitFor(() => controller.pendingPermissions === 1);
+    card = controller.state.items.filter((i) => i.kind === 'permission').at(-1) as PermissionItem;
+    controller.answerPermission(card.requestId, 'allow_once', { newText: 'mine\n' });
+    expect(await revised).toEqual({ outcome: { selected: 'allow_once', newText: 'mine\n' } });
   });
 
   it('relays agent/mcp/status and accepts a tools change with agent/mcp/acceptTools', async () => {

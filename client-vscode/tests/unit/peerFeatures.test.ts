@@ -28,6 +28,7 @@ const model = (id: string, current = false): ModelChoice => ({
   maxOutput: 8192,
   pricing: { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 },
   images: true,
+  thinking: true,
   source: 'builtin',
   current,
 });

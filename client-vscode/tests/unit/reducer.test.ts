@@ -7,10 +7,13 @@ import {
   reduce,
   reduceAll,
   rewindTarget,
+  streamingItemId,
   type Action,
   type AssistantItem,
   type CompactionItem,
   type Item,
+  type NoticeItem,
+  type OverflowItem,
   type PermissionItem,
   type ToolCallItem,
   type UserItem,
@@ -392,7 +395,6 @@ describe('the recorded stream', () => {
       'toolCall',
       'overflow',
       'compaction',
-      'overflow',
       'assistant',
       'notice',
       'user',
@@ -408,6 +410,9 @@ describe('the recorded stream', () => {
     ]);
     expect(live.filter((i) => i.kind === 'permission').map((i) => (i as PermissionItem).status)).toEqual(['answered', 'pending']);
     expect(live[8]).toMatchObject({ kind: 'compaction', status: 'completed', reason: 'overflow', tokensBefore: 31200, tokensAfter: 7400 });
+    // One overflow, one item: compacting, then retrying (not two notices that disagree).
+    expect(live[7]).toMatchObject({ kind: 'overflow', action: 'retrying', turnId: 't-0002' });
+    expect((live[7] as OverflowItem).steps.map((step) => step.action)).toEqual(['compacting', 'retrying']);
     expect(state.usage).toMatchObject({ used: 24100, windowNumber: 3 });
     expect(state.turn).toMatchObject({ status: 'running', turnId: 't-0003', lastSeq: 2 });
   });
@@ -467,5 +472,138 @@ describe('a prompt that never reached a session', () => {
     const other = reduce(reduce(initialState(), { type: 'promptSent', text: 'x' }), { type: 'turnFailed', message: 'boom' });
     expect(other.problem).toBeUndefined();
     expect(kinds(other.items)).toEqual(['user', 'notice']);
+  });
+});
+
+describe('the end of a turn', () => {
+  it('closes a tool call still running when the turn is stopped: stopped, not running forever', () => {
+    seq = 0;
+    const state = reduceAll(withSession(), [
+      { type: 'promptSent', text: 'run the tests' },
+      update({ kind: 'toolCall', toolCallId: 'c1', title: 'Run: sleep 60', toolKind: 'execute', status: 'pending', rawInput: { command: 'sleep 60' } }),
+      update({ kind: 'toolCallUpdate', toolCallId: 'c1', status: 'in_progress' }),
+      { type: 'stopRequested' },
+      { type: 'turnEnded', result: { stopReason: 'cancelled' } },
+    ]);
+    const tool = state.items.find((i) => i.kind === 'toolCall') as ToolCallItem;
+    expect(tool).toMatchObject({ status: 'failed', stopped: true });
+    expect(state.turn.status).toBe('idle');
+  });
+
+  it('reads a stopped call the same way after a reload (the aborted result)', () => {
+    const items = itemsFromTranscript([
+      { kind: 'toolCall', toolCallId: 'c1', title: 'Run: sleep 60', toolKind: 'execute', status: 'pending', rawInput: {} },
+      {
+        kind: 'toolCallUpdate',
+        toolCallId: 'c1',
+        status: 'failed',
+        content: [{ type: 'content', content: { type: 'text', text: 'The tool call was aborted by the user.' } }],
+        rawOutput: { aborted: true },
+      },
+    ]);
+    expect(items[0]).toMatchObject({ kind: 'toolCall', status: 'failed', stopped: true });
+  });
+
+  it('streams into the running turn only: no cursor on the last turn\'s answer', () => {
+    seq = 0;
+    let state = reduceAll(withSession(), [
+      { type: 'promptSent', text: 'one' },
+      update({ kind: 'messageChunk', messageId: 'm1', content: { type: 'text', text: 'First answer' } }, 't-1'),
+    ]);
+    expect(streamingItemId(state)).toBe('msg:m1');
+    state = reduceAll(state, [{ type: 'turnEnded', result: { stopReason: 'end_turn' } }, { type: 'promptSent', text: 'two' }]);
+    expect(state.turn.status).toBe('running');
+    expect(streamingItemId(state)).toBeUndefined();
+    state = reduce(state, update({ kind: 'messageChunk', messageId: 'm2', content: { type: 'text', text: 'Sec' } }, 't-2'));
+    expect(streamingItemId(state)).toBe('msg:m2');
+  });
+});
+
+describe('overflow and retries', () => {
+  const overflow = (action: 'compacting' | 'retrying' | 'gaveUp', turnId = 't-1'): Action => ({
+    type: 'overflow',
+    params: { sessionId: SESSION, turnId, kind: 'rejected', action, message: `${action} message` },
+  });
+
+  it('shows one overflow as one item that goes from compacting to retried', () => {
+    let state = reduceAll(withSession(), [{ type: 'promptSent', text: 'go' }, overflow('compacting'), overflow('retrying')]);
+    const items = state.items.filter((i) => i.kind === 'overflow') as OverflowItem[];
+    expect(items).toHaveLength(1);
+    expect(items[0]).toMatchObject({ action: 'retrying', message: 'retrying message', resolved: false });
+    state = reduce(state, { type: 'turnEnded', result: { stopReason: 'end_turn' } });
+    expect(state.items.find((i) => i.kind === 'overflow')).toMatchObject({ resolved: true });
+  });
+
+  it('keeps a give-up as it is', () => {
+    const state = reduceAll(withSession(), [
+      { type: 'promptSent', text: 'go' },
+      overflow('compacting'),
+      overflow('gaveUp'),
+      { type: 'turnEnded', result: { stopReason: 'error', error: { code: 'context_overflow', message: 'too large' } } },
+    ]);
+    expect(state.items.find((i) => i.kind === 'overflow')).toMatchObject({ action: 'gaveUp', resolved: false });
+  });
+
+  it('keeps one line per retried call, the latest attempt, resolved once the model answers', () => {
+    seq = 0;
+    const retry = (attempt: number): Action =>
+      update({ kind: 'notice', level: 'warning', message: `Overloaded. Retrying (attempt ${attempt} of 4).`, retry: { attempt, attempts: 4, wait: 1 } });
+    let state = reduceAll(withSession(), [{ type: 'promptSent', text: 'go' }, retry(2), retry(3)]);
+    let notices = state.items.filter((i) => i.kind === 'notice') as NoticeItem[];
+    expect(notices).toHaveLength(1);
+    expect(notices[0]).toMatchObject({ retry: { attempt: 3 }, resolved: false });
+    state = reduce(state, update({ kind: 'messageChunk', messageId: 'm1', content: { type: 'text', text: 'ok' } }));
+    notices = state.items.filter((i) => i.kind === 'notice') as NoticeItem[];
+    expect(notices[0]).toMatchObject({ resolved: true });
+    // A later retry in the same turn is a new line (the earlier call went through).
+    state = reduce(state, retry(2));
+    expect(state.items.filter((i) => i.kind === 'notice')).toHaveLength(2);
+  });
+});
+
+describe('model and thinking', () => {
+  it('follows a model change a setting made, with its note, once', () => {
+    seq = 0;
+    let state = reduce(withSession(), { type: 'modelsListed', models: [], current: 'sim-small' });
+    const change = update({
+      kind: 'modelChange',
+      entryId: 'mc1',
+      provider: 'anthropic-messages',
+      model: 'sim-large',
+      thinking: 'low',
+      modelInfo: { id: 'sim-large', name: 'Simulator, 200k window', contextWindow: 200000 },
+      note: 'A settings change: Switched to Simulator, 200k window.',
+    });
+    state = reduceAll(state, [change, change]);
+    const markers = state.items.filter((i) => i.kind === 'modelChange');
+    expect(markers).toEqual([
+      expect.objectContaining({ id: 'entry:mc1', model: 'sim-large', thinking: 'low', note: expect.stringContaining('settings change') }),
+    ]);
+    expect(state.model).toEqual({ id: 'sim-large', name: 'Simulator, 200k window', contextWindow: 200000 });
+    expect(state.thinking).toBe('low');
+  });
+
+  it('marks a thinking switch with what it costs; the settings show before a session only', () => {
+    let state = reduce(initialState(), { type: 'settingsRead', mode: 'ask', thinking: 'medium' });
+    expect(state).toMatchObject({ mode: 'ask', thinking: 'medium' });
+    state = reduce(state, { type: 'sessionStarted', sessionId: SESSION, model: { id: 'sim-small', name: 'Sim', contextWindow: 32768 }, mode: 'allowAll', thinking: 'off', canThink: true });
+    state = reduce(state, { type: 'settingsRead', mode: 'ask', thinking: 'high' });
+    expect(state).toMatchObject({ mode: 'allowAll', thinking: 'off' });
+    const cost = { tokens: 100, switchedCost: 0.1, stayedCost: 0.01, compacts: false, compactAt: 1, window: 2, warm: 0 };
+    state = reduce(state, { type: 'thinkingChanged', sessionId: SESSION, result: { thinking: 'high', canThink: true, entryId: 'e9', cost, note: 'Thinking: high effort (was off).' } });
+    expect(state.thinking).toBe('high');
+    expect(state.items.at(-1)).toMatchObject({ kind: 'modelChange', model: 'sim-small', thinking: 'high', note: 'Thinking: high effort (was off).' });
+  });
+});
+
+describe('typing ahead', () => {
+  it('queues prompts in order and removes one', () => {
+    let state = reduceAll(withSession(), [
+      { type: 'promptQueued', text: 'then this' },
+      { type: 'promptQueued', text: 'and this' },
+    ]);
+    expect(state.queue.map((q) => q.text)).toEqual(['then this', 'and this']);
+    state = reduce(state, { type: 'queueRemoved', id: state.queue[0]!.id });
+    expect(state.queue.map((q) => q.text)).toEqual(['and this']);
   });
 });

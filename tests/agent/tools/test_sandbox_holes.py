@@ -192,7 +192,10 @@ async def test_a_fork_bomb_ends_the_command_not_the_machine(
         pytest.skip("as root without a writable pids cgroup nothing bounds processes")
     bomb = (
         "b() { [ $1 -gt 0 ] || { sleep 20; return; }; b $(($1 - 1)) & b $(($1 - 1)) & wait; }; "
-        "b 10 2>/dev/null & sleep 3; n=0; for p in /proc/[0-9]*; do n=$((n+1)); done; "
+        # The pause is started before the bomb: once the bomb holds every process the
+        # limit allows, the shell cannot fork a `sleep` of its own.
+        "sleep 3 & pause=$!; b 10 2>/dev/null & wait $pause; "
+        "n=0; for p in /proc/[0-9]*; do n=$((n+1)); done; "
         "echo procs=$n; kill -9 0"  # builtins only: no fork is left to count with
     )
     result = await run_tool(

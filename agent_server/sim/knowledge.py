@@ -1,0 +1,189 @@
+"""What the simulated model knows: only what its request holds.
+
+A scenario step may name facts it relies on (`Step.needs`, declared as `Fact`s in the
+scenario). Before answering with the step, the model looks for each, in order, in the text of
+the whole request: the system prompt, the tools' names, descriptions and schemas, and every
+message (texts, thinking, tool calls' arguments, tool results; a summary handed over after a
+compaction is a message like any other). The comparison is the same for every client
+(`normalise`): per line, the line-number or path prefix a tool prints (`cat -n`'s `   12\\t`,
+Claude Code's `   12→`, grep's `path:12:` and `12:`) is dropped, then all whitespace, so that
+numbering, indentation and wrapping do not matter; a fact is known when every one of its
+distinguishing texts is in the request. A text cut out of a long output (a head-and-tail
+truncation) is not in the request, and the fact is not known.
+
+When a fact is missing:
+
+- one a tool can show again (`file`, `output`) is fetched again: the model answers with that
+  call (a read of the file's lines, the command that printed the value), fitted to the
+  client's own tools, and, when its result comes back, takes up the same step again: a
+  recovery, a billed model call of its own;
+- one no tool can show (`rule`, `request`, `decision`, `failed`) is acted on wrongly, as the
+  fact says (`Fact.otherwise`): its calls (retrying the approach that failed, breaking the
+  rule) are a step of their own before the step, or, without calls, its text opens the step's
+  answer: a violation, recorded with the step and the fact.
+
+Each is done at most once per fact and step: the model knows it did it from the call ids in
+the request (`..._<turn>_<step>d<need>_...`). A fetched fact still missing afterwards (the
+output cut again, or no tool to fetch it with) is `lost`, and the step goes on without it.
+
+Every check is recorded (`FactCheck`) on the request's record: the fact, its kind, the step
+and the outcome: `found`, `fetch` (missing: fetched now), `recovered` (found after its own
+fetch), `lost`, `violated` (missing: acted on wrongly now) or `carried` (still missing after
+its violation in this step: not counted again).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+from agent_server.sim.scenario import FETCHABLE, Fact
+from agent_server.sim.transcript import (
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+    Transcript,
+)
+
+Outcome: TypeAlias = Literal["found", "fetch", "recovered", "lost", "violated", "carried"]
+
+# A tool's prefix before a line's content: cat -n and Claude Code's Read (`   12<tab>`,
+# `   12→`), grep with a path (`src/a.py:12:`, `src/a.py-12-`), grep without (`12:`, `12-`, and
+# agent-server's `12,40:` for a text on several lines).
+_LINE_PREFIX = re.compile(
+    r"^[ \t]*\d+(?:\t|→)"
+    r"|^[^\s:]*[A-Za-z_./][^\s:]*[:-]\d+[:-]"
+    r"|^\d+(?:,\d+)*[:-]",
+    re.MULTILINE,
+)
+_WHITESPACE = re.compile(r"\s+")
+_SEPARATOR = "\x00"
+
+
+@functools.lru_cache(maxsize=16384)
+def normalise(text: str) -> str:
+    """`text` as the knowledge check compares it: each line's tool prefix dropped, then every
+    whitespace character."""
+    return _WHITESPACE.sub("", _LINE_PREFIX.sub("", text))
+
+
+@dataclass(frozen=True, slots=True)
+class FactCheck:
+    fact: str
+    kind: str
+    step: str  # "<turn>:<step>"
+    outcome: Outcome
+
+    def to_json(self) -> dict[str, str]:
+        return {"fact": self.fact, "kind": self.kind, "step": self.step,
+                "outcome": self.outcome}
+
+
+class RequestText:
+    """The normalised text of everything a request holds, searched for facts."""
+
+    def __init__(self, transcript: Transcript) -> None:
+        self._text = _SEPARATOR.join(normalise(piece) for piece in _pieces(transcript))
+
+    def holds(self, fact: Fact) -> bool:
+        return all(normalise(text) in self._text for text in fact.texts)
+
+
+def _pieces(transcript: Transcript) -> Iterator[str]:
+    yield transcript.system
+    for tool in transcript.tools:
+        yield tool.name
+        yield tool.description
+        yield json.dumps(tool.schema, ensure_ascii=False, sort_keys=True)
+    for message in transcript.messages:
+        for part in message.parts:
+            if isinstance(part, TextPart | ThinkingPart | ToolResultPart):
+                yield part.text
+            elif isinstance(part, ToolCallPart):
+                yield part.name
+                yield from _strings(part.arguments)
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """The strings in a tool call's arguments (a written file's content, a command)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
+    elif value is not None:
+        yield str(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """What the needs of a step come to in one request: the checks made, and either a detour
+    (the need to fetch or act on, by its index in `needs`) or the texts of violations that
+    open the step's answer."""
+
+    checks: tuple[FactCheck, ...]
+    detour: int | None = None
+    opening: tuple[str, ...] = ()
+
+
+def check_needs(
+    transcript: Transcript,
+    facts: Mapping[str, Fact],
+    needs: Iterable[str],
+    step: str,
+    detours_done: frozenset[int],
+    can_detour: Mapping[int, bool],
+) -> Gate:
+    """The knowledge gate of a step (`step` is "<turn>:<step>"). `detours_done`: the needs
+    whose detour the request already holds; `can_detour`: whether the need's calls fit a
+    tool the request declares."""
+    text: RequestText | None = None
+    checks: list[FactCheck] = []
+    opening: list[str] = []
+    needs = tuple(needs)
+    for index in _in_order(needs, facts, can_detour):
+        fact = facts[needs[index]]
+        text = text or RequestText(transcript)
+        done = index in detours_done
+        if text.holds(fact):
+            outcome: Outcome = "recovered" if done and fact.kind in FETCHABLE else "found"
+            checks.append(FactCheck(fact.id, fact.kind, step, outcome))
+            continue
+        if done:
+            lost = fact.kind in FETCHABLE
+            checks.append(FactCheck(fact.id, fact.kind, step, "lost" if lost else "carried"))
+            continue
+        if fact.kind in FETCHABLE:
+            if can_detour.get(index, False):
+                checks.append(FactCheck(fact.id, fact.kind, step, "fetch"))
+                return Gate(tuple(checks), detour=index)
+            checks.append(FactCheck(fact.id, fact.kind, step, "lost"))
+            continue
+        checks.append(FactCheck(fact.id, fact.kind, step, "violated"))
+        if can_detour.get(index, False):
+            return Gate(tuple(checks), detour=index)
+        if fact.otherwise is not None and fact.otherwise.text:
+            opening.append(fact.otherwise.text)
+    return Gate(tuple(checks), opening=tuple(opening))
+
+
+def _in_order(needs: tuple[str, ...], facts: Mapping[str, Fact],
+              can_detour: Mapping[int, bool]) -> list[int]:
+    """Needs in the order they are checked: what can be fetched first, then what is acted on
+    with calls of its own, then what only changes the answer's text; so that a violation that
+    changes the text is only ever decided in the request that answers with the step."""
+
+    def rank(index: int) -> tuple[int, int]:
+        if facts[needs[index]].kind in FETCHABLE:
+            return (0, index)
+        return (1 if can_detour.get(index, False) else 2, index)
+
+    return sorted(range(len(needs)), key=rank)

@@ -1,0 +1,93 @@
+"""The real-code suite: sessions on code no one on this team wrote, fetched from PyPI at pinned
+versions (`sources.py`), each with planted rules, facts and a failed approach (`script.py`):
+
+- `tabulate_bugfix`: a library bugfix in tabulate 0.9.0 (one large module);
+- `sqlparse_feature`: a feature across several modules of sqlparse 0.5.3;
+- `more_itertools_debug`: a long debugging session over test output and a log, in
+  more-itertools 10.7.0.
+
+`workloads()` prepares each (the sdist extracted, the planted change applied, in a cache
+directory) and returns what a benchmark runs: the scenario and a way to write a fresh copy of
+the workspace.
+"""
+
+from __future__ import annotations
+
+import atexit
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent_server.sim.scenario import Scenario
+from benchmarks.real_code import more_itertools_debug, sqlparse_feature, tabulate_bugfix
+from benchmarks.real_code.script import Script
+from benchmarks.real_code.sources import Source, cache_dir, extract
+
+
+@dataclass(frozen=True, slots=True)
+class Recipe:
+    name: str
+    kind: str  # what the session does
+    source: Source
+    plant: Callable[[Path], None]
+    script: Callable[[Path], Script]
+
+
+RECIPES: tuple[Recipe, ...] = (
+    Recipe("tabulate-bugfix", "library bugfix", tabulate_bugfix.SOURCE, tabulate_bugfix.plant,
+           tabulate_bugfix.script),
+    Recipe("sqlparse-feature", "feature across several files", sqlparse_feature.SOURCE,
+           sqlparse_feature.plant, sqlparse_feature.script),
+    Recipe("more-itertools-debug", "debugging over test output and a log",
+           more_itertools_debug.SOURCE, more_itertools_debug.plant,
+           more_itertools_debug.script),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RealWorkload:
+    """A prepared session: its scenario, and the tree each run starts from."""
+
+    name: str
+    kind: str
+    source: Source
+    scenario: Scenario
+    tree: Path
+
+    def write(self, dest: Path) -> None:
+        """A fresh copy of the workspace at `dest`, with `.venv` linked to this Python's
+        environment (pytest is there), as a repository's own virtual environment."""
+        shutil.rmtree(dest, ignore_errors=True)
+        shutil.copytree(self.tree, dest, symlinks=True)
+        (dest / ".venv").symlink_to(Path(sys.prefix), target_is_directory=True)
+
+
+# What the scripted commands run with, for every client alike: no bytecode written into the
+# workspace, no pytest plugins of this checkout loaded into the library's test runs.
+ENVIRONMENT = {"PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+
+
+def prepare(recipe: Recipe, cache: Path | None = None, trees: Path | None = None
+            ) -> RealWorkload:
+    """The planted tree in a directory of this process's own, under `trees` (a run's own
+    scratch directory; by default the cache's `trees`), removed when the process exits: runs
+    in parallel, or another checkout's, each copy their workspaces from a tree no one else
+    rewrites or removes meanwhile."""
+    cache = cache or cache_dir()
+    trees = trees or cache / "trees"
+    trees.mkdir(parents=True, exist_ok=True)
+    tree = Path(tempfile.mkdtemp(prefix=f"{recipe.name}-", dir=trees))
+    atexit.register(shutil.rmtree, tree, ignore_errors=True)
+    extract(recipe.source, tree, cache)
+    recipe.plant(tree)
+    scenario = recipe.script(tree).scenario()
+    return RealWorkload(recipe.name, recipe.kind, recipe.source, scenario, tree)
+
+
+def workloads(names: tuple[str, ...] | None = None, cache: Path | None = None,
+              trees: Path | None = None) -> list[RealWorkload]:
+    chosen = [r for r in RECIPES if names is None or r.name in names]
+    return [prepare(recipe, cache, trees) for recipe in chosen]

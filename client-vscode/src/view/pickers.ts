@@ -1,0 +1,124 @@
+/**
+ * The view's pickers, as VS Code's quick pick: every choice in full, with its details (a
+ * session's first prompt, a model's window and prices), whatever the width of the view.
+ */
+import * as vscode from 'vscode';
+import type { SessionController } from '../controller';
+import { ThinkingLevelValues, type ModelChoice, type PermissionMode, type SessionSummary, type ThinkingLevel } from '../protocol/types';
+import { formatTokens } from '../state/meter';
+
+interface Item<T> extends vscode.QuickPickItem {
+  value: T;
+}
+
+export async function pickSession(controller: SessionController): Promise<void> {
+  await controller.refreshSessions();
+  const { sessions, sessionId } = controller.state;
+  const items: Item<string | undefined>[] = [
+    { label: '$(add) New session', description: 'starts with your next prompt', value: undefined },
+    ...sessions.map((s) => ({
+      label: `${s.sessionId === sessionId ? '$(check) ' : ''}${s.title || 'Untitled session'}`,
+      description: sessionDescription(s),
+      detail: s.firstPrompt ? `First prompt: ${s.firstPrompt}` : undefined,
+      value: s.sessionId,
+    })),
+  ];
+  const picked = await vscode.window.showQuickPick(items, {
+    title: 'Agent: sessions in this workspace',
+    placeHolder: 'Pick a session to continue (type to filter)',
+    matchOnDescription: true,
+    matchOnDetail: true,
+  });
+  if (!picked) return;
+  if (picked.value === undefined) await controller.newSession();
+  else if (picked.value !== sessionId) await controller.loadSession(picked.value);
+}
+
+export async function pickModel(controller: SessionController): Promise<void> {
+  await controller.listModels();
+  const { models, model } = controller.state;
+  if (!models.length) {
+    void vscode.window.showWarningMessage('No models to pick from: is the agent server running?');
+    return;
+  }
+  const picked = await vscode.window.showQuickPick(
+    models.map<Item<string>>((m) => ({
+      label: `${m.id === model?.id ? '$(check) ' : ''}${m.name}`,
+      description: `${formatTokens(m.contextWindow)} window · ${price(m.pricing.input)} in / ${price(m.pricing.output)} out per M tokens`,
+      detail: modelDetail(m),
+      value: m.id,
+    })),
+    {
+      title: 'Agent: model for this session',
+      placeHolder: 'Switching keeps the session; the transcript says what the switch costs (prompt caches are per model)',
+      matchOnDescription: true,
+    },
+  );
+  if (picked && picked.value !== model?.id) await controller.setModel(picked.value);
+}
+
+const MODES: readonly [PermissionMode, string, string][] = [
+  ['ask', 'Ask every time', 'Every tool call asks first, reads too'],
+  ['allowReads', 'Allow reads', 'Reads and searches run; edits and commands ask first'],
+  ['allowAll', 'Allow all', 'Every tool call runs without asking (commands in the sandbox where there is one)'],
+];
+
+export async function pickMode(controller: SessionController): Promise<void> {
+  const current = controller.state.mode;
+  const picked = await vscode.window.showQuickPick(
+    MODES.map<Item<PermissionMode>>(([mode, label, detail]) => ({ label: `${mode === current ? '$(check) ' : ''}${label}`, detail, value: mode })),
+    { title: 'Agent: when tools ask first', placeHolder: 'It applies at once, even to the running turn\u2019s next tool call' },
+  );
+  if (picked && picked.value !== current) await controller.setMode(picked.value);
+}
+
+const THINKING: Record<ThinkingLevel, string> = {
+  off: 'No extended thinking (OpenAI: the model\u2019s default effort)',
+  low: 'A little thinking: Anthropic low effort or a 4k budget, OpenAI low reasoning effort',
+  medium: 'Anthropic medium effort or a 10k budget, OpenAI medium reasoning effort',
+  high: 'Anthropic high effort or a 32k budget, OpenAI high reasoning effort',
+};
+
+export async function pickThinking(controller: SessionController): Promise<void> {
+  const { thinking, canThink, model } = controller.state;
+  const current = thinking ?? 'off';
+  const picked = await vscode.window.showQuickPick(
+    ThinkingLevelValues.map<Item<ThinkingLevel>>((level) => ({ label: `${level === current ? '$(check) ' : ''}${level}`, detail: THINKING[level], value: level })),
+    {
+      title: 'Agent: how hard the model thinks',
+      placeHolder:
+        canThink === false
+          ? `${model?.name ?? 'This model'} does not think on request: the level applies to a model that can`
+          : 'Thinking is billed as output. A change re-reads the conversation without the cache on Anthropic: the transcript says what it costs',
+    },
+  );
+  if (picked && picked.value !== current) await controller.setThinking(picked.value);
+}
+
+function sessionDescription(s: SessionSummary): string {
+  const prompts = s.promptCount === undefined ? '' : `${s.promptCount} prompt${s.promptCount === 1 ? '' : 's'} · `;
+  return `${prompts}started ${dateTime(s.createdAt)} · ${s.sessionId.slice(0, 8)}`;
+}
+
+function modelDetail(m: ModelChoice): string {
+  return [
+    `${m.vendor} ${m.id}${m.source === 'user' ? ' (your models file)' : ''}`,
+    `output up to ${formatTokens(m.maxOutput)}`,
+    `cached read ${price(m.pricing.cacheRead)}, cache write ${price(m.pricing.cacheWrite)}`,
+    m.images ? 'takes images' : 'text only',
+    m.thinking ? 'thinks on request' : '',
+  ]
+    .filter(Boolean)
+    .join(' · ');
+}
+
+function price(usdPerMillion: number): string {
+  return `$${usdPerMillion < 1 ? usdPerMillion.toFixed(2) : String(Number(usdPerMillion.toFixed(2)))}`;
+}
+
+function dateTime(iso: string): string {
+  const t = new Date(iso);
+  if (Number.isNaN(t.getTime())) return iso;
+  const pad = (n: number): string => String(n).padStart(2, '0');
+  return `${t.getFullYear()}-${pad(t.getMonth() + 1)}-${pad(t.getDate())} ${pad(t.getHours())}:${pad(t.getMinutes())}`;
+}

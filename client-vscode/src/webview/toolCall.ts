@@ -1,0 +1,95 @@
+/** A tool call in the transcript: its title (the file it names is a link), its status, and,
+ * opened, what it ran and what came back. */
+import type { ToolCallItem } from '../state/reducer';
+import { h, pathLink, type Post, type Toggles } from './dom';
+import { literal } from './literal';
+import { commandOf, contentView, inputView, scrollOutputsToEnd, toolIcon } from './toolParts';
+
+export function renderToolCall(item: ToolCallItem, post: Post, toggles: Toggles): HTMLElement {
+  const denial = denialOf(item);
+  const status = denial ? 'rejected' : item.stopped ? 'stopped' : item.status;
+  const details = toggles.collapsible(
+    item.id,
+    false,
+    `tool status-${status}`,
+    h('span', { class: `tool-icon kind-${item.toolKind}`, text: toolIcon(item.toolKind) }),
+    titleView(item, post),
+    h('span', { class: `tool-status status-${status}`, text: statusLabel(status) }),
+  );
+  const body = h('div', { class: 'tool-body' });
+  if (denial) body.append(h('div', { class: 'denial', text: `Not run: ${denial.reason}.` }));
+  if (denial?.message) body.append(h('div', { class: 'meta told', text: `You told the agent: ${denial.message}` }));
+  if (item.stopped) body.append(h('div', { class: 'meta', text: 'Stopped with the turn, before it finished.' }));
+  if (item.locations.length) {
+    const where = h('div', { class: 'meta locations' });
+    item.locations.forEach((l, i) => {
+      if (i) where.append(document.createTextNode(', '));
+      where.append(pathLink(post, l.path, l.line));
+    });
+    body.append(where);
+  }
+  const diffs = item.content.filter((c) => c.type === 'diff');
+  const command = commandOf(item.toolKind, item.rawInput);
+  if (command !== undefined) {
+    body.append(h('div', { class: 'label', text: 'Command' }), h('pre', { class: 'code command', text: command }));
+  } else if (item.rawInput !== undefined && diffs.length === 0) {
+    body.append(h('div', { class: 'label', text: 'Input' }), inputView(item.rawInput, post));
+  }
+  if (item.content.length) {
+    body.append(h('div', { class: 'label', text: diffs.length ? 'Change' : item.toolKind === 'execute' ? 'Output' : 'Result' }));
+    item.content.forEach((c, index) => {
+      const open = c.type === 'diff' && !denial ? () => post({ type: 'openDiff', itemId: item.id, index }) : undefined;
+      body.append(contentView(c, post, item.toolKind, { open, openLabel: 'Review in editor' }));
+    });
+  } else if (item.rawOutput !== undefined && !denial && !item.stopped) {
+    body.append(h('div', { class: 'label', text: 'Output' }), inputView(item.rawOutput, post));
+  }
+  details.append(body);
+  // Opened: long output shows its end (the summary line), not its top.
+  details.addEventListener('toggle', () => {
+    if (details.open) scrollOutputsToEnd(details);
+  });
+  if (details.open) requestAnimationFrame(() => scrollOutputsToEnd(details));
+  return details;
+}
+
+/** The title, with the file it names as a link (`Read ` + README.md). */
+function titleView(item: ToolCallItem, post: Post): HTMLElement {
+  const title = h('span', { class: 'tool-title', title: item.title });
+  const path = item.locations[0]?.path;
+  const at = path ? item.title.lastIndexOf(path) : -1;
+  if (!path || at < 0) {
+    title.textContent = literal(item.title);
+    return title;
+  }
+  title.append(
+    literal(item.title.slice(0, at)),
+    pathLink(post, path, item.locations[0]?.line, path),
+    literal(item.title.slice(at + path.length)),
+  );
+  return title;
+}
+
+/** Why a tool call did not run, when the user (or a remembered answer) rejected it, and what
+ * the user told the agent instead. */
+function denialOf(item: ToolCallItem): { reason: string; message?: string } | undefined {
+  const raw = item.rawOutput;
+  if (item.status !== 'failed' || typeof raw !== 'object' || raw === null) return undefined;
+  const r = raw as Record<string, unknown>;
+  if (r['permission'] !== 'denied') return undefined;
+  const reason = typeof r['reason'] === 'string' ? r['reason'] : 'permission was denied';
+  return typeof r['message'] === 'string' ? { reason, message: r['message'] } : { reason };
+}
+
+function statusLabel(status: string): string {
+  switch (status) {
+    case 'pending':
+      return 'pending';
+    case 'in_progress':
+      return 'running';
+    case 'completed':
+      return 'done';
+    default:
+      return status; // failed, rejected, stopped
+  }
+}

@@ -1,0 +1,237 @@
+"""The recall benchmark's pieces: its figures from the simulator's records, the real-code
+scripts' honesty checks, the real-code sessions rehearsed against their pinned sources, and
+the product's compaction as a compactor of compaction-conformance-kit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_server.cli import _suite_options, build_parser
+from agent_server.llm.models import BUILTIN_MODELS
+from agent_server.sim.knowledge import FactCheck
+from agent_server.sim.records import RequestRecord, TokenCounts
+from agent_server.sim.responder import plan_reply
+from benchmarks import peers, recall
+from benchmarks.real_code import RECIPES, RealWorkload, workloads
+from benchmarks.real_code.rehearse import rehearse
+from benchmarks.real_code.script import Script, ScriptError, call
+
+MODEL = next(m for m in BUILTIN_MODELS if m.id == "sim-small")
+
+
+def record(source: str, *checks: FactCheck, prompt: int = 1000, status: int = 200
+           ) -> RequestRecord:
+    tokens = TokenCounts(input=prompt, cache_read=0, cache_write_5m=0, cache_write_1h=0,
+                         output=10)
+    return RequestRecord(time=0.0, method="POST", path="/v1/messages",
+                         api="anthropic-messages", status=status, request={},
+                         request_id="r", tokens=tokens, source=source, knowledge=checks)
+
+
+def test_recall_figures_come_from_the_knowledge_checks() -> None:
+    records = [
+        record("scenario:0:0"),
+        record("recovery:1:0:a", FactCheck("a", "file", "1:0", "fetch"), prompt=5000),
+        record("scenario:1:0", FactCheck("a", "file", "1:0", "recovered"),
+               FactCheck("r", "rule", "1:0", "found")),
+        record("violation:2:0:f", FactCheck("f", "failed", "2:0", "violated")),
+        record("scenario:2:0", FactCheck("f", "failed", "2:0", "carried"),
+               FactCheck("o", "output", "2:0", "lost")),
+        record("scenario:2:1", FactCheck("o", "output", "2:0", "lost")),  # counted once
+        record("scenario:2:1", status=400),  # a refused request is no step
+        record("summary"),
+    ]
+    figures = peers.recall_of(records, MODEL)
+    assert (figures.needed, figures.found) == (4, 1)
+    assert figures.recoveries == 1 and figures.recovery_tokens == 5010
+    assert figures.recovery_cost == pytest.approx((5000 * 3 + 10 * 15) / 1e6)
+    assert figures.violations == {"rule": 0, "request": 0, "decision": 0, "failed": 1,
+                                  "lost": 1}
+    assert figures.completed == 4  # 0:0, 1:0, 2:0, 2:1
+
+
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "lib"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "core.py").write_text(
+        "def parse_header(raw):\n    if not raw.startswith(MAGIC_BYTES_V2):\n"
+        "        raise HeaderError('bad magic in header')\n    return raw\n")
+    (root / "pkg" / "copy.py").write_text("x = 1\n    return raw\n")
+    return root
+
+
+def test_a_script_refuses_what_would_not_measure_honestly(tmp_path: Path) -> None:
+    s = Script("t", tree(tmp_path))
+    fact = s.file_fact("header", "pkg/core.py", "def parse_header", 4, "the parser")
+    # The short line and the line another file holds are not distinguishing.
+    assert s.data()["facts"][0]["text"] == [
+        "def parse_header(raw):", "    if not raw.startswith(MAGIC_BYTES_V2):",
+        "        raise HeaderError('bad magic in header')"]
+    with pytest.raises(ScriptError, match="not once"):
+        s.edit("pkg/core.py", "raw", "data")
+    s.turn("Read it.", {"tools": [s.read("pkg/core.py")]},
+           {"needs": [fact], "text": "It checks MAGIC_BYTES_V2 first."})
+    s.said_fact("rule", "rule", "never touch copy.py", "the rule", otherwise_text="x")
+    with pytest.raises(ScriptError, match="one prompt only"):
+        s.data()
+    s.turn("And never touch copy.py, please.", {"text": "Understood."})
+    assert s.scenario().facts["rule"].kind == "rule"
+    s.output_fact("out", ["bad magic in header"], call("bash", command="true"), "the error")
+    s.data()
+    s.turn("Run it.", {"tools": [call("bash", command="grep 'bad magic in header' pkg")]},
+           {"text": "Done."})
+    with pytest.raises(ScriptError, match="scripted call's arguments"):
+        s.data()  # the command itself would hold the value the output is to show
+
+
+def test_a_value_said_in_a_scripted_text_is_no_output_fact(tmp_path: Path) -> None:
+    s = Script("t", tree(tmp_path))
+    s.output_fact("out", ["MAGIC_BYTES_V2"], call("bash", command="true"), "the name")
+    s.turn("Read it.", {"text": "It checks MAGIC_BYTES_V2 first."})
+    with pytest.raises(ScriptError, match="in a prompt or a scripted text"):
+        s.data()
+
+
+def test_an_edit_changes_what_later_facts_read(tmp_path: Path) -> None:
+    s = Script("t", tree(tmp_path))
+    s.edit("pkg/core.py", "MAGIC_BYTES_V2", "MAGIC_BYTES_V3")
+    s.file_fact("after", "pkg/core.py", "def parse_header", 3, "the parser, edited")
+    assert "    if not raw.startswith(MAGIC_BYTES_V3):" in s.data()["facts"][0]["text"]
+    assert (tmp_path / "lib" / "pkg" / "core.py").read_text().count("V2") == 1  # tree intact
+
+
+def test_a_file_fact_needed_after_an_edit_of_its_lines_is_found_stale(tmp_path: Path) -> None:
+    """The rehearsal checks each file fact against the file as it stands when a step needs
+    it: a fact declared before an edit of its lines could never be fetched again."""
+    s = Script("t", tree(tmp_path))
+    s.file_fact("header", "pkg/core.py", "def parse_header", 4, "the parser as it was")
+    s.turn("Read the parser.", {"tools": [s.read("pkg/core.py")]},
+           {"needs": ["header"], "text": "It checks the magic bytes."})
+    s.turn("Bump the magic.", {"tools": [s.edit("pkg/core.py", "MAGIC_BYTES_V2",
+                                                "MAGIC_BYTES_V3")]},
+           {"needs": ["header"], "text": "Bumped."})
+    s.file_fact("header-now", "pkg/core.py", "def parse_header", 4, "the parser as it is")
+    s.turn("Show it again.", {"needs": ["header-now"], "text": "Here it is."})
+    workload = RealWorkload("t", "test", RECIPES[0].source, s.scenario(), s.root)
+    problems = rehearse(workload)
+    assert len(problems) == 1 and problems[0].startswith("turn 1 step 1: header:")
+    assert "MAGIC_BYTES_V2" in problems[0]
+
+
+def test_the_recall_command_refuses_unknown_names(tmp_path: Path) -> None:
+    assert recall.main(clients=["nobody"], out_dir=tmp_path) == 2
+    assert recall.main(names=["no-such-session"], out_dir=tmp_path) == 2
+    assert recall.main(summarisers=["creative"], out_dir=tmp_path) == 2
+    args = build_parser().parse_args(["bench", "recall", "--quick", "--summarisers", "lossy",
+                                      "--sessions", "tabulate-bugfix"])
+    assert args.suite == "recall" and args.quick and args.summarisers == "lossy"
+
+
+def test_the_omniscient_model_answers_every_step_as_scripted() -> None:
+    """`bench recall --omniscient`: the same scenario with no step needing anything, so the
+    step a knowing model would detour from (the file it no longer has) is answered as is."""
+    from tests.sim.test_knowledge import first_turn, scenario, transcript, user
+
+    knowing = scenario()
+    knows_all = recall.omniscient(knowing)
+    assert knows_all.facts == knowing.facts
+    assert [[s.needs for s in t.steps] for t in knows_all.turns] == [[(), ()], [(), ()]]
+    assert [[s.tools for s in t.steps] for t in knows_all.turns] == [
+        [s.tools for s in t.steps] for t in knowing.turns]
+    asked = transcript(*first_turn("(the file was too large to show)"),
+                       user("Fix the magic check."))
+    assert plan_reply(asked, knowing, id_prefix="toolu").source == "recovery:1:0:header"
+    reply = plan_reply(asked, knows_all, id_prefix="toolu")
+    assert (reply.source, reply.knowledge) == ("scenario:1:0", ())
+    args = build_parser().parse_args(["bench", "recall", "--omniscient"])
+    assert _suite_options(args) == {"quick": False, "knows_all": True, "json_path": None}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [recipe.name for recipe in RECIPES])
+def test_each_real_code_session_holds_against_its_pinned_source(name: str) -> None:
+    """The sdist is fetched from PyPI (pinned by hash, cached); every scripted edit applies
+    and every output fact is in what its command printed, run by no client at all."""
+    (workload,) = workloads((name,))
+    assert workload.scenario.facts and len(workload.scenario.turns) >= 15
+    kinds = {fact.kind for fact in workload.scenario.facts.values()}
+    assert {"file", "output", "rule", "failed", "request"} <= kinds
+    assert rehearse(workload) == []
+
+
+@pytest.mark.slow
+def test_each_preparation_has_a_tree_of_its_own(tmp_path: Path) -> None:
+    """Parallel runs (or another checkout's) prepare the same session: neither empties the
+    tree the other copies its workspaces from."""
+    (first,) = workloads(("tabulate-bugfix",))
+    files = sorted(p.relative_to(first.tree) for p in first.tree.rglob("*"))
+    (second,) = workloads(("tabulate-bugfix",), trees=tmp_path / "trees")
+    assert second.tree != first.tree and second.tree.parent == tmp_path / "trees"
+    assert sorted(p.relative_to(first.tree) for p in first.tree.rglob("*")) == files
+    first.write(tmp_path / "workspace")
+    assert (tmp_path / "workspace" / "tabulate" / "__init__.py").is_file()
+
+
+@pytest.mark.slow
+def test_the_products_compaction_is_a_compactor_of_the_kit() -> None:
+    kit: Any = pytest.importorskip("compaction_kit")
+    from benchmarks.conformance import ProductCompactor
+
+    session = kit.build_seeded_session()
+    compactor = ProductCompactor("faithful")
+    try:
+        run = kit.run_conformance(session, compactor, rounds=2)
+        with pytest.raises(ValueError, match="previous round"):
+            compactor.compact([kit.Turn("system", "something else")], round_num=3)
+    finally:
+        compactor.close()
+    first, second = (r.context.text for r in run.rounds)
+    assert first.startswith("[User]: The conversation history before this point was compacted")
+    assert "## Goal" in first and first != second
+    # The product's cut point keeps the last two turns verbatim: the kit's trailing filler.
+    assert "[Assistant]: Acknowledged. Continuing with the plan." in first
+    # Compacting again with nothing new is the product's no-op: the context stays as it was.
+    literal = ProductCompactor("lossy", between_rounds=0)
+    try:
+        again = kit.run_conformance(session, literal, rounds=2)
+    finally:
+        literal.close()
+    assert again.rounds[0].context.text == again.rounds[1].context.text
+    assert "## Files read" in again.rounds[0].context.text
+    assert "## Constraints" not in again.rounds[0].context.text  # the lossy summariser
+
+
+def figures_row(client: str, cost: float, session: str = "default") -> peers.Figures:
+    recall_figures = peers.Recall(needed=10, found=7, recoveries=2, recovery_tokens=3000,
+                                  recovery_cost=0.02, completed=40,
+                                  violations={"rule": 1, "request": 0, "decision": 0,
+                                              "failed": 2, "lost": 1})
+    return peers.Figures(client=client, model="sim-small", version="1", requests=50, cost=cost,
+                         cache_read_share=0.9, cache_write=1000, fixed_prefix=2000,
+                         tool_results=30, tool_result_tokens=40_000, summaries=3,
+                         failed_requests=0, failed_turns=0, turns=17, off_script=0,
+                         seconds=1.0, notes=[], recall=recall_figures, session=session)
+
+
+def test_bench_peers_and_bench_recall_show_the_same_recall_columns() -> None:
+    from rich.console import Console
+
+    from benchmarks.report import peers_table, recall_lines, recall_table
+
+    def rendered(table: Any) -> str:
+        console = Console(width=400, record=True)
+        console.print(table)
+        return console.export_text()
+
+    rows = [figures_row("agent-server", 0.5), figures_row("codex", 0.8),
+            figures_row("pi", 0.4)]
+    as_rows, as_columns = rendered(peers_table(rows)), rendered(recall_table(rows))
+    for label, _value in recall_lines():
+        assert label in as_rows and " ".join(label.split()[:2]) in as_columns
+    for text in ("10 / 7", "2, 3.0k, $0.0200", "1 / 0 / 0 / 2 / 1", "$0.0125"):
+        assert text in as_rows and text in as_columns
+    # agent-server at $0.50: 1.25x the cheapest peer (pi), 0.62x Codex on its own API.
+    assert "1.25x" in as_columns and "0.62x" in as_columns

@@ -1,0 +1,372 @@
+"""The simulated model knows only what its request holds: a fact a step needs is found, fetched
+again, or acted on wrongly, by the same rule whatever the client; on plain objects and over
+HTTP through the official SDKs."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from anthropic import AsyncAnthropic
+from openai import AsyncOpenAI
+
+from agent_server.sim.knowledge import RequestText, check_needs, normalise
+from agent_server.sim.responder import parse_call_id, plan_reply
+from agent_server.sim.scenario import ScenarioError, parse_scenario
+from agent_server.sim.server import SimServer
+from agent_server.sim.simulator import Simulator
+from agent_server.sim.transcript import (
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    ToolSpec,
+    Transcript,
+    TranscriptMessage,
+)
+
+LINES = ("def parse_header(raw):", "    if not raw.startswith(MAGIC):",
+         "        raise HeaderError('bad magic in header')")
+RULE = "Never edit the vendored copy under third_party/."
+FAILED = "Raising the recursion limit did not help"
+
+SCENARIO: dict[str, Any] = {
+    "name": "knowledge",
+    "facts": [
+        {"id": "header", "kind": "file", "about": "parse_header in src/codec.py",
+         "path": "src/codec.py", "lines": [40, 42], "text": list(LINES)},
+        {"id": "port", "kind": "output", "text": "listening on port 48213",
+         "fetch": {"name": "bash", "arguments": {"command": "tail -n 5 server.log"}}},
+        {"id": "no-vendor", "kind": "rule", "text": "Never edit the vendored copy",
+         "otherwise": {"text": "I will patch third_party/codec.py directly.",
+                       "tools": [{"name": "edit", "arguments": {
+                           "path": "third_party/codec.py", "oldText": "a", "newText": "b"}}]}},
+        {"id": "recursion", "kind": "failed", "text": FAILED,
+         "otherwise": {"text": "Let me raise the recursion limit."}},
+    ],
+    "turns": [
+        {"user": "Read the header parser.", "steps": [
+            {"tools": [{"name": "read", "arguments": {"path": "src/codec.py"}}]},
+            {"text": "It checks the magic first."},
+        ]},
+        {"user": "Fix the magic check.", "steps": [
+            {"needs": ["header", "no-vendor"],
+             "tools": [{"name": "edit", "arguments": {
+                 "path": "src/codec.py", "oldText": "MAGIC", "newText": "MAGIC2"}}]},
+            {"needs": ["recursion"], "text": "Fixed."},
+        ]},
+    ],
+}
+TOOLS = tuple(
+    ToolSpec(name, {"type": "object", "properties": properties})
+    for name, properties in (
+        ("read", {"path": {}, "offset": {}, "limit": {}}),
+        ("edit", {"path": {}, "oldText": {}, "newText": {}}),
+        ("bash", {"command": {}}),
+    )
+)
+
+
+def scenario() -> Any:
+    return parse_scenario(SCENARIO, "knowledge")
+
+
+def numbered(lines: tuple[str, ...], first: int, arrow: bool = False) -> str:
+    mark = "→" if arrow else "\t"
+    return "\n".join(f"{first + i:6d}{mark}{line}" for i, line in enumerate(lines))
+
+
+def user(*parts: Any) -> TranscriptMessage:
+    return TranscriptMessage("user", tuple(
+        TextPart(p) if isinstance(p, str) else p for p in parts))
+
+
+def assistant(*parts: Any) -> TranscriptMessage:
+    return TranscriptMessage("assistant", tuple(
+        TextPart(p) if isinstance(p, str) else p for p in parts))
+
+
+def transcript(*messages: TranscriptMessage, system: str = "") -> Transcript:
+    return Transcript(system, TOOLS, messages)
+
+
+def first_turn(result: str) -> tuple[TranscriptMessage, ...]:
+    return (
+        user(f"{RULE} Read the header parser."),
+        assistant(ToolCallPart("toolu_sim_0_0_0_aaaaaaaa", "read", {"path": "src/codec.py"})),
+        user(ToolResultPart("toolu_sim_0_0_0_aaaaaaaa", result)),
+        assistant("It checks the magic first."),
+    )
+
+
+# --- plain objects --------------------------------------------------------------------------
+
+
+def test_text_is_compared_without_tool_prefixes_or_whitespace() -> None:
+    plain = "\n".join(LINES)
+    for shown in (numbered(LINES, 40), numbered(LINES, 40, arrow=True),
+                  "\n".join(f"src/codec.py:{40 + i}:{line}" for i, line in enumerate(LINES)),
+                  "\n".join(f"{40 + i}:{line}" for i, line in enumerate(LINES)),
+                  plain.replace("raise HeaderError(", "raise HeaderError(\n    ")):
+        assert all(normalise(line) in normalise(shown) for line in LINES), shown
+    assert normalise("        raise HeaderError('bad magic in header')") not in normalise(
+        "raise HeaderError('bad magic')")
+
+
+def test_every_part_of_the_request_is_searched() -> None:
+    fact = scenario().facts["no-vendor"]
+    assert RequestText(transcript(user("hi"), system=RULE)).holds(fact)
+    assert RequestText(Transcript("", (ToolSpec("x", {}, RULE),), (user("hi"),))).holds(fact)
+    call = ToolCallPart("c1", "write", {"path": "NOTES.md", "content": RULE})
+    assert RequestText(transcript(user("hi"), assistant(call))).holds(fact)
+    assert not RequestText(transcript(user("hi"), assistant("ok"))).holds(fact)
+
+
+def test_a_fact_is_known_only_when_all_its_texts_are_there() -> None:
+    fact = scenario().facts["header"]
+    assert RequestText(transcript(user(numbered(LINES, 40)))).holds(fact)
+    head_and_tail = numbered(LINES[:1], 40) + "\n[... 1 line truncated ...]\n" + numbered(
+        LINES[2:], 42)
+    assert not RequestText(transcript(user(head_and_tail))).holds(fact)
+
+
+def test_the_gate_checks_fetchable_needs_first_and_detours_once() -> None:
+    facts = scenario().facts
+    empty = transcript(user("Fix the magic check."))
+    needs = ("no-vendor", "header")
+    gate = check_needs(empty, facts, needs, "1:0", frozenset(), {0: True, 1: True})
+    assert gate.detour == 1  # the file is fetched before the rule is broken
+    assert [(c.fact, c.outcome) for c in gate.checks] == [("header", "fetch")]
+    gate = check_needs(empty, facts, needs, "1:0", frozenset({1}), {0: True, 1: True})
+    assert gate.detour == 0
+    assert [(c.fact, c.outcome) for c in gate.checks] == [("header", "lost"),
+                                                          ("no-vendor", "violated")]
+    gate = check_needs(empty, facts, needs, "1:0", frozenset({0, 1}), {0: True, 1: True})
+    assert gate.detour is None
+    assert [c.outcome for c in gate.checks] == ["lost", "carried"]
+    # A violation without calls of its own opens the step's answer.
+    gate = check_needs(empty, facts, ("recursion",), "1:1", frozenset(), {0: False})
+    assert gate.detour is None and gate.opening == ("Let me raise the recursion limit.",)
+
+
+def test_a_present_fact_is_found_and_the_step_goes_on() -> None:
+    history = first_turn(numbered(LINES, 40))
+    reply = plan_reply(transcript(*history, user("Fix the magic check.")), scenario(),
+                       id_prefix="toolu")
+    assert reply.source == "scenario:1:0"
+    assert [(c.fact, c.outcome) for c in reply.knowledge] == [("header", "found"),
+                                                              ("no-vendor", "found")]
+    assert [call.name for call in reply.calls] == ["edit"]
+
+
+def test_a_missing_file_is_read_again_then_the_step_goes_on() -> None:
+    history = first_turn("(the file was too large to show)")
+    asked = transcript(*history, user("Fix the magic check."))
+    reply = plan_reply(asked, scenario(), id_prefix="toolu")
+    assert reply.source == "recovery:1:0:header"
+    assert [(c.fact, c.outcome) for c in reply.knowledge] == [("header", "fetch")]
+    (call,) = reply.calls
+    assert (call.name, dict(call.arguments)) == ("read", {"path": "src/codec.py", "offset": 40,
+                                                          "limit": 3})
+    ref = parse_call_id(call.id)
+    assert ref is not None and (ref.turn, ref.step, ref.detour) == ("1", 0, 0)
+    fetched = transcript(*history, user("Fix the magic check."),
+                         assistant(reply.text, ToolCallPart(call.id, call.name, call.arguments)),
+                         user(ToolResultPart(call.id, numbered(LINES, 40))))
+    again = plan_reply(fetched, scenario(), id_prefix="toolu")
+    assert again.source == "scenario:1:0"
+    assert [(c.fact, c.outcome) for c in again.knowledge] == [("header", "recovered"),
+                                                              ("no-vendor", "found")]
+
+
+def test_a_missing_rule_is_broken_visibly_then_the_step_goes_on() -> None:
+    history = first_turn(numbered(LINES, 40))
+    # The rule was in the first prompt; a compaction dropped it.
+    without_rule = (user("Read the header parser."), *history[1:])
+    reply = plan_reply(transcript(*without_rule, user("Fix the magic check.")), scenario(),
+                       id_prefix="toolu")
+    assert reply.source == "violation:1:0:no-vendor"
+    assert reply.text == "I will patch third_party/codec.py directly."
+    assert [c.arguments["path"] for c in reply.calls] == ["third_party/codec.py"]
+    call = reply.calls[0]
+    after = transcript(*without_rule, user("Fix the magic check."),
+                       assistant(reply.text, ToolCallPart(call.id, call.name, call.arguments)),
+                       user(ToolResultPart(call.id, "edited")))
+    step = plan_reply(after, scenario(), id_prefix="toolu")
+    assert step.source == "scenario:1:0"
+    assert [c.outcome for c in step.knowledge] == ["found", "carried"]
+
+
+def test_a_forgotten_failure_is_tried_again() -> None:
+    history = first_turn(numbered(LINES, 40))
+    edit = ToolCallPart("toolu_sim_1_0_0_bbbbbbbb", "edit", {"path": "src/codec.py"})
+    base = (*history, user(RULE + " Fix the magic check."), assistant(edit),
+            user(ToolResultPart(edit.id, "edited")))
+    forgot = plan_reply(transcript(*base), scenario(), id_prefix="toolu")
+    assert forgot.source == "scenario:1:1"
+    assert forgot.text.startswith("Let me raise the recursion limit.")
+    assert [(c.fact, c.outcome) for c in forgot.knowledge] == [("recursion", "violated")]
+    knew = plan_reply(transcript(*base, system=FAILED + ": the same 14 tests fail."),
+                      scenario(), id_prefix="toolu")
+    assert knew.text == "Fixed."
+    assert [c.outcome for c in knew.knowledge] == ["found"]
+
+
+def test_a_fact_no_declared_tool_can_fetch_is_lost() -> None:
+    history = first_turn("nothing useful")
+    asked = Transcript("", (TOOLS[1],), (*history, user(RULE + " Fix the magic check.")))
+    reply = plan_reply(asked, scenario(), id_prefix="toolu")
+    assert reply.source == "scenario:1:0"
+    assert [(c.fact, c.outcome) for c in reply.knowledge] == [("header", "lost"),
+                                                              ("no-vendor", "found")]
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"kind": "mood"}, "kind"),
+    ({"text": []}, "text"),
+    ({"lines": [5, 2]}, "lines"),
+    ({"otherwise": {"text": "x"}}, "otherwise"),
+])
+def test_bad_facts_are_refused_with_the_field(change: dict[str, Any], message: str) -> None:
+    fact = {**SCENARIO["facts"][0], **change}
+    with pytest.raises(ScenarioError, match=message):
+        parse_scenario({**SCENARIO, "facts": [fact, *SCENARIO["facts"][1:]]})
+    with pytest.raises(ScenarioError, match="no fact nowhere"):
+        parse_scenario({**SCENARIO, "turns": [
+            {"user": "x", "steps": [{"needs": ["nowhere"], "text": "y"}]}]})
+
+
+# --- over HTTP ------------------------------------------------------------------------------
+
+ANTHROPIC_TOOLS = [
+    {"name": "read", "description": "Read a file.", "input_schema": {
+        "type": "object", "properties": {"path": {"type": "string"}, "offset": {"type": "integer"},
+                                         "limit": {"type": "integer"}}, "required": ["path"]}},
+    {"name": "edit", "description": "Edit a file.", "input_schema": {
+        "type": "object", "properties": {"path": {"type": "string"}, "oldText": {"type": "string"},
+                                         "newText": {"type": "string"}}}},
+]
+
+
+@pytest.fixture
+async def knowing() -> AsyncIterator[tuple[Simulator, AsyncAnthropic, AsyncOpenAI]]:
+    simulator = Simulator(scenario=scenario())
+    async with SimServer(simulator) as server:
+        anthropic = AsyncAnthropic(base_url=server.base_url, api_key="k", max_retries=0)
+        openai = AsyncOpenAI(base_url=server.base_url + "/v1", api_key="k", max_retries=0)
+        yield simulator, anthropic, openai
+        await anthropic.close()
+        await openai.close()
+
+
+def as_anthropic(result: str, rule: bool) -> list[dict[str, Any]]:
+    prompt = f"{RULE} Read the header parser." if rule else "Read the header parser."
+    return [
+        {"role": "user", "content": prompt},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_sim_0_0_0_aaaaaaaa",
+                                           "name": "read", "input": {"path": "src/codec.py"}}]},
+        {"role": "user", "content": [{"type": "tool_result",
+                                      "tool_use_id": "toolu_sim_0_0_0_aaaaaaaa",
+                                      "content": result}]},
+        {"role": "assistant", "content": "It checks the magic first."},
+        {"role": "user", "content": "Fix the magic check."},
+    ]
+
+
+async def test_over_http_found_recovered_and_violated(
+    knowing: tuple[Simulator, AsyncAnthropic, AsyncOpenAI],
+) -> None:
+    simulator, anthropic, _ = knowing
+    found = await anthropic.messages.create(
+        model="sim-large", max_tokens=1000, tools=ANTHROPIC_TOOLS,  # type: ignore[arg-type]
+        messages=as_anthropic("\n".join(LINES), rule=True))  # type: ignore[arg-type]
+    assert [b.name for b in found.content if b.type == "tool_use"] == ["edit"]
+
+    messages = as_anthropic("(cut)", rule=True)
+    fetch = await anthropic.messages.create(
+        model="sim-large", max_tokens=1000, tools=ANTHROPIC_TOOLS,  # type: ignore[arg-type]
+        messages=messages)  # type: ignore[arg-type]
+    (call,) = [b for b in fetch.content if b.type == "tool_use"]
+    assert call.input == {"path": "src/codec.py", "offset": 40, "limit": 3}
+    messages += [
+        {"role": "assistant", "content": [b.model_dump() for b in fetch.content]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id,
+                                      "content": numbered(LINES, 40, arrow=True)}]},
+    ]
+    step = await anthropic.messages.create(
+        model="sim-large", max_tokens=1000, tools=ANTHROPIC_TOOLS,  # type: ignore[arg-type]
+        messages=messages)  # type: ignore[arg-type]
+    assert [b.name for b in step.content if b.type == "tool_use"] == ["edit"]
+
+    broken = await anthropic.messages.create(
+        model="sim-large", max_tokens=1000, tools=ANTHROPIC_TOOLS,  # type: ignore[arg-type]
+        messages=as_anthropic("\n".join(LINES), rule=False))  # type: ignore[arg-type]
+    (edit,) = [b for b in broken.content if b.type == "tool_use"]
+    assert edit.input["path"] == "third_party/codec.py"  # type: ignore[index]
+
+    records = [r.to_json() for r in simulator.records]
+    assert [r["source"] for r in records] == [
+        "scenario:1:0", "recovery:1:0:header", "scenario:1:0", "violation:1:0:no-vendor"]
+    assert [[(k["fact"], k["outcome"]) for k in r["knowledge"]] for r in records] == [
+        [("header", "found"), ("no-vendor", "found")],
+        [("header", "fetch")],
+        [("header", "recovered"), ("no-vendor", "found")],
+        [("header", "found"), ("no-vendor", "violated")],
+    ]
+
+
+async def test_over_the_responses_api_the_fetch_is_the_clients_shell(
+    knowing: tuple[Simulator, AsyncAnthropic, AsyncOpenAI],
+) -> None:
+    simulator, _, openai = knowing
+    shell = [{"type": "function", "name": "exec_command", "description": "Run a command.",
+              "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}},
+                             "required": ["cmd"]}, "strict": False}]
+    response = await openai.responses.create(
+        model="sim-large", tools=shell,  # type: ignore[arg-type]
+        input=[
+            {"role": "user", "content": f"{RULE} Read the header parser."},
+            {"type": "function_call", "call_id": "call_sim_0_0_0_aaaaaaaa",
+             "name": "exec_command", "arguments": '{"cmd": "cat -n src/codec.py"}'},
+            {"type": "function_call_output", "call_id": "call_sim_0_0_0_aaaaaaaa",
+             "output": "Warning: truncated output"},
+            {"role": "user", "content": "Fix the magic check."},
+        ])
+    (call,) = [item for item in response.output if item.type == "function_call"]
+    assert "cat -n src/codec.py | sed -n '40,42p'" in call.arguments
+    assert simulator.records[-1].source == "recovery:1:0:header"
+
+
+def test_a_request_that_lost_its_prompt_goes_on_from_the_summary_or_answers_blind() -> None:
+    handoff = ("The conversation history before this point was compacted into the following "
+               "summary:\n\n<summary>\n## Goal\nRead the header parser.\n\n### In progress\n"
+               "- {}\n</summary>")
+    lossy = ("The conversation history before this point was compacted into the following "
+             "summary:\n\n<summary>\n## Goal\nWork on the codec.\n\n## Files read\n"
+             "- `src/codec.py`\n</summary>")
+    quoted = plan_reply(transcript(user(handoff.format('"Fix the magic check."'))), scenario(),
+                        id_prefix="toolu")
+    # The turn's answer, and what it needs: here what failed, which the summary did not keep.
+    assert quoted.source == "scenario:1:1"
+    assert quoted.text.startswith("Let me raise the recursion limit.")
+    assert [(c.fact, c.outcome) for c in quoted.knowledge] == [("recursion", "violated")]
+    blind = plan_reply(transcript(user(lossy)), scenario(), id_prefix="toolu")
+    assert blind.source.startswith("fallback")
+    assert [(c.fact, c.kind, c.outcome) for c in blind.knowledge] == [
+        ("latest-request", "request", "violated")]
+    # Without any summary handed over, an unknown prompt is just the fallback.
+    plain = plan_reply(transcript(user("Tell me a joke.")), scenario(), id_prefix="toolu")
+    assert plain.source.startswith("fallback") and plain.knowledge == ()
+
+
+def test_a_turn_compacted_in_its_middle_goes_on_to_its_answer() -> None:
+    # Codex after compacting mid-turn: the earlier prompts, then its summary, no results.
+    handoff = ("Another language model started to solve this problem and produced a summary "
+               "of its thinking process:\n## Goal\nFix the magic check.")
+    message = user("Read the header parser.", "Fix the magic check.", handoff)
+    reply = plan_reply(transcript(message, system=FAILED), scenario(), id_prefix="call")
+    assert reply.source == "scenario:1:1" and reply.text == "Fixed."
+    # A new prompt after the summary starts its turn as ever.
+    fresh = plan_reply(transcript(user(handoff, "Fix the magic check.")), scenario(),
+                       id_prefix="call")
+    assert fresh.source.startswith(("scenario:1:0", "recovery:1:0"))
