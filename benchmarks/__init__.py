@@ -8,8 +8,12 @@ checkout) and prints the tables; BENCHMARKS.md holds the latest figures.
 - `cost_bench`: each strategy through the real harness, SDKs and simulator; bills, lower bound;
 - `harness_bench`: per-turn harness time, open time and memory at 100 to 100k ledger entries;
 - `editor_bench`: `agent/update` throughput and added latency over stdio;
-- `long_session_bench`: opening, loading and paging a 100k-entry session, notifications at
-  the server, cold start;
+- `long_session_bench`: opening, loading and paging a 100k-entry session (also right after
+  start, and with its index removed), notifications at the server, a streamed answer's
+  server CPU per event, cold start;
+- `first_request_bench`: the first `session/new` of a process (ACP and LSP), and memory and
+  CPU per turn over hundreds of LSP turns (scripts of their own, outside `bench`);
+- `step_time_bench`: harness time per agent step at the simulator, beside pi;
 - `ledger_bench`: the ledger's own speed (a script of its own, reused by harness_bench);
 - `peers`: pi, Claude Code and Codex beside agent-server on one scripted session
   (`agent-server bench peers`);

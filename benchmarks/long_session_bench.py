@@ -45,7 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +96,153 @@ def build(directory: Path, entries: int) -> dict[str, Any]:
     }
     marker.write_text(json.dumps(built), "utf-8")
     return built
+
+
+def real_session_lines(directory: Path) -> list[dict[str, Any]]:
+    """The entries (as JSON) of a real session: the simulator's default scenario (18 turns
+    about the sample workspace, real tools) run by the product's own session on sim-large.
+    Kept in `directory` once made."""
+    cached = directory / "real-session.jsonl"
+    if not cached.exists():
+        from agent_server.agent.model_call import RetryPolicy
+        from agent_server.agent.model_setup import connect
+        from agent_server.agent.settings import AgentSettings
+        from agent_server.agent.workspace import WorkspaceAgent
+        from agent_server.sim.scenario import default_scenario
+        from agent_server.sim.server import SimServer, Simulator
+        from agent_server.sim.workspace import write_sample_workspace
+
+        async def run() -> Path:
+            workspace = directory / "real-workspace"
+            write_sample_workspace(workspace)
+            async with SimServer(Simulator()) as server:
+                settings = AgentSettings(
+                    provider="sim",
+                    base_url=server.base_url,
+                    model=MODEL,
+                    permissions_mode="allowAll",
+                    sessions_dir=str(directory / "real-sessions"),
+                )
+                agent = WorkspaceAgent(
+                    workspace,
+                    settings,
+                    connect_to=lambda s: connect(s, env={}),
+                    retry=RetryPolicy(max_retries=0),
+                    env={},
+                    watch_files=False,
+                )
+                session = agent.create(title="real session")
+                for prompt in default_scenario().prompts:
+                    await session.run_turn(prompt)
+                path = session.ledger.path
+                await agent.close()
+            return Path(path)
+
+        path = asyncio.run(run())
+        shutil.copyfile(path, cached)
+    with cached.open("rb") as lines:
+        return [json.loads(line) for line in lines][1:]
+
+
+def build_independent(directory: Path, entries: int) -> dict[str, Any]:
+    """A ledger of `entries` entries made differently from `build`'s: a real session's
+    entries (`real_session_lines`) repeated with fresh ids, and a compaction after the first
+    turn that ends past every ~200 entries, keeping that last turn (its summary is the real
+    session's own wording repeated to about 3 kB). Reused when already there."""
+    marker = directory / "built.json"
+    if marker.exists():
+        built: dict[str, Any] = json.loads(marker.read_text("utf-8"))
+        if built["entries"] == entries:
+            return built
+        shutil.rmtree(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    from agent_server.session.store import SessionStore
+
+    started = time.perf_counter()
+    body = [
+        line
+        for line in real_session_lines(directory)
+        if line["type"] in ("message", "title", "toolList", "modelChange", "systemPrompt")
+    ]
+    workspace = directory / "workspace"
+    workspace.mkdir(exist_ok=True)
+    store = SessionStore(directory / "sessions", workspace, fsync="never")
+    ids = {}
+    for name in ("long", "short"):
+        ledger = store.create(workspace, title=f"independent {name} session", model=MODEL)
+        ids[name] = ledger.session_id
+        path = ledger.path
+        ledger.close()
+        with path.open("ab") as out:
+            out.write(_repeated(body, entries if name == "long" else 10))
+    built = {
+        "entries": entries,
+        "workspace": str(workspace),
+        "sessions": str(directory / "sessions"),
+        "long": ids["long"],
+        "short": ids["short"],
+        "file_mb": store.ledger_path(ids["long"]).stat().st_size / 1e6,
+        "build_s": time.perf_counter() - started,
+    }
+    marker.write_text(json.dumps(built), "utf-8")
+    return built
+
+
+def _repeated(body: list[dict[str, Any]], entries: int) -> bytes:
+    """`body` over and over as `entries` ledger lines, chained (each entry's parent the one
+    before), tool call ids made unique per copy, with the compactions of `build_independent`."""
+    out: list[bytes] = []
+    previous: str | None = None
+    turn_start: str | None = None
+    since = 0
+    copy = 0
+    summary = " ".join(
+        block["text"]
+        for line in body
+        if line["type"] == "message" and line["message"]["role"] == "assistant"
+        for block in line["message"]["content"]
+        if block.get("type") == "text"
+    )[:3000]
+
+    def write(line: dict[str, Any]) -> None:
+        nonlocal previous
+        line["id"] = f"{len(out):08x}"
+        line["parentId"] = previous
+        previous = line["id"]
+        out.append(json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+
+    while len(out) < entries:
+        for original in body:
+            if len(out) >= entries:
+                break
+            line = json.loads(json.dumps(original))
+            message = line.get("message")
+            if isinstance(message, dict):
+                if message["role"] == "user" and not message.get("note"):
+                    if since >= 200 and turn_start is not None:
+                        write(
+                            {
+                                "type": "compaction",
+                                "timestamp": line["timestamp"],
+                                "summary": "## Goal\n" + summary,
+                                "firstKeptEntryId": turn_start,
+                                "tokensBefore": 150_000,
+                                "tokensAfter": None,
+                                "reason": "threshold",
+                                "details": {"readFiles": [], "modifiedFiles": []},
+                            }
+                        )
+                        since = 0
+                    turn_start = f"{len(out):08x}"
+                for block in message["content"]:
+                    if block.get("type") == "toolCall":
+                        block["id"] = f"{block['id']}_{copy}"
+                if message["role"] == "toolResult":
+                    message["toolCallId"] = f"{message['toolCallId']}_{copy}"
+            write(line)
+            since += 1
+        copy += 1
+    return b"".join(out[:entries])
 
 
 def forget_index(built: dict[str, Any]) -> None:
@@ -381,6 +528,20 @@ class RawClient:
             if "method" in message and "id" in message:  # a request to the client
                 self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
 
+    def initialize(self, workspace: Path, settings: dict[str, Any]) -> Any:
+        """`initialize` with one workspace folder and these settings (`initialized` not sent)."""
+        result, _, _ = self.request(
+            "initialize",
+            {
+                "processId": None,
+                "rootUri": workspace.as_uri(),
+                "capabilities": {},
+                "workspaceFolders": [{"uri": workspace.as_uri(), "name": workspace.name}],
+                "initializationOptions": {"settings": settings},
+            },
+        )
+        return result
+
     def cpu_seconds(self) -> float:
         """The server's CPU time so far (user + system, from /proc)."""
         fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -402,30 +563,55 @@ class RawClient:
             self.process.wait()
 
 
-def lsp_load(built: dict[str, Any]) -> dict[str, Any]:
+@contextlib.contextmanager
+def sim_process(script: Path) -> Iterator[str]:
+    """`agent-server sim` in its own process on a free port, playing `script`: its base URL."""
+    sim = subprocess.Popen(
+        [sys.executable, "-m", "agent_server", "sim", "--port", "0", "--scenario", str(script)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert sim.stderr is not None
+        base = ""
+        while not base:
+            line = sim.stderr.readline()
+            if not line:
+                raise RuntimeError("the simulator did not start")
+            if "listening on " in line:
+                base = line.split("listening on ")[1].split()[0]
+        yield base
+    finally:
+        sim.terminate()
+        sim.wait()
+
+
+def started_server(built: dict[str, Any]) -> RawClient:
+    """`agent-server serve` on stdio with the ledger's workspace and sessions, `initialize`
+    answered (`initialized` not sent yet)."""
     workspace = Path(built["workspace"])
     client = RawClient([sys.executable, "-m", "agent_server", "serve"])
+    settings = {
+        "provider": "sim",
+        "baseUrl": "http://127.0.0.1:9",
+        "model": MODEL,
+        "sessionsDir": built["sessions"],
+    }
+    client.initialize(workspace, settings)
+    return client
+
+
+def lsp_load(built: dict[str, Any]) -> dict[str, Any]:
+    """The load of the long session in a server that has loaded everything it loads in the
+    background (the SDKs): first a 10-entry session, twice, then the long one."""
+    workspace = Path(built["workspace"])
+    client = started_server(built)
     try:
-        settings = {
-            "provider": "sim",
-            "baseUrl": "http://127.0.0.1:9",
-            "model": MODEL,
-            "sessionsDir": built["sessions"],
-        }
-        client.request(
-            "initialize",
-            {
-                "processId": None,
-                "rootUri": workspace.as_uri(),
-                "capabilities": {},
-                "workspaceFolders": [{"uri": workspace.as_uri(), "name": "workspace"}],
-                "initializationOptions": {"settings": settings},
-            },
-        )
         client.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
         client.request("agent/session/list", {"workspaceUri": workspace.as_uri()})
-        # The first load waits for the agent and the SDKs the server loads in the background.
+        # The first load waits for the agent; the SDKs load in the background meanwhile.
         client.request("agent/session/load", {"sessionId": built["short"]})
+        settled(client)
         _, short_size, short_seconds = client.request(
             "agent/session/load", {"sessionId": built["short"]}
         )
@@ -469,6 +655,64 @@ def lsp_load(built: dict[str, Any]) -> dict[str, Any]:
         "history_page_median_s": statistics.median(pages) if pages else None,
         "history_page_max_s": max(pages) if pages else None,
     }
+
+
+def settled(client: RawClient, quiet: float = 0.5, limit: float = 60.0) -> None:
+    """Wait until the server's CPU time stops growing for `quiet` seconds (what it loads in
+    the background is loaded), at most `limit` seconds."""
+    deadline = time.monotonic() + limit
+    last = client.cpu_seconds()
+    while time.monotonic() < deadline:
+        time.sleep(quiet)
+        now = client.cpu_seconds()
+        if now - last < 0.01:
+            return
+        last = now
+
+
+def lsp_load_at_start(built: dict[str, Any], session: str = "long") -> dict[str, Any]:
+    """`agent/session/load` sent right after `initialized`, as an editor restoring its
+    session at start does: the time from `initialized` written to the answer read, the
+    server's CPU over that time (whatever its threads did), its peak RSS (VmHWM, reset when
+    the kernel lets us) above its RSS once `initialize` was answered; then the same load
+    again once the server has settled."""
+    client = started_server(built)
+    try:
+        with contextlib.suppress(OSError):
+            Path(f"/proc/{client.process.pid}/clear_refs").write_text("5")
+        idle = client.status_mb("VmRSS")
+        cpu_before = client.cpu_seconds()
+        started = time.perf_counter()
+        client.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        result, size, _ = client.request("agent/session/load", {"sessionId": built[session]})
+        seconds = time.perf_counter() - started
+        cpu = client.cpu_seconds() - cpu_before
+        peak = client.status_mb("VmHWM")
+        held = client.status_mb("VmRSS")
+        settled(client)
+        _, _, again_seconds = client.request("agent/session/load", {"sessionId": built[session]})
+    finally:
+        client.close()
+    return {
+        "seconds": seconds,
+        "cpu_seconds": cpu,
+        "bytes": size,
+        "items": len(result.get("transcript") or []),
+        "idle_mb": idle,
+        "peak_above_idle_mb": peak - idle,
+        "held_above_idle_mb": held - idle,
+        "again_seconds": again_seconds,
+    }
+
+
+def load_at_start(built: dict[str, Any]) -> dict[str, Any]:
+    """The load right after `initialized` with the index, then with it removed (after which
+    the server stores it again). A first load, not measured, makes sure the index this
+    revision writes is there."""
+    lsp_load_at_start(built)
+    with_index = lsp_load_at_start(built)
+    forget_index(built)
+    return {"index": with_index, "no_index": lsp_load_at_start(built)}
 
 
 # --- notifications, timed in the server --------------------------------------------------------
@@ -531,30 +775,26 @@ def _notify_here(mode: str, count: int) -> dict[str, Any]:
     return {"mode": mode, "count": count, "seconds": seconds, "per_second": count / seconds}
 
 
-def streamed_turn(long_tokens: int = 15_000) -> dict[str, Any]:
-    """A real turn: `agent-server serve` streams a 15k-token answer from `agent-server sim`
-    (each in its own process) to a raw client that only reads; the rate at which
-    `agent/update` notifications arrive, first to last."""
+PROMPT = "Stream a long answer."
+
+
+def streamed_turn(long_tokens: int = 15_000, repeat: int = 5) -> dict[str, Any]:
+    """Real turns: `agent-server serve` streams a 15k-token answer from `agent-server sim`
+    (each in its own process) to a raw client that only reads, `repeat` times in one session
+    after a short turn; the rate at which `agent/update` notifications arrive, first to last
+    (the median over the turns), and the server's CPU time for the turns (per text delta the
+    simulator sent: what the relay costs per event; the sum over the turns, as /proc counts
+    CPU in 10 ms ticks)."""
     from benchmarks.editor_bench import scenario
 
+    turns = scenario(1, long_tokens)
+    long_turn = turns["turns"].pop()
+    turns["turns"] += [{**long_turn, "user": f"{PROMPT} ({n})"} for n in range(repeat)]
     with tempfile.TemporaryDirectory(prefix="stream-bench-") as scratch:
         root = Path(scratch)
         script = root / "scenario.json"
-        script.write_text(json.dumps(scenario(0, long_tokens)), "utf-8")
-        sim = subprocess.Popen(
-            [sys.executable, "-m", "agent_server", "sim", "--port", "0", "--scenario", str(script)],
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            assert sim.stderr is not None
-            base = ""
-            while not base:
-                line = sim.stderr.readline()
-                if not line:
-                    raise RuntimeError("the simulator did not start")
-                if "listening on " in line:
-                    base = line.split("listening on ")[1].split()[0]
+        script.write_text(json.dumps(turns), "utf-8")
+        with sim_process(script) as base:
             workspace = root / "workspace"
             workspace.mkdir()
             client = RawClient([sys.executable, "-m", "agent_server", "serve"])
@@ -566,54 +806,71 @@ def streamed_turn(long_tokens: int = 15_000) -> dict[str, Any]:
                     "sessionsDir": str(root / "sessions"),
                     "permissions": {"mode": "allowAll"},
                 }
-                client.request(
-                    "initialize",
-                    {
-                        "processId": None,
-                        "rootUri": workspace.as_uri(),
-                        "capabilities": {},
-                        "workspaceFolders": [{"uri": workspace.as_uri(), "name": "w"}],
-                        "initializationOptions": {"settings": settings},
-                    },
-                )
+                client.initialize(workspace, settings)
                 client.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
                 created, _, _ = client.request(
                     "agent/session/new", {"workspaceUri": workspace.as_uri()}
                 )
-                client.send(
-                    {
-                        "jsonrpc": "2.0",
-                        "id": "turn",
-                        "method": "agent/turn",
-                        "params": {
-                            "sessionId": created["sessionId"],
-                            "prompt": "Stream a long answer.",
-                        },
-                    }
+                # A short turn first (the first call of a process makes its HTTP client),
+                # and the server left to finish what it loads in the background.
+                client.request(
+                    "agent/turn",
+                    {"sessionId": created["sessionId"], "prompt": "Latency probe 0: say hello."},
                 )
-                arrivals: list[float] = []
-                characters = 0
-                while True:
-                    message, _ = client.read()
-                    if message.get("id") == "turn":
-                        break
-                    if message.get("method") == "agent/update":
-                        update = message["params"]["update"]
-                        if update["kind"] == "messageChunk":
-                            arrivals.append(time.perf_counter())
-                            characters += len(update["content"]["text"])
+                settled(client)
+                cpu = 0.0
+                rates: list[float] = []
+                updates = characters = 0
+                for number in range(repeat):
+                    cpu_before = client.cpu_seconds()
+                    arrivals = _stream_one(
+                        client, created["sessionId"], f"{PROMPT} ({number})", f"turn{number}"
+                    )
+                    cpu += client.cpu_seconds() - cpu_before
+                    updates += len(arrivals)
+                    characters += sum(size for _, size in arrivals)
+                    if len(arrivals) > 1:
+                        span = arrivals[-1][0] - arrivals[0][0]
+                        rates.append((len(arrivals) - 1) / span if span else 0.0)
             finally:
                 client.close()
-        finally:
-            sim.terminate()
-            sim.wait()
-    span = arrivals[-1] - arrivals[0] if len(arrivals) > 1 else 0.0
+    deltas = repeat * long_tokens / 8  # the simulator sends 8 tokens a text delta
     return {
-        "updates": len(arrivals),
-        "seconds": span,
-        "per_second": (len(arrivals) - 1) / span if span else 0.0,
-        "characters_per_second": characters / span if span else 0.0,
+        "turns": repeat,
+        "updates": updates,
+        "characters": characters,
+        "server_cpu_seconds": cpu,
+        # The events the server decoded and relayed, per second of its CPU.
+        "deltas_per_cpu_second": deltas / cpu if cpu else 0.0,
+        "cpu_us_per_delta": cpu / deltas * 1e6,
+        "characters_per_cpu_second": characters / cpu if cpu else 0.0,
+        "per_second": statistics.median(rates) if rates else 0.0,
     }
+
+
+def _stream_one(
+    client: RawClient, session: str, prompt: str, turn_id: str
+) -> list[tuple[float, int]]:
+    """One long answer's turn: when each text chunk arrived, and its length."""
+    client.send(
+        {
+            "jsonrpc": "2.0",
+            "id": turn_id,
+            "method": "agent/turn",
+            "params": {"sessionId": session, "prompt": prompt},
+        }
+    )
+    arrivals: list[tuple[float, int]] = []
+    while True:
+        message, _ = client.read()
+        if message.get("id") == turn_id:
+            if "error" in message:
+                raise RuntimeError(f"the turn failed: {message['error']}")
+            return arrivals
+        if message.get("method") == "agent/update":
+            update = message["params"]["update"]
+            if update["kind"] == "messageChunk":
+                arrivals.append((time.perf_counter(), len(update["content"]["text"])))
 
 
 # --- cold start ---------------------------------------------------------------------------------
@@ -686,10 +943,17 @@ def run(
         pi = None if quick else pi_open(built)
         progress("long sessions: agent/session/load over stdio")
         load = lsp_load(built)
+        progress("long sessions: the load right after start, with and without the index")
+        at_start = load_at_start(built)
+        independent = None
+        if not quick:
+            progress(f"long sessions: an independent ledger of {entries:,} entries")
+            other = build_independent(ledger_dir / "independent", entries)
+            independent = {"file_mb": other["file_mb"], **load_at_start(other)}
         progress("long sessions: notifications")
         server_notify = in_fresh_process(f"notify:server:{notifications}", built)
         pygls_notify = in_fresh_process(f"notify:pygls:{notifications}", built)
-        stream = streamed_turn(3_000 if quick else 15_000)
+        stream = streamed_turn(3_000, 1) if quick else streamed_turn()
         progress("long sessions: cold start")
         cold = cold_start(3 if quick else 7)
     finally:
@@ -703,12 +967,29 @@ def run(
         "read_all": baseline,
         "pi_open": pi,
         "load": load,
+        "load_at_start": at_start,
+        "independent": independent,
         "notify": server_notify,
         "notify_pygls": pygls_notify,
         "stream": stream,
         "cold_start": cold,
         "seconds": time.perf_counter() - started,
     }
+
+
+def loads_only(entries: int, ledger_dir: Path | None) -> dict[str, Any]:
+    """`--only load`: the loads of `run`, on both ledgers."""
+    with tempfile.TemporaryDirectory(prefix="long-session-bench-") as scratch:
+        directory = ledger_dir or Path(scratch)
+        built = build(directory, entries)
+        other = build_independent(directory / "independent", entries)
+        return {
+            "entries": entries,
+            "file_mb": built["file_mb"],
+            "load": lsp_load(built),
+            "load_at_start": load_at_start(built),
+            "independent": {"file_mb": other["file_mb"], **load_at_start(other)},
+        }
 
 
 GOAL_OPEN_SECONDS = 0.5
@@ -747,6 +1028,32 @@ def goals(result: dict[str, Any]) -> list[dict[str, Any]]:
             "met": cold["median_s"] < GOAL_COLD_START_SECONDS,
         },
     ]
+
+
+def at_start_lines(result: dict[str, Any]) -> list[str]:
+    """The loads sent right after `initialized` (with the index, without), on this run's
+    ledgers."""
+    lines = []
+    cases = [("", result.get("load_at_start"))]
+    if result.get("independent"):
+        cases.append(
+            (
+                f"independent ledger ({result['independent']['file_mb']:.0f} MB), ",
+                result["independent"],
+            )
+        )
+    for label, case in cases:
+        if not case:
+            continue
+        for key, name in (("index", "right after initialized"), ("no_index", "no index")):
+            figure = case[key]
+            lines.append(
+                f"  {label}{name}: {figure['seconds']:.3f} s (server CPU "
+                f"{figure['cpu_seconds']:.2f} s), peak +{figure['peak_above_idle_mb']:.0f} MB "
+                f"above the server after initialize ({figure['idle_mb']:.0f} MB); "
+                f"again {figure['again_seconds']:.3f} s"
+            )
+    return lines
 
 
 def format_report(result: dict[str, Any]) -> str:
@@ -788,6 +1095,7 @@ def format_report(result: dict[str, Any]) -> str:
         f"  again: {load['again_seconds']:.3f} s; baseline, a 10-entry session: "
         f"{load['short_seconds']:.3f} s ({load['short_bytes'] / 1e3:.1f} kB)",
     ]
+    lines += at_start_lines(result)
     if load["history_pages"]:
         lines.append(
             f"  agent/session/history: {load['history_pages']} pages, "
@@ -801,8 +1109,9 @@ def format_report(result: dict[str, Any]) -> str:
         f"flush each: {pygls_notify['per_second']:,.0f} per second",
         f"  a real turn (sim and server in their own processes, a raw reader): "
         f"{result['stream']['per_second']:,.0f} updates per second "
-        f"({result['stream']['updates']:,} chunks, "
-        f"{result['stream']['characters_per_second'] / 1e3:,.0f}k characters per second)",
+        f"({result['stream']['updates']:,} chunks over {result['stream']['turns']} turns); "
+        f"server CPU {result['stream']['cpu_us_per_delta']:.0f} us per streamed delta "
+        f"({result['stream']['deltas_per_cpu_second']:,.0f} per CPU-second)",
         f"cold start to the initialize answer: median {cold['median_s']:.3f} s "
         f"(min {cold['min_s']:.3f}, CPU {cold['cpu_median_s']:.3f} s); baseline, "
         f"python -c pass: {cold['python_median_s']:.3f} s",
@@ -826,7 +1135,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--entries", type=int, default=100_000)
     parser.add_argument("--ledger-dir", type=Path)
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--only",
+        choices=("load", "stream"),
+        help="load: only agent/session/load (after the SDKs, right after start, no index), "
+        "on the benchmark's ledger and on an independent one; stream: only the streamed turn",
+    )
     options = parser.parse_args(args)
+    if options.only == "stream":
+        print(json.dumps(streamed_turn(), indent=2))
+        return
+    if options.only == "load":
+        result = loads_only(options.entries, options.ledger_dir)
+        print(json.dumps(result, indent=2))
+        if options.json:
+            options.json.write_text(json.dumps(result, indent=2) + "\n", "utf-8")
+        return
     result = run(options.entries, options.ledger_dir)
     print(format_report(result))
     if options.json:

@@ -79,7 +79,7 @@ from agent_server.agent.model_setup import offered_models
 from agent_server.agent.permissions import PERMISSION_MODES, PermissionRequest
 from agent_server.agent.session import AgentSession
 from agent_server.agent.settings import AgentSettings
-from agent_server.agent.workspace import WorkspaceAgent, preload_providers, providers_loaded
+from agent_server.agent.workspace import WorkspaceAgent, preload_provider, preload_sandbox
 from agent_server.errors import AgentServerError, ConfigError, SessionNotFoundError
 from agent_server.llm.messages import usage_to_json
 
@@ -198,8 +198,10 @@ class AcpAgent:
         **kwargs: Any,
     ) -> InitializeResponse:
         self._capabilities = client_capabilities or ClientCapabilities()
-        # Load the provider SDKs (seconds of imports) while the editor sets up the session.
-        threading.Thread(target=preload_providers, name="preload-sdks", daemon=True).start()
+        # Whether commands can be sandboxed, found out while the editor sets up the session.
+        # The provider's SDK loads once a session is made or loaded (`preload_provider`), so
+        # that the editor's first session/new does not share the interpreter with it.
+        threading.Thread(target=preload_sandbox, name="preload-sandbox", daemon=True).start()
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
             agent_capabilities=AgentCapabilities(
@@ -230,7 +232,6 @@ class AcpAgent:
         **kwargs: Any,
     ) -> NewSessionResponse:
         workspace = self._workspace(cwd)
-        await providers_loaded()
         try:
             session = workspace.create(mcp_servers=acp_mcp_servers(mcp_servers, workspace.root))
         except AgentServerError as error:
@@ -238,11 +239,13 @@ class AcpAgent:
         state = self._adopt(session, workspace.root)
         # Sent after the answer: the client learns of the session from it.
         self._announce(state)
-        return NewSessionResponse(
+        response = NewSessionResponse(
             session_id=session.session_id,
             modes=mode_state(state.session.gate.mode),
             config_options=self._options(state),
         )
+        preload_provider(session.settings.provider)
+        return response
 
     async def load_session(
         self,
@@ -255,7 +258,6 @@ class AcpAgent:
         workspace = self._workspace(cwd)
         state = self._sessions.get(session_id)
         if state is None or state.cwd != workspace.root:
-            await providers_loaded()
             try:
                 session = workspace.open(
                     session_id,
@@ -277,6 +279,7 @@ class AcpAgent:
             self.outbox.put(session_id, title_update(state.title))
         self._announce(state)
         await self.outbox.drain()  # the history arrives before the answer
+        preload_provider(state.session.settings.provider)
         return LoadSessionResponse(
             modes=mode_state(state.session.gate.mode), config_options=self._options(state)
         )

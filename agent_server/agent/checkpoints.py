@@ -33,7 +33,7 @@ from agent_server.agent.tools.paths import display_path, resolve_in_workspace
 from agent_server.agent.tools.walk import walk_files
 from agent_server.errors import AgentServerError, ToolError
 from agent_server.llm.messages import AssistantMessage, ToolResultMessage
-from agent_server.session import index as kinds
+from agent_server.session import facts as kinds
 from agent_server.session.entries import (
     Entry,
     FileRestoreEntry,

@@ -20,7 +20,13 @@ from agent_server.llm.models import (
     load_models_file,
     model_from_json,
 )
-from agent_server.llm.providers import API_KEYS, create_provider, provider_spec, serves
+from agent_server.llm.providers import (
+    API_KEYS,
+    DeferredProvider,
+    create_provider,
+    provider_spec,
+    serves,
+)
 from agent_server.llm.stream import Provider
 
 _sim_lock = threading.Lock()
@@ -97,16 +103,22 @@ def resolve_model(
 def open_provider(
     settings: AgentSettings, model: ModelInfo, env: Mapping[str, str] | None = None
 ) -> Provider:
+    """The settings' provider, deferred: the key is checked now, the SDK is loaded and the
+    client made at the first model call (the built-in simulator started then too)."""
     if provider_spec(settings.provider).key is None:
         # The simulator needs no key: the provider sends a placeholder, not a secret.
-        return create_provider(
-            settings.provider, base_url=settings.base_url or shared_simulator_url()
+        if settings.base_url:
+            return create_provider(settings.provider, base_url=settings.base_url, deferred=True)
+        return DeferredProvider(
+            settings.provider,
+            lambda: create_provider(settings.provider, base_url=shared_simulator_url()),
         )
     return create_provider(
         settings.provider,
         base_url=settings.base_url or model.base_url,
         api_key_env=settings.key_variable,
         env=env if env is not None else os.environ,
+        deferred=True,
     )
 
 

@@ -128,7 +128,7 @@ from agent_server.llm.stream import (
 )
 from agent_server.protocol import RestoreChoice as RestoreChoice
 from agent_server.session.entries import Entry, FileVersion, MessageEntry
-from agent_server.session.index import usage_of
+from agent_server.session.facts import usage_of
 from agent_server.session.ledger import ABORTED_UNSAVED, Ledger
 
 log = logging.getLogger(__name__)

@@ -34,7 +34,7 @@ from agent_server.llm.messages import (
     attachment_to_json,
     content_to_json,
 )
-from agent_server.session import index as kinds
+from agent_server.session import facts as kinds
 from agent_server.session.entries import (
     BranchEntry,
     CompactionEntry,

@@ -10,7 +10,6 @@ import contextlib
 import logging
 import os
 import time
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -31,7 +30,7 @@ from agent_server.agent.system_prompt import build_system_prompt
 from agent_server.agent.tools import default_tools
 from agent_server.agent.tools.sandbox import protect_server_process, sandbox_status
 from agent_server.errors import AgentServerError, SessionNotFoundError, UnknownModelError
-from agent_server.llm.providers import preload_sdks, provider_spec, serves
+from agent_server.llm.providers import load_sdk, provider_spec, serves
 from agent_server.llm.stream import THINKING_LEVELS
 from agent_server.session.ledger import Ledger
 from agent_server.session.store import SessionInfo, SessionStore, default_sessions_root
@@ -46,28 +45,17 @@ def model_choices(settings: AgentSettings) -> list[ModelChoice]:
     return choices(settings.provider, model_registry(settings))
 
 
-def preload_providers() -> None:
-    """Load the provider SDKs (seconds of imports) before the first session needs them, and
-    find out whether commands can be sandboxed here."""
-    preload_sdks()
+def preload_sandbox() -> None:
+    """Find out whether commands can be sandboxed here (a session's state says so), before
+    a session asks: for a background thread while the editor starts."""
     sandbox_status()
 
 
-_loading: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Future[None]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-async def providers_loaded() -> None:
-    """Return once the provider SDKs are loaded (seconds, the first time), waiting off the
-    event loop: a request that builds a session must not hold up every other request. One
-    thread loads them, however many requests wait (a pool thread each would starve the
-    pool that other requests need)."""
-    loop = asyncio.get_running_loop()
-    loading = _loading.get(loop)
-    if loading is None:
-        loading = _loading[loop] = asyncio.ensure_future(asyncio.to_thread(preload_providers))
-    await asyncio.shield(loading)
+def preload_provider(provider: str) -> None:
+    """Start loading `provider`'s SDK (a second or more of imports) on a thread of its own,
+    so that the first model call finds it loaded: once a session is shown, while the user
+    types. Nothing waits for it but that call."""
+    load_sdk(provider)
 
 
 class WorkspaceAgent:

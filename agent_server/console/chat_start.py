@@ -27,13 +27,13 @@ HINT = Text("/help lists the commands; @path attaches a file or folder; Ctrl-D q
 
 
 def load_agent(provider: str) -> None:
-    """Import what the session needs (the chat, the agent, the provider SDKs; the simulator
+    """Import what the session needs (the chat, the agent, the provider's SDK; the simulator
     for `sim`). Errors are left for the main thread's own import to report."""
     with contextlib.suppress(Exception):
         import agent_server.console.chat
         from agent_server.llm.providers import preload_sdks
 
-        preload_sdks()
+        preload_sdks((provider,))
         if provider == "sim":
             import agent_server.sim.server  # noqa: F401
 

@@ -43,7 +43,7 @@ from agent_server.llm.messages import (
 from agent_server.llm.models import ModelInfo
 from agent_server.llm.provider_errors import ErrorContext
 from agent_server.llm.provider_stream import EventDicts, run_provider_stream
-from agent_server.llm.providers import ANTHROPIC_KEY, ANTHROPIC_MESSAGES
+from agent_server.llm.providers import ANTHROPIC_KEY, ANTHROPIC_MESSAGES, http_client_options
 from agent_server.llm.stream import (
     CacheRetention,
     CacheUse,
@@ -400,6 +400,9 @@ class AnthropicProvider:
         **client_options: Any,
     ) -> None:
         client_options["max_retries"] = 0
+        if "http_client" not in client_options:
+            options = http_client_options(base_url)
+            client_options["http_client"] = anthropic.DefaultAsyncHttpxClient(**options)
         key = api_key or PLACEHOLDER_API_KEY
         self._client = anthropic.AsyncAnthropic(api_key=key, base_url=base_url, **client_options)
         self._errors = ErrorContext(
@@ -426,7 +429,16 @@ class AnthropicProvider:
         params = build_request(model, context, options)
 
         async def open_stream() -> AsyncStream[Any]:
-            stream: AsyncStream[Any] = await self._client.messages.create(**params)
+            # The SDK's request (auth, retries, errors, server-sent events) with its events
+            # handed over as the JSON objects they arrive as: no typed model built per event
+            # and converted back (most of a streamed answer's cost, issue 31).
+            stream: AsyncStream[Any] = await self._client.post(
+                "/v1/messages",
+                body=params,
+                cast_to=object,
+                stream=True,
+                stream_cls=AsyncStream[object],
+            )
             return stream
 
         def translate(

@@ -302,19 +302,23 @@ def usage_to_json(usage: Usage) -> dict[str, Any]:
 
 
 def usage_from_json(data: Mapping[str, Any]) -> Usage:
+    """MessageFormatError when a count or a cost is not a number."""
     cost = data.get("cost") or {}
-    return Usage(
-        input=int(data.get("input", 0)),
-        output=int(data.get("output", 0)),
-        cache_read=int(data.get("cacheRead", 0)),
-        cache_write=int(data.get("cacheWrite", 0)),
-        cost=Cost(
-            input=float(cost.get("input", 0.0)),
-            output=float(cost.get("output", 0.0)),
-            cache_read=float(cost.get("cacheRead", 0.0)),
-            cache_write=float(cost.get("cacheWrite", 0.0)),
-        ),
-    )
+    try:
+        return Usage(
+            input=int(data.get("input", 0)),
+            output=int(data.get("output", 0)),
+            cache_read=int(data.get("cacheRead", 0)),
+            cache_write=int(data.get("cacheWrite", 0)),
+            cost=Cost(
+                input=float(cost.get("input", 0.0)),
+                output=float(cost.get("output", 0.0)),
+                cache_read=float(cost.get("cacheRead", 0.0)),
+                cache_write=float(cost.get("cacheWrite", 0.0)),
+            ),
+        )
+    except (TypeError, ValueError, AttributeError, OverflowError) as error:
+        raise MessageFormatError(f"usage must hold numbers ({error})") from error
 
 
 def message_to_json(message: Message) -> dict[str, Any]:

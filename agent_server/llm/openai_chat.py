@@ -254,7 +254,14 @@ class OpenAIChatProvider(OpenAIClientProvider):
         where = replace(self._errors, model=model.id)
 
         async def open_stream() -> AsyncStream[Any]:
-            stream: AsyncStream[Any] = await self._client.chat.completions.create(**params)
+            # The SDK's request with its events as plain JSON objects (see anthropic.py).
+            stream: AsyncStream[Any] = await self._client.post(
+                "/chat/completions",
+                body=params,
+                cast_to=object,
+                stream=True,
+                stream_cls=AsyncStream[object],
+            )
             return stream
 
         async def translate(

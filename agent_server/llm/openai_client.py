@@ -22,7 +22,7 @@ import openai
 from agent_server.llm.credentials import PLACEHOLDER_API_KEY
 from agent_server.llm.models import ModelInfo, speaks_openai_extensions
 from agent_server.llm.provider_errors import ErrorContext
-from agent_server.llm.providers import OPENAI_KEY
+from agent_server.llm.providers import OPENAI_KEY, http_client_options
 from agent_server.llm.stream import CacheRetention, CallOptions
 
 # Cache retention OpenAI calls "extended": up to 24 hours (models before GPT-5.6).
@@ -86,6 +86,9 @@ class OpenAIClientProvider:
         **client_options: Any,
     ) -> None:
         client_options["max_retries"] = 0
+        if "http_client" not in client_options:
+            options = http_client_options(base_url)
+            client_options["http_client"] = openai.DefaultAsyncHttpxClient(**options)
         key = api_key or PLACEHOLDER_API_KEY
         self._client = openai.AsyncOpenAI(api_key=key, base_url=base_url, **client_options)
         name = provider_name or ("OpenAI" if base_url is None else f"the server at {base_url}")

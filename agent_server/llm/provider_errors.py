@@ -4,19 +4,21 @@ Whatever the SDK or the network raised, the agent layer sees a ProviderError sub
 `retryable` flag says whether to try again, whose `retry_after` says when (from the
 provider's retry-after header), and whose message says what went wrong and what to do. Keys
 never appear in a message: every message passes through `redact`.
+
+No SDK is imported here (each takes a second or more): an exception is matched against the
+classes of the SDKs this process has already imported (`_imported`), since one that was
+never imported raised nothing. A session on Anthropic never loads OpenAI's SDK, and code that
+only reads sessions loads neither.
 """
 
 from __future__ import annotations
 
 import email.utils
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
-
-import anthropic
-import httpx2
-import openai
 
 from agent_server.errors import (
     AuthenticationError,
@@ -41,6 +43,23 @@ from agent_server.llm.overflow import (
     facts_say_overflow,
     facts_say_too_large_for_rate_limit,
 )
+
+# The modules whose exceptions are provider failures: the two SDKs and their HTTP client.
+_SDKS = ("anthropic", "openai")
+_HTTP = "httpx2"
+
+
+def _imported(*names: str, modules: Sequence[str] = _SDKS) -> tuple[type[BaseException], ...]:
+    """The exception classes `names` of each of `modules` already imported (a module not
+    imported raised none of its exceptions)."""
+    found = []
+    for module_name in modules:
+        module = sys.modules.get(module_name)
+        for name in names:
+            cls = getattr(module, name, None) if module is not None else None
+            if isinstance(cls, type) and issubclass(cls, BaseException):
+                found.append(cls)
+    return tuple(found)
 
 
 class StreamInterrupted(Exception):
@@ -72,7 +91,7 @@ def to_provider_error(exc: BaseException, where: ErrorContext) -> ProviderError:
     """The ProviderError for `exc`, a failure of a provider call (see `is_provider_failure`)."""
     if isinstance(exc, ProviderError):
         return exc
-    if isinstance(exc, anthropic.APITimeoutError | openai.APITimeoutError):
+    if isinstance(exc, _imported("APITimeoutError")):
         return _retryable(
             ProviderConnectionError,
             where,
@@ -84,13 +103,14 @@ def to_provider_error(exc: BaseException, where: ErrorContext) -> ProviderError:
         )
     if isinstance(
         exc,
-        anthropic.APIConnectionError
-        | openai.APIConnectionError
-        | httpx2.TransportError
-        | StreamInterrupted,
+        (
+            *_imported("APIConnectionError"),
+            *_imported("TransportError", modules=(_HTTP,)),
+            StreamInterrupted,
+        ),
     ):
         return _connection_error(exc, where)
-    if isinstance(exc, anthropic.APIError | openai.APIError):
+    if isinstance(exc, _imported("APIError")):
         return _status_error(exc, where)
     return ProviderError(
         _say(where, f"{where.provider} call failed: {_detail(exc, where)}"),
@@ -102,12 +122,12 @@ def is_provider_failure(exc: BaseException) -> bool:
     """Whether `exc` is a failure of the provider call (SDK, network, dropped stream)."""
     return isinstance(
         exc,
-        ProviderError
-        | anthropic.APIError
-        | openai.APIError
-        | httpx2.TransportError
-        | httpx2.DecodingError
-        | StreamInterrupted,
+        (
+            ProviderError,
+            StreamInterrupted,
+            *_imported("APIError"),
+            *_imported("TransportError", "DecodingError", modules=(_HTTP,)),
+        ),
     )
 
 
@@ -240,13 +260,14 @@ def _could_not_connect(exc: BaseException) -> bool:
     for _ in range(4):
         if seen is None:
             return False
-        if isinstance(seen, httpx2.ConnectError | httpx2.ConnectTimeout):
+        if isinstance(seen, _imported("ConnectError", "ConnectTimeout", modules=(_HTTP,))):
             return True
         seen = seen.__cause__ or seen.__context__
     return False
 
 
-def _status_error(exc: anthropic.APIError | openai.APIError, where: ErrorContext) -> ProviderError:
+def _status_error(exc: BaseException, where: ErrorContext) -> ProviderError:
+    """An SDK's APIError (a status error, or an error the stream reported)."""
     facts = error_facts(exc)
     return _classify(
         facts,

@@ -1,12 +1,13 @@
 """The run of one streamed provider call, shared by every provider module.
 
-Opens the SDK stream, hands its events (as plain JSON dicts) to the provider's translator,
-passes the neutral events on, and guarantees three things: the HTTP response is closed
-however the run ends (done, failed, or cancelled by the consumer); every provider failure
-reaches the caller as a ProviderError; and a stream that ends without the provider's
-end-of-message event is a dropped connection, never a short answer. An answer whose reported
-prompt is larger than the model's window (a server that took the prompt and cut it silently) is
-a ContextOverflowError, so that the harness compacts and asks again.
+Opens the SDK stream (each provider asks its SDK for the events as plain JSON objects, not
+typed models), hands them to the provider's translator, passes the neutral events on, and
+guarantees three things: the HTTP response is closed however the run ends (done, failed, or
+cancelled by the consumer); every provider failure reaches the caller as a ProviderError;
+and a stream that ends without the provider's end-of-message event is a dropped connection,
+never a short answer. An answer whose reported prompt is larger than the model's window (a
+server that took the prompt and cut it silently) is a ContextOverflowError, so that the
+harness compacts and asks again.
 """
 
 from __future__ import annotations
@@ -93,8 +94,8 @@ async def _drain(events: EventDicts) -> None:
 
 
 async def _as_dicts(stream: SdkStream) -> AsyncIterator[Mapping[str, Any]]:
+    """The stream's JSON objects; an event that is not one (no provider sends such) carries
+    nothing the translators read, and is passed over."""
     async for event in stream:
         if isinstance(event, Mapping):
             yield event
-        else:
-            yield event.to_dict(mode="json", warnings=False)

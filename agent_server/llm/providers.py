@@ -8,7 +8,11 @@ checked in CI) all read `PROVIDERS`.
 
 Adding a provider: its module (a `Provider`, see `llm/stream.py`) and one `ProviderSpec`
 below (with a `WireApi` when it speaks a new API). Nothing here imports an SDK: a provider's
-module is imported when the first one is made, so the server starts at once.
+module is imported when the first one is made, so the server starts at once. The agent makes
+its providers deferred (`create_provider(deferred=True)`): the settings and the key are
+checked at once, and the SDK (a second or more of imports) is loaded and its client made at
+the first model call, the import on a thread of its own (`load_sdk`), so that opening a
+session and showing its transcript never wait for an SDK.
 
 `sim` is the built-in simulator: the agent layer starts it and passes its base URL here; it
 speaks the Anthropic Messages API and checks no key.
@@ -16,8 +20,11 @@ speaks the Anthropic Messages API and checks no key.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,8 +37,15 @@ from agent_server.llm.cache_ttl import (
     openai_responses_cache_ttl,
 )
 from agent_server.llm.credentials import ApiKey, read_api_key
+from agent_server.llm.messages import Context
 from agent_server.llm.models import ModelInfo, Vendor
-from agent_server.llm.stream import CacheRetention, Provider
+from agent_server.llm.stream import (
+    CacheRetention,
+    CallOptions,
+    MessageAssembler,
+    Provider,
+    StreamEvent,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,10 +262,115 @@ def resolve_api_key(
     return key
 
 
-def preload_sdks() -> None:
-    """Import the provider SDKs now (e.g. in a background thread while the editor starts)."""
-    for wire in WIRE_APIS.values():
+_sdk_imports: dict[str, Future[None]] = {}
+_sdk_lock = threading.Lock()
+
+
+def load_sdk(provider: str) -> Future[None]:
+    """Start importing the module of `provider`'s API (and so its SDK) on a thread of its
+    own, once per process; the future is done when it is imported (or holds the import's
+    error). Waiting on it never takes a thread of the event loop's pool."""
+    wire = provider_spec(provider).api
+    with _sdk_lock:
+        loading = _sdk_imports.get(wire.name)
+        if loading is None:
+            loading = _sdk_imports[wire.name] = Future()
+            threading.Thread(
+                target=_import, args=(wire, loading), name=f"import-{wire.name}", daemon=True
+            ).start()
+    return loading
+
+
+def _import(wire: WireApi, done: Future[None]) -> None:
+    try:
         wire.provider_class()
+    except BaseException as error:  # the caller waiting on `done` raises it
+        done.set_exception(error)
+    else:
+        done.set_result(None)
+
+
+def preload_sdks(providers: Iterable[str] = PROVIDER_NAMES) -> None:
+    """Import the SDKs of `providers` now (in a background thread, say, while the editor
+    starts or the user types): returns when they are imported."""
+    for loading in [load_sdk(provider) for provider in providers]:
+        loading.result()
+
+
+_tls: Any = None
+
+
+def http_client_options(base_url: str | None) -> dict[str, Any]:
+    """Options for an SDK's default HTTP client (`DefaultAsyncHttpxClient`) talking to
+    `base_url`. A plain http:// server (a local model, the simulator, a proxy on loopback)
+    gets no TLS set up, and no redirects, so that nothing it answers can lead the client to
+    a TLS server; any other gets the process's one TLS context (loading the system's
+    certificates costs ~30 ms of CPU, once per process rather than once per session)."""
+    global _tls
+    if base_url is not None and base_url.lower().startswith("http://"):
+        return {"verify": False, "follow_redirects": False}
+    with _sdk_lock:
+        if _tls is None:
+            import httpx2
+
+            _tls = httpx2.create_ssl_context()
+        return {"verify": _tls}
+
+
+class DeferredProvider:
+    """A provider made at its first call (`make`, once), after its SDK is imported off the
+    event loop (`load_sdk`). Made before that, a session costs no SDK: opening one, showing
+    its transcript, switching its model. `make`'s failures (a client the SDK refuses) are
+    ConfigErrors."""
+
+    def __init__(self, provider: str, make: Callable[[], Provider]) -> None:
+        self.provider = provider
+        self.api = provider_spec(provider).api.name
+        self._make = make
+        self._made: Provider | None = None
+
+    @property
+    def made(self) -> Provider | None:
+        """The provider, once the first call made it."""
+        return self._made
+
+    async def ready(self) -> Provider:
+        """The provider, made now if it was not."""
+        if self._made is None:
+            try:
+                await asyncio.wrap_future(load_sdk(self.provider))
+            except ImportError as error:
+                raise ConfigError(
+                    f"Cannot load the SDK that {provider_spec(self.provider).label} is called "
+                    f"through ({error}): reinstall agent-server (pip install --force-reinstall "
+                    "agent-server) and restart it."
+                ) from error
+            if self._made is None:
+                try:
+                    self._made = self._make()
+                except ConfigError:
+                    raise
+                except Exception as error:
+                    raise ConfigError(
+                        f"Cannot make the client of {provider_spec(self.provider).label}: "
+                        f"{error}. Check the 'baseUrl' setting."
+                    ) from error
+        return self._made
+
+    async def stream(
+        self,
+        model: ModelInfo,
+        context: Context,
+        options: CallOptions,
+        assembler: MessageAssembler | None = None,
+    ) -> AsyncIterator[StreamEvent]:
+        provider = await self.ready()
+        async for event in provider.stream(model, context, options, assembler):
+            yield event
+
+    async def aclose(self) -> None:
+        if self._made is not None:
+            await self._made.aclose()
 
 
 def create_provider(
@@ -262,6 +381,7 @@ def create_provider(
     api_key: str | None = None,
     model: ModelInfo | None = None,
     env: Mapping[str, str] | None = None,
+    deferred: bool = False,
     **client_options: Any,
 ) -> Provider:
     """The provider for the settings `provider`, `baseUrl` and `apiKeyEnv`.
@@ -271,20 +391,26 @@ def create_provider(
     custom base URL (the setting, or a user-defined model's `baseUrl`) may need no key: it
     is then sent a placeholder. Without a base URL a missing key raises MissingApiKeyError
     naming the variable. `client_options` go to the SDK client (timeout, http_client,
-    default_headers, ...); the SDK never retries on its own.
+    default_headers, ...); the SDK never retries on its own. `deferred`: the checks now, the
+    SDK and its client at the first call (`DeferredProvider`).
     """
     spec = provider_spec(provider)
     url = base_url or (model.base_url if model is not None else None)
-    # The SDKs take seconds to import: they load when a provider is first made, so that the
-    # server starts at once.
-    make = spec.api.provider_class()
     if spec.key is None:
         if not url:
             raise ConfigError(spec.no_base_url)
-        return make(api_key, url, api_key_env=None, provider_name=spec.label, **client_options)
-    variable = api_key_env or spec.key.variable
-    key = api_key or read_api_key(variable, env)
-    if key is None and not url:
-        raise MissingApiKeyError(variable, spec.label)
-    name = f"the server at {url}" if url else spec.label
-    return make(key, url, api_key_env=variable, provider_name=name, **client_options)
+        arguments: dict[str, Any] = {"api_key_env": None, "provider_name": spec.label}
+        key = api_key
+    else:
+        variable = api_key_env or spec.key.variable
+        key = api_key or read_api_key(variable, env)
+        if key is None and not url:
+            raise MissingApiKeyError(variable, spec.label)
+        name = f"the server at {url}" if url else spec.label
+        arguments = {"api_key_env": variable, "provider_name": name}
+
+    def make() -> Provider:
+        # The SDKs take seconds to import: they load when a provider is first made.
+        return spec.api.provider_class()(key, url, **arguments, **client_options)
+
+    return DeferredProvider(provider, make) if deferred else make()

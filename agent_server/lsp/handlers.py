@@ -43,10 +43,11 @@ async def session_new(ls: AgentLanguageServer, params: Params) -> protocol.Sessi
     model = params.optional_string("model")
     title = params.optional_string("title")
     folder = ls.folder_for(workspace)
-    await _providers_loaded()
     session = folder.agent.create(model=model, title=title)
     session.attach(ls.sink(session.session_id), ls.asker(session.session_id))
-    return wire.session_new_result(session)
+    result = wire.session_new_result(session)
+    _preload_provider(session.settings.provider)
+    return result
 
 
 async def session_list(ls: AgentLanguageServer, params: Params) -> protocol.SessionListResult:
@@ -57,12 +58,13 @@ async def session_list(ls: AgentLanguageServer, params: Params) -> protocol.Sess
 async def session_load(ls: AgentLanguageServer, params: Params) -> protocol.SessionLoadResult:
     session_id = params.string("sessionId")
     limit = params.count("limit", wire.DEFAULT_PAGE, wire.MAX_PAGE)
-    await _providers_loaded()
     session = ls.session(session_id)
     snapshot = session.usage_snapshot()
     page = session.transcript(limit=limit)
     ls.notify(protocol.USAGE_CHANGED.name, wire.usage_json(session_id, snapshot))
-    return wire.session_load_result(session, page, snapshot)
+    result = wire.session_load_result(session, page, snapshot)
+    _preload_provider(session.settings.provider)
+    return result
 
 
 async def session_history(
@@ -259,8 +261,9 @@ def initialize(ls: AgentLanguageServer, params: types.InitializeParams) -> None:
 
 
 async def initialized(ls: AgentLanguageServer, params: types.InitializedParams) -> None:
-    # Load the agent and the provider SDKs while the editor finishes starting, not on the
-    # first request.
+    # Load the agent while the editor finishes starting, not on the first request. The
+    # provider's SDK waits until a session is shown (`_preload_provider`): a session restored
+    # at start must not share the interpreter with seconds of SDK imports.
     threading.Thread(target=_preload, name="preload-agent", daemon=True).start()
     for folder in list(ls.state.folders.values()):
         folder.agent.update_settings(await ls.fetch_settings(folder.uri))
@@ -303,15 +306,17 @@ def progress_cancel(ls: AgentLanguageServer, params: types.WorkDoneProgressCance
 
 
 def _preload() -> None:
-    from agent_server.agent.workspace import preload_providers
+    from agent_server.agent.workspace import preload_sandbox
 
-    preload_providers()
+    preload_sandbox()
 
 
-async def _providers_loaded() -> None:
-    from agent_server.agent.workspace import providers_loaded
+def _preload_provider(provider: str) -> None:
+    """The session's SDK loads in the background from now, for its first model call (the
+    answer being sent is all that is left of the request)."""
+    from agent_server.agent.workspace import preload_provider
 
-    await providers_loaded()
+    preload_provider(provider)
 
 
 def merge_settings(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:

@@ -178,10 +178,11 @@ class AgentLanguageServer(LanguageServer):
             # the folders and is answered; an `exit` waiting for it then ends the server.
             await self.protocol.shutdown_answered.wait()
             return
-        # The editor went away without `exit`: end the turns and close the ledgers.
+        # The editor went away without `exit`: end the turns and close the ledgers (of the
+        # folders whose agent was made: the others have none to close).
         for folder in list(self.state.folders.values()):
             with contextlib.suppress(Exception):
-                await folder.agent.close()
+                await folder.close()
 
     def _run(self, main: Callable[[], Coroutine[Any, Any, None]]) -> int:
         try:

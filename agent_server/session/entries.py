@@ -386,9 +386,10 @@ def entry_to_json(entry: Entry) -> dict[str, Any]:
     return out
 
 
-def entry_from_json(data: Mapping[str, Any]) -> Entry:
-    """One ledger line's object as an entry; raises LedgerFormatError saying what is wrong."""
-    if not isinstance(data, Mapping):
+def entry_envelope(data: object) -> tuple[str, str, str | None]:
+    """The type, id and parent of one ledger line's object, checked as `entry_from_json`
+    checks them; raises LedgerFormatError saying what is wrong."""
+    if type(data) is not dict and not isinstance(data, Mapping):
         raise LedgerFormatError("an entry must be a JSON object")
     kind = data.get("type")
     if not isinstance(kind, str):
@@ -399,13 +400,25 @@ def entry_from_json(data: Mapping[str, Any]) -> Entry:
     parent = data.get("parentId")
     if parent is not None and not isinstance(parent, str):
         raise LedgerFormatError("parentId must be a string or null")
+    return kind, entry_id, parent
+
+
+def message_object(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The `message` object of a message entry's line (LedgerFormatError when it has none)."""
+    message = data.get("message")
+    if type(message) is not dict and not isinstance(message, Mapping):
+        raise LedgerFormatError("a message entry needs a 'message' object")
+    return message
+
+
+def entry_from_json(data: Mapping[str, Any]) -> Entry:
+    """One ledger line's object as an entry; raises LedgerFormatError saying what is wrong."""
+    kind, entry_id, parent = entry_envelope(data)
     if kind not in KNOWN_ENTRY_TYPES:
         return UnknownEntry(raw=copy.deepcopy(dict(data)))
     timestamp = _str(data, "timestamp")
     if kind == "message":
-        message = data.get("message")
-        if not isinstance(message, Mapping):
-            raise LedgerFormatError("a message entry needs a 'message' object")
+        message = message_object(data)
         try:
             parsed = message_from_json(message)
         except MessageFormatError as exc:

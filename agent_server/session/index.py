@@ -15,92 +15,58 @@ of plain strings and ints (which the cyclic garbage collector never scans). Besi
 that need the whole file: the session list's meta (title, model, last update, count), the
 usage summed over every model call, and where the latest model change and system prompt are,
 and the latest model answer that recorded its cache retention (when the cache was last used).
+
+A rebuild reads the file once, in blocks, and builds no entries: it folds what the index keeps
+of each line (`EntryFacts`) straight from the line's JSON. A message line is checked as far as
+the index needs (its envelope, a `message` object with a known role and a content list); its
+content blocks are checked when the entry is read (`Ledger.read`), where one this version
+cannot read is kept in the tree and not shown, as an entry of an unknown type is. The sidecar
+keeps the per-entry arrays as base64 of their bytes, so that reading it builds no int objects.
 """
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import hashlib
 import json
 import os
+import sys
 from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
+import jiter
+
 from agent_server.errors import LedgerFormatError
-from agent_server.llm.messages import (
-    AssistantMessage,
-    ToolResultMessage,
-    Usage,
-    UserMessage,
-    usage_from_json,
-    usage_to_json,
-)
+from agent_server.llm.messages import Cost, Usage, usage_from_json, usage_to_json
 from agent_server.session.entries import (
-    BranchEntry,
-    CompactionEntry,
     Entry,
-    FileRestoreEntry,
-    MessageEntry,
-    ModelChangeEntry,
     SessionHeader,
-    SystemPromptEntry,
-    TitleEntry,
-    ToolListEntry,
     UnknownEntry,
     entry_from_json,
 )
+from agent_server.session.facts import (
+    ASSISTANT,
+    MODEL_CHANGE,
+    SYSTEM,
+    TOOLS,
+    EntryFacts,
+    facts_of,
+    message_facts,
+)
 from agent_server.session.meta import MetaFold
 
-INDEX_VERSION = 5  # 4: lastCall; 5: entries of unknown types reported
+# 4: lastCall; 5: entries of unknown types reported; 6: the arrays as base64 of their bytes
+INDEX_VERSION = 6
 INDEX_SUFFIX = ".index.json"
 DIGEST_SPAN = 256
 
 IssueAction: TypeAlias = Literal[
     "skipped", "truncated", "newline_added", "reattached", "unknownType"
 ]
-
-# One letter per entry kind (messages by role): what paging and walking need without parsing.
-USER, ASSISTANT, TOOL_RESULT, COMPACTION, BRANCH, MODEL_CHANGE, TITLE, SYSTEM, TOOLS, UNKNOWN = (
-    "U",
-    "A",
-    "R",
-    "C",
-    "B",
-    "M",
-    "T",
-    "S",
-    "L",
-    "X",
-)
-# A file restore (a sidecar built before this kind existed indexed such lines as UNKNOWN;
-# readers that look for restores read those too).
-FILE_RESTORE = "F"
-
-
-_ENTRY_KINDS: dict[type, str] = {
-    CompactionEntry: COMPACTION,
-    BranchEntry: BRANCH,
-    ModelChangeEntry: MODEL_CHANGE,
-    TitleEntry: TITLE,
-    SystemPromptEntry: SYSTEM,
-    FileRestoreEntry: FILE_RESTORE,
-    ToolListEntry: TOOLS,
-}
-_MESSAGE_KINDS: dict[type, str] = {
-    UserMessage: USER,
-    AssistantMessage: ASSISTANT,
-    ToolResultMessage: TOOL_RESULT,
-}
-
-
-def kind_of(entry: Entry) -> str:
-    if isinstance(entry, MessageEntry):
-        return _MESSAGE_KINDS.get(type(entry.message), UNKNOWN)
-    return _ENTRY_KINDS.get(type(entry), UNKNOWN)
-
 
 @dataclass(frozen=True, slots=True)
 class LoadIssue:
@@ -111,15 +77,6 @@ class LoadIssue:
     reason: str
     action: IssueAction
     excerpt: str = ""  # the start of the line, for the log
-
-
-def usage_of(entry: Entry) -> Usage | None:
-    """The usage a ledger entry records: a model call's answer, or a compaction's summaries."""
-    if isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage):
-        return entry.message.usage
-    if isinstance(entry, CompactionEntry):
-        return entry.usage
-    return None
 
 
 class LedgerIndex:
@@ -136,7 +93,9 @@ class LedgerIndex:
         self.parents = array("q")  # -1: no parent
         self.kinds = bytearray()
         self.meta = MetaFold.start(header)
-        self.usage = Usage()
+        # The usage of every call, summed as plain numbers (input, output, cache read,
+        # cache write, then the four costs): an add makes no objects.
+        self._sums: list[float] = [0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0]
         self.calls = 0
         self.model_change = -1  # position of the latest model change entry, -1: none
         self.system_prompt = -1
@@ -150,22 +109,31 @@ class LedgerIndex:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def add(self, entry: Entry, offset: int, length: int) -> int:
+    def add(self, facts: EntryFacts, offset: int, length: int) -> int:
         """Record an entry read or written at `offset` (its line is `length` bytes, newline
         included); returns its position. The caller has checked its id and parent."""
         number = len(self.ids)
-        self.ids.append(entry.id)
-        self.position[entry.id] = number
+        entry_id = facts.id
+        self.ids.append(entry_id)
+        self.position[entry_id] = number
         self.offsets.append(offset)
         self.lengths.append(length)
-        parent = entry.parent_id
+        parent = facts.parent_id
         self.parents.append(self.position[parent] if parent is not None else -1)
-        kind = kind_of(entry)
+        kind = facts.kind
         self.kinds.append(ord(kind))
-        self.meta.add(entry)
-        usage = usage_of(entry)
+        self.meta.add(facts)
+        usage = facts.usage
         if usage is not None:
-            self.usage = self.usage + usage
+            sums, cost = self._sums, usage.cost
+            sums[0] += usage.input
+            sums[1] += usage.output
+            sums[2] += usage.cache_read
+            sums[3] += usage.cache_write
+            sums[4] += cost.input
+            sums[5] += cost.output
+            sums[6] += cost.cache_read
+            sums[7] += cost.cache_write
             self.calls += 1
         if kind == MODEL_CHANGE:
             self.model_change = number
@@ -173,9 +141,35 @@ class LedgerIndex:
             self.system_prompt = number
         elif kind == TOOLS:
             self.tool_list = number
-        elif kind == ASSISTANT and isinstance(entry, MessageEntry) and entry.cache_retention:
+        elif kind == ASSISTANT and facts.retained:
             self.last_call = number
         return number
+
+    @property
+    def usage(self) -> Usage:
+        """The usage of every model call the file records, summed."""
+        sums = self._sums
+        return Usage(
+            int(sums[0]),
+            int(sums[1]),
+            int(sums[2]),
+            int(sums[3]),
+            Cost(sums[4], sums[5], sums[6], sums[7]),
+        )
+
+    @usage.setter
+    def usage(self, usage: Usage) -> None:
+        cost = usage.cost
+        self._sums = [
+            usage.input,
+            usage.output,
+            usage.cache_read,
+            usage.cache_write,
+            cost.input,
+            cost.output,
+            cost.cache_read,
+            cost.cache_write,
+        ]
 
     def kind(self, number: int) -> str:
         return chr(self.kinds[number])
@@ -221,9 +215,9 @@ class LedgerIndex:
                 for issue in self.issues
             ],
             "ids": self.ids,
-            "offsets": self.offsets.tolist(),
-            "lengths": self.lengths.tolist(),
-            "parents": self.parents.tolist(),
+            "offsets": _packed(self.offsets),
+            "lengths": _packed(self.lengths),
+            "parents": _packed(self.parents),
             "kinds": self.kinds.decode("ascii"),
         }
 
@@ -242,9 +236,9 @@ class LedgerIndex:
             raise ValueError("ids must be strings")
         index.ids = ids
         index.position = {entry_id: number for number, entry_id in enumerate(ids)}
-        index.offsets = array("q", data["offsets"])
-        index.lengths = array("q", data["lengths"])
-        index.parents = array("q", data["parents"])
+        index.offsets = _unpacked(data["offsets"])
+        index.lengths = _unpacked(data["lengths"])
+        index.parents = _unpacked(data["parents"])
         index.kinds = bytearray(data["kinds"], "ascii")
         sizes = {len(index.offsets), len(index.lengths), len(index.parents), len(index.kinds)}
         if len(index.position) != count or sizes != {count}:
@@ -275,7 +269,34 @@ class LedgerIndex:
         return index
 
 
+def _packed(values: array[int]) -> str:
+    """An array of 64-bit ints as base64 of its bytes, little-endian."""
+    if sys.byteorder != "little":
+        values = array("q", values)
+        values.byteswap()
+    return base64.b64encode(values.tobytes()).decode("ascii")
+
+
+def _unpacked(text: object) -> array[int]:
+    if not isinstance(text, str):
+        raise ValueError("an index array must be a base64 string")
+    values = array("q")
+    values.frombytes(base64.b64decode(text, validate=True))
+    if sys.byteorder != "little":
+        values.byteswap()
+    return values
+
+
 # --- reading lines ------------------------------------------------------------------------------
+
+
+def decode_line(raw: bytes) -> Any:
+    """One ledger line's JSON. jiter first (twice as fast on the long strings of tool
+    output); whatever it refuses is given to `json.loads`, whose verdict (and error) counts."""
+    try:
+        return jiter.from_json(raw)
+    except ValueError:
+        return json.loads(raw)
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,9 +345,9 @@ def scan(
         start = offset
         offset += len(raw) + 1
         is_torn = bool(torn) and number == last
-        if not raw.strip():
+        if not raw or raw.isspace():
             continue
-        parsed = _parsed(raw, line_number, start, is_torn, index.issues)
+        parsed = _parsed(raw, line_number, start, is_torn, index.issues, on_entry is not None)
         if parsed is None:
             continue
         if is_torn:
@@ -341,9 +362,10 @@ def scan(
                     excerpt(raw),
                 )
             )
-        entry = _placed(parsed, index, previous, line_number, start, raw)
-        if entry is None:
+        placed = _placed(*parsed, index, previous, line_number, start, raw)
+        if placed is None:
             continue
+        facts, entry = placed
         if isinstance(entry, UnknownEntry):
             index.issues.append(
                 LoadIssue(
@@ -356,22 +378,35 @@ def scan(
                     excerpt(raw),
                 )
             )
-        index.add(entry, start, len(raw) + 1)
-        if on_entry is not None:
+        index.add(facts, start, len(raw) + 1)
+        if on_entry is not None and entry is not None:
             on_entry(entry)
-        previous = entry.id
+        previous = facts.id
     index.size = complete
     index.line_count += len(lines) + (1 if missing_newline else 0)
     return ScanEnd(complete, missing_newline)
 
 
+Parsed: TypeAlias = tuple[EntryFacts, Entry | None]
+
+
 def _parsed(
-    raw: bytes, line_number: int, start: int, torn: bool, issues: list[LoadIssue]
-) -> Entry | None:
-    """The entry on one line; None, the problem added to `issues`, when it cannot be read
-    (`torn`: the file's unfinished last line, to be cut off)."""
+    raw: bytes,
+    line_number: int,
+    start: int,
+    torn: bool,
+    issues: list[LoadIssue],
+    entries: bool,
+) -> Parsed | None:
+    """What the index keeps of one line, and its entry (`entries`: always; else only when
+    it is not a message, see `message_facts`); None, the problem added to `issues`, when it
+    cannot be read (`torn`: the file's unfinished last line, to be cut off)."""
     try:
-        return entry_from_json(json.loads(raw))
+        data = decode_line(raw)
+        if not entries and isinstance(data, dict) and data.get("type") == "message":
+            return message_facts(data), None
+        entry = entry_from_json(data)
+        return facts_of(entry), entry
     except (ValueError, LedgerFormatError, RecursionError) as exc:
         if isinstance(exc, LedgerFormatError):
             reason = exc.message
@@ -395,33 +430,35 @@ def _parsed(
 
 
 def _placed(
-    entry: Entry,
+    facts: EntryFacts,
+    entry: Entry | None,
     index: LedgerIndex,
     previous: str | None,
     line_number: int,
     start: int,
     raw: bytes,
-) -> Entry | None:
-    """`entry` as the index takes it: None for a second entry with its id (skipped);
+) -> Parsed | None:
+    """The entry as the index takes it: None for a second entry with its id (skipped);
     attached to `previous`, the entry before it in the file, when its parent was lost."""
-    if entry.id in index.position:
+    if facts.id in index.position:
         index.issues.append(
-            LoadIssue(line_number, start, f"duplicate entry id {entry.id}", "skipped", excerpt(raw))
+            LoadIssue(line_number, start, f"duplicate entry id {facts.id}", "skipped", excerpt(raw))
         )
         return None
-    if entry.parent_id is not None and entry.parent_id not in index.position:
+    if facts.parent_id is not None and facts.parent_id not in index.position:
         index.issues.append(
             LoadIssue(
                 line_number,
                 start,
-                f"parent {entry.parent_id} is missing (a corrupt line?); "
+                f"parent {facts.parent_id} is missing (a corrupt line?); "
                 f"attached to {previous or 'the start'}",
                 "reattached",
                 excerpt(raw),
             )
         )
-        return with_parent(entry, previous)
-    return entry
+        facts = dataclasses.replace(facts, parent_id=previous)
+        return facts, with_parent(entry, previous) if entry is not None else None
+    return facts, entry
 
 
 def with_parent(entry: Entry, parent_id: str | None) -> Entry:
@@ -460,7 +497,7 @@ def read_sidecar(
     """The index stored beside the ledger at `path` and the tail digest it recorded, or None
     when there is none this version can use for this header."""
     try:
-        data = json.loads(index_path_for(path).read_bytes())
+        data = decode_line(index_path_for(path).read_bytes())
         return LedgerIndex.from_json(data, header, header_digest), str(data["tailDigest"])
     except (OSError, ValueError, KeyError, TypeError, LedgerFormatError):
         return None

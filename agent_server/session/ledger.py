@@ -74,17 +74,20 @@ from agent_server.session.entries import (
     TitleEntry,
     ToolListEntry,
     ToolListReason,
+    UnknownEntry,
+    entry_envelope,
     entry_from_json,
     entry_to_json,
     header_from_json,
     header_to_json,
     utc_timestamp,
 )
+from agent_server.session.facts import COMPACTION, facts_of
 from agent_server.session.index import (
-    COMPACTION,
     LedgerIndex,
     LoadIssue,
     ScanEnd,
+    decode_line,
     digest,
     read_sidecar,
     scan,
@@ -94,11 +97,12 @@ from agent_server.session.index import (
 )
 from agent_server.session.lock import SessionLock
 from agent_server.session.meta import MetaFold
+from agent_server.stderr_log import shorten
 
 FsyncMode: TypeAlias = Literal["turn", "always", "never"]
 
 ENTRY_ID_BYTES = 4  # 8 hex characters; collisions within a file are retried
-READ_BLOCK = 8 << 20  # a rebuild reads the file in blocks of this size
+READ_BLOCK = 1 << 20  # a rebuild reads the file in blocks of this size
 READ_GAP = 64 << 10  # lines closer than this are read in one pread
 log = logging.getLogger(__name__)
 
@@ -291,17 +295,20 @@ def open_index(fd: int, path: Path) -> tuple[LedgerIndex, ScanEnd, int]:
 
 
 def _fold_file(fd: int, index: LedgerIndex, size: int) -> ScanEnd:
-    """Scan the file from where `index` ends to `size`, a block at a time."""
+    """Scan the file from where `index` ends to `size`, a block at a time: what it holds
+    at once is a block and a line, whatever the file's size."""
     base = index.size
     carry = b""
     while True:
-        block = os.pread(fd, READ_BLOCK, base + len(carry)) if base + len(carry) < size else b""
-        data = carry + block
+        position = base + len(carry)
+        block = os.pread(fd, min(READ_BLOCK, size - position), position) if position < size else b""
         if not block:
-            return scan(data, base, index)
+            return scan(carry, base, index)
+        data = carry + block if carry else block
         cut = data.rfind(b"\n") + 1
-        scan(data[:cut], base, index, at_end=False)
-        base += cut
+        if cut:
+            scan(data[:cut] if cut < len(data) else data, base, index, at_end=False)
+            base += cut
         carry = data[cut:]
 
 
@@ -711,22 +718,41 @@ class Ledger:
         data = os.pread(fd, _end(span[-1], index.offsets, index.lengths) - begin, begin)
         for number in span:
             start = index.offsets[number] - begin
-            raw = data[start : start + index.lengths[number]]
-            try:
-                entry = entry_from_json(json.loads(raw))
-            except (ValueError, LedgerFormatError, RecursionError):
-                entry = None
-            if entry is None or entry.id != index.ids[number]:
-                raise SessionError(
-                    f"the session file {self._path} was changed by another program while "
-                    "open (the entry at byte {0} is not the one indexed); close the session "
-                    "and open it again".format(index.offsets[number])
-                )
+            entry = self._entry_at(number, data[start : start + index.lengths[number]])
             parent = index.parents[number]
             parent_id = index.ids[parent] if parent >= 0 else None
             if entry.parent_id != parent_id:  # reattached when the file was scanned
                 entry = with_parent(entry, parent_id)
             into[number] = entry
+
+    def _entry_at(self, number: int, raw: bytes) -> Entry:
+        """The entry on the line at position `number`. A line that is not the entry indexed
+        there means the file was changed under us (SessionError). One whose envelope is right
+        but whose message this version cannot read (the index is built without reading
+        messages whole) is kept in the tree and not shown, as an entry of an unknown type."""
+        expected = self._index.ids[number]
+        try:
+            data = decode_line(raw)
+            _, entry_id, _ = entry_envelope(data)
+        except (ValueError, LedgerFormatError, RecursionError):
+            entry_id = None
+        if entry_id != expected:
+            raise SessionError(
+                f"the session file {self._path} was changed by another program while open "
+                f"(the entry at byte {self._index.offsets[number]} is not the one indexed); "
+                "close the session and open it again"
+            )
+        try:
+            return entry_from_json(data)
+        except (ValueError, LedgerFormatError, RecursionError) as error:
+            reason = error.message if isinstance(error, LedgerFormatError) else str(error)
+            log.warning(
+                "session %s: entry %s cannot be read (%s); kept, not shown",
+                self.session_id,
+                expected,
+                shorten(reason, 200),
+            )
+            return UnknownEntry(raw=dict(data))
 
     # --- appending ------------------------------------------------------------------------
 
@@ -772,7 +798,7 @@ class Ledger:
             if offset > self._size:  # another program appended: index its lines first
                 scan(os.pread(fd, offset - self._size, self._size), self._size, index, at_end=False)
                 self._branch = None
-            number = index.add(stored, offset, len(line))
+            number = index.add(facts_of(stored), offset, len(line))
             index.size = self._size = end
             index.line_count += 1
             self._held[number] = stored

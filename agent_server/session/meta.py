@@ -10,20 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agent_server.llm.messages import AssistantMessage, TextContent, UserMessage
-from agent_server.session.entries import (
-    BranchEntry,
-    CompactionEntry,
-    Entry,
-    MessageEntry,
-    ModelChangeEntry,
-    SessionHeader,
-    TitleEntry,
-)
+from agent_server.session.entries import SessionHeader
+from agent_server.session.facts import BRANCH, COMPACTION, MESSAGES, MODEL_CHANGE, TITLE, EntryFacts
 
 FIRST_PROMPT_CHARS = 200
 META_VERSION = 2  # 2: firstPrompt and promptCount
-
 
 @dataclass(slots=True)
 class MetaFold:
@@ -46,39 +37,31 @@ class MetaFold:
     def start(cls, header: SessionHeader) -> MetaFold:
         return cls(title=header.title, model=header.model, updated_at=header.created_at)
 
-    def add(self, entry: Entry) -> None:
+    def add(self, facts: EntryFacts) -> None:
         self.entry_count += 1
-        if entry.timestamp:
-            self.updated_at = entry.timestamp
+        if facts.timestamp:
+            self.updated_at = facts.timestamp
         unanswered = self._unanswered
-        if isinstance(entry, MessageEntry | BranchEntry | CompactionEntry):
+        kind = facts.kind
+        if kind in MESSAGES or kind in (BRANCH, COMPACTION):
             self._unanswered = None
-        if isinstance(entry, BranchEntry):
-            if unanswered is not None and entry.target_id == unanswered[0]:
+        if kind == BRANCH:
+            if unanswered is not None and facts.target_id == unanswered[0]:
                 self.prompt_count -= 1
                 if unanswered[1]:
                     self.first_prompt = None
-        elif isinstance(entry, TitleEntry):
-            self.title = entry.title
-        elif isinstance(entry, ModelChangeEntry):
-            self.model = entry.model
-        elif (
-            isinstance(entry, MessageEntry)
-            and isinstance(entry.message, UserMessage)
-            and entry.message.note is None
-        ):
+        elif kind == TITLE:
+            self.title = facts.title
+        elif kind == MODEL_CHANGE:
+            self.model = facts.model
+        elif facts.prompt is not None:
             self.prompt_count += 1
             first = self.first_prompt is None
-            self._unanswered = (entry.parent_id, first)
+            self._unanswered = (facts.parent_id, first)
             if first:
-                texts = [b.text for b in entry.message.typed if isinstance(b, TextContent)]
-                self.first_prompt = " ".join(" ".join(texts[:1]).split())[:FIRST_PROMPT_CHARS]
-        elif (
-            isinstance(entry, MessageEntry)
-            and isinstance(entry.message, AssistantMessage)
-            and entry.message.model
-        ):
-            self.model = entry.message.model
+                self.first_prompt = " ".join(facts.prompt.split())[:FIRST_PROMPT_CHARS]
+        elif facts.model:
+            self.model = facts.model
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,8 +35,15 @@ from typing import BinaryIO
 import platformdirs
 
 from agent_server.errors import LedgerFormatError, SessionError, SessionNotFoundError
-from agent_server.session.entries import entry_from_json, header_from_json
-from agent_server.session.index import DIGEST_SPAN, digest, index_path_for, tail_digest
+from agent_server.session.entries import header_from_json
+from agent_server.session.facts import facts_of_json
+from agent_server.session.index import (
+    DIGEST_SPAN,
+    decode_line,
+    digest,
+    index_path_for,
+    tail_digest,
+)
 from agent_server.session.ledger import FsyncMode, Ledger
 from agent_server.session.lock import SessionLock
 from agent_server.session.meta import MetaFold, SessionMeta, meta_from_json, meta_to_json
@@ -347,13 +354,13 @@ def new_session_id() -> str:
 
 def scan_meta(path: Path, previous: SessionMeta | None = None) -> SessionMeta:
     """The meta of the ledger at `path`, folding in only the lines after `previous` when the
-    ledger has only grown since `previous` was written; a full scan otherwise."""
+    ledger has only grown since `previous` was written; a full scan otherwise. One pass,
+    a line at a time: memory does not grow with the file."""
     with path.open("rb") as handle:
         stat = os.fstat(handle.fileno())
         if previous is not None and _grew_from(previous, handle, stat.st_size):
             start = previous.size_bytes
             handle.seek(start)
-            data = handle.read(stat.st_size - start)
             session_id, workspace, created_at = (
                 previous.session_id,
                 previous.workspace,
@@ -369,12 +376,11 @@ def scan_meta(path: Path, previous: SessionMeta | None = None) -> SessionMeta:
             )
         else:
             handle.seek(0)
-            data = handle.read(stat.st_size)
-            header_end = data.find(b"\n")
-            if header_end < 0:
+            first = handle.readline()
+            if not first.endswith(b"\n"):
                 raise LedgerFormatError(f"{path} has no complete session header")
             try:
-                header = header_from_json(json.loads(data[:header_end]))
+                header = header_from_json(json.loads(first))
             except ValueError as exc:
                 raise LedgerFormatError(f"{path}: the session header is not valid JSON") from exc
             session_id, workspace, created_at = (
@@ -383,17 +389,18 @@ def scan_meta(path: Path, previous: SessionMeta | None = None) -> SessionMeta:
                 header.created_at,
             )
             fold = MetaFold.start(header)
-            start = header_end + 1
-            data = data[start:]
-    end = data.rfind(b"\n") + 1  # complete lines only; a line being written waits
-    for raw in data[:end].split(b"\n"):
-        if not raw.strip():
-            continue
-        try:
-            fold.add(entry_from_json(json.loads(raw)))
-        except (ValueError, LedgerFormatError, RecursionError):
-            continue
-    size = start + end
+            start = len(first)
+        size = start
+        for raw in handle:
+            if not raw.endswith(b"\n"):
+                break  # complete lines only; a line being written waits
+            size += len(raw)
+            if not raw.strip():
+                continue
+            try:
+                fold.add(facts_of_json(decode_line(raw)))
+            except (ValueError, LedgerFormatError, RecursionError):
+                continue
     return SessionMeta(
         session_id=session_id,
         workspace=workspace,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agent_server.session.facts import facts_of
 from agent_server.session.meta import MetaFold
 from tests.agent.conftest import agent_run
 
@@ -28,7 +29,7 @@ async def test_a_refused_prompt_is_neither_title_nor_prompt(tmp_path: Path) -> N
         # A fold of the file from its start (as the store rebuilds a sidecar) agrees.
         fold = MetaFold.start(ledger.header)
         for entry in ledger.entries:
-            fold.add(entry)
+            fold.add(facts_of(entry))
         assert (fold.title, fold.prompt_count, fold.first_prompt) == (
             "What is in this repository?", 1, "What is in this repository?"
         )

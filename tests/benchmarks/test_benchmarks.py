@@ -499,7 +499,13 @@ def test_the_long_session_bench_opens_loads_and_pages_a_small_session(tmp_path: 
         "load": load,
         "notify": notify,
         "notify_pygls": notify,
-        "stream": {"updates": 10, "seconds": 0.1, "per_second": 90.0, "characters_per_second": 1e3},
+        "stream": {
+            "turns": 1,
+            "updates": 10,
+            "per_second": 90.0,
+            "cpu_us_per_delta": 50.0,
+            "deltas_per_cpu_second": 2e4,
+        },
         "cold_start": {"median_s": 0.4, "min_s": 0.3, "cpu_median_s": 0.3, "python_median_s": 0.02},
     }
     text = long_session_bench.format_report(fake)

@@ -4,7 +4,7 @@ The framing and error tests need to send what no well-behaved client would (a ly
 Content-Length, invalid UTF-8, a batch array), so they talk to the server byte by byte.
 `answer` waits for the reply to one id; a missing reply fails the test after a hang guard
 (not a timing assert: the server either answers or it does not; the guard is generous
-because the first session a server opens loads the provider SDKs, slow on a busy machine).
+because the first model call of a server loads the provider SDK, slow on a busy machine).
 """
 
 from __future__ import annotations

@@ -5,7 +5,10 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from types import ModuleType
 from typing import Any
+
+import pytest
 
 from agent_server.llm.messages import (
     AssistantMessage,
@@ -154,3 +157,17 @@ def assert_prefix_grows(bodies: Sequence[Mapping[str, Any]], messages_key: str) 
         head = body_json(before[messages_key])
         assert head.endswith("]")
         assert body_json(after[messages_key]).startswith(head[:-1])
+
+
+def models_built(monkeypatch: pytest.MonkeyPatch, base_client: ModuleType) -> list[object]:
+    """The types an SDK's client (its `_base_client` module) builds response models of from
+    now on: what `construct_type` is called with, as the SDK calls it."""
+    built: list[object] = []
+    construct = base_client.construct_type
+
+    def counted(**kwargs: Any) -> object:
+        built.append(kwargs.get("type_"))
+        return construct(**kwargs)
+
+    monkeypatch.setattr(base_client, "construct_type", counted)
+    return built

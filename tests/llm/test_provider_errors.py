@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import anthropic
 import httpx2
 import openai
@@ -33,7 +36,12 @@ from agent_server.llm.provider_errors import (
     retry_after_seconds,
     to_provider_error,
 )
-from agent_server.llm.providers import create_provider, resolve_api_key
+from agent_server.llm.providers import (
+    DeferredProvider,
+    create_provider,
+    http_client_options,
+    resolve_api_key,
+)
 
 KEY = "sk-ant-api03-SECRETSECRETSECRET"
 WHERE = ErrorContext("Anthropic", "ANTHROPIC_API_KEY", "claude-sonnet-5-5", None, (KEY,))
@@ -273,6 +281,47 @@ async def test_create_provider() -> None:
         create_provider("sim", env={})
     for provider in (anthropic_provider, chat, responses, local):
         await provider.aclose()
+
+
+async def test_a_deferred_provider_checks_now_and_makes_its_client_at_the_first_call() -> None:
+    with pytest.raises(MissingApiKeyError, match="ANTHROPIC_API_KEY"):
+        create_provider("anthropic", env={}, deferred=True)  # the key: at once
+    deferred = create_provider("anthropic", env={"ANTHROPIC_API_KEY": KEY}, deferred=True)
+    assert isinstance(deferred, DeferredProvider)
+    assert deferred.api == "anthropic-messages" and deferred.made is None
+    await deferred.aclose()  # closing one never called is nothing
+    made = await deferred.ready()
+    assert isinstance(made, AnthropicProvider)
+    assert await deferred.ready() is made  # once
+    await deferred.aclose()
+
+
+def test_plain_http_clients_set_up_no_tls_and_follow_no_redirects() -> None:
+    local = http_client_options("http://127.0.0.1:8000/v1")
+    assert local == {"verify": False, "follow_redirects": False}
+    remote = http_client_options("https://api.example.com")
+    assert remote["verify"] is http_client_options(None)["verify"]  # one context a process
+    assert "follow_redirects" not in remote
+
+
+def test_errors_are_classified_without_importing_the_other_sdk() -> None:
+    """A session on Anthropic never loads OpenAI's SDK (a second of imports) to classify its
+    failures, and a failure of a module not imported is not one of its SDK's."""
+    script = """
+import sys
+import anthropic, httpx2
+from agent_server.llm.provider_errors import ErrorContext, is_provider_failure, to_provider_error
+request = httpx2.Request("POST", "https://api.anthropic.com/v1/messages")
+body = {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}
+error = anthropic.AsyncAnthropic(api_key="k")._make_status_error(
+    "busy", body=body, response=httpx2.Response(529, request=request))
+print(type(to_provider_error(error, ErrorContext("Anthropic"))).__name__)
+print(is_provider_failure(ValueError()), "openai" in sys.modules)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.split() == ["OverloadedError", "False", "False"]
 
 
 def _openai_status_error(status: int, body: dict[str, object]) -> Exception:

@@ -19,6 +19,7 @@ from tests.llm.sim_driver import (
     SESSION,
     assert_prefix_grows,
     body_json,
+    models_built,
     reversed_arguments,
     run_turn,
 )
@@ -218,3 +219,17 @@ async def test_cost_matches_the_hand_computed_bill(
         assert answer.usage.cost.total == pytest.approx(by_hand)
         assert answer.model == "sim-large"
         assert answer.api == "anthropic-messages"
+
+
+async def test_stream_events_reach_the_translator_as_json_not_sdk_models(
+    sim: tuple[Simulator, AnthropicProvider], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SDK makes the request and decodes the server-sent events, but builds no typed
+    model per event (most of a long answer's relay cost, issue 31)."""
+    import anthropic._base_client
+
+    built = models_built(monkeypatch, anthropic._base_client)
+    _, provider = sim
+    answers = await run_turn(provider, MODEL, [], "Investigate the failing test", OPTIONS)
+    assert answers[-1].stop_reason == "stop" and len(answers) > 1
+    assert built == []

@@ -23,6 +23,7 @@ from tests.llm.sim_driver import (
     SESSION,
     assert_prefix_grows,
     body_json,
+    models_built,
     reversed_arguments,
     run_turn,
 )
@@ -208,3 +209,17 @@ async def test_cache_writes_of_gpt_5_6_and_later_are_billed(
     for usage in usages:
         assert usage is not None
         assert usage.cost.cache_write == pytest.approx(usage.cache_write * write_price / 1e6)
+
+
+async def test_stream_events_reach_the_translator_as_json_not_sdk_models(
+    sim: tuple[Simulator, OpenAIClientProvider], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SDK makes the request and decodes the server-sent events, but builds no typed
+    model per event (most of a long answer's relay cost, issue 31)."""
+    import openai._base_client
+
+    built = models_built(monkeypatch, openai._base_client)
+    _, provider = sim
+    answers = await run_turn(provider, MODEL, [], "Investigate the failing test", OPTIONS)
+    assert answers[-1].stop_reason == "stop" and len(answers) > 1
+    assert built == []

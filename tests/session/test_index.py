@@ -3,16 +3,34 @@ whether its sidecar is fresh, missing, stale, damaged, or behind what another pr
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import tracemalloc
+from array import array
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agent_server.context.projection import project
 from agent_server.errors import SessionError
-from agent_server.session.entries import Entry
+from agent_server.llm.messages import (
+    AssistantMessage,
+    TextContent,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from agent_server.session.entries import (
+    Entry,
+    MessageEntry,
+    UnknownEntry,
+    entry_from_json,
+    entry_to_json,
+)
+from agent_server.session.facts import facts_of, message_facts
 from agent_server.session.index import index_path_for
 from agent_server.session.ledger import Ledger, encode_line, read_ledger
 
@@ -75,11 +93,19 @@ def test_an_index_whose_arrays_lie_is_not_trusted(tmp_path: Path) -> None:
     with Ledger.create(path, session_id="s", workspace="/w", fsync="never") as ledger:
         fill(ledger, 2)
     sidecar = index_path_for(path)
-    stored = json.loads(sidecar.read_bytes())
-    stored["parents"][0] = 5  # a parent after its child
-    sidecar.write_text(json.dumps(stored))
-    with Ledger.open(path, fsync="never") as ledger:
-        assert_matches_file(ledger)
+    good = json.loads(sidecar.read_bytes())
+    parents = array("q", base64.b64decode(good["parents"]))  # little-endian on disk
+    parents[0] = 5  # a parent after its child
+    lies = [
+        {**good, "parents": base64.b64encode(parents.tobytes()).decode()},
+        {**good, "offsets": base64.b64encode(b"\x00" * 8).decode()},  # one entry, not eight
+        {**good, "lengths": "not base64!"},
+        {**good, "parents": list(parents)},  # the form of version 5
+    ]
+    for stored in lies:
+        sidecar.write_text(json.dumps(stored))
+        with Ledger.open(path, fsync="never") as ledger:
+            assert_matches_file(ledger)
 
 
 def test_a_ledger_edited_by_another_program_is_reindexed(tmp_path: Path) -> None:
@@ -308,3 +334,106 @@ def test_an_index_of_the_previous_version_is_rebuilt_with_the_last_call(tmp_path
     with Ledger.open(path, fsync="never") as ledger:
         last = ledger.last_call
         assert last is not None and last.cache_retention == "short"
+
+
+# --- the rebuild: facts read from lines, one streaming pass ------------------------------------
+
+texts = st.text(max_size=30)
+usages = st.builds(Usage, st.integers(0, 10**6), st.integers(0, 10**5), st.integers(0, 10**6))
+messages = st.one_of(
+    st.builds(
+        UserMessage,
+        st.lists(st.builds(TextContent, texts), max_size=3).map(tuple),
+        note=st.none() | st.just("externalEdit"),
+    ),
+    st.builds(
+        lambda text, calls, usage, model: assistant(text, *calls, usage=usage, model=model),
+        texts,
+        st.lists(st.builds(call, st.text("abc", min_size=1, max_size=5)), max_size=2),
+        st.none() | usages,
+        st.sampled_from(["", "sim-large", "gpt-5.5"]),
+    ),
+    st.builds(result, st.text("abc", min_size=1, max_size=5), texts),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(message=messages, retention=st.none() | st.sampled_from(["short", "long", "none"]))
+def test_a_message_line_gives_the_facts_of_its_entry(
+    message: UserMessage | AssistantMessage | ToolResultMessage, retention: str | None
+) -> None:
+    """What a rebuild reads from a message's line without building it is what the index
+    keeps of the entry appended (the one fold, two readers)."""
+    entry = MessageEntry("e1", None, "2026-01-01T00:00:00.000Z", message, retention)  # type: ignore[arg-type]
+    line = json.loads(encode_line(entry_to_json(entry)))
+    assert message_facts(line) == facts_of(entry_from_json(line)) == facts_of(entry)
+
+
+def test_a_rebuilt_index_folds_what_the_appends_folded(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    with Ledger.create(path, session_id="s", workspace="/w", fsync="never") as ledger:
+        ledger.append_model_change("anthropic-messages", "sim-large")
+        fill(ledger, 2)
+        ledger.append_title("a title")
+        ledger.append_message(UserMessage((TextContent("edited"),), note="externalEdit"))
+        ledger.append_message(assistant("ok", usage=Usage(10, 5, 100, 3), model="sim-small"),
+                              cache_retention="long")
+        prompt = ledger.append_message(user("withdrawn"))
+        ledger.rewind(prompt.parent_id)
+        appended = (ledger.meta, ledger.usage, ledger.last_call, ledger.model_change)
+    index_path_for(path).unlink()
+    with Ledger.open(path, fsync="never") as ledger:
+        assert (ledger.meta, ledger.usage, ledger.last_call, ledger.model_change) == appended
+        assert ledger.meta.first_prompt == "prompt 0" and ledger.meta.prompt_count == 2
+
+
+def test_a_message_this_version_cannot_read_is_kept_in_the_tree_and_not_shown(
+    tmp_path: Path,
+) -> None:
+    """A rebuild reads a message's envelope, not its blocks: a block of a kind this version
+    does not know (a newer agent-server's) is found when the entry is read, and the entry is
+    then kept in the tree, not shown, as an entry of an unknown type is; the session opens."""
+    path = tmp_path / "s.jsonl"
+    with Ledger.create(path, session_id="s", workspace="/w", fsync="never") as ledger:
+        fill(ledger, 1)
+        future = ledger.append_message(user("with audio"))
+        ledger.append_message(assistant("heard it"))
+    lines = path.read_bytes().split(b"\n")
+    data = json.loads(lines[5])
+    assert data["id"] == future.id
+    data["message"]["content"].append({"type": "audio", "data": "AAAA"})
+    lines[5] = json.dumps(data).encode()
+    path.write_bytes(b"\n".join(lines))
+    index_path_for(path).unlink()
+    with Ledger.open(path, fsync="never") as ledger:
+        branch = ledger.branch()
+        assert [e.id for e in branch] == ledger.branch_ids()  # the tree goes through it
+        kept = ledger.get(future.id)
+        assert isinstance(kept, UnknownEntry) and kept.raw == data
+        shown = project(ledger.projection_entries()).messages
+        assert [m.role for m in shown] == ["user", "assistant", "toolResult", "assistant",
+                                           "assistant"]
+
+
+def test_a_rebuild_holds_a_block_and_the_index_not_the_file(tmp_path: Path) -> None:
+    """The index is rebuilt in one pass over the file, a block at a time: the memory it
+    takes does not grow with the size of the entries (here 30 MB of tool output)."""
+    path = tmp_path / "s.jsonl"
+    output = "x = 1  # a line of a large file\n" * 6_000  # ~190 kB a tool result
+    with Ledger.create(path, session_id="s", workspace="/w", fsync="never") as ledger:
+        for n in range(160):
+            ledger.append_message(user(f"read part {n}"))
+            ledger.append_message(assistant("", call(f"c{n}", "read", path=f"f{n}.py")))
+            ledger.append_message(result(f"c{n}", output))
+    assert path.stat().st_size > 30e6
+    index_path_for(path).unlink()
+    tracemalloc.start()
+    try:
+        with Ledger.open(path, fsync="never") as ledger:
+            _, peak = tracemalloc.get_traced_memory()
+            assert ledger.entry_count == 480
+    finally:
+        tracemalloc.stop()
+    # A block (1 MB) and its lines, one line's objects, the index of 480 entries: a few MB
+    # (reading 8 MB blocks, copied three times over, it was 40 MB).
+    assert peak < 12e6, peak
