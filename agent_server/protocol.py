@@ -692,8 +692,18 @@ class RequestPermissionResult(TypedDict):
 # --- initialization and settings -------------------------------------------------------------
 
 
+class AgentCompactionHookSettings(TypedDict):
+    """Shell commands run before and after each compaction (docs/sessions.md, Hooks)."""
+
+    before: NotRequired[list[str]]
+    after: NotRequired[list[str]]
+    timeout: NotRequired[float]
+
+
 class AgentCompactionSettings(TypedDict):
     enabled: NotRequired[bool]
+    threshold: NotRequired[float | None]
+    hooks: NotRequired[AgentCompactionHookSettings]
     reserveTokens: NotRequired[int | None]
     keepRecentTokens: NotRequired[int]
     keepRecentTurns: NotRequired[int]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -32,6 +33,7 @@ from agent_server.agent.checkpoints import (
     restored_note,
 )
 from agent_server.agent.checkpoints import restore as restore_files
+from agent_server.agent.compaction_hooks import CompactionHookRunner
 from agent_server.agent.context_manager import (
     CompactionResult,
     ContextManager,
@@ -76,6 +78,7 @@ from agent_server.agent.settings import AgentSettings
 from agent_server.agent.tool_runner import ToolRunner, aborted_result
 from agent_server.agent.tools import Tool, ToolContext
 from agent_server.agent.tools.base import EarlierOutput, outputs_in_context
+from agent_server.agent.tools.environment import tool_environment
 from agent_server.agent.tools.files import LOCAL_FILES, FileAccess
 from agent_server.agent.tools.sandbox import Confinement, confinement, private_user_dirs
 from agent_server.agent.transcript import DEFAULT_PAGE, Page
@@ -245,6 +248,9 @@ class AgentSession:
             clock=clock,
             policy=policy,
             files_of=self._files_of,
+            hooks=CompactionHookRunner(
+                workspace, ledger.header.session_id, self._hook_environment
+            ),
         )
         with contextlib.suppress(RuntimeError):  # no running loop: the first turn starts them
             asyncio.get_running_loop()
@@ -864,6 +870,11 @@ class AgentSession:
             env_pass=tools.env_pass,
             confinement=self.confinement,
         )
+
+    def _hook_environment(self) -> dict[str, str]:
+        """What a compaction hook's command gets: a tool command's environment."""
+        secrets = (*self._secrets, *self._tools.servers.secrets)
+        return tool_environment(os.environ, secrets, self.settings.tools.env_pass).env
 
     def _files_of(self, call: ToolCall) -> tuple[str, tuple[str, ...]]:
         """The kind of a tool call's tool and the files the call reads or writes, as its

@@ -33,7 +33,9 @@ from agent_server.llm.stream import CacheRetention
 LEDGER_VERSION = 1
 
 CACHE_RETENTIONS: frozenset[str] = frozenset(get_args(CacheRetention))
-CompactionReason: TypeAlias = Literal["threshold", "overflow", "truncation", "manual", "idle"]
+CompactionReason: TypeAlias = Literal[
+    "threshold", "overflow", "truncation", "manual", "idle", "requested"
+]
 COMPACTION_REASONS: frozenset[str] = frozenset(get_args(CompactionReason))
 
 

@@ -35,7 +35,15 @@ from agent_server.context.summary_prompt import (
     note_message,
     serialize_message,
 )
-from agent_server.context.trigger import CompactionSettings, compaction_threshold, decide
+from agent_server.context.trigger import (
+    CompactionSettings,
+    StepPosition,
+    compaction_threshold,
+    decide,
+    leaves_no_summary_room,
+    summary_room,
+    window_limit,
+)
 from agent_server.llm.messages import (
     AssistantMessage,
     Context,
@@ -423,27 +431,81 @@ def test_cut_points_keep_tool_pairs_and_budgets(
 # --- decisions and bounded summary prompts -------------------------------------------------------
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(
     st.integers(0, 400_000),
     st.booleans(),
     st.booleans(),
     st.booleans(),
     st.one_of(st.none(), st.integers(0, 19_000)),
+    st.sampled_from(("turn", "break", "requested", "loop")),
+    st.integers(0, 60_000),
+    st.integers(0, 20_000),
+    st.one_of(st.none(), st.floats(0.05, 1.0), st.integers(2048, 300_000)),
+    st.sampled_from(("sim-small", "sim-large")),
 )
 def test_the_decision_compacts_exactly_when_a_rule_says_so(
-    tokens: int, enabled: bool, truncated: bool, rejected: bool, reserve: int | None
+    tokens: int,
+    enabled: bool,
+    truncated: bool,
+    rejected: bool,
+    reserve: int | None,
+    position: StepPosition,
+    step: int,
+    answer: int,
+    threshold_setting: float | None,
+    model_id: str,
 ) -> None:
-    model = BUILTIN_MODELS_BY_ID["sim-large"]
-    compaction = CompactionSettings(enabled=enabled, reserve_tokens=reserve)
-    decision = decide(tokens, model, compaction, truncated=truncated, holds_rejected=rejected)
+    model = BUILTIN_MODELS_BY_ID[model_id]
+    if reserve is not None and reserve >= model.context_window:
+        reserve = None
+    compaction = CompactionSettings(
+        enabled=enabled, reserve_tokens=reserve, threshold=threshold_setting
+    )
+    decision = decide(
+        tokens,
+        model,
+        compaction,
+        truncated=truncated,
+        holds_rejected=rejected,
+        position=position,
+        next_step_tokens=step,
+        answer_tokens=answer,
+    )
     threshold = compaction_threshold(model, compaction)
-    assert (decision.tokens, decision.threshold, decision.window) == (tokens, threshold, 200_000)
-    should = enabled and (truncated or rejected or tokens > threshold)
+    window = model.context_window
+    assert (decision.tokens, decision.threshold, decision.window) == (tokens, threshold, window)
+    assert threshold <= window_limit(model, compaction)
+    early = leaves_no_summary_room(tokens, step, model, compaction)
+    past = tokens > threshold or early
+    waits = (
+        position == "loop"
+        and not early
+        and tokens + step + answer + summary_room(model) <= window
+    )
+    requested = position == "requested" and tokens > 0.5 * threshold
+    should = enabled and (truncated or rejected or (past and not waits) or requested)
     assert (decision.action == "compact") == should
-    assert (decision.reason is None) == (not should)
+    # Waiting (invariants 3, 4 and 8 hold): only past the threshold in the middle of a loop,
+    # never for a cut-off answer or a rejected context, and only while a step like the last
+    # one leaves the summary its room: the next request stays inside the window.
+    assert (decision.action == "wait") == (
+        enabled and not truncated and not rejected and past and waits
+    )
+    if decision.action == "wait":
+        assert tokens + step + answer + summary_room(model) <= window
+        assert decision.reason == "threshold"
+    assert (decision.reason is None) == (decision.action == "send")
     if should:
-        expected = "truncation" if truncated else "overflow" if rejected else "threshold"
+        expected = (
+            "truncation"
+            if truncated
+            else "overflow"
+            if rejected
+            else "threshold"
+            if past
+            else "requested"
+        )
         assert decision.reason == expected
 
 

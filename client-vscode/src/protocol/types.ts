@@ -7,7 +7,7 @@
  */
 import type { Provider } from './providers';
 
-export const ContextActionValues = ['send', 'compact', 'refuse'] as const;
+export const ContextActionValues = ['send', 'compact', 'wait', 'refuse'] as const;
 export type ContextAction = (typeof ContextActionValues)[number];
 
 export type DecisionReason = CompactionReason | 'oversized';
@@ -18,7 +18,7 @@ export type SummaryMode = (typeof SummaryModeValues)[number];
 export const AttachmentKindValues = ['file', 'directory', 'image'] as const;
 export type AttachmentKind = (typeof AttachmentKindValues)[number];
 
-export const CompactionReasonValues = ['threshold', 'overflow', 'truncation', 'manual', 'idle'] as const;
+export const CompactionReasonValues = ['threshold', 'overflow', 'truncation', 'manual', 'idle', 'requested'] as const;
 export type CompactionReason = (typeof CompactionReasonValues)[number];
 
 export const IssueActionValues = ['skipped', 'truncated', 'newline_added', 'reattached', 'unknownType'] as const;
@@ -671,8 +671,17 @@ export interface RequestPermissionResult {
   outcome: SelectedOption | 'cancelled';
 }
 
+/** Shell commands run before and after each compaction (docs/sessions.md, Hooks). */
+export interface AgentCompactionHookSettings {
+  before?: string[];
+  after?: string[];
+  timeout?: number;
+}
+
 export interface AgentCompactionSettings {
   enabled?: boolean;
+  threshold?: number | null;
+  hooks?: AgentCompactionHookSettings;
   reserveTokens?: number | null;
   keepRecentTokens?: number;
   keepRecentTurns?: number;
