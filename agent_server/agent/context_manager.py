@@ -81,6 +81,7 @@ from agent_server.context.trigger import (
     has_uncompacted_truncation,
     last_step_tokens,
     max_kept_tokens,
+    requested_focus,
     step_position,
     window_limit,
 )
@@ -181,7 +182,8 @@ class CompactNearWindow:
         reason = decision.reason
         if decision.action != "compact" or reason is None or reason == "oversized":
             return view
-        result = await manager.compact(reason, view=view)
+        focus = requested_focus(view.entries) if reason == "requested" else None
+        result = await manager.compact(reason, view=view, instructions=focus)
         return result.view
 
 
@@ -323,6 +325,11 @@ class ContextManager:
     @property
     def threshold(self) -> int:
         return compaction_threshold(self.model, self.settings)
+
+    def share_of_threshold(self) -> float | None:
+        """The ledger's context as a share of the threshold (the compact tool reads it);
+        None when automatic compaction is off."""
+        return self.view().tokens / self.threshold if self.settings.enabled else None
 
     # --- views ----------------------------------------------------------------------------
 

@@ -869,6 +869,7 @@ class AgentSession:
             files=self._files,
             env_pass=tools.env_pass,
             confinement=self.confinement,
+            context_share=self.context.share_of_threshold,
         )
 
     def _hook_environment(self) -> dict[str, str]:

@@ -306,6 +306,23 @@ def step_position(entries: Sequence[Entry]) -> StepPosition:
     return "loop"
 
 
+def requested_focus(entries: Sequence[Entry]) -> str | None:
+    """What the model asked a requested compaction's summary to keep (the `focus` of its
+    request in the last step's results), if anything."""
+    if step_position(entries) != "requested":
+        return None
+    for entry in reversed(entries):
+        message = entry.message if isinstance(entry, MessageEntry) else None
+        if not isinstance(message, ToolResultMessage):
+            continue
+        request = (message.details or {}).get(COMPACTION_REQUEST_DETAIL)
+        if isinstance(request, dict) and isinstance(request.get("focus"), str):
+            return str(request["focus"]).strip() or None
+        if request:
+            return None
+    return None
+
+
 # --- the decision before a call --------------------------------------------------------------
 
 # "wait": past the threshold in the middle of a tool loop, sent as it is until a break while

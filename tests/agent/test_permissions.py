@@ -67,13 +67,13 @@ def test_options_follow_the_agent_client_protocol_and_say_what_they_cover() -> N
 @pytest.mark.parametrize(
     ("mode", "asks_for"),
     [
-        ("ask", {"read", "write", "edit", "ls", "find", "grep", "bash"}),
+        ("ask", {"read", "write", "edit", "ls", "find", "grep", "bash", "compact"}),
         ("allowReads", {"write", "edit", "bash"}),
         ("allowAll", set()),
     ],
 )
 async def test_modes_decide_which_tools_ask(mode: Any, asks_for: set[str]) -> None:
-    user = User(*["allow_once"] * 7)
+    user = User(*["allow_once"] * len(default_tools()))
     gate = PermissionGate(mode, user)
     for tool in default_tools():
         decision = await gate.decide(tool, call_of(tool))

@@ -109,6 +109,8 @@ class ToolContext:
         so that read can answer a re-read of unchanged lines with a note.
     files: where read, edit and write get and put the text of a file (the disk, or the
         editor's buffers).
+    context_share: the context's estimate as a share of the compaction threshold (None:
+        automatic compaction is off), for the compact tool.
     """
 
     workspace: Path
@@ -121,6 +123,7 @@ class ToolContext:
     hard_links_allowed: bool = False
     in_context: tuple[EarlierOutput, ...] = ()
     files: FileAccess = LOCAL_FILES
+    context_share: Callable[[], float | None] = lambda: None
 
 
 class Tool(Protocol):

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from agent_server.agent.tools.base import Tool, ToolResult
 from agent_server.agent.tools.bash import BashTool
+from agent_server.agent.tools.compact import CompactTool
 from agent_server.agent.tools.edit import EditTool
 from agent_server.agent.tools.find import FindTool
 from agent_server.agent.tools.grep import GrepTool
@@ -26,11 +27,13 @@ _DEFAULT_TOOLS: tuple[Tool, ...] = (
     FindTool(),
     GrepTool(),
     BashTool(),
+    CompactTool(),
 )
 
 
 def default_tools() -> tuple[Tool, ...]:
-    """read, write, edit, ls, find, grep, bash: always the same instances, in this order."""
+    """read, write, edit, ls, find, grep, bash, compact: always the same instances, in this
+    order."""
     return _DEFAULT_TOOLS
 
 
