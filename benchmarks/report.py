@@ -359,7 +359,8 @@ def recall_table(rows: Sequence[Any]) -> Table:
     for heading in headings:
         table.add_column(heading, justify="left" if heading in headings[:4] else "right")
     for row in rows:
-        reference = cheapest.get((row.session, row.model, row.summariser, row.client))
+        reference = cheapest.get((row.session, row.model, row.summariser,
+                                  row.client.split("+")[0]))
         table.add_row(
             row.session, row.model, row.summariser, row.client, _money(row.cost),
             _ratio(row.cost / reference) if reference else "-",
