@@ -520,6 +520,7 @@ _REASONS: Mapping[str, str] = {
     "truncation": "the last answer was cut off by the window",
     "manual": "/compact",
     "idle": "the prompt cache expired during a pause",
+    "requested": "the model asked for it at a break",
 }
 
 

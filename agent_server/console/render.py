@@ -168,6 +168,7 @@ def compaction_reason(params: Mapping[str, Any], compact_at: int | None) -> str:
         "truncation": "an answer was cut off by the window",
         "manual": "asked for",
         "idle": "the cache went cold: the prefix is written again either way",
+        "requested": "the model asked for it at a break",
     }.get(reason, reason)
 
 

@@ -922,7 +922,7 @@ export class ChatView {
         headline = `Compaction failed${reason}${item.error ? `: ${item.error}` : ''}`;
         break;
       case 'cancelled':
-        headline = `Compaction cancelled${reason}`;
+        headline = `Compaction cancelled${reason}${item.error ? `: ${item.error}` : ''}`;
         break;
     }
     const el = h(
@@ -1221,6 +1221,8 @@ function reasonLabel(reason: string): string {
       return 'on request';
     case 'idle':
       return 'after an idle pause';
+    case 'requested':
+      return 'asked for by the model';
     default:
       return reason;
   }
