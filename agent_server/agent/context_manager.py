@@ -487,10 +487,10 @@ class ContextManager:
         self._emit(CompactionStarted(compaction_id, reason, before))
         verdict = await self._before_hooks(reason, view, instructions)
         if verdict.cancel and reason in CANCELLABLE:
+            # The card says "cancelled"; its error names who and why (the notice says both).
             message = f"Compaction cancelled by {verdict.reason}"
-            self._emit(
-                CompactionFinished(compaction_id, reason, "cancelled", before, error=message)
-            )
+            self._emit(CompactionFinished(compaction_id, reason, "cancelled", before,
+                                          error=verdict.reason))
             self._emit(Notice(self.turn_id, "info", message))
             return CompactionResult("cancelled", reason, before, before, view, error=message)
         instructions = "\n\n".join(filter(None, (instructions, verdict.instructions))) or None

@@ -183,6 +183,8 @@ async def test_a_cancel_holds_at_the_threshold_but_not_for_an_overflow(tmp_path:
         [finished] = h.of(events.CompactionFinished)
         assert finished.status == "cancelled"
         assert finished.error is not None and "not during the release" in finished.error
+        # The card's status says "cancelled"; its error says who and why, once.
+        assert finished.error.startswith("compaction hook") and "ancelled" not in finished.error
         # An overflow cannot wait: it compacts anyway, and says so.
         await h.manager.recover_overflow(view, "prompt is too long", rejected=True)
         [entry] = compactions(h)

@@ -196,3 +196,12 @@ def test_a_compaction_says_which_rule_ran_and_how_much_summary_is_hidden() -> No
     assert "past the compaction point (24.6k)" in compaction_reason(
         {"reason": "threshold", "tokensBefore": 25_000}, 24_576
     )
+    assert compaction_reason({"reason": "requested"}, 24_576) == (
+        "the model asked for it at a break"
+    )
+    printer.compaction({"status": "started", "reason": "requested", "tokensBefore": 20_000})
+    printer.compaction({"status": "cancelled", "reason": "threshold", "tokensBefore": 20_700,
+                        "error": "compaction hook 'check': not during the release"})
+    out = buffer.getvalue()
+    assert "(the model asked for it at a break)" in out
+    assert "compaction cancelled: compaction hook 'check': not during the release" in out
