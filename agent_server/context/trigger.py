@@ -17,12 +17,12 @@ before anything is sent.
 **Natural breaks.** A compaction in the middle of a tool loop summarises the turn the model is
 working on; at a break (a new prompt, or a step whose tool marks the end of a unit of work) it
 summarises finished work. So past the threshold in the middle of a loop, the compaction waits
-(action "wait") while a step like the last one (its answer and its results) still leaves the
-summary request its room in the window (`can_wait_for_break`); once it would not, it runs
-there and then. Waiting never lets the context overflow any more than the early trigger does:
-the next request is at most the window less the summary's room. The model may ask for a
-compaction at a break (the `compact` tool): it runs at the next call when the context is past
-`REQUESTED_SHARE` of the threshold (`compacts_on_request`), else the request is declined.
+(action "wait") while a step like the last one (its answer and its results), counted twice,
+still leaves the summary request its room in the window (`can_wait_for_break`); once it would
+not, it runs there and then. Waiting never lets the context overflow any more than the early
+trigger does: the next request is at most the window less the summary's room. The model may
+ask for a compaction at a break (the `compact` tool): it runs at the next call when the context
+is past `REQUESTED_SHARE` of the threshold (`compacts_on_request`), else it is declined.
 
 **The threshold** is `context_window - reserve`, or lower when the `compaction.threshold`
 setting asks (tokens, or a share of the window): the window less the reserve stays the most a
@@ -220,9 +220,12 @@ def can_wait_for_break(
 ) -> bool:
     """In the middle of a tool loop, past the threshold: whether the compaction may wait for
     a natural break, that is, whether a step like the last one (`step_tokens`: its answer and
-    its results) would still leave the summary request its room in the window."""
+    its results) would still leave the summary request its room in the window. The step is
+    counted twice: the estimate of text not yet counted by the provider (chars/4) runs low by
+    up to half on dense text (a log page is about 2.7 characters a token), in the context's
+    newest part and in the next step alike."""
     del settings  # the same rule whichever way the summary is asked for
-    return tokens + step_tokens + summary_room(model) <= model.context_window
+    return tokens + 2 * step_tokens + summary_room(model) <= model.context_window
 
 
 def compacts_on_request(tokens: int, model: ModelInfo, settings: CompactionSettings) -> bool:

@@ -239,11 +239,12 @@ def test_the_step_position_reads_the_last_step() -> None:
 def test_past_the_threshold_a_tool_loop_waits_for_a_break_while_a_step_leaves_room() -> None:
     m = model(4096, window=32_768)  # threshold 24,576; the summary needs 1,024 + 4,096 beside
     s = CompactionSettings()
-    # 25k and a 2k step: 25k + 2k + 5,120 = 32,120, inside the window: the loop goes on.
-    waiting = decide(25_000, m, s, position="loop", next_step_tokens=1_500, answer_tokens=500)
+    # 25k and a 1k step, counted twice: 25k + 2k + 5,120 = 32,120, inside the window: the loop
+    # goes on.
+    waiting = decide(25_000, m, s, position="loop", next_step_tokens=700, answer_tokens=300)
     assert (waiting.action, waiting.reason) == ("wait", "threshold")
-    # A step one token larger than the room: compact now.
-    room = 32_768 - 25_000 - 5_120
+    # A step one token larger than half the room: compact now.
+    room = (32_768 - 25_000 - 5_120) // 2
     assert decide(25_000, m, s, position="loop", next_step_tokens=room).action == "wait"
     assert decide(25_000, m, s, position="loop", next_step_tokens=room + 1).action == "compact"
     # The answer counts as part of the step.
@@ -258,8 +259,8 @@ def test_past_the_threshold_a_tool_loop_waits_for_a_break_while_a_step_leaves_ro
     assert decide(25_000, m, s, position="loop", cold=True).reason == "idle"
     # Under the threshold nothing changes.
     assert decide(24_000, m, s, position="loop").action == "send"
-    assert can_wait_for_break(25_000, 2_648, m, s)
-    assert not can_wait_for_break(25_000, 2_649, m, s)
+    assert can_wait_for_break(25_000, 1_324, m, s)
+    assert not can_wait_for_break(25_000, 1_325, m, s)
 
 
 def test_a_requested_compaction_runs_past_half_the_threshold() -> None:

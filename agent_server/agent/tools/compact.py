@@ -21,11 +21,9 @@ from agent_server.llm.messages import ToolSpec
 SPEC = ToolSpec(
     name="compact",
     description=(
-        "Ask for the conversation so far to be compacted into a summary before your next "
-        "step, at a natural break: a step of the task is done and the next one does not need "
-        "the details (file contents, outputs) of the earlier ones. It happens only when the "
-        f"context is large enough to pay for it (past {REQUESTED_SHARE:.0%} of the compaction "
-        "threshold); the answer says whether it will."
+        "At a natural break (a step done; the next needs none of its file contents or "
+        "outputs), ask for the conversation to be summarised before your next step. Runs "
+        f"only past {REQUESTED_SHARE:.0%} of the compaction threshold; the answer says."
     ),
     parameters={
         "type": "object",
