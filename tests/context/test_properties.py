@@ -166,7 +166,11 @@ def check_cut(entries: Sequence[Entry], cut: CutPoint, budget: int, turns: int) 
         assert not isinstance(first.message, ToolResultMessage)
         assert cut.kept_tokens == sum(estimate_tokens(e.message) for e in cut.kept)
         assert cut.kept_tokens <= budget
-        assert sum(is_prompt(e.message) for e in cut.kept) <= turns
+        # A prompt not answered yet is kept beside the last `turns` answered turns.
+        last_prompt = max(i for i, e in enumerate(window) if is_prompt(e.message)) \
+            if any(is_prompt(e.message) for e in window) else len(window)
+        pending = not any(isinstance(e.message, AssistantMessage) for e in window[last_prompt:])
+        assert sum(is_prompt(e.message) for e in cut.kept) <= turns + pending
         # a note right before a prompt stays with it
         start = len(window) - len(cut.kept)
         if start and is_prompt(window[start].message):
