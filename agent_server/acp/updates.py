@@ -19,6 +19,7 @@ from typing import Any, TypeAlias, cast, get_args
 
 from acp.schema import (
     AgentMessageChunk,
+    AgentPlanUpdate,
     AgentThoughtChunk,
     AudioContentBlock,
     AvailableCommand,
@@ -30,6 +31,7 @@ from acp.schema import (
     EmbeddedResourceContentBlock,
     FileEditToolCallContent,
     ImageContentBlock,
+    PlanEntry,
     ResourceContentBlock,
     SessionConfigOptionSelect,
     SessionConfigSelectOption,
@@ -57,6 +59,7 @@ from agent_server.agent.events import (
     CompactionStarted,
     Notice,
     OverflowHappened,
+    PlanUpdated,
     TextChunk,
     ThinkingChunk,
     ToolCallStarted,
@@ -78,6 +81,7 @@ SessionUpdate: TypeAlias = (
     | AvailableCommandsUpdate
     | SessionInfoUpdate
     | UsageUpdate
+    | AgentPlanUpdate
 )
 PromptBlock: TypeAlias = (
     TextContentBlock
@@ -327,6 +331,8 @@ class EventTranslator:
             return [self.notice(event.message)]
         if isinstance(event, Notice):
             return [self.notice(event.message)]
+        if isinstance(event, PlanUpdated):
+            return [plan_update(event)]
         return []  # TurnStarted (the client shows its own prompt), TurnEnded (the answer)
 
     def notice(self, message: str) -> AgentMessageChunk:
@@ -704,4 +710,15 @@ def _replayed_call(
         content=[diff] if diff is not None else None,
         locations=locations(cwd, paths, arguments) or None,
         raw_input=arguments,
+    )
+
+
+def plan_update(event: PlanUpdated) -> AgentPlanUpdate:
+    """The task's plan as ACP's plan update (the whole list, as the protocol wants it)."""
+    return AgentPlanUpdate(
+        session_update="plan",
+        entries=[
+            PlanEntry(content=item.content, status=item.status, priority=item.priority)
+            for item in event.items
+        ],
     )

@@ -27,6 +27,7 @@ from agent_server.llm.messages import (
 
 # The Agent Client Protocol's tool kinds; the editor picks an icon by it.
 from agent_server.protocol import ToolKind as ToolKind
+from agent_server.session.entries import Pin, PinAuthor, PinKind, PlanItem
 
 OutputCallback: TypeAlias = Callable[[str], None]
 
@@ -89,6 +90,15 @@ def outputs_in_context(messages: Sequence[Message]) -> tuple[EarlierOutput, ...]
     return tuple(out)
 
 
+class Memory(Protocol):
+    """The session's pins and plan, as the remember and plan tools change them
+    (agent/memory.py)."""
+
+    def pin(self, kind: PinKind, text: str, by: PinAuthor) -> Pin: ...
+
+    def set_plan(self, items: Sequence[PlanItem]) -> None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class ToolContext:
     """Where and how one tool call runs.
@@ -109,6 +119,8 @@ class ToolContext:
         so that read can answer a re-read of unchanged lines with a note.
     files: where read, edit and write get and put the text of a file (the disk, or the
         editor's buffers).
+    memory: the session's pins and plan (None where there is no session: remember and
+        plan then refuse).
     """
 
     workspace: Path
@@ -121,6 +133,7 @@ class ToolContext:
     hard_links_allowed: bool = False
     in_context: tuple[EarlierOutput, ...] = ()
     files: FileAccess = LOCAL_FILES
+    memory: Memory | None = None
 
 
 class Tool(Protocol):
