@@ -78,6 +78,7 @@ from agent_server.agent.tool_runner import ToolRunner, aborted_result
 from agent_server.agent.tools import Tool, ToolContext
 from agent_server.agent.tools.base import EarlierOutput, outputs_in_context
 from agent_server.agent.tools.files import LOCAL_FILES, FileAccess
+from agent_server.agent.tools.output import output_limits
 from agent_server.agent.tools.sandbox import Confinement, confinement, private_user_dirs
 from agent_server.agent.transcript import DEFAULT_PAGE, Page
 from agent_server.agent.transcript import page as transcript_page
@@ -889,6 +890,7 @@ class AgentSession:
             in_context=self._in_context,
             files=self._files,
             memory=self.memory,
+            limits=output_limits(self.context.threshold),
             env_pass=tools.env_pass,
             confinement=self.confinement,
         )

@@ -61,6 +61,7 @@ MAX_PIN_TOKENS = 2_000
 PIN_SHARE_OF_THRESHOLD = 12
 # The least worth keeping of an older message cut to fit what is left of the budget.
 MIN_CUT_MESSAGE_TOKENS = 64
+MIN_CUT_CHARS = 200
 CALL_CHARS = 240
 ERROR_CHARS = 240
 THEN_CHARS = 320
@@ -69,10 +70,9 @@ THEN_CHARS = 320
 # (the turn loop's "Not run: ...", the ledger's and the projection's "No result: ...", the
 # default aborted result).
 _NOT_RUN = ("Not run", "No result", "The tool call was aborted")
-_ERROR_LINE = re.compile(
-    r"\b\w*(?:Error|Exception)\b|\bFAILED\b|\bFAIL\b|\berror\b|\bfatal\b|Traceback|"
-    r"\bnot found\b|\bdenied\b|\bassert",
-    re.IGNORECASE,
+_ERROR_LINE = re.compile(  # case matters: "FAILED test_x", not pytest's "1 failed in 2s"
+    r"\b\w*(?:Error|Exception)\b|\bFAILED\b|\bFAIL\b|\b[Ee]rror:|\b[Ff]atal:|Traceback"
+    r"|\bnot found\b|\bdenied\b|\bNo such\b|^E\s"
 )
 _NOTE_LINE = re.compile(r"^(?:Exit code -?\d+\.|\[Output truncated.*\])$")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
@@ -206,9 +206,13 @@ def _user_messages(messages: Sequence[str], budget: int) -> tuple[tuple[str, ...
 
 
 def _cut_to(text: str, tokens: int) -> str:
-    """`text`'s head and tail within about `tokens` tokens, the cut said."""
-    limit = max(tokens * len(text) // max(estimate_text_tokens(text), 1), 200)
-    return bound_text(text, limit)
+    """`text`'s head and tail within `tokens` tokens (or 200 characters), the cut said."""
+    limit = tokens * len(text) // max(estimate_text_tokens(text), 1)
+    cut = bound_text(text, max(limit, MIN_CUT_CHARS))
+    while limit > MIN_CUT_CHARS and estimate_text_tokens(cut) > tokens:
+        limit = limit * 9 // 10
+        cut = bound_text(text, max(limit, MIN_CUT_CHARS))
+    return cut
 
 
 def failures_in(messages: Sequence[Message]) -> list[Failure]:

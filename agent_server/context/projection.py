@@ -40,7 +40,7 @@ from agent_server.llm.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from agent_server.session.entries import BranchEntry, CompactionEntry, Entry, MessageEntry
+from agent_server.session.entries import BranchEntry, Carried, CompactionEntry, Entry, MessageEntry
 
 INTERRUPTED_TOOL_RESULT = (
     "No result: this tool call did not complete (the turn was interrupted or rewound)."
@@ -177,11 +177,16 @@ def project_messages(entries: Sequence[Entry]) -> tuple[Message, ...]:
 
 
 def build_compacted_messages(
-    summary: str, tail: Sequence[Message], *, split_turn_summary: str | None = None
+    summary: str,
+    tail: Sequence[Message],
+    *,
+    split_turn_summary: str | None = None,
+    carried: Carried | None = None,
 ) -> list[Message]:
-    """`summary` at the head of `tail`: merged into tail[0] as its first text block when that
-    is a user message, else a user message of its own."""
-    summary_message = UserMessage((TextContent(summary_message_text(summary, split_turn_summary)),))
+    """`summary` (and what the compaction carries) at the head of `tail`: merged into tail[0]
+    as its first text block when that is a user message, else a user message of its own."""
+    text = summary_message_text(summary, split_turn_summary, carried)
+    summary_message = UserMessage((TextContent(text),))
     if tail and isinstance(tail[0], UserMessage):
         return [_merge_users(summary_message, tail[0]), *tail[1:]]
     return [summary_message, *tail]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeAlias
 
 from agent_server.agent.tools.files import LOCAL_FILES, FileAccess
+from agent_server.agent.tools.output import DEFAULT_LIMITS, OutputLimits
 from agent_server.agent.tools.sandbox import Confinement
 from agent_server.errors import InvalidToolArgumentsError
 from agent_server.llm.messages import (
@@ -121,6 +122,7 @@ class ToolContext:
         editor's buffers).
     memory: the session's pins and plan (None where there is no session: remember and
         plan then refuse).
+    limits: what one result may hold (output.py: less on a small window).
     """
 
     workspace: Path
@@ -134,6 +136,7 @@ class ToolContext:
     in_context: tuple[EarlierOutput, ...] = ()
     files: FileAccess = LOCAL_FILES
     memory: Memory | None = None
+    limits: OutputLimits = DEFAULT_LIMITS
 
 
 class Tool(Protocol):
