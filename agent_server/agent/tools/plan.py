@@ -38,6 +38,7 @@ SPEC = ToolSpec(
         "properties": {
             "entries": {
                 "type": "array",
+                "description": "Every step of the plan, in order",
                 "items": {
                     "type": "object",
                     "properties": {

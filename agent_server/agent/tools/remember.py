@@ -27,7 +27,11 @@ SPEC = ToolSpec(
         "type": "object",
         "properties": {
             "text": {"type": "string", "description": "The rule or fact, in one sentence"},
-            "kind": {"type": "string", "enum": list(get_args(PinKind))},
+            "kind": {
+                "type": "string",
+                "enum": list(get_args(PinKind)),
+                "description": "rule: to follow; fact: to know",
+            },
         },
         "required": ["text", "kind"],
     },

@@ -35,6 +35,8 @@ def test_default_tools_in_fixed_order() -> None:
         "find",
         "grep",
         "bash",
+        "plan",
+        "remember",
     ]
 
 
@@ -57,6 +59,8 @@ def test_read_only_flags_and_kinds() -> None:
         "find": (True, "search"),
         "grep": (True, "search"),
         "bash": (False, "execute"),
+        "plan": (True, "other"),
+        "remember": (True, "other"),
     }
 
 
@@ -79,6 +83,8 @@ def test_argument_names_are_the_ones_the_scenarios_use() -> None:
         "find": {"pattern", "path"},
         "grep": {"pattern", "path", "glob", "ignoreCase", "context"},
         "bash": {"command", "timeout"},
+        "plan": {"entries"},
+        "remember": {"text", "kind"},
     }
 
 
