@@ -73,6 +73,7 @@ def test_options_follow_the_agent_client_protocol_and_say_what_they_cover() -> N
     ],
 )
 async def test_modes_decide_which_tools_ask(mode: Any, asks_for: set[str]) -> None:
+    """The plan and remember tools act on the session alone: never asked about."""
     user = User(*["allow_once"] * 7)
     gate = PermissionGate(mode, user)
     for tool in default_tools():

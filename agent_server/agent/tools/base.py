@@ -143,6 +143,8 @@ class Tool(Protocol):
     """A coding tool the agent can call.
 
     `read_only` tools change nothing (the default permission mode runs them without asking).
+    A tool with a true `session_only` attribute (optional: the plan, the pins) acts on the
+    session alone and is never asked about, in any mode (agent/permissions.py).
     `kind` and `title` are for display and for permission prompts ("Run: npm test").
     `paths` names the workspace files the call reads or writes, as the model wrote them
     (resolve them with `resolve_in_workspace`); `title` and `paths` must accept any

@@ -41,6 +41,7 @@ SPEC = ToolSpec(
 class RememberTool:
     spec = SPEC
     read_only = True  # it changes nothing in the workspace
+    session_only = True  # nor reads it: never asked about (agent/permissions.py)
     kind: ToolKind = "other"
 
     def paths(self, arguments: Mapping[str, Any]) -> tuple[str, ...]:
