@@ -71,6 +71,7 @@ from agent_server.agent.permissions import PERMISSION_MODES, PermissionMode, Per
 from agent_server.agent.transcript import CHUNK_KINDS
 from agent_server.llm.messages import ImageContent, TextContent, UserContent, usage_to_json
 from agent_server.llm.models import ModelInfo
+from agent_server.session.entries import Pin
 
 SessionUpdate: TypeAlias = (
     UserMessageChunk
@@ -109,6 +110,13 @@ COMMANDS: tuple[tuple[str, str, str | None], ...] = (
         "optional instructions for the summary",
     ),
     ("usage", "Show how full the context window is, the cache hit rate and the cost", None),
+    (
+        "remember",
+        "Pin a rule (or, after fact:, a fact) for the session, carried across every compaction",
+        "the rule, or fact: the fact",
+    ),
+    ("forget", "Remove a pin (/pins lists them with their ids)", "the pin's id"),
+    ("pins", "Show the pinned rules and facts, and the task's plan", None),
 )
 
 
@@ -269,6 +277,14 @@ def usage_text(snapshot: UsageSnapshot) -> str:
         f"cache hit rate {snapshot.cache_hit_rate:.0%}, {snapshot.calls} model calls, "
         f"${snapshot.cost:.4f} so far."
     )
+
+
+def pins_text(pins: Sequence[Pin]) -> str:
+    """The `/pins` answer: each pin's id, kind and author, its text literally (fenced)."""
+    if not pins:
+        return "Nothing pinned (/remember pins a rule)."
+    lines = [f"{pin.id}  {pin.kind}, by the {pin.by}: {pin.text}" for pin in pins]
+    return "Pinned, carried across every compaction:\n\n" + code_block("\n".join(lines))
 
 
 def title_update(title: str) -> SessionInfoUpdate:

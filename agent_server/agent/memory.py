@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Sequence
+from typing import cast
 
 from agent_server.agent.events import EventSink, PinsChanged, PlanUpdated
 from agent_server.context.carried import current_pins, current_plan, pins_budget
 from agent_server.context.estimate import estimate_text_tokens
 from agent_server.errors import PinError
-from agent_server.session.entries import Pin, PinAuthor, PinKind, PlanItem
+from agent_server.session.entries import PIN_KINDS, Pin, PinAuthor, PinKind, PlanItem
 from agent_server.session.ledger import Ledger
 
 MAX_PIN_CHARS = 2_000
@@ -98,3 +99,13 @@ def find_pin(pins: Sequence[Pin], pin_id: str) -> Pin:
         problem = "matches several pins" if matches else "is not a pin in force"
         raise PinError(f"{pin_id!r} {problem} (pins: {known}).")
     return matches[0]
+
+
+def pin_argument(argument: str) -> tuple[PinKind, str]:
+    """What `/remember` pins (the terminal's and ACP's): a fact when the text starts with
+    `fact:`, else a rule (a leading `rule:` is dropped too)."""
+    head, colon, rest = argument.partition(":")
+    word = head.strip().lower()
+    if colon and word in PIN_KINDS:
+        return cast(PinKind, word), rest.strip()
+    return "rule", argument.strip()

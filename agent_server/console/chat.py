@@ -27,6 +27,7 @@ from rich.text import Text
 
 from agent_server.agent import events, transcript
 from agent_server.agent.checkpoints import RestorePlan
+from agent_server.agent.memory import pin_argument
 from agent_server.agent.permissions import PermissionRequest
 from agent_server.agent.session import AgentSession, RestoreChoice
 from agent_server.agent.settings import AgentSettings
@@ -37,7 +38,6 @@ from agent_server.console.commands import (
     COMMANDS,
     command_names,
     mode_named,
-    pin_argument,
     prompt_with_images,
     read_command,
 )
@@ -294,9 +294,7 @@ class TerminalChat:
         except AgentServerError as error:
             self.console.print(shown(error.message, "red"))
             return
-        self.console.print(
-            Text(f"pinned {pin.kind} {pin.id}: ", style="magenta") + shown(pin.text)
-        )
+        self.console.print(Text(f"pinned {pin.kind} {pin.id}: ", style="magenta") + shown(pin.text))
 
     def forget_command(self, session: AgentSession, argument: str) -> None:
         """`/forget id`: remove a pin."""

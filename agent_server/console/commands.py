@@ -18,11 +18,9 @@ import base64
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
 
 from agent_server.agent.tools.read import MAX_IMAGE_BYTES, image_type
 from agent_server.llm.messages import ImageContent, TextContent, UserContent
-from agent_server.session.entries import PIN_KINDS, PinKind
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,16 +96,6 @@ def command_names(prefix: str) -> list[str]:
 
 def mode_named(word: str) -> str | None:
     return MODE_WORDS.get(word.strip().lower())
-
-
-def pin_argument(argument: str) -> tuple[PinKind, str]:
-    """What `/remember` pins: a fact when the text starts with `fact:`, else a rule (a
-    leading `rule:` is dropped too)."""
-    head, colon, rest = argument.partition(":")
-    word = head.strip().lower()
-    if colon and word in PIN_KINDS:
-        return cast(PinKind, word), rest.strip()
-    return "rule", argument.strip()
 
 
 # --- images by path -------------------------------------------------------------------------

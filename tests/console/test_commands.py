@@ -133,7 +133,7 @@ def test_sessions_are_told_apart_and_found_by_a_prefix_of_their_whole_id(tmp_pat
 
 
 def test_remember_pins_a_rule_unless_it_says_fact() -> None:
-    from agent_server.console.commands import pin_argument
+    from agent_server.agent.memory import pin_argument
 
     assert pin_argument("never edit CHANGELOG") == ("rule", "never edit CHANGELOG")
     assert pin_argument("fact: the port is 8123") == ("fact", "the port is 8123")
