@@ -12,9 +12,12 @@ wrongly (a violation). Every client gets the same workspace, environment and sim
 Per run: the bill; the facts its steps needed and found; recoveries (calls, tokens,
 dollars); violations by kind; compactions; the completed steps and the bill per completed
 step. `--quick` (CI) runs agent-server alone, on the two smaller sessions and the 32k window:
-its figures are printed, never asserted. `--variant NAME` runs agent-server's clients with
-another context policy (VARIANTS), labelled `<client>+NAME`, to measure a design choice on the
-same suite (issue 26: `restore-files`).
+its figures are printed, never asserted. `--omniscient` runs the same sessions with a model that
+never misses what was dropped (every step's needs ignored), the scripted model every figure
+before issue 25 came from: the bills beside the knowing model's say what forgetting costs.
+`--variant NAME` runs agent-server's clients with another context policy (VARIANTS),
+labelled `<client>+NAME`, to measure a design choice on the same suite (issue 26:
+`restore-files`).
 """
 
 from __future__ import annotations
@@ -26,10 +29,11 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from agent_server.agent.context_manager import ContextPolicy
+from agent_server.sim.scenario import Scenario
 from agent_server.sim.summary import SUMMARY_MODES, SummaryMode
 from benchmarks import peers
 from benchmarks.real_code import ENVIRONMENT, RECIPES, RealWorkload, workloads
@@ -49,6 +53,13 @@ def session_of(workload: RealWorkload) -> peers.Session:
 VARIANTS: dict[str, Callable[[Path], ContextPolicy]] = {
     RestoreRecentFiles.name: RestoreRecentFiles,
 }
+
+
+def omniscient(scenario: Scenario) -> Scenario:
+    """The scenario with no step naming a fact it needs: a model that knows it all."""
+    turns = tuple(replace(turn, steps=tuple(replace(step, needs=()) for step in turn.steps))
+                  for turn in scenario.turns)
+    return replace(scenario, turns=turns)
 
 
 def _run(client: str, workload: RealWorkload, model: str, summariser: SummaryMode,
@@ -85,7 +96,7 @@ def _unknown(clients: Sequence[str], models: Sequence[str], summarisers: Sequenc
 def main(clients: Sequence[str] | None = None, models: Sequence[str] | None = None,
          summarisers: Sequence[str] | None = None, names: Sequence[str] | None = None,
          out_dir: Path | None = None, quick: bool = False, json_path: Path | None = None,
-         variant: str | None = None) -> int:
+         variant: str | None = None, knows_all: bool = False) -> int:
     from benchmarks.report import print_recall
 
     clients = clients or (QUICK_CLIENTS if quick else peers.CLIENTS)
@@ -106,6 +117,8 @@ def main(clients: Sequence[str] | None = None, models: Sequence[str] | None = No
     run_root = (out_dir or Path(".bench") / "recall" / stamp).resolve()
     _progress(f"preparing {', '.join(names)} (sources from PyPI, cached)")
     prepared = workloads(tuple(names))
+    if knows_all:
+        prepared = [replace(w, scenario=omniscient(w.scenario)) for w in prepared]
     cache = peers.cache_dir()
     executables = {peer.name: peers.install(peer, cache) for peer in peers.PEERS
                    if peer.name in clients}
@@ -117,7 +130,7 @@ def main(clients: Sequence[str] | None = None, models: Sequence[str] | None = No
     try:
         for workload in prepared:
             for model in models:
-                for mode in modes:
+                for mode in (m for m in SUMMARY_MODES if m in modes):
                     run_dir = run_root / workload.name / mode
                     run_dir.mkdir(parents=True, exist_ok=True)
                     for client in clients:

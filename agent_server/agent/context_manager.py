@@ -55,6 +55,7 @@ from agent_server.agent.events import (
 )
 from agent_server.agent.session_config import ContextConfig
 from agent_server.agent.summary_request import ModelCall, Summaries
+from agent_server.context.carried import carried_budgets, carry
 from agent_server.context.cut_point import CutPoint, find_cut_point
 from agent_server.context.estimate import (
     ContextEstimate,
@@ -500,6 +501,12 @@ class ContextManager:
             previous.details if previous is not None else None,
             self._files_of,
         )
+        carried = carry(
+            view.entries,
+            (*cut.summarize, *cut.turn_prefix),
+            cut.kept,
+            carried_budgets(self.threshold),
+        )
         spent: list[Usage] = []
         try:
             summary, split_turn_summary = await self.summaries.of_compaction(
@@ -514,6 +521,7 @@ class ContextManager:
                 # and after the compaction no request begins with it.
                 shares_cache=not self._cold and self.cold_pause() is None,
                 spent=spent,
+                carried=carried,
             )
             if not summary:
                 raise ProviderError("the model returned an empty summary")
@@ -531,6 +539,7 @@ class ContextManager:
             "split_turn_summary": split_turn_summary,
             "model": self.summary_model.id,
             "usage": sum(spent, Usage()),
+            "carried": carried,
         }
         result = self._keep(compaction_id, view, fields)
         if result.entry is not None:

@@ -23,7 +23,7 @@ from agent_server.protocol import TurnStopReason as TurnStopReason
 if TYPE_CHECKING:  # annotations only: the server imports this module before it answers
     from agent_server.agent.mcp.session_tools import McpStatus
     from agent_server.context.trigger import ContextDecision
-    from agent_server.session.entries import CompactionReason
+    from agent_server.session.entries import CompactionReason, Pin, PlanItem
 
 CompactionStatus: TypeAlias = CompactionEnd
 ToolStatus: TypeAlias = ToolProgress
@@ -153,6 +153,22 @@ class McpStatusChanged:
 
 
 @dataclass(frozen=True, slots=True)
+class PinsChanged:
+    """The pins in force after one was added or removed (by the user or the model)."""
+
+    turn_id: str | None
+    pins: tuple[Pin, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PlanUpdated:
+    """The model wrote the task's plan (the whole list)."""
+
+    turn_id: str | None
+    items: tuple[PlanItem, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class TurnEnded:
     turn_id: str
     stop_reason: TurnStopReason
@@ -174,6 +190,8 @@ AgentEvent: TypeAlias = (
     | OverflowHappened
     | Notice
     | McpStatusChanged
+    | PinsChanged
+    | PlanUpdated
     | TurnEnded
 )
 EventSink: TypeAlias = Callable[[AgentEvent], None]

@@ -250,12 +250,23 @@ class TranscriptPrinter:
             if self._tool_kinds.get(update["toolCallId"]) == "execute":
                 for text in _texts(update):
                     self.activity.output(text)
+        elif kind == "plan":
+            self._close_message()
+            self._plan(update["entries"])
         elif kind == "notice":
             self._close_message()
             style = {"error": "bold red", "warning": "yellow"}.get(update["level"], "dim")
             if update["level"] == "error":
                 self.errors_shown.append(update["message"])
             self.console.print(Text("  ! ", style=style) + shown(update["message"], style))
+
+    def _plan(self, entries: list[Mapping[str, Any]]) -> None:
+        """The task's plan as a checklist: done, the step in progress, the rest."""
+        self.console.print(Text("  plan", style="bold magenta"))
+        marks = {"completed": ("✓", "dim"), "in_progress": ("▶", "bold"), "pending": ("·", "")}
+        for entry in entries:
+            mark, style = marks.get(str(entry.get("status")), ("·", ""))
+            self.console.print(Text(f"    {mark} ", style=style) + shown(entry["content"], style))
 
     def _tool_finished(self, update: Mapping[str, Any]) -> None:
         call_id = update["toolCallId"]

@@ -45,6 +45,8 @@ from agent_server.session.entries import (
     FileRestoreEntry,
     MessageEntry,
     ModelChangeEntry,
+    PinEntry,
+    PlanEntry,
     SessionHeader,
     SystemPromptEntry,
     TitleEntry,
@@ -54,7 +56,7 @@ from agent_server.session.entries import (
 )
 from agent_server.session.meta import MetaFold
 
-INDEX_VERSION = 5  # 4: lastCall; 5: entries of unknown types reported
+INDEX_VERSION = 6  # 4: lastCall; 5: entries of unknown types reported; 6: pins and plans
 INDEX_SUFFIX = ".index.json"
 DIGEST_SPAN = 256
 
@@ -78,6 +80,8 @@ USER, ASSISTANT, TOOL_RESULT, COMPACTION, BRANCH, MODEL_CHANGE, TITLE, SYSTEM, T
 # A file restore (a sidecar built before this kind existed indexed such lines as UNKNOWN;
 # readers that look for restores read those too).
 FILE_RESTORE = "F"
+# Pins and plans (a sidecar built before these kinds existed indexed them as UNKNOWN).
+PIN, PLAN = "P", "N"
 
 
 _ENTRY_KINDS: dict[type, str] = {
@@ -88,6 +92,8 @@ _ENTRY_KINDS: dict[type, str] = {
     SystemPromptEntry: SYSTEM,
     FileRestoreEntry: FILE_RESTORE,
     ToolListEntry: TOOLS,
+    PinEntry: PIN,
+    PlanEntry: PLAN,
 }
 _MESSAGE_KINDS: dict[type, str] = {
     UserMessage: USER,

@@ -13,8 +13,10 @@ the workspace.
 
 from __future__ import annotations
 
+import atexit
 import shutil
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,9 +71,13 @@ ENVIRONMENT = {"PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD":
 
 
 def prepare(recipe: Recipe, cache: Path | None = None) -> RealWorkload:
+    """The planted tree in a directory of this process's own (removed when it exits): runs
+    in parallel, or another checkout's, each copy their workspaces from a tree no one else
+    rewrites meanwhile."""
     cache = cache or cache_dir()
-    tree = cache / "trees" / recipe.name
-    shutil.rmtree(tree, ignore_errors=True)
+    (cache / "trees").mkdir(parents=True, exist_ok=True)
+    tree = Path(tempfile.mkdtemp(prefix=f"{recipe.name}-", dir=cache / "trees"))
+    atexit.register(shutil.rmtree, tree, ignore_errors=True)
     extract(recipe.source, tree, cache)
     recipe.plant(tree)
     scenario = recipe.script(tree).scenario()

@@ -67,12 +67,13 @@ def test_options_follow_the_agent_client_protocol_and_say_what_they_cover() -> N
 @pytest.mark.parametrize(
     ("mode", "asks_for"),
     [
-        ("ask", {"read", "write", "edit", "ls", "find", "grep", "bash", "compact"}),
+        ("ask", {"read", "write", "edit", "ls", "find", "grep", "bash"}),
         ("allowReads", {"write", "edit", "bash"}),
         ("allowAll", set()),
     ],
 )
 async def test_modes_decide_which_tools_ask(mode: Any, asks_for: set[str]) -> None:
+    """The plan, remember and compact tools act on the session alone: never asked about."""
     user = User(*["allow_once"] * len(default_tools()))
     gate = PermissionGate(mode, user)
     for tool in default_tools():

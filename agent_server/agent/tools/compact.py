@@ -41,6 +41,7 @@ SPEC = ToolSpec(
 class CompactTool:
     spec = SPEC
     read_only = True
+    session_only = True  # acts on the session alone: never asked about (agent/permissions.py)
     kind: ToolKind = "other"
 
     def paths(self, arguments: Mapping[str, Any]) -> tuple[str, ...]:

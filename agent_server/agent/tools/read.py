@@ -215,7 +215,7 @@ def _read_text(
             continue
         line = render_line(raw)
         line_size = len(line.encode("utf-8")) + 1
-        if out and size + line_size > MAX_BYTES:
+        if out and size + line_size > ctx.limits.max_bytes:
             stopped_by_bytes = True
             continue
         out.append(line)
