@@ -199,6 +199,12 @@ class LedgerFormatError(SessionError):
     code = "ledger_format"
 
 
+class PinError(SessionError):
+    """A pin refused (empty, too long, over the pins' budget) or not found."""
+
+    code = "pin_refused"
+
+
 # --- tools ----------------------------------------------------------------------------------
 
 

@@ -22,7 +22,8 @@ from typing import Any, Literal, NewType, NotRequired, TypeAlias, TypedDict
 from agent_server.context.trigger import ContextAction, DecisionReason, SummaryMode
 from agent_server.llm.messages import AttachmentKind
 from agent_server.llm.stream import ThinkingLevel as ThinkingLevel
-from agent_server.session.entries import CompactionReason
+from agent_server.session.entries import CompactionReason, PinAuthor, PlanPriority, PlanStatus
+from agent_server.session.entries import PinKind as PinKind
 from agent_server.session.index import IssueAction
 
 # --- value sets ------------------------------------------------------------------------------
@@ -227,6 +228,37 @@ class ModelChangeUpdate(ModelChangeMarker):
     note: str
 
 
+class PlanEntry(TypedDict):
+    """One step of the task's plan (the Agent Client Protocol's plan entry)."""
+
+    content: str
+    status: PlanStatus
+    priority: PlanPriority
+
+
+class PlanUpdate(TypedDict):
+    """The model wrote the task's plan: the whole list, replacing the one shown."""
+
+    kind: Literal["plan"]
+    entries: list[PlanEntry]
+
+
+class PinInfo(TypedDict):
+    """A rule or a fact pinned for the session: carried verbatim across every compaction."""
+
+    id: str
+    kind: PinKind
+    text: str
+    by: PinAuthor
+
+
+class PinsUpdate(TypedDict):
+    """The pins in force, after the user or the model added or removed one."""
+
+    kind: Literal["pins"]
+    pins: list[PinInfo]
+
+
 SessionUpdate: TypeAlias = (
     UserMessageUpdate
     | MessageChunkUpdate
@@ -235,6 +267,8 @@ SessionUpdate: TypeAlias = (
     | ToolCallProgressUpdate
     | NoticeUpdate
     | ModelChangeUpdate
+    | PlanUpdate
+    | PinsUpdate
 )
 
 
@@ -410,6 +444,10 @@ class SessionLoadResult(SessionState):
     usage: UsageSnapshot
     repair: NotRequired[LedgerRepair]
     mcp: McpStatusParams
+    pins: list[PinInfo]
+    """The pins in force."""
+    plan: list[PlanEntry]
+    """The task's plan as the model last wrote it (empty: none)."""
 
 
 class SessionHistoryParams(TypedDict):
@@ -664,6 +702,41 @@ class McpRestartParams(TypedDict):
 
 McpRestartResult: TypeAlias = EmptyResult
 
+# --- pins ------------------------------------------------------------------------------------
+
+
+PinsListParams: TypeAlias = SessionParams
+
+
+class PinsResult(TypedDict):
+    pins: list[PinInfo]
+    """The pins in force, oldest first."""
+
+
+class PinsAddParams(TypedDict):
+    sessionId: str
+    text: str
+    """The rule or fact, at most 2,000 characters."""
+    kind: NotRequired[PinKind]
+    """Default `rule`."""
+
+
+class PinsAddResult(PinsResult):
+    pin: PinInfo
+    """The new pin."""
+
+
+class PinsRemoveParams(TypedDict):
+    sessionId: str
+    pinId: str
+    """A pin's id, or a start of it that only one pin's id has."""
+
+
+class PinsRemoveResult(PinsResult):
+    pin: PinInfo
+    """The pin removed."""
+
+
 # --- notifications ---------------------------------------------------------------------------
 
 
@@ -746,8 +819,18 @@ class RequestPermissionResult(TypedDict):
 # --- initialization and settings -------------------------------------------------------------
 
 
+class AgentCompactionHookSettings(TypedDict):
+    """Shell commands run before and after each compaction (docs/sessions.md, Hooks)."""
+
+    before: NotRequired[list[str]]
+    after: NotRequired[list[str]]
+    timeout: NotRequired[float]
+
+
 class AgentCompactionSettings(TypedDict):
     enabled: NotRequired[bool]
+    threshold: NotRequired[float | None]
+    hooks: NotRequired[AgentCompactionHookSettings]
     reserveTokens: NotRequired[int | None]
     keepRecentTokens: NotRequired[int]
     keepRecentTurns: NotRequired[int]
@@ -924,9 +1007,19 @@ MCP_RESTART = _method(
     "agent/mcp/restart", "client", McpRestartParams, McpRestartResult,
     "restart one MCP server",
 )
+PINS_LIST = _method(
+    "agent/pins/list", "client", PinsListParams, PinsResult, "the pins in force",
+)
+PINS_ADD = _method(
+    "agent/pins/add", "client", PinsAddParams, PinsAddResult,
+    "pin a rule or a fact for the session",
+)
+PINS_REMOVE = _method(
+    "agent/pins/remove", "client", PinsRemoveParams, PinsRemoveResult, "remove a pin",
+)
 UPDATE = _method(
     "agent/update", "server", AgentUpdateParams, None,
-    "what a turn streams: prompts, text, thoughts, tool calls, notices",
+    "what a turn streams: prompts, text, thoughts, tool calls, notices, plan, pins",
 )
 USAGE_CHANGED = _method(
     "agent/usage", "server", UsageNotificationParams, None,

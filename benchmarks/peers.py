@@ -53,6 +53,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent_server.agent.context_manager import ContextPolicy
 from agent_server.agent.settings import AgentSettings, ToolOptions
 from agent_server.llm.cost import call_cost
 from agent_server.llm.models import BUILTIN_MODELS, ModelInfo, ModelRegistry
@@ -304,9 +305,13 @@ def _environment(extra: Mapping[str, str]) -> Iterator[None]:
 
 async def _run_agent_server(client: str, model_id: str, run_dir: Path, scratch: Path,
                             session: Session | None = None,
-                            summariser: SummaryMode = "faithful") -> Run:
+                            summariser: SummaryMode = "faithful",
+                            policy: Callable[[Path], ContextPolicy] | None = None,
+                            label: str | None = None) -> Run:
+    """One agent-server session; `policy` (given the workspace) replaces the product's
+    context policy, and `label` names the run instead of `client` (a variant)."""
     session = session or default_session()
-    name = f"{client}-{model_id}"
+    name = f"{label or client}-{model_id}"
     workspace = scratch / "workspaces" / name
     shutil.rmtree(workspace, ignore_errors=True)
     session.write(workspace)
@@ -328,7 +333,8 @@ async def _run_agent_server(client: str, model_id: str, run_dir: Path, scratch: 
             tools=ToolOptions(sandbox="off"),
         )
         with _environment(session.env):
-            session_ = open_session(workspace, settings, None)
+            session_ = open_session(workspace, settings,
+                                    policy(workspace) if policy is not None else None)
             try:
                 for index, prompt in enumerate(prompts):
                     result = await session_.run_turn(prompt)
@@ -340,7 +346,7 @@ async def _run_agent_server(client: str, model_id: str, run_dir: Path, scratch: 
     simulator.close()
     from agent_server import __version__
 
-    return Run(client, model_id, __version__, list(simulator.records), len(prompts),
+    return Run(label or client, model_id, __version__, list(simulator.records), len(prompts),
                failed, time.perf_counter() - started, notes, session.name, summariser)
 
 

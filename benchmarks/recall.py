@@ -15,6 +15,9 @@ step. `--quick` (CI) runs agent-server alone, on the two smaller sessions and th
 its figures are printed, never asserted. `--omniscient` runs the same sessions with a model that
 never misses what was dropped (every step's needs ignored), the scripted model every figure
 before issue 25 came from: the bills beside the knowing model's say what forgetting costs.
+`--variant NAME` runs agent-server's clients with another context policy (VARIANTS),
+labelled `<client>+NAME`, to measure a design choice on the same suite (issue 26:
+`restore-files`).
 """
 
 from __future__ import annotations
@@ -25,14 +28,16 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 
+from agent_server.agent.context_manager import ContextPolicy
 from agent_server.sim.scenario import Scenario
 from agent_server.sim.summary import SUMMARY_MODES, SummaryMode
 from benchmarks import peers
 from benchmarks.real_code import ENVIRONMENT, RECIPES, RealWorkload, workloads
+from benchmarks.strategies import RestoreRecentFiles
 
 MODELS = ("sim-small", "sim-large")
 QUICK_CLIENTS = ("agent-server", "agent-server-anthropic")
@@ -43,6 +48,13 @@ def session_of(workload: RealWorkload) -> peers.Session:
     return peers.Session(workload.name, workload.scenario, workload.write, ENVIRONMENT)
 
 
+# Other ways agent-server could handle context, measured against the product's on the same
+# runs (`--variant`): each a context policy given the workspace (benchmarks/strategies.py).
+VARIANTS: dict[str, Callable[[Path], ContextPolicy]] = {
+    RestoreRecentFiles.name: RestoreRecentFiles,
+}
+
+
 def omniscient(scenario: Scenario) -> Scenario:
     """The scenario with no step naming a fact it needs: a model that knows it all."""
     turns = tuple(replace(turn, steps=tuple(replace(step, needs=()) for step in turn.steps))
@@ -51,11 +63,14 @@ def omniscient(scenario: Scenario) -> Scenario:
 
 
 def _run(client: str, workload: RealWorkload, model: str, summariser: SummaryMode,
-         run_dir: Path, scratch: Path, executables: dict[str, Path]) -> peers.Figures:
+         run_dir: Path, scratch: Path, executables: dict[str, Path],
+         variant: str | None = None) -> peers.Figures:
     session = session_of(workload)
     if client.startswith("agent-server"):
+        label = f"{client}+{variant}" if variant else None
+        policy = VARIANTS[variant] if variant else None
         run = asyncio.run(peers._run_agent_server(client, model, run_dir, scratch, session,
-                                                  summariser))
+                                                  summariser, policy, label))
     else:
         peer = next(p for p in peers.PEERS if p.name == client)
         run = peers.run_peer(peer, executables[client], model, run_dir, scratch,
@@ -69,9 +84,10 @@ def _progress(message: str) -> None:
 
 
 def _unknown(clients: Sequence[str], models: Sequence[str], summarisers: Sequence[str],
-             names: Sequence[str]) -> list[str]:
+             names: Sequence[str], variant: str | None = None) -> list[str]:
     known = {recipe.name for recipe in RECIPES}
     return ([c for c in clients if c not in peers.CLIENTS]
+            + ([variant] if variant is not None and variant not in VARIANTS else [])
             + [m for m in models if m not in MODELS]
             + [s for s in summarisers if s not in SUMMARY_MODES]
             + [n for n in names if n not in known])
@@ -80,19 +96,20 @@ def _unknown(clients: Sequence[str], models: Sequence[str], summarisers: Sequenc
 def main(clients: Sequence[str] | None = None, models: Sequence[str] | None = None,
          summarisers: Sequence[str] | None = None, names: Sequence[str] | None = None,
          out_dir: Path | None = None, quick: bool = False, json_path: Path | None = None,
-         knows_all: bool = False) -> int:
+         variant: str | None = None, knows_all: bool = False) -> int:
     from benchmarks.report import print_recall
 
     clients = clients or (QUICK_CLIENTS if quick else peers.CLIENTS)
     models = models or (("sim-small",) if quick else MODELS)
     modes = summarisers or SUMMARY_MODES
     names = names or (QUICK_WORKLOADS if quick else tuple(r.name for r in RECIPES))
-    unknown = _unknown(clients, models, modes, names)
+    unknown = _unknown(clients, models, modes, names, variant)
     if unknown:
         print(f"agent-server bench recall: unknown {', '.join(unknown)}; clients are "
               f"{', '.join(peers.CLIENTS)}, models {', '.join(MODELS)}, summarisers "
               f"{', '.join(SUMMARY_MODES)}, sessions "
-              f"{', '.join(r.name for r in RECIPES)}", file=sys.stderr)
+              f"{', '.join(r.name for r in RECIPES)}, variants {', '.join(VARIANTS)}",
+              file=sys.stderr)
         return 2
     if not peers.has_npm("recall", clients):
         return 2
@@ -119,7 +136,7 @@ def main(clients: Sequence[str] | None = None, models: Sequence[str] | None = No
                     for client in clients:
                         _progress(f"{workload.name}, {model}, {mode}: {client}")
                         rows.append(_run(client, workload, model, mode, run_dir, scratch,
-                                         executables))
+                                         executables, variant))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     summary = [asdict(row) for row in rows]

@@ -349,7 +349,7 @@ def versus_cheapest_peer(rows: Sequence[Any], run: Callable[[Any], tuple[str, ..
         return _ratio(cost / reference) if reference else "-"
 
     return (lambda r: ratio(cheapest.get(run(r)), r.cost),
-            lambda r: ratio(same_api.get((run(r), r.client)), r.cost))
+            lambda r: ratio(same_api.get((run(r), r.client.split("+")[0])), r.cost))
 
 
 def recall_table(rows: Sequence[Any]) -> Table:

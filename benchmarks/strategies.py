@@ -43,11 +43,15 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
 
 from agent_server.agent.context_manager import ContextManager, ContextPolicy, ContextView
 from agent_server.agent.settings import CacheRetentionName
+from agent_server.context.cut_point import CutPoint
+from agent_server.context.estimate import estimate_text_tokens
 from agent_server.context.trigger import CompactionSettings
 from agent_server.llm.messages import (
     AssistantMessage,
@@ -346,3 +350,121 @@ def is_orphan_free(messages: Sequence[Message]) -> bool:
         else:
             calls = set()
     return True
+
+
+# --- what a compaction does with the files read (issue 26, item 5) ----------------------------
+
+RESTORE_FILES = 5  # Claude Code restores up to 5 recently read files after a compaction,
+RESTORE_FILE_TOKENS = 5_000  # up to 5k tokens each,
+RESTORE_TOTAL_TOKENS = 50_000  # 50k in all (issue 26, item 5)
+# On a smaller window the same share of the threshold: 50k is about 30% of the threshold of a
+# 200k window with a 20k reserve.
+RESTORE_SHARE_OF_THRESHOLD = 0.3
+
+
+class RestoreRecentFiles:
+    """The product's policy, plus Claude Code's restore: when a compaction runs, the files
+    most recently read in the part it summarises (and not read again in the part it keeps),
+    as they are on disk now, are attached after the summary (the lines of the latest read of
+    each, up to RESTORE_FILE_TOKENS, RESTORE_FILES files, RESTORE_TOTAL_TOKENS and
+    RESTORE_SHARE_OF_THRESHOLD of the threshold in all), so that the model need not read
+    them again. The product instead lists the paths (the summary's Files read and Files
+    modified) and the model reads what it needs, when it needs it. The block rides in the
+    compaction's summary, so it is in the ledger, every later request and the next summary
+    request, like the rest of the summary."""
+
+    name = "restore-files"
+
+    def __init__(self, workspace: Path) -> None:
+        self.workspace = workspace.resolve()
+
+    async def prepare(self, view: ContextView, manager: ContextManager) -> ContextView:
+        decision = manager.decide(view)
+        reason = decision.reason
+        if decision.action != "compact" or reason is None or reason == "oversized":
+            return view
+        budget = min(RESTORE_TOTAL_TOKENS, int(RESTORE_SHARE_OF_THRESHOLD * manager.threshold))
+        original = manager.summaries
+        manager.summaries = _Restoring(original, self, budget)  # type: ignore[assignment]
+        try:
+            result = await manager.compact(reason, view=view)
+        finally:
+            manager.summaries = original
+        return result.view
+
+    def restored(self, cut: CutPoint, budget: int) -> str:
+        """The block attached after a summary for `cut`: "" when no file qualifies."""
+        kept = {path for path, _ in _reads(m.message for m in cut.kept)}
+        chosen: list[tuple[str, dict[str, Any]]] = []
+        for path, arguments in reversed(_reads(
+            m.message for m in (*cut.summarize, *cut.turn_prefix)
+        )):
+            if path not in kept and path not in (p for p, _ in chosen):
+                chosen.append((path, arguments))
+            if len(chosen) == RESTORE_FILES:
+                break
+        parts: list[str] = []
+        for path, arguments in chosen:
+            text = self._lines(path, arguments, min(RESTORE_FILE_TOKENS, budget))
+            if text is None:
+                continue
+            budget -= estimate_text_tokens(text)
+            parts.append(text)
+            if budget <= 0:
+                break
+        if not parts:
+            return ""
+        return "\n\n## Files read before this point, as they are now\n\n" + "\n\n".join(parts)
+
+    def _lines(self, path: str, arguments: dict[str, Any], tokens: int) -> str | None:
+        file = (self.workspace / path).resolve()
+        if not file.is_relative_to(self.workspace) or not file.is_file():
+            return None
+        lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
+        offset = arguments.get("offset")
+        first = offset if isinstance(offset, int) and offset >= 1 else 1
+        limit = arguments.get("limit")
+        count = limit if isinstance(limit, int) and limit >= 1 else len(lines)
+        shown: list[str] = []
+        used = 0
+        for line in lines[first - 1 : first - 1 + count]:
+            used += estimate_text_tokens(line + "\n")
+            if used > tokens:
+                break
+            shown.append(line)
+        if not shown:
+            return None
+        last = first + len(shown) - 1
+        return f'<file path="{path}" lines="{first}-{last}">\n' + "\n".join(shown) + "\n</file>"
+
+
+def _reads(messages: Iterable[Message]) -> list[tuple[str, dict[str, Any]]]:
+    """(path, arguments) of each read tool call, oldest first."""
+    found: list[tuple[str, dict[str, Any]]] = []
+    for message in messages:
+        if isinstance(message, AssistantMessage):
+            for call in message.tool_calls:
+                path = call.arguments.get("path")
+                if call.name == "read" and isinstance(path, str):
+                    found.append((path, dict(call.arguments)))
+    return found
+
+
+class _Restoring:
+    """The session's summaries, with the restored files attached after each compaction's."""
+
+    def __init__(self, summaries: Any, policy: RestoreRecentFiles, budget: int) -> None:
+        self._summaries = summaries
+        self._policy = policy
+        self._budget = budget
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._summaries, name)
+
+    async def of_compaction(self, projection: Any, tokens: int, cut: CutPoint,
+                            *args: Any, **kwargs: Any) -> tuple[str, str | None]:
+        summary, split = await self._summaries.of_compaction(projection, tokens, cut, *args,
+                                                             **kwargs)
+        if not summary:
+            return summary, split
+        return summary + self._policy.restored(cut, self._budget), split

@@ -65,6 +65,9 @@ from agent_server.acp.updates import (
     available_commands,
     config_options,
     mode_state,
+    notice_text,
+    pins_text,
+    plan_update,
     prompt_content,
     replay_updates,
     slash_command,
@@ -73,8 +76,9 @@ from agent_server.acp.updates import (
     usage_update,
 )
 from agent_server.agent.config_file import flag_overrides, load_config, resolve_settings
-from agent_server.agent.events import AgentEvent
+from agent_server.agent.events import AgentEvent, PlanUpdated
 from agent_server.agent.mcp.config import McpServerConfig, servers_from_acp
+from agent_server.agent.memory import pin_argument
 from agent_server.agent.model_setup import offered_models
 from agent_server.agent.permissions import PERMISSION_MODES, PermissionRequest
 from agent_server.agent.session import AgentSession
@@ -381,12 +385,36 @@ class AcpAgent:
                 session.session_id, agent_text(usage_text(session.usage_snapshot()), message_id)
             )
             return
+        if name in ("remember", "forget", "pins"):
+            self._pins_command(session, name, argument)
+            return
         outcome = await session.compact(argument or None)
         if outcome.outcome == "noop":
             self.outbox.put(
                 session.session_id,
                 agent_text("Nothing to compact yet: the conversation is still short.", message_id),
             )
+
+    def _pins_command(self, session: AgentSession, name: str, argument: str) -> None:
+        """`/remember [fact:] text`, `/forget id`, `/pins` (the plan too, as a plan update); a
+        refusal is a notice saying why."""
+        message_id = f"command-{name}"
+        try:
+            if name == "remember":
+                pin = session.pin(*pin_argument(argument))
+                answer = f"Pinned {pin.kind} {pin.id} (/forget {pin.id} removes it)."
+            elif name == "forget":
+                pin = session.unpin(argument.strip())
+                answer = f"Removed {pin.kind} {pin.id}; it no longer holds."
+            else:
+                answer = pins_text(session.memory.pins())
+        except AgentServerError as error:
+            self.outbox.put(session.session_id, notice_text(error.message, message_id))
+            return
+        self.outbox.put(session.session_id, agent_text(answer, message_id))
+        plan = session.memory.plan()
+        if name == "pins" and plan:
+            self.outbox.put(session.session_id, plan_update(PlanUpdated(None, plan)))
 
     # --- pieces -----------------------------------------------------------------------------
 

@@ -67,8 +67,9 @@ def unroutable_notification(message: dict[str, Any]) -> str | None:
     if fields is None:
         return f"ignored the unknown notification {shorten(method, 100)}"
     params = message.get("params")
-    missing = [f for f in fields if not isinstance(params, dict) or not isinstance(
-        params.get(f), str)]
+    missing = [
+        f for f in fields if not isinstance(params, dict) or not isinstance(params.get(f), str)
+    ]
     if missing:
         return f"dropped {method}: params need the string field(s) {', '.join(missing)}"
     return None

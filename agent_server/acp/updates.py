@@ -19,6 +19,7 @@ from typing import Any, TypeAlias, cast, get_args
 
 from acp.schema import (
     AgentMessageChunk,
+    AgentPlanUpdate,
     AgentThoughtChunk,
     AudioContentBlock,
     AvailableCommand,
@@ -30,6 +31,7 @@ from acp.schema import (
     EmbeddedResourceContentBlock,
     FileEditToolCallContent,
     ImageContentBlock,
+    PlanEntry,
     ResourceContentBlock,
     SessionConfigOptionSelect,
     SessionConfigSelectOption,
@@ -58,6 +60,7 @@ from agent_server.agent.events import (
     ModelChanged,
     Notice,
     OverflowHappened,
+    PlanUpdated,
     TextChunk,
     ThinkingChunk,
     ToolCallStarted,
@@ -69,6 +72,7 @@ from agent_server.agent.permissions import PERMISSION_MODES, PermissionMode, Per
 from agent_server.agent.transcript import CHUNK_KINDS
 from agent_server.llm.messages import ImageContent, TextContent, UserContent, usage_to_json
 from agent_server.llm.models import ModelInfo
+from agent_server.session.entries import Pin
 
 SessionUpdate: TypeAlias = (
     UserMessageChunk
@@ -79,6 +83,7 @@ SessionUpdate: TypeAlias = (
     | AvailableCommandsUpdate
     | SessionInfoUpdate
     | UsageUpdate
+    | AgentPlanUpdate
 )
 PromptBlock: TypeAlias = (
     TextContentBlock
@@ -106,6 +111,13 @@ COMMANDS: tuple[tuple[str, str, str | None], ...] = (
         "optional instructions for the summary",
     ),
     ("usage", "Show how full the context window is, the cache hit rate and the cost", None),
+    (
+        "remember",
+        "Pin a rule (or, after fact:, a fact) for the session, carried across every compaction",
+        "the rule, or fact: the fact",
+    ),
+    ("forget", "Remove a pin (/pins lists them with their ids)", "the pin's id"),
+    ("pins", "Show the pinned rules and facts, and the task's plan", None),
 )
 
 
@@ -268,6 +280,14 @@ def usage_text(snapshot: UsageSnapshot) -> str:
     )
 
 
+def pins_text(pins: Sequence[Pin]) -> str:
+    """The `/pins` answer: each pin's id, kind and author, its text literally (fenced)."""
+    if not pins:
+        return "Nothing pinned (/remember pins a rule)."
+    lines = [f"{pin.id}  {pin.kind}, by the {pin.by}: {pin.text}" for pin in pins]
+    return "Pinned, carried across every compaction:\n\n" + code_block("\n".join(lines))
+
+
 def title_update(title: str) -> SessionInfoUpdate:
     return SessionInfoUpdate(session_update="session_info_update", title=title)
 
@@ -330,6 +350,8 @@ class EventTranslator:
             return [self.notice(event.message)]
         if isinstance(event, ModelChanged):  # a changed setting switched the model
             return [self.notice(event.note)]
+        if isinstance(event, PlanUpdated):
+            return [plan_update(event)]
         return []  # TurnStarted (the client shows its own prompt), TurnEnded (the answer)
 
     def notice(self, message: str) -> AgentMessageChunk:
@@ -523,6 +545,7 @@ _REASONS: Mapping[str, str] = {
     "truncation": "the last answer was cut off by the window",
     "manual": "/compact",
     "idle": "the prompt cache expired during a pause",
+    "requested": "the model asked for it at a break",
 }
 
 
@@ -707,4 +730,15 @@ def _replayed_call(
         content=[diff] if diff is not None else None,
         locations=locations(cwd, paths, arguments) or None,
         raw_input=arguments,
+    )
+
+
+def plan_update(event: PlanUpdated) -> AgentPlanUpdate:
+    """The task's plan as ACP's plan update (the whole list, as the protocol wants it)."""
+    return AgentPlanUpdate(
+        session_update="plan",
+        entries=[
+            PlanEntry(content=item.content, status=item.status, priority=item.priority)
+            for item in event.items
+        ],
     )

@@ -44,6 +44,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from agent_server.agent.compaction_hooks import CANCELLABLE, BeforeVerdict, CompactionHookRunner
 from agent_server.agent.events import (
     CompactionFinished,
     CompactionStarted,
@@ -54,6 +55,7 @@ from agent_server.agent.events import (
 )
 from agent_server.agent.session_config import ContextConfig
 from agent_server.agent.summary_request import ModelCall, Summaries
+from agent_server.context.carried import carried_budgets, carry
 from agent_server.context.cut_point import CutPoint, find_cut_point
 from agent_server.context.estimate import (
     ContextEstimate,
@@ -80,7 +82,9 @@ from agent_server.context.trigger import (
     has_uncompacted_truncation,
     last_step_tokens,
     max_kept_tokens,
-    should_compact,
+    requested_focus,
+    step_position,
+    window_limit,
 )
 from agent_server.errors import ContextOverflowError, PromptTooLargeError, ProviderError
 from agent_server.llm.cache_ttl import describe_seconds
@@ -180,7 +184,8 @@ class CompactNearWindow:
         reason = decision.reason
         if decision.action != "compact" or reason is None or reason == "oversized":
             return view
-        result = await manager.compact(reason, view=view)
+        focus = requested_focus(view.entries) if reason == "requested" else None
+        result = await manager.compact(reason, view=view, instructions=focus)
         return result.view
 
 
@@ -242,8 +247,10 @@ class ContextManager:
         clock: Callable[[], float] = time.time,
         policy: ContextPolicy | None = None,
         files_of: CallFiles = no_files,
+        hooks: CompactionHookRunner | None = None,
     ) -> None:
         self.ledger = ledger
+        self.hooks = hooks  # runs the compaction.hooks commands
         self.system_prompt = system_prompt
         # The session's one tool list (part of the cached prefix): read through `tools`.
         self._tools: ToolListSource = FixedTools(tools) if isinstance(tools, tuple) else tools
@@ -321,6 +328,11 @@ class ContextManager:
     def threshold(self) -> int:
         return compaction_threshold(self.model, self.settings)
 
+    def share_of_threshold(self) -> float | None:
+        """The ledger's context as a share of the threshold (the compact tool reads it);
+        None when automatic compaction is off."""
+        return self.view().tokens / self.threshold if self.settings.enabled else None
+
     # --- views ----------------------------------------------------------------------------
 
     def view(self) -> ContextView:
@@ -384,6 +396,8 @@ class ContextManager:
             holds_rejected=self._holds_rejected(view),
             next_step_tokens=view.estimate.trailing_tokens,
             cold=self._cold,
+            position=step_position(view.entries),
+            answer_tokens=_answer_tokens(view),
         )
         self._announce(decision)
         return decision
@@ -428,7 +442,7 @@ class ContextManager:
         if (
             result.outcome == "compacted"
             and after.tokens < view.tokens
-            and not should_compact(after.tokens, self.model, self.settings)
+            and after.tokens <= window_limit(self.model, self.settings)
             and self._known_too_large(after) is None
         ):
             self._emit(
@@ -490,11 +504,26 @@ class ContextManager:
 
         compaction_id = uuid.uuid4().hex[:12]
         self._emit(CompactionStarted(compaction_id, reason, before))
+        verdict = await self._before_hooks(reason, view, instructions)
+        if verdict.cancel and reason in CANCELLABLE:
+            # The card says "cancelled"; its error names who and why (the notice says both).
+            message = f"Compaction cancelled by {verdict.reason}"
+            self._emit(CompactionFinished(compaction_id, reason, "cancelled", before,
+                                          error=verdict.reason))
+            self._emit(Notice(self.turn_id, "info", message))
+            return CompactionResult("cancelled", reason, before, before, view, error=message)
+        instructions = "\n\n".join(filter(None, (instructions, verdict.instructions))) or None
         previous = view.projection.compaction
         details = extract_file_operations(
             [*cut.summarize_messages, *cut.turn_prefix_messages],
             previous.details if previous is not None else None,
             self._files_of,
+        )
+        carried = carry(
+            view.entries,
+            (*cut.summarize, *cut.turn_prefix),
+            cut.kept,
+            carried_budgets(self.threshold),
         )
         spent: list[Usage] = []
         try:
@@ -510,6 +539,7 @@ class ContextManager:
                 # and after the compaction no request begins with it.
                 shares_cache=not self._cold and self.cold_pause() is None,
                 spent=spent,
+                carried=carried,
             )
             if not summary:
                 raise ProviderError("the model returned an empty summary")
@@ -527,8 +557,44 @@ class ContextManager:
             "split_turn_summary": split_turn_summary,
             "model": self.summary_model.id,
             "usage": sum(spent, Usage()),
+            "carried": carried,
         }
-        return self._keep(compaction_id, view, fields)
+        result = self._keep(compaction_id, view, fields)
+        if result.entry is not None:
+            await self._after_hooks(result.entry)
+        return result
+
+    async def _before_hooks(
+        self, reason: CompactionReason, view: ContextView, instructions: str | None
+    ) -> BeforeVerdict:
+        """The `compaction.hooks.before` commands' verdict on this compaction; their problems,
+        and a cancel that cannot hold (the context does not fit without it), told."""
+        hooks = self.settings.hooks
+        if self.hooks is None or not hooks.before:
+            return BeforeVerdict()
+        event = {"tokens": view.tokens, "threshold": self.threshold,
+                 "window": self.model.context_window, "model": self.model.id,
+                 "instructions": instructions}
+        verdict = await self.hooks.before(hooks, reason, event)
+        for problem in verdict.problems:
+            self._emit(Notice(self.turn_id, "warning", f"Compaction hook failed: {problem}"))
+        if verdict.cancel and reason not in CANCELLABLE:
+            self._emit(Notice(self.turn_id, "warning", (
+                f"{verdict.reason[:1].upper()}{verdict.reason[1:]}: asked to cancel the "
+                f"compaction, but it runs anyway: the context does not fit without it ({reason})."
+            )))
+        return verdict
+
+    async def _after_hooks(self, entry: CompactionEntry) -> None:
+        """The `compaction.hooks.after` commands, given the compaction just kept."""
+        hooks = self.settings.hooks
+        if self.hooks is None or not hooks.after:
+            return
+        event = {"tokensBefore": entry.tokens_before, "tokensAfter": entry.tokens_after,
+                 "summary": entry.summary, "firstKeptEntryId": entry.first_kept_entry_id,
+                 "model": self.model.id}
+        for problem in await self.hooks.after(hooks, entry.reason, event):
+            self._emit(Notice(self.turn_id, "warning", f"Compaction hook failed: {problem}"))
 
     def _starting(self, reason: CompactionReason, tokens: int) -> None:
         """What a compaction for `reason` announces and marks before it starts."""
@@ -597,7 +663,7 @@ class ContextManager:
         keeping verbatim what was just rejected would be rejected again."""
         scale = 1.0
         prompt_tokens: int | None = (
-            self.threshold - self._prefix_tokens() - SUMMARY_OUTPUT_TOKENS
+            window_limit(self.model, self.settings) - self._prefix_tokens() - SUMMARY_OUTPUT_TOKENS
         )  # a prompt awaiting its answer stays verbatim while the summary fits beside it
         if reason == "overflow":
             scale = min(1.0, view.tokens / self.model.context_window)
@@ -663,7 +729,9 @@ class ContextManager:
 
     def _refuse_oversized(self, view: ContextView) -> None:
         oversized = find_oversized_prompt(
-            view.entries, prefix_tokens=self._prefix_tokens(), threshold=self.threshold
+            view.entries,
+            prefix_tokens=self._prefix_tokens(),
+            threshold=window_limit(self.model, self.settings),
         )
         if oversized is None:
             return
@@ -726,6 +794,16 @@ class ContextManager:
 def _compaction_id(view: ContextView) -> str | None:
     compaction = view.projection.compaction if view.projection is not None else None
     return compaction.id if compaction is not None else None
+
+
+def _answer_tokens(view: ContextView) -> int:
+    """The output of the answer whose usage the estimate starts from: with the messages
+    after it, what the last step added."""
+    index = view.estimate.last_usage_index
+    message = view.messages[index] if index is not None else None
+    if isinstance(message, AssistantMessage) and message.usage is not None:
+        return message.usage.output
+    return 0
 
 
 def _largest_message(view: ContextView) -> tuple[str | None, Message, int] | None:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # annotations only: the server imports this module before it 
     from agent_server.context.trigger import ContextDecision
     from agent_server.llm.models import ModelInfo
     from agent_server.llm.stream import ThinkingLevel
-    from agent_server.session.entries import CompactionReason
+    from agent_server.session.entries import CompactionReason, Pin, PlanItem
 
 CompactionStatus: TypeAlias = CompactionEnd
 ToolStatus: TypeAlias = ToolProgress
@@ -180,6 +180,22 @@ class ModelChanged:
 
 
 @dataclass(frozen=True, slots=True)
+class PinsChanged:
+    """The pins in force after one was added or removed (by the user or the model)."""
+
+    turn_id: str | None
+    pins: tuple[Pin, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PlanUpdated:
+    """The model wrote the task's plan (the whole list)."""
+
+    turn_id: str | None
+    items: tuple[PlanItem, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class TurnEnded:
     turn_id: str
     stop_reason: TurnStopReason
@@ -202,6 +218,8 @@ AgentEvent: TypeAlias = (
     | Notice
     | McpStatusChanged
     | ModelChanged
+    | PinsChanged
+    | PlanUpdated
     | TurnEnded
 )
 EventSink: TypeAlias = Callable[[AgentEvent], None]

@@ -217,8 +217,10 @@ class PermissionGate:
         self._rules = [r for r in self._rules if tool_name is not None and r.tool != tool_name]
 
     def needs_asking(self, tool: Tool) -> bool:
-        """Whether the mode alone (ignoring remembered answers) asks before `tool` runs."""
-        if self._mode == "allowAll":
+        """Whether the mode alone (ignoring remembered answers) asks before `tool` runs. A
+        tool that acts on the session alone (`session_only`: the plan, the pins, compact) never
+        asks: it reads and changes nothing of the workspace or the machine."""
+        if self._mode == "allowAll" or getattr(tool, "session_only", False):
             return False
         if self._mode == "allowReads":
             return not tool.read_only

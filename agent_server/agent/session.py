@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -32,6 +33,7 @@ from agent_server.agent.checkpoints import (
     restored_note,
 )
 from agent_server.agent.checkpoints import restore as restore_files
+from agent_server.agent.compaction_hooks import CompactionHookRunner
 from agent_server.agent.context_manager import (
     CompactionResult,
     ContextManager,
@@ -60,6 +62,7 @@ from agent_server.agent.mcp.approval import APPROVAL
 from agent_server.agent.mcp.config import McpServerConfig
 from agent_server.agent.mcp.servers import McpServers
 from agent_server.agent.mcp.session_tools import AcceptOutcome, McpStatus, SessionTools
+from agent_server.agent.memory import PIN_NOTE, SessionMemory
 from agent_server.agent.mentions import attach_mentions
 from agent_server.agent.model_call import CallAttempt, RetryPolicy, call_model
 from agent_server.agent.model_choice import (
@@ -85,7 +88,9 @@ from agent_server.agent.settings import AgentSettings
 from agent_server.agent.tool_runner import ToolRunner, aborted_result
 from agent_server.agent.tools import Tool, ToolContext
 from agent_server.agent.tools.base import EarlierOutput, outputs_in_context
+from agent_server.agent.tools.environment import tool_environment
 from agent_server.agent.tools.files import LOCAL_FILES, FileAccess
+from agent_server.agent.tools.output import output_limits
 from agent_server.agent.tools.sandbox import Confinement, confinement, private_user_dirs
 from agent_server.agent.transcript import DEFAULT_PAGE, Page
 from agent_server.agent.transcript import page as transcript_page
@@ -127,7 +132,7 @@ from agent_server.llm.stream import (
     parse_thinking,
 )
 from agent_server.protocol import RestoreChoice as RestoreChoice
-from agent_server.session.entries import Entry, FileVersion, MessageEntry
+from agent_server.session.entries import Entry, FileVersion, MessageEntry, Pin, PinKind
 from agent_server.session.facts import usage_of
 from agent_server.session.ledger import ABORTED_UNSAVED, Ledger
 
@@ -267,7 +272,17 @@ class AgentSession:
             clock=clock,
             policy=policy,
             files_of=self._files_of,
+            hooks=CompactionHookRunner(
+                workspace, ledger.header.session_id, self._hook_environment
+            ),
         )
+        # The pins and the plan (ledger entries); a note of a pin the user changed waits for
+        # the next point where the conversation can take one (never inside a tool call's
+        # results).
+        self.memory = SessionMemory(
+            ledger, self._emit, lambda: self.context.threshold, lambda: self._current_turn
+        )
+        self._waiting_notes: list[UserMessage] = []
         with contextlib.suppress(RuntimeError):  # no running loop: the first turn starts them
             asyncio.get_running_loop()
             self._tools.servers.start()
@@ -519,6 +534,23 @@ class AgentSession:
         finally:
             self._busy = False
 
+    def pin(self, kind: PinKind, text: str) -> Pin:
+        """The user pins a rule or a fact for the session (carried verbatim across every
+        compaction); the model is told with a note. Raises PinError when it is refused."""
+        pin = self.memory.pin(kind, text, "user")
+        self._note(
+            PIN_NOTE, f"The user pinned a {pin.kind} for the rest of this session: {pin.text}"
+        )
+        return pin
+
+    def unpin(self, pin_id: str) -> Pin:
+        """The user removes a pin (its id, or a unique start of it); the model is told."""
+        pin = self.memory.unpin(pin_id, "user")
+        self._note(
+            PIN_NOTE, f"The user removed the pinned {pin.kind}, which no longer holds: {pin.text}"
+        )
+        return pin
+
     def rewind_plan(self, entry_id: str) -> RestorePlan:
         """What restoring the files to how they were at `entry_id` would change (see
         agent/checkpoints.py): shown to the user before they confirm a rewind."""
@@ -686,6 +718,8 @@ class AgentSession:
             )
             self._emit(Notice(turn_id, "error", error.message))
         finally:
+            with contextlib.suppress(AgentServerError):  # the file may not be writable
+                self._append_waiting_notes()  # the turn has ended: the notes can go in
             self.ledger.sync()
             self._current_turn = None
         return self._end_turn(turn_id, stop, error)
@@ -947,9 +981,17 @@ class AgentSession:
             bash_timeout=self.settings.bash_timeout,
             in_context=self._in_context,
             files=self._files,
+            memory=self.memory,
+            limits=output_limits(self.context.threshold),
             env_pass=tools.env_pass,
             confinement=self.confinement,
+            context_share=self.context.share_of_threshold,
         )
+
+    def _hook_environment(self) -> dict[str, str]:
+        """What a compaction hook's command gets: a tool command's environment."""
+        secrets = (*self._secrets, *self._tools.servers.secrets)
+        return tool_environment(os.environ, secrets, self.settings.tools.env_pass).env
 
     def _files_of(self, call: ToolCall) -> tuple[str, tuple[str, ...]]:
         """The kind of a tool call's tool and the files the call reads or writes, as its
@@ -961,10 +1003,28 @@ class AgentSession:
         return self._files_of(call)[1]
 
     def _append_note_of_changes(self) -> None:
-        """Files the agent knows that changed behind its back, as a note for the model."""
+        """Files the agent knows that changed behind its back, as a note for the model; and
+        the notes waiting for such a point (a pin the user changed during a turn)."""
         changed = self._watch.take_changes()
         if changed:
             self.ledger.append_message(note_message(NOTE_KIND, external_edit_note(changed)))
+        self._append_waiting_notes()
+
+    def _append_waiting_notes(self) -> None:
+        waiting, self._waiting_notes = self._waiting_notes, []
+        for note in waiting:
+            self.ledger.append_message(note)
+
+    def _note(self, kind: str, text: str) -> None:
+        """A note for the model: appended now between turns, else at the next point the
+        conversation can take one (after the running step's results, or before the next
+        prompt)."""
+        note = note_message(kind, text)
+        if self._busy:
+            self._waiting_notes.append(note)
+        else:
+            self.ledger.append_message(note)
+            self.ledger.sync()
 
     def _append_results(
         self,

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias, cast, get_args
 
-from agent_server.context.trigger import CompactionSettings, SummaryMode
+from agent_server.context.trigger import CompactionHooks, CompactionSettings, SummaryMode
 from agent_server.errors import ConfigError
 from agent_server.llm.providers import DEFAULT_PROVIDER, PROVIDER_NAMES, provider_spec
 from agent_server.llm.stream import THINKING_LEVELS, ThinkingLevel
@@ -128,6 +128,8 @@ def settings_from_json(
             model=sub.optional_str("model", compaction.model),
             summary=cast(SummaryMode, sub.optional_str("summary", None) or compaction.summary),
             cold_cache_share=sub.number("coldCacheShare", compaction.cold_cache_share),
+            threshold=sub.optional_number("threshold", compaction.threshold),
+            hooks=_hooks(compaction_data.get("hooks"), compaction.hooks),
         )
     permissions = data.get("permissions")
     mode = settings.permissions_mode
@@ -176,6 +178,19 @@ def settings_from_json(
         max_steps=reader.integer("maxSteps", settings.max_steps, minimum=1),
         bash_timeout=float(reader.integer("bashTimeout", int(settings.bash_timeout), minimum=1)),
         tools=tools,
+    )
+
+
+def _hooks(data: Any, base: CompactionHooks) -> CompactionHooks:
+    if data is None:
+        return base
+    if not isinstance(data, Mapping):
+        raise ConfigError("setting 'compaction.hooks' must be an object")
+    reader = _Reader(data, "compaction.hooks.")
+    return CompactionHooks(
+        before=reader.commands("before", base.before),
+        after=reader.commands("after", base.after),
+        timeout=reader.number("timeout", base.timeout),
     )
 
 
@@ -252,6 +267,9 @@ class _Reader:
     def names(self, key: str, default: tuple[str, ...]) -> tuple[str, ...]:
         return self._strings(key, default, "a list of variable names")
 
+    def commands(self, key: str, default: tuple[str, ...]) -> tuple[str, ...]:
+        return self._strings(key, default, "a list of shell commands", lambda c: bool(c.strip()))
+
     def paths(self, key: str, default: tuple[str, ...]) -> tuple[str, ...]:
         return self._strings(
             key, default, "a list of paths (absolute, or starting with ~)",
@@ -296,6 +314,13 @@ class _Reader:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise self._fail(key, "a number")
         return float(value)
+
+    def optional_number(self, key: str, default: float | None) -> float | None:
+        if key in self.data and self.data[key] is None:
+            return None
+        if key not in self.data:
+            return default
+        return self.number(key, 0.0)
 
     def optional_int(self, key: str, default: int | None) -> int | None:
         if key in self.data and self.data[key] is None:

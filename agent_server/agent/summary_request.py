@@ -37,7 +37,13 @@ from agent_server.llm.messages import (
 )
 from agent_server.llm.models import ModelInfo
 from agent_server.llm.stream import CacheUse
-from agent_server.session.entries import CompactionDetails, CompactionReason, Entry, MessageEntry
+from agent_server.session.entries import (
+    Carried,
+    CompactionDetails,
+    CompactionReason,
+    Entry,
+    MessageEntry,
+)
 
 # One model call made for the context (a summary): (context, model, how it uses the session's
 # cache, output budget) -> the answer. A call that shares the cached prefix ("read", or
@@ -83,6 +89,7 @@ class Summaries:
         details: CompactionDetails,
         shares_cache: bool,
         spent: list[Usage],
+        carried: Carried | None = None,
     ) -> tuple[str, str | None]:
         """(summary, split-turn summary) of what `cut` folds away from the context
         `projection` (of `tokens` tokens).
@@ -107,11 +114,11 @@ class Summaries:
         )
         if cached:
             summary = await self._cached(
-                projection, cut, instructions, details, room, shares_cache, spent
+                projection, cut, instructions, details, room, shares_cache, spent, carried
             )
             if summary:
                 return summary, None
-        return await self._fresh_of_cut(projection, cut, instructions, details, spent)
+        return await self._fresh_of_cut(projection, cut, instructions, details, spent, carried)
 
     async def _cached(
         self,
@@ -122,6 +129,7 @@ class Summaries:
         room: int,
         shares_cache: bool,
         spent: list[Usage],
+        carried: Carried | None,
     ) -> str:
         """The summary from the cached request; "" when its answer is no summary."""
         model = self._config.model
@@ -133,6 +141,7 @@ class Summaries:
             previous_summary_in_context=projection.compaction is not None,
             instructions=instructions,
             file_operations=details,
+            carried=carried,
         )
         request = Context(
             self._system_prompt, self._tools(), append_instruction(messages[:sent], instruction)
@@ -155,6 +164,7 @@ class Summaries:
         instructions: str | None,
         details: CompactionDetails,
         spent: list[Usage],
+        carried: Carried | None,
     ) -> tuple[str, str | None]:
         previous = projection.compaction
         summary = ""
@@ -166,6 +176,7 @@ class Summaries:
                     instructions=instructions,
                     file_operations=details,
                     max_tokens=budget,
+                    carried=carried,
                 ),
                 spent,
             )

@@ -1,7 +1,8 @@
 """The transcript an editor shows: the current branch as the same items the live stream sends.
 
 A live turn sends `agent/update` notifications whose `update` is one of the items built here
-(`user_message_item`, `chunk_item`, `tool_call_item`, `tool_call_update_item`, `notice_item`);
+(`user_message_item`, `chunk_item`, `tool_call_item`, `tool_call_update_item`, `notice_item`,
+`plan_item`, `pins_item`);
 a loaded session is the same items made from its ledger entries, plus markers the live stream
 announces by other means (`compaction`, `branch`, `modelChange`, `fileRestore`). An editor
 therefore has one code path for both, and never reads ledger entries. docs/protocol.md
@@ -43,6 +44,10 @@ from agent_server.session.entries import (
     FileVersion,
     MessageEntry,
     ModelChangeEntry,
+    Pin,
+    PlanEntry,
+    PlanItem,
+    plan_item_to_json,
 )
 
 if TYPE_CHECKING:  # the live stream uses the item builders without loading every tool
@@ -52,7 +57,7 @@ if TYPE_CHECKING:  # the live stream uses the item builders without loading ever
 DEFAULT_PAGE = 100  # entries per page unless the editor asks otherwise
 # Entry kinds an editor shows (system prompts, titles and unknown future types are not).
 SHOWN = frozenset("".join((kinds.USER, kinds.ASSISTANT, kinds.TOOL_RESULT, kinds.COMPACTION)))
-SHOWN |= {kinds.BRANCH, kinds.MODEL_CHANGE, kinds.FILE_RESTORE}
+SHOWN |= {kinds.BRANCH, kinds.MODEL_CHANGE, kinds.FILE_RESTORE, kinds.PLAN}
 
 Item = dict[str, Any]
 # The items that carry a piece of an answer's text (`chunk_item`).
@@ -144,6 +149,20 @@ def notice_item(level: str, message: str) -> Item:
     return {"kind": "notice", "level": level, "message": message}
 
 
+def plan_item(items: Iterable[PlanItem]) -> Item:
+    """The task's plan as the model last wrote it (the whole list)."""
+    return {"kind": "plan", "entries": [plan_item_to_json(item) for item in items]}
+
+
+def pin_json(pin: Pin) -> Item:
+    return {"id": pin.id, "kind": pin.kind, "text": pin.text, "by": pin.by}
+
+
+def pins_item(pins: Iterable[Pin]) -> Item:
+    """The pins in force after one was added or removed."""
+    return {"kind": "pins", "pins": [pin_json(pin) for pin in pins]}
+
+
 def compaction_item(entry: CompactionEntry) -> Item:
     """A compaction marker: the fields of a completed `agent/compaction`, and the entry."""
     item: Item = {
@@ -207,6 +226,8 @@ def entry_items(entry: Entry, tools: Mapping[str, Tool]) -> list[Item]:
         return [change]
     if isinstance(entry, FileRestoreEntry):
         return [file_restore_item(entry.id, entry.target_id, entry.files)]
+    if isinstance(entry, PlanEntry):
+        return [plan_item(entry.items)]
     return []
 
 

@@ -76,9 +76,7 @@ class Activity:
             self._refresh()
 
     def _start(self) -> None:
-        self._live = Live(
-            _Region(self), console=self.console, refresh_per_second=8, transient=True
-        )
+        self._live = Live(_Region(self), console=self.console, refresh_per_second=8, transient=True)
         self._live.start()
 
     def _refresh(self) -> None:

@@ -25,8 +25,9 @@ from rich.prompt import Prompt
 from rich.table import Table
 from rich.text import Text
 
-from agent_server.agent import events
+from agent_server.agent import events, transcript
 from agent_server.agent.checkpoints import RestorePlan
+from agent_server.agent.memory import pin_argument
 from agent_server.agent.permissions import PermissionRequest
 from agent_server.agent.session import AgentSession, RestoreChoice
 from agent_server.agent.settings import AgentSettings
@@ -300,6 +301,37 @@ class TerminalChat:
         self.console.print(shown(f"thinking: {switch.thinking}", "magenta"))
         self.console.print(shown(switch.note, "dim"))
 
+    def remember_command(self, session: AgentSession, argument: str) -> None:
+        """`/remember [fact:] text`: pin a rule or a fact for the session."""
+        kind, text = pin_argument(argument)
+        try:
+            pin = session.pin(kind, text)
+        except AgentServerError as error:
+            self.console.print(shown(error.message, "red"))
+            return
+        self.console.print(Text(f"pinned {pin.kind} {pin.id}: ", style="magenta") + shown(pin.text))
+
+    def forget_command(self, session: AgentSession, argument: str) -> None:
+        """`/forget id`: remove a pin."""
+        try:
+            pin = session.unpin(argument.strip())
+        except AgentServerError as error:
+            self.console.print(shown(error.message, "red"))
+            return
+        self.console.print(Text(f"removed {pin.kind} {pin.id}: ", style="dim") + shown(pin.text))
+
+    def pins_command(self, session: AgentSession) -> None:
+        """`/pins`: the pins in force and the task's plan."""
+        pins = session.memory.pins()
+        if not pins:
+            self.console.print(Text("nothing pinned (/remember pins a rule)", style="dim"))
+        for pin in pins:
+            line = Text(f"  {pin.id} ", style="magenta") + Text(f"{pin.kind}, by the {pin.by}: ")
+            self.console.print(line + shown(pin.text))
+        plan = session.memory.plan()
+        if plan:
+            self.printer.update({"update": transcript.plan_item(plan)})
+
     def rewind_command(self, runner: asyncio.Runner, session: AgentSession) -> None:
         """`/rewind`: pick a prompt, see what would change, choose what goes back."""
         items = session.transcript(limit=500).items
@@ -538,3 +570,9 @@ def chat_loop(
             chat.thinking_command(session, typed.argument)
         elif name == "/rewind":
             chat.rewind_command(runner, session)
+        elif name == "/remember":
+            chat.remember_command(session, typed.argument)
+        elif name == "/forget":
+            chat.forget_command(session, typed.argument)
+        elif name == "/pins":
+            chat.pins_command(session)

@@ -48,6 +48,13 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command("/output", "[n]", "the last command's whole output (n: the nth last)"),
     Command("/compact", "[instructions]", "summarise the history now"),
+    Command(
+        "/remember",
+        "[fact:] text",
+        "pin a rule (or a fact) for this session: kept verbatim through every compaction",
+    ),
+    Command("/forget", "id", "remove a pin (/pins lists them with their ids)"),
+    Command("/pins", "", "the pinned rules and facts, and the task's plan"),
     Command("/usage", "", "tokens and cost of the last turn and the session"),
     Command("/sessions", "", "the sessions of this workspace"),
     Command("/quit", "", "leave (also /exit, or Ctrl-D)"),

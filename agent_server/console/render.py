@@ -168,6 +168,7 @@ def compaction_reason(params: Mapping[str, Any], compact_at: int | None) -> str:
         "truncation": "an answer was cut off by the window",
         "manual": "asked for",
         "idle": "the cache went cold: the prefix is written again either way",
+        "requested": "the model asked for it at a break",
     }.get(reason, reason)
 
 
@@ -254,12 +255,23 @@ class TranscriptPrinter:
             what = f"  model: {update['model']}, thinking {update['thinking']}"
             self.console.print(shown(what, "magenta"))
             self.console.print(shown(f"  {update['note']}", "dim"))
+        elif kind == "plan":
+            self._close_message()
+            self._plan(update["entries"])
         elif kind == "notice":
             self._close_message()
             style = {"error": "bold red", "warning": "yellow"}.get(update["level"], "dim")
             if update["level"] == "error":
                 self.errors_shown.append(update["message"])
             self.console.print(Text("  ! ", style=style) + shown(update["message"], style))
+
+    def _plan(self, entries: list[Mapping[str, Any]]) -> None:
+        """The task's plan as a checklist: done, the step in progress, the rest."""
+        self.console.print(Text("  plan", style="bold magenta"))
+        marks = {"completed": ("✓", "dim"), "in_progress": ("▶", "bold"), "pending": ("·", "")}
+        for entry in entries:
+            mark, style = marks.get(str(entry.get("status")), ("·", ""))
+            self.console.print(Text(f"    {mark} ", style=style) + shown(entry["content"], style))
 
     def _tool_finished(self, update: Mapping[str, Any]) -> None:
         call_id = update["toolCallId"]

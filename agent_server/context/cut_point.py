@@ -8,7 +8,9 @@ first prompt are the tail of a turn that a previous compaction split, and count 
 The rule:
 1. keep the last `keep_recent_turns` turns (2) verbatim if they fit in the budget
    (`keep_recent_tokens`, 8k, capped by `max_kept_tokens`); else as many whole recent turns
-   as fit;
+   as fit. A prompt not answered yet (a compaction at a natural break, before the turn's first
+   call) is kept beside them and is not one of them: a compaction that waited for the break
+   keeps as much of the history as one in the middle of the turn;
 2. when even the last turn does not fit, split it: keep its longest tail that fits and starts
    at an assistant message; its early part (`turn_prefix`) is summarised separately;
 3. when not even that fits, keep the last step (assistant message and its tool results) if it
@@ -147,9 +149,12 @@ def find_cut_point(
     if count == 0:
         return plan(None, None)
 
-    # 1. Whole turns, newest first, while they fit.
+    # 1. Whole turns, newest first, while they fit. A prompt not answered yet (a compaction at
+    # a natural break, before the turn's first call) is not one of the kept turns: the last
+    # `keep_recent_turns` answered turns stay beside it, as they do in the middle of a turn.
+    pending = not any(isinstance(m.message, AssistantMessage) for m in messages[starts[-1]:])
     keep_from: int | None = None
-    for start in reversed(starts[-keep_recent_turns:]):
+    for start in reversed(starts[-(keep_recent_turns + pending):]):
         if suffix[start] > budget or not _is_safe_start(messages[start].message):
             break
         keep_from = start

@@ -2,9 +2,11 @@
 
 The latest compaction's summary, then the message entries from its first kept entry on, then
 everything appended after it. The summary is one user message,
-`SUMMARY_PREFIX + "\\n\\n" + SUMMARY_OPEN ... SUMMARY_CLOSE`, or, when the kept tail starts
-with a user message, the first text block of that message (never two user messages in a
-row). Without a compaction the projection is every message on the path.
+`SUMMARY_PREFIX + "\\n\\n" + SUMMARY_OPEN ... SUMMARY_CLOSE`, followed in the same text by
+what the compaction carries verbatim (its `carried` block: the user's own words, pins, the
+plan, what failed; context/carried.py), or, when the kept tail starts with a user message,
+the first text block of that message (never two user messages in a row). Without a
+compaction the projection is every message on the path.
 
 Notes (`UserMessage.note` set: an external edit the editor saw, the summary of a branch left
 behind by a rewind) are user-role messages whose text is wrapped in `<editor-note>` tags, so
@@ -38,7 +40,7 @@ from agent_server.llm.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from agent_server.session.entries import BranchEntry, CompactionEntry, Entry, MessageEntry
+from agent_server.session.entries import BranchEntry, Carried, CompactionEntry, Entry, MessageEntry
 
 INTERRUPTED_TOOL_RESULT = (
     "No result: this tool call did not complete (the turn was interrupted or rewound)."
@@ -153,7 +155,9 @@ def project(entries: Sequence[Entry]) -> Projection:
     items = _repair_tool_pairs(items)
     compaction = window.compaction
     if compaction is not None:
-        text = summary_message_text(compaction.summary, compaction.split_turn_summary)
+        text = summary_message_text(
+            compaction.summary, compaction.split_turn_summary, compaction.carried
+        )
         items.insert(0, _Item(None, UserMessage((TextContent(text),)), False))
     items = _merge_user_runs(items)
     if compaction is None:
@@ -173,11 +177,16 @@ def project_messages(entries: Sequence[Entry]) -> tuple[Message, ...]:
 
 
 def build_compacted_messages(
-    summary: str, tail: Sequence[Message], *, split_turn_summary: str | None = None
+    summary: str,
+    tail: Sequence[Message],
+    *,
+    split_turn_summary: str | None = None,
+    carried: Carried | None = None,
 ) -> list[Message]:
-    """`summary` at the head of `tail`: merged into tail[0] as its first text block when that
-    is a user message, else a user message of its own."""
-    summary_message = UserMessage((TextContent(summary_message_text(summary, split_turn_summary)),))
+    """`summary` (and what the compaction carries) at the head of `tail`: merged into tail[0]
+    as its first text block when that is a user message, else a user message of its own."""
+    text = summary_message_text(summary, split_turn_summary, carried)
+    summary_message = UserMessage((TextContent(text),))
     if tail and isinstance(tail[0], UserMessage):
         return [_merge_users(summary_message, tail[0]), *tail[1:]]
     return [summary_message, *tail]

@@ -29,7 +29,13 @@ from agent_server.llm.messages import (
     UserContent,
     UserMessage,
 )
-from agent_server.session.entries import CompactionDetails, CompactionEntry
+from agent_server.session.entries import (
+    Carried,
+    CompactionDetails,
+    CompactionEntry,
+    Failure,
+    PlanItem,
+)
 
 SUMMARY_REQUEST_MARKER = "<agent-server:summary-request>"
 SUMMARY_OPEN = "<summary>"
@@ -105,12 +111,67 @@ FOLD_INSTRUCTION = (
 # --- the summary as it appears in a compacted context ---------------------------------------
 
 
-def summary_message_text(summary: str, split_turn_summary: str | None = None) -> str:
-    """The text that carries a compaction's summary at the head of the projection."""
+def summary_message_text(
+    summary: str, split_turn_summary: str | None = None, carried: Carried | None = None
+) -> str:
+    """The text that carries a compaction's summary at the head of the projection: the
+    summary, then what the compaction carries verbatim (context/carried.py), one text."""
     body = summary.strip()
     if split_turn_summary:
         body = f"{body}\n\n{SPLIT_TURN_HEADING}\n{split_turn_summary.strip()}"
-    return f"{SUMMARY_PREFIX}\n\n{SUMMARY_OPEN}\n{body}\n{SUMMARY_CLOSE}"
+    text = f"{SUMMARY_PREFIX}\n\n{SUMMARY_OPEN}\n{body}\n{SUMMARY_CLOSE}"
+    block = render_carried(carried) if carried is not None else ""
+    return f"{text}\n\n{block}" if block else text
+
+
+CARRIED_OPEN = "<carried-context>"
+CARRIED_CLOSE = "</carried-context>"
+CARRIED_INTRO = (
+    "Carried verbatim by agent-server across every compaction; it holds whatever the summary "
+    "above says."
+)
+
+
+def render_carried(carried: Carried) -> str:
+    """The carried block as the model reads it, right after the summary ("" when empty)."""
+    if carried.empty:
+        return ""
+    parts = [CARRIED_OPEN, CARRIED_INTRO]
+    if carried.user_messages:
+        left_out = carried.user_messages_left_out
+        more = f"; {left_out} older ones left out" if left_out else ""
+        parts.append(f"<user-messages> (the user's own words, oldest first{more})")
+        parts += [f"<message>\n{text}\n</message>" for text in carried.user_messages]
+        parts.append("</user-messages>")
+    if carried.pins:
+        parts.append("<pinned> (rules and facts pinned for this session)")
+        parts += [f"- [{pin.kind}, pinned by the {pin.by}] {pin.text}" for pin in carried.pins]
+        parts.append("</pinned>")
+    if carried.plan:
+        parts.append("<plan> (the task's plan as last written)")
+        parts += [_plan_line(item) for item in carried.plan]
+        parts.append("</plan>")
+    if carried.failures:
+        more = (
+            f"; {carried.failures_left_out} older ones left out"
+            if carried.failures_left_out
+            else ""
+        )
+        parts.append(f"<failed> (tool calls that failed, oldest first{more})")
+        parts += [failure_line(failure) for failure in carried.failures]
+        parts.append("</failed>")
+    parts.append(CARRIED_CLOSE)
+    return "\n".join(parts)
+
+
+def _plan_line(item: PlanItem) -> str:
+    priority = f" ({item.priority} priority)" if item.priority != "medium" else ""
+    return f"- [{item.status}] {item.content}{priority}"
+
+
+def failure_line(failure: Failure) -> str:
+    line = f"- {failure.call} failed: {failure.error}"
+    return f"{line}\n  Then: {failure.then}" if failure.then else line
 
 
 def previous_summary_text(compaction: CompactionEntry | None) -> str | None:
@@ -287,6 +348,32 @@ def _file_lists(file_operations: CompactionDetails | None) -> str | None:
     return "\n".join(parts)
 
 
+def _carried_note(carried: Carried | None) -> str | None:
+    """What the summary need not repeat: the parts the compaction carries verbatim after it;
+    and the plan's step in progress, which the summary names."""
+    if carried is None or carried.empty:
+        return None
+    parts = [
+        name
+        for name, present in (
+            ("the user's own messages", bool(carried.user_messages)),
+            ("the pinned rules and facts", bool(carried.pins)),
+            ("the plan", bool(carried.plan)),
+            ("the tool calls that failed", bool(carried.failures)),
+        )
+        if present
+    ]
+    listed = ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+    note = (
+        f"After the summary, agent-server carries verbatim {listed}: refer to them briefly "
+        "instead of copying them out."
+    )
+    step = next((item.content for item in carried.plan if item.status == "in_progress"), None)
+    if step:
+        note += f' The plan\'s step in progress is "{step}": name it under ### In progress.'
+    return note
+
+
 def _user_instructions(instructions: str | None) -> str | None:
     if not instructions or not instructions.strip():
         return None
@@ -363,6 +450,7 @@ def build_summary_prompt(
     file_operations: CompactionDetails | None = None,
     max_tool_result_chars: int = DEFAULT_MAX_TOOL_RESULT_CHARS,
     max_tokens: int | None = None,
+    carried: Carried | None = None,
 ) -> str:
     """A self-contained summary request: `messages` are only those after the previous
     compaction's kept point (the previous summary covers the rest). With `max_tokens`, the
@@ -380,6 +468,7 @@ def build_summary_prompt(
         FOLD_INSTRUCTION if previous_summary else None,
         NOTES_ARE_NOT_REQUESTS,
         _file_lists(file_operations),
+        _carried_note(carried),
         _user_instructions(instructions),
         "Answer with the summary only.",
     ]
@@ -392,6 +481,7 @@ def build_summary_instruction(
     previous_summary_in_context: bool,
     instructions: str | None = None,
     file_operations: CompactionDetails | None = None,
+    carried: Carried | None = None,
 ) -> str:
     """The one instruction appended after the current context to ask for a summary while
     reusing the cached prefix. The last `kept_messages` messages stay verbatim after the
@@ -416,6 +506,7 @@ def build_summary_instruction(
         SUMMARY_CONTRACT,
         NOTES_ARE_NOT_REQUESTS,
         _file_lists(file_operations),
+        _carried_note(carried),
         _user_instructions(instructions),
     ]
     return "\n\n".join(part for part in parts if part)

@@ -14,12 +14,29 @@ estimate is past `cold_cache_share` of the threshold: the rewrite costs the same
 and it is the smaller context that is written. A prompt that cannot fit even alone is refused
 before anything is sent.
 
+**Natural breaks.** A compaction in the middle of a tool loop summarises the turn the model is
+working on; at a break (a new prompt, or a step whose tool marks the end of a unit of work) it
+summarises finished work. So past the threshold in the middle of a loop, the compaction waits
+(action "wait") while a step like the last one (its answer and its results), counted twice,
+still leaves the summary request its room in the window (`can_wait_for_break`); once it would
+not, it runs there and then. Waiting never lets the context overflow any more than the early
+trigger does: the next request is at most the window less the summary's room. The model may
+ask for a compaction at a break (the `compact` tool): it runs at the next call when the context
+is past `REQUESTED_SHARE` of the threshold (`compacts_on_request`), else it is declined.
+
+**The threshold** is `context_window - reserve`, or lower when the `compaction.threshold`
+setting asks (tokens, or a share of the window): the window less the reserve stays the most a
+context may reach before it is compacted (`window_limit`), whatever the setting, and it alone
+bounds a prompt or an overflow's retry. `compaction.enabled` false turns the automatic
+compaction off (a manual one still runs).
+
 `CompactionSettings` is the one type of the `compaction.*` settings: its defaults and its
 validation live here and nowhere else.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias, get_args
@@ -27,7 +44,7 @@ from typing import Literal, TypeAlias, get_args
 from agent_server.context.estimate import estimate_tokens
 from agent_server.context.summary_prompt import INSTRUCTION_TOKENS, SUMMARY_OUTPUT_TOKENS
 from agent_server.errors import ConfigError
-from agent_server.llm.messages import AssistantMessage, UserMessage
+from agent_server.llm.messages import AssistantMessage, ToolResultMessage, UserMessage
 from agent_server.llm.models import ModelInfo
 from agent_server.session.entries import CompactionEntry, CompactionReason, Entry, MessageEntry
 
@@ -41,11 +58,46 @@ DEFAULT_COLD_CACHE_SHARE = 0.5
 # The kept tail never takes more than this share of the threshold, so that summary plus tail
 # sit well below it even on a small window (no compaction right after a compaction).
 KEPT_SHARE_OF_THRESHOLD = 3
+# A compaction the model asks for runs when the context is past this share of the threshold:
+# below it, the compaction (a summary call, then the smaller prefix written again) costs more
+# than the calls left before the threshold would save by reading a smaller prefix.
+REQUESTED_SHARE = 0.5
+# The smallest `compaction.threshold` in tokens: below it the summary, the kept turns and the
+# system prompt alone would pass it, and every call would compact.
+MIN_THRESHOLD_TOKENS = 2048
+# A tool result's `details` key a tool sets to say its call ended a unit of work (a natural
+# break: a compaction there summarises finished work), and the value of the key
+# COMPACTION_REQUEST_DETAIL that the `compact` tool sets when the model asks for one.
+BREAK_DETAIL = "naturalBreak"
+COMPACTION_REQUEST_DETAIL = "compactionRequest"
 
 # "cached": the summary request is the current context plus one final instruction, so it is
 # billed at the cache-read price; "fresh": a separate summary prompt (the seed's way).
 SummaryMode: TypeAlias = Literal["cached", "fresh"]
 SUMMARY_MODES: tuple[str, ...] = get_args(SummaryMode)
+
+
+# Seconds a compaction hook may run before it is stopped (the `compaction.hooks.timeout`
+# setting), and the most it may write to its output.
+DEFAULT_HOOK_TIMEOUT = 30.0
+MAX_HOOK_TIMEOUT = 600.0
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionHooks:
+    """The `compaction.hooks` settings: shell commands run before and after each compaction
+    (agent/compaction_hooks.py runs them; docs/sessions.md says what they get and may do)."""
+
+    before: tuple[str, ...] = ()
+    after: tuple[str, ...] = ()
+    timeout: float = DEFAULT_HOOK_TIMEOUT
+
+    def __post_init__(self) -> None:
+        if not 0 < self.timeout <= MAX_HOOK_TIMEOUT:
+            raise ConfigError(
+                "setting 'compaction.hooks.timeout' must be a number of seconds above 0 and at "
+                f"most {MAX_HOOK_TIMEOUT:.0f}, not {self.timeout}"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,8 +115,13 @@ class CompactionSettings:
     model: str | None = None
     summary: SummaryMode = "cached"
     cold_cache_share: float = DEFAULT_COLD_CACHE_SHARE
+    # None: the window less the reserve; a number up to 1: that share of the window; above
+    # 1: that many tokens. Never above the window less the reserve (window_limit).
+    threshold: float | None = None
+    hooks: CompactionHooks = CompactionHooks()
 
     def __post_init__(self) -> None:
+        self._check_threshold()
         if self.reserve_tokens is not None and self.reserve_tokens < 0:
             raise ConfigError(
                 f"setting 'compaction.reserveTokens' must be 0 or more, not {self.reserve_tokens}"
@@ -90,6 +147,21 @@ class CompactionSettings:
                 f"not {self.summary!r}"
             )
 
+    def _check_threshold(self) -> None:
+        value = self.threshold
+        if value is None:
+            return
+        if not math.isfinite(value) or value <= 0:
+            raise ConfigError(
+                "setting 'compaction.threshold' must be a share of the window (above 0, at "
+                f"most 1) or a number of tokens, not {value}"
+            )
+        if value > 1 and (value != int(value) or value < MIN_THRESHOLD_TOKENS):
+            raise ConfigError(
+                "setting 'compaction.threshold' in tokens must be a whole number of at least "
+                f"{MIN_THRESHOLD_TOKENS} (or a share of the window, at most 1), not {value}"
+            )
+
 
 def reserve_tokens(model: ModelInfo, settings: CompactionSettings) -> int:
     """Tokens kept free below the window: the setting, else max output + 4096 in [8k, 20k]."""
@@ -98,8 +170,9 @@ def reserve_tokens(model: ModelInfo, settings: CompactionSettings) -> int:
     return min(max(model.max_output + RESERVE_MARGIN, MIN_RESERVE), MAX_RESERVE)
 
 
-def compaction_threshold(model: ModelInfo, settings: CompactionSettings) -> int:
-    """The estimate above which a compaction runs: context window - reserve."""
+def window_limit(model: ModelInfo, settings: CompactionSettings) -> int:
+    """The most a context may hold before it must be compacted: context window - reserve
+    (room for the answer). It bounds a prompt sent alone and the retry after an overflow."""
     reserve = reserve_tokens(model, settings)
     if reserve >= model.context_window:
         raise ConfigError(
@@ -107,6 +180,17 @@ def compaction_threshold(model: ModelInfo, settings: CompactionSettings) -> int:
             f"of {model.id} ({model.context_window}); lower it or remove the setting"
         )
     return model.context_window - reserve
+
+
+def compaction_threshold(model: ModelInfo, settings: CompactionSettings) -> int:
+    """The estimate above which a compaction runs: the `compaction.threshold` setting (a
+    share of the window, or tokens), at most window_limit; window_limit when it is unset."""
+    limit = window_limit(model, settings)
+    wanted = settings.threshold
+    if wanted is None:
+        return limit
+    tokens = wanted * model.context_window if wanted <= 1 else wanted
+    return max(1, min(int(tokens), limit))
 
 
 def summary_room(model: ModelInfo) -> int:
@@ -129,6 +213,26 @@ def leaves_no_summary_room(
         and next_step_tokens <= last_step_tokens(model, settings)
         and tokens + next_step_tokens + summary_room(model) > model.context_window
     )
+
+
+def can_wait_for_break(
+    tokens: int, step_tokens: int, model: ModelInfo, settings: CompactionSettings
+) -> bool:
+    """In the middle of a tool loop, past the threshold: whether the compaction may wait for
+    a natural break, that is, whether a step like the last one (`step_tokens`: its answer and
+    its results) would still leave the summary request its room in the window. The step is
+    counted twice: the estimate of text not yet counted by the provider (chars/4) runs low by
+    up to half on dense text (a log page is about 2.7 characters a token), in the context's
+    newest part and in the next step alike."""
+    del settings  # the same rule whichever way the summary is asked for
+    return tokens + 2 * step_tokens + summary_room(model) <= model.context_window
+
+
+def compacts_on_request(tokens: int, model: ModelInfo, settings: CompactionSettings) -> bool:
+    """Whether a compaction the model asked for is worth running on a context of `tokens`:
+    past REQUESTED_SHARE of the threshold, and only while automatic compaction is on."""
+    threshold = compaction_threshold(model, settings)
+    return settings.enabled and tokens > REQUESTED_SHARE * threshold
 
 
 def compacts_when_cold(tokens: int, model: ModelInfo, settings: CompactionSettings) -> bool:
@@ -170,9 +274,63 @@ def has_uncompacted_truncation(entries: Sequence[Entry]) -> bool:
     return False
 
 
+# Where the next call stands in the turn: answering a prompt ("turn"), after a step whose
+# tool ended a unit of work ("break") or asked for a compaction ("requested"), or in the
+# middle of a tool loop ("loop").
+StepPosition: TypeAlias = Literal["turn", "break", "requested", "loop"]
+
+
+def step_position(entries: Sequence[Entry]) -> StepPosition:
+    """Where the call after `entries` (a root-to-leaf path or its tail) stands: see
+    StepPosition. The tool results of the last step decide between "loop", "break" (one has
+    BREAK_DETAIL) and "requested" (one has COMPACTION_REQUEST_DETAIL); a prompt, or no
+    message at all, is "turn". Notes (an external edit) are skipped."""
+    results: list[ToolResultMessage] = []
+    for entry in reversed(entries):
+        if isinstance(entry, CompactionEntry):
+            break
+        if not isinstance(entry, MessageEntry):
+            continue
+        message = entry.message
+        if isinstance(message, ToolResultMessage):
+            results.append(message)
+        elif isinstance(message, UserMessage):
+            if message.note is None and not results:
+                return "turn"
+        else:  # the assistant message whose calls these results answer
+            break
+    if not results:
+        return "turn"
+    details = [result.details or {} for result in results]
+    if any(detail.get(COMPACTION_REQUEST_DETAIL) for detail in details):
+        return "requested"
+    if any(detail.get(BREAK_DETAIL) for detail in details):
+        return "break"
+    return "loop"
+
+
+def requested_focus(entries: Sequence[Entry]) -> str | None:
+    """What the model asked a requested compaction's summary to keep (the `focus` of its
+    request in the last step's results), if anything."""
+    if step_position(entries) != "requested":
+        return None
+    for entry in reversed(entries):
+        message = entry.message if isinstance(entry, MessageEntry) else None
+        if not isinstance(message, ToolResultMessage):
+            continue
+        request = (message.details or {}).get(COMPACTION_REQUEST_DETAIL)
+        if isinstance(request, dict) and isinstance(request.get("focus"), str):
+            return str(request["focus"]).strip() or None
+        if request:
+            return None
+    return None
+
+
 # --- the decision before a call --------------------------------------------------------------
 
-ContextAction: TypeAlias = Literal["send", "compact", "refuse"]
+# "wait": past the threshold in the middle of a tool loop, sent as it is until a break while
+# a step like the last one leaves room (can_wait_for_break).
+ContextAction: TypeAlias = Literal["send", "compact", "wait", "refuse"]
 DecisionReason: TypeAlias = CompactionReason | Literal["oversized"]
 
 
@@ -180,10 +338,11 @@ DecisionReason: TypeAlias = CompactionReason | Literal["oversized"]
 class ContextDecision:
     """What happens to the context before a model call, and why.
 
-    `action` "send": as it is; "compact": compact first, for `reason`; "refuse": nothing is
-    sent (`reason` "oversized": a prompt that cannot fit even alone). `tokens` is the estimate
-    the decision was taken on, `threshold` the compaction threshold, `window` the model's
-    context window.
+    `action` "send": as it is; "compact": compact first, for `reason`; "wait": sent as it is
+    although `reason` ("threshold") holds, the compaction waiting for a natural break;
+    "refuse": nothing is sent (`reason` "oversized": a prompt that cannot fit even alone).
+    `tokens` is the estimate the decision was taken on, `threshold` the compaction threshold,
+    `window` the model's context window.
     """
 
     action: ContextAction
@@ -202,6 +361,8 @@ def decide(
     holds_rejected: bool = False,
     next_step_tokens: int = 0,
     cold: bool = False,
+    position: StepPosition = "turn",
+    answer_tokens: int = 0,
 ) -> ContextDecision:
     """The decision before a call on a context estimated at `tokens`.
 
@@ -211,8 +372,12 @@ def decide(
     being sent to be rejected again; `next_step_tokens`: what the last step added (the
     estimate of what came after the last usage), the guess for the next one
     (leaves_no_summary_room); `cold`: the pause since the last call outlived the cache, so
-    the next call writes the whole prefix again (compacts_when_cold, reason "idle"). With
-    compaction disabled, always "send".
+    the next call writes the whole prefix again (compacts_when_cold, reason "idle");
+    `position`: where the call stands in the turn (step_position): in a "loop", a threshold
+    compaction waits while a step like the last one (`answer_tokens`, the last answer's
+    output, plus `next_step_tokens`) leaves room (can_wait_for_break); "requested", the model
+    asked for a compaction (compacts_on_request, reason "requested"). With compaction
+    disabled, always "send".
     """
     threshold = compaction_threshold(model, settings)
     window = model.context_window
@@ -226,9 +391,17 @@ def decide(
         return decision("compact", "truncation")
     if holds_rejected:
         return decision("compact", "overflow")
-    if tokens > threshold or leaves_no_summary_room(tokens, next_step_tokens, model, settings):
+    cold_compacts = cold and compacts_when_cold(tokens, model, settings)
+    if leaves_no_summary_room(tokens, next_step_tokens, model, settings):
         return decision("compact", "threshold")
-    if cold and compacts_when_cold(tokens, model, settings):
+    if tokens > threshold:
+        step = answer_tokens + next_step_tokens
+        if position != "loop" or not can_wait_for_break(tokens, step, model, settings):
+            return decision("compact", "threshold")
+        return decision("compact", "idle") if cold_compacts else decision("wait", "threshold")
+    if position == "requested" and compacts_on_request(tokens, model, settings):
+        return decision("compact", "requested")
+    if cold_compacts:
         return decision("compact", "idle")
     return decision("send", None)
 

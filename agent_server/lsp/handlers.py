@@ -225,6 +225,27 @@ async def mcp_restart(ls: AgentLanguageServer, params: Params) -> protocol.Empty
     return {}
 
 
+# --- pins ------------------------------------------------------------------------------------
+
+
+async def pins_list(ls: AgentLanguageServer, params: Params) -> protocol.PinsResult:
+    return {"pins": wire.pins_json(ls.session(params.string("sessionId")).memory.pins())}
+
+
+async def pins_add(ls: AgentLanguageServer, params: Params) -> protocol.PinsAddResult:
+    session = ls.session(params.string("sessionId"))
+    text = params.string("text")
+    kind = params.choice("kind", wire.PIN_KINDS, "rule")
+    pin = session.pin(kind, text)
+    return {"pin": wire.pins_json((pin,))[0], "pins": wire.pins_json(session.memory.pins())}
+
+
+async def pins_remove(ls: AgentLanguageServer, params: Params) -> protocol.PinsRemoveResult:
+    session = ls.session(params.string("sessionId"))
+    pin = session.unpin(params.string("pinId"))
+    return {"pin": wire.pins_json((pin,))[0], "pins": wire.pins_json(session.memory.pins())}
+
+
 # --- the standard LSP methods ----------------------------------------------------------------
 
 
@@ -352,6 +373,9 @@ REQUESTS: Mapping[str, Handler] = {
     protocol.MCP_ACCEPT_TOOLS.name: mcp_accept_tools,
     protocol.MCP_RESTART.name: mcp_restart,
     protocol.USER_IDLE.name: user_idle,
+    protocol.PINS_LIST.name: pins_list,
+    protocol.PINS_ADD.name: pins_add,
+    protocol.PINS_REMOVE.name: pins_remove,
 }
 METHODS: tuple[str, ...] = tuple(REQUESTS)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast, get_args
 from urllib.parse import unquote, urlparse
@@ -24,6 +24,8 @@ from agent_server.agent.events import (
     ModelChanged,
     Notice,
     OverflowHappened,
+    PinsChanged,
+    PlanUpdated,
     TextChunk,
     ThinkingChunk,
     ToolCallStarted,
@@ -35,6 +37,7 @@ from agent_server.errors import (
     AgentServerError,
     ConfigError,
     EntryNotFoundError,
+    PinError,
     SessionBusyError,
     SessionLockedError,
     SessionNotFoundError,
@@ -48,7 +51,7 @@ from agent_server.llm.messages import (
     UserMessage,
     content_to_json,
 )
-from agent_server.session.entries import MessageEntry
+from agent_server.session.entries import MessageEntry, Pin, PlanItem, plan_item_to_json
 from agent_server.stderr_log import shorten
 
 # Our own error codes: a block outside JSON-RPC's reserved -32768..-32000 (where LSP has
@@ -67,6 +70,7 @@ MAX_PAGE = 1000
 RESTORE_CHOICES: tuple[str, ...] = get_args(protocol.RestoreChoice)
 PERMISSION_MODES: tuple[str, ...] = get_args(protocol.PermissionMode)
 THINKING_LEVELS: tuple[str, ...] = get_args(protocol.ThinkingLevel)
+PIN_KINDS: tuple[str, ...] = get_args(protocol.PinKind)
 
 if TYPE_CHECKING:  # the agent's heavier modules load after `initialize` (lsp/startup.py)
     # pygls's exceptions import lsprotocol.types (about a second): `agent-server chat`
@@ -113,6 +117,7 @@ def rpc_error(error: AgentServerError) -> JsonRpcException:
         (EntryNotFoundError, UNKNOWN_ENTRY),
         (SessionLockedError, SESSION_LOCKED),
         (ConfigError, CONFIG_ERROR),
+        (PinError, protocol.ERROR_CODES["InvalidParams"]),  # bad input, nothing changed
     ]
     message = shorten(error.message, 2000)  # it may quote a param
     for kind, code in codes:
@@ -357,11 +362,21 @@ def session_load_result(
         "mode": state["mode"],
         "sandbox": state["sandbox"],
         "mcp": mcp_status_json(session_id, session.mcp_status()),
+        "pins": pins_json(session.memory.pins()),
+        "plan": plan_json(session.memory.plan()),
     }
     repair = repair_json(session.ledger.load_report)
     if repair is not None:
         out["repair"] = repair
     return out
+
+
+def pins_json(pins: Sequence[Pin]) -> list[protocol.PinInfo]:
+    return [cast(protocol.PinInfo, transcript.pin_json(pin)) for pin in pins]
+
+
+def plan_json(items: Sequence[PlanItem]) -> list[protocol.PlanEntry]:
+    return [cast(protocol.PlanEntry, plan_item_to_json(item)) for item in items]
 
 
 def history_result(session_id: str, page: Page) -> protocol.SessionHistoryResult:
@@ -526,6 +541,10 @@ def update_json(event: AgentEvent) -> protocol.SessionUpdate | None:
             "note": event.note,
         }
         return change
+    elif isinstance(event, PlanUpdated):
+        item = transcript.plan_item(event.items)
+    elif isinstance(event, PinsChanged):
+        item = transcript.pins_item(event.pins)
     else:
         return None
     return cast(protocol.SessionUpdate, item)

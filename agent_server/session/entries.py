@@ -15,7 +15,7 @@ import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, TypeAlias, get_args
+from typing import Any, Literal, TypeAlias, cast, get_args
 
 from agent_server.errors import LedgerFormatError
 from agent_server.llm.messages import (
@@ -33,8 +33,16 @@ from agent_server.llm.stream import CacheRetention
 LEDGER_VERSION = 1
 
 CACHE_RETENTIONS: frozenset[str] = frozenset(get_args(CacheRetention))
-CompactionReason: TypeAlias = Literal["threshold", "overflow", "truncation", "manual", "idle"]
+CompactionReason: TypeAlias = Literal[
+    "threshold", "overflow", "truncation", "manual", "idle", "requested"
+]
 COMPACTION_REASONS: frozenset[str] = frozenset(get_args(CompactionReason))
+PinKind: TypeAlias = Literal["rule", "fact"]
+"""What a pinned text is: a rule the agent must follow, or a fact it must not forget."""
+PinAuthor: TypeAlias = Literal["user", "model"]
+PinAction: TypeAlias = Literal["add", "remove"]
+PlanStatus: TypeAlias = Literal["pending", "in_progress", "completed"]
+PlanPriority: TypeAlias = Literal["high", "medium", "low"]
 
 
 def utc_timestamp(moment: datetime | None = None) -> str:
@@ -125,6 +133,54 @@ class CompactionDetails:
 
 
 @dataclass(frozen=True, slots=True)
+class Pin:
+    """A rule or a fact pinned for the session: carried verbatim across every compaction."""
+
+    id: str
+    kind: PinKind
+    text: str
+    by: PinAuthor
+
+
+@dataclass(frozen=True, slots=True)
+class PlanItem:
+    """One step of the task's plan (the Agent Client Protocol's plan entry)."""
+
+    content: str
+    status: PlanStatus
+    priority: PlanPriority = "medium"
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """A tool call that failed: the call as the summary prompt writes it, its failing line,
+    and what the model said next (its first sentences; "" when it said nothing)."""
+
+    call: str
+    error: str
+    then: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Carried:
+    """What a compaction carries verbatim after its summary, computed from the ledger
+    (context/carried.py): the user's own messages not kept verbatim in the tail (oldest
+    first; how many older ones were left out), the pins in force, the latest plan, and the
+    failed calls (oldest first; how many were left out)."""
+
+    user_messages: tuple[str, ...] = ()
+    user_messages_left_out: int = 0
+    pins: tuple[Pin, ...] = ()
+    plan: tuple[PlanItem, ...] = ()
+    failures: tuple[Failure, ...] = ()
+    failures_left_out: int = 0
+
+    @property
+    def empty(self) -> bool:
+        return not (self.user_messages or self.pins or self.plan or self.failures)
+
+
+@dataclass(frozen=True, slots=True)
 class CompactionEntry:
     """History before `first_kept_entry_id` is replaced by `summary` in the projection.
 
@@ -146,6 +202,34 @@ class CompactionEntry:
     model: str | None = None
     # What the summary calls cost: they are billed like any call, but leave no message.
     usage: Usage | None = None
+    # What the projection carries verbatim after the summary (None: a ledger written before
+    # compactions carried anything).
+    carried: Carried | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PinEntry:
+    """A pin added or removed (`action`), by the user or the model: the pins in force are
+    the latest compaction's carried ones with the pin entries after it applied in order."""
+
+    id: str
+    parent_id: str | None
+    timestamp: str
+    pin_id: str
+    action: PinAction
+    kind: PinKind
+    text: str
+    by: PinAuthor
+
+
+@dataclass(frozen=True, slots=True)
+class PlanEntry:
+    """The task's plan as the model last wrote it (the whole list, replacing the previous)."""
+
+    id: str
+    parent_id: str | None
+    timestamp: str
+    items: tuple[PlanItem, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,6 +377,8 @@ Entry: TypeAlias = (
     | SystemPromptEntry
     | FileRestoreEntry
     | ToolListEntry
+    | PinEntry
+    | PlanEntry
     | UnknownEntry
 )
 
@@ -306,6 +392,8 @@ KNOWN_ENTRY_TYPES: frozenset[str] = frozenset(
         "systemPrompt",
         "fileRestore",
         "toolList",
+        "pin",
+        "plan",
     )
 )
 
@@ -328,6 +416,10 @@ def entry_type(entry: Entry) -> str:
         return "fileRestore"
     if isinstance(entry, ToolListEntry):
         return "toolList"
+    if isinstance(entry, PinEntry):
+        return "pin"
+    if isinstance(entry, PlanEntry):
+        return "plan"
     return entry.type
 
 
@@ -360,6 +452,13 @@ def entry_to_json(entry: Entry) -> dict[str, Any]:
             out["model"] = entry.model
         if entry.usage is not None:
             out["usage"] = usage_to_json(entry.usage)
+        if entry.carried is not None:
+            out["carried"] = carried_to_json(entry.carried)
+    elif isinstance(entry, PinEntry):
+        out.update(pinId=entry.pin_id, action=entry.action, kind=entry.kind, text=entry.text,
+                   by=entry.by)
+    elif isinstance(entry, PlanEntry):
+        out["entries"] = [plan_item_to_json(item) for item in entry.items]
     elif isinstance(entry, ModelChangeEntry):
         out["provider"] = entry.provider
         out["model"] = entry.model
@@ -440,6 +539,7 @@ def entry_from_json(data: Mapping[str, Any]) -> Entry:
         split = data.get("splitTurnSummary")
         model = data.get("model")
         usage = data.get("usage")
+        carried = data.get("carried")
         return CompactionEntry(
             id=entry_id,
             parent_id=parent,
@@ -456,7 +556,16 @@ def entry_from_json(data: Mapping[str, Any]) -> Entry:
             split_turn_summary=split if isinstance(split, str) else None,
             model=model if isinstance(model, str) else None,
             usage=usage_from_json(usage) if isinstance(usage, Mapping) else None,
+            carried=carried_from_json(carried) if carried is not None else None,
         )
+    if kind == "pin":
+        return PinEntry(entry_id, parent, timestamp, pin_id=_str(data, "pinId"),
+                        action=cast(PinAction, _choice(data, "action", PIN_ACTIONS)),
+                        kind=cast(PinKind, _choice(data, "kind", PIN_KINDS)),
+                        text=_str(data, "text"),
+                        by=cast(PinAuthor, _choice(data, "by", PIN_AUTHORS)))
+    if kind == "plan":
+        return PlanEntry(entry_id, parent, timestamp, _plan_from_json(data.get("entries")))
     if kind == "modelChange":
         thinking = data.get("thinking")
         return ModelChangeEntry(
@@ -522,6 +631,84 @@ def _tool_list_from_json(
         for item in sources_data
     )
     return ToolListEntry(entry_id, parent, timestamp, tuple(tools), sources, reason)
+
+
+PIN_KINDS: frozenset[str] = frozenset(get_args(PinKind))
+PIN_AUTHORS: frozenset[str] = frozenset(get_args(PinAuthor))
+PIN_ACTIONS: frozenset[str] = frozenset(get_args(PinAction))
+PLAN_STATUSES: frozenset[str] = frozenset(get_args(PlanStatus))
+PLAN_PRIORITIES: frozenset[str] = frozenset(get_args(PlanPriority))
+
+
+def plan_item_to_json(item: PlanItem) -> dict[str, Any]:
+    return {"content": item.content, "status": item.status, "priority": item.priority}
+
+
+def carried_to_json(carried: Carried) -> dict[str, Any]:
+    return {
+        "userMessages": list(carried.user_messages),
+        "userMessagesLeftOut": carried.user_messages_left_out,
+        "pins": [{"id": p.id, "kind": p.kind, "text": p.text, "by": p.by} for p in carried.pins],
+        "plan": [plan_item_to_json(item) for item in carried.plan],
+        "failures": [{"call": f.call, "error": f.error, "then": f.then}
+                     for f in carried.failures],
+        "failuresLeftOut": carried.failures_left_out,
+    }
+
+
+def carried_from_json(data: object) -> Carried:
+    """A compaction's carried block; keys a newer version added are ignored."""
+    if not isinstance(data, Mapping):
+        raise LedgerFormatError("a compaction's 'carried' must be an object")
+    pins = _objects(data.get("pins"), "carried pins")
+    failures = _objects(data.get("failures"), "carried failures")
+    return Carried(
+        user_messages=_str_tuple(data.get("userMessages")),
+        user_messages_left_out=_count(data, "userMessagesLeftOut"),
+        pins=tuple(
+            Pin(_str(p, "id"), cast(PinKind, _choice(p, "kind", PIN_KINDS)), _str(p, "text"),
+                cast(PinAuthor, _choice(p, "by", PIN_AUTHORS)))
+            for p in pins
+        ),
+        plan=_plan_from_json(data.get("plan")),
+        failures=tuple(
+            Failure(_str(f, "call"), _str(f, "error"), _str(f, "then") if "then" in f else "")
+            for f in failures
+        ),
+        failures_left_out=_count(data, "failuresLeftOut"),
+    )
+
+
+def _plan_from_json(value: object) -> tuple[PlanItem, ...]:
+    return tuple(
+        PlanItem(_str(item, "content"),
+                 cast(PlanStatus, _choice(item, "status", PLAN_STATUSES)),
+                 cast(PlanPriority, _choice(item, "priority", PLAN_PRIORITIES))
+                 if "priority" in item else "medium")
+        for item in _objects(value, "plan entries")
+    )
+
+
+def _objects(value: object, what: str) -> list[Mapping[str, Any]]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(item, Mapping) for item in value):
+        raise LedgerFormatError(f"{what} must be a list of objects")
+    return value
+
+
+def _choice(data: Mapping[str, Any], key: str, allowed: frozenset[str]) -> str:
+    value = data.get(key)
+    if value not in allowed:
+        raise LedgerFormatError(f"{key!r} must be one of {', '.join(sorted(allowed))}")
+    return str(value)
+
+
+def _count(data: Mapping[str, Any], key: str) -> int:
+    value = data.get(key, 0)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise LedgerFormatError(f"{key!r} must be a count")
+    return value
 
 
 def _str(data: Mapping[str, Any], key: str) -> str:

@@ -28,6 +28,8 @@ from agent_server.session.entries import (
     FileRestoreEntry,
     MessageEntry,
     ModelChangeEntry,
+    PinEntry,
+    PlanEntry,
     SystemPromptEntry,
     TitleEntry,
     ToolListEntry,
@@ -52,6 +54,8 @@ USER, ASSISTANT, TOOL_RESULT, COMPACTION, BRANCH, MODEL_CHANGE, TITLE, SYSTEM, T
 # A file restore (a sidecar built before this kind existed indexed such lines as UNKNOWN;
 # readers that look for restores read those too).
 FILE_RESTORE = "F"
+# Pins and plans (a sidecar built before these kinds existed indexed them as UNKNOWN).
+PIN, PLAN = "P", "N"
 
 
 _ENTRY_KINDS: dict[type, str] = {
@@ -62,6 +66,8 @@ _ENTRY_KINDS: dict[type, str] = {
     SystemPromptEntry: SYSTEM,
     FileRestoreEntry: FILE_RESTORE,
     ToolListEntry: TOOLS,
+    PinEntry: PIN,
+    PlanEntry: PLAN,
 }
 _MESSAGE_KINDS: dict[type, str] = {
     UserMessage: USER,

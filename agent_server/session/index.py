@@ -59,8 +59,9 @@ from agent_server.session.facts import (
 )
 from agent_server.session.meta import MetaFold
 
-# 4: lastCall; 5: entries of unknown types reported; 6: the arrays as base64 of their bytes
-INDEX_VERSION = 6
+# 4: lastCall; 5: entries of unknown types reported; 6: the arrays as base64 of their bytes;
+# 7: pins and plans (a sidecar built before indexed them as unknown)
+INDEX_VERSION = 7
 INDEX_SUFFIX = ".index.json"
 DIGEST_SPAN = 256
 

@@ -60,6 +60,7 @@ from agent_server.llm.messages import (
 from agent_server.llm.stream import CacheRetention
 from agent_server.session.entries import (
     BranchEntry,
+    Carried,
     CompactionDetails,
     CompactionEntry,
     CompactionReason,
@@ -69,6 +70,12 @@ from agent_server.session.entries import (
     McpToolSource,
     MessageEntry,
     ModelChangeEntry,
+    PinAction,
+    PinAuthor,
+    PinEntry,
+    PinKind,
+    PlanEntry,
+    PlanItem,
     SessionHeader,
     SystemPromptEntry,
     TitleEntry,
@@ -841,6 +848,7 @@ class Ledger:
         split_turn_summary: str | None = None,
         model: str | None = None,
         usage: Usage | None = None,
+        carried: Carried | None = None,
     ) -> CompactionEntry:
         """Record a compaction; `first_kept_entry_id` must be on the current branch."""
         if first_kept_entry_id is not None and not self.is_on_branch(first_kept_entry_id):
@@ -861,6 +869,7 @@ class Ledger:
             split_turn_summary=split_turn_summary,
             model=model,
             usage=usage,
+            carried=carried,
         )
         stored = self.append(entry)
         assert isinstance(stored, CompactionEntry)
@@ -905,6 +914,22 @@ class Ledger:
         entry = ToolListEntry(self.new_id(), self.leaf_id, stamp(self._clock), tools, mcp, reason)
         stored = self.append(entry)
         assert isinstance(stored, ToolListEntry)
+        return stored
+
+    def append_pin(
+        self, pin_id: str, action: PinAction, kind: PinKind, text: str, by: PinAuthor
+    ) -> PinEntry:
+        entry = PinEntry(
+            self.new_id(), self.leaf_id, stamp(self._clock), pin_id, action, kind, text, by
+        )
+        stored = self.append(entry)
+        assert isinstance(stored, PinEntry)
+        return stored
+
+    def append_plan(self, items: tuple[PlanItem, ...]) -> PlanEntry:
+        entry = PlanEntry(self.new_id(), self.leaf_id, stamp(self._clock), items)
+        stored = self.append(entry)
+        assert isinstance(stored, PlanEntry)
         return stored
 
     def rewind(self, entry_id: str | None, *, summary: str | None = None) -> BranchEntry:

@@ -153,6 +153,8 @@ def test_compaction_is_one_card_and_notices_are_messages_of_their_own() -> None:
         CompactionFinished("k2", "overflow", "cancelled", 30000, error="interrupted")
     )
     assert failed[0].status == "failed" and failed[0].title == "Compaction cancelled"
+    requested = translator.updates(CompactionStarted("k3", "requested", 20000))
+    assert requested[0].title == "Compacting the conversation (the model asked for it at a break)"
     one = translator.updates(Notice("t", "warning", "Rate limited; retrying"))
     two = translator.updates(Notice("t", "info", "a.py changed on disk"))
     assert one[0].message_id != two[0].message_id

@@ -20,7 +20,7 @@ from agent_server.agent.workspace import WorkspaceAgent
 from agent_server.context.summary_prompt import BRANCH_SUMMARY_PREFIX, SUMMARY_REQUEST_MARKER
 from agent_server.context.trigger import CompactionSettings
 from agent_server.llm.messages import UserMessage
-from agent_server.session.entries import BranchEntry, MessageEntry
+from agent_server.session.entries import BranchEntry, CompactionEntry, MessageEntry
 from agent_server.sim.request_checks import check_requests, prefix_problem
 from agent_server.sim.scenario import default_scenario
 from tests.agent.conftest import FAST_RETRY, agent_run
@@ -310,3 +310,98 @@ async def test_dense_log_pages_compact_early_enough_for_the_cached_summary(
             assert record.tokens.cache_read == previous.tokens.prompt
             assert record.tokens.cache_write == 0
             assert 0 < record.tokens.input < 1500
+
+
+def write_numbered(path: Path, lines: int) -> None:
+    path.write_text("".join(f"row {i}: value {i * 7919 % 10007} unit {i % 13}\n"
+                            for i in range(lines)), encoding="utf-8")
+
+
+def compact_scenario(focus: str) -> dict[str, object]:
+    return {"turns": [
+        {"user": "Read both tables, then tidy up.", "steps": [
+            {"tools": [{"name": "read", "arguments": {"path": "a.txt"}},
+                       {"name": "read", "arguments": {"path": "b.txt"}}]},
+            {"tools": [{"name": "compact", "arguments": {"focus": focus}}]},
+            {"text": "Both tables are read."},
+        ]},
+    ]}
+
+
+async def test_the_model_asks_for_a_compaction_at_a_break_and_it_runs_when_it_pays(
+    tmp_path: Path,
+) -> None:
+    focus = "the row counts of both tables"
+    small = AgentSettings(permissions_mode="allowAll")  # sim-small: threshold 24,576
+    async with agent_run(tmp_path, scenario=compact_scenario(focus), settings=small) as run:
+        write_numbered(run.workspace / "a.txt", 900)  # about 7k tokens each: 16k in all,
+        write_numbered(run.workspace / "b.txt", 900)  # past half the threshold, under it
+        result = await run.session.run_turn("Read both tables, then tidy up.")
+        assert result.stop_reason == "end_turn", result
+        [entry] = [e for e in run.session.ledger.entries if isinstance(e, CompactionEntry)]
+        assert entry.reason == "requested"
+        sources = [r.source for r in run.model_requests]
+        assert sources == ["scenario:0:0", "scenario:0:1", "summary", "scenario:0:2"]
+        # The summary was asked to keep what the model named.
+        assert carries(run.model_requests[2], focus)
+        answer = [m for m in run.session.ledger.entries if isinstance(m, MessageEntry)]
+        asked = next(e.message for e in answer if getattr(e.message, "tool_name", "") == "compact")
+        assert "will be compacted" in asked.text  # type: ignore[union-attr]
+        decided = [(e.decision.action, e.decision.reason) for e in run.of(events.ContextDecided)]
+        assert decided == [("send", None), ("send", None), ("compact", "requested")]
+        assert check_requests(run.sim.records).ok
+
+
+async def test_a_compaction_asked_for_too_early_is_declined(tmp_path: Path) -> None:
+    async with agent_run(tmp_path, scenario=compact_scenario("x"), settings=LARGE) as run:
+        write_numbered(run.workspace / "a.txt", 900)
+        write_numbered(run.workspace / "b.txt", 900)
+        result = await run.session.run_turn("Read both tables, then tidy up.")
+        assert result.stop_reason == "end_turn", result
+        assert not [e for e in run.session.ledger.entries if isinstance(e, CompactionEntry)]
+        asked = [e.message for e in run.session.ledger.entries if isinstance(e, MessageEntry)
+                 and getattr(e.message, "tool_name", "") == "compact"]
+        assert "Not compacted: the context is at" in asked[0].text  # type: ignore[union-attr]
+        assert [r.source for r in run.model_requests] == [
+            "scenario:0:0", "scenario:0:1", "scenario:0:2"
+        ]
+
+
+async def test_past_the_threshold_in_a_tool_loop_the_compaction_waits_for_the_next_prompt(
+    tmp_path: Path,
+) -> None:
+    """sim-small: the two reads take the context just past the threshold (24,576) in the
+    middle of the turn; its small steps leave the summary room, so the turn goes on and the
+    compaction runs before the next prompt's call, summarising a finished turn."""
+    scenario = {"turns": [
+        {"user": "Read the tables.", "steps": [
+            {"tools": [{"name": "read", "arguments": {"path": "a.txt"}},
+                       {"name": "read", "arguments": {"path": "b.txt"}}]},
+            {"tools": [{"name": "ls", "arguments": {"path": "."}}]},
+            {"tools": [{"name": "ls", "arguments": {"path": "."}}]},
+            {"text": "Read."},
+        ]},
+        {"user": "Now the next thing.", "steps": [{"text": "Done."}]},
+    ]}
+    small = AgentSettings(permissions_mode="allowAll")
+    async with agent_run(tmp_path, scenario=scenario, settings=small) as run:
+        write_numbered(run.workspace / "a.txt", 1100)
+        write_numbered(run.workspace / "b.txt", 900)
+        for prompt in ("Read the tables.", "Now the next thing."):
+            result = await run.session.run_turn(prompt)
+            assert result.stop_reason == "end_turn", result
+        decided = [e.decision for e in run.of(events.ContextDecided)]
+        assert [(d.action, d.reason) for d in decided] == [
+            ("send", None), ("send", None), ("wait", "threshold"), ("wait", "threshold"),
+            ("compact", "threshold"),
+        ]
+        for waited in decided[2:4]:
+            assert waited.tokens > waited.threshold
+        assert [r.source for r in run.model_requests] == [
+            "scenario:0:0", "scenario:0:1", "scenario:0:2", "scenario:0:3", "summary",
+            "scenario:1:0",
+        ]
+        # The whole first turn went into the summary or the kept tail: nothing was split.
+        [entry] = [e for e in run.session.ledger.entries if isinstance(e, CompactionEntry)]
+        assert entry.split_turn_summary is None
+        assert check_requests(run.sim.records).ok

@@ -73,7 +73,8 @@ def test_options_follow_the_agent_client_protocol_and_say_what_they_cover() -> N
     ],
 )
 async def test_modes_decide_which_tools_ask(mode: Any, asks_for: set[str]) -> None:
-    user = User(*["allow_once"] * 7)
+    """The plan, remember and compact tools act on the session alone: never asked about."""
+    user = User(*["allow_once"] * len(default_tools()))
     gate = PermissionGate(mode, user)
     for tool in default_tools():
         decision = await gate.decide(tool, call_of(tool))

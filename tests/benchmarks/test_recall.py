@@ -125,6 +125,7 @@ def test_the_recall_command_refuses_unknown_names(tmp_path: Path) -> None:
     assert recall.main(clients=["nobody"], out_dir=tmp_path) == 2
     assert recall.main(names=["no-such-session"], out_dir=tmp_path) == 2
     assert recall.main(summarisers=["creative"], out_dir=tmp_path) == 2
+    assert recall.main(variant="no-such-variant", out_dir=tmp_path) == 2
     args = build_parser().parse_args(["bench", "recall", "--quick", "--summarisers", "lossy",
                                       "--sessions", "tabulate-bugfix"])
     assert args.suite == "recall" and args.quick and args.summarisers == "lossy"
@@ -204,6 +205,41 @@ def test_the_products_compaction_is_a_compactor_of_the_kit() -> None:
     assert "## Constraints" not in again.rounds[0].context.text  # the lossy summariser
 
 
+def test_restore_files_attaches_the_latest_reads_of_what_leaves_the_context(
+    tmp_path: Path,
+) -> None:
+    """The restore-files variant (issue 26, item 5): the files read in the summarised part,
+    most recent first, not read again in the kept part, each the lines of its latest read as
+    they are now, within the budget."""
+    from agent_server.context.cut_point import CutPoint
+    from benchmarks.strategies import RESTORE_FILES, RestoreRecentFiles
+    from tests.context.builders import entries_of
+    from tests.session.builders import assistant, call, result, user
+
+    for name in ("a.py", "b.py", "kept.py", *(f"f{i}.py" for i in range(6))):
+        (tmp_path / name).write_text("".join(f"{name} line {i}\n" for i in range(1, 101)))
+    reads = [assistant("", call(f"c{i}", path=p, **extra)) for i, (p, extra) in enumerate([
+        ("a.py", {}), ("b.py", {"offset": 10, "limit": 5}), ("kept.py", {}),
+        ("../outside.py", {}), ("missing.py", {}),
+    ])]
+    summarised = entries_of(user("go"), *reads)
+    kept = entries_of(assistant("", call("k", path="kept.py")), result("k", "x"), start=10)
+    cut = CutPoint(10, "m10", None, tuple(summarised), (), tuple(kept), 0, 0, None)
+    block = RestoreRecentFiles(tmp_path).restored(cut, 50_000)
+    assert '<file path="b.py" lines="10-14">' in block and "b.py line 14\n</file>" in block
+    assert '<file path="a.py" lines="1-100">' in block
+    assert block.index('path="b.py"') < block.index('path="a.py"')  # the latest read first
+    assert "kept.py" not in block and "outside" not in block and "missing" not in block
+    # A small budget cuts a file at a whole line.
+    small = RestoreRecentFiles(tmp_path).restored(cut, 40)
+    assert small.count("<file ") == 1 and small.rstrip().endswith("</file>")
+    # At most RESTORE_FILES files.
+    many = entries_of(user("go"), *(assistant("", call(f"d{i}", path=f"f{i}.py"))
+                                    for i in range(6)))
+    cut = CutPoint(10, "m10", None, tuple(many), (), (), 0, 0, None)
+    assert RestoreRecentFiles(tmp_path).restored(cut, 50_000).count("<file ") == RESTORE_FILES
+
+
 def figures_row(client: str, cost: float, session: str = "default") -> peers.Figures:
     recall_figures = peers.Recall(needed=10, found=7, recoveries=2, recovery_tokens=3000,
                                   recovery_cost=0.02, completed=40,
@@ -235,3 +271,6 @@ def test_bench_peers_and_bench_recall_show_the_same_recall_columns() -> None:
         assert text in as_rows and text in as_columns
     # agent-server at $0.50: 1.25x the cheapest peer (pi), 0.62x Codex on its own API.
     assert "1.25x" in as_columns and "0.62x" in as_columns
+    # A variant (agent-server+NAME) is compared with the peer on its client's API.
+    variant = rendered(recall_table([*rows, figures_row("agent-server+restore-files", 0.5)]))
+    assert variant.count("0.62x") == 2

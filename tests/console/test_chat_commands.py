@@ -132,3 +132,44 @@ def test_commands_are_answered_and_rewind_restores_files_and_gives_the_prompt_ba
     child.close()
     assert child.exitstatus == 0
     assert "Traceback" not in screen.since(0)
+
+
+def test_remember_pins_forget_removes_and_the_model_is_told(
+    simulator: tuple[Simulator, ThreadedSimServer], tmp_path: Path
+) -> None:
+    sim, handle = simulator
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "agent_server", "chat", "--provider", "sim", "--base-url", handle.base_url,
+         "--sessions-dir", str(tmp_path / "sessions"), "--yes"],
+        cwd=str(workspace), encoding="utf-8", codec_errors="replace", dimensions=(50, 200),
+        timeout=120, env={"TERM": "xterm-256color", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+    )
+    screen = Screen()
+    child.logfile_read = screen
+    child.expect("you ›")
+
+    def command(line: str) -> str:
+        mark = screen.mark
+        child.sendline(line)
+        child.expect("you ›")
+        return screen.since(mark)
+
+    assert "nothing pinned" in command("/pins")
+    pinned = command("/remember never edit CHANGELOG")
+    match = re.search(r"pinned rule ([0-9a-f]{8}): never edit CHANGELOG", pinned)
+    assert match, pinned
+    assert "pinned fact" in command("/remember fact: the port is 8123")
+    listed = command("/pins")
+    assert "never edit CHANGELOG" in listed and "fact, by the user: the port is 8123" in listed
+    assert "removed rule" in command(f"/forget {match.group(1)}")
+    assert "is not a pin in force" in command("/forget nope")
+    assert "never edit CHANGELOG" not in command("/pins")
+    command("write the plan")
+    told = str(sim.records[-2].request["messages"])  # the turn's first request
+    assert "The user pinned a fact for the rest of this session: the port is 8123" in told
+    assert "removed the pinned rule" in told
+    child.sendline("/quit")
+    child.expect(pexpect.EOF)

@@ -130,3 +130,12 @@ def test_sessions_are_told_apart_and_found_by_a_prefix_of_their_whole_id(tmp_pat
         "--yes", prompt, cwd=workspace,
     )
     assert again.returncode == 0 and f"session {ids[1]}" in again.stdout
+
+
+def test_remember_pins_a_rule_unless_it_says_fact() -> None:
+    from agent_server.agent.memory import pin_argument
+
+    assert pin_argument("never edit CHANGELOG") == ("rule", "never edit CHANGELOG")
+    assert pin_argument("fact: the port is 8123") == ("fact", "the port is 8123")
+    assert pin_argument("Rule:  keep the API ") == ("rule", "keep the API")
+    assert pin_argument("note: this stays") == ("rule", "note: this stays")

@@ -196,3 +196,27 @@ def test_a_compaction_says_which_rule_ran_and_how_much_summary_is_hidden() -> No
     assert "past the compaction point (24.6k)" in compaction_reason(
         {"reason": "threshold", "tokensBefore": 25_000}, 24_576
     )
+    assert compaction_reason({"reason": "requested"}, 24_576) == (
+        "the model asked for it at a break"
+    )
+    printer.compaction({"status": "started", "reason": "requested", "tokensBefore": 20_000})
+    printer.compaction({"status": "cancelled", "reason": "threshold", "tokensBefore": 20_700,
+                        "error": "compaction hook 'check': not during the release"})
+    out = buffer.getvalue()
+    assert "(the model asked for it at a break)" in out
+    assert "compaction cancelled: compaction hook 'check': not during the release" in out
+
+
+def test_the_plan_is_a_checklist_and_its_steps_are_shown_literally() -> None:
+    buffer = io.StringIO()
+    printer = TranscriptPrinter(Console(file=buffer, width=100, force_terminal=False))
+    entries = [
+        {"content": "reproduce", "status": "completed", "priority": "medium"},
+        {"content": "fix [bold]_afterpoint[/]", "status": "in_progress", "priority": "high"},
+        {"content": "regression test", "status": "pending", "priority": "low"},
+    ]
+    printer.update({"update": {"kind": "plan", "entries": entries}})
+    out = buffer.getvalue()
+    assert "plan" in out
+    assert "✓ reproduce" in out and "▶ fix [bold]_afterpoint[/]" in out
+    assert "· regression test" in out

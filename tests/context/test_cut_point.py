@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from agent_server.context.cut_point import find_cut_point
+from agent_server.context.projection import is_prompt
 from agent_server.context.summary_prompt import note_message
 from agent_server.llm.messages import ToolResultMessage, UserMessage
 from agent_server.session.entries import TitleEntry
@@ -42,6 +43,19 @@ def test_keep_recent_turns_setting() -> None:
     path = entries_of(*turn(10), *turn(10), *turn(10), *turn(10))
     assert find_cut_point(path, keep_recent_turns=3).first_kept_index == 2
     assert find_cut_point(path, keep_recent_turns=1).first_kept_index == 6
+
+
+
+def test_a_prompt_not_answered_yet_is_kept_beside_the_recent_turns() -> None:
+    """At a natural break (the compaction runs before a new prompt's first call) the last
+    `keep_recent_turns` answered turns stay, as they would in the middle of that turn."""
+    path = entries_of(*turn(10), *turn(10), *turn(10), user("next"))
+    cut = find_cut_point(path, keep_recent_turns=2)
+    assert cut.first_kept_index == 2 and [e.id for e in cut.kept][-1] == "m6"
+    assert sum(is_prompt(e.message) for e in cut.kept) == 3
+    # Once the prompt has an answer it is a turn like the others.
+    answered = entries_of(*turn(10), *turn(10), *turn(10), *turn(10))
+    assert find_cut_point(answered, keep_recent_turns=2).first_kept_index == 4
 
 
 def test_the_8k_cap_keeps_only_what_fits() -> None:

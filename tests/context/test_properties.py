@@ -18,8 +18,19 @@ from pathlib import Path
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from agent_server.context.carried import (
+    CarriedBudgets,
+    carry,
+    current_pins,
+    current_plan,
+    user_text,
+)
 from agent_server.context.cut_point import CutPoint, find_cut_point
-from agent_server.context.estimate import estimate_context_tokens, estimate_tokens
+from agent_server.context.estimate import (
+    estimate_context_tokens,
+    estimate_text_tokens,
+    estimate_tokens,
+)
 from agent_server.context.projection import (
     Projection,
     build_compacted_messages,
@@ -32,10 +43,19 @@ from agent_server.context.summary_prompt import (
     SUMMARY_PREFIX,
     SUMMARY_REQUEST_MARKER,
     build_summary_prompt,
+    failure_line,
     note_message,
     serialize_message,
 )
-from agent_server.context.trigger import CompactionSettings, compaction_threshold, decide
+from agent_server.context.trigger import (
+    CompactionSettings,
+    StepPosition,
+    compaction_threshold,
+    decide,
+    leaves_no_summary_room,
+    summary_room,
+    window_limit,
+)
 from agent_server.llm.messages import (
     AssistantMessage,
     Context,
@@ -48,7 +68,13 @@ from agent_server.llm.messages import (
     message_to_json,
 )
 from agent_server.llm.models import BUILTIN_MODELS
-from agent_server.session.entries import CompactionEntry, Entry, MessageEntry
+from agent_server.session.entries import (
+    Carried,
+    CompactionEntry,
+    Entry,
+    MessageEntry,
+    PlanItem,
+)
 from agent_server.session.ledger import Ledger
 
 KINDS = (
@@ -57,7 +83,7 @@ KINDS = (
     + ["assistant"] * 4
     + ["results"] * 4
     + ["compact"] * 2
-    + ["rewind", "reload", "meta", "note"]
+    + ["rewind", "reload", "meta", "note", "pin", "plan"]
 )
 OPERATIONS = st.lists(
     st.tuples(st.sampled_from(KINDS), st.integers(0, 10**6), st.integers(0, 10**6)),
@@ -147,6 +173,37 @@ def check_ledger(ledger: Ledger) -> Projection:
     return projection
 
 
+def head_text(projection: Projection) -> str:
+    first = projection.messages[0]
+    assert isinstance(first, UserMessage) and isinstance(first.content[0], TextContent)
+    return first.content[0].text
+
+
+def check_carried(
+    entries: Sequence[Entry], cut: CutPoint, carried: Carried, budgets: CarriedBudgets
+) -> None:
+    """Budgets kept, the latest request always there (carried or kept), nothing said twice,
+    the pins in force all carried."""
+    words = carried.user_messages
+    assert sum(estimate_text_tokens(text) for text in words) <= budgets.user_tokens
+    lines = [estimate_text_tokens(failure_line(f)) for f in carried.failures]
+    assert sum(lines) <= budgets.failure_tokens
+    assert len({(f.call, f.error) for f in carried.failures}) == len(carried.failures)
+    kept = [user_text(e.message) for e in cut.kept
+            if isinstance(e.message, UserMessage) and is_prompt(e.message)]
+    assert not set(words) & set(kept), "a prompt kept verbatim is carried too"
+    assert len(set(words)) == len(words), "a prompt carried twice"
+    summarized = [user_text(e.message) for e in (*cut.summarize, *cut.turn_prefix)
+                  if isinstance(e.message, UserMessage) and is_prompt(e.message)]
+    latest = next((text for text in reversed([*summarized, *kept]) if text), None)
+    if latest is not None and latest not in kept:
+        assert words, "the latest request is lost"
+        assert words[-1] == latest or (
+            "characters cut here" in words[-1] and words[-1][:20] == latest[:20]
+        )
+    assert carried.pins == current_pins(entries)
+
+
 def check_cut(entries: Sequence[Entry], cut: CutPoint, budget: int, turns: int) -> None:
     window = [e for _, e in compaction_window(entries).messages]
     assert [*cut.summarize, *cut.turn_prefix, *cut.kept] == window
@@ -158,7 +215,11 @@ def check_cut(entries: Sequence[Entry], cut: CutPoint, budget: int, turns: int) 
         assert not isinstance(first.message, ToolResultMessage)
         assert cut.kept_tokens == sum(estimate_tokens(e.message) for e in cut.kept)
         assert cut.kept_tokens <= budget
-        assert sum(is_prompt(e.message) for e in cut.kept) <= turns
+        # A prompt not answered yet is kept beside the last `turns` answered turns.
+        last_prompt = max(i for i, e in enumerate(window) if is_prompt(e.message)) \
+            if any(is_prompt(e.message) for e in window) else len(window)
+        pending = not any(isinstance(e.message, AssistantMessage) for e in window[last_prompt:])
+        assert sum(is_prompt(e.message) for e in cut.kept) <= turns + pending
         # a note right before a prompt stays with it
         start = len(window) - len(cut.kept)
         if start and is_prompt(window[start].message):
@@ -190,6 +251,7 @@ class Session:
         self.path = directory / "s.jsonl"
         self.ledger = Ledger.create(self.path, session_id="s", workspace="/w", fsync="never")
         self.counter = 0
+        self.head: tuple[str, str] | None = None  # (compaction id, the projection's head)
 
     def pending_calls(self) -> list[ToolCall]:
         answered: set[str] = set()
@@ -255,8 +317,11 @@ class Session:
                     )
                 return
             for call in pending[: 1 + a % len(pending)]:
-                text = "r" * (b % 30_000)
-                ledger.append_message(ToolResultMessage(call.id, call.name, (TextContent(text),)))
+                failed = b % 3 == 0
+                text = f"Error: boom {a % 7}\nExit code 1." if failed else "r" * (b % 30_000)
+                ledger.append_message(
+                    ToolResultMessage(call.id, call.name, (TextContent(text),), is_error=failed)
+                )
         elif kind == "compact":
             self.compact(keep=a % 12_000, turns=1 + b % 3)
         elif kind == "rewind":
@@ -270,6 +335,17 @@ class Session:
             ledger.append_message(note_message("externalEdit", f"f{a % 3} changed " + "n" * (b % 3000)))
         elif kind == "reload":
             self.reload()
+        elif kind == "pin":
+            pins = current_pins(ledger.projection_entries())
+            if pins and a % 3 == 0:
+                gone = pins[b % len(pins)]
+                ledger.append_pin(gone.id, "remove", gone.kind, gone.text, "user")
+            else:
+                ledger.append_pin(f"pin{self.counter}", "add", "rule", f"rule {a}", "model")
+        elif kind == "plan":
+            ledger.append_plan(
+                tuple(PlanItem(f"step {i}", "pending") for i in range(a % 4))
+            )
         elif a % 2:
             ledger.append_title(f"title {self.counter}")
         else:
@@ -279,6 +355,7 @@ class Session:
         entries = self.ledger.projection_entries()
         cut = find_cut_point(entries, keep_recent_tokens=keep, keep_recent_turns=turns)
         check_cut(entries, cut, keep, turns)
+        budgets = CarriedBudgets(user_tokens=100 + keep // 4, failure_tokens=100 + turns * 50)
         if not cut.can_compact:
             event("compaction: nothing to summarise")
             return
@@ -291,19 +368,27 @@ class Session:
         )
         summary = f"summary {self.counter}"
         split = f"turn prefix {self.counter}" if cut.is_split_turn else None
-        self.ledger.append_compaction(
+        carried = carry(entries, (*cut.summarize, *cut.turn_prefix), cut.kept, budgets)
+        check_carried(entries, cut, carried, budgets)
+        entry = self.ledger.append_compaction(
             summary=summary,
             first_kept_entry_id=cut.first_kept_entry_id,
             tokens_before=cut.kept_tokens + cut.summarize_tokens,
             tokens_after=None,
             reason="threshold",
             split_turn_summary=split,
+            carried=carried,
         )
-        # the projection is the summary plus exactly the kept entries
+        # the projection is the summary (and what it carries) plus exactly the kept entries
         projection = project(self.ledger.projection_entries())
         kept_alone = project(list(cut.kept)).messages
-        expected = build_compacted_messages(summary, kept_alone, split_turn_summary=split)
+        expected = build_compacted_messages(
+            summary, kept_alone, split_turn_summary=split, carried=carried
+        )
         assert list(projection.messages) == expected
+        assert current_pins(self.ledger.projection_entries()) == current_pins(entries)
+        assert current_plan(self.ledger.projection_entries()) == current_plan(entries)
+        self.head = (entry.id, head_text(projection))
         ids = [i for i in projection.entry_ids if i is not None]
         assert set(ids) <= {e.id for e in cut.kept}
         if cut.kept:
@@ -361,7 +446,11 @@ def test_random_sessions_always_project_to_valid_requests(
         try:
             for kind, a, b in operations:
                 session.run(kind, a, b)
-                check_ledger(session.ledger)
+                projection = check_ledger(session.ledger)
+                if session.head is not None and projection.compaction is not None and (
+                    projection.compaction.id == session.head[0]
+                ):  # the summary and what it carries stay byte for byte the same
+                    assert head_text(projection) == session.head[1]
             session.reload()
             check_ledger(session.ledger)
         finally:
@@ -423,27 +512,81 @@ def test_cut_points_keep_tool_pairs_and_budgets(
 # --- decisions and bounded summary prompts -------------------------------------------------------
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(
     st.integers(0, 400_000),
     st.booleans(),
     st.booleans(),
     st.booleans(),
     st.one_of(st.none(), st.integers(0, 19_000)),
+    st.sampled_from(("turn", "break", "requested", "loop")),
+    st.integers(0, 60_000),
+    st.integers(0, 20_000),
+    st.one_of(st.none(), st.floats(0.05, 1.0), st.integers(2048, 300_000)),
+    st.sampled_from(("sim-small", "sim-large")),
 )
 def test_the_decision_compacts_exactly_when_a_rule_says_so(
-    tokens: int, enabled: bool, truncated: bool, rejected: bool, reserve: int | None
+    tokens: int,
+    enabled: bool,
+    truncated: bool,
+    rejected: bool,
+    reserve: int | None,
+    position: StepPosition,
+    step: int,
+    answer: int,
+    threshold_setting: float | None,
+    model_id: str,
 ) -> None:
-    model = BUILTIN_MODELS_BY_ID["sim-large"]
-    compaction = CompactionSettings(enabled=enabled, reserve_tokens=reserve)
-    decision = decide(tokens, model, compaction, truncated=truncated, holds_rejected=rejected)
+    model = BUILTIN_MODELS_BY_ID[model_id]
+    if reserve is not None and reserve >= model.context_window:
+        reserve = None
+    compaction = CompactionSettings(
+        enabled=enabled, reserve_tokens=reserve, threshold=threshold_setting
+    )
+    decision = decide(
+        tokens,
+        model,
+        compaction,
+        truncated=truncated,
+        holds_rejected=rejected,
+        position=position,
+        next_step_tokens=step,
+        answer_tokens=answer,
+    )
     threshold = compaction_threshold(model, compaction)
-    assert (decision.tokens, decision.threshold, decision.window) == (tokens, threshold, 200_000)
-    should = enabled and (truncated or rejected or tokens > threshold)
+    window = model.context_window
+    assert (decision.tokens, decision.threshold, decision.window) == (tokens, threshold, window)
+    assert threshold <= window_limit(model, compaction)
+    early = leaves_no_summary_room(tokens, step, model, compaction)
+    past = tokens > threshold or early
+    waits = (
+        position == "loop"
+        and not early
+        and tokens + step + answer + summary_room(model) <= window
+    )
+    requested = position == "requested" and tokens > 0.5 * threshold
+    should = enabled and (truncated or rejected or (past and not waits) or requested)
     assert (decision.action == "compact") == should
-    assert (decision.reason is None) == (not should)
+    # Waiting (invariants 3, 4 and 8 hold): only past the threshold in the middle of a loop,
+    # never for a cut-off answer or a rejected context, and only while a step like the last
+    # one leaves the summary its room: the next request stays inside the window.
+    assert (decision.action == "wait") == (
+        enabled and not truncated and not rejected and past and waits
+    )
+    if decision.action == "wait":
+        assert tokens + step + answer + summary_room(model) <= window
+        assert decision.reason == "threshold"
+    assert (decision.reason is None) == (decision.action == "send")
     if should:
-        expected = "truncation" if truncated else "overflow" if rejected else "threshold"
+        expected = (
+            "truncation"
+            if truncated
+            else "overflow"
+            if rejected
+            else "threshold"
+            if past
+            else "requested"
+        )
         assert decision.reason == expected
 
 

@@ -4,10 +4,14 @@ import pytest
 
 from agent_server.context.summary_prompt import note_message
 from agent_server.context.trigger import (
+    BREAK_DETAIL,
+    COMPACTION_REQUEST_DETAIL,
     CompactionSettings,
     ContextDecision,
     OversizedPrompt,
+    can_wait_for_break,
     compaction_threshold,
+    compacts_on_request,
     compacts_when_cold,
     decide,
     find_oversized_prompt,
@@ -16,8 +20,11 @@ from agent_server.context.trigger import (
     max_kept_tokens,
     reserve_tokens,
     should_compact,
+    step_position,
+    window_limit,
 )
 from agent_server.errors import ConfigError
+from agent_server.llm.messages import TextContent, ToolResultMessage
 from agent_server.llm.models import ModelInfo
 from agent_server.session.entries import TitleEntry
 
@@ -173,3 +180,99 @@ def test_a_cold_prefix_compacts_past_a_share_of_the_threshold() -> None:
     assert decide(23_000, m, off, cold=True).action == "send"
     with pytest.raises(ConfigError, match="coldCacheShare"):
         CompactionSettings(cold_cache_share=1.5)
+
+
+# --- the threshold setting ----------------------------------------------------------------------
+
+
+def test_the_threshold_setting_is_a_share_of_the_window_or_tokens_never_past_the_limit() -> None:
+    large = model(16_384)  # window 200k, reserve 20,480: limit 179,520
+    assert compaction_threshold(large, CompactionSettings()) == 179_520
+    assert compaction_threshold(large, CompactionSettings(threshold=0.5)) == 100_000
+    assert compaction_threshold(large, CompactionSettings(threshold=120_000)) == 120_000
+    # Never past the window less the reserve (the answer's room).
+    assert compaction_threshold(large, CompactionSettings(threshold=1)) == 179_520
+    assert compaction_threshold(large, CompactionSettings(threshold=500_000)) == 179_520
+    assert window_limit(large, CompactionSettings(threshold=50_000)) == 179_520
+    # The kept tail follows the threshold the user chose.
+    assert max_kept_tokens(model(16_384, 32_768), CompactionSettings(threshold=0.25)) == 8192 // 3
+    assert should_compact(50_001, large, CompactionSettings(threshold=50_000))
+    assert not should_compact(50_001, large, CompactionSettings(threshold=50_000, enabled=False))
+
+
+@pytest.mark.parametrize("value", [0, -0.5, 1.5, 1000, 60_000.5, float("nan"), float("inf")])
+def test_a_threshold_that_cannot_work_is_refused_with_the_key(value: float) -> None:
+    with pytest.raises(ConfigError, match=r"compaction\.threshold"):
+        CompactionSettings(threshold=value)
+
+
+# --- natural breaks and the model's request ------------------------------------------------------
+
+
+def test_the_step_position_reads_the_last_step() -> None:
+    prompt = entries_of(user("go"))
+    assert step_position(prompt) == "turn"
+    assert step_position([]) == "turn"
+    loop = entries_of(user("go"), assistant("", call("c1")), result("c1", "x"))
+    assert step_position(loop) == "loop"
+    # An editor note after the results does not end the loop; one before a prompt neither.
+    assert step_position([*loop, *entries_of(note_message("externalEdit", "e"), start=3)]) == (
+        "loop"
+    )
+    noted = entries_of(user("a"), assistant("b"), note_message("externalEdit", "e"), user("c"))
+    assert step_position(noted) == "turn"
+    marked = ToolResultMessage("c2", "plan", (TextContent("ok"),), details={BREAK_DETAIL: True})
+    done = entries_of(user("go"), assistant("", call("c1"), call("c2")), result("c1", "x"), marked)
+    assert step_position(done) == "break"
+    asked = ToolResultMessage(
+        "c2", "compact", (TextContent("ok"),), details={COMPACTION_REQUEST_DETAIL: True}
+    )
+    requested = entries_of(user("go"), assistant("", call("c2", "compact")), asked)
+    assert step_position(requested) == "requested"
+    # Only the last step counts: a request answered by a later step is stale.
+    later = entries_of(assistant("", call("c3")), result("c3", "y"), start=3)
+    assert step_position([*requested, *later]) == "loop"
+    # A compaction since: what came before it is not the last step.
+    assert step_position([*requested, compaction("k", "m2", None)]) == "turn"
+
+
+def test_past_the_threshold_a_tool_loop_waits_for_a_break_while_a_step_leaves_room() -> None:
+    m = model(4096, window=32_768)  # threshold 24,576; the summary needs 1,024 + 4,096 beside
+    s = CompactionSettings()
+    # 25k and a 1k step, counted twice: 25k + 2k + 5,120 = 32,120, inside the window: the loop
+    # goes on.
+    waiting = decide(25_000, m, s, position="loop", next_step_tokens=700, answer_tokens=300)
+    assert (waiting.action, waiting.reason) == ("wait", "threshold")
+    # A step one token larger than half the room: compact now.
+    room = (32_768 - 25_000 - 5_120) // 2
+    assert decide(25_000, m, s, position="loop", next_step_tokens=room).action == "wait"
+    assert decide(25_000, m, s, position="loop", next_step_tokens=room + 1).action == "compact"
+    # The answer counts as part of the step.
+    too_big = decide(25_000, m, s, position="loop", next_step_tokens=room, answer_tokens=1)
+    assert too_big.action == "compact"
+    # At a break, or answering a prompt, past the threshold compacts at once.
+    for position in ("turn", "break", "requested"):
+        assert decide(25_000, m, s, position=position).reason == "threshold"  # type: ignore[arg-type]
+    # A cut-off answer, a rejected context and a cold prefix do not wait.
+    assert decide(25_000, m, s, position="loop", truncated=True).reason == "truncation"
+    assert decide(25_000, m, s, position="loop", holds_rejected=True).reason == "overflow"
+    assert decide(25_000, m, s, position="loop", cold=True).reason == "idle"
+    # Under the threshold nothing changes.
+    assert decide(24_000, m, s, position="loop").action == "send"
+    assert can_wait_for_break(25_000, 1_324, m, s)
+    assert not can_wait_for_break(25_000, 1_325, m, s)
+
+
+def test_a_requested_compaction_runs_past_half_the_threshold() -> None:
+    m = model(4096, window=32_768)  # threshold 24,576: half is 12,288
+    s = CompactionSettings()
+    assert not compacts_on_request(12_288, m, s)
+    assert compacts_on_request(12_289, m, s)
+    assert decide(12_289, m, s, position="requested").reason == "requested"
+    assert decide(12_288, m, s, position="requested").action == "send"
+    assert decide(12_289, m, s, position="break").action == "send"
+    assert decide(12_289, m, CompactionSettings(enabled=False), position="requested").action == (
+        "send"
+    )
+    # Past the threshold it is a threshold compaction.
+    assert decide(30_000, m, s, position="requested").reason == "threshold"

@@ -120,7 +120,11 @@ def tool_result(
     if not text and not images:
         text = "(the tool returned nothing)"
     bounded = bound_output(
-        text, spill_dir=ctx.spill_dir, tool_name=_file_name(tool_name), secrets=ctx.secrets
+        text,
+        spill_dir=ctx.spill_dir,
+        tool_name=_file_name(tool_name),
+        secrets=ctx.secrets,
+        limits=ctx.limits,
     )
     content: list[TextContent | ImageContent] = [TextContent(bounded.text)] if text else []
     content.extend(images)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeAlias
 
 from agent_server.agent.tools.files import LOCAL_FILES, FileAccess
+from agent_server.agent.tools.output import DEFAULT_LIMITS, OutputLimits
 from agent_server.agent.tools.sandbox import Confinement
 from agent_server.errors import InvalidToolArgumentsError
 from agent_server.llm.messages import (
@@ -27,6 +28,7 @@ from agent_server.llm.messages import (
 
 # The Agent Client Protocol's tool kinds; the editor picks an icon by it.
 from agent_server.protocol import ToolKind as ToolKind
+from agent_server.session.entries import Pin, PinAuthor, PinKind, PlanItem
 
 OutputCallback: TypeAlias = Callable[[str], None]
 
@@ -89,6 +91,15 @@ def outputs_in_context(messages: Sequence[Message]) -> tuple[EarlierOutput, ...]
     return tuple(out)
 
 
+class Memory(Protocol):
+    """The session's pins and plan, as the remember and plan tools change them
+    (agent/memory.py)."""
+
+    def pin(self, kind: PinKind, text: str, by: PinAuthor) -> Pin: ...
+
+    def set_plan(self, items: Sequence[PlanItem]) -> None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class ToolContext:
     """Where and how one tool call runs.
@@ -109,6 +120,11 @@ class ToolContext:
         so that read can answer a re-read of unchanged lines with a note.
     files: where read, edit and write get and put the text of a file (the disk, or the
         editor's buffers).
+    context_share: the context's estimate as a share of the compaction threshold (None:
+        automatic compaction is off), for the compact tool.
+    memory: the session's pins and plan (None where there is no session: remember and
+        plan then refuse).
+    limits: what one result may hold (output.py: less on a small window).
     """
 
     workspace: Path
@@ -121,12 +137,17 @@ class ToolContext:
     hard_links_allowed: bool = False
     in_context: tuple[EarlierOutput, ...] = ()
     files: FileAccess = LOCAL_FILES
+    context_share: Callable[[], float | None] = lambda: None
+    memory: Memory | None = None
+    limits: OutputLimits = DEFAULT_LIMITS
 
 
 class Tool(Protocol):
     """A coding tool the agent can call.
 
     `read_only` tools change nothing (the default permission mode runs them without asking).
+    A tool with a true `session_only` attribute (optional: the plan, the pins, compact) acts on
+    the session alone and is never asked about, in any mode (agent/permissions.py).
     `kind` and `title` are for display and for permission prompts ("Run: npm test").
     `paths` names the workspace files the call reads or writes, as the model wrote them
     (resolve them with `resolve_in_workspace`); `title` and `paths` must accept any

@@ -127,7 +127,7 @@ class BashTool:
         # Our own pipe (not asyncio's subprocess pipes), so that waiting for bash does not
         # wait for background jobs that inherited the pipe, and so that we can stop reading.
         pipe = os.fdopen(read_fd, "rb", buffering=0)
-        output = StreamingOutput(ctx.spill_dir, "bash")
+        output = StreamingOutput(ctx.spill_dir, "bash", ctx.limits)
         transport: asyncio.BaseTransport | None = None
         pump: asyncio.Task[None] | None = None
         timed_out = False

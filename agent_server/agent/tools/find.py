@@ -94,5 +94,7 @@ class FindTool:
                 f"\n\n[{total - len(found)} more matches not shown ({total} in all). "
                 "Narrow the pattern or the path.]"
             )
-        bounded = bound_output(text, spill_dir=ctx.spill_dir, tool_name="find", secrets=ctx.secrets)
+        bounded = bound_output(
+            text, spill_dir=ctx.spill_dir, tool_name="find", secrets=ctx.secrets, limits=ctx.limits
+        )
         return ToolResult.of_text(bounded.text, details={**details, **bounded.details()})

@@ -240,7 +240,9 @@ class GrepTool:
                 f"\n\n[Stopped after {MAX_MATCHES} matches. Narrow the pattern, the path or the "
                 "glob to see the rest.]"
             )
-        bounded = bound_output(text, spill_dir=ctx.spill_dir, tool_name="grep", secrets=ctx.secrets)
+        bounded = bound_output(
+            text, spill_dir=ctx.spill_dir, tool_name="grep", secrets=ctx.secrets, limits=ctx.limits
+        )
         return ToolResult.of_text(bounded.text + note, details={**details, **bounded.details()})
 
 

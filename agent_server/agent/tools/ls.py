@@ -74,5 +74,7 @@ class LsTool:
                 f"\n\n[{len(names) - MAX_ENTRIES} more entries not shown ({len(names)} in all). "
                 "Use find with a pattern to narrow the listing.]"
             )
-        bounded = bound_output(text, spill_dir=ctx.spill_dir, tool_name="ls", secrets=ctx.secrets)
+        bounded = bound_output(
+            text, spill_dir=ctx.spill_dir, tool_name="ls", secrets=ctx.secrets, limits=ctx.limits
+        )
         return ToolResult.of_text(bounded.text, details={**details, **bounded.details()})

@@ -1,9 +1,13 @@
 """Output bounds: no single tool result may fill the context window.
 
 Every tool's text is held to MAX_LINES lines and MAX_BYTES bytes (UTF-8), whichever comes
-first. What does not fit is saved in full to a file in the session's spill directory, and the
-result says where and how to read it (the read tool with offset/limit). Most tools keep the
-head of their output; bash keeps the tail, where a log's verdict is.
+first, and on a small window to less: a quarter of the compaction threshold in tokens
+(`output_limits`), so that the step that brought a result can always be kept verbatim by a
+compaction in the middle of its turn (the cut point keeps a last step of up to half the
+threshold), and a long test run cannot fill most of a 32k window. What does not fit is saved
+in full to a file in the session's spill directory, and the result says where and how to read
+it (the read tool with offset/limit). Most tools keep the head of their output; bash keeps
+the tail, where a log's verdict is.
 """
 
 from __future__ import annotations
@@ -24,6 +28,37 @@ CutBy = Literal["lines", "bytes"]
 
 MAX_LINES = 2000
 MAX_BYTES = 50 * 1024
+# On a small window: at most this share of the compaction threshold per result, counted at
+# this many bytes per token (code and logs run about 3 characters a token).
+RESULT_SHARE_OF_THRESHOLD = 4
+BYTES_PER_TOKEN = 3
+
+
+@dataclass(frozen=True, slots=True)
+class OutputLimits:
+    """What one tool result may hold: lines and UTF-8 bytes."""
+
+    max_lines: int = MAX_LINES
+    max_bytes: int = MAX_BYTES
+
+    def describe(self, cut_by: CutBy | None) -> str:
+        """The bound that cut an output: "2000-line limit", "50 KB limit"."""
+        if cut_by == "lines":
+            return f"{self.max_lines}-line limit"
+        return f"{self.size()} limit"
+
+    def size(self) -> str:
+        return f"{self.max_bytes // 1024} KB"
+
+
+def output_limits(threshold: int) -> OutputLimits:
+    """The bounds of one tool result for a model whose compaction threshold is `threshold`
+    tokens: 2,000 lines and 50 KB, or a quarter of the threshold when that is less."""
+    share = threshold // RESULT_SHARE_OF_THRESHOLD * BYTES_PER_TOKEN
+    return OutputLimits(MAX_LINES, max(min(MAX_BYTES, share), 4 * 1024))
+
+
+DEFAULT_LIMITS = OutputLimits()
 
 logger = logging.getLogger(__name__)
 
@@ -119,28 +154,29 @@ def spill(spill_dir: Path, tool_name: str, text: str) -> Path | None:
     return path
 
 
-def _how_to_read(path: Path | None, first_line: int) -> str:
+def _how_to_read(path: Path | None, first_line: int, limits: OutputLimits) -> str:
     if path is None:
         return "The full output could not be saved."
     return (
         f"Full output saved to {path}; read it with the read tool "
-        f'(path "{path}", offset {first_line}, limit {MAX_LINES}).'
+        f'(path "{path}", offset {first_line}, limit {limits.max_lines}), or search it with '
+        "grep."
     )
 
 
-def head_notice(cut: Truncation, path: Path | None) -> str:
-    reason = f"{MAX_BYTES // 1024} KB limit" if cut.cut_by == "bytes" else f"{MAX_LINES}-line limit"
+def head_notice(cut: Truncation, path: Path | None, limits: OutputLimits = DEFAULT_LIMITS) -> str:
     return (
-        f"[Output truncated at the {reason}: showing lines 1-{cut.kept_lines} of "
-        f"{cut.total_lines}. {_how_to_read(path, cut.kept_lines + 1)}]"
+        f"[Output truncated at the {limits.describe(cut.cut_by)}: showing lines "
+        f"1-{cut.kept_lines} of {cut.total_lines}. "
+        f"{_how_to_read(path, cut.kept_lines + 1, limits)}]"
     )
 
 
-def tail_notice(cut: Truncation, path: Path | None) -> str:
+def tail_notice(cut: Truncation, path: Path | None, limits: OutputLimits = DEFAULT_LIMITS) -> str:
     dropped = cut.total_lines - cut.kept_lines
     return (
         f"[Output truncated: the first {dropped} of {cut.total_lines} lines were cut; showing "
-        f"the last {cut.kept_lines}. {_how_to_read(path, 1)}]"
+        f"the last {cut.kept_lines}. {_how_to_read(path, 1, limits)}]"
     )
 
 
@@ -165,17 +201,19 @@ def bound_output(
     tool_name: str,
     keep: Literal["head", "tail"] = "head",
     secrets: tuple[str, ...] = (),
+    limits: OutputLimits = DEFAULT_LIMITS,
 ) -> BoundedOutput:
     """`text` held to the bounds; the full text (secrets scrubbed) spilled when cut."""
     text = printable(redact(text, *secrets))
-    cut = truncate_head(text) if keep == "head" else truncate_tail(text)
+    cut_at = (truncate_head if keep == "head" else truncate_tail)
+    cut = cut_at(text, limits.max_lines, limits.max_bytes)
     if not cut.truncated:
         return BoundedOutput(text, False, cut.total_lines)
     path = spill(spill_dir, tool_name, text)
     if keep == "head":
-        shown = f"{cut.text}\n\n{head_notice(cut, path)}"
+        shown = f"{cut.text}\n\n{head_notice(cut, path, limits)}"
     else:
-        shown = f"{tail_notice(cut, path)}\n\n{cut.text}"
+        shown = f"{tail_notice(cut, path, limits)}\n\n{cut.text}"
     return BoundedOutput(shown, True, cut.total_lines, path)
 
 
@@ -197,9 +235,12 @@ class StreamingOutput:
     with the tail and the saved file's path, follows when the command ends).
     """
 
-    def __init__(self, spill_dir: Path, tool_name: str) -> None:
+    def __init__(
+        self, spill_dir: Path, tool_name: str, limits: OutputLimits = DEFAULT_LIMITS
+    ) -> None:
         self._spill_dir = spill_dir
         self._tool_name = tool_name
+        self._limits = limits
         self._pieces: deque[str] = deque()
         self._piece_bytes: deque[int] = deque()
         self._held_bytes = 0
@@ -234,15 +275,15 @@ class StreamingOutput:
             self._trim()
         elif self._spill_failed:
             self._trim()
-        elif self._held_bytes > MAX_BYTES or self._newlines > MAX_LINES:
+        elif self._held_bytes > self._limits.max_bytes or self._newlines > self._limits.max_lines:
             self._start_spill()
         return live
 
     def _live(self, text: str) -> str:
         if self._live_cut:
             return ""
-        lines_left = MAX_LINES - self._live_lines
-        bytes_left = MAX_BYTES - self._live_bytes
+        lines_left = self._limits.max_lines - self._live_lines
+        bytes_left = self._limits.max_bytes - self._live_bytes
         size = len(text.encode("utf-8"))
         newlines = text.count("\n")
         if size <= bytes_left and newlines <= lines_left:
@@ -251,7 +292,8 @@ class StreamingOutput:
             return text
         cut = truncate_head(text, max_lines=lines_left, max_bytes=bytes_left)
         self._live_cut = True
-        limit = f"{MAX_LINES} lines" if cut.cut_by == "lines" else f"{MAX_BYTES // 1024} KB"
+        limits = self._limits
+        limit = f"{limits.max_lines} lines" if cut.cut_by == "lines" else limits.size()
         kept = cut.text + ("\n" if cut.text else "")
         return kept + LIVE_CUT_NOTICE.format(limit=limit)
 
@@ -268,8 +310,9 @@ class StreamingOutput:
         self._trim()
 
     def _trim(self) -> None:
-        # Keep just over MAX_BYTES so truncate_tail can always cut at a line start.
-        while len(self._pieces) > 1 and self._held_bytes - self._piece_bytes[0] > MAX_BYTES:
+        # Keep just over the byte bound so truncate_tail can always cut at a line start.
+        bound = self._limits.max_bytes
+        while len(self._pieces) > 1 and self._held_bytes - self._piece_bytes[0] > bound:
             self._held_bytes -= self._piece_bytes.popleft()
             self._pieces.popleft()
 
@@ -282,13 +325,13 @@ class StreamingOutput:
         self.close()
         held = "".join(self._pieces)
         total = self.total_lines
-        cut = truncate_tail(held)
+        cut = truncate_tail(held, self._limits.max_lines, self._limits.max_bytes)
         if not cut.truncated:
             return BoundedOutput(held, False, total)
         # `held` may be only the tail of the output: count lines over all of it.
         cut = Truncation(cut.text, total, cut.kept_lines, True, cut.cut_by)
         return BoundedOutput(
-            f"{tail_notice(cut, self._path)}\n\n{cut.text}", True, total, self._path
+            f"{tail_notice(cut, self._path, self._limits)}\n\n{cut.text}", True, total, self._path
         )
 
     def close(self) -> None:

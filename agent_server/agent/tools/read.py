@@ -7,13 +7,17 @@ whole file says which lines it shows, so a line can still be located and cited (
 numbers for matches). A re-read of lines that are unchanged since a read the model still has
 in its current context is answered by a short note instead of the same lines again.
 
-A run of lines that repeats, within the same page, a run shown above it in full (a traceback
-logged again and again, a block of generated boilerplate) is shown once: later copies become
-one note, `[lines 116-136 repeat lines 25-45 above]`, from which the page can be rebuilt line
-for line (`unfold_repeats`). Only runs of at least MIN_REPEAT_LINES lines and
-MIN_REPEAT_CHARS characters are folded, so ordinary code reads as it is; on logs this is a
-quarter to a half of the page, paid for on every later request. The write and edit tools refuse
-content that copies such a note instead of the lines it stands for.
+In a log or a saved output (`folds_repeats`: a `.log`, `.out` or `.err` file, a rotated
+`.log.1`, or a tool's full output in the session's directory), a run of lines that repeats,
+within the same page, a run shown above it in full (a traceback logged again and again) is
+shown once: later copies become one note, `[lines 116-136 repeat lines 25-45 above]`, from
+which the page can be rebuilt line for line (`unfold_repeats`). Only runs of at least
+MIN_REPEAT_LINES lines and MIN_REPEAT_CHARS characters are folded; on logs this is a quarter to
+a half of the page, paid for on every later request. Source code and data are never folded:
+their repeated runs (overloads, test tables) are few (0.8% to 3.5% of the lines of the
+real-code suite's three libraries), and a model that edits there would have to rebuild the
+exact text from the note (BENCHMARKS.md, issue 26). The write and edit tools refuse content
+that copies such a note instead of the lines it stands for.
 """
 
 from __future__ import annotations
@@ -62,6 +66,9 @@ _PAGE_NOTE = re.compile(r"\n\n\[Showing lines (\d+)-(\d+) of \d+\.[^\]\n]*\]\Z")
 MIN_REPEAT_LINES = 4
 MIN_REPEAT_CHARS = 200
 _REPEAT_NOTE = re.compile(r"\[lines (\d+)-(\d+) repeat lines (\d+)-(\d+) above\]")
+# The files whose repeated runs are folded: logs and outputs (see the module docstring).
+_OUTPUT_SUFFIXES = frozenset({".log", ".out", ".err"})
+_ROTATED_LOG = re.compile(r".+\.log\.\d+")
 
 _IMAGE_SIGNATURES: tuple[tuple[bytes, str], ...] = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),
@@ -77,11 +84,11 @@ SPEC = ToolSpec(
         "Read a file in the workspace: its lines as they are (no line numbers), at most "
         f"{MAX_LINES} lines or {MAX_BYTES // 1024} KB per call; lines over {MAX_LINE_CHARS} "
         "characters are cut. A partial page says which lines it shows and the offset to "
-        "continue from. A run of lines repeating a run shown above it in the same page is "
-        "shown once, then as '[lines a-b repeat lines c-d above]'. Lines unchanged since a "
-        "read still in this conversation come back as a note: refer to that earlier result. "
-        "Images (png, jpg, gif, webp) come back as "
-        "images; binary files are refused. Also reads the full outputs other tools save."
+        "continue from. In a log or a saved output, a run of lines repeating a run shown above "
+        "it in the same page is shown once, then as '[lines a-b repeat lines c-d above]'. "
+        "Lines unchanged since a read still in this conversation come back as a note: refer "
+        "to that earlier result. Images (png, jpg, gif, webp) come back as images; binary "
+        "files are refused. Also reads the full outputs other tools save."
     ),
     parameters={
         "type": "object",
@@ -208,7 +215,7 @@ def _read_text(
             continue
         line = render_line(raw)
         line_size = len(line.encode("utf-8")) + 1
-        if out and size + line_size > MAX_BYTES:
+        if out and size + line_size > ctx.limits.max_bytes:
             stopped_by_bytes = True
             continue
         out.append(line)
@@ -232,7 +239,7 @@ def _read_text(
             + _UNCHANGED_END,
             details={**details, "unchanged": True},
         )
-    text = "\n".join(fold_repeats(out, offset))
+    text = "\n".join(fold_repeats(out, offset) if folds_repeats(path, ctx) else out)
     if last_shown < total:
         text += (
             f"\n\n[Showing lines {offset}-{last_shown} of {total}. "
@@ -265,6 +272,18 @@ def shown_lines(earlier: EarlierOutput) -> tuple[int, list[str]] | None:
     offset = earlier.arguments.get("offset")
     start = offset if isinstance(offset, int) and not isinstance(offset, bool) else 1
     return start, unfold_repeats(text.split("\n"), start)
+
+
+def folds_repeats(path: Path, ctx: ToolContext) -> bool:
+    """Whether read folds the repeated runs of `path`: a log or an output (a `.log`, `.out`
+    or `.err` file, a rotated log, a tool's full output saved in the session's directory),
+    never source code or data."""
+    name = path.name.lower()
+    return (
+        path.suffix.lower() in _OUTPUT_SUFFIXES
+        or _ROTATED_LOG.fullmatch(name) is not None
+        or path.is_relative_to(ctx.spill_dir.resolve())
+    )
 
 
 def fold_repeats(lines: list[str], first: int) -> list[str]:

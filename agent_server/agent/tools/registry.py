@@ -10,11 +10,14 @@ from collections.abc import Sequence
 
 from agent_server.agent.tools.base import Tool, ToolResult
 from agent_server.agent.tools.bash import BashTool
+from agent_server.agent.tools.compact import CompactTool
 from agent_server.agent.tools.edit import EditTool
 from agent_server.agent.tools.find import FindTool
 from agent_server.agent.tools.grep import GrepTool
 from agent_server.agent.tools.ls import LsTool
+from agent_server.agent.tools.plan import PlanTool
 from agent_server.agent.tools.read import ReadTool
+from agent_server.agent.tools.remember import RememberTool
 from agent_server.agent.tools.write import WriteTool
 from agent_server.llm.messages import ToolSpec
 
@@ -26,11 +29,15 @@ _DEFAULT_TOOLS: tuple[Tool, ...] = (
     FindTool(),
     GrepTool(),
     BashTool(),
+    PlanTool(),
+    RememberTool(),
+    CompactTool(),
 )
 
 
 def default_tools() -> tuple[Tool, ...]:
-    """read, write, edit, ls, find, grep, bash: always the same instances, in this order."""
+    """read, write, edit, ls, find, grep, bash, plan, remember, compact: always the same
+    instances, in this order."""
     return _DEFAULT_TOOLS
 
 

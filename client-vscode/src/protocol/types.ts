@@ -7,7 +7,7 @@
  */
 import type { Provider } from './providers';
 
-export const ContextActionValues = ['send', 'compact', 'refuse'] as const;
+export const ContextActionValues = ['send', 'compact', 'wait', 'refuse'] as const;
 export type ContextAction = (typeof ContextActionValues)[number];
 
 export type DecisionReason = CompactionReason | 'oversized';
@@ -21,8 +21,20 @@ export type AttachmentKind = (typeof AttachmentKindValues)[number];
 export const ThinkingLevelValues = ['off', 'low', 'medium', 'high'] as const;
 export type ThinkingLevel = (typeof ThinkingLevelValues)[number];
 
-export const CompactionReasonValues = ['threshold', 'overflow', 'truncation', 'manual', 'idle'] as const;
+export const CompactionReasonValues = ['threshold', 'overflow', 'truncation', 'manual', 'idle', 'requested'] as const;
 export type CompactionReason = (typeof CompactionReasonValues)[number];
+
+export const PinAuthorValues = ['user', 'model'] as const;
+export type PinAuthor = (typeof PinAuthorValues)[number];
+
+export const PlanPriorityValues = ['high', 'medium', 'low'] as const;
+export type PlanPriority = (typeof PlanPriorityValues)[number];
+
+export const PlanStatusValues = ['pending', 'in_progress', 'completed'] as const;
+export type PlanStatus = (typeof PlanStatusValues)[number];
+
+export const PinKindValues = ['rule', 'fact'] as const;
+export type PinKind = (typeof PinKindValues)[number];
 
 export const IssueActionValues = ['skipped', 'truncated', 'newline_added', 'reattached', 'unknownType'] as const;
 export type IssueAction = (typeof IssueActionValues)[number];
@@ -257,7 +269,34 @@ export interface ModelChangeUpdate {
   note: string;
 }
 
-export type SessionUpdate = UserMessageUpdate | MessageChunkUpdate | ThoughtChunkUpdate | ToolCallUpdateStart | ToolCallProgressUpdate | NoticeUpdate | ModelChangeUpdate;
+/** One step of the task's plan (the Agent Client Protocol's plan entry). */
+export interface PlanEntry {
+  content: string;
+  status: PlanStatus;
+  priority: PlanPriority;
+}
+
+/** The model wrote the task's plan: the whole list, replacing the one shown. */
+export interface PlanUpdate {
+  kind: 'plan';
+  entries: PlanEntry[];
+}
+
+/** A rule or a fact pinned for the session: carried verbatim across every compaction. */
+export interface PinInfo {
+  id: string;
+  kind: PinKind;
+  text: string;
+  by: PinAuthor;
+}
+
+/** The pins in force, after the user or the model added or removed one. */
+export interface PinsUpdate {
+  kind: 'pins';
+  pins: PinInfo[];
+}
+
+export type SessionUpdate = UserMessageUpdate | MessageChunkUpdate | ThoughtChunkUpdate | ToolCallUpdateStart | ToolCallProgressUpdate | NoticeUpdate | ModelChangeUpdate | PlanUpdate | PinsUpdate;
 
 export interface CompactionMarker {
   kind: 'compaction';
@@ -295,7 +334,7 @@ export interface FileRestoreMarker {
 }
 
 /** One item of a loaded transcript: exactly a live `agent/update` update, or a marker. */
-export type TranscriptItem = UserMessageUpdate | MessageChunkUpdate | ThoughtChunkUpdate | ToolCallUpdateStart | ToolCallProgressUpdate | NoticeUpdate | ModelChangeUpdate | CompactionMarker | BranchMarker | ModelChangeMarker | FileRestoreMarker;
+export type TranscriptItem = UserMessageUpdate | MessageChunkUpdate | ThoughtChunkUpdate | ToolCallUpdateStart | ToolCallProgressUpdate | NoticeUpdate | ModelChangeUpdate | PlanUpdate | PinsUpdate | CompactionMarker | BranchMarker | ModelChangeMarker | FileRestoreMarker;
 
 /** The model a session uses. */
 export interface ModelRef {
@@ -431,6 +470,10 @@ export interface SessionLoadResult {
   usage: UsageSnapshot;
   repair?: LedgerRepair;
   mcp: McpStatusParams;
+  /** The pins in force. */
+  pins: PinInfo[];
+  /** The task's plan as the model last wrote it (empty: none). */
+  plan: PlanEntry[];
 }
 
 export interface SessionHistoryParams {
@@ -673,6 +716,39 @@ export interface McpRestartParams {
 
 export type McpRestartResult = EmptyResult;
 
+export type PinsListParams = SessionParams;
+
+export interface PinsResult {
+  /** The pins in force, oldest first. */
+  pins: PinInfo[];
+}
+
+export interface PinsAddParams {
+  sessionId: string;
+  /** The rule or fact, at most 2,000 characters. */
+  text: string;
+  /** Default `rule`. */
+  kind?: PinKind;
+}
+
+export interface PinsAddResult {
+  pins: PinInfo[];
+  /** The new pin. */
+  pin: PinInfo;
+}
+
+export interface PinsRemoveParams {
+  sessionId: string;
+  /** A pin's id, or a start of it that only one pin's id has. */
+  pinId: string;
+}
+
+export interface PinsRemoveResult {
+  pins: PinInfo[];
+  /** The pin removed. */
+  pin: PinInfo;
+}
+
 export interface AgentUpdateParams {
   sessionId: string;
   turnId: string;
@@ -747,8 +823,17 @@ export interface RequestPermissionResult {
   outcome: SelectedOption | 'cancelled';
 }
 
+/** Shell commands run before and after each compaction (docs/sessions.md, Hooks). */
+export interface AgentCompactionHookSettings {
+  before?: string[];
+  after?: string[];
+  timeout?: number;
+}
+
 export interface AgentCompactionSettings {
   enabled?: boolean;
+  threshold?: number | null;
+  hooks?: AgentCompactionHookSettings;
   reserveTokens?: number | null;
   keepRecentTokens?: number;
   keepRecentTurns?: number;
@@ -845,6 +930,9 @@ export const Methods = {
   mcpServers: 'agent/mcp/servers',
   mcpAcceptTools: 'agent/mcp/acceptTools',
   mcpRestart: 'agent/mcp/restart',
+  pinsList: 'agent/pins/list',
+  pinsAdd: 'agent/pins/add',
+  pinsRemove: 'agent/pins/remove',
   update: 'agent/update',
   compaction: 'agent/compaction',
   overflow: 'agent/overflow',

@@ -53,6 +53,14 @@ function bool(config: ConfigReader, key: string): boolean | undefined {
   return typeof v === 'boolean' ? v : undefined;
 }
 
+/** A list of non-empty strings (shell commands), trimmed; undefined when there is none. */
+function commands(config: ConfigReader, key: string): string[] | undefined {
+  const v = config.get<unknown>(key);
+  if (!Array.isArray(v)) return undefined;
+  const list = v.filter((c): c is string => typeof c === 'string' && c.trim() !== '').map((c) => c.trim());
+  return list.length > 0 ? list : undefined;
+}
+
 function oneOf<T extends string>(config: ConfigReader, key: string, allowed: readonly T[]): T | undefined {
   const v = str(config, key);
   return v !== undefined && (allowed as readonly string[]).includes(v) ? (v as T) : undefined;
@@ -87,6 +95,16 @@ export function agentSettingsFrom(config: ConfigReader): AgentSettings {
   if (keepRecentTokens !== undefined) compaction.keepRecentTokens = keepRecentTokens;
   const compactionModel = str(config, 'compaction.model');
   if (compactionModel) compaction.model = compactionModel;
+  const threshold = config.get<unknown>('compaction.threshold');
+  if (typeof threshold === 'number' && Number.isFinite(threshold) && threshold > 0) compaction.threshold = threshold;
+  const hooks: NonNullable<NonNullable<AgentSettings['compaction']>['hooks']> = {};
+  const before = commands(config, 'compaction.hooks.before');
+  if (before) hooks.before = before;
+  const after = commands(config, 'compaction.hooks.after');
+  if (after) hooks.after = after;
+  const hookTimeout = config.get<unknown>('compaction.hooks.timeout');
+  if ((before || after) && typeof hookTimeout === 'number' && hookTimeout > 0) hooks.timeout = hookTimeout;
+  if (Object.keys(hooks).length > 0) compaction.hooks = hooks;
   if (Object.keys(compaction).length > 0) settings.compaction = compaction;
 
   const mode = oneOf(config, 'permissions.mode', PermissionModeValues);

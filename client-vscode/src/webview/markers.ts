@@ -29,7 +29,7 @@ export function renderCompaction(item: CompactionItem, post: Post, toggles: Togg
       headline = `Compaction failed${reason}${item.error ? `: ${item.error}` : ''}`;
       break;
     case 'cancelled':
-      headline = `Compaction cancelled${reason}`;
+      headline = `Compaction cancelled${reason}${item.error ? `: ${item.error}` : ''}`;
       break;
   }
   const el = h(
@@ -135,6 +135,8 @@ function reasonLabel(reason: string): string {
       return 'after a cut-off reply';
     case 'manual':
       return 'on request';
+    case 'requested':
+      return 'asked for by the model';
     case 'idle':
       return 'after an idle pause';
     default:

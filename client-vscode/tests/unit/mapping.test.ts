@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
   agentSettingsFrom,
@@ -25,6 +26,10 @@ const DEFAULTS = {
   'compaction.reserveTokens': null,
   'compaction.keepRecentTokens': 8000,
   'compaction.model': '',
+  'compaction.threshold': null,
+  'compaction.hooks.before': [],
+  'compaction.hooks.after': [],
+  'compaction.hooks.timeout': 30,
   'permissions.mode': 'allowReads',
   'tools.sandbox': 'auto',
   'tools.network': false,
@@ -78,6 +83,25 @@ describe('agent settings from agentServer.*', () => {
     expect(settings).not.toHaveProperty('python');
   });
 
+  it('passes the threshold and the compaction hooks, leaving out empty commands', () => {
+    const settings = agentSettingsFrom(
+      config({
+        ...DEFAULTS,
+        'compaction.threshold': 0.6,
+        'compaction.hooks.before': [' ./save-notes.sh ', '', 3],
+        'compaction.hooks.after': ['logger compacted'],
+        'compaction.hooks.timeout': 10,
+      }),
+    );
+    expect(settings.compaction).toEqual({
+      enabled: true,
+      keepRecentTokens: 8000,
+      threshold: 0.6,
+      hooks: { before: ['./save-notes.sh'], after: ['logger compacted'], timeout: 10 },
+    });
+    expect(agentSettingsFrom(config({ 'compaction.threshold': 0, 'compaction.hooks.timeout': 5 }))).toEqual({});
+  });
+
   it('passes cacheRetention auto through', () => {
     expect(agentSettingsFrom(config({ cacheRetention: 'auto' })).cacheRetention).toBe('auto');
   });
@@ -92,6 +116,28 @@ describe('agent settings from agentServer.*', () => {
   it('expands ~ in sessionsDir', () => {
     const home = process.env['HOME'];
     expect(agentSettingsFrom(config({ sessionsDir: '~/ledgers' })).sessionsDir).toBe(`${home}/ledgers`);
+  });
+});
+
+describe('settings a workspace must not set', () => {
+  it('are machine-scoped: a folder\'s .vscode/settings.json cannot redirect the key, loosen the sandbox or run commands', () => {
+    const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+      contributes: { configuration: { properties: Record<string, { scope?: string }> } };
+    };
+    const properties = manifest.contributes.configuration.properties;
+    for (const key of [
+      'baseUrl',
+      'apiKeyEnv',
+      'tools.sandbox',
+      'tools.network',
+      'tools.env.pass',
+      'mcp.servers',
+      'compaction.hooks.before',
+      'compaction.hooks.after',
+      'compaction.hooks.timeout',
+    ]) {
+      expect(properties[`agentServer.${key}`]?.scope, key).toBe('machine');
+    }
   });
 });
 

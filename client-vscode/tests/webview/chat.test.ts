@@ -344,6 +344,27 @@ describe('chat webview', () => {
     await page.close();
   });
 
+  it('names why a compaction ran, and who cancelled one and why', async () => {
+    const { page, errors } = await openView();
+    const compaction = (params: Record<string, unknown>): Action =>
+      ({ type: 'compaction', params: { sessionId: rec.sessionId, ...params } }) as Action;
+    const state = reduceAll(startState(), [{ type: 'sessionStarted', sessionId: rec.sessionId }]);
+    await show(page, state, [
+      compaction({ compactionId: 'r1', status: 'started', reason: 'requested', tokensBefore: 20_000 }),
+      compaction({ compactionId: 'r1', status: 'completed', reason: 'requested', tokensBefore: 20_000, tokensAfter: 5_000, summary: '## Goal' }),
+      compaction({ compactionId: 'h1', status: 'started', reason: 'threshold', tokensBefore: 26_000 }),
+      compaction({ compactionId: 'h1', status: 'cancelled', reason: 'threshold', tokensBefore: 26_000, error: "compaction hook 'check <b>x</b>': not during the release" }),
+    ]);
+    await page.waitForSelector('.marker.compaction.status-cancelled');
+    const lines = await page.locator('.marker.compaction .marker-line').allInnerTexts();
+    expect(lines.slice(-2)).toEqual([
+      'Context compacted (asked for by the model): 20k → 5k tokens',
+      "Compaction cancelled (near the window): compaction hook 'check <b>x</b>': not during the release",
+    ]);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
   it('shows the MCP servers, a failed one with its stderr as text, and accepts a tools change', async () => {
     const { page, errors, posted } = await openView();
     const state = reduceAll(startState(), [

@@ -322,3 +322,24 @@ async def test_write_and_edit_refuse_a_copied_repeat_note(
     kept = {"path": "notes.md", "oldText": note, "newText": f"{note}\n{note}"}
     assert not (await run_tool(EditTool(), kept, ctx)).is_error
     assert (workspace / "notes.md").read_text() == f"{note}\n{note}\n"
+
+
+async def test_source_code_and_data_are_never_folded_logs_and_outputs_are(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    """Issue 26: folding is kept where it is safe. A model editing source code must see its
+    exact lines; a log's repeated traceback is the same lines printed again."""
+    lines = ["10:00 start", *TRACEBACK, "10:05 retry", *TRACEBACK]
+    text = "\n".join(lines) + "\n"
+    note = "[lines 9-14 repeat lines 2-7 above]"
+    for name in ("app.log", "build.out", "build.err", "app.log.3", "APP.LOG"):
+        (workspace / name).write_text(text)
+        assert note in (await run_tool(READ, {"path": name}, ctx)).text, name
+    for name in ("models.py", "overloads.pyi", "fixture.csv", "notes.txt", "logger.py", "log"):
+        (workspace / name).write_text(text)
+        assert (await run_tool(READ, {"path": name}, ctx)).text.splitlines() == lines, name
+    # A tool's full output, saved in the session's directory, is an output.
+    ctx.spill_dir.mkdir(parents=True, exist_ok=True)
+    saved = ctx.spill_dir / "bash-1234.txt"
+    saved.write_text(text)
+    assert note in (await run_tool(READ, {"path": str(saved)}, ctx)).text

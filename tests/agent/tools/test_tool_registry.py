@@ -35,6 +35,9 @@ def test_default_tools_in_fixed_order() -> None:
         "find",
         "grep",
         "bash",
+        "plan",
+        "remember",
+        "compact",
     ]
 
 
@@ -57,6 +60,9 @@ def test_read_only_flags_and_kinds() -> None:
         "find": (True, "search"),
         "grep": (True, "search"),
         "bash": (False, "execute"),
+        "plan": (True, "other"),
+        "remember": (True, "other"),
+        "compact": (True, "other"),
     }
 
 
@@ -79,6 +85,9 @@ def test_argument_names_are_the_ones_the_scenarios_use() -> None:
         "find": {"pattern", "path"},
         "grep": {"pattern", "path", "glob", "ignoreCase", "context"},
         "bash": {"command", "timeout"},
+        "plan": {"entries"},
+        "remember": {"text", "kind"},
+        "compact": {"focus"},
     }
 
 
@@ -110,4 +119,4 @@ def test_lookup_and_unknown_tool() -> None:
     assert find_tool(tools, "Grep") is None
     result = unknown_tool_result("search_web", tools)
     assert result.is_error
-    assert "read, write, edit, ls, find, grep, bash" in result.text
+    assert "read, write, edit, ls, find, grep, bash, plan, remember, compact" in result.text

@@ -1,0 +1,308 @@
+"""What a compaction carries verbatim after its summary: invariant 9 of DESIGN.md.
+
+The summary is the summariser's; what must survive any summary, however lossy, is carried by
+the structure of the projection instead: computed at compaction time, deterministically from
+the ledger, stored on the compaction entry (`CompactionEntry.carried`) and rendered right
+after the summary, in the same text block (`render_carried`), so the projection stays byte
+for byte the same for the whole cache cycle. Nothing of it goes in the system prompt. Each
+part has its own budget:
+
+- **the user's own words**: every prompt (what the user typed, without what its @-mentions
+  attached; never an editor note), newest first within `user_tokens` (Codex keeps up to 20k
+  tokens of user messages, codex-rs/core/src/compact.rs), rendered oldest first. The newest
+  prompt, the latest request or the correction after it, is never dropped: when it alone is
+  over the budget its head and tail are kept around a note of the cut. A prompt kept verbatim
+  in the tail after the compaction is not repeated. The next compaction folds this list with
+  the prompts since, so the words survive any number of compactions while they fit;
+- **pins**: the rules and facts pinned by the user or the model, all of them (their total is
+  bounded where they are made: `pins_budget`);
+- **the plan**: the task's plan as the model last wrote it (its size is bounded by the plan
+  tool), unless that plan entry is itself kept in the tail;
+- **what failed**: each tool call whose result was an error (a command's non-zero exit, an
+  edit that did not apply, a denied call), with its failing line and what the model said
+  next, from the summarised part only (the kept tail shows its own), deduplicated, newest
+  first within `failure_tokens`, rendered oldest first.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from agent_server.context.estimate import estimate_text_tokens
+from agent_server.context.projection import compaction_window, is_prompt
+from agent_server.context.summary_prompt import bound_text, failure_line, format_tool_call
+from agent_server.llm.messages import (
+    AssistantMessage,
+    Message,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from agent_server.session.entries import (
+    Carried,
+    Entry,
+    Failure,
+    MessageEntry,
+    Pin,
+    PinEntry,
+    PlanEntry,
+    PlanItem,
+)
+
+# Codex keeps at most this many tokens of the user's messages after a compaction.
+MAX_USER_TOKENS = 20_000
+USER_SHARE_OF_THRESHOLD = 10  # and at most a tenth of the threshold here
+MAX_FAILURE_TOKENS = 2_000
+FAILURE_SHARE_OF_THRESHOLD = 40
+MAX_PIN_TOKENS = 2_000
+PIN_SHARE_OF_THRESHOLD = 12
+# The least worth keeping of an older message cut to fit what is left of the budget.
+MIN_CUT_MESSAGE_TOKENS = 64
+MIN_CUT_CHARS = 200
+CALL_CHARS = 240
+ERROR_CHARS = 240
+THEN_CHARS = 320
+
+# Error results that say a call never ran (or its end is unknown): no approach failed there
+# (the turn loop's "Not run: ...", the ledger's and the projection's "No result: ...", the
+# default aborted result).
+_NOT_RUN = ("Not run", "No result", "The tool call was aborted")
+_ERROR_LINE = re.compile(  # case matters: "FAILED test_x", not pytest's "1 failed in 2s"
+    r"\b\w*(?:Error|Exception)\b|\bFAILED\b|\bFAIL\b|\b[Ee]rror:|\b[Ff]atal:|Traceback"
+    r"|\bnot found\b|\bdenied\b|\bNo such\b|^E\s"
+)
+_NOTE_LINE = re.compile(r"^(?:Exit code -?\d+\.|\[Output truncated.*\])$")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+
+@dataclass(frozen=True, slots=True)
+class CarriedBudgets:
+    """Token budgets of the parts a compaction carries (pins are bounded when made)."""
+
+    user_tokens: int
+    failure_tokens: int
+
+
+def carried_budgets(threshold: int) -> CarriedBudgets:
+    return CarriedBudgets(
+        user_tokens=min(MAX_USER_TOKENS, threshold // USER_SHARE_OF_THRESHOLD),
+        failure_tokens=min(MAX_FAILURE_TOKENS, threshold // FAILURE_SHARE_OF_THRESHOLD),
+    )
+
+
+def pins_budget(threshold: int) -> int:
+    """The most all the pins of a session may take together, in tokens."""
+    return min(MAX_PIN_TOKENS, threshold // PIN_SHARE_OF_THRESHOLD)
+
+
+# --- the state in force -----------------------------------------------------------------------
+
+
+def current_pins(entries: Sequence[Entry]) -> tuple[Pin, ...]:
+    """The pins in force at the end of the path `entries` (or Ledger.projection_entries):
+    the latest compaction's carried pins, then the pin entries after it, in order."""
+    window = compaction_window(entries)
+    pins: dict[str, Pin] = {}
+    start = 0
+    if window.compaction is not None and window.compaction_index is not None:
+        carried = window.compaction.carried
+        pins = {pin.id: pin for pin in (carried.pins if carried else ())}
+        start = window.compaction_index + 1
+    for entry in entries[start:]:
+        if isinstance(entry, PinEntry):
+            if entry.action == "add":
+                pins[entry.pin_id] = Pin(entry.pin_id, entry.kind, entry.text, entry.by)
+            else:
+                pins.pop(entry.pin_id, None)
+    return tuple(pins.values())
+
+
+def current_plan(entries: Sequence[Entry]) -> tuple[PlanItem, ...]:
+    """The plan in force at the end of the path: the latest plan entry on it, else the
+    latest compaction's carried plan (its plan entry was summarised)."""
+    for entry in reversed(entries):
+        if isinstance(entry, PlanEntry):
+            return entry.items
+    compaction = compaction_window(entries).compaction
+    carried = compaction.carried if compaction is not None else None
+    return carried.plan if carried is not None else ()
+
+
+# --- what a compaction carries --------------------------------------------------------------
+
+
+def carry(
+    entries: Sequence[Entry],
+    summarized: Sequence[MessageEntry],
+    kept: Sequence[MessageEntry],
+    budgets: CarriedBudgets,
+) -> Carried:
+    """What a compaction of the path `entries` carries, `summarized` being the message
+    entries its summary replaces (the cut's summarised part and split-turn prefix) and `kept`
+    those it keeps verbatim (find_cut_point's)."""
+    window = compaction_window(entries)
+    previous = window.compaction.carried if window.compaction is not None else None
+    previous = previous or Carried()
+    summarized_messages = [entry.message for entry in summarized]
+    prompts = [
+        user_text(message)
+        for message in summarized_messages
+        if isinstance(message, UserMessage) and is_prompt(message)
+    ]
+    words, left_out = _user_messages([*previous.user_messages, *prompts], budgets.user_tokens)
+    failures, failures_left_out = _newest_within(
+        _dedupe([*previous.failures, *failures_in(summarized_messages)]),
+        budgets.failure_tokens,
+    )
+    plan_in_tail = bool(kept) and _latest_plan_after(entries, kept[0].id)
+    return Carried(
+        user_messages=words,
+        user_messages_left_out=previous.user_messages_left_out + left_out,
+        pins=current_pins(entries),
+        plan=() if plan_in_tail else current_plan(entries),
+        failures=failures,
+        failures_left_out=previous.failures_left_out + failures_left_out,
+    )
+
+
+def _latest_plan_after(entries: Sequence[Entry], entry_id: str) -> bool:
+    """Whether the latest plan entry comes after the entry `entry_id` (the first one a
+    compaction keeps: the plan's tool call is then shown verbatim in the tail)."""
+    start = next((i for i, entry in enumerate(entries) if entry.id == entry_id), len(entries))
+    return any(isinstance(entry, PlanEntry) for entry in entries[start:])
+
+
+def user_text(message: UserMessage) -> str:
+    """What the user typed or pasted in a prompt (images as a mark), without what its
+    @-mentions attached."""
+    parts = [
+        block.text if isinstance(block, TextContent) else f"[image {block.mime_type}]"
+        for block in message.typed
+    ]
+    return "\n".join(part for part in parts if part.strip()).strip()
+
+
+def _user_messages(messages: Sequence[str], budget: int) -> tuple[tuple[str, ...], int]:
+    """The newest messages within `budget` tokens (oldest first), and how many older ones
+    were left out. The newest is always there, cut to the budget if it must be; the first
+    one that does not fit is cut to what is left, if that is worth it."""
+    texts = [text for text in messages if text]
+    chosen: list[str] = []
+    left = budget
+    for text in reversed(texts):
+        tokens = estimate_text_tokens(text)
+        if tokens <= left:
+            chosen.append(text)
+            left -= tokens
+            continue
+        if not chosen:
+            chosen.append(_cut_to(text, budget))
+        elif left >= MIN_CUT_MESSAGE_TOKENS:
+            chosen.append(_cut_to(text, left))
+        break
+    return tuple(reversed(chosen)), len(texts) - len(chosen)
+
+
+def _cut_to(text: str, tokens: int) -> str:
+    """`text`'s head and tail within `tokens` tokens (or 200 characters), the cut said."""
+    limit = tokens * len(text) // max(estimate_text_tokens(text), 1)
+    cut = bound_text(text, max(limit, MIN_CUT_CHARS))
+    while limit > MIN_CUT_CHARS and estimate_text_tokens(cut) > tokens:
+        limit = limit * 9 // 10
+        cut = bound_text(text, max(limit, MIN_CUT_CHARS))
+    return cut
+
+
+def failures_in(messages: Sequence[Message]) -> list[Failure]:
+    """The failed tool calls in `messages`, in order: each with its failing line and the
+    first sentences of what the model said after it (before the next prompt)."""
+    calls: dict[str, ToolCall] = {}
+    found: list[Failure] = []
+    for index, message in enumerate(messages):
+        if isinstance(message, AssistantMessage):
+            calls.update((call.id, call) for call in message.tool_calls)
+            continue
+        if not isinstance(message, ToolResultMessage) or not message.is_error:
+            continue
+        call = calls.get(message.tool_call_id)
+        text = message.text.strip()
+        if call is None or text.startswith(_NOT_RUN):
+            continue
+        found.append(
+            Failure(
+                call=bound_text(format_tool_call(call), CALL_CHARS),
+                error=failing_line(text),
+                then=_said_next(messages[index + 1 :]),
+            )
+        )
+    return found
+
+
+def failing_line(text: str) -> str:
+    """The line of an error result that says what went wrong: the last that names an
+    error, else the last line that is not the harness's own note; with the exit code."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    exit_code = next((line for line in reversed(lines) if line.startswith("Exit code")), "")
+    content = [line for line in lines if not _NOTE_LINE.match(line)]
+    telling = [line for line in content if _ERROR_LINE.search(line)]
+    line = (telling or content or [""])[-1]
+    line = bound_text(line, ERROR_CHARS)
+    return f"{line} ({exit_code.rstrip('.')})" if exit_code and line else line or exit_code
+
+
+def _said_next(messages: Iterable[Message]) -> str:
+    """The first sentences of the model's first text after a failed call, before the next
+    prompt ("" when it said nothing)."""
+    for message in messages:
+        if isinstance(message, UserMessage) and is_prompt(message):
+            return ""
+        if isinstance(message, AssistantMessage):
+            text = " ".join(
+                block.text.strip() for block in message.content if isinstance(block, TextContent)
+            ).strip()
+            if text:
+                return _first_sentences(text, THEN_CHARS)
+    return ""
+
+
+def _first_sentences(text: str, limit: int) -> str:
+    """Whole sentences from the start of `text`, at most `limit` characters (at least the
+    first sentence, cut to the limit)."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    out = ""
+    for sentence in _SENTENCE_END.split(text):
+        candidate = f"{out} {sentence}".strip()
+        if len(candidate) > limit:
+            break
+        out = candidate
+    return out or text[: limit - 1] + "…"
+
+
+def _dedupe(failures: Sequence[Failure]) -> list[Failure]:
+    """One failure per call and failing line: the latest (with what was said after it)."""
+    latest: dict[tuple[str, str], Failure] = {}
+    for failure in failures:
+        latest.pop((failure.call, failure.error), None)
+        latest[(failure.call, failure.error)] = failure
+    return list(latest.values())
+
+
+def _newest_within(failures: Sequence[Failure], budget: int) -> tuple[tuple[Failure, ...], int]:
+    chosen: list[Failure] = []
+    left = budget
+    for failure in reversed(failures):
+        tokens = estimate_text_tokens(failure_line(failure))
+        if tokens > left:
+            break
+        chosen.append(failure)
+        left -= tokens
+    return tuple(reversed(chosen)), len(failures) - len(chosen)
+
+
+def in_progress(plan: Sequence[PlanItem]) -> str | None:
+    """The plan's step in progress, if any."""
+    return next((item.content for item in plan if item.status == "in_progress"), None)

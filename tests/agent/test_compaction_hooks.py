@@ -1,0 +1,247 @@
+"""Compaction hooks: real shell commands, run before and after a compaction.
+
+The commands run through /bin/sh in a temporary folder; the context manager around them is
+the plain-object harness of test_context_manager (a real ledger, a model call that answers
+summary requests).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agent_server.agent import events
+from agent_server.agent.compaction_hooks import (
+    MAX_INSTRUCTIONS,
+    MAX_OUTPUT,
+    CompactionHookRunner,
+    HookRun,
+    read_before,
+    run_hook,
+)
+from agent_server.agent.session_config import FixedConfig
+from agent_server.agent.settings import settings_from_json
+from agent_server.context.summary_prompt import SUMMARY_REQUEST_MARKER
+from agent_server.context.trigger import CompactionHooks, CompactionSettings
+from agent_server.errors import ConfigError
+from agent_server.session.entries import CompactionEntry
+from agent_server.session.ledger import Ledger
+from tests.agent.test_context_manager import SIM_SMALL, Harness, Provider, fill, make_manager
+from tests.session.builders import user
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the hooks here are sh scripts")
+
+
+def environment() -> dict[str, str]:
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+
+
+# --- one command ---------------------------------------------------------------------------------
+
+
+async def test_a_hook_gets_the_event_on_its_input_in_the_workspace(tmp_path: Path) -> None:
+    run = await run_hook("cat; pwd >&2", b'{"event": "x"}', tmp_path, environment(), 60)
+    assert (run.exit_code, run.problem) == (0, None)
+    assert json.loads(run.stdout) == {"event": "x"}
+    assert run.stderr.strip() == str(tmp_path)
+
+
+async def test_a_hook_that_runs_too_long_is_stopped_with_its_children(tmp_path: Path) -> None:
+    marker = tmp_path / "child-ran"
+    command = f"(sleep 5; touch {marker}) & sleep 60"
+    run = await run_hook(command, b"{}", tmp_path, environment(), 0.5)
+    assert run.exit_code is None
+    assert run.problem is not None and "did not finish in 0.5 s" in run.problem
+    # The whole process group went: the child never gets to touch its marker.
+    ended = await run_hook("sleep 6", b"", tmp_path, environment(), 60)
+    assert ended.exit_code == 0 and not marker.exists()
+
+
+async def test_a_hook_output_is_read_up_to_a_bound(tmp_path: Path) -> None:
+    run = await run_hook("head -c 1000000 /dev/zero | tr '\\0' x", b"", tmp_path,
+                         environment(), 60)
+    assert run.exit_code == 0
+    assert len(run.stdout) == MAX_OUTPUT
+
+
+async def test_a_hook_that_cannot_start_or_fails_is_a_problem(tmp_path: Path) -> None:
+    failed = await run_hook("echo broken >&2; exit 3", b"", tmp_path, environment(), 60)
+    assert failed.problem is not None and "exited with code 3: broken" in failed.problem
+    missing = await run_hook("true", b"", tmp_path / "gone", environment(), 60)
+    assert missing.problem is not None and "could not start" in missing.problem
+
+
+@pytest.mark.parametrize(
+    ("code", "stdout", "stderr", "cancel", "instructions", "problem"),
+    [
+        (0, "", "", False, None, False),
+        (0, "Keep the port numbers.\n", "", False, "Keep the port numbers.", False),
+        (0, '{"instructions": "Keep the TODO list."}', "", False, "Keep the TODO list.", False),
+        (0, '{"cancel": true, "reason": "mid-release"}', "", True, None, False),
+        (0, '{"cancel": false}', "", False, None, False),
+        (0, '{"cancel": "yes"}', "", False, None, True),
+        (0, '{"decision": "block"}', "", False, None, True),
+        (0, '["keep", "this"]', "", False, '["keep", "this"]', False),
+        (2, "", "a release is running", True, None, False),
+    ],
+)
+def test_a_before_hook_answers_by_exit_code_and_output(
+    code: int, stdout: str, stderr: str, cancel: bool, instructions: str | None, problem: bool
+) -> None:
+    verdict = read_before(HookRun("hook.sh", code, stdout, stderr))
+    assert verdict.cancel == cancel
+    assert verdict.instructions == instructions
+    assert bool(verdict.problems) == problem
+    if cancel:
+        assert "hook.sh" in verdict.reason
+        assert ("mid-release" in verdict.reason) or ("a release is running" in verdict.reason)
+
+
+async def test_the_runner_joins_instructions_and_stops_at_a_cancel(tmp_path: Path) -> None:
+    runner = CompactionHookRunner(tmp_path, "s1", environment)
+    hooks = CompactionHooks(before=("echo one", "exit 7", "echo two"))
+    verdict = await runner.before(hooks, "threshold", {"tokens": 1})
+    assert (verdict.cancel, verdict.instructions) == (False, "one\n\ntwo")
+    assert len(verdict.problems) == 1 and "exit 7" in verdict.problems[0]
+    stop = CompactionHooks(before=("echo first", "exit 2", f"touch {tmp_path / 'after'}"))
+    verdict = await runner.before(stop, "threshold", {"tokens": 1})
+    assert verdict.cancel and not (tmp_path / "after").exists()
+    long = CompactionHooks(before=(f"head -c {MAX_INSTRUCTIONS + 10} /dev/zero | tr '\\0' k",))
+    verdict = await runner.before(long, "manual", {})
+    assert verdict.instructions is not None and len(verdict.instructions) == MAX_INSTRUCTIONS
+    assert "cut" in verdict.problems[0]
+
+
+# --- around a compaction -------------------------------------------------------------------------
+
+
+def hooked(tmp_path: Path, hooks: CompactionHooks, provider: Provider | None = None) -> Iterator[
+    Harness
+]:
+    provider = provider or Provider()
+    seen: list[events.AgentEvent] = []
+    settings = CompactionSettings(hooks=hooks)
+    with Ledger.create(tmp_path / "s.jsonl", session_id="s", workspace="/w", fsync="never") as led:
+        manager = make_manager(
+            led,
+            provider,
+            emit=seen.append,
+            config=FixedConfig(SIM_SMALL, SIM_SMALL, settings),
+            hooks=CompactionHookRunner(tmp_path, "s", environment),
+        )
+        manager.begin_turn("t1")
+        yield Harness(led, provider, manager, seen, [0.0])
+
+
+def compactions(h: Harness) -> list[CompactionEntry]:
+    return [e for e in h.ledger.entries if isinstance(e, CompactionEntry)]
+
+
+async def test_a_before_hook_adds_instructions_and_an_after_hook_gets_the_summary(
+    tmp_path: Path,
+) -> None:
+    got_before, got_after = tmp_path / "before.json", tmp_path / "after.json"
+    hooks = CompactionHooks(
+        before=(f"cat > {got_before}; echo 'Quote the deploy rule word for word.'",),
+        after=(f"cat > {got_after}",),
+    )
+    for h in hooked(tmp_path, hooks):
+        fill(h.ledger, 8)
+        h.ledger.append_message(user("next"))
+        before = h.manager.view().tokens
+        await h.manager.prepare()
+        [entry] = compactions(h)
+        [request] = h.provider.requests
+        assert "Quote the deploy rule word for word." in str(request.messages[-1])
+        assert SUMMARY_REQUEST_MARKER in str(request.messages[-1])
+        event = json.loads(got_before.read_text())
+        assert event == {
+            "event": "beforeCompaction", "sessionId": "s", "workspace": str(tmp_path),
+            "reason": "threshold", "tokens": before, "threshold": 24_576, "window": 32_768,
+            "model": "sim-small", "instructions": None,
+        }
+        after = json.loads(got_after.read_text())
+        assert after["event"] == "afterCompaction" and after["reason"] == "threshold"
+        assert after["summary"] == entry.summary
+        assert (after["tokensBefore"], after["tokensAfter"]) == (before, entry.tokens_after)
+        assert after["firstKeptEntryId"] == entry.first_kept_entry_id
+
+
+async def test_a_cancel_holds_at_the_threshold_but_not_for_an_overflow(tmp_path: Path) -> None:
+    hooks = CompactionHooks(before=("echo 'not during the release' >&2; exit 2",))
+    for h in hooked(tmp_path, hooks):
+        fill(h.ledger, 8)
+        h.ledger.append_message(user("next"))
+        view = await h.manager.prepare()
+        assert compactions(h) == [] and h.provider.requests == []
+        assert view.context == h.manager.view().context  # sent as it is
+        [finished] = h.of(events.CompactionFinished)
+        assert finished.status == "cancelled"
+        assert finished.error is not None and "not during the release" in finished.error
+        # The card's status says "cancelled"; its error says who and why, once.
+        assert finished.error.startswith("compaction hook") and "ancelled" not in finished.error
+        # An overflow cannot wait: it compacts anyway, and says so.
+        await h.manager.recover_overflow(view, "prompt is too long", rejected=True)
+        [entry] = compactions(h)
+        assert entry.reason == "overflow"
+        notices = [n.message for n in h.of(events.Notice) if n.level == "warning"]
+        assert any("runs anyway" in text for text in notices)
+
+
+async def test_a_failing_hook_is_reported_and_the_compaction_goes_on(tmp_path: Path) -> None:
+    hooks = CompactionHooks(before=("exit 9",), after=("sleep 30",), timeout=0.5)
+    for h in hooked(tmp_path, hooks):
+        fill(h.ledger, 8)
+        h.ledger.append_message(user("next"))
+        await h.manager.prepare()
+        assert len(compactions(h)) == 1
+        warnings = [n.message for n in h.of(events.Notice) if n.level == "warning"]
+        assert any("exited with code 9" in text for text in warnings)
+        assert any("did not finish in 0.5 s" in text for text in warnings)
+
+
+async def test_a_hook_gets_no_secret_from_the_environment(tmp_path: Path) -> None:
+    """The session's hooks get a tool command's environment: no provider key, no
+    secret-looking variable unless tools.env.pass lists it."""
+    from agent_server.agent.tools.environment import tool_environment
+
+    seen = tmp_path / "env.txt"
+    base = {"PATH": os.environ.get("PATH", ""), "DEPLOY_TOKEN": "t0k", "PLAIN": "p",
+            "ANTHROPIC_API_KEY": "sk-ant-secret-value-1234567890"}
+    runner = CompactionHookRunner(
+        tmp_path, "s", lambda: tool_environment(base, ("sk-ant-secret-value-1234567890",)).env
+    )
+    await runner.after(CompactionHooks(after=(f"env > {seen}",)), "manual", {})
+    text = seen.read_text()
+    assert "PLAIN=p" in text
+    assert "DEPLOY_TOKEN" not in text and "sk-ant" not in text
+
+
+# --- the settings --------------------------------------------------------------------------------
+
+
+def test_the_hook_and_threshold_settings_are_read_and_checked() -> None:
+    settings = settings_from_json({"compaction": {
+        "threshold": 0.6, "hooks": {"before": ["./save-notes.sh"], "after": ["logger x"],
+                                    "timeout": 10},
+    }})
+    assert settings.compaction.threshold == 0.6
+    assert settings.compaction.hooks == CompactionHooks(("./save-notes.sh",), ("logger x",), 10.0)
+    assert settings_from_json({"compaction": {"threshold": 150_000}}).compaction.threshold == (
+        150_000
+    )
+    for bad, key in [
+        ({"threshold": "half"}, "compaction.threshold"),
+        ({"threshold": 0}, "compaction.threshold"),
+        ({"hooks": {"before": "x.sh"}}, "compaction.hooks.before"),
+        ({"hooks": {"after": [""]}}, "compaction.hooks.after"),
+        ({"hooks": {"timeout": 0}}, "compaction.hooks.timeout"),
+        ({"hooks": []}, "compaction.hooks"),
+    ]:
+        with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+            settings_from_json({"compaction": bad})

@@ -1,0 +1,377 @@
+"""What a compaction carries verbatim after its summary (context/carried.py), over plain
+objects: the user's own words, pins, the plan, what failed; how it is rendered, stored and
+folded from compaction to compaction."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agent_server.context.carried import (
+    CarriedBudgets,
+    carried_budgets,
+    carry,
+    current_pins,
+    current_plan,
+    failing_line,
+    failures_in,
+    user_text,
+)
+from agent_server.context.cut_point import find_cut_point
+from agent_server.context.estimate import estimate_text_tokens
+from agent_server.context.projection import project
+from agent_server.context.summary_prompt import (
+    CARRIED_OPEN,
+    SUMMARY_CLOSE,
+    build_summary_instruction,
+    note_message,
+    render_carried,
+)
+from agent_server.llm.messages import (
+    AssistantMessage,
+    Attachment,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from agent_server.session.entries import (
+    Carried,
+    CompactionEntry,
+    Entry,
+    Failure,
+    MessageEntry,
+    Pin,
+    PinEntry,
+    PlanEntry,
+    PlanItem,
+    entry_from_json,
+    entry_to_json,
+)
+from agent_server.session.ledger import Ledger
+
+WIDE = CarriedBudgets(user_tokens=20_000, failure_tokens=2_000)
+
+
+class Path_:
+    """A ledger path built by hand: message entries and others, parent-linked."""
+
+    def __init__(self) -> None:
+        self.entries: list[Entry] = []
+
+    def _parent(self) -> str | None:
+        return self.entries[-1].id if self.entries else None
+
+    def add(self, message: object) -> MessageEntry:
+        entry = MessageEntry(f"m{len(self.entries)}", self._parent(), "", message)  # type: ignore[arg-type]
+        self.entries.append(entry)
+        return entry
+
+    def prompt(self, text: str) -> MessageEntry:
+        return self.add(UserMessage.of_text(text))
+
+    def answer(self, text: str, *calls: ToolCall) -> MessageEntry:
+        return self.add(AssistantMessage((TextContent(text), *calls), "toolUse" if calls else "stop"))
+
+    def result(self, call: ToolCall, text: str, error: bool = False) -> MessageEntry:
+        return self.add(ToolResultMessage(call.id, call.name, (TextContent(text),), is_error=error))
+
+    def pin(self, pin_id: str, text: str, action: str = "add") -> None:
+        entry = PinEntry(f"p{len(self.entries)}", self._parent(), "", pin_id, action, "rule", text, "user")  # type: ignore[arg-type]
+        self.entries.append(entry)
+
+    def plan(self, *items: PlanItem) -> None:
+        self.entries.append(PlanEntry(f"n{len(self.entries)}", self._parent(), "", items))
+
+    def compact(self, carried: Carried, first_kept: str | None) -> CompactionEntry:
+        entry = CompactionEntry(
+            f"c{len(self.entries)}", self._parent(), "", "S", first_kept, 100, None,
+            "threshold", carried=carried,
+        )
+        self.entries.append(entry)
+        return entry
+
+    def carry(self, budgets: CarriedBudgets = WIDE, keep: int = 0) -> Carried:
+        """What a compaction keeping the last `keep` message entries carries."""
+        window = [e for e in self.entries if isinstance(e, MessageEntry)]
+        cut = len(window) - keep
+        return carry(self.entries, window[:cut], window[cut:], budgets)
+
+
+def bash(call_id: str, command: str) -> ToolCall:
+    return ToolCall(call_id, "bash", {"command": command})
+
+
+# --- the user's own words -------------------------------------------------------------------
+
+
+def test_every_prompt_is_carried_oldest_first_and_notes_are_not() -> None:
+    path = Path_()
+    path.prompt("never edit CHANGELOG")
+    path.answer("ok")
+    path.add(note_message("externalEdit", "a.py changed"))
+    path.prompt("run the tests")
+    path.answer("done")
+    carried = path.carry()
+    assert carried.user_messages == ("never edit CHANGELOG", "run the tests")
+    assert carried.user_messages_left_out == 0
+
+
+def test_a_prompt_kept_verbatim_in_the_tail_is_not_repeated() -> None:
+    path = Path_()
+    path.prompt("first")
+    path.answer("one")
+    path.prompt("second")
+    path.answer("two")
+    assert path.carry(keep=2).user_messages == ("first",)
+
+
+def test_the_newest_words_win_the_budget_and_the_rest_are_counted() -> None:
+    path = Path_()
+    for number in range(10):
+        path.prompt(f"request {number}: " + "word " * 40)
+        path.answer("ok")
+    budget = estimate_text_tokens("request 9: " + "word " * 40) * 3
+    carried = path.carry(CarriedBudgets(user_tokens=budget, failure_tokens=100))
+    assert [text.split(":")[0] for text in carried.user_messages][-3:] == [
+        "request 7", "request 8", "request 9"
+    ]
+    assert carried.user_messages_left_out == 10 - len(carried.user_messages)
+    assert sum(estimate_text_tokens(t) for t in carried.user_messages) <= budget
+
+
+def test_the_latest_request_is_never_dropped_however_long() -> None:
+    path = Path_()
+    path.prompt("an old rule")
+    path.answer("ok")
+    huge = "Correction: I meant the other file. " + "log line\n" * 5000 + "THE END"
+    path.prompt(huge)
+    path.answer("ok")
+    carried = path.carry(CarriedBudgets(user_tokens=300, failure_tokens=100))
+    assert len(carried.user_messages) == 1  # the older one did not fit beside it
+    latest = carried.user_messages[0]
+    assert latest.startswith("Correction: I meant the other file.") and latest.endswith("THE END")
+    assert "characters cut here" in latest
+    assert estimate_text_tokens(latest) <= 300
+    assert carried.user_messages_left_out == 1
+
+
+def test_what_an_at_mention_attached_is_not_the_users_words() -> None:
+    message = UserMessage(
+        (TextContent("<file a.py>\nprint(1)\n</file>"), TextContent("explain @a.py")),
+        attachments=(Attachment("a.py", "file"),),
+    )
+    assert user_text(message) == "explain @a.py"
+
+
+def test_a_second_compaction_folds_the_first_ones_words_with_the_prompts_since() -> None:
+    path = Path_()
+    path.prompt("rule: keep the API")
+    path.answer("ok")
+    kept = path.prompt("second")
+    path.answer("two")
+    first = path.carry(keep=2)
+    path.compact(first, kept.id)
+    path.prompt("third")
+    path.answer("three")
+    # the window starts at the first compaction's kept entry: "second" is in it
+    entries = path.entries
+    window = [e for e in entries if isinstance(e, MessageEntry)][2:]
+    second = carry(entries, window[:-2], window[-2:], WIDE)
+    assert second.user_messages == ("rule: keep the API", "second")
+
+
+# --- what failed ------------------------------------------------------------------------------
+
+
+def test_a_failed_command_is_carried_with_its_failing_line_and_what_was_said_next() -> None:
+    path = Path_()
+    path.prompt("loosen the regex and rerun the test")
+    call = bash("c1", "pytest -q test_x.py")
+    path.answer("", call)
+    path.result(
+        call,
+        "collected 1 item\nF\nE   AssertionError: assert '1,234.5' == ' 1,234.5'\n"
+        "FAILED test_x.py::test_align - AssertionError\n1 failed in 0.1s\n\nExit code 1.",
+        error=True,
+    )
+    path.answer("Loosening the regex did not help: the test fails as before. Next I read it.")
+    [failure] = path.carry().failures
+    assert failure.call == 'bash(command="pytest -q test_x.py")'
+    assert failure.error == "FAILED test_x.py::test_align - AssertionError (Exit code 1)"
+    assert failure.then.startswith("Loosening the regex did not help")
+
+
+def test_calls_that_never_ran_are_not_failures_and_repeats_count_once() -> None:
+    path = Path_()
+    path.prompt("go")
+    one, two, three = bash("c1", "make"), bash("c2", "make"), bash("c3", "rm -rf x")
+    path.answer("", one, three)
+    path.result(one, "error: no rule\nExit code 2.", error=True)
+    path.result(three, "Not run: the turn was interrupted.", error=True)
+    path.answer("", two)
+    path.result(two, "error: no rule\nExit code 2.", error=True)
+    path.answer("Make has no such rule.")
+    failures = path.carry().failures
+    assert [f.call for f in failures] == ['bash(command="make")']
+    assert failures[0].then == "Make has no such rule."
+
+
+def test_failures_keep_the_newest_within_their_budget() -> None:
+    path = Path_()
+    path.prompt("go")
+    for number in range(30):
+        call = bash(f"c{number}", f"attempt {number}")
+        path.answer("", call)
+        path.result(call, f"Error: attempt {number} failed\nExit code 1.", error=True)
+    carried = path.carry(CarriedBudgets(user_tokens=1000, failure_tokens=120))
+    assert carried.failures and carried.failures[-1].call == 'bash(command="attempt 29")'
+    assert carried.failures_left_out == 30 - len(carried.failures)
+    assert len(carried.failures) < 30
+
+
+def test_failing_line_prefers_the_line_that_names_the_error() -> None:
+    assert failing_line("a\nTraceback (most recent call last):\n  x\nKeyError: 'b'\nExit code 1.") == (
+        "KeyError: 'b' (Exit code 1)"
+    )
+    assert failing_line("Could not find the text to replace in a.py.") == (
+        "Could not find the text to replace in a.py."
+    )
+    assert failing_line("just output\nExit code 3.") == "just output (Exit code 3)"
+
+
+def test_failures_in_ignores_successful_results() -> None:
+    call = bash("c", "ls")
+    messages = [
+        AssistantMessage((call,), "toolUse"),
+        ToolResultMessage("c", "bash", (TextContent("a\nb"),)),
+    ]
+    assert failures_in(messages) == []
+
+
+# --- pins and plan ----------------------------------------------------------------------------
+
+
+def test_pins_in_force_fold_the_carried_ones_with_the_entries_after() -> None:
+    path = Path_()
+    path.prompt("go")
+    path.pin("a", "never edit CHANGELOG")
+    path.pin("b", "port is 8123")
+    path.answer("ok")
+    carried = path.carry()
+    assert [p.id for p in carried.pins] == ["a", "b"]
+    path.compact(carried, None)
+    path.pin("a", "never edit CHANGELOG", action="remove")
+    path.pin("c", "use tabs")
+    assert [p.text for p in current_pins(path.entries)] == ["port is 8123", "use tabs"]
+    # from the compaction on only (what Ledger.projection_entries holds) gives the same
+    start = next(i for i, e in enumerate(path.entries) if isinstance(e, CompactionEntry))
+    assert current_pins(path.entries[start:]) == current_pins(path.entries)
+
+
+def test_the_latest_plan_is_carried_unless_the_tail_shows_it() -> None:
+    path = Path_()
+    path.prompt("plan it")
+    path.plan(PlanItem("read", "completed"), PlanItem("fix", "in_progress", "high"))
+    path.answer("planned")
+    path.prompt("go on")
+    path.answer("ok")
+    assert path.carry(keep=2).plan == current_plan(path.entries)
+    assert current_plan(path.entries)[1] == PlanItem("fix", "in_progress", "high")
+    path.plan(PlanItem("fix", "completed"))
+    path.answer("fixed")
+    assert path.carry(keep=3).plan == ()  # the plan entry is after the first kept message
+    path.compact(path.carry(keep=0), None)
+    assert current_plan(path.entries[-1:]) == (PlanItem("fix", "completed"),)
+
+
+# --- rendering, storing, asking ----------------------------------------------------------------
+
+
+def test_the_block_follows_the_summary_in_the_same_text() -> None:
+    path = Path_()
+    path.prompt("never edit CHANGELOG")
+    path.answer("ok")
+    kept = path.prompt("now the README")
+    path.answer("done")
+    carried = path.carry(keep=2)
+    path.compact(carried, kept.id)
+    first = project(path.entries).messages[0]
+    assert isinstance(first, UserMessage)
+    head = first.content[0]
+    assert isinstance(head, TextContent)
+    assert head.text.index(SUMMARY_CLOSE) < head.text.index(CARRIED_OPEN)
+    assert "never edit CHANGELOG" in head.text
+    assert first.content[-1] == TextContent("now the README")  # the kept prompt, once
+
+
+def test_render_names_each_part_and_an_empty_block_renders_nothing() -> None:
+    assert render_carried(Carried()) == ""
+    text = render_carried(
+        Carried(
+            ("a rule",), 2, (Pin("p1", "fact", "port 8123", "model"),),
+            (PlanItem("fix", "in_progress", "high"),),
+            (Failure('bash(command="make")', "error (Exit code 2)", "No such rule."),), 1,
+        )
+    )
+    for part in ("2 older ones left out", "a rule", "[fact, pinned by the model] port 8123",
+                 "- [in_progress] fix (high priority)", 'bash(command="make") failed',
+                 "Then: No such rule.", "1 older ones left out"):
+        assert part in text
+
+
+def test_the_summary_request_says_what_is_carried_and_names_the_step_in_progress() -> None:
+    carried = Carried(("x",), plan=(PlanItem("fix _afterpoint", "in_progress"),))
+    instruction = build_summary_instruction(
+        kept_messages=0, previous_summary_in_context=False, carried=carried
+    )
+    assert "the user's own messages and the plan" in instruction
+    assert '"fix _afterpoint": name it under ### In progress' in instruction
+
+
+def test_carried_pins_and_plans_round_trip_and_old_compactions_still_load(tmp_path: Path) -> None:
+    carried = Carried(
+        ("a",), 1, (Pin("p", "rule", "r", "user"),), (PlanItem("s", "pending", "low"),),
+        (Failure("c", "e", "t"),), 3,
+    )
+    entry = CompactionEntry("c", None, "t", "S", None, 1, None, "manual", carried=carried)
+    assert entry_from_json(json.loads(json.dumps(entry_to_json(entry)))) == entry
+    old = entry_to_json(CompactionEntry("c", None, "t", "S", None, 1, None, "manual"))
+    assert "carried" not in old and entry_from_json(old).carried is None
+    with Ledger.create(tmp_path / "s.jsonl", session_id="s", workspace="/w") as ledger:
+        ledger.append_message(UserMessage.of_text("hi"))
+        ledger.append_pin("p1", "add", "fact", "port 8123", "model")
+        ledger.append_plan((PlanItem("s", "in_progress"),))
+    with Ledger.open(tmp_path / "s.jsonl") as ledger:
+        assert not ledger.load_report.issues
+        assert current_pins(ledger.projection_entries()) == (Pin("p1", "fact", "port 8123", "model"),)
+        assert current_plan(ledger.projection_entries()) == (PlanItem("s", "in_progress"),)
+
+
+@pytest.mark.parametrize("bad", [{"pins": "x"}, {"plan": [{"content": "a", "status": "doing"}]},
+                                 {"userMessagesLeftOut": -1}, []])
+def test_a_malformed_carried_block_is_a_format_error(bad: object) -> None:
+    from agent_server.errors import LedgerFormatError
+
+    data = entry_to_json(CompactionEntry("c", None, "t", "S", None, 1, None, "manual"))
+    data["carried"] = bad
+    with pytest.raises(LedgerFormatError):
+        entry_from_json(data)
+
+
+def test_budgets_follow_the_threshold() -> None:
+    assert carried_budgets(24_576) == CarriedBudgets(user_tokens=2_457, failure_tokens=614)
+    assert carried_budgets(979_520).user_tokens == 20_000  # Codex's cap
+
+
+def test_find_cut_point_and_carry_together_keep_every_prompt_somewhere() -> None:
+    path = Path_()
+    for number in range(6):
+        path.prompt(f"prompt {number}")
+        path.answer("x" * 4000)
+    cut = find_cut_point(path.entries, keep_recent_tokens=1500, keep_recent_turns=2)
+    carried = carry(path.entries, (*cut.summarize, *cut.turn_prefix), cut.kept, WIDE)
+    kept = [user_text(e.message) for e in cut.kept if isinstance(e.message, UserMessage)]
+    assert sorted([*carried.user_messages, *kept]) == [f"prompt {n}" for n in range(6)]
