@@ -43,6 +43,8 @@ import type {
   TranscriptItem,
   TurnResult,
   UsageSnapshot,
+  PinInfo,
+  PlanEntry,
 } from '../protocol/types';
 import { CompactionEndValues } from '../protocol/types';
 
@@ -208,6 +210,10 @@ export interface ViewState {
   rewind?: { entryId: string; preview?: RewindPreviewResult; busy: boolean };
   /** A prompt to put back in the input box (a rewound prompt), until the view takes it. */
   draft?: { seq: number; text: string; images: ImageContent[] };
+  /** The task's plan as the model last wrote it, and the pins in force (empty: none);
+   * shown above the transcript, carried by the server across every compaction. */
+  plan: PlanEntry[];
+  pins: PinInfo[];
   /** Monotonic counter for ids of items made here (notices, optimistic prompts). */
   counter: number;
 }
@@ -221,6 +227,8 @@ export function initialState(): ViewState {
     compacting: false,
     older: { loading: false },
     models: [],
+    plan: [],
+    pins: [],
     counter: 0,
   };
 }
@@ -246,6 +254,7 @@ export type Action =
       mcp?: McpStatusParams;
     }
   | { type: 'mcpStatus'; params: McpStatusParams }
+  | { type: 'pinsChanged'; sessionId: string; pins: PinInfo[] }
   | { type: 'sessionLoaded'; result: SessionLoadResult }
   | { type: 'olderRequested'; sessionId: string }
   | { type: 'olderLoaded'; result: SessionHistoryResult }
@@ -320,7 +329,12 @@ export function reduce(state: ViewState, action: Action): ViewState {
         sandbox: action.sandbox,
         rewind: undefined,
         mcp: action.mcp,
+        plan: [],
+        pins: [],
       };
+
+    case 'pinsChanged':
+      return action.sessionId === state.sessionId ? { ...state, pins: action.pins } : state;
 
     case 'mcpStatus':
       // Only the current session's; another session's status arrives when it is loaded.
@@ -343,6 +357,9 @@ export function reduce(state: ViewState, action: Action): ViewState {
         sandbox: result.sandbox,
         rewind: undefined,
         mcp: result.mcp,
+        // A server from before issue 26 sends neither.
+        plan: result.plan ?? [],
+        pins: result.pins ?? [],
       };
       // A damaged ledger was repaired on open: say so after the history it left.
       return result.repair ? addNotice(loaded, 'warning', result.repair.message) : loaded;
@@ -585,7 +602,10 @@ function applyUpdate(state: ViewState, params: AgentUpdateParams): ViewState {
       lastSeq: params.seq,
     };
   }
-  const items = applySessionUpdate(state.items, params.update, `notice:${params.turnId}:${params.seq}`);
+  const u = params.update;
+  if (u.kind === 'plan') return { ...state, turn, plan: u.entries };
+  if (u.kind === 'pins') return { ...state, turn, pins: u.pins };
+  const items = applySessionUpdate(state.items, u, `notice:${params.turnId}:${params.seq}`);
   return { ...state, turn, items };
 }
 
@@ -696,6 +716,9 @@ function applySessionUpdate(items: Item[], u: SessionUpdate, noticeId: string): 
       };
       return [...items, item];
     }
+    case 'plan':
+    case 'pins':
+      return items; // not transcript items: the view's plan and pins (applyUpdate, sessionLoaded)
   }
 }
 

@@ -32,5 +32,6 @@ export type WebviewToHost =
   | { type: 'permission'; requestId: string; optionId?: string }
   | { type: 'acceptTools' }
   | { type: 'restartMcp'; name: string }
+  | { type: 'forgetPin'; pinId: string }
   | { type: 'dismissProblem' }
   | { type: 'command'; command: 'showOutput' | 'openSettings' | 'setApiKey' | 'restartServer' };

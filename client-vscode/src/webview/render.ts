@@ -84,6 +84,7 @@ export class ChatView {
   private readonly meterText: HTMLElement;
   private readonly banner: HTMLElement;
   private readonly mcpEl: HTMLElement;
+  private readonly memoryEl: HTMLElement;
   private readonly transcript: HTMLElement;
   /** At the top of the transcript: earlier history is being loaded, or can be. */
   private readonly older: HTMLElement;
@@ -175,6 +176,7 @@ export class ChatView {
     );
     this.banner = h('div', { class: 'banner', attrs: { role: 'alert' } });
     this.mcpEl = h('div', { class: 'mcp', attrs: { 'aria-label': 'MCP servers' } });
+    this.memoryEl = h('div', { class: 'memory' });
     this.transcript = h('div', { class: 'transcript', attrs: { role: 'log', 'aria-live': 'polite' } });
     this.older = h('div', { class: 'older' });
     this.transcript.append(this.older);
@@ -265,6 +267,7 @@ export class ChatView {
       this.compactPanel,
       this.meterEl,
       this.mcpEl,
+      this.memoryEl,
       this.banner,
       this.transcript,
       this.rewindPanel,
@@ -309,6 +312,7 @@ export class ChatView {
     }
     if (!previous || previous.usage !== state.usage) this.renderMeter(state);
     if (!previous || previous.mcp !== state.mcp || previous.server !== state.server) this.renderMcp(state);
+    if (!previous || previous.plan !== state.plan || previous.pins !== state.pins) this.renderMemory(state);
     this.renderBanner(state);
     this.renderControls(state);
     if (!previous || previous.models !== state.models || previous.model !== state.model) this.renderModels(state);
@@ -567,6 +571,36 @@ export class ChatView {
 
   /** One line per MCP server (a failed one opens to its error and stderr), and the waiting
    * change of the tool list with its price and an Accept button. Text only, never markup. */
+  /** The task's plan as a checklist and the pins in force, each text as written (never
+   * markup): what the server carries verbatim across every compaction. */
+  private renderMemory(state: ViewState): void {
+    const el = this.memoryEl;
+    el.textContent = '';
+    el.hidden = state.plan.length === 0 && state.pins.length === 0;
+    if (state.plan.length > 0) {
+      const done = state.plan.filter((e) => e.status === 'completed').length;
+      const list = h('ul', { class: 'plan-steps', attrs: { 'aria-label': 'Plan' } });
+      for (const entry of state.plan) {
+        const mark = entry.status === 'completed' ? '☑' : entry.status === 'in_progress' ? '▶' : '☐';
+        const step = h('li', { class: `plan-step ${entry.status}`, title: `${entry.status}, ${entry.priority} priority` });
+        step.append(h('span', { class: 'plan-mark', text: `${mark} ` }), h('span', { class: 'plan-text', text: entry.content }));
+        list.append(step);
+      }
+      el.append(h('details', { class: 'plan', attrs: { open: '' } }, h('summary', { text: `Plan · ${done} of ${state.plan.length} done` }), list));
+    }
+    if (state.pins.length > 0) {
+      const list = h('ul', { class: 'pin-list', attrs: { 'aria-label': 'Pins' } });
+      for (const pin of state.pins) {
+        const item = h('li', { class: `pin ${pin.kind}`, title: `${pin.kind} ${pin.id}, pinned by the ${pin.by}` });
+        const forget = button('×', () => this.post({ type: 'forgetPin', pinId: pin.id }), 'link pin-forget');
+        forget.title = `Remove this ${pin.kind} (the agent is told it no longer holds)`;
+        item.append(h('span', { class: 'pin-kind', text: `${pin.kind}: ` }), h('span', { class: 'pin-text', text: pin.text }), forget);
+        list.append(item);
+      }
+      el.append(h('details', { class: 'pins' }, h('summary', { text: `Pinned · ${state.pins.length}` }), list));
+    }
+  }
+
   private renderMcp(state: ViewState): void {
     const el = this.mcpEl;
     el.textContent = '';
