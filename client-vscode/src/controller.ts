@@ -543,6 +543,36 @@ export class SessionController {
     }
   }
 
+  /** `text` pinned for the session: a fact when it starts with `fact:`, else a rule. */
+  async addPin(text: string): Promise<void> {
+    const client = this.client;
+    const sessionId = this._state.sessionId;
+    if (!client) return void this.notConnected();
+    if (!sessionId) return;
+    const fact = /^\s*fact:/i.exec(text);
+    const rule = /^\s*rule:/i.exec(text);
+    const body = text.slice((fact ?? rule)?.[0].length ?? 0).trim();
+    try {
+      const result = await client.addPin({ sessionId, text: body, kind: fact ? 'fact' : 'rule' });
+      this.dispatch({ type: 'pinsChanged', sessionId, pins: result.pins });
+    } catch (error) {
+      this.fail('Could not pin that', error);
+    }
+  }
+
+  async removePin(pinId: string): Promise<void> {
+    const client = this.client;
+    const sessionId = this._state.sessionId;
+    if (!client) return void this.notConnected();
+    if (!sessionId) return;
+    try {
+      const result = await client.removePin({ sessionId, pinId });
+      this.dispatch({ type: 'pinsChanged', sessionId, pins: result.pins });
+    } catch (error) {
+      this.fail('Could not remove the pin', error);
+    }
+  }
+
   // ---- permissions -----------------------------------------------------------------------
 
   private askPermission(params: RequestPermissionParams, token: CancellationTokenLike): Promise<RequestPermissionResult> {

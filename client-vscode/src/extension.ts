@@ -161,6 +161,9 @@ export function activate(context: vscode.ExtensionContext): void {
       case 'restartMcp':
         void controller.restartMcpServer(message.name);
         break;
+      case 'forgetPin':
+        void controller.removePin(message.pinId);
+        break;
       case 'dismissProblem':
         controller.dismissProblem();
         break;
@@ -234,6 +237,19 @@ export function activate(context: vscode.ExtensionContext): void {
       await controller.compact(instructions);
       const result = controller.state.compactResult;
       if (result && result.outcome !== 'compacted') void vscode.window.showInformationMessage(result.message);
+    }),
+    vscode.commands.registerCommand('agentServer.remember', async () => {
+      await ensureServer();
+      if (!controller.state.sessionId) {
+        void vscode.window.showInformationMessage('No agent session is open.');
+        return;
+      }
+      const text = await vscode.window.showInputBox({
+        title: 'Pin a rule for the agent session',
+        prompt: 'Carried verbatim across every compaction. Start with "fact:" to pin a fact.',
+        ignoreFocusOut: true,
+      });
+      if (text) await controller.addPin(text);
     }),
     vscode.commands.registerCommand('agentServer.interrupt', () => controller.stop()),
     vscode.commands.registerCommand('agentServer.pickThinking', async () => {

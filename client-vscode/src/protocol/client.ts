@@ -50,6 +50,10 @@ import {
   type UsageNotificationParams,
   type UsageParams,
   type UsageSnapshot,
+  PinsAddParams,
+  PinsAddResult,
+  PinsRemoveParams,
+  PinsRemoveResult,
 } from './types';
 
 export interface DisposableLike {
@@ -178,6 +182,15 @@ export class AgentClient {
 
   restartMcpServer(params: { sessionId: string; name: string }): Promise<Record<string, never>> {
     return this.connection.sendRequest(Methods.mcpRestart, params);
+  }
+
+  /** Pin a rule or a fact for the session (carried verbatim across every compaction). */
+  addPin(params: PinsAddParams): Promise<PinsAddResult> {
+    return this.connection.sendRequest(Methods.pinsAdd, params);
+  }
+
+  removePin(params: PinsRemoveParams): Promise<PinsRemoveResult> {
+    return this.connection.sendRequest(Methods.pinsRemove, params);
   }
 
   // ---- notifications, server to client ---------------------------------------------------

@@ -45,6 +45,8 @@ import type {
   TranscriptItem,
   TurnResult,
   UsageSnapshot,
+  PinInfo,
+  PlanEntry,
 } from '../protocol/types';
 import { CompactionEndValues } from '../protocol/types';
 
@@ -237,6 +239,10 @@ export interface ViewState {
   restoring: boolean;
   /** Prompts typed ahead, sent in order once the running turn ends. */
   queue: QueuedPrompt[];
+  /** The task's plan as the model last wrote it, and the pins in force (empty: none);
+   * shown above the transcript, carried by the server across every compaction. */
+  plan: PlanEntry[];
+  pins: PinInfo[];
   /** Monotonic counter for ids of items made here (notices, optimistic prompts). */
   counter: number;
 }
@@ -250,6 +256,8 @@ export function initialState(): ViewState {
     compacting: false,
     older: { loading: false },
     models: [],
+    plan: [],
+    pins: [],
     counter: 0,
     restoring: false,
     queue: [],
@@ -286,6 +294,7 @@ export type Action =
   /** The settings' mode and thinking level: what the view shows before a session says. */
   | { type: 'settingsRead'; mode?: PermissionMode; thinking?: ThinkingLevel }
   | { type: 'thinkingChanged'; sessionId?: string; result: ThinkingSetResult }
+  | { type: 'pinsChanged'; sessionId: string; pins: PinInfo[] }
   | { type: 'sessionLoaded'; result: SessionLoadResult }
   | { type: 'olderRequested'; sessionId: string }
   | { type: 'olderLoaded'; result: SessionHistoryResult }
@@ -362,6 +371,8 @@ export function reduce(state: ViewState, action: Action): ViewState {
         sandbox: action.sandbox,
         rewind: undefined,
         mcp: action.mcp,
+        plan: [],
+        pins: [],
       };
 
     case 'restoring':
@@ -395,6 +406,8 @@ export function reduce(state: ViewState, action: Action): ViewState {
       };
       return { ...next, items: [...state.items, marker] };
     }
+    case 'pinsChanged':
+      return action.sessionId === state.sessionId ? { ...state, pins: action.pins } : state;
 
     case 'mcpStatus':
       // Only the current session's; another session's status arrives when it is loaded.
@@ -419,6 +432,9 @@ export function reduce(state: ViewState, action: Action): ViewState {
         sandbox: result.sandbox,
         rewind: undefined,
         mcp: result.mcp,
+        // A server from before issue 26 sends neither.
+        plan: result.plan ?? [],
+        pins: result.pins ?? [],
       };
       // A damaged ledger was repaired on open: say so after the history it left.
       return result.repair ? addNotice(loaded, 'warning', result.repair.message) : loaded;
@@ -675,8 +691,10 @@ function applyUpdate(state: ViewState, params: AgentUpdateParams): ViewState {
       lastSeq: params.seq,
     };
   }
-  let items = applySessionUpdate(state.items, params.update, `notice:${params.turnId}:${params.seq}`);
   const u = params.update;
+  if (u.kind === 'plan') return { ...state, turn, plan: u.entries };
+  if (u.kind === 'pins') return { ...state, turn, pins: u.pins };
+  let items = applySessionUpdate(state.items, u, `notice:${params.turnId}:${params.seq}`);
   // The model answered again (or a tool ran): a retry before it worked.
   if (u.kind === 'messageChunk' || u.kind === 'thoughtChunk' || u.kind === 'toolCall') items = resolveRetries(items);
   if (u.kind === 'modelChange') {
@@ -832,6 +850,9 @@ function applySessionUpdate(items: Item[], u: SessionUpdate, noticeId: string): 
       };
       return [...items, marker];
     }
+    case 'plan':
+    case 'pins':
+      return items; // not transcript items: the view's plan and pins (applyUpdate, sessionLoaded)
   }
 }
 

@@ -45,5 +45,6 @@ export type WebviewToHost =
   | { type: 'removeQueued'; id: string }
   | { type: 'acceptTools' }
   | { type: 'restartMcp'; name: string }
+  | { type: 'forgetPin'; pinId: string }
   | { type: 'dismissProblem' }
   | { type: 'command'; command: 'showOutput' | 'openSettings' | 'setApiKey' | 'restartServer' };

@@ -1,12 +1,13 @@
 /**
  * The chat view, rendered from `ViewState`: the head (toolbar, meter, MCP servers, banner),
- * the transcript, the rewind panel and the prompt box. Each part is its own module, by what it
+ * the plan and pins, the transcript, the rewind panel and the prompt box. Each part is its own module, by what it
  * shows; this one lays them out and routes the state and the keys they share (Esc stops a
  * running turn wherever the focus is, unless a card or panel takes it first).
  */
 import type { ViewState } from '../state/reducer';
 import { h, type Post } from './dom';
 import { Composer } from './composerView';
+import { renderMemory } from './memory';
 import { RewindPanel } from './rewindPanel';
 import { ContextMeter, renderBanner, renderMcp } from './status';
 import { Toolbar } from './toolbar';
@@ -16,6 +17,7 @@ export class ChatView {
   private readonly toolbar: Toolbar;
   private readonly meter = new ContextMeter();
   private readonly mcp: HTMLElement;
+  private readonly memory: HTMLElement;
   private readonly banner: HTMLElement;
   private readonly transcript: Transcript;
   private readonly rewind: RewindPanel;
@@ -25,6 +27,7 @@ export class ChatView {
   constructor(root: HTMLElement, private readonly post: Post, draft = '') {
     this.toolbar = new Toolbar(post);
     this.mcp = h('div', { class: 'mcp', attrs: { 'aria-label': 'MCP servers' } });
+    this.memory = h('div', { class: 'memory' });
     this.banner = h('div', { class: 'banner', attrs: { role: 'alert' } });
     this.composer = new Composer(post, draft);
     this.transcript = new Transcript(post, {
@@ -38,6 +41,7 @@ export class ChatView {
       this.toolbar.compactPanel,
       this.meter.el,
       this.mcp,
+      this.memory,
       this.banner,
       this.transcript.el,
       this.rewind.el,
@@ -64,6 +68,7 @@ export class ChatView {
     this.toolbar.render(state);
     if (!previous || previous.usage !== state.usage) this.meter.render(state);
     if (!previous || previous.mcp !== state.mcp || previous.server !== state.server) renderMcp(this.mcp, state, this.post);
+    if (!previous || previous.plan !== state.plan || previous.pins !== state.pins) renderMemory(this.memory, state, this.post);
     renderBanner(this.banner, state, this.post);
     this.rewind.render(state);
     if (state.draft && state.draft.seq !== previous?.draft?.seq) {

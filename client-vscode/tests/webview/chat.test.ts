@@ -400,6 +400,52 @@ describe('chat webview', () => {
     await page.close();
   });
 
+  it('shows the plan as a checklist and the pins literally, live and on load, and removes a pin', async () => {
+    const { page, errors, posted } = await openView();
+    const hostile = '<img src=x onerror="window.__xss=1"> **not bold**';
+    const update = (seq: number, u: Record<string, unknown>): Action =>
+      ({ type: 'update', params: { sessionId: 's-plan', turnId: 't-1', seq, update: u } }) as unknown as Action;
+    const live = reduceAll(startState(), [
+      { type: 'sessionStarted', sessionId: 's-plan' },
+      update(0, { kind: 'plan', entries: [
+        { content: 'reproduce', status: 'completed', priority: 'medium' },
+        { content: `fix ${hostile}`, status: 'in_progress', priority: 'high' },
+        { content: 'run the suite', status: 'pending', priority: 'low' },
+      ] }),
+      update(1, { kind: 'pins', pins: [
+        { id: 'a1b2c3d4', kind: 'rule', text: 'never edit CHANGELOG', by: 'user' },
+        { id: 'e5f6a7b8', kind: 'fact', text: hostile, by: 'model' },
+      ] }),
+    ]);
+    expect(live.items).toEqual([]); // neither is a transcript item
+    await show(page, live);
+    await page.waitForSelector('.memory .plan-step');
+    expect(await page.locator('.memory .plan summary').innerText()).toBe('Plan · 1 of 3 done');
+    const steps = await page.locator('.plan-step').allInnerTexts();
+    expect(steps).toEqual(['☑ reproduce', `▶ fix ${hostile}`, '☐ run the suite']);
+    await page.locator('.memory .pins summary').click();
+    const pins = await page.locator('.pin').allInnerTexts();
+    expect(pins.map((p) => p.replace(/\s*×$/, ''))).toEqual(['rule: never edit CHANGELOG', `fact: ${hostile}`]);
+    expect(await xssFlag(page)).toBeUndefined();
+    await page.screenshot({ path: join(ARTIFACTS, 'webview-plan-pins.png') });
+    await page.locator('.pin.fact .pin-forget').click();
+    expect((await posted()).at(-1)).toEqual({ type: 'forgetPin', pinId: 'e5f6a7b8' });
+
+    // The server's answer, then a reload of the session: the load result's plan and pins.
+    const removed = reduceAll(live, [{ type: 'pinsChanged', sessionId: 's-plan', pins: [live.pins[0]!] }]);
+    expect(removed.pins.map((p) => p.id)).toEqual(['a1b2c3d4']);
+    const loaded = reduceAll(startState(), [
+      { type: 'sessionLoaded', result: { sessionId: 's-plan', transcript: [], plan: [], pins: removed.pins } as unknown as SessionLoadResult },
+    ]);
+    await show(page, loaded);
+    await page.waitForFunction(() => document.querySelectorAll('.plan-step').length === 0);
+    expect(await page.locator('.memory .pins summary').innerText()).toBe('Pinned · 1');
+    await show(page, reduceAll(loaded, [{ type: 'sessionStarted', sessionId: 's-new' }]));
+    await page.waitForFunction(() => (document.querySelector('.memory') as HTMLElement).hidden);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
   it('shows hostile text literally, and the whole of what the user approves', async () => {
     const { page, errors } = await openView();
     await show(page, hostileState(), hostileActions());

@@ -1,0 +1,34 @@
+/**
+ * The task's plan as a checklist and the pins in force, above the transcript: what the server
+ * carries verbatim across every compaction. Each text as written, never markup.
+ */
+import type { ViewState } from '../state/reducer';
+import { button, h, type Post } from './dom';
+
+export function renderMemory(el: HTMLElement, state: ViewState, post: Post): void {
+  el.textContent = '';
+  el.hidden = state.plan.length === 0 && state.pins.length === 0;
+  if (state.plan.length > 0) {
+    const done = state.plan.filter((e) => e.status === 'completed').length;
+    const list = h('ul', { class: 'plan-steps', attrs: { 'aria-label': 'Plan' } });
+    for (const entry of state.plan) {
+      const mark = entry.status === 'completed' ? '☑' : entry.status === 'in_progress' ? '▶' : '☐';
+      const step = h('li', { class: `plan-step ${entry.status}`, title: `${entry.status}, ${entry.priority} priority` });
+      step.append(h('span', { class: 'plan-mark', text: `${mark} ` }), h('span', { class: 'plan-text', text: entry.content }));
+      list.append(step);
+    }
+    const summary = h('summary', { text: `Plan · ${done} of ${state.plan.length} done` });
+    el.append(h('details', { class: 'plan', attrs: { open: '' } }, summary, list));
+  }
+  if (state.pins.length > 0) {
+    const list = h('ul', { class: 'pin-list', attrs: { 'aria-label': 'Pins' } });
+    for (const pin of state.pins) {
+      const item = h('li', { class: `pin ${pin.kind}`, title: `${pin.kind} ${pin.id}, pinned by the ${pin.by}` });
+      const forget = button('×', () => post({ type: 'forgetPin', pinId: pin.id }), 'link pin-forget');
+      forget.title = `Remove this ${pin.kind} (the agent is told it no longer holds)`;
+      item.append(h('span', { class: 'pin-kind', text: `${pin.kind}: ` }), h('span', { class: 'pin-text', text: pin.text }), forget);
+      list.append(item);
+    }
+    el.append(h('details', { class: 'pins' }, h('summary', { text: `Pinned · ${state.pins.length}` }), list));
+  }
+}
