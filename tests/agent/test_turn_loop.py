@@ -8,7 +8,6 @@ import itertools
 import json
 import os
 import random
-import string
 from pathlib import Path
 
 import pytest
@@ -25,12 +24,11 @@ from agent_server.sim.scenario import default_scenario
 from tests.agent.conftest import agent_run
 
 
-def write_letters(workspace: Path, name: str, chars: int, seed: int = 1) -> None:
-    """Random letters in lines (like a dump of identifiers or keys): about 2.5 characters a
-    token, where every estimate that weighs text by its kind still counts 4."""
+def write_cjk(workspace: Path, name: str, chars: int, seed: int = 1) -> None:
+    """Random CJK ideographs in lines of 40: a token a character, estimated at chars/4."""
     rng = random.Random(seed)
-    text = "".join(rng.choice(string.ascii_letters) for _ in range(chars))
-    (workspace / name).write_text("\n".join(text[i : i + 76] for i in range(0, chars, 76)))
+    text = "".join(chr(rng.randint(0x4E00, 0x9FFF)) for _ in range(chars))
+    (workspace / name).write_text("\n".join(text[i : i + 40] for i in range(0, chars, 40)))
 
 
 def write_blob(workspace: Path, name: str, chars: int, seed: int = 1) -> None:
@@ -89,7 +87,11 @@ BLOB_TURN = {
         {
             "user": "Read the blob.",
             "steps": [
-                {"tools": [{"name": "read", "arguments": {"path": "blob.b64"}}]},
+                {
+                    "tools": [
+                        {"name": "read", "arguments": {"path": f"blob{i}.b64"}} for i in range(3)
+                    ]
+                },
                 {"text": "Here is a long answer.", "textTokens": 4000},
             ],
         },
@@ -102,7 +104,10 @@ async def test_output_cut_off_by_the_window_forces_a_compaction_on_the_next_call
     tmp_path: Path,
 ) -> None:
     async with agent_run(tmp_path, scenario=BLOB_TURN, sample_workspace=False) as run:
-        write_blob(run.workspace, "blob.b64", 50_000)
+        # Each read stays under the window-relative bound of one result (about 18 KB here);
+        # together they leave the answer no room.
+        for i in range(3):
+            write_blob(run.workspace, f"blob{i}.b64", 17_000, seed=i)
         first = await run.session.run_turn("Read the blob.")
         assert first.stop_reason == "max_tokens"
         last = run.session.ledger.branch()[-1]
@@ -127,8 +132,7 @@ async def test_prompt_too_long_gives_exactly_one_compaction_and_one_retry(tmp_pa
                 "steps": [
                     {
                         "tools": [
-                            {"name": "read", "arguments": {"path": "a.b64"}},
-                            {"name": "read", "arguments": {"path": "b.b64"}},
+                            {"name": "read", "arguments": {"path": f"{n}.txt"}} for n in "abcdef"
                         ]
                     },
                     {"text": "Read it."},
@@ -137,10 +141,12 @@ async def test_prompt_too_long_gives_exactly_one_compaction_and_one_retry(tmp_pa
         ]
     }
     async with agent_run(tmp_path, scenario=scenario, sample_workspace=False) as run:
-        # Each read stays under the tool output bound; together they are estimated below
-        # the compaction threshold but really exceed the window.
-        write_letters(run.workspace, "a.b64", 44_000, seed=1)
-        write_letters(run.workspace, "b.b64", 44_000, seed=2)
+        # Each read stays under the window-relative bound of one result; together they are
+        # estimated below the compaction threshold (and the summary's room), but really
+        # exceed the window: the estimate counts CJK text 4 characters a token, where
+        # tokenizers take about one a character.
+        for seed, name in enumerate("abcdef"):
+            write_cjk(run.workspace, f"{name}.txt", 5_600, seed=seed)
         result = await run.session.run_turn("Read the blob.")
         assert result.stop_reason == "end_turn", result
         statuses = [(r.status, r.source) for r in run.model_requests]
