@@ -16,7 +16,7 @@ import base64
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -98,6 +98,7 @@ class MessagesRequest:
     on_demand: OnDemand | None = None  # a compaction request (`compaction: summarize`)
     applied_edits: tuple[Applied, ...] = ()
     prefix_blocks: int = 0  # how many of `blocks` are tools and system (before the messages)
+    header: str = ""  # what makes tool_choice and thinking part of the messages' identity
 
     @property
     def prompt_tokens(self) -> int:
@@ -244,7 +245,7 @@ def _parse(body: Any, registry: ModelRegistry, count_only: bool, betas: frozense
     return MessagesRequest(model=model, max_tokens=max_tokens, stream=stream,
                            thinking=thinking, blocks=tuple(prompt.blocks),
                            transcript=transcript, context=context, on_demand=on_demand,
-                           applied_edits=applied, prefix_blocks=prefix_blocks)
+                           applied_edits=applied, prefix_blocks=prefix_blocks, header=header)
 
 
 def _parse_top(body: Any, registry: ModelRegistry, count_only: bool
@@ -697,6 +698,12 @@ def _block(
     return 4 + count_tokens(_canonical(block)), None
 
 
+def opening_block(header: str, block: Mapping[str, Any], tokens: int) -> PromptBlock:
+    """The prompt block of `block` when it opens the messages (a compaction block the
+    answer begins with, as the next request will render it)."""
+    return PromptBlock(f"{header}assistant|1|{_canonical(block)}", tokens + 3)
+
+
 def _canonical(block: Mapping[str, Any]) -> str:
     return json.dumps(_without_cache_control(block), sort_keys=True, ensure_ascii=False,
                       separators=(",", ":"))
@@ -733,6 +740,23 @@ def usage_json(usage: CacheUsage, output_tokens: int) -> dict[str, Any]:
     }
 
 
+def iteration_json(kind: str, usage: CacheUsage, output_tokens: int) -> dict[str, Any]:
+    """One entry of `usage.iterations`: a sampling iteration ("message") or the compaction
+    that preceded it ("compaction")."""
+    entry = usage_json(usage, output_tokens)
+    del entry["service_tier"]
+    return {"type": kind, **entry}
+
+
+def compacted_usage_json(compaction: dict[str, Any], message: dict[str, Any] | None
+                         ) -> dict[str, Any]:
+    """The usage of an answer that compacted: the top-level fields are the message
+    iteration's (zero when none followed), the compaction's tokens are only in `iterations`."""
+    top = usage_json(CacheUsage(), 0) if message is None else {
+        **{k: v for k, v in message.items() if k != "type"}, "service_tier": "standard"}
+    return {**top, "iterations": [compaction, *([message] if message is not None else [])]}
+
+
 def stop_reason(generation: Generation) -> str:
     return _STOP_REASONS[generation.stop]
 
@@ -750,18 +774,50 @@ def content_blocks(generation: Generation) -> list[dict[str, Any]]:
     return out
 
 
-def message_json(message_id: str, model_id: str, generation: Generation,
-                 usage: CacheUsage) -> dict[str, Any]:
-    return {
+@dataclass(frozen=True, slots=True)
+class MessageAnswer:
+    """What one answer holds: a compaction block that opens it (when the API compacted), the
+    generated blocks (None: the answer stops after the compaction), its usage as answered,
+    its stop reason, and `context_management` (the edits applied) when the request had one."""
+
+    generation: Generation | None
+    usage: dict[str, Any]
+    stop_reason: str
+    compaction: dict[str, Any] | None = None
+    context_management: dict[str, Any] | None = None
+
+    @staticmethod
+    def of(generation: Generation, usage: CacheUsage, request: MessagesRequest
+           ) -> MessageAnswer:
+        return MessageAnswer(generation, usage_json(usage, generation.output_tokens),
+                             stop_reason(generation),
+                             context_management=context_management_json(request))
+
+    def content(self) -> list[dict[str, Any]]:
+        blocks = [self.compaction] if self.compaction is not None else []
+        return blocks + (content_blocks(self.generation) if self.generation is not None else [])
+
+
+def context_management_json(request: MessagesRequest) -> dict[str, Any] | None:
+    if request.context is None:
+        return None
+    return {"applied_edits": [edit.to_json() for edit in request.applied_edits]}
+
+
+def message_json(message_id: str, model_id: str, answer: MessageAnswer) -> dict[str, Any]:
+    out = {
         "id": message_id,
         "type": "message",
         "role": "assistant",
         "model": model_id,
-        "content": content_blocks(generation),
-        "stop_reason": stop_reason(generation),
+        "content": answer.content(),
+        "stop_reason": answer.stop_reason,
         "stop_sequence": None,
-        "usage": usage_json(usage, generation.output_tokens),
+        "usage": answer.usage,
     }
+    if answer.context_management is not None:
+        out["context_management"] = answer.context_management
+    return out
 
 
 def text_chunks(text: str, tokens_per_chunk: int = 8) -> list[str]:
@@ -777,15 +833,17 @@ def json_fragments(encoded: str, parts: int = 4) -> list[str]:
     return [encoded[i : i + size] for i in range(0, len(encoded), size)] or [""]
 
 
-def stream_events(message_id: str, model_id: str, generation: Generation,
-                  usage: CacheUsage) -> list[bytes]:
-    """The SSE events of a streamed answer, every one with its `event:` line."""
+def stream_events(message_id: str, model_id: str, answer: MessageAnswer) -> list[bytes]:
+    """The SSE events of a streamed answer, every one with its `event:` line. A compaction
+    block comes whole in one `compaction_delta` (its signature, when it has one, with its
+    start)."""
     events: list[bytes] = []
 
     def emit(kind: str, data: Mapping[str, Any]) -> None:
         events.append(sse_event(kind, data))
 
-    start_usage = usage_json(usage, 1)
+    start_usage = {k: v for k, v in answer.usage.items() if k != "iterations"}
+    start_usage["output_tokens"] = 1
     emit("message_start", {
         "type": "message_start",
         "message": {
@@ -795,6 +853,35 @@ def stream_events(message_id: str, model_id: str, generation: Generation,
     })
     emit("ping", {"type": "ping"})
     index = 0
+    if answer.compaction is not None:
+        opening = {k: v for k, v in answer.compaction.items() if k != "content"}
+        emit("content_block_start", {"type": "content_block_start", "index": index,
+                                     "content_block": {**opening, "content": ""}})
+        emit("content_block_delta", {
+            "type": "content_block_delta", "index": index,
+            "delta": {"type": "compaction_delta", "content": answer.compaction.get("content"),
+                      "encrypted_content": answer.compaction.get("encrypted_content")},
+        })
+        emit("content_block_stop", {"type": "content_block_stop", "index": index})
+        index += 1
+    if answer.generation is not None:
+        _generation_events(answer.generation, index, emit)
+    final_usage = {k: v for k, v in answer.usage.items()
+                   if k not in ("cache_creation", "service_tier")}
+    delta: dict[str, Any] = {
+        "type": "message_delta",
+        "delta": {"stop_reason": answer.stop_reason, "stop_sequence": None},
+        "usage": final_usage,
+    }
+    if answer.context_management is not None:
+        delta["context_management"] = answer.context_management
+    emit("message_delta", delta)
+    emit("message_stop", {"type": "message_stop"})
+    return events
+
+
+def _generation_events(generation: Generation, index: int,
+                       emit: Callable[[str, Mapping[str, Any]], None]) -> None:
     if generation.thinking:
         emit("content_block_start", {"type": "content_block_start", "index": index,
                                      "content_block": {"type": "thinking", "thinking": "",
@@ -829,15 +916,6 @@ def stream_events(message_id: str, model_id: str, generation: Generation,
                                                    "partial_json": fragment}})
         emit("content_block_stop", {"type": "content_block_stop", "index": index})
         index += 1
-    final_usage = usage_json(usage, generation.output_tokens)
-    del final_usage["cache_creation"], final_usage["service_tier"]
-    emit("message_delta", {
-        "type": "message_delta",
-        "delta": {"stop_reason": stop_reason(generation), "stop_sequence": None},
-        "usage": final_usage,
-    })
-    emit("message_stop", {"type": "message_stop"})
-    return events
 
 
 def count_tokens_json(request: MessagesRequest) -> dict[str, Any]:
