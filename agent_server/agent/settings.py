@@ -10,7 +10,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias, cast, get_args
 
-from agent_server.context.trigger import CompactionSettings, SummaryMode
+from agent_server.context.trigger import (
+    COMPACTION_ENGINES,
+    CompactionEngine,
+    CompactionSettings,
+    SummaryMode,
+)
 from agent_server.errors import ConfigError
 from agent_server.llm.providers import DEFAULT_PROVIDER, PROVIDER_NAMES, provider_spec
 from agent_server.protocol import CacheRetentionSetting, PermissionMode, SandboxMode
@@ -124,6 +129,11 @@ def settings_from_json(
             model=sub.optional_str("model", compaction.model),
             summary=cast(SummaryMode, sub.optional_str("summary", None) or compaction.summary),
             cold_cache_share=sub.number("coldCacheShare", compaction.cold_cache_share),
+            engine=cast(
+                CompactionEngine,
+                sub.choice("engine", compaction.engine, COMPACTION_ENGINES),
+            ),
+            clear_tool_results=sub.boolean("clearToolResults", compaction.clear_tool_results),
         )
     permissions = data.get("permissions")
     mode = settings.permissions_mode

@@ -4,7 +4,11 @@ The latest compaction's summary, then the message entries from its first kept en
 everything appended after it. The summary is one user message,
 `SUMMARY_PREFIX + "\\n\\n" + SUMMARY_OPEN ... SUMMARY_CLOSE`, or, when the kept tail starts
 with a user message, the first text block of that message (never two user messages in a
-row). Without a compaction the projection is every message on the path.
+row). Without a compaction the projection is every message on the path. A provider's
+compaction (`CompactionEntry.provider`) projected for the API that made it opens the
+projection as that API returned it: one assistant message holding the CompactionContent,
+which the provider module sends back unchanged; for any other API it is its readable
+summary, like ours (agent/provider_compaction.py says which compactions an API can read).
 
 Notes (`UserMessage.note` set: an external edit the editor saw, the summary of a branch left
 behind by a rewind) are user-role messages whose text is wrapped in `<editor-note>` tags, so
@@ -145,16 +149,16 @@ class _Item:
     fresh: bool
 
 
-def project(entries: Sequence[Entry]) -> Projection:
-    """The projection of a root-to-leaf path, or of Ledger.projection_entries's tail of it."""
+def project(entries: Sequence[Entry], api: str | None = None) -> Projection:
+    """The projection of a root-to-leaf path, or of Ledger.projection_entries's tail of it,
+    for a request to `api` (None: in text only)."""
     window = compaction_window(entries)
     items = [_Item(e.id, e.message, window.compaction is None) for _, e in window.kept]
     items += [_Item(e.id, e.message, True) for _, e in window.after]
     items = _repair_tool_pairs(items)
     compaction = window.compaction
     if compaction is not None:
-        text = summary_message_text(compaction.summary, compaction.split_turn_summary)
-        items.insert(0, _Item(None, UserMessage((TextContent(text),)), False))
+        items.insert(0, _Item(None, _summary_message(compaction, api), False))
     items = _merge_user_runs(items)
     if compaction is None:
         fresh_from = 0
@@ -166,6 +170,16 @@ def project(entries: Sequence[Entry]) -> Projection:
         compaction=compaction,
         fresh_from=fresh_from,
     )
+
+
+def _summary_message(compaction: CompactionEntry, api: str | None) -> Message:
+    """What stands for the history a compaction folded: the provider's own block or items for
+    the API that made them, else the summary as text."""
+    provider = compaction.provider
+    if provider is not None and provider.api == api:
+        return AssistantMessage((provider,), "stop", api=provider.api)
+    text = summary_message_text(compaction.summary, compaction.split_turn_summary)
+    return UserMessage((TextContent(text),))
 
 
 def project_messages(entries: Sequence[Entry]) -> tuple[Message, ...]:

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from agent_server.llm.messages import (
     AssistantMessage,
+    CompactionContent,
     Message,
     TextContent,
     ThinkingContent,
@@ -105,12 +106,27 @@ FOLD_INSTRUCTION = (
 # --- the summary as it appears in a compacted context ---------------------------------------
 
 
+# What stands for a provider's compaction that only the provider can read.
+ENCRYPTED_SUMMARY_NOTE = (
+    "(The earlier conversation was compacted by the provider; its summary is encrypted, and "
+    "only that provider's API can read it.)"
+)
+
+
 def summary_message_text(summary: str, split_turn_summary: str | None = None) -> str:
     """The text that carries a compaction's summary at the head of the projection."""
     body = summary.strip()
     if split_turn_summary:
         body = f"{body}\n\n{SPLIT_TURN_HEADING}\n{split_turn_summary.strip()}"
     return f"{SUMMARY_PREFIX}\n\n{SUMMARY_OPEN}\n{body}\n{SUMMARY_CLOSE}"
+
+
+def compaction_text(block: CompactionContent) -> str:
+    """A provider's compaction as text, for a summary of the conversation it opens: its
+    summary handed over, or a note that only the provider can read it."""
+    if block.summary:
+        return summary_message_text(block.summary)
+    return ENCRYPTED_SUMMARY_NOTE
 
 
 def previous_summary_text(compaction: CompactionEntry | None) -> str | None:
@@ -213,6 +229,8 @@ def serialize_message(
             elif isinstance(block, ToolCall):
                 call = bound_text(format_tool_call(block), MAX_TOOL_CALL_CHARS)
                 lines.append(f"[Assistant tool call]: {call}")
+            elif isinstance(block, CompactionContent):
+                lines.append(f"[User]: {compaction_text(block)}")
         if message.stop_reason == "error" and message.error_message:
             lines.append(f"[Assistant error]: {message.error_message}")
     elif isinstance(message, ToolResultMessage):

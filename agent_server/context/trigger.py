@@ -46,6 +46,10 @@ KEPT_SHARE_OF_THRESHOLD = 3
 # billed at the cache-read price; "fresh": a separate summary prompt (the seed's way).
 SummaryMode: TypeAlias = Literal["cached", "fresh"]
 SUMMARY_MODES: tuple[str, ...] = get_args(SummaryMode)
+# Who writes a compaction's summary: agent-server ("local") or the provider, where it has a
+# compaction of its own (agent/provider_compaction.py).
+CompactionEngine: TypeAlias = Literal["local", "provider"]
+COMPACTION_ENGINES: tuple[str, ...] = get_args(CompactionEngine)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +67,10 @@ class CompactionSettings:
     model: str | None = None
     summary: SummaryMode = "cached"
     cold_cache_share: float = DEFAULT_COLD_CACHE_SHARE
+    engine: CompactionEngine = "local"
+    # Opt-in: the provider clears old tool results before the model reads them, where it
+    # can (Anthropic's context editing); each clearing rewrites the cache after it.
+    clear_tool_results: bool = False
 
     def __post_init__(self) -> None:
         if self.reserve_tokens is not None and self.reserve_tokens < 0:
@@ -83,6 +91,11 @@ class CompactionSettings:
             raise ConfigError(
                 "setting 'compaction.coldCacheShare' must be a number above 0 and at most 1 "
                 f"(1: only at the threshold), not {self.cold_cache_share}"
+            )
+        if self.engine not in COMPACTION_ENGINES:
+            raise ConfigError(
+                f"setting 'compaction.engine' must be one of {', '.join(COMPACTION_ENGINES)}, "
+                f"not {self.engine!r}"
             )
         if self.summary not in SUMMARY_MODES:
             raise ConfigError(

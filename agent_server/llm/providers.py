@@ -44,6 +44,13 @@ class WireApi:
     cache_ttl: Callable[[ModelInfo, CacheRetention], float | None]
     # Whether writing the cache is billed at its own price rather than as plain input.
     bills_cache_writes: Callable[[ModelInfo], bool]
+    # Whether the provider compacts on request, its answer one CompactionContent (the setting
+    # `compaction.engine: "provider"`): Anthropic's on-demand compaction, OpenAI's
+    # `POST /responses/compact`.
+    compaction: bool = False
+    # Whether the provider clears old tool results itself (the setting
+    # `compaction.clearToolResults`): Anthropic's context editing.
+    context_editing: bool = False
 
     def provider_class(self) -> Callable[..., Provider]:
         module, _, name = self.implementation.partition(":")
@@ -56,6 +63,8 @@ ANTHROPIC_MESSAGES = WireApi(
     "agent_server.llm.anthropic:AnthropicProvider",
     anthropic_cache_ttl,
     anthropic_bills_cache_writes,
+    compaction=True,
+    context_editing=True,
 )
 OPENAI_CHAT = WireApi(
     "openai-chat",
@@ -68,6 +77,7 @@ OPENAI_RESPONSES = WireApi(
     "agent_server.llm.openai_responses:OpenAIResponsesProvider",
     openai_responses_cache_ttl,
     openai_bills_cache_writes,
+    compaction=True,
 )
 
 
@@ -186,6 +196,18 @@ def cache_ttl(api: str, model: ModelInfo, retention: CacheRetention) -> float | 
     when nothing is cached or the server's rules are unknown."""
     wire = WIRE_APIS.get(api)
     return wire.cache_ttl(model, retention) if wire is not None else None
+
+
+def compacts(api: str) -> bool:
+    """Whether `api` compacts the conversation itself on request."""
+    wire = WIRE_APIS.get(api)
+    return wire is not None and wire.compaction
+
+
+def clears_tool_results(api: str) -> bool:
+    """Whether `api` clears old tool results itself (context editing)."""
+    wire = WIRE_APIS.get(api)
+    return wire is not None and wire.context_editing
 
 
 def bills_cache_writes(api: str, model: ModelInfo) -> bool:

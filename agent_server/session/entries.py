@@ -19,10 +19,13 @@ from typing import Any, Literal, TypeAlias, get_args
 
 from agent_server.errors import LedgerFormatError
 from agent_server.llm.messages import (
+    CompactionContent,
     Message,
     MessageFormatError,
     ToolSpec,
     Usage,
+    content_from_json,
+    content_to_json,
     message_from_json,
     message_to_json,
     usage_from_json,
@@ -131,6 +134,11 @@ class CompactionEntry:
     `first_kept_entry_id` None means nothing was kept: the projection is the summary plus what
     came after this entry. `split_turn_summary` summarises the early part of a turn that was
     too large to keep whole (its later part starts at `first_kept_entry_id`).
+
+    `provider` is set when the provider compacted (the setting `compaction.engine:
+    "provider"`): its block or items exactly as returned, sent back to that API byte for byte
+    in place of `summary` (context/projection.py). `summary` is then its readable text, or,
+    for an encrypted one, a note saying so.
     """
 
     id: str
@@ -146,6 +154,7 @@ class CompactionEntry:
     model: str | None = None
     # What the summary calls cost: they are billed like any call, but leave no message.
     usage: Usage | None = None
+    provider: CompactionContent | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,6 +365,8 @@ def entry_to_json(entry: Entry) -> dict[str, Any]:
             out["model"] = entry.model
         if entry.usage is not None:
             out["usage"] = usage_to_json(entry.usage)
+        if entry.provider is not None:
+            out["provider"] = content_to_json(entry.provider)
     elif isinstance(entry, ModelChangeEntry):
         out["provider"] = entry.provider
         out["model"] = entry.model
@@ -421,6 +432,7 @@ def entry_from_json(data: Mapping[str, Any]) -> Entry:
         split = data.get("splitTurnSummary")
         model = data.get("model")
         usage = data.get("usage")
+        provider = data.get("provider")
         return CompactionEntry(
             id=entry_id,
             parent_id=parent,
@@ -437,6 +449,7 @@ def entry_from_json(data: Mapping[str, Any]) -> Entry:
             split_turn_summary=split if isinstance(split, str) else None,
             model=model if isinstance(model, str) else None,
             usage=usage_from_json(usage) if isinstance(usage, Mapping) else None,
+            provider=_provider_compaction(provider),
         )
     if kind == "modelChange":
         return ModelChangeEntry(
@@ -470,6 +483,18 @@ def entry_from_json(data: Mapping[str, Any]) -> Entry:
     if kind == "toolList":
         return _tool_list_from_json(data, entry_id, parent, timestamp)
     return TitleEntry(entry_id, parent, timestamp, title=_str(data, "title"))
+
+
+def _provider_compaction(data: object) -> CompactionContent | None:
+    if data is None:
+        return None
+    try:
+        block = content_from_json(data) if isinstance(data, Mapping) else None
+    except MessageFormatError as exc:
+        raise LedgerFormatError(f"bad provider compaction: {exc}") from exc
+    if not isinstance(block, CompactionContent):
+        raise LedgerFormatError("a compaction's 'provider' must be a compaction block")
+    return block
 
 
 def _tool_list_from_json(
