@@ -349,7 +349,9 @@ class ContextManager:
             if entry.id not in self._unreadable_said:
                 self._unreadable_said.add(entry.id)
                 self._emit(Notice(self.turn_id, "info", _unreadable_notice(entry, api)))
-        return self._view_of_entries(tuple(e for e in entries if e not in skipped))
+        # Usage measured with the skipped compaction measured another context: none counts.
+        return self._view_of_entries(tuple(e for e in entries if e not in skipped),
+                                     measured=not skipped)
 
     def view_of(self, messages: Sequence[Message]) -> ContextView:
         """A view of a policy's own messages (with the session's system prompt and tools)."""
@@ -357,10 +359,11 @@ class ContextManager:
         estimate = estimate_context_tokens(context, fresh_from=len(context.messages))
         return ContextView(context, estimate, self.model)
 
-    def _view_of_entries(self, entries: tuple[Entry, ...]) -> ContextView:
+    def _view_of_entries(self, entries: tuple[Entry, ...], measured: bool = True) -> ContextView:
         projection = project(entries, self.api)
         context = Context(self.system_prompt, self.tools, projection.messages)
-        estimate = estimate_context_tokens(context, fresh_from=projection.fresh_from)
+        fresh_from = projection.fresh_from if measured else len(projection.messages)
+        estimate = estimate_context_tokens(context, fresh_from=fresh_from)
         return ContextView(context, estimate, self.model, entries, projection)
 
     def window_number(self, view: ContextView) -> int:

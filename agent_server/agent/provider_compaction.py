@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from agent_server.agent.session_config import ContextConfig
 from agent_server.agent.summary_request import ModelCall, Summaries
 from agent_server.context.cut_point import CutPoint
+from agent_server.context.estimate import estimate_context_tokens
 from agent_server.context.projection import Projection
 from agent_server.context.summary_prompt import ENCRYPTED_SUMMARY_NOTE, SUMMARY_OUTPUT_TOKENS
 from agent_server.context.trigger import CompactionSettings, compaction_threshold
@@ -138,31 +139,51 @@ class CompactionEngine:
     ) -> CompactionSummary:
         """The summary of what `cut` folds away from `projection` (of `tokens` tokens)."""
         if self.by_provider:
-            try:
-                return await self._by_provider(projection, cut, instructions, spent)
-            except ProviderError as error:
+            # After an overflow the estimate is known to be low: by at least window/estimate.
+            low = self._config.model.context_window / tokens if reason == "overflow" else 1.0
+            folded = self._folded(projection, cut, max(low, 1.0))
+            if folded is None:
                 self._notice(
-                    f"The provider's compaction failed ({error.message}); agent-server writes "
-                    "the summary instead."
+                    "The history to summarise is larger than the model's window, so the "
+                    "provider cannot compact it on its side: agent-server writes the summary "
+                    "(from a bounded prompt)."
                 )
+            else:
+                try:
+                    return await self._by_provider(folded, instructions, spent)
+                except ProviderError as error:
+                    self._notice(
+                        f"The provider's compaction failed ({error.message}); agent-server "
+                        "writes the summary instead."
+                    )
         summary, split = await self._summaries.of_compaction(
             projection, tokens, cut, reason, instructions=instructions, details=details,
             shares_cache=shares_cache, spent=spent,
         )
         return CompactionSummary(summary, split)
 
-    async def _by_provider(
-        self, projection: Projection, cut: CutPoint, instructions: str | None,
-        spent: list[Usage],
-    ) -> CompactionSummary:
+    def _folded(self, projection: Projection, cut: CutPoint, low: float) -> Context | None:
+        """The request the provider summarises: the projected context up to the cut (the
+        previous compaction first), with the session's prefix; None when it cannot fit the
+        window beside the summary (the provider would refuse it as too long), its estimate
+        scaled up by `low`."""
         messages = projection.messages
         kept_from = (
             projection.message_index(cut.first_kept_entry_id)
             if cut.first_kept_entry_id is not None else None
         )
-        folded = messages if kept_from is None else messages[:kept_from]
+        context = Context(self._system_prompt, self._tools(),
+                          messages if kept_from is None else messages[:kept_from])
         model = self._config.model
-        context = Context(self._system_prompt, self._tools(), folded)
+        tokens = int(estimate_context_tokens(context, fresh_from=0).tokens * low)
+        if tokens + min(SUMMARY_OUTPUT_TOKENS, model.max_output) > model.context_window:
+            return None
+        return context
+
+    async def _by_provider(
+        self, context: Context, instructions: str | None, spent: list[Usage],
+    ) -> CompactionSummary:
+        model = self._config.model
         answer = await self._call(
             context, model, "read", min(SUMMARY_OUTPUT_TOKENS, model.max_output),
             CompactionCall(instructions),
