@@ -4,7 +4,13 @@
  * a `WorkspaceConfiguration` (it has the same `get`).
  */
 import { DEFAULT_PROVIDER, KEY_FAMILIES, PROVIDER_KEYS, PROVIDERS, type KeyFamily } from '../protocol/providers';
-import { CacheRetentionSettingValues, PermissionModeValues, SandboxModeValues, type AgentSettings } from '../protocol/types';
+import {
+  CacheRetentionSettingValues,
+  CompactionEngineValues,
+  PermissionModeValues,
+  SandboxModeValues,
+  type AgentSettings,
+} from '../protocol/types';
 
 export { PROVIDERS, type KeyFamily, type Provider } from '../protocol/providers';
 
@@ -79,6 +85,10 @@ export function agentSettingsFrom(config: ConfigReader): AgentSettings {
   if (keepRecentTokens !== undefined) compaction.keepRecentTokens = keepRecentTokens;
   const compactionModel = str(config, 'compaction.model');
   if (compactionModel) compaction.model = compactionModel;
+  const engine = oneOf(config, 'compaction.engine', CompactionEngineValues);
+  if (engine) compaction.engine = engine;
+  const clearToolResults = bool(config, 'compaction.clearToolResults');
+  if (clearToolResults !== undefined) compaction.clearToolResults = clearToolResults;
   if (Object.keys(compaction).length > 0) settings.compaction = compaction;
 
   const mode = oneOf(config, 'permissions.mode', PermissionModeValues);
