@@ -53,7 +53,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_server.agent.settings import AgentSettings
+from agent_server.agent.settings import AgentSettings, ToolOptions
 from agent_server.llm.cost import call_cost
 from agent_server.llm.models import BUILTIN_MODELS, ModelInfo, ModelRegistry
 from agent_server.sim import anthropic_api, openai_responses
@@ -322,6 +322,10 @@ async def _run_agent_server(client: str, model_id: str, run_dir: Path, scratch: 
             provider="anthropic" if anthropic else "openai-responses", model=model_id,
             base_url=server.base_url if anthropic else server.base_url + "/v1",
             permissions_mode="allowAll", sessions_dir=str(scratch / "homes" / name),
+            # Unsandboxed, as pi and Claude Code run here (Codex's sandbox lets a command read
+            # the whole disk): agent-server's allow-list would hide what the workspace links
+            # to outside it (the real-code suite's .venv), and the commands would fail.
+            tools=ToolOptions(sandbox="off"),
         )
         with _environment(session.env):
             session_ = open_session(workspace, settings, None)
