@@ -19,8 +19,9 @@ compaction's reason, a context decision, an attachment's kind) and imports nothi
 from dataclasses import dataclass
 from typing import Any, Literal, NewType, NotRequired, TypeAlias, TypedDict
 
+# CompactionEngine re-exported: a setting's value set (lsp/typescript.py reads it here).
+from agent_server.context.trigger import CompactionEngine as CompactionEngine
 from agent_server.context.trigger import (
-    CompactionEngine,
     ContextAction,
     DecisionReason,
     SummaryMode,
