@@ -93,7 +93,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     bench.add_argument("--clients", metavar="LIST",
                        help="peers, recall: comma-separated, of agent-server,"
-                       "agent-server-anthropic,pi,claude-code,codex")
+                       "agent-server-anthropic,pi,claude-code,codex; and agent-server with "
+                       "the provider's compaction (agent-server+provider, "
+                       "agent-server-anthropic+provider) or Anthropic's clearing of tool "
+                       "results (agent-server-anthropic+clear)")
     bench.add_argument("--models", metavar="LIST",
                        help="peers, recall: comma-separated simulated models "
                        "(default sim-large,sim-small)")

@@ -19,7 +19,13 @@ compaction's reason, a context decision, an attachment's kind) and imports nothi
 from dataclasses import dataclass
 from typing import Any, Literal, NewType, NotRequired, TypeAlias, TypedDict
 
-from agent_server.context.trigger import ContextAction, DecisionReason, SummaryMode
+# CompactionEngine re-exported: a setting's value set (lsp/typescript.py reads it here).
+from agent_server.context.trigger import CompactionEngine as CompactionEngine
+from agent_server.context.trigger import (
+    ContextAction,
+    DecisionReason,
+    SummaryMode,
+)
 from agent_server.llm.messages import AttachmentKind
 from agent_server.llm.stream import ThinkingLevel as ThinkingLevel
 from agent_server.session.entries import CompactionReason, PinAuthor, PlanPriority, PlanStatus
@@ -837,6 +843,12 @@ class AgentCompactionSettings(TypedDict):
     summary: NotRequired[SummaryMode]
     model: NotRequired[str]
     coldCacheShare: NotRequired[float]
+    engine: NotRequired[CompactionEngine]
+    """`local`: agent-server writes the summaries; `provider`: the provider compacts, where it
+    can (Anthropic, OpenAI Responses), else local."""
+    clearToolResults: NotRequired[bool]
+    """The provider clears old tool results before the model reads them, where it can
+    (Anthropic); each clearing rewrites the cache after it."""
 
 
 class AgentPermissionSettings(TypedDict):

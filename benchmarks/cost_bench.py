@@ -209,7 +209,8 @@ class Bill:
 
 def model_records(records: Iterable[RequestRecord]) -> list[RequestRecord]:
     return [
-        r for r in records if r.api in ("anthropic-messages", "openai-chat", "openai-responses")
+        r for r in records if r.api in ("anthropic-messages", "openai-chat", "openai-responses",
+                                        "openai-responses-compact")
     ]
 
 

@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_server.agent.context_manager import ContextPolicy
-from agent_server.agent.settings import AgentSettings, ToolOptions
+from agent_server.agent.settings import AgentSettings, ToolOptions, settings_from_json
 from agent_server.llm.cost import call_cost
 from agent_server.llm.models import BUILTIN_MODELS, ModelInfo, ModelRegistry
 from agent_server.sim import anthropic_api, openai_responses
@@ -88,9 +88,36 @@ PEERS: tuple[Peer, ...] = (
     Peer("claude-code", "@anthropic-ai/claude-code", "2.1.332", "claude", "anthropic"),
     Peer("codex", "@openai/codex", "0.171.0", "codex", "openai-responses"),
 )
+
+
+@dataclass(frozen=True, slots=True)
+class AgentServerClient:
+    """agent-server as a client of the benchmarks: an API and the compaction settings
+    (camelCase, as in settings.json) that differ from the defaults."""
+
+    name: str
+    api: str  # "anthropic" or "openai-responses"
+    compaction: Mapping[str, Any]
+
+
 # agent-server runs on the Responses API (as Codex does) and, for a like-for-like comparison
-# with pi and Claude Code, on the Messages API too.
-CLIENTS = ("agent-server", "agent-server-anthropic", *(peer.name for peer in PEERS))
+# with pi and Claude Code, on the Messages API too; then with the provider's own compaction
+# (`compaction.engine: "provider"`: Anthropic's on-demand compaction, OpenAI's
+# /responses/compact) and with Anthropic's clearing of old tool results, beside our own.
+AGENT_SERVERS: tuple[AgentServerClient, ...] = (
+    AgentServerClient("agent-server", "openai-responses", {}),
+    AgentServerClient("agent-server-anthropic", "anthropic", {}),
+    AgentServerClient("agent-server+provider", "openai-responses", {"engine": "provider"}),
+    AgentServerClient("agent-server-anthropic+provider", "anthropic", {"engine": "provider"}),
+    AgentServerClient("agent-server-anthropic+clear", "anthropic", {"clearToolResults": True}),
+)
+CLIENTS = (*(c.name for c in AGENT_SERVERS), *(peer.name for peer in PEERS))
+# `bench peers` by default: our two APIs with the default settings, and the peers.
+PEERS_CLIENTS = ("agent-server", "agent-server-anthropic", *(peer.name for peer in PEERS))
+
+
+def agent_server_client(name: str) -> AgentServerClient | None:
+    return next((c for c in AGENT_SERVERS if c.name == name), None)
 
 
 def cache_dir() -> Path:
@@ -322,16 +349,18 @@ async def _run_agent_server(client: str, model_id: str, run_dir: Path, scratch: 
     started = time.perf_counter()
     prompts = session.scenario.prompts
     async with SimServer(simulator) as server:
-        anthropic = client == "agent-server-anthropic"
-        settings = AgentSettings(
-            provider="anthropic" if anthropic else "openai-responses", model=model_id,
+        variant = agent_server_client(client)
+        assert variant is not None, client
+        anthropic = variant.api == "anthropic"
+        settings = settings_from_json({"compaction": variant.compaction}, AgentSettings(
+            provider=variant.api, model=model_id,
             base_url=server.base_url if anthropic else server.base_url + "/v1",
             permissions_mode="allowAll", sessions_dir=str(scratch / "homes" / name),
             # Unsandboxed, as pi and Claude Code run here (Codex's sandbox lets a command read
             # the whole disk): agent-server's allow-list would hide what the workspace links
             # to outside it (the real-code suite's .venv), and the commands would fail.
             tools=ToolOptions(sandbox="off"),
-        )
+        ))
         with _environment(session.env):
             session_ = open_session(workspace, settings,
                                     policy(workspace) if policy is not None else None)
@@ -502,10 +531,17 @@ def carried_lines(peer: Iterable[ToolResultLine], ours: Iterable[ToolResultLine]
     return CarriedLines(len(keys) - len(missing), len(keys), missing)
 
 
+def api_of(client: str) -> str:
+    """The API a client of the benchmarks talks: "anthropic" or "openai-responses"."""
+    ours = agent_server_client(client) or agent_server_client(client.split("+")[0])
+    if ours is not None:
+        return ours.api
+    return next((p.api for p in PEERS if p.name == client), "anthropic")
+
+
 def reference_client(peer: str) -> str:
     """The agent-server run a peer's lines are compared with: the one on the peer's API."""
-    api = next((p.api for p in PEERS if p.name == peer), "anthropic")
-    return "agent-server-anthropic" if api == "anthropic" else "agent-server"
+    return "agent-server-anthropic" if api_of(peer) == "anthropic" else "agent-server"
 
 
 VIOLATION_KINDS = ("rule", "request", "decision", "failed", "lost")
@@ -659,7 +695,7 @@ def has_npm(command: str, clients: Sequence[str]) -> bool:
     return True
 
 
-def main(clients: Sequence[str] = CLIENTS, models: Sequence[str] = MODELS,
+def main(clients: Sequence[str] = PEERS_CLIENTS, models: Sequence[str] = MODELS,
          out_dir: Path | None = None) -> int:
     from benchmarks.report import print_peers
 

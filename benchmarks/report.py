@@ -335,21 +335,25 @@ def versus_cheapest_peer(rows: Sequence[Any], run: Callable[[Any], tuple[str, ..
     """Two cells for a row: its bill over the cheapest peer's (of those that finished every
     turn) in the same run (`run`: the row's session, window, ...), and over the cheapest
     peer's on the row's own API (agent-server's rows only)."""
-    from benchmarks.peers import reference_client
+    from benchmarks.peers import api_of
 
     cheapest: dict[tuple[str, ...], float] = {}
     same_api: dict[tuple[tuple[str, ...], str], float] = {}
     for row in rows:
         if not row.client.startswith("agent-server") and row.failed_turns == 0:
             cheapest[run(row)] = min(cheapest.get(run(row), row.cost), row.cost)
-            key = (run(row), reference_client(row.client))
+            key = (run(row), api_of(row.client))
             same_api[key] = min(same_api.get(key, row.cost), row.cost)
 
     def ratio(reference: float | None, cost: float) -> str:
         return _ratio(cost / reference) if reference else "-"
 
-    return (lambda r: ratio(cheapest.get(run(r)), r.cost),
-            lambda r: ratio(same_api.get((run(r), r.client.split("+")[0])), r.cost))
+    def versus_same_api(row: Any) -> str:
+        if not row.client.startswith("agent-server"):
+            return "-"
+        return ratio(same_api.get((run(row), api_of(row.client))), row.cost)
+
+    return (lambda r: ratio(cheapest.get(run(r)), r.cost), versus_same_api)
 
 
 def recall_table(rows: Sequence[Any]) -> Table:

@@ -53,6 +53,7 @@ from agent_server.agent.events import (
     Notice,
     OverflowHappened,
 )
+from agent_server.agent.provider_compaction import CompactionEngine, readable_compaction
 from agent_server.agent.session_config import ContextConfig
 from agent_server.agent.summary_request import ModelCall, Summaries
 from agent_server.context.carried import carried_budgets, carry
@@ -264,6 +265,17 @@ class ContextManager:
             tools=lambda: self.tools,
             on_cache_use=self.record_call,
         )
+        # Who writes a compaction's summary (compaction.engine): agent/provider_compaction.py.
+        self.engine = CompactionEngine(
+            summaries=self.summaries,
+            call=call,
+            config=config,
+            system_prompt=system_prompt,
+            tools=lambda: self.tools,
+            notice=lambda text: self._emit(Notice(self.turn_id, "info", text)),
+            on_cache_use=self.record_call,
+        )
+        self._unreadable_said: set[str] = set()  # provider compactions skipped, said once
         # The last call that used the cache: from the ledger when the session is opened again
         # (unknown in a ledger that does not record it: never cold until the next call).
         self.last_call_at, self.last_retention = last_cache_use(ledger)
@@ -336,8 +348,23 @@ class ContextManager:
     # --- views ----------------------------------------------------------------------------
 
     def view(self) -> ContextView:
-        """The ledger's context for the next call: projected once, estimated once."""
-        return self._view_of_entries(tuple(self.ledger.projection_entries()))
+        """The ledger's context for the next call: projected once, estimated once. A
+        provider's compaction the API in use cannot read (another provider's encrypted one,
+        after a switch) is passed over: the history it stood for is read from the ledger,
+        and compacted again, locally, when it does not fit."""
+        api = self.api
+        entries = self.ledger.projection_entries(
+            readable=lambda compaction: readable_compaction(compaction, api)
+        )
+        skipped = [e for e in entries
+                   if isinstance(e, CompactionEntry) and not readable_compaction(e, api)]
+        for entry in skipped:
+            if entry.id not in self._unreadable_said:
+                self._unreadable_said.add(entry.id)
+                self._emit(Notice(self.turn_id, "info", _unreadable_notice(entry, api)))
+        # Usage measured with the skipped compaction measured another context: none counts.
+        return self._view_of_entries(tuple(e for e in entries if e not in skipped),
+                                     measured=not skipped)
 
     def view_of(self, messages: Sequence[Message]) -> ContextView:
         """A view of a policy's own messages (with the session's system prompt and tools)."""
@@ -345,10 +372,11 @@ class ContextManager:
         estimate = estimate_context_tokens(context, fresh_from=len(context.messages))
         return ContextView(context, estimate, self.model)
 
-    def _view_of_entries(self, entries: tuple[Entry, ...]) -> ContextView:
-        projection = project(entries)
+    def _view_of_entries(self, entries: tuple[Entry, ...], measured: bool = True) -> ContextView:
+        projection = project(entries, self.api)
         context = Context(self.system_prompt, self.tools, projection.messages)
-        estimate = estimate_context_tokens(context, fresh_from=projection.fresh_from)
+        fresh_from = projection.fresh_from if measured else len(projection.messages)
+        estimate = estimate_context_tokens(context, fresh_from=fresh_from)
         return ContextView(context, estimate, self.model, entries, projection)
 
     def window_number(self, view: ContextView) -> int:
@@ -527,7 +555,7 @@ class ContextManager:
         )
         spent: list[Usage] = []
         try:
-            summary, split_turn_summary = await self.summaries.of_compaction(
+            written = await self.engine.summarise(
                 view.projection,
                 view.tokens,
                 cut,
@@ -541,7 +569,7 @@ class ContextManager:
                 spent=spent,
                 carried=carried,
             )
-            if not summary:
+            if not written.summary:
                 raise ProviderError("the model returned an empty summary")
         except asyncio.CancelledError:
             self._emit(CompactionFinished(compaction_id, reason, "cancelled", before))
@@ -549,15 +577,16 @@ class ContextManager:
         except ProviderError as error:
             return self._failed(compaction_id, reason, view, error.message)
         fields: dict[str, Any] = {
-            "summary": summary,
+            "summary": written.summary,
             "first_kept_entry_id": cut.first_kept_entry_id,
             "tokens_before": before,
             "reason": reason,
             "details": details,
-            "split_turn_summary": split_turn_summary,
-            "model": self.summary_model.id,
+            "split_turn_summary": written.split_turn_summary,
+            "model": self.model.id if written.provider else self.summary_model.id,
             "usage": sum(spent, Usage()),
             "carried": carried,
+            "provider": written.provider,
         }
         result = self._keep(compaction_id, view, fields)
         if result.entry is not None:
@@ -789,6 +818,15 @@ class ContextManager:
             decision.window,
         )
         self._emit(ContextDecided(self.turn_id, decision))
+
+
+def _unreadable_notice(compaction: CompactionEntry, api: str) -> str:
+    made_by = compaction.provider.api if compaction.provider is not None else "the provider"
+    return (
+        f"The history was compacted by {made_by}, whose summary only it can read; {api} is "
+        "sent the history it stood for instead (from the session's record), summarised by "
+        "agent-server if it does not fit."
+    )
 
 
 def _compaction_id(view: ContextView) -> str | None:

@@ -79,6 +79,7 @@ from agent_server.agent.permissions import (
     PermissionOption,
     parse_mode,
 )
+from agent_server.agent.provider_compaction import tool_result_clearing
 from agent_server.agent.session_config import (
     ModelSetup,
     SessionConfig,
@@ -106,7 +107,7 @@ from agent_server.errors import (
     ProviderError,
     SessionBusyError,
 )
-from agent_server.llm.cost import SessionTotals
+from agent_server.llm.cost import SessionTotals, rewrite_cost
 from agent_server.llm.messages import (
     AssistantMessage,
     Context,
@@ -120,11 +121,13 @@ from agent_server.llm.messages import (
     UserMessage,
 )
 from agent_server.llm.models import ModelInfo
-from agent_server.llm.providers import cache_ttl, can_think, serves
+from agent_server.llm.providers import bills_cache_writes, cache_ttl, can_think, serves
 from agent_server.llm.stream import (
     CacheRetention,
     CacheUse,
     CallOptions,
+    CompactionCall,
+    ContextEdited,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
@@ -299,6 +302,7 @@ class AgentSession:
         self._in_context: tuple[EarlierOutput, ...] = ()
         self._user_idle = False  # the editor says the user is away (agent/userIdle)
         self._came_back = False  # this turn's prompt came after the cache had expired
+        self._cleared_tool_uses = 0  # the most the provider cleared at once (context editing)
 
     # --- public API ---------------------------------------------------------------------
 
@@ -854,6 +858,8 @@ class AgentSession:
                 self._emit(TextChunk(turn_id, current.message_id, event.text))
             elif isinstance(event, ThinkingDelta):
                 self._emit(ThinkingChunk(turn_id, current.message_id, event.text))
+            elif isinstance(event, ContextEdited):
+                self._context_edited(turn_id, event)
 
         def on_retry(error: ProviderError, wait: float, number: int) -> None:
             attempts = self._retry.max_retries + 1
@@ -879,13 +885,36 @@ class AgentSession:
             attempt_holder=attempt,
         )
 
+    def _context_edited(self, turn_id: str, event: ContextEdited) -> None:
+        """The provider cleared old tool results: say so when it cleared more than before,
+        with what the clearing cost (the prompt after the first result it cleared is written
+        to the cache again instead of read)."""
+        if event.cleared_tool_uses <= self._cleared_tool_uses:
+            return
+        self._cleared_tool_uses = event.cleared_tool_uses
+        dollars = rewrite_cost(
+            self.model.pricing, event.cache_written,
+            bills_writes=bills_cache_writes(self._setup.provider.api, self.model),
+            long=self.retention_for_call() == "long",
+        )
+        self._emit(Notice(
+            turn_id, "info",
+            f"The provider cleared {event.cleared_tool_uses} old tool results "
+            f"({event.cleared_tokens:,} tokens) before this call: the prompt after the first "
+            f"one cleared was written to the cache again ({event.cache_written:,} tokens, "
+            f"about ${dollars:.2f} more than reading it).",
+        ))
+
     async def _context_call(
-        self, context: Context, model: ModelInfo, cache: CacheUse, max_tokens: int
+        self, context: Context, model: ModelInfo, cache: CacheUse, max_tokens: int,
+        compaction: CompactionCall | None = None,
     ) -> AssistantMessage:
-        """The one model call the context manager makes its summaries with (its ModelCall)."""
+        """The one model call the context manager makes its summaries with (its ModelCall);
+        with `compaction`, the provider's own compaction."""
         # A call that shares the prefix keeps the session's call options (they are part of
         # the prefix); only the output budget differs, and it is not part of the prompt.
-        options = replace(self._call_options(), max_tokens=max_tokens, cache=cache)
+        options = replace(self._call_options(), max_tokens=max_tokens, cache=cache,
+                          compaction=compaction)
         turn_id = self._current_turn or "compaction"
 
         def on_retry(error: ProviderError, wait: float, number: int) -> None:
@@ -969,6 +998,9 @@ class AgentSession:
             session_id=self.session_id,
             cache_retention=self.retention_for_call(),
             thinking=self.settings.thinking,
+            clear_tool_results=tool_result_clearing(
+                self.model, self.settings.compaction, self._setup.provider.api
+            ),
         )
 
     def _tool_context(self, on_output: Callable[[str], None] | None) -> ToolContext:

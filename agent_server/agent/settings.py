@@ -10,7 +10,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias, cast, get_args
 
-from agent_server.context.trigger import CompactionHooks, CompactionSettings, SummaryMode
+from agent_server.context.trigger import (
+    COMPACTION_ENGINES,
+    CompactionEngine,
+    CompactionHooks,
+    CompactionSettings,
+    SummaryMode,
+)
 from agent_server.errors import ConfigError
 from agent_server.llm.providers import DEFAULT_PROVIDER, PROVIDER_NAMES, provider_spec
 from agent_server.llm.stream import THINKING_LEVELS, ThinkingLevel
@@ -130,6 +136,11 @@ def settings_from_json(
             cold_cache_share=sub.number("coldCacheShare", compaction.cold_cache_share),
             threshold=sub.optional_number("threshold", compaction.threshold),
             hooks=_hooks(compaction_data.get("hooks"), compaction.hooks),
+            engine=cast(
+                CompactionEngine,
+                sub.choice("engine", compaction.engine, COMPACTION_ENGINES),
+            ),
+            clear_tool_results=sub.boolean("clearToolResults", compaction.clear_tool_results),
         )
     permissions = data.get("permissions")
     mode = settings.permissions_mode

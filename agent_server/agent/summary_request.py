@@ -9,6 +9,7 @@ the summary model (context/summary_prompt.py builds them). Every call goes throu
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol
 
 from agent_server.agent.session_config import ContextConfig
 from agent_server.context.cut_point import CutPoint
@@ -36,7 +37,7 @@ from agent_server.llm.messages import (
     UserMessage,
 )
 from agent_server.llm.models import ModelInfo
-from agent_server.llm.stream import CacheUse
+from agent_server.llm.stream import CacheUse, CompactionCall
 from agent_server.session.entries import (
     Carried,
     CompactionDetails,
@@ -45,14 +46,28 @@ from agent_server.session.entries import (
     MessageEntry,
 )
 
+
 # One model call made for the context (a summary): (context, model, how it uses the session's
 # cache, output budget) -> the answer. A call that shares the cached prefix ("read", or
 # "extend" when its context is the previous request plus one final block) keeps the session's
 # call options, reads what is cached and writes nothing new (no later request begins with its
 # tail); one that does not ("none") is sent without cache marks. The session's implementation
 # retries what may succeed later, bills the call and announces waits; it raises
-# ContextOverflowError for a prompt too long, ProviderError for any other failure.
-ModelCall = Callable[[Context, ModelInfo, CacheUse, int], Awaitable[AssistantMessage]]
+# ContextOverflowError for a prompt too long, ProviderError for any other failure. With
+# `compaction`, the call is a compaction request (the provider summarises, its answer one
+# CompactionContent: agent/provider_compaction.py).
+class ModelCall(Protocol):
+    def __call__(
+        self,
+        context: Context,
+        model: ModelInfo,
+        cache: CacheUse,
+        max_tokens: int,
+        compaction: CompactionCall | None = None,
+    ) -> Awaitable[AssistantMessage]: ...
+
+
+
 # A fresh summary prompt that is still rejected as too long is retried this many times, each
 # time with half the budget (the oldest messages left out), as Codex trims its summary request.
 FRESH_PROMPT_SHRINKS = 2

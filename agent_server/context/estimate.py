@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from agent_server.llm.messages import (
     AssistantMessage,
+    CompactionContent,
     Context,
     ImageContent,
     Message,
@@ -98,6 +99,10 @@ def _texts(message: Message) -> tuple[list[str], int]:
             elif isinstance(block, ToolCall):
                 texts.append(block.name)
                 texts.append(json.dumps(block.arguments, ensure_ascii=False, separators=(",", ":")))
+            elif isinstance(block, CompactionContent):
+                # A provider's compaction: its summary, or all of its JSON when that is
+                # encrypted (an over-estimate: the provider's next usage corrects it).
+                texts.append(block.summary or json.dumps([dict(i) for i in block.items]))
         return texts, images
     for part in message.content:
         if isinstance(part, TextContent):

@@ -6,7 +6,12 @@ everything appended after it. The summary is one user message,
 what the compaction carries verbatim (its `carried` block: the user's own words, pins, the
 plan, what failed; context/carried.py), or, when the kept tail starts with a user message,
 the first text block of that message (never two user messages in a row). Without a
-compaction the projection is every message on the path.
+compaction the projection is every message on the path. A provider's compaction
+(`CompactionEntry.provider`) projected for the API that made it opens the projection as that
+API returned it: one assistant message holding the CompactionContent, which the provider
+module sends back unchanged, then the carried block as a user message; for any other API it
+is its readable summary, like ours (agent/provider_compaction.py says which compactions an
+API can read).
 
 Notes (`UserMessage.note` set: an external edit the editor saw, the summary of a branch left
 behind by a rewind) are user-role messages whose text is wrapped in `<editor-note>` tags, so
@@ -32,7 +37,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agent_server.context.summary_prompt import branch_summary_message, summary_message_text
+from agent_server.context.summary_prompt import (
+    branch_summary_message,
+    render_carried,
+    summary_message_text,
+)
 from agent_server.llm.messages import (
     AssistantMessage,
     Message,
@@ -147,18 +156,16 @@ class _Item:
     fresh: bool
 
 
-def project(entries: Sequence[Entry]) -> Projection:
-    """The projection of a root-to-leaf path, or of Ledger.projection_entries's tail of it."""
+def project(entries: Sequence[Entry], api: str | None = None) -> Projection:
+    """The projection of a root-to-leaf path, or of Ledger.projection_entries's tail of it,
+    for a request to `api` (None: in text only)."""
     window = compaction_window(entries)
     items = [_Item(e.id, e.message, window.compaction is None) for _, e in window.kept]
     items += [_Item(e.id, e.message, True) for _, e in window.after]
     items = _repair_tool_pairs(items)
     compaction = window.compaction
     if compaction is not None:
-        text = summary_message_text(
-            compaction.summary, compaction.split_turn_summary, compaction.carried
-        )
-        items.insert(0, _Item(None, UserMessage((TextContent(text),)), False))
+        items[:0] = [_Item(None, message, False) for message in _summary_messages(compaction, api)]
     items = _merge_user_runs(items)
     if compaction is None:
         fresh_from = 0
@@ -170,6 +177,21 @@ def project(entries: Sequence[Entry]) -> Projection:
         compaction=compaction,
         fresh_from=fresh_from,
     )
+
+
+def _summary_messages(compaction: CompactionEntry, api: str | None) -> list[Message]:
+    """What stands for the history a compaction folded: the provider's own block or items for
+    the API that made them, then what the compaction carries; else the summary as text, with
+    what it carries."""
+    provider = compaction.provider
+    if provider is not None and provider.api == api:
+        native: list[Message] = [AssistantMessage((provider,), "stop", api=provider.api)]
+        block = render_carried(compaction.carried) if compaction.carried is not None else ""
+        return [*native, UserMessage((TextContent(block),))] if block else native
+    text = summary_message_text(
+        compaction.summary, compaction.split_turn_summary, compaction.carried
+    )
+    return [UserMessage((TextContent(text),))]
 
 
 def project_messages(entries: Sequence[Entry]) -> tuple[Message, ...]:

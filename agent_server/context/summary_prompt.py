@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from agent_server.llm.messages import (
     AssistantMessage,
+    CompactionContent,
     Message,
     TextContent,
     ThinkingContent,
@@ -111,6 +112,13 @@ FOLD_INSTRUCTION = (
 # --- the summary as it appears in a compacted context ---------------------------------------
 
 
+# What stands for a provider's compaction that only the provider can read.
+ENCRYPTED_SUMMARY_NOTE = (
+    "(The earlier conversation was compacted by the provider; its summary is encrypted, and "
+    "only that provider's API can read it.)"
+)
+
+
 def summary_message_text(
     summary: str, split_turn_summary: str | None = None, carried: Carried | None = None
 ) -> str:
@@ -172,6 +180,14 @@ def _plan_line(item: PlanItem) -> str:
 def failure_line(failure: Failure) -> str:
     line = f"- {failure.call} failed: {failure.error}"
     return f"{line}\n  Then: {failure.then}" if failure.then else line
+
+
+def compaction_text(block: CompactionContent) -> str:
+    """A provider's compaction as text, for a summary of the conversation it opens: its
+    summary handed over, or a note that only the provider can read it."""
+    if block.summary:
+        return summary_message_text(block.summary)
+    return ENCRYPTED_SUMMARY_NOTE
 
 
 def previous_summary_text(compaction: CompactionEntry | None) -> str | None:
@@ -274,6 +290,8 @@ def serialize_message(
             elif isinstance(block, ToolCall):
                 call = bound_text(format_tool_call(block), MAX_TOOL_CALL_CHARS)
                 lines.append(f"[Assistant tool call]: {call}")
+            elif isinstance(block, CompactionContent):
+                lines.append(f"[User]: {compaction_text(block)}")
         if message.stop_reason == "error" and message.error_message:
             lines.append(f"[Assistant error]: {message.error_message}")
     elif isinstance(message, ToolResultMessage):

@@ -75,6 +75,10 @@ COMPACTION_REQUEST_DETAIL = "compactionRequest"
 # billed at the cache-read price; "fresh": a separate summary prompt (the seed's way).
 SummaryMode: TypeAlias = Literal["cached", "fresh"]
 SUMMARY_MODES: tuple[str, ...] = get_args(SummaryMode)
+# Who writes a compaction's summary: agent-server ("local") or the provider, where it has a
+# compaction of its own (agent/provider_compaction.py).
+CompactionEngine: TypeAlias = Literal["local", "provider"]
+COMPACTION_ENGINES: tuple[str, ...] = get_args(CompactionEngine)
 
 
 # Seconds a compaction hook may run before it is stopped (the `compaction.hooks.timeout`
@@ -119,6 +123,10 @@ class CompactionSettings:
     # 1: that many tokens. Never above the window less the reserve (window_limit).
     threshold: float | None = None
     hooks: CompactionHooks = CompactionHooks()
+    engine: CompactionEngine = "local"
+    # Opt-in: the provider clears old tool results before the model reads them, where it
+    # can (Anthropic's context editing); each clearing rewrites the cache after it.
+    clear_tool_results: bool = False
 
     def __post_init__(self) -> None:
         self._check_threshold()
@@ -140,6 +148,11 @@ class CompactionSettings:
             raise ConfigError(
                 "setting 'compaction.coldCacheShare' must be a number above 0 and at most 1 "
                 f"(1: only at the threshold), not {self.cold_cache_share}"
+            )
+        if self.engine not in COMPACTION_ENGINES:
+            raise ConfigError(
+                f"setting 'compaction.engine' must be one of {', '.join(COMPACTION_ENGINES)}, "
+                f"not {self.engine!r}"
             )
         if self.summary not in SUMMARY_MODES:
             raise ConfigError(

@@ -11,6 +11,15 @@ same bytes, every time. The prefix order is tools, system, messages; cache break
    step added many blocks, e.g. parallel tool calls, and the provider's 20-block lookback
    would miss the previous cache entry): the end of the user message the last assistant
    message answered, which is where the previous request put its breakpoint 3.
+
+The provider's own context management (beta features, sent through the SDK's `betas`):
+- on-demand compaction (`compaction: {type: "summarize"}`, beta `compact-2026-09-04`) when
+  `CallOptions.compaction` asks: the answer is one signed `compaction` block, which later
+  requests send back first, as it came (a CompactionContent opening the messages);
+- context editing (`clear_tool_uses_20250919`, beta `context-management-2025-06-27`) when
+  `CallOptions.clear_tool_results` asks; what it cleared comes back as ContextEdited.
+Usage sums `usage.iterations` when the answer has them: a compaction's tokens are billed but
+not in the top-level fields.
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ from agent_server.llm.credentials import PLACEHOLDER_API_KEY
 from agent_server.llm.history import prepare_history
 from agent_server.llm.messages import (
     AssistantMessage,
+    CompactionContent,
     Context,
     ImageContent,
     StopReason,
@@ -48,8 +58,10 @@ from agent_server.llm.stream import (
     CacheRetention,
     CacheUse,
     CallOptions,
+    ContextEdited,
     MessageAssembler,
     MessageDone,
+    ProviderCompacted,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
@@ -77,7 +89,11 @@ STOP_REASONS: Mapping[str, StopReason] = {
     "model_context_window_exceeded": "contextOverflow",
     "tool_use": "toolUse",
     "refusal": "refusal",
+    "compaction": "stop",  # a compaction request's answer: the compaction block alone
 }
+ON_DEMAND_COMPACTION_BETA = "compact-2026-09-04"
+CONTEXT_EDITING_BETA = "context-management-2025-06-27"
+CLEAR_TOOL_USES = "clear_tool_uses_20250919"
 
 
 # --- request building (pure) ----------------------------------------------------------------
@@ -159,7 +175,39 @@ def build_request(model: ModelInfo, context: Context, options: CallOptions) -> d
         for message_index, block_index in message_breakpoints(messages, options.cache):
             messages[message_index]["content"][block_index]["cache_control"] = dict(mark)
     params["messages"] = messages
+    betas = _context_management(params, context, options)
+    if betas:
+        params["betas"] = betas
     return params
+
+
+def _context_management(params: dict[str, Any], context: Context, options: CallOptions
+                        ) -> list[str]:
+    """The beta fields of the request (on-demand compaction, or context editing), added to
+    `params`; the betas they need."""
+    betas: list[str] = []
+    if options.compaction is not None:
+        compaction: dict[str, Any] = {"type": "summarize"}
+        if options.compaction.instructions:
+            compaction["instructions"] = options.compaction.instructions
+        params["compaction"] = compaction
+        betas.append(ON_DEMAND_COMPACTION_BETA)
+    elif options.clear_tool_results is not None:
+        clearing = options.clear_tool_results
+        params["context_management"] = {"edits": [{
+            "type": CLEAR_TOOL_USES,
+            "trigger": {"type": "input_tokens", "value": clearing.trigger},
+            "keep": {"type": "tool_uses", "value": clearing.keep},
+            "clear_at_least": {"type": "input_tokens", "value": clearing.clear_at_least},
+        }]}
+        betas.append(CONTEXT_EDITING_BETA)
+    if ON_DEMAND_COMPACTION_BETA not in betas and any(
+        isinstance(block, CompactionContent) and block.api == API
+        for message in context.messages if isinstance(message, AssistantMessage)
+        for block in message.content
+    ):
+        betas.append(ON_DEMAND_COMPACTION_BETA)
+    return betas
 
 
 def message_breakpoints(
@@ -320,6 +368,8 @@ def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
                     "input": canonical_arguments(block.arguments),
                 }
             )
+        elif isinstance(block, CompactionContent) and block.api == API:
+            blocks.extend(dict(item) for item in block.items)  # as the API returned it
     return blocks
 
 
@@ -328,12 +378,13 @@ def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
 
 @dataclass
 class _Block:
-    kind: Literal["text", "thinking", "redacted_thinking", "tool_use", "other"]
+    kind: Literal["text", "thinking", "redacted_thinking", "tool_use", "compaction", "other"]
     tool_id: str = ""
     tool_name: str = ""
     arguments: str = ""  # the streamed JSON text of a tool call's input
     initial: str = ""  # a tool call's input as given in content_block_start
     signature: str = ""
+    raw: dict[str, Any] | None = None  # a compaction block as received
 
 
 @dataclass
@@ -346,6 +397,11 @@ class _UsageSoFar:
     cache_write_1h: int | None = None
 
     def update(self, usage: Mapping[str, Any]) -> None:
+        iterations = usage.get("iterations")
+        if isinstance(iterations, list) and iterations:
+            # A compaction's tokens are only in the iterations: bill them all.
+            self._add_iterations([i for i in iterations if isinstance(i, Mapping)])
+            return
         self.input = _int(usage.get("input_tokens"), self.input)
         self.output = _int(usage.get("output_tokens"), self.output)
         self.cache_read = _int(usage.get("cache_read_input_tokens"), self.cache_read)
@@ -354,6 +410,20 @@ class _UsageSoFar:
         if isinstance(split, Mapping):
             self.cache_write_5m = _int(split.get("ephemeral_5m_input_tokens"), 0)
             self.cache_write_1h = _int(split.get("ephemeral_1h_input_tokens"), 0)
+
+    def _add_iterations(self, iterations: list[Mapping[str, Any]]) -> None:
+        def total(key: str) -> int:
+            return sum(_int(i.get(key), 0) for i in iterations)
+
+        def split(key: str) -> int:
+            return sum(_int((i.get("cache_creation") or {}).get(key), 0) for i in iterations)
+
+        self.input = total("input_tokens")
+        self.output = total("output_tokens")
+        self.cache_read = total("cache_read_input_tokens")
+        self.cache_write = total("cache_creation_input_tokens")
+        self.cache_write_5m = split("ephemeral_5m_input_tokens")
+        self.cache_write_1h = split("ephemeral_1h_input_tokens")
 
     def priced(self, model: ModelInfo, retention: CacheRetention) -> Usage:
         if (
@@ -431,11 +501,14 @@ class AnthropicProvider:
         async def open_stream() -> AsyncStream[Any]:
             # The SDK's request (auth, retries, errors, server-sent events) with its events
             # handed over as the JSON objects they arrive as: no typed model built per event
-            # and converted back (most of a streamed answer's cost, issue 31).
+            # and converted back (most of a streamed answer's cost, issue 31). The beta
+            # features go where the SDK's beta endpoint sends them, with their betas' header.
+            betas = params.pop("betas", None)
             stream: AsyncStream[Any] = await self._client.post(
-                "/v1/messages",
+                "/v1/messages?beta=true" if betas else "/v1/messages",
                 body=params,
                 cast_to=object,
+                options={"headers": {"anthropic-beta": ",".join(betas)}} if betas else {},
                 stream=True,
                 stream_cls=AsyncStream[object],
             )
@@ -466,6 +539,7 @@ async def _translate(
     blocks: dict[int, _Block] = {}
     usage = _UsageSoFar()
     stop_reason: StopReason = "stop"
+    edited: Mapping[str, Any] | None = None
 
     def emit(event: StreamEvent) -> StreamEvent:
         assembler.apply(event)
@@ -479,31 +553,9 @@ async def _translate(
                 usage.update(message["usage"])
         elif kind == "content_block_start":
             index = _int(event.get("index"), len(blocks))
-            block = event.get("content_block") or {}
-            block_type = block.get("type")
-            if block_type == "text":
-                blocks[index] = _Block("text")
-                if block.get("text"):
-                    yield emit(TextDelta(str(block["text"])))
-            elif block_type == "thinking":
-                blocks[index] = _Block("thinking", signature=str(block.get("signature") or ""))
-                if block.get("thinking"):
-                    yield emit(ThinkingDelta(str(block["thinking"])))
-            elif block_type == "redacted_thinking":
-                blocks[index] = _Block("redacted_thinking", signature=str(block.get("data", "")))
-            elif block_type == "tool_use":
-                call = _Block(
-                    "tool_use",
-                    tool_id=str(block.get("id", "")),
-                    tool_name=str(block.get("name", "")),
-                )
-                initial = block.get("input")
-                if isinstance(initial, Mapping) and initial:
-                    call.initial = json.dumps(initial)
-                blocks[index] = call
-                yield emit(ToolCallStart(call.tool_id, call.tool_name))
-            else:
-                blocks[index] = _Block("other")
+            blocks[index], opening = _opened(event.get("content_block") or {})
+            if opening is not None:
+                yield emit(opening)
         elif kind == "content_block_delta":
             current = blocks.get(_int(event.get("index"), -1))
             delta = event.get("delta") or {}
@@ -516,6 +568,11 @@ async def _translate(
                 yield emit(ThinkingDelta(str(delta["thinking"])))
             elif delta_type == "signature_delta":
                 current.signature += str(delta.get("signature", ""))
+            elif delta_type == "compaction_delta" and current.raw is not None:
+                # The whole block in one delta: what it carries replaces the start's.
+                for key in ("content", "encrypted_content"):
+                    if delta.get(key) is not None:
+                        current.raw[key] = delta[key]
             elif delta_type == "input_json_delta" and current.kind == "tool_use":
                 fragment = str(delta.get("partial_json", ""))
                 if fragment:
@@ -539,6 +596,10 @@ async def _translate(
                 yield emit(ThinkingSignature(current.signature))
             elif current.kind == "redacted_thinking" and current.signature:
                 yield emit(ThinkingSignature(current.signature, redacted=True))
+            elif current.kind == "compaction" and current.raw is not None:
+                summary = current.raw.get("content")
+                yield emit(ProviderCompacted(CompactionContent(
+                    API, (current.raw,), summary if isinstance(summary, str) else "")))
         elif kind == "message_delta":
             delta = event.get("delta") or {}
             reason = delta.get("stop_reason")
@@ -546,7 +607,48 @@ async def _translate(
                 stop_reason = STOP_REASONS.get(reason, "stop")
             if isinstance(event.get("usage"), Mapping):
                 usage.update(event["usage"])
+            if isinstance(event.get("context_management"), Mapping):
+                edited = event["context_management"]
         elif kind == "message_stop":
+            if edited is not None:
+                cleared = _cleared(edited, usage.cache_write)
+                if cleared is not None:
+                    yield cleared
             priced = usage.priced(model, options.cache_retention)
             yield MessageDone(assembler.message(stop_reason, usage=priced, model=model.id, api=API))
             return
+
+
+def _opened(block: Mapping[str, Any]) -> tuple[_Block, StreamEvent | None]:
+    """A content block that starts, and the event its start already carries."""
+    block_type = block.get("type")
+    if block_type == "text":
+        return _Block("text"), TextDelta(str(block["text"])) if block.get("text") else None
+    if block_type == "thinking":
+        thinking = ThinkingDelta(str(block["thinking"])) if block.get("thinking") else None
+        return _Block("thinking", signature=str(block.get("signature") or "")), thinking
+    if block_type == "redacted_thinking":
+        return _Block("redacted_thinking", signature=str(block.get("data", ""))), None
+    if block_type == "compaction":
+        return _Block("compaction", raw=dict(block)), None
+    if block_type == "tool_use":
+        call = _Block("tool_use", tool_id=str(block.get("id", "")),
+                      tool_name=str(block.get("name", "")))
+        initial = block.get("input")
+        if isinstance(initial, Mapping) and initial:
+            call.initial = json.dumps(initial)
+        return call, ToolCallStart(call.tool_id, call.tool_name)
+    return _Block("other"), None
+
+
+def _cleared(context_management: Mapping[str, Any], cache_written: int) -> ContextEdited | None:
+    """What the edits the API applied cleared (`context_management.applied_edits`)."""
+    edits = [e for e in context_management.get("applied_edits") or [] if isinstance(e, Mapping)]
+    if not edits:
+        return None
+    return ContextEdited(
+        cleared_tool_uses=sum(_int(e.get("cleared_tool_uses"), 0) for e in edits),
+        cleared_thinking_turns=sum(_int(e.get("cleared_thinking_turns"), 0) for e in edits),
+        cleared_tokens=sum(_int(e.get("cleared_input_tokens"), 0) for e in edits),
+        cache_written=cache_written,
+    )

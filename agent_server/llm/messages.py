@@ -66,8 +66,22 @@ class ToolCall:
     type: Literal["toolCall"] = "toolCall"
 
 
+@dataclass(frozen=True, slots=True)
+class CompactionContent:
+    """A provider's own compaction, as it returned it: `items` are its JSON, sent back to the
+    API that made it (`api`) unchanged, in place of the history it stands for (an Anthropic
+    `compaction` block; OpenAI's user messages and `compaction` item). `summary` is its
+    readable text ("" when the provider keeps it encrypted: then only that API can use it).
+    It is only ever the first block of the projection's first message (context/projection.py)."""
+
+    api: str
+    items: tuple[Mapping[str, Any], ...]
+    summary: str = ""
+    type: Literal["compaction"] = "compaction"
+
+
 UserContent: TypeAlias = TextContent | ImageContent
-AssistantContent: TypeAlias = TextContent | ThinkingContent | ToolCall
+AssistantContent: TypeAlias = TextContent | ThinkingContent | ToolCall | CompactionContent
 
 
 def canonical_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -247,10 +261,14 @@ class MessageFormatError(ValueError):
 
 
 def content_to_json(block: UserContent | AssistantContent) -> dict[str, Any]:
+    """A block's JSON; a compaction's items as the provider returned them."""
     if isinstance(block, TextContent):
         return {"type": "text", "text": block.text}
     if isinstance(block, ImageContent):
         return {"type": "image", "mimeType": block.mime_type, "data": block.data}
+    if isinstance(block, CompactionContent):
+        return {"type": "compaction", "api": block.api, "items": [dict(i) for i in block.items],
+                "summary": block.summary}
     if isinstance(block, ThinkingContent):
         out: dict[str, Any] = {"type": "thinking", "thinking": block.thinking}
         if block.signature is not None:
@@ -274,6 +292,11 @@ def content_from_json(data: Mapping[str, Any]) -> UserContent | AssistantContent
             signature=signature if isinstance(signature, str) else None,
             redacted=bool(data.get("redacted", False)),
         )
+    if kind == "compaction":
+        items = data.get("items")
+        if not isinstance(items, list) or not all(isinstance(i, Mapping) for i in items):
+            raise MessageFormatError("compaction.items must be a list of objects")
+        return CompactionContent(_str(data, "api"), tuple(items), str(data.get("summary", "")))
     if kind == "toolCall":
         arguments = data.get("arguments", {})
         if not isinstance(arguments, Mapping):
@@ -389,7 +412,8 @@ def message_from_json(data: Mapping[str, Any]) -> Message:
         usage = data.get("usage")
         error_message = data.get("errorMessage")
         assistant_content = tuple(
-            b for b in content if isinstance(b, TextContent | ThinkingContent | ToolCall)
+            b for b in content
+            if isinstance(b, TextContent | ThinkingContent | ToolCall | CompactionContent)
         )
         return AssistantMessage(
             content=assistant_content,

@@ -5,6 +5,12 @@ included: a reasoning model's reasoning items come back with their encrypted con
 (`include: ["reasoning.encrypted_content"]`), are kept verbatim as the signature of a
 thinking block, and are sent back inline in later requests. `build_request` is pure and
 deterministic; usage is normalised as for Chat Completions.
+
+A compaction request (`CallOptions.compaction`) goes to `POST /responses/compact` (the
+standalone endpoint Codex's remote compaction uses): its `output`, the user messages and one
+opaque, encrypted `compaction` item, is kept as returned (its raw JSON, not the SDK's
+models) and sent back in place of what it summarised (a CompactionContent opening the
+messages).
 """
 
 from __future__ import annotations
@@ -16,10 +22,12 @@ from typing import Any
 
 from openai import AsyncStream
 
+from agent_server.errors import ProviderError
 from agent_server.llm.cost import priced_usage
 from agent_server.llm.history import arguments_json, prepare_history
 from agent_server.llm.messages import (
     AssistantMessage,
+    CompactionContent,
     Context,
     ImageContent,
     StopReason,
@@ -39,7 +47,12 @@ from agent_server.llm.openai_client import (
     data_url,
     write_retention,
 )
-from agent_server.llm.provider_errors import error_from_body
+from agent_server.llm.provider_errors import (
+    ErrorContext,
+    error_from_body,
+    is_provider_failure,
+    to_provider_error,
+)
 from agent_server.llm.provider_stream import EventDicts, run_provider_stream
 from agent_server.llm.providers import OPENAI_RESPONSES
 from agent_server.llm.stream import (
@@ -47,6 +60,7 @@ from agent_server.llm.stream import (
     CallOptions,
     MessageAssembler,
     MessageDone,
+    ProviderCompacted,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
@@ -107,6 +121,12 @@ def convert_messages(messages: Sequence[Any]) -> list[dict[str, Any]]:
     """Neutral messages as Responses input items, in order."""
     items: list[dict[str, Any]] = []
     for message in prepare_history(messages):
+        if isinstance(message, AssistantMessage) and _compaction_of(message) is not None:
+            compaction = _compaction_of(message)
+            assert compaction is not None
+            items.extend(dict(item) for item in compaction.items)  # as the API returned them
+            message = AssistantMessage(message.content[1:], message.stop_reason, message.usage,
+                                       message.model, message.api)
         if isinstance(message, UserMessage):
             content = _input_content(message.content)
             if content:
@@ -169,6 +189,26 @@ def _assistant_items(message: AssistantMessage) -> list[dict[str, Any]]:
                 }
             )
     return items
+
+
+def _compaction_of(message: AssistantMessage) -> CompactionContent | None:
+    first = message.content[0] if message.content else None
+    return first if isinstance(first, CompactionContent) and first.api == API else None
+
+
+def build_compact_request(model: ModelInfo, context: Context, options: CallOptions
+                          ) -> dict[str, Any]:
+    """The parameters of a `POST /responses/compact` call for `context`: the same
+    instructions and input as a turn's request, so that the cached prefix is read; no tools
+    (the endpoint takes none)."""
+    params: dict[str, Any] = {"model": model.id}
+    if context.system_prompt:
+        params["instructions"] = context.system_prompt
+    params.update({key: value for key, value in cache_fields(
+        model, options, RESPONSES_LONG_CACHE_TTL).items()
+        if key in ("prompt_cache_key", "prompt_cache_retention", "prompt_cache_options")})
+    params["input"] = convert_messages(context.messages)
+    return params
 
 
 def reasoning_item(block: ThinkingContent) -> dict[str, Any] | None:
@@ -240,8 +280,11 @@ class OpenAIResponsesProvider(OpenAIClientProvider):
         options: CallOptions,
         assembler: MessageAssembler | None = None,
     ) -> AsyncIterator[StreamEvent]:
-        params = build_request(model, context, options)
         where = replace(self._errors, model=model.id)
+        if options.compaction is not None:
+            return self._compact(model, context, options, assembler or MessageAssembler(),
+                                 where)
+        params = build_request(model, context, options)
 
         async def open_stream() -> AsyncStream[Any]:
             # The SDK's request with its events as plain JSON objects (see anthropic.py).
@@ -331,3 +374,34 @@ class OpenAIResponsesProvider(OpenAIClientProvider):
         return run_provider_stream(
             open_stream, translate, where, end, model.context_window, assembler
         )
+
+    async def _compact(
+        self,
+        model: ModelInfo,
+        context: Context,
+        options: CallOptions,
+        assembler: MessageAssembler,
+        where: ErrorContext,
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """A compaction request: `POST /responses/compact` (not streamed); its output as one
+        CompactionContent, kept as the raw JSON the API returned."""
+        params = build_compact_request(model, context, options)
+        try:
+            raw = await self._client.responses.with_raw_response.compact(**params)
+            body = json.loads(raw.http_response.text)
+        except Exception as exc:
+            if not is_provider_failure(exc):
+                raise
+            raise to_provider_error(exc, where) from exc
+        output = body.get("output") if isinstance(body, Mapping) else None
+        if not isinstance(output, list) or not any(
+            isinstance(item, Mapping) and item.get("type") == "compaction" for item in output
+        ):
+            raise ProviderError("the compaction returned no compaction item", provider=API)
+        event = ProviderCompacted(CompactionContent(API, tuple(output)))
+        assembler.apply(event)
+        yield event
+        usage = body.get("usage")
+        retention = write_retention(options, RESPONSES_LONG_CACHE_TTL)
+        priced = normalise_usage(usage, model, retention) if isinstance(usage, Mapping) else None
+        yield MessageDone(assembler.message("stop", usage=priced, model=model.id, api=API))

@@ -64,6 +64,13 @@ class WireApi:
     # Whether the thinking level is part of the cached prefix: a change re-reads the
     # messages without the cache (Anthropic caches messages per thinking setting).
     thinking_in_prefix: bool
+    # Whether the provider compacts on request, its answer one CompactionContent (the setting
+    # `compaction.engine: "provider"`): Anthropic's on-demand compaction, OpenAI's
+    # `POST /responses/compact`.
+    compaction: bool = False
+    # Whether the provider clears old tool results itself (the setting
+    # `compaction.clearToolResults`): Anthropic's context editing.
+    context_editing: bool = False
 
     def provider_class(self) -> Callable[..., Provider]:
         module, _, name = self.implementation.partition(":")
@@ -89,6 +96,8 @@ ANTHROPIC_MESSAGES = WireApi(
     anthropic_bills_cache_writes,
     _thinks_in_its_style,
     thinking_in_prefix=True,
+    compaction=True,
+    context_editing=True,
 )
 OPENAI_CHAT = WireApi(
     "openai-chat",
@@ -105,6 +114,7 @@ OPENAI_RESPONSES = WireApi(
     openai_bills_cache_writes,
     _reasons,
     thinking_in_prefix=False,
+    compaction=True,
 )
 
 
@@ -223,6 +233,18 @@ def cache_ttl(api: str, model: ModelInfo, retention: CacheRetention) -> float | 
     when nothing is cached or the server's rules are unknown."""
     wire = WIRE_APIS.get(api)
     return wire.cache_ttl(model, retention) if wire is not None else None
+
+
+def compacts(api: str) -> bool:
+    """Whether `api` compacts the conversation itself on request."""
+    wire = WIRE_APIS.get(api)
+    return wire is not None and wire.compaction
+
+
+def clears_tool_results(api: str) -> bool:
+    """Whether `api` clears old tool results itself (context editing)."""
+    wire = WIRE_APIS.get(api)
+    return wire is not None and wire.context_editing
 
 
 def bills_cache_writes(api: str, model: ModelInfo) -> bool:

@@ -19,6 +19,7 @@ from agent_server.errors import ConfigError
 from agent_server.llm.messages import (
     AssistantContent,
     AssistantMessage,
+    CompactionContent,
     Context,
     StopReason,
     TextContent,
@@ -87,13 +88,33 @@ class ToolCallEnd:
 
 
 @dataclass(frozen=True, slots=True)
+class ProviderCompacted:
+    """The provider compacted the conversation (a compaction request's answer): its block or
+    items, as returned."""
+
+    compaction: CompactionContent
+
+
+@dataclass(frozen=True, slots=True)
+class ContextEdited:
+    """The provider cleared old tool results (or thinking) before the model read the request
+    (Anthropic's context editing): how many, how many tokens, and what the call wrote to the
+    cache (the prompt after the first cleared block is written again)."""
+
+    cleared_tool_uses: int
+    cleared_thinking_turns: int
+    cleared_tokens: int
+    cache_written: int
+
+
+@dataclass(frozen=True, slots=True)
 class MessageDone:
     message: AssistantMessage
 
 
 StreamEvent: TypeAlias = (
     TextDelta | ThinkingDelta | ThinkingSignature | ToolCallStart | ToolCallDelta | ToolCallEnd
-    | MessageDone
+    | ProviderCompacted | ContextEdited | MessageDone
 )
 
 
@@ -124,6 +145,30 @@ class CallOptions:
     # Part of the prefix on Anthropic (a change re-reads the messages without the cache):
     # the calls that share a prefix share it.
     thinking: ThinkingLevel = "off"
+    # A compaction request: the provider summarises the context itself (its answer is one
+    # CompactionContent), for providers that can (llm/providers.py, WireApi.compaction).
+    compaction: CompactionCall | None = None
+    # The provider clears old tool results before the model reads the request (Anthropic's
+    # context editing), for providers that can (WireApi.context_editing).
+    clear_tool_results: ToolResultClearing | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionCall:
+    """What a compaction request asks: `instructions` replace the provider's own summary
+    prompt (None: its default)."""
+
+    instructions: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultClearing:
+    """Clear the oldest tool results once the prompt passes `trigger` tokens, keeping the
+    last `keep` tool uses, and only when at least `clear_at_least` tokens go."""
+
+    trigger: int
+    keep: int
+    clear_at_least: int
 
 
 class Provider(Protocol):
@@ -167,6 +212,8 @@ class MessageAssembler:
                 block = self._find_call(call_id)
                 if block is not None:
                     block.parts.append(fragment)
+            case ProviderCompacted(compaction):
+                self._blocks.append(compaction)
             case ToolCallEnd(tool_call):
                 for index, existing in enumerate(self._blocks):
                     if isinstance(existing, _OpenBlock) and existing.call_id == tool_call.id:
@@ -174,7 +221,7 @@ class MessageAssembler:
                         break
                 else:
                     self._blocks.append(tool_call)
-            case MessageDone():
+            case MessageDone() | ContextEdited():
                 pass
 
     def content(self) -> tuple[AssistantContent, ...]:

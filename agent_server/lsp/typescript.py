@@ -49,6 +49,7 @@ PACKAGE_JSON = ROOT / "client-vscode" / "package.json"
 # The extension's settings whose values are one of the protocol's value sets.
 SETTING_VALUES: Mapping[str, Any] = {
     "agentServer.cacheRetention": protocol.CacheRetentionSetting,
+    "agentServer.compaction.engine": protocol.CompactionEngine,
     "agentServer.permissions.mode": protocol.PermissionMode,
     "agentServer.tools.sandbox": protocol.SandboxMode,
     "agentServer.thinking": protocol.ThinkingLevel,

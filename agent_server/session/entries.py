@@ -19,10 +19,13 @@ from typing import Any, Literal, TypeAlias, cast, get_args
 
 from agent_server.errors import LedgerFormatError
 from agent_server.llm.messages import (
+    CompactionContent,
     Message,
     MessageFormatError,
     ToolSpec,
     Usage,
+    content_from_json,
+    content_to_json,
     message_from_json,
     message_to_json,
     usage_from_json,
@@ -187,6 +190,11 @@ class CompactionEntry:
     `first_kept_entry_id` None means nothing was kept: the projection is the summary plus what
     came after this entry. `split_turn_summary` summarises the early part of a turn that was
     too large to keep whole (its later part starts at `first_kept_entry_id`).
+
+    `provider` is set when the provider compacted (the setting `compaction.engine:
+    "provider"`): its block or items exactly as returned, sent back to that API byte for byte
+    in place of `summary` (context/projection.py). `summary` is then its readable text, or,
+    for an encrypted one, a note saying so.
     """
 
     id: str
@@ -205,6 +213,7 @@ class CompactionEntry:
     # What the projection carries verbatim after the summary (None: a ledger written before
     # compactions carried anything).
     carried: Carried | None = None
+    provider: CompactionContent | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -454,6 +463,8 @@ def entry_to_json(entry: Entry) -> dict[str, Any]:
             out["usage"] = usage_to_json(entry.usage)
         if entry.carried is not None:
             out["carried"] = carried_to_json(entry.carried)
+        if entry.provider is not None:
+            out["provider"] = content_to_json(entry.provider)
     elif isinstance(entry, PinEntry):
         out.update(pinId=entry.pin_id, action=entry.action, kind=entry.kind, text=entry.text,
                    by=entry.by)
@@ -540,6 +551,7 @@ def entry_from_json(data: Mapping[str, Any]) -> Entry:
         model = data.get("model")
         usage = data.get("usage")
         carried = data.get("carried")
+        provider = data.get("provider")
         return CompactionEntry(
             id=entry_id,
             parent_id=parent,
@@ -557,6 +569,7 @@ def entry_from_json(data: Mapping[str, Any]) -> Entry:
             model=model if isinstance(model, str) else None,
             usage=usage_from_json(usage) if isinstance(usage, Mapping) else None,
             carried=carried_from_json(carried) if carried is not None else None,
+            provider=_provider_compaction(provider),
         )
     if kind == "pin":
         return PinEntry(entry_id, parent, timestamp, pin_id=_str(data, "pinId"),
@@ -604,6 +617,18 @@ def entry_from_json(data: Mapping[str, Any]) -> Entry:
     if kind == "toolList":
         return _tool_list_from_json(data, entry_id, parent, timestamp)
     return TitleEntry(entry_id, parent, timestamp, title=_str(data, "title"))
+
+
+def _provider_compaction(data: object) -> CompactionContent | None:
+    if data is None:
+        return None
+    try:
+        block = content_from_json(data) if isinstance(data, Mapping) else None
+    except MessageFormatError as exc:
+        raise LedgerFormatError(f"bad provider compaction: {exc}") from exc
+    if not isinstance(block, CompactionContent):
+        raise LedgerFormatError("a compaction's 'provider' must be a compaction block")
+    return block
 
 
 def _tool_list_from_json(

@@ -50,6 +50,7 @@ from agent_server.errors import (
 )
 from agent_server.llm.messages import (
     AssistantMessage,
+    CompactionContent,
     Message,
     TextContent,
     ToolCall,
@@ -640,12 +641,19 @@ class Ledger:
         kinds = self._index.kinds
         return sum(1 for n in self._positions(leaf_id) if kinds[n] == ord(COMPACTION))
 
-    def projection_entries(self, leaf_id: str | None = None) -> list[Entry]:
+    def projection_entries(
+        self,
+        leaf_id: str | None = None,
+        *,
+        readable: Callable[[CompactionEntry], bool] | None = None,
+    ) -> list[Entry]:
         """The tail of the branch that the projection needs, root-to-leaf order.
 
         From the latest compaction's first kept entry (or the compaction itself when it kept
         nothing) to the leaf; the whole branch when there is no compaction on it. For the
-        current leaf, these are the entries the ledger keeps in memory.
+        current leaf, these are the entries the ledger keeps in memory. A compaction that
+        `readable` refuses (a provider's that the API in use cannot read) is walked past,
+        to the one before it.
         """
         start = self._start(leaf_id)
         if start < 0:
@@ -660,9 +668,11 @@ class Ledger:
             numbers.append(number)
             if not found:
                 if index.kinds[number] == ord(COMPACTION):
-                    found = True
                     [compaction] = self._read([number])
                     assert isinstance(compaction, CompactionEntry)
+                    if readable is not None and not readable(compaction):
+                        continue
+                    found = True
                     first_kept = compaction.first_kept_entry_id
                     if first_kept is None:
                         break
@@ -849,6 +859,7 @@ class Ledger:
         model: str | None = None,
         usage: Usage | None = None,
         carried: Carried | None = None,
+        provider: CompactionContent | None = None,
     ) -> CompactionEntry:
         """Record a compaction; `first_kept_entry_id` must be on the current branch."""
         if first_kept_entry_id is not None and not self.is_on_branch(first_kept_entry_id):
@@ -870,6 +881,7 @@ class Ledger:
             model=model,
             usage=usage,
             carried=carried,
+            provider=provider,
         )
         stored = self.append(entry)
         assert isinstance(stored, CompactionEntry)

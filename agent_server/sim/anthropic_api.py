@@ -17,12 +17,28 @@ import base64
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agent_server.llm.models import ModelInfo, ModelRegistry
+from agent_server.sim.anthropic_context import (
+    COMPACTION_BETAS,
+    Applied,
+    ContextManagement,
+    OnDemand,
+    Rendered,
+    after_latest_compaction,
+    apply_clearing,
+    check_compaction_blocks,
+    check_compaction_request,
+    has_content_to_summarise,
+    invalid,
+    parse_context_management,
+    parse_on_demand,
+)
 from agent_server.sim.cache import ANTHROPIC_TTL_1H, ANTHROPIC_TTL_5M, CacheUsage, PromptBlock
+from agent_server.sim.compaction import handed_over, summary_tokens
 from agent_server.sim.fields import FieldPath, FieldProblem, dotted, get_field
 from agent_server.sim.generation import Generation
 from agent_server.sim.rejection import RequestRejected
@@ -47,7 +63,7 @@ _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
 _USER_BLOCKS = frozenset(("text", "image", "document", "tool_result", "search_result"))
 _ASSISTANT_BLOCKS = frozenset(
     ("text", "thinking", "redacted_thinking", "tool_use", "server_tool_use",
-     "web_search_tool_result")
+     "web_search_tool_result", "compaction")
 )
 _ALL_BLOCKS = _USER_BLOCKS | _ASSISTANT_BLOCKS
 # The request fields the API accepts (those of anthropic 2.16's MessageCreateParams, plus the
@@ -56,7 +72,7 @@ _REQUEST_FIELDS = frozenset((
     "model", "messages", "max_tokens", "system", "tools", "tool_choice", "thinking", "stream",
     "metadata", "stop_sequences", "cache_control", "container", "diagnostics", "inference_geo",
     "output_config", "service_tier", "speed", "user_profile_id", "workspace_id", "temperature",
-    "top_p", "top_k", "context_management", "mcp_servers",
+    "top_p", "top_k", "context_management", "mcp_servers", "compaction",
 ))
 _STOP_REASONS = {
     "end_turn": "end_turn",
@@ -64,17 +80,26 @@ _STOP_REASONS = {
     "max_tokens": "max_tokens",
     "context_window": "model_context_window_exceeded",
     "pause_turn": "pause_turn",
+    "compaction": "compaction",
 }
 
 
 @dataclass(frozen=True, slots=True)
 class MessagesRequest:
+    """A request as the API reads it: its prompt blocks and transcript are what the model
+    renders (after the latest compaction block, with the clearing edits applied)."""
+
     model: ModelInfo
     max_tokens: int
     stream: bool
     thinking: bool  # extended thinking enabled
     blocks: tuple[PromptBlock, ...]
     transcript: Transcript
+    context: ContextManagement | None = None
+    on_demand: OnDemand | None = None  # a compaction request (`compaction: summarize`)
+    applied_edits: tuple[Applied, ...] = ()
+    prefix_blocks: int = 0  # how many of `blocks` are tools and system (before the messages)
+    header: str = ""  # what makes tool_choice and thinking part of the messages' identity
 
     @property
     def prompt_tokens(self) -> int:
@@ -85,15 +110,10 @@ class MessagesRequest:
 
 
 def error_body(rejection: RequestRejected, request_id: str) -> dict[str, Any]:
-    return {
-        "type": "error",
-        "error": {"type": rejection.error_type, "message": rejection.message},
-        "request_id": request_id,
-    }
-
-
-def invalid(message: str) -> RequestRejected:
-    return RequestRejected(400, message, "invalid_request_error")
+    error: dict[str, Any] = {"type": rejection.error_type, "message": rejection.message}
+    if rejection.error_code is not None:
+        error["details"] = {"error_code": rejection.error_code}
+    return {"type": "error", "error": error, "request_id": request_id}
 
 
 def prompt_too_long(prompt_tokens: int, window: int) -> RequestRejected:
@@ -112,13 +132,22 @@ def field_rejection(problem: FieldProblem) -> RequestRejected:
 
 
 def parse_request(
-    body: Any, registry: ModelRegistry, *, count_only: bool = False
+    body: Any, registry: ModelRegistry, *, count_only: bool = False,
+    betas: frozenset[str] | None = None,
 ) -> MessagesRequest:
-    """The validated request; raises RequestRejected with the real API's wording."""
+    """The validated request; raises RequestRejected with the real API's wording.
+
+    `betas` are the request's `anthropic-beta` values; None checks none (a request already
+    accepted, read again from the log)."""
     try:
-        return _parse(body, registry, count_only)
+        return _parse(body, registry, count_only, betas)
     except FieldProblem as problem:
         raise field_rejection(problem) from None
+
+
+def betas_of(header: str | None) -> frozenset[str]:
+    """The values of an `anthropic-beta` header (comma-separated, as the SDKs send it)."""
+    return frozenset(part.strip() for part in (header or "").split(",") if part.strip())
 
 
 @dataclass
@@ -129,6 +158,7 @@ class _Prompt:
     blocks: list[PromptBlock] = field(default_factory=list)
     breakpoints: int = 0
     order: _TtlOrder = field(default_factory=lambda: _TtlOrder())
+    betas: frozenset[str] | None = None
 
     def marked(self, block: Mapping[str, Any], path: FieldPath) -> float | None:
         """The TTL of `block`'s cache_control (checked and counted), or None."""
@@ -167,16 +197,21 @@ class _Turns:
                 raise _unanswered(self.start - 1, missing)
 
 
-def _parse(body: Any, registry: ModelRegistry, count_only: bool) -> MessagesRequest:
+def _parse(body: Any, registry: ModelRegistry, count_only: bool, betas: frozenset[str] | None
+           ) -> MessagesRequest:
     model, max_tokens, stream, messages = _parse_top(body, registry, count_only)
     thinking = _thinking(body, max_tokens)
     _check_output_config(body)
     tool_choice = _tool_choice(body)
-    prompt = _Prompt()
+    on_demand = parse_on_demand(body, betas)
+    context = parse_context_management(body, betas, thinking)
+    prompt = _Prompt(betas=betas)
     specs = _parse_tools(body, prompt)
     system_text = _parse_system(body, prompt)
     if not messages:
         raise invalid("messages: at least one message is required")
+    if on_demand is not None:
+        check_compaction_request(messages)
     header = "messages|" + _canonical(
         {
             "tool_choice": tool_choice,
@@ -184,8 +219,19 @@ def _parse(body: Any, registry: ModelRegistry, count_only: bool) -> MessagesRequ
             "effort": (body.get("output_config") or {}).get("effort"),
         }
     )
-    parts = _parse_messages(messages, prompt, header, system_text)
+    rendered = _parse_messages(messages, prompt)
     _check_final_assistant(messages)
+    check_compaction_blocks(rendered, context)
+    rendered = after_latest_compaction(rendered)
+    if on_demand is not None and not has_content_to_summarise(rendered):
+        raise invalid("messages: there is no `user` or `assistant` content to summarize",
+                      "compaction_nothing_to_summarize")
+    prefix_blocks = len(prompt.blocks)
+    prefix_tokens = sum(block.tokens for block in prompt.blocks)
+    rendered, applied = apply_clearing(
+        rendered, context, prefix_tokens + sum(item.tokens for item in rendered)
+    )
+    parts = _render_messages(rendered, prompt, header, system_text)
     top_level = body.get("cache_control")
     if top_level is not None:
         ttl = _cache_ttl(body, ())
@@ -204,7 +250,8 @@ def _parse(body: Any, registry: ModelRegistry, count_only: bool) -> MessagesRequ
     )
     return MessagesRequest(model=model, max_tokens=max_tokens, stream=stream,
                            thinking=thinking, blocks=tuple(prompt.blocks),
-                           transcript=transcript)
+                           transcript=transcript, context=context, on_demand=on_demand,
+                           applied_edits=applied, prefix_blocks=prefix_blocks, header=header)
 
 
 def _parse_top(body: Any, registry: ModelRegistry, count_only: bool
@@ -302,9 +349,10 @@ def _parse_system(body: Mapping[str, Any], prompt: _Prompt) -> list[str]:
     return system_text
 
 
-def _parse_messages(messages: list[Any], prompt: _Prompt, header: str, system_text: list[str]
-                    ) -> list[tuple[Literal["user", "assistant"], list[Part]]]:
-    parts: list[tuple[Literal["user", "assistant"], list[Part]]] = []
+def _parse_messages(messages: list[Any], prompt: _Prompt) -> list[Rendered]:
+    """Every message block, checked (the whole request, what the API drops included), as
+    the prompt renders it."""
+    rendered: list[Rendered] = []
     turns = _Turns()
     for m_index, message in enumerate(messages):
         role, content_blocks = _message_shape(message, m_index, len(messages))
@@ -314,17 +362,41 @@ def _parse_messages(messages: list[Any], prompt: _Prompt, header: str, system_te
             # for one between tool calls and their results.
             if turns.role == "assistant" and turns.calls:
                 raise _unanswered(m_index - 1, turns.calls)
-            _system_message(content_blocks, path, prompt, system_text)
+            rendered.extend(_system_message(content_blocks, path, prompt))
             continue
         turns.enter(role, m_index)
         for b_index, block in enumerate(content_blocks):
-            part = _message_block(block, role, (*path, "content", b_index), m_index, b_index,
-                                  prompt, turns, header)
-            if part is not None:
-                append_part(parts, role, part)
+            rendered.append(_message_block(block, role, (*path, "content", b_index), m_index,
+                                           b_index, prompt, turns))
     turns.check_answered()
     if turns.role == "assistant" and turns.calls:
         raise _unanswered(len(messages) - 1, turns.calls)
+    return rendered
+
+
+def _render_messages(rendered: list[Rendered], prompt: _Prompt, header: str,
+                     system_text: list[str]
+                     ) -> list[tuple[Literal["user", "assistant"], list[Part]]]:
+    """The prompt blocks and the transcript of the messages the model reads. The header
+    (tool_choice and thinking) is part of the first message block's identity; a compaction
+    block reads as a summary handed over."""
+    parts: list[tuple[Literal["user", "assistant"], list[Part]]] = []
+    lead = header
+    for item in rendered:
+        first = item.b_index == 0
+        if item.role == "system":
+            system_text.append(str(item.source.get("text", "")))
+            canonical = f"system-message|{int(first)}|{_canonical(item.source)}"
+        else:
+            canonical = f"{lead}{item.role}|{int(first)}|{_canonical(item.source)}"
+            lead = ""
+        prompt.blocks.append(PromptBlock(canonical, item.tokens + (3 if first else 0),
+                                         item.ttl))
+        if item.part is not None and item.role != "system":
+            role: Literal["user", "assistant"] = (
+                "user" if item.role == "user" or item.kind == "compaction" else "assistant"
+            )
+            append_part(parts, role, item.part)
     return parts
 
 
@@ -343,7 +415,7 @@ def _message_shape(message: Any, m_index: int, count: int) -> tuple[Any, list[An
         raise invalid(
             f"messages.{m_index}.role: Input should be 'user', 'assistant' or 'system'"
         )
-    if m_index == 0 and role != "user":
+    if m_index == 0 and role != "user" and not _opens_with_compaction(message):
         raise invalid('messages: first message must use the "user" role')
     content = message.get("content")
     if content is None:
@@ -360,6 +432,13 @@ def _message_shape(message: Any, m_index: int, count: int) -> tuple[Any, list[An
     return role, content_blocks
 
 
+def _opens_with_compaction(message: Mapping[str, Any]) -> bool:
+    """An assistant message that opens with a compaction block may open the conversation."""
+    content = message.get("content")
+    return (message.get("role") == "assistant" and isinstance(content, list) and bool(content)
+            and isinstance(content[0], dict) and content[0].get("type") == "compaction")
+
+
 def _system_text(block: Any, path: FieldPath, prompt: _Prompt) -> tuple[str, float | None]:
     """A system block (top-level or a system message's): text only; (its text, its TTL)."""
     if not isinstance(block, dict):
@@ -371,27 +450,30 @@ def _system_text(block: Any, path: FieldPath, prompt: _Prompt) -> tuple[str, flo
     return text, prompt.marked(block, path)
 
 
-def _system_message(content_blocks: list[Any], path: FieldPath, prompt: _Prompt,
-                    system_text: list[str]) -> None:
+def _system_message(content_blocks: list[Any], path: FieldPath, prompt: _Prompt
+                    ) -> list[Rendered]:
+    out: list[Rendered] = []
     for b_index, block in enumerate(content_blocks):
         b_path = (*path, "content", b_index)
         text, ttl = _system_text(block, b_path, prompt)
-        system_text.append(text)
-        first = b_index == 0
-        prompt.blocks.append(PromptBlock(f"system-message|{int(first)}|{_canonical(block)}",
-                                         1 + count_tokens(text) + (3 if first else 0), ttl))
+        out.append(Rendered("system", "text", block, 1 + count_tokens(text), ttl, None,
+                            int(path[1]), b_index))
+    return out
 
 
 def _message_block(block: Any, role: str, b_path: FieldPath, m_index: int, b_index: int,
-                   prompt: _Prompt, turns: _Turns, header: str) -> Part | None:
-    """One content block of a user or assistant message: checked, its prompt block added,
-    tool pairing followed; its part of the transcript."""
+                   prompt: _Prompt, turns: _Turns) -> Rendered:
+    """One content block of a user or assistant message: checked, tool pairing followed; as
+    the prompt renders it."""
     if not isinstance(block, dict):
         raise FieldProblem(b_path, "type", "object", block)
     kind = block.get("type")
     if kind is None:
         raise FieldProblem((*b_path, "type"), "missing", "string")
-    if kind not in _ALL_BLOCKS:
+    if kind not in _ALL_BLOCKS or (
+        kind == "compaction" and prompt.betas is not None
+        and not prompt.betas & COMPACTION_BETAS
+    ):
         raise invalid(
             f"{dotted(b_path)}.type: Input tag '{kind}' found using 'type' does not match "
             "any of the expected tags"
@@ -424,12 +506,9 @@ def _message_block(block: Any, role: str, b_path: FieldPath, m_index: int, b_ind
             raise invalid(f"{dotted(b_path)}: `tool_use` ids must be unique")
         turns.seen_ids.add(part.id)
         turns.calls.append(part.id)
-    first = b_index == 0
-    # The header makes tool_choice and thinking part of every message prefix.
-    lead = header if m_index == 0 and first else ""
-    canonical = f"{lead}{role}|{int(first)}|{_canonical(block)}"
-    prompt.blocks.append(PromptBlock(canonical, tokens + (3 if first else 0), ttl))
-    return part
+    summary = block.get("content") if kind == "compaction" else None
+    return Rendered(role, kind, block, tokens, ttl, part, m_index, b_index,
+                    summary if isinstance(summary, str) else None)
 
 
 def _unanswered(m_index: int, ids: list[str]) -> RequestRejected:
@@ -643,7 +722,24 @@ def _block(
     if kind == "redacted_thinking":
         data = get_field(block, "data", path, "string", required=True)
         return 2 + count_tokens(data) // 4, None
+    if kind == "compaction":
+        content = get_field(block, "content", path, "string")
+        if content is not None and not content:
+            raise invalid(f"{dotted(path)}.content: a `compaction` block's content must not be "
+                          "empty (null marks a compaction that failed)")
+        for key in ("signature", "encrypted_content"):
+            get_field(block, key, path, "string")
+        get_field(block, "tool_changes", path, "list")
+        if content is None:
+            return 0, None
+        return summary_tokens(content), handed_over(content)
     return 4 + count_tokens(_canonical(block)), None
+
+
+def opening_block(header: str, block: Mapping[str, Any], tokens: int) -> PromptBlock:
+    """The prompt block of `block` when it opens the messages (a compaction block the
+    answer begins with, as the next request will render it)."""
+    return PromptBlock(f"{header}assistant|1|{_canonical(block)}", tokens + 3)
 
 
 def _canonical(block: Mapping[str, Any]) -> str:
@@ -682,6 +778,23 @@ def usage_json(usage: CacheUsage, output_tokens: int) -> dict[str, Any]:
     }
 
 
+def iteration_json(kind: str, usage: CacheUsage, output_tokens: int) -> dict[str, Any]:
+    """One entry of `usage.iterations`: a sampling iteration ("message") or the compaction
+    that preceded it ("compaction")."""
+    entry = usage_json(usage, output_tokens)
+    del entry["service_tier"]
+    return {"type": kind, **entry}
+
+
+def compacted_usage_json(compaction: dict[str, Any], message: dict[str, Any] | None
+                         ) -> dict[str, Any]:
+    """The usage of an answer that compacted: the top-level fields are the message
+    iteration's (zero when none followed), the compaction's tokens are only in `iterations`."""
+    top = usage_json(CacheUsage(), 0) if message is None else {
+        **{k: v for k, v in message.items() if k != "type"}, "service_tier": "standard"}
+    return {**top, "iterations": [compaction, *([message] if message is not None else [])]}
+
+
 def stop_reason(generation: Generation) -> str:
     return _STOP_REASONS[generation.stop]
 
@@ -699,18 +812,50 @@ def content_blocks(generation: Generation) -> list[dict[str, Any]]:
     return out
 
 
-def message_json(message_id: str, model_id: str, generation: Generation,
-                 usage: CacheUsage) -> dict[str, Any]:
-    return {
+@dataclass(frozen=True, slots=True)
+class MessageAnswer:
+    """What one answer holds: a compaction block that opens it (when the API compacted), the
+    generated blocks (None: the answer stops after the compaction), its usage as answered,
+    its stop reason, and `context_management` (the edits applied) when the request had one."""
+
+    generation: Generation | None
+    usage: dict[str, Any]
+    stop_reason: str
+    compaction: dict[str, Any] | None = None
+    context_management: dict[str, Any] | None = None
+
+    @staticmethod
+    def of(generation: Generation, usage: CacheUsage, request: MessagesRequest
+           ) -> MessageAnswer:
+        return MessageAnswer(generation, usage_json(usage, generation.output_tokens),
+                             stop_reason(generation),
+                             context_management=context_management_json(request))
+
+    def content(self) -> list[dict[str, Any]]:
+        blocks = [self.compaction] if self.compaction is not None else []
+        return blocks + (content_blocks(self.generation) if self.generation is not None else [])
+
+
+def context_management_json(request: MessagesRequest) -> dict[str, Any] | None:
+    if request.context is None:
+        return None
+    return {"applied_edits": [edit.to_json() for edit in request.applied_edits]}
+
+
+def message_json(message_id: str, model_id: str, answer: MessageAnswer) -> dict[str, Any]:
+    out = {
         "id": message_id,
         "type": "message",
         "role": "assistant",
         "model": model_id,
-        "content": content_blocks(generation),
-        "stop_reason": stop_reason(generation),
+        "content": answer.content(),
+        "stop_reason": answer.stop_reason,
         "stop_sequence": None,
-        "usage": usage_json(usage, generation.output_tokens),
+        "usage": answer.usage,
     }
+    if answer.context_management is not None:
+        out["context_management"] = answer.context_management
+    return out
 
 
 def text_chunks(text: str, tokens_per_chunk: int = 8) -> list[str]:
@@ -726,15 +871,17 @@ def json_fragments(encoded: str, parts: int = 4) -> list[str]:
     return [encoded[i : i + size] for i in range(0, len(encoded), size)] or [""]
 
 
-def stream_events(message_id: str, model_id: str, generation: Generation,
-                  usage: CacheUsage) -> list[bytes]:
-    """The SSE events of a streamed answer, every one with its `event:` line."""
+def stream_events(message_id: str, model_id: str, answer: MessageAnswer) -> list[bytes]:
+    """The SSE events of a streamed answer, every one with its `event:` line. A compaction
+    block comes whole in one `compaction_delta` (its signature, when it has one, with its
+    start)."""
     events: list[bytes] = []
 
     def emit(kind: str, data: Mapping[str, Any]) -> None:
         events.append(sse_event(kind, data))
 
-    start_usage = usage_json(usage, 1)
+    start_usage = {k: v for k, v in answer.usage.items() if k != "iterations"}
+    start_usage["output_tokens"] = 1
     emit("message_start", {
         "type": "message_start",
         "message": {
@@ -744,6 +891,35 @@ def stream_events(message_id: str, model_id: str, generation: Generation,
     })
     emit("ping", {"type": "ping"})
     index = 0
+    if answer.compaction is not None:
+        opening = {k: v for k, v in answer.compaction.items() if k != "content"}
+        emit("content_block_start", {"type": "content_block_start", "index": index,
+                                     "content_block": {**opening, "content": ""}})
+        emit("content_block_delta", {
+            "type": "content_block_delta", "index": index,
+            "delta": {"type": "compaction_delta", "content": answer.compaction.get("content"),
+                      "encrypted_content": answer.compaction.get("encrypted_content")},
+        })
+        emit("content_block_stop", {"type": "content_block_stop", "index": index})
+        index += 1
+    if answer.generation is not None:
+        _generation_events(answer.generation, index, emit)
+    final_usage = {k: v for k, v in answer.usage.items()
+                   if k not in ("cache_creation", "service_tier")}
+    delta: dict[str, Any] = {
+        "type": "message_delta",
+        "delta": {"stop_reason": answer.stop_reason, "stop_sequence": None},
+        "usage": final_usage,
+    }
+    if answer.context_management is not None:
+        delta["context_management"] = answer.context_management
+    emit("message_delta", delta)
+    emit("message_stop", {"type": "message_stop"})
+    return events
+
+
+def _generation_events(generation: Generation, index: int,
+                       emit: Callable[[str, Mapping[str, Any]], None]) -> None:
     if generation.thinking:
         emit("content_block_start", {"type": "content_block_start", "index": index,
                                      "content_block": {"type": "thinking", "thinking": "",
@@ -778,15 +954,6 @@ def stream_events(message_id: str, model_id: str, generation: Generation,
                                                    "partial_json": fragment}})
         emit("content_block_stop", {"type": "content_block_stop", "index": index})
         index += 1
-    final_usage = usage_json(usage, generation.output_tokens)
-    del final_usage["cache_creation"], final_usage["service_tier"]
-    emit("message_delta", {
-        "type": "message_delta",
-        "delta": {"stop_reason": stop_reason(generation), "stop_sequence": None},
-        "usage": final_usage,
-    })
-    emit("message_stop", {"type": "message_stop"})
-    return events
 
 
 def count_tokens_json(request: MessagesRequest) -> dict[str, Any]:

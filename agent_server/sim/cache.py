@@ -119,8 +119,11 @@ class AnthropicPromptCache:
         now = self._clock()
         return sum(1 for entry in self._entries.values() if entry.expires_at > now)
 
-    def apply(self, model_id: str, min_tokens: int, blocks: Sequence[PromptBlock]) -> CacheUsage:
-        """Read and write the cache for one request; returns how its prompt is billed."""
+    def apply(self, model_id: str, min_tokens: int, blocks: Sequence[PromptBlock], *,
+              write: bool = True) -> CacheUsage:
+        """Read and write the cache for one request; returns how its prompt is billed.
+        `write` False: read only (a provider's own pass over a request, such as the summary
+        of a compaction, which no later request begins with)."""
         now = self._clock()
         self._maybe_purge(now)
         hashes = prefix_hashes(blocks)
@@ -144,7 +147,7 @@ class AnthropicPromptCache:
 
         written_to = read_at
         write_5m = write_1h = 0
-        for point in breakpoints:
+        for point in breakpoints if write else ():
             ttl = blocks[point].breakpoint_ttl
             assert ttl is not None
             key = (model_id, hashes[point])

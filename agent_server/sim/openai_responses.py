@@ -17,6 +17,13 @@ from typing import Any, Literal
 
 from agent_server.llm.models import ModelInfo, ModelRegistry
 from agent_server.sim.cache import CacheUsage, OpenAICacheRequest, PromptBlock
+from agent_server.sim.compaction import (
+    handed_over,
+    invalid_encrypted_content_message,
+    seal,
+    summary_tokens,
+    unseal,
+)
 from agent_server.sim.fields import FieldPath, FieldProblem, bracketed, get_field
 from agent_server.sim.generation import Generation
 from agent_server.sim.openai_cache_fields import (
@@ -60,6 +67,11 @@ _REQUEST_FIELDS = frozenset((
     "service_tier", "store", "temperature", "text", "tool_choice", "tools", "top_logprobs",
     "top_p", "truncation", "user",
 ))
+# The parameters of `POST /responses/compact` (openai 3.60's ResponseCompactParams).
+COMPACT_FIELDS = frozenset((
+    "model", "input", "instructions", "previous_response_id", "prompt_cache_key",
+    "prompt_cache_options", "prompt_cache_retention", "safety_identifier", "image",
+))
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +91,12 @@ class ResponsesRequest:
     blocks: tuple[PromptBlock, ...]
     transcript: Transcript
     metadata: dict[str, Any] = field(default_factory=dict)
+    # `context_management: [{type: "compaction", compact_threshold}]`: compact past it.
+    compact_threshold: int | None = None
+    # The user messages the model reads (those before the latest compaction item included),
+    # as a compaction's output carries them forward.
+    user_items: tuple[dict[str, Any], ...] = ()
+    prefix_blocks: int = 0  # how many of `blocks` are the instructions and tools
 
     @property
     def prompt_tokens(self) -> int:
@@ -101,18 +119,21 @@ def context_length_exceeded() -> RequestRejected:
 PreviousLookup = Callable[[str], Sequence[dict[str, Any]] | None]
 
 
-def parse_request(body: Any, registry: ModelRegistry, previous: PreviousLookup) -> ResponsesRequest:
+def parse_request(body: Any, registry: ModelRegistry, previous: PreviousLookup, *,
+                  compact: bool = False) -> ResponsesRequest:
+    """A `POST /responses` body, or with `compact` a `POST /responses/compact` one."""
     try:
-        return _parse(body, registry, previous)
+        return _parse(body, registry, previous, COMPACT_FIELDS if compact else _REQUEST_FIELDS)
     except FieldProblem as problem:
         raise field_rejection(problem) from None
 
 
-def _parse(body: Any, registry: ModelRegistry, previous: PreviousLookup) -> ResponsesRequest:
+def _parse(body: Any, registry: ModelRegistry, previous: PreviousLookup,
+           fields: frozenset[str]) -> ResponsesRequest:
     if not isinstance(body, dict):
         raise invalid("The request body must be a JSON object.")
     for key in body:
-        if key not in _REQUEST_FIELDS:
+        if key not in fields:
             raise invalid(f"Unknown parameter: '{key}'.", key, "unknown_parameter")
     model_id = get_field(body, "model", (), "string", required=True)
     raw_input = body.get("input")
@@ -131,24 +152,33 @@ def _parse(body: Any, registry: ModelRegistry, previous: PreviousLookup) -> Resp
     check_reasoning_effort(model, (reasoning or {}).get("effort"), "reasoning.effort")
     cache = parse_cache_fields(body, model, RESPONSES_CACHE_TTLS, RESPONSES_CACHE_OPTIONS)
     max_output = _max_output(body, model)
+    compact_threshold = _compact_threshold(body)
     items = _items(raw_input, previous_id, previous)
     blocks: list[PromptBlock] = []
     if instructions:
         blocks.append(PromptBlock("instructions|" + instructions, 4 + count_tokens(instructions)))
     tools, specs = _parse_tools(body, blocks)
+    prefix_blocks = len(blocks)
     reading = _Reading(system=[instructions] if instructions else [])
     first_new = len(items) - (len(raw_input) if isinstance(raw_input, list) else 1)
+    item_blocks: list[PromptBlock] = []
     for index, item in enumerate(items):
         path: FieldPath = ("input", max(index - first_new, 0))
         kind = item.get("type", "message")
+        reading.item_parts.append([])
         tokens = _parse_item(item, kind, index, path, reading)
-        blocks.append(PromptBlock(f"{kind}|{_canonical(_identity(item))}", tokens))
+        item_blocks.append(PromptBlock(f"{kind}|{_canonical(_identity(item))}", tokens))
     for call_id in reading.calls:
         if call_id not in reading.answered:
             raise invalid(f"No tool output found for function call {call_id}.", "input", None)
+    rendered = _rendered_items(items)
+    parts: list[tuple[Literal["user", "assistant"], list[Part]]] = []
+    for index in rendered:
+        blocks.append(item_blocks[index])
+        for role, part in reading.item_parts[index]:
+            append_part(parts, role, part)
     transcript = Transcript(
-        system="\n\n".join(reading.system), tools=tuple(specs),
-        messages=freeze(reading.parts)
+        system="\n\n".join(reading.system), tools=tuple(specs), messages=freeze(parts)
     )
     return ResponsesRequest(
         model=model,
@@ -166,7 +196,57 @@ def _parse(body: Any, registry: ModelRegistry, previous: PreviousLookup) -> Resp
         blocks=tuple(blocks),
         transcript=transcript,
         metadata=metadata,
+        compact_threshold=compact_threshold,
+        user_items=tuple(items[i] for i in rendered if _is_user_message(items[i])),
+        prefix_blocks=prefix_blocks,
     )
+
+
+def _compact_threshold(body: Mapping[str, Any]) -> int | None:
+    """`context_management`: a list of entries; the one type there is, "compaction", with
+    its `compact_threshold` (tokens of the rendered input)."""
+    entries = get_field(body, "context_management", (), "list")
+    threshold: int | None = None
+    for index, entry in enumerate(entries or []):
+        path: FieldPath = ("context_management", index)
+        if not isinstance(entry, dict):
+            raise FieldProblem(path, "type", "object", entry)
+        kind = get_field(entry, "type", path, "string", required=True)
+        if kind != "compaction":
+            raise invalid(f"Invalid value: '{kind}'. Supported values are: 'compaction'.",
+                          f"{bracketed(path)}.type", "invalid_value")
+        for key in entry:
+            if key not in ("type", "compact_threshold"):
+                raise invalid(f"Unknown parameter: '{bracketed((*path, key))}'.",
+                              bracketed((*path, key)), "unknown_parameter")
+        value = get_field(entry, "compact_threshold", path, "integer")
+        if value is not None and value < 1:
+            raise invalid(
+                f"Invalid '{bracketed((*path, 'compact_threshold'))}': integer below minimum "
+                f"value. Expected a value >= 1, but got {value} instead.",
+                bracketed((*path, "compact_threshold")), "integer_below_min_value",
+            )
+        if threshold is not None:
+            raise invalid("Only one 'compaction' entry is supported in 'context_management'.",
+                          "context_management", "invalid_value")
+        threshold = value if value is not None else 0
+    return threshold
+
+
+def _is_user_message(item: Mapping[str, Any]) -> bool:
+    return item.get("type", "message") == "message" and item.get("role") == "user"
+
+
+def _rendered_items(items: Sequence[Mapping[str, Any]]) -> list[int]:
+    """The indexes of the items the model reads. A compaction item stands for what came
+    before it, except the user's messages (a compaction's output is "all user messages,
+    followed by a single compaction item"): the items before the latest one are left out,
+    those messages aside."""
+    latest = max((i for i, item in enumerate(items) if item.get("type") == "compaction"),
+                 default=None)
+    if latest is None:
+        return list(range(len(items)))
+    return [i for i, item in enumerate(items) if i >= latest or _is_user_message(item)]
 
 
 def _max_output(body: Mapping[str, Any], model: ModelInfo) -> int:
@@ -233,9 +313,14 @@ class _Reading:
     """What is gathered while the input items are read."""
 
     system: list[str]
-    parts: list[tuple[Literal["user", "assistant"], list[Part]]] = field(default_factory=list)
+    # What the model reads of each item, by item index.
+    item_parts: list[list[tuple[Literal["user", "assistant"], Part]]] = field(
+        default_factory=list)
     calls: dict[str, int] = field(default_factory=dict)  # call_id -> item index
     answered: set[str] = field(default_factory=set)
+
+    def add(self, role: Literal["user", "assistant"], part: Part) -> None:
+        self.item_parts[-1].append((role, part))
 
 
 def _parse_item(item: Mapping[str, Any], kind: str, index: int, path: FieldPath,
@@ -252,20 +337,28 @@ def _parse_item(item: Mapping[str, Any], kind: str, index: int, path: FieldPath,
         except json.JSONDecodeError:
             decoded = {}
         reading.calls[call_id] = index
-        append_part(reading.parts, "assistant",
+        reading.add("assistant",
                     ToolCallPart(call_id, name, decoded if isinstance(decoded, dict) else {}))
         return 6 + count_tokens(name) + count_tokens(arguments)
     if kind == "function_call_output":
         return _output_item(item, path, reading)
+    if kind == "compaction":
+        token = get_field(item, "encrypted_content", path, "string", required=True)
+        carried = unseal(token)
+        if carried is None:
+            raise invalid(invalid_encrypted_content_message(token), "input",
+                          "invalid_encrypted_content")
+        reading.add("user", handed_over(carried))
+        return summary_tokens(carried)
     if kind == "reasoning":
         summary = item.get("summary") or []
         text = "\n".join(str(s.get("text", "")) for s in summary if isinstance(s, dict))
         if text:
-            append_part(reading.parts, "assistant", ThinkingPart(text))
+            reading.add("assistant", ThinkingPart(text))
         return 2 + count_tokens(text)
     raise invalid(
         f"Invalid value: '{kind}'. This simulator supports input items of type "
-        "'message', 'function_call', 'function_call_output' and 'reasoning'.",
+        "'message', 'function_call', 'function_call_output', 'reasoning' and 'compaction'.",
         f"{bracketed(path)}.type", "invalid_value",
     )
 
@@ -283,9 +376,9 @@ def _message_item(item: Mapping[str, Any], path: FieldPath, reading: _Reading) -
     else:
         who: Literal["user", "assistant"] = "user" if role == "user" else "assistant"
         for text in texts:
-            append_part(reading.parts, who, TextPart(text))
+            reading.add(who, TextPart(text))
         if extra:
-            append_part(reading.parts, who, ImagePart())
+            reading.add(who, ImagePart())
     return 4 + sum(count_tokens(text) for text in texts) + extra
 
 
@@ -306,7 +399,7 @@ def _output_item(item: Mapping[str, Any], path: FieldPath, reading: _Reading) ->
     else:
         raise FieldProblem((*path, "output"), "missing" if output is None else "type",
                            "string", output)
-    append_part(reading.parts, "user", ToolResultPart(call_id, text))
+    reading.add("user", ToolResultPart(call_id, text))
     return 5 + count_tokens(text) + extra
 
 
@@ -357,6 +450,11 @@ def _canonical(value: Any) -> str:
 
 
 def usage_json(usage: CacheUsage, generation: Generation) -> dict[str, Any]:
+    return tokens_usage_json(usage, generation.output_tokens, generation.reasoning_tokens)
+
+
+def tokens_usage_json(usage: CacheUsage, output_tokens: int, reasoning_tokens: int = 0
+                      ) -> dict[str, Any]:
     prompt = usage.prompt_tokens
     return {
         "input_tokens": prompt,
@@ -369,18 +467,52 @@ def usage_json(usage: CacheUsage, generation: Generation) -> dict[str, Any]:
                 "ttl_12h_tokens": usage.cache_write_1h,
             },
         },
-        "output_tokens": generation.output_tokens,
-        "output_tokens_details": {"reasoning_tokens": generation.reasoning_tokens},
-        "total_tokens": prompt + generation.output_tokens,
+        "output_tokens": output_tokens,
+        "output_tokens_details": {"reasoning_tokens": reasoning_tokens},
+        "total_tokens": prompt + output_tokens,
     }
 
 
-def output_items(response_id: str, request: ResponsesRequest,
-                 generation: Generation) -> list[dict[str, Any]]:
-    """The finished output items: reasoning, message, function calls."""
+def compaction_item(response_id: str, summary: str) -> dict[str, Any]:
+    """The opaque item a compaction returns: its summary sealed under the simulator's key."""
+    return {"id": f"cmp_{response_id.removeprefix('resp_')}", "type": "compaction",
+            "encrypted_content": seal(summary)}
+
+
+def compacted_output(response_id: str, request: ResponsesRequest, summary: str
+                     ) -> list[dict[str, Any]]:
+    """What `POST /responses/compact` returns as `output`: the user messages the model read,
+    then one compaction item."""
+    suffix = response_id.removeprefix("resp_")
+    users = [
+        {"id": f"msg_{suffix}_{index}", "type": "message", "status": "completed",
+         "role": "user", "content": _input_parts(item.get("content"))}
+        for index, item in enumerate(request.user_items)
+    ]
+    return [*users, compaction_item(response_id, summary)]
+
+
+def _input_parts(content: Any) -> list[Any]:
+    if isinstance(content, str):
+        return [{"type": "input_text", "text": content}]
+    return list(content) if isinstance(content, list) else []
+
+
+def compacted_response_json(response_id: str, created: float, request: ResponsesRequest,
+                            output: list[dict[str, Any]], usage: dict[str, Any]
+                            ) -> dict[str, Any]:
+    """The CompactedResponse of `POST /responses/compact`."""
+    return {"id": response_id, "object": "response.compaction", "created_at": int(created),
+            "output": output, "usage": usage, "model": request.model.id}
+
+
+def output_items(response_id: str, request: ResponsesRequest, generation: Generation,
+                 compaction: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The finished output items: a compaction (when the server compacted), reasoning,
+    message, function calls."""
     suffix = response_id.removeprefix("resp_")
     status = "incomplete" if generation.truncated else "completed"
-    items: list[dict[str, Any]] = []
+    items: list[dict[str, Any]] = [compaction] if compaction is not None else []
     if request.model.reasoning and generation.reasoning_tokens:
         reasoning: dict[str, Any] = {
             "id": f"rs_{suffix}",
@@ -420,7 +552,7 @@ def response_json(
     created: float,
     request: ResponsesRequest,
     generation: Generation | None,
-    usage: CacheUsage | None,
+    usage: dict[str, Any] | None,
     output: list[dict[str, Any]],
 ) -> dict[str, Any]:
     """A Response object; without a generation it is the in-progress snapshot."""
@@ -461,7 +593,7 @@ def response_json(
         "top_logprobs": 0,
         "top_p": 1.0,
         "truncation": "disabled",
-        "usage": usage_json(usage, generation) if generation is not None and usage else None,
+        "usage": usage if generation is not None else None,
         "user": None,
         "metadata": request.metadata,
         "completed_at": created if status == "completed" else None,
@@ -481,8 +613,10 @@ def _tool_json(tool: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def stream_events(response_id: str, created: float, request: ResponsesRequest,
-                  generation: Generation, usage: CacheUsage) -> list[bytes]:
-    """The SSE events of a streamed response, numbered by `sequence_number`."""
+                  generation: Generation, usage: dict[str, Any],
+                  items: list[dict[str, Any]]) -> list[bytes]:
+    """The SSE events of a streamed response, numbered by `sequence_number`. A compaction
+    item is announced, then `response.compaction.compacting`, then done whole."""
     events: list[bytes] = []
 
     def emit(kind: str, data: dict[str, Any]) -> None:
@@ -492,9 +626,12 @@ def stream_events(response_id: str, created: float, request: ResponsesRequest,
     start = response_json(response_id, created, request, None, None, [])
     emit("response.created", {"response": start})
     emit("response.in_progress", {"response": start})
-    items = output_items(response_id, request, generation)
     for index, item in enumerate(items):
-        if item["type"] == "reasoning":
+        if item["type"] == "compaction":
+            emit("response.output_item.added", {"output_index": index, "item": item})
+            emit("response.compaction.compacting",
+                 {"item_id": item["id"], "output_index": index})
+        elif item["type"] == "reasoning":
             emit("response.output_item.added",
                  {"output_index": index, "item": {**item, "summary": []}})
             for s_index, summary in enumerate(item["summary"]):

@@ -38,6 +38,15 @@ class TokenCounts:
     def cache_write(self) -> int:
         return self.cache_write_5m + self.cache_write_1h
 
+    def plus(self, other: TokenCounts) -> TokenCounts:
+        """Both passes of one answer (a provider's compaction, then the answer), billed."""
+        return TokenCounts(
+            self.input + other.input, self.cache_read + other.cache_read,
+            self.cache_write_5m + other.cache_write_5m,
+            self.cache_write_1h + other.cache_write_1h, self.output + other.output,
+            self.reasoning + other.reasoning,
+        )
+
     @property
     def prompt(self) -> int:
         return self.input + self.cache_read + self.cache_write
@@ -76,6 +85,10 @@ class RequestRecord:
     source: str | None = None
     error: str | None = None
     knowledge: tuple[FactCheck, ...] = ()  # the facts the answered step needed, checked
+    # Compactions the provider made while answering (Anthropic's compaction edit or
+    # on-demand compaction; OpenAI's context_management or /responses/compact); `tokens` bills
+    # them with the answer.
+    compactions: int = 0
 
     @property
     def completed_step(self) -> str | None:
@@ -102,6 +115,7 @@ class RequestRecord:
             "source": self.source,
             "error": self.error,
             "knowledge": [check.to_json() for check in self.knowledge],
+            "compactions": self.compactions,
         }
 
 

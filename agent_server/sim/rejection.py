@@ -10,7 +10,8 @@ class RequestRejected(Exception):
 
     `error_type` is the provider's error type (Anthropic `invalid_request_error`,
     `not_found_error`...; OpenAI `invalid_request_error`, `server_error`...); `param` and `code`
-    are OpenAI's extra fields.
+    are OpenAI's extra fields; `error_code` Anthropic's `error.details.error_code`, the stable
+    name of a cause (the compaction errors have one).
     """
 
     def __init__(
@@ -22,6 +23,7 @@ class RequestRejected(Exception):
         param: str | None = None,
         code: str | None = None,
         headers: Mapping[str, str] | None = None,
+        error_code: str | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -30,3 +32,4 @@ class RequestRejected(Exception):
         self.param = param
         self.code = code
         self.headers = dict(headers or {})
+        self.error_code = error_code

@@ -35,7 +35,15 @@ from starlette.types import ASGIApp
 
 from agent_server.llm.models import BUILTIN_MODELS, ModelInfo, ModelRegistry
 from agent_server.sim import anthropic_api, openai_chat, openai_errors, openai_responses
-from agent_server.sim.cache import AnthropicPromptCache, OpenAIPromptCache
+from agent_server.sim.anthropic_context import CompactEdit
+from agent_server.sim.cache import AnthropicPromptCache, CacheUsage, OpenAIPromptCache
+from agent_server.sim.compaction import (
+    compaction_summary,
+    handed_over,
+    instruction_tokens,
+    sign,
+    summary_tokens,
+)
 from agent_server.sim.faults import Fault, FaultDecision, FaultInjector, FaultPlan, parse_faults
 from agent_server.sim.generation import Generation, ThinkingMode, generate, paused
 from agent_server.sim.knowledge import FactCheck
@@ -45,7 +53,7 @@ from agent_server.sim.responder import PlannedReply, plan_reply
 from agent_server.sim.scenario import Scenario, default_scenario, load_scenario
 from agent_server.sim.sse import ChunkedResponse, install_drop_log_filter, json_bytes
 from agent_server.sim.summary import SUMMARY_MODES, SummaryMode
-from agent_server.sim.transcript import Transcript
+from agent_server.sim.transcript import Transcript, TranscriptMessage
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +86,7 @@ class _Answer:
     stop_reason: str | None
     source: str | None
     knowledge: tuple[FactCheck, ...] = ()
+    compactions: int = 0  # compactions the provider made while answering
 
 
 class _Malformed(Exception):
@@ -156,6 +165,7 @@ class Simulator:
             Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
             Route("/v1/chat/completions", self._chat, methods=["POST"]),
             Route("/v1/responses", self._responses_endpoint, methods=["POST"]),
+            Route("/v1/responses/compact", self._compact_endpoint, methods=["POST"]),
             Route("/v1/models", self._models, methods=["GET"]),
             Route("/v1/models/{model_id:path}", self._model, methods=["GET"]),
             Route("/_sim/faults", self._faults_endpoint, methods=["GET", "POST"]),
@@ -196,12 +206,16 @@ class Simulator:
         return await self._model_call(request, "openai", "openai-responses",
                                       self._answer_responses)
 
+    async def _compact_endpoint(self, request: Request) -> ASGIApp:
+        return await self._model_call(request, "openai", "openai-responses-compact",
+                                      self._answer_compact)
+
     async def _model_call(
         self,
         request: Request,
         api: ApiName,
         api_name: str,
-        answer: Callable[[Any, Fault | None, str], _Answer],
+        answer: Callable[[Any, Fault | None, str, Request], _Answer],
     ) -> ASGIApp:
         request_id = self._next_id()
         raw = await request.body()
@@ -227,7 +241,7 @@ class Simulator:
         try:
             if isinstance(body, _Malformed):
                 raise _malformed_rejection(api, body.detail)
-            result = answer(body, fault, request_id)
+            result = answer(body, fault, request_id, request)
         except RequestRejected as rejection:
             self._record(base, rejection.status, index=decision.index, model=model,
                          stream=stream, fault=decision.describe(), error=rejection.message)
@@ -242,40 +256,120 @@ class Simulator:
         self._record(base, 200, index=decision.index, model=result.model,
                      stream=result.streaming, usage=result.usage, tokens=result.tokens,
                      stop_reason=result.stop_reason, fault=decision.describe(),
-                     source=result.source, knowledge=result.knowledge)
+                     source=result.source, knowledge=result.knowledge,
+                     compactions=result.compactions)
         return self._answer_response(api, result, request_id, decision)
 
-    def _answer_messages(self, body: Any, fault: Fault | None, request_id: str) -> _Answer:
-        request = anthropic_api.parse_request(body, self.registry)
+    def _answer_messages(self, body: Any, fault: Fault | None, request_id: str,
+                         http: Request) -> _Answer:
+        betas = anthropic_api.betas_of(http.headers.get("anthropic-beta"))
+        request = anthropic_api.parse_request(body, self.registry, betas=betas)
         model = request.model
         prompt = request.prompt_tokens
         if prompt > model.context_window or _forced_overflow(fault):
             raise anthropic_api.prompt_too_long(max(prompt, model.context_window + 1),
                                                 model.context_window)
+        message_id = f"msg_sim_{request_id.removeprefix('req_sim_')}"
+        compact = request.context.compact if request.context is not None else None
+        if request.on_demand is not None:
+            return self._compact_on_demand(request, message_id)
+        if compact is not None and prompt > compact.trigger:
+            return self._compact_then_answer(request, compact, message_id)
         usage = self.anthropic_cache.apply(model.id, model.min_cache_tokens, request.blocks)
         reply, generation = self._reply(request.transcript, "toolu", model, prompt,
                                          request.max_tokens,
                                          "shown" if request.thinking else "none")
         if fault is not None and fault.kind == "pause":
             generation = paused(generation)
-        message_id = f"msg_sim_{request_id.removeprefix('req_sim_')}"
+        answer = anthropic_api.MessageAnswer.of(generation, usage, request)
+        return self._messages_answer(request, message_id, answer, reply,
+                                     TokenCounts.of(usage, generation.output_tokens,
+                                                    generation.reasoning_tokens))
+
+    def _messages_answer(self, request: anthropic_api.MessagesRequest, message_id: str,
+                         answer: anthropic_api.MessageAnswer, reply: PlannedReply | None,
+                         tokens: TokenCounts, compactions: int = 0) -> _Answer:
+        model = request.model
         if request.stream:
-            chunks = anthropic_api.stream_events(message_id, model.id, generation, usage)
+            chunks = anthropic_api.stream_events(message_id, model.id, answer)
         else:
-            chunks = [json_bytes(anthropic_api.message_json(message_id, model.id, generation,
-                                                            usage))]
+            chunks = [json_bytes(anthropic_api.message_json(message_id, model.id, answer))]
         return _Answer(
             chunks=chunks,
             streaming=request.stream,
             model=model.id,
-            usage=anthropic_api.usage_json(usage, generation.output_tokens),
-            tokens=TokenCounts.of(usage, generation.output_tokens, generation.reasoning_tokens),
-            stop_reason=anthropic_api.stop_reason(generation),
-            source=reply.source,
-            knowledge=reply.knowledge,
+            usage=answer.usage,
+            tokens=tokens,
+            stop_reason=answer.stop_reason,
+            source=reply.source if reply is not None else "summary",
+            knowledge=reply.knowledge if reply is not None else (),
+            compactions=compactions,
         )
 
-    def _answer_chat(self, body: Any, fault: Fault | None, request_id: str) -> _Answer:
+    def _compaction_pass(self, request: anthropic_api.MessagesRequest,
+                         instructions: str | None, *, write: bool
+                         ) -> tuple[str, CacheUsage, int]:
+        """(summary, prompt usage, output tokens) of the provider's own summary of what the
+        request renders: its prompt (read from the cache; written too when `write`, as a
+        request of the client's own) and the instruction, at the input price."""
+        model = request.model
+        summary = compaction_summary(request.transcript, instructions, self.summariser)
+        read = self.anthropic_cache.apply(model.id, model.min_cache_tokens, request.blocks,
+                                          write=write)
+        usage = CacheUsage(input=read.input + instruction_tokens(instructions),
+                           cache_read=read.cache_read, cache_write_5m=read.cache_write_5m,
+                           cache_write_1h=read.cache_write_1h)
+        return summary, usage, summary_tokens(summary)
+
+    def _compact_on_demand(self, request: anthropic_api.MessagesRequest,
+                           message_id: str) -> _Answer:
+        """`compaction: {type: "summarize"}`: the answer is the signed compaction block alone
+        (stop reason "compaction"); its cost is only in `usage.iterations`."""
+        assert request.on_demand is not None
+        summary, usage, output = self._compaction_pass(request, request.on_demand.instructions,
+                                                       write=True)
+        block = {"type": "compaction", "content": summary, "signature": sign(summary)}
+        iteration = anthropic_api.iteration_json("compaction", usage, output)
+        answer = anthropic_api.MessageAnswer(
+            None, anthropic_api.compacted_usage_json(iteration, None), "compaction", block)
+        return self._messages_answer(request, message_id, answer, None,
+                                     TokenCounts.of(usage, output), compactions=1)
+
+    def _compact_then_answer(self, request: anthropic_api.MessagesRequest,
+                             compact: CompactEdit, message_id: str) -> _Answer:
+        """The `compact_20260112` edit triggered: the provider summarises what the request
+        renders (reading the cached prefix, writing nothing: no later request begins with
+        it), then answers from the tools, the system prompt and the compaction block alone,
+        unless `pause_after_compaction` hands the block back first."""
+        model = request.model
+        summary, usage, output = self._compaction_pass(request, compact.instructions,
+                                                       write=False)
+        block = {"type": "compaction", "content": summary}
+        compaction = anthropic_api.iteration_json("compaction", usage, output)
+        spent = TokenCounts.of(usage, output)
+        if compact.pause:
+            answer = anthropic_api.MessageAnswer(
+                None, anthropic_api.compacted_usage_json(compaction, None), "compaction", block,
+                anthropic_api.context_management_json(request))
+            return self._messages_answer(request, message_id, answer, None, spent, 1)
+        blocks = (*request.blocks[: request.prefix_blocks],
+                  anthropic_api.opening_block(request.header, block, summary_tokens(summary)))
+        after = self.anthropic_cache.apply(model.id, model.min_cache_tokens, blocks)
+        transcript = Transcript(request.transcript.system, request.transcript.tools,
+                                (TranscriptMessage("user", (handed_over(summary),)),))
+        prompt = sum(item.tokens for item in blocks)
+        reply, generation = self._reply(transcript, "toolu", model, prompt, request.max_tokens,
+                                         "shown" if request.thinking else "none")
+        message = anthropic_api.iteration_json("message", after, generation.output_tokens)
+        answer = anthropic_api.MessageAnswer(
+            generation, anthropic_api.compacted_usage_json(compaction, message),
+            anthropic_api.stop_reason(generation), block,
+            anthropic_api.context_management_json(request))
+        total = TokenCounts.of(after, generation.output_tokens, generation.reasoning_tokens)
+        return self._messages_answer(request, message_id, answer, reply, spent.plus(total), 1)
+
+    def _answer_chat(self, body: Any, fault: Fault | None, request_id: str,
+                     http: Request) -> _Answer:
         request = openai_chat.parse_request(body, self.registry)
         model = request.model
         prompt = request.prompt_tokens
@@ -306,42 +400,90 @@ class Simulator:
             knowledge=reply.knowledge,
         )
 
-    def _answer_responses(self, body: Any, fault: Fault | None, request_id: str) -> _Answer:
+    def _answer_responses(self, body: Any, fault: Fault | None, request_id: str,
+                          http: Request) -> _Answer:
         request = openai_responses.parse_request(body, self.registry, self._responses.get)
         model = request.model
         prompt = request.prompt_tokens
         if prompt > model.context_window or _forced_overflow(fault):
             raise openai_responses.context_length_exceeded()
         _refuse_too_large(fault, model, prompt + request.max_output_tokens)
+        response_id = f"resp_sim_{request_id.removeprefix('req_sim_')}"
         usage = self.openai_cache.apply(model.id, request.cache, request.blocks)
+        spent = TokenCounts.of(usage, 0)
+        compaction: dict[str, Any] | None = None
+        threshold = request.compact_threshold
+        if threshold is not None and prompt > (threshold or _default_threshold(model)):
+            # Compacted in the same stream: the answer is made from the user's messages and
+            # the compaction item alone.
+            summary = compaction_summary(request.transcript, None, self.summariser)
+            compaction = openai_responses.compaction_item(response_id, summary)
+            spent = TokenCounts.of(usage, summary_tokens(summary))
+            request = openai_responses.parse_request(
+                {**body, "input": [*request.user_items, compaction], "stream": request.stream,
+                 "previous_response_id": None},
+                self.registry, self._responses.get)
+            prompt = request.prompt_tokens
+            usage = self.openai_cache.apply(model.id, request.cache, request.blocks)
         thinking: ThinkingMode = "none"
         if model.reasoning:
             thinking = "shown" if request.shows_reasoning_summary else "hidden"
         reply, generation = self._reply(request.transcript, "call", model, prompt,
                                          request.max_output_tokens, thinking)
-        response_id = f"resp_sim_{request_id.removeprefix('req_sim_')}"
         created = float(int(self.clock()))
-        items = openai_responses.output_items(response_id, request, generation)
+        items = openai_responses.output_items(response_id, request, generation, compaction)
         if request.store:
             self._responses[response_id] = [*request.items, *items]
             while len(self._responses) > _STORED_RESPONSES:
                 self._responses.popitem(last=False)
+        if compaction is None:
+            tokens = TokenCounts.of(usage, generation.output_tokens, generation.reasoning_tokens)
+        else:
+            tokens = spent.plus(TokenCounts.of(usage, generation.output_tokens,
+                                               generation.reasoning_tokens))
+        usage_body = openai_responses.tokens_usage_json(
+            CacheUsage(tokens.input, tokens.cache_read, tokens.cache_write_5m,
+                       tokens.cache_write_1h), tokens.output, tokens.reasoning)
         if request.stream:
             chunks = openai_responses.stream_events(response_id, created, request, generation,
-                                                    usage)
+                                                    usage_body, items)
         else:
             chunks = [json_bytes(openai_responses.response_json(
-                response_id, created, request, generation, usage, items))]
+                response_id, created, request, generation, usage_body, items))]
         return _Answer(
             chunks=chunks,
             streaming=request.stream,
             model=model.id,
-            usage=openai_responses.usage_json(usage, generation),
-            tokens=TokenCounts.of(usage, generation.output_tokens, generation.reasoning_tokens),
+            usage=usage_body,
+            tokens=tokens,
             stop_reason="incomplete" if generation.truncated else "completed",
             source=reply.source,
             knowledge=reply.knowledge,
+            compactions=int(compaction is not None),
         )
+
+    def _answer_compact(self, body: Any, fault: Fault | None, request_id: str,
+                        http: Request) -> _Answer:
+        """`POST /responses/compact`: the user messages and one compaction item, which a
+        later request sends in place of what it summarises."""
+        request = openai_responses.parse_request(body, self.registry, self._responses.get,
+                                                 compact=True)
+        model = request.model
+        if request.prompt_tokens > model.context_window or _forced_overflow(fault):
+            raise openai_responses.context_length_exceeded()
+        _refuse_too_large(fault, model, request.prompt_tokens)
+        read = self.openai_cache.apply(model.id, request.cache, request.blocks)
+        usage = CacheUsage(read.input + instruction_tokens(None), read.cache_read,
+                           read.cache_write_5m, read.cache_write_1h)
+        summary = compaction_summary(request.transcript, None, self.summariser)
+        response_id = f"resp_sim_{request_id.removeprefix('req_sim_')}"
+        output = openai_responses.compacted_output(response_id, request, summary)
+        usage_body = openai_responses.tokens_usage_json(usage, summary_tokens(summary))
+        answer = openai_responses.compacted_response_json(
+            response_id, float(int(self.clock())), request, output, usage_body)
+        return _Answer(chunks=[json_bytes(answer)], streaming=False, model=model.id,
+                       usage=usage_body, tokens=TokenCounts.of(usage, summary_tokens(summary)),
+                       stop_reason="completed", source="summary", knowledge=(), compactions=1)
 
     def _reply(self, transcript: Transcript, id_prefix: str, model: ModelInfo, prompt: int,
                max_tokens: int, thinking: ThinkingMode) -> tuple[PlannedReply, Generation]:
@@ -364,7 +506,9 @@ class Simulator:
                 raise _no_key("anthropic")
             if isinstance(body, _Malformed):
                 raise _malformed_rejection("anthropic", body.detail)
-            parsed = anthropic_api.parse_request(body, self.registry, count_only=True)
+            betas = anthropic_api.betas_of(request.headers.get("anthropic-beta"))
+            parsed = anthropic_api.parse_request(body, self.registry, count_only=True,
+                                                 betas=betas)
         except RequestRejected as rejection:
             self._record(base, rejection.status, error=rejection.message)
             return self._error_response("anthropic", rejection, request_id, 0.0)
@@ -553,6 +697,12 @@ def _refuse_too_large(fault: Fault | None, model: ModelInfo, requested: int) -> 
     if fault is not None and fault.kind == "toolarge":
         limit = int(fault.param) if fault.param is not None else 6000
         raise openai_errors.request_too_large(model.id, limit, requested)
+
+
+def _default_threshold(model: ModelInfo) -> int:
+    """The compact_threshold of a compaction entry that gives none (the documentation gives
+    no default: 90% of the window, where Codex compacts)."""
+    return model.context_window * 9 // 10
 
 
 def _forced_overflow(fault: Fault | None) -> bool:

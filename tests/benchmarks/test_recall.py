@@ -274,3 +274,34 @@ def test_bench_peers_and_bench_recall_show_the_same_recall_columns() -> None:
     # A variant (agent-server+NAME) is compared with the peer on its client's API.
     variant = rendered(recall_table([*rows, figures_row("agent-server+restore-files", 0.5)]))
     assert variant.count("0.62x") == 2
+
+
+def test_agent_server_variants_are_compared_with_the_peers_on_their_api() -> None:
+    from benchmarks.report import versus_cheapest_peer
+
+    rows = [figures_row("agent-server-anthropic+provider", 0.3), figures_row("codex", 0.8),
+            figures_row("pi", 0.4), figures_row("agent-server+provider", 0.4)]
+    cheapest, same_api = versus_cheapest_peer(rows, lambda r: (r.session,))
+    assert [cheapest(r) for r in rows] == ["0.75x", "2.00x", "1.00x", "1.00x"]
+    assert [same_api(r) for r in rows] == ["0.75x", "-", "-", "0.50x"]
+    assert peers.api_of("agent-server-anthropic+clear") == "anthropic"
+    assert peers.api_of("agent-server+provider") == "openai-responses"
+    assert peers.reference_client("agent-server+provider") == "agent-server"
+
+
+async def test_the_provider_engine_variants_compact_on_the_providers_side(tmp_path: Path) -> None:
+    anthropic = await peers._run_agent_server("agent-server-anthropic+provider", "sim-small",
+                                              tmp_path, tmp_path / "scratch")
+    asked = [r for r in anthropic.records
+             if r.api == "anthropic-messages" and "compaction" in r.request]
+    assert asked and all(r.request["compaction"]["type"] == "summarize" for r in asked)
+    assert peers.figures(anthropic).summaries >= len(asked) > 0
+    openai = await peers._run_agent_server("agent-server+provider", "sim-small", tmp_path,
+                                           tmp_path / "scratch")
+    compacted = [r for r in openai.records if r.api == "openai-responses-compact"]
+    assert compacted and peers.figures(openai).summaries >= len(compacted)
+    local = await peers._run_agent_server("agent-server-anthropic", "sim-small", tmp_path,
+                                          tmp_path / "scratch")
+    assert not any("compaction" in r.request for r in local.records
+                   if r.api == "anthropic-messages")
+    assert peers.figures(local).summaries > 0

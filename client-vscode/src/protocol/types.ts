@@ -7,6 +7,9 @@
  */
 import type { Provider } from './providers';
 
+export const CompactionEngineValues = ['local', 'provider'] as const;
+export type CompactionEngine = (typeof CompactionEngineValues)[number];
+
 export const ContextActionValues = ['send', 'compact', 'wait', 'refuse'] as const;
 export type ContextAction = (typeof ContextActionValues)[number];
 
@@ -840,6 +843,16 @@ export interface AgentCompactionSettings {
   summary?: SummaryMode;
   model?: string;
   coldCacheShare?: number;
+  /**
+   * `local`: agent-server writes the summaries; `provider`: the provider compacts, where it
+   * can (Anthropic, OpenAI Responses), else local.
+   */
+  engine?: CompactionEngine;
+  /**
+   * The provider clears old tool results before the model reads them, where it can
+   * (Anthropic); each clearing rewrites the cache after it.
+   */
+  clearToolResults?: boolean;
 }
 
 export interface AgentPermissionSettings {

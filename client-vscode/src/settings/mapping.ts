@@ -6,6 +6,7 @@
 import { DEFAULT_PROVIDER, KEY_FAMILIES, PROVIDER_KEYS, PROVIDERS, type KeyFamily } from '../protocol/providers';
 import {
   CacheRetentionSettingValues,
+  CompactionEngineValues,
   PermissionModeValues,
   SandboxModeValues,
   ThinkingLevelValues,
@@ -105,6 +106,10 @@ export function agentSettingsFrom(config: ConfigReader): AgentSettings {
   const hookTimeout = config.get<unknown>('compaction.hooks.timeout');
   if ((before || after) && typeof hookTimeout === 'number' && hookTimeout > 0) hooks.timeout = hookTimeout;
   if (Object.keys(hooks).length > 0) compaction.hooks = hooks;
+  const engine = oneOf(config, 'compaction.engine', CompactionEngineValues);
+  if (engine) compaction.engine = engine;
+  const clearToolResults = bool(config, 'compaction.clearToolResults');
+  if (clearToolResults !== undefined) compaction.clearToolResults = clearToolResults;
   if (Object.keys(compaction).length > 0) settings.compaction = compaction;
 
   const mode = oneOf(config, 'permissions.mode', PermissionModeValues);

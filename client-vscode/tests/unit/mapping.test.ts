@@ -30,6 +30,8 @@ const DEFAULTS = {
   'compaction.hooks.before': [],
   'compaction.hooks.after': [],
   'compaction.hooks.timeout': 30,
+  'compaction.engine': 'local',
+  'compaction.clearToolResults': false,
   'permissions.mode': 'allowReads',
   'tools.sandbox': 'auto',
   'tools.network': false,
@@ -42,7 +44,7 @@ describe('agent settings from agentServer.*', () => {
     expect(agentSettingsFrom(config(DEFAULTS))).toEqual({
       provider: 'anthropic',
       cacheRetention: 'short',
-      compaction: { enabled: true, keepRecentTokens: 8000 },
+      compaction: { enabled: true, keepRecentTokens: 8000, engine: 'local', clearToolResults: false },
       permissions: { mode: 'allowReads' },
       tools: { sandbox: 'auto', network: false },
     });
@@ -62,6 +64,8 @@ describe('agent settings from agentServer.*', () => {
         'compaction.reserveTokens': 9000.4,
         'compaction.keepRecentTokens': 4000,
         'compaction.model': 'sim-large',
+        'compaction.engine': 'provider',
+        'compaction.clearToolResults': true,
         'permissions.mode': 'ask',
         'tools.sandbox': 'always',
         'tools.network': true,
@@ -75,7 +79,14 @@ describe('agent settings from agentServer.*', () => {
       baseUrl: 'http://127.0.0.1:8765',
       apiKeyEnv: 'MY_KEY',
       cacheRetention: 'long',
-      compaction: { enabled: false, reserveTokens: 9000, keepRecentTokens: 4000, model: 'sim-large' },
+      compaction: {
+        enabled: false,
+        reserveTokens: 9000,
+        keepRecentTokens: 4000,
+        model: 'sim-large',
+        engine: 'provider',
+        clearToolResults: true,
+      },
       permissions: { mode: 'ask' },
       tools: { sandbox: 'always', network: true, env: { pass: ['NPM_TOKEN', 'GH_*'] } },
       sessionsDir: '/tmp/sessions',
@@ -108,7 +119,13 @@ describe('agent settings from agentServer.*', () => {
 
   it('drops values outside the enums instead of sending them', () => {
     const settings = agentSettingsFrom(
-      config({ provider: 'gemini', cacheRetention: 'forever', 'permissions.mode': 'yolo', 'tools.sandbox': 'maybe' }),
+      config({
+        provider: 'gemini',
+        cacheRetention: 'forever',
+        'permissions.mode': 'yolo',
+        'tools.sandbox': 'maybe',
+        'compaction.engine': 'remote',
+      }),
     );
     expect(settings).toEqual({});
   });
