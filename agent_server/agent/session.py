@@ -861,6 +861,7 @@ class AgentSession:
             bash_timeout=self.settings.bash_timeout,
             in_context=self._in_context,
             files=self._files,
+            session_files=tuple(self._watch.tracked),
             env_pass=tools.env_pass,
             confinement=self.confinement,
         )

@@ -57,6 +57,8 @@ class ToolOptions:
     read_paths: tuple[str, ...] = DEFAULT_READ_PATHS
     # What one command may consume, sandboxed or not (agent/tools/limits.py).
     limits: CommandLimits = field(default_factory=CommandLimits)
+    # Offer the repo_map tool (when the `repomap` extra is installed): docs/tools.md.
+    repo_map: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +154,7 @@ def settings_from_json(
             network=sub.boolean("network", tools.network),
             read_paths=sub.paths("readPaths", tools.read_paths),
             limits=_limits(tools_data.get("limits"), tools.limits),
+            repo_map=sub.boolean("repoMap", tools.repo_map),
         )
     return AgentSettings(
         mcp=_mcp_options(data.get("mcp"), settings.mcp),

@@ -109,6 +109,8 @@ class ToolContext:
         so that read can answer a re-read of unchanged lines with a note.
     files: where read, edit and write get and put the text of a file (the disk, or the
         editor's buffers).
+    session_files: the workspace files this session has read or written (from the ledger,
+        so a compaction does not forget them): the files repo_map favours.
     """
 
     workspace: Path
@@ -121,6 +123,7 @@ class ToolContext:
     hard_links_allowed: bool = False
     in_context: tuple[EarlierOutput, ...] = ()
     files: FileAccess = LOCAL_FILES
+    session_files: tuple[str, ...] = ()
 
 
 class Tool(Protocol):
