@@ -100,6 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--sessions", metavar="LIST",
                        help="recall: comma-separated, of tabulate-bugfix,sqlparse-feature,"
                        "more-itertools-debug (default all)")
+    bench.add_argument("--strategies", metavar="LIST",
+                       help="recall: agent-server's strategies, comma-separated, of "
+                       "benchmarks/strategies.py (default: default)")
     bench.add_argument("--out", metavar="DIR",
                        help="peers, recall: where the request logs go (default "
                        ".bench/<suite>/<time>)")
@@ -178,6 +181,8 @@ def _suite_options(args: argparse.Namespace) -> dict[str, Any] | None:
             options["summarisers"] = listed(args.summarisers)
         if listed(args.sessions):
             options["names"] = listed(args.sessions)
+        if listed(args.strategies):
+            options["strategy_names"] = listed(args.strategies)
     if args.suite == "conformance" or args.suite == "recall":
         options["json_path"] = Path(args.json) if args.json else None
     if args.out:

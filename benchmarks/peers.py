@@ -53,7 +53,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_server.agent.settings import AgentSettings
+from agent_server.agent.settings import AgentSettings, ToolOptions
 from agent_server.llm.cost import call_cost
 from agent_server.llm.models import BUILTIN_MODELS, ModelInfo, ModelRegistry
 from agent_server.sim import anthropic_api, openai_responses
@@ -66,6 +66,7 @@ from agent_server.sim.tokenizer import count_tokens
 from agent_server.sim.transcript import Transcript
 from agent_server.sim.workspace import write_sample_workspace
 from benchmarks.cost_bench import Bill, bill, open_session
+from benchmarks.strategies import Strategy
 
 MODELS = ("sim-large", "sim-small")
 FAKE_KEY = "sk-sim-not-a-real-key"
@@ -144,6 +145,7 @@ class Run:
     notes: list[str] = field(default_factory=list)
     session: str = "default"
     summariser: SummaryMode = "faithful"
+    strategy: str = "default"  # agent-server's (benchmarks/strategies.py)
 
 
 def _clean_env(home: Path, extra: dict[str, str]) -> dict[str, str]:
@@ -304,9 +306,12 @@ def _environment(extra: Mapping[str, str]) -> Iterator[None]:
 
 async def _run_agent_server(client: str, model_id: str, run_dir: Path, scratch: Path,
                             session: Session | None = None,
-                            summariser: SummaryMode = "faithful") -> Run:
+                            summariser: SummaryMode = "faithful",
+                            strategy: Strategy | None = None) -> Run:
     session = session or default_session()
-    name = f"{client}-{model_id}"
+    strategy = strategy or Strategy("default", "default")
+    name = f"{client}-{model_id}" if strategy.name == "default" else \
+        f"{client}-{strategy.name}-{model_id}"
     workspace = scratch / "workspaces" / name
     shutil.rmtree(workspace, ignore_errors=True)
     session.write(workspace)
@@ -322,9 +327,12 @@ async def _run_agent_server(client: str, model_id: str, run_dir: Path, scratch: 
             provider="anthropic" if anthropic else "openai-responses", model=model_id,
             base_url=server.base_url if anthropic else server.base_url + "/v1",
             permissions_mode="allowAll", sessions_dir=str(scratch / "homes" / name),
+            cache_retention=strategy.cache_retention, compaction=strategy.compaction,
+            tools=ToolOptions(repo_map=strategy.repo_map),
         )
         with _environment(session.env):
-            session_ = open_session(workspace, settings, None)
+            session_ = open_session(workspace, settings,
+                                    strategy.policy() if strategy.policy else None)
             try:
                 for index, prompt in enumerate(prompts):
                     result = await session_.run_turn(prompt)
@@ -337,7 +345,8 @@ async def _run_agent_server(client: str, model_id: str, run_dir: Path, scratch: 
     from agent_server import __version__
 
     return Run(client, model_id, __version__, list(simulator.records), len(prompts),
-               failed, time.perf_counter() - started, notes, session.name, summariser)
+               failed, time.perf_counter() - started, notes, session.name, summariser,
+               strategy.name)
 
 
 # --- figures --------------------------------------------------------------------------------
@@ -583,6 +592,7 @@ class Figures:
     recall: Recall = field(default_factory=Recall)
     session: str = "default"
     summariser: str = "faithful"
+    strategy: str = "default"
 
     @property
     def cost_per_step(self) -> float:
@@ -602,7 +612,7 @@ def figures(run: Run) -> Figures:
         summaries=billed.summaries, failed_requests=billed.failed,
         failed_turns=run.failed_turns, turns=run.turns, off_script=billed.off_script,
         seconds=run.seconds, notes=run.notes, recall=recall_of(run.records, model),
-        session=run.session, summariser=run.summariser,
+        session=run.session, summariser=run.summariser, strategy=run.strategy,
     )
 
 

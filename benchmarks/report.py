@@ -353,17 +353,19 @@ def recall_table(rows: Sequence[Any]) -> Table:
     table = Table(title="the real-code suite, client by client: what forgetting costs "
                         "(simulated models, Sonnet-class list prices)")
     headings = ["session", "window", "summariser", "client", "bill", "× cheapest peer, same "
-                "API", "needed / found", "recoveries: calls, tokens, $", "violations: rule / "
-                "request / decision / failed / lost", "compactions", "steps done",
-                "bill per step", "failed turns"]
+                "API", "cache read", "needed / found", "recoveries: calls, tokens, $",
+                "violations: rule / request / decision / failed / lost", "compactions",
+                "steps done", "bill per step", "failed turns"]
     for heading in headings:
         table.add_column(heading, justify="left" if heading in headings[:4] else "right")
     for row in rows:
         reference = cheapest.get((row.session, row.model, row.summariser, row.client))
+        strategy = getattr(row, "strategy", "default")
+        client = row.client if strategy == "default" else f"{row.client} ({strategy})"
         table.add_row(
-            row.session, row.model, row.summariser, row.client, _money(row.cost),
+            row.session, row.model, row.summariser, client, _money(row.cost),
             _ratio(row.cost / reference) if reference else "-",
-            f"{row.recall.needed} / {row.recall.found}",
+            f"{row.cache_read_share:.0%}", f"{row.recall.needed} / {row.recall.found}",
             f"{row.recall.recoveries}, {format_tokens(row.recall.recovery_tokens)}, "
             f"{_money(row.recall.recovery_cost)}",
             _violations(row), str(row.summaries), str(row.recall.completed),
