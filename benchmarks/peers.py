@@ -146,6 +146,7 @@ class Run:
     session: str = "default"
     summariser: SummaryMode = "faithful"
     strategy: str = "default"  # agent-server's (benchmarks/strategies.py)
+    exploring: frozenset[str] = frozenset()  # the scenario's exploring steps
 
 
 def _clean_env(home: Path, extra: dict[str, str]) -> dict[str, str]:
@@ -286,7 +287,8 @@ def run_peer(peer: Peer, executable: Path, model_id: str, run_dir: Path, scratch
         handle.stop()
         simulator.close()
     return Run(peer.name, model_id, peer.version, list(simulator.records), len(prompts), failed,
-               time.perf_counter() - started, notes, session.name, summariser)
+               time.perf_counter() - started, notes, session.name, summariser,
+               exploring=exploring_steps(session.scenario))
 
 
 @contextlib.contextmanager
@@ -346,7 +348,7 @@ async def _run_agent_server(client: str, model_id: str, run_dir: Path, scratch: 
 
     return Run(client, model_id, __version__, list(simulator.records), len(prompts),
                failed, time.perf_counter() - started, notes, session.name, summariser,
-               strategy.name)
+               strategy.name, exploring_steps(session.scenario))
 
 
 # --- figures --------------------------------------------------------------------------------
@@ -536,6 +538,44 @@ class Recall:
         return sum(self.violations.values())
 
 
+@dataclass
+class Exploration:
+    """The calls a run spent exploring, before and after its first compaction (each a pair):
+    `calls`, the requests that answered an exploring step (one that lists, finds or searches
+    for what it names: `Step.finds`) or asked for the repository map; `maps`, the map calls
+    among them; `skipped`, the exploring steps the model did not take because its request
+    already showed what they look for."""
+
+    calls: tuple[int, int] = (0, 0)
+    maps: tuple[int, int] = (0, 0)
+    skipped: tuple[int, int] = (0, 0)
+
+
+def exploring_steps(scenario: Scenario) -> frozenset[str]:
+    """"<turn>:<step>" of the scenario's exploring steps."""
+    return frozenset(f"{t}:{i}" for t, turn in enumerate(scenario.turns)
+                     for i, step in enumerate(turn.steps) if step.finds)
+
+
+def exploration_of(records: Iterable[RequestRecord], exploring: frozenset[str]) -> Exploration:
+    calls, maps, skipped = [0, 0], [0, 0], [0, 0]
+    after = 0
+    for record in records:
+        if record.status != 200:
+            continue
+        if record.source == "summary":
+            after = 1
+            continue
+        source = record.source or ""
+        if source.startswith("explore:"):
+            maps[after] += 1
+            calls[after] += 1
+        elif record.completed_step in exploring:
+            calls[after] += 1
+        skipped[after] += len(record.skipped)
+    return Exploration((calls[0], calls[1]), (maps[0], maps[1]), (skipped[0], skipped[1]))
+
+
 def recall_of(records: Iterable[RequestRecord], model: ModelInfo) -> Recall:
     first: dict[tuple[str, str], str] = {}
     lost: set[tuple[str, str]] = set()
@@ -553,6 +593,7 @@ def recall_of(records: Iterable[RequestRecord], model: ModelInfo) -> Recall:
                 lost.add((check.step, check.fact))
         if record.completed_step is not None:
             completed.add(record.completed_step)
+        completed.update(record.skipped)  # done with what the request already showed
         if (record.source or "").startswith("recovery:") and record.tokens is not None:
             tokens = record.tokens
             out.recoveries += 1
@@ -593,6 +634,7 @@ class Figures:
     session: str = "default"
     summariser: str = "faithful"
     strategy: str = "default"
+    exploration: Exploration = field(default_factory=Exploration)
 
     @property
     def cost_per_step(self) -> float:
@@ -613,6 +655,7 @@ def figures(run: Run) -> Figures:
         failed_turns=run.failed_turns, turns=run.turns, off_script=billed.off_script,
         seconds=run.seconds, notes=run.notes, recall=recall_of(run.records, model),
         session=run.session, summariser=run.summariser, strategy=run.strategy,
+        exploration=exploration_of(run.records, run.exploring),
     )
 
 

@@ -355,7 +355,8 @@ def recall_table(rows: Sequence[Any]) -> Table:
     headings = ["session", "window", "summariser", "client", "bill", "× cheapest peer, same "
                 "API", "cache read", "needed / found", "recoveries: calls, tokens, $",
                 "violations: rule / request / decision / failed / lost", "compactions",
-                "steps done", "bill per step", "failed turns"]
+                "exploring calls (maps): before / after 1st compaction", "exploring steps "
+                "skipped", "steps done", "bill per step", "failed turns"]
     for heading in headings:
         table.add_column(heading, justify="left" if heading in headings[:4] else "right")
     for row in rows:
@@ -368,10 +369,16 @@ def recall_table(rows: Sequence[Any]) -> Table:
             f"{row.cache_read_share:.0%}", f"{row.recall.needed} / {row.recall.found}",
             f"{row.recall.recoveries}, {format_tokens(row.recall.recovery_tokens)}, "
             f"{_money(row.recall.recovery_cost)}",
-            _violations(row), str(row.summaries), str(row.recall.completed),
+            _violations(row), str(row.summaries), _exploring(row),
+            " / ".join(map(str, row.exploration.skipped)), str(row.recall.completed),
             _money(row.cost_per_step), f"{row.failed_turns} of {row.turns}",
         )
     return table
+
+
+def _exploring(row: Any) -> str:
+    calls, maps = row.exploration.calls, row.exploration.maps
+    return f"{calls[0]} ({maps[0]}) / {calls[1]} ({maps[1]})"
 
 
 def print_recall(rows: Sequence[Any], run_dir: Any, seconds: float) -> None:

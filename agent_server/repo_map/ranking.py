@@ -1,7 +1,7 @@
 """Which definitions matter most: PageRank over the graph of files and the names they share.
 
 A port of Aider's `RepoMap.get_ranked_tags` (`aider/repomap.py`), with networkx's PageRank as
-Aider uses it. Each file is a node; a file that references a name defined in another file
+Aider uses it (its pure-Python form: `_pagerank`). Each file is a node; a file that references a name defined in another file
 gets an edge to it, weighted by
 
 - 10x when the name was mentioned (in the chat's current message, or by the caller);
@@ -139,20 +139,24 @@ def _ident_weight(ident: str, mentioned: set[str], definers: int) -> float:
 
 def _pagerank(graph: object, personalization: dict[str, float]) -> dict[str, float]:
     """networkx's PageRank, personalised (and the dangling nodes' rank sent the same way)
-    when anything personalises it; plain when that fails, as Aider retries."""
-    import networkx as nx
+    when anything personalises it; plain when that fails, as Aider retries.
 
+    `nx.pagerank` runs on scipy; networkx keeps the same power iteration in pure Python
+    (`_pagerank_python`: the same parameters and result, within its tolerance), which is used
+    here so that the map needs neither numpy nor scipy."""
+    from networkx.algorithms.link_analysis import pagerank_alg
+
+    pagerank = getattr(pagerank_alg, "_pagerank_python", pagerank_alg.pagerank)
     if not graph.number_of_nodes():  # type: ignore[attr-defined]
         return {}
     known = {node: weight for node, weight in personalization.items()
              if graph.has_node(node)}  # type: ignore[attr-defined]
     try:
         if known:
-            return dict(nx.pagerank(graph, weight="weight", personalization=known,
-                                    dangling=known))
-        return dict(nx.pagerank(graph, weight="weight"))
+            return dict(pagerank(graph, weight="weight", personalization=known, dangling=known))
+        return dict(pagerank(graph, weight="weight"))
     except ZeroDivisionError:
         try:
-            return dict(nx.pagerank(graph, weight="weight"))
+            return dict(pagerank(graph, weight="weight"))
         except ZeroDivisionError:
             return {}

@@ -72,10 +72,13 @@ class RequestRecord:
     stop_reason: str | None = None
     fault: str | None = None
     # scenario:<turn>:<step>, recovery:<turn>:<step>:<fact>, violation:<turn>:<step>:<fact>,
-    # fallback:<step>, summary
+    # explore:<turn>:<step>, fallback:<step>, summary
     source: str | None = None
     error: str | None = None
     knowledge: tuple[FactCheck, ...] = ()  # the facts the answered step needed, checked
+    # "<turn>:<step>" of the exploring steps the model did not take: the request showed
+    # what they look for (exploration.py)
+    skipped: tuple[str, ...] = ()
 
     @property
     def completed_step(self) -> str | None:
@@ -102,6 +105,7 @@ class RequestRecord:
             "source": self.source,
             "error": self.error,
             "knowledge": [check.to_json() for check in self.knowledge],
+            "skipped": list(self.skipped),
         }
 
 

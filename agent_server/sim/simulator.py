@@ -78,6 +78,7 @@ class _Answer:
     stop_reason: str | None
     source: str | None
     knowledge: tuple[FactCheck, ...] = ()
+    skipped: tuple[str, ...] = ()
 
 
 class _Malformed(Exception):
@@ -238,7 +239,8 @@ class Simulator:
         self._record(base, 200, index=decision.index, model=result.model,
                      stream=result.streaming, usage=result.usage, tokens=result.tokens,
                      stop_reason=result.stop_reason, fault=decision.describe(),
-                     source=result.source, knowledge=result.knowledge)
+                     source=result.source, knowledge=result.knowledge,
+                     skipped=result.skipped)
         return self._answer_response(api, result, request_id, decision)
 
     def _answer_messages(self, body: Any, fault: Fault | None, request_id: str) -> _Answer:
@@ -269,6 +271,7 @@ class Simulator:
             stop_reason=anthropic_api.stop_reason(generation),
             source=reply.source,
             knowledge=reply.knowledge,
+            skipped=reply.skipped,
         )
 
     def _answer_chat(self, body: Any, fault: Fault | None, request_id: str) -> _Answer:
@@ -300,6 +303,7 @@ class Simulator:
             stop_reason=openai_chat.finish_reason(generation),
             source=reply.source,
             knowledge=reply.knowledge,
+            skipped=reply.skipped,
         )
 
     def _answer_responses(self, body: Any, fault: Fault | None, request_id: str) -> _Answer:
@@ -337,6 +341,7 @@ class Simulator:
             stop_reason="incomplete" if generation.truncated else "completed",
             source=reply.source,
             knowledge=reply.knowledge,
+            skipped=reply.skipped,
         )
 
     def _reply(self, transcript: Transcript, id_prefix: str, model: ModelInfo, prompt: int,

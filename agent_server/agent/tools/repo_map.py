@@ -118,7 +118,10 @@ def _map(ctx: ToolContext, focus: tuple[str, ...], tokens: int) -> ToolResult:
     known = set(files)
     session = sorted(path for path in ctx.session_files if path in known)
     mentioned_files = {path for path in focus if path in known}
-    idents = {word.rsplit(".", 1)[-1] for word in focus} | set(focus)
+    # A dotted name counts by its last part too (`sql.Statement`); a file name stays whole
+    # (it steers the map to that file by its name).
+    idents = set(focus) | {word.rsplit(".", 1)[-1] for word in focus
+                           if "/" not in word and not repo_map.is_source(word)}
     text = _maps.get(ctx.workspace).render(
         session, [path for path in files if path not in session], tokens,
         mentioned_files, idents, hide_chat_files=False, line_numbers=True, strict=True,
