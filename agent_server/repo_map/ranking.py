@@ -1,8 +1,8 @@
 """Which definitions matter most: PageRank over the graph of files and the names they share.
 
 A port of Aider's `RepoMap.get_ranked_tags` (`aider/repomap.py`), with networkx's PageRank as
-Aider uses it (its pure-Python form: `_pagerank`). Each file is a node; a file that references a name defined in another file
-gets an edge to it, weighted by
+Aider uses it (its pure-Python form: `_pagerank`). Each file is a node; a file that
+references a name defined in another file gets an edge to it, weighted by
 
 - 10x when the name was mentioned (in the chat's current message, or by the caller);
 - 10x when the name is long (8 characters or more) and snake_case, kebab-case or camelCase;
