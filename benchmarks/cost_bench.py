@@ -39,7 +39,7 @@ from agent_server.agent.context_manager import ContextPolicy
 from agent_server.agent.model_call import RetryPolicy
 from agent_server.agent.model_setup import connect
 from agent_server.agent.session import AgentSession
-from agent_server.agent.settings import AgentSettings, ToolOptions
+from agent_server.agent.settings import AgentSettings
 from agent_server.agent.workspace import WorkspaceAgent
 from agent_server.llm.cost import call_cost
 from agent_server.llm.messages import AssistantMessage, ToolResultMessage
@@ -139,7 +139,7 @@ async def run_strategy(strategy: Strategy, workload: Workload, api: Api, root: P
             compaction=strategy.compaction,
             permissions_mode="allowAll",
             sessions_dir=str(run_dir / "sessions"),
-            tools=ToolOptions(repo_map=strategy.repo_map),
+            tools=strategy.tools,
         )
         session = open_session(
             workspace, settings, strategy.policy() if strategy.policy else None, clock.now

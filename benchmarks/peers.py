@@ -53,7 +53,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_server.agent.settings import AgentSettings, ToolOptions
+from agent_server.agent.settings import AgentSettings
 from agent_server.llm.cost import call_cost
 from agent_server.llm.models import BUILTIN_MODELS, ModelInfo, ModelRegistry
 from agent_server.sim import anthropic_api, openai_responses
@@ -330,7 +330,7 @@ async def _run_agent_server(client: str, model_id: str, run_dir: Path, scratch: 
             base_url=server.base_url if anthropic else server.base_url + "/v1",
             permissions_mode="allowAll", sessions_dir=str(scratch / "homes" / name),
             cache_retention=strategy.cache_retention, compaction=strategy.compaction,
-            tools=ToolOptions(repo_map=strategy.repo_map),
+            tools=strategy.tools,
         )
         with _environment(session.env):
             session_ = open_session(workspace, settings,
@@ -576,6 +576,52 @@ def exploration_of(records: Iterable[RequestRecord], exploring: frozenset[str]) 
     return Exploration((calls[0], calls[1]), (maps[0], maps[1]), (skipped[0], skipped[1]))
 
 
+@dataclass
+class HeadChurn:
+    """How the head of the prompt (its first message) changed from one request to the next,
+    and what the requests read from the cache either way: the seed's claim that a head that
+    changes every turn makes the cache hit rate 0% (a map at the head, Aider's way). Only the
+    session's own requests count (summaries aside), each against the one before it."""
+
+    requests: int = 0
+    changed: int = 0
+    read_changed: int = 0  # cache-read tokens of the requests whose head changed
+    prompt_changed: int = 0  # their prompt tokens
+    read_kept: int = 0
+    prompt_kept: int = 0
+
+    @property
+    def read_share_changed(self) -> float:
+        return self.read_changed / self.prompt_changed if self.prompt_changed else 0.0
+
+    @property
+    def read_share_kept(self) -> float:
+        return self.read_kept / self.prompt_kept if self.prompt_kept else 0.0
+
+
+def head_churn(records: Iterable[RequestRecord]) -> HeadChurn:
+    out = HeadChurn()
+    previous: str | None = None
+    for record in records:
+        if record.status != 200 or record.source == "summary" or record.tokens is None:
+            continue
+        transcript = transcript_of(record)
+        if transcript is None or not transcript.messages:
+            continue
+        head = repr(transcript.messages[0])
+        tokens = record.tokens
+        out.requests += 1
+        if previous is not None and head != previous:
+            out.changed += 1
+            out.read_changed += tokens.cache_read
+            out.prompt_changed += tokens.prompt
+        elif previous is not None:
+            out.read_kept += tokens.cache_read
+            out.prompt_kept += tokens.prompt
+        previous = head
+    return out
+
+
 def recall_of(records: Iterable[RequestRecord], model: ModelInfo) -> Recall:
     first: dict[tuple[str, str], str] = {}
     lost: set[tuple[str, str]] = set()
@@ -635,6 +681,7 @@ class Figures:
     summariser: str = "faithful"
     strategy: str = "default"
     exploration: Exploration = field(default_factory=Exploration)
+    head: HeadChurn = field(default_factory=HeadChurn)
 
     @property
     def cost_per_step(self) -> float:
@@ -655,7 +702,7 @@ def figures(run: Run) -> Figures:
         failed_turns=run.failed_turns, turns=run.turns, off_script=billed.off_script,
         seconds=run.seconds, notes=run.notes, recall=recall_of(run.records, model),
         session=run.session, summariser=run.summariser, strategy=run.strategy,
-        exploration=exploration_of(run.records, run.exploring),
+        exploration=exploration_of(run.records, run.exploring), head=head_churn(run.records),
     )
 
 

@@ -381,9 +381,37 @@ def _exploring(row: Any) -> str:
     return f"{calls[0]} ({maps[0]}) / {calls[1]} ({maps[1]})"
 
 
+def head_table(rows: Sequence[Any]) -> Table:
+    """The prompt's head request by request: how often it changed, and what the requests
+    read from the cache when it did and when it did not (the seed's claim about a map at the
+    head)."""
+    table = Table(title="the head of the prompt: requests whose first message changed, and "
+                        "their cache reads")
+    for heading in ("session", "window", "summariser", "client", "requests", "head changed",
+                    "read when changed", "per such request", "tools + system",
+                    "read when kept"):
+        table.add_column(heading, justify="left" if heading in ("session", "window",
+                                                                "summariser", "client")
+                         else "right")
+    for row in rows:
+        head = row.head
+        strategy = getattr(row, "strategy", "default")
+        client = row.client if strategy == "default" else f"{row.client} ({strategy})"
+        table.add_row(
+            row.session, row.model, row.summariser, client, str(head.requests),
+            f"{head.changed} ({head.changed / max(head.requests - 1, 1):.0%})",
+            f"{head.read_share_changed:.0%}",
+            format_tokens(head.read_changed // head.changed) if head.changed else "-",
+            format_tokens(row.fixed_prefix), f"{head.read_share_kept:.0%}",
+        )
+    return table
+
+
 def print_recall(rows: Sequence[Any], run_dir: Any, seconds: float) -> None:
     console = Console(width=240)
     console.print(recall_table(rows))
+    if any(getattr(row, "strategy", "default") != "default" for row in rows):
+        console.print(head_table(rows))
     for row in rows:
         for note in row.notes:
             console.print(f"{row.session} {row.model} {row.summariser} {row.client}: {note}")

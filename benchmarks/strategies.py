@@ -9,7 +9,9 @@ Three are settings of the product's own harness:
 - `auto-retention`: the default with `cacheRetention: "auto"` (no editor here to say the user
   is away: the long retention for each turn that follows a pause past the short lifetime);
 - `repo-map-tool`: the default with the repo_map tool offered (`tools.repoMap`), which the
-  simulated model calls where a map would spare it exploring (docs/simulator.md).
+  simulated model calls where a map would spare it exploring (docs/simulator.md);
+  `repo-map-tool-4k` with maps of 4,096 tokens (`tools.repoMapTokens`: Aider's own budget on
+  these windows) instead of 1,024.
 
 Three are the strategies agents used before prompt caching, as `ContextPolicy`s (the seam of
 agent_server/agent/context_manager.py, where the product's own strategy is the default
@@ -60,7 +62,7 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from agent_server.agent.context_manager import ContextManager, ContextPolicy, ContextView
-from agent_server.agent.settings import CacheRetentionName
+from agent_server.agent.settings import CacheRetentionName, ToolOptions
 from agent_server.agent.tools.repo_map import mapped_files
 from agent_server.context.projection import is_prompt
 from agent_server.context.trigger import CompactionSettings
@@ -87,7 +89,7 @@ class Strategy:
     cache_retention: CacheRetentionName = "short"
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
     policy: Callable[[], ContextPolicy] | None = None  # a fresh policy per run
-    repo_map: bool = False  # the repo_map tool offered (the `tools.repoMap` setting)
+    tools: ToolOptions = field(default_factory=ToolOptions)  # the repo_map tool, say
 
 
 OFF = CompactionSettings(enabled=False)
@@ -103,7 +105,10 @@ def strategies() -> list[Strategy]:
         ),
         Strategy("no-cache", "no caching (same history, no breakpoints)", cache_retention="none"),
         Strategy("auto-retention", "default with cacheRetention auto", cache_retention="auto"),
-        Strategy("repo-map-tool", "default with the repo_map tool", repo_map=True),
+        Strategy("repo-map-tool", "default with the repo_map tool",
+                 tools=ToolOptions(repo_map=True)),
+        Strategy("repo-map-tool-4k", "default with the repo_map tool, 4k-token maps",
+                 tools=ToolOptions(repo_map=True, repo_map_tokens=4096)),
         *(
             Strategy(
                 name, f"observation collapsing (SWE-agent, polling {polling})", compaction=OFF,

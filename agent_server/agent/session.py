@@ -862,6 +862,7 @@ class AgentSession:
             in_context=self._in_context,
             files=self._files,
             session_files=tuple(self._watch.tracked),
+            repo_map_tokens=tools.repo_map_tokens,
             env_pass=tools.env_pass,
             confinement=self.confinement,
         )

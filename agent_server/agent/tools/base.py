@@ -111,6 +111,7 @@ class ToolContext:
         editor's buffers).
     session_files: the workspace files this session has read or written (from the ledger,
         so a compaction does not forget them): the files repo_map favours.
+    repo_map_tokens: the budget of a repo_map call that names none (`tools.repoMapTokens`).
     """
 
     workspace: Path
@@ -124,6 +125,7 @@ class ToolContext:
     in_context: tuple[EarlierOutput, ...] = ()
     files: FileAccess = LOCAL_FILES
     session_files: tuple[str, ...] = ()
+    repo_map_tokens: int = 1024
 
 
 class Tool(Protocol):

@@ -34,7 +34,6 @@ from agent_server.context.estimate import estimate_text_tokens
 from agent_server.errors import InvalidToolArgumentsError, ToolError
 from agent_server.llm.messages import ToolSpec
 
-DEFAULT_TOKENS = 1024  # Aider's --map-tokens default in its documentation
 MIN_TOKENS = 256
 MAX_TOKENS = 8192
 MAX_FILES = 20_000  # a larger tree is mapped from its first files, and the map says so
@@ -63,8 +62,8 @@ SPEC = ToolSpec(
             "tokens": {
                 "type": "integer",
                 "description": (
-                    f"The map's budget in tokens (default {DEFAULT_TOKENS}, "
-                    f"{MIN_TOKENS} to {MAX_TOKENS})"
+                    f"The map's budget in tokens, {MIN_TOKENS} to {MAX_TOKENS} (default: the "
+                    "session's setting, 1024 unless changed)"
                 ),
             },
         },
@@ -92,7 +91,8 @@ class RepoMapTool:
                 "The repository map needs tree-sitter, its language pack and networkx: "
                 f"{repo_map.INSTALL_HINT}. Use find and grep meanwhile."
             )
-        tokens = int_arg(arguments, "tokens", DEFAULT_TOKENS)
+        default = min(max(ctx.repo_map_tokens, MIN_TOKENS), MAX_TOKENS)
+        tokens = int_arg(arguments, "tokens", default)
         if not MIN_TOKENS <= tokens <= MAX_TOKENS:
             raise InvalidToolArgumentsError(
                 f"'tokens' must be between {MIN_TOKENS} and {MAX_TOKENS}"

@@ -89,3 +89,14 @@ async def test_secret_and_linked_files_stay_off_the_map(workspace: Path,
     result = await run_tool(TOOL, {"tokens": 4096}, ctx)
     assert "service-account-prod.json" not in result.text
     assert "hidden_elsewhere" not in result.text
+
+
+async def test_the_settings_budget_is_the_default(workspace: Path, spill_dir: Path) -> None:
+    from agent_server.agent.settings import settings_from_json
+
+    write_shop(workspace)
+    settings = settings_from_json({"tools": {"repoMap": True, "repoMapTokens": 300}})
+    assert settings.tools.repo_map and settings.tools.repo_map_tokens == 300
+    small = await run_tool(TOOL, {}, ToolContext(workspace=workspace, spill_dir=spill_dir,
+                                                 repo_map_tokens=300))
+    assert estimate_text_tokens(small.text) <= 300
