@@ -76,6 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--log", metavar="FILE", help="append one JSONL line per request")
     sim.add_argument("--summariser", choices=("faithful", "lossy"), default="faithful",
                      help="how the simulated model summarises (see docs/simulator.md)")
+    sim.add_argument("--summary-chars", type=int, metavar="N",
+                     help="cut each summary to at most N characters")
 
     bench = commands.add_parser(
         "bench", help="run the benchmarks (from a source checkout) and print their tables"

@@ -22,8 +22,10 @@ serialises a conversation). Two ways to chain the rounds, both reported:
   each later round, as in a session that compacts more than once, so that every round folds
   the previous summary and the previous kept tail into a new summary.
 
-`agent-server bench conformance` prints the survival by type and round for both modes, with
-the kit's reference compactors beside them.
+A third summariser keeps 300 characters (`SHORT_SUMMARY_CHARS`: the faithful summary cut at
+the last line break within them, `Simulator(summary_chars=...)`), the short summariser issue
+26 quotes. `agent-server bench conformance` prints the survival by type and round for each,
+with the kit's reference compactors beside them.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ KIT = "compaction-conformance-kit==0.8.0"
 MODEL = "sim-small"
 ROUNDS = 5
 FILLER_BETWEEN_ROUNDS = 2
+SHORT_SUMMARY_CHARS = 300
 _FILLER = ("Let's keep going with the next part of the plan.",
            "Fine, continue with what is left.", "Go on with the remaining work.",
            "Carry on where we were.", "Next item, please.", "Keep going.",
@@ -69,10 +72,14 @@ class ProductCompactor:
     """The product's compaction as a compactor of the kit (its `compact(turns, round_num)`
     protocol), answered by the simulator's summariser in `mode`."""
 
-    def __init__(self, mode: SummaryMode, between_rounds: int = FILLER_BETWEEN_ROUNDS) -> None:
+    def __init__(self, mode: SummaryMode, between_rounds: int = FILLER_BETWEEN_ROUNDS,
+                 summary_chars: int | None = None) -> None:
         self.mode = mode
         self.between_rounds = between_rounds
-        self.name = f"agent-server, {mode} summariser, {between_rounds} turns between rounds"
+        self.summary_chars = summary_chars
+        kept = f" cut to {summary_chars} characters" if summary_chars else ""
+        self.name = (f"agent-server, {mode} summariser{kept}, {between_rounds} turns between "
+                     "rounds")
         self._loop = asyncio.new_event_loop()
         self._root = Path(tempfile.mkdtemp(prefix="conformance-"))
         self._session: Any = None
@@ -114,7 +121,8 @@ class ProductCompactor:
         scenario = parse_scenario({"name": "conformance", "turns": [
             {"user": prompt, "steps": [{"text": reply}]} for prompt, reply in answers.items()
         ]})
-        self._simulator = Simulator(scenario=scenario, summariser=self.mode)
+        self._simulator = Simulator(scenario=scenario, summariser=self.mode,
+                                    summary_chars=self.summary_chars)
         self._server = SimServer(self._simulator).run_in_thread()
         workspace = self._root / "workspace"
         workspace.mkdir(parents=True)
@@ -159,9 +167,11 @@ def run_all() -> list[dict[str, Any]]:
 
     session = kit.build_seeded_session()
     results: list[dict[str, Any]] = []
-    for mode in SUMMARY_MODES:
+    summarisers: list[tuple[SummaryMode, int | None]] = [(mode, None) for mode in SUMMARY_MODES]
+    summarisers.append(("faithful", SHORT_SUMMARY_CHARS))
+    for mode, chars in summarisers:
         for between in (0, FILLER_BETWEEN_ROUNDS):
-            compactor = ProductCompactor(mode, between)
+            compactor = ProductCompactor(mode, between, chars)
             try:
                 run = kit.run_conformance(session, compactor, rounds=ROUNDS)
             finally:

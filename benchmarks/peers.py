@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -330,7 +331,10 @@ async def _run_agent_server(client: str, model_id: str, run_dir: Path, scratch: 
             base_url=server.base_url if anthropic else server.base_url + "/v1",
             permissions_mode="allowAll", sessions_dir=str(scratch / "homes" / name),
             cache_retention=strategy.cache_retention, compaction=strategy.compaction,
-            tools=strategy.tools,
+            # Unsandboxed, as pi and Claude Code run here (Codex's sandbox lets a command read
+            # the whole disk): agent-server's allow-list would hide what the workspace links
+            # to outside it (the real-code suite's .venv), and the commands would fail.
+            tools=dataclasses.replace(strategy.tools, sandbox="off"),
         )
         with _environment(session.env):
             session_ = open_session(workspace, settings,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -278,15 +278,7 @@ def peers_table(rows: Sequence[Any]) -> Table:
     table.add_column("")
     for row in rows:
         table.add_column(f"{row.client}\n{row.model}", justify="right")
-    from benchmarks.peers import reference_client
-
-    cheapest: dict[str, float] = {}
-    same_api: dict[tuple[str, str], float] = {}  # (agent-server client, model) -> cheapest
-    for row in rows:
-        if not row.client.startswith("agent-server") and row.failed_turns == 0:
-            cheapest[row.model] = min(cheapest.get(row.model, row.cost), row.cost)
-            key = (reference_client(row.client), row.model)
-            same_api[key] = min(same_api.get(key, row.cost), row.cost)
+    cheapest, same_api = versus_cheapest_peer(rows, lambda r: (r.model,))
 
     def carried(row: Any) -> str:
         lines = row.lines_carried
@@ -298,11 +290,8 @@ def peers_table(rows: Sequence[Any]) -> Table:
         ("version", lambda r: r.version),
         ("requests", lambda r: f"{r.requests:,}"),
         ("billed cost", lambda r: _money(r.cost)),
-        ("× cheapest peer (all turns done)",
-         lambda r: _ratio(r.cost / cheapest[r.model]) if cheapest.get(r.model) else "-"),
-        ("× cheapest peer on the same API",
-         lambda r: _ratio(r.cost / same_api[(r.client, r.model)])
-         if same_api.get((r.client, r.model)) else "-"),
+        ("× cheapest peer (all turns done)", cheapest),
+        ("× cheapest peer on the same API", same_api),
         ("peer's tool-result lines ours carry", carried),
         ("cache-read share", lambda r: f"{r.cache_read_share:.1%}"),
         ("cache writes (tokens)", lambda r: format_tokens(r.cache_write)),
@@ -341,39 +330,59 @@ def recall_lines() -> list[tuple[str, Any]]:
     ]
 
 
-def recall_table(rows: Sequence[Any]) -> Table:
-    """The recall benchmark: one row per run (session, window, summariser, client)."""
-    cheapest: dict[tuple[str, str, str, str], float] = {}
+def versus_cheapest_peer(rows: Sequence[Any], run: Callable[[Any], tuple[str, ...]]
+                         ) -> tuple[Callable[[Any], str], Callable[[Any], str]]:
+    """Two cells for a row: its bill over the cheapest peer's (of those that finished every
+    turn) in the same run (`run`: the row's session, window, ...), and over the cheapest
+    peer's on the row's own API (agent-server's rows only)."""
     from benchmarks.peers import reference_client
 
+    cheapest: dict[tuple[str, ...], float] = {}
+    same_api: dict[tuple[tuple[str, ...], str], float] = {}
     for row in rows:
         if not row.client.startswith("agent-server") and row.failed_turns == 0:
-            key = (row.session, row.model, row.summariser, reference_client(row.client))
-            cheapest[key] = min(cheapest.get(key, row.cost), row.cost)
+            cheapest[run(row)] = min(cheapest.get(run(row), row.cost), row.cost)
+            key = (run(row), reference_client(row.client))
+            same_api[key] = min(same_api.get(key, row.cost), row.cost)
+
+    def ratio(reference: float | None, cost: float) -> str:
+        return _ratio(cost / reference) if reference else "-"
+
+    return (lambda r: ratio(cheapest.get(run(r)), r.cost),
+            lambda r: ratio(same_api.get((run(r), r.client)), r.cost))
+
+
+def recall_table(rows: Sequence[Any]) -> Table:
+    """The recall benchmark: one row per run (session, window, summariser, client), with the
+    recall columns `bench peers` shows too (`recall_lines`)."""
+    cheapest, same_api = versus_cheapest_peer(
+        rows, lambda r: (r.session, r.model, r.summariser))
+    columns: list[tuple[str, Any]] = [
+        ("session", lambda r: r.session), ("window", lambda r: r.model),
+        ("summariser", lambda r: r.summariser), ("client", _client),
+        ("bill", lambda r: _money(r.cost)),
+        ("× cheapest peer", cheapest),
+        ("× cheapest peer, same API", same_api),
+        ("cache read", lambda r: f"{r.cache_read_share:.0%}"),
+        *recall_lines(),
+        ("exploring calls (maps): before / after 1st compaction", _exploring),
+        ("exploring steps skipped", lambda r: " / ".join(map(str, r.exploration.skipped))),
+        ("failed turns", lambda r: f"{r.failed_turns} of {r.turns}"),
+    ]
     table = Table(title="the real-code suite, client by client: what forgetting costs "
                         "(simulated models, Sonnet-class list prices)")
-    headings = ["session", "window", "summariser", "client", "bill", "× cheapest peer, same "
-                "API", "cache read", "needed / found", "recoveries: calls, tokens, $",
-                "violations: rule / request / decision / failed / lost", "compactions",
-                "exploring calls (maps): before / after 1st compaction", "exploring steps "
-                "skipped", "steps done", "bill per step", "failed turns"]
-    for heading in headings:
-        table.add_column(heading, justify="left" if heading in headings[:4] else "right")
+    for index, (heading, _value) in enumerate(columns):
+        table.add_column(heading, justify="left" if index < 4 else "right",
+                         no_wrap=index < 4)
     for row in rows:
-        reference = cheapest.get((row.session, row.model, row.summariser, row.client))
-        strategy = getattr(row, "strategy", "default")
-        client = row.client if strategy == "default" else f"{row.client} ({strategy})"
-        table.add_row(
-            row.session, row.model, row.summariser, client, _money(row.cost),
-            _ratio(row.cost / reference) if reference else "-",
-            f"{row.cache_read_share:.0%}", f"{row.recall.needed} / {row.recall.found}",
-            f"{row.recall.recoveries}, {format_tokens(row.recall.recovery_tokens)}, "
-            f"{_money(row.recall.recovery_cost)}",
-            _violations(row), str(row.summaries), _exploring(row),
-            " / ".join(map(str, row.exploration.skipped)), str(row.recall.completed),
-            _money(row.cost_per_step), f"{row.failed_turns} of {row.turns}",
-        )
+        table.add_row(*(str(value(row)) for _heading, value in columns))
     return table
+
+
+def _client(row: Any) -> str:
+    """The client, with agent-server's strategy when it is not the default."""
+    strategy = getattr(row, "strategy", "default")
+    return row.client if strategy == "default" else f"{row.client} ({strategy})"
 
 
 def _exploring(row: Any) -> str:
@@ -395,10 +404,8 @@ def head_table(rows: Sequence[Any]) -> Table:
                          else "right")
     for row in rows:
         head = row.head
-        strategy = getattr(row, "strategy", "default")
-        client = row.client if strategy == "default" else f"{row.client} ({strategy})"
         table.add_row(
-            row.session, row.model, row.summariser, client, str(head.requests),
+            row.session, row.model, row.summariser, _client(row), str(head.requests),
             f"{head.changed} ({head.changed / max(head.requests - 1, 1):.0%})",
             f"{head.read_share_changed:.0%}",
             format_tokens(head.read_changed // head.changed) if head.changed else "-",
@@ -408,23 +415,27 @@ def head_table(rows: Sequence[Any]) -> Table:
 
 
 def print_recall(rows: Sequence[Any], run_dir: Any, seconds: float) -> None:
-    console = Console(width=240)
-    console.print(recall_table(rows))
-    if any(getattr(row, "strategy", "default") != "default" for row in rows):
-        console.print(head_table(rows))
-    for row in rows:
-        for note in row.notes:
-            console.print(f"{row.session} {row.model} {row.summariser} {row.client}: {note}")
-    console.print(f"{len(rows)} runs in {seconds:.0f} s; request logs: {run_dir}")
+    strategies = any(getattr(row, "strategy", "default") != "default" for row in rows)
+    _print_runs([recall_table(rows), *([head_table(rows)] if strategies else [])], rows, 240,
+                lambda r: f"{r.session} {r.model} {r.summariser} {_client(r)}",
+                f"{len(rows)} runs in {seconds:.0f} s; request logs: {run_dir}")
 
 
 def print_peers(rows: Sequence[Any], run_dir: Any) -> None:
-    console = Console(width=200)
-    console.print(peers_table(rows))
+    _print_runs([peers_table(rows)], rows, 200, lambda r: f"{r.client} on {r.model}",
+                f"request logs and tool results: {run_dir}")
+
+
+def _print_runs(tables: Sequence[Table], rows: Sequence[Any], width: int,
+                run: Callable[[Any], str], last_line: str) -> None:
+    """Tables of runs, then each run's notes (`run` names it), then `last_line`."""
+    console = Console(width=width)
+    for table in tables:
+        console.print(table)
     for row in rows:
         for note in row.notes:
-            console.print(f"{row.client} on {row.model}: {note}")
-    console.print(f"request logs and tool results: {run_dir}")
+            console.print(f"{run(row)}: {note}")
+    console.print(last_line)
 
 
 def conformance_table(results: Sequence[Mapping[str, Any]]) -> Table:

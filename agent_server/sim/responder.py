@@ -133,7 +133,8 @@ class _Context:
 
 
 def plan_reply(transcript: Transcript, scenario: Scenario, *, id_prefix: str,
-               summariser: SummaryMode = "faithful") -> PlannedReply:
+               summariser: SummaryMode = "faithful", summary_chars: int | None = None
+               ) -> PlannedReply:
     context = _Context(transcript, scenario, id_prefix, conversation_digest(transcript))
     last = transcript.messages[-1] if transcript.messages else None
     if last is None or last.role != "user":
@@ -144,7 +145,8 @@ def plan_reply(transcript: Transcript, scenario: Scenario, *, id_prefix: str,
     texts = trailing_texts(last)
     found = scenario.find_turn(texts[-1]) if texts else None
     if found is None and is_summary_request(transcript):
-        return PlannedReply(source="summary", text=summarise(transcript, summariser))
+        return PlannedReply(source="summary",
+                            text=summarise(transcript, summariser, summary_chars))
     if found is None and texts:
         # Not inside a summary handed over after a compaction: it quotes earlier prompts.
         found = scenario.find_turn_within(

@@ -190,15 +190,16 @@ class ThreadedSimServer:
 
 def run_cli(args: argparse.Namespace) -> int:
     """`agent-server sim --port N [--scenario FILE] [--faults SPEC] [--log FILE]
-    [--summariser faithful|lossy]`."""
+    [--summariser faithful|lossy] [--summary-chars N]`."""
     try:
         simulator = Simulator(
             scenario=Path(args.scenario) if args.scenario else None,
             faults=args.faults,
             log_path=Path(args.log) if args.log else None,
             summariser=getattr(args, "summariser", None) or "faithful",
+            summary_chars=getattr(args, "summary_chars", None),
         )
-    except (ScenarioError, FaultSpecError) as exc:
+    except (ScenarioError, FaultSpecError, ValueError) as exc:
         print(f"agent-server sim: {exc}", file=sys.stderr)
         return 2
     try:

@@ -101,10 +101,14 @@ class Simulator:
         builtin_models: bool = True,
         keep_records: int | None = None,
         summariser: SummaryMode = "faithful",
+        summary_chars: int | None = None,
     ) -> None:
         if summariser not in SUMMARY_MODES:
             raise ValueError(f"summariser: expected one of {', '.join(SUMMARY_MODES)}")
+        if summary_chars is not None and summary_chars < 1:
+            raise ValueError("summary_chars: expected a positive number of characters")
         self.summariser: SummaryMode = summariser
+        self.summary_chars = summary_chars
         self.registry = ModelRegistry(BUILTIN_MODELS if builtin_models else ())
         for model in models:
             self.registry.add(model)
@@ -348,7 +352,7 @@ class Simulator:
                max_tokens: int, thinking: ThinkingMode) -> tuple[PlannedReply, Generation]:
         """(what answered, the output) for one request."""
         reply = plan_reply(transcript, self.scenario, id_prefix=id_prefix,
-                           summariser=self.summariser)
+                           summariser=self.summariser, summary_chars=self.summary_chars)
         generation = generate(reply, prompt_tokens=prompt, max_tokens=max_tokens,
                               context_window=model.context_window, thinking=thinking)
         return reply, generation

@@ -27,6 +27,10 @@ happens to keep:
 - `lossy`: a short goal (LOSSY_GOAL_CHARS) and the file lists only, like a summariser that
   drops the detail.
 
+Either can be cut to a number of characters (`max_chars`: a summariser that keeps only that
+much), at the last line break within it, as compaction-conformance-kit cuts its own
+compactors' output to a budget.
+
 The faithful answer is the bare summary in eight sections (## Goal ... ## Critical context); a
 request about the early part of a turn only (`summary_requests.asks_for_turn_prefix`) gets
 `## Request`, `## Done so far in this turn` and `## State at the cut` instead. When the
@@ -98,8 +102,10 @@ class _Facts:
     previous: dict[str, list[str]] = field(default_factory=dict)
 
 
-def summarise(transcript: Transcript, mode: SummaryMode = "faithful") -> str:
-    """The summary answering the summary request that ends `transcript`."""
+def summarise(transcript: Transcript, mode: SummaryMode = "faithful",
+              max_chars: int | None = None) -> str:
+    """The summary answering the summary request that ends `transcript` (its body at most
+    `max_chars` characters, when given)."""
     instruction = summary_instruction(transcript)
     facts = _Facts()
     conversation = _between(instruction, "<conversation>", "</conversation>")
@@ -118,6 +124,8 @@ def summarise(transcript: Transcript, mode: SummaryMode = "faithful") -> str:
         body = _render_turn_prefix(facts)
     else:
         body = _render(facts)
+    if max_chars is not None:
+        body = _cut(body, max_chars)
     if SUMMARY_OPEN in outer:
         return f"{SUMMARY_OPEN}\n{body}\n{SUMMARY_CLOSE}"
     return body
@@ -501,6 +509,15 @@ def _first_line(text: str) -> str:
 def _clip(text: str, limit: int) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _cut(text: str, limit: int) -> str:
+    """The first `limit` characters of `text`, ended at the last line break within them."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    end = cut.rfind("\n")
+    return (cut[:end] if end > 0 else cut).rstrip()
 
 
 def _between(text: str, opening: str, closing: str) -> str | None:

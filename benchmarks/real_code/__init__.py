@@ -13,8 +13,11 @@ the workspace.
 
 from __future__ import annotations
 
+import atexit
+import functools
 import shutil
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,8 +73,11 @@ ENVIRONMENT = {"PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD":
 
 def prepare(recipe: Recipe, cache: Path | None = None) -> RealWorkload:
     cache = cache or cache_dir()
-    tree = cache / "trees" / recipe.name
-    shutil.rmtree(tree, ignore_errors=True)
+    # A tree of this process's own, removed when it exits: test workers (pytest -n) prepare
+    # the same recipe at once, and one's rmtree must not pull the tree from under another.
+    (cache / "trees").mkdir(parents=True, exist_ok=True)
+    tree = Path(tempfile.mkdtemp(prefix=f"{recipe.name}-", dir=cache / "trees"))
+    atexit.register(functools.partial(shutil.rmtree, tree, ignore_errors=True))
     extract(recipe.source, tree, cache)
     recipe.plant(tree)
     scenario = recipe.script(tree).scenario()

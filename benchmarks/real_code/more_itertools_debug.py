@@ -325,6 +325,8 @@ def _chase_the_cause(s: Script) -> None:
 
 
 def _fix_and_check(s: Script) -> None:
+    s.file_fact("windowed-fixed-code", MORE, "def windowed(seq, n, fillvalue=None", 58,
+                "windowed as fixed")
     regression_anchor = "class SubstringsTests(TestCase):"
     regression = (
         "    def test_width_one_default_step(self):\n"
@@ -355,7 +357,7 @@ def _fix_and_check(s: Script) -> None:
         {"tools": [call("grep", pattern="windowed\\(", path="more_itertools")]},
         {"tools": [s.read("more_itertools/recipes.py", "def sliding_window(iterable, n):", 60)]},
         {"tools": [s.read(MORE, "def stagger(iterable", 80)]},
-        {"needs": [recipes, "windowed-code"],
+        {"needs": [recipes, "windowed-fixed-code"],
          "text": "`replace` and a few others call `windowed`; `sliding_window` in the recipes "
                  "has its own deque and no padding, so only `windowed`'s callers were "
                  "affected."},
@@ -392,7 +394,7 @@ def _fix_and_check(s: Script) -> None:
     )
     s.turn(
         "Write a short incident note for the team in NOTES.md at the root: cause, fix, test.",
-        {"needs": ["log-failure", "windowed-code", "failed-marker", "rule-log"],
+        {"needs": ["log-failure", "windowed-fixed-code", "failed-marker", "rule-log"],
          "tools": [s.write("NOTES.md", (
              "# Nightly job, 2025-03-14\n\n"
              f"- Batch {_FAILING_BATCH} failed: `replace` passed `None` to our predicate.\n"

@@ -1,8 +1,10 @@
 """A dry run of a real-code scenario without any model or client: its calls run in order on a
 fresh copy of the workspace (edits and writes applied, commands run), and every output fact
-is checked against what its command printed when a step needed it. It proves that the script
-matches the code at its pinned version: the edits apply, and the outputs say what the facts
-say they do."""
+is checked against what its command printed when a step needed it, and every file fact
+against the file as it stands when a step needs it (the lines it names hold its texts: a fact
+declared before an edit of those lines is stale afterwards, and no client could find it again).
+It proves that the script matches the code at its pinned version: the edits apply, and the
+outputs and files say what the facts say they do."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_server.sim.knowledge import normalise
+from agent_server.sim.scenario import Fact
 from benchmarks.real_code import ENVIRONMENT, RealWorkload
 
 
@@ -50,14 +53,30 @@ def rehearse(workload: RealWorkload) -> list[str]:
         for t_index, turn in enumerate(workload.scenario.turns):
             for s_index, step in enumerate(turn.steps):
                 for need in step.needs:
-                    fact = facts[need]
-                    if fact.kind != "output" or fact.fetch is None:
+                    shown = _shown(facts[need], workspace, outputs)
+                    if shown is None:
                         continue
-                    shown = outputs.get(str(fact.fetch.arguments.get("command")), "")
-                    missing = [t for t in fact.texts if normalise(t) not in normalise(shown)]
+                    missing = [t for t in facts[need].texts
+                               if normalise(t) not in normalise(shown)]
                     if missing:
                         problems.append(f"turn {t_index} step {s_index}: {need}: {missing} "
-                                        f"not in the output ({shown[-300:]!r})")
+                                        f"not in what shows it now ({shown[-300:]!r})")
                 for tool in step.tools:
                     _run({"name": tool.name, "arguments": tool.arguments}, workspace, outputs)
     return problems
+
+
+def _shown(fact: Fact, workspace: Path, outputs: Mapping[str, str]) -> str | None:
+    """What shows `fact` at this point of the session: the output its command printed last,
+    or the lines of the file it names as the file stands now (None: nothing to check)."""
+    if fact.fetch is None:
+        return None
+    arguments = fact.fetch.arguments
+    if fact.kind == "output":
+        return outputs.get(str(arguments.get("command")), "")
+    if fact.kind != "file" or fact.fetch.name != "read":
+        return None
+    path = workspace / str(arguments["path"])
+    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    first = int(arguments.get("offset", 1))
+    return "\n".join(lines[first - 1 : first - 1 + int(arguments.get("limit", len(lines)))])

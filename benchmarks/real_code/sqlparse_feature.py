@@ -216,6 +216,9 @@ def _read_the_pipeline(s: Script) -> None:
 
 
 def _wire_and_expose(s: Script) -> None:
+    # build_filter_stack as it stands now: validate_options, above it, has grown.
+    stack = s.file_fact("build-filter-stack-now", FORMATTER, "def build_filter_stack(", 18,
+                        "the start of build_filter_stack, below the new validation")
     check = "import sqlparse; print(repr(sqlparse.format('select 1;', strip_semicolon=True)))"
     failed = s.said_fact(
         "failed-preprocess", "failed", "Stripping it in the preprocess stage failed",
@@ -229,7 +232,7 @@ def _wire_and_expose(s: Script) -> None:
     s.turn(
         "Now wire it into the filter stack. Strip it as early as possible: the preprocess "
         "stage, before anything else runs. Then try it.",
-        {"needs": ["build-filter-stack", "strip-filter"],
+        {"needs": [stack, "strip-filter"],
          "tools": [s.edit(FORMATTER, _TRUNCATE, _PREPROCESS)]},
         {"tools": [_python(check)]},
         {"needs": [preprocess_error],
@@ -239,7 +242,7 @@ def _wire_and_expose(s: Script) -> None:
     s.edit(FORMATTER, _PREPROCESS, _TRUNCATE)
     s.turn(
         "Then put it where it works, and try again.",
-        {"needs": [failed, "build-filter-stack", "filter-stack-init"],
+        {"needs": [failed, stack, "filter-stack-init"],
          "tools": [call("edit", path=FORMATTER, oldText=_PREPROCESS, newText=_TRUNCATE)]},
         {"tools": [s.edit(FORMATTER, _RIGHT_MARGIN, _STMTPROCESS)]},
         {"tools": [_python(check)]},

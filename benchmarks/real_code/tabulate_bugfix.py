@@ -129,9 +129,11 @@ def _wrong_fix_then_fix(s: Script) -> None:
         {"text": "Loosening the thousands regex did not help: the test fails exactly as "
                  "before, because `_afterpoint` never asks that regex."},
     )
+    loose = s.file_fact("loose-regex", MODULE, "_float_with_thousands_separators = re.", 3,
+                        "the loosened thousands-separator regex")
     s.turn(
         "Revert that, then find the real cause.",
-        {"needs": ["thousands-regex"], "tools": [s.edit(MODULE, _LOOSE, _REGEX)]},
+        {"needs": [loose], "tools": [s.edit(MODULE, _LOOSE, _REGEX)]},
         {"needs": ["afterpoint", failed],
          "tools": [call("grep", pattern="_isnumber_with_thousands_separator\\(", path=MODULE)]},
         {"text": "The regex is only used by its own helper, and `_afterpoint` only calls "
@@ -146,6 +148,8 @@ def _wrong_fix_then_fix(s: Script) -> None:
         {"text": "Fixed: `_afterpoint` measures numbers written with thousands separators "
                  "again, and the internal tests pass."},
     )
+    s.file_fact("afterpoint-fixed", MODULE, "def _afterpoint(string):", 28,
+                "_afterpoint as fixed")
     regression = s.file_fact("regression-commas", "test/test_regression.py",
                              "def test_alignment_of_decimal_numbers_with_commas", 12,
                              "the skipped regression test about commas")
@@ -172,7 +176,7 @@ def _wrong_fix_then_fix(s: Script) -> None:
     s.turn(
         "The release manager asks what changed, for the changelog. Tell me in two lines; do "
         "not write it anywhere.",
-        {"needs": ["rule-changelog", "afterpoint", regression],
+        {"needs": ["rule-changelog", "afterpoint-fixed", regression],
          "text": "- `_afterpoint` measures numbers with thousands separators again, so "
                  "decimal alignment lines them up.\n- A regression test covers 1,234,567.891."},
     )
@@ -271,13 +275,12 @@ def _docs_and_review(s: Script) -> None:
          "text": "The regex change: it was the wrong place, and it was reverted before the "
                  "fix."},
     )
-    fixed = s.file_fact("afterpoint-fixed", MODULE, "def _afterpoint(string):", 28,
-                        "_afterpoint as fixed")
     s.turn(
         "Show me the final _afterpoint once more, and tell me which rules of this session the "
         "change keeps.",
         {"tools": [s.read(MODULE, "def _afterpoint(string):", 30)]},
-        {"needs": [fixed, "rule-signature", "rule-changelog", "failing-test-body"],
+        {"needs": ["afterpoint-fixed", "rule-signature", "rule-changelog",
+                   "failing-test-body"],
          "text": "`_afterpoint` now accepts both number forms; tabulate()'s signature is "
                  "unchanged and CHANGELOG is untouched."},
     )

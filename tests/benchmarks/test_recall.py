@@ -14,7 +14,7 @@ from agent_server.llm.models import BUILTIN_MODELS
 from agent_server.sim.knowledge import FactCheck
 from agent_server.sim.records import RequestRecord, TokenCounts
 from benchmarks import peers, recall
-from benchmarks.real_code import RECIPES, workloads
+from benchmarks.real_code import RECIPES, RealWorkload, workloads
 from benchmarks.real_code.rehearse import rehearse
 from benchmarks.real_code.script import Script, ScriptError, call
 
@@ -102,6 +102,24 @@ def test_an_edit_changes_what_later_facts_read(tmp_path: Path) -> None:
     assert (tmp_path / "lib" / "pkg" / "core.py").read_text().count("V2") == 1  # tree intact
 
 
+def test_a_file_fact_needed_after_an_edit_of_its_lines_is_found_stale(tmp_path: Path) -> None:
+    """The rehearsal checks each file fact against the file as it stands when a step needs
+    it: a fact declared before an edit of its lines could never be fetched again."""
+    s = Script("t", tree(tmp_path))
+    s.file_fact("header", "pkg/core.py", "def parse_header", 4, "the parser as it was")
+    s.turn("Read the parser.", {"tools": [s.read("pkg/core.py")]},
+           {"needs": ["header"], "text": "It checks the magic bytes."})
+    s.turn("Bump the magic.", {"tools": [s.edit("pkg/core.py", "MAGIC_BYTES_V2",
+                                                "MAGIC_BYTES_V3")]},
+           {"needs": ["header"], "text": "Bumped."})
+    s.file_fact("header-now", "pkg/core.py", "def parse_header", 4, "the parser as it is")
+    s.turn("Show it again.", {"needs": ["header-now"], "text": "Here it is."})
+    workload = RealWorkload("t", "test", RECIPES[0].source, s.scenario(), s.root)
+    problems = rehearse(workload)
+    assert len(problems) == 1 and problems[0].startswith("turn 1 step 1: header:")
+    assert "MAGIC_BYTES_V2" in problems[0]
+
+
 def test_the_recall_command_refuses_unknown_names(tmp_path: Path) -> None:
     assert recall.main(clients=["nobody"], out_dir=tmp_path) == 2
     assert recall.main(names=["no-such-session"], out_dir=tmp_path) == 2
@@ -150,3 +168,36 @@ def test_the_products_compaction_is_a_compactor_of_the_kit() -> None:
     assert again.rounds[0].context.text == again.rounds[1].context.text
     assert "## Files read" in again.rounds[0].context.text
     assert "## Constraints" not in again.rounds[0].context.text  # the lossy summariser
+
+
+def figures_row(client: str, cost: float, session: str = "default") -> peers.Figures:
+    recall_figures = peers.Recall(needed=10, found=7, recoveries=2, recovery_tokens=3000,
+                                  recovery_cost=0.02, completed=40,
+                                  violations={"rule": 1, "request": 0, "decision": 0,
+                                              "failed": 2, "lost": 1})
+    return peers.Figures(client=client, model="sim-small", version="1", requests=50, cost=cost,
+                         cache_read_share=0.9, cache_write=1000, fixed_prefix=2000,
+                         tool_results=30, tool_result_tokens=40_000, summaries=3,
+                         failed_requests=0, failed_turns=0, turns=17, off_script=0,
+                         seconds=1.0, notes=[], recall=recall_figures, session=session)
+
+
+def test_bench_peers_and_bench_recall_show_the_same_recall_columns() -> None:
+    from rich.console import Console
+
+    from benchmarks.report import peers_table, recall_lines, recall_table
+
+    def rendered(table: Any) -> str:
+        console = Console(width=400, record=True)
+        console.print(table)
+        return console.export_text()
+
+    rows = [figures_row("agent-server", 0.5), figures_row("codex", 0.8),
+            figures_row("pi", 0.4)]
+    as_rows, as_columns = rendered(peers_table(rows)), rendered(recall_table(rows))
+    for label, _value in recall_lines():
+        assert label in as_rows and " ".join(label.split()[:2]) in as_columns
+    for text in ("10 / 7", "2, 3.0k, $0.0200", "1 / 0 / 0 / 2 / 1", "$0.0125"):
+        assert text in as_rows and text in as_columns
+    # agent-server at $0.50: 1.25x the cheapest peer (pi), 0.62x Codex on its own API.
+    assert "1.25x" in as_columns and "0.62x" in as_columns

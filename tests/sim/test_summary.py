@@ -345,3 +345,17 @@ def test_the_lossy_summariser_keeps_a_short_goal_and_the_file_lists_only() -> No
     assert "`billing/api.py`" in lossy.split("## Files modified")[1]
     faithful = summarise(transcript, "faithful")
     assert "Do not add dependencies." in faithful and "Never touch the database" in faithful
+
+
+def test_a_summary_cut_to_a_number_of_characters_ends_at_a_line_break() -> None:
+    transcript = Transcript("", (ToolSpec("read", {}),), (
+        TranscriptMessage("user", (TextPart(summary_message_text(PREVIOUS)),
+                                   TextPart("Now fix the invoice test. Do not add dependencies."))),
+        TranscriptMessage("assistant", (ToolCallPart("c1", "read", {"path": "tests/t.py"}),)),
+        TranscriptMessage("user", (ToolResultPart("c1", "def test(): ..."), TextPart(CODEX))),
+    ))
+    whole = summarise(transcript, "faithful")
+    cut = summarise(transcript, "faithful", max_chars=300)
+    assert len(whole) > 300 >= len(cut) and whole.startswith(cut)
+    assert whole[len(cut)] == "\n"  # the cut ends a line
+    assert summarise(transcript, "faithful", max_chars=len(whole)) == whole
