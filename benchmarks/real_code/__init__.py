@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import os
 import shutil
 import sys
 import tempfile
@@ -73,15 +74,36 @@ ENVIRONMENT = {"PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD":
 
 def prepare(recipe: Recipe, cache: Path | None = None) -> RealWorkload:
     cache = cache or cache_dir()
-    # A tree of this process's own, removed when it exits: test workers (pytest -n) prepare
-    # the same recipe at once, and one's rmtree must not pull the tree from under another.
-    (cache / "trees").mkdir(parents=True, exist_ok=True)
-    tree = Path(tempfile.mkdtemp(prefix=f"{recipe.name}-", dir=cache / "trees"))
+    # A tree of this process's own: test workers (pytest -n) prepare the same recipe at once,
+    # and one's rmtree must not pull the tree from under another. Removed at exit, and the
+    # trees of processes gone without running it (xdist's workers) when the next one starts.
+    trees = cache / "trees"
+    trees.mkdir(parents=True, exist_ok=True)
+    _remove_orphans(trees)
+    tree = Path(tempfile.mkdtemp(prefix=f"{recipe.name}.{os.getpid()}.", dir=trees))
     atexit.register(functools.partial(shutil.rmtree, tree, ignore_errors=True))
     extract(recipe.source, tree, cache)
     recipe.plant(tree)
     scenario = recipe.script(tree).scenario()
     return RealWorkload(recipe.name, recipe.kind, recipe.source, scenario, tree)
+
+
+def _remove_orphans(trees: Path) -> None:
+    for tree in trees.iterdir():
+        _name, _, rest = tree.name.partition(".")
+        pid = rest.partition(".")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(tree, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def workloads(names: tuple[str, ...] | None = None, cache: Path | None = None
