@@ -105,6 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--strategies", metavar="LIST",
                        help="recall: agent-server's strategies, comma-separated, of "
                        "benchmarks/strategies.py (default: default)")
+    bench.add_argument("--omniscient", action="store_true",
+                       help="recall: a model that never misses what was dropped (every "
+                       "step's needs ignored), as every figure before issue 25")
     bench.add_argument("--out", metavar="DIR",
                        help="peers, recall: where the request logs go (default "
                        ".bench/<suite>/<time>)")
@@ -185,6 +188,8 @@ def _suite_options(args: argparse.Namespace) -> dict[str, Any] | None:
             options["names"] = listed(args.sessions)
         if listed(args.strategies):
             options["strategy_names"] = listed(args.strategies)
+        if args.omniscient:
+            options["knows_all"] = True
     if args.suite == "conformance" or args.suite == "recall":
         options["json_path"] = Path(args.json) if args.json else None
     if args.out:

@@ -14,7 +14,9 @@ dollars); violations by kind; compactions; the completed steps and the bill per 
 step. `--strategies` runs agent-server under other strategies of benchmarks/strategies.py too
 (the repo_map tool, Aider's repository map at the head), each a row of its own. `--quick`
 (CI) runs agent-server alone, on the two smaller sessions and the 32k window:
-its figures are printed, never asserted.
+its figures are printed, never asserted. `--omniscient` runs the same sessions with a model that
+never misses what was dropped (every step's needs ignored), the scripted model every figure
+before issue 25 came from: the bills beside the knowing model's say what forgetting costs.
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
+from agent_server.sim.scenario import Scenario
 from agent_server.sim.summary import SUMMARY_MODES, SummaryMode
 from benchmarks import peers
 from benchmarks.real_code import ENVIRONMENT, RECIPES, RealWorkload, workloads
@@ -41,6 +44,13 @@ QUICK_WORKLOADS = ("tabulate-bugfix", "sqlparse-feature")
 
 def session_of(workload: RealWorkload) -> peers.Session:
     return peers.Session(workload.name, workload.scenario, workload.write, ENVIRONMENT)
+
+
+def omniscient(scenario: Scenario) -> Scenario:
+    """The scenario with no step naming a fact it needs: a model that knows it all."""
+    turns = tuple(replace(turn, steps=tuple(replace(step, needs=()) for step in turn.steps))
+                  for turn in scenario.turns)
+    return replace(scenario, turns=turns)
 
 
 def _run(client: str, workload: RealWorkload, model: str, summariser: SummaryMode,
@@ -83,7 +93,7 @@ def _unknown(clients: Sequence[str], models: Sequence[str], summarisers: Sequenc
 def main(clients: Sequence[str] | None = None, models: Sequence[str] | None = None,
          summarisers: Sequence[str] | None = None, names: Sequence[str] | None = None,
          out_dir: Path | None = None, quick: bool = False, json_path: Path | None = None,
-         strategy_names: Sequence[str] | None = None) -> int:
+         strategy_names: Sequence[str] | None = None, knows_all: bool = False) -> int:
     from benchmarks.report import print_recall
 
     clients = clients or (QUICK_CLIENTS if quick else peers.CLIENTS)
@@ -103,20 +113,22 @@ def main(clients: Sequence[str] | None = None, models: Sequence[str] | None = No
         return 2
     stamp = time.strftime("%Y%m%d-%H%M%S")
     run_root = (out_dir or Path(".bench") / "recall" / stamp).resolve()
-    _progress(f"preparing {', '.join(names)} (sources from PyPI, cached)")
-    prepared = workloads(tuple(names))
     cache = peers.cache_dir()
-    executables = {peer.name: peers.install(peer, cache) for peer in peers.PEERS
-                   if peer.name in clients}
     runs = cache.parent / "peer-runs"
     runs.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f"recall-{stamp}-", dir=runs))
     rows: list[peers.Figures] = []
-    started = time.perf_counter()
     try:
+        _progress(f"preparing {', '.join(names)} (sources from PyPI, cached)")
+        prepared = workloads(tuple(names), trees=scratch / "trees")
+        if knows_all:
+            prepared = [replace(w, scenario=omniscient(w.scenario)) for w in prepared]
+        executables = {peer.name: peers.install(peer, cache) for peer in peers.PEERS
+                       if peer.name in clients}
+        started = time.perf_counter()
         for workload in prepared:
             for model in models:
-                for mode in modes:
+                for mode in (m for m in SUMMARY_MODES if m in modes):
                     run_dir = run_root / workload.name / mode
                     run_dir.mkdir(parents=True, exist_ok=True)
                     for client, strategy in _runs(clients, strategy_names):

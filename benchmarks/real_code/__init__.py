@@ -14,8 +14,6 @@ the workspace.
 from __future__ import annotations
 
 import atexit
-import functools
-import os
 import shutil
 import sys
 import tempfile
@@ -72,41 +70,24 @@ class RealWorkload:
 ENVIRONMENT = {"PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
 
-def prepare(recipe: Recipe, cache: Path | None = None) -> RealWorkload:
+def prepare(recipe: Recipe, cache: Path | None = None, trees: Path | None = None
+            ) -> RealWorkload:
+    """The planted tree in a directory of this process's own, under `trees` (a run's own
+    scratch directory; by default the cache's `trees`), removed when the process exits: runs
+    in parallel, or another checkout's, each copy their workspaces from a tree no one else
+    rewrites or removes meanwhile."""
     cache = cache or cache_dir()
-    # A tree of this process's own: test workers (pytest -n) prepare the same recipe at once,
-    # and one's rmtree must not pull the tree from under another. Removed at exit, and the
-    # trees of processes gone without running it (xdist's workers) when the next one starts.
-    trees = cache / "trees"
+    trees = trees or cache / "trees"
     trees.mkdir(parents=True, exist_ok=True)
-    _remove_orphans(trees)
-    tree = Path(tempfile.mkdtemp(prefix=f"{recipe.name}.{os.getpid()}.", dir=trees))
-    atexit.register(functools.partial(shutil.rmtree, tree, ignore_errors=True))
+    tree = Path(tempfile.mkdtemp(prefix=f"{recipe.name}-", dir=trees))
+    atexit.register(shutil.rmtree, tree, ignore_errors=True)
     extract(recipe.source, tree, cache)
     recipe.plant(tree)
     scenario = recipe.script(tree).scenario()
     return RealWorkload(recipe.name, recipe.kind, recipe.source, scenario, tree)
 
 
-def _remove_orphans(trees: Path) -> None:
-    for tree in trees.iterdir():
-        _name, _, rest = tree.name.partition(".")
-        pid = rest.partition(".")[0]
-        if pid.isdigit() and not _alive(int(pid)):
-            shutil.rmtree(tree, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def workloads(names: tuple[str, ...] | None = None, cache: Path | None = None
-              ) -> list[RealWorkload]:
+def workloads(names: tuple[str, ...] | None = None, cache: Path | None = None,
+              trees: Path | None = None) -> list[RealWorkload]:
     chosen = [r for r in RECIPES if names is None or r.name in names]
-    return [prepare(recipe, cache) for recipe in chosen]
+    return [prepare(recipe, cache, trees) for recipe in chosen]

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from agent_server.cli import build_parser
+from agent_server.cli import _suite_options, build_parser
 from agent_server.llm.models import BUILTIN_MODELS
 from agent_server.sim.knowledge import FactCheck
 from agent_server.sim.records import RequestRecord, TokenCounts
+from agent_server.sim.responder import plan_reply
 from benchmarks import peers, recall
 from benchmarks.real_code import RECIPES, RealWorkload, workloads
 from benchmarks.real_code.rehearse import rehearse
@@ -129,6 +130,26 @@ def test_the_recall_command_refuses_unknown_names(tmp_path: Path) -> None:
     assert args.suite == "recall" and args.quick and args.summarisers == "lossy"
 
 
+def test_the_omniscient_model_answers_every_step_as_scripted() -> None:
+    """`bench recall --omniscient`: the same scenario with no step needing anything, so the
+    step a knowing model would detour from (the file it no longer has) is answered as is."""
+    from tests.sim.test_knowledge import first_turn, scenario, transcript, user
+
+    knowing = scenario()
+    knows_all = recall.omniscient(knowing)
+    assert knows_all.facts == knowing.facts
+    assert [[s.needs for s in t.steps] for t in knows_all.turns] == [[(), ()], [(), ()]]
+    assert [[s.tools for s in t.steps] for t in knows_all.turns] == [
+        [s.tools for s in t.steps] for t in knowing.turns]
+    asked = transcript(*first_turn("(the file was too large to show)"),
+                       user("Fix the magic check."))
+    assert plan_reply(asked, knowing, id_prefix="toolu").source == "recovery:1:0:header"
+    reply = plan_reply(asked, knows_all, id_prefix="toolu")
+    assert (reply.source, reply.knowledge) == ("scenario:1:0", ())
+    args = build_parser().parse_args(["bench", "recall", "--omniscient"])
+    assert _suite_options(args) == {"quick": False, "knows_all": True, "json_path": None}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [recipe.name for recipe in RECIPES])
 def test_each_real_code_session_holds_against_its_pinned_source(name: str) -> None:
@@ -139,6 +160,19 @@ def test_each_real_code_session_holds_against_its_pinned_source(name: str) -> No
     kinds = {fact.kind for fact in workload.scenario.facts.values()}
     assert {"file", "output", "rule", "failed", "request"} <= kinds
     assert rehearse(workload) == []
+
+
+@pytest.mark.slow
+def test_each_preparation_has_a_tree_of_its_own(tmp_path: Path) -> None:
+    """Parallel runs (or another checkout's) prepare the same session: neither empties the
+    tree the other copies its workspaces from."""
+    (first,) = workloads(("tabulate-bugfix",))
+    files = sorted(p.relative_to(first.tree) for p in first.tree.rglob("*"))
+    (second,) = workloads(("tabulate-bugfix",), trees=tmp_path / "trees")
+    assert second.tree != first.tree and second.tree.parent == tmp_path / "trees"
+    assert sorted(p.relative_to(first.tree) for p in first.tree.rglob("*")) == files
+    first.write(tmp_path / "workspace")
+    assert (tmp_path / "workspace" / "tabulate" / "__init__.py").is_file()
 
 
 @pytest.mark.slow
