@@ -105,9 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--sessions", metavar="LIST",
                        help="recall: comma-separated, of tabulate-bugfix,sqlparse-feature,"
                        "more-itertools-debug (default all)")
-    bench.add_argument("--variant", metavar="NAME",
-                       help="recall: run agent-server with another context policy "
-                       "(restore-files), to compare with the product's")
+    bench.add_argument("--strategies", metavar="LIST",
+                       help="recall: agent-server's strategies, comma-separated, of "
+                       "benchmarks/strategies.py (default: default)")
     bench.add_argument("--omniscient", action="store_true",
                        help="recall: a model that never misses what was dropped (every "
                        "step's needs ignored), as every figure before issue 25")
@@ -189,8 +189,8 @@ def _suite_options(args: argparse.Namespace) -> dict[str, Any] | None:
             options["summarisers"] = listed(args.summarisers)
         if listed(args.sessions):
             options["names"] = listed(args.sessions)
-        if args.variant:
-            options["variant"] = args.variant
+        if listed(args.strategies):
+            options["strategy_names"] = listed(args.strategies)
         if args.omniscient:
             options["knows_all"] = True
     if args.suite == "conformance" or args.suite == "recall":

@@ -139,6 +139,7 @@ async def run_strategy(strategy: Strategy, workload: Workload, api: Api, root: P
             compaction=strategy.compaction,
             permissions_mode="allowAll",
             sessions_dir=str(run_dir / "sessions"),
+            tools=strategy.tools,
         )
         session = open_session(
             workspace, settings, strategy.policy() if strategy.policy else None, clock.now

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -53,8 +54,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_server.agent.context_manager import ContextPolicy
-from agent_server.agent.settings import AgentSettings, ToolOptions, settings_from_json
+from agent_server.agent.settings import AgentSettings, settings_from_json
 from agent_server.llm.cost import call_cost
 from agent_server.llm.models import BUILTIN_MODELS, ModelInfo, ModelRegistry
 from agent_server.sim import anthropic_api, openai_responses
@@ -67,6 +67,7 @@ from agent_server.sim.tokenizer import count_tokens
 from agent_server.sim.transcript import Transcript
 from agent_server.sim.workspace import write_sample_workspace
 from benchmarks.cost_bench import Bill, bill, open_session
+from benchmarks.strategies import Strategy
 
 MODELS = ("sim-large", "sim-small")
 FAKE_KEY = "sk-sim-not-a-real-key"
@@ -172,6 +173,8 @@ class Run:
     notes: list[str] = field(default_factory=list)
     session: str = "default"
     summariser: SummaryMode = "faithful"
+    strategy: str = "default"  # agent-server's (benchmarks/strategies.py)
+    exploring: frozenset[str] = frozenset()  # the scenario's exploring steps
 
 
 def _clean_env(home: Path, extra: dict[str, str]) -> dict[str, str]:
@@ -312,7 +315,8 @@ def run_peer(peer: Peer, executable: Path, model_id: str, run_dir: Path, scratch
         handle.stop()
         simulator.close()
     return Run(peer.name, model_id, peer.version, list(simulator.records), len(prompts), failed,
-               time.perf_counter() - started, notes, session.name, summariser)
+               time.perf_counter() - started, notes, session.name, summariser,
+               exploring=exploring_steps(session.scenario))
 
 
 @contextlib.contextmanager
@@ -333,12 +337,11 @@ def _environment(extra: Mapping[str, str]) -> Iterator[None]:
 async def _run_agent_server(client: str, model_id: str, run_dir: Path, scratch: Path,
                             session: Session | None = None,
                             summariser: SummaryMode = "faithful",
-                            policy: Callable[[Path], ContextPolicy] | None = None,
-                            label: str | None = None) -> Run:
-    """One agent-server session; `policy` (given the workspace) replaces the product's
-    context policy, and `label` names the run instead of `client` (a variant)."""
+                            strategy: Strategy | None = None) -> Run:
     session = session or default_session()
-    name = f"{label or client}-{model_id}"
+    strategy = strategy or Strategy("default", "default")
+    name = f"{client}-{model_id}" if strategy.name == "default" else \
+        f"{client}-{strategy.name}-{model_id}"
     workspace = scratch / "workspaces" / name
     shutil.rmtree(workspace, ignore_errors=True)
     session.write(workspace)
@@ -356,14 +359,15 @@ async def _run_agent_server(client: str, model_id: str, run_dir: Path, scratch: 
             provider=variant.api, model=model_id,
             base_url=server.base_url if anthropic else server.base_url + "/v1",
             permissions_mode="allowAll", sessions_dir=str(scratch / "homes" / name),
+            cache_retention=strategy.cache_retention, compaction=strategy.compaction,
             # Unsandboxed, as pi and Claude Code run here (Codex's sandbox lets a command read
             # the whole disk): agent-server's allow-list would hide what the workspace links
             # to outside it (the real-code suite's .venv), and the commands would fail.
-            tools=ToolOptions(sandbox="off"),
+            tools=dataclasses.replace(strategy.tools, sandbox="off"),
         ))
         with _environment(session.env):
             session_ = open_session(workspace, settings,
-                                    policy(workspace) if policy is not None else None)
+                                    strategy.policy() if strategy.policy else None)
             try:
                 for index, prompt in enumerate(prompts):
                     result = await session_.run_turn(prompt)
@@ -375,8 +379,9 @@ async def _run_agent_server(client: str, model_id: str, run_dir: Path, scratch: 
     simulator.close()
     from agent_server import __version__
 
-    return Run(label or client, model_id, __version__, list(simulator.records), len(prompts),
-               failed, time.perf_counter() - started, notes, session.name, summariser)
+    return Run(client, model_id, __version__, list(simulator.records), len(prompts),
+               failed, time.perf_counter() - started, notes, session.name, summariser,
+               strategy.name, exploring_steps(session.scenario))
 
 
 # --- figures --------------------------------------------------------------------------------
@@ -573,6 +578,90 @@ class Recall:
         return sum(self.violations.values())
 
 
+@dataclass
+class Exploration:
+    """The calls a run spent exploring, before and after its first compaction (each a pair):
+    `calls`, the requests that answered an exploring step (one that lists, finds or searches
+    for what it names: `Step.finds`) or asked for the repository map; `maps`, the map calls
+    among them; `skipped`, the exploring steps the model did not take because its request
+    already showed what they look for."""
+
+    calls: tuple[int, int] = (0, 0)
+    maps: tuple[int, int] = (0, 0)
+    skipped: tuple[int, int] = (0, 0)
+
+
+def exploring_steps(scenario: Scenario) -> frozenset[str]:
+    """"<turn>:<step>" of the scenario's exploring steps."""
+    return frozenset(f"{t}:{i}" for t, turn in enumerate(scenario.turns)
+                     for i, step in enumerate(turn.steps) if step.finds)
+
+
+def exploration_of(records: Iterable[RequestRecord], exploring: frozenset[str]) -> Exploration:
+    calls, maps, skipped = [0, 0], [0, 0], [0, 0]
+    after = 0
+    for record in records:
+        if record.status != 200:
+            continue
+        if record.source == "summary":
+            after = 1
+            continue
+        source = record.source or ""
+        if source.startswith("explore:"):
+            maps[after] += 1
+            calls[after] += 1
+        elif record.completed_step in exploring:
+            calls[after] += 1
+        skipped[after] += len(record.skipped)
+    return Exploration((calls[0], calls[1]), (maps[0], maps[1]), (skipped[0], skipped[1]))
+
+
+@dataclass
+class HeadChurn:
+    """How the head of the prompt (its first message) changed from one request to the next,
+    and what the requests read from the cache either way: the seed's claim that a head that
+    changes every turn makes the cache hit rate 0% (a map at the head, Aider's way). Only the
+    session's own requests count (summaries aside), each against the one before it."""
+
+    requests: int = 0
+    changed: int = 0
+    read_changed: int = 0  # cache-read tokens of the requests whose head changed
+    prompt_changed: int = 0  # their prompt tokens
+    read_kept: int = 0
+    prompt_kept: int = 0
+
+    @property
+    def read_share_changed(self) -> float:
+        return self.read_changed / self.prompt_changed if self.prompt_changed else 0.0
+
+    @property
+    def read_share_kept(self) -> float:
+        return self.read_kept / self.prompt_kept if self.prompt_kept else 0.0
+
+
+def head_churn(records: Iterable[RequestRecord]) -> HeadChurn:
+    out = HeadChurn()
+    previous: str | None = None
+    for record in records:
+        if record.status != 200 or record.source == "summary" or record.tokens is None:
+            continue
+        transcript = transcript_of(record)
+        if transcript is None or not transcript.messages:
+            continue
+        head = repr(transcript.messages[0])
+        tokens = record.tokens
+        out.requests += 1
+        if previous is not None and head != previous:
+            out.changed += 1
+            out.read_changed += tokens.cache_read
+            out.prompt_changed += tokens.prompt
+        elif previous is not None:
+            out.read_kept += tokens.cache_read
+            out.prompt_kept += tokens.prompt
+        previous = head
+    return out
+
+
 def recall_of(records: Iterable[RequestRecord], model: ModelInfo) -> Recall:
     first: dict[tuple[str, str], str] = {}
     lost: set[tuple[str, str]] = set()
@@ -590,6 +679,7 @@ def recall_of(records: Iterable[RequestRecord], model: ModelInfo) -> Recall:
                 lost.add((check.step, check.fact))
         if record.completed_step is not None:
             completed.add(record.completed_step)
+        completed.update(record.skipped)  # done with what the request already showed
         if (record.source or "").startswith("recovery:") and record.tokens is not None:
             tokens = record.tokens
             out.recoveries += 1
@@ -629,6 +719,9 @@ class Figures:
     recall: Recall = field(default_factory=Recall)
     session: str = "default"
     summariser: str = "faithful"
+    strategy: str = "default"
+    exploration: Exploration = field(default_factory=Exploration)
+    head: HeadChurn = field(default_factory=HeadChurn)
 
     @property
     def cost_per_step(self) -> float:
@@ -648,7 +741,8 @@ def figures(run: Run) -> Figures:
         summaries=billed.summaries, failed_requests=billed.failed,
         failed_turns=run.failed_turns, turns=run.turns, off_script=billed.off_script,
         seconds=run.seconds, notes=run.notes, recall=recall_of(run.records, model),
-        session=run.session, summariser=run.summariser,
+        session=run.session, summariser=run.summariser, strategy=run.strategy,
+        exploration=exploration_of(run.records, run.exploring), head=head_churn(run.records),
     )
 
 

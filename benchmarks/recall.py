@@ -11,13 +11,14 @@ wrongly (a violation). Every client gets the same workspace, environment and sim
 
 Per run: the bill; the facts its steps needed and found; recoveries (calls, tokens,
 dollars); violations by kind; compactions; the completed steps and the bill per completed
-step. `--quick` (CI) runs agent-server alone, on the two smaller sessions and the 32k window:
+step. `--strategies` runs agent-server under other strategies of benchmarks/strategies.py too
+(the repo_map tool, Aider's repository map at the head), each a row of its own. `--quick`
+(CI) runs agent-server alone, on the two smaller sessions and the 32k window:
 its figures are printed, never asserted. `--omniscient` runs the same sessions with a model that
 never misses what was dropped (every step's needs ignored), the scripted model every figure
 before issue 25 came from: the bills beside the knowing model's say what forgetting costs.
-`--variant NAME` runs agent-server's clients with another context policy (VARIANTS),
-labelled `<client>+NAME`, to measure a design choice on the same suite (issue 26:
-`restore-files`).
+A strategy may also be a design choice measured against the product's on the same suite
+(issue 26: `restore-files`, Claude Code's restore of recent files after a compaction).
 """
 
 from __future__ import annotations
@@ -28,16 +29,15 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from agent_server.agent.context_manager import ContextPolicy
 from agent_server.sim.scenario import Scenario
 from agent_server.sim.summary import SUMMARY_MODES, SummaryMode
 from benchmarks import peers
 from benchmarks.real_code import ENVIRONMENT, RECIPES, RealWorkload, workloads
-from benchmarks.strategies import RestoreRecentFiles
+from benchmarks.strategies import Strategy, strategies
 
 MODELS = ("sim-small", "sim-large")
 QUICK_CLIENTS = ("agent-server", "agent-server-anthropic")
@@ -46,13 +46,6 @@ QUICK_WORKLOADS = ("tabulate-bugfix", "sqlparse-feature")
 
 def session_of(workload: RealWorkload) -> peers.Session:
     return peers.Session(workload.name, workload.scenario, workload.write, ENVIRONMENT)
-
-
-# Other ways agent-server could handle context, measured against the product's on the same
-# runs (`--variant`): each a context policy given the workspace (benchmarks/strategies.py).
-VARIANTS: dict[str, Callable[[Path], ContextPolicy]] = {
-    RestoreRecentFiles.name: RestoreRecentFiles,
-}
 
 
 def omniscient(scenario: Scenario) -> Scenario:
@@ -64,13 +57,11 @@ def omniscient(scenario: Scenario) -> Scenario:
 
 def _run(client: str, workload: RealWorkload, model: str, summariser: SummaryMode,
          run_dir: Path, scratch: Path, executables: dict[str, Path],
-         variant: str | None = None) -> peers.Figures:
+         strategy: Strategy | None = None) -> peers.Figures:
     session = session_of(workload)
     if client.startswith("agent-server"):
-        label = f"{client}+{variant}" if variant else None
-        policy = VARIANTS[variant] if variant else None
         run = asyncio.run(peers._run_agent_server(client, model, run_dir, scratch, session,
-                                                  summariser, policy, label))
+                                                  summariser, strategy))
     else:
         peer = next(p for p in peers.PEERS if p.name == client)
         run = peers.run_peer(peer, executables[client], model, run_dir, scratch,
@@ -79,37 +70,46 @@ def _run(client: str, workload: RealWorkload, model: str, summariser: SummaryMod
     return peers.figures(run)
 
 
+def _runs(clients: Sequence[str], names: Sequence[str]
+          ) -> list[tuple[str, Strategy | None]]:
+    """Each client once, agent-server once per strategy named (benchmarks/strategies.py)."""
+    chosen = [s for s in strategies() if s.name in names]
+    return [(client, strategy) for client in clients
+            for strategy in (chosen if client.startswith("agent-server") else [None])]
+
+
 def _progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
 def _unknown(clients: Sequence[str], models: Sequence[str], summarisers: Sequence[str],
-             names: Sequence[str], variant: str | None = None) -> list[str]:
+             names: Sequence[str], chosen: Sequence[str] = ()) -> list[str]:
     known = {recipe.name for recipe in RECIPES}
     return ([c for c in clients if c not in peers.CLIENTS]
-            + ([variant] if variant is not None and variant not in VARIANTS else [])
             + [m for m in models if m not in MODELS]
             + [s for s in summarisers if s not in SUMMARY_MODES]
-            + [n for n in names if n not in known])
+            + [n for n in names if n not in known]
+            + [c for c in chosen if c not in {s.name for s in strategies()}])
 
 
 def main(clients: Sequence[str] | None = None, models: Sequence[str] | None = None,
          summarisers: Sequence[str] | None = None, names: Sequence[str] | None = None,
          out_dir: Path | None = None, quick: bool = False, json_path: Path | None = None,
-         variant: str | None = None, knows_all: bool = False) -> int:
+         strategy_names: Sequence[str] | None = None, knows_all: bool = False) -> int:
     from benchmarks.report import print_recall
 
     clients = clients or (QUICK_CLIENTS if quick else peers.CLIENTS)
     models = models or (("sim-small",) if quick else MODELS)
     modes = summarisers or SUMMARY_MODES
     names = names or (QUICK_WORKLOADS if quick else tuple(r.name for r in RECIPES))
-    unknown = _unknown(clients, models, modes, names, variant)
+    strategy_names = strategy_names or ("default",)
+    unknown = _unknown(clients, models, modes, names, strategy_names)
     if unknown:
         print(f"agent-server bench recall: unknown {', '.join(unknown)}; clients are "
               f"{', '.join(peers.CLIENTS)}, models {', '.join(MODELS)}, summarisers "
               f"{', '.join(SUMMARY_MODES)}, sessions "
-              f"{', '.join(r.name for r in RECIPES)}, variants {', '.join(VARIANTS)}",
-              file=sys.stderr)
+              f"{', '.join(r.name for r in RECIPES)}, strategies "
+              f"{', '.join(s.name for s in strategies())}", file=sys.stderr)
         return 2
     if not peers.has_npm("recall", clients):
         return 2
@@ -133,10 +133,11 @@ def main(clients: Sequence[str] | None = None, models: Sequence[str] | None = No
                 for mode in (m for m in SUMMARY_MODES if m in modes):
                     run_dir = run_root / workload.name / mode
                     run_dir.mkdir(parents=True, exist_ok=True)
-                    for client in clients:
-                        _progress(f"{workload.name}, {model}, {mode}: {client}")
+                    for client, strategy in _runs(clients, strategy_names):
+                        shown = client if strategy is None else f"{client} ({strategy.name})"
+                        _progress(f"{workload.name}, {model}, {mode}: {shown}")
                         rows.append(_run(client, workload, model, mode, run_dir, scratch,
-                                         executables, variant))
+                                         executables, strategy))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     summary = [asdict(row) for row in rows]

@@ -363,11 +363,14 @@ def recall_table(rows: Sequence[Any]) -> Table:
         rows, lambda r: (r.session, r.model, r.summariser))
     columns: list[tuple[str, Any]] = [
         ("session", lambda r: r.session), ("window", lambda r: r.model),
-        ("summariser", lambda r: r.summariser), ("client", lambda r: r.client),
+        ("summariser", lambda r: r.summariser), ("client", _client),
         ("bill", lambda r: _money(r.cost)),
         ("× cheapest peer", cheapest),
         ("× cheapest peer, same API", same_api),
+        ("cache read", lambda r: f"{r.cache_read_share:.0%}"),
         *recall_lines(),
+        ("exploring calls (maps): before / after 1st compaction", _exploring),
+        ("exploring steps skipped", lambda r: " / ".join(map(str, r.exploration.skipped))),
         ("failed turns", lambda r: f"{r.failed_turns} of {r.turns}"),
     ]
     table = Table(title="the real-code suite, client by client: what forgetting costs "
@@ -380,22 +383,59 @@ def recall_table(rows: Sequence[Any]) -> Table:
     return table
 
 
+def _client(row: Any) -> str:
+    """The client, with agent-server's strategy when it is not the default."""
+    strategy = getattr(row, "strategy", "default")
+    return row.client if strategy == "default" else f"{row.client} ({strategy})"
+
+
+def _exploring(row: Any) -> str:
+    calls, maps = row.exploration.calls, row.exploration.maps
+    return f"{calls[0]} ({maps[0]}) / {calls[1]} ({maps[1]})"
+
+
+def head_table(rows: Sequence[Any]) -> Table:
+    """The prompt's head request by request: how often it changed, and what the requests
+    read from the cache when it did and when it did not (the seed's claim about a map at the
+    head)."""
+    table = Table(title="the head of the prompt: requests whose first message changed, and "
+                        "their cache reads")
+    for heading in ("session", "window", "summariser", "client", "requests", "head changed",
+                    "read when changed", "per such request", "tools + system",
+                    "read when kept"):
+        table.add_column(heading, justify="left" if heading in ("session", "window",
+                                                                "summariser", "client")
+                         else "right")
+    for row in rows:
+        head = row.head
+        table.add_row(
+            row.session, row.model, row.summariser, _client(row), str(head.requests),
+            f"{head.changed} ({head.changed / max(head.requests - 1, 1):.0%})",
+            f"{head.read_share_changed:.0%}",
+            format_tokens(head.read_changed // head.changed) if head.changed else "-",
+            format_tokens(row.fixed_prefix), f"{head.read_share_kept:.0%}",
+        )
+    return table
+
+
 def print_recall(rows: Sequence[Any], run_dir: Any, seconds: float) -> None:
-    _print_runs(recall_table(rows), rows, 240,
-                lambda r: f"{r.session} {r.model} {r.summariser} {r.client}",
+    strategies = any(getattr(row, "strategy", "default") != "default" for row in rows)
+    _print_runs([recall_table(rows), *([head_table(rows)] if strategies else [])], rows, 240,
+                lambda r: f"{r.session} {r.model} {r.summariser} {_client(r)}",
                 f"{len(rows)} runs in {seconds:.0f} s; request logs: {run_dir}")
 
 
 def print_peers(rows: Sequence[Any], run_dir: Any) -> None:
-    _print_runs(peers_table(rows), rows, 200, lambda r: f"{r.client} on {r.model}",
+    _print_runs([peers_table(rows)], rows, 200, lambda r: f"{r.client} on {r.model}",
                 f"request logs and tool results: {run_dir}")
 
 
-def _print_runs(table: Table, rows: Sequence[Any], width: int, run: Callable[[Any], str],
-                last_line: str) -> None:
-    """A table of runs, then each run's notes (`run` names it), then `last_line`."""
+def _print_runs(tables: Sequence[Table], rows: Sequence[Any], width: int,
+                run: Callable[[Any], str], last_line: str) -> None:
+    """Tables of runs, then each run's notes (`run` names it), then `last_line`."""
     console = Console(width=width)
-    console.print(table)
+    for table in tables:
+        console.print(table)
     for row in rows:
         for note in row.notes:
             console.print(f"{run(row)}: {note}")

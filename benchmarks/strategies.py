@@ -7,7 +7,11 @@ Three are settings of the product's own harness:
 - `fresh-summary`: the same, with the summary asked for in a fresh prompt (the seed's way);
 - `no-cache`: the same history with no cache breakpoints (`cache_retention="none"`);
 - `auto-retention`: the default with `cacheRetention: "auto"` (no editor here to say the user
-  is away: the long retention for each turn that follows a pause past the short lifetime).
+  is away: the long retention for each turn that follows a pause past the short lifetime);
+- `repo-map-tool`: the default with the repo_map tool offered (`tools.repoMap`), which the
+  simulated model calls where a map would spare it exploring (docs/simulator.md);
+  `repo-map-tool-4k` with maps of 4,096 tokens (`tools.repoMapTokens`: Aider's own budget on
+  these windows) instead of 1,024.
 
 Three are the strategies agents used before prompt caching, as `ContextPolicy`s (the seam of
 agent_server/agent/context_manager.py, where the product's own strategy is the default
@@ -33,6 +37,14 @@ Each follows its source:
   (the previous summary plus the evicted messages), under MemGPT's "prior messages (N of M
   total messages) have been hidden" note.
 
+And Aider's repository map (`AiderMapPolicy`, aider/repomap.py and aider/coders/base_coder.py):
+the map of the workspace (agent_server/repo_map, a port of Aider's) rendered again before
+every call and put after the system prompt, before the history; personalised by the files
+in the chat and what the current message mentions. It keeps the product's append-only
+history and compaction (the head counted in the decision), so that what it changes is the
+map alone: `aider-map` with Aider's default refresh (every call), `aider-map-files` with the
+refresh Aider switches to when it caches prompts (only when the chat's files change).
+
 The policies count tokens with the simulated model's own tokenizer, as AutoGPT and MemGPT
 counted with tiktoken, so they never send a request they know to be too long. None of them
 ever sends a tool result whose call is not in the message before it: window and eviction
@@ -43,15 +55,18 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any
+from pathlib import Path, PurePosixPath
+from typing import Any, Literal
 
 from agent_server.agent.context_manager import ContextManager, ContextPolicy, ContextView
-from agent_server.agent.settings import CacheRetentionName
+from agent_server.agent.settings import CacheRetentionName, ToolOptions
+from agent_server.agent.tools.repo_map import mapped_files
 from agent_server.context.cut_point import CutPoint
 from agent_server.context.estimate import estimate_text_tokens
+from agent_server.context.projection import is_prompt
 from agent_server.context.trigger import CompactionSettings
 from agent_server.llm.messages import (
     AssistantMessage,
@@ -65,6 +80,7 @@ from agent_server.llm.messages import (
     UserMessage,
 )
 from agent_server.llm.models import ModelInfo
+from agent_server.repo_map import RepoMap
 from agent_server.sim.tokenizer import count_tokens
 
 
@@ -75,6 +91,7 @@ class Strategy:
     cache_retention: CacheRetentionName = "short"
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
     policy: Callable[[], ContextPolicy] | None = None  # a fresh policy per run
+    tools: ToolOptions = field(default_factory=ToolOptions)  # the repo_map tool, say
 
 
 OFF = CompactionSettings(enabled=False)
@@ -90,6 +107,12 @@ def strategies() -> list[Strategy]:
         ),
         Strategy("no-cache", "no caching (same history, no breakpoints)", cache_retention="none"),
         Strategy("auto-retention", "default with cacheRetention auto", cache_retention="auto"),
+        Strategy("restore-files", "default with Claude Code's restore of recent files",
+                 policy=RestoreRecentFiles),
+        Strategy("repo-map-tool", "default with the repo_map tool",
+                 tools=ToolOptions(repo_map=True)),
+        Strategy("repo-map-tool-4k", "default with the repo_map tool, 4k-token maps",
+                 tools=ToolOptions(repo_map=True, repo_map_tokens=4096)),
         *(
             Strategy(
                 name, f"observation collapsing (SWE-agent, polling {polling})", compaction=OFF,
@@ -103,6 +126,11 @@ def strategies() -> list[Strategy]:
         ),
         Strategy(
             "memgpt", "memory pressure + eviction (MemGPT)", compaction=OFF, policy=MemGptPolicy
+        ),
+        Strategy("aider-map", "repo map at the head, each call (Aider)", policy=AiderMapPolicy),
+        Strategy(
+            "aider-map-files", "repo map at the head, new chat files (Aider, --cache-prompts)",
+            policy=functools.partial(AiderMapPolicy, refresh="files", name="aider-map-files"),
         ),
     ]
 
@@ -375,14 +403,15 @@ class RestoreRecentFiles:
 
     name = "restore-files"
 
-    def __init__(self, workspace: Path) -> None:
-        self.workspace = workspace.resolve()
+    def __init__(self, workspace: Path | None = None) -> None:
+        self.workspace = workspace or Path()  # the session's, read when a compaction runs
 
     async def prepare(self, view: ContextView, manager: ContextManager) -> ContextView:
         decision = manager.decide(view)
         reason = decision.reason
         if decision.action != "compact" or reason is None or reason == "oversized":
             return view
+        self.workspace = Path(manager.ledger.header.workspace)
         budget = min(RESTORE_TOTAL_TOKENS, int(RESTORE_SHARE_OF_THRESHOLD * manager.threshold))
         original = manager.summaries
         manager.summaries = _Restoring(original, self, budget)  # type: ignore[assignment]
@@ -417,8 +446,9 @@ class RestoreRecentFiles:
         return "\n\n## Files read before this point, as they are now\n\n" + "\n\n".join(parts)
 
     def _lines(self, path: str, arguments: dict[str, Any], tokens: int) -> str | None:
-        file = (self.workspace / path).resolve()
-        if not file.is_relative_to(self.workspace) or not file.is_file():
+        root = self.workspace.resolve()
+        file = (root / path).resolve()
+        if not file.is_relative_to(root) or not file.is_file():
             return None
         lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
         offset = arguments.get("offset")
@@ -468,3 +498,170 @@ class _Restoring:
         if not summary:
             return summary, split
         return summary + self._policy.restored(cut, self._budget), split
+
+
+# --- Aider ----------------------------------------------------------------------------------
+
+# aider/coders/base_prompts.py, CoderPrompts.repo_content_prefix, and the assistant's answer
+# in base_coder.py, Coder.get_repo_messages.
+AIDER_MAP_PREFIX = (
+    "Here are summaries of some files present in my git repository.\n"
+    "Do not propose changes to these files, treat them as *read-only*.\n"
+    "If you need to edit any of these files, ask me to *add them to the chat* first.\n"
+)
+AIDER_MAP_REPLY = "Ok, I won't try and edit those files without asking first."
+AIDER_NO_FILES_MULTIPLIER = 2  # aider/args.py, --map-multiplier-no-files
+AIDER_PADDING = 4096  # RepoMap.get_repo_map: the room kept when the map grows
+# The tools whose calls put a file's text into the context: Aider's "files in the chat".
+_FILE_TOOLS = frozenset(("read", "edit", "write"))
+
+
+def aider_map_tokens(model: ModelInfo) -> int:
+    """aider/models.py, Model.get_repo_map_tokens: an eighth of the input window, within
+    [1024, 4096] (the --map-tokens default; the docs' "1k tokens" is its floor)."""
+    return int(min(max(model.context_window / 8, 1024), 4096))
+
+
+@dataclass
+class AiderMapPolicy:
+    """Aider's repository map at the head of every request (aider/repomap.py and
+    aider/coders/base_coder.py), on top of the product's append-only history and compaction.
+
+    Before each model call (Aider builds its chunks, `format_chat_chunks`, for every call) the
+    map is rendered again (`Coder.get_repo_map`): the files in the chat are the files whose
+    text the context holds (read, edited or written by the session); the files and names
+    mentioned are those of the current message's text, that is, everything said since the
+    latest prompt (the prompt, the answers, the tools' outputs, file texts aside)
+    (`get_file_mentions`, `get_ident_mentions`, `get_ident_filename_matches`); its budget is
+    `aider_map_tokens`, grown to twice that (at most the window less 4,096) while no file is
+    in the chat; when nothing fits it falls back to the map without the chat files, then to
+    the unhinted one. It goes after the system prompt and before the history, as a user
+    message (`repo_content_prefix` + map) and the assistant's "Ok" (`ChatChunks`: system,
+    examples, read-only files, repo, done, chat files, current).
+
+    `refresh`: "auto" renders it anew for every call (Aider's default; Aider reuses the last
+    map for the same inputs only once a map took over a second to render: left out, as it
+    depends on the machine's speed); "files" reuses it until the files in the chat (or the
+    repository's files) change, which is what Aider switches to with --cache-prompts
+    (aider/main.py: `if args.cache_prompts and args.map_refresh == "auto"`).
+
+    The compaction decision counts the head; the compaction itself is the product's, on the
+    ledger's history (Aider's own history summariser, ChatSummary, is not part of this
+    baseline: it measures the map)."""
+
+    refresh: Literal["auto", "files"] = "auto"
+    name: str = "aider-map"
+    _map: RepoMap | None = None
+    _cached: tuple[tuple[object, ...], str] | None = None
+
+    async def prepare(self, view: ContextView, manager: ContextManager) -> ContextView:
+        head = self._head(view, manager)
+        counted = request_tokens(view, (*head, *view.messages))
+        decision = manager.decide(replace(view, estimate=replace(
+            view.estimate, tokens=max(view.tokens, counted))))
+        if decision.action == "compact" and decision.reason not in (None, "oversized"):
+            assert decision.reason is not None
+            view = (await manager.compact(decision.reason, view=view)).view
+            head = self._head(view, manager)
+        return manager.view_of((*head, *view.messages))
+
+    def _head(self, view: ContextView, manager: ContextManager) -> tuple[Message, ...]:
+        root = Path(manager.ledger.header.workspace)
+        if self._map is None:
+            self._map = RepoMap(root, count_tokens)
+        files = sorted(mapped_files(root)[0])
+        chat = sorted(files_in_chat(view.messages) & set(files))
+        text = current_message_text(view.messages)
+        idents = set(re.split(r"\W+", text)) - {""}
+        mentioned = file_mentions(text, files, chat) | ident_file_matches(idents, files)
+        key = (tuple(chat), tuple(files), view.model.id)
+        if self.refresh == "files" and self._cached is not None and self._cached[0] == key:
+            listing = self._cached[1]
+        else:
+            listing = self._render(view.model, chat, files, mentioned, idents)
+            self._cached = (key, listing)
+        if not listing:
+            return ()
+        return (UserMessage.of_text(AIDER_MAP_PREFIX + listing),
+                AssistantMessage((TextContent(AIDER_MAP_REPLY),), "stop"))
+
+    def _render(self, model: ModelInfo, chat: list[str], files: list[str],
+                mentioned: set[str], idents: set[str]) -> str:
+        """Coder.get_repo_map and RepoMap.get_repo_map: the budget, and the two fallbacks."""
+        assert self._map is not None
+        budget = aider_map_tokens(model)
+        if not chat:
+            budget = min(budget * AIDER_NO_FILES_MULTIPLIER, model.context_window - AIDER_PADDING)
+        other = [path for path in files if path not in chat]
+        for chat_files, hints in ((chat, True), ([], True), ([], False)):
+            listing = self._map.render(
+                chat_files, other if chat_files else files, budget,
+                mentioned if hints else (), idents if hints else ())
+            if listing:
+                return listing
+        return ""
+
+
+def files_in_chat(messages: Sequence[Message]) -> set[str]:
+    """The files whose text the context holds: paths of read, edit and write calls that did
+    not fail."""
+    calls: dict[str, ToolCall] = {}
+    out: set[str] = set()
+    for message in messages:
+        if isinstance(message, AssistantMessage):
+            calls.update((call.id, call) for call in message.tool_calls)
+        elif isinstance(message, ToolResultMessage) and not message.is_error:
+            call = calls.get(message.tool_call_id)
+            path = call.arguments.get("path") if call is not None else None
+            if call is not None and call.name in _FILE_TOOLS and isinstance(path, str):
+                out.add(path.removeprefix("./"))
+    return out
+
+
+def current_message_text(messages: Sequence[Message]) -> str:
+    """Aider's `get_cur_message_text`: what was said since the latest prompt, file texts
+    (which Aider keeps in the chat files' chunk, not in the current messages) aside."""
+    start = max((i for i, m in enumerate(messages) if is_prompt(m)), default=0)
+    calls: dict[str, ToolCall] = {}
+    parts: list[str] = []
+    for message in messages[start:]:
+        if isinstance(message, AssistantMessage):
+            calls.update((call.id, call) for call in message.tool_calls)
+            parts.append(message.text)
+        elif isinstance(message, ToolResultMessage):
+            call = calls.get(message.tool_call_id)
+            if call is None or call.name not in _FILE_TOOLS:
+                parts.append(message.text)
+        elif isinstance(message, UserMessage):
+            parts.extend(b.text for b in message.content if isinstance(b, TextContent))
+    return "\n".join(parts)
+
+
+def file_mentions(text: str, files: Sequence[str], chat: Sequence[str]) -> set[str]:
+    """Aider's `get_file_mentions`: files (not in the chat) named by their path, or by a base
+    name unique among them that could not be a plain word."""
+    words = {word.rstrip(",.!;:?").strip("\"'`*_") for word in text.split()}
+    addable = [path for path in files if path not in chat]
+    in_chat = {PurePosixPath(path).name for path in chat}
+    found = {path for path in addable if path in words}
+    by_name: dict[str, list[str]] = {}
+    for path in addable:
+        name = PurePosixPath(path).name
+        if any(c in name for c in "/\\._-"):
+            by_name.setdefault(name, []).append(path)
+    for name, paths in by_name.items():
+        if name not in in_chat and len(paths) == 1 and name in words:
+            found.add(paths[0])
+    return found
+
+
+def ident_file_matches(idents: set[str], files: Sequence[str]) -> set[str]:
+    """Aider's `get_ident_filename_matches`: files whose stem (5 characters or more) is a
+    mentioned name of 5 characters or more, case aside."""
+    stems: dict[str, set[str]] = {}
+    for path in files:
+        stem = PurePosixPath(path).stem.lower()
+        if len(stem) >= 5:
+            stems.setdefault(stem, set()).add(path)
+    return {path for ident in idents if len(ident) >= 5
+            for path in stems.get(ident.lower(), set())}

@@ -1015,6 +1015,8 @@ class AgentSession:
             files=self._files,
             memory=self.memory,
             limits=output_limits(self.context.threshold),
+            session_files=tuple(self._watch.tracked),
+            repo_map_tokens=tools.repo_map_tokens,
             env_pass=tools.env_pass,
             confinement=self.confinement,
             context_share=self.context.share_of_threshold,

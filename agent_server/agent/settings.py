@@ -64,6 +64,10 @@ class ToolOptions:
     read_paths: tuple[str, ...] = DEFAULT_READ_PATHS
     # What one command may consume, sandboxed or not (agent/tools/limits.py).
     limits: CommandLimits = field(default_factory=CommandLimits)
+    # Offer the repo_map tool (when the `repomap` extra is installed): docs/tools.md; and
+    # the budget of a map the model asks for without naming one.
+    repo_map: bool = False
+    repo_map_tokens: int = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +173,8 @@ def settings_from_json(
             network=sub.boolean("network", tools.network),
             read_paths=sub.paths("readPaths", tools.read_paths),
             limits=_limits(tools_data.get("limits"), tools.limits),
+            repo_map=sub.boolean("repoMap", tools.repo_map),
+            repo_map_tokens=sub.integer("repoMapTokens", tools.repo_map_tokens, minimum=256),
         )
     return AgentSettings(
         mcp=_mcp_options(data.get("mcp"), settings.mcp),

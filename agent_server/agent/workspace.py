@@ -32,6 +32,7 @@ from agent_server.agent.tools.sandbox import protect_server_process, sandbox_sta
 from agent_server.errors import AgentServerError, SessionNotFoundError, UnknownModelError
 from agent_server.llm.providers import load_sdk, provider_spec, serves
 from agent_server.llm.stream import THINKING_LEVELS
+from agent_server.repo_map import available as repo_map_available
 from agent_server.session.ledger import Ledger
 from agent_server.session.store import SessionInfo, SessionStore, default_sessions_root
 
@@ -250,7 +251,7 @@ class WorkspaceAgent:
             settings=settings,
             setup=setup,
             system_prompt=system_prompt,
-            tools=default_tools(),
+            tools=default_tools(repo_map=settings.tools.repo_map and repo_map_available()),
             spill_dir=session_dir,
             mcp=mcp,
             ask=ask,

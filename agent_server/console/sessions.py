@@ -44,7 +44,7 @@ from agent_server.session.entries import (
 from agent_server.session.ledger import read_ledger
 from agent_server.session.store import SessionInfo, SessionStore, default_sessions_root
 
-TOOLS = {tool.spec.name: tool for tool in default_tools()}
+TOOLS = {tool.spec.name: tool for tool in default_tools(repo_map=True)}
 MAX_EXPORTED_OUTPUT = 2000
 
 

@@ -81,7 +81,7 @@ class RequestRecord:
     stop_reason: str | None = None
     fault: str | None = None
     # scenario:<turn>:<step>, recovery:<turn>:<step>:<fact>, violation:<turn>:<step>:<fact>,
-    # fallback:<step>, summary
+    # explore:<turn>:<step>, fallback:<step>, summary
     source: str | None = None
     error: str | None = None
     knowledge: tuple[FactCheck, ...] = ()  # the facts the answered step needed, checked
@@ -89,6 +89,9 @@ class RequestRecord:
     # on-demand compaction; OpenAI's context_management or /responses/compact); `tokens` bills
     # them with the answer.
     compactions: int = 0
+    # "<turn>:<step>" of the exploring steps the model did not take: the request showed
+    # what they look for (exploration.py)
+    skipped: tuple[str, ...] = ()
 
     @property
     def completed_step(self) -> str | None:
@@ -116,6 +119,7 @@ class RequestRecord:
             "error": self.error,
             "knowledge": [check.to_json() for check in self.knowledge],
             "compactions": self.compactions,
+            "skipped": list(self.skipped),
         }
 
 

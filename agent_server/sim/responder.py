@@ -24,7 +24,9 @@ compactions are safe):
 Before a step that names facts it relies on (`Step.needs`), the knowledge gate
 (`knowledge.py`) looks for each in the request: a missing one is fetched again (a detour: the
 step's turn and step, `d` and the need's index in the ids) or acted on wrongly, and the step
-follows.
+follows. A step that explores (`Step.finds`) is skipped when the request already shows what
+it looks for, or preceded by a call of the repository map when one is declared and none is in
+the request (`exploration.py`; `m` after the step in the ids).
 
 The nonce in an id (a digest of the whole conversation the request carries) keeps ids unique
 within a conversation when the same turn runs twice, or after a failed turn left a partial answer
@@ -40,6 +42,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from agent_server.sim.exploration import MAP_CALL, all_shown, focus, wants_map
 from agent_server.sim.knowledge import FactCheck, Gate, check_needs
 from agent_server.sim.scenario import FETCHABLE, Fact, Scenario, Step, ToolInvocation
 from agent_server.sim.summary import SummaryMode, summarise
@@ -56,11 +59,12 @@ from agent_server.sim.transcript import (
 FALLBACK_TURN = "f"
 LATEST_REQUEST = "latest-request"  # the fact a request without its prompt lacks
 _CALL_ID = re.compile(
-    r"^(?:toolu|call|fc)_sim_(?P<turn>\d+|f)_(?P<step>\d+)(?:d(?P<detour>\d+))?"
+    r"^(?:toolu|call|fc)_sim_(?P<turn>\d+|f)_(?P<step>\d+)(?:d(?P<detour>\d+)|(?P<explore>m))?"
     r"_(?P<index>\d+)(?:_[A-Za-z0-9]+)?$"
 )
 _ECHO_LIMIT = 400
 _FETCH_TEXT = "I no longer have {about} in front of me, so I will look at it again."
+_MAP_TEXT = "Let me look at a map of the repository's code first."
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,27 +79,31 @@ class PlannedReply:
     """The full answer before any cut-off: thinking, then text, then tool calls."""
 
     # "scenario:<turn>:<step>", "recovery:<turn>:<step>:<fact>",
-    # "violation:<turn>:<step>:<fact>", "fallback:<step>" or "summary"
+    # "violation:<turn>:<step>:<fact>", "explore:<turn>:<step>", "fallback:<step>" or
+    # "summary"
     source: str
     thinking: str = ""
     text: str = ""
     calls: tuple[PlannedCall, ...] = ()
     knowledge: tuple[FactCheck, ...] = ()
+    skipped: tuple[str, ...] = ()  # "<turn>:<step>" of the exploring steps not taken
 
 
 @dataclass(frozen=True, slots=True)
 class CallRef:
     """What an id the simulator made says: the turn (a number or "f"), the step, and the
-    need whose detour the call was, if it was one."""
+    need whose detour the call was, if it was one, or whether it asked for the map before
+    the step."""
 
     turn: str
     step: int
     detour: int | None = None
+    explore: bool = False
 
 
 def make_call_id(prefix: str, turn: int | str, step: int, index: int, nonce: str,
-                 detour: int | None = None) -> str:
-    tag = f"{step}d{detour}" if detour is not None else f"{step}"
+                 detour: int | None = None, explore: bool = False) -> str:
+    tag = f"{step}d{detour}" if detour is not None else f"{step}m" if explore else f"{step}"
     return f"{prefix}_sim_{turn}_{tag}_{index}_{nonce}"
 
 
@@ -110,7 +118,8 @@ def parse_call_id(call_id: str) -> CallRef | None:
     if match is None:
         return None
     detour = match["detour"]
-    return CallRef(match["turn"], int(match["step"]), int(detour) if detour else None)
+    return CallRef(match["turn"], int(match["step"]), int(detour) if detour else None,
+                   match["explore"] is not None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,7 +212,8 @@ def _after_results(context: _Context, last: TranscriptMessage) -> PlannedReply:
         turn_index = int(ref.turn)
         if turn_index < len(context.scenario.turns):
             steps = context.scenario.turns[turn_index].steps
-            following = ref.step if ref.detour is not None else ref.step + 1
+            again = ref.detour is not None or ref.explore  # the step itself is still to come
+            following = ref.step if again else ref.step + 1
             if following < len(steps):
                 return _scenario_step(context, turn_index, following)
         break
@@ -212,8 +222,40 @@ def _after_results(context: _Context, last: TranscriptMessage) -> PlannedReply:
 
 def _scenario_step(context: _Context, turn: int, index: int) -> PlannedReply:
     """Step `index` of `turn`, once what it needs is known (or a detour for it), its calls
-    fitted to the request's tools (tool_fitting.py). A step none of whose calls fit any
-    declared tool gives way to the turn's last step."""
+    fitted to the request's tools (tool_fitting.py). Exploring steps whose finds the request
+    shows are skipped first; the map is asked for before one it does not. A step none of
+    whose calls fit any declared tool gives way to the turn's last step."""
+    steps = context.scenario.turns[turn].steps
+    skipped: list[str] = []
+    while index < len(steps) - 1 and steps[index].finds:
+        if all_shown(context.transcript, steps[index]):
+            skipped.append(f"{turn}:{index}")
+            index += 1
+            continue
+        if wants_map(context.transcript, steps[index]):
+            explored = _explore(context, turn, index, tuple(skipped))
+            if explored is not None:
+                return explored
+        break
+    reply = _step_reply(context, turn, index)
+    return replace(reply, skipped=tuple(skipped)) if skipped else reply
+
+
+def _explore(context: _Context, turn: int, index: int, skipped: tuple[str, ...]
+             ) -> PlannedReply | None:
+    """The call of the repository map before an exploring step (exploration.py)."""
+    step = context.scenario.turns[turn].steps[index]
+    wanted = ToolInvocation(MAP_CALL, {"focus": focus(context.transcript, step)})
+    cwd = working_directory(context.transcript)
+    fitted = fit_call(wanted.name, wanted.arguments, context.transcript.tools, cwd)
+    if fitted is None:
+        return None
+    call_id = make_call_id(context.id_prefix, turn, index, 0, context.nonce, explore=True)
+    return PlannedReply(source=f"explore:{turn}:{index}", text=_MAP_TEXT,
+                        calls=(PlannedCall(call_id, *fitted),), skipped=skipped)
+
+
+def _step_reply(context: _Context, turn: int, index: int) -> PlannedReply:
     steps = context.scenario.turns[turn].steps
     step = steps[index]
     gate = _gate(context, turn, index, step)

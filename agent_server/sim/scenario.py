@@ -20,7 +20,10 @@ turns:
 
 A step may name the facts it relies on (`needs`), declared under `facts` (see `Fact` and
 knowledge.py): the simulated model looks for each in the request before it answers, fetches a
-missing one again with a tool, or acts without it in a recorded way.
+missing one again with a tool, or acts without it in a recorded way. A step that explores
+(lists, finds, searches) may name what it looks for (`finds`: files, or where a text is in a
+file): when the request already shows all of it, the model does not take the step
+(exploration.py).
 
 A step with tools ends its model call with a tool-use stop; the step without tools is the last
 of its turn. The scenario is consumed statelessly (see `responder.py`): which step answers a
@@ -39,7 +42,8 @@ from typing import Any, Literal, TypeAlias, get_args
 
 import yaml
 
-_STEP_KEYS = frozenset(("thinking", "text", "textTokens", "tools", "needs"))
+_STEP_KEYS = frozenset(("thinking", "text", "textTokens", "tools", "needs", "finds"))
+_LOCATION_KEYS = frozenset(("path", "text", "line"))
 _TURN_KEYS = frozenset(("user", "steps"))
 _TOOL_KEYS = frozenset(("name", "arguments"))
 _FACT_KEYS = frozenset(("id", "kind", "about", "text", "path", "lines", "fetch", "otherwise"))
@@ -61,6 +65,17 @@ class ToolInvocation:
 
 
 @dataclass(frozen=True, slots=True)
+class Location:
+    """What an exploring step looks for: a file (`text` None), or the line of `path` that
+    holds `text` (with its number, `line`, when the step needs that too: a read that starts
+    there follows)."""
+
+    path: str
+    text: str | None = None
+    line: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Step:
     """One assistant message: thinking, then text (and filler), then tool calls."""
 
@@ -69,6 +84,7 @@ class Step:
     text_tokens: int = 0
     tools: tuple[ToolInvocation, ...] = ()
     needs: tuple[str, ...] = ()  # ids of the facts this step relies on
+    finds: tuple[Location, ...] = ()  # what this step's calls look for (an exploring step)
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +236,9 @@ def _parse_turn(data: Any, where: str) -> Turn:
                 f"{where}.steps[{index}]: only the last step may end without tool calls "
                 "(a step without tools ends the turn)"
             )
+    if steps[-1].finds:
+        raise ScenarioError(f"{where}.steps[{len(steps) - 1}].finds: the last step answers; "
+                            "only a step that calls tools explores")
     if steps[-1].tools:
         raise ScenarioError(
             f"{where}.steps[{len(steps) - 1}]: the last step must not call tools "
@@ -250,8 +269,27 @@ def _parse_step(data: Any, where: str) -> Step:
     needs = data.get("needs", [])
     if not isinstance(needs, list) or not all(isinstance(n, str) and n for n in needs):
         raise ScenarioError(f"{where}.needs: expected a list of fact ids")
+    finds = data.get("finds", [])
+    if not isinstance(finds, list):
+        raise ScenarioError(f"{where}.finds: expected a list of {{path, text?, line?}}")
     return Step(thinking=thinking, text=text, text_tokens=text_tokens, tools=tools,
-                needs=tuple(needs))
+                needs=tuple(needs),
+                finds=tuple(_parse_location(f, f"{where}.finds[{i}]") for i, f in enumerate(finds)))
+
+
+def _parse_location(data: Any, where: str) -> Location:
+    if not isinstance(data, Mapping) or set(data) - _LOCATION_KEYS:
+        raise ScenarioError(f"{where}: expected an object with path, and text and line if "
+                            "the step looks for a line")
+    path, text, line = data.get("path"), data.get("text"), data.get("line")
+    if not isinstance(path, str) or not path.strip():
+        raise ScenarioError(f"{where}.path: expected the file's path")
+    if text is not None and (not isinstance(text, str) or not text.strip()):
+        raise ScenarioError(f"{where}.text: expected the text the step looks for")
+    if line is not None and (isinstance(line, bool) or not isinstance(line, int) or line < 1
+                             or text is None):
+        raise ScenarioError(f"{where}.line: expected the 1-based number of the text's line")
+    return Location(path.removeprefix("./"), text, line)
 
 
 def _parse_facts(data: Any, source: str) -> dict[str, Fact]:

@@ -87,6 +87,7 @@ class _Answer:
     source: str | None
     knowledge: tuple[FactCheck, ...] = ()
     compactions: int = 0  # compactions the provider made while answering
+    skipped: tuple[str, ...] = ()
 
 
 class _Malformed(Exception):
@@ -257,7 +258,7 @@ class Simulator:
                      stream=result.streaming, usage=result.usage, tokens=result.tokens,
                      stop_reason=result.stop_reason, fault=decision.describe(),
                      source=result.source, knowledge=result.knowledge,
-                     compactions=result.compactions)
+                     compactions=result.compactions, skipped=result.skipped)
         return self._answer_response(api, result, request_id, decision)
 
     def _answer_messages(self, body: Any, fault: Fault | None, request_id: str,
@@ -304,6 +305,7 @@ class Simulator:
             source=reply.source if reply is not None else "summary",
             knowledge=reply.knowledge if reply is not None else (),
             compactions=compactions,
+            skipped=reply.skipped if reply is not None else (),
         )
 
     def _compaction_pass(self, request: anthropic_api.MessagesRequest,
@@ -398,6 +400,7 @@ class Simulator:
             stop_reason=openai_chat.finish_reason(generation),
             source=reply.source,
             knowledge=reply.knowledge,
+            skipped=reply.skipped,
         )
 
     def _answer_responses(self, body: Any, fault: Fault | None, request_id: str,
@@ -460,6 +463,7 @@ class Simulator:
             source=reply.source,
             knowledge=reply.knowledge,
             compactions=int(compaction is not None),
+            skipped=reply.skipped,
         )
 
     def _answer_compact(self, body: Any, fault: Fault | None, request_id: str,

@@ -3,7 +3,8 @@
 A scenario step names a capability and its arguments in the simulator's own vocabulary
 (`ls {path}`, `read {path, offset?, limit?}`, `grep {pattern, path?, glob?}`,
 `find {pattern, path?}`, `write {path, content}`, `edit {path, oldText, newText}`,
-`bash {command}`; `list`, `search` and `shell` are accepted as names too). A real client
+`bash {command}`, `repo_map {focus?}`; `list`, `search` and `shell` are accepted as names
+too). A real client
 declares its own tools: Claude Code's `Read {file_path}` wants an absolute path, pi's `edit`
 takes a list of `edits`, Codex offers only `exec_command {cmd}`. `fit_call` picks the declared
 tool for the capability and fills that tool's own schema:
@@ -40,6 +41,7 @@ CAPABILITIES: Mapping[str, str] = {
     "write": "write",
     "edit": "edit",
     "bash": "shell", "shell": "shell",
+    "repo_map": "map",
 }
 # Lower-cased tool names that offer each capability, in order of preference.
 _TOOL_NAMES: Mapping[str, tuple[str, ...]] = {
@@ -52,6 +54,8 @@ _TOOL_NAMES: Mapping[str, tuple[str, ...]] = {
              "apply_patch"),
     "shell": ("bash", "shell", "exec_command", "run_command", "run_shell_command",
               "execute_command", "terminal", "local_shell"),
+    # A map of the repository's definitions (Aider's repository map as a tool).
+    "map": ("repo_map", "repomap", "repository_map", "get_repo_map", "code_map"),
 }
 # The simulator's argument names -> the property names tools use for them.
 _SYNONYMS: Mapping[str, tuple[str, ...]] = {
@@ -65,6 +69,7 @@ _SYNONYMS: Mapping[str, tuple[str, ...]] = {
     "oldText": ("old_string", "oldtext", "old_str", "old_text", "search"),
     "newText": ("new_string", "newtext", "new_str", "new_text", "replacement", "replace"),
     "command": ("command", "cmd", "script", "commands"),
+    "focus": ("focus", "symbols", "identifiers", "names", "mentions"),
 }
 _CWD_PATTERNS = (
     re.compile(r"<cwd>\s*([^<\n]+?)\s*</cwd>"),
@@ -100,7 +105,7 @@ def fit_call(
     if fitting is not None:
         return fitting.name, _fill(capability, arguments, fitting, cwd)
     shell = _tool_for("shell", tools)
-    if shell is None or capability == "shell":
+    if shell is None or capability in ("shell", "map"):  # no command draws a map
         return None
     command = shell_command(capability, arguments)
     return shell.name, _fill("shell", {"command": command}, shell, cwd)
@@ -109,6 +114,11 @@ def fit_call(
 def _has_required(tool: ToolSpec, arguments: Mapping[str, Any]) -> bool:
     required = tool.schema.get("required")
     return not isinstance(required, list) or all(key in arguments for key in required)
+
+
+def declared_tool(capability: str, tools: tuple[ToolSpec, ...]) -> ToolSpec | None:
+    """The declared tool that offers `capability` under one of its usual names, if any."""
+    return _tool_for(capability, tools)
 
 
 def _tool_for(capability: str, tools: tuple[ToolSpec, ...]) -> ToolSpec | None:

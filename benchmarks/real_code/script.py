@@ -93,6 +93,20 @@ class Script:
         self._files[path] = text.replace(old, new, 1)
         return call("edit", path=path, oldText=old, newText=new)
 
+    def where(self, path: str, anchor: str | None = None, *, numbered: bool = True
+              ) -> dict[str, Any]:
+        """What an exploring step looks for (a step's `finds`): the file `path`, or the line
+        that holds `anchor` there, with its number unless `numbered` is False (the number is
+        needed when a read that starts there follows)."""
+        if anchor is None:
+            self.text(path)  # the file must exist
+            return {"path": path}
+        found: dict[str, Any] = {"path": path, "text": anchor}
+        line = self.line_of(path, anchor)
+        if numbered:
+            found["line"] = line
+        return found
+
     def write(self, path: str, content: str) -> dict[str, Any]:
         self._files[path] = content
         return call("write", path=path, content=content)

@@ -151,7 +151,9 @@ def _read_the_pipeline(s: Script) -> None:
         "files; new tests go into the existing ones. Start by showing me the layout.",
         {"tools": [call("ls", path=".")]},
         {"tools": [s.read("README.rst"), call("ls", path="sqlparse")]},
-        {"tools": [call("ls", path="sqlparse/filters"), call("ls", path="tests")]},
+        {"tools": [call("ls", path="sqlparse/filters"), call("ls", path="tests")],
+         "finds": [s.where("sqlparse/filters/others.py"), s.where("tests/test_format.py"),
+                   s.where("tests/test_cli.py")]},
         {"text": "The package is `sqlparse/` (the lexer, the engine that splits and groups "
                  "statements, and `filters/`), `format()` options are checked in "
                  "`formatter.py`, the command line is `cli.py`, and the tests sit under "
@@ -183,7 +185,11 @@ def _read_the_pipeline(s: Script) -> None:
     s.turn(
         "Is there anything that strips semicolons already?",
         {"tools": [call("grep", pattern="StripTrailingSemicolon|strip_semicolon",
-                        path="sqlparse")]},
+                        path="sqlparse")],
+         "finds": [s.where("sqlparse/filters/others.py", "class StripTrailingSemicolonFilter:",
+                           numbered=False),
+                   s.where("sqlparse/engine/filter_stack.py",
+                           "def __init__(self, strip_semicolon=False):", numbered=False)]},
         {"tools": [s.read("sqlparse/filters/others.py")]},
         {"needs": [strip_filter, splitter],
          "text": "Yes: `split(..., strip_semicolon=True)` builds its `FilterStack` with "

@@ -63,7 +63,9 @@ def _reproduce(s: Script) -> None:
         {"text": "Let me look at the top of the tree.", "tools": [call("ls", path=".")]},
         {"tools": [s.read("README.md", "Pretty-print tabular data in Python", 260, before=3),
                    s.read("pyproject.toml")]},
-        {"tools": [call("ls", path="test")]},
+        {"tools": [call("ls", path="test")],
+         "finds": [s.where("test/test_internal.py"), s.where("test/test_output.py"),
+                   s.where("test/test_regression.py")]},
         {"text": "One module, `tabulate/__init__.py` (about 2,700 lines), its tests under "
                  "`test/`, packaged with `pyproject.toml`; the README doubles as the manual."},
     )
@@ -85,7 +87,8 @@ def _reproduce(s: Script) -> None:
     s.turn(
         "Show me the failing test and the code it exercises.",
         {"tools": [s.read("test/test_internal.py")]},
-        {"tools": [call("grep", pattern="def _align_column", path=MODULE)]},
+        {"tools": [call("grep", pattern="def _align_column", path=MODULE)],
+         "finds": [s.where(MODULE, "def _align_column_choose_padfn")]},
         {"tools": [s.read(MODULE, "def _align_column_choose_padfn", 260)]},
         {"needs": [test_lines, padfn],
          "text": "The test expects `1,234.5` to line up with the other numbers; the column is "
@@ -99,7 +102,9 @@ def _reproduce(s: Script) -> None:
     s.turn(
         "Where does the position of the decimal point come from?",
         {"tools": [call("grep", pattern="_afterpoint|_isnumber_with_thousands_separator",
-                        path=MODULE)]},
+                        path=MODULE)],
+         "finds": [s.where(MODULE, "def _afterpoint(string):"),
+                   s.where(MODULE, "def _isnumber_with_thousands_separator")]},
         {"tools": [s.read(MODULE, "def _afterpoint(string):", 90)]},
         {"tools": [s.read(MODULE, "def _isnumber_with_thousands_separator", 190, before=60)]},
         {"needs": [afterpoint, regex],

@@ -253,7 +253,9 @@ def test_every_strategy_ran_the_whole_workload_with_valid_requests(
     figures = {f.strategy: f for f in tiny_anthropic.figures}
     assert set(figures) == {
         "default", "fresh-summary", "no-cache", "auto-retention", "swe-agent", "swe-agent-p5",
-        "swe-agent-p10", "autogpt", "memgpt",
+        "swe-agent-p10", "autogpt", "memgpt", "restore-files", "repo-map-tool", "repo-map-tool-4k",
+        "aider-map",
+        "aider-map-files",
     }  # fmt: skip
     workload = tiny_anthropic.workload
     for f in figures.values():
@@ -267,6 +269,8 @@ def test_every_strategy_ran_the_whole_workload_with_valid_requests(
     model = next(m for m in BUILTIN_MODELS if m.id == TINY.model)
     assert figures["autogpt"].peak_context <= model.context_window - AUTOGPT_ANSWER_RESERVE
     assert figures["swe-agent"].summaries == 0
+    # The seed's claim: a map at the head that changes each call costs the cache its reads.
+    assert figures["aider-map"].cache_read_share < figures["default"].cache_read_share
 
 
 def test_each_strategys_perfect_cache_bill_is_below_its_bill(

@@ -125,7 +125,7 @@ def test_the_recall_command_refuses_unknown_names(tmp_path: Path) -> None:
     assert recall.main(clients=["nobody"], out_dir=tmp_path) == 2
     assert recall.main(names=["no-such-session"], out_dir=tmp_path) == 2
     assert recall.main(summarisers=["creative"], out_dir=tmp_path) == 2
-    assert recall.main(variant="no-such-variant", out_dir=tmp_path) == 2
+    assert recall.main(strategy_names=["no-such-strategy"], out_dir=tmp_path) == 2
     args = build_parser().parse_args(["bench", "recall", "--quick", "--summarisers", "lossy",
                                       "--sessions", "tabulate-bugfix"])
     assert args.suite == "recall" and args.quick and args.summarisers == "lossy"

@@ -125,6 +125,9 @@ class ToolContext:
     memory: the session's pins and plan (None where there is no session: remember and
         plan then refuse).
     limits: what one result may hold (output.py: less on a small window).
+    session_files: the workspace files this session has read or written (from the ledger,
+        so a compaction does not forget them): the files repo_map favours.
+    repo_map_tokens: the budget of a repo_map call that names none (`tools.repoMapTokens`).
     """
 
     workspace: Path
@@ -140,6 +143,8 @@ class ToolContext:
     context_share: Callable[[], float | None] = lambda: None
     memory: Memory | None = None
     limits: OutputLimits = DEFAULT_LIMITS
+    session_files: tuple[str, ...] = ()
+    repo_map_tokens: int = 1024
 
 
 class Tool(Protocol):

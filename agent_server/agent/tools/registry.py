@@ -18,6 +18,7 @@ from agent_server.agent.tools.ls import LsTool
 from agent_server.agent.tools.plan import PlanTool
 from agent_server.agent.tools.read import ReadTool
 from agent_server.agent.tools.remember import RememberTool
+from agent_server.agent.tools.repo_map import RepoMapTool
 from agent_server.agent.tools.write import WriteTool
 from agent_server.llm.messages import ToolSpec
 
@@ -35,10 +36,14 @@ _DEFAULT_TOOLS: tuple[Tool, ...] = (
 )
 
 
-def default_tools() -> tuple[Tool, ...]:
-    """read, write, edit, ls, find, grep, bash, plan, remember, compact: always the same
-    instances, in this order."""
-    return _DEFAULT_TOOLS
+# Offered after the others when the `tools.repoMap` setting asks for it (docs/tools.md).
+REPO_MAP: Tool = RepoMapTool()
+
+
+def default_tools(*, repo_map: bool = False) -> tuple[Tool, ...]:
+    """read, write, edit, ls, find, grep, bash, plan, remember, compact, and repo_map when
+    asked for: always the same instances, in this order."""
+    return (*_DEFAULT_TOOLS, REPO_MAP) if repo_map else _DEFAULT_TOOLS
 
 
 def tool_specs(tools: Sequence[Tool]) -> tuple[ToolSpec, ...]:
