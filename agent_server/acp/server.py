@@ -66,6 +66,7 @@ from agent_server.acp.updates import (
     config_options,
     mode_state,
     prompt_content,
+    prompt_title,
     replay_updates,
     slash_command,
     title_update,
@@ -82,6 +83,7 @@ from agent_server.agent.settings import AgentSettings
 from agent_server.agent.workspace import WorkspaceAgent, preload_providers, providers_loaded
 from agent_server.errors import AgentServerError, ConfigError, SessionNotFoundError
 from agent_server.llm.messages import usage_to_json
+from agent_server.llm.models import ModelInfo
 
 log = logging.getLogger(__name__)
 
@@ -235,6 +237,8 @@ class AcpAgent:
             session = workspace.create(mcp_servers=acp_mcp_servers(mcp_servers, workspace.root))
         except AgentServerError as error:
             raise request_error(error) from None
+        # Written now and kept: the client has its id and may load it from another process.
+        workspace.keep(session.session_id)
         state = self._adopt(session, workspace.root)
         # Sent after the answer: the client learns of the session from it.
         self._announce(state)
@@ -313,7 +317,7 @@ class AcpAgent:
         if config_id == "mode":
             self._set_mode(state, value)
         elif config_id == "model":
-            offered = [model.id for model in offered_models(state.settings)]
+            offered = [model.id for model in self._models(state)]
             if value not in offered:
                 raise invalid_params(
                     f"unknown model {value!r}; this provider offers: {', '.join(offered)}"
@@ -349,6 +353,11 @@ class AcpAgent:
                 await self._run_command(state, *command)
                 await self.outbox.drain()
                 return PromptResponse(stop_reason="end_turn")
+            if not state.session.ledger.title:
+                title = prompt_title(prompt)
+                if title:
+                    state.session.ledger.append_title(title)
+            self._tell_mcp_wait(state)
             result = await state.session.run_turn(content)
         except AgentServerError as error:
             raise request_error(error) from None
@@ -370,6 +379,22 @@ class AcpAgent:
         if state is not None:
             state.session.interrupt()
 
+    def _tell_mcp_wait(self, state: AcpSession) -> None:
+        """Before the first request, which waits for the MCP servers still starting (each up
+        to its startup timeout): say so, so a hanging server is not a silent wait."""
+        status = state.session.mcp_status()
+        starting = [server.name for server in status.servers if server.state == "starting"]
+        if starting and not status.tools_in_force:
+            timeout = state.settings.mcp.startup_timeout
+            self.outbox.put(
+                state.session.session_id,
+                state.translator.notice(
+                    f"Waiting for MCP server{'s' if len(starting) > 1 else ''} "
+                    f"{', '.join(starting)} to start (up to {timeout:g} s each, the "
+                    "mcp.startupTimeout setting)."
+                ),
+            )
+
     async def _run_command(self, state: AcpSession, name: str, argument: str) -> None:
         session = state.session
         message_id = f"command-{name}"
@@ -377,6 +402,16 @@ class AcpAgent:
             self.outbox.put(
                 session.session_id, agent_text(usage_text(session.usage_snapshot()), message_id)
             )
+            return
+        if name == "tools":
+            accepted = session.accept_tools()
+            text = (
+                f"The changed MCP tools are used from the next request (about "
+                f"{accepted.tokens:,} tokens read again without the prompt cache)."
+                if accepted.accepted
+                else "The MCP tools have not changed: nothing to take in."
+            )
+            self.outbox.put(session.session_id, agent_text(text, message_id))
             return
         outcome = await session.compact(argument or None)
         if outcome.outcome == "noop":
@@ -470,13 +505,18 @@ class AcpAgent:
         mode = state.session.set_mode(mode_id)
         state.settings = state.settings.with_overrides(permissions_mode=mode)
 
+    def _models(self, state: AcpSession) -> list[ModelInfo]:
+        """The models the picker offers and the setter takes (one list): the provider's,
+        and the session's own model when the catalogue does not list it."""
+        models = offered_models(state.settings)
+        current = state.session.model
+        if all(info.id != current.id for info in models):
+            models = [current, *models]
+        return models
+
     def _options(self, state: AcpSession) -> list[Any]:
-        settings = state.settings
-        model = settings.model or state.session.model.id
-        models = offered_models(settings)
-        if all(info.id != model for info in models):
-            models = [state.session.model, *models]
-        return list(config_options(state.session.gate.mode, model, models))
+        model = state.settings.model or state.session.model.id
+        return list(config_options(state.session.gate.mode, model, self._models(state)))
 
     def _send_title(self, state: AcpSession) -> None:
         title = state.session.ledger.title
