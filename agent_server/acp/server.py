@@ -27,6 +27,8 @@ from acp.schema import (
     AllowedOutcome,
     AudioContentBlock,
     ClientCapabilities,
+    CloseSessionResponse,
+    DeleteSessionResponse,
     EmbeddedResourceContentBlock,
     HttpMcpServer,
     ImageContentBlock,
@@ -41,9 +43,13 @@ from acp.schema import (
     PromptCapabilities,
     PromptResponse,
     ResourceContentBlock,
+    ResumeSessionResponse,
     SessionCapabilities,
+    SessionCloseCapabilities,
+    SessionDeleteCapabilities,
     SessionInfo,
     SessionListCapabilities,
+    SessionResumeCapabilities,
     SetSessionConfigOptionResponse,
     SetSessionModeResponse,
     SseMcpServer,
@@ -207,7 +213,12 @@ class AcpAgent:
             agent_capabilities=AgentCapabilities(
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(image=True, embedded_context=True),
-                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+                session_capabilities=SessionCapabilities(
+                    list=SessionListCapabilities(),
+                    close=SessionCloseCapabilities(),
+                    resume=SessionResumeCapabilities(),
+                    delete=SessionDeleteCapabilities(),
+                ),
                 mcp_capabilities=McpCapabilities(http=True, sse=True),
             ),
             agent_info=Implementation(
@@ -256,6 +267,77 @@ class AcpAgent:
         additional_directories: list[str] | None = None,
         **kwargs: Any,
     ) -> LoadSessionResponse:
+        state = await self._open(cwd, session_id, mcp_servers)
+        for update in replay_updates(whole_transcript(state.session), state.cwd):
+            self.outbox.put(session_id, update)
+        state.title = state.session.ledger.title
+        if state.title:
+            self.outbox.put(session_id, title_update(state.title))
+        self._announce(state)
+        await self.outbox.drain()  # the history arrives before the answer
+        return LoadSessionResponse(
+            modes=mode_state(state.session.gate.mode), config_options=self._options(state)
+        )
+
+    async def resume_session(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> ResumeSessionResponse:
+        """`session/load` without the history: the client still shows it."""
+        state = await self._open(cwd, session_id, mcp_servers)
+        state.title = state.session.ledger.title
+        self._announce(state)
+        return ResumeSessionResponse(
+            modes=mode_state(state.session.gate.mode), config_options=self._options(state)
+        )
+
+    async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
+        """Cancel the session's turn, stop its MCP servers, release its ledger. It stays on
+        disk: `session/load` or `session/resume` opens it again."""
+        state = self._session(session_id)
+        del self._sessions[session_id]
+        await self._workspace(str(state.cwd)).close_session(session_id)
+        return CloseSessionResponse()
+
+    async def delete_session(self, session_id: str, **kwargs: Any) -> DeleteSessionResponse:
+        """Close the session if it is open, then remove it from disk for good. A session of
+        a working directory this process has not seen yet is found after `session/list`
+        with that `cwd` (the request names no directory)."""
+        state = self._sessions.pop(session_id, None)
+        roots = [state.cwd] if state is not None else [
+            root for root, workspace in self._workspaces.items()
+            if any(info.session_id == session_id for info in workspace.list())
+        ]
+        if not roots:
+            raise request_error(
+                SessionNotFoundError(
+                    f"unknown session {session_id}; list the sessions of its directory "
+                    "(session/list with cwd) first"
+                )
+            )
+        try:
+            await self._workspaces[roots[0]].delete(session_id)
+        except AgentServerError as error:
+            raise request_error(error) from None
+        return DeleteSessionResponse()
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Stable methods the SDK (0.12.1) does not route yet, handed over by the transport
+        (acp/transport.py) under their own name; params checked against the official
+        schema by the tests (tests/acp/node)."""
+        if method == "session/delete" and isinstance(params.get("sessionId"), str):
+            await self.delete_session(params["sessionId"])
+            return {}
+        if method == "session/delete":
+            raise invalid_params("session/delete needs the string field sessionId")
+        raise RequestError.method_not_found(f"_{method}")
+
+    async def _open(self, cwd: str, session_id: str, mcp_servers: list[Any] | None) -> AcpSession:
+        """The session, opened from its ledger unless this connection has it open already."""
         workspace = self._workspace(cwd)
         state = self._sessions.get(session_id)
         if state is None or state.cwd != workspace.root:
@@ -274,16 +356,7 @@ class AcpAgent:
             raise request_error(
                 AgentServerError(f"session {session_id} is running a turn; cancel it first")
             )
-        for update in replay_updates(whole_transcript(state.session), state.cwd):
-            self.outbox.put(session_id, update)
-        state.title = state.session.ledger.title
-        if state.title:
-            self.outbox.put(session_id, title_update(state.title))
-        self._announce(state)
-        await self.outbox.drain()  # the history arrives before the answer
-        return LoadSessionResponse(
-            modes=mode_state(state.session.gate.mode), config_options=self._options(state)
-        )
+        return state
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
@@ -557,7 +630,8 @@ async def serve(settings: AgentSettings) -> None:
     try:
         # The SDK's Agent protocol lists every method, unstable ones too; the router looks
         # them up by name and answers the absent ones with Method not found.
-        await run_agent(cast(Agent, agent), transport)
+        # Unstable in the SDK, stable in ACP 1.7: session/close and session/resume.
+        await run_agent(cast(Agent, agent), transport, use_unstable_protocol=True)
     finally:
         await agent.close()
         await tasks.shutdown()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -291,3 +292,90 @@ async def test_a_rejected_write_shows_no_diff(
         refused = client.tool_results()[writes[0].tool_call_id]
         assert refused.status == "failed"
         assert all(block.type != "diff" for block in refused.content)
+
+
+# --- ACP 1.7: close, resume, delete, $/cancel_request -------------------------------------
+
+
+async def test_close_stops_the_sessions_mcp_servers_and_resume_reopens_it_quietly(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    async with start_acp(acp_args(sim, tmp_path), tmp_path) as acp:
+        caps = acp.init.agent_capabilities
+        assert caps is not None and caps.session_capabilities is not None
+        assert caps.session_capabilities.close is not None
+        assert caps.session_capabilities.resume is not None
+        assert caps.session_capabilities.delete is not None
+        pid_file = tmp_path / "server.pid"
+        server = McpServerStdio(
+            name="pid",
+            command=sys.executable,
+            args=[
+                "-c",
+                f"import os, sys, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); "
+                "time.sleep(600)",
+            ],
+            env=[],
+        )
+        session = await acp.conn.new_session(cwd=str(workspace), mcp_servers=[server])
+        sid = session.session_id
+        await acp.prompt(sid, OVERVIEW)
+        await wait_for(pid_file.exists)
+        pid = int(pid_file.read_text())
+        await acp.conn.close_session(session_id=sid)
+
+        def gone() -> bool:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return True
+            return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+
+        await wait_for(gone)
+        with pytest.raises(RequestError) as closed:
+            await acp.prompt(sid, OVERVIEW)
+        assert closed.value.code == -32002
+
+        seen = len(acp.client.updates)
+        resumed = await acp.conn.resume_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
+        assert resumed.modes is not None
+        replayed = [u for _, u in acp.client.updates[seen:] if u.session_update == "tool_call"]
+        assert not replayed  # no history: the client still shows it
+        assert (await acp.prompt(sid, OVERVIEW)).stop_reason == "end_turn"
+
+
+async def test_delete_removes_the_session_for_good(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    async with start_acp(acp_args(sim, tmp_path), tmp_path) as acp:
+        sid = await acp.new_session(workspace)
+        await acp.prompt(sid, OVERVIEW)
+        raw = acp.conn._conn  # the SDK's client has no delete_session yet
+        assert await raw.send_request("session/delete", {"sessionId": sid}) == {}
+        listed = await acp.conn.list_sessions(cwd=str(workspace))
+        assert sid not in [s.session_id for s in listed.sessions]
+        with pytest.raises(RequestError) as unknown:
+            await raw.send_request("session/delete", {"sessionId": sid})
+        assert unknown.value.code == -32002
+        with pytest.raises(RequestError) as bad:
+            await raw.send_request("session/delete", {"id": sid})
+        assert bad.value.code == -32602
+
+
+async def test_cancel_request_for_a_running_prompt_cancels_the_turn(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    async with start_acp(acp_args(sim, tmp_path), tmp_path) as acp:
+        sid = await acp.new_session(workspace)
+        sim.simulator.set_faults("slow@1:120")  # the first model call hangs
+        raw = acp.conn._conn
+        request_id = raw._next_request_id  # the id the prompt below is sent with
+        running = asyncio.ensure_future(acp.prompt(sid, OVERVIEW))
+        await raw.send_notification("$/cancel_request", {"requestId": request_id + 1})  # none
+        # Sent until the turn answers: a cancel that arrives before the turn began has
+        # nothing to stop yet.
+        async with asyncio.timeout(120):
+            while not running.done():
+                await raw.send_notification("$/cancel_request", {"requestId": request_id})
+                await asyncio.wait([running], timeout=1)
+        assert running.result().stop_reason == "cancelled"
