@@ -363,19 +363,23 @@ async def test_delete_removes_the_session_for_good(
 
 
 async def test_cancel_request_for_a_running_prompt_cancels_the_turn(
-    workspace: Path, sim: SimServer, tmp_path: Path
+    workspace: Path, tmp_path: Path
 ) -> None:
-    async with start_acp(acp_args(sim, tmp_path), tmp_path) as acp:
+    simulator = scripted(turn("Wait a while.", call("bash", command="sleep 120")))
+    async with (
+        SimServer(simulator) as sim,
+        start_acp(acp_args(sim, tmp_path, "--mode", "allowAll"), tmp_path) as acp,
+    ):
         sid = await acp.new_session(workspace)
-        sim.simulator.set_faults("slow@1:120")  # the first model call hangs
-        raw = acp.conn._conn
+        raw = acp.conn._conn  # the SDK's client cannot send $/cancel_request yet
         request_id = raw._next_request_id  # the id the prompt below is sent with
-        running = asyncio.ensure_future(acp.prompt(sid, OVERVIEW))
+        running = asyncio.ensure_future(acp.prompt(sid, "Wait a while."))
+        await wait_for(
+            lambda: any(u.status == "in_progress" for u in acp.client.of("tool_call_update"))
+        )
         await raw.send_notification("$/cancel_request", {"requestId": request_id + 1})  # none
-        # Sent until the turn answers: a cancel that arrives before the turn began has
-        # nothing to stop yet.
-        async with asyncio.timeout(120):
-            while not running.done():
-                await raw.send_notification("$/cancel_request", {"requestId": request_id})
-                await asyncio.wait([running], timeout=1)
-        assert running.result().stop_reason == "cancelled"
+        await asyncio.sleep(0.5)
+        assert not running.done()
+        await raw.send_notification("$/cancel_request", {"requestId": request_id})
+        assert (await asyncio.wait_for(running, 60)).stop_reason == "cancelled"
+        assert all_closed(acp)
