@@ -30,9 +30,11 @@ covered, not nested repositories or packages.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import os
+import shutil
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -167,15 +169,10 @@ def _others_hold(directory: Path) -> bool:
     except OSError:
         return False
     for marker in markers:
-        try:
-            os.kill(int(marker.name), 0)
-        except (ValueError, ProcessLookupError):
-            with contextlib.suppress(OSError):
-                marker.unlink()  # a process that is gone
-            continue
-        except PermissionError:
+        if marker.name.isdigit() and _alive(int(marker.name)):
             return True
-        return True
+        with contextlib.suppress(OSError):
+            marker.unlink()  # a process that is gone
     return False
 
 
@@ -195,7 +192,9 @@ def empty_file() -> Path:
 def _empties() -> tuple[Path, Path]:
     global _EMPTY
     if _EMPTY is None or not _EMPTY[0].is_dir() or not _EMPTY[1].is_file():
-        parent = Path(tempfile.mkdtemp(prefix="agent-server-empty-"))
+        remove_stale_empties()
+        parent = Path(tempfile.mkdtemp(prefix=f"{_EMPTY_PREFIX}{os.getpid()}-"))
+        atexit.register(shutil.rmtree, parent, True)
         directory, file = parent / "dir", parent / "file"
         directory.mkdir(mode=0o555)
         file.touch(mode=0o444)
@@ -203,4 +202,29 @@ def _empties() -> tuple[Path, Path]:
     return _EMPTY
 
 
+def remove_stale_empties(temp_dir: Path | None = None) -> list[Path]:
+    """Remove the empties left by processes of this user that are gone (killed before their
+    exit handler ran); a process that still runs keeps its own. Returns what was removed."""
+    removed = []
+    for parent in Path(temp_dir or tempfile.gettempdir()).glob(f"{_EMPTY_PREFIX}*-*"):
+        pid = parent.name[len(_EMPTY_PREFIX) :].split("-", 1)[0]
+        with contextlib.suppress(OSError):
+            if not pid.isdigit() or parent.lstat().st_uid != os.getuid() or _alive(int(pid)):
+                continue
+            shutil.rmtree(parent)
+            removed.append(parent)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+_EMPTY_PREFIX = "agent-server-empty-"
 _EMPTY: tuple[Path, Path] | None = None
