@@ -27,6 +27,8 @@ from acp.schema import (
     AllowedOutcome,
     AudioContentBlock,
     ClientCapabilities,
+    CloseSessionResponse,
+    DeleteSessionResponse,
     EmbeddedResourceContentBlock,
     HttpMcpServer,
     ImageContentBlock,
@@ -41,9 +43,13 @@ from acp.schema import (
     PromptCapabilities,
     PromptResponse,
     ResourceContentBlock,
+    ResumeSessionResponse,
     SessionCapabilities,
+    SessionCloseCapabilities,
+    SessionDeleteCapabilities,
     SessionInfo,
     SessionListCapabilities,
+    SessionResumeCapabilities,
     SetSessionConfigOptionResponse,
     SetSessionModeResponse,
     SseMcpServer,
@@ -69,6 +75,7 @@ from agent_server.acp.updates import (
     pins_text,
     plan_update,
     prompt_content,
+    prompt_title,
     replay_updates,
     slash_command,
     title_update,
@@ -86,6 +93,7 @@ from agent_server.agent.settings import AgentSettings
 from agent_server.agent.workspace import WorkspaceAgent, preload_provider, preload_sandbox
 from agent_server.errors import AgentServerError, ConfigError, SessionNotFoundError
 from agent_server.llm.messages import usage_to_json
+from agent_server.llm.models import ModelInfo
 
 log = logging.getLogger(__name__)
 
@@ -211,7 +219,12 @@ class AcpAgent:
             agent_capabilities=AgentCapabilities(
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(image=True, embedded_context=True),
-                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
+                session_capabilities=SessionCapabilities(
+                    list=SessionListCapabilities(),
+                    close=SessionCloseCapabilities(),
+                    resume=SessionResumeCapabilities(),
+                    delete=SessionDeleteCapabilities(),
+                ),
                 mcp_capabilities=McpCapabilities(http=True, sse=True),
             ),
             agent_info=Implementation(
@@ -240,6 +253,8 @@ class AcpAgent:
             session = workspace.create(mcp_servers=acp_mcp_servers(mcp_servers, workspace.root))
         except AgentServerError as error:
             raise request_error(error) from None
+        # Written now and kept: the client has its id and may load it from another process.
+        workspace.keep(session.session_id)
         state = self._adopt(session, workspace.root)
         # Sent after the answer: the client learns of the session from it.
         self._announce(state)
@@ -259,6 +274,79 @@ class AcpAgent:
         additional_directories: list[str] | None = None,
         **kwargs: Any,
     ) -> LoadSessionResponse:
+        state = await self._open(cwd, session_id, mcp_servers)
+        for update in replay_updates(whole_transcript(state.session), state.cwd):
+            self.outbox.put(session_id, update)
+        state.title = state.session.ledger.title
+        if state.title:
+            self.outbox.put(session_id, title_update(state.title))
+        self._announce(state)
+        await self.outbox.drain()  # the history arrives before the answer
+        preload_provider(state.session.settings.provider)
+        return LoadSessionResponse(
+            modes=mode_state(state.session.gate.mode), config_options=self._options(state)
+        )
+
+    async def resume_session(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> ResumeSessionResponse:
+        """`session/load` without the history: the client still shows it."""
+        state = await self._open(cwd, session_id, mcp_servers)
+        state.title = state.session.ledger.title
+        self._announce(state)
+        preload_provider(state.session.settings.provider)
+        return ResumeSessionResponse(
+            modes=mode_state(state.session.gate.mode), config_options=self._options(state)
+        )
+
+    async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
+        """Cancel the session's turn, stop its MCP servers, release its ledger. It stays on
+        disk: `session/load` or `session/resume` opens it again."""
+        state = self._session(session_id)
+        del self._sessions[session_id]
+        await self._workspace(str(state.cwd)).close_session(session_id)
+        return CloseSessionResponse()
+
+    async def delete_session(self, session_id: str, **kwargs: Any) -> DeleteSessionResponse:
+        """Close the session if it is open, then remove it from disk for good. A session of
+        a working directory this process has not seen yet is found after `session/list`
+        with that `cwd` (the request names no directory)."""
+        state = self._sessions.pop(session_id, None)
+        roots = [state.cwd] if state is not None else [
+            root for root, workspace in self._workspaces.items()
+            if any(info.session_id == session_id for info in workspace.list())
+        ]
+        if not roots:
+            raise request_error(
+                SessionNotFoundError(
+                    f"unknown session {session_id}; list the sessions of its directory "
+                    "(session/list with cwd) first"
+                )
+            )
+        try:
+            await self._workspaces[roots[0]].delete(session_id)
+        except AgentServerError as error:
+            raise request_error(error) from None
+        return DeleteSessionResponse()
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Stable methods the SDK (0.12.1) does not route yet, handed over by the transport
+        (acp/transport.py) under their own name; params checked against the official
+        schema by the tests (tests/acp/node)."""
+        if method == "session/delete" and isinstance(params.get("sessionId"), str):
+            await self.delete_session(params["sessionId"])
+            return {}
+        if method == "session/delete":
+            raise invalid_params("session/delete needs the string field sessionId")
+        raise RequestError.method_not_found(f"_{method}")
+
+    async def _open(self, cwd: str, session_id: str, mcp_servers: list[Any] | None) -> AcpSession:
+        """The session, opened from its ledger unless this connection has it open already."""
         workspace = self._workspace(cwd)
         state = self._sessions.get(session_id)
         if state is None or state.cwd != workspace.root:
@@ -276,17 +364,7 @@ class AcpAgent:
             raise request_error(
                 AgentServerError(f"session {session_id} is running a turn; cancel it first")
             )
-        for update in replay_updates(whole_transcript(state.session), state.cwd):
-            self.outbox.put(session_id, update)
-        state.title = state.session.ledger.title
-        if state.title:
-            self.outbox.put(session_id, title_update(state.title))
-        self._announce(state)
-        await self.outbox.drain()  # the history arrives before the answer
-        preload_provider(state.session.settings.provider)
-        return LoadSessionResponse(
-            modes=mode_state(state.session.gate.mode), config_options=self._options(state)
-        )
+        return state
 
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
@@ -320,7 +398,7 @@ class AcpAgent:
         if config_id == "mode":
             self._set_mode(state, value)
         elif config_id == "model":
-            offered = [model.id for model in offered_models(state.settings)]
+            offered = [model.id for model in self._models(state)]
             if value not in offered:
                 raise invalid_params(
                     f"unknown model {value!r}; this provider offers: {', '.join(offered)}"
@@ -356,6 +434,11 @@ class AcpAgent:
                 await self._run_command(state, *command)
                 await self.outbox.drain()
                 return PromptResponse(stop_reason="end_turn")
+            if not state.session.ledger.title:
+                title = prompt_title(prompt)
+                if title:
+                    state.session.ledger.append_title(title)
+            self._tell_mcp_wait(state)
             result = await state.session.run_turn(content)
         except AgentServerError as error:
             raise request_error(error) from None
@@ -377,6 +460,22 @@ class AcpAgent:
         if state is not None:
             state.session.interrupt()
 
+    def _tell_mcp_wait(self, state: AcpSession) -> None:
+        """Before the first request, which waits for the MCP servers still starting (each up
+        to its startup timeout): say so, so a hanging server is not a silent wait."""
+        status = state.session.mcp_status()
+        starting = [server.name for server in status.servers if server.state == "starting"]
+        if starting and not status.tools_in_force:
+            timeout = state.settings.mcp.startup_timeout
+            self.outbox.put(
+                state.session.session_id,
+                state.translator.notice(
+                    f"Waiting for MCP server{'s' if len(starting) > 1 else ''} "
+                    f"{', '.join(starting)} to start (up to {timeout:g} s each, the "
+                    "mcp.startupTimeout setting)."
+                ),
+            )
+
     async def _run_command(self, state: AcpSession, name: str, argument: str) -> None:
         session = state.session
         message_id = f"command-{name}"
@@ -387,6 +486,16 @@ class AcpAgent:
             return
         if name in ("remember", "forget", "pins"):
             self._pins_command(session, name, argument)
+            return
+        if name == "tools":
+            accepted = session.accept_tools()
+            text = (
+                f"The changed MCP tools are used from the next request (about "
+                f"{accepted.tokens:,} tokens read again without the prompt cache)."
+                if accepted.accepted
+                else "The MCP tools have not changed: nothing to take in."
+            )
+            self.outbox.put(session.session_id, agent_text(text, message_id))
             return
         outcome = await session.compact(argument or None)
         if outcome.outcome == "noop":
@@ -501,13 +610,18 @@ class AcpAgent:
         mode = state.session.set_mode(mode_id)
         state.settings = state.settings.with_overrides(permissions_mode=mode)
 
+    def _models(self, state: AcpSession) -> list[ModelInfo]:
+        """The models the picker offers and the setter takes (one list): the provider's,
+        and the session's own model when the catalogue does not list it."""
+        models = offered_models(state.settings)
+        current = state.session.model
+        if all(info.id != current.id for info in models):
+            models = [current, *models]
+        return models
+
     def _options(self, state: AcpSession) -> list[Any]:
-        settings = state.settings
-        model = settings.model or state.session.model.id
-        models = offered_models(settings)
-        if all(info.id != model for info in models):
-            models = [state.session.model, *models]
-        return list(config_options(state.session.gate.mode, model, models))
+        model = state.settings.model or state.session.model.id
+        return list(config_options(state.session.gate.mode, model, self._models(state)))
 
     def _send_title(self, state: AcpSession) -> None:
         title = state.session.ledger.title
@@ -548,7 +662,8 @@ async def serve(settings: AgentSettings) -> None:
     try:
         # The SDK's Agent protocol lists every method, unstable ones too; the router looks
         # them up by name and answers the absent ones with Method not found.
-        await run_agent(cast(Agent, agent), transport)
+        # Unstable in the SDK, stable in ACP 1.7: session/close and session/resume.
+        await run_agent(cast(Agent, agent), transport, use_unstable_protocol=True)
     finally:
         await agent.close()
         await tasks.shutdown()

@@ -12,6 +12,12 @@ unknown notification, or `session/cancel` without a string `sessionId`, is dropp
 log line instead. Log lines about bad input drop to DEBUG after the first 50, so a flood
 cannot fill the log. Everything else is the SDK's: framing, the size limit, and every
 well-formed message.
+
+Two stable ACP 1.7 messages the SDK (0.12.1) does not route are handled here:
+`session/delete` goes to the agent's `ext_method` under its own name (the SDK's route for
+`_`-methods), and `$/cancel_request` for a running `session/prompt` becomes that session's
+`session/cancel` (the prompt then answers `cancelled`, as the protocol asks); for any other
+request it is dropped, since every other request answers promptly.
 """
 
 from __future__ import annotations
@@ -31,7 +37,11 @@ PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 _LOUD = 50  # lines about bad input logged at WARNING before they drop to DEBUG
 # The notifications an agent handles, with the string fields each needs.
-AGENT_NOTIFICATIONS: dict[str, tuple[str, ...]] = {"session/cancel": ("sessionId",)}
+AGENT_NOTIFICATIONS: dict[str, tuple[str, ...]] = {
+    "session/cancel": ("sessionId",),
+    "$/cancel_request": (),
+}
+UNROUTED_REQUESTS = frozenset({"session/delete"})  # stable methods the SDK does not route
 
 
 def error_reply(request_id: Any, code: int, message: str) -> dict[str, Any]:
@@ -77,6 +87,40 @@ def unroutable_notification(message: dict[str, Any]) -> str | None:
 
 class CheckedTransport(NdjsonTransport):
     _bad_input = 0
+    _prompts: dict[Any, str] | None = None  # running session/prompt: request id -> session
+
+    def _running_prompts(self) -> dict[Any, str]:
+        if self._prompts is None:
+            self._prompts = {}
+        return self._prompts
+
+    def _routed(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        """The message as the SDK should see it, or None when it is handled here."""
+        method = message.get("method")
+        params = message.get("params")
+        if method == "session/prompt" and "id" in message and isinstance(params, dict):
+            session_id = params.get("sessionId")
+            if isinstance(session_id, str):
+                self._running_prompts()[json.dumps(message["id"])] = session_id
+        if method in UNROUTED_REQUESTS and "id" in message:
+            return {**message, "method": f"_{method}"}
+        if method == "$/cancel_request":
+            request_id = params.get("requestId") if isinstance(params, dict) else None
+            session_id = self._running_prompts().get(json.dumps(request_id))
+            if session_id is None:
+                log.debug("nothing to cancel for request %s", shorten(str(request_id), 100))
+                return None
+            return {
+                "jsonrpc": "2.0",
+                "method": "session/cancel",
+                "params": {"sessionId": session_id},
+            }
+        return message
+
+    async def send(self, message: dict[str, Any]) -> None:
+        if "id" in message and ("result" in message or "error" in message):
+            self._running_prompts().pop(json.dumps(message["id"]), None)
+        await super().send(message)
 
     def _log_bad_input(self, message: str) -> None:
         self._bad_input += 1
@@ -108,4 +152,6 @@ class CheckedTransport(NdjsonTransport):
             if dropped is not None:
                 self._log_bad_input(dropped)
                 continue
-            return dict(message)
+            routed = self._routed(dict(message))
+            if routed is not None:
+                return routed

@@ -57,6 +57,7 @@ from agent_server.agent.events import (
     AgentEvent,
     CompactionFinished,
     CompactionStarted,
+    McpStatusChanged,
     ModelChanged,
     Notice,
     OverflowHappened,
@@ -65,12 +66,20 @@ from agent_server.agent.events import (
     ThinkingChunk,
     ToolCallStarted,
     ToolCallUpdated,
+    TurnEnded,
     UsageSnapshot,
     UsageUpdated,
 )
+from agent_server.agent.mcp.session_tools import PendingTools
 from agent_server.agent.permissions import PERMISSION_MODES, PermissionMode, PermissionRequest
 from agent_server.agent.transcript import CHUNK_KINDS
-from agent_server.llm.messages import ImageContent, TextContent, UserContent, usage_to_json
+from agent_server.llm.messages import (
+    IMAGE_TYPES,
+    ImageContent,
+    TextContent,
+    UserContent,
+    usage_to_json,
+)
 from agent_server.llm.models import ModelInfo
 from agent_server.session.entries import Pin
 
@@ -118,7 +127,13 @@ COMMANDS: tuple[tuple[str, str, str | None], ...] = (
     ),
     ("forget", "Remove a pin (/pins lists them with their ids)", "the pin's id"),
     ("pins", "Show the pinned rules and facts, and the task's plan", None),
+    (
+        "tools",
+        "Use the changed MCP tools from the next request (it re-reads the prompt once)",
+        None,
+    ),
 )
+TOOLS_ACCEPT = "you send /tools"  # how an ACP user takes in a change of the MCP tools
 
 
 class PromptError(ValueError):
@@ -142,7 +157,7 @@ def prompt_content(blocks: Sequence[PromptBlock]) -> tuple[UserContent, ...]:
         elif isinstance(block, ImageContentBlock):
             if not block.data:
                 raise PromptError("an image must carry its data (base64); a URI alone is not read")
-            content.append(ImageContent(block.data, block.mime_type))
+            content.append(prompt_image(block.data, block.mime_type))
         elif isinstance(block, ResourceContentBlock):
             content.append(TextContent(f"[@{block.name}]({block.uri})"))
         elif isinstance(block, EmbeddedResourceContentBlock):
@@ -154,7 +169,7 @@ def prompt_content(blocks: Sequence[PromptBlock]) -> tuple[UserContent, ...]:
             elif isinstance(resource, BlobResourceContents) and (
                 resource.mime_type or ""
             ).startswith("image/"):
-                content.append(ImageContent(resource.blob, resource.mime_type or "image/png"))
+                content.append(prompt_image(resource.blob, resource.mime_type or ""))
             else:
                 raise PromptError(
                     f"the attached resource {resource.uri} is binary; attach text or an image"
@@ -164,6 +179,30 @@ def prompt_content(blocks: Sequence[PromptBlock]) -> tuple[UserContent, ...]:
     if not content:
         raise PromptError("the prompt is empty")
     return tuple(content)
+
+
+def prompt_image(data: str, mime_type: str) -> ImageContent:
+    """An attached image, of a type every provider takes (the others are refused, not
+    forwarded to a provider that would fail the whole turn on them)."""
+    if mime_type not in IMAGE_TYPES:
+        kinds = ", ".join(kind.removeprefix("image/") for kind in IMAGE_TYPES)
+        shown = mime_type or "(none)"
+        raise PromptError(f"images of type {shown} are not supported; attach {kinds}")
+    return ImageContent(data, mime_type)
+
+
+def prompt_title(blocks: Sequence[PromptBlock]) -> str | None:
+    """A session's title from its first prompt: the first line the user typed, else the
+    names of what they attached; never the text of an attached file or its markup."""
+    typed = " ".join(b.text for b in blocks if isinstance(b, TextContentBlock)).strip()
+    if typed:
+        return typed.splitlines()[0][:80]
+    names = [
+        b.name if isinstance(b, ResourceContentBlock) else b.resource.uri.rsplit("/", 1)[-1]
+        for b in blocks
+        if isinstance(b, ResourceContentBlock | EmbeddedResourceContentBlock)
+    ]
+    return ", ".join(name for name in names if name)[:80] or None
 
 
 def slash_command(content: Sequence[UserContent]) -> tuple[str, str] | None:
@@ -322,6 +361,9 @@ class EventTranslator:
     streamed: dict[str, str] = field(default_factory=dict)
     diffs: dict[str, ToolContent] = field(default_factory=dict)
     notices: int = 0
+    open_calls: dict[str, None] = field(default_factory=dict)  # started, not finished
+    mcp_states: dict[str, str] = field(default_factory=dict)  # each MCP server's last state
+    pending_tools: PendingTools | None = None  # a change of the MCP tools, waiting
 
     def updates(self, event: AgentEvent) -> list[SessionUpdate]:
         if isinstance(event, TextChunk):
@@ -347,12 +389,50 @@ class EventTranslator:
         if isinstance(event, OverflowHappened):
             return [self.notice(event.message)]
         if isinstance(event, Notice):
+            if event.topic == "toolsChanged" and self.pending_tools is not None:
+                return [self.notice(self.pending_tools.describe(TOOLS_ACCEPT))]
             return [self.notice(event.message)]
         if isinstance(event, ModelChanged):  # a changed setting switched the model
             return [self.notice(event.note)]
         if isinstance(event, PlanUpdated):
             return [plan_update(event)]
-        return []  # TurnStarted (the client shows its own prompt), TurnEnded (the answer)
+        if isinstance(event, McpStatusChanged):
+            self.pending_tools = event.status.pending
+            return self._mcp_problems(event)
+        if isinstance(event, TurnEnded):
+            return self.close_open_calls(event.stop_reason)
+        return []  # TurnStarted (the client shows its own prompt)
+
+    def close_open_calls(self, stop_reason: str) -> list[SessionUpdate]:
+        """The tool calls a turn left without a result (cancelled while running or while
+        their permission question was open, or never run) as failed, so no card stays
+        pending or running on the client."""
+        why = "Cancelled." if stop_reason == "cancelled" else "Not run: the turn ended first."
+        closed: list[SessionUpdate] = [
+            finished_tool_call(call_id, "failed", why, None) for call_id in self.open_calls
+        ]
+        self.open_calls.clear()
+        self.streamed.clear()
+        self.diffs.clear()
+        return closed
+
+    def _mcp_problems(self, event: McpStatusChanged) -> list[SessionUpdate]:
+        """A notice for each MCP server that failed or stopped since the last status (a
+        server that exits, a URL nobody answers): without it the user would only see its
+        tools go missing."""
+        out: list[SessionUpdate] = []
+        for server in event.status.servers:
+            before = self.mcp_states.get(server.name)
+            self.mcp_states[server.name] = server.state
+            if server.state == before or server.state not in ("failed", "stopped"):
+                continue
+            what = "failed" if server.state == "failed" else "stopped"
+            text = f"MCP server {server.name} {what}"
+            text += f": {server.error}" if server.error else "."
+            if server.stderr_tail.strip():
+                text += "\n" + code_block(server.stderr_tail.strip()[-2000:])
+            out.append(self.notice(text))
+        return out
 
     def notice(self, message: str) -> AgentMessageChunk:
         """Something the user should read that is not the model's answer, as a message of
@@ -379,6 +459,7 @@ class EventTranslator:
 
     def _tool_started(self, event: ToolCallStarted) -> ToolCallStart:
         call = event.tool_call
+        self.open_calls[call.id] = None
         arguments = dict(call.arguments)
         diff = proposed_diff(self.cwd, event.kind, arguments)
         if diff is not None:
@@ -403,12 +484,18 @@ class EventTranslator:
             self.streamed[call_id] = shown
             return progress(call_id, "in_progress", [code_block_content(shown)])
         self.streamed.pop(call_id, None)
+        self.open_calls.pop(call_id, None)
         diff = self.diffs.pop(call_id, None)
         change = (event.details or {}).get("change")
         if isinstance(change, Mapping):
             diff = file_change_diff(self.cwd, change) or diff
         return finished_tool_call(
-            call_id, event.status, event.output or "", diff, raw_output(event.details)
+            call_id,
+            event.status,
+            event.output or "",
+            diff,
+            raw_output(event.details),
+            event.images,
         )
 
 
@@ -426,14 +513,23 @@ def finished_tool_call(
     output: str,
     diff: ToolContent | None,
     raw: Mapping[str, Any] | None = None,
+    images: Sequence[ImageContent] = (),
 ) -> ToolCallProgress:
-    """The last update of a tool call: its status, its output (fenced), and its diff, which
-    an edit that succeeded shows instead of the one-line result."""
+    """The last update of a tool call: its status, its output (fenced), the images it
+    returned (an MCP tool's screenshot), and its diff, which an edit that succeeded shows
+    instead of the one-line result."""
     content: list[ToolContent] = []
-    if diff is not None:
+    if diff is not None and status != "failed":  # a refused or failed change changed nothing
         content.append(diff)
     if output and (diff is None or status == "failed"):
         content.append(code_block_content(output))
+    content.extend(
+        ContentToolCallContent(
+            type="content",
+            content=ImageContentBlock(type="image", data=image.data, mime_type=image.mime_type),
+        )
+        for image in images
+    )
     return ToolCallProgress(
         session_update="tool_call_update",
         tool_call_id=call_id,

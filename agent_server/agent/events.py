@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from agent_server.llm.messages import Attachment, ToolCall, Usage, UserContent
+from agent_server.llm.messages import Attachment, ImageContent, ToolCall, Usage, UserContent
 from agent_server.protocol import (
     CompactionEnd,
     NoticeLevel,
@@ -91,6 +91,7 @@ class ToolCallUpdated:
     status: ToolStatus
     output: str | None = None  # the text the model gets back (or a streamed fragment)
     details: Mapping[str, Any] | None = None  # e.g. {"diff": ..., "path": ...}
+    images: tuple[ImageContent, ...] = ()  # images the tool returned (an MCP screenshot)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +156,9 @@ class Notice:
     level: NoticeLevel
     message: str
     retry: Retry | None = None
+    # What it is about, for a front end that words it its own way: "toolsChanged" (the
+    # MCP tools changed; McpStatusChanged, sent just before, has the change).
+    topic: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -260,7 +260,9 @@ class AgentSession:
             servers=mcp or McpServers((), state_dir=spill_dir),
             estimate=self._tokens_with_tools,
             on_status=lambda status: self._emit(McpStatusChanged(status)),
-            on_notice=lambda text: self._emit(Notice(self._current_turn, "info", text)),
+            on_notice=lambda text: self._emit(
+                Notice(self._current_turn, "info", text, topic="toolsChanged")
+            ),
         )
         self._runner = ToolRunner(
             self._tools.runnable, self.gate, self._tool_context, self._emit, checkpoints=checkpoints

@@ -21,7 +21,7 @@ from agent_server.agent.tools.diff import FileChange, unified_diff
 from agent_server.agent.tools.paths import file_warnings, hard_linked
 from agent_server.agent.transcript import describe_call, json_details
 from agent_server.errors import redact
-from agent_server.llm.messages import TextContent, ToolCall, ToolResultMessage
+from agent_server.llm.messages import ImageContent, TextContent, ToolCall, ToolResultMessage
 
 
 def aborted_result(
@@ -228,6 +228,7 @@ class ToolRunner:
                 "failed" if result.is_error else "completed",
                 output=message.text,
                 details=details,
+                images=tuple(b for b in result.content if isinstance(b, ImageContent)),
             )
         )
         return message

@@ -271,17 +271,38 @@ class WorkspaceAgent:
         self.sessions[session.session_id] = session
         return session
 
+    def keep(self, session_id: str) -> None:
+        """Keep a session this agent created even if it never gets a prompt: its client has
+        its id and may load it later, from another process (an ACP client's named session)."""
+        self._created.discard(session_id)
+
+    async def close_session(self, session_id: str) -> None:
+        """Close one open session (its MCP servers stop, its ledger is released); one this
+        agent created that never got a prompt (opened and left) is deleted, so that the
+        session list holds only conversations. Closing a session not open does nothing."""
+        session = self.sessions.pop(session_id, None)
+        self._mcp_extra.pop(session_id, None)
+        if session is None:
+            return
+        await session.close()
+        if session_id in self._created and session.ledger.meta.prompt_count == 0:
+            try:
+                self.store.delete(session_id)
+            except (OSError, AgentServerError) as error:
+                log.warning("cannot remove unused session %s: %s", session_id, error)
+        self._created.discard(session_id)
+
+    async def delete(self, session_id: str) -> None:
+        """Close the session if it is open, then remove it for good (ledger, outputs)."""
+        self._created.discard(session_id)
+        await self.close_session(session_id)
+        self.store.delete(session_id)
+
     async def close(self) -> None:
-        """Close every session; one this agent created that never got a prompt (opened and
-        left) is deleted, so that the session list holds only conversations."""
+        """Close every session (see `close_session`)."""
         for task in list(self._background):
             task.cancel()
-        for session in list(self.sessions.values()):
-            await session.close()
-            if session.session_id in self._created and session.ledger.meta.prompt_count == 0:
-                try:
-                    self.store.delete(session.session_id)
-                except (OSError, AgentServerError) as error:
-                    log.warning("cannot remove unused session %s: %s", session.session_id, error)
+        for session_id in list(self.sessions):
+            await self.close_session(session_id)
         self.sessions.clear()
         self._created.clear()

@@ -335,6 +335,9 @@ class McpToolSource:
     name: str
     server: str
     tool: str
+    # The server's readOnlyHint when the list was fixed: the call's kind (a read) is the
+    # same live and when the session is reloaded without the server running.
+    read_only_hint: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -490,7 +493,11 @@ def entry_to_json(entry: Entry) -> dict[str, Any]:
             {"name": t.name, "description": t.description, "inputSchema": t.parameters}
             for t in entry.tools
         ]
-        out["mcp"] = [{"name": s.name, "server": s.server, "tool": s.tool} for s in entry.mcp]
+        out["mcp"] = [
+            {"name": s.name, "server": s.server, "tool": s.tool}
+            | ({"readOnlyHint": True} if s.read_only_hint else {})
+            for s in entry.mcp
+        ]
     else:
         out["title"] = entry.title
     return out
@@ -652,7 +659,12 @@ def _tool_list_from_json(
     ):
         raise LedgerFormatError("'mcp' must be a list of {name, server, tool}")
     sources = tuple(
-        McpToolSource(_str(item, "name"), _str(item, "server"), _str(item, "tool"))
+        McpToolSource(
+            _str(item, "name"),
+            _str(item, "server"),
+            _str(item, "tool"),
+            item.get("readOnlyHint") is True,
+        )
         for item in sources_data
     )
     return ToolListEntry(entry_id, parent, timestamp, tuple(tools), sources, reason)

@@ -77,7 +77,7 @@ async def test_multi_turn_session_streams_tools_text_and_usage(
         assert usage[-1].field_meta["agentServer"]["windowNumber"] == 1
         commands = client.of("available_commands_update")
         assert [c.name for c in commands[0].available_commands] == [
-            "compact", "usage", "remember", "forget", "pins"
+            "compact", "usage", "remember", "forget", "pins", "tools"
         ]
         titles = client.of("session_info_update")
         assert titles and titles[0].title == OVERVIEW

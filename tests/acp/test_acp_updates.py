@@ -137,7 +137,8 @@ def test_live_tool_call_streams_output_and_keeps_the_diff() -> None:
     edit3 = ToolCall("c3", "edit", {"path": "a.py", "oldText": "a", "newText": "b"})
     translator.updates(ToolCallStarted("t", edit3, "Edit a.py", "edit", ("a.py",)))
     failed = translator.updates(ToolCallUpdated("t", "c3", "failed", output="not found"))
-    assert [c.type for c in failed[0].content] == ["diff", "content"]
+    # A failed or refused change changed nothing: the reason, no diff.
+    assert [c.type for c in failed[0].content] == ["content"]
 
 
 def test_compaction_is_one_card_and_notices_are_messages_of_their_own() -> None:

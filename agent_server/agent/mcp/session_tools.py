@@ -53,7 +53,8 @@ class PendingTools:
             "tokens": self.tokens,
         }
 
-    def describe(self) -> str:
+    def describe(self, accept: str = "you accept the change") -> str:
+        """The notice about the change; `accept` says how the user takes it in."""
         parts = [
             f"{label} {', '.join(names)}"
             for label, names in (
@@ -65,8 +66,8 @@ class PendingTools:
         ]
         what = "; ".join(parts) if parts else "reordered"
         return (
-            f"The MCP tools changed ({what}). Requests keep the current tool list until you "
-            f"accept the change: the next request then re-reads about {self.tokens} tokens "
+            f"The MCP tools changed ({what}). Requests keep the current tool list until "
+            f"{accept}: the next request then re-reads about {self.tokens} tokens "
             "without the prompt cache. The next compaction takes the change in anyway."
         )
 
@@ -143,8 +144,12 @@ class SessionTools:
                 if name in listings:
                     continue
                 listings[name] = [
-                    ServerTool(source.tool, by_name[source.name].description,
-                               by_name[source.name].parameters)
+                    ServerTool(
+                        source.tool,
+                        by_name[source.name].description,
+                        by_name[source.name].parameters,
+                        read_only_hint=source.read_only_hint,
+                    )
                     for source in self._in_force.server_tools(name)
                 ]
         return build_tool_list(builtin, listings)
@@ -235,10 +240,6 @@ class SessionTools:
                 continue
             from agent_server.agent.mcp.tool import McpTool  # loads the SDK
 
-            connection = self._servers.connection(source.server)
-            hint = connection is not None and any(
-                t.name == source.tool and t.read_only_hint for t in connection.tools
-            )
             out.append(
                 McpTool(
                     spec,
@@ -246,7 +247,7 @@ class SessionTools:
                     source.tool,
                     self._servers,
                     read_only=self._servers.trusted(source.server, source.tool),
-                    read_hint=hint,
+                    read_hint=source.read_only_hint,
                 )
             )
         return tuple(out)

@@ -80,7 +80,7 @@ def build_tool_list(
             name = tool_name(server, tool.name, taken)
             taken.add(name)
             specs.append(ToolSpec(name, describe(tool), canonical_schema(tool.input_schema)))
-            sources.append(McpToolSource(name, server, tool.name))
+            sources.append(McpToolSource(name, server, tool.name, tool.read_only_hint))
     return ToolList(tuple(specs), tuple(sources))
 
 

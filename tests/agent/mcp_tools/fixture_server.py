@@ -2,7 +2,7 @@
 
 Run as `python fixture_server.py [--slow SECONDS] [--fail] [--name NAME]`. Its tools:
 shout (upper-cases text), grow (adds the tool `extra` and says the tool list changed),
-picture (a 1x1 PNG with a caption), big (a text of `lines` lines), env (whether an
+picture (a 1x1 PNG with a caption; marked read-only), big (a text of `lines` lines), env (whether an
 environment variable is set, and its length), crash (exits at once, after a line on stderr).
 """
 
@@ -16,7 +16,7 @@ import time
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
-from mcp_types import CallToolResult, ImageContent, TextContent
+from mcp_types import CallToolResult, ImageContent, TextContent, ToolAnnotations
 
 PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
@@ -59,7 +59,7 @@ def main() -> None:
             print(f"no legacy notification: {error!r}", file=sys.stderr, flush=True)
         return "grown"
 
-    @server.tool()
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     def picture() -> CallToolResult:
         """A one-pixel picture with a caption."""
         data = base64.b64encode(PNG).decode("ascii")
