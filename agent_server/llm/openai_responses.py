@@ -297,82 +297,14 @@ class OpenAIResponsesProvider(OpenAIClientProvider):
             )
             return stream
 
-        async def translate(
-            events: EventDicts, assembler: MessageAssembler
-        ) -> AsyncGenerator[StreamEvent, None]:
-            call_ids: dict[str, str] = {}  # item id -> call id
-            names: dict[str, str] = {}  # call id -> tool name
-            ended: set[str] = set()
-
-            def emit(event: StreamEvent) -> StreamEvent:
-                assembler.apply(event)
-                return event
-
-            async for event in events:
-                kind = event.get("type")
-                if kind == "response.output_item.added":
-                    item = event.get("item") or {}
-                    if item.get("type") == "function_call":
-                        call_id = str(item.get("call_id") or item.get("id") or "")
-                        call_ids[str(item.get("id") or call_id)] = call_id
-                        names[call_id] = str(item.get("name") or "")
-                        yield emit(ToolCallStart(call_id, names[call_id]))
-                elif kind == "response.output_text.delta":
-                    if event.get("delta"):
-                        yield emit(TextDelta(str(event["delta"])))
-                elif kind in (
-                    "response.reasoning_summary_text.delta",
-                    "response.reasoning_text.delta",
-                ):
-                    if event.get("delta"):
-                        yield emit(ThinkingDelta(str(event["delta"])))
-                elif kind == "response.reasoning_summary_part.added":
-                    if _int(event.get("summary_index")) > 0:
-                        yield emit(ThinkingDelta("\n\n"))
-                elif kind == "response.function_call_arguments.delta":
-                    delta_call = call_ids.get(str(event.get("item_id") or ""))
-                    if delta_call is not None and event.get("delta"):
-                        yield emit(ToolCallDelta(delta_call, str(event["delta"])))
-                elif kind == "response.output_item.done":
-                    item = event.get("item") or {}
-                    if item.get("type") == "function_call":
-                        call_id = str(item.get("call_id") or item.get("id") or "")
-                        ended.add(call_id)
-                        arguments = parse_tool_arguments(str(item.get("arguments") or ""))
-                        name = str(item.get("name") or names.get(call_id, ""))
-                        yield emit(ToolCallEnd(ToolCall(call_id, name, arguments)))
-                    elif item.get("type") == "reasoning":
-                        yield emit(ThinkingSignature(_signature_of(item)))
-                elif kind in ("response.completed", "response.incomplete"):
-                    response = event.get("response") or {}
-                    stop_reason: StopReason = "toolUse" if ended else "stop"
-                    if kind == "response.incomplete":
-                        details = response.get("incomplete_details") or {}
-                        stop_reason = INCOMPLETE_REASONS.get(str(details.get("reason")), "length")
-                    usage = response.get("usage")
-                    retention = write_retention(options, RESPONSES_LONG_CACHE_TTL)
-                    priced = (
-                        normalise_usage(usage, model, retention)
-                        if isinstance(usage, Mapping)
-                        else None
-                    )
-                    yield MessageDone(
-                        assembler.message(stop_reason, usage=priced, model=model.id, api=API)
-                    )
-                    return
-                elif kind == "response.failed":
-                    response = event.get("response") or {}
-                    error = response.get("error")
-                    raise error_from_body(
-                        error if isinstance(error, Mapping) else {"message": "response failed"},
-                        where,
-                    )
-                elif kind == "error":
-                    raise error_from_body(event, where)
-
         end = "response.completed" if speaks_openai_extensions(model) else "a final event"
         return run_provider_stream(
-            open_stream, translate, where, end, model.context_window, assembler
+            open_stream,
+            lambda events, assembler: _translate(events, assembler, model, options, where),
+            where,
+            end,
+            model.context_window,
+            assembler,
         )
 
     async def _compact(
@@ -405,3 +337,82 @@ class OpenAIResponsesProvider(OpenAIClientProvider):
         retention = write_retention(options, RESPONSES_LONG_CACHE_TTL)
         priced = normalise_usage(usage, model, retention) if isinstance(usage, Mapping) else None
         yield MessageDone(assembler.message("stop", usage=priced, model=model.id, api=API))
+
+
+async def _translate(
+    events: EventDicts,
+    assembler: MessageAssembler,
+    model: ModelInfo,
+    options: CallOptions,
+    where: ErrorContext,
+) -> AsyncGenerator[StreamEvent, None]:
+    """The Responses API's stream events as the provider-neutral ones."""
+    call_ids: dict[str, str] = {}  # item id -> call id
+    names: dict[str, str] = {}  # call id -> tool name
+    ended: set[str] = set()
+
+    def emit(event: StreamEvent) -> StreamEvent:
+        assembler.apply(event)
+        return event
+
+    async for event in events:
+        kind = event.get("type")
+        if kind == "response.output_item.added":
+            item = event.get("item") or {}
+            if item.get("type") == "function_call":
+                call_id = str(item.get("call_id") or item.get("id") or "")
+                call_ids[str(item.get("id") or call_id)] = call_id
+                names[call_id] = str(item.get("name") or "")
+                yield emit(ToolCallStart(call_id, names[call_id]))
+        elif kind == "response.output_text.delta":
+            if event.get("delta"):
+                yield emit(TextDelta(str(event["delta"])))
+        elif kind in (
+            "response.reasoning_summary_text.delta",
+            "response.reasoning_text.delta",
+        ):
+            if event.get("delta"):
+                yield emit(ThinkingDelta(str(event["delta"])))
+        elif kind == "response.reasoning_summary_part.added":
+            if _int(event.get("summary_index")) > 0:
+                yield emit(ThinkingDelta("\n\n"))
+        elif kind == "response.function_call_arguments.delta":
+            delta_call = call_ids.get(str(event.get("item_id") or ""))
+            if delta_call is not None and event.get("delta"):
+                yield emit(ToolCallDelta(delta_call, str(event["delta"])))
+        elif kind == "response.output_item.done":
+            item = event.get("item") or {}
+            if item.get("type") == "function_call":
+                call_id = str(item.get("call_id") or item.get("id") or "")
+                ended.add(call_id)
+                arguments = parse_tool_arguments(str(item.get("arguments") or ""))
+                name = str(item.get("name") or names.get(call_id, ""))
+                yield emit(ToolCallEnd(ToolCall(call_id, name, arguments)))
+            elif item.get("type") == "reasoning":
+                yield emit(ThinkingSignature(_signature_of(item)))
+        elif kind in ("response.completed", "response.incomplete"):
+            response = event.get("response") or {}
+            stop_reason: StopReason = "toolUse" if ended else "stop"
+            if kind == "response.incomplete":
+                details = response.get("incomplete_details") or {}
+                stop_reason = INCOMPLETE_REASONS.get(str(details.get("reason")), "length")
+            usage = response.get("usage")
+            retention = write_retention(options, RESPONSES_LONG_CACHE_TTL)
+            priced = (
+                normalise_usage(usage, model, retention)
+                if isinstance(usage, Mapping)
+                else None
+            )
+            yield MessageDone(
+                assembler.message(stop_reason, usage=priced, model=model.id, api=API)
+            )
+            return
+        elif kind == "response.failed":
+            response = event.get("response") or {}
+            error = response.get("error")
+            raise error_from_body(
+                error if isinstance(error, Mapping) else {"message": "response failed"},
+                where,
+            )
+        elif kind == "error":
+            raise error_from_body(event, where)

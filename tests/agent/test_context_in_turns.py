@@ -367,16 +367,18 @@ async def test_a_compaction_asked_for_too_early_is_declined(tmp_path: Path) -> N
         ]
 
 
+
+
 async def test_past_the_threshold_in_a_tool_loop_the_compaction_waits_for_the_next_prompt(
     tmp_path: Path,
 ) -> None:
-    """sim-small: the two reads take the context just past the threshold (24,576) in the
+    """sim-small: the four reads take the context just past the threshold (24,576) in the
     middle of the turn; its small steps leave the summary room, so the turn goes on and the
     compaction runs before the next prompt's call, summarising a finished turn."""
     scenario = {"turns": [
         {"user": "Read the tables.", "steps": [
-            {"tools": [{"name": "read", "arguments": {"path": "a.txt"}},
-                       {"name": "read", "arguments": {"path": "b.txt"}}]},
+            {"tools": [{"name": "read", "arguments": {"path": f"{name}.txt"}}
+                       for name in "abcd"]},
             {"tools": [{"name": "ls", "arguments": {"path": "."}}]},
             {"tools": [{"name": "ls", "arguments": {"path": "."}}]},
             {"text": "Read."},
@@ -385,8 +387,9 @@ async def test_past_the_threshold_in_a_tool_loop_the_compaction_waits_for_the_ne
     ]}
     small = AgentSettings(permissions_mode="allowAll")
     async with agent_run(tmp_path, scenario=scenario, settings=small) as run:
-        write_numbered(run.workspace / "a.txt", 1100)
-        write_numbered(run.workspace / "b.txt", 900)
+        # Each under the window-relative bound of one result (about 18 KB here).
+        for name in "abcd":
+            write_numbered(run.workspace / f"{name}.txt", 480)
         for prompt in ("Read the tables.", "Now the next thing."):
             result = await run.session.run_turn(prompt)
             assert result.stop_reason == "end_turn", result
