@@ -107,6 +107,8 @@ describe('agent settings from agentServer.*', () => {
     expect(settings.compaction).toEqual({
       enabled: true,
       keepRecentTokens: 8000,
+      engine: 'local',
+      clearToolResults: false,
       threshold: 0.6,
       hooks: { before: ['./save-notes.sh'], after: ['logger compacted'], timeout: 10 },
     });
