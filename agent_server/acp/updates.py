@@ -427,11 +427,10 @@ class EventTranslator:
             if server.state == before or server.state not in ("failed", "stopped"):
                 continue
             what = "failed" if server.state == "failed" else "stopped"
-            text = f"MCP server {server.name} {what}"
-            text += f": {server.error}" if server.error else "."
-            if server.stderr_tail.strip():
-                text += "\n" + code_block(server.stderr_tail.strip()[-2000:])
-            out.append(self.notice(text))
+            # The error and the stderr come from the server: fenced, never read as Markdown.
+            said = "\n".join(filter(None, (server.error, server.stderr_tail.strip()[-2000:])))
+            text = f"MCP server {server.name} {what}."
+            out.append(self.notice(text + ("\n" + code_block(said) if said else "")))
         return out
 
     def notice(self, message: str) -> AgentMessageChunk:

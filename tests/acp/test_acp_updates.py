@@ -210,3 +210,21 @@ def test_stop_reasons_are_acps() -> None:
     for reason in ("end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"):
         assert acp_stop_reason(reason) == reason
     assert acp_stop_reason("someFutureReason") == "end_turn"
+
+
+def test_a_failed_mcp_servers_error_and_stderr_are_fenced_not_read_as_markdown() -> None:
+    from agent_server.agent.events import McpStatusChanged
+    from agent_server.agent.mcp.servers import ServerStatus
+    from agent_server.agent.mcp.session_tools import McpStatus
+
+    server = ServerStatus(
+        "db", "failed", "stdio", "db-server", (), True, "settings",
+        error="exited: see [the docs](http://evil.example) <b>now</b>",
+        stderr_tail="```\n# bad credentials\n",
+    )
+    [notice] = EventTranslator(CWD).updates(McpStatusChanged(McpStatus((server,), None, 0)))
+    text = notice.content.text
+    assert "MCP server db failed." in text
+    fence = "````"  # longer than the run of backticks in the stderr
+    assert f"{fence}\n> exited: see [the docs](http://evil.example) <b>now</b>" in text
+    assert text.rstrip().endswith(f"> {fence}")
