@@ -194,3 +194,26 @@ def test_a_rewind_with_a_summary_shows_it_as_a_note_where_it_happened() -> None:
     assert "tried c, it failed" in text
     assert messages[2].content[-1] == TextContent("d")
     assert project(path).entry_ids[2] == "br"
+
+
+def test_a_providers_compaction_for_its_api_is_followed_by_what_it_carries() -> None:
+    """For the API that made it, the provider's block opens the projection as returned; the
+    pins, plan, the user's words and failures the compaction carries come right after it,
+    as for our own summaries; for another API both are one readable text."""
+    from dataclasses import replace
+
+    from agent_server.context.summary_prompt import render_carried
+    from agent_server.llm.messages import AssistantMessage, CompactionContent
+    from agent_server.session.entries import Carried
+
+    block = CompactionContent("anthropic-messages", ({"type": "compaction", "content": "x"},), "S")
+    carried = Carried(user_messages=("never touch prod",))
+    path = entries_of(user("go"), assistant("ok"))
+    path.append(replace(compaction("c", "m1", first_kept=None), provider=block, carried=carried))
+    native = project(path, "anthropic-messages").messages
+    assert native[0] == AssistantMessage((block,), "stop", api="anthropic-messages")
+    assert native[1] == UserMessage((TextContent(render_carried(carried)),))
+    other = project(path, "openai-responses").messages
+    assert len(other) == 1 and "never touch prod" in other[0].content[0].text
+    bare = replace(path[-1], carried=None)
+    assert len(project([*path[:-1], bare], "anthropic-messages").messages) == 1
