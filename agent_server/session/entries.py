@@ -541,7 +541,11 @@ def entry_from_json(data: Mapping[str, Any]) -> Entry:
         except MessageFormatError as exc:
             raise LedgerFormatError(f"bad message: {exc}") from exc
         retention = data.get("cacheRetention")  # one this version does not know: unknown
-        known = retention if retention in CACHE_RETENTIONS else None
+        known = (
+            cast(CacheRetention, retention)
+            if isinstance(retention, str) and retention in CACHE_RETENTIONS
+            else None
+        )
         return MessageEntry(entry_id, parent, timestamp, parsed, known)
     if kind == "compaction":
         reason = data.get("reason")

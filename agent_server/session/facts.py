@@ -2,14 +2,17 @@
 
 `facts_of` reads them from an entry; `message_facts` from a message line's JSON object
 without building the message (a rebuild of the index reads every line of the file, and a
-message is most of them: its content is checked when the entry is read).
+message is most of them: its content is checked when the entry is read); `line_facts` from a
+message line's bytes without building its content at all (msgspec checks the whole line's
+JSON but builds only the fields named here), for the lines it is sure of.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
+
+import msgspec
 
 from agent_server.errors import LedgerFormatError
 from agent_server.llm.messages import (
@@ -80,16 +83,38 @@ MESSAGES = USER + ASSISTANT + TOOL_RESULT
 _ROLE_KINDS: dict[object, str] = {"user": USER, "assistant": ASSISTANT, "toolResult": TOOL_RESULT}
 
 
-@dataclass(frozen=True, slots=True)
-class EntryFacts:
+class CostCounts(msgspec.Struct, frozen=True, gc=False):
+    """A call's cost as a ledger line records it, read by msgspec (`UsageCounts`)."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = msgspec.field(default=0.0, name="cacheRead")
+    cache_write: float = msgspec.field(default=0.0, name="cacheWrite")
+
+
+class UsageCounts(msgspec.Struct, frozen=True, gc=False):
+    """A call's usage as a ledger line records it, read by msgspec without building a
+    `Usage`: the same names, so that the index sums either. Only plain numbers of the
+    right kinds are read this way; a line with any other is read by `usage_from_json`."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = msgspec.field(default=0, name="cacheRead")
+    cache_write: int = msgspec.field(default=0, name="cacheWrite")
+    cost: CostCounts = msgspec.field(default_factory=CostCounts)
+
+
+class EntryFacts(msgspec.Struct, frozen=True, gc=False):
     """What the ledger's index and the session list keep of one entry: read from the entry
-    (`index.facts_of`), or from its line without building it (`index.message_facts`)."""
+    (`facts_of`), from its line's object without building it (`message_facts`), or from its
+    line's bytes without building its content (`line_facts`). A msgspec struct: made in C,
+    100k of them for a rebuild of the index."""
 
     id: str
     parent_id: str | None
     timestamp: str
     kind: str  # one letter (session/index.py)
-    usage: Usage | None = None  # a model call's answer, a compaction's summaries
+    usage: Usage | UsageCounts | None = None  # a model call's answer, a compaction's summaries
     retained: bool = False  # an answer that recorded its cache retention
     prompt: str | None = None  # a prompt's first typed text ("" if none); None: no prompt
     model: str | None = None  # a model change's model, an answer's
@@ -169,12 +194,73 @@ def message_facts(data: Mapping[str, Any]) -> EntryFacts:
             timestamp,
             kind,
             usage=used,
-            retained=data.get("cacheRetention") in CACHE_RETENTIONS,
+            retained=_retained(data.get("cacheRetention")),
             model=str(message.get("model", "")) or None,
         )
     if kind == USER and not isinstance(message.get("note"), str):
         return EntryFacts(entry_id, parent_id, timestamp, kind, prompt=_first_typed_text(message))
     return EntryFacts(entry_id, parent_id, timestamp, kind)
+
+
+class _MessageHead(msgspec.Struct, kw_only=True, gc=False):
+    """What `message_facts` reads of a message object, typed so that msgspec refuses what
+    it would not take as is; `content` is left as its bytes."""
+
+    role: Literal["assistant", "toolResult", "user"]
+    content: msgspec.Raw
+    usage: UsageCounts | None = None
+    model: Any = ""
+    note: Any = None
+
+
+class _LineHead(msgspec.Struct, kw_only=True, gc=False):
+    """What `message_facts` reads of a message line's object (in any key order: a ledger
+    written by another version, or by hand, reads the same)."""
+
+    type: Literal["message"]
+    id: Annotated[str, msgspec.Meta(min_length=1)]
+    parent_id: str | None = msgspec.field(default=None, name="parentId")
+    timestamp: str
+    message: _MessageHead
+    cache_retention: Any = msgspec.field(default=None, name="cacheRetention")
+
+
+_LINE_HEAD = msgspec.json.Decoder(_LineHead)
+
+
+def line_facts(raw: bytes | memoryview) -> EntryFacts | None:
+    """`message_facts` of the line `raw` (valid UTF-8: the caller checks), read without
+    building the message's content: for an answer's, a tool result's or a note's line
+    whose fields are the plain kinds the ledger writes. None for any other line, which
+    the caller decodes in full (so that whatever is wrong with it is found and said one
+    way, by `message_facts` or `entry_from_json`). msgspec checks the JSON of the whole
+    line, the content it skips included."""
+    try:
+        line = _LINE_HEAD.decode(raw)
+    except (msgspec.DecodeError, RecursionError):
+        return None  # not JSON, or not a message line of the plain kinds: decoded in full
+    message = line.message
+    if memoryview(message.content)[:1].tobytes() != b"[":
+        return None
+    kind = _ROLE_KINDS[message.role]
+    if kind == ASSISTANT:
+        return EntryFacts(
+            line.id,
+            line.parent_id,
+            line.timestamp,
+            kind,
+            usage=message.usage,
+            retained=_retained(line.cache_retention),
+            model=str(message.model) or None,
+        )
+    if kind == USER and type(message.note) is not str:
+        return None  # a prompt: its first typed text is wanted
+    return EntryFacts(line.id, line.parent_id, line.timestamp, kind)
+
+
+def _retained(retention: object) -> bool:
+    """Whether an answer's `cacheRetention` is one this version knows (any JSON value)."""
+    return type(retention) is str and retention in CACHE_RETENTIONS
 
 
 def facts_of_json(data: object) -> EntryFacts:

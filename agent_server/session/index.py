@@ -27,6 +27,7 @@ keeps the per-entry arrays as base64 of their bytes, so that reading it builds n
 from __future__ import annotations
 
 import base64
+import codecs
 import dataclasses
 import hashlib
 import json
@@ -39,6 +40,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
 import jiter
+import msgspec
 
 from agent_server.errors import LedgerFormatError
 from agent_server.llm.messages import Cost, Usage, usage_from_json, usage_to_json
@@ -55,6 +57,7 @@ from agent_server.session.facts import (
     TOOLS,
     EntryFacts,
     facts_of,
+    line_facts,
     message_facts,
 )
 from agent_server.session.meta import MetaFold
@@ -64,6 +67,7 @@ from agent_server.session.meta import MetaFold
 INDEX_VERSION = 7
 INDEX_SUFFIX = ".index.json"
 DIGEST_SPAN = 256
+ASCII_SPAN = 16 << 10  # `_not_utf8` looks for bytes above 127 this many at a time
 
 IssueAction: TypeAlias = Literal[
     "skipped", "truncated", "newline_added", "reattached", "unknownType"
@@ -330,22 +334,42 @@ def scan(
 
     `on_entry` sees each entry kept, as parsed from its line.
     """
-    lines = data.split(b"\n")  # bytes split: U+2028 and friends inside JSON stay in the line
-    tail = lines.pop()  # b"" when `data` ends with a newline
-    complete = base + len(data) - len(tail)
+    # Lines are found with bytes.find: U+2028 and friends inside JSON stay in the line.
+    cut = data.rfind(b"\n") + 1
+    complete = base + cut
     # Not at the end of the file, an unfinished line is one being written: it waits.
-    torn = tail if at_end else b""
-    body = [*lines, torn] if torn else lines
-    offset = base
+    stop = len(data) if at_end else cut
+    view = memoryview(data)
+    fast = on_entry is None
+    bad = _not_utf8(data) if fast else set()
+    position = index.position
     missing_newline = False
     line_number = index.line_count
+    lines = 0
     previous = index.ids[-1] if index.ids else None
-    last = len(body) - 1
-    for number, raw in enumerate(body):
+    begin = 0
+    while begin < stop:
+        end = data.find(b"\n", begin)
+        is_torn = end < 0
+        end = stop if is_torn else end
         line_number += 1
-        start = offset
-        offset += len(raw) + 1
-        is_torn = bool(torn) and number == last
+        lines += not is_torn
+        start = base + begin
+        if fast and not is_torn and begin not in bad:
+            # Most lines (answers, tool results) are read without building their content;
+            # whatever `line_facts` or the checks here leave is decoded in full below.
+            facts = line_facts(view[begin:end])
+            if (
+                facts is not None
+                and facts.id not in position
+                and (facts.parent_id is None or facts.parent_id in position)
+            ):
+                index.add(facts, start, end - begin + 1)
+                previous = facts.id
+                begin = end + 1
+                continue
+        raw = data[begin:end]
+        begin = end + 1
         if not raw or raw.isspace():
             continue
         parsed = _parsed(raw, line_number, start, is_torn, index.issues, on_entry is not None)
@@ -384,8 +408,35 @@ def scan(
             on_entry(entry)
         previous = facts.id
     index.size = complete
-    index.line_count += len(lines) + (1 if missing_newline else 0)
+    index.line_count += lines + (1 if missing_newline else 0)
     return ScanEnd(complete, missing_newline)
+
+
+def _not_utf8(data: bytes) -> set[int]:
+    """Where the lines of `data` that are not valid UTF-8 start (`line_facts` does not check
+    the text it skips): the ASCII decoder (the fastest scan the standard library has) finds
+    each byte above 127, and the line that holds it is decoded as UTF-8."""
+    bad: set[int] = set()
+    if data.isascii():
+        return bad
+    view = memoryview(data)
+    position = 0
+    while position < len(data):
+        try:
+            codecs.ascii_decode(view[position : position + ASCII_SPAN])
+        except UnicodeDecodeError as error:
+            high = position + error.start
+        else:
+            position += ASCII_SPAN
+            continue
+        begin = data.rfind(b"\n", 0, high) + 1
+        end = data.find(b"\n", high)
+        position = len(data) if end < 0 else end
+        try:
+            codecs.utf_8_decode(view[begin:position], "strict", True)
+        except UnicodeDecodeError:
+            bad.add(begin)
+    return bad
 
 
 Parsed: TypeAlias = tuple[EntryFacts, Entry | None]
@@ -457,7 +508,7 @@ def _placed(
                 excerpt(raw),
             )
         )
-        facts = dataclasses.replace(facts, parent_id=previous)
+        facts = msgspec.structs.replace(facts, parent_id=previous)
         return facts, with_parent(entry, previous) if entry is not None else None
     return facts, entry
 
