@@ -319,6 +319,7 @@ def scan(
     *,
     at_end: bool = True,
     on_entry: Callable[[Entry], None] | None = None,
+    fast: bool = True,
 ) -> ScanEnd:
     """Fold the lines of `data` (which starts at byte `base` of the file, at a line start,
     right after what `index` covers) into `index`, entry by entry; the one place that decides
@@ -332,7 +333,9 @@ def scan(
     - an entry whose parent was lost that way is attached to the entry before it in the file
       (`reattached`), which is where an append-only writer found it.
 
-    `on_entry` sees each entry kept, as parsed from its line.
+    `on_entry` sees each entry kept, as parsed from its line. Without it, the message lines
+    that `line_facts` takes are read without building their content (`fast`; False: every
+    line decoded in full, the reference the fast read is tested against).
     """
     # Lines are found with bytes.find: U+2028 and friends inside JSON stay in the line.
     cut = data.rfind(b"\n") + 1
@@ -340,7 +343,7 @@ def scan(
     # Not at the end of the file, an unfinished line is one being written: it waits.
     stop = len(data) if at_end else cut
     view = memoryview(data)
-    fast = on_entry is None
+    fast = fast and on_entry is None
     bad = _not_utf8(data) if fast else set()
     position = index.position
     missing_newline = False
