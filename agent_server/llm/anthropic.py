@@ -52,7 +52,7 @@ from agent_server.llm.messages import (
 )
 from agent_server.llm.models import ModelInfo
 from agent_server.llm.provider_errors import ErrorContext
-from agent_server.llm.provider_stream import EventDicts, run_provider_stream
+from agent_server.llm.provider_stream import EventDicts, SdkStream, run_provider_stream
 from agent_server.llm.providers import ANTHROPIC_KEY, ANTHROPIC_MESSAGES, http_client_options
 from agent_server.llm.stream import (
     CacheRetention,
@@ -499,9 +499,9 @@ class AnthropicProvider:
         params = build_request(model, context, options)
 
         async def open_stream() -> AsyncStream[Any]:
-            # The SDK's request (auth, retries, errors, server-sent events) with its events
-            # handed over as the JSON objects they arrive as: no typed model built per event
-            # and converted back (most of a streamed answer's cost, issue 31). The beta
+            # The SDK's request (auth, retries, errors); its body's events are read by
+            # run_provider_stream as the JSON objects they arrive as: no typed model built
+            # per event and converted back (most of a streamed answer's cost, issue 31). The beta
             # features go where the SDK's beta endpoint sends them, with their betas' header.
             betas = params.pop("betas", None)
             stream: AsyncStream[Any] = await self._client.post(
@@ -526,6 +526,17 @@ class AnthropicProvider:
             "message_stop",
             model.context_window,
             assembler,
+            error_event=self._error_event,
+        )
+
+    def _error_event(self, stream: SdkStream, event: str | None, data: Any) -> Exception | None:
+        """An `error` event, as the SDK's stream raises it: its status error for the body."""
+        if event != "error":
+            return None
+        response = stream.response
+        message = data if isinstance(data, str) else f"{data}"
+        return self._client._make_status_error(
+            message or f"Error code: {response.status_code}", body=data, response=response
         )
 
 

@@ -322,7 +322,13 @@ class OpenAIChatProvider(OpenAIClientProvider):
 
         end = "its usage chunk and [DONE]" if speaks_openai_extensions(model) else "any answer"
         return run_provider_stream(
-            open_stream, translate, where, end, model.context_window, assembler
+            open_stream,
+            translate,
+            where,
+            end,
+            model.context_window,
+            assembler,
+            error_event=self._error_event,
         )
 
 

@@ -15,6 +15,7 @@ fields.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import openai
@@ -22,6 +23,7 @@ import openai
 from agent_server.llm.credentials import PLACEHOLDER_API_KEY
 from agent_server.llm.models import ModelInfo, speaks_openai_extensions
 from agent_server.llm.provider_errors import ErrorContext
+from agent_server.llm.provider_stream import SdkStream
 from agent_server.llm.providers import OPENAI_KEY, http_client_options
 from agent_server.llm.stream import CacheRetention, CallOptions
 
@@ -102,6 +104,16 @@ class OpenAIClientProvider:
     @property
     def client(self) -> openai.AsyncOpenAI:
         return self._client
+
+    def _error_event(self, stream: SdkStream, event: str | None, data: Any) -> Exception | None:
+        """An event whose data holds an `error`, as the SDK's stream raises it (APIError)."""
+        if not isinstance(data, Mapping) or not data.get("error"):
+            return None
+        error = data["error"]
+        message = error.get("message") if isinstance(error, Mapping) else None
+        if not message or not isinstance(message, str):
+            message = "An error occurred during streaming"
+        return openai.APIError(message=message, request=stream.response.request, body=error)
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -305,6 +305,7 @@ class OpenAIResponsesProvider(OpenAIClientProvider):
             end,
             model.context_window,
             assembler,
+            error_event=self._error_event,
         )
 
     async def _compact(

@@ -1,7 +1,10 @@
 """The run of one streamed provider call, shared by every provider module.
 
-Opens the SDK stream (each provider asks its SDK for the events as plain JSON objects, not
-typed models), hands them to the provider's translator, passes the neutral events on, and
+Opens the SDK stream (the SDK makes the request: auth, retries, errors), reads its body's
+server-sent events itself (`server_sent_events`: the raw chunks split on blank lines, each
+event's data one `json.loads`; what the SDK's own decoder, event objects and iterator layers
+cost per event was most of a streamed answer's cost, issue 31), hands the JSON objects to the
+provider's translator, passes the neutral events on, and
 guarantees three things: the HTTP response is closed however the run ends (done, failed, or
 cancelled by the consumer); every provider failure reaches the caller as a ProviderError;
 and a stream that ends without the provider's end-of-message event is a dropped connection,
@@ -12,6 +15,7 @@ harness compacts and asks again.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import aclosing
 from typing import Any, Protocol
@@ -27,16 +31,26 @@ from agent_server.llm.provider_errors import (
 from agent_server.llm.stream import MessageAssembler, MessageDone, StreamEvent
 
 
-class SdkStream(Protocol):
-    """What both SDKs' AsyncStream offer."""
+class HttpResponse(Protocol):
+    """What the stream's body is read through (httpx's response)."""
 
-    def __aiter__(self) -> AsyncIterator[Any]: ...
+    def aiter_bytes(self) -> AsyncIterator[bytes]: ...
+
+
+class SdkStream(Protocol):
+    """What both SDKs' AsyncStream offer: the response (its body not read yet), and close."""
+
+    @property
+    def response(self) -> Any: ...
 
     async def close(self) -> None: ...
 
 
 EventDicts = AsyncIterator[Mapping[str, Any]]
 Translator = Callable[[EventDicts, MessageAssembler], AsyncGenerator[StreamEvent, None]]
+# The error a provider's stream reports in an event, as its SDK raises it (the event's name,
+# its data decoded); None for an event that is not one.
+ErrorEvent = Callable[[SdkStream, str | None, Any], BaseException | None]
 
 
 async def run_provider_stream(
@@ -46,19 +60,21 @@ async def run_provider_stream(
     end_event: str,
     context_window: int,
     assembler: MessageAssembler | None = None,
+    *,
+    error_event: ErrorEvent,
 ) -> AsyncGenerator[StreamEvent, None]:
     """Neutral events of one call, ending with exactly one MessageDone.
 
     `translate` turns the event dicts into neutral events, feeding each to the assembler it
     is given (the caller's `assembler`, else a new one), and yields MessageDone when the
-    provider's `end_event` arrives.
+    provider's `end_event` arrives. `error_event` says which events are errors, and which.
     """
     assembler = assembler if assembler is not None else MessageAssembler()
     done: MessageDone | None = None
     try:
         stream = await open_stream()
         try:
-            dicts = _as_dicts(stream)
+            dicts = _as_dicts(stream, error_event)
             async with aclosing(translate(dicts, assembler)) as events:
                 async for event in events:
                     if isinstance(event, MessageDone):
@@ -93,9 +109,67 @@ async def _drain(events: EventDicts) -> None:
             raise
 
 
-async def _as_dicts(stream: SdkStream) -> AsyncIterator[Mapping[str, Any]]:
-    """The stream's JSON objects; an event that is not one (no provider sends such) carries
-    nothing the translators read, and is passed over."""
-    async for event in stream:
-        if isinstance(event, Mapping):
+async def _as_dicts(stream: SdkStream, error_event: ErrorEvent) -> EventDicts:
+    """The stream's events as JSON objects, as the SDKs' own streams give them: a `ping` or
+    an event without data is passed over, `[DONE]` ends the stream, an error event raises
+    the SDK's error (`error_event`); an event whose data is not an object (no provider sends
+    such) carries nothing the translators read, and is passed over."""
+    events = server_sent_events(stream.response.aiter_bytes())
+    async for event, data in events:
+        if event == "ping" or not data:
+            continue
+        if data.startswith("[DONE]"):
+            async for _ in events:  # the rest of the body, so that the connection is reused
+                pass
+            return
+        try:
+            decoded = json.loads(data)
+        except ValueError:
+            decoded = data
+        error = error_event(stream, event, decoded)
+        if error is not None:
+            raise error
+        if isinstance(decoded, dict):
+            yield decoded
+
+
+async def server_sent_events(chunks: AsyncIterator[bytes]) -> AsyncIterator[tuple[str | None, str]]:
+    """The (event name, data) of each server-sent event of a body read in `chunks`, parsed
+    as the SSE specification says (lines ended by CR, LF or CRLF; an event ended by a blank
+    line; its `data` lines joined by LF; one space after the colon dropped; comments and the
+    `id` and `retry` fields ignored; an unfinished event at the end dropped). Each chunk is
+    split on blank lines in one go: the events a read brings come out together."""
+    pending = b""
+    async for chunk in chunks:
+        pending = pending + chunk if pending else chunk
+        if b"\r" in pending:
+            # A CR at the end may be the first half of a CRLF: it waits for the next chunk.
+            held = pending.endswith(b"\r")
+            pending = _lf(pending[:-1] if held else pending) + (b"\r" if held else b"")
+        if b"\n\n" in pending:
+            *blocks, pending = pending.split(b"\n\n")
+            for block in blocks:
+                if event := _event(block):
+                    yield event
+    for block in _lf(pending).split(b"\n\n")[:-1]:  # a CR held at the very end ends a line
+        if event := _event(block):
             yield event
+
+
+def _lf(data: bytes) -> bytes:
+    return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+
+
+def _event(block: bytes) -> tuple[str | None, str] | None:
+    """One event's name and data, from its lines; None when it has no data."""
+    event: str | None = None
+    data: list[bytes] = []
+    for line in block.split(b"\n"):
+        name, colon, value = line.partition(b":")
+        if colon and value[:1] == b" ":
+            value = value[1:]
+        if name == b"data":
+            data.append(value)
+        elif name == b"event":
+            event = value.decode("utf-8", "replace")
+    return (event, b"\n".join(data).decode("utf-8", "replace")) if data else None
