@@ -1,5 +1,5 @@
-"""The write side of the transport: batched, ordered, numbered, and merged only when the
-reader falls behind."""
+"""The write side of the transport: batched, ordered, numbered, and text chunks merged when
+they leave in the same write (or wait behind a full pipe), never across another message."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def chunk(n: int, message: str = "m1") -> dict:
     }
 
 
-async def test_a_fast_reader_gets_every_update_numbered_in_order() -> None:
+async def test_a_fast_reader_gets_every_text_numbered_in_order() -> None:
     read_end, write_end = os.pipe()
     received: list[bytes] = []
     reader = threading.Thread(target=read_all, args=(read_end, received))
@@ -46,15 +46,42 @@ async def test_a_fast_reader_gets_every_update_numbered_in_order() -> None:
             outbox.update("s", "t", chunk(n))
             if n == 20:
                 outbox.write(b"Content-Length: 2\r\n\r\n{}")  # pygls's own message, in its place
-            await asyncio.sleep(0)  # the reader keeps up: nothing waits, nothing merges
+            await asyncio.sleep(0)
         await outbox.drained()
         outbox.close()
     reader.join()
     messages = parse_frames(b"".join(received))
     updates = [m["params"] for m in messages if m.get("method") == "agent/update"]
-    assert [u["seq"] for u in updates] == list(range(50))
-    assert [u["update"]["content"]["text"] for u in updates] == [f"w{n} " for n in range(50)]
-    assert messages[21] == {}
+    assert [u["seq"] for u in updates] == list(range(len(updates)))
+    texts = [u["update"]["content"]["text"] for u in updates]
+    assert "".join(texts) == "".join(f"w{n} " for n in range(50))
+    # Chunks merge only with the chunks beside them: never across pygls's message.
+    before = messages.index({})
+    assert "".join(texts[:before]) == "".join(f"w{n} " for n in range(21))
+
+
+async def test_chunks_that_leave_in_one_write_are_one_notification() -> None:
+    read_end, write_end = os.pipe()
+    received: list[bytes] = []
+    reader = threading.Thread(target=read_all, args=(read_end, received))
+    reader.start()
+    with os.fdopen(write_end, "wb", buffering=0) as stream:
+        outbox = Outbox(stream)
+        for n in range(10):  # one turn of the loop: one write
+            outbox.update("s", "t", chunk(n))
+        outbox.update("s", "t", chunk(10, "m2"))  # another message: its own notification
+        outbox.update("s", "t", {"kind": "toolCall", "toolCallId": "c"})
+        outbox.update("s", "t", chunk(11, "m2"))
+        await outbox.drained()
+        outbox.close()
+    reader.join()
+    updates = [m["params"]["update"] for m in parse_frames(b"".join(received))]
+    assert updates == [
+        {**chunk(0), "content": {"type": "text", "text": "".join(f"w{n} " for n in range(10))}},
+        chunk(10, "m2"),
+        {"kind": "toolCall", "toolCallId": "c"},
+        chunk(11, "m2"),
+    ]
 
 
 async def test_a_slow_reader_gets_merged_chunks_and_nothing_is_lost() -> None:
