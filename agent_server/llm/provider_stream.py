@@ -20,6 +20,8 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from contextlib import aclosing
 from typing import Any, Protocol
 
+import jiter
+
 from agent_server.llm.overflow import silent_overflow
 from agent_server.llm.provider_errors import (
     ErrorContext,
@@ -118,14 +120,11 @@ async def _as_dicts(stream: SdkStream, error_event: ErrorEvent) -> EventDicts:
     async for event, data in events:
         if event == "ping" or not data:
             continue
-        if data.startswith("[DONE]"):
+        if data.startswith(b"[DONE]"):
             async for _ in events:  # the rest of the body, so that the connection is reused
                 pass
             return
-        try:
-            decoded = json.loads(data)
-        except ValueError:
-            decoded = data
+        decoded = _decoded(data)
         error = error_event(stream, event, decoded)
         if error is not None:
             raise error
@@ -133,7 +132,22 @@ async def _as_dicts(stream: SdkStream, error_event: ErrorEvent) -> EventDicts:
             yield decoded
 
 
-async def server_sent_events(chunks: AsyncIterator[bytes]) -> AsyncIterator[tuple[str | None, str]]:
+def _decoded(data: bytes) -> Any:
+    """An event's data: its JSON (jiter, twice as fast on these small objects; what it
+    refuses goes to `json.loads`, as the SDKs decode it), else its text."""
+    try:
+        return jiter.from_json(data)
+    except ValueError:
+        pass
+    try:
+        return json.loads(data)
+    except ValueError:
+        return data.decode("utf-8", "replace")
+
+
+async def server_sent_events(
+    chunks: AsyncIterator[bytes],
+) -> AsyncIterator[tuple[str | None, bytes]]:
     """The (event name, data) of each server-sent event of a body read in `chunks`, parsed
     as the SSE specification says (lines ended by CR, LF or CRLF; an event ended by a blank
     line; its `data` lines joined by LF; one space after the colon dropped; comments and the
@@ -160,7 +174,7 @@ def _lf(data: bytes) -> bytes:
     return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
 
 
-def _event(block: bytes) -> tuple[str | None, str] | None:
+def _event(block: bytes) -> tuple[str | None, bytes] | None:
     """One event's name and data, from its lines; None when it has no data."""
     event: str | None = None
     data: list[bytes] = []
@@ -172,4 +186,4 @@ def _event(block: bytes) -> tuple[str | None, str] | None:
             data.append(value)
         elif name == b"event":
             event = value.decode("utf-8", "replace")
-    return (event, b"\n".join(data).decode("utf-8", "replace")) if data else None
+    return (event, b"\n".join(data)) if data else None

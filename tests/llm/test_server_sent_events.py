@@ -37,7 +37,8 @@ async def _chunks(body: bytes, cuts: list[int]) -> AsyncIterator[bytes]:
 
 
 async def _ours(body: bytes, cuts: list[int]) -> list[tuple[str | None, str]]:
-    return [event async for event in server_sent_events(_chunks(body, cuts))]
+    events = server_sent_events(_chunks(body, cuts))
+    return [(name, data.decode()) async for name, data in events]
 
 
 async def _sdk(body: bytes, cuts: list[int]) -> list[tuple[str | None, str]]:
