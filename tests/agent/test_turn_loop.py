@@ -25,7 +25,7 @@ from tests.agent.conftest import agent_run
 
 
 def write_cjk(workspace: Path, name: str, chars: int, seed: int = 1) -> None:
-    """Random CJK ideographs in lines of 40: a token a character, estimated at chars/4."""
+    """Random CJK ideographs in lines of 40: a token a character."""
     rng = random.Random(seed)
     text = "".join(chr(rng.randint(0x4E00, 0x9FFF)) for _ in range(chars))
     (workspace / name).write_text("\n".join(text[i : i + 40] for i in range(0, chars, 40)))
