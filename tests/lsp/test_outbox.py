@@ -7,11 +7,13 @@ import asyncio
 import json
 import os
 import threading
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from agent_server.lsp.outbox import Outbox
 
 
-def parse_frames(data: bytes) -> list[dict]:
+def parse_frames(data: bytes) -> list[dict[str, Any]]:
     messages = []
     while data:
         header, _, rest = data.partition(b"\r\n\r\n")
@@ -27,7 +29,7 @@ def read_all(fd: int, into: list[bytes]) -> None:
         into.append(chunk)
 
 
-def chunk(n: int, message: str = "m1") -> dict:
+def chunk(n: int, message: str = "m1") -> dict[str, Any]:
     return {
         "kind": "messageChunk",
         "messageId": message,
@@ -35,22 +37,30 @@ def chunk(n: int, message: str = "m1") -> dict:
     }
 
 
-async def test_a_fast_reader_gets_every_text_numbered_in_order() -> None:
+async def read_back(fill: Callable[[Outbox], Awaitable[None]]) -> list[dict[str, Any]]:
+    """The messages an outbox filled by `fill` writes to a pipe that a thread keeps reading."""
     read_end, write_end = os.pipe()
     received: list[bytes] = []
     reader = threading.Thread(target=read_all, args=(read_end, received))
     reader.start()
     with os.fdopen(write_end, "wb", buffering=0) as stream:
         outbox = Outbox(stream)
+        await fill(outbox)
+        await outbox.drained()
+        outbox.close()
+    reader.join()
+    return parse_frames(b"".join(received))
+
+
+async def test_a_fast_reader_gets_every_text_numbered_in_order() -> None:
+    async def fill(outbox: Outbox) -> None:
         for n in range(50):
             outbox.update("s", "t", chunk(n))
             if n == 20:
                 outbox.write(b"Content-Length: 2\r\n\r\n{}")  # pygls's own message, in its place
             await asyncio.sleep(0)
-        await outbox.drained()
-        outbox.close()
-    reader.join()
-    messages = parse_frames(b"".join(received))
+
+    messages = await read_back(fill)
     updates = [m["params"] for m in messages if m.get("method") == "agent/update"]
     assert [u["seq"] for u in updates] == list(range(len(updates)))
     texts = [u["update"]["content"]["text"] for u in updates]
@@ -61,21 +71,14 @@ async def test_a_fast_reader_gets_every_text_numbered_in_order() -> None:
 
 
 async def test_chunks_that_leave_in_one_write_are_one_notification() -> None:
-    read_end, write_end = os.pipe()
-    received: list[bytes] = []
-    reader = threading.Thread(target=read_all, args=(read_end, received))
-    reader.start()
-    with os.fdopen(write_end, "wb", buffering=0) as stream:
-        outbox = Outbox(stream)
+    async def fill(outbox: Outbox) -> None:
         for n in range(10):  # one turn of the loop: one write
             outbox.update("s", "t", chunk(n))
         outbox.update("s", "t", chunk(10, "m2"))  # another message: its own notification
         outbox.update("s", "t", {"kind": "toolCall", "toolCallId": "c"})
         outbox.update("s", "t", chunk(11, "m2"))
-        await outbox.drained()
-        outbox.close()
-    reader.join()
-    updates = [m["params"]["update"] for m in parse_frames(b"".join(received))]
+
+    updates = [m["params"]["update"] for m in await read_back(fill)]
     assert updates == [
         {**chunk(0), "content": {"type": "text", "text": "".join(f"w{n} " for n in range(10))}},
         chunk(10, "m2"),
