@@ -211,6 +211,17 @@ class _MessageHead(msgspec.Struct, kw_only=True, gc=False):
     usage: UsageCounts | None = None
     model: Any = ""
     note: Any = None
+    attachments: Any = None
+
+
+class _Block(msgspec.Struct, gc=False):
+    """What a prompt's first typed text needs of a content block."""
+
+    type: Any = None
+    text: Any = None
+
+
+_BLOCKS = msgspec.json.Decoder(list[_Block])
 
 
 class _LineHead(msgspec.Struct, kw_only=True, gc=False):
@@ -230,8 +241,8 @@ _LINE_HEAD = msgspec.json.Decoder(_LineHead)
 
 def line_facts(raw: bytes | memoryview) -> EntryFacts | None:
     """`message_facts` of the line `raw` (valid UTF-8: the caller checks), read without
-    building the message's content: for an answer's, a tool result's or a note's line
-    whose fields are the plain kinds the ledger writes. None for any other line, which
+    building the message's content (but a prompt's blocks' type and text): for a message
+    line whose fields are the plain kinds the ledger writes. None for any other line, which
     the caller decodes in full (so that whatever is wrong with it is found and said one
     way, by `message_facts` or `entry_from_json`). msgspec checks the JSON of the whole
     line, the content it skips included."""
@@ -254,7 +265,12 @@ def line_facts(raw: bytes | memoryview) -> EntryFacts | None:
             model=str(message.model) or None,
         )
     if kind == USER and type(message.note) is not str:
-        return None  # a prompt: its first typed text is wanted
+        try:  # a prompt: its first typed text is wanted (the blocks must all be objects)
+            blocks = _BLOCKS.decode(message.content)
+        except (msgspec.DecodeError, RecursionError):
+            return None
+        prompt = _typed_text([(b.type, b.text) for b in blocks], message.attachments)
+        return EntryFacts(line.id, line.parent_id, line.timestamp, kind, prompt=prompt)
     return EntryFacts(line.id, line.parent_id, line.timestamp, kind)
 
 
@@ -276,16 +292,24 @@ def facts_of_json(data: object) -> EntryFacts:
 
 def _first_typed_text(message: Mapping[str, Any]) -> str:
     """The first text block the user typed (after the attachments' blocks), "" if none."""
-    blocks = [block for block in message["content"] if isinstance(block, Mapping)]
-    attachments = message.get("attachments")
+    blocks = [
+        (block.get("type"), block.get("text"))
+        for block in message["content"]
+        if isinstance(block, Mapping)
+    ]
+    return _typed_text(blocks, message.get("attachments"))
+
+
+def _typed_text(blocks: list[tuple[Any, Any]], attachments: Any) -> str:
+    """The first text of `blocks` (the type and text of each object block of a prompt's
+    content) after the blocks `attachments` added, "" if none."""
     skip = 0
     if isinstance(attachments, list):
         for attachment in attachments:
             count = attachment.get("blocks", 1) if isinstance(attachment, Mapping) else 1
             skip += count if isinstance(count, int) else 1
-    for block in blocks[skip:]:
-        if block.get("type") == "text":
-            text = block.get("text")
+    for kind, text in blocks[skip:]:
+        if kind == "text":
             return text if isinstance(text, str) else ""
     return ""
 
