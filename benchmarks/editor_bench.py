@@ -84,10 +84,14 @@ async def measure(probes: int, long_tokens: int) -> dict[str, Any]:
     simulator = Simulator(scenario=parse_scenario(scenario(probes, long_tokens), "editor-bench"))
     simulator.app = probe_first_text(simulator.app, marks)
     updates: list[tuple[float, str, str]] = []  # (arrival, turnId, kind)
+    texts: dict[str, list[str]] = {}  # the text chunks of each turn
     client = LanguageClient("agent-server-bench", "1", converter_factory=agent_converter)
 
     def on_update(_ls: LanguageClient, params: Mapping[str, Any]) -> None:
-        updates.append((time.perf_counter(), str(params["turnId"]), params["update"]["kind"]))
+        update = params["update"]
+        updates.append((time.perf_counter(), str(params["turnId"]), update["kind"]))
+        if update["kind"] == "messageChunk":
+            texts.setdefault(str(params["turnId"]), []).append(update["content"]["text"])
 
     client.feature("agent/update")(on_update)
     for method in (
@@ -146,6 +150,7 @@ async def measure(probes: int, long_tokens: int) -> dict[str, Any]:
             turn = str(result["turnId"])
             long_stop = str(result["stopReason"])
             stream = [t for t, tid, _kind in updates if tid == turn]
+            streamed = "".join(texts.get(turn, []))
             await client.shutdown_async(None)
             client.exit(None)
             await client.stop()  # type: ignore[no-untyped-call]
@@ -160,7 +165,8 @@ async def measure(probes: int, long_tokens: int) -> dict[str, Any]:
         "latency_ms_median": statistics.median(warm) * 1e3,
         "latency_ms_p90": warm[int(len(warm) * 0.9)] * 1e3,
         "latency_ms_min": warm[0] * 1e3,
-        "updates": len(stream),
+        "updates": len(stream),  # chunks that leave the server together are one update
+        "streamed_characters": len(streamed),
         "updates_per_second": (len(stream) - 1) / span if span else 0.0,
         "long_answer_tokens": long_tokens,
         "long_turn_seconds": turn_seconds,

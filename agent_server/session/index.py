@@ -337,8 +337,7 @@ def scan(
     that `line_facts` takes are read without building their content (`fast`; False: every
     line decoded in full, the reference the fast read is tested against).
     """
-    # Lines are found with bytes.find: U+2028 and friends inside JSON stay in the line.
-    cut = data.rfind(b"\n") + 1
+    cut = data.rfind(b"\n") + 1  # bytes, not text: U+2028 and friends stay in their line
     complete = base + cut
     # Not at the end of the file, an unfinished line is one being written: it waits.
     stop = len(data) if at_end else cut
@@ -359,8 +358,8 @@ def scan(
         lines += not is_torn
         start = base + begin
         if fast and not is_torn and begin not in bad:
-            # Most lines (answers, tool results) are read without building their content;
-            # whatever `line_facts` or the checks here leave is decoded in full below.
+            # Most lines are read without building their content; what `line_facts` or the
+            # checks here leave is decoded in full below.
             facts = line_facts(view[begin:end])
             if (
                 facts is not None

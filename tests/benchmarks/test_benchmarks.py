@@ -315,7 +315,8 @@ def test_the_harness_is_measured_at_a_size(tmp_path: Path) -> None:
 
 async def test_the_editor_path_delivers_every_chunk() -> None:
     result = await editor_bench.measure(probes=3, long_tokens=400)
-    assert result["updates"] >= 400 // 8  # one messageChunk per 8-token delta, at least
+    assert result["updates"] >= 1  # chunks that leave the server in one write are merged
+    assert result["streamed_characters"] >= 400  # every token's text (at least a character)
     assert result["updates_per_second"] > 0
     assert 0 < result["latency_ms_median"] < 10_000
 
