@@ -106,6 +106,57 @@ async def test_the_model_picker_offers_only_what_it_takes_and_can_switch_back(
         assert refused.value.code == -32602
 
 
+async def test_the_thinking_level_is_offered_only_for_a_model_that_takes_it(
+    workspace: Path, sim: SimServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    models = tmp_path / "models.json"
+    # A model without reasoning: no thinking level changes what is asked of it.
+    models.write_text(
+        json.dumps({"models": [{"id": "house-model", "contextWindow": 50000, "maxOutput": 4096}]})
+    )
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-a-secret")
+    args = [
+        "--provider", "anthropic", "--base-url", sim.base_url, "--model", "house-model",
+        "--models-file", str(models), "--sessions-dir", str(tmp_path / "sessions"),
+    ]
+
+    def option(options: Any, config_id: str) -> Any:
+        return next((o for o in options or () if o.id == config_id), None)
+
+    async with start_acp(args, tmp_path) as acp:
+        session = await acp.conn.new_session(cwd=str(workspace), mcp_servers=[])
+        sid = session.session_id
+        assert option(session.config_options, "thinking") is None
+        with pytest.raises(RequestError) as refused:
+            await acp.conn.set_config_option(config_id="thinking", session_id=sid, value="high")
+        assert refused.value.code == -32602
+        # A model that thinks on request brings the option, every level of it taken.
+        answer = None
+        for value in [o.value for o in option(session.config_options, "model").options]:
+            answer = await acp.conn.set_config_option(config_id="model", session_id=sid, value=value)
+            if option(answer.config_options, "thinking") is not None:
+                break
+        assert answer is not None
+        thinking = option(answer.config_options, "thinking")
+        assert thinking is not None and thinking.category == "thought_level"
+        assert thinking.current_value == "off"
+        for level in [o.value for o in thinking.options]:
+            answer = await acp.conn.set_config_option(
+                config_id="thinking", session_id=sid, value=level
+            )
+            assert option(answer.config_options, "thinking").current_value == level
+        with pytest.raises(RequestError) as unknown:
+            await acp.conn.set_config_option(config_id="thinking", session_id=sid, value="max")
+        assert unknown.value.code == -32602
+        await acp.conn.set_config_option(config_id="thinking", session_id=sid, value="medium")
+        # Back to the model that cannot think: the option goes.
+        answer = await acp.conn.set_config_option(
+            config_id="model", session_id=sid, value="house-model"
+        )
+        assert option(answer.config_options, "thinking") is None
+
+
+
 # --- cancelled tool calls -----------------------------------------------------------------
 
 
