@@ -404,15 +404,14 @@ async def test_delete_removes_the_session_for_good(
     async with start_acp(acp_args(sim, tmp_path), tmp_path) as acp:
         sid = await acp.new_session(workspace)
         await acp.prompt(sid, OVERVIEW)
-        raw = acp.conn._conn  # the SDK's client has no delete_session yet
-        assert await raw.send_request("session/delete", {"sessionId": sid}) == {}
+        assert await acp.request("session/delete", {"sessionId": sid}) == {}
         listed = await acp.conn.list_sessions(cwd=str(workspace))
         assert sid not in [s.session_id for s in listed.sessions]
         with pytest.raises(RequestError) as unknown:
-            await raw.send_request("session/delete", {"sessionId": sid})
+            await acp.request("session/delete", {"sessionId": sid})
         assert unknown.value.code == -32002
         with pytest.raises(RequestError) as bad:
-            await raw.send_request("session/delete", {"id": sid})
+            await acp.request("session/delete", {"id": sid})
         assert bad.value.code == -32602
 
 
@@ -425,15 +424,14 @@ async def test_cancel_request_for_a_running_prompt_cancels_the_turn(
         start_acp(acp_args(sim, tmp_path, "--mode", "allowAll"), tmp_path) as acp,
     ):
         sid = await acp.new_session(workspace)
-        raw = acp.conn._conn  # the SDK's client cannot send $/cancel_request yet
-        request_id = raw._next_request_id  # the id the prompt below is sent with
+        request_id = acp.next_request_id()  # the id the prompt below is sent with
         running = asyncio.ensure_future(acp.prompt(sid, "Wait a while."))
         await wait_for(
             lambda: any(u.status == "in_progress" for u in acp.client.of("tool_call_update"))
         )
-        await raw.send_notification("$/cancel_request", {"requestId": request_id + 1})  # none
+        await acp.notify("$/cancel_request", {"requestId": request_id + 1})  # none
         await asyncio.sleep(0.5)
         assert not running.done()
-        await raw.send_notification("$/cancel_request", {"requestId": request_id})
+        await acp.notify("$/cancel_request", {"requestId": request_id})
         assert (await asyncio.wait_for(running, 60)).stop_reason == "cancelled"
         assert all_closed(acp)
