@@ -669,6 +669,10 @@ class AcpAgent:
         except AgentServerError as error:
             raise request_error(error) from None
         state.settings = state.settings.with_overrides(thinking=switch.thinking)
+        # What the switch costs, as VS Code shows it; not while another model waits for the
+        # next prompt (the note would be about the model being left).
+        if switch.entry_id is not None and switch.note and state.session.can_think:
+            self.outbox.put(state.session.session_id, state.translator.notice(switch.note))
 
     def _send_title(self, state: AcpSession) -> None:
         title = state.session.ledger.title
