@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeAlias, cast, get_args
+from typing import Any, Literal, TypeAlias, cast, get_args
 
 from acp.schema import (
     AgentMessageChunk,
@@ -272,55 +272,49 @@ def config_options(
     """The permission mode, the model and, when the model thinks on request (`thinking` is
     its level, None when it cannot), the thinking level, as the protocol's select options."""
     options = [
-        SessionConfigOptionSelect(
-            type="select",
-            id="mode",
-            name="Permissions",
-            description="When the agent asks before running a tool",
-            category="mode",
-            current_value=mode,
-            options=[
-                SessionConfigSelectOption(
-                    value=mode_id, name=MODE_NAMES[mode_id][0], description=MODE_NAMES[mode_id][1]
-                )
-                for mode_id in PERMISSION_MODES
-            ],
+        select_option(
+            "mode", "Permissions", "When the agent asks before running a tool", "mode", mode,
+            [(mode_id, *MODE_NAMES[mode_id]) for mode_id in PERMISSION_MODES],
         ),
-        SessionConfigOptionSelect(
-            type="select",
-            id="model",
-            name="Model",
-            description="The model for the next turns (applied from the next prompt)",
-            category="model",
-            current_value=model,
-            options=[
-                SessionConfigSelectOption(
-                    value=info.id, name=info.name, description=_model_description(info)
-                )
-                for info in models
-            ],
+        select_option(
+            "model", "Model", "The model for the next turns (applied from the next prompt)",
+            "model", model,
+            [(info.id, info.name, _model_description(info)) for info in models],
         ),
     ]
     if thinking is not None:
         options.append(
-            SessionConfigOptionSelect(
-                type="select",
-                id="thinking",
-                name="Thinking",
-                description="How hard the model thinks before it answers (from the next prompt)",
-                category="thought_level",
-                current_value=thinking,
-                options=[
-                    SessionConfigSelectOption(
-                        value=level,
-                        name=THINKING_NAMES[level][0],
-                        description=THINKING_NAMES[level][1],
-                    )
-                    for level in THINKING_LEVELS
-                ],
+            select_option(
+                "thinking", "Thinking",
+                "How hard the model thinks before it answers (from the next prompt)",
+                "thought_level", thinking,
+                [(level, *THINKING_NAMES[level]) for level in THINKING_LEVELS],
             )
         )
     return options
+
+
+def select_option(
+    config_id: str,
+    name: str,
+    description: str,
+    category: Literal["mode", "model", "thought_level"],
+    current: str,
+    values: Sequence[tuple[str, str, str]],
+) -> SessionConfigOptionSelect:
+    """One select option; `values` are (value, name, description)."""
+    return SessionConfigOptionSelect(
+        type="select",
+        id=config_id,
+        name=name,
+        description=description,
+        category=category,
+        current_value=current,
+        options=[
+            SessionConfigSelectOption(value=value, name=label, description=about)
+            for value, label, about in values
+        ],
+    )
 
 
 def _model_description(info: ModelInfo) -> str:

@@ -62,27 +62,24 @@ def scripted(*turns: dict[str, Any]) -> Simulator:
 # --- the model picker -------------------------------------------------------------------
 
 
-async def test_the_model_picker_offers_only_what_it_takes_and_can_switch_back(
-    workspace: Path, sim: SimServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def house_model_args(sim: SimServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Anthropic's API (the simulator) with `house-model`: a model the provider's catalogue
+    does not offer (its vendor is not Anthropic's), without reasoning."""
     models = tmp_path / "models.json"
-    # A model the provider's catalogue does not offer (its vendor is not Anthropic's).
     models.write_text(
         json.dumps({"models": [{"id": "house-model", "contextWindow": 50000, "maxOutput": 4096}]})
     )
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-a-secret")
-    args = [
-        "--provider",
-        "anthropic",
-        "--base-url",
-        sim.base_url,
-        "--model",
-        "house-model",
-        "--models-file",
-        str(models),
-        "--sessions-dir",
-        str(tmp_path / "sessions"),
+    return [
+        "--provider", "anthropic", "--base-url", sim.base_url, "--model", "house-model",
+        "--models-file", str(models), "--sessions-dir", str(tmp_path / "sessions"),
     ]
+
+
+async def test_the_model_picker_offers_only_what_it_takes_and_can_switch_back(
+    workspace: Path, sim: SimServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args = house_model_args(sim, tmp_path, monkeypatch)
     async with start_acp(args, tmp_path) as acp:
         session = await acp.conn.new_session(cwd=str(workspace), mcp_servers=[])
         sid = session.session_id
@@ -109,16 +106,7 @@ async def test_the_model_picker_offers_only_what_it_takes_and_can_switch_back(
 async def test_the_thinking_level_is_offered_only_for_a_model_that_takes_it(
     workspace: Path, sim: SimServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    models = tmp_path / "models.json"
-    # A model without reasoning: no thinking level changes what is asked of it.
-    models.write_text(
-        json.dumps({"models": [{"id": "house-model", "contextWindow": 50000, "maxOutput": 4096}]})
-    )
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-a-secret")
-    args = [
-        "--provider", "anthropic", "--base-url", sim.base_url, "--model", "house-model",
-        "--models-file", str(models), "--sessions-dir", str(tmp_path / "sessions"),
-    ]
+    args = house_model_args(sim, tmp_path, monkeypatch)  # no thinking level changes its calls
 
     def option(options: Any, config_id: str) -> Any:
         return next((o for o in options or () if o.id == config_id), None)
