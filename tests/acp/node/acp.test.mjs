@@ -367,6 +367,25 @@ describe("ACP 1.7 features with the TypeScript client", () => {
         (error) => error.code === -32602,
       );
 
+      // The model: every value offered is taken (back to the first one at the end).
+      const model = option(session.configOptions, "model");
+      for (const value of [...model.options.map((o) => o.value), model.currentValue]) {
+        const set = await agent.agent.request(acp.methods.agent.session.setConfigOption, {
+          sessionId,
+          configId: "model",
+          value,
+        });
+        assert.equal(option(set.configOptions, "model").currentValue, value);
+      }
+      await assert.rejects(
+        agent.agent.request(acp.methods.agent.session.setConfigOption, {
+          sessionId,
+          configId: "model",
+          value: "no-such-model",
+        }),
+        (error) => error.code === -32602,
+      );
+
       // Pins through slash commands; none reaches the model.
       const commands = editor.of("available_commands_update")[0].availableCommands;
       assert.ok(["remember", "forget", "pins"].every((n) => commands.some((c) => c.name === n)));
