@@ -15,7 +15,7 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -63,6 +63,7 @@ from agent_server import __version__
 from agent_server.acp.files import EditorFiles
 from agent_server.acp.transport import CheckedTransport
 from agent_server.acp.updates import (
+    ClientUpdates,
     EventTranslator,
     PromptError,
     SessionUpdate,
@@ -94,6 +95,8 @@ from agent_server.agent.workspace import WorkspaceAgent, preload_provider, prelo
 from agent_server.errors import AgentServerError, ConfigError, SessionNotFoundError
 from agent_server.llm.messages import usage_to_json
 from agent_server.llm.models import ModelInfo
+from agent_server.llm.providers import can_think
+from agent_server.llm.stream import THINKING_LEVELS, ThinkingLevel
 
 log = logging.getLogger(__name__)
 
@@ -121,8 +124,9 @@ class UpdateQueue:
     must have its updates out before it answers (a prompt, a load) drains the outbox first.
     """
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Client, raw: RawSender | None = None) -> None:
         self._client = client
+        self._raw = raw
         self._queue: asyncio.Queue[tuple[str, SessionUpdate]] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
 
@@ -144,11 +148,22 @@ class UpdateQueue:
         while True:
             session_id, update = await self._queue.get()
             try:
-                await self._client.session_update(session_id=session_id, update=update)
+                if isinstance(update, dict):  # one the SDK has no model for (RawUpdate)
+                    if self._raw is not None:
+                        await self._raw(session_id, update)
+                else:
+                    await self._client.session_update(session_id=session_id, update=update)
             except Exception as error:  # a gone client must not stop the agent's work
-                log.warning("session/update %s not sent: %s", update.session_update, error)
+                log.warning("session/update %s not sent: %s", update_kind(update), error)
             finally:
                 self._queue.task_done()
+
+
+RawSender = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+
+def update_kind(update: SessionUpdate) -> str:
+    return str(update.get("sessionUpdate")) if isinstance(update, dict) else update.session_update
 
 
 @dataclass
@@ -165,8 +180,10 @@ class AcpSession:
 class AcpAgent:
     """The ACP agent: the SDK calls these methods, one task per request."""
 
-    def __init__(self, settings: AgentSettings) -> None:
+    def __init__(self, settings: AgentSettings, wire: CheckedTransport | None = None) -> None:
         self._settings = settings
+        self._wire = wire  # for what the SDK does not model (ACP 1.7's newer updates)
+        self._updates = ClientUpdates()
         self._client: Client | None = None
         self._outbox: UpdateQueue | None = None
         self._capabilities = ClientCapabilities()
@@ -177,7 +194,7 @@ class AcpAgent:
 
     def on_connect(self, conn: Client) -> None:
         self._client = conn
-        self._outbox = UpdateQueue(conn)
+        self._outbox = UpdateQueue(conn, self._wire.send_update if self._wire else None)
 
     @property
     def client(self) -> Client:
@@ -210,6 +227,8 @@ class AcpAgent:
         **kwargs: Any,
     ) -> InitializeResponse:
         self._capabilities = client_capabilities or ClientCapabilities()
+        if self._wire is not None:
+            self._updates = ClientUpdates.from_capabilities(self._wire.client_session)
         # Whether commands can be sandboxed, found out while the editor sets up the session.
         # The provider's SDK loads once a session is made or loaded (`preload_provider`), so
         # that the editor's first session/new does not share the interpreter with it.
@@ -275,7 +294,7 @@ class AcpAgent:
         **kwargs: Any,
     ) -> LoadSessionResponse:
         state = await self._open(cwd, session_id, mcp_servers)
-        for update in replay_updates(whole_transcript(state.session), state.cwd):
+        for update in replay_updates(whole_transcript(state.session), state.cwd, self._updates):
             self.outbox.put(session_id, update)
         state.title = state.session.ledger.title
         if state.title:
@@ -405,8 +424,13 @@ class AcpAgent:
                 )
             state.settings = state.settings.with_overrides(model=value)
             state.session.update_settings(state.settings)
+        elif config_id == "thinking" and self._thinking(state) is not None:
+            self._set_thinking(state, value)
         else:
-            raise invalid_params(f"unknown config option {config_id!r}; use 'mode' or 'model'")
+            raise invalid_params(
+                f"unknown config option {config_id!r}; use one of "
+                f"{', '.join(str(o.id) for o in self._options(state))}"
+            )
         return SetSessionConfigOptionResponse(config_options=self._options(state))
 
     # --- prompts --------------------------------------------------------------------------
@@ -553,7 +577,8 @@ class AcpAgent:
         """Route a session's events, questions and file access through this connection."""
         session_id = session.session_id
         state = AcpSession(
-            session, cwd, EventTranslator(cwd), session.settings, session.ledger.title
+            session, cwd, EventTranslator(cwd, self._updates), session.settings,
+            session.ledger.title,
         )
         fs = self._capabilities.fs
         files = EditorFiles(
@@ -621,7 +646,33 @@ class AcpAgent:
 
     def _options(self, state: AcpSession) -> list[Any]:
         model = state.settings.model or state.session.model.id
-        return list(config_options(state.session.gate.mode, model, self._models(state)))
+        return list(
+            config_options(
+                state.session.gate.mode, model, self._models(state), self._thinking(state)
+            )
+        )
+
+    def _thinking(self, state: AcpSession) -> ThinkingLevel | None:
+        """The thinking level, when the chosen model thinks on request (else the option is
+        not offered: no level would change what is asked of it)."""
+        chosen = state.settings.model or state.session.model.id
+        model = next((m for m in self._models(state) if m.id == chosen), state.session.model)
+        return state.session.thinking if can_think(state.session.config.api, model) else None
+
+    def _set_thinking(self, state: AcpSession, level: str) -> None:
+        if level not in THINKING_LEVELS:
+            raise invalid_params(
+                f"unknown thinking level {level!r}; use one of {', '.join(THINKING_LEVELS)}"
+            )
+        try:
+            switch = state.session.switch_thinking(level)
+        except AgentServerError as error:
+            raise request_error(error) from None
+        state.settings = state.settings.with_overrides(thinking=switch.thinking)
+        # What the switch costs, as VS Code shows it; not while another model waits for the
+        # next prompt (the note would be about the model being left).
+        if switch.entry_id is not None and switch.note and state.session.can_think:
+            self.outbox.put(state.session.session_id, state.translator.notice(switch.note))
 
     def _send_title(self, state: AcpSession) -> None:
         title = state.session.ledger.title
@@ -658,7 +709,7 @@ async def serve(settings: AgentSettings) -> None:
     sys.stdout = sys.stderr
     tasks = TaskSupervisor(source="agent-server.acp")
     transport = CheckedTransport(reader, MessageSender(writer, tasks))
-    agent = AcpAgent(settings)
+    agent = AcpAgent(settings, transport)
     try:
         # The SDK's Agent protocol lists every method, unstable ones too; the router looks
         # them up by name and answers the absent ones with Method not found.

@@ -18,6 +18,10 @@ Two stable ACP 1.7 messages the SDK (0.12.1) does not route are handled here:
 `_`-methods), and `$/cancel_request` for a running `session/prompt` becomes that session's
 `session/cancel` (the prompt then answers `cancelled`, as the protocol asks); for any other
 request it is dropped, since every other request answers promptly.
+
+And what the SDK's models drop of ACP 1.7: the raw `clientCapabilities.session` of
+`initialize` (the SDK keeps `configOptions` only, not `notices` or `compaction`) is kept for
+the agent, and `send_update` sends a `session/update` whose update the SDK has no model for.
 """
 
 from __future__ import annotations
@@ -88,6 +92,15 @@ def unroutable_notification(message: dict[str, Any]) -> str | None:
 class CheckedTransport(NdjsonTransport):
     _bad_input = 0
     _prompts: dict[Any, str] | None = None  # running session/prompt: request id -> session
+    client_session: Any = None  # `clientCapabilities.session` of the last initialize, raw
+
+    async def send_update(self, session_id: str, update: dict[str, Any]) -> None:
+        """A `session/update` notification with `update` as it is (a plain JSON object)."""
+        await self.send({
+            "jsonrpc": "2.0",
+            "method": "session/update",
+            "params": {"sessionId": session_id, "update": update},
+        })
 
     def _running_prompts(self) -> dict[Any, str]:
         if self._prompts is None:
@@ -98,6 +111,11 @@ class CheckedTransport(NdjsonTransport):
         """The message as the SDK should see it, or None when it is handled here."""
         method = message.get("method")
         params = message.get("params")
+        if method == "initialize" and isinstance(params, dict):
+            capabilities = params.get("clientCapabilities")
+            self.client_session = (
+                capabilities.get("session") if isinstance(capabilities, dict) else None
+            )
         if method == "session/prompt" and "id" in message and isinstance(params, dict):
             session_id = params.get("sessionId")
             if isinstance(session_id, str):

@@ -3,10 +3,14 @@ items) as session updates, prompts as user content, modes, config options and co
 
 Live turns and reloaded history map onto the same updates: a tool call is a `tool_call` with
 the tool's own title, kind and locations, then a `tool_call_update` with its status and
-output; a compaction is a tool call of its own ("Compacting the conversation"), because the
-protocol this SDK speaks has no compaction update yet; notices (retries, overflow, files
-changed outside) are agent message chunks with a message id of their own. Text that came from
-a file or a command is fenced, so the editor shows it literally rather than as Markdown.
+output. A compaction is ACP 1.7's `compaction_update` / `compaction_summary_chunk` for a
+client that advertises `session.compaction`, else a tool call of its own ("Compacting the
+conversation"); a notice (retries, overflow, files changed outside, MCP trouble) is a
+`notice` update for a client that advertises `session.notices`, else an agent message chunk
+with a message id of their own. The Python SDK (0.12.1) has no models for those three
+updates: they are plain JSON (`RawUpdate`), checked against the official JSON schema by the
+TypeScript client's tests (tests/acp/node). Text that came from a file or a command is
+fenced, so the editor shows it literally rather than as Markdown.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeAlias, cast, get_args
+from typing import Any, Literal, TypeAlias, cast, get_args
 
 from acp.schema import (
     AgentMessageChunk,
@@ -81,8 +85,12 @@ from agent_server.llm.messages import (
     usage_to_json,
 )
 from agent_server.llm.models import ModelInfo
+from agent_server.llm.stream import THINKING_LEVELS, ThinkingLevel
 from agent_server.session.entries import Pin
 
+# A session update the Python SDK has no model for yet (ACP 1.7's notice and compaction
+# updates): the `update` object as the official schema spells it, sent as it is.
+RawUpdate: TypeAlias = dict[str, Any]
 SessionUpdate: TypeAlias = (
     UserMessageChunk
     | AgentMessageChunk
@@ -93,6 +101,7 @@ SessionUpdate: TypeAlias = (
     | SessionInfoUpdate
     | UsageUpdate
     | AgentPlanUpdate
+    | RawUpdate
 )
 PromptBlock: TypeAlias = (
     TextContentBlock
@@ -246,40 +255,66 @@ def mode_state(mode: PermissionMode) -> SessionModeState:
     )
 
 
+THINKING_NAMES: Mapping[str, tuple[str, str]] = {
+    "off": ("Off", "The provider's default: no extended thinking where it is optional"),
+    "low": ("Low", "A little thinking before answering"),
+    "medium": ("Medium", "More thinking: slower, more output tokens"),
+    "high": ("High", "The most thinking the model takes"),
+}
+
+
 def config_options(
-    mode: PermissionMode, model: str, models: Sequence[ModelInfo]
+    mode: PermissionMode,
+    model: str,
+    models: Sequence[ModelInfo],
+    thinking: ThinkingLevel | None = None,
 ) -> list[SessionConfigOptionSelect]:
-    """The permission mode and the model, as the protocol's select options."""
-    return [
-        SessionConfigOptionSelect(
-            type="select",
-            id="mode",
-            name="Permissions",
-            description="When the agent asks before running a tool",
-            category="mode",
-            current_value=mode,
-            options=[
-                SessionConfigSelectOption(
-                    value=mode_id, name=MODE_NAMES[mode_id][0], description=MODE_NAMES[mode_id][1]
-                )
-                for mode_id in PERMISSION_MODES
-            ],
+    """The permission mode, the model and, when the model thinks on request (`thinking` is
+    its level, None when it cannot), the thinking level, as the protocol's select options."""
+    options = [
+        select_option(
+            "mode", "Permissions", "When the agent asks before running a tool", "mode", mode,
+            [(mode_id, *MODE_NAMES[mode_id]) for mode_id in PERMISSION_MODES],
         ),
-        SessionConfigOptionSelect(
-            type="select",
-            id="model",
-            name="Model",
-            description="The model for the next turns (applied from the next prompt)",
-            category="model",
-            current_value=model,
-            options=[
-                SessionConfigSelectOption(
-                    value=info.id, name=info.name, description=_model_description(info)
-                )
-                for info in models
-            ],
+        select_option(
+            "model", "Model", "The model for the next turns (applied from the next prompt)",
+            "model", model,
+            [(info.id, info.name, _model_description(info)) for info in models],
         ),
     ]
+    if thinking is not None:
+        options.append(
+            select_option(
+                "thinking", "Thinking",
+                "How hard the model thinks before it answers (from the next prompt)",
+                "thought_level", thinking,
+                [(level, *THINKING_NAMES[level]) for level in THINKING_LEVELS],
+            )
+        )
+    return options
+
+
+def select_option(
+    config_id: str,
+    name: str,
+    description: str,
+    category: Literal["mode", "model", "thought_level"],
+    current: str,
+    values: Sequence[tuple[str, str, str]],
+) -> SessionConfigOptionSelect:
+    """One select option; `values` are (value, name, description)."""
+    return SessionConfigOptionSelect(
+        type="select",
+        id=config_id,
+        name=name,
+        description=description,
+        category=category,
+        current_value=current,
+        options=[
+            SessionConfigSelectOption(value=value, name=label, description=about)
+            for value, label, about in values
+        ],
+    )
 
 
 def _model_description(info: ModelInfo) -> str:
@@ -345,6 +380,95 @@ def agent_text(text: str, message_id: str) -> AgentMessageChunk:
     )
 
 
+# --- ACP 1.7's notice and compaction updates ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClientUpdates:
+    """The updates of ACP 1.7 the client said it takes (`clientCapabilities.session`):
+    `notices` for `notice`, `compaction` for `compaction_update` and
+    `compaction_summary_chunk`. An agent must send them only then."""
+
+    notices: bool = False
+    compaction: bool = False
+
+    @classmethod
+    def from_capabilities(cls, session: object) -> ClientUpdates:
+        """From the raw `clientCapabilities.session` object: `{}` advertises a feature,
+        omitted or null does not."""
+        if not isinstance(session, Mapping):
+            return cls()
+        return cls(
+            notices=isinstance(session.get("notices"), Mapping),
+            compaction=isinstance(session.get("compaction"), Mapping),
+        )
+
+
+def notice_update(message: str, severity: str = "info", detail: str | None = None) -> RawUpdate:
+    """A `notice`: a plain-text title that stands alone (the message's first sentence or
+    line) and the rest as its description."""
+    title, rest = notice_title(message)
+    description = "\n".join(part for part in (rest, detail) if part) or None
+    update: RawUpdate = {"sessionUpdate": "notice", "severity": severity, "title": title}
+    if description:
+        update["description"] = description
+    return update
+
+
+def notice_title(message: str) -> tuple[str, str | None]:
+    """(title, the rest): the first line, cut at its first sentence when it is long."""
+    first, _, rest = message.strip().partition("\n")
+    if len(first) > 80 and ". " in first:
+        first, _, more = first.partition(". ")
+        first += "."
+        rest = f"{more}\n{rest}" if rest else more
+    return (first or "Notice"), (rest.strip() or None)
+
+
+def compaction_update(
+    compaction_id: str,
+    status: str,
+    details: Mapping[str, Any],
+    *,
+    error: str | None = None,
+    summary: str | None = None,
+) -> RawUpdate:
+    """A `compaction_update` (an upsert of the compaction `compaction_id`), agent-server's
+    figures under `_meta.agentServer`; `summary` replaces the shown summary (a replay)."""
+    update: RawUpdate = {
+        "sessionUpdate": "compaction_update",
+        "compactionId": compaction_id,
+        "status": status,
+        "_meta": {"agentServer": {k: v for k, v in details.items() if v is not None}},
+    }
+    if error:
+        update["error"] = error
+    if summary:
+        update["summary"] = [{"type": "text", "text": code_block(summary)}]
+    return update
+
+
+def compaction_summary_chunk(compaction_id: str, summary: str) -> RawUpdate:
+    """The summary, fenced like every text the model wrote about the session's files."""
+    return {
+        "sessionUpdate": "compaction_summary_chunk",
+        "compactionId": compaction_id,
+        "content": {"type": "text", "text": code_block(summary)},
+    }
+
+
+def compaction_updates(event: CompactionStarted | CompactionFinished) -> list[RawUpdate]:
+    details: dict[str, Any] = {"reason": event.reason, "tokensBefore": event.tokens_before}
+    if isinstance(event, CompactionStarted):
+        return [compaction_update(event.compaction_id, "in_progress", details)]
+    details |= {"tokensAfter": event.tokens_after, "firstKeptEntryId": event.first_kept_entry_id}
+    out = []
+    if event.status == "completed" and event.summary:
+        out.append(compaction_summary_chunk(event.compaction_id, event.summary))
+    out.append(compaction_update(event.compaction_id, event.status, details, error=event.error))
+    return out
+
+
 # --- live events ----------------------------------------------------------------------------
 
 
@@ -358,6 +482,7 @@ class EventTranslator:
     """
 
     cwd: Path
+    client: ClientUpdates = field(default_factory=ClientUpdates)
     streamed: dict[str, str] = field(default_factory=dict)
     diffs: dict[str, ToolContent] = field(default_factory=dict)
     notices: int = 0
@@ -382,16 +507,18 @@ class EventTranslator:
             return [self._tool_updated(event)]
         if isinstance(event, UsageUpdated):
             return [usage_update(event.snapshot)]
+        if isinstance(event, CompactionStarted | CompactionFinished) and self.client.compaction:
+            return list[SessionUpdate](compaction_updates(event))
         if isinstance(event, CompactionStarted):
             return [compaction_started(event)]
         if isinstance(event, CompactionFinished):
             return [compaction_finished(event)]
         if isinstance(event, OverflowHappened):
-            return [self.notice(event.message)]
+            return [self.notice(event.message, "warning")]
         if isinstance(event, Notice):
             if event.topic == "toolsChanged" and self.pending_tools is not None:
                 return [self.notice(self.pending_tools.describe(TOOLS_ACCEPT))]
-            return [self.notice(event.message)]
+            return [self.notice(event.message, event.level)]
         if isinstance(event, ModelChanged):  # a changed setting switched the model
             return [self.notice(event.note)]
         if isinstance(event, PlanUpdated):
@@ -427,17 +554,22 @@ class EventTranslator:
             if server.state == before or server.state not in ("failed", "stopped"):
                 continue
             what = "failed" if server.state == "failed" else "stopped"
-            # The error and the stderr come from the server: fenced, never read as Markdown.
             said = "\n".join(filter(None, (server.error, server.stderr_tail.strip()[-2000:])))
-            text = f"MCP server {server.name} {what}."
-            out.append(self.notice(text + ("\n" + code_block(said) if said else "")))
+            out.append(self.notice(f"MCP server {server.name} {what}.", "error", said or None))
         return out
 
-    def notice(self, message: str) -> AgentMessageChunk:
-        """Something the user should read that is not the model's answer, as a message of
-        its own."""
+    def notice(
+        self, message: str, severity: str = "info", detail: str | None = None
+    ) -> AgentMessageChunk | RawUpdate:
+        """Something the user should read that is not the model's answer: a `notice` for a
+        client that takes them, else a message of its own. `detail` came from elsewhere (a
+        server's error and stderr): plain text in a notice, fenced in a message, never read
+        as Markdown."""
+        if self.client.notices:
+            return notice_update(message, severity, detail)
         self.notices += 1
-        return notice_text(message, f"notice-{self.notices}")
+        text = message + ("\n" + code_block(detail) if detail else "")
+        return notice_text(text, f"notice-{self.notices}")
 
     def permission_tool_call(self, request: PermissionRequest) -> ToolCallUpdate:
         """The tool call a permission question is about, diff included for edits."""
@@ -693,7 +825,9 @@ def compacted_title(before: int, after: int | None) -> str:
 # --- history ----------------------------------------------------------------------------------
 
 
-def replay_updates(items: Iterable[Mapping[str, Any]], cwd: Path) -> list[SessionUpdate]:
+def replay_updates(
+    items: Iterable[Mapping[str, Any]], cwd: Path, client: ClientUpdates | None = None
+) -> list[SessionUpdate]:
     """A stored session as the updates the live session sent, for `session/load`.
 
     `items` are the session's transcript items (agent/transcript.py: the shapes the editor
@@ -702,8 +836,13 @@ def replay_updates(items: Iterable[Mapping[str, Any]], cwd: Path) -> list[Sessio
     """
     out: list[SessionUpdate] = []
     pending: dict[str, ToolContent | None] = {}
+    compaction = client is not None and client.compaction
     for item in items:
-        update = _replayed(item, cwd, pending)
+        update = (
+            _replayed_compaction(item)
+            if compaction and item.get("kind") == "compaction"
+            else _replayed(item, cwd, pending)
+        )
         if isinstance(update, list):
             out.extend(update)
         elif update is not None:
@@ -773,6 +912,22 @@ def _replayed(
             text += f" What was left behind:\n{summary}"
         return notice_text(text, f"branch-{entry_id}")
     return None  # modelChange, and kinds this agent does not know yet
+
+
+def _replayed_compaction(item: Mapping[str, Any]) -> RawUpdate:
+    """A stored compaction as one completed `compaction_update`, its summary included."""
+    summary = item.get("summary")
+    details = {
+        "reason": item.get("reason"),
+        "tokensBefore": _int_or_none(item.get("tokensBefore")),
+        "tokensAfter": _int_or_none(item.get("tokensAfter")),
+    }
+    return compaction_update(
+        str(item.get("entryId", "")),
+        "completed",
+        details,
+        summary=summary if isinstance(summary, str) else None,
+    )
 
 
 def _int_or_none(value: object) -> int | None:

@@ -298,6 +298,8 @@ class AgentSession:
         self.totals.add_sum(*ledger.usage)  # from the ledger's index: nothing is read
         self._turn_totals = _last_turn_totals(ledger)
         self._turn_task: asyncio.Task[TurnResult] | None = None
+        self._turn_began = False  # the turn's task has run its first step
+        self._stop_asked = False  # interrupted before that step: it stops at its start
         self._busy = False
         self._current_turn: str | None = None
         self._message_seq = 0
@@ -503,6 +505,7 @@ class AgentSession:
         )
         turn_id = turn_id or uuid.uuid4().hex[:12]
         self._busy = True
+        self._turn_began = self._stop_asked = False
         task = asyncio.create_task(self._turn(turn_id, content), name=f"turn-{turn_id}")
         self._turn_task = task
         try:
@@ -519,11 +522,19 @@ class AgentSession:
             self._busy = False
 
     def interrupt(self) -> bool:
-        """Cancel the running turn, if any. Returns whether there was one."""
-        if self._turn_task is not None and not self._turn_task.done():
+        """Cancel the running turn, if any. Returns whether there was one.
+
+        A turn whose task has not run yet (a cancel read in the same breath as its prompt)
+        is not cancelled as a task: the CancelledError would hit it before its first line,
+        skip its handling, and leave the caller without a result. It is told to stop at its
+        start instead, and ends like any cancelled turn (the prompt kept, "cancelled")."""
+        if self._turn_task is None or self._turn_task.done():
+            return False
+        if self._turn_began:
             self._turn_task.cancel()
-            return True
-        return False
+        else:
+            self._stop_asked = True
+        return True
 
     async def compact(self, instructions: str | None = None) -> CompactionResult:
         """A manual compaction, between turns."""
@@ -690,6 +701,7 @@ class AgentSession:
     # --- the turn -----------------------------------------------------------------------
 
     async def _turn(self, turn_id: str, content: tuple[UserContent, ...]) -> TurnResult:
+        self._turn_began = True
         self._current_turn = turn_id
         self._turn_totals = SessionTotals()
         self.context.begin_turn(turn_id)
@@ -701,6 +713,8 @@ class AgentSession:
         try:
             state.prompt = await self._start_turn(turn_id, content)
             state.untitled = content
+            if self._stop_asked:  # interrupted before this task first ran (interrupt())
+                raise asyncio.CancelledError
             stop = await self._steps(turn_id, state)
         except asyncio.CancelledError:
             stop = "cancelled"

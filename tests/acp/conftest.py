@@ -141,6 +141,25 @@ class AcpProcess:
     async def prompt(self, session_id: str, text: str) -> Any:
         return await self.conn.prompt(session_id=session_id, prompt=[text_block(text)])
 
+    # The one place the tests reach below the SDK's public client: its client (0.12.1) has no
+    # method for two stable ACP 1.7 messages, `session/delete` and `$/cancel_request` (its
+    # `ext_method` / `ext_notification` prefix the name with `_`), so these use its JSON-RPC
+    # connection (`_conn`, private). The TypeScript client (tests/acp/node) sends both through
+    # its public API.
+
+    async def request(self, method: str, params: dict[str, Any]) -> Any:
+        """A request the SDK's client has no method for, by its ACP name."""
+        return await self.conn._conn.send_request(method, params)
+
+    async def notify(self, method: str, params: dict[str, Any]) -> None:
+        """A notification the SDK's client has no method for, by its ACP name."""
+        await self.conn._conn.send_notification(method, params)
+
+    def next_request_id(self) -> int:
+        """The id the connection gives its next request (what `$/cancel_request` names)."""
+        request_id: int = self.conn._conn._next_request_id
+        return request_id
+
 
 def acp_args(sim: SimServer, tmp_path: Path, *extra: str) -> list[str]:
     return [

@@ -62,27 +62,24 @@ def scripted(*turns: dict[str, Any]) -> Simulator:
 # --- the model picker -------------------------------------------------------------------
 
 
-async def test_the_model_picker_offers_only_what_it_takes_and_can_switch_back(
-    workspace: Path, sim: SimServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def house_model_args(sim: SimServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Anthropic's API (the simulator) with `house-model`: a model the provider's catalogue
+    does not offer (its vendor is not Anthropic's), without reasoning."""
     models = tmp_path / "models.json"
-    # A model the provider's catalogue does not offer (its vendor is not Anthropic's).
     models.write_text(
         json.dumps({"models": [{"id": "house-model", "contextWindow": 50000, "maxOutput": 4096}]})
     )
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-a-secret")
-    args = [
-        "--provider",
-        "anthropic",
-        "--base-url",
-        sim.base_url,
-        "--model",
-        "house-model",
-        "--models-file",
-        str(models),
-        "--sessions-dir",
-        str(tmp_path / "sessions"),
+    return [
+        "--provider", "anthropic", "--base-url", sim.base_url, "--model", "house-model",
+        "--models-file", str(models), "--sessions-dir", str(tmp_path / "sessions"),
     ]
+
+
+async def test_the_model_picker_offers_only_what_it_takes_and_can_switch_back(
+    workspace: Path, sim: SimServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args = house_model_args(sim, tmp_path, monkeypatch)
     async with start_acp(args, tmp_path) as acp:
         session = await acp.conn.new_session(cwd=str(workspace), mcp_servers=[])
         sid = session.session_id
@@ -104,6 +101,50 @@ async def test_the_model_picker_offers_only_what_it_takes_and_can_switch_back(
         with pytest.raises(RequestError) as refused:
             await acp.conn.set_config_option(config_id="model", session_id=sid, value="nope")
         assert refused.value.code == -32602
+
+
+async def test_the_thinking_level_is_offered_only_for_a_model_that_takes_it(
+    workspace: Path, sim: SimServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args = house_model_args(sim, tmp_path, monkeypatch)  # no thinking level changes its calls
+
+    def option(options: Any, config_id: str) -> Any:
+        return next((o for o in options or () if o.id == config_id), None)
+
+    async with start_acp(args, tmp_path) as acp:
+        session = await acp.conn.new_session(cwd=str(workspace), mcp_servers=[])
+        sid = session.session_id
+        assert option(session.config_options, "thinking") is None
+        with pytest.raises(RequestError) as refused:
+            await acp.conn.set_config_option(config_id="thinking", session_id=sid, value="high")
+        assert refused.value.code == -32602
+        # A model that thinks on request brings the option, every level of it taken.
+        answer = None
+        for value in [o.value for o in option(session.config_options, "model").options]:
+            answer = await acp.conn.set_config_option(config_id="model", session_id=sid, value=value)
+            if option(answer.config_options, "thinking") is not None:
+                break
+        assert answer is not None
+        # The chosen model is used from the next prompt.
+        assert (await acp.prompt(sid, OVERVIEW)).stop_reason == "end_turn"
+        thinking = option(answer.config_options, "thinking")
+        assert thinking is not None and thinking.category == "thought_level"
+        assert thinking.current_value == "off"
+        for level in [o.value for o in thinking.options]:
+            answer = await acp.conn.set_config_option(
+                config_id="thinking", session_id=sid, value=level
+            )
+            assert option(answer.config_options, "thinking").current_value == level
+        # Each change is told with what it costs (a quoted notice for this client).
+        notes = [
+            u.content.text for u in acp.client.of("agent_message_chunk")
+            if (u.message_id or "").startswith("notice-")
+        ]
+        assert len(notes) == len(thinking.options) - 1, notes  # "off" was the level already
+        with pytest.raises(RequestError) as unknown:
+            await acp.conn.set_config_option(config_id="thinking", session_id=sid, value="max")
+        assert unknown.value.code == -32602
+
 
 
 # --- cancelled tool calls -----------------------------------------------------------------
@@ -353,15 +394,14 @@ async def test_delete_removes_the_session_for_good(
     async with start_acp(acp_args(sim, tmp_path), tmp_path) as acp:
         sid = await acp.new_session(workspace)
         await acp.prompt(sid, OVERVIEW)
-        raw = acp.conn._conn  # the SDK's client has no delete_session yet
-        assert await raw.send_request("session/delete", {"sessionId": sid}) == {}
+        assert await acp.request("session/delete", {"sessionId": sid}) == {}
         listed = await acp.conn.list_sessions(cwd=str(workspace))
         assert sid not in [s.session_id for s in listed.sessions]
         with pytest.raises(RequestError) as unknown:
-            await raw.send_request("session/delete", {"sessionId": sid})
+            await acp.request("session/delete", {"sessionId": sid})
         assert unknown.value.code == -32002
         with pytest.raises(RequestError) as bad:
-            await raw.send_request("session/delete", {"id": sid})
+            await acp.request("session/delete", {"id": sid})
         assert bad.value.code == -32602
 
 
@@ -374,15 +414,14 @@ async def test_cancel_request_for_a_running_prompt_cancels_the_turn(
         start_acp(acp_args(sim, tmp_path, "--mode", "allowAll"), tmp_path) as acp,
     ):
         sid = await acp.new_session(workspace)
-        raw = acp.conn._conn  # the SDK's client cannot send $/cancel_request yet
-        request_id = raw._next_request_id  # the id the prompt below is sent with
+        request_id = acp.next_request_id()  # the id the prompt below is sent with
         running = asyncio.ensure_future(acp.prompt(sid, "Wait a while."))
         await wait_for(
             lambda: any(u.status == "in_progress" for u in acp.client.of("tool_call_update"))
         )
-        await raw.send_notification("$/cancel_request", {"requestId": request_id + 1})  # none
+        await acp.notify("$/cancel_request", {"requestId": request_id + 1})  # none
         await asyncio.sleep(0.5)
         assert not running.done()
-        await raw.send_notification("$/cancel_request", {"requestId": request_id})
+        await acp.notify("$/cancel_request", {"requestId": request_id})
         assert (await asyncio.wait_for(running, 60)).stop_reason == "cancelled"
         assert all_closed(acp)

@@ -54,7 +54,7 @@ async def test_multi_turn_session_streams_tools_text_and_usage(
         session = await acp.conn.new_session(cwd=str(workspace), mcp_servers=[])
         assert session.modes is not None and session.modes.current_mode_id == "allowReads"
         ids = {option.id for option in session.config_options or []}
-        assert ids == {"mode", "model"}
+        assert ids == {"mode", "model", "thinking"}  # sim-small thinks on request
         first = await acp.prompt(session.session_id, OVERVIEW)
         second = await acp.prompt(
             session.session_id, MODELS

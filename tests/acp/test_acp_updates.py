@@ -11,10 +11,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agent_server.acp.updates import (
+    ClientUpdates,
     EventTranslator,
     PromptError,
     acp_stop_reason,
     code_block,
+    notice_title,
     prompt_content,
     proposed_diff,
     replay_updates,
@@ -228,3 +230,47 @@ def test_a_failed_mcp_servers_error_and_stderr_are_fenced_not_read_as_markdown()
     fence = "````"  # longer than the run of backticks in the stderr
     assert f"{fence}\n> exited: see [the docs](http://evil.example) <b>now</b>" in text
     assert text.rstrip().endswith(f"> {fence}")
+
+
+# --- ACP 1.7's notice and compaction updates -------------------------------------------------
+
+
+def test_client_updates_follow_the_advertised_session_capabilities() -> None:
+    assert ClientUpdates.from_capabilities({"notices": {}, "compaction": {}}) == ClientUpdates(
+        notices=True, compaction=True
+    )
+    assert ClientUpdates.from_capabilities({"notices": None, "compaction": True}) == ClientUpdates()
+    assert ClientUpdates.from_capabilities(None) == ClientUpdates()
+    assert ClientUpdates.from_capabilities(["notices"]) == ClientUpdates()
+
+
+@given(st.text(max_size=400))
+def test_a_notice_title_is_never_empty_and_loses_no_word(message: str) -> None:
+    title, rest = notice_title(message)
+    assert title
+    if message.strip():
+        kept = (title + " " + (rest or "")).split()
+        assert [w.rstrip(".") for w in kept] == [w.rstrip(".") for w in message.split()]
+
+
+def test_compaction_events_are_compaction_updates_for_a_client_that_takes_them() -> None:
+    translator = EventTranslator(Path("/w"), ClientUpdates(compaction=True, notices=True))
+    started = translator.updates(CompactionStarted("c1", "threshold", 27000))
+    assert started == [{
+        "sessionUpdate": "compaction_update", "compactionId": "c1", "status": "in_progress",
+        "_meta": {"agentServer": {"reason": "threshold", "tokensBefore": 27000}},
+    }]
+    done = translator.updates(
+        CompactionFinished("c1", "threshold", "completed", 27000, 6100, "**the summary**", "e9")
+    )
+    assert [u["sessionUpdate"] for u in done] == ["compaction_summary_chunk", "compaction_update"]
+    assert done[0]["content"]["text"] == code_block("**the summary**")
+    assert done[1]["status"] == "completed" and "summary" not in done[1]
+    assert done[1]["_meta"]["agentServer"]["tokensAfter"] == 6100
+    failed = translator.updates(
+        CompactionFinished("c2", "manual", "failed", 27000, error="the provider refused")
+    )
+    assert failed[-1]["status"] == "failed" and failed[-1]["error"] == "the provider refused"
+    notice = translator.updates(Notice(None, "warning", "Rate limited. Retrying in 2 s."))
+    assert notice == [{"sessionUpdate": "notice", "severity": "warning",
+                       "title": "Rate limited. Retrying in 2 s."}]

@@ -33,6 +33,13 @@ class RawAgent:
         message: dict[str, Any] = json.loads(line)
         return message
 
+    async def answer_to(self, request_id: int) -> dict[str, Any]:
+        """The answer to one request, past the session updates sent before it."""
+        while True:
+            message = await self.reply()
+            if message.get("id") == request_id and "method" not in message:
+                return message
+
 
 @pytest.fixture
 async def raw_agent(tmp_path: Path):  # type: ignore[no-untyped-def]
@@ -95,6 +102,39 @@ async def test_malformed_lines_are_answered_and_the_agent_keeps_serving(
     reply = await raw_agent.reply()
     assert reply["id"] == 14 and reply["result"]["sessionId"]
     assert raw_agent.process.returncode is None
+
+
+async def test_a_cancel_read_with_its_prompt_stops_the_turn(
+    raw_agent: RawAgent, tmp_path: Path
+) -> None:
+    """`session/prompt` and `session/cancel` in one write: the agent reads both before the
+    turn's task has run a step. Before, the cancel killed that task before its first line:
+    the prompt was never answered."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    await raw_agent.send(b'{"jsonrpc": "2.0", "id": 1, "method": "initialize",'
+                         b' "params": {"protocolVersion": 1}}')
+    await raw_agent.answer_to(1)
+    await raw_agent.send(json.dumps({
+        "jsonrpc": "2.0", "id": 2, "method": "session/new",
+        "params": {"cwd": str(workspace), "mcpServers": []},
+    }).encode())
+    session_id = (await raw_agent.answer_to(2))["result"]["sessionId"]
+
+    def prompt(request_id: int) -> bytes:
+        return json.dumps({
+            "jsonrpc": "2.0", "id": request_id, "method": "session/prompt",
+            "params": {"sessionId": session_id, "prompt": [{"type": "text", "text": "Hello."}]},
+        }).encode()
+
+    cancel = json.dumps(
+        {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}}
+    ).encode()
+    await raw_agent.send(prompt(3) + b"\n" + cancel)
+    assert (await raw_agent.answer_to(3))["result"]["stopReason"] == "cancelled"
+    # The session is not left busy: the next prompt runs to its end.
+    await raw_agent.send(prompt(4))
+    assert (await raw_agent.answer_to(4))["result"]["stopReason"] == "end_turn"
 
 
 def test_problem_with_leaves_well_formed_messages_alone() -> None:

@@ -6,13 +6,14 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { existsSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import * as acp from "@agentclientprotocol/sdk";
 import {
   Editor,
   OVERVIEW,
   SCENARIO,
   WRITE_NOTE,
+  WireCheck,
   makeHome,
   startAgent,
   startSimulator,
@@ -50,7 +51,7 @@ describe("agent-server acp with the TypeScript client", () => {
       assert.equal(session.modes.currentModeId, "allowReads");
       assert.deepEqual(
         session.configOptions.map((o) => [o.id, o.category]),
-        [["mode", "mode"], ["model", "model"]],
+        [["mode", "mode"], ["model", "model"], ["thinking", "thought_level"]],
       );
 
       // Turn 1: reads run without asking, through the editor's buffer.
@@ -92,6 +93,11 @@ describe("agent-server acp with the TypeScript client", () => {
       const done = editor.results().get(cards[0].toolCallId);
       assert.equal(done.status, "completed");
       assert.ok(done.rawOutput.tokensAfter < done.rawOutput.tokensBefore);
+      // A client without session.compaction / session.notices gets none of those updates.
+      assert.deepEqual(
+        ["notice", "compaction_update", "compaction_summary_chunk"].map((k) => editor.of(k).length),
+        [0, 0, 0],
+      );
       const meter = editor.of("usage_update").at(-1);
       assert.equal(meter.size, 32768);
       assert.equal(meter._meta.agentServer.windowNumber, 1 + cards.length);
@@ -178,6 +184,268 @@ describe("agent-server acp with the TypeScript client", () => {
         (error) => error.code === -32602,
       );
       assert.equal(agent.child.exitCode, null);
+    } finally {
+      await agent.stop();
+    }
+  });
+});
+
+// ACP 1.7 (issue 28): each stable feature the agent serves, through the official client,
+// every message checked against the schema by the harness.
+const PLAN = "plan the fix";
+const WAIT = "Wait a while.";
+const FEATURES = {
+  name: "acp-features",
+  turns: [
+    {
+      user: PLAN,
+      steps: [
+        {
+          tools: [
+            {
+              name: "plan",
+              arguments: {
+                entries: [
+                  { content: "reproduce", status: "completed" },
+                  { content: "fix the parser", status: "in_progress", priority: "high" },
+                ],
+              },
+            },
+          ],
+        },
+        { text: "Planned." },
+      ],
+    },
+    {
+      user: WAIT,
+      steps: [
+        { tools: [{ name: "bash", arguments: { command: "sleep 120" } }] },
+        { text: "Done waiting." },
+      ],
+    },
+    { user: "Go on.", steps: [{ text: "Going on." }] },
+  ],
+};
+// A stdio MCP server that exits at once: the agent tells the editor.
+const BROKEN_MCP = { name: "broken", command: "/bin/false", args: [], env: [] };
+
+describe("ACP 1.7 features with the TypeScript client", () => {
+  let sim;
+  let scripted;
+  let home;
+
+  before(async () => {
+    home = makeHome();
+    sim = await startSimulator();
+    const scenario = join(home.root, "features.json");
+    writeFileSync(scenario, JSON.stringify(FEATURES));
+    scripted = await startSimulator(["--scenario", scenario]);
+  });
+  after(() => {
+    sim?.stop();
+    scripted?.stop();
+  });
+
+  test("the schema check refuses what the schema refuses", () => {
+    const check = new WireCheck("the agent");
+    const update = (u) => ({
+      jsonrpc: "2.0",
+      method: "session/update",
+      params: { sessionId: "s", update: u },
+    });
+    check.check(update({ sessionUpdate: "notice", severity: "info", title: "Hello" }));
+    assert.deepEqual(check.errors, []);
+    check.check(update({ sessionUpdate: "notice", severity: "info", title: "" }));
+    check.check(update({ sessionUpdate: "compaction_update", status: "completed" }));
+    check.check({ jsonrpc: "2.0", id: 9, result: {} }); // answers nothing sent
+    assert.equal(check.errors.length, 3);
+  });
+
+  test("notices and compactions as their own updates for a client that advertises them", async () => {
+    const capable = { notices: {}, compaction: {} };
+    const editor = new Editor({
+      answer: (q) => (q.toolCall.kind === "execute" ? "allow_always" : "allow_once"),
+    });
+    const agent = await startAgent(home, editor, ["--provider", "sim", "--base-url", sim.url], {
+      session: capable,
+    });
+    let sessionId;
+    try {
+      const session = await agent.agent.request(acp.methods.agent.session.new, {
+        cwd: home.workspace,
+        mcpServers: [BROKEN_MCP],
+      });
+      sessionId = session.sessionId;
+      await until(() => editor.of("notice").length > 0, "a notice about the MCP server");
+      const notice = editor.of("notice")[0];
+      assert.equal(notice.severity, "error");
+      assert.match(notice.title, /^MCP server broken (failed|stopped)\.$/);
+      for (const prompt of [OVERVIEW, WRITE_NOTE, ...SCENARIO]) {
+        assert.equal((await agent.prompt(sessionId, prompt)).stopReason, "end_turn");
+      }
+      const updates = editor.of("compaction_update");
+      assert.ok(updates.length >= 2, "the scenario compacts on sim-small");
+      const id = updates[0].compactionId;
+      const mine = updates.filter((u) => u.compactionId === id);
+      assert.equal(mine[0].status, "in_progress");
+      assert.equal(mine.at(-1).status, "completed");
+      const figures = mine.at(-1)._meta.agentServer;
+      assert.ok(figures.tokensAfter < figures.tokensBefore);
+      const chunks = editor.of("compaction_summary_chunk").filter((c) => c.compactionId === id);
+      assert.equal(chunks.length, 1);
+      assert.match(chunks[0].content.text, /^```/); // the summary shown literally
+      // Nothing the older clients get instead.
+      assert.ok(!editor.of("tool_call").some((c) => c.toolCallId.startsWith("compaction-")));
+      assert.ok(!editor.of("agent_message_chunk").some((c) => c.messageId?.startsWith("notice-")));
+    } finally {
+      await agent.stop();
+    }
+    // Reloaded by a client that takes compactions: each one completed, its summary in it.
+    const again = new Editor();
+    const reloaded = await startAgent(home, again, ["--provider", "sim", "--base-url", sim.url], {
+      session: capable,
+    });
+    try {
+      await reloaded.agent.request(acp.methods.agent.session.load, {
+        sessionId,
+        cwd: home.workspace,
+        mcpServers: [],
+      });
+      const replayed = again.of("compaction_update");
+      assert.ok(replayed.length >= 1);
+      assert.ok(replayed.every((u) => u.status === "completed" && u.summary[0].type === "text"));
+      assert.ok(!again.of("tool_call").some((c) => c.toolCallId.startsWith("compaction-")));
+    } finally {
+      await reloaded.stop();
+    }
+  });
+
+  test("without the capabilities a notice is a quoted message", async () => {
+    const editor = new Editor();
+    const agent = await startAgent(home, editor, ["--provider", "sim", "--base-url", sim.url]);
+    try {
+      await agent.agent.request(acp.methods.agent.session.new, {
+        cwd: home.workspace,
+        mcpServers: [BROKEN_MCP],
+      });
+      const quoted = () =>
+        editor.of("agent_message_chunk").filter((c) => c.messageId?.startsWith("notice-"));
+      await until(() => quoted().length > 0, "a quoted notice");
+      assert.match(quoted()[0].content.text, /> MCP server broken (failed|stopped)\./);
+      assert.equal(editor.of("notice").length, 0);
+    } finally {
+      await agent.stop();
+    }
+  });
+
+  test("thinking, pins, plan, $/cancel_request, close, resume and delete", async () => {
+    const editor = new Editor({ answer: () => "allow_once" });
+    const args = ["--provider", "sim", "--base-url", scripted.url];
+    const agent = await startAgent(home, editor, args);
+    try {
+      const session = await agent.newSession(home.workspace);
+      const sessionId = session.sessionId;
+      const option = (options, id) => options.find((o) => o.id === id);
+
+      // The thinking level beside the model: every value offered is taken, no other.
+      const thinking = option(session.configOptions, "thinking");
+      assert.equal(thinking.category, "thought_level");
+      for (const { value } of thinking.options) {
+        const set = await agent.agent.request(acp.methods.agent.session.setConfigOption, {
+          sessionId,
+          configId: "thinking",
+          value,
+        });
+        assert.equal(option(set.configOptions, "thinking").currentValue, value);
+      }
+      await assert.rejects(
+        agent.agent.request(acp.methods.agent.session.setConfigOption, {
+          sessionId,
+          configId: "thinking",
+          value: "max",
+        }),
+        (error) => error.code === -32602,
+      );
+
+      // The model: every value offered is taken (back to the first one at the end).
+      const model = option(session.configOptions, "model");
+      for (const value of [...model.options.map((o) => o.value), model.currentValue]) {
+        const set = await agent.agent.request(acp.methods.agent.session.setConfigOption, {
+          sessionId,
+          configId: "model",
+          value,
+        });
+        assert.equal(option(set.configOptions, "model").currentValue, value);
+      }
+      await assert.rejects(
+        agent.agent.request(acp.methods.agent.session.setConfigOption, {
+          sessionId,
+          configId: "model",
+          value: "no-such-model",
+        }),
+        (error) => error.code === -32602,
+      );
+
+      // Pins through slash commands; none reaches the model.
+      const commands = editor.of("available_commands_update")[0].availableCommands;
+      assert.ok(["remember", "forget", "pins"].every((n) => commands.some((c) => c.name === n)));
+      await agent.prompt(sessionId, "/remember never edit CHANGELOG");
+      const pinned = /Pinned rule (\S+)/.exec(editor.text(sessionId));
+      assert.ok(pinned, "the pin's id is given");
+      await agent.prompt(sessionId, "/pins");
+      assert.match(editor.text(sessionId), /rule, by the user: never edit CHANGELOG/);
+      await agent.prompt(sessionId, `/forget ${pinned[1]}`);
+      assert.match(editor.text(sessionId), /no longer holds/);
+
+      // The model's plan as a plan update.
+      assert.equal((await agent.prompt(sessionId, PLAN)).stopReason, "end_turn");
+      const plan = editor.of("plan", sessionId).at(-1);
+      assert.deepEqual(
+        plan.entries.map((e) => [e.content, e.status, e.priority]),
+        [
+          ["reproduce", "completed", "medium"],
+          ["fix the parser", "in_progress", "high"],
+        ],
+      );
+
+      // $/cancel_request for the running prompt: the turn stops, its tool call is closed.
+      const abort = new AbortController();
+      const running = agent.agent.request(
+        acp.methods.agent.session.prompt,
+        { sessionId, prompt: [{ type: "text", text: WAIT }] },
+        { cancellationSignal: abort.signal },
+      );
+      const bash = () => editor.of("tool_call").find((c) => c.kind === "execute");
+      await until(
+        () => bash() && editor.of("tool_call_update").some((u) => u.toolCallId === bash().toolCallId && u.status === "in_progress"),
+        "the command running",
+      );
+      abort.abort();
+      assert.equal((await running).stopReason, "cancelled");
+      const closed = editor.results().get(bash().toolCallId);
+      assert.equal(closed.status, "failed");
+      const started = editor.of("tool_call").map((c) => c.toolCallId);
+      assert.ok(started.every((id) => editor.results().has(id)), "no tool call left open");
+
+      // Close: the session is gone from this connection; resume opens it without replay.
+      await agent.agent.request(acp.methods.agent.session.close, { sessionId });
+      await assert.rejects(agent.prompt(sessionId, "Go on."), (error) => error.code === -32002);
+      const seen = editor.updates.length;
+      await agent.agent.request(acp.methods.agent.session.resume, {
+        sessionId,
+        cwd: home.workspace,
+        mcpServers: [],
+      });
+      assert.ok(!editor.updates.slice(seen).some((n) => n.update.sessionUpdate === "user_message_chunk"));
+      assert.equal((await agent.prompt(sessionId, "Go on.")).stopReason, "end_turn");
+
+      // Delete: gone from the list and from disk.
+      await agent.agent.request(acp.methods.agent.session.delete, { sessionId });
+      const listed = await agent.agent.request(acp.methods.agent.session.list, {
+        cwd: home.workspace,
+      });
+      assert.ok(!listed.sessions.some((s) => s.sessionId === sessionId));
+      // (Deleting it again answers -32002, which this SDK resolves as done: idempotent.)
     } finally {
       await agent.stop();
     }
