@@ -61,6 +61,7 @@ from pydantic import BaseModel
 
 from agent_server import __version__
 from agent_server.acp.files import EditorFiles
+from agent_server.acp.terminal import EditorTerminal
 from agent_server.acp.transport import CheckedTransport
 from agent_server.acp.updates import (
     EventTranslator,
@@ -564,7 +565,12 @@ class AcpAgent:
             write=bool(fs and fs.write_text_file),
             flush=self.outbox.drain,
         )
-        session.attach(self._sink(state), self._asker(state), files)
+        terminal = None
+        if self._capabilities.terminal:
+            terminal = EditorTerminal(
+                self.client, session_id, flush=self.outbox.drain, show=self._shower(state)
+            )
+        session.attach(self._sink(state), self._asker(state), files, terminal)
         self._sessions[session_id] = state
         return state
 
@@ -581,6 +587,13 @@ class AcpAgent:
                 self.outbox.put(session_id, update)
 
         return emit
+
+    def _shower(self, state: AcpSession) -> Callable[[str, str], None]:
+        def show(call_id: str, terminal_id: str) -> None:
+            update = state.translator.terminal_shown(call_id, terminal_id)
+            self.outbox.put(state.session.session_id, update)
+
+        return show
 
     def _asker(self, state: AcpSession) -> Callable[[PermissionRequest], Any]:
         session_id = state.session.session_id
