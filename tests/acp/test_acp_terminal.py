@@ -138,6 +138,9 @@ class TerminalClient(RecordingClient):
         run = self._run("release", terminal_id)
         if run.process.returncode is None:
             run.process.kill()
+        await run.process.wait()
+        assert run.reader is not None
+        await asyncio.wait({run.reader}, timeout=5)
         del self.running[terminal_id]
         return ReleaseTerminalResponse()
 

@@ -41,9 +41,9 @@ export function makeHome() {
   return { root, workspace, sessions: join(root, "sessions"), config: join(root, "config") };
 }
 
-/** `agent-server sim --port 0`: resolves with its base URL once it listens. */
-export function startSimulator() {
-  const child = spawn(AGENT_SERVER, ["sim", "--port", "0"], {
+/** `agent-server sim --port 0 ARGS`: resolves with its base URL once it listens. */
+export function startSimulator(args = []) {
+  const child = spawn(AGENT_SERVER, ["sim", "--port", "0", ...args], {
     stdio: ["ignore", "ignore", "pipe"],
   });
   return new Promise((resolveUrl, reject) => {
@@ -133,7 +133,7 @@ export class Editor {
 }
 
 /** `agent-server acp ARGS` on stdio, connected to `editor` and initialized. */
-export async function startAgent(home, editor, args = []) {
+export async function startAgent(home, editor, args = [], { terminal = false } = {}) {
   const child = spawn(
     AGENT_SERVER,
     ["acp", "--sessions-dir", home.sessions, ...args],
@@ -144,7 +144,7 @@ export async function startAgent(home, editor, args = []) {
   const agent = connection.agent;
   const init = await agent.request(acp.methods.agent.initialize, {
     protocolVersion: acp.PROTOCOL_VERSION,
-    clientCapabilities: { fs: { readTextFile: true, writeTextFile: true } },
+    clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal },
     clientInfo: { name: "agent-server-e2e", version: "1" },
   });
   const exited = new Promise((done) => child.on("exit", done));
