@@ -7,10 +7,11 @@ The editor runs the very command line the bash tool would run here, made whole b
 cgroup and rlimits, no input, stderr merged, `env -i` with the scrubbed environment, which
 goes in `env`: nothing of the editor's own environment reaches the command). The tool call
 shows the terminal, live, and keeps showing it when the command ends. The output is read back
-every POLL_SECONDS and goes through the tool's redaction and bounds, so the model gets what a
-local run gives it. The timeout and a cancel kill the command (`terminal/kill`); the terminal
-is released whatever happens. A command line that cannot be handed over (the seccomp filter of
-a sandbox with network is a descriptor) runs here, as for a client without terminals.
+every POLL_SECONDS (less often as it grows) and goes through the tool's redaction and bounds,
+so the model gets what a local run gives it. The timeout and a cancel kill the command
+(`terminal/kill`); the terminal is released whatever happens. A command line that cannot be
+handed over (the seccomp filter of a sandbox with network is a descriptor) runs here, as for
+a client without terminals.
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ class EditorTerminal:
         try:
             async with asyncio.timeout(seconds):
                 while not exited.done():
-                    await asyncio.wait({exited}, timeout=POLL_SECONDS)
+                    await asyncio.wait({exited}, timeout=reader.interval())
                     await self._read(terminal_id, reader)
         except TimeoutError:
             timed_out = True
@@ -158,6 +159,11 @@ class OutputReader:
     def __init__(self, output: OutputCallback) -> None:
         self._output = output
         self._seen = ""
+
+    def interval(self) -> float:
+        """Seconds until the next read: longer as the output grows (each read brings all of
+        it), from POLL_SECONDS up to ten times that past 2.5 MB."""
+        return POLL_SECONDS * min(10, 1 + len(self._seen) // (256 * 1024))
 
     def take(self, text: str) -> None:
         self._give(self._new(text))
