@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import stat
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Sequence
@@ -60,7 +61,9 @@ from acp.task import MessageSender, TaskSupervisor
 from pydantic import BaseModel
 
 from agent_server import __version__
+from agent_server.acp.auth import auth_methods, auth_required, authenticate
 from agent_server.acp.files import EditorFiles
+from agent_server.acp.terminal import EditorTerminal
 from agent_server.acp.transport import CheckedTransport
 from agent_server.acp.updates import (
     ClientUpdates,
@@ -92,7 +95,12 @@ from agent_server.agent.permissions import PERMISSION_MODES, PermissionRequest
 from agent_server.agent.session import AgentSession
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.workspace import WorkspaceAgent, preload_provider, preload_sandbox
-from agent_server.errors import AgentServerError, ConfigError, SessionNotFoundError
+from agent_server.errors import (
+    AgentServerError,
+    ConfigError,
+    MissingApiKeyError,
+    SessionNotFoundError,
+)
 from agent_server.llm.messages import usage_to_json
 from agent_server.llm.models import ModelInfo
 from agent_server.llm.providers import can_think
@@ -108,7 +116,10 @@ REPLAY_PAGE = 500  # transcript entries read at a time when a session is loaded
 
 def request_error(error: AgentServerError) -> RequestError:
     """An agent error as a JSON-RPC error: ACP's "resource not found" for an unknown session,
-    Internal error otherwise; the message says what to do, `data.code` names the error."""
+    "authentication required" for a missing API key, Internal error otherwise; the message
+    says what to do, `data.code` names the error."""
+    if isinstance(error, MissingApiKeyError):
+        return auth_required(error)
     code = RESOURCE_NOT_FOUND if isinstance(error, SessionNotFoundError) else -32603
     return RequestError(code, error.message, {"code": error.code})
 
@@ -249,14 +260,11 @@ class AcpAgent:
             agent_info=Implementation(
                 name="agent-server", title="agent-server", version=__version__
             ),
-            auth_methods=[],
+            auth_methods=list(auth_methods(self._settings)),
         )
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> None:
-        raise invalid_params(
-            f"agent-server has no authentication method {method_id!r}: API keys are read from "
-            "the environment (see docs/acp.md)"
-        )
+        authenticate(method_id, self._settings)
 
     # --- sessions ---------------------------------------------------------------------------
 
@@ -589,7 +597,12 @@ class AcpAgent:
             write=bool(fs and fs.write_text_file),
             flush=self.outbox.drain,
         )
-        session.attach(self._sink(state), self._asker(state), files)
+        terminal = None
+        if self._capabilities.terminal:
+            terminal = EditorTerminal(
+                self.client, session_id, flush=self.outbox.drain, show=self._shower(state)
+            )
+        session.attach(self._sink(state), self._asker(state), files, terminal)
         self._sessions[session_id] = state
         return state
 
@@ -606,6 +619,13 @@ class AcpAgent:
                 self.outbox.put(session_id, update)
 
         return emit
+
+    def _shower(self, state: AcpSession) -> Callable[[str, str], None]:
+        def show(call_id: str, terminal_id: str) -> None:
+            update = state.translator.terminal_shown(call_id, terminal_id)
+            self.outbox.put(state.session.session_id, update)
+
+        return show
 
     def _asker(self, state: AcpSession) -> Callable[[PermissionRequest], Any]:
         session_id = state.session.session_id
@@ -728,9 +748,29 @@ def main(args: Any) -> int:
     except ConfigError as error:
         print(f"agent-server acp: {error.message}", file=sys.stderr)
         return 2
+    if not_a_stream := [name for fd, name in ((0, "stdin"), (1, "stdout")) if not _streams(fd)]:
+        # A file or /dev/null (as the ACP registry's launch check gives): asyncio cannot
+        # watch it, and the agent would wait forever instead of ending at its end.
+        print(
+            f"agent-server acp: {' and '.join(not_a_stream)} must be a pipe: an ACP client "
+            "starts the agent with pipes for its input and output",
+            file=sys.stderr,
+        )
+        return 2
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve(settings))
     return 0
+
+
+def _streams(fd: int) -> bool:
+    """Whether `fd` is a pipe, a socket or a terminal (what the event loop can watch)."""
+    if os.name != "posix":
+        return True
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
 
 
 def acp_mcp_servers(servers: Sequence[Any] | None, root: Path) -> tuple[McpServerConfig, ...]:

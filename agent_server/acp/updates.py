@@ -489,6 +489,13 @@ class EventTranslator:
     open_calls: dict[str, None] = field(default_factory=dict)  # started, not finished
     mcp_states: dict[str, str] = field(default_factory=dict)  # each MCP server's last state
     pending_tools: PendingTools | None = None  # a change of the MCP tools, waiting
+    terminals: dict[str, str] = field(default_factory=dict)  # call id -> editor terminal
+
+    def terminal_shown(self, call_id: str, terminal_id: str) -> ToolCallProgress:
+        """A command running in the editor's terminal: its card shows the terminal, live,
+        and keeps showing it (the output, after the terminal's release) when it ends."""
+        self.terminals[call_id] = terminal_id
+        return progress(call_id, "in_progress", [terminal_content(terminal_id)])
 
     def updates(self, event: AgentEvent) -> list[SessionUpdate]:
         if isinstance(event, TextChunk):
@@ -616,6 +623,16 @@ class EventTranslator:
             return progress(call_id, "in_progress", [code_block_content(shown)])
         self.streamed.pop(call_id, None)
         self.open_calls.pop(call_id, None)
+        terminal = self.terminals.pop(call_id, None)
+        if terminal is not None:
+            raw = raw_output(event.details)
+            return ToolCallProgress(
+                session_update="tool_call_update",
+                tool_call_id=call_id,
+                status=event.status,
+                content=[terminal_content(terminal)],
+                raw_output=dict(raw) if raw else None,
+            )
         diff = self.diffs.pop(call_id, None)
         change = (event.details or {}).get("change")
         if isinstance(change, Mapping):
@@ -628,6 +645,10 @@ class EventTranslator:
             raw_output(event.details),
             event.images,
         )
+
+
+def terminal_content(terminal_id: str) -> TerminalToolCallContent:
+    return TerminalToolCallContent(type="terminal", terminal_id=terminal_id)
 
 
 def progress(

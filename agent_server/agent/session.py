@@ -88,7 +88,7 @@ from agent_server.agent.session_config import (
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.tool_runner import ToolRunner, aborted_result
 from agent_server.agent.tools import Tool, ToolContext
-from agent_server.agent.tools.base import EarlierOutput, outputs_in_context
+from agent_server.agent.tools.base import CommandTerminal, EarlierOutput, outputs_in_context
 from agent_server.agent.tools.environment import tool_environment
 from agent_server.agent.tools.files import LOCAL_FILES, FileAccess
 from agent_server.agent.tools.output import output_limits
@@ -251,6 +251,7 @@ class AgentSession:
         self._secrets = secrets
         self._spill_dir = spill_dir
         self._files: FileAccess = LOCAL_FILES
+        self._terminal: CommandTerminal | None = None
         self.gate = PermissionGate(settings.permissions_mode, ask, assume_yes=assume_yes)
         # The tool list in force: built-in tools, then the MCP servers' (see mcp/session_tools).
         # The context manager reads it as the session's one tool list.
@@ -336,15 +337,21 @@ class AgentSession:
         return self._busy
 
     def attach(
-        self, emit: EventSink, ask: AskCallback | None = None, files: FileAccess | None = None
+        self,
+        emit: EventSink,
+        ask: AskCallback | None = None,
+        files: FileAccess | None = None,
+        terminal: CommandTerminal | None = None,
     ) -> None:
-        """Where events go, who answers permission requests, and where the file tools read
-        and write (an editor's buffers, or the disk), from now on."""
+        """Where events go, who answers permission requests, where the file tools read
+        and write (an editor's buffers, or the disk), and where commands run (an editor's
+        terminal, or here), from now on."""
         self._emit_to = emit
         if ask is not None:
             self.gate.set_ask(ask)
         if files is not None:
             self._files = files
+        self._terminal = terminal
 
     def set_user_idle(self, idle: bool) -> None:
         """The editor says whether the user is away (cacheRetention "auto" reads it)."""
@@ -1036,6 +1043,7 @@ class AgentSession:
             env_pass=tools.env_pass,
             confinement=self.confinement,
             context_share=self.context.share_of_threshold,
+            terminal=self._terminal,
         )
 
     def _hook_environment(self) -> dict[str, str]:

@@ -135,6 +135,7 @@ class ToolRunner:
                 self._emit(ToolCallUpdated(turn_id, call.id, "in_progress", output=fragment))
 
             context = self._make_context(on_output if call.name == "bash" else None)
+            context = replace(context, call_id=call.id)
             if call.id in self._confirmed:
                 context = replace(context, hard_links_allowed=True)
             if call.name == "bash" and context.confinement.reason and not self._told_unconfined:

@@ -177,6 +177,7 @@ async def start_acp(
     client: RecordingClient | None = None,
     *,
     fs: bool = True,
+    terminal: bool = False,
 ) -> AsyncIterator[AcpProcess]:
     """`agent-server acp ARGS` with no config file of the user's, initialized."""
     client = client or RecordingClient()
@@ -195,7 +196,8 @@ async def start_acp(
             init = await conn.initialize(
                 protocol_version=PROTOCOL_VERSION,
                 client_capabilities=ClientCapabilities(
-                    fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs)
+                    fs=FileSystemCapabilities(read_text_file=fs, write_text_file=fs),
+                    terminal=terminal,
                 ),
             )
             yield AcpProcess(conn, client, process, init)

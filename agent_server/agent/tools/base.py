@@ -101,6 +101,32 @@ class Memory(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class CommandEnd:
+    """How a command run in a terminal ended: `code` as asyncio gives it (negative: the
+    signal that ended it; None: unknown), and whether the timeout killed it."""
+
+    code: int | None
+    timed_out: bool = False
+
+
+class CommandTerminal(Protocol):
+    """Where the bash tool runs its command instead of as the server's child: a terminal the
+    user watches (an ACP editor's, acp/terminal.py). `run` starts `argv` (a whole confined
+    command line: Launch.shell_argv) with exactly `env`, gives each piece of its output to
+    `output` as it arrives, kills it after `seconds` and when cancelled, and releases it."""
+
+    async def run(
+        self,
+        call_id: str,
+        argv: Sequence[str],
+        cwd: Path,
+        env: Mapping[str, str],
+        seconds: float,
+        output: OutputCallback,
+    ) -> CommandEnd: ...
+
+
+@dataclass(frozen=True, slots=True)
 class ToolContext:
     """Where and how one tool call runs.
 
@@ -128,6 +154,9 @@ class ToolContext:
     session_files: the workspace files this session has read or written (from the ledger,
         so a compaction does not forget them): the files repo_map favours.
     repo_map_tokens: the budget of a repo_map call that names none (`tools.repoMapTokens`).
+    call_id: the id of the tool call this context runs.
+    terminal: where bash runs its commands when not as the server's child (an ACP editor's
+        terminal); None: here.
     """
 
     workspace: Path
@@ -145,6 +174,8 @@ class ToolContext:
     limits: OutputLimits = DEFAULT_LIMITS
     session_files: tuple[str, ...] = ()
     repo_map_tokens: int = 1024
+    call_id: str = ""
+    terminal: CommandTerminal | None = None
 
 
 class Tool(Protocol):

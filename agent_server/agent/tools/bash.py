@@ -7,6 +7,10 @@ for every sink: the live stream, the saved full output, the model's copy) and st
 `ctx.on_output` line by line, up to the output bounds. A timeout, or cancelling the call, ends
 the whole process group: SIGTERM, then SIGKILL after a short grace. The environment loses
 every variable that holds a secret (environment.py). The result keeps the tail of the output.
+
+Where the session has a `CommandTerminal` (an ACP editor that offers terminals), the same
+confined command line, made whole by `Launch.shell_argv`, runs there instead, with the same
+environment, timeout and output bounds, and the model gets the same result.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_server.agent.tools.base import (
+    CommandTerminal,
     ToolContext,
     ToolKind,
     ToolResult,
@@ -94,6 +99,11 @@ class BashTool:
             logger.debug("withheld from bash: %s", ", ".join(environment.withheld))
         launch = confine(["bash", "-c", command], cwd, ctx.confinement)
         try:
+            argv = launch.shell_argv(environment.env) if ctx.terminal is not None else None
+            if ctx.terminal is not None and argv is not None:
+                end = await _in_terminal(ctx.terminal, argv, cwd, environment.env, timeout, ctx)
+                output, code, timed_out = end
+                return _result(output, code, timed_out, False, timeout, ctx, launch.limit_notes())
             return await self._run(launch, cwd, environment.env, timeout, ctx)
         finally:
             await asyncio.shield(launch.aclose())
@@ -162,6 +172,30 @@ class BashTool:
         return _result(output, proc.returncode, timed_out, detached, seconds, ctx, notes)
 
 
+async def _in_terminal(
+    terminal: CommandTerminal,
+    argv: list[str],
+    cwd: Path,
+    env: dict[str, str],
+    seconds: float,
+    ctx: ToolContext,
+) -> tuple[StreamingOutput, int | None, bool]:
+    """The command run in the editor's terminal (which shows it live, so nothing streams
+    through `on_output`); its output redacted and bounded as a local run's is."""
+    output = StreamingOutput(ctx.spill_dir, "bash", ctx.limits)
+    redactor = StreamRedactor(ctx.secrets)
+
+    def record(piece: str) -> None:
+        output.write(redactor.feed(piece))
+
+    try:
+        end = await terminal.run(ctx.call_id, argv, cwd, env, seconds, record)
+        output.write(redactor.finish())
+    finally:
+        output.close()
+    return output, end.code, end.timed_out
+
+
 def _result(
     output: StreamingOutput,
     code: int | None,
@@ -192,7 +226,10 @@ def _result(
             f"{int(MAX_TIMEOUT)})."
         )
         return ToolResult.error(_join(text, notes), details)
-    if code is not None and code < 0:
+    if code is None:
+        notes.append("The command's exit status is unknown (the terminal did not report it).")
+        return ToolResult.error(_join(text, notes), details)
+    if code < 0:
         name = signal.Signals(-code).name if -code in signal.valid_signals() else str(-code)
         notes.append(f"The command was killed by signal {name}.")
         return ToolResult.error(_join(text, notes), details)

@@ -31,6 +31,7 @@ import itertools
 import logging
 import os
 import resource
+import shlex
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -312,15 +313,7 @@ def before_exec(
 ) -> Callable[[], None]:
     """What the child runs between fork and exec: join the cgroup, set the rlimits. (No
     Python-level locks there: the values are computed here, in the parent.)"""
-    settings: list[tuple[int, int]] = []
-    if limits.file_size_mb:
-        settings.append((resource.RLIMIT_FSIZE, limits.file_size_mb * MB))
-    if limits.cpu_seconds:
-        settings.append((resource.RLIMIT_CPU, limits.cpu_seconds))
-    if status.memory == "rlimit":
-        settings.append((resource.RLIMIT_AS, memory_limit(limits)))
-    if status.processes == "rlimit":
-        settings.append((resource.RLIMIT_NPROC, _user_processes() + limits.processes))
+    settings = _rlimits(limits, status)
 
     def run() -> None:
         if group is not None:
@@ -332,6 +325,46 @@ def before_exec(
             resource.setrlimit(which, (value, value))
 
     return run
+
+
+def _rlimits(limits: CommandLimits, status: LimitStatus) -> list[tuple[int, int]]:
+    settings: list[tuple[int, int]] = []
+    if limits.file_size_mb:
+        settings.append((resource.RLIMIT_FSIZE, limits.file_size_mb * MB))
+    if limits.cpu_seconds:
+        settings.append((resource.RLIMIT_CPU, limits.cpu_seconds))
+    if status.memory == "rlimit":
+        settings.append((resource.RLIMIT_AS, memory_limit(limits)))
+    if status.processes == "rlimit":
+        settings.append((resource.RLIMIT_NPROC, _user_processes() + limits.processes))
+    return settings
+
+
+# bash's ulimit flag for each rlimit, and its unit in bytes (1: a count or seconds).
+_ULIMIT_FLAGS = {
+    resource.RLIMIT_FSIZE: ("-f", 1024),
+    resource.RLIMIT_CPU: ("-t", 1),
+    resource.RLIMIT_AS: ("-v", 1024),
+    resource.RLIMIT_NPROC: ("-u", 1),
+}
+
+
+def before_exec_lines(
+    limits: CommandLimits, status: LimitStatus, group: CommandCgroup | None
+) -> list[str]:
+    """`before_exec` as bash lines, for a command another process starts (an ACP editor's
+    terminal): join the cgroup, set the rlimits (a hard limit already lower is kept, as
+    `before_exec` keeps it). A line that fails ends the command with 126 before it runs."""
+    lines = [f"echo $$ > {shlex.quote(procs)} || exit 126" for procs in
+             (group.procs_files if group is not None else [])]
+    for which, value in _rlimits(limits, status):
+        flag, unit = _ULIMIT_FLAGS[which]
+        amount = -(-value // unit)
+        lines.append(
+            f"ulimit {flag} {amount} 2>/dev/null || ulimit {flag} \"$(ulimit -H {flag})\" "
+            "|| exit 126"
+        )
+    return lines
 
 
 def in_sandbox_prefix(limits: CommandLimits, status: LimitStatus) -> list[str]:

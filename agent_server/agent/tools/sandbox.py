@@ -53,12 +53,13 @@ import glob
 import logging
 import os
 import platform
+import re
 import shutil
 import struct
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -82,6 +83,8 @@ SANDBOX_MODES: tuple[str, ...] = get_args(SandboxMode)
 _PR_SET_DUMPABLE = 4
 _PR_CAPBSET_DROP = 24
 _INSPECTION_CAPABILITIES = (19, 21, 38)  # CAP_SYS_PTRACE, CAP_SYS_ADMIN, CAP_PERFMON
+_SETPRIV_DROP = "-sys_ptrace,-sys_admin,-perfmon"  # the same three, as setpriv names them
+_SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 # The system, read-only (those that exist; a symbolic link such as /bin -> usr/bin is kept
 # as a link).
@@ -317,7 +320,33 @@ class Launch:
     limits: CommandLimits = field(default_factory=CommandLimits)
     status: LimitStatus | None = None
     group: CommandCgroup | None = None
+    drops_capabilities: bool = False  # before_exec gives up the inspection capabilities
     _exit: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+
+    def shell_argv(self, env_names: Collection[str]) -> list[str] | None:
+        """The whole launch as one command line for another process to start (an ACP
+        editor's terminal), which adds an environment of its own and passes no descriptors:
+        bash does what `before_exec` does (the cgroup, the rlimits, setpriv for the
+        capabilities), reads no input, merges stderr into stdout, and execs `argv` through
+        `env -i` with only the variables `env_names` names (the caller gives their values,
+        scrubbed; names that are not shell names are left out). None where that cannot be
+        said in a command line: a descriptor to pass (the seccomp filter), no setpriv."""
+        bash, env = shutil.which("bash"), shutil.which("env")
+        setpriv = shutil.which("setpriv") if self.drops_capabilities else None
+        if self.pass_fds or bash is None or env is None or (
+            self.drops_capabilities and setpriv is None
+        ):
+            return None
+        names = " ".join(sorted(name for name in env_names if _SHELL_NAME.fullmatch(name)))
+        script = [
+            "kept=()",
+            f'for name in {names}; do [[ -v $name ]] && kept+=("$name=${{!name}}"); done',
+        ]
+        if self.status is not None:
+            script += command_limits.before_exec_lines(self.limits, self.status, self.group)
+        script += ["exec </dev/null 2>&1", f'exec {env} -i "${{kept[@]}}" "$@"']
+        drop = [setpriv, "--bounding-set", _SETPRIV_DROP] if setpriv is not None else []
+        return [bash, "-c", "\n".join(script), "agent-server-command", *drop, *self.argv]
 
     def limit_notes(self) -> list[str]:
         """The limits the command ran into, for the model."""
@@ -361,6 +390,7 @@ def confine(command: list[str], workspace: Path, confined: Confinement) -> Launc
             launch.before_exec = set_limits
         elif sys.platform.startswith("linux") and os.geteuid() == 0:
             launch.before_exec = _then(set_limits, _drop_inspection_capabilities)
+            launch.drops_capabilities = True
         else:
             launch.before_exec = set_limits
     except BaseException:

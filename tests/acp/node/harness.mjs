@@ -229,9 +229,10 @@ export class Editor {
 /**
  * `agent-server acp ARGS` on stdio, connected to `editor` and initialized, every message
  * checked against the schema (`stop()` fails on any that does not conform). `session` is the
- * client's `clientCapabilities.session` (e.g. `{ notices: {}, compaction: {} }`).
+ * client's `clientCapabilities.session` (e.g. `{ notices: {}, compaction: {} }`); `terminal`
+ * declares the client's terminal (the editor then answers `terminal/*`).
  */
-export async function startAgent(home, editor, args = [], { session } = {}) {
+export async function startAgent(home, editor, args = [], { session, terminal = false } = {}) {
   const child = spawn(
     AGENT_SERVER,
     ["acp", "--sessions-dir", home.sessions, ...args],
@@ -247,7 +248,7 @@ export async function startAgent(home, editor, args = [], { session } = {}) {
   const stream = { readable: raw.readable.pipeThrough(fromAgent.tap()), writable: outgoing.writable };
   const connection = editor.app().connect(stream);
   const agent = connection.agent;
-  const capabilities = { fs: { readTextFile: true, writeTextFile: true } };
+  const capabilities = { fs: { readTextFile: true, writeTextFile: true }, terminal };
   if (session) capabilities.session = session;
   const init = await agent.request(acp.methods.agent.initialize, {
     protocolVersion: acp.PROTOCOL_VERSION,

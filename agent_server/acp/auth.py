@@ -1,0 +1,57 @@
+"""How an ACP client learns that agent-server needs an API key, and which.
+
+ACP 1.7's stable schema knows two kinds of auth method: `agent` (the agent authenticates
+itself when the client calls `authenticate`) and `terminal` (the client runs the agent again,
+interactively, for a login screen); the ACP agent registry accepts an agent that offers one of
+these. agent-server's key is read from the environment the editor starts it with (its `env`
+for the agent), so it offers one `agent` method, "api-key", named after the variable the
+configured provider reads. `authenticate` checks that the key is there and otherwise answers
+ACP's "authentication required" (-32000) with what to set, as `session/new` does without a key
+(server.py), so that an editor can show the method. The key itself never crosses the protocol.
+"""
+
+from __future__ import annotations
+
+from acp import RequestError
+from acp.schema import AuthMethodAgent
+
+from agent_server.agent.model_setup import connect
+from agent_server.agent.settings import AgentSettings
+from agent_server.errors import ConfigError, MissingApiKeyError
+
+API_KEY_METHOD = "api-key"
+AUTH_REQUIRED = -32000
+
+
+def auth_methods(settings: AgentSettings) -> list[AuthMethodAgent]:
+    variable = settings.key_variable
+    where = (
+        f"Set {variable} in the agent's environment (the editor's env for agent-server)"
+        if variable
+        else "The configured provider needs no key"
+    )
+    return [
+        AuthMethodAgent(
+            id=API_KEY_METHOD,
+            name="API key from the environment",
+            description=f"{where}; the provider and the variable are settings (apiKeyEnv).",
+        )
+    ]
+
+
+def authenticate(method_id: str, settings: AgentSettings) -> None:
+    """Succeeds when the configured provider has its key (or needs none)."""
+    if method_id != API_KEY_METHOD:
+        raise RequestError(
+            -32602, f"unknown authentication method {method_id!r}; use {API_KEY_METHOD!r}"
+        )
+    try:
+        connect(settings)
+    except MissingApiKeyError as error:
+        raise auth_required(error) from error
+    except ConfigError as error:
+        raise RequestError(-32602, error.message, {"code": error.code}) from error
+
+
+def auth_required(error: MissingApiKeyError) -> RequestError:
+    return RequestError(AUTH_REQUIRED, error.message, {"code": error.code})
