@@ -859,10 +859,23 @@ class AgentPermissionSettings(TypedDict):
 AgentToolEnvSettings = TypedDict("AgentToolEnvSettings", {"pass": NotRequired[list[str]]})
 
 
+class AgentToolLimitSettings(TypedDict):
+    """What one command may consume; 0 (or null memory) for no limit."""
+
+    processes: NotRequired[int]
+    memoryMB: NotRequired[int | None]
+    fileSizeMB: NotRequired[int]
+    cpuSeconds: NotRequired[int]
+
+
 class AgentToolSettings(TypedDict):
     sandbox: NotRequired[SandboxMode]
     network: NotRequired[bool]
     env: NotRequired[AgentToolEnvSettings]
+    readPaths: NotRequired[list[str]]
+    limits: NotRequired[AgentToolLimitSettings]
+    repoMap: NotRequired[bool]
+    repoMapTokens: NotRequired[int]
 
 
 class AgentMcpSettings(TypedDict):
@@ -871,6 +884,7 @@ class AgentMcpSettings(TypedDict):
     workspaceFile: NotRequired[bool]
     startupTimeout: NotRequired[int]
     toolTimeout: NotRequired[int]
+    maxResultMB: NotRequired[int]
 
 
 class AgentSettings(TypedDict):
@@ -888,6 +902,7 @@ class AgentSettings(TypedDict):
     tools: NotRequired[AgentToolSettings]
     sessionsDir: NotRequired[str]
     modelsFile: NotRequired[str]
+    contextWindow: NotRequired[int | None]
     maxSteps: NotRequired[int]
     bashTimeout: NotRequired[int]
     mcp: NotRequired[AgentMcpSettings]

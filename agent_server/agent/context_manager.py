@@ -62,7 +62,7 @@ from agent_server.context.estimate import (
     ContextEstimate,
     estimate_context_tokens,
     estimate_prefix_tokens,
-    estimate_tokens,
+    estimate_weighted_tokens,
 )
 from agent_server.context.projection import Projection, project
 from agent_server.context.summary_prompt import (
@@ -848,7 +848,7 @@ def _largest_message(view: ContextView) -> tuple[str | None, Message, int] | Non
     """(entry id, message, tokens) of the largest message of the view."""
     best: tuple[str | None, Message, int] | None = None
     for index, message in enumerate(view.messages):
-        tokens = estimate_tokens(message)
+        tokens = estimate_weighted_tokens(message)
         if best is None or tokens > best[2]:
             entry_id = view.projection.entry_ids[index] if view.projection is not None else None
             best = (entry_id, message, tokens)

@@ -15,6 +15,13 @@ punctuation, a run of whitespace) and each piece costs what such pieces cost: a 
 per 6 letters, 3 digits a token, punctuation a token per 2 characters, whitespace a token.
 That lands within 10% of the simulator's calibrated count for prose, code, logs, CSV and JSON
 and at 70% for base64 and hex (chars/4: 36-98%), and never below chars/4.
+
+Text beyond ASCII is not prose at chars/4. Chinese, Japanese and Korean cost about a token a
+character (cl100k and o200k: 0.7-1.5 per character, Claude's tokenizer about 1), so each such
+character is a token; other letters beyond ASCII (Cyrillic, Greek, accented Latin) cost about
+a token per 2 characters (cl100k takes 2.5-3 for Russian; erring high costs an early
+compaction, erring low an overflow); symbols beyond ASCII count as punctuation. Counted at chars/4,
+a read of CJK text was estimated at a quarter of its size, and the window overflowed.
 """
 
 from __future__ import annotations
@@ -47,14 +54,30 @@ def _tokens(chars: int) -> int:
 
 
 # BPE pre-tokenization, as GPT-2's tokenizer and its successors cut text before merging: a
-# word with its leading space, up to 3 digits, a punctuation run, a whitespace run.
-_PIECE = re.compile(r" ?[A-Za-z]+| ?\d{1,3}| ?[^\sA-Za-z\d]+|\s+")
+# word with its leading space, up to 3 digits, a run of CJK characters, a punctuation run, a
+# whitespace run. A word with letters beyond ASCII costs more (see the module docstring).
+_WIDE = (
+    "\u1100-\u11ff\u2e80-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\uff00-\uffef"
+    "\U00020000-\U0003ffff"
+)  # Hangul jamo, CJK radicals to ideographs (kana included), Hangul syllables, full width
+_PIECE = re.compile(
+    rf" ?[A-Za-z]+| ?[^\W\d_{_WIDE}]+| ?\d{{1,3}}|[{_WIDE}]+"
+    rf"| ?[!-/:-@\[-`{{-~]+| ?(?:[^\w\s{_WIDE}]|_)+|\s+"
+)  # ASCII letters first, and ASCII punctuation before the rest: most text is ASCII
 _LETTERS_PER_TOKEN = 6
+_OTHER_LETTERS_PER_TOKEN = 2
 _PUNCTUATION_PER_TOKEN = 2
 _MEMO_MIN_CHARS = 1024
 _MEMO_MAX_CHARS = 16 * 1024 * 1024
 _memo: OrderedDict[str, int] = OrderedDict()
 _memo_chars = 0
+
+
+_WIDE_CHAR = re.compile(f"[{_WIDE}]")
+
+
+def _is_wide(char: str) -> bool:
+    return _WIDE_CHAR.match(char) is not None
 
 
 def estimate_text_tokens(text: str) -> int:
@@ -68,8 +91,13 @@ def estimate_text_tokens(text: str) -> int:
     for piece in _PIECE.findall(text):
         body = piece[1:] if len(piece) > 1 and piece[0] == " " else piece
         first = body[0]
-        if first.isalpha():
-            tokens += math.ceil(len(body) / _LETTERS_PER_TOKEN)
+        if not first.isascii() and _is_wide(first):
+            tokens += len(body)
+        elif first.isalpha():
+            other = 0 if body.isascii() else len(body) - len(body.encode("ascii", "ignore"))
+            tokens += math.ceil(
+                (len(body) - other) / _LETTERS_PER_TOKEN + other / _OTHER_LETTERS_PER_TOKEN
+            )
         elif first.isdigit() or first.isspace():
             tokens += 1
         else:

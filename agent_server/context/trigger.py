@@ -42,7 +42,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias, get_args
 
-from agent_server.context.estimate import estimate_tokens
+from agent_server.context.estimate import estimate_weighted_tokens
 from agent_server.context.summary_prompt import INSTRUCTION_TOKENS, SUMMARY_OUTPUT_TOKENS
 from agent_server.errors import ConfigError
 from agent_server.llm.messages import AssistantMessage, ToolResultMessage, UserMessage
@@ -454,7 +454,7 @@ def find_oversized_prompt(
         message = entry.message
         if not isinstance(message, UserMessage) or message.note is not None:
             return None
-        tokens = estimate_tokens(message)
+        tokens = estimate_weighted_tokens(message)
         limit = threshold - prefix_tokens
         return OversizedPrompt(entry.id, tokens, limit) if tokens > limit else None
     return None

@@ -25,7 +25,7 @@ from tests.agent.conftest import agent_run
 
 
 def write_cjk(workspace: Path, name: str, chars: int, seed: int = 1) -> None:
-    """Random CJK ideographs in lines of 40: a token a character, estimated at chars/4."""
+    """Random CJK ideographs in lines of 40: a token a character."""
     rng = random.Random(seed)
     text = "".join(chr(rng.randint(0x4E00, 0x9FFF)) for _ in range(chars))
     (workspace / name).write_text("\n".join(text[i : i + 40] for i in range(0, chars, 40)))
@@ -124,40 +124,75 @@ async def test_output_cut_off_by_the_window_forces_a_compaction_on_the_next_call
         assert_ledger_consistent(run)
 
 
-async def test_prompt_too_long_gives_exactly_one_compaction_and_one_retry(tmp_path: Path) -> None:
-    scenario = {
+def reading_turns(*names: str) -> dict[str, object]:
+    """A first turn that reads a base64 blob (history to compact), then one that reads
+    `names` in one step."""
+    return {
         "turns": [
             {
-                "user": "Read the blob.",
+                "user": "Read the first blob.",
                 "steps": [
-                    {
-                        "tools": [
-                            {"name": "read", "arguments": {"path": f"{n}.txt"}} for n in "abcdef"
-                        ]
-                    },
+                    {"tools": [{"name": "read", "arguments": {"path": "first.b64"}}]},
                     {"text": "Read it."},
                 ],
-            }
+            },
+            {
+                "user": "Now read these.",
+                "steps": [
+                    {"tools": [{"name": "read", "arguments": {"path": n}} for n in names]},
+                    {"text": "Read them."},
+                ],
+            },
         ]
     }
-    async with agent_run(tmp_path, scenario=scenario, sample_workspace=False) as run:
-        # Each read stays under the window-relative bound of one result; together they are
-        # estimated below the compaction threshold (and the summary's room), but really
-        # exceed the window: the estimate counts CJK text 4 characters a token, where
-        # tokenizers take about one a character.
-        for seed, name in enumerate("abcdef"):
-            write_cjk(run.workspace, f"{name}.txt", 5_600, seed=seed)
-        result = await run.session.run_turn("Read the blob.")
+
+
+async def test_prompt_too_long_gives_exactly_one_compaction_and_one_retry(tmp_path: Path) -> None:
+    async with agent_run(
+        tmp_path, scenario=reading_turns("a.txt", "b.txt"), sample_workspace=False
+    ) as run:
+        write_blob(run.workspace, "first.b64", 12_000)
+        for seed, name in enumerate("ab"):
+            write_cjk(run.workspace, f"{name}.txt", 2_000, seed=seed)
+        first = await run.session.run_turn("Read the first blob.")
+        assert first.stop_reason == "end_turn", first
+        before = len(run.model_requests)
+        # The estimate was low (the provider counts its own way): the request after the reads
+        # is refused as too long.
+        run.sim.set_faults("overflow@2")
+        result = await run.session.run_turn("Now read these.")
         assert result.stop_reason == "end_turn", result
-        statuses = [(r.status, r.source) for r in run.model_requests]
-        rejected = [s for s in statuses if s[0] == 400]
-        summaries = [s for s in statuses if s[1] == "summary"]
-        assert len(rejected) == 1 and len(summaries) == 1
-        rejected_at = statuses.index(rejected[0])
-        assert statuses[rejected_at + 1][1] == "summary"
-        assert statuses[rejected_at + 2][0] == 200  # the one retry
+        statuses = [(r.status, r.source) for r in run.model_requests[before:]]
+        assert [s[0] for s in statuses] == [200, 400, 200, 200]
+        assert statuses[2][1] == "summary"  # one compaction, then the one retry
         overflow = [(o.kind, o.action) for o in run.of(events.OverflowHappened)]
         assert overflow == [("rejected", "compacting"), ("rejected", "retrying")]
+        # The retry still carries the prompt and the results the model was waiting for.
+        retry = json.dumps(run.model_requests[-1].request, ensure_ascii=False)
+        assert "Now read these." in retry
+        assert all((run.workspace / f"{n}.txt").read_text()[:40] in retry for n in "ab")
+        assert_ledger_consistent(run)
+
+
+async def test_cjk_reads_count_a_token_a_character_and_compact_before_the_provider_refuses(
+    tmp_path: Path,
+) -> None:
+    async with agent_run(
+        tmp_path, scenario=reading_turns("a.txt", "b.txt", "c.txt", "d.txt"),
+        sample_workspace=False,
+    ) as run:
+        write_blob(run.workspace, "first.b64", 12_000)
+        # Each read stays under the window-relative bound of one result; together they fill
+        # most of the window. Counted at 4 characters a token (as before), they seemed to fit,
+        # and the provider refused the request.
+        for seed, name in enumerate("abcd"):
+            write_cjk(run.workspace, f"{name}.txt", 5_600, seed=seed)
+        await run.session.run_turn("Read the first blob.")
+        result = await run.session.run_turn("Now read these.")
+        assert result.stop_reason == "end_turn", result
+        assert [r.status for r in run.model_requests if r.status != 200] == []
+        assert [r.source for r in run.model_requests].count("summary") == 1
+        assert run.of(events.OverflowHappened) == []
         assert_ledger_consistent(run)
 
 

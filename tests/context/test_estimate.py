@@ -12,6 +12,7 @@ from agent_server.context.estimate import (
     estimate_weighted_tokens,
 )
 from agent_server.context.projection import project
+from agent_server.context.trigger import find_oversized_prompt
 from agent_server.llm.messages import (
     AssistantMessage,
     Context,
@@ -166,6 +167,33 @@ def test_dense_text_is_weighted_above_chars_over_four_and_prose_is_not() -> None
         real = count_tokens(text)
         assert len(text) / 4 < 0.6 * real, kind  # chars/4 is far too low for these
         assert estimate_text_tokens(text) >= 0.65 * real, kind
+
+
+def test_text_beyond_ascii_is_not_counted_as_prose() -> None:
+    rng = random.Random(5)
+    chinese = "".join(chr(rng.randint(0x4E00, 0x9FFF)) for _ in range(600)) + "，。"
+    japanese = "日本語のテキストはカタカナとひらがなを含みます。" * 20
+    korean = "한국어 텍스트는 음절마다 토큰이 됩니다. " * 20
+    for kind, text in {"zh": chinese, "ja": japanese, "ko": korean}.items():
+        # a token a character, as real tokenizers and the simulator's count them; chars/4 is
+        # a quarter of that
+        real = count_tokens(text)
+        assert len(text) / 4 < 0.3 * real, kind
+        assert 0.9 * real <= estimate_text_tokens(text) <= 1.1 * real, kind
+    russian = "Файл не найден: проверьте путь и повторите попытку. " * 20
+    assert estimate_text_tokens(russian) >= len(russian) / 2.5
+    # accented letters inside ASCII words change the count little
+    french = "Le café est fermé; le résumé est prêt. " * 20
+    assert estimate_text_tokens(french) <= len(french) / 2.5
+
+
+def test_an_oversized_prompt_is_measured_by_its_kind() -> None:
+    rng = random.Random(6)
+    cjk = "".join(chr(rng.randint(0x4E00, 0x9FFF)) for _ in range(8_000))
+    entries = entries_of(user(cjk))
+    # 8,000 characters are 2,000 tokens at chars/4, about 8,000 really
+    oversized = find_oversized_prompt(entries, prefix_tokens=1_000, threshold=6_000)
+    assert oversized is not None and oversized.tokens >= 7_900
 
 
 def test_what_came_after_the_last_usage_is_weighted_by_its_kind() -> None:

@@ -559,10 +559,10 @@ def test_the_decision_compacts_exactly_when_a_rule_says_so(
     assert threshold <= window_limit(model, compaction)
     early = leaves_no_summary_room(tokens, step, model, compaction)
     past = tokens > threshold or early
-    waits = (
+    waits = (  # a step like the last one counted twice (can_wait_for_break)
         position == "loop"
         and not early
-        and tokens + step + answer + summary_room(model) <= window
+        and tokens + 2 * (step + answer) + summary_room(model) <= window
     )
     requested = position == "requested" and tokens > 0.5 * threshold
     should = enabled and (truncated or rejected or (past and not waits) or requested)

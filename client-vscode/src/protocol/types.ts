@@ -863,10 +863,22 @@ export interface AgentToolEnvSettings {
   pass?: string[];
 }
 
+/** What one command may consume; 0 (or null memory) for no limit. */
+export interface AgentToolLimitSettings {
+  processes?: number;
+  memoryMB?: number | null;
+  fileSizeMB?: number;
+  cpuSeconds?: number;
+}
+
 export interface AgentToolSettings {
   sandbox?: SandboxMode;
   network?: boolean;
   env?: AgentToolEnvSettings;
+  readPaths?: string[];
+  limits?: AgentToolLimitSettings;
+  repoMap?: boolean;
+  repoMapTokens?: number;
 }
 
 export interface AgentMcpSettings {
@@ -875,6 +887,7 @@ export interface AgentMcpSettings {
   workspaceFile?: boolean;
   startupTimeout?: number;
   toolTimeout?: number;
+  maxResultMB?: number;
 }
 
 /**
@@ -893,6 +906,7 @@ export interface AgentSettings {
   tools?: AgentToolSettings;
   sessionsDir?: string;
   modelsFile?: string;
+  contextWindow?: number | null;
   maxSteps?: number;
   bashTimeout?: number;
   mcp?: AgentMcpSettings;

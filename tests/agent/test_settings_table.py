@@ -1,0 +1,99 @@
+"""One home for the settings: the README's table lists every key the server reads, and the
+protocol's `AgentSettings` type has each of them, nothing more."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, get_args, get_origin, get_type_hints, is_typeddict
+
+from agent_server import protocol
+from agent_server.agent.settings import settings_from_json
+
+ROOT = Path(__file__).resolve().parents[2]
+# The objects of the settings: reading one reads the keys inside it.
+SECTIONS: dict[str, Any] = {"compaction": {"hooks": {}}, "permissions": {}, "tools": {"env": {}, "limits": {}},
+            "mcp": {}}
+
+
+class Recording(Mapping[str, Any]):
+    """A settings object that records every key the reader asks for, by its dotted name."""
+
+    def __init__(self, sections: Mapping[str, Any], prefix: str, read: set[str]) -> None:
+        self._sections = sections
+        self._prefix = prefix
+        self._read = read
+
+    def __getitem__(self, key: str) -> Any:
+        self._read.add(self._prefix + key)
+        if key in self._sections:
+            return Recording(self._sections[key], f"{self._prefix}{key}.", self._read)
+        raise KeyError(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, str):
+            self._read.add(self._prefix + key)
+        return key in self._sections
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._sections)
+
+    def __len__(self) -> int:
+        return len(self._sections)
+
+
+def keys_read() -> set[str]:
+    read: set[str] = set()
+    settings_from_json(Recording(SECTIONS, "", read))
+    sections = {name for name in read if any(k.startswith(name + ".") for k in read)}
+    return read - sections
+
+
+def keys_typed(hints: Any = protocol.AgentSettings, prefix: str = "") -> set[str]:
+    keys: set[str] = set()
+    for name, hint in get_type_hints(hints).items():
+        inner = get_args(hint)[0] if get_origin(hint) is not None and get_args(hint) else hint
+        if is_typeddict(inner):
+            keys |= keys_typed(inner, f"{prefix}{name}.")
+        else:
+            keys.add(prefix + name)
+    return keys
+
+
+def keys_documented() -> set[str]:
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("\n## Settings\n", 1)[1].split("\n#", 1)[0]
+    keys: set[str] = set()
+    for line in table.splitlines():
+        if not line.startswith("| `"):
+            continue
+        last = ""
+        for key in re.findall(r"`([^`]+)`", line.split(" | ", 1)[0]):
+            # `.after` after `compaction.hooks.before` is `compaction.hooks.after`
+            last = last.rsplit(".", 1)[0] + key if key.startswith(".") else key
+            keys.add(last)
+    return keys
+
+
+def test_the_readme_table_lists_every_key_the_server_reads_and_no_other() -> None:
+    read = keys_read()
+    assert {"provider", "compaction.hooks.timeout", "tools.limits.memoryMB"} <= read
+    assert keys_documented() == read
+
+
+def test_the_protocol_type_has_every_key_the_server_reads_and_no_other() -> None:
+    assert keys_typed() == keys_read()
+
+
+def test_the_recording_sees_a_key_added_to_the_reader() -> None:
+    # The check above can fail: a key read in a section is recorded under its dotted name.
+    read: set[str] = set()
+    Recording(SECTIONS, "", read)["tools"].get("brandNew")
+    assert "tools.brandNew" in read
