@@ -1,10 +1,12 @@
 """The context strategies the cost benchmark compares, each plugged into the same turn loop.
 
-Three are settings of the product's own harness:
+Several are settings of the product's own harness:
 
-- `default`: append-only history, cache breakpoints, one compaction near the window whose
-  summary request shares the cached prefix;
+- `default`: append-only history, cache breakpoints, one compaction near the window (at most
+  64k tokens) whose summary request shares the cached prefix;
 - `fresh-summary`: the same, with the summary asked for in a fresh prompt (the seed's way);
+- `near-window`: the default compacting only near the window (`compaction.threshold: 1`),
+  as before the 64k default threshold of a large window;
 - `no-cache`: the same history with no cache breakpoints (`cache_retention="none"`);
 - `auto-retention`: the default with `cacheRetention: "auto"` (no editor here to say the user
   is away: the long retention for each turn that follows a pause past the short lifetime);
@@ -105,6 +107,8 @@ def strategies() -> list[Strategy]:
             "default with a fresh summary prompt",
             compaction=CompactionSettings(summary="fresh"),
         ),
+        Strategy("near-window", "default compacting only near the window (threshold 1)",
+                 compaction=CompactionSettings(threshold=1)),
         Strategy("no-cache", "no caching (same history, no breakpoints)", cache_retention="none"),
         Strategy("auto-retention", "default with cacheRetention auto", cache_retention="auto"),
         Strategy("restore-files", "default with Claude Code's restore of recent files",

@@ -24,11 +24,12 @@ trigger does: the next request is at most the window less the summary's room. Th
 ask for a compaction at a break (the `compact` tool): it runs at the next call when the context
 is past `REQUESTED_SHARE` of the threshold (`compacts_on_request`), else it is declined.
 
-**The threshold** is `context_window - reserve`, or lower when the `compaction.threshold`
-setting asks (tokens, or a share of the window): the window less the reserve stays the most a
-context may reach before it is compacted (`window_limit`), whatever the setting, and it alone
-bounds a prompt or an overflow's retry. `compaction.enabled` false turns the automatic
-compaction off (a manual one still runs).
+**The threshold** is `context_window - reserve`, and at most DEFAULT_MAX_THRESHOLD (64k
+tokens) on a larger window, unless the `compaction.threshold` setting asks otherwise (tokens,
+or a share of the window; 1 is the window less the reserve): the window less the reserve
+stays the most a context may reach before it is compacted (`window_limit`), whatever the
+setting, and it alone bounds a prompt or an overflow's retry. `compaction.enabled` false
+turns the automatic compaction off (a manual one still runs).
 
 `CompactionSettings` is the one type of the `compaction.*` settings: its defaults and its
 validation live here and nowhere else.
@@ -62,6 +63,14 @@ KEPT_SHARE_OF_THRESHOLD = 3
 # below it, the compaction (a summary call, then the smaller prefix written again) costs more
 # than the calls left before the threshold would save by reading a smaller prefix.
 REQUESTED_SHARE = 0.5
+# Unless `compaction.threshold` says otherwise, compact past this many tokens even when the
+# window holds more. Past it every call reads the whole prefix again (a tenth of the input
+# price a token), and a compaction (the summary call, the smaller prefix written again, the
+# recoveries of what the model then fetches again) pays for itself within about five calls:
+# on the recall suite, a 200k-window debugging session costs half as much, with the same
+# recoveries and no violation (BENCHMARKS.md, "The compaction threshold on a large window").
+# `compaction.threshold: 1` compacts only near the window.
+DEFAULT_MAX_THRESHOLD = 65_536
 # The smallest `compaction.threshold` in tokens: below it the summary, the kept turns and the
 # system prompt alone would pass it, and every call would compact.
 MIN_THRESHOLD_TOKENS = 2048
@@ -197,11 +206,12 @@ def window_limit(model: ModelInfo, settings: CompactionSettings) -> int:
 
 def compaction_threshold(model: ModelInfo, settings: CompactionSettings) -> int:
     """The estimate above which a compaction runs: the `compaction.threshold` setting (a
-    share of the window, or tokens), at most window_limit; window_limit when it is unset."""
+    share of the window, or tokens), at most window_limit; when it is unset, window_limit
+    and at most DEFAULT_MAX_THRESHOLD tokens."""
     limit = window_limit(model, settings)
     wanted = settings.threshold
     if wanted is None:
-        return limit
+        return min(limit, DEFAULT_MAX_THRESHOLD)
     tokens = wanted * model.context_window if wanted <= 1 else wanted
     return max(1, min(int(tokens), limit))
 

@@ -26,6 +26,7 @@ from agent_server.context.cut_point import find_cut_point
 from agent_server.context.estimate import estimate_tokens
 from agent_server.context.projection import project
 from agent_server.context.trigger import (
+    DEFAULT_MAX_THRESHOLD,
     CompactionSettings,
     compaction_threshold,
     last_step_tokens,
@@ -65,7 +66,8 @@ def test_a_result_is_bounded_by_a_quarter_of_the_threshold_on_a_small_window() -
     small = output_limits(compaction_threshold(SMALL, SETTINGS))
     large = output_limits(compaction_threshold(MODELS["sim-large"], SETTINGS))
     assert small.max_bytes == 24_576 // 4 * 3
-    assert large.max_bytes == MAX_BYTES  # a large window keeps the 50 KB of every tool
+    # a large window compacts at 64k tokens (DEFAULT_MAX_THRESHOLD): a quarter of it is 48 KB
+    assert large.max_bytes == min(MAX_BYTES, DEFAULT_MAX_THRESHOLD // 4 * 3) == 49_152
     assert output_limits(1_000).max_bytes == 4 * 1024  # never below 4 KB
 
 

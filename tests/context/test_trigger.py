@@ -6,6 +6,7 @@ from agent_server.context.summary_prompt import note_message
 from agent_server.context.trigger import (
     BREAK_DETAIL,
     COMPACTION_REQUEST_DETAIL,
+    DEFAULT_MAX_THRESHOLD,
     CompactionSettings,
     ContextDecision,
     OversizedPrompt,
@@ -54,7 +55,11 @@ def test_typical_windows() -> None:
     small = model(4096, window=32_768)  # like sim-small
     large = model(64_000, window=200_000)  # like a Claude model
     assert compaction_threshold(small, CompactionSettings()) == 32_768 - 8192
-    assert compaction_threshold(large, CompactionSettings()) == 200_000 - 20_480
+    # a large window compacts at 64k tokens by default, near the window when asked (share 1)
+    assert compaction_threshold(large, CompactionSettings()) == 65_536
+    assert compaction_threshold(large, CompactionSettings(threshold=1)) == 200_000 - 20_480
+    assert compaction_threshold(large, CompactionSettings(threshold=100_000)) == 100_000
+    assert window_limit(large, CompactionSettings()) == 200_000 - 20_480
     # a 32k window keeps its full 8k tail: the cap (a third of the threshold) is above it
     assert max_kept_tokens(small, CompactionSettings()) == 8000
 
@@ -161,8 +166,9 @@ def test_a_step_that_would_leave_the_cached_summary_no_room_compacts_before_it()
     # The fresh summary needs no room beside the context.
     fresh = CompactionSettings(summary="fresh")
     assert decide(20_000, m, fresh, next_step_tokens=8_000).action == "send"
-    # A large window leaves room whatever the step.
-    assert decide(150_000, model(16_384), cached, next_step_tokens=20_000).action == "send"
+    # A large window compacting near it (threshold 1) leaves room whatever the step.
+    near_window = CompactionSettings(threshold=1)
+    assert decide(150_000, model(16_384), near_window, next_step_tokens=20_000).action == "send"
 
 
 def test_a_cold_prefix_compacts_past_a_share_of_the_threshold() -> None:
@@ -187,7 +193,7 @@ def test_a_cold_prefix_compacts_past_a_share_of_the_threshold() -> None:
 
 def test_the_threshold_setting_is_a_share_of_the_window_or_tokens_never_past_the_limit() -> None:
     large = model(16_384)  # window 200k, reserve 20,480: limit 179,520
-    assert compaction_threshold(large, CompactionSettings()) == 179_520
+    assert compaction_threshold(large, CompactionSettings()) == DEFAULT_MAX_THRESHOLD
     assert compaction_threshold(large, CompactionSettings(threshold=0.5)) == 100_000
     assert compaction_threshold(large, CompactionSettings(threshold=120_000)) == 120_000
     # Never past the window less the reserve (the answer's room).
