@@ -16,15 +16,19 @@ When a fact is missing:
 - one a tool can show again (`file`, `output`) is fetched again: the model answers with that
   call (a read of the file's lines, the command that printed the value), fitted to the
   client's own tools, and, when its result comes back, takes up the same step again: a
-  recovery, a billed model call of its own;
+  recovery, a billed model call of its own. An output the client cut, whose result says where
+  it saved the whole (agent-server, pi and Claude Code do; `saved_output_search`), is
+  searched for in that file first, as a model told where the rest is would do, rather than
+  run again and cut the same way; the command runs again only if that does not find it;
 - one no tool can show (`rule`, `request`, `decision`, `failed`) is acted on wrongly, as the
   fact says (`Fact.otherwise`): its calls (retrying the approach that failed, breaking the
   rule) are a step of their own before the step, or, without calls, its text opens the step's
   answer: a violation, recorded with the step and the fact.
 
-Each is done at most once per fact and step: the model knows it did it from the call ids in
-the request (`..._<turn>_<step>d<need>_...`). A fetched fact still missing afterwards (the
-output cut again, or no tool to fetch it with) is `lost`, and the step goes on without it.
+Each is done at most once per fact and step (the search of a saved output once more): the
+model knows it did it from the call ids in the request (`..._<turn>_<step>d<need>_...`, and
+`d<need>s` for the search). A fetched fact still missing afterwards (the output cut again, or
+no tool to fetch it with) is `lost`, and the step goes on without it.
 
 Every check is recorded (`FactCheck`) on the request's record: the fact, its kind, the step
 and the outcome: `found`, `fetch` (missing: fetched now), `recovered` (found after its own
@@ -37,11 +41,11 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
-from agent_server.sim.scenario import FETCHABLE, Fact
+from agent_server.sim.scenario import FETCHABLE, Fact, ToolInvocation
 from agent_server.sim.transcript import (
     TextPart,
     ThinkingPart,
@@ -62,6 +66,11 @@ _LINE_PREFIX = re.compile(
     re.MULTILINE,
 )
 _WHITESPACE = re.compile(r"\s+")
+# Where a client says it saved an output it cut: agent-server ("Full output saved to PATH;
+# read it ..."), Claude Code ("Full output saved to: PATH"), pi ("Full output: PATH]").
+_SAVED_OUTPUT = re.compile(r"Full output(?: saved to)?:?[ \t]+(/[^\s;\])\"'`]+)")
+# What a regular expression gives a meaning to, in grep -E, ripgrep and Python alike.
+_REGEX_SPECIAL = re.compile(r"([\\.^$|?*+()\[\]{}])")
 _SEPARATOR = "\x00"
 
 
@@ -132,6 +141,8 @@ class Gate:
     checks: tuple[FactCheck, ...]
     detour: int | None = None
     opening: tuple[str, ...] = ()
+    # The detour searches the file the client saved the fact's output in.
+    saved: bool = False
 
 
 def check_needs(
@@ -141,10 +152,13 @@ def check_needs(
     step: str,
     detours_done: frozenset[int],
     can_detour: Mapping[int, bool],
+    searches_done: frozenset[int] = frozenset(),
+    can_search_saved: Callable[[int], bool] = lambda need: False,
 ) -> Gate:
     """The knowledge gate of a step (`step` is "<turn>:<step>"). `detours_done`: the needs
     whose detour the request already holds; `can_detour`: whether the need's calls fit a
-    tool the request declares."""
+    tool the request declares; `searches_done`, `can_search_saved`: the same for the search
+    of a saved output (asked only of a missing output)."""
     text: RequestText | None = None
     checks: list[FactCheck] = []
     opening: list[str] = []
@@ -154,18 +168,21 @@ def check_needs(
         text = text or RequestText(transcript)
         done = index in detours_done
         if text.holds(fact):
-            outcome: Outcome = "recovered" if done and fact.kind in FETCHABLE else "found"
+            fetched = done or index in searches_done
+            outcome: Outcome = "recovered" if fetched and fact.kind in FETCHABLE else "found"
             checks.append(FactCheck(fact.id, fact.kind, step, outcome))
             continue
-        if done:
-            lost = fact.kind in FETCHABLE
-            checks.append(FactCheck(fact.id, fact.kind, step, "lost" if lost else "carried"))
-            continue
         if fact.kind in FETCHABLE:
-            if can_detour.get(index, False):
+            if index not in searches_done and can_search_saved(index):
+                checks.append(FactCheck(fact.id, fact.kind, step, "fetch"))
+                return Gate(tuple(checks), detour=index, saved=True)
+            if not done and can_detour.get(index, False):
                 checks.append(FactCheck(fact.id, fact.kind, step, "fetch"))
                 return Gate(tuple(checks), detour=index)
             checks.append(FactCheck(fact.id, fact.kind, step, "lost"))
+            continue
+        if done:
+            checks.append(FactCheck(fact.id, fact.kind, step, "carried"))
             continue
         checks.append(FactCheck(fact.id, fact.kind, step, "violated"))
         if can_detour.get(index, False):
@@ -187,3 +204,32 @@ def _in_order(needs: tuple[str, ...], facts: Mapping[str, Fact],
         return (1 if can_detour.get(index, False) else 2, index)
 
     return sorted(range(len(needs)), key=rank)
+
+
+def saved_output_search(transcript: Transcript, fact: Fact) -> ToolInvocation | None:
+    """A search for an output fact's texts in the file where the client saved the whole
+    output of the fact's command, when the latest result of that command names one (the
+    client cut the output it showed); None otherwise."""
+    command = fact.fetch.arguments.get("command") if fact.fetch is not None else None
+    if fact.kind != "output" or not isinstance(command, str) or not command:
+        return None
+    ran = {
+        part.id
+        for message in transcript.messages
+        for part in message.parts
+        if isinstance(part, ToolCallPart) and any(command in s for s in _strings(part.arguments))
+    }
+    path = None
+    for message in transcript.messages:
+        for part in message.parts:
+            if isinstance(part, ToolResultPart) and part.tool_call_id in ran:
+                found = _SAVED_OUTPUT.findall(part.text)
+                path = found[-1].rstrip(".,:") if found else path
+    if path is None:
+        return None
+    # The first two thirds of each line: what the model looks for, not what it would find
+    # (the call's own arguments are in the request, and must not make the fact known).
+    lines = [line.strip() for text in fact.texts for line in text.splitlines() if line.strip()]
+    starts = (line[: max(1, len(line) * 2 // 3)] for line in lines)
+    pattern = "|".join(_REGEX_SPECIAL.sub(r"\\\1", start) for start in starts)
+    return ToolInvocation("grep", {"pattern": pattern, "path": path})

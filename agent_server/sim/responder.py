@@ -43,7 +43,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agent_server.sim.exploration import MAP_CALL, all_shown, focus, wants_map
-from agent_server.sim.knowledge import FactCheck, Gate, check_needs
+from agent_server.sim.knowledge import FactCheck, Gate, check_needs, saved_output_search
 from agent_server.sim.scenario import FETCHABLE, Fact, Scenario, Step, ToolInvocation
 from agent_server.sim.summary import SummaryMode, summarise
 from agent_server.sim.summary_requests import is_summary_handoff, is_summary_request
@@ -59,11 +59,13 @@ from agent_server.sim.transcript import (
 FALLBACK_TURN = "f"
 LATEST_REQUEST = "latest-request"  # the fact a request without its prompt lacks
 _CALL_ID = re.compile(
-    r"^(?:toolu|call|fc)_sim_(?P<turn>\d+|f)_(?P<step>\d+)(?:d(?P<detour>\d+)|(?P<explore>m))?"
+    r"^(?:toolu|call|fc)_sim_(?P<turn>\d+|f)_(?P<step>\d+)"
+    r"(?:d(?P<detour>\d+)(?P<saved>s)?|(?P<explore>m))?"
     r"_(?P<index>\d+)(?:_[A-Za-z0-9]+)?$"
 )
 _ECHO_LIMIT = 400
 _FETCH_TEXT = "I no longer have {about} in front of me, so I will look at it again."
+_SEARCH_TEXT = "The output I was shown was cut; let me find {about} in the full output it saved."
 _MAP_TEXT = "Let me look at a map of the repository's code first."
 
 
@@ -92,18 +94,21 @@ class PlannedReply:
 @dataclass(frozen=True, slots=True)
 class CallRef:
     """What an id the simulator made says: the turn (a number or "f"), the step, and the
-    need whose detour the call was, if it was one, or whether it asked for the map before
-    the step."""
+    need whose detour the call was, if it was one (`saved`: the search of a saved output),
+    or whether it asked for the map before the step."""
 
     turn: str
     step: int
     detour: int | None = None
     explore: bool = False
+    saved: bool = False
 
 
 def make_call_id(prefix: str, turn: int | str, step: int, index: int, nonce: str,
-                 detour: int | None = None, explore: bool = False) -> str:
-    tag = f"{step}d{detour}" if detour is not None else f"{step}m" if explore else f"{step}"
+                 detour: int | None = None, explore: bool = False, saved: bool = False) -> str:
+    saved_tag = "s" if saved else ""
+    tag = (f"{step}d{detour}{saved_tag}" if detour is not None
+           else f"{step}m" if explore else f"{step}")
     return f"{prefix}_sim_{turn}_{tag}_{index}_{nonce}"
 
 
@@ -119,7 +124,7 @@ def parse_call_id(call_id: str) -> CallRef | None:
         return None
     detour = match["detour"]
     return CallRef(match["turn"], int(match["step"]), int(detour) if detour else None,
-                   match["explore"] is not None)
+                   match["explore"] is not None, match["saved"] is not None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,18 +282,33 @@ def _gate(context: _Context, turn: int, index: int, step: Step) -> Gate:
     if not step.needs:
         return Gate(())
     facts = context.scenario.facts
-    done = frozenset(
-        ref.detour
+    refs = [
+        ref
         for message in context.transcript.messages
         for call in message.tool_calls
         if (ref := parse_call_id(call.id)) is not None and ref.detour is not None
         and ref.turn == str(turn) and ref.step == index
-    )
+    ]
+    done = frozenset(ref.detour for ref in refs if ref.detour is not None and not ref.saved)
+    searched = frozenset(ref.detour for ref in refs if ref.detour is not None and ref.saved)
     fits = {
         need: bool(_fitted(context, _detour_tools(facts[fact_id]), turn, index, need))
         for need, fact_id in enumerate(step.needs)
     }
-    return check_needs(context.transcript, facts, step.needs, f"{turn}:{index}", done, fits)
+
+    def can_search_saved(need: int) -> bool:
+        return bool(_saved_search(context, facts[step.needs[need]], turn, index, need))
+
+    return check_needs(context.transcript, facts, step.needs, f"{turn}:{index}", done, fits,
+                       searched, can_search_saved)
+
+
+def _saved_search(context: _Context, fact: Fact, turn: int, index: int, need: int
+                  ) -> tuple[PlannedCall, ...]:
+    search = saved_output_search(context.transcript, fact)
+    if search is None:
+        return ()
+    return _fitted(context, (search,), turn, index, need, saved=True)
 
 
 def _detour_tools(fact: Fact) -> tuple[ToolInvocation, ...]:
@@ -301,11 +321,15 @@ def _detour(context: _Context, turn: int, index: int, fact_id: str, gate: Gate) 
     """The call(s) that fetch a missing fact again, or act without it."""
     fact = context.scenario.facts[fact_id]
     need = gate.detour
-    calls = _fitted(context, _detour_tools(fact), turn, index, need)
+    if gate.saved and need is not None:
+        calls = _saved_search(context, fact, turn, index, need)
+    else:
+        calls = _fitted(context, _detour_tools(fact), turn, index, need)
     if fact.kind in FETCHABLE:
         about = fact.about or f"`{fact.id}`"
+        said = _SEARCH_TEXT if gate.saved else _FETCH_TEXT
         return PlannedReply(source=f"recovery:{turn}:{index}:{fact.id}",
-                            text=_FETCH_TEXT.format(about=about), calls=calls,
+                            text=said.format(about=about), calls=calls,
                             knowledge=gate.checks)
     text = fact.otherwise.text if fact.otherwise is not None else ""
     return PlannedReply(source=f"violation:{turn}:{index}:{fact.id}", text=text, calls=calls,
@@ -313,7 +337,7 @@ def _detour(context: _Context, turn: int, index: int, fact_id: str, gate: Gate) 
 
 
 def _fitted(context: _Context, tools: tuple[ToolInvocation, ...], turn: int, index: int,
-            detour: int | None) -> tuple[PlannedCall, ...]:
+            detour: int | None, saved: bool = False) -> tuple[PlannedCall, ...]:
     if not tools:
         return ()
     cwd = working_directory(context.transcript)
@@ -323,7 +347,7 @@ def _fitted(context: _Context, tools: tuple[ToolInvocation, ...], turn: int, ind
         if fitted is not None:
             name, arguments = fitted
             call_id = make_call_id(context.id_prefix, turn, index, len(calls), context.nonce,
-                                   detour)
+                                   detour, saved=saved)
             calls.append(PlannedCall(id=call_id, name=name, arguments=arguments))
     return tuple(calls)
 

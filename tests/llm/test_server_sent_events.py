@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 from agent_server.llm.provider_stream import server_sent_events
 
 NAME = st.sampled_from(["content_block_delta", "message_stop", "ping", "error", "response.x"])
-DATA = st.text(st.characters(blacklist_characters="\r\n"), max_size=20)
+# Text a body can carry: UTF-8 has no lone surrogates (Cs).
+DATA = st.text(st.characters(blacklist_characters="\r\n", blacklist_categories=("Cs",)),
+               max_size=20)
 LINE = st.one_of(
     st.builds(lambda v: f"data: {v}", DATA),
     st.builds(lambda v: f"data:{v}", DATA),

@@ -4,6 +4,7 @@ HTTP through the official SDKs."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -11,7 +12,12 @@ import pytest
 from anthropic import AsyncAnthropic
 from openai import AsyncOpenAI
 
-from agent_server.sim.knowledge import RequestText, check_needs, normalise
+from agent_server.sim.knowledge import (
+    RequestText,
+    check_needs,
+    normalise,
+    saved_output_search,
+)
 from agent_server.sim.responder import parse_call_id, plan_reply
 from agent_server.sim.scenario import ScenarioError, parse_scenario
 from agent_server.sim.server import SimServer
@@ -219,6 +225,103 @@ def test_a_fact_no_declared_tool_can_fetch_is_lost() -> None:
     assert reply.source == "scenario:1:0"
     assert [(c.fact, c.outcome) for c in reply.knowledge] == [("header", "lost"),
                                                               ("no-vendor", "found")]
+
+
+PORT = "listening on port 48213"
+TAIL = "tail -n 5 server.log"
+LOG_SCENARIO: dict[str, Any] = {
+    "name": "saved-output",
+    "facts": [SCENARIO["facts"][1]],
+    "turns": [
+        {"user": "Start the server and show me its log.", "steps": [
+            {"tools": [{"name": "bash", "arguments": {"command": TAIL}}]},
+            {"needs": ["port"], "text": "It listens on 48213."},
+        ]},
+    ],
+}
+GREP = ToolSpec("grep", {"type": "object", "properties": {"pattern": {}, "path": {}}})
+
+
+def ran_the_command(result: str) -> tuple[TranscriptMessage, ...]:
+    return (
+        user("Start the server and show me its log."),
+        assistant(ToolCallPart("toolu_sim_0_0_0_aaaaaaaa", "bash", {"command": TAIL})),
+        user(ToolResultPart("toolu_sim_0_0_0_aaaaaaaa", result)),
+    )
+
+
+def answered(history: tuple[TranscriptMessage, ...], reply: Any, result: str
+             ) -> tuple[TranscriptMessage, ...]:
+    (call,) = reply.calls
+    return (*history, assistant(reply.text, ToolCallPart(call.id, call.name, call.arguments)),
+            user(ToolResultPart(call.id, result)))
+
+
+@pytest.mark.parametrize("notice", [
+    # agent-server, Claude Code, pi: how each says where the whole output is
+    "[Output truncated: showing the last 2 of 9000 lines. Full output saved to "
+    "/s/spill/bash-1a2b.txt; read it with the read tool (path ...), or search it with grep.]",
+    "Output too large (51.2KB). Full output saved to: /s/spill/bash-1a2b.txt\n\nPreview: ...",
+    "[Showing lines 8999-9000 of 9000. Full output: /s/spill/bash-1a2b.txt]",
+])
+def test_a_cut_output_is_searched_for_in_the_file_the_client_saved(notice: str) -> None:
+    story = parse_scenario(LOG_SCENARIO, "saved-output")
+    history = ran_the_command(f"shutting down\nbye\n\n{notice}")
+    reply = plan_reply(Transcript("", (*TOOLS, GREP), history), story, id_prefix="toolu")
+    assert reply.source == "recovery:0:1:port"
+    assert [(c.fact, c.outcome) for c in reply.knowledge] == [("port", "fetch")]
+    (call,) = reply.calls
+    assert (call.name, dict(call.arguments)) == (
+        "grep", {"pattern": "listening on po", "path": "/s/spill/bash-1a2b.txt"})
+    ref = parse_call_id(call.id)
+    assert ref is not None and (ref.step, ref.detour, ref.saved) == (1, 0, True)
+    found = answered(history, reply, f"/s/spill/bash-1a2b.txt:3:{PORT}")
+    step = plan_reply(Transcript("", (*TOOLS, GREP), found), story, id_prefix="toolu")
+    assert step.source == "scenario:0:1"
+    assert [(c.fact, c.outcome) for c in step.knowledge] == [("port", "recovered")]
+
+
+def test_a_saved_output_that_does_not_hold_the_fact_is_run_again_once() -> None:
+    story = parse_scenario(LOG_SCENARIO, "saved-output")
+    history = ran_the_command("bye\n[Showing lines 9-9 of 9. Full output: /s/bash-1.txt]")
+    search = plan_reply(transcript(*history), story, id_prefix="toolu")
+    # Without a grep tool the search is the shell's, regular-expression characters escaped.
+    assert [c.name for c in search.calls] == ["bash"]
+    assert "/s/bash-1.txt" in search.calls[0].arguments["command"]
+    searched = answered(history, search, "(no match)")
+    rerun = plan_reply(transcript(*searched), story, id_prefix="toolu")
+    assert rerun.source == "recovery:0:1:port"
+    assert [dict(c.arguments) for c in rerun.calls] == [{"command": TAIL}]
+    # The command cut again names a new saved file: searched once per step, so now lost.
+    again = answered(searched, rerun, "bye\n[Showing lines 9-9 of 9. Full output: /s/bash-2.txt]")
+    step = plan_reply(transcript(*again), story, id_prefix="toolu")
+    assert step.source == "scenario:0:1"
+    assert [(c.fact, c.outcome) for c in step.knowledge] == [("port", "lost")]
+
+
+def test_an_output_cut_without_a_saved_file_is_run_again() -> None:
+    story = parse_scenario(LOG_SCENARIO, "saved-output")
+    history = ran_the_command("bye\n[... 8998 lines omitted ...]")
+    reply = plan_reply(Transcript("", (*TOOLS, GREP), history), story, id_prefix="toolu")
+    assert [(c.name, dict(c.arguments)) for c in reply.calls] == [("bash", {"command": TAIL})]
+    ref = parse_call_id(reply.calls[0].id)
+    assert ref is not None and (ref.detour, ref.saved) == (0, False)
+
+
+def test_a_saved_search_looks_for_the_start_of_each_line_escaped() -> None:
+    texts = ["TypeError: unsupported operand type(s) for %: 'x'", "[(0,), (None,)] a.b*"]
+    fact = parse_scenario({**LOG_SCENARIO, "facts": [{**SCENARIO["facts"][1], "text": texts}]},
+                          "x").facts["port"]
+    history = ran_the_command("[Full output: /s/b.txt]")
+    search = saved_output_search(transcript(*history), fact)
+    assert search is not None and search.arguments["path"] == "/s/b.txt"
+    pattern = search.arguments["pattern"]
+    assert all(re.search(pattern, line) for line in (
+        "E   TypeError: unsupported operand type(s) for %: 'x'", "got [(0,), (None,)] a.b*!"))
+    assert not re.search(pattern, "TypeError: unsupported operand")
+    # The search itself does not make the fact known: only what it finds does.
+    asked = transcript(*history, assistant(ToolCallPart("toolu_x", "grep", search.arguments)))
+    assert not RequestText(asked).holds(fact)
 
 
 @pytest.mark.parametrize(("change", "message"), [

@@ -176,7 +176,9 @@ class GrepTool:
         glob = optional_str_arg(arguments, "glob") or None
         ignore_case = bool_arg(arguments, "ignoreCase", False)
         context = max(0, min(int_arg(arguments, "context", 0), MAX_CONTEXT))
-        top = resolve_in_workspace(ctx.workspace, optional_str_arg(arguments, "path") or ".")
+        given = optional_str_arg(arguments, "path") or "."
+        # The spill directory too: a cut result says its full output can be searched.
+        top = resolve_in_workspace(ctx.workspace, given, extra_roots=(ctx.spill_dir,))
         root = resolve_in_workspace(ctx.workspace, ".")
         shown_top = display_path(ctx.workspace, top)
         info = file_info(top, shown_top)

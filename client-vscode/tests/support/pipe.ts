@@ -21,7 +21,7 @@ export function connectionPair(): { client: MessageConnection; server: MessageCo
   };
 }
 
-export function waitFor(predicate: () => boolean, timeoutMs = 5000): Promise<void> {
+export function waitFor(predicate: () => boolean, timeoutMs = 20_000): Promise<void> {
   const start = Date.now();
   return new Promise((resolve, reject) => {
     const tick = (): void => {

@@ -12,6 +12,7 @@ import pytest
 from agent_server.agent.tools import ToolContext, run_tool
 from agent_server.agent.tools.bash import BashTool
 from agent_server.agent.tools.environment import tool_environment
+from agent_server.agent.tools.grep import GrepTool
 from agent_server.agent.tools.read import ReadTool
 from agent_server.redaction import REDACTION_NOTE
 
@@ -284,6 +285,12 @@ async def test_long_output_keeps_the_tail_and_spills_the_rest(
     assert full.read_text().splitlines() == [*map(str, range(1, 10001)), "BUILD FAILED"]
     page = await run_tool(ReadTool(), {"path": str(full), "offset": 1, "limit": 2}, ctx)
     assert page.text.splitlines()[:2] == ["1", "2"]
+    # The result says "or search it with grep": grep reaches the saved file as read does.
+    assert "search it with grep" in result.text
+    for rg in ("auto", None):  # ripgrep when installed, and the Python fallback
+        found = await run_tool(GrepTool(rg=rg), {"pattern": "^4711$", "path": str(full)}, ctx)
+        assert not found.is_error, found.text
+        assert found.text.splitlines() == ["4711:4711"]
 
 
 async def test_one_huge_line_is_bounded(ctx: ToolContext) -> None:
