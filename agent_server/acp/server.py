@@ -17,7 +17,7 @@ import stat
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -186,6 +186,9 @@ class AcpSession:
     translator: EventTranslator
     settings: AgentSettings  # the settings the client's choices add up to
     title: str | None = None
+    # The models the session ran that the provider's catalogue does not list: still offered
+    # after a switch away, so that the client can switch back.
+    own_models: list[ModelInfo] = field(default_factory=list)
 
 
 class AcpAgent:
@@ -657,12 +660,13 @@ class AcpAgent:
 
     def _models(self, state: AcpSession) -> list[ModelInfo]:
         """The models the picker offers and the setter takes (one list): the provider's,
-        and the session's own model when the catalogue does not list it."""
+        and before them every model the session ran that the catalogue does not list."""
         models = offered_models(state.settings)
+        listed = {info.id for info in models}
         current = state.session.model
-        if all(info.id != current.id for info in models):
-            models = [current, *models]
-        return models
+        if current.id not in listed and all(own.id != current.id for own in state.own_models):
+            state.own_models.append(current)
+        return [*(own for own in state.own_models if own.id not in listed), *models]
 
     def _options(self, state: AcpSession) -> list[Any]:
         model = state.settings.model or state.session.model.id

@@ -101,6 +101,13 @@ async def test_the_model_picker_offers_only_what_it_takes_and_can_switch_back(
         with pytest.raises(RequestError) as refused:
             await acp.conn.set_config_option(config_id="model", session_id=sid, value="nope")
         assert refused.value.code == -32602
+        # After a prompt on another model, the one the session started with is still offered.
+        await acp.conn.set_config_option(config_id="model", session_id=sid, value=offered[1])
+        assert (await acp.prompt(sid, OVERVIEW)).stop_reason == "end_turn"
+        back = await acp.conn.set_config_option(
+            config_id="model", session_id=sid, value="house-model"
+        )
+        assert picker(back.config_options).current_value == "house-model"
 
 
 async def test_the_thinking_level_is_offered_only_for_a_model_that_takes_it(

@@ -10,7 +10,7 @@
 import { spawn, execFileSync } from "node:child_process";
 import { createRequire } from "node:module";
 import Ajv2020 from "ajv/dist/2020.js";
-import { mkdtempSync, readFileSync, writeFileSync, mkdirSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync, mkdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { Readable, Writable } from "node:stream";
@@ -121,9 +121,13 @@ export const SCENARIO = [
   "Which row of the CSV is broken, and is anything else wrong with the file?",
 ];
 
-/** A temporary home: the sample workspace, the sessions folder, an empty config folder. */
+/**
+ * A temporary home: the sample workspace, the sessions folder, an empty config folder; removed
+ * when the test process exits.
+ */
 export function makeHome() {
   const root = mkdtempSync(join(tmpdir(), "agent-server-acp-"));
+  process.on("exit", () => rmSync(root, { recursive: true, force: true }));
   const workspace = join(root, "workspace");
   execFileSync(PYTHON, [
     "-c",
