@@ -189,6 +189,7 @@ class AcpSession:
     # The models the session ran that the provider's catalogue does not list: still offered
     # after a switch away, so that the client can switch back.
     own_models: list[ModelInfo] = field(default_factory=list)
+    command: asyncio.Task[None] | None = None  # a slash command running (/compact), to cancel
 
 
 class AcpAgent:
@@ -466,9 +467,7 @@ class AcpAgent:
         command = slash_command(content)
         try:
             if command is not None:
-                await self._run_command(state, *command)
-                await self.outbox.drain()
-                return PromptResponse(stop_reason="end_turn")
+                return await self._command_prompt(state, *command)
             if not state.session.ledger.title:
                 title = prompt_title(prompt)
                 if title:
@@ -492,8 +491,25 @@ class AcpAgent:
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         state = self._sessions.get(session_id)
-        if state is not None:
-            state.session.interrupt()
+        if state is not None and not state.session.interrupt() and state.command is not None:
+            state.command.cancel()  # a /compact: nothing of it is kept
+
+    async def _command_prompt(self, state: AcpSession, name: str, argument: str
+                              ) -> PromptResponse:
+        """A prompt that is a slash command: `end_turn` when it ran, `cancelled` when a
+        `session/cancel` stopped it."""
+        run = asyncio.ensure_future(self._run_command(state, name, argument))
+        state.command = run
+        try:
+            await asyncio.wait({run})
+        finally:
+            state.command = None
+            run.cancel()  # when the prompt itself was cancelled; else done already
+        await self.outbox.drain()
+        if run.cancelled():
+            return PromptResponse(stop_reason="cancelled")
+        run.result()  # its error, if it failed
+        return PromptResponse(stop_reason="end_turn")
 
     def _tell_mcp_wait(self, state: AcpSession) -> None:
         """Before the first request, which waits for the MCP servers still starting (each up

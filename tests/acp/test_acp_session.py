@@ -7,6 +7,7 @@ import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from acp import RequestError, audio_block, text_block
@@ -144,6 +145,34 @@ async def test_cancel_mid_stream_ends_the_turn_and_the_session_goes_on(
         sim.simulator.set_faults(None)
         again = await acp.prompt(session_id, OVERVIEW)
         assert again.stop_reason == "end_turn"
+
+
+async def test_cancel_stops_a_compact_command_and_keeps_the_conversation(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    async with start_acp(acp_args(sim, tmp_path), tmp_path) as acp:
+        client = acp.client
+        session_id = await acp.new_session(workspace)
+        for prompt in SCENARIO[:4]:
+            assert (await acp.prompt(session_id, prompt)).stop_reason == "end_turn"
+
+        def cards() -> list[Any]:
+            return [c for c in client.of("tool_call") if c.tool_call_id.startswith("compaction-")]
+
+        assert not cards()
+        sim.simulator.set_faults("slow@1:30")  # the summary's call hangs
+        command = asyncio.ensure_future(acp.prompt(session_id, "/compact"))
+        await wait_for(lambda: bool(cards()))
+        await acp.conn.cancel(session_id=session_id)
+        result = await asyncio.wait_for(command, 20)  # not the 30 s the call hangs
+        assert result.stop_reason == "cancelled"
+        ended = client.tool_results()[cards()[0].tool_call_id]
+        assert ended.status == "failed" and ended.raw_output["status"] == "cancelled"
+        sim.simulator.set_faults(None)
+        # Nothing was compacted: the next /compact does it.
+        assert (await acp.prompt(session_id, "/compact")).stop_reason == "end_turn"
+        assert len(cards()) == 2
+        assert client.tool_results()[cards()[1].tool_call_id].status == "completed"
 
 
 async def test_cancel_while_a_permission_question_is_open(
