@@ -9,7 +9,8 @@ goes in `env`: nothing of the editor's own environment reaches the command). The
 shows the terminal, live, and keeps showing it when the command ends. The output is read back
 every POLL_SECONDS (less often as it grows) and goes through the tool's redaction and bounds,
 so the model gets what a local run gives it. The timeout and a cancel kill the command
-(`terminal/kill`); the terminal is released whatever happens. A command line that cannot be
+(`terminal/kill`, then the bash tool kills what is left in its cgroup); the terminal is
+released whatever happens. A command line that cannot be
 handed over (the seccomp filter of a sandbox with network is a descriptor) runs here, as for
 a client without terminals.
 """

@@ -32,6 +32,7 @@ from acp.schema import (
 )
 
 from agent_server.acp.terminal import LOST, OutputReader, exit_code
+from agent_server.agent.tools.limits import cgroup_roots
 from agent_server.sim.server import SimServer
 from agent_server.sim.simulator import Simulator
 from tests.acp.conftest import AcpProcess, RecordingClient, acp_args, start_acp
@@ -309,6 +310,39 @@ async def test_the_timeout_kills_and_releases_the_terminal(
     (text,) = model_results(simulator)
     assert text.startswith("started") and "timed out after 2 seconds" in text
     assert only_result(client).raw_output["timedOut"] is True
+
+
+def still_running(marker: str) -> list[str]:
+    """The processes whose command line holds `marker`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, ValueError):
+            continue
+        if marker in line:
+            found.append(f"{entry.name}: {line}")
+    return found
+
+
+async def test_what_the_editors_kill_leaves_of_a_timed_out_command_is_killed(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """An editor kills the terminal's first process: a background job (or a sandbox not yet
+    bound to die with it) would run on; the agent kills the rest in the command's cgroup."""
+    if cgroup_roots().pids is None and cgroup_roots().memory is None:
+        pytest.skip("no cgroup can be made here: only the editor's kill applies")
+    command = "sleep 1311 & echo started; sleep 1312"
+    client, _simulator, _acp = await run_command(
+        tmp_path, workspace, command, terminal=True, timeout=2,
+        config={"tools": {"sandbox": "off"}},
+    )
+    assert client.methods("term-1")[-1] == "release"
+    for _ in range(100):
+        if not still_running("sleep 131"):
+            break
+        await asyncio.sleep(0.05)
+    assert still_running("sleep 131") == []
 
 
 async def test_a_cancel_kills_and_releases_the_terminal(workspace: Path, tmp_path: Path) -> None:

@@ -28,8 +28,10 @@ class TmuxScreen:
             + [shlex.quote(f"{k}={v}") for k, v in env.items()]
             + [shlex.quote(a) for a in argv]
         )
+        # The program is the pane's process (exec): if it ends, the pane stays, with what it
+        # printed last, so a test that waits for more shows why instead of a missing server.
         self._tmux("new-session", "-d", "-s", "t", "-x", str(width), "-y", str(height),
-                   f"{command}; sleep 600")
+                   command, ";", "set-window-option", "-t", "t", "remain-on-exit", "on")
 
     def _tmux(self, *args: str) -> str:
         run = subprocess.run(

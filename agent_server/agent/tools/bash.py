@@ -101,8 +101,16 @@ class BashTool:
         try:
             argv = launch.shell_argv(environment.env) if ctx.terminal is not None else None
             if ctx.terminal is not None and argv is not None:
-                end = await _in_terminal(ctx.terminal, argv, cwd, environment.env, timeout, ctx)
+                try:
+                    end = await _in_terminal(
+                        ctx.terminal, argv, cwd, environment.env, timeout, ctx
+                    )
+                except asyncio.CancelledError:
+                    launch.kill_remaining()  # the editor killed only the first process
+                    raise
                 output, code, timed_out = end
+                if timed_out:
+                    launch.kill_remaining()
                 return _result(output, code, timed_out, False, timeout, ctx, launch.limit_notes())
             return await self._run(launch, cwd, environment.env, timeout, ctx)
         finally:

@@ -32,6 +32,7 @@ import logging
 import os
 import resource
 import shlex
+import signal
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -172,6 +173,18 @@ class CommandCgroup:
                 )
         return notes
 
+    def kill(self) -> None:
+        """SIGKILL every process still in the cgroups: what a kill of the command's first
+        process left running (an editor's terminal kills only that one: a background job,
+        or a sandbox whose inner process was not yet bound to die with it)."""
+        for _ in range(3):  # a process forking while it is killed: its child, next pass
+            pids = {pid for procs in self.procs_files for pid in _pids(procs)}
+            if not pids:
+                return
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+
     def remove(self) -> bool:
         """Remove the cgroups; False while processes remain (a background job)."""
         done = True
@@ -183,6 +196,14 @@ class CommandCgroup:
             except OSError:
                 done = False
         return done
+
+
+def _pids(procs: str) -> list[int]:
+    try:
+        with open(procs, encoding="ascii") as listed:
+            return [int(line) for line in listed if line.strip()]
+    except (OSError, ValueError):
+        return []
 
 
 _LEFT_OVER: list[CommandCgroup] = []  # cgroups whose background jobs outlived the command

@@ -348,6 +348,11 @@ class Launch:
         drop = [setpriv, "--bounding-set", _SETPRIV_DROP] if setpriv is not None else []
         return [bash, "-c", "\n".join(script), "agent-server-command", *drop, *self.argv]
 
+    def kill_remaining(self) -> None:
+        """Kill what is left of the command in its cgroup (nothing without one)."""
+        if self.group is not None:
+            self.group.kill()
+
     def limit_notes(self) -> list[str]:
         """The limits the command ran into, for the model."""
         return self.group.hits(self.limits) if self.group is not None else []
