@@ -26,7 +26,12 @@ from pathlib import Path
 
 from acp import RequestError
 from acp.interfaces import Client
-from acp.schema import EnvVariable, TerminalExitStatus, WaitForTerminalExitResponse
+from acp.schema import (
+    CreateTerminalResponse,
+    EnvVariable,
+    TerminalExitStatus,
+    WaitForTerminalExitResponse,
+)
 
 from agent_server.agent.tools.base import CommandEnd, OutputCallback
 from agent_server.errors import ToolError
@@ -38,7 +43,7 @@ POLL_SECONDS = 0.5
 # poll interval brings, so the full output can be saved as a local run saves it.
 OUTPUT_BYTE_LIMIT = 4 * 1024 * 1024
 KILL_WAIT = 10.0  # seconds to wait for the editor to report the exit after a kill
-_PROBE = 256  # characters of a read that find where it overlaps the last one
+_TAIL = 4096  # characters at the end of the last read that find where a new read overlaps it
 LOST = "\n[... output the editor's terminal dropped before it was read ...]\n"
 
 
@@ -69,8 +74,8 @@ class EditorTerminal:
         output: OutputCallback,
     ) -> CommandEnd:
         await self._flush()
-        try:
-            created = await self._client.create_terminal(
+        creating = asyncio.ensure_future(
+            self._client.create_terminal(
                 session_id=self._session_id,
                 command=argv[0],
                 args=list(argv[1:]),
@@ -78,16 +83,34 @@ class EditorTerminal:
                 cwd=str(cwd),
                 output_byte_limit=OUTPUT_BYTE_LIMIT,
             )
+        )
+        try:
+            created = await asyncio.shield(creating)
+        except asyncio.CancelledError:
+            await asyncio.shield(self._abandon(creating))
+            raise
         except RequestError as error:
             raise ToolError(f"The editor could not start the command: {error}") from error
         terminal_id = created.terminal_id
         self._show(call_id, terminal_id)
+        await self._flush()  # the editor hears of the terminal before anything releases it
         reader = OutputReader(output)
         try:
             return await self._follow(terminal_id, seconds, reader)
         finally:
             release = self._request("release", self._client.release_terminal, terminal_id)
             await asyncio.shield(release)
+
+    async def _abandon(self, creating: asyncio.Future[CreateTerminalResponse]) -> None:
+        """A cancel while the editor was starting the command: the command it starts anyway
+        is killed and its terminal released once its id is known (no one else would)."""
+        done, _ = await asyncio.wait({creating}, timeout=KILL_WAIT)
+        if creating not in done or creating.cancelled() or creating.exception() is not None:
+            creating.cancel()
+            return
+        terminal_id = creating.result().terminal_id
+        await self._kill(terminal_id)
+        await self._request("release", self._client.release_terminal, terminal_id)
 
     async def _follow(self, terminal_id: str, seconds: float, reader: OutputReader) -> CommandEnd:
         exited = asyncio.ensure_future(
@@ -131,7 +154,7 @@ class EditorTerminal:
             response = await self._client.terminal_output(
                 session_id=self._session_id, terminal_id=terminal_id
             )
-        except RequestError as error:
+        except (RequestError, ConnectionError) as error:
             log.warning("could not read the editor's terminal: %s", error)
             return
         reader.take(response.output)
@@ -153,9 +176,10 @@ class OutputReader:
     """Turns the editor's whole retained output, read again and again, into the pieces that
     are new since the last read. When the editor dropped the beginning (past its byte limit),
     the new part is what follows the longest end of the last read that the output starts
-    with (found by its first _PROBE characters); if the drop went past the last read, a note
-    says output was lost. (An output repeating itself exactly can align more than one way:
-    the longest overlap is taken.)"""
+    with (found by where the last read's final _TAIL characters last occur in the new one,
+    one search and one comparison however the output repeats); if the drop went past the
+    last read, a note says output was lost. (An output repeating itself exactly can align
+    more than one way: the longest overlap is taken.)"""
 
     def __init__(self, output: OutputCallback) -> None:
         self._output = output
@@ -174,12 +198,13 @@ class OutputReader:
         seen = self._seen
         if text.startswith(seen):
             return text[len(seen) :]
-        probe = text[:_PROBE]
-        at = seen.find(probe) if len(probe) == _PROBE else -1
-        while at >= 0:
-            if text.startswith(seen[at:]):
-                return text[len(seen) - at :]
-            at = seen.find(probe, at + 1)
+        tail = seen[-_TAIL:]
+        end = len(text)
+        while tail and (at := text.rfind(tail, 0, end)) >= 0:
+            overlap = at + len(tail)
+            if seen.endswith(text[:overlap]):
+                return text[overlap:]
+            end = overlap - 1
         return LOST + text
 
     def _give(self, new: str) -> None:

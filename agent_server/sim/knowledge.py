@@ -224,7 +224,7 @@ def saved_output_search(transcript: Transcript, fact: Fact) -> ToolInvocation | 
         for part in message.parts:
             if isinstance(part, ToolResultPart) and part.tool_call_id in ran:
                 found = _SAVED_OUTPUT.findall(part.text)
-                path = found[-1].rstrip(".,:") if found else path
+                path = found[-1].rstrip(".,:") if found else None  # the latest run decides
     if path is None:
         return None
     # The first two thirds of each line: what the model looks for, not what it would find
@@ -232,4 +232,4 @@ def saved_output_search(transcript: Transcript, fact: Fact) -> ToolInvocation | 
     lines = [line.strip() for text in fact.texts for line in text.splitlines() if line.strip()]
     starts = (line[: max(1, len(line) * 2 // 3)] for line in lines)
     pattern = "|".join(_REGEX_SPECIAL.sub(r"\\\1", start) for start in starts)
-    return ToolInvocation("grep", {"pattern": pattern, "path": path})
+    return ToolInvocation("grep", {"pattern": pattern, "path": path}) if pattern else None

@@ -70,6 +70,7 @@ class TerminalClient(RecordingClient):
     created: list[dict[str, Any]] = field(default_factory=list)
     calls: list[tuple[str, str]] = field(default_factory=list)
     running: dict[str, Running] = field(default_factory=dict)
+    create_delay: float = 0.0  # seconds the editor takes to start a command
 
     async def create_terminal(
         self,
@@ -83,6 +84,7 @@ class TerminalClient(RecordingClient):
     ) -> CreateTerminalResponse:
         given = {variable.name: variable.value for variable in env or []}
         self.created.append({"command": command, "args": args or [], "env": given, "cwd": cwd})
+        await asyncio.sleep(self.create_delay)
         process = await asyncio.create_subprocess_exec(
             command,
             *(args or []),
@@ -366,6 +368,27 @@ async def test_a_cancel_kills_and_releases_the_terminal(workspace: Path, tmp_pat
         assert all_closed(acp)
 
 
+async def test_a_cancel_while_the_editor_starts_the_command_kills_it_once_started(
+    workspace: Path, tmp_path: Path
+) -> None:
+    simulator = scripted(turn("Wait a while.", call("bash", command="sleep 1313")))
+    client = TerminalClient(create_delay=1.0)
+    async with (
+        SimServer(simulator) as sim,
+        start_acp(
+            acp_args(sim, tmp_path, "--mode", "allowAll"), tmp_path, client, terminal=True
+        ) as acp,
+    ):
+        sid = await acp.new_session(workspace)
+        running = asyncio.ensure_future(acp.prompt(sid, "Wait a while."))
+        await wait_for(lambda: bool(client.created))
+        await acp.conn.cancel(session_id=sid)
+        assert (await asyncio.wait_for(running, 60)).stop_reason == "cancelled"
+        await wait_for(lambda: "release" in client.methods("term-1"))
+        assert client.methods("term-1")[:2] == ["kill", "release"]
+    assert still_running("sleep 1313") == []
+
+
 async def test_a_client_without_terminals_runs_commands_here(
     workspace: Path, tmp_path: Path
 ) -> None:
@@ -409,6 +432,19 @@ def test_the_output_read_again_gives_only_what_is_new() -> None:
     # Dropped past the last read as well: said, not hidden.
     reader.take(full[21000:25000])
     assert pieces[-1] == LOST + full[21000:25000]
+
+
+def test_a_repeating_output_past_the_editors_limit_aligns_on_its_newest_overlap() -> None:
+    """Thousands of identical lines, then new ones, read after the editor dropped the
+    beginning: the new lines come out once (one search, however often the text repeats)."""
+    pieces: list[str] = []
+    reader = OutputReader(pieces.append)
+    same = "WARN the same warning again\n" * 20000
+    fresh = "".join(f"line {i}\n" for i in range(500))
+    reader.take(same)
+    reader.take(same[len(same) // 2 :] + fresh)
+    reader.take(same[len(same) - 100 :] + fresh + "done\n")
+    assert "".join(pieces) == same + fresh + "done\n"
 
 
 @pytest.mark.parametrize(

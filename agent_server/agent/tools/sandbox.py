@@ -85,6 +85,8 @@ _PR_CAPBSET_DROP = 24
 _INSPECTION_CAPABILITIES = (19, 21, 38)  # CAP_SYS_PTRACE, CAP_SYS_ADMIN, CAP_PERFMON
 _SETPRIV_DROP = "-sys_ptrace,-sys_admin,-perfmon"  # the same three, as setpriv names them
 _SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# The preamble's own variables (shell_argv), named so that no variable it passes on is one.
+_PREAMBLE_NAMES = ("__agent_server_name", "__agent_server_kept")
 
 # The system, read-only (those that exist; a symbolic link such as /bin -> usr/bin is kept
 # as a link).
@@ -332,19 +334,26 @@ class Launch:
         scrubbed; names that are not shell names are left out). None where that cannot be
         said in a command line: a descriptor to pass (the seccomp filter), no setpriv."""
         bash, env = shutil.which("bash"), shutil.which("env")
-        setpriv = shutil.which("setpriv") if self.drops_capabilities else None
+        setpriv = _setpriv() if self.drops_capabilities else None
         if self.pass_fds or bash is None or env is None or (
             self.drops_capabilities and setpriv is None
         ):
             return None
-        names = " ".join(sorted(name for name in env_names if _SHELL_NAME.fullmatch(name)))
+        passed = sorted(
+            name for name in env_names
+            if _SHELL_NAME.fullmatch(name) and name not in _PREAMBLE_NAMES
+        )
+        if left_out := sorted(set(env_names) - set(passed)):
+            log.info("not passed to a command in the editor's terminal: %s", ", ".join(left_out))
+        name, kept = _PREAMBLE_NAMES
         script = [
-            "kept=()",
-            f'for name in {names}; do [[ -v $name ]] && kept+=("$name=${{!name}}"); done',
+            f"{kept}=()",
+            f"for {name} in {' '.join(passed)}; do "
+            f'[[ -v ${name} ]] && {kept}+=("${name}=${{!{name}}}"); done',
         ]
         if self.status is not None:
             script += command_limits.before_exec_lines(self.limits, self.status, self.group)
-        script += ["exec </dev/null 2>&1", f'exec {env} -i "${{kept[@]}}" "$@"']
+        script += ["exec </dev/null 2>&1", f'exec {env} -i "${{{kept}[@]}}" "$@"']
         drop = [setpriv, "--bounding-set", _SETPRIV_DROP] if setpriv is not None else []
         return [bash, "-c", "\n".join(script), "agent-server-command", *drop, *self.argv]
 
@@ -365,6 +374,22 @@ class Launch:
         """Without waiting: the cgroup is removed later if its processes are still exiting."""
         self._exit.close()
         command_limits.release_later(self.group)
+
+
+@functools.cache
+def _setpriv() -> str | None:
+    """setpriv, if it can drop the inspection capabilities here (an older one does not know
+    `perfmon`, and refuses the whole list)."""
+    setpriv, true = shutil.which("setpriv"), shutil.which("true")
+    if setpriv is None or true is None:
+        return None
+    try:
+        probe = subprocess.run(
+            [setpriv, "--bounding-set", _SETPRIV_DROP, true], capture_output=True, timeout=10
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return setpriv if probe.returncode == 0 else None
 
 
 def confine(command: list[str], workspace: Path, confined: Confinement) -> Launch:

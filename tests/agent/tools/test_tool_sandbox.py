@@ -20,7 +20,7 @@ import pytest
 
 from agent_server.agent.tools import ToolContext, run_tool
 from agent_server.agent.tools.bash import BashTool
-from agent_server.agent.tools.sandbox import Confinement, confinement, sandbox_status
+from agent_server.agent.tools.sandbox import Confinement, confine, confinement, sandbox_status
 
 BASH = BashTool()
 STATUS = sandbox_status()
@@ -180,3 +180,20 @@ def test_an_unsandboxed_command_cannot_read_the_servers_environment(
     assert "Permission denied" in child.stdout
     assert key not in child.stdout and key[::-1] not in child.stdout
     assert "QU5USFJPUElD" not in child.stdout  # base64 of "ANTHROPIC"
+
+
+def test_the_terminal_command_line_passes_every_variable_as_it_is(workspace: Path) -> None:
+    """The command line an editor's terminal runs (Launch.shell_argv) gives the command the
+    variables it names with their values, whatever they are called (the preamble's own
+    variables too), and only those."""
+    env = {"PATH": os.environ["PATH"], "name": "N", "kept": "K", "A": "a b", "X-Y": "dropped"}
+    command = 'echo "$name|$kept|$A|${#A}"; env | grep -c -e "^X-Y=" -e "^__agent_server"'
+    launch = confine(["bash", "-c", command], workspace, Confinement())
+    try:
+        argv = launch.shell_argv(env)
+        assert argv is not None
+        ran = subprocess.run(argv, env={**env, "EDITOR_OWN": "x"}, capture_output=True,
+                             text=True, timeout=30)
+    finally:
+        launch.close()
+    assert ran.stdout.splitlines() == ["N|K|a b|3", "0"], ran.stderr
