@@ -441,6 +441,9 @@ async function main() {
   log(`mode "Allow all"; picked sim-large; the setting switched back with: ${(await bySetting.innerText()).replace(/\s+/g, ' ').slice(0, 160)}`);
 
   // An @-mention picked from the completions, and a pasted image; "Allow all" asks nothing.
+  // A toast over the panel would take the click (once, on a loaded machine: "Failed to save
+  // 'pyproject.toml'" after the review): said in the log, then cleared.
+  await clearToasts(page);
   await input.click();
   await input.pressSequentially('@READ');
   await view.locator('.mentions .mention', { hasText: 'README.md' }).first().waitFor({ timeout: 30_000 });
@@ -580,6 +583,15 @@ async function revertLastHunk(page) {
 /** Runs the palette's command `title`, once the palette offers it first: on a loaded machine
  * the extension's commands come some seconds after the workbench, and Enter would run
  * whatever matched best until then (VS Code's own chat, say). */
+/** Log the text of any notification toast showing, then clear them all. */
+async function clearToasts(page) {
+  const toasts = page.locator('.notifications-toasts .notification-toast');
+  const count = await toasts.count();
+  if (count === 0) return;
+  for (let i = 0; i < count; i += 1) log(`a notification was showing: ${(await toasts.nth(i).innerText()).replace(/\s+/g, ' ').slice(0, 200)}`);
+  await runCommand(page, 'Notifications: Clear All Notifications');
+}
+
 async function runCommand(page, title) {
   const deadline = Date.now() + 90_000;
   for (;;) {
