@@ -169,7 +169,7 @@ export class SessionController {
       const current = this._state.sessionId;
       const target = sessions.find((s) => s.sessionId === current) ?? sessions[0];
       // The picker lists the models before any session exists, too.
-      if (target) await this.loadSession(target.sessionId);
+      if (target) await this.loadSession(target.sessionId, { waitForLock: true });
       else await this.listModels();
     } catch (error) {
       this.fail('Could not open the sessions', error);
@@ -225,11 +225,13 @@ export class SessionController {
     return result.sessionId;
   }
 
-  async loadSession(sessionId: string): Promise<void> {
+  /** Opens `sessionId`. `waitForLock`: after a (re)start, the server of the window before
+   * may still hold the session while it exits: the load is tried again for a while. */
+  async loadSession(sessionId: string, { waitForLock = false } = {}): Promise<void> {
     const client = this.client;
     if (!client) return void this.notConnected();
     try {
-      const result = await client.loadSession({ sessionId });
+      const result = await loadWaitingForLock(client, sessionId, waitForLock ? LOCK_WAIT_MS : 0);
       this.dispatch({ type: 'sessionLoaded', result });
       void this.listModels();
       // The mode picked for this session holds across reloads of the window (a new server
@@ -630,6 +632,23 @@ export class SessionController {
       return;
     }
     this.dispatch({ type: 'notice', level: 'error', message: `${what}: ${describeError(error)}` });
+  }
+}
+
+/** How long a session reopened after a start waits for the server before to let it go. */
+export const LOCK_WAIT_MS = 10_000;
+const LOCK_RETRY_MS = 250;
+
+async function loadWaitingForLock(client: AgentClient, sessionId: string, waitMs: number) {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    try {
+      return await client.loadSession({ sessionId });
+    } catch (error) {
+      const locked = isRpcError(error) && error.code === ErrorCodes.SessionLocked;
+      if (!locked || Date.now() + LOCK_RETRY_MS > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS));
+    }
   }
 }
 

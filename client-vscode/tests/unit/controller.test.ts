@@ -247,6 +247,36 @@ describe('SessionController', () => {
     expect(controller.state.sessions).toHaveLength(2);
   });
 
+  it('waits for the server of the window before to let the session go, and the prompt typed meanwhile goes to it', async () => {
+    const { controller, server } = setup();
+    server.onRequest('agent/session/list', () => ({
+      sessions: [{ sessionId: 'held', title: 'A', model: 'sim-small', createdAt: '2026-01-01T00:00:00Z', updatedAt: '2026-01-01T00:00:00Z', entryCount: 9 }],
+    }));
+    let refusals = 3;
+    server.onRequest('agent/session/load', (p: { sessionId: string }) =>
+      refusals-- > 0
+        ? new ResponseError(-33005, 'session held is open elsewhere (pid 42); close it there first')
+        : { sessionId: p.sessionId, transcript: [], usage: usage(p.sessionId) },
+    );
+    const created: unknown[] = [];
+    server.onRequest('agent/session/new', (p: unknown) => {
+      created.push(p);
+      return { sessionId: 'fresh', usage: usage('fresh') };
+    });
+    const turns: { sessionId: string }[] = [];
+    server.onRequest('agent/turn', (p: { sessionId: string }) => {
+      turns.push(p);
+      return { turnId: 't', stopReason: 'end_turn', usage: usage(p.sessionId) };
+    });
+    const opening = controller.openInitialSession();
+    await controller.send('summarise what we did');
+    await opening;
+    await waitFor(() => turns.length === 1);
+    expect(controller.state.sessionId).toBe('held');
+    expect(turns[0]?.sessionId).toBe('held');
+    expect(created).toHaveLength(0);
+  });
+
   it('holds a prompt typed while the last session reopens, and sends it to that session', async () => {
     const { controller, server } = setup();
     let listed: ((value: unknown) => void) | undefined;
