@@ -98,8 +98,7 @@ class EditorTerminal:
         try:
             return await self._follow(terminal_id, seconds, reader)
         finally:
-            release = self._request("release", self._client.release_terminal, terminal_id)
-            await asyncio.shield(release)
+            await asyncio.shield(self._release(terminal_id))
 
     async def _abandon(self, creating: asyncio.Future[CreateTerminalResponse]) -> None:
         """A cancel while the editor was starting the command: the command it starts anyway
@@ -110,7 +109,7 @@ class EditorTerminal:
             return
         terminal_id = creating.result().terminal_id
         await self._kill(terminal_id)
-        await self._request("release", self._client.release_terminal, terminal_id)
+        await self._release(terminal_id)
 
     async def _follow(self, terminal_id: str, seconds: float, reader: OutputReader) -> CommandEnd:
         exited = asyncio.ensure_future(
@@ -161,6 +160,9 @@ class EditorTerminal:
 
     async def _kill(self, terminal_id: str) -> None:
         await self._request("kill", self._client.kill_terminal, terminal_id)
+
+    async def _release(self, terminal_id: str) -> None:
+        await self._request("release", self._client.release_terminal, terminal_id)
 
     async def _request(
         self, what: str, method: Callable[..., Awaitable[object]], terminal_id: str

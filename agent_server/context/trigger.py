@@ -68,7 +68,8 @@ REQUESTED_SHARE = 0.5
 # price a token), and a compaction (the summary call, the smaller prefix written again, the
 # recoveries of what the model then fetches again) pays for itself within about five calls:
 # on the recall suite, a 200k-window debugging session costs half as much, with the same
-# recoveries and no violation (BENCHMARKS.md, "The compaction threshold on a large window").
+# recoveries and no violation (BENCHMARKS.md, "The Goal, second pass: where the bill goes,
+# and the threshold on a large window").
 # `compaction.threshold: 1` compacts only near the window.
 DEFAULT_MAX_THRESHOLD = 65_536
 # The smallest `compaction.threshold` in tokens: below it the summary, the kept turns and the

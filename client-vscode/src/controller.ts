@@ -636,7 +636,7 @@ export class SessionController {
 }
 
 /** How long a session reopened after a start waits for the server before to let it go. */
-export const LOCK_WAIT_MS = 10_000;
+const LOCK_WAIT_MS = 10_000;
 const LOCK_RETRY_MS = 250;
 
 async function loadWaitingForLock(client: AgentClient, sessionId: string, waitMs: number) {

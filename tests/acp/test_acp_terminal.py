@@ -15,6 +15,7 @@ import json
 import os
 import re
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -347,9 +348,14 @@ async def test_what_the_editors_kill_leaves_of_a_timed_out_command_is_killed(
     assert still_running("sleep 131") == []
 
 
-async def test_a_cancel_kills_and_releases_the_terminal(workspace: Path, tmp_path: Path) -> None:
-    simulator = scripted(turn("Wait a while.", call("bash", command="sleep 120")))
-    client = TerminalClient()
+async def cancel_a_command(
+    tmp_path: Path, workspace: Path, client: TerminalClient, command: str,
+    started: Callable[[], bool],
+) -> tuple[AcpProcess, Running | None]:
+    """`command` run in `client`'s terminal, its turn cancelled once `started()` holds: the
+    prompt answers `cancelled` and the terminal is released. The agent and what ran in the
+    terminal first."""
+    simulator = scripted(turn("Wait a while.", call("bash", command=command)))
     async with (
         SimServer(simulator) as sim,
         start_acp(
@@ -358,34 +364,31 @@ async def test_a_cancel_kills_and_releases_the_terminal(workspace: Path, tmp_pat
     ):
         sid = await acp.new_session(workspace)
         running = asyncio.ensure_future(acp.prompt(sid, "Wait a while."))
-        await wait_for(lambda: "wait_for_exit" in client.methods("term-1"))
-        process = client.running["term-1"].process
+        await wait_for(started)
+        ran = client.running.get("term-1")
         await acp.conn.cancel(session_id=sid)
         assert (await asyncio.wait_for(running, 60)).stop_reason == "cancelled"
         await wait_for(lambda: "release" in client.methods("term-1"))
-        assert "kill" in client.methods("term-1")
-        assert await asyncio.wait_for(process.wait(), 30) != 0
-        assert all_closed(acp)
+    return acp, ran
+
+
+async def test_a_cancel_kills_and_releases_the_terminal(workspace: Path, tmp_path: Path) -> None:
+    client = TerminalClient()
+    acp, ran = await cancel_a_command(
+        tmp_path, workspace, client, "sleep 120",
+        lambda: "wait_for_exit" in client.methods("term-1"),
+    )
+    assert "kill" in client.methods("term-1")
+    assert ran is not None and await asyncio.wait_for(ran.process.wait(), 30) != 0
+    assert all_closed(acp)
 
 
 async def test_a_cancel_while_the_editor_starts_the_command_kills_it_once_started(
     workspace: Path, tmp_path: Path
 ) -> None:
-    simulator = scripted(turn("Wait a while.", call("bash", command="sleep 1313")))
     client = TerminalClient(create_delay=1.0)
-    async with (
-        SimServer(simulator) as sim,
-        start_acp(
-            acp_args(sim, tmp_path, "--mode", "allowAll"), tmp_path, client, terminal=True
-        ) as acp,
-    ):
-        sid = await acp.new_session(workspace)
-        running = asyncio.ensure_future(acp.prompt(sid, "Wait a while."))
-        await wait_for(lambda: bool(client.created))
-        await acp.conn.cancel(session_id=sid)
-        assert (await asyncio.wait_for(running, 60)).stop_reason == "cancelled"
-        await wait_for(lambda: "release" in client.methods("term-1"))
-        assert client.methods("term-1")[:2] == ["kill", "release"]
+    await cancel_a_command(tmp_path, workspace, client, "sleep 1313", lambda: bool(client.created))
+    assert client.methods("term-1")[:2] == ["kill", "release"]
     assert still_running("sleep 1313") == []
 
 

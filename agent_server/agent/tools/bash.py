@@ -101,17 +101,9 @@ class BashTool:
         try:
             argv = launch.shell_argv(environment.env) if ctx.terminal is not None else None
             if ctx.terminal is not None and argv is not None:
-                try:
-                    end = await _in_terminal(
-                        ctx.terminal, argv, cwd, environment.env, timeout, ctx
-                    )
-                except asyncio.CancelledError:
-                    launch.kill_remaining()  # the editor killed only the first process
-                    raise
-                output, code, timed_out = end
-                if timed_out:
-                    launch.kill_remaining()
-                return _result(output, code, timed_out, False, timeout, ctx, launch.limit_notes())
+                return await _in_terminal(
+                    ctx.terminal, launch, argv, cwd, environment.env, timeout, ctx
+                )
             return await self._run(launch, cwd, environment.env, timeout, ctx)
         finally:
             await asyncio.shield(launch.aclose())
@@ -182,14 +174,17 @@ class BashTool:
 
 async def _in_terminal(
     terminal: CommandTerminal,
+    launch: Launch,
     argv: list[str],
     cwd: Path,
     env: dict[str, str],
     seconds: float,
     ctx: ToolContext,
-) -> tuple[StreamingOutput, int | None, bool]:
+) -> ToolResult:
     """The command run in the editor's terminal (which shows it live, so nothing streams
-    through `on_output`); its output redacted and bounded as a local run's is."""
+    through `on_output`); its output redacted and bounded as a local run's is. The editor's
+    kill (timeout, cancel) ends the command's first process: what is left in its cgroup is
+    killed here, as a local run ends its whole process group."""
     output = StreamingOutput(ctx.spill_dir, "bash", ctx.limits)
     redactor = StreamRedactor(ctx.secrets)
 
@@ -199,9 +194,14 @@ async def _in_terminal(
     try:
         end = await terminal.run(ctx.call_id, argv, cwd, env, seconds, record)
         output.write(redactor.finish())
+    except asyncio.CancelledError:
+        launch.kill_remaining()
+        raise
     finally:
         output.close()
-    return output, end.code, end.timed_out
+    if end.timed_out:
+        launch.kill_remaining()
+    return _result(output, end.code, end.timed_out, False, seconds, ctx, launch.limit_notes())
 
 
 def _result(

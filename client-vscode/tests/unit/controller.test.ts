@@ -15,6 +15,21 @@ afterEach(() => {
 });
 
 
+/** The sessions the controller creates and the turns it sends, each answered at once. */
+function recordNewSessionsAndTurns(server: MessageConnection): { created: unknown[]; turns: { sessionId: string }[] } {
+  const created: unknown[] = [];
+  server.onRequest('agent/session/new', (p: unknown) => {
+    created.push(p);
+    return { sessionId: 'fresh', usage: usage('fresh') };
+  });
+  const turns: { sessionId: string }[] = [];
+  server.onRequest('agent/turn', (p: { sessionId: string }) => {
+    turns.push(p);
+    return { turnId: 't', stopReason: 'end_turn', usage: usage(p.sessionId) };
+  });
+  return { created, turns };
+}
+
 function setup(memory: Map<string, unknown> = new Map()): { controller: SessionController; server: MessageConnection; published: Action[]; configErrors: string[] } {
   pair = connectionPair();
   const published: Action[] = [];
@@ -258,16 +273,7 @@ describe('SessionController', () => {
         ? new ResponseError(-33005, 'session held is open elsewhere (pid 42); close it there first')
         : { sessionId: p.sessionId, transcript: [], usage: usage(p.sessionId) },
     );
-    const created: unknown[] = [];
-    server.onRequest('agent/session/new', (p: unknown) => {
-      created.push(p);
-      return { sessionId: 'fresh', usage: usage('fresh') };
-    });
-    const turns: { sessionId: string }[] = [];
-    server.onRequest('agent/turn', (p: { sessionId: string }) => {
-      turns.push(p);
-      return { turnId: 't', stopReason: 'end_turn', usage: usage(p.sessionId) };
-    });
+    const { created, turns } = recordNewSessionsAndTurns(server);
     const opening = controller.openInitialSession();
     await controller.send('summarise what we did');
     await opening;
@@ -282,16 +288,7 @@ describe('SessionController', () => {
     let listed: ((value: unknown) => void) | undefined;
     server.onRequest('agent/session/list', () => new Promise((resolve) => (listed ??= resolve)));
     server.onRequest('agent/session/load', (p: { sessionId: string }) => ({ sessionId: p.sessionId, transcript: [], usage: usage(p.sessionId), mode: 'allowReads' }));
-    const created: unknown[] = [];
-    server.onRequest('agent/session/new', (p: unknown) => {
-      created.push(p);
-      return { sessionId: 'fresh', usage: usage('fresh') };
-    });
-    const turns: { sessionId: string }[] = [];
-    server.onRequest('agent/turn', (p: { sessionId: string }) => {
-      turns.push(p);
-      return { turnId: 't', stopReason: 'end_turn', usage: usage(p.sessionId) };
-    });
+    const { created, turns } = recordNewSessionsAndTurns(server);
     const opening = controller.openInitialSession();
     await waitFor(() => controller.state.restoring && listed !== undefined);
     await controller.send('continue where we left off');
