@@ -472,13 +472,17 @@ async function main() {
   const ledgersBefore = ledgers();
   log(`Developer: Reload Window (${ledgersBefore} session ledgers)`);
   const reloaded = Date.now();
+  const before = view;
   await runCommand(page, 'Developer: Reload Window');
+  // The window before goes first: its view would take the prompt (for a server on its way out).
+  await waitUntil(async () => before.isDetached(), 60_000, async () => 'the window did not reload');
   await page.waitForSelector('.monaco-workbench', { timeout: 60_000 });
   view = await findFrame(page, 'textarea.prompt', 60_000, false);
   if (!view) {
     await runCommand(page, 'Agent: Open Chat');
     view = await findFrame(page, 'textarea.prompt', 60_000);
   }
+  lastView = view;
   await waitUntil(async () => !(await view.locator('textarea.prompt').isDisabled()), 60_000, async () => 'the view did not come back after the reload');
   const enabledAt = (Date.now() - reloaded) / 1000;
   const early = 'Summarise everything we did in this session.';
@@ -698,6 +702,16 @@ async function findFrame(page, selector, timeoutMs, required = true) {
   fail(`no frame with ${selector}`);
 }
 
+/** The extension's own output logs (one per extension host: each reload makes one). */
+function extensionLogs() {
+  const root = tmp && join(tmp, 'data', 'logs');
+  if (!root || !existsSync(root)) return [];
+  return readdirSync(root, { recursive: true })
+    .map(String)
+    .filter((f) => f.endsWith('Agent Server.log'))
+    .map((f) => join(root, f));
+}
+
 async function waitUntil(predicate, timeoutMs, describe) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
@@ -770,6 +784,9 @@ try {
   if (page) await shot('failure').catch(() => undefined);
   const tail = await lastView?.locator('.transcript').innerText().catch(() => '');
   if (tail) console.error(`[e2e] the transcript ends with:\n${tail.slice(-1500)}`);
+  const notices = await lastView?.locator('.notice').allInnerTexts().catch(() => []);
+  for (const notice of notices ?? []) console.error(`[e2e] a notice in the view: ${notice.replace(/\s+/g, ' ').slice(0, 300)}`);
+  for (const file of extensionLogs()) console.error(`[e2e] ${file} ends with:\n${readFileSync(file, 'utf8').slice(-2000)}`);
   await cleanup();
   process.exit(1);
 }

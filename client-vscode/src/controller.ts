@@ -64,6 +64,8 @@ export class SessionController {
   private userIdle = false;
   private subscriptions: DisposableLike[] = [];
   private turnSource: CancellationSource | undefined;
+  /** Counts the reopenings after a (re)start: only the latest one ends the restoring. */
+  private reopenAttempt = 0;
   private readonly permissionWaiters = new Map<string, PermissionWaiter>();
   private permissionCounter = 0;
   /** Picked before a session existed (or last picked): what the next new session gets. */
@@ -153,26 +155,41 @@ export class SessionController {
     const client = this.client;
     const workspaceUri = this._state.workspaceUri;
     if (!client || !workspaceUri) return;
+    const attempt = ++this.reopenAttempt;
     this.dispatch({ type: 'restoring', restoring: true });
+    let reopened = false;
     try {
-      await this.reopen(client, workspaceUri);
+      reopened = await this.reopen(client, workspaceUri);
     } finally {
-      this.dispatch({ type: 'restoring', restoring: false });
-      void this.sendQueued();
+      // After a restart of the server meanwhile, the later reopening owns the state.
+      if (attempt === this.reopenAttempt) {
+        this.dispatch({ type: 'restoring', restoring: false });
+        // A prompt typed meanwhile was meant for the session reopening: when it could not
+        // be reopened, the prompt waits for the user rather than go to a new session.
+        if (reopened) void this.sendQueued();
+        else if (this._state.queue.length > 0) {
+          this.dispatch({ type: 'notice', level: 'warning', message: 'Your prompt is waiting: "Send now" sends it to a new session.' });
+        }
+      }
     }
   }
 
-  private async reopen(client: AgentClient, workspaceUri: string): Promise<void> {
+  /** Whether the session to continue is open (or there was none to open). */
+  private async reopen(client: AgentClient, workspaceUri: string): Promise<boolean> {
     try {
       const { sessions } = await client.listSessions({ workspaceUri });
       this.dispatch({ type: 'sessionsListed', sessions });
       const current = this._state.sessionId;
       const target = sessions.find((s) => s.sessionId === current) ?? sessions[0];
       // The picker lists the models before any session exists, too.
-      if (target) await this.loadSession(target.sessionId, { waitForLock: true });
-      else await this.listModels();
+      if (!target) {
+        await this.listModels();
+        return this.client === client;
+      }
+      return (await this.loadSession(target.sessionId, { waitForLock: true })) && this.client === client;
     } catch (error) {
       this.fail('Could not open the sessions', error);
+      return false;
     }
   }
 
@@ -227,9 +244,12 @@ export class SessionController {
 
   /** Opens `sessionId`. `waitForLock`: after a (re)start, the server of the window before
    * may still hold the session while it exits: the load is tried again for a while. */
-  async loadSession(sessionId: string, { waitForLock = false } = {}): Promise<void> {
+  async loadSession(sessionId: string, { waitForLock = false } = {}): Promise<boolean> {
     const client = this.client;
-    if (!client) return void this.notConnected();
+    if (!client) {
+      this.notConnected();
+      return false;
+    }
     try {
       const result = await loadWaitingForLock(client, sessionId, waitForLock ? LOCK_WAIT_MS : 0);
       this.dispatch({ type: 'sessionLoaded', result });
@@ -240,8 +260,10 @@ export class SessionController {
       if (remembered && result.mode && remembered !== result.mode && this._state.sessionId === sessionId) {
         await this.setMode(remembered);
       }
+      return true;
     } catch (error) {
       this.fail('Could not load the session', error);
+      return false;
     }
   }
 
@@ -635,8 +657,10 @@ export class SessionController {
   }
 }
 
-/** How long a session reopened after a start waits for the server before to let it go. */
-const LOCK_WAIT_MS = 10_000;
+/** How long a session reopened after a start waits for the server before to let it go: it
+ * exits once its window's extension host has ended, which a loaded machine can stretch to
+ * seconds (0.4 s measured idle). */
+const LOCK_WAIT_MS = 30_000;
 const LOCK_RETRY_MS = 250;
 
 async function loadWaitingForLock(client: AgentClient, sessionId: string, waitMs: number) {

@@ -283,6 +283,70 @@ describe('SessionController', () => {
     expect(created).toHaveLength(0);
   });
 
+  it('keeps a prompt typed while the session reopens waiting when it cannot be reopened (no new session)', async () => {
+    const { controller, server } = setup();
+    server.onRequest('agent/session/list', () => ({
+      sessions: [{ sessionId: 'broken', title: 'A', model: 'sim-small', createdAt: '2026-01-01T00:00:00Z', updatedAt: '2026-01-01T00:00:00Z', entryCount: 9 }],
+    }));
+    let asked = false;
+    let refuse: (() => void) | undefined;
+    server.onRequest('agent/session/load', () => {
+      asked = true;
+      return new Promise((_, reject) => (refuse = () => reject(new ResponseError(-32603, 'the ledger cannot be read'))));
+    });
+    const { created, turns } = recordNewSessionsAndTurns(server);
+    const opening = controller.openInitialSession();
+    await waitFor(() => asked);
+    await controller.send('summarise what we did');
+    refuse!();
+    await opening;
+    expect(controller.state.restoring).toBe(false);
+    expect(controller.state.queue.map((q) => q.text)).toEqual(['summarise what we did']);
+    expect(controller.state.items.flatMap((i) => (i.kind === 'notice' ? [i.message] : [])).join(' ')).toMatch(/Could not load the session: the ledger cannot be read.*Send now/s);
+    expect(created).toEqual([]);
+    expect(turns).toEqual([]);
+    // The user sends it: to a new session.
+    await controller.sendQueued(controller.state.queue[0]!.id);
+    await waitFor(() => turns.length === 1);
+    expect(turns[0]?.sessionId).toBe('fresh');
+  });
+
+  it('a server restarted while the session reopens: the prompt typed meanwhile goes to the session the new server reopens', async () => {
+    const { controller, server } = setup();
+    const listed = { sessions: [{ sessionId: 'last', title: 'A', model: 'sim-small', createdAt: '2026-01-01T00:00:00Z', updatedAt: '2026-01-01T00:00:00Z', entryCount: 9 }] };
+    server.onRequest('agent/session/list', () => listed);
+    let asked = false;
+    server.onRequest('agent/session/load', () => {
+      asked = true;
+      return new Promise(() => undefined); // the server stops before it answers
+    });
+    const before = recordNewSessionsAndTurns(server);
+    const firstOpening = controller.openInitialSession();
+    await waitFor(() => asked);
+    await controller.send('carry on');
+    // The restart: the old connection goes, a new server runs and the session reopens there.
+    const old = pair!;
+    controller.detach();
+    pair = connectionPair();
+    controller.attach(new AgentClient(pair.client));
+    pair.server.onRequest('agent/session/list', () => listed);
+    let load: (() => void) | undefined;
+    pair.server.onRequest('agent/session/load', (p: { sessionId: string }) =>
+      new Promise((resolve) => (load = () => resolve({ sessionId: p.sessionId, transcript: [], usage: usage(p.sessionId) }))),
+    );
+    const after = recordNewSessionsAndTurns(pair.server);
+    const secondOpening = controller.openInitialSession();
+    old.dispose();
+    await firstOpening;
+    expect(controller.state.restoring).toBe(true);
+    await waitFor(() => load !== undefined);
+    load!();
+    await secondOpening;
+    await waitFor(() => after.turns.length === 1);
+    expect(after.turns[0]).toMatchObject({ sessionId: 'last', prompt: 'carry on' });
+    expect([...before.created, ...after.created, ...before.turns]).toEqual([]);
+  });
+
   it('holds a prompt typed while the last session reopens, and sends it to that session', async () => {
     const { controller, server } = setup();
     let listed: ((value: unknown) => void) | undefined;
