@@ -146,6 +146,10 @@ TRUNCATION_NOTICE = (
     "next request; say 'continue' to carry on."
 )
 
+# Seconds a closing session waits for its cancelled turn to write its end; a tool that does
+# not stop (a thread) is left behind rather than hold the ledger.
+TURN_END_WAIT = 5.0
+
 
 @dataclass(frozen=True, slots=True)
 class TurnResult:
@@ -694,14 +698,19 @@ class AgentSession:
         )
 
     async def close(self) -> None:
-        """End the session's work and release its ledger (again: nothing happens)."""
+        """End the session's work and release its ledger, then stop what it ran (again:
+        nothing happens). The ledger goes first: the next process to open the session (the
+        editor's window reloaded) waits for it, not for the MCP servers to exit (up to the
+        SDK's 2 s each)."""
         if self.ledger.closed:
             return
-        self.interrupt()
-        await self._watch.stop()
-        await self._tools.servers.close()
+        if self.interrupt() and self._turn_task is not None:
+            # The cancelled turn writes its end (the prompt kept, "cancelled") to the ledger.
+            await asyncio.wait([self._turn_task], timeout=TURN_END_WAIT)
         self.ledger.sync()
         self.ledger.close()
+        await self._watch.stop()
+        await self._tools.servers.close()
         with contextlib.suppress(Exception):
             await self._setup.provider.aclose()
 

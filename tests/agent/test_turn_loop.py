@@ -443,6 +443,39 @@ async def test_an_interrupted_answer_is_kept_and_the_prefix_still_holds(tmp_path
         assert check.ok, check.summary()
 
 
+async def test_a_session_closed_during_a_turn_keeps_what_the_turn_wrote(tmp_path: Path) -> None:
+    """Closing lets the ledger go early (the next process may be waiting for it), but not
+    before the cancelled turn has written its end: the reopened session has the answer so far."""
+    scenario = {
+        "turns": [
+            {"user": "Tell me a long story.", "steps": [{"text": "Once upon a time.", "textTokens": 3000}]},
+        ]
+    }
+    async with agent_run(tmp_path, scenario=scenario, sample_workspace=False) as run:
+        original = run.session._emit_to
+        closing: list[asyncio.Task[None]] = []
+
+        def close_on_first_chunk(event: events.AgentEvent) -> None:
+            original(event)
+            if isinstance(event, events.TextChunk) and not closing:
+                closing.append(asyncio.create_task(run.session.close()))
+
+        run.session.attach(close_on_first_chunk)
+        result = await run.session.run_turn("Tell me a long story.")
+        await closing[0]
+        assert result.stop_reason == "cancelled"
+        reopened = WorkspaceAgent(run.workspace, run.session.settings).open(run.session.session_id)
+        try:
+            kept = [
+                e.message for e in reopened.ledger.entries
+                if isinstance(e, MessageEntry) and isinstance(e.message, AssistantMessage)
+            ]
+            assert len(kept) == 1 and kept[0].stop_reason == "aborted"
+            assert kept[0].text.startswith("Once upon a time.")
+        finally:
+            await reopened.close()
+
+
 async def test_a_rejected_cached_summary_falls_back_to_the_fresh_prompt(tmp_path: Path) -> None:
     async with agent_run(tmp_path) as run:
         for prompt in default_scenario().prompts[:3]:

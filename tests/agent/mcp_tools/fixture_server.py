@@ -1,6 +1,8 @@
 """An MCP server written with the official Python SDK, for the tests.
 
-Run as `python fixture_server.py [--slow SECONDS] [--fail] [--name NAME]`. Its tools:
+Run as `python fixture_server.py [--slow SECONDS] [--fail] [--name NAME] [--linger SECONDS]
+[--pid-file PATH]`
+(`--linger`: stays that long after its input ends, as a server slow to exit). Its tools:
 shout (upper-cases text), grow (adds the tool `extra` and says the tool list changed),
 picture (a 1x1 PNG with a caption; marked read-only), big (a text of `lines` lines), env (whether an
 environment variable is set, and its length), crash (exits at once, after a line on stderr).
@@ -29,8 +31,13 @@ def main() -> None:
     parser.add_argument("--slow", type=float, default=0.0)
     parser.add_argument("--fail", action="store_true")
     parser.add_argument("--name", default="fixture")
+    parser.add_argument("--linger", type=float, default=0.0)
+    parser.add_argument("--pid-file")
     options = parser.parse_args()
     print(f"{options.name}: starting", file=sys.stderr, flush=True)
+    if options.pid_file:
+        with open(options.pid_file, "w", encoding="ascii") as pid_file:
+            pid_file.write(str(os.getpid()))
     if options.fail:
         print(f"{options.name}: cannot open the database: bad credentials", file=sys.stderr,
               flush=True)
@@ -88,6 +95,7 @@ def main() -> None:
         os._exit(3)
 
     server.run()
+    time.sleep(options.linger)
 
 
 if __name__ == "__main__":

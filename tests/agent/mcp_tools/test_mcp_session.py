@@ -7,6 +7,8 @@ breaks the session, and a reload sends the same tool list byte for byte.
 
 from __future__ import annotations
 
+import asyncio
+import fcntl
 import itertools
 import json
 from pathlib import Path
@@ -290,3 +292,42 @@ async def wait_until(run, condition, attempts: int = 1200):
             return status
         await asyncio.sleep(0.05)
     raise AssertionError(f"MCP status never reached the condition: {run.session.mcp_status()}")
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie, exited and not yet reaped, does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _lock_free(path: Path) -> bool:
+    with path.open("rb") as ledger:
+        try:
+            fcntl.flock(ledger, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(ledger, fcntl.LOCK_UN)
+        return True
+
+
+async def test_closing_lets_the_session_go_before_its_servers_have_exited(tmp_path: Path) -> None:
+    """The editor's window reloaded opens the session again at once: the new server waits
+    for the ledger, which is let go before the MCP servers are stopped (the SDK gives a server
+    that does not exit 2 s before it ends it)."""
+    scenario = {"turns": [turn("Shout hello.", call("mcp__fx__shout", text="hello"))]}
+    pid_file = tmp_path / "fx.pid"
+    server = fixture_server("--linger", "30", "--pid-file", str(pid_file))
+    async with mcp_run(tmp_path, {"fx": server}, scenario) as run:
+        await run.session.run_turn("Shout hello.")
+        pid = int(pid_file.read_text())
+        ledger = run.session.ledger.path
+        assert _alive(pid) and not _lock_free(ledger)
+        closing = asyncio.create_task(run.agent.close())
+        while not _lock_free(ledger):
+            await asyncio.sleep(0.01)
+        assert _alive(pid), "the ledger was held until the MCP server had exited"
+        await closing
+        assert not _alive(pid)
