@@ -21,8 +21,9 @@ from agent_server.agent.context_manager import (
     ToolListSource,
 )
 from agent_server.agent.session_config import FixedConfig
-from agent_server.agent.summary_request import previous_request_end
+from agent_server.agent.summary_request import cached_request_tokens, previous_request_end
 from agent_server.context.estimate import estimate_full
+from agent_server.context.projection import Projection
 from agent_server.context.summary_prompt import (
     INSTRUCTION_TOKENS,
     MIN_SUMMARY_TOKENS,
@@ -220,6 +221,17 @@ async def test_the_room_of_the_summary_request_is_counted_on_what_it_sends(h: Ha
     assert decisions(h) == [("compact", "threshold")]
     assert h.provider.shared == ["extend"]  # no fresh prompt after it
     assert h.provider.budgets == [SIM_SMALL.max_output]
+
+
+def test_the_previous_request_is_the_providers_count_when_its_usage_is_current() -> None:
+    usage = Usage(input=130, output=33, cache_read=23_424)
+    messages = (user("run"), assistant("", call("t", "bash"), usage=usage), result("t", "log"))
+    fresh = Projection(messages, (None, None, None), None, fresh_from=0)
+    assert cached_request_tokens(fresh, 1, 29_700) == 23_554  # the answer's prompt
+    assert cached_request_tokens(fresh, 3, 29_700) == 29_700  # the whole context is sent
+    # The answer came before the latest compaction: it measured a context that is gone.
+    stale = Projection(messages, (None, None, None), None, fresh_from=2)
+    assert cached_request_tokens(stale, 1, 29_700) == 29_700
 
 
 def test_the_previous_request_ends_before_the_last_answer_only_when_it_is_kept() -> None:
