@@ -13,6 +13,7 @@ from typing import Protocol
 
 from agent_server.agent.session_config import ContextConfig
 from agent_server.context.cut_point import CutPoint
+from agent_server.context.estimate import has_real_usage
 from agent_server.context.projection import Projection
 from agent_server.context.summary_prompt import (
     INSTRUCTION_TOKENS,
@@ -112,7 +113,8 @@ class Summaries:
         The cached request (the context plus one instruction, billed at the cache-read price)
         when the settings ask for it, the summary model is the session's, the reason is not an
         overflow (the context was just rejected: never resend it) and the window leaves room
-        for the answer; else, or when the cached answer is no summary, the fresh prompts.
+        for the answer (MIN_SUMMARY_TOKENS beside the request: cached_request_tokens); else,
+        or when the cached answer is no summary, the fresh prompts.
         The cached request leaves out the messages since the last answer when they stay
         verbatim after the compaction (the step just taken, a new prompt): it is then the
         previous request plus the instruction, all of it read from the cache, where those
@@ -120,16 +122,14 @@ class Summaries:
         sent without cache marks unless `shares_cache` (a cold prefix is not written again).
         """
         model = self._config.model
-        room = model.context_window - tokens - INSTRUCTION_TOKENS
         cached = (
             self._config.compaction.summary == "cached"
             and self._config.summary_model.id == model.id
             and reason != "overflow"
-            and room >= MIN_SUMMARY_TOKENS
         )
         if cached:
             summary = await self._cached(
-                projection, cut, instructions, details, room, shares_cache, spent, carried
+                projection, tokens, cut, instructions, details, shares_cache, spent, carried
             )
             if summary:
                 return summary, None
@@ -138,19 +138,27 @@ class Summaries:
     async def _cached(
         self,
         projection: Projection,
+        tokens: int,
         cut: CutPoint,
         instructions: str | None,
         details: CompactionDetails,
-        room: int,
         shares_cache: bool,
         spent: list[Usage],
         carried: Carried | None,
     ) -> str:
-        """The summary from the cached request; "" when its answer is no summary."""
+        """The summary from the cached request; "" when the window leaves its answer less
+        than MIN_SUMMARY_TOKENS, or when its answer is no summary."""
         model = self._config.model
         messages = projection.messages
         kept = projection.count_from(cut.first_kept_entry_id)
         sent = previous_request_end(messages, kept)
+        room = (
+            model.context_window
+            - cached_request_tokens(projection, sent, tokens)
+            - INSTRUCTION_TOKENS
+        )
+        if room < MIN_SUMMARY_TOKENS:
+            return ""
         instruction = build_summary_instruction(
             kept_messages=kept - (len(messages) - sent),
             previous_summary_in_context=projection.compaction is not None,
@@ -267,6 +275,22 @@ def previous_request_end(messages: Sequence[Message], kept: int) -> int:
         if isinstance(messages[index], AssistantMessage):
             return index if index > 0 else len(messages)
     return len(messages)
+
+
+def cached_request_tokens(projection: Projection, sent: int, tokens: int) -> int:
+    """The size of the cached summary request before its instruction: the first `sent`
+    messages of `projection` (previous_request_end). When they are the request the last
+    answer replied to, and that answer's usage measured this context (it came after the
+    latest compaction), the provider's own count of that request: exact, and free of the
+    estimate of the messages after it, which the request leaves out (a tool's output the
+    weighted estimate counts up to a tenth low; deciding on it put the room of the sqlparse
+    session a few tokens either side of the minimum from run to run). Else `tokens`, the
+    estimate of the whole context, which that request sends."""
+    messages = projection.messages
+    answer = messages[sent] if projection.fresh_from <= sent < len(messages) else None
+    if isinstance(answer, AssistantMessage) and answer.usage is not None and has_real_usage(answer):
+        return answer.usage.prompt_tokens
+    return tokens
 
 
 def append_instruction(messages: Sequence[Message], instruction: str) -> tuple[Message, ...]:

@@ -21,9 +21,12 @@ from agent_server.agent.context_manager import (
     ToolListSource,
 )
 from agent_server.agent.session_config import FixedConfig
-from agent_server.agent.summary_request import previous_request_end
+from agent_server.agent.summary_request import cached_request_tokens, previous_request_end
 from agent_server.context.estimate import estimate_full
+from agent_server.context.projection import Projection
 from agent_server.context.summary_prompt import (
+    INSTRUCTION_TOKENS,
+    MIN_SUMMARY_TOKENS,
     SUMMARY_REQUEST_MARKER,
     SUMMARY_SYSTEM_PROMPT,
     fresh_prompt_tokens,
@@ -59,12 +62,14 @@ class Provider:
     fail: bool = False
     requests: list[Context] = field(default_factory=list)
     shared: list[CacheUse] = field(default_factory=list)  # how each used the session's cache
+    budgets: list[int] = field(default_factory=list)  # each request's max_tokens
 
     async def __call__(
         self, context: Context, model: ModelInfo, cache: CacheUse, max_tokens: int
     ) -> AssistantMessage:
         self.requests.append(context)
         self.shared.append(cache)
+        self.budgets.append(max_tokens)
         if estimate_full(context) * self.density > self.window:
             raise ContextOverflowError("prompt is too long", status=400)
         if self.fail:
@@ -194,6 +199,39 @@ async def test_the_summary_request_is_the_previous_request_plus_its_instruction(
     assert f"except its last {kept - 2} messages:" in instruction
     assert view.messages[-1] == h.ledger.entries[-2].message  # type: ignore[union-attr]
     assert entry.first_kept_entry_id is not None
+
+
+async def test_the_room_of_the_summary_request_is_counted_on_what_it_sends(h: Harness) -> None:
+    """The sqlparse session of the recall benchmark: a step adds a test log of ~6k tokens to a
+    context the provider counted at 23,554 (prompt) + 33 (answer), and compacts. The whole
+    context's estimate leaves the cached request less than MIN_SUMMARY_TOKENS (and the log's
+    real count is a tenth more still), but that request leaves the log out: it is the
+    previous request, counted by the provider, plus the instruction, with room to spare. It
+    is the one summary request, whatever the log's estimate."""
+    fill(h.ledger, 2)
+    h.ledger.append_message(user("run the tests"))
+    usage = Usage(input=130, output=33, cache_read=23_424)
+    h.ledger.append_message(assistant("", call("t", "bash", command="pytest -v"), usage=usage))
+    log = "".join(f"tests/test_sql.py::test_case_{i} PASSED [{i % 100:3d}%]\n" for i in range(350))
+    h.ledger.append_message(result("t", log, "bash"))
+    view = h.manager.view()
+    whole_room = SIM_SMALL.context_window - view.tokens - INSTRUCTION_TOKENS
+    assert 0 < whole_room < MIN_SUMMARY_TOKENS
+    await h.manager.prepare()
+    assert decisions(h) == [("compact", "threshold")]
+    assert h.provider.shared == ["extend"]  # no fresh prompt after it
+    assert h.provider.budgets == [SIM_SMALL.max_output]
+
+
+def test_the_previous_request_is_the_providers_count_when_its_usage_is_current() -> None:
+    usage = Usage(input=130, output=33, cache_read=23_424)
+    messages = (user("run"), assistant("", call("t", "bash"), usage=usage), result("t", "log"))
+    fresh = Projection(messages, (None, None, None), None, fresh_from=0)
+    assert cached_request_tokens(fresh, 1, 29_700) == 23_554  # the answer's prompt
+    assert cached_request_tokens(fresh, 3, 29_700) == 29_700  # the whole context is sent
+    # The answer came before the latest compaction: it measured a context that is gone.
+    stale = Projection(messages, (None, None, None), None, fresh_from=2)
+    assert cached_request_tokens(stale, 1, 29_700) == 29_700
 
 
 def test_the_previous_request_ends_before_the_last_answer_only_when_it_is_kept() -> None:
