@@ -10,7 +10,8 @@ The rule:
    (`keep_recent_tokens`, 8k, capped by `max_kept_tokens`); else as many whole recent turns
    as fit. A prompt not answered yet (a compaction at a natural break, before the turn's first
    call) is kept beside them and is not one of them: a compaction that waited for the break
-   keeps as much of the history as one in the middle of the turn;
+   keeps at least as much of the history as one in the middle of the turn, and older whole
+   turns too while the budget holds them (all but the window's first);
 2. when even the last turn does not fit, split it: keep its longest tail that fits and starts
    at an assistant message; its early part (`turn_prefix`) is summarised separately;
 3. when not even that fits, keep the last step (assistant message and its tool results) if it
@@ -151,10 +152,17 @@ def find_cut_point(
 
     # 1. Whole turns, newest first, while they fit. A prompt not answered yet (a compaction at
     # a natural break, before the turn's first call) is not one of the kept turns: the last
-    # `keep_recent_turns` answered turns stay beside it, as they do in the middle of a turn.
+    # `keep_recent_turns` answered turns stay beside it, as they do in the middle of a turn,
+    # and so do older finished turns while the budget holds them (never the window's first
+    # turn: something is left to summarise). At a break every kept turn is finished, and the
+    # reads the next turns build on (the file an edit was made from) are in the turns before;
+    # in the middle of a turn, the turn in progress takes that room.
     pending = not any(isinstance(m.message, AssistantMessage) for m in messages[starts[-1]:])
+    reach = keep_recent_turns + pending
+    if pending:
+        reach = max(reach, len(starts) - 1)
     keep_from: int | None = None
-    for start in reversed(starts[-(keep_recent_turns + pending):]):
+    for start in reversed(starts[-reach:]):
         if suffix[start] > budget or not _is_safe_start(messages[start].message):
             break
         keep_from = start

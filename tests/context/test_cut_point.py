@@ -58,6 +58,27 @@ def test_a_prompt_not_answered_yet_is_kept_beside_the_recent_turns() -> None:
     assert find_cut_point(answered, keep_recent_turns=2).first_kept_index == 4
 
 
+def test_at_a_natural_break_older_finished_turns_fill_the_budget() -> None:
+    """At a break every turn is finished: whole turns older than the last `keep_recent_turns`
+    stay while the budget holds them (the read an edit was made from, turns back), never the
+    window's first; in the middle of a turn only the last `keep_recent_turns` stay."""
+    turns = [turn(100, 1000) for _ in range(5)]  # 1.1k tokens each, at 0, 4, 8, 12, 16
+    at_break = find_cut_point(
+        entries_of(*(m for t in turns for m in t), user("next")),
+        keep_recent_tokens=4000, keep_recent_turns=2,
+    )
+    assert at_break.first_kept_index == 8  # three finished turns fit 4k, not four
+    assert sum(is_prompt(e.message) for e in at_break.kept) == 4
+    small = [turn(10) for _ in range(5)]  # everything fits: the first turn is still summarised
+    all_fit = find_cut_point(entries_of(*(m for t in small for m in t), user("next")))
+    assert all_fit.first_kept_index == 2 and all_fit.can_compact
+    mid_turn = find_cut_point(
+        entries_of(*(m for t in turns for m in t), *turn(100, 100)[:3]),
+        keep_recent_tokens=4000, keep_recent_turns=2,
+    )
+    assert mid_turn.first_kept_index == 16
+
+
 def test_the_8k_cap_keeps_only_what_fits() -> None:
     # the last turn is 5k, the one before 4k: both together exceed 8k
     path = entries_of(*turn(100, 3800), *turn(100, 4800))

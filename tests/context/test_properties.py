@@ -215,11 +215,13 @@ def check_cut(entries: Sequence[Entry], cut: CutPoint, budget: int, turns: int) 
         assert not isinstance(first.message, ToolResultMessage)
         assert cut.kept_tokens == sum(estimate_tokens(e.message) for e in cut.kept)
         assert cut.kept_tokens <= budget
-        # A prompt not answered yet is kept beside the last `turns` answered turns.
+        # A prompt not answered yet is kept beside the last `turns` answered turns, and older
+        # finished turns while the budget holds them, the window's first always summarised.
         last_prompt = max(i for i, e in enumerate(window) if is_prompt(e.message)) \
             if any(is_prompt(e.message) for e in window) else len(window)
         pending = not any(isinstance(e.message, AssistantMessage) for e in window[last_prompt:])
-        assert sum(is_prompt(e.message) for e in cut.kept) <= turns + pending
+        kept_prompts = sum(is_prompt(e.message) for e in cut.kept)
+        assert kept_prompts <= turns + pending or (pending and cut.summarize)
         # a note right before a prompt stays with it
         start = len(window) - len(cut.kept)
         if start and is_prompt(window[start].message):
