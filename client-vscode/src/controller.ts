@@ -188,7 +188,8 @@ export class SessionController {
       }
       return (await this.loadSession(target.sessionId, { waitForLock: true })) && this.client === client;
     } catch (error) {
-      this.fail('Could not open the sessions', error);
+      // A server stopped meanwhile (a restart) is no failure: the next one reopens.
+      if (this.client === client) this.fail('Could not open the sessions', error);
       return false;
     }
   }
@@ -262,7 +263,7 @@ export class SessionController {
       }
       return true;
     } catch (error) {
-      this.fail('Could not load the session', error);
+      if (this.client === client) this.fail('Could not load the session', error);
       return false;
     }
   }
