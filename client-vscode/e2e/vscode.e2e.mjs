@@ -783,10 +783,16 @@ try {
   console.error(`[e2e] FAIL: ${error instanceof Error ? error.message : String(error)}`);
   if (page) await shot('failure').catch(() => undefined);
   const tail = await lastView?.locator('.transcript').innerText().catch(() => '');
-  if (tail) console.error(`[e2e] the transcript ends with:\n${tail.slice(-1500)}`);
+  if (tail) console.error(`[e2e] the transcript ends with:\n${tail.slice(-600)}`);
   const notices = await lastView?.locator('.notice').allInnerTexts().catch(() => []);
   for (const notice of notices ?? []) console.error(`[e2e] a notice in the view: ${notice.replace(/\s+/g, ' ').slice(0, 300)}`);
-  for (const file of extensionLogs()) console.error(`[e2e] ${file} ends with:\n${readFileSync(file, 'utf8').slice(-2000)}`);
+  for (const file of extensionLogs()) console.error(`[e2e] ${file} ends with:\n${readFileSync(file, 'utf8').slice(-1200)}`);
+  const picker = await lastView?.locator('.session-picker').innerText({ timeout: 2_000 }).catch(() => '?');
+  const queued = await lastView?.locator('.queue .queued').allInnerTexts().catch(() => []);
+  const mode = await lastView?.locator('.mode-picker').innerText({ timeout: 2_000 }).catch(() => '?');
+  console.error(`[e2e] the view: session "${picker}", mode "${mode}", ${queued?.length ?? 0} prompt(s) queued${queued?.length ? `: ${queued.join(' | ')}` : ''}`);
+  // Last, where a log cut to its end still shows it.
+  console.error(`[e2e] FAIL: ${error instanceof Error ? error.message : String(error)}`);
   await cleanup();
   process.exit(1);
 }

@@ -36,6 +36,8 @@ export interface ControllerHooks {
   memory?: Memory;
   /** A permission question was answered or withdrawn (the host closes its diff review). */
   onPermissionSettled?(requestId: string): void;
+  /** A line for the log: how a session was reopened after a (re)start, where a prompt went. */
+  trace?(message: string): void;
 }
 
 /** vscode.Memento's get/update, for the controller's own keys. */
@@ -154,7 +156,7 @@ export class SessionController {
   async openInitialSession(): Promise<void> {
     const client = this.client;
     const workspaceUri = this._state.workspaceUri;
-    if (!client || !workspaceUri) return;
+    if (!client || !workspaceUri) return void this.trace(`No session to reopen: ${client ? 'no folder open' : 'no server'}`);
     const attempt = ++this.reopenAttempt;
     this.dispatch({ type: 'restoring', restoring: true });
     let reopened = false;
@@ -164,10 +166,15 @@ export class SessionController {
       // After a restart of the server meanwhile, the later reopening owns the state.
       if (attempt === this.reopenAttempt) {
         this.dispatch({ type: 'restoring', restoring: false });
+        const queued = this._state.queue.length;
+        this.trace(
+          `Reopening ${reopened ? `done (session ${this._state.sessionId ?? 'none'})` : 'failed'}` +
+            (queued ? `; ${queued} prompt(s) typed meanwhile ${reopened ? 'go to it' : 'wait'}` : ''),
+        );
         // A prompt typed meanwhile was meant for the session reopening: when it could not
         // be reopened, the prompt waits for the user rather than go to a new session.
         if (reopened) void this.sendQueued();
-        else if (this._state.queue.length > 0) {
+        else if (queued > 0) {
           this.dispatch({ type: 'notice', level: 'warning', message: 'Your prompt is waiting: "Send now" sends it to a new session.' });
         }
       }
@@ -181,6 +188,7 @@ export class SessionController {
       this.dispatch({ type: 'sessionsListed', sessions });
       const current = this._state.sessionId;
       const target = sessions.find((s) => s.sessionId === current) ?? sessions[0];
+      this.trace(`Reopening: ${sessions.length} session(s) in ${workspaceUri}; ${target ? `loading ${target.sessionId}` : 'none to load'}`);
       // The picker lists the models before any session exists, too.
       if (!target) {
         await this.listModels();
@@ -259,6 +267,7 @@ export class SessionController {
       // starts each session in the settings' mode).
       const remembered = this.hooks.memory?.get<PermissionMode>(`${MODE_KEY}:${sessionId}`);
       if (remembered && result.mode && remembered !== result.mode && this._state.sessionId === sessionId) {
+        this.trace(`Session ${sessionId}: its mode ${remembered} again (the server started it in ${result.mode})`);
         await this.setMode(remembered);
       }
       return true;
@@ -291,11 +300,13 @@ export class SessionController {
     if (!typed && images.length === 0) return;
     if (this._state.turn.status !== 'idle' || this._state.restoring) {
       // Typed ahead: it goes once the turn (or the reopening session) is done.
+      if (this._state.restoring) this.trace('A prompt typed while the session reopens: it waits for it');
       this.dispatch({ type: 'promptQueued', text: typed, images: [...images] });
       return;
     }
     const client = this.client;
     if (!client) return void this.notConnected();
+    if (!this._state.sessionId) this.trace('A prompt with no session open: it starts a new session');
     const prompt: string | PromptBlock[] = images.length
       ? [...(typed ? [{ type: 'text' as const, text: typed }] : []), ...images]
       : typed;
@@ -638,6 +649,10 @@ export class SessionController {
   }
 
   // ---- errors ----------------------------------------------------------------------------
+
+  private trace(message: string): void {
+    this.hooks.trace?.(message);
+  }
 
   private notConnected(): undefined {
     this.dispatch({

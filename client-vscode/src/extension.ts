@@ -29,6 +29,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const controller = new SessionController({
     memory: context.workspaceState,
     onPermissionSettled: (requestId) => void diffs?.settled(requestId),
+    trace: (message) => log.info(message),
     publish: (actions) => {
       view?.publish(actions);
       statusBar.update(controller.state);
