@@ -47,8 +47,13 @@ const PNG =
   'iVBORw0KGgoAAAANSUhEUgAAABAAAAAQCAIAAACQkWg2AAAAFklEQVR4nGM4EaBBEmIY1TCqYfhqAAC/xkAQB0UFtwAAAABJRU5ErkJggg==';
 
 const started = Date.now();
+/** The last steps logged, said again after a failure (a CI log shows only its end). */
+const recent = [];
 function log(message) {
-  console.log(`[e2e ${((Date.now() - started) / 1000).toFixed(1)}s] ${message}`);
+  const line = `[e2e ${((Date.now() - started) / 1000).toFixed(1)}s] ${message}`;
+  console.log(line);
+  recent.push(line);
+  if (recent.length > 3) recent.shift();
 }
 function fail(message) {
   throw new Error(message);
@@ -144,9 +149,10 @@ async function main() {
 
   browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
+    args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
   });
   page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  page.on('crash', () => log('the page crashed'));
   await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`);
   await page.waitForSelector('.monaco-workbench', { timeout: 60_000 });
   await page.waitForTimeout(6000);
@@ -792,6 +798,7 @@ try {
   const mode = await lastView?.locator('.mode-picker').innerText({ timeout: 2_000 }).catch(() => '?');
   console.error(`[e2e] the view: session "${picker}", mode "${mode}", ${queued?.length ?? 0} prompt(s) queued${queued?.length ? `: ${queued.join(' | ')}` : ''}`);
   // Last, where a log cut to its end still shows it.
+  for (const line of recent) console.error(line);
   console.error(`[e2e] FAIL: ${error instanceof Error ? error.message : String(error)}`);
   await cleanup();
   process.exit(1);

@@ -30,19 +30,21 @@ function recordNewSessionsAndTurns(server: MessageConnection): { created: unknow
   return { created, turns };
 }
 
-function setup(memory: Map<string, unknown> = new Map()): { controller: SessionController; server: MessageConnection; published: Action[]; configErrors: string[] } {
+function setup(memory: Map<string, unknown> = new Map()): { controller: SessionController; server: MessageConnection; published: Action[]; configErrors: string[]; traced: string[] } {
   pair = connectionPair();
   const published: Action[] = [];
   const configErrors: string[] = [];
+  const traced: string[] = [];
   const controller = new SessionController({
     publish: (actions) => published.push(...actions),
     onConfigurationError: (m) => configErrors.push(m),
+    trace: (m) => traced.push(m),
     memory: { get: <T,>(key: string) => memory.get(key) as T | undefined, update: (key, value) => void memory.set(key, value) },
   });
   controller.attach(new AgentClient(pair.client));
   controller.dispatch({ type: 'serverStatus', status: 'running' });
   controller.setWorkspace('file:///w');
-  return { controller, server: pair.server, published, configErrors };
+  return { controller, server: pair.server, published, configErrors, traced };
 }
 
 describe('SessionController', () => {
@@ -350,7 +352,7 @@ describe('SessionController', () => {
   });
 
   it('holds a prompt typed while the last session reopens, and sends it to that session', async () => {
-    const { controller, server } = setup();
+    const { controller, server, traced } = setup();
     let listed: ((value: unknown) => void) | undefined;
     server.onRequest('agent/session/list', () => new Promise((resolve) => (listed ??= resolve)));
     server.onRequest('agent/session/load', (p: { sessionId: string }) => ({ sessionId: p.sessionId, transcript: [], usage: usage(p.sessionId), mode: 'allowReads' }));
@@ -366,6 +368,12 @@ describe('SessionController', () => {
     expect(turns[0]).toMatchObject({ sessionId: 'last', prompt: 'continue where we left off' });
     expect(created).toEqual([]);
     expect(controller.state.queue).toEqual([]);
+    // The log says where the prompt went (a failure in a real VS Code is read from it).
+    expect(traced).toEqual([
+      'A prompt typed while the session reopens: it waits for it',
+      'Reopening: 1 session(s) in file:///w; loading last',
+      'Reopening done (session last); 1 prompt(s) typed meanwhile go to it',
+    ]);
   });
 
   it('sends what was typed ahead once the turn finishes; keeps it after a stop', async () => {
