@@ -382,7 +382,7 @@ class AcpAgent:
         state = self._sessions.get(session_id)
         if state is None or state.cwd != workspace.root:
             try:
-                session = workspace.open(
+                session = await workspace.open_when_free(
                     session_id,
                     mcp_servers=None
                     if mcp_servers is None

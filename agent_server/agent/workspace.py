@@ -29,7 +29,12 @@ from agent_server.agent.settings import AgentSettings
 from agent_server.agent.system_prompt import build_system_prompt
 from agent_server.agent.tools import default_tools
 from agent_server.agent.tools.sandbox import protect_server_process, sandbox_status
-from agent_server.errors import AgentServerError, SessionNotFoundError, UnknownModelError
+from agent_server.errors import (
+    AgentServerError,
+    SessionLockedError,
+    SessionNotFoundError,
+    UnknownModelError,
+)
 from agent_server.llm.providers import load_sdk, provider_spec, serves
 from agent_server.llm.stream import THINKING_LEVELS
 from agent_server.repo_map import available as repo_map_available
@@ -37,6 +42,12 @@ from agent_server.session.ledger import Ledger
 from agent_server.session.store import SessionInfo, SessionStore, default_sessions_root
 
 log = logging.getLogger(__name__)
+
+# How long opening a session that another process holds waits for it to let go: an editor
+# that restarts its agent loads the session at once, while the old process is on its way out
+# (it lets the ledger go first thing when it closes). Past this, the SessionLocked error.
+HOLDER_EXIT_WAIT = 5.0
+_LOCK_POLL = 0.1
 
 Connect = Callable[[AgentSettings], ModelSetup]
 
@@ -204,6 +215,26 @@ class WorkspaceAgent:
             ledger.close()
             raise
         return self._start(ledger, settings, setup, emit, ask, assume_yes)
+
+    async def open_when_free(
+        self,
+        session_id: str,
+        *,
+        emit: EventSink = ignore_events,
+        ask: AskCallback | None = None,
+        mcp_servers: Sequence[McpServerConfig] | None = None,
+        wait: float = HOLDER_EXIT_WAIT,
+    ) -> AgentSession:
+        """`open`, tried again while another process holds the session, for up to `wait`
+        seconds (a front end's load: the holder may be the editor's previous agent, exiting)."""
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                return self.open(session_id, emit=emit, ask=ask, mcp_servers=mcp_servers)
+            except SessionLockedError:
+                if time.monotonic() + _LOCK_POLL > deadline:
+                    raise
+            await asyncio.sleep(_LOCK_POLL)
 
     def _reopen(self, recorded: str | None) -> tuple[AgentSettings, ModelSetup]:
         """A reopened session keeps its own model (the one it last switched to), when the

@@ -58,7 +58,7 @@ async def session_list(ls: AgentLanguageServer, params: Params) -> protocol.Sess
 async def session_load(ls: AgentLanguageServer, params: Params) -> protocol.SessionLoadResult:
     session_id = params.string("sessionId")
     limit = params.count("limit", wire.DEFAULT_PAGE, wire.MAX_PAGE)
-    session = ls.session(session_id)
+    session = await ls.session_when_free(session_id)
     snapshot = session.usage_snapshot()
     page = session.transcript(limit=limit)
     ls.notify(protocol.USAGE_CHANGED.name, wire.usage_json(session_id, snapshot))

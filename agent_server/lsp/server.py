@@ -237,18 +237,33 @@ class AgentLanguageServer(LanguageServer):
         return folder
 
     def session(self, session_id: str) -> AgentSession:
+        agent = self._agent_with(session_id)
+        opening = session_id not in agent.sessions
+        session = agent.open(session_id, emit=self.sink(session_id), ask=self.asker(session_id))
+        return self._opened(session, opening)
+
+    async def session_when_free(self, session_id: str) -> AgentSession:
+        """`session`, waiting a moment for another process (the server of the window before,
+        on its way out) to let the session go: `session/load`'s way."""
+        agent = self._agent_with(session_id)
+        opening = session_id not in agent.sessions
+        session = await agent.open_when_free(
+            session_id, emit=self.sink(session_id), ask=self.asker(session_id)
+        )
+        return self._opened(session, opening)
+
+    def _agent_with(self, session_id: str) -> WorkspaceAgent:
         for folder in self.state.folders.values():
             if folder.agent.has(session_id):
-                opening = session_id not in folder.agent.sessions
-                session = folder.agent.open(
-                    session_id, emit=self.sink(session_id), ask=self.asker(session_id)
-                )
-                repaired = session.ledger.load_report.describe()
-                if opening and repaired:
-                    # The editor learns of a repair once, whatever request opened the session.
-                    self.relay(session_id, Notice(None, "warning", repaired))
-                return session
+                return folder.agent
         raise SessionNotFoundError(f"unknown session {session_id}")
+
+    def _opened(self, session: AgentSession, opening: bool) -> AgentSession:
+        repaired = session.ledger.load_report.describe()
+        if opening and repaired:
+            # The editor learns of a repair once, whatever request opened the session.
+            self.relay(session.session_id, Notice(None, "warning", repaired))
+        return session
 
     # --- turns and events to notifications -----------------------------------------------
 

@@ -251,6 +251,29 @@ async def test_session_reloaded_in_a_new_process_replays_its_history(
         assert len(client.updates) > replayed
 
 
+async def test_a_load_waits_for_the_process_before_to_let_the_session_go(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    """An editor that restarts its agent loads at once: the old process, on its way out,
+    still holds the session. The load waits for it (a moment) rather than fail."""
+    async with start_acp(acp_args(sim, tmp_path), tmp_path) as first:
+        session_id = await first.new_session(workspace)
+        await first.prompt(session_id, OVERVIEW)
+        async with start_acp(acp_args(sim, tmp_path), tmp_path) as second:
+            load = asyncio.create_task(
+                second.conn.load_session(cwd=str(workspace), session_id=session_id, mcp_servers=[])
+            )
+            # The first still has it: the load cannot have succeeded, and does not fail.
+            await asyncio.sleep(0.5)
+            assert not load.done()
+            await first.conn.close_session(session_id=session_id)
+            loaded = await asyncio.wait_for(load, 30)
+            assert loaded.modes is not None
+            user_text = "".join(u.content.text for u in second.client.of("user_message_chunk"))
+            assert user_text == OVERVIEW
+            assert (await second.prompt(session_id, MODELS)).stop_reason == "end_turn"
+
+
 async def test_file_tools_use_the_editors_buffers(
     workspace: Path, sim: SimServer, tmp_path: Path
 ) -> None:

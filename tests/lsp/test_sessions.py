@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +40,28 @@ async def test_sessions_listed_and_loaded_after_a_restart(
             "agent/turn", {"sessionId": session_id, "prompt": SCENARIO_PROMPTS[1]}
         )
         assert result["stopReason"] == "end_turn"
+
+
+async def test_a_load_waits_for_the_server_before_to_let_the_session_go(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    """Reload Window: the new server loads the session while the old one, on its way out,
+    still holds it. The load waits for it (a moment) rather than fail."""
+    settings = sim_settings(sim, tmp_path)
+    async with contextlib.AsyncExitStack() as old_window:
+        before = await old_window.enter_async_context(start_agent_client([workspace], settings))
+        session_id = await before.new_session(title="tour")
+        await before.request("agent/turn", {"sessionId": session_id, "prompt": OVERVIEW})
+        async with start_agent_client([workspace], settings) as agent:
+            load = asyncio.create_task(
+                agent.request("agent/session/load", {"sessionId": session_id})
+            )
+            await asyncio.sleep(0.5)
+            assert not load.done()  # held by the old server: neither loaded nor refused
+            await old_window.aclose()
+            loaded = await asyncio.wait_for(load, 30)
+            assert loaded["sessionId"] == session_id
+            assert loaded["transcript"]
 
 
 async def test_two_workspace_folders_keep_separate_stores(
