@@ -260,7 +260,9 @@ export class SessionController {
       return false;
     }
     try {
-      const result = await loadWaitingForLock(client, sessionId, waitForLock ? LOCK_WAIT_MS : 0);
+      const result = await loadWaitingForLock(client, sessionId, waitForLock ? LOCK_WAIT_MS : 0, (error) =>
+        this.trace(`Session ${sessionId} is still held (${describeError(error)}): waiting for it`),
+      );
       this.dispatch({ type: 'sessionLoaded', result });
       void this.listModels();
       // The mode picked for this session holds across reloads of the window (a new server
@@ -675,18 +677,19 @@ export class SessionController {
 
 /** How long a session reopened after a start waits for the server before to let it go: it
  * exits once its window's extension host has ended, which a loaded machine can stretch to
- * seconds (0.4 s measured idle). */
+ * seconds (0.4 s measured idle). Each load waits up to 5 s of it in the server too. */
 const LOCK_WAIT_MS = 30_000;
 const LOCK_RETRY_MS = 250;
 
-async function loadWaitingForLock(client: AgentClient, sessionId: string, waitMs: number) {
+async function loadWaitingForLock(client: AgentClient, sessionId: string, waitMs: number, onWait?: (error: unknown) => void) {
   const deadline = Date.now() + waitMs;
-  for (;;) {
+  for (let attempt = 0; ; attempt += 1) {
     try {
       return await client.loadSession({ sessionId });
     } catch (error) {
       const locked = isRpcError(error) && error.code === ErrorCodes.SessionLocked;
       if (!locked || Date.now() + LOCK_RETRY_MS > deadline) throw error;
+      if (attempt === 0) onWait?.(error);
       await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS));
     }
   }

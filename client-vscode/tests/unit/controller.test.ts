@@ -265,7 +265,7 @@ describe('SessionController', () => {
   });
 
   it('waits for the server of the window before to let the session go, and the prompt typed meanwhile goes to it', async () => {
-    const { controller, server } = setup();
+    const { controller, server, traced } = setup();
     server.onRequest('agent/session/list', () => ({
       sessions: [{ sessionId: 'held', title: 'A', model: 'sim-small', createdAt: '2026-01-01T00:00:00Z', updatedAt: '2026-01-01T00:00:00Z', entryCount: 9 }],
     }));
@@ -283,6 +283,10 @@ describe('SessionController', () => {
     expect(controller.state.sessionId).toBe('held');
     expect(turns[0]?.sessionId).toBe('held');
     expect(created).toHaveLength(0);
+    // The wait is in the log, once.
+    expect(traced.filter((t) => t.includes('still held'))).toEqual([
+      'Session held is still held (session held is open elsewhere (pid 42); close it there first (another process has this session open)): waiting for it',
+    ]);
   });
 
   it('keeps a prompt typed while the session reopens waiting when it cannot be reopened (no new session)', async () => {
