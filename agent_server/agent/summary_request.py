@@ -13,7 +13,7 @@ from typing import Protocol
 
 from agent_server.agent.session_config import ContextConfig
 from agent_server.context.cut_point import CutPoint
-from agent_server.context.estimate import has_real_usage
+from agent_server.context.estimate import estimate_text_tokens, has_real_usage
 from agent_server.context.projection import Projection
 from agent_server.context.summary_prompt import (
     INSTRUCTION_TOKENS,
@@ -152,13 +152,6 @@ class Summaries:
         messages = projection.messages
         kept = projection.count_from(cut.first_kept_entry_id)
         sent = previous_request_end(messages, kept)
-        room = (
-            model.context_window
-            - cached_request_tokens(projection, sent, tokens)
-            - INSTRUCTION_TOKENS
-        )
-        if room < MIN_SUMMARY_TOKENS:
-            return ""
         instruction = build_summary_instruction(
             kept_messages=kept - (len(messages) - sent),
             previous_summary_in_context=projection.compaction is not None,
@@ -166,6 +159,15 @@ class Summaries:
             file_operations=details,
             carried=carried,
         )
+        # INSTRUCTION_TOKENS is the instruction's share as the trigger plans it (a margin for
+        # the usual one); a longer one (a user's focus text, long file lists) counts whole.
+        room = (
+            model.context_window
+            - cached_request_tokens(projection, sent, tokens)
+            - max(INSTRUCTION_TOKENS, estimate_text_tokens(instruction))
+        )
+        if room < MIN_SUMMARY_TOKENS:
+            return ""
         request = Context(
             self._system_prompt, self._tools(), append_instruction(messages[:sent], instruction)
         )

@@ -22,7 +22,7 @@ from agent_server.agent.context_manager import (
 )
 from agent_server.agent.session_config import FixedConfig
 from agent_server.agent.summary_request import cached_request_tokens, previous_request_end
-from agent_server.context.estimate import estimate_full
+from agent_server.context.estimate import estimate_full, estimate_weighted_tokens
 from agent_server.context.projection import Projection
 from agent_server.context.summary_prompt import (
     INSTRUCTION_TOKENS,
@@ -221,6 +221,29 @@ async def test_the_room_of_the_summary_request_is_counted_on_what_it_sends(h: Ha
     assert decisions(h) == [("compact", "threshold")]
     assert h.provider.shared == ["extend"]  # no fresh prompt after it
     assert h.provider.budgets == [SIM_SMALL.max_output]
+
+
+async def test_the_cached_request_counts_the_instruction_it_sends(h: Harness) -> None:
+    """The summary instruction grows with the user's focus text (and the file lists and the
+    carried block). Past INSTRUCTION_TOKENS, the cached request's room counts the instruction
+    it sends: no request asks for more than the window holds (its prompt and its answer's
+    budget, which a provider refuses): here the fresh prompt is asked, not the cached one."""
+    fill(h.ledger, 4)
+    planned_room = MIN_SUMMARY_TOKENS + 500  # enough, were the instruction INSTRUCTION_TOKENS
+    pad = SIM_SMALL.context_window - INSTRUCTION_TOKENS - planned_room - h.manager.view().tokens
+    words = pad
+    while estimate_weighted_tokens(user("note " * words)) > pad:
+        words -= max(1, words // 50)
+    h.ledger.append_message(user("note " * words))
+    h.ledger.append_message(assistant("noted"))
+    room = SIM_SMALL.context_window - h.manager.view().tokens - INSTRUCTION_TOKENS
+    assert room >= MIN_SUMMARY_TOKENS
+    focus = "Keep every detail about the parser, its error paths and its tests. " * 400
+    await h.manager.compact("manual", instructions=focus)
+    for request, budget in zip(h.provider.requests, h.provider.budgets, strict=True):
+        assert estimate_full(request) + budget <= SIM_SMALL.context_window
+    assert set(h.provider.shared) == {"none"}  # fresh prompts only: the cached one had no room
+    assert [e for e in h.ledger.entries if isinstance(e, CompactionEntry)]
 
 
 def test_the_previous_request_is_the_providers_count_when_its_usage_is_current() -> None:
