@@ -21,6 +21,8 @@ The rule:
    else keep nothing.
 The kept tail therefore never starts with a tool result and never separates an assistant's
 tool calls from their results (a cut is only ever made before a user or assistant message).
+Token counts are the trigger's (estimate_weighted_tokens), so the budgets mean what the
+provider will count.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agent_server.context.estimate import estimate_tokens
+from agent_server.context.estimate import estimate_weighted_tokens
 from agent_server.context.projection import compaction_window, is_prompt
 from agent_server.context.trigger import DEFAULT_KEEP_RECENT_TOKENS, DEFAULT_KEEP_RECENT_TURNS
 from agent_server.llm.messages import AssistantMessage, Message, ToolResultMessage, UserMessage
@@ -124,7 +126,7 @@ def find_cut_point(
     )
     suffix = [0] * (count + 1)
     for index in range(count - 1, -1, -1):
-        suffix[index] = suffix[index + 1] + estimate_tokens(messages[index].message)
+        suffix[index] = suffix[index + 1] + estimate_weighted_tokens(messages[index].message)
 
     starts = _turn_starts([entry.message for entry in messages])
     if count and (not starts or starts[0] != 0):

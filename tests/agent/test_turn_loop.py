@@ -163,8 +163,12 @@ async def test_prompt_too_long_gives_exactly_one_compaction_and_one_retry(tmp_pa
         result = await run.session.run_turn("Now read these.")
         assert result.stop_reason == "end_turn", result
         statuses = [(r.status, r.source) for r in run.model_requests[before:]]
-        assert [s[0] for s in statuses] == [200, 400, 200, 200]
-        assert statuses[2][1] == "summary"  # one compaction, then the one retry
+        # The refused request, one compaction (its summary; with the split turn's early part
+        # summarised too when the turn is larger than the kept tail), then the one retry.
+        assert statuses[:2] == [(200, statuses[0][1]), (400, None)]
+        assert {source for _, source in statuses[2:-1]} == {"summary"}
+        assert statuses[-1][0] == 200 and statuses[-1][1] != "summary"
+        assert len([e for e in run.session.ledger.entries if isinstance(e, CompactionEntry)]) == 1
         overflow = [(o.kind, o.action) for o in run.of(events.OverflowHappened)]
         assert overflow == [("rejected", "compacting"), ("rejected", "retrying")]
         # The retry still carries the prompt and the results the model was waiting for.

@@ -29,7 +29,7 @@ from agent_server.context.cut_point import CutPoint, find_cut_point
 from agent_server.context.estimate import (
     estimate_context_tokens,
     estimate_text_tokens,
-    estimate_tokens,
+    estimate_weighted_tokens,
 )
 from agent_server.context.projection import (
     Projection,
@@ -213,7 +213,8 @@ def check_cut(entries: Sequence[Entry], cut: CutPoint, budget: int, turns: int) 
         assert cut.first_kept_index is not None
         assert entries[cut.first_kept_index].id == first.id  # a rewind's summary: its entry
         assert not isinstance(first.message, ToolResultMessage)
-        assert cut.kept_tokens == sum(estimate_tokens(e.message) for e in cut.kept)
+        # Counted the way the trigger counts (weighted by kind), not chars/4.
+        assert cut.kept_tokens == sum(estimate_weighted_tokens(e.message) for e in cut.kept)
         assert cut.kept_tokens <= budget
         # A prompt not answered yet is kept beside the last `turns` answered turns, and older
         # finished turns while the budget holds them, the window's first always summarised.
