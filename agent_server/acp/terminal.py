@@ -10,9 +10,9 @@ shows the terminal, live, and keeps showing it when the command ends. The output
 every POLL_SECONDS (less often as it grows) and goes through the tool's redaction and bounds,
 so the model gets what a local run gives it. The timeout and a cancel kill the command
 (`terminal/kill`, then the bash tool kills what is left in its cgroup); the terminal is
-released whatever happens. A command line that cannot be
-handed over (the seccomp filter of a sandbox with network is a descriptor) runs here, as for
-a client without terminals.
+released whatever happens, and no answer of the editor's is waited for past KILL_WAIT. A
+command line that cannot be handed over (the seccomp filter of a sandbox with network is a
+descriptor) runs here, as for a client without terminals.
 """
 
 from __future__ import annotations
@@ -167,9 +167,15 @@ class EditorTerminal:
     async def _request(
         self, what: str, method: Callable[..., Awaitable[object]], terminal_id: str
     ) -> None:
+        """`terminal/kill` or `terminal/release`, waited for at most KILL_WAIT: an editor that
+        answers a release only once the command's output closes would otherwise wait for the
+        kill of what is left in the cgroup, which comes after it (and the turn with it)."""
         with contextlib.suppress(asyncio.CancelledError):
             try:
-                await method(session_id=self._session_id, terminal_id=terminal_id)
+                async with asyncio.timeout(KILL_WAIT):
+                    await method(session_id=self._session_id, terminal_id=terminal_id)
+            except TimeoutError:
+                log.warning("the editor did not answer terminal/%s for %s", what, terminal_id)
             except (RequestError, ConnectionError) as error:
                 log.warning("the editor could not %s terminal %s: %s", what, terminal_id, error)
 

@@ -72,6 +72,7 @@ class TerminalClient(RecordingClient):
     calls: list[tuple[str, str]] = field(default_factory=list)
     running: dict[str, Running] = field(default_factory=dict)
     create_delay: float = 0.0  # seconds the editor takes to start a command
+    release_hangs: bool = False  # an editor that never answers terminal/release
 
     async def create_terminal(
         self,
@@ -140,6 +141,8 @@ class TerminalClient(RecordingClient):
         self, session_id: str, terminal_id: str, **kwargs: Any
     ) -> ReleaseTerminalResponse:
         run = self._run("release", terminal_id)
+        if self.release_hangs:
+            await asyncio.Event().wait()
         if run.process.returncode is None:
             run.process.kill()
         await run.process.wait()
@@ -390,6 +393,24 @@ async def test_a_cancel_while_the_editor_starts_the_command_kills_it_once_starte
     await cancel_a_command(tmp_path, workspace, client, "sleep 1313", lambda: bool(client.created))
     assert client.methods("term-1")[:2] == ["kill", "release"]
     assert still_running("sleep 1313") == []
+
+
+async def test_a_cancel_ends_the_turn_when_the_editor_never_answers_the_release(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """The editor is asked to kill and release the terminal; its answers are waited for a
+    while (KILL_WAIT), not forever: the turn ends cancelled and what ran is killed."""
+    client = TerminalClient(release_hangs=True)
+    await cancel_a_command(
+        tmp_path, workspace, client, "sleep 1717",
+        lambda: "wait_for_exit" in client.methods("term-1"),
+    )
+    assert client.methods("term-1")[-2:] == ["kill", "release"]
+    for _ in range(200):
+        if not still_running("sleep 1717"):
+            break
+        await asyncio.sleep(0.05)
+    assert still_running("sleep 1717") == []
 
 
 async def test_a_client_without_terminals_runs_commands_here(
