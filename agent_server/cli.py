@@ -162,6 +162,9 @@ def run_bench(quick: bool, json_path: Path | None, peers: dict[str, Any] | None 
             file=sys.stderr,
         )
         return 2
+    if json_path is not None:
+        # `make bench-*` write under .bench/, which a fresh checkout does not have yet.
+        json_path.parent.mkdir(parents=True, exist_ok=True)
     if peers is not None:
         module = importlib.import_module(f"benchmarks.{suite}")
         suite_status: int = module.main(**peers)
