@@ -21,7 +21,7 @@ The rule:
    else keep nothing.
 The kept tail therefore never starts with a tool result and never separates an assistant's
 tool calls from their results (a cut is only ever made before a user or assistant message).
-Token counts are the trigger's (estimate_weighted_tokens), so the budgets mean what the
+Token counts are the trigger's (estimate_weighted_tokens), so the budgets mean about what the
 provider will count.
 """
 
@@ -160,9 +160,7 @@ def find_cut_point(
     # reads the next turns build on (the file an edit was made from) are in the turns before;
     # in the middle of a turn, the turn in progress takes that room.
     pending = not any(isinstance(m.message, AssistantMessage) for m in messages[starts[-1]:])
-    reach = keep_recent_turns + pending
-    if pending:
-        reach = max(reach, len(starts) - 1)
+    reach = max(keep_recent_turns + 1, len(starts) - 1) if pending else keep_recent_turns
     keep_from: int | None = None
     for start in reversed(starts[-reach:]):
         if suffix[start] > budget or not _is_safe_start(messages[start].message):
