@@ -9,8 +9,10 @@ goes in `env`: nothing of the editor's own environment reaches the command). The
 shows the terminal, live, and keeps showing it when the command ends. The output is read back
 every POLL_SECONDS (less often as it grows) and goes through the tool's redaction and bounds,
 so the model gets what a local run gives it. The timeout and a cancel kill the command
-(`terminal/kill`, then the bash tool kills what is left in its cgroup); the terminal is
-released whatever happens, and no answer of the editor's is waited for past KILL_WAIT. A
+(`terminal/kill`, then what is left in its cgroup, before the release: an editor may answer a
+release only once the output closes, which a leftover child holding it open would delay); the
+terminal is released whatever happens, and no answer of the editor's is waited for past
+KILL_WAIT. A
 command line that cannot be handed over (the seccomp filter of a sandbox with network is a
 descriptor) runs here, as for a client without terminals.
 """
@@ -72,6 +74,7 @@ class EditorTerminal:
         env: Mapping[str, str],
         seconds: float,
         output: OutputCallback,
+        kill_remaining: Callable[[], None],
     ) -> CommandEnd:
         await self._flush()
         creating = asyncio.ensure_future(
@@ -87,7 +90,7 @@ class EditorTerminal:
         try:
             created = await asyncio.shield(creating)
         except asyncio.CancelledError:
-            await asyncio.shield(self._abandon(creating))
+            await asyncio.shield(self._abandon(creating, kill_remaining))
             raise
         except RequestError as error:
             raise ToolError(f"The editor could not start the command: {error}") from error
@@ -96,11 +99,13 @@ class EditorTerminal:
         await self._flush()  # the editor hears of the terminal before anything releases it
         reader = OutputReader(output)
         try:
-            return await self._follow(terminal_id, seconds, reader)
+            return await self._follow(terminal_id, seconds, reader, kill_remaining)
         finally:
             await asyncio.shield(self._release(terminal_id))
 
-    async def _abandon(self, creating: asyncio.Future[CreateTerminalResponse]) -> None:
+    async def _abandon(
+        self, creating: asyncio.Future[CreateTerminalResponse], kill_remaining: Callable[[], None]
+    ) -> None:
         """A cancel while the editor was starting the command: the command it starts anyway
         is killed and its terminal released once its id is known (no one else would)."""
         done, _ = await asyncio.wait({creating}, timeout=KILL_WAIT)
@@ -108,10 +113,16 @@ class EditorTerminal:
             creating.cancel()
             return
         terminal_id = creating.result().terminal_id
-        await self._kill(terminal_id)
+        await self._kill(terminal_id, kill_remaining)
         await self._release(terminal_id)
 
-    async def _follow(self, terminal_id: str, seconds: float, reader: OutputReader) -> CommandEnd:
+    async def _follow(
+        self,
+        terminal_id: str,
+        seconds: float,
+        reader: OutputReader,
+        kill_remaining: Callable[[], None],
+    ) -> CommandEnd:
         exited = asyncio.ensure_future(
             self._client.wait_for_terminal_exit(
                 session_id=self._session_id, terminal_id=terminal_id
@@ -125,9 +136,9 @@ class EditorTerminal:
                     await self._read(terminal_id, reader)
         except TimeoutError:
             timed_out = True
-            await self._kill(terminal_id)
+            await self._kill(terminal_id, kill_remaining)
         except asyncio.CancelledError:
-            await asyncio.shield(self._kill(terminal_id))
+            await asyncio.shield(self._kill(terminal_id, kill_remaining))
             exited.cancel()
             raise
         status = await self._exit_status(exited)
@@ -158,8 +169,11 @@ class EditorTerminal:
             return
         reader.take(response.output)
 
-    async def _kill(self, terminal_id: str) -> None:
+    async def _kill(self, terminal_id: str, kill_remaining: Callable[[], None]) -> None:
+        """The editor's kill of the command, then ours of what is left in its cgroup (a child
+        that outlived the first process and still holds the output open)."""
         await self._request("kill", self._client.kill_terminal, terminal_id)
+        kill_remaining()
 
     async def _release(self, terminal_id: str) -> None:
         await self._request("release", self._client.release_terminal, terminal_id)
@@ -168,8 +182,8 @@ class EditorTerminal:
         self, what: str, method: Callable[..., Awaitable[object]], terminal_id: str
     ) -> None:
         """`terminal/kill` or `terminal/release`, waited for at most KILL_WAIT: an editor that
-        answers a release only once the command's output closes would otherwise wait for the
-        kill of what is left in the cgroup, which comes after it (and the turn with it)."""
+        does not answer (or answers a release only once an output that a process outside our
+        cgroup holds open closes) does not hold the turn."""
         with contextlib.suppress(asyncio.CancelledError):
             try:
                 async with asyncio.timeout(KILL_WAIT):

@@ -73,6 +73,9 @@ class TerminalClient(RecordingClient):
     running: dict[str, Running] = field(default_factory=dict)
     create_delay: float = 0.0  # seconds the editor takes to start a command
     release_hangs: bool = False  # an editor that never answers terminal/release
+    # Per release: whether the output was still open 5 s after it (a process left of the
+    # command holds it); the editor answers the release only then.
+    open_at_release: list[bool] = field(default_factory=list)
 
     async def create_terminal(
         self,
@@ -148,6 +151,7 @@ class TerminalClient(RecordingClient):
         await run.process.wait()
         assert run.reader is not None
         await asyncio.wait({run.reader}, timeout=5)
+        self.open_at_release.append(not run.reader.done())
         del self.running[terminal_id]
         return ReleaseTerminalResponse()
 
@@ -187,10 +191,11 @@ def model_results(simulator: Simulator) -> list[str]:
 
 async def run_command(
     tmp_path: Path, workspace: Path, command: str, *, terminal: bool, mode: str = "allowAll",
-    config: dict[str, Any] | None = None, **arguments: Any,
+    config: dict[str, Any] | None = None, client: TerminalClient | None = None,
+    **arguments: Any,
 ) -> tuple[TerminalClient, Simulator, AcpProcess]:
     simulator = scripted(turn("Run it.", call("bash", command=command, **arguments)))
-    client = TerminalClient()
+    client = client or TerminalClient()
     home = tmp_path / ("terminal" if terminal else "local")
     home.mkdir()
     extra = ["--mode", mode]
@@ -335,15 +340,18 @@ async def test_what_the_editors_kill_leaves_of_a_timed_out_command_is_killed(
     workspace: Path, tmp_path: Path
 ) -> None:
     """An editor kills the terminal's first process: a background job (or a sandbox not yet
-    bound to die with it) would run on; the agent kills the rest in the command's cgroup."""
+    bound to die with it) would run on; the agent kills the rest in the command's cgroup,
+    before it releases the terminal (an editor that answers a release once the output
+    closes would wait for the background job, which holds the output open)."""
     if cgroup_roots().pids is None and cgroup_roots().memory is None:
         pytest.skip("no cgroup can be made here: only the editor's kill applies")
     command = "sleep 1311 & echo started; sleep 1312"
     client, _simulator, _acp = await run_command(
         tmp_path, workspace, command, terminal=True, timeout=2,
-        config={"tools": {"sandbox": "off"}},
+        config={"tools": {"sandbox": "off"}}, client=TerminalClient(),
     )
     assert client.methods("term-1")[-1] == "release"
+    assert client.open_at_release == [False]
     for _ in range(100):
         if not still_running("sleep 131"):
             break
@@ -353,17 +361,19 @@ async def test_what_the_editors_kill_leaves_of_a_timed_out_command_is_killed(
 
 async def cancel_a_command(
     tmp_path: Path, workspace: Path, client: TerminalClient, command: str,
-    started: Callable[[], bool],
+    started: Callable[[], bool], config: dict[str, Any] | None = None,
 ) -> tuple[AcpProcess, Running | None]:
     """`command` run in `client`'s terminal, its turn cancelled once `started()` holds: the
     prompt answers `cancelled` and the terminal is released. The agent and what ran in the
     terminal first."""
     simulator = scripted(turn("Wait a while.", call("bash", command=command)))
+    extra = ["--mode", "allowAll"]
+    if config is not None:
+        (tmp_path / "config.json").write_text(json.dumps(config))
+        extra += ["--config", str(tmp_path / "config.json")]
     async with (
         SimServer(simulator) as sim,
-        start_acp(
-            acp_args(sim, tmp_path, "--mode", "allowAll"), tmp_path, client, terminal=True
-        ) as acp,
+        start_acp(acp_args(sim, tmp_path, *extra), tmp_path, client, terminal=True) as acp,
     ):
         sid = await acp.new_session(workspace)
         running = asyncio.ensure_future(acp.prompt(sid, "Wait a while."))
@@ -393,6 +403,22 @@ async def test_a_cancel_while_the_editor_starts_the_command_kills_it_once_starte
     await cancel_a_command(tmp_path, workspace, client, "sleep 1313", lambda: bool(client.created))
     assert client.methods("term-1")[:2] == ["kill", "release"]
     assert still_running("sleep 1313") == []
+
+
+async def test_a_cancel_kills_what_is_left_of_the_command_before_the_release(
+    workspace: Path, tmp_path: Path
+) -> None:
+    if cgroup_roots().pids is None and cgroup_roots().memory is None:
+        pytest.skip("no cgroup can be made here: only the editor's kill applies")
+    client = TerminalClient()
+    await cancel_a_command(
+        tmp_path, workspace, client, "sleep 1515 & echo started; sleep 1516",
+        lambda: "term-1" in client.running and b"started" in client.running["term-1"].output,
+        config={"tools": {"sandbox": "off"}},  # a sandbox dies whole with its first process
+    )
+    assert client.methods("term-1")[-2:] == ["kill", "release"]
+    assert client.open_at_release == [False]
+    assert still_running("sleep 151") == []
 
 
 async def test_a_cancel_ends_the_turn_when_the_editor_never_answers_the_release(

@@ -113,7 +113,8 @@ class CommandTerminal(Protocol):
     """Where the bash tool runs its command instead of as the server's child: a terminal the
     user watches (an ACP editor's, acp/terminal.py). `run` starts `argv` (a whole confined
     command line: Launch.shell_argv) with exactly `env`, gives each piece of its output to
-    `output` as it arrives, kills it after `seconds` and when cancelled, and releases it."""
+    `output` as it arrives, kills it after `seconds` and when cancelled (then calls
+    `kill_remaining`, which kills what is left of it, before the release), and releases it."""
 
     async def run(
         self,
@@ -123,6 +124,7 @@ class CommandTerminal(Protocol):
         env: Mapping[str, str],
         seconds: float,
         output: OutputCallback,
+        kill_remaining: Callable[[], None],
     ) -> CommandEnd: ...
 
 

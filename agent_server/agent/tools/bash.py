@@ -184,7 +184,8 @@ async def _in_terminal(
     """The command run in the editor's terminal (which shows it live, so nothing streams
     through `on_output`); its output redacted and bounded as a local run's is. The editor's
     kill (timeout, cancel) ends the command's first process: what is left in its cgroup is
-    killed here, as a local run ends its whole process group."""
+    killed right after it (`kill_remaining`, before the terminal is released), as a local run
+    ends its whole process group."""
     output = StreamingOutput(ctx.spill_dir, "bash", ctx.limits)
     redactor = StreamRedactor(ctx.secrets)
 
@@ -192,7 +193,9 @@ async def _in_terminal(
         output.write(redactor.feed(piece))
 
     try:
-        end = await terminal.run(ctx.call_id, argv, cwd, env, seconds, record)
+        end = await terminal.run(
+            ctx.call_id, argv, cwd, env, seconds, record, launch.kill_remaining
+        )
         output.write(redactor.finish())
     except asyncio.CancelledError:
         launch.kill_remaining()
