@@ -434,6 +434,9 @@ class AcpAgent:
                 raise invalid_params(
                     f"unknown model {value!r}; this provider offers: {', '.join(offered)}"
                 )
+            current = state.session.model
+            if all(own.id != current.id for own in state.own_models):
+                state.own_models.append(current)  # offered still, to switch back to
             state.settings = state.settings.with_overrides(model=value)
             state.session.update_settings(state.settings)
         elif config_id == "thinking" and self._thinking(state) is not None:
@@ -676,13 +679,12 @@ class AcpAgent:
 
     def _models(self, state: AcpSession) -> list[ModelInfo]:
         """The models the picker offers and the setter takes (one list): the provider's,
-        and before them every model the session ran that the catalogue does not list."""
+        and before them every model the session ran that the catalogue does not list (the
+        current one and those switched away from)."""
         models = offered_models(state.settings)
         listed = {info.id for info in models}
-        current = state.session.model
-        if current.id not in listed and all(own.id != current.id for own in state.own_models):
-            state.own_models.append(current)
-        return [*(own for own in state.own_models if own.id not in listed), *models]
+        ran = {own.id: own for own in (*state.own_models, state.session.model)}
+        return [*(own for own in ran.values() if own.id not in listed), *models]
 
     def _options(self, state: AcpSession) -> list[Any]:
         model = state.settings.model or state.session.model.id
