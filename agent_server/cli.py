@@ -104,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="recall: comma-separated, of faithful,lossy (default both)")
     bench.add_argument("--sessions", metavar="LIST",
                        help="recall: comma-separated, of tabulate-bugfix,sqlparse-feature,"
-                       "more-itertools-debug (default all)")
+                       "more-itertools-debug,pyflakes-report (default all)")
     bench.add_argument("--strategies", metavar="LIST",
                        help="recall: agent-server's strategies, comma-separated, of "
                        "benchmarks/strategies.py (default: default)")

@@ -4,7 +4,10 @@ versions (`sources.py`), each with planted rules, facts and a failed approach (`
 - `tabulate_bugfix`: a library bugfix in tabulate 0.9.0 (one large module);
 - `sqlparse_feature`: a feature across several modules of sqlparse 0.5.3;
 - `more_itertools_debug`: a long debugging session over test output and a log, in
-  more-itertools 10.7.0.
+  more-itertools 10.7.0;
+- `pyflakes_report`: a user's bug report (pasted, long prompts) worked through in pyflakes
+  3.2.0, written after the product's defaults were set, as a session none of them was tuned
+  on.
 
 `workloads()` prepares each (the sdist extracted, the planted change applied, in a cache
 directory) and returns what a benchmark runs: the scenario and a way to write a fresh copy of
@@ -22,7 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent_server.sim.scenario import Scenario
-from benchmarks.real_code import more_itertools_debug, sqlparse_feature, tabulate_bugfix
+from benchmarks.real_code import (
+    more_itertools_debug,
+    pyflakes_report,
+    sqlparse_feature,
+    tabulate_bugfix,
+)
 from benchmarks.real_code.script import Script
 from benchmarks.real_code.sources import Source, cache_dir, extract
 
@@ -44,6 +52,8 @@ RECIPES: tuple[Recipe, ...] = (
     Recipe("more-itertools-debug", "debugging over test output and a log",
            more_itertools_debug.SOURCE, more_itertools_debug.plant,
            more_itertools_debug.script),
+    Recipe("pyflakes-report", "a pasted bug report, long prompts", pyflakes_report.SOURCE,
+           pyflakes_report.plant, pyflakes_report.script),
 )
 
 
