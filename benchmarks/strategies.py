@@ -563,9 +563,9 @@ class AiderMapPolicy:
         counted = request_tokens(view, (*head, *view.messages))
         decision = manager.decide(replace(view, estimate=replace(
             view.estimate, tokens=max(view.tokens, counted))))
-        if decision.action == "compact" and decision.reason not in (None, "oversized"):
-            assert decision.reason is not None
-            view = (await manager.compact(decision.reason, view=view)).view
+        reason = decision.reason
+        if decision.action == "compact" and reason is not None and reason != "oversized":
+            view = (await manager.compact(reason, view=view)).view
             head = self._head(view, manager)
         return manager.view_of((*head, *view.messages))
 
