@@ -12,9 +12,8 @@ so the model gets what a local run gives it. The timeout and a cancel kill the c
 (`terminal/kill`, then what is left in its cgroup, before the release: an editor may answer a
 release only once the output closes, which a leftover child holding it open would delay); the
 terminal is released whatever happens, and no answer of the editor's is waited for past
-KILL_WAIT. A
-command line that cannot be handed over (the seccomp filter of a sandbox with network is a
-descriptor) runs here, as for a client without terminals.
+KILL_WAIT. A command line that cannot be handed over (the seccomp filter of a sandbox with
+network is a descriptor) runs here, as for a client without terminals.
 """
 
 from __future__ import annotations
@@ -182,8 +181,8 @@ class EditorTerminal:
         self, what: str, method: Callable[..., Awaitable[object]], terminal_id: str
     ) -> None:
         """`terminal/kill` or `terminal/release`, waited for at most KILL_WAIT: an editor that
-        does not answer (or answers a release only once an output that a process outside our
-        cgroup holds open closes) does not hold the turn."""
+        never answers does not hold the turn (nor one that answers a release once the output
+        closes, while a process the cgroup kill could not reach holds it open)."""
         with contextlib.suppress(asyncio.CancelledError):
             try:
                 async with asyncio.timeout(KILL_WAIT):
