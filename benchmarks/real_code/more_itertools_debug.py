@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from benchmarks.real_code.script import PYTHON, Script, call
+from benchmarks.real_code.script import PYTHON, Script, call, plant_change
 from benchmarks.real_code.sources import Source
 
 SOURCE = Source("more-itertools", "10.7.0",
@@ -129,10 +129,7 @@ def _failure(stamp: str, batch: int) -> list[str]:
 
 
 def plant(root: Path) -> None:
-    path = root / MORE
-    text = path.read_text(encoding="utf-8")
-    assert text.count(_PADDING) == 1
-    path.write_text(text.replace(_PADDING, _PLANTED), encoding="utf-8")
+    plant_change(root / MORE, _PADDING, _PLANTED)
     (root / "etl").mkdir()
     (root / "etl" / "__init__.py").write_text("", encoding="utf-8")
     (root / "etl" / "pipeline.py").write_text(PIPELINE, encoding="utf-8")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks.real_code.script import PYTHON, Script, call
+from benchmarks.real_code.script import PYTHON, Script, call, plant_change
 from benchmarks.real_code.sources import Source
 
 SOURCE = Source("pyflakes", "3.2.0",
@@ -60,10 +60,7 @@ Bug report from a user of our linter setup, pasted as they sent it:
 
 
 def plant(root: Path) -> None:
-    path = root / CHECKER
-    text = path.read_text(encoding="utf-8")
-    assert text.count(_LEFT) == 1
-    path.write_text(text.replace(_LEFT, _PLANTED), encoding="utf-8")
+    plant_change(root / CHECKER, _LEFT, _PLANTED)
 
 
 def script(root: Path) -> Script:

@@ -45,6 +45,16 @@ def call(name: str, **arguments: Any) -> dict[str, Any]:
     return {"name": name, "arguments": arguments}
 
 
+def plant_change(path: Path, old: str, new: str) -> None:
+    """The planted bug: `old`, which the file at its pinned version holds exactly once,
+    replaced by `new`."""
+    text = path.read_text(encoding="utf-8")
+    if text.count(old) != 1:
+        raise ScriptError(f"{path.name}: the text to plant over is there {text.count(old)} "
+                          f"times, not once: {old[:60]!r}")
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
 class Script:
     def __init__(self, name: str, root: Path) -> None:
         self.name = name

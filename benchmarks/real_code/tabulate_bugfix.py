@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks.real_code.script import PYTHON, Script, call
+from benchmarks.real_code.script import PYTHON, Script, call, plant_change
 from benchmarks.real_code.sources import Source
 
 SOURCE = Source("tabulate", "0.9.0",
@@ -29,10 +29,7 @@ _FAILING = "test/test_internal.py::test_align_column_decimal_with_thousand_separ
 
 
 def plant(root: Path) -> None:
-    path = root / MODULE
-    text = path.read_text(encoding="utf-8")
-    assert text.count(_GUARD) == 1
-    path.write_text(text.replace(_GUARD, _PLANTED), encoding="utf-8")
+    plant_change(root / MODULE, _GUARD, _PLANTED)
 
 
 def script(root: Path) -> Script:
