@@ -186,8 +186,8 @@ class AcpSession:
     translator: EventTranslator
     settings: AgentSettings  # the settings the client's choices add up to
     title: str | None = None
-    # The models the session ran that the provider's catalogue does not list: still offered
-    # after a switch away, so that the client can switch back.
+    # The models the session switched away from: those the provider's catalogue does not
+    # list stay offered (AcpAgent._models), so that the client can switch back.
     own_models: list[ModelInfo] = field(default_factory=list)
     command: asyncio.Task[None] | None = None  # a slash command running (/compact), to cancel
 

@@ -198,12 +198,10 @@ async def _in_terminal(
         )
         output.write(redactor.finish())
     except asyncio.CancelledError:
-        launch.kill_remaining()
+        launch.kill_remaining()  # a cancel before the terminal existed, or after its kill
         raise
     finally:
         output.close()
-    if end.timed_out:
-        launch.kill_remaining()
     return _result(output, end.code, end.timed_out, False, seconds, ctx, launch.limit_notes())
 
 
