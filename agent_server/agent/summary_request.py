@@ -202,6 +202,7 @@ class Summaries:
                     file_operations=details,
                     max_tokens=budget,
                     carried=carried,
+                    previous_carried=previous.carried if previous is not None else None,
                 ),
                 spent,
             )

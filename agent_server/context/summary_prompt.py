@@ -374,10 +374,14 @@ def _carried_note(carried: Carried | None) -> str | None:
     parts = [
         name
         for name, present in (
-            ("the user's own messages", bool(carried.user_messages)),
+            (_newest("the user's own messages", "the user's", "messages",
+                     len(carried.user_messages), carried.user_messages_left_out),
+             bool(carried.user_messages)),
             ("the pinned rules and facts", bool(carried.pins)),
             ("the plan", bool(carried.plan)),
-            ("the tool calls that failed", bool(carried.failures)),
+            (_newest("the tool calls that failed", "the", "failed tool calls",
+                     len(carried.failures), carried.failures_left_out),
+             bool(carried.failures)),
         )
         if present
     ]
@@ -386,10 +390,22 @@ def _carried_note(carried: Carried | None) -> str | None:
         f"After the summary, agent-server carries verbatim {listed}: refer to them briefly "
         "instead of copying them out."
     )
+    if carried.user_messages_left_out or carried.failures_left_out:
+        # What is left out of the block is in no later context but the summary's.
+        note += (
+            " Older ones are not carried: keep in the summary what the older messages asked "
+            "and ruled and what the older failed calls tried."
+        )
     step = next((item.content for item in carried.plan if item.status == "in_progress"), None)
     if step:
         note += f' The plan\'s step in progress is "{step}": name it under ### In progress.'
     return note
+
+
+def _newest(whole: str, owner: str, things: str, carried: int, left_out: int) -> str:
+    """How the note names a part of the carried block: whole, or its newest `carried` when
+    older ones were left out ("the user's 7 newest messages")."""
+    return f"{owner} {carried} newest {things}" if left_out else whole
 
 
 def _user_instructions(instructions: str | None) -> str | None:
@@ -469,10 +485,13 @@ def build_summary_prompt(
     max_tool_result_chars: int = DEFAULT_MAX_TOOL_RESULT_CHARS,
     max_tokens: int | None = None,
     carried: Carried | None = None,
+    previous_carried: Carried | None = None,
 ) -> str:
     """A self-contained summary request: `messages` are only those after the previous
     compaction's kept point (the previous summary covers the rest). With `max_tokens`, the
-    prompt is kept within that many tokens (chars/4) by leaving the oldest messages out."""
+    prompt is kept within that many tokens (chars/4) by leaving the oldest messages out.
+    `previous_carried` is the block that followed the previous summary, given as the model
+    read it in the context: what this compaction no longer carries is only there."""
     head = [
         SUMMARY_REQUEST_MARKER,
         "Summarise the conversation below so that the work can continue from the summary "
@@ -482,6 +501,7 @@ def build_summary_prompt(
         f"<previous-summary>\n{previous_summary.strip()}\n</previous-summary>"
         if previous_summary
         else None,
+        render_carried(previous_carried) if previous_carried is not None else None,
         SUMMARY_CONTRACT,
         FOLD_INSTRUCTION if previous_summary else None,
         NOTES_ARE_NOT_REQUESTS,

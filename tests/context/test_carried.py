@@ -26,6 +26,7 @@ from agent_server.context.summary_prompt import (
     CARRIED_OPEN,
     SUMMARY_CLOSE,
     build_summary_instruction,
+    build_summary_prompt,
     note_message,
     render_carried,
 )
@@ -329,6 +330,39 @@ def test_the_summary_request_says_what_is_carried_and_names_the_step_in_progress
     )
     assert "the user's own messages and the plan" in instruction
     assert '"fix _afterpoint": name it under ### In progress' in instruction
+
+
+def test_the_summary_request_names_only_the_newest_when_older_ones_are_not_carried() -> None:
+    # A summariser told that every message is carried would drop an older rule the block no
+    # longer holds: the note says which are carried and asks to keep the rest.
+    carried = Carried(("b", "c"), 3, failures=(Failure("c", "e", "t"),), failures_left_out=0)
+    instruction = build_summary_instruction(
+        kept_messages=0, previous_summary_in_context=True, carried=carried
+    )
+    assert "carries verbatim the user's 2 newest messages and the tool calls that failed" in (
+        instruction
+    )
+    assert "keep in the summary what the older messages asked and ruled" in instruction
+    whole = build_summary_instruction(
+        kept_messages=0, previous_summary_in_context=True, carried=Carried(("b",))
+    )
+    assert "the user's own messages:" in whole and "Older ones" not in whole
+
+
+def test_a_fresh_summary_prompt_shows_the_previous_carried_block() -> None:
+    # The cached request has the previous block in its context; a fresh prompt must too, or a
+    # message this compaction no longer carries is in nothing the summariser reads.
+    previous = Carried(("Never push to main.", "Fix the parser."))
+    now = Carried(("Fix the parser.", "Now the docs."), 1)
+    prompt = build_summary_prompt(
+        [UserMessage.of_text("Now the docs.")], previous_summary="## Goal\nfix",
+        carried=now, previous_carried=previous,
+    )
+    assert "Never push to main." in prompt
+    assert "carries verbatim the user's 2 newest messages" in prompt
+    assert "Never push to main." not in build_summary_prompt(
+        [UserMessage.of_text("Now the docs.")], previous_summary="## Goal\nfix", carried=now
+    )
 
 
 def test_carried_pins_and_plans_round_trip_and_old_compactions_still_load(tmp_path: Path) -> None:
