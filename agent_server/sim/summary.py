@@ -49,7 +49,9 @@ from typing import Literal, TypeAlias, get_args
 from agent_server.sim.summary_requests import (
     SUMMARY_CLOSE,
     SUMMARY_OPEN,
+    CarriedAfter,
     asks_for_turn_prefix,
+    carried_after,
     handoff_body,
     is_summary_handoff,
     summary_instruction,
@@ -100,6 +102,7 @@ class _Facts:
     failures: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     previous: dict[str, list[str]] = field(default_factory=dict)
+    carried: CarriedAfter = field(default_factory=CarriedAfter)
 
 
 def summarise(transcript: Transcript, mode: SummaryMode = "faithful",
@@ -118,6 +121,7 @@ def summarise(transcript: Transcript, mode: SummaryMode = "faithful",
         _facts_from_messages(transcript.messages, facts, ignore=instruction)
     outer = _strip_regions(instruction)
     _touched(outer, facts)
+    facts.carried = carried_after(outer)
     if mode == "lossy":
         body = _render_lossy(facts)
     elif asks_for_turn_prefix(outer):
@@ -391,7 +395,11 @@ def _render_with(facts: _Facts, caps: dict[str, int]) -> str:
     in_progress = (
         [f'"{_clip(requests[-1], 200)}"'] if requests else _subsection(progress, "In progress")
     )
-    blocked = _merge(_subsection(progress, "Blocked"), facts.failures, caps["items"])
+    blocked = _merge(
+        _subsection(progress, "Blocked"),
+        _not_carried(facts.failures, facts.carried.failed_calls, CARRIED_FAILURES),
+        caps["items"],
+    )
 
     modified = _merge(_bullets(previous.get("Files modified", [])), facts.files_modified,
                       caps["files"])
@@ -412,7 +420,14 @@ def _render_with(facts: _Facts, caps: dict[str, int]) -> str:
         next_steps.append("Re-read a modified file before editing it again.")
     critical = _merge(
         _bullets(previous.get("Critical context", [])),
-        [f'User said: "{_clip(request, quote)}"' for request in requests[-caps["requests"] :]]
+        [
+            f'User said: "{_clip(request, quote)}"'
+            if request != CARRIED_MESSAGES
+            else request
+            for request in _not_carried(
+                requests, facts.carried.user_messages, CARRIED_MESSAGES
+            )[-caps["requests"] :]
+        ]
         + [f"Ran: `{command}`" for command in facts.commands[-4:]],
         caps["items"] + caps["requests"],
     )
@@ -435,6 +450,19 @@ def _render_with(facts: _Facts, caps: dict[str, int]) -> str:
             f"## Critical context\n{listed(critical, 'None')}",
         )
     )
+
+
+# What a summary told not to copy out what comes verbatim after it says instead.
+CARRIED_MESSAGES = "The user's messages are carried verbatim after this summary."
+CARRIED_FAILURES = "The failed tool calls are carried verbatim after this summary."
+
+
+def _not_carried(items: list[str], carried: int, reference: str) -> list[str]:
+    """`items` less the newest `carried` of them (the instruction says those come verbatim
+    after the summary), and then one line referring to them."""
+    if not carried or not items:
+        return items
+    return [*items[: max(len(items) - carried, 0)], reference]
 
 
 def _render_lossy(facts: _Facts) -> str:

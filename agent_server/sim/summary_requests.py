@@ -25,6 +25,7 @@ solve this problem and produced a summary ..."; or it opens with a `<summary>` t
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 from agent_server.sim.transcript import Transcript, trailing_texts
 
@@ -51,6 +52,30 @@ _HANDOFF_BEFORE = re.compile(
     re.IGNORECASE,
 )
 _OPENING_CHARS = 300
+# A client that carries part of the conversation verbatim after its summary may say so and ask
+# for it not to be copied out (agent-server's summary_prompt._carried_note: "After the
+# summary, agent-server carries verbatim the user's own messages and the tool calls that
+# failed: refer to them briefly instead of copying them out", or "the user's 7 newest
+# messages" when older ones are not carried).
+_CARRIED = re.compile(
+    r"\bcarries verbatim (?P<listed>[^:\n]+):\s*refer to them briefly", re.IGNORECASE
+)
+_USER_MESSAGES = re.compile(
+    r"\bthe user's (?:own messages|(?P<newest>\d+) newest messages)\b", re.IGNORECASE
+)
+_FAILED_CALLS = re.compile(
+    r"\bthe (?:tool calls that failed|(?P<newest>\d+) newest failed tool calls)\b",
+    re.IGNORECASE,
+)
+EVERY = 1 << 30
+
+
+class CarriedAfter(NamedTuple):
+    """How many of the newest user messages and failed calls the instruction says are
+    carried verbatim after the summary (EVERY: all of them; 0: none)."""
+
+    user_messages: int = 0
+    failed_calls: int = 0
 
 
 def is_summary_instruction(text: str) -> bool:
@@ -112,3 +137,19 @@ def handoff_body(text: str) -> str:
     # One paragraph: what follows the colon that ends the opening words (Codex's).
     colon = stripped.find(":", 0, _OPENING_CHARS * 2)
     return stripped[colon + 1 :].strip() if colon >= 0 else stripped
+
+
+def carried_after(instruction: str) -> CarriedAfter:
+    """What the instruction says comes verbatim after the summary and should not be copied
+    out: an instruction-following summariser refers to it instead (docs/simulator.md)."""
+    said = _CARRIED.search(instruction)
+    if said is None:
+        return CarriedAfter()
+
+    def count(pattern: re.Pattern[str]) -> int:
+        found = pattern.search(said["listed"])
+        if found is None:
+            return 0
+        return int(found["newest"]) if found["newest"] else EVERY
+
+    return CarriedAfter(count(_USER_MESSAGES), count(_FAILED_CALLS))

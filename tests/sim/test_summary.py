@@ -22,6 +22,7 @@ from agent_server.llm.messages import (
     ToolResultMessage,
     UserMessage,
 )
+from agent_server.session.entries import Carried, Failure
 from agent_server.sim.summary import LOSSY_GOAL_CHARS, MAX_SUMMARY_TOKENS, summarise
 from agent_server.sim.summary_requests import (
     asks_for_turn_prefix,
@@ -359,3 +360,42 @@ def test_a_summary_cut_to_a_number_of_characters_ends_at_a_line_break() -> None:
     assert len(whole) > 300 >= len(cut) and whole.startswith(cut)
     assert whole[len(cut)] == "\n"  # the cut ends a line
     assert summarise(transcript, "faithful", max_chars=len(whole)) == whole
+
+
+def _asked_with(note: str | None) -> Transcript:
+    """Three prompts and a failed command, then agent-server's summary instruction with what
+    it says comes verbatim after the summary."""
+    carried = {
+        None: None,
+        "all": Carried(("Fix the parser.", "Then the docs.", "Now the tests."),
+                       failures=(Failure("bash", "make: no rule", ""),)),
+        "newest": Carried(("Then the docs.", "Now the tests."), 1),
+    }[note]
+    return Transcript("", (ToolSpec("bash", {}),), (
+        TranscriptMessage("user", (TextPart("Fix the parser. Never push to main."),)),
+        TranscriptMessage("assistant", (TextPart("Done."),)),
+        TranscriptMessage("user", (TextPart("Then the docs."),)),
+        TranscriptMessage("assistant", (ToolCallPart("c1", "bash", {"command": "make"}),)),
+        TranscriptMessage("user", (ToolResultPart("c1", "make: no rule", is_error=True),)),
+        TranscriptMessage("assistant", (TextPart("No such rule."),)),
+        TranscriptMessage("user", (TextPart("Now the tests."), TextPart(
+            build_summary_instruction(kept_messages=0, previous_summary_in_context=False,
+                                      carried=carried)))),
+    ))
+
+
+def test_a_summary_refers_to_what_the_instruction_says_is_carried_instead_of_copying_it() -> None:
+    # An instruction-following summariser does not copy out what the client says it carries
+    # verbatim after the summary; it still quotes what is not carried.
+    plain = summarise(_asked_with(None))
+    assert 'User said: "Then the docs."' in plain and "make: no rule" in plain
+    carried = summarise(_asked_with("all"))
+    assert "User said:" not in carried and "The user's messages are carried" in carried
+    assert "make: no rule" not in carried.split("### Blocked")[1].split("##")[0]
+    assert "The failed tool calls are carried" in carried
+    assert '"Never push to main."' in carried  # the constraints are still quoted
+    assert count_tokens(carried) < count_tokens(plain)
+    newest = summarise(_asked_with("newest"))
+    assert 'User said: "Fix the parser. Never push to main."' in newest
+    assert 'User said: "Then the docs."' not in newest
+    assert "make: no rule" in newest  # the failed call is not said to be carried
