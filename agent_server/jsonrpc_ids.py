@@ -13,6 +13,8 @@ import json
 import math
 from typing import TypeGuard
 
+ID_SCAN_BYTES = 4096  # how much of a message refused unread is searched for its id
+
 
 def is_integer_or_string(value: object) -> TypeGuard[int | str]:
     """An id as LSP defines it."""

@@ -32,7 +32,7 @@ from typing import Any
 
 from acp._transport import NdjsonTransport  # the SDK's stdio transport, extended below
 
-from agent_server.jsonrpc_ids import answerable_id
+from agent_server.jsonrpc_ids import ID_SCAN_BYTES, answerable_id, find_request_id
 from agent_server.stderr_log import shorten
 
 log = logging.getLogger(__name__)
@@ -157,6 +157,18 @@ class CheckedTransport(NdjsonTransport):
                 continue
             try:
                 message = json.loads(line)
+            except RecursionError:
+                # Python's parser recurses per level: answer, as for any line not read.
+                head = line if isinstance(line, bytes) else line.encode()
+                self._log_bad_input("a line on stdin nests too deeply to be read")
+                await self.send(
+                    error_reply(
+                        find_request_id(head[:ID_SCAN_BYTES]),
+                        PARSE_ERROR,
+                        "Parse error: the message nests too deeply to be read",
+                    )
+                )
+                continue
             except ValueError as error:
                 self._log_bad_input(f"not JSON on stdin: {error}")
                 await self.send(error_reply(None, PARSE_ERROR, f"Parse error: {error}"))

@@ -51,7 +51,7 @@ from pygls.protocol import (
     LanguageServerProtocol,
 )
 
-from agent_server.jsonrpc_ids import answerable_id, find_request_id
+from agent_server.jsonrpc_ids import ID_SCAN_BYTES, answerable_id, find_request_id
 from agent_server.jsonrpc_ids import is_integer_or_string as _is_id
 from agent_server.stderr_log import shorten
 
@@ -60,7 +60,6 @@ log = logging.getLogger(__name__)
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 MAX_HEADER_BYTES = 8 * 1024
 READ_CHUNK = 64 * 1024
-ID_SCAN_BYTES = 4096  # how much of a refused body is searched for its id
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600

@@ -69,6 +69,10 @@ async def test_malformed_lines_are_answered_and_the_agent_keeps_serving(
         (b"this is not json", None, -32700),
         (b'{"jsonrpc": "2.0", "id": 1, "method": "initialize"', None, -32700),
         (b"[1, 2, 3]", None, -32600),
+        # Nesting past the parser's recursion limit: answered, and the agent lives on.
+        (b'{"jsonrpc": "2.0", "id": "deep", "method": "session/list", "params": '
+         + b"[" * 5000 + b"]" * 5000 + b"}", "deep", -32700),
+        (b'{"params": ' + b"[" * 5000 + b"]" * 5000 + b', "id": 3}', None, -32700),
         (b'"just a string"', None, -32600),
         (b'{"jsonrpc": "2.0", "id": 7, "method": 5}', 7, -32600),
         (b'{"jsonrpc": "2.0", "id": 8}', 8, -32600),
