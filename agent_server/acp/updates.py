@@ -82,6 +82,7 @@ from agent_server.llm.messages import (
     ImageContent,
     TextContent,
     UserContent,
+    is_base64,
     usage_to_json,
 )
 from agent_server.llm.models import ModelInfo
@@ -166,6 +167,8 @@ def prompt_content(blocks: Sequence[PromptBlock]) -> tuple[UserContent, ...]:
         elif isinstance(block, ImageContentBlock):
             if not block.data:
                 raise PromptError("an image must carry its data (base64); a URI alone is not read")
+            if not is_base64(block.data):
+                raise PromptError("an image's data is not valid base64")
             content.append(prompt_image(block.data, block.mime_type))
         elif isinstance(block, ResourceContentBlock):
             content.append(TextContent(f"[@{block.name}]({block.uri})"))
@@ -178,6 +181,8 @@ def prompt_content(blocks: Sequence[PromptBlock]) -> tuple[UserContent, ...]:
             elif isinstance(resource, BlobResourceContents) and (
                 resource.mime_type or ""
             ).startswith("image/"):
+                if not is_base64(resource.blob):
+                    raise PromptError(f"the attached image {resource.uri} is not valid base64")
                 content.append(prompt_image(resource.blob, resource.mime_type or ""))
             else:
                 raise PromptError(

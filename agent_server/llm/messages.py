@@ -8,6 +8,8 @@ the ledger and the editor protocol (camelCase keys).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -39,6 +41,16 @@ class TextContent:
 
 # The image types every provider API takes (Anthropic's and OpenAI's common set).
 IMAGE_TYPES: tuple[str, ...] = ("image/png", "image/jpeg", "image/gif", "image/webp")
+
+
+def is_base64(data: str) -> bool:
+    """Whether an image's data is base64, as every provider requires: an image that is not
+    would fail every later request of the session, since the ledger keeps it."""
+    try:
+        base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,8 +7,6 @@ of docs/protocol.md. Everything sent is plain JSON in camelCase.
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast, get_args
@@ -50,6 +48,7 @@ from agent_server.llm.messages import (
     UserContent,
     UserMessage,
     content_to_json,
+    is_base64,
 )
 from agent_server.session.entries import MessageEntry, Pin, PlanItem, plan_item_to_json
 from agent_server.stderr_log import shorten
@@ -238,10 +237,8 @@ class Params:
                     )
                 if not isinstance(data, str) or not data:
                     raise self._fail(f"{where}.data", "must be base64 image data")
-                try:
-                    base64.b64decode(data, validate=True)
-                except (binascii.Error, ValueError):
-                    raise self._fail(f"{where}.data", "is not valid base64") from None
+                if not is_base64(data):
+                    raise self._fail(f"{where}.data", "is not valid base64")
                 blocks.append(ImageContent(data=data, mime_type=str(mime)))
             else:
                 raise self._fail(f"{where}.type", "must be 'text' or 'image'")

@@ -76,6 +76,19 @@ def test_prompt_blocks_become_user_content() -> None:
             ],
             "binary",
         ),
+        # Data that is not base64 would be kept in the ledger and fail every later request.
+        ([image_block("!!!", "image/png")], "not valid base64"),
+        (
+            [
+                EmbeddedResourceContentBlock(
+                    type="resource",
+                    resource=BlobResourceContents(
+                        uri="file:///x.png", blob="!!!", mime_type="image/png"
+                    ),
+                )
+            ],
+            "not valid base64",
+        ),
     ],
 )
 def test_prompts_the_agent_cannot_take_are_refused(blocks: list, reason: str) -> None:  # type: ignore[type-arg]
