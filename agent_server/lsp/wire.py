@@ -177,8 +177,10 @@ class Params:
         return value
 
     def text(self, key: str) -> str:
-        """A string that may be empty (absent: empty)."""
-        value = self.raw.get(key, "")
+        """A string that may be empty, but not absent (an @ with nothing typed after it)."""
+        value = self.raw.get(key)
+        if value is None:
+            raise self._fail(key, "is required (a string, which may be empty)")
         if not isinstance(value, str):
             raise self._fail(key, f"must be a string, not {type(value).__name__}")
         return value

@@ -76,6 +76,11 @@ async def test_invalid_params_name_the_field(
                 {"workspaceUri": agent.workspace_uri(), "query": 3},
                 "'query' must be a string",
             ),
+            (
+                "agent/mention/complete",
+                {"workspaceUri": agent.workspace_uri()},
+                "'query' is required",
+            ),
             ("agent/rewind/preview", {"sessionId": session_id}, "'entryId' is required"),
             ("agent/userIdle", {}, "agent/userIdle: 'idle' is required (true or false)"),
             ("agent/userIdle", None, "'idle' is required"),
