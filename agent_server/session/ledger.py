@@ -97,6 +97,7 @@ from agent_server.session.index import (
     ScanEnd,
     decode_line,
     digest,
+    excerpt,
     read_sidecar,
     scan,
     tail_digest,
@@ -155,8 +156,8 @@ class LoadReport:
                 parts.append(f"line {issue.line_number} attached after the entry before it")
             elif issue.action == "unknownType":
                 parts.append(
-                    f"line {issue.line_number} kept but not shown (an entry type this version "
-                    "does not know)"
+                    f"line {issue.line_number} kept but not shown (an entry this version cannot "
+                    "read)"
                 )
             else:
                 parts.append(f"a newline added after line {issue.line_number}")
@@ -769,7 +770,39 @@ class Ledger:
                 expected,
                 shorten(reason, 200),
             )
+            self._report_unreadable(number, raw, shorten(reason, 200))
             return UnknownEntry(raw=dict(data))
+
+    def _report_unreadable(self, number: int, raw: bytes, reason: str) -> None:
+        """Add an entry found unreadable when read (not when indexed) to the load report, so
+        that the editor is told, as of every other line loading cannot use."""
+        offset = self._index.offsets[number]
+        if any(issue.offset == offset for issue in self.load_report.issues):
+            return
+        issue = LoadIssue(
+            self._line_number_at(offset),
+            offset,
+            f"an entry this version cannot read ({reason}); kept in the file and the tree, "
+            "not shown",
+            "unknownType",
+            excerpt(raw),
+        )
+        self.load_report = dataclasses.replace(
+            self.load_report, issues=(*self.load_report.issues, issue)
+        )
+
+    def _line_number_at(self, offset: int) -> int:
+        """The 1-based number of the line that starts at byte `offset` (the index keeps
+        offsets only; this is read on the rare path of a damaged entry)."""
+        fd = self._require_fd()
+        newlines, position = 0, 0
+        while position < offset:
+            block = os.pread(fd, min(READ_BLOCK, offset - position), position)
+            if not block:
+                break
+            newlines += block.count(b"\n")
+            position += len(block)
+        return newlines + 1
 
     # --- appending ------------------------------------------------------------------------
 

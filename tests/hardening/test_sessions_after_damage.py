@@ -256,6 +256,45 @@ async def test_an_entry_of_unknown_type_is_reported_and_kept(
         await server.close()
 
 
+async def test_a_message_whose_content_cannot_be_read_is_reported_and_kept(
+    sim: SimServer, tmp_path: Path
+) -> None:
+    """The index reads a message's envelope, not its blocks: a bad block is found when the
+    entry is read. It was logged only; the editor is told, as of any other such line."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    store = SessionStore(tmp_path / "sessions", workspace)
+    with store.create() as ledger:
+        first = ledger.append_message(user("first"))
+        session_id, path = ledger.session_id, ledger.path
+    bad = {
+        "type": "message", "id": "bb000001", "parentId": first.id, "timestamp": "",
+        "message": {"role": "user", "content": [{"type": "text", "text": 5}]},
+    }
+    with path.open("a") as handle:
+        handle.write(json.dumps(bad) + "\n")
+    server = await RawServer.start()
+    try:
+        await server.initialize(workspace, settings(sim, tmp_path))
+        await server.send_message(request("load", "agent/session/load", {"sessionId": session_id}))
+        loaded = (await server.answer("load"))["result"]
+        (issue,) = loaded["repair"]["issues"]
+        assert issue["action"] == "unknownType" and issue["line"] == 3
+        assert "text must be a string" in issue["reason"]
+        shown = [item for item in loaded["transcript"] if item["kind"] == "userMessage"]
+        assert [text_of(item) for item in shown] == ["first"]
+        await server.wait_for(
+            lambda m: (
+                m.get("method") == "agent/update"
+                and m["params"]["update"]["kind"] == "notice"
+                and "line 3 kept but not shown" in m["params"]["update"]["message"]
+            ),
+            "the repair notice",
+        )
+    finally:
+        await server.close()
+
+
 async def test_a_tool_result_that_could_not_be_saved_is_recorded_as_aborted_once_it_can(
     tmp_path: Path,
 ) -> None:

@@ -413,6 +413,11 @@ def test_a_message_this_version_cannot_read_is_kept_in_the_tree_and_not_shown(
         shown = project(ledger.projection_entries()).messages
         assert [m.role for m in shown] == ["user", "assistant", "toolResult", "assistant",
                                            "assistant"]
+        # Reported, once, with its line, as every line loading cannot use is.
+        [issue] = ledger.load_report.issues
+        assert (issue.line_number, issue.action) == (6, "unknownType")
+        assert "audio" in issue.reason
+        assert "line 6 kept but not shown" in ledger.load_report.describe()
 
 
 def test_a_rebuild_holds_a_block_and_the_index_not_the_file(tmp_path: Path) -> None:
