@@ -929,6 +929,7 @@ ERROR_CODES: dict[str, int] = {
     "UnknownWorkspace": -33003,
     "UnknownEntry": -33004,
     "SessionLocked": -33005,
+    "SessionDamaged": -33006,
     "ConfigurationError": -33010,
 }
 

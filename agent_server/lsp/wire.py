@@ -35,6 +35,7 @@ from agent_server.errors import (
     AgentServerError,
     ConfigError,
     EntryNotFoundError,
+    LedgerFormatError,
     PinError,
     SessionBusyError,
     SessionLockedError,
@@ -60,6 +61,7 @@ SESSION_BUSY = -33002
 UNKNOWN_WORKSPACE = -33003
 UNKNOWN_ENTRY = -33004
 SESSION_LOCKED = -33005
+SESSION_DAMAGED = -33006  # a ledger that cannot be opened: not a bug, the file is damaged
 CONFIG_ERROR = -33010
 MAX_PROMPT_CHARS = 2_000_000
 MAX_FILE_CHARS = 20_000_000  # a revised change the editor sends back (agent/requestPermission)
@@ -115,6 +117,7 @@ def rpc_error(error: AgentServerError) -> JsonRpcException:
         (UnknownWorkspaceError, UNKNOWN_WORKSPACE),
         (EntryNotFoundError, UNKNOWN_ENTRY),
         (SessionLockedError, SESSION_LOCKED),
+        (LedgerFormatError, SESSION_DAMAGED),
         (ConfigError, CONFIG_ERROR),
         (PinError, protocol.ERROR_CODES["InvalidParams"]),  # bad input, nothing changed
     ]

@@ -295,6 +295,30 @@ async def test_a_message_whose_content_cannot_be_read_is_reported_and_kept(
         await server.close()
 
 
+async def test_a_ledger_whose_header_is_damaged_is_its_own_error_not_a_bug(
+    sim: SimServer, tmp_path: Path
+) -> None:
+    """Nothing in a file whose header cannot be read says whose session it is: the load is
+    refused, with -33006 (a damaged file), not -32603 (which says: a bug in the server)."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    store = SessionStore(tmp_path / "sessions", workspace)
+    with store.create() as ledger:
+        ledger.append_message(user("first"))
+        session_id, path = ledger.session_id, ledger.path
+    lines = path.read_bytes().split(b"\n")
+    path.write_bytes(b"\n".join([b"{garbage header", *lines[1:]]))
+    server = await RawServer.start()
+    try:
+        await server.initialize(workspace, settings(sim, tmp_path))
+        await server.send_message(request("load", "agent/session/load", {"sessionId": session_id}))
+        error = (await server.answer("load"))["error"]
+        assert error["code"] == -33006 and error["data"]["code"] == "ledger_format"
+        assert "not a session ledger" in error["message"]
+    finally:
+        await server.close()
+
+
 async def test_a_tool_result_that_could_not_be_saved_is_recorded_as_aborted_once_it_can(
     tmp_path: Path,
 ) -> None:

@@ -933,6 +933,7 @@ export const ErrorCodes = {
   UnknownWorkspace: -33003,
   UnknownEntry: -33004,
   SessionLocked: -33005,
+  SessionDamaged: -33006,
   ConfigurationError: -33010,
 } as const;
 
