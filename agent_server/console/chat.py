@@ -211,7 +211,10 @@ class TerminalChat:
     def show_help(self) -> None:
         table = Table(show_header=False, box=None, padding=(0, 2, 0, 0))
         for command in COMMANDS:
-            table.add_row(Text(command.name, style="bold"), command.arguments, command.help)
+            # Text, not a str: Rich would read "[model id]" as markup and drop it.
+            table.add_row(
+                Text(command.name, style="bold"), Text(command.arguments), Text(command.help)
+            )
         table.add_row(
             Text("@path", style="bold"), "", "attach a workspace file or folder (Tab completes)"
         )

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
+from rich.console import Console
+
+from agent_server.console.chat import TerminalChat
 from agent_server.console.commands import COMMANDS, prompt_with_images, read_command
 from agent_server.llm.messages import ImageContent, TextContent
 from tests.console.test_chat_commands import PNG
@@ -35,3 +39,15 @@ def test_image_paths_become_images_and_the_rest_stays_text(tmp_path: Path) -> No
     assert isinstance(blocks[1], ImageContent) and blocks[1].mime_type == "image/png"
     escaped, found = prompt_with_images("see a\\ b.png.", tmp_path)
     assert len(found) == 1 and escaped[0] == TextContent("see [image 1: a b.png].")
+
+
+def test_help_shows_every_command_with_its_arguments() -> None:
+    buffer = io.StringIO()
+    chat = TerminalChat(
+        Console(file=buffer, width=160, color_system=None), assume_yes=False, interactive=True
+    )
+    chat.show_help()
+    rows = {line.split()[0]: line for line in buffer.getvalue().splitlines()}
+    for command in COMMANDS:
+        assert command.arguments in rows[command.name], command.name
+    assert "[ask|allowReads|allowAll]" in rows["/mode"] and "[fact:] text" in rows["/remember"]
