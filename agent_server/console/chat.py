@@ -6,8 +6,8 @@ agent's events are turned into the editor protocol's JSON and rendered by Transc
 (answers as Markdown; everything shown literally). Interactive commands (console/commands.py,
 `/help` lists them): /model, /mode, /rewind, /compact, /usage, /sessions, /quit; an unknown
 `/word` is answered, not sent. `@path` attaches a workspace file or folder (Tab completes
-it), a pasted image path attaches the image. Ctrl-C stops a turn, Ctrl-C twice or Ctrl-D at
-the prompt quits. A session opened and left without a prompt is not kept.
+it), a pasted image path attaches the image. Ctrl-C stops a turn or /compact, Ctrl-C twice
+or Ctrl-D at the prompt quits. A session opened and left without a prompt is not kept.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from collections.abc import Iterator, Mapping
+from collections.abc import Awaitable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from rich.console import Console
 from rich.panel import Panel
@@ -74,8 +74,8 @@ class TerminalChat:
     reads prompts. Prompts and questions are read in the main thread between the event
     loop's runs (nothing else needs the loop then), so Ctrl-C is a plain KeyboardInterrupt
     there: at the idle prompt it asks for a second Ctrl-C (or Ctrl-D) to quit; during a turn
-    it stops the turn (asyncio.Runner cancels it); at a permission question it rejects the
-    call and stops the turn."""
+    or a /compact it stops that (asyncio.Runner cancels it); at a permission question it
+    rejects the call and stops the turn."""
 
     def __init__(
         self,
@@ -272,6 +272,28 @@ class TerminalChat:
                 shown(f"({output.total_lines} lines in all: {output.full_output_path})", "dim")
             )
 
+    def compact_command(
+        self, runner: asyncio.Runner, session: AgentSession, argument: str
+    ) -> None:
+        """`/compact [instructions]`: summarise the history now. Ctrl-C stops it and comes
+        back to the prompt, the history as it was (as Ctrl-C stops a turn)."""
+        if self.activity is not None:
+            self.activity.waiting("compacting")
+        try:
+            outcome = runner.run(_stoppable(session.compact(argument or None)))
+        finally:
+            if self.activity is not None:
+                self.activity.stop()
+        if outcome is None:
+            self.console.print(
+                Text("  (compaction cancelled: the history is unchanged)", style="yellow")
+            )
+        elif outcome.outcome == "noop":
+            self.console.print(
+                Text("nothing to compact yet: the history is already short", style="dim")
+            )
+        # Otherwise the compaction's own marker (or its failure) is on screen already.
+
     def mode_command(self, session: AgentSession, argument: str) -> None:
         """`/mode`: when tools ask first; `/mode <mode>`: switch."""
         if argument:
@@ -441,6 +463,22 @@ def _typed_text(item: Mapping[str, Any]) -> str:
 
 TURN_FIGURES = ("calls", "input", "cacheRead", "cacheWrite", "output", "cost")
 
+T = TypeVar("T")
+
+
+async def _stoppable(work: Awaitable[T]) -> T | None:
+    """`work`'s result, or None when Ctrl-C cancelled it. asyncio.Runner cancels its task on
+    Ctrl-C and, when the task ends cancelled, raises KeyboardInterrupt (which would quit the
+    chat); taking the cancel back here ends the task normally, as AgentSession.run_turn does
+    for a turn. A second Ctrl-C while it stops still quits."""
+    try:
+        return await work
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if current is not None:
+            current.uncancel()
+        return None
+
 
 @contextlib.contextmanager
 def default_sigint() -> Iterator[None]:
@@ -551,18 +589,7 @@ def chat_loop(
         elif name == "/output":
             chat.output_command(typed.argument)
         elif name == "/compact":
-            if chat.activity is not None:
-                chat.activity.waiting("compacting")
-            try:
-                outcome = runner.run(session.compact(typed.argument or None))
-            finally:
-                if chat.activity is not None:
-                    chat.activity.stop()
-            if outcome.outcome == "noop":
-                console.print(
-                    Text("nothing to compact yet: the history is already short", style="dim")
-                )
-            # Otherwise the compaction's own marker (or its failure) is on screen already.
+            chat.compact_command(runner, session, typed.argument)
         elif name == "/sessions":
             console.print(sessions_table(agent.list(), title="sessions"))
         elif name == "/model":

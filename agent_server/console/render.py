@@ -336,8 +336,9 @@ class TranscriptPrinter:
             )
             return
         if status != "completed":
-            error = shown(str(params.get("error", "")), "red")
-            self.console.print(Text(f"  ⟳ compaction {status}: ", style="red") + error)
+            error = str(params.get("error") or "")  # none when Ctrl-C cancelled it
+            marker = Text(f"  ⟳ compaction {status}" + (": " if error else ""), style="red")
+            self.console.print(marker + shown(error, "red"))
             return
         lines = str(params.get("summary", "")).strip().splitlines()
         preview = shown("\n".join(lines[:SUMMARY_PREVIEW_LINES]), "dim")

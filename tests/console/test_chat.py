@@ -176,3 +176,35 @@ def test_ctrl_c_at_a_question_rejects_and_stops_the_turn(sim: ThreadedSimServer,
     assert len(ledgers) == 1
     lines = [json.loads(line) for line in ledgers[0].read_text().splitlines()]
     assert any(line.get("message", {}).get("role") == "user" for line in lines)
+
+
+def test_ctrl_c_during_compact_stops_it_and_the_chat_goes_on(
+    sim: ThreadedSimServer, tmp_path: Path
+) -> None:
+    # Keep nothing but the last turn, so that /compact has something to summarise.
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"compaction": {"keepRecentTokens": 1, "keepRecentTurns": 1}}))
+    child = spawn_chat(sim, tmp_path, "--yes", "--config", str(config))
+    out = Recorder()
+    child.logfile_read = out
+    for prompt in ("check the log", "write a note"):
+        child.sendline(prompt)
+        child.expect("you ›")
+    sim.simulator.set_faults("slow@1:10")  # the summary request: time to press Ctrl-C
+    try:
+        child.sendline("/compact")
+        child.expect("⟳ compacting")  # the summary is asked for
+        interrupt(child, "compaction cancelled: the history is unchanged")
+    finally:
+        sim.simulator.set_faults(None)
+    child.expect("you ›")
+    assert "⟳ compaction cancelled\r\n" in out.text  # no reason follows: the user stopped it
+    child.sendline("/usage")
+    child.expect("you ›")
+    child.sendline("/quit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert "interrupted" not in out.text and "Traceback" not in out.text
+    ledger = next((tmp_path / "sessions").rglob("*.jsonl")).read_text()
+    assert '"type": "compaction"' not in ledger and '"type":"compaction"' not in ledger
