@@ -6,8 +6,9 @@ agent's events are turned into the editor protocol's JSON and rendered by Transc
 (answers as Markdown; everything shown literally). Interactive commands (console/commands.py,
 `/help` lists them): /model, /mode, /rewind, /compact, /usage, /sessions, /quit; an unknown
 `/word` is answered, not sent. `@path` attaches a workspace file or folder (Tab completes
-it), a pasted image path attaches the image. Ctrl-C stops a turn or /compact, Ctrl-C twice
-or Ctrl-D at the prompt quits. A session opened and left without a prompt is not kept.
+it), a pasted image path attaches the image. Ctrl-C stops a turn or /compact; at the prompt
+it clears a typed line, and twice on an empty line (or Ctrl-D) quits. A session opened and
+left without a prompt is not kept.
 """
 
 from __future__ import annotations

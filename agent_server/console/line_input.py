@@ -61,7 +61,9 @@ class LineReader:
         self._matches: list[str] = []
 
     def read(self) -> str | None:
-        """The next prompt; None to quit (Ctrl-D, or Ctrl-C twice in a row)."""
+        """The next prompt; None to quit (Ctrl-D, or Ctrl-C twice in a row on an empty line).
+        Ctrl-C on a line with text in it clears the line, as in a shell; a line typed (or
+        cleared) between two Ctrl-Cs makes them no pair."""
         interrupted = False
         prefill, self.prefill = self.prefill, ""
         while True:
@@ -71,14 +73,25 @@ class LineReader:
                 self.console.print()
                 return None
             except KeyboardInterrupt:
+                self.console.print()
+                if self.typed_so_far().strip():
+                    interrupted, prefill = False, ""
+                    continue
                 if interrupted:
-                    self.console.print()
                     return None
                 interrupted = True
-                self.console.print(Text("\n(Ctrl-C again or Ctrl-D to quit)", style="dim"))
+                self.console.print(Text("(Ctrl-C again or Ctrl-D to quit)", style="dim"))
                 continue
             if line.strip():
                 return line.strip()
+            interrupted = False
+
+    @staticmethod
+    def typed_so_far() -> str:
+        """What the line held when input() was interrupted: readline keeps it; without
+        readline there is no knowing, and "" keeps the Ctrl-C pair quitting."""
+        readline = sys.modules.get("readline")
+        return str(readline.get_line_buffer()) if readline is not None else ""
 
     def input_line(self, prefill: str) -> str:
         """input(), with `prefill` already typed in the line when readline is there to edit

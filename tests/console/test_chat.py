@@ -208,3 +208,22 @@ def test_ctrl_c_during_compact_stops_it_and_the_chat_goes_on(
     assert "interrupted" not in out.text and "Traceback" not in out.text
     ledger = next((tmp_path / "sessions").rglob("*.jsonl")).read_text()
     assert '"type": "compaction"' not in ledger and '"type":"compaction"' not in ledger
+
+
+def test_ctrl_c_clears_a_typed_line_and_typing_breaks_the_quitting_pair(
+    sim: ThreadedSimServer, tmp_path: Path
+) -> None:
+    child = spawn_chat(sim, tmp_path)
+    out = Recorder()
+    child.logfile_read = out
+    interrupt(child, "Ctrl-C again or Ctrl-D to quit")
+    child.send("half a prom")
+    child.expect("half a prom")
+    child.sendintr()  # clears the line; the chat goes on
+    child.expect("you ›")
+    interrupt(child, "Ctrl-C again or Ctrl-D to quit")  # a new pair begins
+    child.sendline("/quit")  # the line is empty: nothing of "half a prom" is sent with it
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert "unknown command" not in out.text and "Traceback" not in out.text
