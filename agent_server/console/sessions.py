@@ -6,6 +6,7 @@ exported while it runs.
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import shutil
@@ -23,6 +24,7 @@ from rich.text import Text
 from agent_server.agent.tools import default_tools
 from agent_server.console.render import LiteralMarkdown, attachment_label, format_tokens, shown
 from agent_server.errors import AgentServerError
+from agent_server.literal import literal
 from agent_server.llm.messages import (
     AssistantMessage,
     TextContent,
@@ -139,19 +141,29 @@ def _show_entry(entry: Entry, results: Mapping[str, ToolResultMessage], console:
 
 
 def export_session(store: SessionStore, session_id: str, fmt: str, output: Path | None) -> int:
+    """The session as Markdown or its raw ledger, to `output` or to stdout."""
     path = store.ledger_path(store.resolve(session_id))
-    if fmt == "jsonl":
-        if output is None:
-            sys.stdout.write(path.read_text(encoding="utf-8"))
-        else:
-            shutil.copyfile(path, output)
-        return 0
-    contents = read_ledger(path)
     if output is None:
-        write_markdown(contents.branch(), sys.stdout)
+        if fmt == "jsonl":
+            return write_stdout(path.read_text(encoding="utf-8"))
+        markdown = io.StringIO()
+        write_markdown(read_ledger(path).branch(), markdown)
+        return write_stdout(markdown.getvalue())
+    if fmt == "jsonl":
+        shutil.copyfile(path, output)
     else:
         with output.open("w", encoding="utf-8") as stream:
-            write_markdown(contents.branch(), stream)
+            write_markdown(read_ledger(path).branch(), stream)
+    return 0
+
+
+def write_stdout(text: str) -> int:
+    """`text` to stdout. On a terminal it is shown literally (escape sequences and bidi
+    controls as `\\x1b`, `\\u202e`), as `show` shows it; a pipe gets it as it is, to
+    process."""
+    if sys.stdout.isatty():
+        text = literal(text)
+    sys.stdout.write(text)
     return 0
 
 

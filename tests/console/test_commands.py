@@ -7,8 +7,27 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agent_server.sim.scenario import default_scenario
+import pexpect
+
+from agent_server.sim.scenario import default_scenario, parse_scenario
+from agent_server.sim.server import SimServer
+from agent_server.sim.simulator import Simulator
 from agent_server.sim.workspace import write_sample_workspace
+
+# A command whose output would retitle the terminal, clear it and reverse what follows.
+BANNER = r"printf '\033]0;pwned\007\033[2J\342\200\256done\n'"
+HOSTILE_OUTPUT = {
+    "name": "hostile output",
+    "turns": [
+        {
+            "user": "print the banner",
+            "steps": [
+                {"tools": [{"name": "bash", "arguments": {"command": BANNER}}]},
+                {"text": "Printed."},
+            ],
+        }
+    ],
+}
 
 
 def agent_server(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -139,3 +158,44 @@ def test_remember_pins_a_rule_unless_it_says_fact() -> None:
     assert pin_argument("fact: the port is 8123") == ("fact", "the port is 8123")
     assert pin_argument("Rule:  keep the API ") == ("rule", "keep the API")
     assert pin_argument("note: this stays") == ("rule", "note: this stays")
+
+
+def hostile_session(tmp_path: Path) -> tuple[Path, str]:
+    """A workspace with one session whose command printed escape sequences: (workspace, id)."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    sessions = str(tmp_path / "sessions")
+    handle = SimServer(Simulator(scenario=parse_scenario(HOSTILE_OUTPUT))).run_in_thread()
+    try:
+        chat = agent_server(
+            "chat", "--provider", "sim", "--base-url", handle.base_url, "--sessions-dir",
+            sessions, "--yes", "print the banner", cwd=workspace,
+        )
+    finally:
+        handle.stop()
+    assert chat.returncode == 0, chat.stdout + chat.stderr
+    return workspace, next(Path(sessions).rglob("*.jsonl")).stem
+
+
+def test_sessions_export_shows_escapes_literally_on_a_terminal_and_raw_in_a_pipe(
+    tmp_path: Path,
+) -> None:
+    workspace, session_id = hostile_session(tmp_path)
+    sessions = str(tmp_path / "sessions")
+    piped = agent_server("sessions", "export", session_id, "--sessions-dir", sessions, cwd=workspace)
+    assert piped.returncode == 0 and "\x1b]0;pwned\x07\x1b[2J\u202edone" in piped.stdout
+    for fmt in ("markdown", "jsonl"):
+        child = pexpect.spawn(
+            sys.executable,
+            ["-m", "agent_server", "sessions", "export", session_id, "--format", fmt,
+             "--sessions-dir", sessions],
+            cwd=str(workspace), encoding="utf-8", timeout=120,
+            env={"TERM": "xterm-256color", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        )
+        on_screen = child.read()
+        child.close()
+        assert child.exitstatus == 0, on_screen
+        assert "\x1b" not in on_screen and "\u202e" not in on_screen, fmt
+        # (JSON writes the control characters as \\u001b already; not U+202E.)
+        shown = "\\x1b]0;pwned\\x07\\x1b[2J" if fmt == "markdown" else "\\u0007\\u001b[2J"
+        assert shown + "\\u202edone" in on_screen, fmt
