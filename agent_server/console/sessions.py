@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import shutil
 import sys
@@ -149,21 +150,30 @@ def export_session(store: SessionStore, session_id: str, fmt: str, output: Path 
         markdown = io.StringIO()
         write_markdown(read_ledger(path).branch(), markdown)
         return write_stdout(markdown.getvalue())
-    if fmt == "jsonl":
-        shutil.copyfile(path, output)
-    else:
-        with output.open("w", encoding="utf-8") as stream:
-            write_markdown(read_ledger(path).branch(), stream)
+    try:
+        if fmt == "jsonl":
+            shutil.copyfile(path, output)
+        else:
+            with output.open("w", encoding="utf-8") as stream:
+                write_markdown(read_ledger(path).branch(), stream)
+    except OSError as error:
+        raise AgentServerError(f"cannot write {output}: {error.strerror or error}") from error
     return 0
 
 
 def write_stdout(text: str) -> int:
     """`text` to stdout. On a terminal it is shown literally (escape sequences and bidi
     controls as `\\x1b`, `\\u202e`), as `show` shows it; a pipe gets it as it is, to
-    process."""
+    process. A reader that stops early (`| head`) ends the export quietly, as Rich ends
+    `show`: stdout is pointed at /dev/null so that Python's flush at exit finds no pipe."""
     if sys.stdout.isatty():
         text = literal(text)
-    sys.stdout.write(text)
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     return 0
 
 
@@ -283,5 +293,6 @@ def main(command: str, workspace: Path, sessions_dir: str | None, **options: obj
             Path(str(output)) if output else None,
         )
     except AgentServerError as error:
-        Console(stderr=True).print(shown(error.message, "red"))
+        # Not wrapped: an error is one line, whatever the width (a long path stays whole).
+        Console(stderr=True, soft_wrap=True).print(shown(error.message, "red"))
         return 1

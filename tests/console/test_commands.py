@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -199,3 +200,27 @@ def test_sessions_export_shows_escapes_literally_on_a_terminal_and_raw_in_a_pipe
         # (JSON writes the control characters as \\u001b already; not U+202E.)
         shown = "\\x1b]0;pwned\\x07\\x1b[2J" if fmt == "markdown" else "\\u0007\\u001b[2J"
         assert shown + "\\u202edone" in on_screen, fmt
+
+
+def test_sessions_export_ends_quietly_on_a_closed_pipe_and_names_a_path_it_cannot_write(
+    tmp_path: Path,
+) -> None:
+    workspace, session_id = hostile_session(tmp_path)
+    sessions = str(tmp_path / "sessions")
+    export = [sys.executable, "-m", "agent_server", "sessions", "export", session_id,
+              "--sessions-dir", sessions]
+    for fmt in ("markdown", "jsonl"):
+        # A reader that has stopped already (`| head -1` on a long session, at its end).
+        read_end, write_end = os.pipe()
+        os.close(read_end)
+        try:
+            done = subprocess.run([*export, "--format", fmt], cwd=workspace, stdout=write_end,
+                                  stderr=subprocess.PIPE, text=True, timeout=300, check=False)
+        finally:
+            os.close(write_end)
+        assert done.stderr == "", fmt
+    nowhere = tmp_path / "nonexistent" / "dir" / "x.md"
+    failed = agent_server("sessions", "export", session_id, "-o", str(nowhere),
+                          "--sessions-dir", sessions, cwd=workspace)
+    assert failed.returncode == 1 and "Traceback" not in failed.stderr
+    assert failed.stderr == f"cannot write {nowhere}: No such file or directory\n"
