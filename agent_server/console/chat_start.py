@@ -63,17 +63,29 @@ def first_screen(console: Console, settings: AgentSettings, workspace: Path) -> 
     console.print(HINT)
 
 
+def workspace_folder(given: str) -> Path:
+    """The workspace `--workspace` names; ConfigError unless it is a folder (a session for a
+    folder that is not there would be recorded, and its tools would fail)."""
+    workspace = Path(given).expanduser().resolve()
+    if not workspace.exists():
+        raise ConfigError(f"--workspace {given}: no such folder")
+    if not workspace.is_dir():
+        raise ConfigError(f"--workspace {given}: not a folder; name the folder to work in")
+    return workspace
+
+
 def main(args: Any) -> int:
     try:
         config = load_config(Path(args.config) if args.config else None)
         settings = resolve_settings(config, flag_overrides(args))
+        workspace = workspace_folder(args.workspace)
     except ConfigError as error:
         from agent_server.console.render import shown
 
-        Console(stderr=True).print(shown(error.message, "red"))
+        # Not wrapped: an error is one line, whatever the width (a long path stays whole).
+        Console(stderr=True, soft_wrap=True).print(shown(error.message, "red"))
         return 2
     prompt = " ".join(args.prompt) if args.prompt else None
-    workspace = Path(args.workspace).resolve()
     options: dict[str, Any] = {
         "workspace": workspace,
         "settings": settings,

@@ -224,3 +224,16 @@ def test_sessions_export_ends_quietly_on_a_closed_pipe_and_names_a_path_it_canno
                           "--sessions-dir", sessions, cwd=workspace)
     assert failed.returncode == 1 and "Traceback" not in failed.stderr
     assert failed.stderr == f"cannot write {nowhere}: No such file or directory\n"
+
+
+def test_chat_refuses_a_workspace_that_is_not_a_folder_before_recording_anything(
+    tmp_path: Path,
+) -> None:
+    sessions = tmp_path / "sessions"
+    (tmp_path / "README.md").write_text("# not a folder\n")
+    for given, said in (("nonexistent", "no such folder"), ("README.md", "not a folder")):
+        done = agent_server("chat", "--provider", "sim", "--sessions-dir", str(sessions),
+                            "--workspace", given, "--yes", "hi", cwd=tmp_path)
+        assert done.returncode == 2, done.stdout
+        assert done.stderr.startswith(f"--workspace {given}: {said}") and done.stdout == ""
+    assert not list(sessions.rglob("*.jsonl"))
