@@ -198,7 +198,9 @@ def silent_overflow_error(
 
 def _connection_error(exc: BaseException, where: ErrorContext) -> ProviderError:
     if _could_not_connect(exc) and not isinstance(exc, StreamInterrupted):
-        target = f" at {where.base_url}" if where.base_url else ""
+        # A server known by its URL ("the server at http://...") is not named twice.
+        named = where.base_url is None or where.base_url in where.provider
+        target = "" if named else f" at {where.base_url}"
         return _retryable(
             ProviderConnectionError,
             where,

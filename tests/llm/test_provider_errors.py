@@ -195,6 +195,12 @@ def test_connection_failures_are_retryable() -> None:
     assert isinstance(dropped, ProviderConnectionError)
     assert dropped.retryable
     assert "dropped" in dropped.message
+    # Where it was reached, once: a server known only by its URL is named by it already.
+    url = "http://127.0.0.1:9"
+    for provider in ("Anthropic", f"the server at {url}"):
+        refused = to_provider_error(connect, ErrorContext(provider, base_url=url))
+        assert refused.message.count(url) == 1, refused.message
+        assert f"Could not reach {provider}" in refused.message
     read = to_provider_error(httpx2.RemoteProtocolError("peer closed connection"), WHERE)
     assert isinstance(read, ProviderConnectionError)
     timeout = to_provider_error(openai.APITimeoutError(request=request), WHERE)
