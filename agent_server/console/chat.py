@@ -259,7 +259,8 @@ class TerminalChat:
         if not outputs:
             self.console.print(Text("no command has run yet", style="dim"))
             return
-        number = int(argument) if argument.strip().isdigit() else 1
+        argument = argument.strip()
+        number = int(argument) if argument.isdecimal() else 0 if argument else 1
         if not 1 <= number <= len(outputs):
             self.console.print(
                 Text(f"/output takes 1 to {len(outputs)} (the Nth last command)", style="yellow")

@@ -9,6 +9,7 @@ from rich.console import Console
 
 from agent_server.console.chat import TerminalChat
 from agent_server.console.commands import COMMANDS, prompt_with_images, read_command
+from agent_server.console.render import CommandOutput
 from agent_server.llm.messages import ImageContent, TextContent
 from tests.console.test_chat_commands import PNG
 
@@ -51,3 +52,21 @@ def test_help_shows_every_command_with_its_arguments() -> None:
     for command in COMMANDS:
         assert command.arguments in rows[command.name], command.name
     assert "[ask|allowReads|allowAll]" in rows["/mode"] and "[fact:] text" in rows["/remember"]
+
+
+def test_output_takes_a_number_in_range_and_answers_anything_else_with_its_usage() -> None:
+    buffer = io.StringIO()
+    chat = TerminalChat(
+        Console(file=buffer, width=160, color_system=None), assume_yes=False, interactive=True
+    )
+    chat.printer.outputs = [CommandOutput(f"Run: step {n}", f"out {n}\n", 1, None) for n in (1, 2)]
+    for argument, answer in (("", "out 2"), ("2", "out 1"), ("1", "out 2")):
+        buffer.seek(0)
+        buffer.truncate(0)
+        chat.output_command(argument)
+        assert answer in buffer.getvalue(), argument
+    for wrong in ("abc", "-1", "0", "9", "1.5"):
+        buffer.seek(0)
+        buffer.truncate(0)
+        chat.output_command(wrong)
+        assert buffer.getvalue() == "/output takes 1 to 2 (the Nth last command)\n", wrong
