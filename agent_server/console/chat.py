@@ -340,6 +340,11 @@ class TerminalChat:
 
     def forget_command(self, session: AgentSession, argument: str) -> None:
         """`/forget id`: remove a pin."""
+        if not argument.strip():
+            self.console.print(
+                Text("/forget takes a pin's id: /pins lists them with their ids", style="yellow")
+            )
+            return
         try:
             pin = session.unpin(argument.strip())
         except AgentServerError as error:

@@ -166,6 +166,7 @@ def test_remember_pins_forget_removes_and_the_model_is_told(
     assert "never edit CHANGELOG" in listed and "fact, by the user: the port is 8123" in listed
     assert "removed rule" in command(f"/forget {match.group(1)}")
     assert "is not a pin in force" in command("/forget nope")
+    assert "/forget takes a pin's id" in command("/forget")
     assert "never edit CHANGELOG" not in command("/pins")
     command("write the plan")
     told = str(sim.records[-2].request["messages"])  # the turn's first request
