@@ -420,14 +420,11 @@ def _render_with(facts: _Facts, caps: dict[str, int]) -> str:
         next_steps.append("Re-read a modified file before editing it again.")
     critical = _merge(
         _bullets(previous.get("Critical context", [])),
-        [
-            f'User said: "{_clip(request, quote)}"'
-            if request != CARRIED_MESSAGES
-            else request
-            for request in _not_carried(
-                requests, facts.carried.user_messages, CARRIED_MESSAGES
-            )[-caps["requests"] :]
-        ]
+        _not_carried(
+            [f'User said: "{_clip(request, quote)}"' for request in requests],
+            facts.carried.user_messages,
+            CARRIED_MESSAGES,
+        )[-caps["requests"] :]
         + [f"Ran: `{command}`" for command in facts.commands[-4:]],
         caps["items"] + caps["requests"],
     )
