@@ -91,7 +91,9 @@ def resolve_model(
     wanted = model_id or provider_spec(settings.provider).default_model
     model = registry.get(wanted)
     if model is None:
-        known = ", ".join(m.id for m in registry)
+        # The provider's own models: naming one it does not serve would fail next.
+        served = [m.id for m in registry if serves(settings.provider, m)]
+        known = ", ".join(served or [m.id for m in registry])
         raise UnknownModelError(
             f"unknown model {wanted!r}: use one of {known}, or define it in a models file "
             "(the modelsFile setting, --models-file); a model of a local OpenAI-compatible "

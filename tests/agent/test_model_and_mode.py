@@ -54,8 +54,11 @@ async def test_a_switch_is_refused_clearly(tmp_path: Path) -> None:
     async with agent_run(tmp_path) as run:
         with pytest.raises(ConfigError, match="not served by the provider 'sim'"):
             await run.session.switch_model("claude-haiku-4-5")
-        with pytest.raises(UnknownModelError):
+        with pytest.raises(UnknownModelError) as unknown:
             await run.session.switch_model("no-such-model")
+        # It offers the provider's own models, not one the next try would be refused.
+        offered = unknown.value.message.split("use one of ")[1].split(", or define")[0]
+        assert "sim-small" in offered and "claude-haiku-4-5" not in offered
         assert run.session.model.id == "sim-small"
         assert not any(isinstance(e, ModelChangeEntry) for e in run.session.ledger.entries[2:])
 
