@@ -364,7 +364,9 @@ def denied_result(decision: PermissionDecision) -> ToolResult:
         text = (
             "This tool call needs the user's permission, and there is no one to ask in this "
             "non-interactive session, so it was not run. Do not retry it; finish what you can "
-            "without it and tell the user what you would have run."
+            "without it and tell the user what you would have run, and that they can allow "
+            "such calls by running again with --yes, or with the permissions.mode setting "
+            "set to allowAll."
         )
     elif decision.basis == "dismissed":
         text = (

@@ -124,8 +124,6 @@ class TerminalChat:
     async def ask(self, request: PermissionRequest) -> str | None:
         if self.assume_yes:
             return "allow_once"
-        if not self.interactive:
-            return None
         with self.activity.paused() if self.activity else contextlib.nullcontext():
             return self.question(request)
 
@@ -181,6 +179,7 @@ class TerminalChat:
                 )
             )
         self.printer.errors_shown = []
+        self.printer.denials = 0
         self.seq = 0
         before = session.totals.to_json()
         if self.activity is not None:
@@ -200,6 +199,8 @@ class TerminalChat:
                 "usage": wire.usage_json(self.session_id, session.usage_snapshot()),
             }
         )
+        if not self.interactive and self.printer.denials:
+            self.console.print(shown(cannot_ask(self.printer.denials), "yellow"))
         return result.stop_reason
 
     def show_usage(self, session: AgentSession) -> None:
@@ -462,6 +463,16 @@ class TerminalChat:
         return answer or None
 
 
+def cannot_ask(denied: int) -> str:
+    """Why a one-shot chat's calls were not run, and how to let them run."""
+    calls = "1 tool call was" if denied == 1 else f"{denied} tool calls were"
+    return (
+        f"{calls} not run: a one-shot chat cannot ask for permission. To allow them, run "
+        "it again with --yes (every call runs), or set permissions.mode to allowAll in the "
+        "settings file; `agent-server chat` without a prompt asks before each one."
+    )
+
+
 def _typed_text(item: Mapping[str, Any]) -> str:
     return "\n".join(
         block["text"] for block in item.get("content", ()) if block.get("type") == "text"
@@ -514,18 +525,18 @@ def run_chat(
     reader that read it; its first screen is on the terminal already."""
     console = console or Console(highlight=False)
     chat = TerminalChat(console, assume_yes=assume_yes, interactive=prompt is None, reader=reader)
+    # A one-shot chat has no one to ask: the gate denies what would ask (unless --yes), and
+    # tells the model so.
+    ask = chat.ask if chat.interactive else None
     with asyncio.Runner() as runner:
         agent = WorkspaceAgent(workspace, settings)
         try:
             if session_id:
                 session = agent.open(
-                    agent.store.resolve(session_id),
-                    emit=chat.emit,
-                    ask=chat.ask,
-                    assume_yes=assume_yes,
+                    agent.store.resolve(session_id), emit=chat.emit, ask=ask, assume_yes=assume_yes
                 )
             else:
-                session = agent.create(emit=chat.emit, ask=chat.ask, assume_yes=assume_yes)
+                session = agent.create(emit=chat.emit, ask=ask, assume_yes=assume_yes)
             chat.session = session
             if first_line is None:
                 console.print(

@@ -204,6 +204,7 @@ class TranscriptPrinter:
         self._tool_kinds: dict[str, str] = {}
         self.diffs_shown: set[str] = set()  # tool calls whose change is already on screen
         self.errors_shown: list[str] = []  # error notices of the current turn
+        self.denials = 0  # tool calls of the current turn not allowed to run
         self.outputs: list[CommandOutput] = []  # the commands' outputs, oldest first
         self.output_hint = ""  # how to see a collapsed output whole, if there is a way
         self.activity: Activity | None = None  # what runs now, in a terminal chat
@@ -211,6 +212,7 @@ class TranscriptPrinter:
     def prompt(self, text: str) -> None:
         self._close_message()
         self.errors_shown = []
+        self.denials = 0
         self.console.print()
         self.console.print(Text("you › ", style="bold cyan") + shown(text))
 
@@ -280,13 +282,14 @@ class TranscriptPrinter:
         line = Text("  ✓ " if ok else "  ✗ ", style="green" if ok else "red")
         line.append_text(shown(title, "dim" if ok else "red", one_line=True))
         raw = update.get("rawOutput")
-        if not ok and isinstance(raw, Mapping) and raw.get("permission") == "denied":
+        denied = isinstance(raw, Mapping) and raw.get("permission") == "denied"
+        if denied and isinstance(raw, Mapping):
+            self.denials += 1
             line.append_text(shown(f" (not run: {raw.get('reason', 'rejected')})", "red"))
         self.console.print(line)
         for content in update.get("content") or ():
             if content.get("type") == "diff" and call_id not in self.diffs_shown:
                 self.console.print(diff_text(str(content.get("diff", ""))))
-        denied = isinstance(raw, Mapping) and raw.get("permission") == "denied"
         if self._tool_kinds.get(call_id) == "execute" and not denied:
             self._command_output(title, update)
 

@@ -31,7 +31,10 @@ HOSTILE_OUTPUT = {
 }
 
 
-def agent_server(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def agent_server(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`stdin`: text piped in (else /dev/null: a one-shot chat reads a piped stdin)."""
     return subprocess.run(
         [sys.executable, "-m", "agent_server", *args],
         cwd=cwd,
@@ -40,6 +43,7 @@ def agent_server(*args: str, cwd: Path, env: dict[str, str] | None = None) -> su
         timeout=300,
         env=env,
         check=False,
+        **({"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}),
     )
 
 

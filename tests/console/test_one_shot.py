@@ -1,0 +1,57 @@
+"""`agent-server chat "prompt"` run from a script: nobody at a terminal to ask."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agent_server.sim.scenario import parse_scenario
+from agent_server.sim.server import SimServer
+from agent_server.sim.simulator import Simulator
+from tests.console.test_commands import agent_server
+
+RUNS_A_COMMAND = {
+    "name": "runs a command",
+    "turns": [
+        {
+            "user": "count the files",
+            "steps": [
+                {"tools": [{"name": "bash", "arguments": {"command": "ls | wc -l"}}]},
+                {"text": "I could not run it."},
+            ],
+        }
+    ],
+}
+
+
+def tool_results(sessions: Path) -> list[str]:
+    ledger = next(sessions.rglob("*.jsonl"))
+    messages = [json.loads(line).get("message", {}) for line in ledger.read_text().splitlines()]
+    return [
+        block.get("text", "")
+        for message in messages
+        if message.get("role") == "toolResult"
+        for block in message.get("content", ())
+    ]
+
+
+def test_a_call_that_needs_asking_is_denied_and_both_the_user_and_the_model_learn_how_to_allow_it(
+    tmp_path: Path,
+) -> None:
+    sessions = tmp_path / "sessions"
+    handle = SimServer(Simulator(scenario=parse_scenario(RUNS_A_COMMAND))).run_in_thread()
+    try:
+        done = agent_server(
+            "chat", "--provider", "sim", "--base-url", handle.base_url, "--sessions-dir",
+            str(sessions), "count the files", cwd=tmp_path,
+        )
+    finally:
+        handle.stop()
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = " ".join(done.stdout.split())  # as one line, however Rich wrapped it
+    assert "not run: bash needs permission and there is no one to ask" in out
+    assert "1 tool call was not run: a one-shot chat cannot ask for permission" in out
+    assert "--yes" in out and "permissions.mode" in out
+    assert "cancelled" not in out
+    [result] = tool_results(sessions)
+    assert "no one to ask" in result and "--yes" in result and "permissions.mode" in result
