@@ -166,10 +166,19 @@ class TerminalChat:
                 body, what = diff_text(change.diff), f"changes to {change.path}"
             self.console.print(Panel(body, title=shown(what, one_line=True), title_align="left"))
 
-    async def turn(self, session: AgentSession, prompt: str) -> str:
+    async def turn(self, session: AgentSession, prompt: str, piped: str = "") -> str:
+        """`piped`: what was piped into a one-shot chat, sent before the prompt (the question
+        after the material, as @-mentions are)."""
         if not self.interactive:
             self.printer.prompt(prompt)
         content, images = prompt_with_images(prompt, session.workspace)
+        if piped:
+            body = piped.rstrip("\n")
+            content = (TextContent(f"<stdin>\n{body}\n</stdin>"), *content)
+            lines = len(piped.splitlines())
+            self.console.print(
+                Text(f"  attached stdin ({lines} line{'' if lines == 1 else 's'})", style="dim")
+            )
         for number, image in enumerate(images, 1):
             self.console.print(
                 shown(
@@ -513,6 +522,7 @@ def run_chat(
     *,
     prompt: str | None,
     workspace: Path,
+    piped: str = "",
     settings: AgentSettings,
     session_id: str | None,
     assume_yes: bool,
@@ -520,9 +530,10 @@ def run_chat(
     reader: LineReader | None = None,
     first_line: str | None = None,
 ) -> int:
-    """One-shot (`prompt`) or interactive. An interactive chat that read its first line
-    before the agent had loaded (console/chat_start.py) passes it as `first_line`, with the
-    reader that read it; its first screen is on the terminal already."""
+    """One-shot (`prompt`, with what was `piped` in) or interactive. An interactive chat
+    that read its first line before the agent had loaded (console/chat_start.py) passes it
+    as `first_line`, with the reader that read it; its first screen is on the terminal
+    already."""
     console = console or Console(highlight=False)
     chat = TerminalChat(console, assume_yes=assume_yes, interactive=prompt is None, reader=reader)
     # A one-shot chat has no one to ask: the gate denies what would ask (unless --yes), and
@@ -547,7 +558,7 @@ def run_chat(
                     )
                 )
             if prompt is not None:
-                stop = runner.run(chat.turn(session, prompt))
+                stop = runner.run(chat.turn(session, prompt, piped))
                 return 0 if stop in ("end_turn", "max_tokens") else 1
             ended = chat_loop(chat, runner, agent, session, first_line)
             if chat.prompts:

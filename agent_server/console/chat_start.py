@@ -11,6 +11,10 @@ session is made when the first line is in. A one-shot chat, or one that continue
 from __future__ import annotations
 
 import contextlib
+import io
+import os
+import stat
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -74,18 +78,42 @@ def workspace_folder(given: str) -> Path:
     return workspace
 
 
+def piped_input() -> str:
+    """What is piped into a one-shot chat (`git diff | agent-server chat "review this"`), read
+    to its end: stdin when it is a pipe or a file, else "" (a terminal, /dev/null, a socket
+    nobody writes to). ConfigError when it holds more than a prompt may (the editor
+    protocol's limit): cut, it would be answered as if it were whole."""
+    try:
+        mode = os.fstat(sys.stdin.fileno()).st_mode
+    except (OSError, ValueError, AttributeError):
+        return ""  # no stdin at all
+    if not (stat.S_ISFIFO(mode) or stat.S_ISREG(mode)):
+        return ""
+    from agent_server.lsp.wire import MAX_PROMPT_CHARS
+
+    stream = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+    text = stream.read(MAX_PROMPT_CHARS + 1)
+    if len(text) > MAX_PROMPT_CHARS:
+        raise ConfigError(
+            f"stdin holds more than {MAX_PROMPT_CHARS:,} characters, more than a prompt may "
+            "hold: nothing was sent. Pipe in a part of it (head, tail, grep)."
+        )
+    return text if text.strip() else ""
+
+
 def main(args: Any) -> int:
+    prompt = " ".join(args.prompt) if args.prompt else None
     try:
         config = load_config(Path(args.config) if args.config else None)
         settings = resolve_settings(config, flag_overrides(args))
         workspace = workspace_folder(args.workspace)
+        piped = piped_input() if prompt is not None else ""
     except ConfigError as error:
         from agent_server.console.render import shown
 
         # Not wrapped: an error is one line, whatever the width (a long path stays whole).
         Console(stderr=True, soft_wrap=True).print(shown(error.message, "red"))
         return 2
-    prompt = " ".join(args.prompt) if args.prompt else None
     options: dict[str, Any] = {
         "workspace": workspace,
         "settings": settings,
@@ -98,7 +126,7 @@ def main(args: Any) -> int:
                 import readline  # line editing and history for input()
         from agent_server.console.chat import run_chat
 
-        return run_chat(prompt=prompt, **options)
+        return run_chat(prompt=prompt, piped=piped, **options)
     with contextlib.suppress(ImportError):
         import readline  # noqa: F401
     console = Console(highlight=False)

@@ -55,3 +55,36 @@ def test_a_call_that_needs_asking_is_denied_and_both_the_user_and_the_model_lear
     assert "cancelled" not in out
     [result] = tool_results(sessions)
     assert "no one to ask" in result and "--yes" in result and "permissions.mode" in result
+
+
+def prompt_texts(sessions: Path) -> list[str]:
+    ledger = next(sessions.rglob("*.jsonl"))
+    messages = [json.loads(line).get("message", {}) for line in ledger.read_text().splitlines()]
+    return [
+        block.get("text", "")
+        for message in messages
+        if message.get("role") == "user"
+        for block in message.get("content", ())
+    ]
+
+
+def test_what_is_piped_in_goes_with_the_prompt_and_too_much_is_refused(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    done = agent_server(
+        "chat", "--provider", "sim", "--sessions-dir", str(sessions), "summarise this",
+        cwd=tmp_path, stdin="line one\nline two\n",
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "attached stdin (2 lines)" in done.stdout
+    assert prompt_texts(sessions) == ["<stdin>\nline one\nline two\n</stdin>", "summarise this"]
+
+    from agent_server.lsp.wire import MAX_PROMPT_CHARS
+
+    refused = agent_server(
+        "chat", "--provider", "sim", "--sessions-dir", str(tmp_path / "refused"), "summarise this",
+        cwd=tmp_path, stdin="x" * (MAX_PROMPT_CHARS + 1),
+    )
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert f"stdin holds more than {MAX_PROMPT_CHARS:,} characters" in refused.stderr
+    assert "nothing was sent" in refused.stderr
+    assert not (tmp_path / "refused").exists() or not list((tmp_path / "refused").rglob("*.jsonl"))
