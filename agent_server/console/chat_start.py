@@ -101,6 +101,29 @@ def piped_input() -> str:
     return text if text.strip() else ""
 
 
+def first_line(console: Console, reader: LineReader, loading: threading.Thread) -> str | None:
+    """The first prompt, once the agent has loaded; None to quit. Ctrl-C while it loads
+    stops that prompt as Ctrl-C stops a turn: nothing is sent, and the prompt is put back on
+    the input line (the loading goes on)."""
+    while True:
+        line = reader.read()
+        if line is None or _is_quit(line):
+            return None
+        try:
+            loading.join()
+        except KeyboardInterrupt:
+            console.print(
+                Text(
+                    "\n  (stopped while the agent was loading: nothing was sent; "
+                    "your prompt is back on the input line)",
+                    style="yellow",
+                )
+            )
+            reader.prefill = line
+            continue
+        return line
+
+
 def main(args: Any) -> int:
     prompt = " ".join(args.prompt) if args.prompt else None
     try:
@@ -137,13 +160,9 @@ def main(args: Any) -> int:
         target=load_agent, args=(settings.provider,), name="load-agent", daemon=True
     )
     loading.start()
-    line = reader.read()
-    if line is None or _is_quit(line):
+    line = first_line(console, reader, loading)
+    if line is None:
         return 0
-    try:
-        loading.join()
-    except KeyboardInterrupt:
-        return 130
     from agent_server.console.chat import run_chat
 
     return run_chat(prompt=None, console=console, reader=reader, first_line=line, **options)

@@ -46,3 +46,45 @@ def test_quit_as_the_first_line_leaves_without_a_session(tmp_path) -> None:  # t
     child.close()
     assert child.exitstatus == 0
     assert not list((tmp_path / "s").rglob("*.jsonl"))
+
+
+class Reader:
+    """Types the lines given, noting what was put back on the input line before each."""
+
+    def __init__(self, *lines: str | None) -> None:
+        self.lines = list(lines)
+        self.prefill = ""
+        self.prefilled: list[str] = []
+
+    def read(self) -> str | None:
+        self.prefilled.append(self.prefill)
+        self.prefill = ""
+        return self.lines.pop(0)
+
+
+class Loading:
+    """An agent still loading when Ctrl-C is pressed the first `interrupts` times."""
+
+    def __init__(self, interrupts: int) -> None:
+        self.interrupts = interrupts
+
+    def join(self) -> None:
+        if self.interrupts:
+            self.interrupts -= 1
+            raise KeyboardInterrupt
+
+
+def test_ctrl_c_while_the_agent_loads_sends_nothing_and_puts_the_prompt_back() -> None:
+    import io
+
+    from rich.console import Console
+
+    from agent_server.console.chat_start import first_line
+
+    out = io.StringIO()
+    reader = Reader("explain the build", "explain the build, briefly")
+    line = first_line(Console(file=out, width=200), reader, Loading(1))  # type: ignore[arg-type]
+    assert line == "explain the build, briefly"  # the chat went on; the edited prompt is sent
+    assert reader.prefilled == ["", "explain the build"]
+    assert "stopped while the agent was loading: nothing was sent" in out.getvalue()
+    assert first_line(Console(file=io.StringIO()), Reader("/quit"), Loading(0)) is None  # type: ignore[arg-type]
