@@ -46,9 +46,11 @@ from agent_server.console.line_input import LineReader, workspace_paths
 from agent_server.console.render import (
     TranscriptPrinter,
     diff_text,
+    fitting,
     format_tokens,
     meter_text,
     shown,
+    stacked_table,
     usage_table,
 )
 from agent_server.console.sessions import sessions_table
@@ -232,26 +234,35 @@ class TerminalChat:
         table.add_row(Text("a/b.png", style="bold"), "", "an image file's path attaches the image")
         self.console.print(table)
 
+    def models_table(self, session: AgentSession) -> Table:
+        """The models `/model` lists, each id whole (it is what `/model <id>` takes): as
+        columns, or one cell per model on a narrow terminal."""
+        title = f"models ({session.settings.provider})"
+        table = Table(title=title, title_justify="left")
+        for column in ("", "model", "window", "max output", "$/M in · out · cache read"):
+            table.add_column(column)
+        stacked = stacked_table(title)
+        for choice in model_choices(session.settings):
+            model, pricing = choice.model, choice.model.pricing
+            prices = f"{pricing.input:g} · {pricing.output:g} · {pricing.cache_read:g}"
+            mark = "●" if model.id == session.model.id else ""
+            name = shown(model.name + ("  (yours)" if choice.source == "user" else ""))
+            window, output = format_tokens(model.context_window), format_tokens(model.max_output)
+            table.add_row(mark, shown(model.id + "  ") + name, window, output, prices)
+            figures = (
+                f"window {window} · max output {output}\n$/M in {pricing.input:g} · out "
+                f"{pricing.output:g} · cache read {pricing.cache_read:g}"
+            )
+            stacked.add_row(
+                Text(f"{mark} " if mark else "") + shown(model.id) + Text("\n") + name
+                + Text(f"\n{figures}", style="dim")
+            )
+        return fitting(self.console, table, stacked)
+
     def model_command(self, runner: asyncio.Runner, session: AgentSession, argument: str) -> None:
         """`/model`: the models of the session's provider; `/model <id>`: switch to one."""
         if not argument:
-            table = Table(title=f"models ({session.settings.provider})", title_justify="left")
-            for column in ("", "model", "window", "max output", "$/M in · out · cache read"):
-                table.add_column(column)
-            for choice in model_choices(session.settings):
-                model, pricing = choice.model, choice.model.pricing
-                prices = f"{pricing.input:g} · {pricing.output:g} · {pricing.cache_read:g}"
-                table.add_row(
-                    "●" if model.id == session.model.id else "",
-                    shown(
-                        f"{model.id}  {model.name}"
-                        + ("  (yours)" if choice.source == "user" else "")
-                    ),
-                    format_tokens(model.context_window),
-                    format_tokens(model.max_output),
-                    prices,
-                )
-            self.console.print(table)
+            self.console.print(self.models_table(session))
             self.console.print(Text("/model <id> switches this session", style="dim"))
             return
         try:
@@ -620,7 +631,7 @@ def chat_loop(
         elif name == "/compact":
             chat.compact_command(runner, session, typed.argument)
         elif name == "/sessions":
-            console.print(sessions_table(agent.list(), title="sessions"))
+            console.print(sessions_table(agent.list(), "sessions", console))
         elif name == "/model":
             chat.model_command(runner, session, typed.argument)
         elif name == "/mode":

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from markdown_it.token import Token
 from rich.console import Console
 from rich.markdown import Markdown
+from rich.measure import Measurement
 from rich.panel import Panel
 from rich.segment import Segment, Segments
 from rich.table import Table
@@ -478,4 +479,24 @@ def usage_table(
     table.add_row("context", "", f"{format_tokens(int(usage['used']))} of {format_tokens(size)}")
     table.add_row("compacts above", "", format_tokens(int(usage["compactAt"])))
     table.add_row("compactions", "", str(int(usage.get("windowNumber", 1)) - 1))
+    return table
+
+
+def fitting(console: Console, table: Table, stacked: Table) -> Table:
+    """`table` when its columns fit the console's width with every word whole (an id is one
+    word: cut, it could not be typed back), else `stacked`: the same rows as one column, which
+    folds what is wider than the screen rather than cutting it."""
+    options = console.options.update_width(10**6)  # measured unconstrained
+    needs = Measurement.get(console, options, table).minimum  # the longest word of each column
+    for column in table.columns:
+        if column.no_wrap:  # a column that never wraps needs its whole text
+            sizes = [Measurement.get(console, options, cell) for cell in column.cells]
+            needs += max((m.maximum - m.minimum for m in sizes), default=0)
+    return table if needs <= console.width else stacked
+
+
+def stacked_table(title: Text | str) -> Table:
+    """The one-column form of a table, for a narrow terminal: a cell per row, lines between."""
+    table = Table(title=title, title_justify="left", show_header=False, show_lines=True)
+    table.add_column(overflow="fold")
     return table

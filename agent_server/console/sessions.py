@@ -23,7 +23,14 @@ from rich.table import Table
 from rich.text import Text
 
 from agent_server.agent.tools import default_tools
-from agent_server.console.render import LiteralMarkdown, attachment_label, format_tokens, shown
+from agent_server.console.render import (
+    LiteralMarkdown,
+    attachment_label,
+    fitting,
+    format_tokens,
+    shown,
+    stacked_table,
+)
 from agent_server.errors import AgentServerError
 from agent_server.literal import literal
 from agent_server.llm.messages import (
@@ -61,29 +68,35 @@ def list_sessions(store: SessionStore, console: Console) -> int:
     if not sessions:
         console.print(shown(f"No sessions for {store.workspace} under {store.root}."))
         return 0
-    console.print(sessions_table(sessions, title=f"sessions of {store.workspace}"))
+    console.print(sessions_table(sessions, f"sessions of {store.workspace}", console))
     return 0
 
 
-def sessions_table(sessions: Iterable[SessionInfo], title: str) -> Table:
+def sessions_table(sessions: Iterable[SessionInfo], title: str, console: Console) -> Table:
     """Newest first. Each row has the whole id (never cut: it is what `show`, `export` and
     `chat --session` take, as is or by a unique prefix), the title with the first prompt
     (when it differs) and the start time under it, when it was last used, and how many
-    prompts it holds: sessions with the same title stay apart."""
+    prompts it holds: sessions with the same title stay apart. On a terminal too narrow for
+    the columns, each session is one cell, its id on the first line."""
     table = Table(title=shown(title, one_line=True), title_justify="left")
     table.add_column("id", no_wrap=True, min_width=16)
     table.add_column("title", overflow="fold", ratio=1, min_width=20)
     table.add_column("last used", no_wrap=True)
     table.add_column("prompts", justify="right", no_wrap=True)
+    stacked = stacked_table(shown(title, one_line=True))
     for info in sessions:
         label = shown(info.title or "(untitled)", one_line=True)
         first = info.first_prompt or ""
         if first and not first.startswith((info.title or "").rstrip("…")):
             label.append("\n")
             label.append_text(shown(first[:120], "dim", one_line=True))
-        label.append(f"\nstarted {_when(info.created_at)}", style="dim")
-        table.add_row(info.session_id, label, _when(info.updated_at), str(info.prompt_count))
-    return table
+        started = Text(f"started {_when(info.created_at)}", style="dim")
+        table.add_row(
+            info.session_id, label + "\n" + started, _when(info.updated_at), str(info.prompt_count)
+        )
+        used = f" · last used {_when(info.updated_at)} · {info.prompt_count} prompts"
+        stacked.add_row(Text(info.session_id + "\n") + label + "\n" + started + Text(used, "dim"))
+    return fitting(console, table, stacked)
 
 
 def show_session(store: SessionStore, session_id: str, console: Console) -> int:

@@ -220,3 +220,36 @@ def test_the_plan_is_a_checklist_and_its_steps_are_shown_literally() -> None:
     assert "plan" in out
     assert "✓ reproduce" in out and "▶ fix [bold]_afterpoint[/]" in out
     assert "· regression test" in out
+
+
+def test_at_40_columns_model_ids_and_session_ids_stay_whole_and_tables_fit() -> None:
+    import types
+    import uuid
+    from pathlib import Path
+
+    from agent_server.agent.settings import AgentSettings
+    from agent_server.agent.workspace import model_choices
+    from agent_server.console.chat import TerminalChat
+    from agent_server.console.sessions import sessions_table
+    from agent_server.session.store import SessionInfo
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=40, color_system=None)
+    settings = AgentSettings(provider="anthropic")
+    ids = [choice.model.id for choice in model_choices(settings)]
+    session = types.SimpleNamespace(settings=settings, model=types.SimpleNamespace(id=ids[0]))
+    console.print(TerminalChat(console, assume_yes=False, interactive=True).models_table(session))  # type: ignore[arg-type]
+    session_id = str(uuid.uuid4())
+    info = SessionInfo(
+        session_id=session_id, title="Explain the build system and its flags", model="m",
+        created_at="2025-01-01T10:00:00+00:00", updated_at="2025-01-02T10:00:00+00:00",
+        entry_count=3, size_bytes=1, path=Path("/x"), workspace="/w",
+        first_prompt="Explain the build", prompt_count=3,
+    )
+    console.print(sessions_table([info], "sessions", console))
+    lines = buffer.getvalue().splitlines()
+    assert all(len(line) <= 40 for line in lines), "\n".join(lines)
+    assert "…" not in buffer.getvalue()
+    for whole in (*ids, session_id):
+        assert any(whole in line for line in lines), whole
+    assert "Explain the build system and its" in buffer.getvalue()
