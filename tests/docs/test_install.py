@@ -13,7 +13,9 @@ README = REPO / "README.md"
 
 
 def run(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
-    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=900, env=env)
+    # stdin: nothing (a one-shot chat reads a pipe on stdin to its end, as a prompt's material)
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=900, env=env,
+                          stdin=subprocess.DEVNULL)
     assert done.returncode == 0, f"{argv}\n{done.stdout}\n{done.stderr}"
     return done.stdout
 
