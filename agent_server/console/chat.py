@@ -8,7 +8,8 @@ agent's events are turned into the editor protocol's JSON and rendered by Transc
 `/word` is answered, not sent. `@path` attaches a workspace file or folder (Tab completes
 it), a pasted image path attaches the image. Ctrl-C stops a turn or /compact; at the prompt
 it clears a typed line, and twice on an empty line (or Ctrl-D) quits. A session opened and
-left without a prompt is not kept.
+left without a prompt is not kept. A continued session (`--session`) first shows its last
+three prompts and what followed them.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ from agent_server.console.render import (
     stacked_table,
     usage_table,
 )
-from agent_server.console.sessions import sessions_table
+from agent_server.console.sessions import sessions_table, show_tail
 from agent_server.errors import AgentServerError
 from agent_server.llm.messages import TextContent
 from agent_server.lsp import wire
@@ -568,6 +569,8 @@ def run_chat(
                         "dim",
                     )
                 )
+            if session_id:  # the user continues where they left off, not blind
+                show_tail(session.ledger.branch(), session.session_id, console)
             if prompt is not None:
                 stop = runner.run(chat.turn(session, prompt, piped))
                 return 0 if stop in ("end_turn", "max_tokens") else 1

@@ -1,4 +1,5 @@
-"""`agent-server sessions list|show|export`: the stored sessions of a workspace.
+"""`agent-server sessions list|show|export`: the stored sessions of a workspace, and the end
+of one that `chat --session` continues (shown as `show` shows it).
 
 Reading never takes a session's lock, so a session open in an editor can be shown and
 exported while it runs.
@@ -12,7 +13,7 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TextIO
@@ -31,6 +32,8 @@ from agent_server.console.render import (
     shown,
     stacked_table,
 )
+from agent_server.context.projection import is_prompt
+from agent_server.context.summary_prompt import note_text
 from agent_server.errors import AgentServerError
 from agent_server.literal import literal
 from agent_server.llm.messages import (
@@ -56,6 +59,7 @@ from agent_server.session.store import SessionInfo, SessionStore, default_sessio
 
 TOOLS = {tool.spec.name: tool for tool in default_tools(repo_map=True)}
 MAX_EXPORTED_OUTPUT = 2000
+RESUMED_PROMPTS = 3  # the latest prompts a continued chat shows again, with what followed
 
 
 def open_store(workspace: Path, sessions_dir: str | None) -> SessionStore:
@@ -111,10 +115,48 @@ def show_session(store: SessionStore, session_id: str, console: Console) -> int:
     return 0
 
 
-def _show_entry(entry: Entry, results: Mapping[str, ToolResultMessage], console: Console) -> None:
+def show_tail(entries: Sequence[Entry], session_id: str, console: Console) -> None:
+    """The end of the branch a chat continues, as `show` shows it: everything from the
+    RESUMED_PROMPTS-th last prompt on (a compaction as its one line, not its summary), then
+    how many earlier prompts there are and where to read them. Nothing for a session
+    without prompts."""
+    starts = [
+        n
+        for n, entry in enumerate(entries)
+        if isinstance(entry, MessageEntry) and is_prompt(entry.message)
+    ]
+    if not starts:
+        return
+    tail = entries[starts[max(0, len(starts) - RESUMED_PROMPTS)] :]
+    results = _results_by_call(tail)
+    for entry in tail:
+        if not isinstance(entry, TitleEntry):  # the session's name, not the conversation
+            _show_entry(entry, results, console, whole=False)
+    earlier = len(starts) - RESUMED_PROMPTS
+    if earlier > 0:
+        prompts = "1 earlier prompt" if earlier == 1 else f"{earlier} earlier prompts"
+        console.print(
+            Text(
+                f"{prompts} not shown: agent-server sessions show {session_id[:8]} has them all",
+                style="dim",
+            )
+        )
+
+
+def _show_entry(
+    entry: Entry, results: Mapping[str, ToolResultMessage], console: Console, *, whole: bool = True
+) -> None:
+    """One entry as `show` prints it; `whole=False` (a continued chat's tail) gives a
+    compaction and an editor's note one line each, their text being what `show` is for."""
     if isinstance(entry, MessageEntry):
         message = entry.message
-        if isinstance(message, UserMessage):
+        if isinstance(message, UserMessage) and message.note is not None:
+            # The editor's note (an external edit, a branch left behind): not a prompt.
+            note = note_text(message)
+            if not whole and "\n" in note:
+                note = note.split("\n", 1)[0] + " …"
+            console.print(shown(f"  note: {note}", "dim"))
+        elif isinstance(message, UserMessage):
             console.print(Text("you › ", style="bold cyan") + shown(_user_text(message)))
         elif isinstance(message, AssistantMessage):
             for block in message.content:
@@ -133,12 +175,14 @@ def _show_entry(entry: Entry, results: Mapping[str, ToolResultMessage], console:
                 console.print(Text(f"  ({message.stop_reason})", style="yellow"))
     elif isinstance(entry, CompactionEntry):
         after = format_tokens(entry.tokens_after or 0)
+        title = f"compacted ({entry.reason}): {format_tokens(entry.tokens_before)} → {after}"
+        if not whole:
+            console.print(Text(f"  ⟳ {title}", style="magenta"))
+            return
         console.print(
             Panel(
                 shown(entry.summary.strip(), "dim"),
-                title=(
-                    f"compacted ({entry.reason}): {format_tokens(entry.tokens_before)} → {after}"
-                ),
+                title=title,
                 title_align="left",
                 border_style="magenta",
             )

@@ -88,3 +88,52 @@ def test_what_is_piped_in_goes_with_the_prompt_and_too_much_is_refused(tmp_path:
     assert f"stdin holds more than {MAX_PROMPT_CHARS:,} characters" in refused.stderr
     assert "nothing was sent" in refused.stderr
     assert not (tmp_path / "refused").exists() or not list((tmp_path / "refused").rglob("*.jsonl"))
+
+
+ERRANDS = {
+    "name": "five errands",
+    "turns": [
+        {"user": prompt, "steps": [*tools, {"text": answer}]}
+        for prompt, answer, tools in (
+            ("errand one: water the ferns", "Ferns watered.", []),
+            ("errand two: feed the cat", "Cat fed.", []),
+            ("errand three: sort the mail", "Mail sorted.", []),
+            (
+                "errand four: list the folder",
+                "Folder listed.",
+                [{"tools": [{"name": "ls", "arguments": {"path": "."}}]}],
+            ),
+            ("errand five: lock the door", "Door locked.", []),
+        )
+    ],
+}
+
+
+def test_continuing_a_session_shows_its_last_three_prompts_and_says_where_the_rest_are(
+    tmp_path: Path,
+) -> None:
+    sessions = str(tmp_path / "sessions")
+    prompts = [turn["user"] for turn in ERRANDS["turns"]]
+    handle = SimServer(Simulator(scenario=parse_scenario(ERRANDS))).run_in_thread()
+    try:
+        chat = ["chat", "--provider", "sim", "--base-url", handle.base_url, "--sessions-dir", sessions]
+        first = agent_server(*chat, prompts[0], cwd=tmp_path)
+        assert first.returncode == 0, first.stdout + first.stderr
+        prefix = next(Path(sessions).rglob("*.jsonl")).stem[:8]
+        for prompt in prompts[1:]:
+            done = agent_server(*chat, "--session", prefix, prompt, cwd=tmp_path)
+            assert done.returncode == 0, done.stdout + done.stderr
+        resumed = agent_server(*chat, "--session", prefix, "next", cwd=tmp_path)
+    finally:
+        handle.stop()
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    out = resumed.stdout
+    for shown_again in ("errand three", "Mail sorted.", "errand four", "✓", "Folder listed.",
+                        "errand five", "Door locked."):
+        assert shown_again in out
+    assert "errand one" not in out and "Ferns watered." not in out
+    assert "errand two" not in out and "Cat fed." not in out
+    earlier = f"2 earlier prompts not shown: agent-server sessions show {prefix} has them all"
+    assert earlier in " ".join(out.split())
+    # In order, before what the new prompt brings.
+    assert out.index("errand three") < out.index("errand five") < out.index("earlier prompts")

@@ -253,3 +253,30 @@ def test_at_40_columns_model_ids_and_session_ids_stay_whole_and_tables_fit() -> 
     for whole in (*ids, session_id):
         assert any(whole in line for line in lines), whole
     assert "Explain the build system and its" in buffer.getvalue()
+
+
+def test_a_continued_chat_counts_only_prompts_and_gives_notes_and_compactions_one_line() -> None:
+    from agent_server.console.sessions import show_tail
+    from agent_server.context.summary_prompt import note_message
+    from agent_server.llm.messages import AssistantMessage, Message, TextContent, UserMessage
+    from agent_server.session.entries import CompactionEntry, Entry, MessageEntry
+
+    def answer(text: str) -> AssistantMessage:
+        return AssistantMessage((TextContent(text),), stop_reason="stop")
+
+    messages: list[Message] = [
+        UserMessage.of_text("prompt one"), answer("answer one"),
+        UserMessage.of_text("prompt two"), answer("answer two"),
+        note_message("externalEdit", "notes.md changed on disk\nits new lines follow"),
+        UserMessage.of_text("prompt three"), answer("answer three"),
+        UserMessage.of_text("prompt four \x1b[2J"), answer("answer four"),
+    ]
+    entries: list[Entry] = [MessageEntry(f"e{n}", None, "", m) for n, m in enumerate(messages)]
+    entries.insert(7, CompactionEntry("c", None, "", "the whole summary", None, 9000, 900, "manual"))
+    buffer = io.StringIO()
+    show_tail(entries, "0123456789abcdef", Console(file=buffer, width=100, color_system=None))
+    out = buffer.getvalue()
+    assert "prompt one" not in out and "answer two" in out and "prompt four \\x1b[2J" in out
+    assert "note: notes.md changed on disk …" in out and "its new lines" not in out
+    assert "⟳ compacted (manual): 9.0k → 900" in out and "the whole summary" not in out
+    assert "1 earlier prompt not shown: agent-server sessions show 01234567 has them all" in out
