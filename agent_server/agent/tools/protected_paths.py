@@ -10,8 +10,13 @@ sandbox, because something outside it acts on them later, unsandboxed:
 - editors and other agents: `.vscode`, `.idea`, `.zed` (settings, tasks that run on open),
   `.claude`, `.codex`, `.cursor`;
 - git: `.git/hooks` (run by the user's next commit), `.git/config` (aliases, `core.pager`,
-  `core.fsmonitor`, filters: commands), `.gitmodules`, `.gitconfig`; a missing `.git` (a
-  sandboxed `git init` would plant hooks);
+  `core.fsmonitor`, filters: commands), `.git/config.worktree`, `.git/commondir` (points git
+  at another repository's hooks and config), `.git/modules` and `.git/worktrees` (git
+  directories of submodules and linked worktrees, each with its own hooks and config),
+  `.gitmodules`, `.gitconfig`; a missing `.git` (a sandboxed `git init` would plant hooks).
+  `.git` itself is mounted over itself (writable when it is a directory, read-only when it is
+  a worktree's `.git` file), so that it cannot be renamed away and replaced by one whose
+  `gitdir:` names a directory outside the workspace for the next sandbox to mount;
 - shells and tools that read the directory they run in: `.envrc` (direnv), `.bashrc`,
   `.bash_profile`, `.zshrc`, `.zprofile`, `.profile` (a workspace that is a home directory),
   `.ripgreprc`, `.npmrc`, `.yarnrc`, `.yarnrc.yml` (npm's `script-shell`, yarn's `yarnPath`).
@@ -20,12 +25,16 @@ The list is Claude Code's sandbox-runtime's mandatory denials (its `DANGEROUS_FI
 `.vscode`, `.idea`, `.claude/commands`, `.claude/agents`, `.git/hooks`, `.git/config`) and
 Codex's protected subpaths (`.git`, `.codex`), with the files agent-server reads and the
 other tools that run things from a directory. A path that exists is bound read-only over
-itself. Some that do not exist yet (GUARDED_WHEN_MISSING) get a placeholder, as in Codex:
-the first missing component is an empty read-only directory, which blocks creating it (and
-which git ignores: an empty directory is no change, so `git status` and `git add -A` are
-unaffected). bubblewrap leaves the placeholder behind on the host as an empty directory; it
-is removed when the last sandbox using it ends (`Placeholders`). Only the workspace root is
-covered, not nested repositories or packages.
+itself; one reached through a symbolic link is bound where the link leads only when that is
+in the workspace, and otherwise not at all (a link a sandboxed command planted, `.claude ->
+/root`, would have had the next sandbox mount the host's directory for it to read). Some
+that do not exist yet (GUARDED_WHEN_MISSING) get a placeholder, as in Codex: the first
+missing component is an empty read-only directory, which blocks creating it (and which git
+ignores: an empty directory is no change, so `git status` and `git add -A` are unaffected);
+git's own files that no placeholder can stand for (PLANTED_IN_GIT) are removed when a
+sandboxed command has created them. bubblewrap leaves the placeholder behind on the host as
+an empty directory; it is removed when the last sandbox using it ends (`Placeholders`). Only
+the workspace root is covered, not nested repositories or packages.
 """
 
 from __future__ import annotations
@@ -47,9 +56,10 @@ _READ_BY_AGENTS = (
     ".cursor",
 )
 PROTECTED = (
-    *_READ_BY_AGENTS, ".git/hooks", ".git/config", ".gitmodules", ".gitconfig", ".envrc",
-    ".bashrc", ".bash_profile", ".zshrc", ".zprofile", ".profile", ".ripgreprc", ".npmrc",
-    ".yarnrc", ".yarnrc.yml",
+    *_READ_BY_AGENTS, ".git/hooks", ".git/config", ".git/config.worktree", ".git/commondir",
+    ".git/modules", ".git/worktrees", ".gitmodules", ".gitconfig", ".envrc", ".bashrc",
+    ".bash_profile", ".zshrc", ".zprofile", ".profile", ".ripgreprc", ".npmrc", ".yarnrc",
+    ".yarnrc.yml",
 )
 # Placeholders are made only for these when they are missing: what agent-server starts or
 # trusts (`.mcp.json`, the instruction files), and what runs code outside the sandbox with no
@@ -58,39 +68,80 @@ PROTECTED = (
 # directories ask for trust themselves, direnv asks `direnv allow` for a new `.envrc`, and
 # shell files matter only in a workspace that already has them.
 GUARDED_WHEN_MISSING = (
-    ".mcp.json", "AGENTS.md", "CLAUDE.md", ".vscode", ".git", ".git/hooks", ".git/config"
+    ".mcp.json", "AGENTS.md", "CLAUDE.md", ".vscode", ".git", ".git/hooks", ".git/config",
+    ".git/modules", ".git/worktrees",
 )
+# Files git reads whenever they exist, so that no placeholder can stand for them (an empty
+# directory or file where git expects one stops git): one that a sandboxed command creates is
+# removed when the command ends (`planted_removed`).
+PLANTED_IN_GIT = (".git/commondir", ".git/config.worktree")
 
 
 def protected_mounts(workspace: Path) -> tuple[list[Path], list[Path]]:
     """(the protected paths that exist, to bind read-only over themselves; the placeholders to
-    make: the first missing component of each guarded path that does not exist). A symbolic
-    link is bound as its target (bubblewrap follows it), which makes the target read-only; a
-    dangling one is left alone."""
+    make: the first missing component of each guarded path that does not exist). A path
+    reached through a symbolic link is bound as the place in the workspace it leads to
+    (bubblewrap follows links on both sides of a mount: a link out of the workspace would
+    mount a host path into the sandbox); one leading out, or nowhere, is left alone."""
     existing: list[Path] = []
     placeholders: list[Path] = []
     for name in dict.fromkeys((*PROTECTED, *GUARDED_WHEN_MISSING)):
-        path = workspace / name
-        if path.exists():
+        reached = _reached(workspace, Path(name))
+        if reached is None:
+            continue  # through a link out of the workspace, or below a file
+        path, exists = reached
+        if exists:
             if name in PROTECTED:
                 existing.append(path)
-            continue
-        if name in GUARDED_WHEN_MISSING and not path.is_symlink():
-            missing = _first_missing(workspace, Path(name))
-            if missing is not None:
-                placeholders.append(missing)
-    return existing, list(dict.fromkeys(placeholders))
+        elif name in GUARDED_WHEN_MISSING:
+            placeholders.append(path)
+    return list(dict.fromkeys(existing)), list(dict.fromkeys(placeholders))
 
 
-def _first_missing(workspace: Path, relative: Path) -> Path | None:
+def _reached(workspace: Path, relative: Path) -> tuple[Path, bool] | None:
+    """Where `relative` is in the workspace, its links followed, and whether it exists; when
+    it does not, the first missing component (what a placeholder would block). None when a
+    link leads out of the workspace or nowhere, or a file stands where a directory would."""
+    root = workspace.resolve()
     current = workspace
-    for part in relative.parts:
+    last = len(relative.parts) - 1
+    for number, part in enumerate(relative.parts):
         current = current / part
-        if not current.exists():
-            return None if current.is_symlink() else current
-        if not current.is_dir():
-            return None  # a file where a directory would be: nothing can be created below
-    return None
+        if current.is_symlink():
+            try:
+                target = current.resolve(strict=True)
+            except (OSError, RuntimeError):
+                return None  # dangling, or a loop
+            if not target.is_relative_to(root):
+                return None
+            current = workspace / target.relative_to(root)
+        elif not current.exists():
+            return current, False
+        if number < last and not current.is_dir():
+            return None  # a file where a directory would be: nothing can be below
+    return current, True
+
+
+@contextlib.contextmanager
+def planted_removed(workspace: Path) -> Iterator[list[Path]]:
+    """Around a sandboxed command: the PLANTED_IN_GIT files it created (listed when it has
+    ended) are removed then, before git outside the sandbox can read them."""
+    dot_git = workspace / ".git"
+    before = {name for name in PLANTED_IN_GIT if os.path.lexists(workspace / name)}
+    removed: list[Path] = []
+    try:
+        yield removed
+    finally:
+        if dot_git.is_dir() and not dot_git.is_symlink():
+            for name in PLANTED_IN_GIT:
+                path = workspace / name
+                if name not in before and os.path.lexists(path):
+                    with contextlib.suppress(OSError):
+                        if path.is_dir() and not path.is_symlink():
+                            shutil.rmtree(path)
+                        else:
+                            path.unlink()
+                        removed.append(path)
 
 
 def git_dirs(workspace: Path) -> list[Path]:

@@ -72,6 +72,7 @@ from agent_server.agent.tools.protected_paths import (
     empty_directory,
     empty_file,
     git_dirs,
+    planted_removed,
     protected_mounts,
 )
 from agent_server.protocol import SandboxMode as SandboxMode
@@ -259,6 +260,7 @@ def bubblewrap_argv(bwrap: str, layout: SandboxLayout, command: list[str]) -> li
     for git_dir in git_dirs(root):
         argv += ["--ro-bind", str(git_dir), str(git_dir)]
     argv += ["--bind", str(root), str(root)]
+    argv += _pinned_dot_git(root)
     existing, missing = protected_mounts(root)
     for path in existing:
         argv += ["--ro-bind", str(path), str(path)]
@@ -277,6 +279,22 @@ def bubblewrap_argv(bwrap: str, layout: SandboxLayout, command: list[str]) -> li
         script = "; ".join((*layout.prefix, 'exec bash -c "$0"'))
         command = ["bash", "-c", script, *command[2:]]
     return [*argv, "--", *command]
+
+
+def _pinned_dot_git(root: Path) -> list[str]:
+    """`.git` mounted over itself, so that a sandboxed command cannot rename it away (a mount
+    point cannot be moved) and put in its place a `.git` file whose `gitdir:` the next
+    sandbox would mount (protected_paths.git_dirs), or a copy with hooks of its own: a
+    directory stays writable (git commits in the sandbox), a worktree's `.git` file is
+    read-only. A link is left alone: protected_mounts guards what it leads to."""
+    dot_git = root / ".git"
+    if dot_git.is_symlink():
+        return []
+    if dot_git.is_dir():
+        return ["--bind", str(dot_git), str(dot_git)]
+    if dot_git.is_file():
+        return ["--ro-bind", str(dot_git), str(dot_git)]
+    return []
 
 
 def _hide(path: Path) -> list[str]:
@@ -417,6 +435,7 @@ def confine(command: list[str], workspace: Path, confined: Confinement) -> Launc
             launch.argv = bubblewrap_argv(bwrap, layout, command)
             launch.pass_fds = (seccomp,) if seccomp is not None else ()
             launch._exit.enter_context(PLACEHOLDERS.held(protected_mounts(workspace)[1]))
+            launch._exit.enter_context(planted_removed(workspace))
             launch.before_exec = set_limits
         elif sys.platform.startswith("linux") and os.geteuid() == 0:
             launch.before_exec = _then(set_limits, _drop_inspection_capabilities)

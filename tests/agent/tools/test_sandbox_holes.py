@@ -101,6 +101,54 @@ async def test_missing_configuration_files_cannot_be_created_and_leave_no_trace(
         assert not (workspace / name).exists(), f"{name} left on the host"
 
 
+async def test_a_planted_link_in_a_protected_name_mounts_nothing_from_outside(
+    workspace: Path, spill_dir: Path
+) -> None:
+    """Before: a sandboxed command made `.claude` (protected, not there yet) a link out of the
+    workspace; the next command bound the protected path over itself, bubblewrap followed
+    the link on both sides, and the host directory appeared in the sandbox to read."""
+    outside = workspace.parent / "outside"
+    outside.mkdir()
+    (outside / "canary.txt").write_text("CANARY-OUTSIDE\n")
+    context = ctx(workspace, spill_dir)
+    await run("ln -s ../outside .claude && ln -s ../outside/canary.txt .envrc", context)
+    text = await run(
+        f"cat {outside}/canary.txt || echo no-dir; cat .envrc || echo no-file; echo ran",
+        context,
+    )
+    assert "CANARY-OUTSIDE" not in text and "no-dir" in text and "no-file" in text, text
+    assert "ran" in text  # and the sandbox still starts
+
+
+async def test_git_cannot_be_swapped_for_another_repository_or_hooks_of_its_own(
+    repository: Path, spill_dir: Path
+) -> None:
+    """Before: `.git` itself was not protected, only its hooks and config: a sandboxed
+    command renamed it, put a copy with hooks of its own (run by the user's next commit,
+    outside the sandbox) or a `.git` file naming a directory outside for the next sandbox to
+    mount, or wrote `.git/commondir` (another repository's hooks and config for git)."""
+    workspace = repository
+    outside = workspace.parent / "outside-repo"
+    outside.mkdir()
+    (outside / "canary.txt").write_text("CANARY-GITDIR\n")
+    context = ctx(workspace, spill_dir)
+    attack = (
+        "mv .git .g && echo moved || echo no-move; "
+        f"echo 'gitdir: {outside}' > .git || echo no-gitfile; "
+        "mkdir -p .git/modules/x/hooks && echo planted-module || echo no-module; "
+        "git -c user.email=a@b -c user.name=a commit -qm one --allow-empty && echo committed; "
+        "echo ../build/c > .git/commondir && echo planted-commondir"
+    )
+    text = await run(attack, context)
+    for refused in ("no-move", "no-gitfile", "no-module"):
+        assert refused in text, text
+    assert "committed" in text  # git still works in the sandbox
+    assert (workspace / ".git").is_dir() and not (workspace / ".g").exists()
+    assert not (workspace / ".git" / "commondir").exists()  # removed when the command ended
+    text = await run(f"cat {outside}/canary.txt || echo no-canary", context)
+    assert "CANARY-GITDIR" not in text and "no-canary" in text
+
+
 # --- 2. what the sandbox shows ---------------------------------------------------------
 
 
