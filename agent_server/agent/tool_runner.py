@@ -19,6 +19,7 @@ from agent_server.agent.permissions import PermissionGate, denied_result
 from agent_server.agent.tools import Tool, ToolContext, ToolResult, run_tool, unknown_tool_result
 from agent_server.agent.tools.diff import FileChange, unified_diff
 from agent_server.agent.tools.paths import file_warnings, hard_linked
+from agent_server.agent.tools.protected_paths import protected_warnings
 from agent_server.agent.transcript import describe_call, json_details
 from agent_server.errors import redact
 from agent_server.llm.messages import ImageContent, TextContent, ToolCall, ToolResultMessage
@@ -85,10 +86,13 @@ class ToolRunner:
             paths = tool.paths(call.arguments)
             workspace = self._make_context(None).workspace
             # Asked about in every mode: a file that may also be outside (hard links), and,
-            # for the file tools, a file that may hold secrets.
+            # for the file tools, a file that may hold secrets, and one that programs outside
+            # the sandbox act on (what the sandbox keeps commands from writing).
             found = file_warnings(workspace, paths) if tool.kind in ("read", "edit") else (
                 hard_linked(workspace, paths)
             )
+            if tool.kind == "edit":
+                found += protected_warnings(workspace, paths)
             warning = "; ".join(found) or None
             preview, scrubbed = await self._preview(tool, call)
             decision = await self._gate.decide(tool, call, preview, warning=warning)

@@ -150,6 +150,49 @@ async def test_a_mode_switch_applies_to_the_next_tool_call(tmp_path: Path) -> No
             run.session.set_mode("yolo")
 
 
+async def test_writing_what_programs_outside_the_sandbox_act_on_asks_even_in_allow_all(
+    tmp_path: Path,
+) -> None:
+    """Before: under allowAll the write and edit tools changed `.git/hooks`, `.git/config`
+    and `.vscode/tasks.json` unasked, which the sandbox keeps commands from doing (a hook
+    runs at the user's next commit, outside any sandbox)."""
+    writes = [
+        (".git/hooks/pre-commit", "#!/bin/sh\nid\n"),
+        (".vscode/tasks.json", "{}"),
+        ("src/app.py", "x = 1\n"),
+    ]
+    scenario = {
+        "name": "protected",
+        "turns": [
+            {
+                "user": "write them",
+                "steps": [
+                    {"tools": [{"name": "write", "arguments": {"path": p, "content": c}}]}
+                    for p, c in writes
+                ] + [{"text": "Done."}],
+            }
+        ],
+    }
+    asked: list[str] = []
+
+    async def ask(request: PermissionRequest) -> str | None:
+        asked.append(request.title)
+        return "reject_once"
+
+    async with agent_run(tmp_path, scenario=scenario) as run:
+        (run.session.workspace / ".git" / "hooks").mkdir(parents=True)
+        run.session.attach(run.events.append, ask)
+        assert run.session.mode == "allowAll"
+        await run.session.run_turn("write them")
+        assert len(asked) == 2, asked
+        assert ".git/hooks/pre-commit is acted on outside any sandbox" in asked[0]
+        assert ".vscode/tasks.json" in asked[1]
+        workspace = run.session.workspace
+        assert not (workspace / ".git" / "hooks" / "pre-commit").exists()
+        assert not (workspace / ".vscode" / "tasks.json").exists()
+        assert (workspace / "src" / "app.py").read_text() == "x = 1\n"  # not asked
+
+
 async def test_switching_back_while_the_cache_is_warm_says_it_is_read_not_rewritten(
     tmp_path: Path,
 ) -> None:

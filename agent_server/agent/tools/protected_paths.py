@@ -46,7 +46,7 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 # Relative to the workspace root. Directories and files alike: what exists is bound as it is.
@@ -120,6 +120,30 @@ def _reached(workspace: Path, relative: Path) -> tuple[Path, bool] | None:
         if number < last and not current.is_dir():
             return None  # a file where a directory would be: nothing can be below
     return current, True
+
+
+def protected_warnings(workspace: Path, paths: Sequence[str]) -> list[str]:
+    """Of `paths` (as a write or an edit names them), those in `.git` or among PROTECTED,
+    described for a permission question: programs outside any sandbox act on them (git runs
+    hooks, editors run tasks, agent-server reads instructions), so the file tools ask before
+    changing one in every mode, as the sandbox keeps commands from changing them at all."""
+    found: list[str] = []
+    for given in paths:
+        relative = Path(os.path.normpath(workspace / given))
+        if not relative.is_relative_to(workspace):
+            continue  # outside: the tool refuses it anyway
+        parts = relative.relative_to(workspace).parts
+        if not parts:
+            continue
+        shown = "/".join(parts)
+        if parts[0] == ".git" or any(
+            shown == name or shown.startswith(f"{name}/") for name in PROTECTED
+        ):
+            found.append(
+                f"{shown} is acted on outside any sandbox (git hooks and config, editor "
+                "tasks, agent instructions): changing it can run code later"
+            )
+    return found
 
 
 @contextlib.contextmanager
