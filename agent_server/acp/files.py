@@ -50,7 +50,9 @@ class EditorFiles:
     def holds(self, path: Path) -> bool:
         return self._read and self._in_editor(path)
 
-    async def read_text(self, path: Path, *, errors: DecodeErrors = "strict") -> str:
+    async def read_text(
+        self, path: Path, *, errors: DecodeErrors = "strict", hard_links_allowed: bool = False
+    ) -> str:
         if self._read and self._in_editor(path):
             await self._flush()
             try:
@@ -60,11 +62,15 @@ class EditorFiles:
                 return response.content
             except RequestError as error:
                 log.warning("the editor could not read %s (%s); reading the disk", path, error)
-        return await LOCAL_FILES.read_text(path, errors=errors)
+        return await LOCAL_FILES.read_text(
+            path, errors=errors, hard_links_allowed=hard_links_allowed
+        )
 
-    async def write_text(self, path: Path, content: str) -> None:
+    async def write_text(
+        self, path: Path, content: str, *, hard_links_allowed: bool = False
+    ) -> None:
         if not (self._write and self._in_editor(path)):
-            await LOCAL_FILES.write_text(path, content)
+            await LOCAL_FILES.write_text(path, content, hard_links_allowed=hard_links_allowed)
             return
         await self._flush()
         try:

@@ -76,7 +76,9 @@ class EditTool:
         path, change, start, old_text, new_text = await _planned(
             arguments, ctx, hard_links_allowed=ctx.hard_links_allowed
         )
-        await ctx.files.write_text(path, change.new_text)
+        await ctx.files.write_text(
+            path, change.new_text, hard_links_allowed=ctx.hard_links_allowed
+        )
         content = change.old_text or ""
         line = content.count("\n", 0, start) + 1
         old_lines = old_text.count("\n") + 1
@@ -116,7 +118,7 @@ async def _planned(
     if old_text == new_text:
         raise ToolError("oldText and newText are the same; the edit would change nothing.")
     try:
-        content = await ctx.files.read_text(path)
+        content = await ctx.files.read_text(path, hard_links_allowed=hard_links_allowed)
     except UnicodeDecodeError as exc:
         raise ToolError(f"{shown} is not a UTF-8 text file; it cannot be edited.") from exc
     refuse_repeat_notes(new_text, content, shown)

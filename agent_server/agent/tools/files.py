@@ -11,6 +11,7 @@ from the disk, and the tools resolve every path inside the workspace before they
 from __future__ import annotations
 
 import asyncio
+import functools
 from pathlib import Path
 from typing import Literal, Protocol, TypeAlias
 
@@ -25,12 +26,18 @@ class FileAccess(Protocol):
     `read_text` raises OSError when the file cannot be read, and UnicodeDecodeError (with
     `errors="strict"`) when it is not UTF-8; `write_text` creates or replaces the file.
     Paths are absolute and already checked to be inside the workspace (or the session's
-    spill directory).
+    spill directory). A file on the disk with several hard links is refused (ToolError)
+    unless `hard_links_allowed`: what is checked is the file opened, which may not be the
+    one the tool looked at before (tools/paths.py).
     """
 
-    async def read_text(self, path: Path, *, errors: DecodeErrors = "strict") -> str: ...
+    async def read_text(
+        self, path: Path, *, errors: DecodeErrors = "strict", hard_links_allowed: bool = False
+    ) -> str: ...
 
-    async def write_text(self, path: Path, content: str) -> None: ...
+    async def write_text(
+        self, path: Path, content: str, *, hard_links_allowed: bool = False
+    ) -> None: ...
 
     def holds(self, path: Path) -> bool:
         """Whether the text of `path` comes from somewhere other than the disk (the read tool
@@ -42,19 +49,28 @@ class LocalFiles:
     """The disk, as UTF-8, with line endings kept exactly as they are; regular files only
     (tools/paths.py: a named pipe or a device is refused, never opened for long)."""
 
-    async def read_text(self, path: Path, *, errors: DecodeErrors = "strict") -> str:
-        data = await asyncio.to_thread(_read_regular, path)
+    async def read_text(
+        self, path: Path, *, errors: DecodeErrors = "strict", hard_links_allowed: bool = False
+    ) -> str:
+        data = await asyncio.to_thread(_read_regular, path, hard_links_allowed)
         return data.decode("utf-8", errors=errors)
 
-    async def write_text(self, path: Path, content: str) -> None:
-        await asyncio.to_thread(write_regular, path, str(path), content.encode("utf-8"))
+    async def write_text(
+        self, path: Path, content: str, *, hard_links_allowed: bool = False
+    ) -> None:
+        data = content.encode("utf-8")
+        await asyncio.to_thread(
+            functools.partial(
+                write_regular, path, str(path), data, hard_links_allowed=hard_links_allowed
+            )
+        )
 
     def holds(self, path: Path) -> bool:
         return False
 
 
-def _read_regular(path: Path) -> bytes:
-    with open_regular(path, str(path)) as handle:
+def _read_regular(path: Path, hard_links_allowed: bool) -> bytes:
+    with open_regular(path, str(path), hard_links_allowed=hard_links_allowed) as handle:
         return handle.read()
 
 

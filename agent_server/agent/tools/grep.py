@@ -7,7 +7,9 @@ them: a path once per file, not once per line). Both search hidden files, skip b
 and the directories find skips, and do not follow symbolic links. A directory search leaves
 out the matches in regular files with more than one hard link (they may be files outside the
 workspace under another name) unless the call was allowed for them, and says which files it
-left out; only the files that matched are checked. The Python fallback speaks Python's regex
+left out; only the files that matched are checked. A single file is opened here, checked
+(tools/paths.py), and searched as opened (ripgrep gets it as /dev/fd/N), so a link swapped in
+for its name meanwhile is never followed. The Python fallback speaks Python's regex
 dialect; ripgrep's is nearly the same, and a pattern ripgrep rejects but Python accepts
 (look-around, backreferences) is run by the fallback.
 """
@@ -21,11 +23,12 @@ import json
 import os
 import re
 import shutil
+import stat
 from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from agent_server.agent.tools.base import (
     ToolContext,
@@ -42,6 +45,7 @@ from agent_server.agent.tools.paths import (
     display_path,
     file_info,
     has_other_links,
+    open_regular,
     resolve_in_workspace,
     secret_file,
 )
@@ -184,7 +188,8 @@ class GrepTool:
         info = file_info(top, shown_top)
         if info is None:
             raise ToolError(f"Path not found: {shown_top}.")
-        if not top.is_dir() and secret_file(top) and not ctx.hard_links_allowed:
+        searching_dir = stat.S_ISDIR(info.st_mode)
+        if not searching_dir and secret_file(top) and not ctx.hard_links_allowed:
             raise ToolError(
                 f"{shown_top} may hold secrets (keys, passwords). Read it with the read tool, "
                 "which asks the user first."
@@ -199,22 +204,30 @@ class GrepTool:
             regex_error = ""
         except re.error as exc:
             regex, regex_error = None, str(exc)
-        sieve = None if ctx.hard_links_allowed else HardLinkSieve(root)
-        outcome: GrepOutcome | None = None
-        rg = self._rg_path()
-        if rg is not None:
-            outcome = await _run_rg(
-                rg, pattern, shown_top, top.is_dir(), root, glob, ignore_case, context, sieve
+        # A file searched alone was checked above; one in a directory, when it matches.
+        sieve = None if ctx.hard_links_allowed or not searching_dir else HardLinkSieve(root)
+        opened = None
+        if not searching_dir:  # searched as opened and checked, never by its name again
+            opened = await asyncio.to_thread(
+                open_regular, top, shown_top, hard_links_allowed=ctx.hard_links_allowed
             )
-        if outcome is None:
-            if regex is None:
-                raise ToolError(
-                    f"Invalid regular expression {pattern!r}: {regex_error}. Escape special "
-                    "characters such as ( [ { . * + ? with a backslash to match them literally."
+        with opened or contextlib.nullcontext():
+            outcome: GrepOutcome | None = None
+            rg = self._rg_path()
+            if rg is not None:
+                outcome = await _run_rg(
+                    rg, pattern, shown_top, opened, root, glob, ignore_case, context, sieve
                 )
-            outcome = await asyncio.to_thread(
-                _grep_python, regex, top, ctx.workspace, glob, context, sieve
-            )
+            if outcome is None:
+                if regex is None:
+                    raise ToolError(
+                        f"Invalid regular expression {pattern!r}: {regex_error}. Escape "
+                        "special characters such as ( [ { . * + ? with a backslash to match "
+                        "them literally."
+                    )
+                outcome = await asyncio.to_thread(
+                    _grep_python, regex, top, opened, ctx.workspace, glob, context, sieve
+                )
         details: dict[str, Any] = {
             "pattern": pattern,
             "path": shown_top,
@@ -236,7 +249,7 @@ class GrepTool:
             return ToolResult.of_text(
                 f"No matches for {pattern!r} in {where}{filtered}.{note}", details=details
             )
-        text = format_lines(outcome.lines, headings=top.is_dir())
+        text = format_lines(outcome.lines, headings=searching_dir)
         if outcome.more:
             text += (
                 f"\n\n[Stopped after {MAX_MATCHES} matches. Narrow the pattern, the path or the "
@@ -318,14 +331,15 @@ async def _run_rg(
     rg: str,
     pattern: str,
     target: str,
-    searching_dir: bool,
+    opened: BinaryIO | None,
     workspace: Path,
     glob: str | None,
     ignore_case: bool,
     context: int,
     sieve: HardLinkSieve | None,
 ) -> GrepOutcome | None:
-    """ripgrep's result, or None when ripgrep cannot run or rejects the pattern."""
+    """ripgrep's result, or None when ripgrep cannot run or rejects the pattern. `target` is
+    searched, or the file `opened` (ripgrep reads it through its descriptor, /dev/fd/N)."""
     args = [
         "--json",
         "--sort",
@@ -339,16 +353,18 @@ async def _run_rg(
         args.append("--ignore-case")
     if context:
         args += ["--context", str(context)]
-    if glob and searching_dir:
+    if glob and opened is None:
         args += ["--glob", glob]
     for name in sorted(SKIPPED_DIRS):
         args += ["--glob", f"!{name}"]
-    args += ["--regexp", pattern, "--", target]
+    fds = () if opened is None else (opened.fileno(),)
+    args += ["--regexp", pattern, "--", f"/dev/fd/{fds[0]}" if fds else target]
     try:
         proc = await asyncio.create_subprocess_exec(
             rg,
             *args,
             cwd=workspace,
+            pass_fds=fds,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -422,17 +438,22 @@ def _rg_text(value: Mapping[str, Any], *, errors: str) -> str | None:
 def _grep_python(
     regex: re.Pattern[str],
     top: Path,
+    opened: BinaryIO | None,
     workspace: Path,
     glob: str | None,
     context: int,
     sieve: HardLinkSieve | None,
 ) -> GrepOutcome:
+    """The matches below `top`, or in the file `opened` (which `top` names)."""
     lines: list[GrepLine] = []
     matches = 0
     matcher = compile_glob(glob) if glob else None
-    for path in _files(top, matcher):
+    if opened is not None:
+        opened.seek(0)  # where ripgrep may have left it (a /dev/fd/N that is a dup: macOS)
+    files = [top] if opened is not None else _files(top, matcher)
+    for path in files:
         shown = display_path(workspace, path)
-        for item in _grep_file(regex, path, shown, context):
+        for item in _grep_file(regex, opened or path, shown, context):
             if sieve is not None and sieve.leaves_out(shown):
                 break  # checked once, at its first line: the file matched
             if item.is_match:
@@ -445,9 +466,6 @@ def _grep_python(
 
 
 def _files(top: Path, matcher: re.Pattern[str] | None) -> Iterator[Path]:
-    if top.is_file():
-        yield top
-        return
     for path in walk_files(top):
         if path.is_symlink() or not path.is_file():
             continue
@@ -458,16 +476,19 @@ def _files(top: Path, matcher: re.Pattern[str] | None) -> Iterator[Path]:
         yield path
 
 
-def _grep_file(regex: re.Pattern[str], path: Path, shown: str, context: int) -> Iterator[GrepLine]:
+def _grep_file(
+    regex: re.Pattern[str], file: Path | BinaryIO, shown: str, context: int
+) -> Iterator[GrepLine]:
+    """The lines of `file` (a path, or a file already opened) to show."""
     before: deque[tuple[int, str]] = deque(maxlen=context or 1)
     after = 0
     last_emitted = 0
     try:
-        handle = path.open("rb")
+        handle = file.open("rb") if isinstance(file, Path) else contextlib.nullcontext(file)
     except OSError:
         return
-    with handle:
-        for number, raw in enumerate(handle, start=1):
+    with handle as lines:
+        for number, raw in enumerate(lines, start=1):
             line = _clean(raw.decode("utf-8", errors="replace"))
             if regex.search(line):
                 if context:

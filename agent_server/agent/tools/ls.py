@@ -14,7 +14,7 @@ from agent_server.agent.tools.base import (
     optional_str_arg,
 )
 from agent_server.agent.tools.output import bound_output
-from agent_server.agent.tools.paths import display_path, resolve_in_workspace
+from agent_server.agent.tools.paths import directory_names, display_path, resolve_in_workspace
 from agent_server.errors import ToolError
 from agent_server.llm.messages import ToolSpec
 
@@ -62,7 +62,7 @@ class LsTool:
         if not path.is_dir():
             raise ToolError(f"{shown} is a file, not a directory. Use read to see its content.")
         names = sorted(
-            (entry.name + "/" if entry.is_dir() else entry.name for entry in path.iterdir()),
+            (name + "/" if is_dir else name for name, is_dir in directory_names(path, shown)),
             key=lambda name: (name.casefold(), name),
         )
         details = {"path": shown, "entries": len(names)}

@@ -5,10 +5,19 @@ component is refused outright (even one that would stay inside); symlinks are re
 target outside the workspace is refused. A path that does not exist yet (a file about to be
 written) is resolved as far as it exists, so a symlinked parent directory cannot smuggle a
 write out either.
+
+What is opened is what was checked. A checked path is the file's real path, with no link in
+it, so the file is opened, written and stat'ed by walking that path from `/` one component at
+a time without following a symbolic link (`openat` with O_NOFOLLOW, each parent a directory
+fd). A link that appears after the check (something else writing in the workspace swaps a
+file for a link to the outside) is refused instead of followed, and the regular-file and
+hard-link checks look at the file that was opened (`fstat`), not at a name.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import fnmatch
 import os
 import stat
@@ -94,7 +103,7 @@ def file_info(path: Path, shown: str) -> os.stat_result | None:
     named pipe, a device, a socket) is refused: opening one can block forever or act on a
     device."""
     try:
-        info = os.stat(path)
+        info = _stat_checked(path, shown)
     except FileNotFoundError:
         return None
     _refuse_special(info, shown)
@@ -174,7 +183,7 @@ def hard_linked(workspace: Path, paths: Sequence[str]) -> list[str]:
     for given in paths:
         try:
             resolved = resolve_in_workspace(workspace, given)
-            info = os.stat(resolved)
+            info = _stat_checked(resolved, given)
         except (PathOutsideWorkspaceError, OSError):
             continue
         if has_other_links(info):
@@ -183,28 +192,141 @@ def hard_linked(workspace: Path, paths: Sequence[str]) -> list[str]:
     return found
 
 
-def open_regular(path: Path, shown: str) -> BinaryIO:
-    """`path` opened for reading, checked (after opening, so nothing can be swapped in
-    between) to be a regular file. Opening never blocks: O_NONBLOCK."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+def open_regular(path: Path, shown: str, *, hard_links_allowed: bool) -> BinaryIO:
+    """`path` (checked) opened for reading without following a link, then checked to be a
+    regular file, with one link unless `hard_links_allowed`: the checks look at the file
+    opened, so nothing can be swapped in between. Opening never blocks: O_NONBLOCK."""
+    fd = _open_checked(path, shown, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     try:
-        _refuse_special(os.fstat(fd), shown)
+        info = os.fstat(fd)
+        _refuse_special(info, shown)
+        check_hard_links(info, shown, hard_links_allowed)
     except BaseException:
         os.close(fd)
         raise
     return os.fdopen(fd, "rb")
 
 
-def write_regular(path: Path, shown: str, data: bytes) -> None:
-    """Write `data` as the whole content of `path` (created if missing), refusing anything
-    that is not a regular file; never blocks on a named pipe without a reader."""
+def write_regular(path: Path, shown: str, data: bytes, *, hard_links_allowed: bool) -> None:
+    """Write `data` as the whole content of `path` (checked; created if missing, in place
+    otherwise, so the file keeps its permissions), refusing a link, anything that is not a
+    regular file, and a file with several links unless `hard_links_allowed`; never blocks on a
+    named pipe without a reader."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
-    fd = os.open(path, flags, 0o666)
+    fd = _open_checked(path, shown, flags)
     try:
-        _refuse_special(os.fstat(fd), shown)
+        info = os.fstat(fd)
+        _refuse_special(info, shown)
+        check_hard_links(info, shown, hard_links_allowed)
         os.ftruncate(fd, 0)
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
     finally:
         os.close(fd)
+
+
+def directory_names(path: Path, shown: str) -> list[tuple[str, bool]]:
+    """The entries of the directory `path` (checked), opened without following a link, as
+    (name, whether it is a directory or a link to one)."""
+    fd = _open_checked(path, shown, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        with os.scandir(fd) as entries:
+            return [(entry.name, entry.is_dir()) for entry in entries]
+    finally:
+        os.close(fd)
+
+
+def make_parent_directories(path: Path, shown: str) -> None:
+    """The missing directories above `path` (checked) made, as `mkdir -p` would, without
+    following a link on the way."""
+    os.close(_open_parent(path, shown, create=True))
+
+
+# --- opening a checked path: no link followed ------------------------------------------------
+
+# A directory on the way, opened only to be walked through (O_PATH where there is one: it
+# needs no read permission, as an execute-only home directory on the way gives none).
+_DIRECTORY = os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_PATH", os.O_RDONLY)
+# What opening a link with O_NOFOLLOW fails with: ELOOP (Linux, macOS), EMLINK (FreeBSD),
+# ENOTDIR (a link where a directory is expected, with O_DIRECTORY).
+_LINK_ERRORS = frozenset({errno.ELOOP, errno.EMLINK, errno.ENOTDIR})
+
+
+def _open_checked(path: Path, shown: str, flags: int) -> int:
+    """`path` (absolute, checked) opened with `flags`, no link followed on the way or at its
+    end."""
+    if path.parent == path:
+        return os.open(path, flags)  # `/` itself
+    parent = _open_parent(path, shown)
+    try:
+        return os.open(path.name, flags | os.O_NOFOLLOW, 0o666, dir_fd=parent)
+    except OSError as exc:
+        _refuse_link(exc, parent, path.name, shown)
+        raise
+    finally:
+        os.close(parent)
+
+
+def _stat_checked(path: Path, shown: str) -> os.stat_result:
+    """The stat of `path` (absolute, checked), no link followed on the way or at its end."""
+    if path.parent == path:
+        return os.stat(path)  # `/` itself
+    parent = _open_parent(path, shown)
+    try:
+        info = os.stat(path.name, dir_fd=parent, follow_symlinks=False)
+        if stat.S_ISLNK(info.st_mode):
+            raise _link_appeared(path.name, shown)
+        return info
+    finally:
+        os.close(parent)
+
+
+def _open_parent(path: Path, shown: str, *, create: bool = False) -> int:
+    """A directory fd of the parent of `path` (absolute), reached from `/` one component at a
+    time without following a link; with `create`, missing directories are made on the way."""
+    fd = os.open(path.anchor, _DIRECTORY)
+    try:
+        for name in path.parent.parts[1:]:
+            child = _open_directory(fd, name, shown, create=create)
+            os.close(fd)
+            fd = child
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _open_directory(parent: int, name: str, shown: str, *, create: bool) -> int:
+    try:
+        return os.open(name, _DIRECTORY, dir_fd=parent)
+    except FileNotFoundError:
+        if not create:
+            raise
+    except OSError as exc:
+        _refuse_link(exc, parent, name, shown)
+        raise
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(name, dir_fd=parent)
+    return _open_directory(parent, name, shown, create=False)
+
+
+def _refuse_link(error: OSError, parent: int, name: str, shown: str) -> None:
+    """Raise the refusal when `error` came from a link where `name` was (nothing otherwise)."""
+    if error.errno not in _LINK_ERRORS:
+        return
+    try:
+        info = os.stat(name, dir_fd=parent, follow_symlinks=False)
+    except OSError:
+        return
+    if stat.S_ISLNK(info.st_mode):
+        raise _link_appeared(name, shown) from error
+
+
+def _link_appeared(name: str, shown: str) -> PathOutsideWorkspaceError:
+    return PathOutsideWorkspaceError(
+        f"{shown} changed while it was being used: {name!r} on its way is now a symbolic "
+        "link, which it was not when the path was checked. A link that appears meanwhile is "
+        "not followed, since it could lead outside the workspace. Try again once the file "
+        "stays put."
+    )

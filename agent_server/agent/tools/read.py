@@ -141,16 +141,18 @@ class ReadTool:
         if ctx.files.holds(path):
             # The editor's buffer, which may differ from the disk; a binary or image file is
             # still told by its bytes on the disk.
-            head = await asyncio.to_thread(_head, path, shown)
+            head = await asyncio.to_thread(_head, path, shown, ctx.hard_links_allowed)
             if image_type(path, head) is None:
                 _refuse_binary(head, shown)
-                text = await ctx.files.read_text(path, errors="replace")
+                text = await ctx.files.read_text(
+                    path, errors="replace", hard_links_allowed=ctx.hard_links_allowed
+                )
                 return _read_text(io.BytesIO(text.encode("utf-8")), path, shown, offset, limit, ctx)
         return await asyncio.to_thread(_read_disk, path, shown, offset, limit, ctx)
 
 
 def _read_disk(path: Path, shown: str, offset: int, limit: int, ctx: ToolContext) -> ToolResult:
-    with open_regular(path, shown) as handle:
+    with open_regular(path, shown, hard_links_allowed=ctx.hard_links_allowed) as handle:
         head = handle.read(8192)
         mime = image_type(path, head)
         if mime is not None:
@@ -160,8 +162,8 @@ def _read_disk(path: Path, shown: str, offset: int, limit: int, ctx: ToolContext
         return _read_text(handle, path, shown, offset, limit, ctx)
 
 
-def _head(path: Path, shown: str) -> bytes:
-    with open_regular(path, shown) as handle:
+def _head(path: Path, shown: str, hard_links_allowed: bool) -> bytes:
+    with open_regular(path, shown, hard_links_allowed=hard_links_allowed) as handle:
         return handle.read(8192)
 
 

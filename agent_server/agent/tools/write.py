@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import stat
 from collections.abc import Mapping
@@ -23,6 +24,7 @@ from agent_server.agent.tools.paths import (
     check_hard_links,
     display_path,
     file_info,
+    make_parent_directories,
     resolve_in_workspace,
 )
 from agent_server.agent.tools.read import refuse_redacted, refuse_repeat_notes
@@ -72,9 +74,11 @@ class WriteTool:
 
     async def run(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         plan = await _planned(arguments, ctx, hard_links_allowed=ctx.hard_links_allowed)
-        plan.path.parent.mkdir(parents=True, exist_ok=True)
+        await asyncio.to_thread(make_parent_directories, plan.path, plan.shown)
         data = plan.content.encode("utf-8")
-        await ctx.files.write_text(plan.path, plan.content)
+        await ctx.files.write_text(
+            plan.path, plan.content, hard_links_allowed=ctx.hard_links_allowed
+        )
         lines = count_lines(plan.content)
         verb = "Created" if plan.created else "Overwrote"
         details: dict[str, Any] = {
@@ -114,7 +118,7 @@ async def _planned(
             raise ToolError(f"{shown} is a directory; give the path of a file inside it.")
         check_hard_links(info, shown, hard_links_allowed)
         with contextlib.suppress(UnicodeDecodeError, OSError):  # binary or unreadable
-            old = await ctx.files.read_text(path)
+            old = await ctx.files.read_text(path, hard_links_allowed=hard_links_allowed)
     refuse_repeat_notes(content, old, shown)
     refuse_redacted(content, old, shown)
     created = info is None

@@ -22,14 +22,18 @@ class Buffers:
         self.reads: list[Path] = []
         self.writes: list[Path] = []
 
-    async def read_text(self, path: Path, *, errors: DecodeErrors = "strict") -> str:
+    async def read_text(
+        self, path: Path, *, errors: DecodeErrors = "strict", hard_links_allowed: bool = False
+    ) -> str:
         self.reads.append(path)
         if path in self.buffers:
             return self.buffers[path]
         data = await asyncio.to_thread(path.read_bytes)
         return data.decode("utf-8", errors=errors)
 
-    async def write_text(self, path: Path, content: str) -> None:
+    async def write_text(
+        self, path: Path, content: str, *, hard_links_allowed: bool = False
+    ) -> None:
         self.writes.append(path)
         self.buffers[path] = content
 

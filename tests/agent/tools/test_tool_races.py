@@ -1,0 +1,140 @@
+"""A file swapped for a symbolic link to the outside while a tool runs (a build watcher, a dev
+server, a background job writing in the workspace): what a tool opens is what it checked, so
+the outside file is never read nor changed, however the calls and the swaps interleave."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_server.agent.tools import ToolContext, run_tool
+from agent_server.agent.tools.edit import EditTool
+from agent_server.agent.tools.grep import GrepTool
+from agent_server.agent.tools.ls import LsTool
+from agent_server.agent.tools.read import ReadTool
+from agent_server.agent.tools.write import WriteTool
+
+CALLS = 2000
+OUTSIDE_TEXT = "OUTSIDE-SECRET\n"
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    other = tmp_path / "outside"
+    other.mkdir()
+    (other / "x.txt").write_text(OUTSIDE_TEXT)
+    return other
+
+
+@contextlib.contextmanager
+def swapping(workspace: Path, name: str, link_to: Path, inside: Path | None = None) -> Iterator[None]:
+    """While the block runs, `name` in the workspace keeps turning into a symbolic link to
+    `link_to` and back: into a regular file, or (with `inside`) a link to `inside`."""
+    stop = threading.Event()
+
+    def swap() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                os.symlink(link_to, workspace / ".link")
+                os.replace(workspace / ".link", workspace / name)
+            with contextlib.suppress(OSError):
+                if inside is None:
+                    (workspace / ".file").write_text("inside, a regular file\n")
+                    os.replace(workspace / ".file", workspace / name)
+                else:
+                    os.symlink(inside, workspace / ".link")
+                    os.replace(workspace / ".link", workspace / name)
+
+    swapper = threading.Thread(target=swap, daemon=True)
+    swapper.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        swapper.join()
+
+
+async def call_often(tool: Any, arguments: dict[str, Any], ctx: ToolContext, calls: int) -> str:
+    """The texts of `calls` calls, joined."""
+    texts = [(await run_tool(tool, arguments, ctx)).text for _ in range(calls)]
+    return "\n".join(texts)
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        (ReadTool(), {"path": "x.txt"}),
+        (WriteTool(), {"path": "x.txt", "content": "written\n"}),
+        (EditTool(), {"path": "x.txt", "oldText": "OUTSIDE-SECRET", "newText": "edited"}),
+        (EditTool(), {"path": "x.txt", "oldText": "inside", "newText": "edited"}),
+    ],
+    ids=["read", "write", "edit-outside-text", "edit-inside-text"],
+)
+async def test_a_file_swapped_for_a_link_out_is_never_read_or_changed(
+    ctx: ToolContext, workspace: Path, outside: Path, tool: Any, arguments: dict[str, Any]
+) -> None:
+    (workspace / "x.txt").write_text("inside\n")
+    with swapping(workspace, "x.txt", outside / "x.txt"):
+        texts = await call_often(tool, arguments, ctx, CALLS)
+    assert "OUTSIDE-SECRET" not in texts
+    assert (outside / "x.txt").read_text() == OUTSIDE_TEXT
+
+
+@pytest.mark.parametrize("rg", ["auto", None], ids=["ripgrep", "python"])
+async def test_grep_of_a_file_swapped_for_a_link_out_never_shows_its_lines(
+    ctx: ToolContext, workspace: Path, outside: Path, rg: str | None
+) -> None:
+    (workspace / "x.txt").write_text("inside\n")
+    with swapping(workspace, "x.txt", outside / "x.txt"):
+        texts = await call_often(GrepTool(rg), {"pattern": "SECRET", "path": "x.txt"}, ctx, 300)
+    assert "OUTSIDE-SECRET" not in texts
+
+
+async def test_a_directory_link_turning_outside_never_leads_a_read_or_write_out(
+    ctx: ToolContext, workspace: Path, outside: Path
+) -> None:
+    """A link inside the workspace to a directory inside it is followed; one that turns
+    outside meanwhile is not, whichever it is when the file is opened."""
+    (workspace / "real").mkdir()
+    (workspace / "real" / "x.txt").write_text("inside\n")
+    with swapping(workspace, "d", outside, inside=workspace / "real"):
+        read = await call_often(ReadTool(), {"path": "d/x.txt"}, ctx, CALLS)
+        written = await call_often(
+            WriteTool(), {"path": "d/x.txt", "content": "written\n"}, ctx, CALLS
+        )
+    assert "OUTSIDE-SECRET" not in read
+    assert "inside" in read  # the link inside is still followed
+    assert "Overwrote" in written
+    assert (outside / "x.txt").read_text() == OUTSIDE_TEXT
+
+
+async def test_ls_of_a_directory_swapped_for_a_link_out_never_lists_the_outside(
+    ctx: ToolContext, workspace: Path, outside: Path
+) -> None:
+    (workspace / "d").mkdir()
+    (workspace / "d" / "inside.txt").write_text("inside\n")
+    stop = threading.Event()
+
+    def swap() -> None:  # the directory moves away, a link out takes its name, and back
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                os.rename(workspace / "d", workspace / ".d")
+                os.symlink(outside, workspace / "d")
+                os.rename(workspace / "d", workspace / ".link")
+                os.rename(workspace / ".d", workspace / "d")
+                os.unlink(workspace / ".link")
+
+    swapper = threading.Thread(target=swap, daemon=True)
+    swapper.start()
+    try:
+        listed = await call_often(LsTool(), {"path": "d"}, ctx, CALLS)
+    finally:
+        stop.set()
+        swapper.join()
+    assert "x.txt" not in listed
