@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import codecs
 import io
 import os
 import re
 import stat
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -55,6 +56,10 @@ from agent_server.llm.messages import ImageContent, TextContent, ToolSpec
 from agent_server.redaction import REDACTED
 
 MAX_LINE_CHARS = 2000
+# What is kept of a line before the cut: enough bytes for MAX_LINE_CHARS characters of any
+# UTF-8 text; the rest is read in chunks and counted.
+LINE_HEAD_BYTES = MAX_LINE_CHARS * 4
+_LINE_CHUNK = 1 << 20
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
 _UNCHANGED_END = "refer to that result.]"
 # The results of read that show no lines: the unchanged note, an image's caption.
@@ -211,11 +216,11 @@ def _read_text(
     total = 0
     last_shown = offset - 1
     stopped_by_bytes = False
-    for number, raw in enumerate(handle, start=1):
+    for number, (raw, rest) in enumerate(bounded_lines(handle), start=1):
         total = number
         if number < offset or len(out) >= limit or stopped_by_bytes:
             continue
-        line = render_line(raw)
+        line = render_line(raw, rest)
         line_size = len(line.encode("utf-8")) + 1
         if out and size + line_size > ctx.limits.max_bytes:
             stopped_by_bytes = True
@@ -252,11 +257,31 @@ def _read_text(
     return ToolResult.of_text(text, details=details)
 
 
-def render_line(raw: bytes) -> str:
-    """One line of a file as read shows it: decoded, without its terminator, cut when long."""
+def bounded_lines(handle: BinaryIO) -> Iterator[tuple[bytes, int]]:
+    """Each line of `handle` as (its first LINE_HEAD_BYTES bytes, how many characters follow
+    them): a line of any length (a 1 GB minified file, a sparse file of NULs past the binary
+    check) is read in chunks and takes bounded memory, not the whole line at once."""
+    while True:
+        head = handle.readline(LINE_HEAD_BYTES)
+        if not head:
+            return
+        rest = 0
+        if not head.endswith(b"\n"):
+            decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+            while chunk := handle.readline(_LINE_CHUNK):
+                rest += len(decoder.decode(chunk.removesuffix(b"\n").removesuffix(b"\r")))
+                if chunk.endswith(b"\n"):
+                    break
+            rest += len(decoder.decode(b"", final=True))
+        yield head, rest
+
+
+def render_line(raw: bytes, rest: int = 0) -> str:
+    """One line of a file as read shows it: decoded, without its terminator, cut when long
+    (`rest`: characters of it past `raw`, which bounded_lines did not keep)."""
     line = raw.decode("utf-8", errors="replace").rstrip("\n").rstrip("\r")
-    if len(line) > MAX_LINE_CHARS:
-        cut = len(line) - MAX_LINE_CHARS
+    if len(line) + rest > MAX_LINE_CHARS:
+        cut = len(line) + rest - MAX_LINE_CHARS
         line = f"{line[:MAX_LINE_CHARS]} [... {cut} more characters on this line]"
     return line
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import struct
+import tracemalloc
 import zlib
 from dataclasses import replace
 from pathlib import Path
@@ -97,6 +98,26 @@ async def test_long_lines_are_cut(ctx: ToolContext, workspace: Path) -> None:
     assert first.startswith("a" * MAX_LINE_CHARS)
     assert "500 more characters" in first
     assert second == "short"
+
+
+async def test_a_line_of_any_length_is_read_in_bounded_memory(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    """Before: a line was read whole (a 1 GB minified file, or a sparse file whose first 8 KB
+    pass the binary check, took gigabytes of the server's memory to show 2,000 characters)."""
+    long = "é" * 1000 + "a" * 30_000_000
+    (workspace / "min.js").write_text(f"first\n{long}\r\nlast\n")
+    tracemalloc.start()
+    try:
+        result = await run_tool(READ, {"path": "min.js"}, ctx)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    lines = result.text.split("\n")
+    assert lines[0] == "first" and lines[2] == "last" and len(lines) == 3
+    cut = len(long) - MAX_LINE_CHARS
+    assert lines[1] == f"{long[:MAX_LINE_CHARS]} [... {cut} more characters on this line]"
+    assert peak < 8_000_000, peak  # the line is 30 MB
 
 
 async def test_windows_line_endings_are_not_shown(ctx: ToolContext, workspace: Path) -> None:
