@@ -127,7 +127,8 @@ async def _planned(
     if "\r\n" in content and "\r\n" not in old_text and old_text not in content:
         old_text = old_text.replace("\n", "\r\n")
         new_text = new_text.replace("\n", "\r\n")
-    matches = content.count(old_text)
+    starts = _occurrences(content, old_text)
+    matches = len(starts)
     if matches == 0:
         raise ToolError(
             f"oldText was not found in {shown}. It must match the file exactly, including "
@@ -136,18 +137,26 @@ async def _planned(
     if matches > 1:
         raise ToolError(
             f"oldText occurs {matches} times in {shown} (at lines "
-            f"{_match_lines(content, old_text)}); it must be unique. Include more "
+            f"{_match_lines(content, starts)}); it must be unique. Include more "
             "surrounding lines in oldText so that it matches one place only."
         )
-    start = content.index(old_text)
+    start = starts[0]
     updated = content[:start] + new_text + content[start + len(old_text) :]
     return path, FileChange(shown, content, updated), start, old_text, new_text
 
 
-def _match_lines(content: str, text: str, shown: int = 10) -> str:
-    lines: list[int] = []
+def _occurrences(content: str, text: str) -> list[int]:
+    """Where `text` starts in `content`, overlapping occurrences included (`aa` is twice in
+    `aaa`): an edit whose text overlaps a second copy of itself is as ambiguous as one with a
+    separate copy."""
+    starts: list[int] = []
     start = content.find(text)
-    while start != -1 and len(lines) < shown:
-        lines.append(content.count("\n", 0, start) + 1)
-        start = content.find(text, start + len(text))
-    return ", ".join(str(n) for n in lines) + (", ..." if content.count(text) > shown else "")
+    while start != -1:
+        starts.append(start)
+        start = content.find(text, start + 1)
+    return starts
+
+
+def _match_lines(content: str, starts: list[int], shown: int = 10) -> str:
+    lines = [content.count("\n", 0, start) + 1 for start in starts[:shown]]
+    return ", ".join(str(n) for n in lines) + (", ..." if len(starts) > shown else "")

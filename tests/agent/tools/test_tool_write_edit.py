@@ -87,6 +87,24 @@ async def test_edit_refuses_an_ambiguous_match_and_says_where(
     assert (workspace / "app.py").read_text().count("x = 1") == 3
 
 
+async def test_edit_refuses_a_match_that_overlaps_another_copy_of_itself(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    (workspace / "app.py").write_text("x = 1\nx = 1\nx = 1\n")
+    result = await run_tool(
+        EDIT, {"path": "app.py", "oldText": "x = 1\nx = 1\n", "newText": "y = 2\n"}, ctx
+    )
+    assert result.is_error
+    assert "2 times" in result.text
+    assert "lines 1, 2" in result.text
+    assert (workspace / "app.py").read_text() == "x = 1\nx = 1\nx = 1\n"
+    (workspace / "a.txt").write_text("aaa")
+    result = await run_tool(EDIT, {"path": "a.txt", "oldText": "aa", "newText": "b"}, ctx)
+    assert result.is_error
+    assert "2 times" in result.text
+    assert (workspace / "a.txt").read_text() == "aaa"
+
+
 async def test_edit_with_enough_context_succeeds(ctx: ToolContext, workspace: Path) -> None:
     (workspace / "app.py").write_text("x = 1\ny = 2\nx = 1\n")
     result = await run_tool(
