@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import stat
 from collections.abc import Mapping
 from pathlib import Path
@@ -124,9 +125,12 @@ async def _planned(
     refuse_repeat_notes(new_text, content, shown)
     refuse_redacted(new_text, content, shown)
     # A file with Windows line endings, and text the model wrote with "\n": match anyway.
-    if "\r\n" in content and "\r\n" not in old_text and old_text not in content:
-        old_text = old_text.replace("\n", "\r\n")
-        new_text = new_text.replace("\n", "\r\n")
+    crlf = "\r\n" in content and "\r\n" not in old_text and old_text not in content
+    if crlf:
+        old_text = _with_crlf(old_text)
+    # The file's line breaks for the new lines too, when the file is all CRLF.
+    if crlf or ("\r\n" in content and content.count("\n") == content.count("\r\n")):
+        new_text = _with_crlf(new_text)
     starts = _occurrences(content, old_text)
     matches = len(starts)
     if matches == 0:
@@ -155,6 +159,11 @@ def _occurrences(content: str, text: str) -> list[int]:
         starts.append(start)
         start = content.find(text, start + 1)
     return starts
+
+
+def _with_crlf(text: str) -> str:
+    """`text` with every line break a CRLF (one already CRLF kept as it is)."""
+    return re.sub(r"\r?\n", "\r\n", text)
 
 
 def _match_lines(content: str, starts: list[int], shown: int = 10) -> str:

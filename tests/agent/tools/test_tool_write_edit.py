@@ -123,6 +123,25 @@ async def test_edit_matches_lf_text_in_a_crlf_file(ctx: ToolContext, workspace: 
     assert (workspace / "win.txt").read_bytes() == b"uno\r\ndos\r\nthree\r\n"
 
 
+async def test_edit_writes_new_lines_in_a_crlf_file_with_crlf(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    (workspace / "win.txt").write_bytes(b"line1\r\nline2\r\nline3\r\n")
+    result = await run_tool(
+        EDIT, {"path": "win.txt", "oldText": "line2", "newText": "two\nlines"}, ctx
+    )
+    assert not result.is_error, result.text
+    assert (workspace / "win.txt").read_bytes() == b"line1\r\ntwo\r\nlines\r\nline3\r\n"
+    # A CRLF the model wrote itself is kept, not doubled.
+    result = await run_tool(
+        EDIT, {"path": "win.txt", "oldText": "line1\n", "newText": "one\r\nuno\n"}, ctx
+    )
+    assert not result.is_error, result.text
+    assert (workspace / "win.txt").read_bytes() == (
+        b"one\r\nuno\r\ntwo\r\nlines\r\nline3\r\n"
+    )
+
+
 async def test_edit_can_delete_text(ctx: ToolContext, workspace: Path) -> None:
     (workspace / "a.txt").write_text("keep\ndrop me\nkeep too\n")
     result = await run_tool(EDIT, {"path": "a.txt", "oldText": "drop me\n", "newText": ""}, ctx)
