@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 
+from agent_server.errors import ToolError
+
 # Directories that are never searched: version control, dependencies, caches, environments.
 SKIPPED_DIRS: frozenset[str] = frozenset(
     {
@@ -38,14 +40,21 @@ SKIPPED_DIRS: frozenset[str] = frozenset(
 
 @lru_cache(maxsize=64)
 def compile_glob(pattern: str) -> re.Pattern[str]:
-    """A regex matching what `pattern` matches (see the module docstring)."""
+    """A regex matching what `pattern` matches (see the module docstring); a ToolError names
+    a pattern that is not a glob (a class such as `[z-a]`)."""
     pattern = pattern.strip()
     while pattern.startswith("./"):
         pattern = pattern[2:]
     anchored = "/" in pattern.rstrip("/")
     pattern = pattern.strip("/")
     body = _translate(pattern)
-    return re.compile(body if anchored else f"(?:.*/)?{body}", re.DOTALL)
+    try:
+        return re.compile(body if anchored else f"(?:.*/)?{body}", re.DOTALL)
+    except re.error as exc:
+        raise ToolError(
+            f"Invalid glob {pattern!r}: {exc.msg}. Write a character class as [abc], [a-z] "
+            "(a range in order) or [!a-z] (none of them)."
+        ) from exc
 
 
 def glob_matches(pattern: str, relative_path: str) -> bool:

@@ -79,6 +79,15 @@ async def test_ignore_case_and_glob(grep: GrepTool, ctx: ToolContext, workspace:
     assert anchored.text.splitlines() == ["src/ui/view.ts", "1:// TODO render"]
 
 
+async def test_an_invalid_glob_is_an_error_that_names_it(
+    grep: GrepTool, ctx: ToolContext, workspace: Path
+) -> None:
+    make_tree(workspace)
+    result = await run_tool(grep, {"pattern": "TODO", "glob": "[z-a]"}, ctx)
+    assert result.is_error
+    assert result.text.startswith("Invalid glob '[z-a]': bad character range z-a.")
+
+
 async def test_path_narrows_to_a_directory_or_a_file(
     grep: GrepTool, ctx: ToolContext, workspace: Path
 ) -> None:

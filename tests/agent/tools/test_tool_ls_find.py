@@ -169,6 +169,13 @@ def test_glob_semantics(pattern: str, path: str, matches: bool) -> None:
     assert glob_matches(pattern, path) is matches
 
 
+async def test_an_invalid_glob_is_an_error_that_names_it(ctx: ToolContext) -> None:
+    result = await run_tool(FIND, {"pattern": "[z-a]"}, ctx)
+    assert result.is_error
+    assert result.text.startswith("Invalid glob '[z-a]': bad character range z-a.")
+    assert "[a-z]" in result.text
+
+
 async def test_undecodable_file_names_do_not_break_listings(
     ctx: ToolContext, workspace: Path
 ) -> None:
