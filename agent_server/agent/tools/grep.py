@@ -49,7 +49,13 @@ from agent_server.agent.tools.paths import (
     resolve_in_workspace,
     secret_file,
 )
-from agent_server.agent.tools.walk import SKIPPED_DIRS, compile_glob, is_binary, walk_files
+from agent_server.agent.tools.walk import (
+    SKIPPED_DIRS,
+    Glob,
+    compile_glob,
+    is_binary,
+    walk_files,
+)
 from agent_server.errors import ToolError, redact
 from agent_server.llm.messages import ToolSpec
 
@@ -465,7 +471,7 @@ def _grep_python(
     return GrepOutcome(lines, matches, False, "python")
 
 
-def _files(top: Path, matcher: re.Pattern[str] | None) -> Iterator[Path]:
+def _files(top: Path, matcher: Glob | None) -> Iterator[Path]:
     for path in walk_files(top):
         if path.is_symlink() or not path.is_file():
             continue

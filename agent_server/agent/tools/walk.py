@@ -8,10 +8,12 @@ depth (`*.py`); a pattern with `/` matches the path relative to the directory se
 
 from __future__ import annotations
 
+import operator
 import os
 import re
-from collections.abc import Iterator
-from functools import lru_cache
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import lru_cache, partial
 from pathlib import Path
 
 from agent_server.errors import ToolError
@@ -39,31 +41,140 @@ SKIPPED_DIRS: frozenset[str] = frozenset(
 
 
 @lru_cache(maxsize=64)
-def compile_glob(pattern: str) -> re.Pattern[str]:
-    """A regex matching what `pattern` matches (see the module docstring); a ToolError names
-    a pattern that is not a glob (a class such as `[z-a]`)."""
+def compile_glob(pattern: str) -> Glob:
+    """What `pattern` matches (see the module docstring); a ToolError names a pattern that
+    is not a glob (a class such as `[z-a]`)."""
     pattern = pattern.strip()
     while pattern.startswith("./"):
         pattern = pattern[2:]
     anchored = "/" in pattern.rstrip("/")
-    pattern = pattern.strip("/")
-    body = _translate(pattern)
     try:
-        return re.compile(body if anchored else f"(?:.*/)?{body}", re.DOTALL)
+        elements = _parse(pattern.strip("/"))
     except re.error as exc:
         raise ToolError(
             f"Invalid glob {pattern!r}: {exc.msg}. Write a character class as [abc], [a-z] "
             "(a range in order) or [!a-z] (none of them)."
         ) from exc
+    return Glob(elements, anchored=anchored)
 
 
 def glob_matches(pattern: str, relative_path: str) -> bool:
     """Whether `relative_path` (POSIX, relative to the searched directory) matches."""
-    return compile_glob(pattern).fullmatch(relative_path) is not None
+    return compile_glob(pattern).fullmatch(relative_path)
 
 
-def _translate(pattern: str) -> str:
-    out: list[str] = []
+CharTest = Callable[[str], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class _Char:
+    test: CharTest  # one character such as this
+
+
+@dataclass(frozen=True, slots=True)
+class _Repeat:
+    test: CharTest  # any number of characters such as this
+
+
+@dataclass(frozen=True, slots=True)
+class _Choice:
+    choices: tuple[tuple[_Element, ...], ...]  # one of these sequences
+
+
+_Element = _Char | _Repeat | _Choice
+
+
+def _not_slash(char: str) -> bool:
+    return char != "/"
+
+
+def _anything(char: str) -> bool:
+    return True
+
+
+_SLASH = _Char(partial(operator.eq, "/"))
+# `**/`, and the start of a pattern without `/`: any number of directories, none included.
+_DIRECTORIES = _Choice(((), (_Repeat(_anything), _SLASH)))
+# Past this many remembered steps a Glob works each step out again (a bound on its memory).
+_MAX_REMEMBERED_STEPS = 100_000
+
+
+class Glob:
+    """A glob as an automaton, run one character of the path at a time: matching takes time
+    linear in the path's length whatever the pattern (a regex with `.*` for each `**` took
+    minutes for `**a**a**a**a**a**a**a**a**a**a**c` on a name of 60 `a`s). Each set of
+    states met and each step from it is remembered, so a path costs a dict look-up a
+    character (a lazily built DFA)."""
+
+    def __init__(self, elements: tuple[_Element, ...], *, anchored: bool) -> None:
+        self._tests: list[CharTest | None] = [None]  # state 0 accepts; None: a free move
+        self._next: list[tuple[int, ...]] = [()]
+        start = self._build(elements if anchored else (_DIRECTORIES, *elements), 0)
+        self._start = self._closure((start,))
+        self._steps: dict[tuple[frozenset[int], str], frozenset[int]] = {}
+
+    def fullmatch(self, path: str) -> bool:
+        states = self._start
+        steps = self._steps
+        for char in path:
+            following = steps.get((states, char))
+            if following is None:
+                following = self._step(states, char)
+                if len(steps) < _MAX_REMEMBERED_STEPS:
+                    steps[(states, char)] = following
+            if not following:
+                return False
+            states = following
+        return 0 in states
+
+    def _add(self, test: CharTest | None, following: tuple[int, ...]) -> int:
+        self._tests.append(test)
+        self._next.append(following)
+        return len(self._tests) - 1
+
+    def _build(self, elements: tuple[_Element, ...], after: int) -> int:
+        """The first state of `elements`, which go on to `after`."""
+        state = after
+        for element in reversed(elements):
+            if isinstance(element, _Char):
+                state = self._add(element.test, (state,))
+            elif isinstance(element, _Repeat):
+                loop = self._add(None, ())
+                self._next[loop] = (self._add(element.test, (loop,)), state)
+                state = loop
+            else:
+                starts = tuple(self._build(choice, state) for choice in element.choices)
+                state = self._add(None, starts)
+        return state
+
+    def _closure(self, states: tuple[int, ...]) -> frozenset[int]:
+        """The states reached from `states` by free moves: those that take a character, and
+        the accepting one."""
+        seen: set[int] = set()
+        kept: set[int] = set()
+        pending = list(states)
+        while pending:
+            state = pending.pop()
+            if state in seen:
+                continue
+            seen.add(state)
+            if self._tests[state] is None and state != 0:
+                pending.extend(self._next[state])
+            else:
+                kept.add(state)
+        return frozenset(kept)
+
+    def _step(self, states: frozenset[int], char: str) -> frozenset[int]:
+        following: list[int] = []
+        for state in states:
+            test = self._tests[state]
+            if test is not None and test(char):
+                following.extend(self._next[state])
+        return self._closure(tuple(following))
+
+
+def _parse(pattern: str) -> tuple[_Element, ...]:
+    out: list[_Element] = []
     i = 0
     n = len(pattern)
     while i < n:
@@ -73,37 +184,42 @@ def _translate(pattern: str) -> str:
                 at_start = i == 0 or pattern[i - 1] == "/"
                 j = i + 2
                 if at_start and j < n and pattern[j] == "/":
-                    out.append("(?:.*/)?")  # **/ : zero or more directories
+                    out.append(_DIRECTORIES)  # **/ : zero or more directories
                     i = j + 1
                     continue
-                out.append(".*")
+                out.append(_Repeat(_anything))
                 i = j
                 continue
-            out.append("[^/]*")
+            out.append(_Repeat(_not_slash))
         elif c == "?":
-            out.append("[^/]")
+            out.append(_Char(_not_slash))
         elif c == "[":
             end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "^") else i + 1)
             if end == -1:
-                out.append(re.escape(c))
+                out.append(_Char(partial(operator.eq, c)))
             else:
                 inner = pattern[i + 1 : end]
                 if inner[:1] in ("!", "^"):
                     inner = "^" + inner[1:]
-                out.append("[" + inner.replace("\\", "\\\\") + "]")
+                out.append(_Char(_char_class("[" + inner.replace("\\", "\\\\") + "]")))
                 i = end
         elif c == "{":
             end = pattern.find("}", i)
             if end == -1:
-                out.append(re.escape(c))
+                out.append(_Char(partial(operator.eq, c)))
             else:
                 choices = pattern[i + 1 : end].split(",")
-                out.append("(?:" + "|".join(_translate(choice) for choice in choices) + ")")
+                out.append(_Choice(tuple(_parse(choice) for choice in choices)))
                 i = end
         else:
-            out.append(re.escape(c))
+            out.append(_Char(partial(operator.eq, c)))
         i += 1
-    return "".join(out)
+    return tuple(out)
+
+
+def _char_class(expression: str) -> CharTest:
+    regex = re.compile(expression, re.DOTALL)  # re.error for one such as [z-a]
+    return lambda char: regex.fullmatch(char) is not None
 
 
 def walk_files(top: Path, *, include_dirs: bool = False) -> Iterator[Path]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -167,6 +169,21 @@ async def test_find_does_not_enter_symlinked_directories(
 )
 def test_glob_semantics(pattern: str, path: str, matches: bool) -> None:
     assert glob_matches(pattern, path) is matches
+
+
+def test_a_glob_of_many_stars_matches_a_long_name_without_backtracking() -> None:
+    """`**a**a...**c` as a regex (`.*a.*a...`) backtracked for minutes on a long name (in C,
+    holding the GIL: a separate process, so that a hang ends with the timeout)."""
+    script = (
+        "from agent_server.agent.tools.walk import glob_matches\n"
+        "pattern = '**a' * 10 + '**c'\n"
+        "for path in ('a' * 200, 'a' * 200 + 'c', 'a/' * 100 + 'c'):\n"
+        "    print(glob_matches(pattern, path))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.split() == ["False", "True", "True"]
 
 
 async def test_an_invalid_glob_is_an_error_that_names_it(ctx: ToolContext) -> None:
