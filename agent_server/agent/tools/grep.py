@@ -24,12 +24,13 @@ import os
 import re
 import shutil
 import stat
-from collections import deque
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from agent_server.agent.tools import regex_search
 from agent_server.agent.tools.base import (
     ToolContext,
     ToolKind,
@@ -53,7 +54,6 @@ from agent_server.agent.tools.walk import (
     SKIPPED_DIRS,
     Glob,
     compile_glob,
-    is_binary,
     walk_files,
 )
 from agent_server.errors import ToolError, redact
@@ -63,6 +63,10 @@ MAX_MATCHES = 500
 MAX_CONTEXT = 10
 MAX_LINE_CHARS = 500
 MAX_LEFT_OUT_NAMED = 10  # hard-linked files named in the note; the rest are counted
+# The Python search stops a pattern that takes longer than this on one line: a line of a
+# text file takes milliseconds, a catastrophic pattern ((a+)+$ on 40 a's) runs for hours.
+LINE_TIME_LIMIT = 10.0
+MAX_PYTHON_LINE = 1 << 30  # bytes: the longest line the Python search's output may have
 
 SPEC = ToolSpec(
     name="grep",
@@ -231,8 +235,8 @@ class GrepTool:
                         "special characters such as ( [ { . * + ? with a backslash to match "
                         "them literally."
                     )
-                outcome = await asyncio.to_thread(
-                    _grep_python, regex, top, opened, ctx.workspace, glob, context, sieve
+                outcome = await _run_python(
+                    pattern, ignore_case, top, opened, ctx.workspace, glob, context, sieve
                 )
         details: dict[str, Any] = {
             "pattern": pattern,
@@ -441,8 +445,9 @@ def _rg_text(value: Mapping[str, Any], *, errors: str) -> str | None:
 # --- Python fallback -------------------------------------------------------------------------
 
 
-def _grep_python(
-    regex: re.Pattern[str],
+async def _run_python(
+    pattern: str,
+    ignore_case: bool,
     top: Path,
     opened: BinaryIO | None,
     workspace: Path,
@@ -450,64 +455,91 @@ def _grep_python(
     context: int,
     sieve: HardLinkSieve | None,
 ) -> GrepOutcome:
-    """The matches below `top`, or in the file `opened` (which `top` names)."""
+    """The Python search's result. It runs in a child process (regex_search.py), stopped when
+    one line takes longer than LINE_TIME_LIMIT (a catastrophic pattern would run for ever,
+    and `re` cannot be interrupted in a thread) and when the turn is interrupted."""
+    fds: tuple[int, ...] = ()
+    if opened is not None:
+        # The file searched alone, as opened and checked: the child reads it through its
+        # descriptor (/dev/fd/N), never by its name.
+        fds = (opened.fileno(),)
+        files = [(Path(f"/dev/fd/{fds[0]}"), False)]
+        shown = [display_path(workspace, top)]
+    else:
+        matcher = compile_glob(glob) if glob else None
+        files = await asyncio.to_thread(lambda: list(_files(top, matcher)))
+        shown = [display_path(workspace, path) for path, _ in files]
+    request = json.dumps(
+        {
+            "pattern": pattern,
+            "ignoreCase": ignore_case,
+            "context": context,
+            "files": [[os.fspath(path), check_binary] for path, check_binary in files],
+        }
+    ).encode()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-I",  # no PYTHON* variables, no user site, no script directory on sys.path
+        str(Path(regex_search.__file__)),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        pass_fds=fds,
+        limit=MAX_PYTHON_LINE,
+    )
+    assert proc.stdin is not None
+    assert proc.stdout is not None
     lines: list[GrepLine] = []
     matches = 0
-    matcher = compile_glob(glob) if glob else None
-    if opened is not None:
-        opened.seek(0)  # where ripgrep may have left it (a /dev/fd/N that is a dup: macOS)
-    files = [top] if opened is not None else _files(top, matcher)
-    for path in files:
-        shown = display_path(workspace, path)
-        for item in _grep_file(regex, opened or path, shown, context):
-            if sieve is not None and sieve.leaves_out(shown):
-                break  # checked once, at its first line: the file matched
-            if item.is_match:
+    more = False
+    try:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            proc.stdin.write(request)
+            await proc.stdin.drain()
+            proc.stdin.close()
+        while True:
+            try:
+                raw = await asyncio.wait_for(proc.stdout.readline(), LINE_TIME_LIMIT)
+            except TimeoutError:
+                raise ToolError(
+                    f"The pattern took more than {LINE_TIME_LIMIT:g} seconds on one line and "
+                    "was stopped (catastrophic backtracking?). Simplify it: no nested repeats "
+                    "such as (a+)+ or (.*)*, no repeated alternatives that overlap such as "
+                    "(a|ab)*."
+                ) from None
+            if not raw:
+                break
+            item = json.loads(raw)
+            if not item:
+                continue  # the search moves on
+            index, number, text, is_match = item
+            if sieve is not None and sieve.leaves_out(shown[index]):
+                continue
+            if is_match:
                 if matches == MAX_MATCHES:
-                    kept = _trim_after_cut(lines, True, context)
-                    return GrepOutcome(kept, matches, True, "python")
+                    more = True
+                    break
                 matches += 1
-            lines.append(item)
-    return GrepOutcome(lines, matches, False, "python")
+            lines.append(GrepLine(shown[index], number, text, is_match))
+        # Waited for, not killed: killing a child that has just exited may reap it behind
+        # asyncio's back (which then reports exit code 255).
+        code = None if more else await proc.wait()
+    finally:
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+    if code:
+        raise ToolError(f"The Python search failed (exit code {code}).")
+    return GrepOutcome(_trim_after_cut(lines, more, context), matches, more, "python")
 
 
-def _files(top: Path, matcher: Glob | None) -> Iterator[Path]:
+def _files(top: Path, matcher: Glob | None) -> Iterator[tuple[Path, bool]]:
+    """The files below `top` to search, each with whether to check that it is text (all of
+    them: a file searched alone is searched whatever it holds)."""
     for path in walk_files(top):
         if path.is_symlink() or not path.is_file():
             continue
         if matcher is not None and not matcher.fullmatch(path.relative_to(top).as_posix()):
             continue
-        if is_binary(path):
-            continue
-        yield path
-
-
-def _grep_file(
-    regex: re.Pattern[str], file: Path | BinaryIO, shown: str, context: int
-) -> Iterator[GrepLine]:
-    """The lines of `file` (a path, or a file already opened) to show."""
-    before: deque[tuple[int, str]] = deque(maxlen=context or 1)
-    after = 0
-    last_emitted = 0
-    try:
-        handle = file.open("rb") if isinstance(file, Path) else contextlib.nullcontext(file)
-    except OSError:
-        return
-    with handle as lines:
-        for number, raw in enumerate(lines, start=1):
-            line = _clean(raw.decode("utf-8", errors="replace"))
-            if regex.search(line):
-                if context:
-                    for n, text in before:
-                        if n > last_emitted:
-                            yield GrepLine(shown, n, text, False)
-                    before.clear()
-                yield GrepLine(shown, number, line, True)
-                last_emitted = number
-                after = context
-            elif after > 0:
-                yield GrepLine(shown, number, line, False)
-                last_emitted = number
-                after -= 1
-            elif context:
-                before.append((number, line))
+        yield path, True

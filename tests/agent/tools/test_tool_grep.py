@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from agent_server.agent.tools import ToolContext, run_tool
+from agent_server.agent.tools import grep as grep_module
 from agent_server.agent.tools.grep import MAX_LEFT_OUT_NAMED, MAX_MATCHES, GrepTool
 
 RG = shutil.which("rg")
@@ -125,6 +126,21 @@ async def test_python_regex_features_work(
     # Look-ahead is not in ripgrep's default dialect: the fallback runs it.
     result = await run_tool(grep, {"pattern": r"foo(?=baz)"}, ctx)
     assert result.text.splitlines() == ["l.txt", "2:foobaz"]
+
+
+async def test_a_catastrophic_pattern_is_stopped_and_said_to_be(
+    grep: GrepTool, ctx: ToolContext, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(grep_module, "LINE_TIME_LIMIT", 2.0)
+    (workspace / "a.txt").write_text("fine\n" + "a" * 40 + "b\n")
+    # Look-ahead: the Python search runs it (ripgrep rejects it), for ages on that line.
+    result = await run_tool(grep, {"pattern": r"(?=a)(a+)+$"}, ctx)
+    assert result.is_error
+    assert result.text.startswith("The pattern took more than 2 seconds on one line")
+    assert "catastrophic backtracking" in result.text
+    # The search is a process of its own, gone with the call: the next one runs.
+    again = await run_tool(grep, {"pattern": r"fi(?=ne)"}, ctx)
+    assert again.text == "a.txt\n1:fine"
 
 
 async def test_invalid_regex_is_a_clear_error(
