@@ -32,6 +32,12 @@ MAX_BYTES = 50 * 1024
 # this many bytes per token (code and logs run about 3 characters a token).
 RESULT_SHARE_OF_THRESHOLD = 4
 BYTES_PER_TOKEN = 3
+# The most of a command's output saved in its spill file before the rest is left out (but
+# for its last MAX_BYTES, which the result shows and the file ends with). The file is for
+# the model to page through (50 KB a read) or grep: 64 MB is over 1,300 pages, more than any
+# turn reads, and a build or test log larger than that is one that runs away. Without a cap,
+# `yes` for bash's 600 s maximum wrote gigabytes into the session's directory.
+MAX_SAVED_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,12 +178,26 @@ def head_notice(cut: Truncation, path: Path | None, limits: OutputLimits = DEFAU
     )
 
 
-def tail_notice(cut: Truncation, path: Path | None, limits: OutputLimits = DEFAULT_LIMITS) -> str:
+def tail_notice(
+    cut: Truncation,
+    path: Path | None,
+    limits: OutputLimits = DEFAULT_LIMITS,
+    left_out: str = "",
+) -> str:
+    """`left_out`: what the saved file leaves out, when it is cut too."""
     dropped = cut.total_lines - cut.kept_lines
+    saved = f" {left_out}" if left_out and path is not None else ""
     return (
         f"[Output truncated: the first {dropped} of {cut.total_lines} lines were cut; showing "
-        f"the last {cut.kept_lines}. {_how_to_read(path, 1, limits)}]"
+        f"the last {cut.kept_lines}. {_how_to_read(path, 1, limits)}{saved}]"
     )
+
+
+def _size(size: int) -> str:
+    """`size` bytes in MB (one decimal), in KB below 1 MB."""
+    if size >= 1024 * 1024:
+        return f"{size / (1024 * 1024):.1f} MB"
+    return f"{size // 1024} KB" if size >= 1024 else f"{size} bytes"
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,11 +206,14 @@ class BoundedOutput:
     truncated: bool
     total_lines: int
     full_output_path: Path | None = None
+    left_out_bytes: int = 0  # of the output, not in the saved file (past MAX_SAVED_BYTES)
 
     def details(self) -> dict[str, Any]:
         out: dict[str, Any] = {"truncated": self.truncated, "totalLines": self.total_lines}
         if self.full_output_path is not None:
             out["fullOutputPath"] = str(self.full_output_path)
+        if self.left_out_bytes:
+            out["fullOutputLeftOutBytes"] = self.left_out_bytes
         return out
 
 
@@ -228,7 +251,9 @@ class StreamingOutput:
 
     Small outputs stay in memory. Once the output passes the bounds it is written to a spill
     file as it arrives, and only a tail large enough for `truncate_tail` is kept in memory.
-    Text given to `write` should already be scrubbed of secrets.
+    The file holds at most MAX_SAVED_BYTES of it; past that, only the tail
+    kept in memory is added when the file is closed, after a line saying how much was left
+    out. Text given to `write` should already be scrubbed of secrets.
 
     `write` also returns the part of the text to show live: the live view gets the output up
     to the same bounds as the model's copy, then one notice, then nothing more (the result,
@@ -241,6 +266,13 @@ class StreamingOutput:
         self._spill_dir = spill_dir
         self._tool_name = tool_name
         self._limits = limits
+        self._max_saved = MAX_SAVED_BYTES
+        self._saved_bytes = 0
+        # Past max_saved: what was not written to the file (the last pieces are still held).
+        self._unsaved_pieces = 0
+        self._unsaved_bytes = 0
+        self._unsaved_newlines = 0
+        self._left_out_bytes = 0  # known once the file is closed
         self._pieces: deque[str] = deque()
         self._piece_bytes: deque[int] = deque()
         self._held_bytes = 0
@@ -266,12 +298,13 @@ class StreamingOutput:
         self._last_char = text[-1]
         if self._file is not None:
             try:
-                self._file.write(text)
+                self._save(text, size)
             except OSError as exc:  # a full disk must not stop the command's output
                 logger.warning("could not save the full %s output: %s", self._tool_name, exc)
                 self.close()
                 self._path = None
                 self._spill_failed = True
+                self._left_out_bytes = 0  # no file to say it of
             self._trim()
         elif self._spill_failed:
             self._trim()
@@ -301,13 +334,40 @@ class StreamingOutput:
         try:
             self._path = new_spill_path(self._spill_dir, self._tool_name)
             self._file = self._path.open("w", encoding="utf-8")
-            self._file.write("".join(self._pieces))
+            for piece, size in zip(self._pieces, self._piece_bytes, strict=True):
+                self._save(piece, size)
         except OSError as exc:
             logger.warning("could not save the full %s output: %s", self._tool_name, exc)
             self._spill_failed = True
             self._file = None
             self._path = None
         self._trim()
+
+    def _save(self, text: str, size: int) -> None:
+        """Write `text` to the file, or count it as left out once the file is full."""
+        if self._unsaved_pieces == 0 and self._saved_bytes + size <= self._max_saved:
+            self._file.write(text)
+            self._saved_bytes += size
+            return
+        self._unsaved_pieces += 1
+        self._unsaved_bytes += size
+        self._unsaved_newlines += text.count("\n")
+
+    def _end_saved_file(self) -> None:
+        """After a cut: a line saying what was left out, then the tail still held."""
+        held = min(self._unsaved_pieces, len(self._pieces))
+        tail = list(self._pieces)[len(self._pieces) - held :]
+        tail_bytes = sum(list(self._piece_bytes)[len(self._pieces) - held :])
+        self._left_out_bytes = self._unsaved_bytes - tail_bytes
+        if not self._left_out_bytes:
+            self._file.write("".join(tail))
+            return
+        lines = self._unsaved_newlines - sum(piece.count("\n") for piece in tail)
+        self._file.write(
+            f"\n[{_size(self._left_out_bytes)} of output ({lines} lines) left out here: "
+            f"this file keeps the first {_size(self._saved_bytes)} and the last "
+            f"{_size(tail_bytes)} of it.]\n" + "".join(tail)
+        )
 
     def _trim(self) -> None:
         # Keep just over the byte bound so truncate_tail can always cut at a line start.
@@ -330,12 +390,23 @@ class StreamingOutput:
             return BoundedOutput(held, False, total)
         # `held` may be only the tail of the output: count lines over all of it.
         cut = Truncation(cut.text, total, cut.kept_lines, True, cut.cut_by)
+        left_out = ""
+        if self._left_out_bytes:
+            left_out = (
+                f"The saved file is cut too: {_size(self._left_out_bytes)} of the output "
+                f"in the middle were left out (it keeps the first "
+                f"{_size(self._saved_bytes)} and the end)."
+            )
+        notice = tail_notice(cut, self._path, self._limits, left_out)
         return BoundedOutput(
-            f"{tail_notice(cut, self._path, self._limits)}\n\n{cut.text}", True, total, self._path
+            f"{notice}\n\n{cut.text}", True, total, self._path, self._left_out_bytes
         )
 
     def close(self) -> None:
         if self._file is not None:
+            with contextlib.suppress(OSError):
+                if self._unsaved_pieces:
+                    self._end_saved_file()
             with contextlib.suppress(OSError):
                 self._file.close()
             self._file = None

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from agent_server.agent.tools import ToolContext, run_tool
+from agent_server.agent.tools import output as output_module
 from agent_server.agent.tools.bash import BashTool
 from agent_server.agent.tools.environment import tool_environment
 from agent_server.agent.tools.grep import GrepTool
@@ -45,6 +46,10 @@ def alive(pid: int) -> bool:
 
 def file_size(path: str) -> int:
     return os.stat(path).st_size
+
+
+def file_text(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
 
 
 def file_lines(path: str) -> int:
@@ -304,6 +309,32 @@ async def test_title_names_the_command() -> None:
     assert BASH.title({"command": "npm test"}) == "Run: npm test"
     assert BASH.title({"command": "set -e\nmake"}) == "Run: set -e …"
     assert BASH.title({}) == "Run: ?"
+
+
+async def test_the_saved_output_is_capped_and_says_what_it_left_out(
+    ctx: ToolContext, spill_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(output_module, "MAX_SAVED_BYTES", 1024 * 1024)  # 64 MB in the product
+    # 5 MB: 1 MB is saved, then the end; what the result shows is at the end of the file.
+    result = await run_tool(BASH, {"command": "yes AAAA | head -c 5000000; echo END"}, ctx)
+    assert result.details is not None
+    saved = Path(result.details["fullOutputPath"])
+    assert result.details["totalLines"] == 1_000_001
+    left_out = result.details["fullOutputLeftOutBytes"]
+    assert 3_800_000 < left_out < 4_000_000  # 5 MB but the first 1 MB and the tail held
+    first = result.text.splitlines()[0]
+    assert first.startswith("[Output truncated: the first ")
+    assert (
+        f"The saved file is cut too: {left_out / 1024 / 1024:.1f} MB of the output in the "
+        "middle were left out (it keeps the first "
+    ) in first
+    content = file_text(saved)
+    assert file_size(str(saved)) < 1024 * 1024 + 100 * 1024
+    assert content.startswith("AAAA\n" * 1000)
+    note = f"[{left_out / 1024 / 1024:.1f} MB of output ("
+    assert note in content
+    assert content.endswith(result.text.split("\n\n", 1)[1] + "\n")
+    assert content.endswith("AAAA\nEND\n")
 
 
 async def test_streamed_output_is_bounded_like_the_models_copy(
