@@ -66,7 +66,9 @@ MAX_LEFT_OUT_NAMED = 10  # hard-linked files named in the note; the rest are cou
 # The Python search stops a pattern that takes longer than this on one line: a line of a
 # text file takes milliseconds, a catastrophic pattern ((a+)+$ on 40 a's) runs for hours.
 LINE_TIME_LIMIT = 10.0
-MAX_PYTHON_LINE = 1 << 30  # bytes: the longest line the Python search's output may have
+# Bytes: the longest line a search's output may have (a match in a minified file is one
+# long line; asyncio's default of 64 KB failed the call).
+MAX_SEARCH_LINE = 1 << 30
 
 SPEC = ToolSpec(
     name="grep",
@@ -378,6 +380,7 @@ async def _run_rg(
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
+            limit=MAX_SEARCH_LINE,
         )
     except OSError:
         return None
@@ -485,7 +488,7 @@ async def _run_python(
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL,
         pass_fds=fds,
-        limit=MAX_PYTHON_LINE,
+        limit=MAX_SEARCH_LINE,
     )
     assert proc.stdin is not None
     assert proc.stdout is not None

@@ -143,6 +143,14 @@ async def test_a_catastrophic_pattern_is_stopped_and_said_to_be(
     assert again.text == "a.txt\n1:fine"
 
 
+async def test_a_match_on_a_very_long_line_is_found(
+    grep: GrepTool, ctx: ToolContext, workspace: Path
+) -> None:
+    (workspace / "min.js").write_text("x" * 200_000 + "needle\n")
+    result = await run_tool(grep, {"pattern": "needle"}, ctx)
+    assert result.text.splitlines() == ["min.js", f"1:{'x' * 500} [... 199506 more characters]"]
+
+
 async def test_invalid_regex_is_a_clear_error(
     grep: GrepTool, ctx: ToolContext, workspace: Path
 ) -> None:
