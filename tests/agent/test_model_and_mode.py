@@ -159,6 +159,7 @@ async def test_writing_what_programs_outside_the_sandbox_act_on_asks_even_in_all
     writes = [
         (".git/hooks/pre-commit", "#!/bin/sh\nid\n"),
         (".vscode/tasks.json", "{}"),
+        ("g/hooks/post-merge", "#!/bin/sh\nid\n"),  # through a link to .git
         ("src/app.py", "x = 1\n"),
     ]
     scenario = {
@@ -181,12 +182,14 @@ async def test_writing_what_programs_outside_the_sandbox_act_on_asks_even_in_all
 
     async with agent_run(tmp_path, scenario=scenario) as run:
         (run.session.workspace / ".git" / "hooks").mkdir(parents=True)
+        (run.session.workspace / "g").symlink_to(".git")
         run.session.attach(run.events.append, ask)
         assert run.session.mode == "allowAll"
         await run.session.run_turn("write them")
-        assert len(asked) == 2, asked
+        assert len(asked) == 3, asked
         assert ".git/hooks/pre-commit is acted on outside any sandbox" in asked[0]
         assert ".vscode/tasks.json" in asked[1]
+        assert ".git/hooks/post-merge is acted on" in asked[2]
         workspace = run.session.workspace
         assert not (workspace / ".git" / "hooks" / "pre-commit").exists()
         assert not (workspace / ".vscode" / "tasks.json").exists()

@@ -266,7 +266,6 @@ class StreamingOutput:
         self._spill_dir = spill_dir
         self._tool_name = tool_name
         self._limits = limits
-        self._max_saved = MAX_SAVED_BYTES
         self._saved_bytes = 0
         # Past max_saved: what was not written to the file (the last pieces are still held).
         self._unsaved_pieces = 0
@@ -345,7 +344,7 @@ class StreamingOutput:
 
     def _save(self, text: str, size: int) -> None:
         """Write `text` to the file, or count it as left out once the file is full."""
-        if self._unsaved_pieces == 0 and self._saved_bytes + size <= self._max_saved:
+        if self._unsaved_pieces == 0 and self._saved_bytes + size <= MAX_SAVED_BYTES:
             self._file.write(text)
             self._saved_bytes += size
             return

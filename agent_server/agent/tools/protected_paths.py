@@ -49,6 +49,9 @@ import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from agent_server.agent.tools.paths import resolve_in_workspace
+from agent_server.errors import PathOutsideWorkspaceError
+
 # Relative to the workspace root. Directories and files alike: what exists is bound as it is.
 # What agent-server, editors and other agents read (placeheld when missing, too).
 _READ_BY_AGENTS = (
@@ -128,11 +131,12 @@ def protected_warnings(workspace: Path, paths: Sequence[str]) -> list[str]:
     hooks, editors run tasks, agent-server reads instructions), so the file tools ask before
     changing one in every mode, as the sandbox keeps commands from changing them at all."""
     found: list[str] = []
+    root = workspace.resolve()
     for given in paths:
-        relative = Path(os.path.normpath(workspace / given))
-        if not relative.is_relative_to(workspace):
-            continue  # outside: the tool refuses it anyway
-        parts = relative.relative_to(workspace).parts
+        try:  # where the tool will write: a link in the workspace (`g -> .git`) followed
+            parts = resolve_in_workspace(workspace, given).relative_to(root).parts
+        except (PathOutsideWorkspaceError, ValueError):
+            continue  # the tool refuses it
         if not parts:
             continue
         shown = "/".join(parts)
