@@ -15,7 +15,7 @@ import os
 import resource
 import signal
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -208,52 +208,65 @@ async def test_a_clean_session_reports_no_repair(sim: SimServer, tmp_path: Path)
         await server.close()
 
 
+@contextlib.asynccontextmanager
+async def loaded_after(
+    sim: SimServer, tmp_path: Path, damage: Callable[[Path, str], None]
+) -> AsyncIterator[tuple[RawServer, dict[str, Any]]]:
+    """A session of one prompt ("first") whose ledger `damage(path, first_id)` changed, and
+    the answer a server gives to loading it."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    with SessionStore(tmp_path / "sessions", workspace).create() as ledger:
+        first = ledger.append_message(user("first"))
+        session_id, path = ledger.session_id, ledger.path
+    damage(path, first.id)
+    server = await RawServer.start()
+    try:
+        await server.initialize(workspace, settings(sim, tmp_path))
+        await server.send_message(request("load", "agent/session/load", {"sessionId": session_id}))
+        yield server, await server.answer("load")
+    finally:
+        await server.close()
+
+
+def appended(*entries: dict[str, Any]) -> Callable[[Path, str], None]:
+    def damage(path: Path, first_id: str) -> None:
+        with path.open("a") as handle:
+            for entry in entries:
+                handle.write(json.dumps(entry).replace("FIRST", first_id) + "\n")
+
+    return damage
+
+
+async def repair_notice(server: RawServer, fragment: str) -> None:
+    await server.wait_for(
+        lambda m: (
+            m.get("method") == "agent/update"
+            and m["params"]["update"]["kind"] == "notice"
+            and fragment in m["params"]["update"]["message"]
+        ),
+        "the repair notice",
+    )
+
+
 async def test_an_entry_of_unknown_type_is_reported_and_kept(
     sim: SimServer, tmp_path: Path
 ) -> None:
     """It was left out of view without a word; every other line loading cannot use is
     reported. Now it is reported too, and kept (the tree goes through it)."""
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
-    store = SessionStore(tmp_path / "sessions", workspace)
-    with store.create() as ledger:
-        first = ledger.append_message(user("first"))
-        session_id, path = ledger.session_id, ledger.path
-    future = {"type": "bookmark", "id": "f0000001", "parentId": first.id, "timestamp": ""}
-    with path.open("a") as handle:
-        handle.write(json.dumps(future) + "\n")
-        handle.write(
-            json.dumps(
-                {
-                    "type": "message",
-                    "id": "f0000002",
-                    "parentId": "f0000001",
-                    "timestamp": "",
-                    "message": {"role": "user", "content": [{"type": "text", "text": "after"}]},
-                }
-            )
-            + "\n"
-        )
-    server = await RawServer.start()
-    try:
-        await server.initialize(workspace, settings(sim, tmp_path))
-        await server.send_message(request("load", "agent/session/load", {"sessionId": session_id}))
-        loaded = (await server.answer("load"))["result"]
+    future = {"type": "bookmark", "id": "f0000001", "parentId": "FIRST", "timestamp": ""}
+    after = {
+        "type": "message", "id": "f0000002", "parentId": "f0000001", "timestamp": "",
+        "message": {"role": "user", "content": [{"type": "text", "text": "after"}]},
+    }
+    async with loaded_after(sim, tmp_path, appended(future, after)) as (server, answer):
+        loaded = answer["result"]
         (issue,) = loaded["repair"]["issues"]
         assert issue["action"] == "unknownType" and "'bookmark'" in issue["reason"]
         assert "kept but not shown" in loaded["repair"]["message"]
         texts = [text_of(item) for item in loaded["transcript"]]
         assert texts.index("first") < texts.index("after")
-        await server.wait_for(
-            lambda m: (
-                m.get("method") == "agent/update"
-                and m["params"]["update"]["kind"] == "notice"
-                and "kept but not shown" in m["params"]["update"]["message"]
-            ),
-            "the repair notice",
-        )
-    finally:
-        await server.close()
+        await repair_notice(server, "kept but not shown")
 
 
 async def test_a_message_whose_content_cannot_be_read_is_reported_and_kept(
@@ -261,38 +274,18 @@ async def test_a_message_whose_content_cannot_be_read_is_reported_and_kept(
 ) -> None:
     """The index reads a message's envelope, not its blocks: a bad block is found when the
     entry is read. It was logged only; the editor is told, as of any other such line."""
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
-    store = SessionStore(tmp_path / "sessions", workspace)
-    with store.create() as ledger:
-        first = ledger.append_message(user("first"))
-        session_id, path = ledger.session_id, ledger.path
     bad = {
-        "type": "message", "id": "bb000001", "parentId": first.id, "timestamp": "",
+        "type": "message", "id": "bb000001", "parentId": "FIRST", "timestamp": "",
         "message": {"role": "user", "content": [{"type": "text", "text": 5}]},
     }
-    with path.open("a") as handle:
-        handle.write(json.dumps(bad) + "\n")
-    server = await RawServer.start()
-    try:
-        await server.initialize(workspace, settings(sim, tmp_path))
-        await server.send_message(request("load", "agent/session/load", {"sessionId": session_id}))
-        loaded = (await server.answer("load"))["result"]
+    async with loaded_after(sim, tmp_path, appended(bad)) as (server, answer):
+        loaded = answer["result"]
         (issue,) = loaded["repair"]["issues"]
         assert issue["action"] == "unknownType" and issue["line"] == 3
         assert "text must be a string" in issue["reason"]
         shown = [item for item in loaded["transcript"] if item["kind"] == "userMessage"]
         assert [text_of(item) for item in shown] == ["first"]
-        await server.wait_for(
-            lambda m: (
-                m.get("method") == "agent/update"
-                and m["params"]["update"]["kind"] == "notice"
-                and "line 3 kept but not shown" in m["params"]["update"]["message"]
-            ),
-            "the repair notice",
-        )
-    finally:
-        await server.close()
+        await repair_notice(server, "line 3 kept but not shown")
 
 
 async def test_a_ledger_whose_header_is_damaged_is_its_own_error_not_a_bug(
@@ -300,23 +293,15 @@ async def test_a_ledger_whose_header_is_damaged_is_its_own_error_not_a_bug(
 ) -> None:
     """Nothing in a file whose header cannot be read says whose session it is: the load is
     refused, with -33006 (a damaged file), not -32603 (which says: a bug in the server)."""
-    workspace = tmp_path / "workspace"
-    workspace.mkdir()
-    store = SessionStore(tmp_path / "sessions", workspace)
-    with store.create() as ledger:
-        ledger.append_message(user("first"))
-        session_id, path = ledger.session_id, ledger.path
-    lines = path.read_bytes().split(b"\n")
-    path.write_bytes(b"\n".join([b"{garbage header", *lines[1:]]))
-    server = await RawServer.start()
-    try:
-        await server.initialize(workspace, settings(sim, tmp_path))
-        await server.send_message(request("load", "agent/session/load", {"sessionId": session_id}))
-        error = (await server.answer("load"))["error"]
+
+    def garbled_header(path: Path, first_id: str) -> None:
+        lines = path.read_bytes().split(b"\n")
+        path.write_bytes(b"\n".join([b"{garbage header", *lines[1:]]))
+
+    async with loaded_after(sim, tmp_path, garbled_header) as (_, answer):
+        error = answer["error"]
         assert error["code"] == -33006 and error["data"]["code"] == "ledger_format"
         assert "not a session ledger" in error["message"]
-    finally:
-        await server.close()
 
 
 async def test_a_tool_result_that_could_not_be_saved_is_recorded_as_aborted_once_it_can(
