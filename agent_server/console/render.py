@@ -283,15 +283,15 @@ class TranscriptPrinter:
         line = Text("  ✓ " if ok else "  ✗ ", style="green" if ok else "red")
         line.append_text(shown(title, "dim" if ok else "red", one_line=True))
         raw = update.get("rawOutput")
-        denied = isinstance(raw, Mapping) and raw.get("permission") == "denied"
-        if denied and isinstance(raw, Mapping):
+        denial = raw if isinstance(raw, Mapping) and raw.get("permission") == "denied" else None
+        if denial is not None:
             self.denials += 1
-            line.append_text(shown(f" (not run: {raw.get('reason', 'rejected')})", "red"))
+            line.append_text(shown(f" (not run: {denial.get('reason', 'rejected')})", "red"))
         self.console.print(line)
         for content in update.get("content") or ():
             if content.get("type") == "diff" and call_id not in self.diffs_shown:
                 self.console.print(diff_text(str(content.get("diff", ""))))
-        if self._tool_kinds.get(call_id) == "execute" and not denied:
+        if self._tool_kinds.get(call_id) == "execute" and denial is None:
             self._command_output(title, update)
 
     def _command_output(self, title: str, update: Mapping[str, Any]) -> None:
