@@ -425,7 +425,7 @@ class AgentSession:
         try:
             settings = self.settings.with_overrides(model=model_id)
             setup = self._reconnect(settings)
-            if not serves(settings.provider, setup.model):
+            if not serves(settings.provider, setup.model, settings.base_url):
                 with contextlib.suppress(Exception):
                     await setup.provider.aclose()
                 raise ConfigError(

@@ -246,7 +246,7 @@ class WorkspaceAgent:
             except UnknownModelError:
                 pass
             else:
-                if serves(settings.provider, setup.model):
+                if serves(settings.provider, setup.model, settings.base_url):
                     return settings, setup
                 with contextlib.suppress(Exception):
                     asyncio.get_running_loop().create_task(setup.provider.aclose())

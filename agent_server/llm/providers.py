@@ -222,10 +222,13 @@ def provider_spec(name: str) -> ProviderSpec:
     return spec
 
 
-def serves(provider: str, model: ModelInfo) -> bool:
-    """Whether `provider` can call `model` (an unknown provider serves nothing)."""
+def serves(provider: str, model: ModelInfo, base_url: str | None = None) -> bool:
+    """Whether `provider` can call `model` (an unknown provider serves nothing). The
+    provider's own models, or any with a `base_url` setting: that names a server of the
+    user's (a proxy, a gateway, the simulator) which serves what it serves, as a session
+    started with the model is sent there; a model it lacks is the server's own error."""
     spec = PROVIDERS.get(provider)
-    return spec is not None and spec.serves(model)
+    return spec is not None and (bool(base_url) or spec.serves(model))
 
 
 def cache_ttl(api: str, model: ModelInfo, retention: CacheRetention) -> float | None:

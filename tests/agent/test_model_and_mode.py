@@ -50,17 +50,38 @@ async def test_a_switch_keeps_the_session_and_its_cache_note_is_what_the_provide
         assert second.tokens.cache_read > 0
 
 
-async def test_a_switch_is_refused_clearly(tmp_path: Path) -> None:
-    async with agent_run(tmp_path) as run:
-        with pytest.raises(ConfigError, match="not served by the provider 'sim'"):
-            await run.session.switch_model("claude-haiku-4-5")
+async def test_a_switch_is_refused_clearly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With no base URL the provider is the vendor's own API: only its models are served.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
+    agent = WorkspaceAgent(tmp_path, AgentSettings(
+        provider="openai-responses", sessions_dir=str(tmp_path / "sessions")))
+    session = agent.create()
+    try:
+        with pytest.raises(ConfigError, match="not served by the provider 'openai-responses'"):
+            await session.switch_model("claude-haiku-4-5")
         with pytest.raises(UnknownModelError) as unknown:
-            await run.session.switch_model("no-such-model")
+            await session.switch_model("no-such-model")
         # It offers the provider's own models, not one the next try would be refused.
         offered = unknown.value.message.split("use one of ")[1].split(", or define")[0]
-        assert "sim-small" in offered and "claude-haiku-4-5" not in offered
-        assert run.session.model.id == "sim-small"
-        assert not any(isinstance(e, ModelChangeEntry) for e in run.session.ledger.entries[2:])
+        assert "gpt-5.5" in offered and "claude-haiku-4-5" not in offered
+        assert session.model.id == "gpt-5.5"
+        assert not any(isinstance(e, ModelChangeEntry) for e in session.ledger.entries[2:])
+    finally:
+        await agent.close()
+
+
+async def test_a_base_url_serves_at_a_switch_what_it_serves_at_the_start(
+    tmp_path: Path,
+) -> None:
+    # The session started on the simulator through a base URL; the switch takes a model of
+    # another vendor there too, as starting with that model would, and the turn reaches it.
+    async with agent_run(tmp_path) as run:
+        await run.session.switch_model("claude-haiku-4-5")
+        result = await run.session.run_turn("Where is the data persisted and in what format?")
+        assert result.stop_reason == "end_turn"
+        assert run.model_requests[-1].model == "claude-haiku-4-5"
 
 
 def test_the_picker_lists_the_providers_models_the_users_first(tmp_path: Path) -> None:
