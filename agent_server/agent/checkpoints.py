@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -29,7 +30,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from agent_server.agent.tools.paths import display_path, resolve_in_workspace
+from agent_server.agent.tools.paths import (
+    display_path,
+    open_regular,
+    remove_file,
+    replace_regular,
+    resolve_in_workspace,
+)
 from agent_server.agent.tools.walk import walk_files
 from agent_server.errors import AgentServerError, ToolError
 from agent_server.llm.messages import AssistantMessage, ToolResultMessage
@@ -94,19 +101,23 @@ def capture(workspace: Path, blobs: BlobStore, written: str) -> Captured | None:
     the path is refused or not a regular file: the tool refuses it too)."""
     try:
         path = resolve_in_workspace(workspace, written)
+        if path.exists() and not path.is_file():
+            return None
+        shown = display_path(workspace, path)
+        current = _current(path, shown)
     except ToolError:
         return None
-    if path.exists() and not path.is_file():
-        return None
-    data = _read(path)
-    before = blobs.put(data) if data is not None else None
-    return Captured(display_path(workspace, path), path, before)
+    before = blobs.put(current[0]) if current is not None else None
+    return Captured(shown, path, before)
 
 
 def version_after(captured: Captured, blobs: BlobStore) -> FileVersion:
     """The change a successful write or edit made to the file `captured` before it."""
-    data = _read(captured.absolute)
-    after = blobs.put(data) if data is not None else None
+    try:
+        current = _current(captured.absolute, captured.path)
+    except ToolError:  # swapped for a link meanwhile: not the file written
+        current = None
+    after = blobs.put(current[0]) if current is not None else None
     return FileVersion(captured.path, captured.before, after)
 
 
@@ -190,10 +201,10 @@ def plan_restore(
     files: list[PlannedFile] = []
     for path, version in first.items():
         try:
-            data = _read(resolve_in_workspace(workspace, path))
+            found = _current(resolve_in_workspace(workspace, path), path)
         except ToolError:
             continue
-        current = _digest(data)
+        current = _digest(found[0] if found is not None else None)
         if current == version.before:
             continue
         files.append(PlannedFile(path, version.before, current, current != last[path].after))
@@ -212,15 +223,14 @@ def restore(
         try:
             path = resolve_in_workspace(workspace, planned.path)
             data = None if planned.target is None else blobs.get(planned.target)
-            now = _read(path)
-            before = blobs.put(now) if now is not None else None
+            now = _current(path, planned.path)
+            before = blobs.put(now[0]) if now is not None else None
             if data is None:
                 if now is not None:
-                    path.unlink()
+                    remove_file(path, planned.path)
             else:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                mode = path.stat().st_mode & 0o7777 if now is not None else 0o644
-                _write_atomic(path, data, mode=mode)
+                mode = now[1] if now is not None else 0o644
+                replace_regular(path, planned.path, data, mode=mode)
         except (AgentServerError, OSError) as error:
             why = error.message if isinstance(error, AgentServerError) else str(error)
             problems.append(f"{planned.path}: {why}")
@@ -300,10 +310,17 @@ def _modified_since(
     return tuple(found), more
 
 
-def _read(path: Path) -> bytes | None:
+def _current(path: Path, shown: str) -> tuple[bytes, int] | None:
+    """The content and permission bits of the regular file `path` (checked), opened without
+    following a link (ToolError if one appeared); None when there is no file there (or a
+    directory). Hard links are read: a checkpoint stores, it shows nothing."""
     try:
-        return path.read_bytes() if path.is_file() else None
-    except FileNotFoundError:
+        with open_regular(path, shown, hard_links_allowed=True) as file:
+            info = os.fstat(file.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                return None
+            return file.read(), stat.S_IMODE(info.st_mode)
+    except (FileNotFoundError, IsADirectoryError):
         return None
 
 

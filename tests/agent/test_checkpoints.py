@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ctypes
+import os
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -271,3 +274,63 @@ async def test_a_rejected_command_is_not_listed_as_run(tmp_path: Path) -> None:
         assert results and (results[0].details or {}).get("permission") == "denied"
         plan = run.session.rewind_plan(prompts(run)["clean up"])
         assert plan.commands == ()
+
+
+@pytest.mark.parametrize("before", [b"v1\n", None], ids=["put-back", "deleted"])
+def test_a_restore_never_writes_or_deletes_through_a_link_swapped_in(
+    tmp_path: Path, before: bytes | None
+) -> None:
+    # A background job keeps turning the folder of a file the agent wrote into a link to
+    # outside the workspace and back while the user rewinds, again and again: the outside
+    # file is never changed nor deleted, and its content never stored as a checkpoint.
+    workspace, outside = tmp_path / "workspace", tmp_path / "outside"
+    (workspace / "d").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "x.txt").write_text("OUTSIDE\n")
+    blobs = BlobStore(tmp_path / "blobs")
+    with Ledger.create(tmp_path / "s.jsonl", session_id="s", workspace=str(workspace)) as ledger:
+        if before is not None:
+            (workspace / "d" / "x.txt").write_bytes(before)
+        point = ledger.append_message(UserMessage.of_text("start")).id
+        captured = capture(workspace, blobs, "d/x.txt")
+        assert captured is not None
+        (workspace / "d" / "x.txt").write_text("written by the agent\n")
+        version = version_after(captured, blobs)
+        ledger.append_message(ToolResultMessage(
+            "c1", "write", (TextContent("ok"),), details={DETAILS_KEY: version.to_json()}))
+        plan = plan_restore(ledger, point, workspace)
+        assert [f.path for f in plan.files] == ["d/x.txt"]
+
+        # The folder and a link to the outside trade places atomically (renameat2's
+        # RENAME_EXCHANGE): `d` is never missing, so nothing on the restore's side makes it.
+        os.symlink(outside, workspace / ".link")
+        stop = threading.Event()
+
+        def swap() -> None:
+            while not stop.is_set():
+                exchange(workspace / "d", workspace / ".link")
+
+        swapper = threading.Thread(target=swap, daemon=True)
+        swapper.start()
+        try:
+            for _ in range(1500):
+                restore(plan, workspace, blobs)
+        finally:
+            stop.set()
+            swapper.join()
+    assert (outside / "x.txt").read_text() == "OUTSIDE\n"
+    assert sorted(p.name for p in outside.iterdir()) == ["x.txt"]
+    stored = [p.read_bytes() for p in (tmp_path / "blobs").rglob("*") if p.is_file()]
+    assert b"OUTSIDE\n" not in stored
+
+
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def exchange(first: Path, second: Path) -> None:
+    """Swap two names atomically (Linux renameat2 with RENAME_EXCHANGE)."""
+    if _LIBC.renameat2(_AT_FDCWD, bytes(first), _AT_FDCWD, bytes(second), _RENAME_EXCHANGE):
+        error = ctypes.get_errno()
+        raise OSError(error, os.strerror(error))

@@ -20,6 +20,7 @@ import contextlib
 import errno
 import fnmatch
 import os
+import secrets
 import stat
 from collections.abc import Sequence
 from pathlib import Path, PurePath
@@ -224,6 +225,42 @@ def write_regular(path: Path, shown: str, data: bytes, *, hard_links_allowed: bo
             view = view[os.write(fd, view) :]
     finally:
         os.close(fd)
+
+
+def replace_regular(path: Path, shown: str, data: bytes, *, mode: int) -> None:
+    """Make `data` the content of `path` (checked) at once: written to a new file beside it
+    and renamed over it, both through the parent directory opened without following a link
+    (missing directories made), so a link that appears on the way or in its place is neither
+    followed nor written through (the rename replaces a link itself)."""
+    parent = _open_parent(path, shown, create=True)
+    temporary = f".{path.name}.{secrets.token_hex(6)}"
+    try:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(temporary, flags, 0o600, dir_fd=parent)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
+        os.replace(temporary, path.name, src_dir_fd=parent, dst_dir_fd=parent)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary, dir_fd=parent)
+        raise
+    finally:
+        os.close(parent)
+
+
+def remove_file(path: Path, shown: str) -> None:
+    """Delete `path` (checked) through its parent directory opened without following a link:
+    what is removed is the name in the workspace (a link itself, never where it leads)."""
+    parent = _open_parent(path, shown)
+    try:
+        os.unlink(path.name, dir_fd=parent)
+    finally:
+        os.close(parent)
 
 
 def directory_names(path: Path, shown: str) -> list[tuple[str, bool]]:
