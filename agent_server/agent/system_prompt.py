@@ -8,7 +8,14 @@ started with, so a restart or an edited AGENTS.md does not change it mid-session
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
+
+from agent_server.agent.tools.paths import open_regular, resolve_in_workspace
+from agent_server.errors import ToolError
+from agent_server.stderr_log import shorten
+
+log = logging.getLogger(__name__)
 
 PROJECT_INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")
 MAX_INSTRUCTION_CHARS = 40_000
@@ -31,14 +38,24 @@ not from the user.
 
 
 def read_project_instructions(workspace: Path) -> list[tuple[str, str]]:
-    """(file name, text) of each instruction file found at the workspace root."""
+    """(file name, text) of each instruction file found at the workspace root. Read as the
+    read tool reads: a link leading out of the workspace (a cloned repository's
+    `AGENTS.md -> ~/.aws/credentials`) or anything but a regular file (a named pipe would
+    block the session's start) is left out, and said in the log; a link inside is followed
+    (`CLAUDE.md -> AGENTS.md`)."""
     found: list[tuple[str, str]] = []
     for name in PROJECT_INSTRUCTION_FILES:
-        path = workspace / name
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
+            path = resolve_in_workspace(workspace, name)
+            with open_regular(path, name, hard_links_allowed=True) as file:
+                data = file.read(MAX_INSTRUCTION_CHARS * 4 + 1)
+        except FileNotFoundError:
             continue
+        except (OSError, ToolError) as error:
+            why = error.message if isinstance(error, ToolError) else str(error)
+            log.warning("%s left out of the system prompt: %s", name, shorten(why))
+            continue
+        text = data.decode("utf-8", errors="replace")
         if len(text) > MAX_INSTRUCTION_CHARS:
             text = text[:MAX_INSTRUCTION_CHARS] + "\n[... truncated]"
         found.append((name, text.strip()))
