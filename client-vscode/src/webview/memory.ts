@@ -6,6 +6,11 @@ import type { ViewState } from '../state/reducer';
 import { button, h, type Post } from './dom';
 
 export function renderMemory(el: HTMLElement, state: ViewState, post: Post): void {
+  // What the user opened or closed stays so when the plan or the pins change (a pin removed,
+  // the model ticking a step off): the plan opens by default, the pins are closed.
+  const wasOpen = (cls: string): boolean | undefined => el.querySelector<HTMLDetailsElement>(`details.${cls}`)?.open;
+  const planOpen = wasOpen('plan') ?? true;
+  const pinsOpen = wasOpen('pins') ?? false;
   el.textContent = '';
   el.hidden = state.plan.length === 0 && state.pins.length === 0;
   if (state.plan.length > 0) {
@@ -18,7 +23,9 @@ export function renderMemory(el: HTMLElement, state: ViewState, post: Post): voi
       list.append(step);
     }
     const summary = h('summary', { text: `Plan · ${done} of ${state.plan.length} done` });
-    el.append(h('details', { class: 'plan', attrs: { open: '' } }, summary, list));
+    const plan = h('details', { class: 'plan' }, summary, list);
+    plan.open = planOpen;
+    el.append(plan);
   }
   if (state.pins.length > 0) {
     const list = h('ul', { class: 'pin-list', attrs: { 'aria-label': 'Pins' } });
@@ -29,6 +36,8 @@ export function renderMemory(el: HTMLElement, state: ViewState, post: Post): voi
       item.append(h('span', { class: 'pin-kind', text: `${pin.kind}: ` }), h('span', { class: 'pin-text', text: pin.text }), forget);
       list.append(item);
     }
-    el.append(h('details', { class: 'pins' }, h('summary', { text: `Pinned · ${state.pins.length}` }), list));
+    const pins = h('details', { class: 'pins' }, h('summary', { text: `Pinned · ${state.pins.length}` }), list);
+    pins.open = pinsOpen;
+    el.append(pins);
   }
 }

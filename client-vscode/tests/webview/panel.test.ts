@@ -240,4 +240,36 @@ describe('panel', () => {
     await page.screenshot({ path: join(ARTIFACTS, 'webview-narrow.png') });
     await page.close();
   });
+
+  it('keeps the pins and the plan open or closed as the user left them when they change', async () => {
+    const { page } = await openView();
+    const pins = [
+      { id: 'p1', kind: 'rule', text: 'never edit CHANGELOG', by: 'user' },
+      { id: 'p2', kind: 'rule', text: 'run the tests with -q', by: 'user' },
+      { id: 'p3', kind: 'fact', text: 'the journal is data/journal.log', by: 'model' },
+    ];
+    const step = (status: string) => [
+      { content: 'reproduce', status, priority: 'high' },
+      { content: 'fix', status: 'pending', priority: 'high' },
+    ];
+    await show(page, base([update({ kind: 'plan', entries: step('in_progress') }), update({ kind: 'pins', pins })]));
+    await page.waitForSelector('.memory .pin', { state: 'attached' });
+    const open = (cls: string) => page.locator(`.memory details.${cls}`).evaluate((d) => (d as HTMLDetailsElement).open);
+    expect(await open('plan')).toBe(true);
+    expect(await open('pins')).toBe(false);
+    // The user opens the pins to remove two of them, one after the other, and closes the plan.
+    await page.locator('.memory .pins summary').click();
+    await page.locator('.memory .plan summary').click();
+    const send = (actions: Action[]) => page.evaluate((a) => window.postMessage({ type: 'actions', actions: a }, '*'), actions);
+    await send([{ type: 'pinsChanged', sessionId: S, pins: pins.slice(1) } as unknown as Action]);
+    await page.waitForFunction(() => document.querySelectorAll('.memory .pin').length === 2);
+    expect(await open('pins')).toBe(true);
+    await page.locator('.memory .pin-forget').first().click();
+    // The model ticks a step off: the plan the user closed stays closed.
+    await send([update({ kind: 'plan', entries: step('completed') })]);
+    await page.waitForFunction(() => document.querySelector('.memory .plan summary')?.textContent === 'Plan · 1 of 2 done');
+    expect(await open('plan')).toBe(false);
+    expect(await open('pins')).toBe(true);
+    await page.close();
+  });
 });
