@@ -272,4 +272,27 @@ describe('panel', () => {
     expect(await open('pins')).toBe(true);
     await page.close();
   });
+
+  it('reaches "Rewind here" from the keyboard: it shows when focused, and Enter opens the rewind', async () => {
+    const { page, posted } = await openView();
+    await show(page, base([
+      { type: 'promptSent', text: 'first' },
+      update({ kind: 'userMessage', entryId: 'e1', parentId: null, content: [{ type: 'text', text: 'first' }] }),
+      update({ kind: 'messageChunk', messageId: 'm1', content: { type: 'text', text: 'First answer.' } }),
+      { type: 'turnEnded', result: { turnId: 't1', stopReason: 'end_turn' } },
+    ]));
+    await page.waitForSelector('.item.assistant');
+    await page.locator('textarea.prompt').focus();
+    await page.keyboard.press('Shift+Tab');
+    const focused = await page.evaluate(() => {
+      const el = document.activeElement as HTMLElement;
+      const style = getComputedStyle(el);
+      return { text: el.textContent, shown: style.visibility === 'visible' && style.opacity === '1' };
+    });
+    expect(focused).toEqual({ text: '↶ Rewind here', shown: true });
+    await page.keyboard.press('Enter');
+    expect((await posted()).at(-1)).toEqual({ type: 'rewindPreview', entryId: 'm1' });
+    await page.close();
+  });
 });
+
