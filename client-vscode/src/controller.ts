@@ -23,6 +23,9 @@ import {
 } from './protocol/types';
 import { initialState, reduce, type Action, type ViewState } from './state/reducer';
 
+/** A prompt that pins instead (`/remember [fact:] text`). */
+const REMEMBER = /^\/remember(?:\s+([\s\S]*))?$/i;
+
 /** Entries per page of older history. */
 const HISTORY_PAGE = 100;
 
@@ -300,6 +303,10 @@ export class SessionController {
   async send(text: string, images: readonly ImageContent[] = []): Promise<void> {
     const typed = text.trim();
     if (!typed && images.length === 0) return;
+    // `/remember [fact:] text` pins for the session, as in the terminal and over ACP: it is
+    // not a prompt for the model, and it applies at once, even during a turn.
+    const pin = REMEMBER.exec(typed);
+    if (pin && images.length === 0 && !this._state.restoring) return this.rememberTyped(pin[1] ?? '');
     if (this._state.turn.status !== 'idle' || this._state.restoring) {
       // Typed ahead: it goes once the turn (or the reopening session) is done.
       if (this._state.restoring) this.trace('A prompt typed while the session reopens: it waits for it');
@@ -592,10 +599,23 @@ export class SessionController {
     const body = text.slice((fact ?? rule)?.[0].length ?? 0).trim();
     try {
       const result = await client.addPin({ sessionId, text: body, kind: fact ? 'fact' : 'rule' });
-      this.dispatch({ type: 'pinsChanged', sessionId, pins: result.pins });
+      this.dispatch(
+        { type: 'pinsChanged', sessionId, pins: result.pins },
+        { type: 'notice', level: 'info', message: `Pinned ${result.pin.kind}: ${result.pin.text} (× in the pins above removes it).` },
+      );
     } catch (error) {
       this.fail('Could not pin that', error);
     }
+  }
+
+  /** `/remember` typed in the prompt box: pinned in the session (a new one without). */
+  private async rememberTyped(text: string): Promise<void> {
+    if (!text.trim()) {
+      this.dispatch({ type: 'notice', level: 'warning', message: 'Write what to pin after /remember (start with "fact:" to pin a fact).' });
+      return;
+    }
+    if (!this._state.sessionId) await this.newSession();
+    await this.addPin(text);
   }
 
   async removePin(pinId: string): Promise<void> {

@@ -48,6 +48,36 @@ function setup(memory: Map<string, unknown> = new Map()): { controller: SessionC
 }
 
 describe('SessionController', () => {
+  it('pins "/remember" typed in the prompt box instead of sending it to the model, even during a turn', async () => {
+    const { controller, server } = setup();
+    const { created, turns } = recordNewSessionsAndTurns(server);
+    server.onRequest('agent/session/list', () => ({ sessions: [] }));
+    const added: unknown[] = [];
+    server.onRequest('agent/pins/add', (p: { text: string; kind: 'rule' | 'fact' }) => {
+      added.push(p);
+      const pin = { id: `p${added.length}`, kind: p.kind, text: p.text, by: 'user' };
+      return { pin, pins: [pin] };
+    });
+    // No session yet: one starts, with the pin and no turn.
+    await controller.send('/remember fact: the journal is data/journal.jsonl');
+    expect(created).toHaveLength(1);
+    expect(added).toEqual([{ sessionId: 'fresh', text: 'the journal is data/journal.jsonl', kind: 'fact' }]);
+    expect(turns).toEqual([]);
+    expect(controller.state.pins.map((p) => p.text)).toEqual(['the journal is data/journal.jsonl']);
+    expect(controller.state.items.at(-1)).toMatchObject({ kind: 'notice', message: 'Pinned fact: the journal is data/journal.jsonl (× in the pins above removes it).' });
+    // During a turn it is not queued for later: it pins at once.
+    controller.dispatch({ type: 'promptSent', text: 'go' });
+    await controller.send('/remember   never edit CHANGELOG');
+    expect(added.at(-1)).toEqual({ sessionId: 'fresh', text: 'never edit CHANGELOG', kind: 'rule' });
+    expect(controller.state.queue).toEqual([]);
+    // Nothing to pin: it says how, and sends nothing.
+    controller.dispatch({ type: 'turnEnded', result: { stopReason: 'end_turn' } });
+    await controller.send('/remember');
+    expect(added).toHaveLength(2);
+    expect(turns).toEqual([]);
+    expect(controller.state.items.at(-1)).toMatchObject({ kind: 'notice', level: 'warning' });
+  });
+
   it('creates a session on the first prompt and runs the turn with streamed updates', async () => {
     const { controller, server } = setup();
     server.onRequest('agent/session/new', () => ({ sessionId: 's1', usage: usage('s1') }));
