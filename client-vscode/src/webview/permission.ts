@@ -84,7 +84,9 @@ export function renderPermission(item: PermissionItem, post: Post): HTMLElement 
     if (/^[1-9]$/.test(e.key)) {
       e.preventDefault();
       answer(item.options[Number(e.key) - 1]);
-    } else if (e.key === 'Enter' && !(e.target instanceof HTMLButtonElement)) {
+    } else if (e.key === 'Enter' && e.target === card) {
+      // Only on the card itself: Enter on a button, or on a file link (to read the file
+      // first), does what that control says, never "allow".
       e.preventDefault();
       answer(allow);
     } else if (e.key === 'Escape') {

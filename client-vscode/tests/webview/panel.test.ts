@@ -294,5 +294,31 @@ describe('panel', () => {
     expect((await posted()).at(-1)).toEqual({ type: 'rewindPreview', entryId: 'm1' });
     await page.close();
   });
+
+  it('Enter on a file link inside a permission card opens the file; it does not allow the change', async () => {
+    const { page, posted } = await openView();
+    const options = [
+      { optionId: 'allow_once', name: 'Allow', kind: 'allow_once' },
+      { optionId: 'reject_once', name: 'Reject', kind: 'reject_once' },
+    ];
+    const toolCall = {
+      toolCallId: 'c1',
+      title: 'Write notes/a.md',
+      toolKind: 'edit',
+      rawInput: { path: 'notes/a.md', content: 'x\n' },
+      content: [{ type: 'diff', path: 'notes/a.md', oldText: null, newText: 'x\n', diff: '--- /dev/null\n+++ b/notes/a.md\n@@ -0,0 +1 @@\n+x\n' }],
+    };
+    await show(page, base([{ type: 'promptSent', text: 'write it' }]), [
+      { type: 'permissionRequested', requestId: 'p1', params: { sessionId: S, toolCall, options } } as unknown as Action,
+    ]);
+    await page.waitForFunction(() => document.activeElement?.getAttribute('data-id') === 'permission:p1');
+    // The card has the focus; Tab goes to the file the change writes.
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('notes/a.md');
+    await page.keyboard.press('Enter');
+    expect((await posted()).slice(1)).toEqual([{ type: 'open', path: 'notes/a.md' }]);
+    expect(await page.locator('.card.permission.status-pending').count()).toBe(1);
+    await page.close();
+  });
 });
 
