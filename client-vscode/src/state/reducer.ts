@@ -679,22 +679,33 @@ export function reduceAll(state: ViewState, actions: readonly Action[]): ViewSta
 
 function applyUpdate(state: ViewState, params: AgentUpdateParams): ViewState {
   if (params.sessionId !== state.sessionId) return state;
-  // seq starts at 0 for each turn; drop a repeat of one already applied.
   let turn = state.turn;
-  if (turn.turnId === params.turnId) {
+  let counter = state.counter;
+  let noticeId: string;
+  if (!params.turnId) {
+    // Outside a turn (a pin added from the command palette or another client, a file changed
+    // between turns, a setting that switched the model): no turn starts, and each such update
+    // numbers itself from 0, so its notice is named here.
+    counter += 1;
+    noticeId = `local:${counter}`;
+  } else if (turn.turnId === params.turnId) {
+    // seq starts at 0 for each turn; drop a repeat of one already applied.
     if (turn.lastSeq !== undefined && params.seq <= turn.lastSeq) return state;
     turn = { ...turn, lastSeq: params.seq };
+    noticeId = `notice:${params.turnId}:${params.seq}`;
   } else {
     turn = {
       status: turn.status === 'idle' ? 'running' : turn.status,
       turnId: params.turnId,
       lastSeq: params.seq,
     };
+    noticeId = `notice:${params.turnId}:${params.seq}`;
   }
+  state = { ...state, counter };
   const u = params.update;
   if (u.kind === 'plan') return { ...state, turn, plan: u.entries };
   if (u.kind === 'pins') return { ...state, turn, pins: u.pins };
-  let items = applySessionUpdate(state.items, u, `notice:${params.turnId}:${params.seq}`);
+  let items = applySessionUpdate(state.items, u, noticeId);
   // The model answered again (or a tool ran): a retry before it worked.
   if (u.kind === 'messageChunk' || u.kind === 'thoughtChunk' || u.kind === 'toolCall') items = resolveRetries(items);
   if (u.kind === 'modelChange') {

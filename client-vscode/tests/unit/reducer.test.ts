@@ -59,6 +59,23 @@ function kinds(items: Item[]): string[] {
 }
 
 describe('streaming updates', () => {
+  it('takes an update from outside a turn (a pin, a file changed between turns) without starting a turn', () => {
+    // The server numbers each turn-less update from 0, under turnId "".
+    const outside = (u: SessionUpdate): Action => ({ type: 'update', params: { sessionId: SESSION, turnId: '', seq: 0, update: u } });
+    const pin = { id: 'p1', kind: 'rule', text: 'never edit CHANGELOG', by: 'user' } as const;
+    const s = reduceAll(withSession(), [
+      outside({ kind: 'pins', pins: [pin] }),
+      outside({ kind: 'notice', level: 'info', message: 'README.md changed on disk' }),
+      outside({ kind: 'notice', level: 'info', message: 'setup.py changed on disk' }),
+    ]);
+    expect(s.turn.status).toBe('idle');
+    expect(streamingItemId(s)).toBeUndefined();
+    expect(s.pins).toEqual([pin]);
+    const notices = s.items.filter((i): i is NoticeItem => i.kind === 'notice');
+    expect(notices.map((n) => n.message)).toEqual(['README.md changed on disk', 'setup.py changed on disk']);
+    expect(new Set(s.items.map((i) => i.id)).size).toBe(s.items.length);
+  });
+
   it('appends message chunks to one assistant item per messageId, in order', () => {
     seq = 0;
     const state = reduceAll(withSession(), [
