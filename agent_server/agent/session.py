@@ -113,6 +113,7 @@ from agent_server.llm.messages import (
     Context,
     ImageContent,
     TextContent,
+    ThinkingContent,
     ToolCall,
     ToolResultMessage,
     ToolSpec,
@@ -744,6 +745,7 @@ class AgentSession:
             self._emit(Notice(turn_id, "error", refused.message))
         except AgentServerError as failure:
             stop, error = "error", failure
+            self._keep_failure(state, failure)
             self._emit(Notice(turn_id, "error", failure.message))
         except Exception as failure:  # a bug: say so, keep the session usable
             log.exception("turn %s failed", turn_id)
@@ -752,6 +754,7 @@ class AgentSession:
                 f"Internal error ({type(failure).__name__}: {failure}); the session is intact. "
                 "See the server log, and please report it."
             )
+            self._keep_failure(state, error)
             self._emit(Notice(turn_id, "error", error.message))
         finally:
             with contextlib.suppress(AgentServerError):  # the file may not be writable
@@ -865,6 +868,29 @@ class AgentSession:
                 self._answer_unrun(partial.tool_calls, "Not run: the turn was interrupted.")
         if state.pending_calls:
             self._append_results(state.pending_calls, state.results, with_changes=False)
+
+    def _keep_failure(self, state: _TurnState, failure: AgentServerError) -> None:
+        """A turn that failed after its prompt was recorded ends in the ledger with an answer
+        whose stop reason is `error` (what arrived of the answer being streamed, and why it
+        failed), so that a reloaded transcript and `sessions show` say what happened. The
+        requests leave such an answer out (llm/history.py): the prefix is unchanged."""
+        if state.prompt is None:
+            return
+        streamed = state.streaming and bool(state.attempt)
+        message = (
+            state.attempt[0].assembler.message(
+                "error", model=self.model.id, api=self._setup.provider.api
+            )
+            if streamed
+            else AssistantMessage((), "error", model=self.model.id, api=self._setup.provider.api)
+        )
+        # Tool calls cut off mid-stream were never run: only the text and thinking are kept.
+        content = tuple(b for b in message.content if isinstance(b, TextContent | ThinkingContent))
+        message = replace(message, content=content, error_message=failure.message)
+        with contextlib.suppress(AgentServerError):  # the file may not be writable
+            self.ledger.append_message(
+                message, entry_id=state.attempt[0].message_id if streamed else None
+            )
 
     def _end_turn(
         self, turn_id: str, stop: TurnStopReason, error: AgentServerError | None

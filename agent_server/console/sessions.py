@@ -171,7 +171,9 @@ def _show_entry(
                     console.print(line)
                     if result is not None and result.is_error:
                         console.print(shown(f"    {result.text[:300]}", "red"))
-            if message.stop_reason not in ("stop", "toolUse"):
+            if message.error_message:
+                console.print(shown(f"  error: {message.error_message}", "red"))
+            elif message.stop_reason not in ("stop", "toolUse"):
                 console.print(Text(f"  ({message.stop_reason})", style="yellow"))
     elif isinstance(entry, CompactionEntry):
         after = format_tokens(entry.tokens_after or 0)
@@ -254,6 +256,8 @@ def write_markdown(entries: Iterable[Entry], out: TextIO) -> None:
                         out.write("> " + block.thinking.strip().replace("\n", "\n> ") + "\n\n")
                     elif isinstance(block, ToolCall):
                         _write_tool_call(block, results.get(block.id), out)
+                if message.error_message:
+                    out.write(f"**Error:** {message.error_message}\n\n")
             elif isinstance(message, ToolResultMessage) and message.tool_call_id not in calls:
                 _write_output("Output (its call is not on this branch)", message, out)
         elif isinstance(entry, CompactionEntry):

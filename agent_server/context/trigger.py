@@ -285,8 +285,8 @@ def last_step_tokens(model: ModelInfo, settings: CompactionSettings) -> int:
 
 
 def has_uncompacted_truncation(entries: Sequence[Entry]) -> bool:
-    """The last assistant message on the path was cut off by the context window
-    (stop reason contextOverflow) and no compaction entry follows it.
+    """The last assistant message on the path (a failed call's aside) was cut off by the
+    context window (stop reason contextOverflow) and no compaction entry follows it.
 
     `entries` is a root-to-leaf path or its tail (Ledger.projection_entries).
     """
@@ -294,6 +294,8 @@ def has_uncompacted_truncation(entries: Sequence[Entry]) -> bool:
         if isinstance(entry, CompactionEntry):
             return False
         if isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage):
+            if entry.message.stop_reason == "error":
+                continue  # a failed call (never sent again) does not undo the cut
             return entry.message.stop_reason == "contextOverflow"
     return False
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import io
 import itertools
 import json
 import os
@@ -11,10 +12,12 @@ import random
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from agent_server.agent import events
 from agent_server.agent.settings import AgentSettings, ToolOptions
 from agent_server.agent.workspace import WorkspaceAgent
+from agent_server.console.sessions import open_store, show_session, write_markdown
 from agent_server.context.projection import project
 from agent_server.context.trigger import CompactionSettings
 from agent_server.llm.messages import AssistantMessage, ToolResultMessage, UserMessage
@@ -255,6 +258,44 @@ async def test_a_turn_out_of_retries_says_what_to_do_not_that_it_will_retry(
         assert all("will be retried" in n for n in retrying)  # while it is true
         assert notices[-1].level == "error"
         assert notices[-1].message == result.error
+
+
+async def test_a_failed_turn_ends_in_the_ledger_with_its_error_and_the_next_turn_goes_on(
+    tmp_path: Path,
+) -> None:
+    async with agent_run(tmp_path, faults="drop@2-6:6") as run:
+        result = await run.session.run_turn(default_scenario().prompts[0])
+        assert result.stop_reason == "error" and result.error is not None
+        failed = run.session.ledger.get(run.session.ledger.leaf_id)
+        assert isinstance(failed, MessageEntry)
+        message = failed.message
+        assert isinstance(message, AssistantMessage) and message.stop_reason == "error"
+        assert message.error_message == result.error
+        # What arrived of the last attempt, under the id its chunks carried; no tool call
+        # that was cut off (it never ran).
+        assert message.text and message.tool_calls == ()
+        assert run.of(events.TextChunk)[-1].message_id == failed.id
+
+        assert run.restart is not None
+        await run.restart()
+        assert run.session.transcript().items[-1] == {
+            "kind": "notice", "level": "error", "message": result.error,
+        }
+        store = open_store(run.workspace, str(tmp_path / "sessions"))
+        shown = Console(file=io.StringIO(), width=400)
+        show_session(store, run.session.session_id, shown)
+        assert f"error: {result.error}" in shown.file.getvalue()  # type: ignore[attr-defined]
+        markdown = io.StringIO()
+        write_markdown(run.session.ledger.branch(), markdown)
+        assert f"**Error:** {result.error}" in markdown.getvalue()
+        run.sim.set_faults(None)
+        again = await run.session.run_turn("go on")
+        assert again.stop_reason == "end_turn"
+        assert_ledger_consistent(run)
+        check = check_requests(run.sim.records)
+        assert check.ok, check.summary()
+        # The failed answer is not sent: the request after it holds no trace of it.
+        assert result.error not in json.dumps(run.model_requests[-1].request)
 
 
 async def test_path_escapes_are_refused(tmp_path: Path) -> None:

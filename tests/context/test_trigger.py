@@ -102,6 +102,9 @@ def test_truncation_forces_a_compaction_until_one_follows() -> None:
     assert has_uncompacted_truncation(path)
     path.append(TitleEntry("t", None, "", "x"))
     assert has_uncompacted_truncation(path)
+    # nor does a turn that failed after it (its recorded error is never sent)
+    path += entries_of(user("again"), assistant(stop="error"), start=7)
+    assert has_uncompacted_truncation(path)
     # a compaction after it does
     assert not has_uncompacted_truncation([*path, compaction("c", None, None)])
     # a later assistant message that completed does
