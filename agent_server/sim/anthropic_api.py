@@ -44,6 +44,7 @@ from agent_server.sim.generation import Generation
 from agent_server.sim.rejection import RequestRejected
 from agent_server.sim.sse import sse_event
 from agent_server.sim.tokenizer import count_tokens, split_tokens
+from agent_server.sim.tool_schemas import anthropic_schema_problem
 from agent_server.sim.transcript import (
     ImagePart,
     Part,
@@ -312,8 +313,10 @@ def _parse_tools(body: Mapping[str, Any], prompt: _Prompt) -> list[ToolSpec]:
                     f"tools.{index}.custom.name: String should match pattern "
                     "'^[a-zA-Z0-9_-]{1,128}$'"
                 )
-            get_field(tool, "input_schema", path, "object", required=True)
+            schema = get_field(tool, "input_schema", path, "object", required=True)
             get_field(tool, "description", path, "string")
+            if (problem := anthropic_schema_problem(schema)) is not None:
+                raise invalid(f"tools.{index}.custom.input_schema: {problem}")
         if name in tool_names:
             raise invalid("tools: Tool names must be unique.")
         tool_names.append(name)

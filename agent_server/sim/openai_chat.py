@@ -22,6 +22,7 @@ from agent_server.sim.openai_cache_fields import (
     parse_cache_fields,
 )
 from agent_server.sim.openai_errors import (
+    check_function,
     check_reasoning_effort,
     field_rejection,
     find_model,
@@ -145,6 +146,7 @@ def _parse_tools(body: Mapping[str, Any]) -> tuple[list[PromptBlock], list[ToolS
         function = get_field(tool, "function", path, "object", required=True)
         name = get_field(function, "name", (*path, "function"), "string", required=True)
         parameters = function.get("parameters")
+        check_function(name, parameters, f"tools[{index}].function")
         specs.append(ToolSpec(name, parameters if isinstance(parameters, dict) else {},
                               str(function.get("description") or "")))
         encoded = _canonical(tool)

@@ -7,6 +7,7 @@ from typing import Any
 from agent_server.llm.models import ModelInfo, ModelRegistry
 from agent_server.sim.fields import FieldProblem, bracketed, json_type_name
 from agent_server.sim.rejection import RequestRejected
+from agent_server.sim.tool_schemas import openai_name_problem, openai_parameters_problem
 
 _ARTICLE = {
     "string": "a string",
@@ -107,3 +108,13 @@ def check_reasoning_effort(model: ModelInfo, effort: Any, param: str) -> None:
             param,
             "invalid_value",
         )
+
+
+def check_function(name: str, parameters: object, where: str) -> None:
+    """Refuse a function tool as the OpenAI APIs do: its name (`where`.name), then its
+    `parameters` when given (`where`.parameters)."""
+    if (refused := openai_name_problem(name, f"{where}.name")) is not None:
+        message, code = refused
+        raise invalid(message, f"{where}.name", code)
+    if parameters is not None and (problem := openai_parameters_problem(name, parameters)):
+        raise invalid(problem, f"{where}.parameters", "invalid_function_parameters")

@@ -32,6 +32,7 @@ from agent_server.sim.openai_cache_fields import (
     parse_cache_fields,
 )
 from agent_server.sim.openai_errors import (
+    check_function,
     check_reasoning_effort,
     field_rejection,
     find_model,
@@ -299,8 +300,9 @@ def _parse_tools(body: Mapping[str, Any], blocks: list[PromptBlock]
         kind = get_field(tool, "type", path, "string", required=True)
         if kind == "function":
             parameters = tool.get("parameters")
-            specs.append(ToolSpec(get_field(tool, "name", path, "string", required=True),
-                                  parameters if isinstance(parameters, dict) else {},
+            name = get_field(tool, "name", path, "string", required=True)
+            check_function(name, parameters, f"tools[{index}]")
+            specs.append(ToolSpec(name, parameters if isinstance(parameters, dict) else {},
                                   str(tool.get("description") or "")))
         tools.append(tool)
         encoded = _canonical(tool)

@@ -247,6 +247,18 @@ RESULT = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "x"}
             {"messages": [{"role": "user", "content": [{"type": "text", "text": "  "}]}]},
             "messages: text content blocks must contain non-whitespace text",
         ),
+        (
+            {"tools": [{"name": "t", "input_schema": {"type": "object", "properties": {
+                "x": {"type": "strnig"}}}}]},
+            "tools.0.custom.input_schema: JSON schema is invalid. It must match JSON Schema "
+            "draft 2020-12",
+        ),
+        (
+            {"tools": [{"name": "t", "input_schema": {"type": "object", "anyOf": [
+                {"required": ["a"]}, {"required": ["b"]}]}}]},
+            "tools.0.custom.input_schema: input_schema does not support oneOf, allOf, or anyOf "
+            "at the top level",
+        ),
         ({"max_tokens": None}, "max_tokens: Field required"),
         ({"reasoning_effort": "high"}, "reasoning_effort: Extra inputs are not permitted"),
         (

@@ -129,6 +129,43 @@ async def test_chat_validation_errors(openai_client: AsyncOpenAI, messages: list
     assert error.value.body["type"] == "invalid_request_error"
 
 
+@pytest.mark.parametrize(
+    ("name", "parameters", "message", "code"),
+    [
+        ("read file", None, "string does not match pattern. Expected a string that matches the "
+         "pattern '^[a-zA-Z0-9_-]+$'.", "invalid_value"),
+        ("t" * 65, None, "string too long. Expected a string with maximum length 64, but got a "
+         "string with length 65 instead.", "string_above_max_length"),
+        ("t", {"type": "object", "properties": {"x": {"type": "strnig"}}},
+         "Invalid schema for function 't': 'strnig' is not valid under any of the given schemas.",
+         "invalid_function_parameters"),
+    ],
+)
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_function_tools_are_refused_as_the_api_refuses_them(
+    openai_client: AsyncOpenAI, api: str, name: str, parameters: Any, message: str, code: str
+) -> None:
+    function: dict[str, Any] = {"name": name, "description": "d"}
+    if parameters is not None:
+        function["parameters"] = parameters
+    where = "tools[0].function" if api == "chat" else "tools[0]"
+    body: dict[str, Any] = (
+        {"model": "sim-small", "messages": [USER], "tools": [{"type": "function",
+                                                              "function": function}]}
+        if api == "chat"
+        else {"model": "sim-small", "input": "hi", "tools": [{"type": "function", **function}]}
+    )
+    path = "/chat/completions" if api == "chat" else "/responses"
+    with pytest.raises(openai.BadRequestError) as error:
+        await openai_client.post(path, cast_to=object, body=body)
+    assert isinstance(error.value.body, dict)
+    assert error.value.code == code
+    field = "parameters" if parameters is not None else "name"
+    assert error.value.body["param"] == f"{where}.{field}"
+    expected = message if parameters is not None else f"Invalid '{where}.name': {message}"
+    assert error.value.body["message"] == expected
+
+
 async def test_chat_wrong_types_and_unknown_models(openai_client: AsyncOpenAI) -> None:
     with pytest.raises(openai.BadRequestError) as error:
         await openai_client.post("/chat/completions", cast_to=object,
