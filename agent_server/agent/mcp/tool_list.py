@@ -10,6 +10,7 @@ and OpenAI limit) or taken already, cut and ended with a hash of the two names.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -103,12 +104,37 @@ def describe(tool: ServerTool) -> str:
 
 
 def canonical_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """The schema with its keys sorted at every level (a server's key order is not a change);
-    an empty or non-object schema becomes `{"type": "object", "properties": {}}`."""
-    data = json.loads(json.dumps(schema, sort_keys=True, ensure_ascii=False))
+    """The schema with its keys sorted at every level (a server's key order is not a change),
+    as the providers take it: `oneOf`, `anyOf` and `allOf` at its top level are left out
+    (Anthropic refuses them there), and an empty, non-object or invalid schema (not JSON
+    Schema draft 2020-12, which both APIs check) becomes `{"type": "object", "properties":
+    {}}`: one tool's schema would otherwise make every request of the session refused."""
+    fitted: dict[str, Any] = json.loads(
+        _accepted_schema(json.dumps(schema, sort_keys=True, ensure_ascii=False))
+    )
+    return fitted
+
+
+_EMPTY_SCHEMA = '{"properties": {}, "type": "object"}'
+_TOP_LEVEL_REFUSED = ("allOf", "anyOf", "oneOf")
+
+
+@functools.lru_cache(maxsize=1024)
+def _accepted_schema(text: str) -> str:
+    """`canonical_schema` on a schema's sorted JSON; its result as sorted JSON."""
+    from jsonschema import Draft202012Validator  # with the MCP SDK: only MCP tools need it
+    from jsonschema.exceptions import SchemaError
+
+    data = json.loads(text)
     if not isinstance(data, dict) or data.get("type") != "object":
-        return {"properties": {}, "type": "object"}
-    return data
+        return _EMPTY_SCHEMA
+    for key in _TOP_LEVEL_REFUSED:
+        data.pop(key, None)
+    try:
+        Draft202012Validator.check_schema(data)
+    except SchemaError:
+        return _EMPTY_SCHEMA
+    return json.dumps(data, sort_keys=True, ensure_ascii=False)
 
 
 def compare(in_force: ToolList, candidate: ToolList) -> ToolListChange:

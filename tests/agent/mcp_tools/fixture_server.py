@@ -1,8 +1,10 @@
 """An MCP server written with the official Python SDK, for the tests.
 
 Run as `python fixture_server.py [--slow SECONDS] [--fail] [--name NAME] [--linger SECONDS]
-[--pid-file PATH]`
-(`--linger`: stays that long after its input ends, as a server slow to exit). Its tools:
+[--pid-file PATH] [--odd-schemas]`
+(`--linger`: stays that long after its input ends, as a server slow to exit; `--odd-schemas`:
+`shout` declares a schema that is not JSON Schema, `big` one with `anyOf` at its top level,
+as servers in the wild do). Its tools:
 shout (upper-cases text), grow (adds the tool `extra` and says the tool list changed),
 picture (a 1x1 PNG with a caption; marked read-only), big (a text of `lines` lines), env (whether an
 environment variable is set, and its length), crash (exits at once, after a line on stderr).
@@ -33,6 +35,7 @@ def main() -> None:
     parser.add_argument("--name", default="fixture")
     parser.add_argument("--linger", type=float, default=0.0)
     parser.add_argument("--pid-file")
+    parser.add_argument("--odd-schemas", action="store_true")
     options = parser.parse_args()
     print(f"{options.name}: starting", file=sys.stderr, flush=True)
     if options.pid_file:
@@ -94,6 +97,15 @@ def main() -> None:
         print(f"{options.name}: crashing on purpose", file=sys.stderr, flush=True)
         os._exit(3)
 
+    if options.odd_schemas:
+        declared = {tool.name: tool for tool in server._tool_manager.list_tools()}
+        declared["shout"].parameters = {
+            "type": "object", "properties": {"text": {"type": "strnig"}}, "required": ["text"]
+        }
+        declared["big"].parameters = {
+            "type": "object", "properties": {"lines": {"type": "integer"}},
+            "anyOf": [{"required": ["lines"]}],
+        }
     server.run()
     time.sleep(options.linger)
 

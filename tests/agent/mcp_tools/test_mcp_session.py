@@ -261,6 +261,23 @@ async def test_images_are_passed_on_and_long_output_is_bounded(tmp_path: Path) -
         assert Path(spilled).read_text().endswith("line 5000")  # noqa: ASYNC240
 
 
+async def test_schemas_the_providers_would_refuse_are_sent_as_they_accept_them(
+    tmp_path: Path,
+) -> None:
+    # One tool whose schema the API refuses would fail every request of the session.
+    scenario = {"turns": [turn("Shout.", call("mcp__fx__shout", text="hi"))]}
+    servers = {"fx": fixture_server("--odd-schemas", trusted=True)}
+    async with mcp_run(tmp_path, servers, scenario) as run:
+        result = await run.session.run_turn("Shout.")
+        assert result.stop_reason == "end_turn", result.error
+        assert results(run)[-1].text == "HI"
+        sent = {tool["name"]: tool["input_schema"] for tool in run.requests[0]["tools"]}
+        assert sent["mcp__fx__shout"] == {"properties": {}, "type": "object"}  # not JSON Schema
+        assert sent["mcp__fx__big"] == {  # its top-level anyOf left out
+            "properties": {"lines": {"type": "integer"}}, "type": "object",
+        }
+
+
 async def test_secrets_from_the_environment_never_reach_the_model(
     tmp_path: Path, monkeypatch
 ) -> None:
