@@ -526,6 +526,8 @@ class EventTranslator:
         if isinstance(event, CompactionFinished):
             return [compaction_finished(event)]
         if isinstance(event, OverflowHappened):
+            if event.action == "gaveUp":
+                return []  # the turn's error (session/prompt's answer) says it, once
             return [self.notice(event.message, "warning")]
         if isinstance(event, Notice):
             if event.topic == "toolsChanged" and self.pending_tools is not None:

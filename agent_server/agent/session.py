@@ -742,11 +742,11 @@ class AgentSession:
             stop, error = "error", refused
             if state.prompt is not None:
                 self.ledger.rewind(state.prompt.parent_id)
-            self._emit(Notice(turn_id, "error", refused.message))
         except AgentServerError as failure:
+            # The error is told once, by the turn's end (TurnEnded, the turn's result): not
+            # also as a notice, which every front end would show a second time.
             stop, error = "error", failure
             self._keep_failure(state, failure)
-            self._emit(Notice(turn_id, "error", failure.message))
         except Exception as failure:  # a bug: say so, keep the session usable
             log.exception("turn %s failed", turn_id)
             stop = "error"
@@ -755,7 +755,6 @@ class AgentSession:
                 "See the server log, and please report it."
             )
             self._keep_failure(state, error)
-            self._emit(Notice(turn_id, "error", error.message))
         finally:
             with contextlib.suppress(AgentServerError):  # the file may not be writable
                 self._append_waiting_notes()  # the turn has ended: the notes can go in

@@ -147,6 +147,24 @@ async def test_cancel_mid_stream_ends_the_turn_and_the_session_goes_on(
         assert again.stop_reason == "end_turn"
 
 
+async def test_a_failed_turn_says_why_once_and_a_reload_shows_it(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    async with start_acp(acp_args(sim, tmp_path), tmp_path) as acp:
+        session_id = await acp.new_session(workspace)
+        sim.simulator.set_faults("overflow@1-10")  # refused as too long, even after compacting
+        with pytest.raises(RequestError) as failed:
+            await acp.prompt(session_id, OVERVIEW)
+        said = str(failed.value)
+        assert said.startswith("The request is too large for")
+        # The answer to session/prompt says it; the stream does not repeat it.
+        assert said not in json.dumps([str(update) for _sid, update in acp.client.updates])
+        assert "Compacting the history once" in acp.client.text(session_id)
+    async with start_acp(acp_args(sim, tmp_path), tmp_path) as acp:
+        await acp.conn.load_session(cwd=str(workspace), session_id=session_id, mcp_servers=[])
+        assert acp.client.text(session_id).count(said) == 1  # the ledger kept it
+
+
 async def test_cancel_stops_a_compact_command_and_keeps_the_conversation(
     workspace: Path, sim: SimServer, tmp_path: Path
 ) -> None:

@@ -75,8 +75,9 @@ async def test_a_huge_paste_is_refused_at_once_and_the_session_stays_usable(
         assert outcomes[0][2] == outcomes[2][2] == 0
         assert all(r.status == 200 for r in run.model_requests)  # nothing rejected, ever
         assert not any(carries(r, marker) for r in run.model_requests)
-        refused = [n.message for n in run.of(events.Notice) if n.level == "error"]
+        refused = [e.error for e in run.of(events.TurnEnded) if e.error]
         assert len(refused) == 2 and "Shorten it" in refused[0]
+        assert not [n for n in run.of(events.Notice) if n.level == "error"]  # told once
         # The paste is kept, on a branch of its own; the conversation went on without it.
         pastes = [
             e for e in run.session.ledger.entries
