@@ -87,7 +87,7 @@ from agent_server.acp.updates import (
     usage_update,
 )
 from agent_server.agent.config_file import flag_overrides, load_config, resolve_settings
-from agent_server.agent.events import AgentEvent, PlanUpdated
+from agent_server.agent.events import AgentEvent
 from agent_server.agent.mcp.config import McpServerConfig, servers_from_acp
 from agent_server.agent.memory import pin_argument
 from agent_server.agent.model_setup import offered_models
@@ -577,7 +577,7 @@ class AcpAgent:
         self.outbox.put(session.session_id, agent_text(answer, message_id))
         plan = session.memory.plan()
         if name == "pins" and plan:
-            self.outbox.put(session.session_id, plan_update(PlanUpdated(None, plan)))
+            self.outbox.put(session.session_id, plan_update(plan))
 
     # --- pieces -----------------------------------------------------------------------------
 

@@ -87,7 +87,7 @@ from agent_server.llm.messages import (
 )
 from agent_server.llm.models import ModelInfo
 from agent_server.llm.stream import THINKING_LEVELS, ThinkingLevel
-from agent_server.session.entries import Pin
+from agent_server.session.entries import Pin, PlanItem, plan_from_json
 
 # A session update the Python SDK has no model for yet (ACP 1.7's notice and compaction
 # updates): the `update` object as the official schema spells it, sent as it is.
@@ -536,7 +536,7 @@ class EventTranslator:
         if isinstance(event, ModelChanged):  # a changed setting switched the model
             return [self.notice(event.note)]
         if isinstance(event, PlanUpdated):
-            return [plan_update(event)]
+            return [plan_update(event.items)]
         if isinstance(event, McpStatusChanged):
             self.pending_tools = event.status.pending
             return self._mcp_problems(event)
@@ -917,6 +917,8 @@ def _replayed(
         return finished_tool_call(
             call_id, status, output, diff, raw if isinstance(raw, Mapping) else None
         )
+    if kind == "plan":  # the plan as the model wrote it then, as the live turn showed it
+        return plan_update(plan_from_json(item.get("entries")))
     if kind == "notice":
         note = f"note-{entry_id}" if entry_id else "note"
         return notice_text(str(item.get("message", "")), note)
@@ -1011,12 +1013,12 @@ def _replayed_call(
     )
 
 
-def plan_update(event: PlanUpdated) -> AgentPlanUpdate:
+def plan_update(items: Iterable[PlanItem]) -> AgentPlanUpdate:
     """The task's plan as ACP's plan update (the whole list, as the protocol wants it)."""
     return AgentPlanUpdate(
         session_update="plan",
         entries=[
             PlanEntry(content=item.content, status=item.status, priority=item.priority)
-            for item in event.items
+            for item in items
         ],
     )

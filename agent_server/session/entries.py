@@ -589,7 +589,7 @@ def entry_from_json(data: Mapping[str, Any]) -> Entry:
                         text=_str(data, "text"),
                         by=cast(PinAuthor, _choice(data, "by", PIN_AUTHORS)))
     if kind == "plan":
-        return PlanEntry(entry_id, parent, timestamp, _plan_from_json(data.get("entries")))
+        return PlanEntry(entry_id, parent, timestamp, plan_from_json(data.get("entries")))
     if kind == "modelChange":
         thinking = data.get("thinking")
         return ModelChangeEntry(
@@ -711,7 +711,7 @@ def carried_from_json(data: object) -> Carried:
                 cast(PinAuthor, _choice(p, "by", PIN_AUTHORS)))
             for p in pins
         ),
-        plan=_plan_from_json(data.get("plan")),
+        plan=plan_from_json(data.get("plan")),
         failures=tuple(
             Failure(_str(f, "call"), _str(f, "error"), _str(f, "then") if "then" in f else "")
             for f in failures
@@ -720,7 +720,7 @@ def carried_from_json(data: object) -> Carried:
     )
 
 
-def _plan_from_json(value: object) -> tuple[PlanItem, ...]:
+def plan_from_json(value: object) -> tuple[PlanItem, ...]:
     return tuple(
         PlanItem(_str(item, "content"),
                  cast(PlanStatus, _choice(item, "status", PLAN_STATUSES)),

@@ -18,6 +18,7 @@ from acp.schema import (
     EmbeddedResourceContentBlock,
     HttpMcpServer,
     McpServerStdio,
+    ResourceContentBlock,
     TextResourceContents,
 )
 
@@ -432,3 +433,38 @@ async def test_cancel_request_for_a_running_prompt_cancels_the_turn(
         await acp.notify("$/cancel_request", {"requestId": request_id})
         assert (await asyncio.wait_for(running, 60)).stop_reason == "cancelled"
         assert all_closed(acp)
+
+
+async def test_a_reload_shows_the_plan(
+    workspace: Path, tmp_path: Path
+) -> None:
+    entries = [
+        {"content": "reproduce", "status": "completed"},
+        {"content": "fix the parser", "status": "in_progress", "priority": "high"},
+    ]
+    simulator = scripted(turn("Plan the fix.", call("plan", entries=entries)))
+    readme, models = (workspace / "README.md").as_uri(), (workspace / "src").as_uri()
+    prompt = [
+        text_block("Plan the fix."),
+        EmbeddedResourceContentBlock(
+            type="resource",
+            resource=TextResourceContents(
+                uri=readme, text="# <b>stockroom</b>\n", mime_type="text/markdown"
+            ),
+        ),
+        ResourceContentBlock(type="resource_link", name="src", uri=models),
+    ]
+    async with SimServer(simulator) as sim:
+        args = acp_args(sim, tmp_path)
+        async with start_acp(args, tmp_path) as acp:
+            sid = await acp.new_session(workspace)
+            await acp.conn.prompt(session_id=sid, prompt=prompt)
+            live = [u.entries for u in acp.client.of("plan")]
+        async with start_acp(args, tmp_path) as again:
+            await again.conn.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
+            replayed = [u.entries for u in again.client.of("plan")]
+    assert live and replayed == live
+    assert [(b.content, b.status, b.priority) for b in replayed[0]] == [
+        ("reproduce", "completed", "medium"),
+        ("fix the parser", "in_progress", "high"),
+    ]
