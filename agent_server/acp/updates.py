@@ -171,13 +171,11 @@ def prompt_content(blocks: Sequence[PromptBlock]) -> tuple[UserContent, ...]:
                 raise PromptError("an image's data is not valid base64")
             content.append(prompt_image(block.data, block.mime_type))
         elif isinstance(block, ResourceContentBlock):
-            content.append(TextContent(f"[@{block.name}]({block.uri})"))
+            content.append(TextContent(linked_text(block.name, block.uri)))
         elif isinstance(block, EmbeddedResourceContentBlock):
             resource = block.resource
             if isinstance(resource, TextResourceContents):
-                content.append(
-                    TextContent(f'<context ref="{resource.uri}">\n{resource.text}\n</context>')
-                )
+                content.append(TextContent(attached_text(resource.uri, resource.text)))
             elif isinstance(resource, BlobResourceContents) and (
                 resource.mime_type or ""
             ).startswith("image/"):
@@ -193,6 +191,34 @@ def prompt_content(blocks: Sequence[PromptBlock]) -> tuple[UserContent, ...]:
     if not content:
         raise PromptError("the prompt is empty")
     return tuple(content)
+
+
+def attached_text(uri: str, text: str) -> str:
+    """An attached file (an embedded text resource) as the model reads it."""
+    return f'<context ref="{uri}">\n{text}\n</context>'
+
+
+def linked_text(name: str, uri: str) -> str:
+    """A resource link (a file the user mentioned) as the model reads it."""
+    return f"[@{name}]({uri})"
+
+
+_ATTACHED = re.compile(r'<context ref="([^"\n]*)">\n(.*)\n</context>', re.DOTALL)
+_LINKED = re.compile(r"\[@([^\n]*)\]\(([^\s()]*)\)")
+
+
+def replayed_prompt_block(text: str) -> PromptBlock:
+    """One stored block of a prompt as the client sent it: an attached file or a mention
+    back as its resource block (`attached_text`, `linked_text`), anything else as text."""
+    if attached := _ATTACHED.fullmatch(text):
+        uri, body = attached.groups()
+        return EmbeddedResourceContentBlock(
+            type="resource", resource=TextResourceContents(uri=uri, text=body)
+        )
+    if linked := _LINKED.fullmatch(text):
+        name, uri = linked.groups()
+        return ResourceContentBlock(type="resource_link", name=name, uri=uri)
+    return TextContentBlock(type="text", text=text)
 
 
 def prompt_image(data: str, mime_type: str) -> ImageContent:
@@ -970,9 +996,7 @@ def _replayed_user(blocks: Iterable[Any], entry_id: str) -> list[SessionUpdate]:
         if not isinstance(block, Mapping):
             continue
         if block.get("type") == "text":
-            content: TextContentBlock | ImageContentBlock = TextContentBlock(
-                type="text", text=str(block.get("text", ""))
-            )
+            content: PromptBlock = replayed_prompt_block(str(block.get("text", "")))
         elif block.get("type") == "image":
             content = ImageContentBlock(
                 type="image", data=str(block.get("data", "")), mime_type=str(block.get("mimeType"))

@@ -435,7 +435,7 @@ async def test_cancel_request_for_a_running_prompt_cancels_the_turn(
         assert all_closed(acp)
 
 
-async def test_a_reload_shows_the_plan(
+async def test_a_reload_shows_the_plan_and_the_attached_files_as_they_were_sent(
     workspace: Path, tmp_path: Path
 ) -> None:
     entries = [
@@ -443,7 +443,7 @@ async def test_a_reload_shows_the_plan(
         {"content": "fix the parser", "status": "in_progress", "priority": "high"},
     ]
     simulator = scripted(turn("Plan the fix.", call("plan", entries=entries)))
-    readme, models = (workspace / "README.md").as_uri(), (workspace / "src").as_uri()
+    readme, src = (workspace / "README.md").as_uri(), (workspace / "src").as_uri()
     prompt = [
         text_block("Plan the fix."),
         EmbeddedResourceContentBlock(
@@ -452,7 +452,7 @@ async def test_a_reload_shows_the_plan(
                 uri=readme, text="# <b>stockroom</b>\n", mime_type="text/markdown"
             ),
         ),
-        ResourceContentBlock(type="resource_link", name="src", uri=models),
+        ResourceContentBlock(type="resource_link", name="src", uri=src),
     ]
     async with SimServer(simulator) as sim:
         args = acp_args(sim, tmp_path)
@@ -462,9 +462,14 @@ async def test_a_reload_shows_the_plan(
             live = [u.entries for u in acp.client.of("plan")]
         async with start_acp(args, tmp_path) as again:
             await again.conn.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
+            shown = [u.content for u in again.client.of("user_message_chunk")]
             replayed = [u.entries for u in again.client.of("plan")]
     assert live and replayed == live
     assert [(b.content, b.status, b.priority) for b in replayed[0]] == [
         ("reproduce", "completed", "medium"),
         ("fix the parser", "in_progress", "high"),
     ]
+    # Each block as the client sent it: the file as an attachment, not the model's markup.
+    assert [b.type for b in shown] == ["text", "resource", "resource_link"]
+    assert (shown[1].resource.uri, shown[1].resource.text) == (readme, "# <b>stockroom</b>\n")
+    assert (shown[2].name, shown[2].uri) == ("src", src)
