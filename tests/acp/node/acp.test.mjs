@@ -11,10 +11,12 @@ import * as acp from "@agentclientprotocol/sdk";
 import {
   Editor,
   OVERVIEW,
+  PYTHON,
   SCENARIO,
   WRITE_NOTE,
   WireCheck,
   makeHome,
+  repo,
   startAgent,
   startSimulator,
   until,
@@ -193,6 +195,7 @@ describe("agent-server acp with the TypeScript client", () => {
 // ACP 1.7 (issue 28): each stable feature the agent serves, through the official client,
 // every message checked against the schema by the harness.
 const PLAN = "plan the fix";
+const ATTACHED = "Look at what I attached.";
 const WAIT = "Wait a while.";
 const FEATURES = {
   name: "acp-features",
@@ -224,8 +227,25 @@ const FEATURES = {
       ],
     },
     { user: "Go on.", steps: [{ text: "Going on." }] },
+    {
+      user: ATTACHED,
+      steps: [
+        { tools: [{ name: "mcp__fx__shout", arguments: { text: "seen" } }] },
+        { text: "Seen." },
+      ],
+    },
   ],
 };
+// The Python tests' MCP fixture server (stdio): its `shout` tool upper-cases its text.
+const FIXTURE_MCP = {
+  name: "fx",
+  command: PYTHON,
+  args: [join(repo, "tests", "agent", "mcp_tools", "fixture_server.py")],
+  env: [],
+};
+// A 1x1 PNG.
+const PNG =
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgAAACAAFUok9dAAAAAElFTkSuQmCC";
 // A stdio MCP server that exits at once: the agent tells the editor.
 const BROKEN_MCP = { name: "broken", command: "/bin/false", args: [], env: [] };
 
@@ -448,6 +468,59 @@ describe("ACP 1.7 features with the TypeScript client", () => {
       // (Deleting it again answers -32002, which this SDK resolves as done: idempotent.)
     } finally {
       await agent.stop();
+    }
+  });
+
+  test("authenticate, a client's MCP server, a prompt with an image, a file and a mention, reloaded as sent", async () => {
+    const args = ["--provider", "sim", "--base-url", scripted.url];
+    const editor = new Editor();
+    const agent = await startAgent(home, editor, args);
+    const readme = join(home.workspace, "README.md");
+    const prompt = [
+      { type: "text", text: ATTACHED },
+      { type: "image", mimeType: "image/png", data: PNG },
+      {
+        type: "resource",
+        resource: { uri: `file://${readme}`, mimeType: "text/markdown", text: "# <b>stockroom</b>\n" },
+      },
+      { type: "resource_link", uri: `file://${join(home.workspace, "src")}`, name: "src" },
+    ];
+    let sessionId;
+    try {
+      const method = agent.init.authMethods[0];
+      assert.equal(method.id, "api-key");
+      assert.deepEqual(await agent.agent.request(acp.methods.agent.authenticate, { methodId: method.id }), {});
+      const session = await agent.agent.request(acp.methods.agent.session.new, {
+        cwd: home.workspace,
+        mcpServers: [FIXTURE_MCP],
+      });
+      sessionId = session.sessionId;
+      const answer = await agent.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt });
+      assert.equal(answer.stopReason, "end_turn");
+      assert.deepEqual(editor.questions.map((q) => q.toolCall.title), ["fx: shout seen"]);
+      const [result] = editor.results().values();
+      assert.equal(result.status, "completed");
+      assert.match(result.content[0].content.text, /SEEN/);
+    } finally {
+      await agent.stop();
+    }
+    const again = new Editor();
+    const reloaded = await startAgent(home, again, args);
+    try {
+      await reloaded.agent.request(acp.methods.agent.session.load, {
+        sessionId,
+        cwd: home.workspace,
+        mcpServers: [FIXTURE_MCP],
+      });
+      const shown = again.of("user_message_chunk").map((u) => u.content);
+      assert.deepEqual(
+        shown.map((c) => c.type),
+        ["text", "image", "resource", "resource_link"],
+      );
+      assert.equal(shown[2].resource.text, "# <b>stockroom</b>\n");
+      assert.equal(shown[3].uri, prompt[3].uri);
+    } finally {
+      await reloaded.stop();
     }
   });
 });

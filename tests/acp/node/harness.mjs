@@ -18,10 +18,10 @@ import { fileURLToPath } from "node:url";
 import * as acp from "@agentclientprotocol/sdk";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const repo = resolve(here, "..", "..", "..");
+export const repo = resolve(here, "..", "..", "..");
 export const AGENT_SERVER =
   process.env.AGENT_SERVER ?? join(repo, ".venv", "bin", "agent-server");
-const PYTHON = process.env.AGENT_SERVER_PYTHON ?? join(repo, ".venv", "bin", "python");
+export const PYTHON = process.env.AGENT_SERVER_PYTHON ?? join(repo, ".venv", "bin", "python");
 
 // --- the schema check ------------------------------------------------------------------------
 
