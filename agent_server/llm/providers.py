@@ -300,6 +300,10 @@ def load_sdk(provider: str) -> Future[None]:
         loading = _sdk_imports.get(wire.name)
         if loading is None:
             loading = _sdk_imports[wire.name] = Future()
+            # Running from now on, so that it cannot be cancelled: a caller whose wait is
+            # cancelled (a turn cancelled while the SDK loads) would otherwise cancel the
+            # process's one import, and every later call would end "cancelled" at once.
+            loading.set_running_or_notify_cancel()
             threading.Thread(
                 target=_import, args=(wire, loading), name=f"import-{wire.name}", daemon=True
             ).start()

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import subprocess
 import sys
+import threading
+from pathlib import Path
 
 import anthropic
 import httpx2
@@ -37,6 +41,7 @@ from agent_server.llm.provider_errors import (
     to_provider_error,
 )
 from agent_server.llm.providers import (
+    PROVIDERS,
     DeferredProvider,
     create_provider,
     http_client_options,
@@ -300,6 +305,40 @@ async def test_a_deferred_provider_checks_now_and_makes_its_client_at_the_first_
     assert isinstance(made, AnthropicProvider)
     assert await deferred.ready() is made  # once
     await deferred.aclose()
+
+
+# What the stand-in SDK below waits for before its import ends.
+SDK_GATE = threading.Event()
+
+
+async def test_a_call_cancelled_while_the_sdk_loads_leaves_the_import_to_the_next_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A turn cancelled while its provider's SDK still imports (the first prompt of a fresh
+    `agent-server acp`, the editor's Stop pressed at once) stops that call only: the import,
+    one for the process, goes on, and the next call gets its provider. (It was cancelled
+    with the call, and every later turn of every session ended "cancelled" at once.)"""
+    (tmp_path / "slow_sdk_for_test.py").write_text(
+        "from tests.llm.test_provider_errors import SDK_GATE\n"
+        "SDK_GATE.wait(60)\n"
+        "Provider = object\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sim = PROVIDERS["sim"]
+    api = dataclasses.replace(sim.api, name="slow-sdk", implementation="slow_sdk_for_test:Provider")
+    monkeypatch.setitem(PROVIDERS, "slow-sdk", dataclasses.replace(sim, name="slow-sdk", api=api))
+    made = object()
+    deferred = DeferredProvider("slow-sdk", lambda: made)  # type: ignore[arg-type, return-value]
+    try:
+        first = asyncio.create_task(deferred.ready())
+        while "slow_sdk_for_test" not in sys.modules:  # the import has begun
+            await asyncio.sleep(0.01)
+        first.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await first
+    finally:
+        SDK_GATE.set()
+    assert await deferred.ready() is made
 
 
 def test_plain_http_clients_set_up_no_tls_and_follow_no_redirects() -> None:
