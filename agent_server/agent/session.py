@@ -710,6 +710,9 @@ class AgentSession:
             await asyncio.wait([self._turn_task], timeout=TURN_END_WAIT)
         self.ledger.sync()
         self.ledger.close()
+        # Closed: its servers stopping is not news (an editor would get "MCP server ...
+        # stopped." for a session it has just closed, or over a closed connection).
+        self._emit_to = ignore_events
         await self._watch.stop()
         await self._tools.servers.close()
         with contextlib.suppress(Exception):

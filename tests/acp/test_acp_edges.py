@@ -396,6 +396,22 @@ async def test_close_stops_the_sessions_mcp_servers_and_resume_reopens_it_quietl
         assert (await acp.prompt(sid, OVERVIEW)).stop_reason == "end_turn"
 
 
+async def test_a_closed_session_sends_nothing_more(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    """Its MCP servers stop with it, and that is no news to the editor that closed it (it
+    got "MCP server fx stopped." for a session it no longer had)."""
+    async with start_acp(acp_args(sim, tmp_path), tmp_path) as acp:
+        session = await acp.conn.new_session(cwd=str(workspace), mcp_servers=[fixture("fx")])
+        sid = session.session_id
+        await acp.prompt(sid, OVERVIEW)
+        seen = len(acp.client.updates)
+        await acp.conn.close_session(session_id=sid)
+        other = await acp.new_session(workspace)
+        await acp.prompt(other, OVERVIEW)  # what was queued before is out before its answer
+        assert [u for s, u in acp.client.updates[seen:] if s == sid] == []
+
+
 async def test_delete_removes_the_session_for_good(
     workspace: Path, sim: SimServer, tmp_path: Path
 ) -> None:
