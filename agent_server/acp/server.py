@@ -75,7 +75,9 @@ from agent_server.acp.updates import (
     available_commands,
     config_options,
     mode_state,
+    mode_update,
     notice_text,
+    options_update,
     pins_text,
     plan_update,
     prompt_content,
@@ -418,6 +420,8 @@ class AcpAgent:
     ) -> SetSessionModeResponse:
         state = self._session(session_id)
         self._set_mode(state, mode_id)
+        self.outbox.put(session_id, options_update(self._options(state)))
+        await self.outbox.drain()
         return SetSessionModeResponse()
 
     async def set_config_option(
@@ -428,6 +432,8 @@ class AcpAgent:
             raise invalid_params(f"config option {config_id!r} takes one of its listed values")
         if config_id == "mode":
             self._set_mode(state, value)
+            self.outbox.put(session_id, mode_update(state.session.gate.mode))
+            await self.outbox.drain()
         elif config_id == "model":
             offered = [model.id for model in self._models(state)]
             if value not in offered:

@@ -30,8 +30,10 @@ from acp.schema import (
     AvailableCommandInput,
     AvailableCommandsUpdate,
     BlobResourceContents,
+    ConfigOptionUpdate,
     ContentToolCallContent,
     Cost,
+    CurrentModeUpdate,
     EmbeddedResourceContentBlock,
     FileEditToolCallContent,
     ImageContentBlock,
@@ -102,6 +104,8 @@ SessionUpdate: TypeAlias = (
     | SessionInfoUpdate
     | UsageUpdate
     | AgentPlanUpdate
+    | CurrentModeUpdate
+    | ConfigOptionUpdate
     | RawUpdate
 )
 PromptBlock: TypeAlias = (
@@ -284,6 +288,17 @@ def mode_state(mode: PermissionMode) -> SessionModeState:
             for mode_id in PERMISSION_MODES
         ],
     )
+
+
+def mode_update(mode: PermissionMode) -> CurrentModeUpdate:
+    """The mode changed through its config option: a client that shows the modes sees it."""
+    return CurrentModeUpdate(session_update="current_mode_update", current_mode_id=mode)
+
+
+def options_update(options: Sequence[SessionConfigOptionSelect]) -> ConfigOptionUpdate:
+    """The mode changed through `session/set_mode`: a client that shows the config options
+    (the mode is one of them) sees it."""
+    return ConfigOptionUpdate(session_update="config_option_update", config_options=list(options))
 
 
 THINKING_NAMES: Mapping[str, tuple[str, str]] = {

@@ -332,6 +332,9 @@ async def test_modes_and_config_options(workspace: Path, sim: SimServer, tmp_pat
         client = acp.client
         session_id = await acp.new_session(workspace)
         await acp.conn.set_session_mode(mode_id="allowAll", session_id=session_id)
+        # Each way of setting the mode tells a client that shows the other one.
+        [options] = client.of("config_option_update")
+        assert {o.id: o.current_value for o in options.config_options}["mode"] == "allowAll"
         await acp.prompt(session_id, WRITE_NOTE)
         assert client.questions == []
 
@@ -339,6 +342,7 @@ async def test_modes_and_config_options(workspace: Path, sim: SimServer, tmp_pat
             config_id="mode", session_id=session_id, value="ask"
         )
         assert {o.id: o.current_value for o in changed.config_options}["mode"] == "ask"
+        assert [u.current_mode_id for u in client.of("current_mode_update")] == ["ask"]
         changed = await acp.conn.set_config_option(
             config_id="model", session_id=session_id, value="sim-large"
         )
