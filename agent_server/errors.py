@@ -118,9 +118,11 @@ class ProviderConnectionError(ProviderError):
 
 
 class ContextOverflowError(ProviderError):
-    """The prompt does not fit the model's context window."""
+    """The prompt does not fit the model's context window. `server_window` is the window
+    the server said it has, when it said one ("maximum context length is 4096 tokens")."""
 
     code = "context_overflow"
+    server_window: int | None = None
 
 
 class RequestTooLargeError(ProviderError):

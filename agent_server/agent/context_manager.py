@@ -41,7 +41,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 from agent_server.agent.compaction_hooks import CANCELLABLE, BeforeVerdict, CompactionHookRunner
@@ -84,6 +84,7 @@ from agent_server.context.trigger import (
     last_step_tokens,
     max_kept_tokens,
     requested_focus,
+    reserve_tokens,
     step_position,
     window_limit,
 )
@@ -249,8 +250,12 @@ class ContextManager:
         policy: ContextPolicy | None = None,
         files_of: CallFiles = no_files,
         hooks: CompactionHookRunner | None = None,
+        can_rewind: bool = True,
     ) -> None:
+        """`can_rewind`: the front end lets the user rewind to an entry (an ACP editor
+        cannot); the advice of a failure that only a smaller history fixes follows it."""
         self.ledger = ledger
+        self.can_rewind = can_rewind
         self.hooks = hooks  # runs the compaction.hooks commands
         self.system_prompt = system_prompt
         # The session's one tool list (part of the cached prefix): read through `tools`.
@@ -431,7 +436,12 @@ class ContextManager:
         return decision
 
     async def recover_overflow(
-        self, view: ContextView, problem: str, *, rejected: bool
+        self,
+        view: ContextView,
+        problem: str,
+        *,
+        rejected: bool,
+        server_window: int | None = None,
     ) -> ContextView:
         """The one overflow recovery of the current prompt (invariant 8).
 
@@ -440,11 +450,19 @@ class ContextManager:
         context after it, to retry once with, when it is smaller and below the threshold.
         Raises ContextOverflowError, saying what to do, when it gives up: a second overflow
         of the same prompt, compaction off, or a compaction that did not make it fit.
+        `server_window` is the window the server said it has: when it is below the window
+        configured for a model only that server knows, the setting is wrong and compacting
+        for the configured window would not help: the error says so at once.
         """
         turn_id = self.turn_id or ""
         kind: Rejection = "rejected" if rejected else "estimated"
         if rejected and view.entries:
             self._rejected = (self.model.id, view)
+        mismatch = self._window_mismatch(server_window)
+        if mismatch is not None:
+            log.info("overflow: %s", shorten(problem, 500))
+            self._emit(OverflowHappened(turn_id, kind, "gaveUp", mismatch))
+            raise ContextOverflowError(mismatch)
         if self._recovered or not self.settings.enabled:
             raise self._give_up(turn_id, kind, view)
         # What happens, not the provider's advice to the user (its "compact and try again"
@@ -492,6 +510,36 @@ class ContextManager:
         self._emit(OverflowHappened(turn_id, kind, "gaveUp", message))
         return ContextOverflowError(message)
 
+    def _window_mismatch(self, server_window: int | None) -> str | None:
+        """What to do when the server says its window is below the one configured for a
+        model only it knows (the `contextWindow` setting, or the model's entry in the
+        models file); None when it said no window, or not a smaller one."""
+        model = self.model
+        if server_window is None or model.vendor != "local":
+            return None
+        if server_window >= model.context_window:
+            return None
+        said = (
+            f"The server refused the request as too long: it says {model.id} takes at most "
+            f"{server_window:,} tokens, less than the {model.context_window:,} agent-server "
+            "was told ('contextWindow'), so compacting for that window would not help."
+        )
+        smaller = replace(model, context_window=server_window,
+                          max_output=min(model.max_output, server_window // 4))
+        reserve = reserve_tokens(smaller, self.settings)
+        if server_window <= reserve + self._prefix_tokens():
+            return (
+                f"{said} {server_window:,} tokens is too small for agent-server (the system "
+                f"prompt and tools, and {reserve:,} tokens kept for the answer): start the "
+                "server with a larger context (Ollama: OLLAMA_CONTEXT_LENGTH or num_ctx; "
+                "llama.cpp: -c; vLLM: --max-model-len) and set 'contextWindow' to it."
+            )
+        return (
+            f"{said} Set 'contextWindow' to {server_window} (the setting, or the model's "
+            "entry in the models file), or start the server with a larger context and set "
+            "'contextWindow' to that."
+        )
+
     def gave_up_message(self, view: ContextView) -> str:
         """Why the request cannot be sent, naming the largest message and what to do."""
         window = self.model.context_window
@@ -499,11 +547,18 @@ class ContextManager:
         what = ""
         if largest is not None:
             entry_id, message, tokens = largest
-            where = f" (entry {entry_id})" if entry_id else ""
-            what = (
-                f" The largest message is {_describe(message)}{where}, about {tokens:,} "
-                "tokens: rewind to before it, or shorten it."
-            )
+            about = f" The largest message is {_describe(message)}"
+            if self.can_rewind:
+                where = f" (entry {entry_id})" if entry_id else ""
+                what = (
+                    f"{about}{where}, about {tokens:,} tokens: rewind to before it, or "
+                    "shorten it."
+                )
+            else:
+                what = (
+                    f"{about}, about {tokens:,} tokens: start a new session and give it less "
+                    "at once (a smaller message, a file to read in parts)."
+                )
         off = "" if self.settings.enabled else " Automatic compaction is off (compaction.enabled)."
         return (
             f"The request is too large for {self.model.id}'s context window ({window:,} tokens) "

@@ -241,6 +241,7 @@ class AgentSession:
         configured: AgentSettings | None = None,
         checkpoints: BlobStore | None = None,
         private_dirs: tuple[Path, ...] = (),
+        can_rewind: bool = True,
     ) -> None:
         self.ledger = ledger
         self.workspace = workspace
@@ -286,6 +287,7 @@ class AgentSession:
             hooks=CompactionHookRunner(
                 workspace, ledger.header.session_id, self._hook_environment
             ),
+            can_rewind=can_rewind,
         )
         # The pins and the plan (ledger entries); a note of a pin the user changed waits for
         # the next point where the conversation can take one (never inside a tool call's
@@ -845,7 +847,9 @@ class AgentSession:
             except ContextOverflowError as overflow:
                 state.streaming = False
                 # Raises ContextOverflowError when it gives up (invariant 8).
-                view = await self.context.recover_overflow(view, overflow.message, rejected=True)
+                view = await self.context.recover_overflow(
+                    view, overflow.message, rejected=True, server_window=overflow.server_window
+                )
         state.streaming = False
         # Recorded under the id its chunks carried (messageId), live and loaded alike.
         retention = self.retention_for_call()

@@ -81,9 +81,13 @@ class WorkspaceAgent:
         env: Mapping[str, str] | None = None,
         watch_files: bool = True,
         clock: Callable[[], float] = time.time,
+        can_rewind: bool = True,
     ) -> None:
         """`clock` is the sessions' (the pause since the last call is read from it: tests
-        and benchmarks share one with the simulator)."""
+        and benchmarks share one with the simulator). `can_rewind`: the front end lets the
+        user rewind to an entry (the LSP server, the terminal; not an ACP editor): the advice
+        of its sessions' errors follows it."""
+        self.can_rewind = can_rewind
         protect_server_process()  # the commands it runs must not read its keys from /proc
         self.root = root.resolve()
         self.settings = settings
@@ -297,6 +301,7 @@ class WorkspaceAgent:
             configured=self.settings,
             checkpoints=BlobStore(self.store.checkpoint_dir(self.root)),
             private_dirs=(self.store.root,),
+            can_rewind=self.can_rewind,
         )
         session.set_user_idle(self.user_idle)
         self.sessions[session.session_id] = session

@@ -29,7 +29,8 @@ ERROR_CODE_ATTRIBUTES = ("error_code", "code", "type")
 class Wording:
     """One way providers say something: a regular expression (matched case-insensitively,
     anywhere in the error text), a message it was seen in, and who sends it and where that
-    message was found."""
+    message was found. A pattern with a group named `limit` also reads the window the server
+    says it has (`server_window`)."""
 
     pattern: str
     example: str
@@ -107,11 +108,11 @@ OVERFLOW_WORDINGS: tuple[Wording, ...] = (
             "Your input exceeds the context window of this model. Please adjust your input and "
             "try again.",
             "OpenAI Responses"),
-    Wording(r"maximum context length (is|of) \d+",
+    Wording(r"maximum context length (is|of) (?P<limit>\d[\d,]*)",
             "This model's maximum context length is 128000 tokens. However, your messages "
             "resulted in 130412 tokens.",
             "OpenAI Chat Completions, vLLM, DeepSeek, OpenRouter"),
-    Wording(r"maximum prompt length is \d+",
+    Wording(r"maximum prompt length is (?P<limit>\d[\d,]*)",
             "This model's maximum prompt length is 131072 but the request contains 140000 "
             "tokens.",
             "xAI"),
@@ -138,7 +139,7 @@ OVERFLOW_WORDINGS: tuple[Wording, ...] = (
             "The input token count (1200000) exceeds the maximum number of tokens allowed "
             "(1048576).",
             "Gemini"),
-    Wording(r"too large for model with \d+ maximum context length",
+    Wording(r"too large for model with (?P<limit>\d[\d,]*) maximum context length",
             "Prompt contains 40000 tokens and 0 draft tokens, too large for model with 32768 "
             "maximum context length",
             "Mistral"),
@@ -146,7 +147,7 @@ OVERFLOW_WORDINGS: tuple[Wording, ...] = (
             "The prompt is too large for the model.", "generic"),
     Wording(r"reduce the length of the messages",
             "Please reduce the length of the messages or completion.", "OpenAI, Groq, vLLM"),
-    Wording(r"context length of only \d+",
+    Wording(r"context length of only (?P<limit>\d[\d,]*)",
             "the model is loaded with context length of only 4096 tokens, which is not enough.",
             "LM Studio (older)"),
     Wording(r"greater than the context length",
@@ -160,7 +161,7 @@ OVERFLOW_WORDINGS: tuple[Wording, ...] = (
             "prompt token count of 130000 exceeds the limit of 128000", "GitHub Copilot"),
     Wording(r"input length .{0,40}exceeds? .{0,40}context length",
             "the input length exceeds the context length", "Ollama"),
-    Wording(r"is too long and exceeds limit of \d+",
+    Wording(r"is too long and exceeds limit of (?P<limit>\d[\d,]*)",
             "Input prompt (40000 tokens) is too long and exceeds limit of 32768", "vLLM"),
     Wording(r"context window exceeds limit",
             "invalid params, context window exceeds limit (2013)",
@@ -169,14 +170,14 @@ OVERFLOW_WORDINGS: tuple[Wording, ...] = (
             "Invalid request: Your request exceeded model token limit: 262144 (requested: "
             "269030)",
             "Kimi, Moonshot (MoonshotAI/kimi-cli#2011)"),
-    Wording(r"`?inputs`? tokens \+ `?max_new_tokens`? must be <=",
+    Wording(r"`?inputs`? tokens \+ `?max_new_tokens`? must be <= (?P<limit>\d[\d,]*)",
             "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 2048. "
             "Given: 1244 `inputs` tokens and 1000 `max_new_tokens`",
             "Hugging Face TGI (huggingface/text-generation-inference#628)"),
-    Wording(r"`?inputs`? must have less than \d+ tokens",
+    Wording(r"`?inputs`? must have less than (?P<limit>\d[\d,]*) tokens",
             "Input validation error: `inputs` must have less than 1024 tokens. Given: 1168",
             "Hugging Face TGI (huggingface/text-generation-inference#695)"),
-    Wording(r"must be less than max_seq_len",
+    Wording(r"must be less than max_seq_len \((?P<limit>\d[\d,]*)\)",
             "length of prompt_tokens (57535) must be less than max_seq_len (32768)",
             "SiliconFlow and other vLLM-based hosts (langgenius/dify#19394)"),
     Wording(r"token limit exceeded", "Token limit exceeded for this model.",
@@ -219,13 +220,21 @@ _LIMIT_AND_REQUESTED = re.compile(
 
 
 def _compile(wordings: Iterable[Wording]) -> re.Pattern[str]:
-    return re.compile("|".join(f"(?:{w.pattern})" for w in wordings), re.IGNORECASE)
+    # One alternation: the `limit` groups, named in several rows, are read by _WINDOW_TEXTS.
+    patterns = (w.pattern.replace("(?P<limit>", "(") for w in wordings)
+    return re.compile("|".join(f"(?:{pattern})" for pattern in patterns), re.IGNORECASE)
 
 
 _NOT_OVERFLOW_TEXT = _compile(NOT_OVERFLOW_WORDINGS)
 _OVERFLOW_TEXT = _compile(OVERFLOW_WORDINGS)
 _RATE_LIMIT_CONTEXT = _compile((TOO_LARGE_FOR_RATE_LIMIT_CONTEXT,))
 _TOO_LARGE_TEXT = _compile(TOO_LARGE_FOR_RATE_LIMIT_WORDINGS)
+_WINDOW_TEXTS = tuple(
+    re.compile(w.pattern, re.IGNORECASE) for w in OVERFLOW_WORDINGS if "(?P<limit>" in w.pattern
+)
+# The key of an error body that holds the server's window: llama.cpp's server answers
+# `exceed_context_size_error` with {"n_prompt_tokens": 5000, "n_ctx": 4096, ...}.
+WINDOW_BODY_KEY = "n_ctx"
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +248,7 @@ class ErrorFacts:
     codes: frozenset[str]
     text: str
     empty_body: bool = False
+    window: int | None = None  # the server's window, when its body states it (llama.cpp)
 
 
 def is_context_overflow(error_or_message: object, context_window: int | None = None) -> bool:
@@ -290,6 +300,18 @@ def facts_say_too_large_for_rate_limit(facts: ErrorFacts) -> bool:
     return requested > limit
 
 
+def server_window(facts: ErrorFacts) -> int | None:
+    """The context window an overflow error says the server has ("maximum context length is
+    4096 tokens", llama.cpp's `n_ctx`), when it says one."""
+    if facts.window is not None:
+        return facts.window
+    for pattern in _WINDOW_TEXTS:
+        found = pattern.search(facts.text)
+        if found is not None:
+            return int(found["limit"].replace(",", ""))
+    return None
+
+
 def silent_overflow(message: AssistantMessage, context_window: int) -> bool:
     """An answer whose reported prompt is larger than the window: the server took more than
     the model can see (some OpenAI-compatible hosts accept it and cut the prompt silently)."""
@@ -315,6 +337,7 @@ def error_facts(error: object) -> ErrorFacts:
         return ErrorFacts(None, frozenset(), error)
     codes: set[str] = set()
     texts: list[str] = []
+    windows: list[int] = []
     status: int | None = None
     empty_body = False
     if isinstance(error, ProviderError):
@@ -335,15 +358,18 @@ def error_facts(error: object) -> ErrorFacts:
         # The SDKs keep the body's text when it is not JSON, and "" when there was none.
         blank = body is None or (isinstance(body, str) and not body.strip())
         empty_body = status is not None and blank
-        _collect(body, codes, texts, depth=0)
+        _collect(body, codes, texts, windows, depth=0)
     elif isinstance(error, Mapping):
-        _collect(error, codes, texts, depth=0)
+        _collect(error, codes, texts, windows, depth=0)
     else:
         texts.append(str(error))
-    return ErrorFacts(status, frozenset(codes), "\n".join(texts), empty_body)
+    window = windows[0] if windows else None
+    return ErrorFacts(status, frozenset(codes), "\n".join(texts), empty_body, window)
 
 
-def _collect(body: object, codes: set[str], texts: list[str], depth: int) -> None:
+def _collect(
+    body: object, codes: set[str], texts: list[str], windows: list[int], depth: int
+) -> None:
     """Codes and messages from a JSON error body, at any nesting the providers use."""
     if depth > 4:
         return
@@ -355,11 +381,13 @@ def _collect(body: object, codes: set[str], texts: list[str], depth: int) -> Non
                 codes.add(value)
             elif key in ("message", "detail", "error") and isinstance(value, str):
                 texts.append(value)
+            elif key == WINDOW_BODY_KEY and isinstance(value, int) and value > 0:
+                windows.append(value)
             elif isinstance(value, Mapping | list):
-                _collect(value, codes, texts, depth + 1)
+                _collect(value, codes, texts, windows, depth + 1)
     elif isinstance(body, list):
         for item in _limited(body):
-            _collect(item, codes, texts, depth + 1)
+            _collect(item, codes, texts, windows, depth + 1)
 
 
 def _limited(items: Iterable[object], limit: int = 8) -> Iterable[object]:

@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from agent_server.errors import (
     AuthenticationError,
@@ -42,7 +42,10 @@ from agent_server.llm.overflow import (
     error_facts,
     facts_say_overflow,
     facts_say_too_large_for_rate_limit,
+    server_window,
 )
+
+_E = TypeVar("_E", bound=ProviderError)
 
 # The modules whose exceptions are provider failures: the two SDKs and their HTTP client.
 _SDKS = ("anthropic", "openai")
@@ -303,9 +306,7 @@ class _Failure:
     def provider(self) -> str:
         return self.where.provider
 
-    def refused(
-        self, cls: type[ProviderError], text: str, wait: float | None = None
-    ) -> ProviderError:
+    def refused(self, cls: type[_E], text: str, wait: float | None = None) -> _E:
         """A failure that waiting will not fix."""
         return cls(
             _say(self.where, text),
@@ -402,11 +403,13 @@ def _overflow(f: _Failure) -> ProviderError | None:
             f"{f.status} with no body, which some servers, such as Cerebras, send for a "
             "prompt longer than the window"
         )
-    return f.refused(
+    error = f.refused(
         ContextOverflowError,
         f"The prompt does not fit the context window of {_model(f.where)} ({detail}). "
         "Compact the session (or start a new one) and try again.",
     )
+    error.server_window = server_window(f.facts)
+    return error
 
 
 def _bad_key(f: _Failure) -> ProviderError | None:

@@ -157,6 +157,9 @@ async def test_a_failed_turn_says_why_once_and_a_reload_shows_it(
             await acp.prompt(session_id, OVERVIEW)
         said = str(failed.value)
         assert said.startswith("The request is too large for")
+        # What an ACP user can do: ACP has no rewind, and a ledger entry id means nothing there.
+        assert "start a new session" in said
+        assert "rewind" not in said and "(entry " not in said
         # The answer to session/prompt says it; the stream does not repeat it.
         assert said not in json.dumps([str(update) for _sid, update in acp.client.updates])
         assert "Compacting the history once" in acp.client.text(session_id)

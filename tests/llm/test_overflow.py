@@ -19,9 +19,11 @@ from agent_server.llm.overflow import (
     TOO_LARGE_FOR_RATE_LIMIT_WORDINGS,
     ErrorFacts,
     Wording,
+    error_facts,
     facts_say_overflow,
     facts_say_too_large_for_rate_limit,
     is_context_overflow,
+    server_window,
 )
 
 OVERFLOWS = [
@@ -288,3 +290,16 @@ def test_an_error_with_no_body(status: int, empty: bool, expected: bool) -> None
 )
 def test_too_large_for_the_rate_limit(text: str, expected: bool) -> None:
     assert facts_say_too_large_for_rate_limit(ErrorFacts(429, frozenset(), text)) is expected
+
+
+def test_the_window_a_server_states_is_read_from_its_wording_and_llama_cpps_body() -> None:
+    stated = [w for w in OVERFLOW_WORDINGS if "(?P<limit>" in w.pattern]
+    assert len(stated) >= 6
+    for wording in stated:
+        window = server_window(error_facts(wording.example))
+        assert window is not None and str(window) in wording.example.replace(",", "")
+    llama = {"error": {"code": 400, "type": "exceed_context_size_error", "n_ctx": 4096,
+                       "message": "the request exceeds the available context size, try "
+                                  "increasing it", "n_prompt_tokens": 5000}}
+    assert server_window(error_facts(llama)) == 4096
+    assert server_window(error_facts("prompt too long; exceeded max context length by 12")) is None
