@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -20,7 +21,13 @@ from agent_server.sim.server import SimServer
 from agent_server.sim.simulator import Simulator
 from agent_server.sim.workspace import write_sample_workspace
 
-FAST_RETRY = RetryPolicy(max_retries=4, base_delay=0.01, max_delay=0.2)
+
+async def short_sleep(seconds: float) -> None:
+    """A retry's wait, cut short: the tests do not wait for a provider's retry-after."""
+    await asyncio.sleep(min(seconds, 0.01))
+
+
+FAST_RETRY = RetryPolicy(max_retries=4, base_delay=0.01, max_delay=0.2, sleep=short_sleep)
 
 
 @dataclass

@@ -240,6 +240,30 @@ async def test_rate_limits_overloads_and_a_dropped_stream_still_finish_the_turn(
         assert check.ok, check.summary()
 
 
+async def test_a_rate_limit_is_retried_after_the_wait_the_provider_asked_for(
+    tmp_path: Path,
+) -> None:
+    # Anthropic sends retry-after in seconds; 90 is over the 30 s backoff cap, and waiting
+    # less would only be refused again.
+    async with agent_run(tmp_path, faults="429@1:90") as run:
+        result = await run.session.run_turn(default_scenario().prompts[0])
+        assert result.stop_reason == "end_turn"
+        [retry] = [n for n in run.of(events.Notice) if n.retry is not None]
+        assert retry.retry.wait == 90 and "Retrying in 90s" in retry.message
+
+
+async def test_a_rate_limit_asking_for_a_longer_wait_than_agent_server_waits_gives_up_at_once(
+    tmp_path: Path,
+) -> None:
+    async with agent_run(tmp_path, faults="429@1-10:900") as run:
+        result = await run.session.run_turn(default_scenario().prompts[0])
+        assert result.stop_reason == "error" and result.error is not None
+        assert len(run.model_requests) == 1  # no attempt wasted on a refusal known ahead
+        assert "asks to wait 15 minutes" in result.error
+        assert "send the prompt again after that" in result.error
+        assert "will be retried" not in result.error
+
+
 @pytest.mark.parametrize("faults", ["500@1-10", "529@1-10", "429@1-10:0.01", "drop@1-10:2"])
 async def test_a_turn_out_of_retries_says_what_to_do_not_that_it_will_retry(
     tmp_path: Path, faults: str
