@@ -6,9 +6,10 @@ The spec is a comma-separated list of rules:
            | KIND '%' RATE [':' PARAM]      at random, with probability RATE (0..1)
            | 'seed=' INT                    the random generator's seed (default 0)
     WHEN  := N | N '-' M                    one index, or an inclusive range
-    KIND  := 429 | 529 | 500 | drop | slow | overflow | toolarge | pause
+    KIND  := 429 | 529 | 500 | 401 | 403 | drop | slow | overflow | toolarge | pause
 
 - `429`: rate limited, with a `retry-after` header of PARAM seconds (default 1);
+- `401`, `403`: the key is refused, or may not use the model (each API's own body);
 - `529`: overloaded (Anthropic `overloaded_error`; the OpenAI APIs answer 503);
 - `500`: internal server error;
   (for 529 and 500, PARAM, when given, is sent as `retry-after`)
@@ -35,10 +36,10 @@ from dataclasses import dataclass
 from typing import Literal, TypeAlias, cast
 
 FaultKind: TypeAlias = Literal[
-    "429", "529", "500", "drop", "slow", "overflow", "toolarge", "pause"
+    "429", "529", "500", "401", "403", "drop", "slow", "overflow", "toolarge", "pause"
 ]
 FAULT_KINDS: tuple[FaultKind, ...] = (
-    "429", "529", "500", "drop", "slow", "overflow", "toolarge", "pause"
+    "429", "529", "500", "401", "403", "drop", "slow", "overflow", "toolarge", "pause"
 )
 
 _RULE = re.compile(
@@ -50,6 +51,8 @@ _DEFAULT_PARAM: dict[str, float | None] = {
     "429": 1.0,
     "529": None,
     "500": None,
+    "401": None,
+    "403": None,
     "drop": 3.0,
     "slow": None,
     "overflow": None,

@@ -234,7 +234,7 @@ class Simulator:
 
         decision = self.faults.next_request()
         fault = decision.fault
-        if fault is not None and fault.kind in ("429", "529", "500"):
+        if fault is not None and fault.kind in ("429", "529", "500", "401", "403"):
             rejection = _fault_rejection(api, fault)
             self._record(base, rejection.status, index=decision.index, model=model,
                          stream=stream, fault=decision.describe(), error=rejection.message)
@@ -658,7 +658,31 @@ def _malformed_rejection(api: ApiName, detail: str) -> RequestRejected:
     return RequestRejected(400, _OPENAI_BAD_JSON)
 
 
+def _access_rejection(api: ApiName, fault: Fault) -> RequestRejected:
+    """A 401 (the key is refused) or a 403 (it may not do this), as each API answers."""
+    if api == "anthropic":
+        if fault.kind == "401":
+            return RequestRejected(401, "invalid x-api-key", "authentication_error")
+        return RequestRejected(
+            403, "Your API key does not have permission to use the specified resource.",
+            "permission_error",
+        )
+    if fault.kind == "401":
+        return RequestRejected(
+            401,
+            "Incorrect API key provided. You can find your API key at "
+            "https://platform.openai.com/account/api-keys.",
+            code="invalid_api_key",
+        )
+    return RequestRejected(
+        403, "Project `proj_sim` does not have access to the requested model.",
+        code="model_not_found",
+    )
+
+
 def _fault_rejection(api: ApiName, fault: Fault) -> RequestRejected:
+    if fault.kind in ("401", "403"):
+        return _access_rejection(api, fault)
     headers: dict[str, str] = {}
     if fault.param is not None:
         headers["retry-after"] = f"{fault.param:g}"

@@ -557,3 +557,20 @@ async def test_a_rejected_cached_summary_falls_back_to_the_fresh_prompt(tmp_path
         summaries = run.model_requests[before:]
         assert [r.status for r in summaries] == [400, 200]
         assert summaries[0].request.get("tools") and not summaries[1].request.get("tools")
+
+
+@pytest.mark.parametrize(
+    ("faults", "says"),
+    [("401@1-10", "rejected the API key"), ("403@1-10", "may not use the model")],
+)
+async def test_a_refused_key_or_access_is_said_once_with_what_to_do_and_not_retried(
+    tmp_path: Path, faults: str, says: str
+) -> None:
+    async with agent_run(tmp_path, faults=faults) as run:
+        result = await run.session.run_turn(default_scenario().prompts[0])
+        assert result.stop_reason == "error" and result.error is not None
+        assert says in result.error
+        assert len(run.model_requests) == 1
+        assert "check" in result.error.lower()
+        assert [e.error for e in run.of(events.TurnEnded)] == [result.error]
+        assert not [n for n in run.of(events.Notice) if n.message == result.error]
