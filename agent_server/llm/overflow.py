@@ -170,14 +170,14 @@ OVERFLOW_WORDINGS: tuple[Wording, ...] = (
             "Invalid request: Your request exceeded model token limit: 262144 (requested: "
             "269030)",
             "Kimi, Moonshot (MoonshotAI/kimi-cli#2011)"),
-    Wording(r"`?inputs`? tokens \+ `?max_new_tokens`? must be <= (?P<limit>\d[\d,]*)",
+    Wording(r"`?inputs`? tokens \+ `?max_new_tokens`? must be <=(?: (?P<limit>\d[\d,]*))?",
             "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 2048. "
             "Given: 1244 `inputs` tokens and 1000 `max_new_tokens`",
             "Hugging Face TGI (huggingface/text-generation-inference#628)"),
     Wording(r"`?inputs`? must have less than (?P<limit>\d[\d,]*) tokens",
             "Input validation error: `inputs` must have less than 1024 tokens. Given: 1168",
             "Hugging Face TGI (huggingface/text-generation-inference#695)"),
-    Wording(r"must be less than max_seq_len \((?P<limit>\d[\d,]*)\)",
+    Wording(r"must be less than max_seq_len(?: \((?P<limit>\d[\d,]*)\))?",
             "length of prompt_tokens (57535) must be less than max_seq_len (32768)",
             "SiliconFlow and other vLLM-based hosts (langgenius/dify#19394)"),
     Wording(r"token limit exceeded", "Token limit exceeded for this model.",
@@ -307,7 +307,7 @@ def server_window(facts: ErrorFacts) -> int | None:
         return facts.window
     for pattern in _WINDOW_TEXTS:
         found = pattern.search(facts.text)
-        if found is not None:
+        if found is not None and found["limit"] is not None:  # some say no number
             return int(found["limit"].replace(",", ""))
     return None
 

@@ -303,3 +303,10 @@ def test_the_window_a_server_states_is_read_from_its_wording_and_llama_cpps_body
                                   "increasing it", "n_prompt_tokens": 5000}}
     assert server_window(error_facts(llama)) == 4096
     assert server_window(error_facts("prompt too long; exceeded max context length by 12")) is None
+
+
+def test_a_wording_whose_number_is_left_out_is_still_an_overflow() -> None:
+    for text in ("length of prompt_tokens (57535) must be less than max_seq_len",
+                 "Input validation error: `inputs` tokens + `max_new_tokens` must be <="):
+        assert is_context_overflow(text), text
+        assert server_window(ErrorFacts(400, frozenset(), text)) is None
