@@ -175,6 +175,15 @@ class ThoughtChunkUpdate(TypedDict):
     content: TextContent
 
 
+class MessageDiscardedUpdate(TypedDict):
+    """Live only: a model call failed after part of its answer had streamed, and is retried.
+    The chunks of `messageId` (text and thoughts) are abandoned, never recorded (a reload does
+    not show them); the retried answer streams from its start under another id."""
+
+    kind: Literal["messageDiscarded"]
+    messageId: str
+
+
 class ToolCallUpdateStart(TypedDict):
     kind: Literal["toolCall"]
     toolCallId: str
@@ -269,6 +278,7 @@ SessionUpdate: TypeAlias = (
     UserMessageUpdate
     | MessageChunkUpdate
     | ThoughtChunkUpdate
+    | MessageDiscardedUpdate
     | ToolCallUpdateStart
     | ToolCallProgressUpdate
     | NoticeUpdate

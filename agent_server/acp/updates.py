@@ -61,6 +61,7 @@ from acp.schema import (
 
 from agent_server.agent.events import (
     AgentEvent,
+    AnswerDiscarded,
     CompactionFinished,
     CompactionStarted,
     McpStatusChanged,
@@ -518,6 +519,12 @@ def compaction_updates(event: CompactionStarted | CompactionFinished) -> list[Ra
 # --- live events ----------------------------------------------------------------------------
 
 
+ANSWER_DISCARDED = (
+    "The answer above was cut off by a provider error and is discarded: "
+    "the retried call repeats it from the start."
+)
+
+
 @dataclass
 class EventTranslator:
     """Turns one session's agent events into session updates.
@@ -554,6 +561,8 @@ class EventTranslator:
                     message_id=event.message_id,
                 )
             ]
+        if isinstance(event, AnswerDiscarded):  # ACP has no retraction: say it in words
+            return [self.notice(ANSWER_DISCARDED, "warning")]
         if isinstance(event, ToolCallStarted):
             return [self._tool_started(event)]
         if isinstance(event, ToolCallUpdated):

@@ -76,6 +76,16 @@ class ThinkingChunk:
 
 
 @dataclass(frozen=True, slots=True)
+class AnswerDiscarded:
+    """A model call failed after part of its answer (text, thinking) had streamed under
+    `message_id`, and is retried: that partial answer is abandoned (never recorded in the
+    ledger), and the retried answer streams from its start under another id."""
+
+    turn_id: str
+    message_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCallStarted:
     turn_id: str
     tool_call: ToolCall
@@ -212,6 +222,7 @@ AgentEvent: TypeAlias = (
     TurnStarted
     | TextChunk
     | ThinkingChunk
+    | AnswerDiscarded
     | ToolCallStarted
     | ToolCallUpdated
     | UsageUpdated

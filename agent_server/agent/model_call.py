@@ -89,7 +89,7 @@ async def call_model(
     options: CallOptions,
     *,
     on_event: Callable[[CallAttempt, StreamEvent], None],
-    on_retry: Callable[[ProviderError, float, int], None],
+    on_retry: Callable[[ProviderError, float, int, CallAttempt], None],
     new_message_id: Callable[[], str],
     retry: RetryPolicy,
     attempt_holder: list[CallAttempt] | None = None,
@@ -99,6 +99,8 @@ async def call_model(
 
     `attempt_holder`, when given, always holds the current attempt as its only item, so a
     caller that is cancelled can recover the partial message from its assembler.
+    `on_retry` gets the failed attempt: what it streamed is abandoned, the next attempt
+    streams its answer from the start under a new message id.
     """
     retries = 0
     while True:
@@ -125,5 +127,5 @@ async def call_model(
             retries += 1
             wait = retry.delay(retries, error)
             log.info("retrying model call in %.1fs after: %s", wait, error.message)
-            on_retry(error, wait, retries)
+            on_retry(error, wait, retries, attempt)
             await retry.sleep(wait)

@@ -42,6 +42,7 @@ from agent_server.agent.context_manager import (
 )
 from agent_server.agent.events import (
     AgentEvent,
+    AnswerDiscarded,
     EventSink,
     McpStatusChanged,
     ModelChanged,
@@ -917,15 +918,21 @@ class AgentSession:
     async def _call(
         self, turn_id: str, context: Context, attempt: list[CallAttempt]
     ) -> AssistantMessage:
+        streamed: set[str] = set()  # the attempts that showed part of an answer
+
         def on_event(current: CallAttempt, event: StreamEvent) -> None:
             if isinstance(event, TextDelta):
+                streamed.add(current.message_id)
                 self._emit(TextChunk(turn_id, current.message_id, event.text))
             elif isinstance(event, ThinkingDelta):
+                streamed.add(current.message_id)
                 self._emit(ThinkingChunk(turn_id, current.message_id, event.text))
             elif isinstance(event, ContextEdited):
                 self._context_edited(turn_id, event)
 
-        def on_retry(error: ProviderError, wait: float, number: int) -> None:
+        def on_retry(error: ProviderError, wait: float, number: int, failed: CallAttempt) -> None:
+            if failed.message_id in streamed:  # the retry answers again from the start
+                self._emit(AnswerDiscarded(turn_id, failed.message_id))
             attempts = self._retry.max_retries + 1
             self._emit(
                 Notice(
@@ -981,7 +988,7 @@ class AgentSession:
                           compaction=compaction)
         turn_id = self._current_turn or "compaction"
 
-        def on_retry(error: ProviderError, wait: float, number: int) -> None:
+        def on_retry(error: ProviderError, wait: float, number: int, _failed: CallAttempt) -> None:
             self._emit(
                 Notice(
                     turn_id,

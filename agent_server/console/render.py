@@ -234,6 +234,8 @@ class TranscriptPrinter:
                 if self.activity is not None:
                     self.activity.waiting("answering")
             self._stream(update["content"]["text"])
+        elif kind == "messageDiscarded":
+            self._discard()
         elif kind == "thoughtChunk" and self.show_thinking:
             self._close_message()
             self.console.print(shown(update["content"]["text"], "dim italic"))
@@ -267,6 +269,19 @@ class TranscriptPrinter:
             if update["level"] == "error":
                 self.errors_shown.append(update["message"])
             self.console.print(Text("  ! ", style=style) + shown(update["message"], style))
+
+    def _discard(self) -> None:
+        """The call that streamed `message_id` failed and is retried: what arrived of its
+        answer stays on screen (printed whole), then a line says it is discarded; the retried
+        answer streams from its start under a label of its own."""
+        self._close_message()
+        self.console.print(
+            Text(
+                "  ✗ partial answer discarded: the call failed mid-answer; "
+                "the retry answers again from the start",
+                style="yellow",
+            )
+        )
 
     def _plan(self, entries: list[Mapping[str, Any]]) -> None:
         """The task's plan as a checklist: done, the step in progress, the rest."""

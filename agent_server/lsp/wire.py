@@ -16,6 +16,7 @@ from agent_server import protocol
 from agent_server.agent import transcript
 from agent_server.agent.events import (
     AgentEvent,
+    AnswerDiscarded,
     CompactionFinished,
     CompactionStarted,
     ContextDecided,
@@ -517,6 +518,12 @@ def update_json(event: AgentEvent) -> protocol.SessionUpdate | None:
         item = transcript.chunk_item("messageChunk", event.message_id, event.text)
     elif isinstance(event, ThinkingChunk):
         item = transcript.chunk_item("thoughtChunk", event.message_id, event.text)
+    elif isinstance(event, AnswerDiscarded):
+        discarded: protocol.MessageDiscardedUpdate = {
+            "kind": "messageDiscarded",
+            "messageId": event.message_id,
+        }
+        return discarded
     elif isinstance(event, ToolCallStarted):
         item = transcript.tool_call_item(event.tool_call, event.title, event.kind, event.locations)
     elif isinstance(event, ToolCallUpdated):

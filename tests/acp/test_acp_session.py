@@ -13,6 +13,7 @@ import pytest
 from acp import RequestError, audio_block, text_block
 from acp.schema import PermissionOption, ToolCallUpdate
 
+from agent_server.acp.updates import ANSWER_DISCARDED
 from agent_server.sim.server import SimServer
 from tests.acp.conftest import (
     EDIT_NOTE,
@@ -145,6 +146,22 @@ async def test_cancel_mid_stream_ends_the_turn_and_the_session_goes_on(
         sim.simulator.set_faults(None)
         again = await acp.prompt(session_id, OVERVIEW)
         assert again.stop_reason == "end_turn"
+
+
+async def test_an_answer_cut_mid_stream_is_said_to_be_cut_off_and_repeated(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    async with start_acp(acp_args(sim, tmp_path), tmp_path) as acp:
+        session_id = await acp.new_session(workspace)
+        sim.simulator.set_faults("drop@1:4")  # the first answer's stream is cut
+        assert (await acp.prompt(session_id, OVERVIEW)).stop_reason == "end_turn"
+        chunks = acp.client.of("agent_message_chunk", session_id)
+        said = [c for c in chunks if ANSWER_DISCARDED in c.content.text]
+        assert len(said) == 1
+        at = chunks.index(said[0])
+        cut = chunks[at - 1].message_id  # the partial answer, right above the notice
+        assert cut and all(c.message_id != cut for c in chunks[at + 1 :])
+        assert "Retrying in" in chunks[at + 1].content.text  # then the retry's own notice
 
 
 async def test_a_failed_turn_says_why_once_and_a_reload_shows_it(

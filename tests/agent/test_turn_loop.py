@@ -574,3 +574,35 @@ async def test_a_refused_key_or_access_is_said_once_with_what_to_do_and_not_retr
         assert "check" in result.error.lower()
         assert [e.error for e in run.of(events.TurnEnded)] == [result.error]
         assert not [n for n in run.of(events.Notice) if n.message == result.error]
+
+
+async def test_a_stream_cut_mid_answer_discards_the_partial_answer_before_the_retry(
+    tmp_path: Path,
+) -> None:
+    async with agent_run(tmp_path, faults="drop@1:4") as run:
+        result = await run.session.run_turn(default_scenario().prompts[0])
+        assert result.stop_reason == "end_turn"
+        chunks = run.of(events.TextChunk)
+        cut, retried = chunks[0].message_id, chunks[-1].message_id
+        assert cut != retried
+        # Told once, right after the cut answer's last chunk and before the retry's notice.
+        discarded = run.of(events.AnswerDiscarded)
+        assert discarded == [events.AnswerDiscarded(result.turn_id, cut)]
+        shown = events.TextChunk | events.AnswerDiscarded | events.Notice
+        order = [e for e in run.events if isinstance(e, shown)]
+        at = order.index(discarded[0])
+        assert isinstance(order[at - 1], events.TextChunk) and order[at - 1].message_id == cut
+        assert isinstance(order[at + 1], events.Notice) and order[at + 1].retry is not None
+        assert all(e.message_id != cut for e in order[at + 1:] if isinstance(e, events.TextChunk))
+        # The ledger never had the cut answer: nothing to retract on a reload.
+        ids = run.session.ledger.branch_ids()
+        assert cut not in ids and retried in ids
+        assert cut not in json.dumps(run.session.transcript().items)
+
+
+async def test_a_retry_before_any_text_streamed_discards_nothing(tmp_path: Path) -> None:
+    async with agent_run(tmp_path, faults="529@1") as run:
+        result = await run.session.run_turn(default_scenario().prompts[0])
+        assert result.stop_reason == "end_turn"
+        assert [n for n in run.of(events.Notice) if n.retry is not None]
+        assert run.of(events.AnswerDiscarded) == []

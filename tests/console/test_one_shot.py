@@ -137,3 +137,36 @@ def test_continuing_a_session_shows_its_last_three_prompts_and_says_where_the_re
     assert earlier in " ".join(out.split())
     # In order, before what the new prompt brings.
     assert out.index("errand three") < out.index("errand five") < out.index("earlier prompts")
+
+
+ANSWERS_AT_LENGTH = {
+    "name": "answers at length",
+    "turns": [
+        {
+            "user": "explain the layout",
+            "steps": [{"text": " ".join(f"word{n}" for n in range(60))}],
+        }
+    ],
+}
+
+
+def test_an_answer_cut_mid_stream_is_said_to_be_discarded_before_the_retry_answers(
+    tmp_path: Path,
+) -> None:
+    simulator = Simulator(scenario=parse_scenario(ANSWERS_AT_LENGTH), faults="drop@1:5")
+    handle = SimServer(simulator).run_in_thread()
+    try:
+        done = agent_server(
+            "chat", "--provider", "sim", "--base-url", handle.base_url, "--sessions-dir",
+            str(tmp_path / "sessions"), "explain the layout", cwd=tmp_path,
+        )
+    finally:
+        handle.stop()
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = " ".join(done.stdout.split())
+    said = "✗ partial answer discarded: the call failed mid-answer; the retry answers again"
+    assert out.count(said) == 1, out
+    cut, _, retried = out.partition(said)
+    assert "agent › word0" in cut and "word59" not in cut  # the cut answer, then the line
+    assert retried.count("agent › word0") == 1 and "word59" in retried
+    assert "Retrying in" in retried  # the retry's notice follows the line

@@ -335,6 +335,27 @@ async def test_retry_notices_say_they_are_retries(
         assert all("retry" not in n for n in notices if n is not retry)
 
 
+async def test_an_answer_cut_mid_stream_is_discarded_by_id_before_the_retry(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    async with start_agent_client([workspace], sim_settings(sim, tmp_path)) as agent:
+        session_id = await agent.new_session()
+        sim.simulator.set_faults("drop@1:4")  # the first answer's stream is cut
+        result = await agent.request("agent/turn", {"sessionId": session_id, "prompt": OVERVIEW})
+        assert result["stopReason"] == "end_turn"
+        updates = [u["update"] for u in agent.updates_of(result["turnId"])]
+        kinds = [u["kind"] for u in updates]
+        assert kinds.count("messageDiscarded") == 1
+        at = kinds.index("messageDiscarded")
+        cut = updates[at]["messageId"]
+        assert updates[at - 1]["kind"] == "messageChunk" and updates[at - 1]["messageId"] == cut
+        assert updates[at + 1]["kind"] == "notice" and "retry" in updates[at + 1]
+        assert all(u.get("messageId") != cut for u in updates[at + 1 :])
+        # The cut answer was never recorded: a reload shows only the retried one.
+        loaded = await agent.request("agent/session/load", {"sessionId": session_id})
+        assert cut not in {i.get("messageId") for i in loaded["transcript"]}
+
+
 async def test_a_stopped_command_ends_as_stopped_live_and_after_a_reload(
     workspace: Path, tmp_path: Path
 ) -> None:

@@ -200,6 +200,16 @@ export interface ThoughtChunkUpdate {
   content: TextContent;
 }
 
+/**
+ * Live only: a model call failed after part of its answer had streamed, and is retried.
+ * The chunks of `messageId` (text and thoughts) are abandoned, never recorded (a reload does
+ * not show them); the retried answer streams from its start under another id.
+ */
+export interface MessageDiscardedUpdate {
+  kind: 'messageDiscarded';
+  messageId: string;
+}
+
 export interface ToolCallUpdateStart {
   kind: 'toolCall';
   toolCallId: string;
@@ -299,7 +309,7 @@ export interface PinsUpdate {
   pins: PinInfo[];
 }
 
-export type SessionUpdate = UserMessageUpdate | MessageChunkUpdate | ThoughtChunkUpdate | ToolCallUpdateStart | ToolCallProgressUpdate | NoticeUpdate | ModelChangeUpdate | PlanUpdate | PinsUpdate;
+export type SessionUpdate = UserMessageUpdate | MessageChunkUpdate | ThoughtChunkUpdate | MessageDiscardedUpdate | ToolCallUpdateStart | ToolCallProgressUpdate | NoticeUpdate | ModelChangeUpdate | PlanUpdate | PinsUpdate;
 
 export interface CompactionMarker {
   kind: 'compaction';
@@ -337,7 +347,7 @@ export interface FileRestoreMarker {
 }
 
 /** One item of a loaded transcript: exactly a live `agent/update` update, or a marker. */
-export type TranscriptItem = UserMessageUpdate | MessageChunkUpdate | ThoughtChunkUpdate | ToolCallUpdateStart | ToolCallProgressUpdate | NoticeUpdate | ModelChangeUpdate | PlanUpdate | PinsUpdate | CompactionMarker | BranchMarker | ModelChangeMarker | FileRestoreMarker;
+export type TranscriptItem = UserMessageUpdate | MessageChunkUpdate | ThoughtChunkUpdate | MessageDiscardedUpdate | ToolCallUpdateStart | ToolCallProgressUpdate | NoticeUpdate | ModelChangeUpdate | PlanUpdate | PinsUpdate | CompactionMarker | BranchMarker | ModelChangeMarker | FileRestoreMarker;
 
 /** The model a session uses. */
 export interface ModelRef {

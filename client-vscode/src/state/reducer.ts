@@ -78,6 +78,9 @@ export interface AssistantItem {
   text: string;
   thinking: string;
   error?: string;
+  /** Cut off by a provider error and abandoned: the call was retried, and the retried
+   * answer repeats it under another id (never recorded: no rewind here). */
+  discarded?: boolean;
 }
 
 export interface ToolCallItem {
@@ -778,6 +781,15 @@ function applySessionUpdate(items: Item[], u: SessionUpdate, noticeId: string): 
       out[index] = { ...old, [field]: old[field] + u.content.text };
       return out;
     }
+    case 'messageDiscarded': {
+      const index = items.findIndex((i) => i.id === `msg:${u.messageId}`);
+      if (index < 0) return items;
+      const discarded: AssistantItem = { ...(items[index] as AssistantItem), discarded: true };
+      delete discarded.entryId; // never recorded: nothing to rewind to
+      const out = items.slice();
+      out[index] = discarded;
+      return out;
+    }
     case 'toolCall': {
       const id = `tool:${u.toolCallId}`;
       const index = items.findIndex((i) => i.id === id);
@@ -1004,7 +1016,7 @@ export function streamingItemId(state: ViewState): string | undefined {
   if (state.turn.status === 'idle') return undefined;
   for (let i = state.items.length - 1; i >= 0; i--) {
     const item = state.items[i] as Item;
-    if (item.kind === 'assistant') return item.id;
+    if (item.kind === 'assistant') return item.discarded ? undefined : item.id;
     if (item.kind === 'user') return undefined;
   }
   return undefined;

@@ -1,5 +1,6 @@
 /** The user's prompts (attachments, images, "not sent") and the agent's answers (thinking,
- * markdown with workspace paths as links, the streaming cursor). */
+ * markdown with workspace paths as links, the streaming cursor, an answer cut off and
+ * discarded struck out). */
 import type { ImageContent, PromptAttachment } from '../protocol/types';
 import { rewindTarget, type AssistantItem, type Item, type UserItem } from '../state/reducer';
 import { button, h, type Post, type Toggles } from './dom';
@@ -36,8 +37,9 @@ export function renderUser(item: UserItem, a: MessageActions): HTMLElement {
 }
 
 export function renderAssistant(item: AssistantItem, a: MessageActions, streaming: boolean): HTMLElement {
-  const el = h('div', { class: `item assistant${streaming ? ' streaming' : ''}` });
+  const el = h('div', { class: `item assistant${streaming ? ' streaming' : ''}${item.discarded ? ' discarded' : ''}` });
   el.append(h('div', { class: 'role' }, h('span', { text: 'Agent' }), rewindButton(item, a)));
+  if (item.discarded) el.append(h('div', { class: 'meta discarded-note', text: 'Cut off by a provider error and discarded: the retried answer below starts again.' }));
   if (item.thinking) {
     const thinking = a.toggles.collapsible(`${item.id}:thinking`, false, 'thinking', h('span', { text: 'Thinking' }));
     thinking.append(h('div', { class: 'body plain thinking-text', text: item.thinking }));

@@ -576,6 +576,31 @@ describe('overflow and retries', () => {
     state = reduce(state, retry(2));
     expect(state.items.filter((i) => i.kind === 'notice')).toHaveLength(2);
   });
+
+  it('marks an answer cut off mid-stream as discarded, with no rewind, and streams the retry as its own', () => {
+    seq = 0;
+    const chunk = (messageId: string, text: string): Action => update({ kind: 'messageChunk', messageId, content: { type: 'text', text } });
+    let state = reduceAll(withSession(), [
+      { type: 'promptSent', text: 'go' },
+      update({ kind: 'thoughtChunk', messageId: 'm1', content: { type: 'text', text: 'Let me' } }),
+      chunk('m1', 'The layout is'),
+      update({ kind: 'messageDiscarded', messageId: 'm1' }),
+      update({ kind: 'notice', level: 'warning', message: 'Dropped. Retrying in 1s (attempt 2 of 5).', retry: { attempt: 2, attempts: 5, wait: 1 } }),
+    ]);
+    const cut = state.items.find((i) => i.id === 'msg:m1') as AssistantItem;
+    expect(cut).toMatchObject({ discarded: true, text: 'The layout is', thinking: 'Let me' });
+    expect(rewindTarget(cut)).toBeUndefined(); // never recorded
+    expect(streamingItemId(state)).toBeUndefined(); // no cursor on the abandoned answer
+    state = reduce(state, chunk('m2', 'The layout is simple.'));
+    const answers = state.items.filter((i) => i.kind === 'assistant') as AssistantItem[];
+    expect(answers.map((a) => [a.text, a.discarded ?? false])).toEqual([
+      ['The layout is', true],
+      ['The layout is simple.', false],
+    ]);
+    expect(streamingItemId(state)).toBe('msg:m2');
+    // Discarding an id the view never showed changes nothing.
+    expect(reduce(state, update({ kind: 'messageDiscarded', messageId: 'gone' })).items).toEqual(state.items);
+  });
 });
 
 describe('model and thinking', () => {

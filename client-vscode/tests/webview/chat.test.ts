@@ -365,6 +365,35 @@ describe('chat webview', () => {
     await page.close();
   });
 
+  it('strikes out an answer cut off mid-stream and shows the retried one as the answer', async () => {
+    const { page, errors } = await openView();
+    const update = (seq: number, u: Record<string, unknown>): Action =>
+      ({ type: 'update', params: { sessionId: 's-cut', turnId: 't-1', seq, update: u } }) as unknown as Action;
+    const chunk = (seq: number, messageId: string, text: string): Action => update(seq, { kind: 'messageChunk', messageId, content: { type: 'text', text } });
+    const state = reduceAll(startState(), [{ type: 'sessionStarted', sessionId: 's-cut' }]);
+    await show(page, state, [
+      update(0, { kind: 'userMessage', entryId: 'e1', parentId: null, content: [{ type: 'text', text: 'explain' }] }),
+      chunk(1, 'm1', 'The layout is'),
+      update(2, { kind: 'messageDiscarded', messageId: 'm1' }),
+      update(3, { kind: 'notice', level: 'warning', message: 'Dropped. Retrying in 1s (attempt 2 of 5).', retry: { attempt: 2, attempts: 5, wait: 1 } }),
+      chunk(4, 'm2', 'The layout is simple.'),
+      { type: 'turnEnded', result: { turnId: 't-1', stopReason: 'end_turn' } },
+    ]);
+    await page.waitForSelector('.item.assistant.discarded');
+    const answers = page.locator('.item.assistant');
+    expect(await answers.count()).toBe(2);
+    const cut = answers.nth(0);
+    expect(await cut.locator('.discarded-note').innerText()).toBe('Cut off by a provider error and discarded: the retried answer below starts again.');
+    expect(await cut.locator('.markdown').evaluate((el) => getComputedStyle(el).textDecorationLine)).toBe('line-through');
+    expect(await cut.locator('.rewind').count()).toBe(0); // never recorded: nothing to rewind to
+    const retried = answers.nth(1);
+    expect(await retried.getAttribute('class')).not.toContain('discarded');
+    expect(await retried.locator('.markdown').innerText()).toBe('The layout is simple.');
+    expect(await retried.locator('.rewind').count()).toBe(1);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
   it('shows the MCP servers, a failed one with its stderr as text, and accepts a tools change', async () => {
     const { page, errors, posted } = await openView();
     const state = reduceAll(startState(), [
