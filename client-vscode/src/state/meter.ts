@@ -89,12 +89,13 @@ export function usageLine(u: LastTurnUsage): string {
   return parts.join(', ') + calls;
 }
 
+/** "950", "12.3k", "200k", "1.25M": a figure that rounds up to the next unit rolls over to it
+ * (999,999 is "1M", not "1000k"). */
 export function formatTokens(n: number): string {
-  if (n < 1000) return String(Math.round(n));
-  if (n < 1_000_000) {
-    const k = n / 1000;
-    return `${k < 100 ? k.toFixed(1).replace(/\.0$/, '') : Math.round(k)}k`;
-  }
+  if (Math.round(n) < 1000) return String(Math.round(n));
+  const k = n / 1000;
+  if (Math.round(k * 10) < 1000) return `${k.toFixed(1).replace(/\.0$/, '')}k`;
+  if (Math.round(k) < 1000) return `${Math.round(k)}k`;
   const m = n / 1_000_000;
   return `${m.toFixed(2).replace(/\.?0+$/, '')}M`;
 }

@@ -19,7 +19,8 @@ export class ContextStatusBar implements vscode.Disposable {
   update(state: ViewState): void {
     const meter = meterFor(state.sessionId ? state.usage : undefined);
     const server = state.server;
-    const key = `${server.status}|${server.message ?? ''}|${meter?.label ?? ''}|${meter?.level ?? ''}|${meter?.costLabel ?? ''}|${meter?.cacheLabel ?? ''}|${state.compacting}`;
+    // The tooltip's every line is part of the key: the last call's figures change alone.
+    const key = `${server.status}|${server.message ?? ''}|${meter?.detail ?? ''}|${meter?.label ?? ''}|${meter?.level ?? ''}|${state.compacting}`;
     if (key === this.last) return;
     this.last = key;
     if (server.status === 'failed' || server.status === 'stopped') {

@@ -33,10 +33,16 @@ export class ContextMeter {
       this.tick.hidden = true;
       this.text.textContent = 'Context: no usage yet';
       this.el.title = '';
+      // Nothing of the last session's figures stays: not its percentage (a screen reader
+      // reads aria-valuenow), nor its "past the compaction point".
+      this.el.removeAttribute('aria-valuenow');
+      this.el.setAttribute('aria-valuetext', 'no usage yet');
+      this.el.dataset['pastThreshold'] = 'false';
       return;
     }
     this.el.dataset['level'] = meter.level;
     this.el.setAttribute('aria-valuenow', String(Math.min(100, meter.percent)));
+    this.el.removeAttribute('aria-valuetext');
     this.fill.style.width = `${Math.min(100, meter.percent)}%`;
     this.tick.hidden = false;
     this.tick.style.left = `${Math.min(100, meter.compactAtPercent)}%`;

@@ -74,6 +74,11 @@ describe('meter text', () => {
     expect(formatTokens(200_000)).toBe('200k');
     expect(formatTokens(1_000_000)).toBe('1M');
     expect(formatTokens(1_250_000)).toBe('1.25M');
+    // A figure that rounds up to the next unit rolls over to it.
+    expect(formatTokens(999.6)).toBe('1k');
+    expect(formatTokens(99_960)).toBe('100k');
+    expect(formatTokens(999_499)).toBe('999k');
+    expect(formatTokens(999_999)).toBe('1M');
     expect(formatCost(0)).toBe('$0.00');
     expect(formatCost(0.00042)).toBe('$0.0004');
     expect(formatCost(0.5)).toBe('$0.500');

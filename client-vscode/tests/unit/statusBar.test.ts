@@ -30,6 +30,18 @@ describe('status-bar context meter', () => {
     expect((item.backgroundColor as ThemeColor | undefined)?.id).toBe('statusBarItem.errorBackground');
   });
 
+  it('refreshes the tooltip when only the last call\'s figures change', () => {
+    const bar = new ContextStatusBar('agentServer.showView');
+    const item = createdStatusBarItems.at(-1)!;
+    const before = state(500);
+    bar.update(before);
+    expect(String(item.tooltip)).toContain('Last call: 0 input');
+    const lastCall = { input: 1234, cacheRead: 0, cacheWrite: 0, output: 56, cost: 0 };
+    bar.update({ ...before, usage: { ...before.usage!, lastCall } });
+    expect(item.text).toBe('$(dashboard) 50% ctx'); // the same percent, cost and cache rate
+    expect(String(item.tooltip)).toContain('Last call: 1,234 input, 0 cache read, 0 cache write, 56 output');
+  });
+
   it('says when the server is down', () => {
     const bar = new ContextStatusBar('agentServer.showView');
     const item = createdStatusBarItems.at(-1)!;

@@ -365,6 +365,24 @@ describe('chat webview', () => {
     await page.close();
   });
 
+  it('leaves nothing of the last figures on the meter once there is no usage', async () => {
+    const { page, errors } = await openView();
+    const usage = { sessionId: 's-old', used: 26000, size: 32768, compactAt: 24576, windowNumber: 1, cacheHitRate: 0.5, cost: 0.01 };
+    const state = reduceAll(startState(), [{ type: 'sessionStarted', sessionId: 's-old', usage: usage as ViewState['usage'] }]);
+    await show(page, state);
+    const meter = page.locator('.meter');
+    await page.waitForSelector('.meter[data-past-threshold="true"]');
+    expect(await meter.getAttribute('aria-valuenow')).toBe('79.3');
+    await show(page, state, [{ type: 'sessionStarted', sessionId: 's-new' }]); // no usage yet
+    await page.waitForSelector('.meter[data-level="none"]');
+    expect(await meter.getAttribute('data-past-threshold')).toBe('false');
+    expect(await meter.getAttribute('aria-valuenow')).toBeNull();
+    expect(await meter.getAttribute('aria-valuetext')).toBe('no usage yet');
+    expect(await page.locator('.meter-next').count()).toBe(0);
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
   it('strikes out an answer cut off mid-stream and shows the retried one as the answer', async () => {
     const { page, errors } = await openView();
     const update = (seq: number, u: Record<string, unknown>): Action =>
