@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+import contextlib
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from agent_server.agent.tools.base import (
@@ -15,8 +18,8 @@ from agent_server.agent.tools.base import (
     str_arg,
 )
 from agent_server.agent.tools.output import bound_output
-from agent_server.agent.tools.paths import display_path, resolve_in_workspace
-from agent_server.agent.tools.walk import compile_glob, walk_files
+from agent_server.agent.tools.paths import display_path, open_directory, resolve_in_workspace
+from agent_server.agent.tools.walk import compile_glob, walk_directory
 from agent_server.errors import ToolError
 from agent_server.llm.messages import ToolSpec
 
@@ -68,21 +71,17 @@ class FindTool:
             raise ToolError("pattern is empty. Give a glob such as '**/*.py'.")
         top = resolve_in_workspace(ctx.workspace, optional_str_arg(arguments, "path") or ".")
         shown_top = display_path(ctx.workspace, top)
-        if not top.exists():
-            raise ToolError(f"Directory not found: {shown_top}.")
-        if not top.is_dir():
-            raise ToolError(f"{shown_top} is a file, not a directory.")
         matcher = compile_glob(pattern)
         found: list[str] = []
         total = 0
-        for path in walk_files(top, include_dirs=True):
-            relative = path.relative_to(top).as_posix()
-            if not matcher.fullmatch(relative):
-                continue
-            total += 1
-            if len(found) < MAX_RESULTS:
-                suffix = "/" if path.is_dir() else ""
-                found.append(display_path(ctx.workspace, path) + suffix)
+        with _opened_directory(top, shown_top) as directory:  # walked as opened, no link followed
+            for entry in walk_directory(directory, include_dirs=True):
+                if not matcher.fullmatch(entry.relative):
+                    continue
+                total += 1
+                if len(found) < MAX_RESULTS:
+                    suffix = "/" if entry.is_dir else ""
+                    found.append(display_path(ctx.workspace, top / entry.relative) + suffix)
         details = {"pattern": pattern, "path": shown_top, "matches": total}
         if not found:
             return ToolResult.of_text(
@@ -98,3 +97,18 @@ class FindTool:
             text, spill_dir=ctx.spill_dir, tool_name="find", secrets=ctx.secrets, limits=ctx.limits
         )
         return ToolResult.of_text(bounded.text, details={**details, **bounded.details()})
+
+
+@contextlib.contextmanager
+def _opened_directory(top: Path, shown: str) -> Iterator[int]:
+    """The directory `top` (checked) opened without following a link, closed after."""
+    try:
+        fd = open_directory(top, shown)
+    except FileNotFoundError:
+        raise ToolError(f"Directory not found: {shown}.") from None
+    except NotADirectoryError:
+        raise ToolError(f"{shown} is a file, not a directory.") from None
+    try:
+        yield fd
+    finally:
+        os.close(fd)

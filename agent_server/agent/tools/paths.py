@@ -263,10 +263,16 @@ def remove_file(path: Path, shown: str) -> None:
         os.close(parent)
 
 
+def open_directory(path: Path, shown: str) -> int:
+    """A descriptor of the directory `path` (checked), opened without following a link on the
+    way or at its end: what is listed or walked through it is what was checked."""
+    return _open_checked(path, shown, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+
+
 def directory_names(path: Path, shown: str) -> list[tuple[str, bool]]:
     """The entries of the directory `path` (checked), opened without following a link, as
     (name, whether it is a directory or a link to one)."""
-    fd = _open_checked(path, shown, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    fd = open_directory(path, shown)
     try:
         with os.scandir(fd) as entries:
             return [(entry.name, entry.is_dir()) for entry in entries]

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from functools import lru_cache, partial
 from pathlib import Path
 
-from agent_server.errors import ToolError
+from agent_server.agent.tools.paths import open_directory
+from agent_server.errors import PathOutsideWorkspaceError, ToolError
 
 # Directories that are never searched: version control, dependencies, caches, environments.
 SKIPPED_DIRS: frozenset[str] = frozenset(
@@ -222,40 +223,135 @@ def _char_class(expression: str) -> CharTest:
     return lambda char: regex.fullmatch(char) is not None
 
 
-def walk_files(top: Path, *, include_dirs: bool = False) -> Iterator[Path]:
-    """Entries under `top`, depth first, each directory's entries sorted by name (the order
-    ripgrep's --sort path gives), skipping SKIPPED_DIRS. Symbolic links to directories are
-    listed (when include_dirs) but not entered; unreadable directories are skipped."""
-    stack: list[Iterator[Path]] = [_sorted_entries(top)]
-    while stack:
-        entry = next(stack[-1], None)
-        if entry is None:
-            stack.pop()
-            continue
-        if entry.is_dir():
-            if entry.name in SKIPPED_DIRS:
+@dataclass(frozen=True, slots=True)
+class WalkEntry:
+    """One entry a walk met."""
+
+    relative: str  # its path below the directory walked (POSIX)
+    is_dir: bool  # a directory, or a link to one (listed, never entered)
+    is_file: bool  # a regular file, not a link
+
+
+# A subdirectory, entered from its parent's descriptor, never through a link.
+_SUBDIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# Directories deeper than this are not held open while their subdirectories are walked (a
+# tree thousands of levels deep would use up the process's descriptors): each is opened
+# again from the deepest one held, one name at a time, without following a link.
+HELD_DEPTH = 64
+
+_Listed = tuple[str, bool, bool, bool]  # name, is_dir (a link followed), a directory, a file
+
+
+@dataclass(slots=True)
+class _Directory:
+    name: str
+    relative: str  # "" for the top, else "a/b/"
+    fd: int | None  # None when not held (deeper than HELD_DEPTH)
+    entries: Iterator[_Listed]
+
+
+def walk_directory(top: int, *, include_dirs: bool = False) -> Iterator[WalkEntry]:
+    """Entries below the open directory `top`, depth first, each directory's entries sorted by
+    name (the order ripgrep's --sort path gives), skipping SKIPPED_DIRS. A directory is
+    entered from its parent's descriptor without following a link (openat, O_NOFOLLOW) and
+    listed through its own (scandir of a descriptor): no name is looked up from `/` again, so
+    a directory swapped for a link to the outside after it was listed is skipped, not
+    followed. Links to directories are listed (when include_dirs) but not entered; unreadable
+    directories are skipped. `top` stays open (it is the caller's)."""
+    stack = [_Directory("", "", top, _listing(top))]
+    try:
+        while stack:
+            current = stack[-1]
+            listed = next(current.entries, None)
+            if listed is None:
+                stack.pop()
+                if current.fd is not None and current.fd != top:
+                    os.close(current.fd)
+                continue
+            name, is_dir, is_real_dir, is_file = listed
+            relative = current.relative + name
+            if not is_dir:
+                yield WalkEntry(relative, False, is_file)
+                continue
+            if name in SKIPPED_DIRS:
                 continue
             if include_dirs:
-                yield entry
-            if not entry.is_symlink():
-                stack.append(_sorted_entries(entry))
-        else:
-            yield entry
+                yield WalkEntry(relative, True, False)
+            if is_real_dir and (child := _enter(stack, name)) is not None:
+                stack.append(child)
+    finally:
+        for directory in stack:
+            if directory.fd is not None and directory.fd != top:
+                os.close(directory.fd)
 
 
-def _sorted_entries(directory: Path) -> Iterator[Path]:
+def walk_files(top: Path, *, include_dirs: bool = False) -> Iterator[Path]:
+    """The paths of walk_directory's entries below `top` (a real path, checked), opened
+    without following a link; nothing when it cannot be opened."""
     try:
-        with os.scandir(directory) as entries:
-            names = sorted(entry.name for entry in entries)
+        fd = open_directory(top, str(top))
+    except (OSError, PathOutsideWorkspaceError):
+        return
+    try:
+        for entry in walk_directory(fd, include_dirs=include_dirs):
+            yield top / entry.relative
+    finally:
+        os.close(fd)
+
+
+def _enter(stack: list[_Directory], name: str) -> _Directory | None:
+    """The subdirectory `name` of the last directory of `stack`, opened and listed (None when
+    it cannot be: unreadable, or no longer a directory but a link or a file)."""
+    held, held_fd = [(i, d.fd) for i, d in enumerate(stack) if d.fd is not None][-1]
+    names = [directory.name for directory in stack[held + 1 :]] + [name]
+    fd = _open_below(held_fd, names)
+    if fd is None:
+        return None
+    entries = _listing(fd)
+    if len(stack) >= HELD_DEPTH:
+        os.close(fd)
+    kept = fd if len(stack) < HELD_DEPTH else None
+    return _Directory(name, f"{stack[-1].relative}{name}/", kept, entries)
+
+
+def _open_below(directory: int, names: list[str]) -> int | None:
+    """The directory `names` below `directory`, opened one name at a time, no link followed."""
+    fd = directory
+    try:
+        for name in names:
+            child = os.open(name, _SUBDIRECTORY, dir_fd=fd)
+            if fd != directory:
+                os.close(fd)
+            fd = child
+    except OSError:
+        if fd != directory:
+            os.close(fd)
+        return None
+    return fd
+
+
+def _listing(fd: int) -> Iterator[_Listed]:
+    """The entries of the open directory `fd`, sorted by name (none when it cannot be read)."""
+    try:
+        with os.scandir(fd) as entries:
+            listed = [
+                (entry.name, _is_dir(entry), _is_dir(entry, follow=False), _is_file(entry))
+                for entry in entries
+            ]
     except OSError:
         return iter(())
-    return iter([directory / name for name in names])
+    return iter(sorted(listed))
 
 
-def is_binary(path: Path) -> bool:
-    """A file whose first 8 KB hold a NUL byte (how git and ripgrep decide)."""
+def _is_dir(entry: os.DirEntry[str], *, follow: bool = True) -> bool:
     try:
-        with path.open("rb") as handle:
-            return b"\x00" in handle.read(8192)
+        return entry.is_dir(follow_symlinks=follow)
     except OSError:
-        return True
+        return False
+
+
+def _is_file(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_file(follow_symlinks=False)
+    except OSError:
+        return False

@@ -12,7 +12,7 @@ import pytest
 from agent_server.agent.tools import ToolContext, run_tool
 from agent_server.agent.tools.find import MAX_RESULTS, FindTool
 from agent_server.agent.tools.ls import MAX_ENTRIES, LsTool
-from agent_server.agent.tools.walk import glob_matches
+from agent_server.agent.tools.walk import HELD_DEPTH, glob_matches
 
 LS = LsTool()
 FIND = FindTool()
@@ -203,3 +203,24 @@ async def test_undecodable_file_names_do_not_break_listings(
     found = await run_tool(FIND, {"pattern": "*.txt"}, ctx)
     assert found.text == "caf\ufffd.txt"
     listing.text.encode("utf-8")  # sendable as JSON
+
+
+async def test_find_walks_a_tree_deeper_than_the_directories_it_holds_open(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    """Past HELD_DEPTH levels a directory is opened again from the deepest one held: every
+    file is still found, those beside a deep branch too, and no descriptor is left open."""
+    depth = HELD_DEPTH + 6
+    deepest = workspace.joinpath(*["d"] * depth)
+    deepest.mkdir(parents=True)
+    expected = []
+    for level in range(1, depth + 1):
+        parent = workspace.joinpath(*["d"] * level)
+        (parent / "e").mkdir()
+        (parent / "e" / "x.txt").write_text("x\n")  # walked after the deep branch below
+        expected.append("/".join(["d"] * level + ["e", "x.txt"]))
+    before = len(os.listdir("/proc/self/fd")) if sys.platform.startswith("linux") else 0
+    result = await run_tool(FIND, {"pattern": "x.txt"}, ctx)
+    assert sorted(result.text.splitlines()) == sorted(expected)
+    if sys.platform.startswith("linux"):
+        assert len(os.listdir("/proc/self/fd")) == before

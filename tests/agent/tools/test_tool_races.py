@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,12 +17,14 @@ import pytest
 
 from agent_server.agent.tools import ToolContext, run_tool
 from agent_server.agent.tools.edit import EditTool
+from agent_server.agent.tools.find import FindTool
 from agent_server.agent.tools.grep import GrepTool
 from agent_server.agent.tools.ls import LsTool
 from agent_server.agent.tools.read import ReadTool
 from agent_server.agent.tools.write import WriteTool
 
 CALLS = 2000
+GREP_CALLS = 300  # each starts a process
 OUTSIDE_TEXT = "OUTSIDE-SECRET\n"
 
 
@@ -92,7 +96,9 @@ async def test_grep_of_a_file_swapped_for_a_link_out_never_shows_its_lines(
 ) -> None:
     (workspace / "x.txt").write_text("inside\n")
     with swapping(workspace, "x.txt", outside / "x.txt"):
-        texts = await call_often(GrepTool(rg), {"pattern": "SECRET", "path": "x.txt"}, ctx, 300)
+        texts = await call_often(
+            GrepTool(rg), {"pattern": "SECRET", "path": "x.txt"}, ctx, GREP_CALLS
+        )
     assert "OUTSIDE-SECRET" not in texts
 
 
@@ -114,27 +120,58 @@ async def test_a_directory_link_turning_outside_never_leads_a_read_or_write_out(
     assert (outside / "x.txt").read_text() == OUTSIDE_TEXT
 
 
+# A process of its own, so that it swaps while the tool's thread holds the GIL too.
+_DIRECTORY_SWAPPER = """
+import os, sys
+workspace, name, link_to = sys.argv[1:]
+os.chdir(workspace)
+while True:
+    try:
+        os.rename(name, ".d")
+        os.symlink(link_to, name)
+        os.rename(name, ".link")
+        os.rename(".d", name)
+        os.unlink(".link")
+    except OSError:
+        pass
+"""
+
+
+@contextlib.contextmanager
+def directory_swapping(workspace: Path, name: str, link_to: Path) -> Iterator[None]:
+    """While the block runs, another process keeps moving the directory `name` in the
+    workspace away while a symbolic link to `link_to` takes its name, and back."""
+    swapper = subprocess.Popen(
+        [sys.executable, "-c", _DIRECTORY_SWAPPER, str(workspace), name, str(link_to)]
+    )
+    try:
+        yield
+    finally:
+        swapper.kill()
+        swapper.wait()
+    if not (workspace / name).is_dir():  # stopped half-way: the directory back in place
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(workspace / name)
+        os.rename(workspace / ".d", workspace / name)
+
+
 async def test_ls_of_a_directory_swapped_for_a_link_out_never_lists_the_outside(
     ctx: ToolContext, workspace: Path, outside: Path
 ) -> None:
     (workspace / "d").mkdir()
     (workspace / "d" / "inside.txt").write_text("inside\n")
-    stop = threading.Event()
-
-    def swap() -> None:  # the directory moves away, a link out takes its name, and back
-        while not stop.is_set():
-            with contextlib.suppress(OSError):
-                os.rename(workspace / "d", workspace / ".d")
-                os.symlink(outside, workspace / "d")
-                os.rename(workspace / "d", workspace / ".link")
-                os.rename(workspace / ".d", workspace / "d")
-                os.unlink(workspace / ".link")
-
-    swapper = threading.Thread(target=swap, daemon=True)
-    swapper.start()
-    try:
+    with directory_swapping(workspace, "d", outside):
         listed = await call_often(LsTool(), {"path": "d"}, ctx, CALLS)
-    finally:
-        stop.set()
-        swapper.join()
     assert "x.txt" not in listed
+
+
+@pytest.mark.parametrize("path", [".", "d"], ids=["above", "itself"])
+async def test_find_in_a_directory_swapped_for_a_link_out_never_lists_the_outside(
+    ctx: ToolContext, workspace: Path, outside: Path, path: str
+) -> None:
+    (workspace / "d").mkdir()
+    (workspace / "d" / "inside.txt").write_text("inside\n")
+    with directory_swapping(workspace, "d", outside):
+        found = await call_often(FindTool(), {"pattern": "*.txt", "path": path}, ctx, CALLS)
+    assert "x.txt" not in found
+    assert "d/inside.txt" in found  # the directory is still searched when it stays put
