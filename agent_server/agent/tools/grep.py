@@ -9,9 +9,13 @@ out the matches in regular files with more than one hard link (they may be files
 workspace under another name) unless the call was allowed for them, and says which files it
 left out; only the files that matched are checked. A single file is opened here, checked
 (tools/paths.py), and searched as opened (ripgrep gets it as /dev/fd/N), so a link swapped in
-for its name meanwhile is never followed. The Python fallback speaks Python's regex
-dialect; ripgrep's is nearly the same, and a pattern ripgrep rejects but Python accepts
-(look-around, backreferences) is run by the fallback.
+for its name meanwhile is never followed. A directory is opened the same way; the Python
+search walks it through descriptors (walk.py) and opens each file from its directory without
+following a link; ripgrep, which walks by names, runs in a jail (sandbox.jail_argv) that holds
+nothing but the system's programs and that directory, mounted from its descriptor, and where
+there is no jail the Python search searches the directory. The Python fallback speaks
+Python's regex dialect; ripgrep's is nearly the same, and a pattern ripgrep rejects but Python
+accepts (look-around, backreferences) is run by the fallback.
 """
 
 from __future__ import annotations
@@ -19,16 +23,20 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import functools
 import json
+import logging
 import os
 import re
 import shutil
 import stat
+import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from agent_server.agent.tools import regex_search
 from agent_server.agent.tools.base import (
@@ -46,18 +54,22 @@ from agent_server.agent.tools.paths import (
     display_path,
     file_info,
     has_other_links,
+    open_directory,
     open_regular,
     resolve_in_workspace,
     secret_file,
 )
+from agent_server.agent.tools.sandbox import jail_argv
 from agent_server.agent.tools.walk import (
     SKIPPED_DIRS,
     Glob,
     compile_glob,
-    walk_files,
+    walk_directory,
 )
 from agent_server.errors import ToolError, redact
 from agent_server.llm.messages import ToolSpec
+
+log = logging.getLogger(__name__)
 
 MAX_MATCHES = 500
 MAX_CONTEXT = 10
@@ -211,35 +223,19 @@ class GrepTool:
                 f"{shown_top} has {info.st_nlink} hard links: the same file may also exist "
                 "outside the workspace. Read it with the read tool, which asks the user first."
             )
-        try:
-            regex: re.Pattern[str] | None = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-            regex_error = ""
-        except re.error as exc:
-            regex, regex_error = None, str(exc)
         # A file searched alone was checked above; one in a directory, when it matches.
         sieve = None if ctx.hard_links_allowed or not searching_dir else HardLinkSieve(root)
-        opened = None
-        if not searching_dir:  # searched as opened and checked, never by its name again
-            opened = await asyncio.to_thread(
-                open_regular, top, shown_top, hard_links_allowed=ctx.hard_links_allowed
+        # Searched as opened and checked, never by its name again.
+        fd = await asyncio.to_thread(
+            _open_searched, top, shown_top, searching_dir, ctx.hard_links_allowed
+        )
+        try:
+            searched = Searched(top, shown_top, fd, searching_dir)
+            outcome = await self._search(
+                pattern, searched, root, glob, ignore_case, context, sieve
             )
-        with opened or contextlib.nullcontext():
-            outcome: GrepOutcome | None = None
-            rg = self._rg_path()
-            if rg is not None:
-                outcome = await _run_rg(
-                    rg, pattern, shown_top, opened, root, glob, ignore_case, context, sieve
-                )
-            if outcome is None:
-                if regex is None:
-                    raise ToolError(
-                        f"Invalid regular expression {pattern!r}: {regex_error}. Escape "
-                        "special characters such as ( [ { . * + ? with a backslash to match "
-                        "them literally."
-                    )
-                outcome = await _run_python(
-                    pattern, ignore_case, top, opened, ctx.workspace, glob, context, sieve
-                )
+        finally:
+            os.close(fd)
         details: dict[str, Any] = {
             "pattern": pattern,
             "path": shown_top,
@@ -271,6 +267,53 @@ class GrepTool:
             text, spill_dir=ctx.spill_dir, tool_name="grep", secrets=ctx.secrets, limits=ctx.limits
         )
         return ToolResult.of_text(bounded.text + note, details={**details, **bounded.details()})
+
+    async def _search(
+        self,
+        pattern: str,
+        searched: Searched,
+        root: Path,
+        glob: str | None,
+        ignore_case: bool,
+        context: int,
+        sieve: HardLinkSieve | None,
+    ) -> GrepOutcome:
+        """ripgrep's result where it runs, the Python search's otherwise."""
+        try:
+            regex: re.Pattern[str] | None = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+            regex_error = ""
+        except re.error as exc:
+            regex, regex_error = None, str(exc)
+        rg = self._rg_path()
+        if rg is not None:
+            outcome = await _run_rg(rg, pattern, searched, root, glob, ignore_case, context, sieve)
+            if outcome is not None:
+                return outcome
+        if regex is None:
+            raise ToolError(
+                f"Invalid regular expression {pattern!r}: {regex_error}. Escape special "
+                "characters such as ( [ { . * + ? with a backslash to match them literally."
+            )
+        return await _run_python(pattern, ignore_case, searched, root, glob, context, sieve)
+
+
+@dataclass(frozen=True, slots=True)
+class Searched:
+    """What a search reads: the file or directory `top` (checked), open as `fd`."""
+
+    top: Path
+    shown: str  # as the output names it
+    fd: int
+    is_dir: bool
+
+
+def _open_searched(top: Path, shown: str, is_dir: bool, hard_links_allowed: bool) -> int:
+    """A descriptor of the directory or regular file `top`, opened without following a link
+    (paths.py): what was checked."""
+    if is_dir:
+        return open_directory(top, shown)
+    with open_regular(top, shown, hard_links_allowed=hard_links_allowed) as opened:
+        return os.dup(opened.fileno())
 
 
 def format_lines(lines: list[GrepLine], *, headings: bool = True) -> str:
@@ -342,41 +385,23 @@ def _clean(text: str) -> str:
 async def _run_rg(
     rg: str,
     pattern: str,
-    target: str,
-    opened: BinaryIO | None,
+    searched: Searched,
     workspace: Path,
     glob: str | None,
     ignore_case: bool,
     context: int,
     sieve: HardLinkSieve | None,
 ) -> GrepOutcome | None:
-    """ripgrep's result, or None when ripgrep cannot run or rejects the pattern. `target` is
-    searched, or the file `opened` (ripgrep reads it through its descriptor, /dev/fd/N)."""
-    args = [
-        "--json",
-        "--sort",
-        "path",
-        "--hidden",
-        "--no-ignore",
-        "--no-config",
-        "--no-messages",
-    ]
-    if ignore_case:
-        args.append("--ignore-case")
-    if context:
-        args += ["--context", str(context)]
-    if glob and opened is None:
-        args += ["--glob", glob]
-    for name in sorted(SKIPPED_DIRS):
-        args += ["--glob", f"!{name}"]
-    fds = () if opened is None else (opened.fileno(),)
-    args += ["--regexp", pattern, "--", f"/dev/fd/{fds[0]}" if fds else target]
+    """ripgrep's result, or None when ripgrep cannot run (or not in its jail, for a
+    directory) or rejects the pattern."""
+    command = await _rg_command(rg, pattern, searched, workspace, glob, ignore_case, context)
+    if command is None:
+        return None
     try:
         proc = await asyncio.create_subprocess_exec(
-            rg,
-            *args,
+            *command,
             cwd=workspace,
-            pass_fds=fds,
+            pass_fds=(searched.fd,),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -418,6 +443,77 @@ async def _run_rg(
     return GrepOutcome(_trim_after_cut(lines, more, context), matches, more, "ripgrep")
 
 
+async def _rg_command(
+    rg: str,
+    pattern: str,
+    searched: Searched,
+    workspace: Path,
+    glob: str | None,
+    ignore_case: bool,
+    context: int,
+) -> list[str] | None:
+    """The command that runs ripgrep on what is searched: a file through its descriptor
+    (/dev/fd/N); a directory in a jail (rg_jail) where nothing else exists, since ripgrep
+    walks it by names, and a link swapped in for one meanwhile would lead it outside. None
+    where there is no jail."""
+    args = [
+        "--json",
+        "--sort",
+        "path",
+        "--hidden",
+        "--no-ignore",
+        "--no-config",
+        "--no-messages",
+    ]
+    if ignore_case:
+        args.append("--ignore-case")
+    if context:
+        args += ["--context", str(context)]
+    if glob and searched.is_dir:
+        args += ["--glob", glob]
+    for name in sorted(SKIPPED_DIRS):
+        args += ["--glob", f"!{name}"]
+    args += ["--regexp", pattern, "--"]
+    if not searched.is_dir:
+        return [rg, *args, f"/dev/fd/{searched.fd}"]
+    bwrap = await asyncio.to_thread(rg_jail, rg)
+    if bwrap is None:
+        return None
+    # Run where the output's paths are relative to the workspace root, as it shows them.
+    cwd = workspace if searched.top.is_relative_to(workspace) else Path("/")
+    return jail_argv(bwrap, searched.fd, searched.top, cwd, [rg, *args, searched.shown])
+
+
+@functools.cache
+def rg_jail(rg: str) -> str | None:
+    """bubblewrap, when it can run `rg` in a jail here (sandbox.jail_argv); tried once per
+    process. None elsewhere (no bubblewrap, not Linux, no namespaces): then a directory is
+    searched by the Python search, which walks it through open descriptors."""
+    bwrap = shutil.which("bwrap") if sys.platform.startswith("linux") else None
+    if bwrap is None:
+        log.info("grep searches directories with its Python search: no bubblewrap here")
+        return None
+    with tempfile.TemporaryDirectory(prefix="agent-grep-probe-") as probe:
+        Path(probe, "probe.txt").write_text("jailed\n")
+        real = Path(os.path.realpath(probe))
+        fd = os.open(real, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            argv = jail_argv(bwrap, fd, real, real, [rg, "--no-config", "-l", "jailed", "."])
+            tried = subprocess.run(
+                argv, pass_fds=(fd,), capture_output=True, timeout=20, stdin=subprocess.DEVNULL
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            log.info("grep searches directories with its Python search: %s", exc)
+            return None
+        finally:
+            os.close(fd)
+    if tried.returncode != 0 or b"probe.txt" not in tried.stdout:
+        why = tried.stderr.decode("utf-8", errors="replace").strip()[:200]
+        log.info("grep searches directories with its Python search: the jail failed (%s)", why)
+        return None
+    return bwrap
+
+
 def _parse_rg_line(raw: bytes) -> GrepLine | None:
     try:
         message = json.loads(raw)
@@ -451,8 +547,7 @@ def _rg_text(value: Mapping[str, Any], *, errors: str) -> str | None:
 async def _run_python(
     pattern: str,
     ignore_case: bool,
-    top: Path,
-    opened: BinaryIO | None,
+    searched: Searched,
     workspace: Path,
     glob: str | None,
     context: int,
@@ -460,24 +555,25 @@ async def _run_python(
 ) -> GrepOutcome:
     """The Python search's result. It runs in a child process (regex_search.py), stopped when
     one line takes longer than LINE_TIME_LIMIT (a catastrophic pattern would run for ever,
-    and `re` cannot be interrupted in a thread) and when the turn is interrupted."""
-    fds: tuple[int, ...] = ()
-    if opened is not None:
-        # The file searched alone, as opened and checked: the child reads it through its
-        # descriptor (/dev/fd/N), never by its name.
-        fds = (opened.fileno(),)
-        files = [(Path(f"/dev/fd/{fds[0]}"), False)]
-        shown = [display_path(workspace, top)]
-    else:
+    and `re` cannot be interrupted in a thread) and when the turn is interrupted. The child
+    reads what was opened and checked, through its descriptor: a file as /dev/fd/N; the
+    files of a directory from it, one name at a time without following a link, as the walk
+    (walk.py) found them."""
+    if searched.is_dir:
         matcher = compile_glob(glob) if glob else None
-        files = await asyncio.to_thread(lambda: list(_files(top, matcher)))
-        shown = [display_path(workspace, path) for path, _ in files]
+        found = await asyncio.to_thread(lambda: list(_files(searched.fd, matcher)))
+        files = [(relative, True) for relative in found]
+        shown = [display_path(workspace, searched.top / relative) for relative in found]
+    else:
+        files = [(f"/dev/fd/{searched.fd}", False)]  # searched whatever it holds
+        shown = [searched.shown]
     request = json.dumps(
         {
             "pattern": pattern,
             "ignoreCase": ignore_case,
             "context": context,
-            "files": [[os.fspath(path), check_binary] for path, check_binary in files],
+            "directory": searched.fd if searched.is_dir else None,
+            "files": [[path, check_binary] for path, check_binary in files],
         }
     ).encode()
     proc = await asyncio.create_subprocess_exec(
@@ -487,7 +583,7 @@ async def _run_python(
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL,
-        pass_fds=fds,
+        pass_fds=(searched.fd,),
         limit=MAX_SEARCH_LINE,
     )
     assert proc.stdin is not None
@@ -537,12 +633,12 @@ async def _run_python(
     return GrepOutcome(_trim_after_cut(lines, more, context), matches, more, "python")
 
 
-def _files(top: Path, matcher: Glob | None) -> Iterator[tuple[Path, bool]]:
-    """The files below `top` to search, each with whether to check that it is text (all of
-    them: a file searched alone is searched whatever it holds)."""
-    for path in walk_files(top):
-        if path.is_symlink() or not path.is_file():
+def _files(top: int, matcher: Glob | None) -> Iterator[str]:
+    """The regular files below the open directory `top` to search (relative paths), as its
+    walk finds them (links are not searched)."""
+    for entry in walk_directory(top):
+        if not entry.is_file:
             continue
-        if matcher is not None and not matcher.fullmatch(path.relative_to(top).as_posix()):
+        if matcher is not None and not matcher.fullmatch(entry.relative):
             continue
-        yield path, True
+        yield entry.relative

@@ -3,8 +3,11 @@ cannot be stopped once it runs (a catastrophic pattern such as `(?=a)(a+)+$` on 
 `a`s backtracks for ages, holding the GIL), but a process can be killed. Standard library
 only, so that the child starts in a few tens of milliseconds.
 
-stdin: one JSON object, `{"pattern", "ignoreCase", "context", "files": [[path, checkBinary],
-...]}`. stdout: one JSON array a line, as lines are found, in the files' order: `[file index,
+stdin: one JSON object, `{"pattern", "ignoreCase", "context", "directory", "files": [[path,
+checkBinary], ...]}`: with `directory` (a descriptor the child inherits), the paths are below
+it and each is opened from it one name at a time without following a link, and only a
+regular file is read: what the parent's walk checked, never a link swapped in since.
+stdout: one JSON array a line, as lines are found, in the files' order: `[file index,
 line number, text, is match]`, and `[]` before a line or a file when a second or more has
 passed since the last output (so that the parent, hearing nothing for longer than a line may
 take, knows the pattern is stuck).
@@ -14,13 +17,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
+import stat
 import sys
 import time
 from collections import deque
 from collections.abc import Iterator
-from pathlib import Path
-from typing import IO
+from typing import IO, BinaryIO
 
 PROGRESS_EVERY = 1.0  # seconds: the longest silence while the search moves on
 
@@ -29,21 +33,65 @@ def clean(text: str) -> str:
     return text.rstrip("\n").rstrip("\r")
 
 
-def is_binary(path: str) -> bool:
-    """A file whose first 8 KB hold a NUL byte (how git and ripgrep decide)."""
-    try:
-        with open(path, "rb") as handle:
-            return b"\x00" in handle.read(8192)
-    except OSError:
-        return True
+_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def search_file(regex: re.Pattern[str], path: str, context: int) -> Iterator[tuple[int, str, bool]]:
-    """The lines of `path` that match, and `context` lines around them: (line, text, is
-    match); `(0, "", False)` before each line is searched, for the caller to keep time. A
-    file that cannot be read has none."""
+class Files:
+    """Opens the files of a search: below the directory `top` (a descriptor), one name at a
+    time without following a link, or (without `top`) as named. The directories on the way to
+    the last file stay open: files come in the walk's order, so the next is often beside."""
+
+    def __init__(self, top: int | None) -> None:
+        self._top = top
+        self._held: list[tuple[str, int]] = []  # the directories on the way, below top
+
+    def open(self, path: str) -> BinaryIO | None:
+        """The regular file `path`, opened (None when it is not one, or cannot be read)."""
+        if self._top is None:
+            with contextlib.suppress(OSError):
+                return open(path, "rb")
+            return None
+        *names, name = path.split("/")
+        kept = 0
+        while kept < min(len(names), len(self._held)) and self._held[kept][0] == names[kept]:
+            kept += 1
+        self.close(kept)
+        try:
+            for part in names[kept:]:
+                self._held.append((part, os.open(part, _DIRECTORY, dir_fd=self._last())))
+            fd = os.open(name, _FILE, dir_fd=self._last())
+        except OSError:
+            return None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return None
+        return os.fdopen(fd, "rb")
+
+    def close(self, kept: int = 0) -> None:
+        """Close the directories held, but the first `kept`."""
+        for _name, fd in self._held[kept:]:
+            os.close(fd)
+        del self._held[kept:]
+
+    def _last(self) -> int:
+        assert self._top is not None
+        return self._held[-1][1] if self._held else self._top
+
+
+def search_file(
+    regex: re.Pattern[str], handle: BinaryIO, context: int, *, check_binary: bool
+) -> Iterator[tuple[int, str, bool]]:
+    """The lines of the open file that match, and `context` lines around them: (line, text,
+    is match); `(0, "", False)` before each line is searched, for the caller to keep time.
+    With `check_binary`, none when its first 8 KB hold a NUL byte (how git and ripgrep decide
+    a file is binary); none when it cannot be read."""
     try:
-        with Path(path).open("rb") as handle:
+        with handle:
+            if check_binary:
+                if b"\x00" in handle.read(8192):
+                    return
+                handle.seek(0)
             yield from _search_lines(regex, handle, context)
     except OSError:
         return
@@ -89,16 +137,22 @@ def search(request: dict[str, object], out: IO[str]) -> None:
         out.flush()
         said = time.monotonic()
 
+    directory = request.get("directory")
+    opener = Files(directory if isinstance(directory, int) else None)
     for index, (path, check_binary) in enumerate(files):
         if time.monotonic() - said >= PROGRESS_EVERY:
             say("[]")
-        if check_binary and is_binary(path):
+        handle = opener.open(path)
+        if handle is None:
             continue
-        for number, text, is_match in search_file(regex, path, context):
+        for number, text, is_match in search_file(
+            regex, handle, context, check_binary=check_binary
+        ):
             if number:
                 say(json.dumps([index, number, text, is_match]))
             elif time.monotonic() - said >= PROGRESS_EVERY:
                 say("[]")
+    opener.close()
 
 
 def main() -> None:

@@ -95,6 +95,9 @@ SYSTEM_PATHS = (
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/etc", "/sys",
     "/nix", "/snap",
 )
+# What a program jailed alone needs of the system (jail_argv): its programs and libraries,
+# not the machine's configuration (/etc), state (/sys) or add-ons (/opt).
+JAIL_SYSTEM_PATHS = tuple(path for path in SYSTEM_PATHS if path not in ("/etc", "/sys", "/opt"))
 # Secrets in the system paths, hidden (root could read them): files get an empty file,
 # directories an empty tmpfs. Globs.
 SYSTEM_SECRETS = (
@@ -236,12 +239,7 @@ def bubblewrap_argv(bwrap: str, layout: SandboxLayout, command: list[str]) -> li
             "--unshare-cgroup-try"]
     if not layout.network:
         argv.append("--unshare-net")
-    for system in SYSTEM_PATHS:
-        path = Path(system)
-        if path.is_symlink():
-            argv += ["--symlink", os.readlink(path), system]
-        elif path.exists():
-            argv += ["--ro-bind", system, system]
+    argv += _system_mounts(SYSTEM_PATHS)
     for pattern in SYSTEM_SECRETS:
         for found in sorted(glob.glob(pattern)):
             argv += _hide(Path(found))
@@ -279,6 +277,40 @@ def bubblewrap_argv(bwrap: str, layout: SandboxLayout, command: list[str]) -> li
         script = "; ".join((*layout.prefix, 'exec bash -c "$0"'))
         command = ["bash", "-c", script, *command[2:]]
     return [*argv, "--", *command]
+
+
+def jail_argv(bwrap: str, directory_fd: int, directory: Path, cwd: Path, command: list[str]) -> (
+    list[str]
+):
+    """A bwrap command line that runs `command` in a jail where nothing exists but the
+    system's programs and libraries (JAIL_SYSTEM_PATHS) and, read-only, the directory open as
+    `directory_fd`, mounted at its own path `directory` from the descriptor (no name is
+    looked up again); no network, no other process, no environment, no capability. Whatever
+    link the program meets in the directory, swapped in meanwhile or not, leads at most to
+    the system's programs. The program is shown too where it lies outside them (a ripgrep in
+    ~/.cargo/bin). `cwd`: the working directory (the directory or one above it)."""
+    argv = [bwrap, "--die-with-parent", "--unshare-all", "--new-session", "--clearenv"]
+    argv += _system_mounts(JAIL_SYSTEM_PATHS)
+    program = os.path.realpath(shutil.which(command[0]) or command[0])
+    if not any(Path(program).is_relative_to(system) for system in JAIL_SYSTEM_PATHS):
+        argv += ["--ro-bind", program, program]
+    argv += ["--ro-bind-fd", str(directory_fd), str(directory), "--chdir", str(cwd)]
+    if os.geteuid() == 0:
+        argv += ["--cap-drop", "ALL"]
+    return [*argv, "--", program, *command[1:]]
+
+
+def _system_mounts(paths: tuple[str, ...]) -> list[str]:
+    """The bwrap arguments that show `paths` read-only (those that exist; a symbolic link such
+    as /bin -> usr/bin is kept as a link)."""
+    argv: list[str] = []
+    for system in paths:
+        path = Path(system)
+        if path.is_symlink():
+            argv += ["--symlink", os.readlink(path), system]
+        elif path.exists():
+            argv += ["--ro-bind", system, system]
+    return argv
 
 
 def _pinned_dot_git(root: Path) -> list[str]:

@@ -1,5 +1,8 @@
 """Walking the workspace for find and grep: skipped directories and glob patterns.
 
+A walk goes through open directories (walk_directory): no name is looked up from `/` again
+after the check, so a directory swapped for a link to the outside meanwhile is not entered.
+
 Globs follow .gitignore conventions: a pattern without `/` matches a file's name at any
 depth (`*.py`); a pattern with `/` matches the path relative to the directory searched
 (`src/**/*.ts`). `*` and `?` stay within one path segment, `**` spans any number of them,

@@ -295,7 +295,11 @@ async def test_left_out_hard_links_do_not_count_toward_the_match_limit(
     assert result.details is not None and len(result.details["leftOutHardLinked"]) == total
 
 
-@pytest.mark.skipif(RG is None, reason="ripgrep (rg) is not installed")
+# ripgrep searches a directory only in its jail (bubblewrap): elsewhere the Python search does.
+RG_JAILED = RG is not None and grep_module.rg_jail(RG) is not None
+
+
+@pytest.mark.skipif(not RG_JAILED, reason="no ripgrep, or no bubblewrap to jail it in")
 async def test_both_engines_give_the_same_output(ctx: ToolContext, workspace: Path) -> None:
     make_tree(workspace)
     os.link(workspace / "src" / "util.py", workspace / "src" / "util-again.py")
@@ -309,3 +313,24 @@ async def test_both_engines_give_the_same_output(ctx: ToolContext, workspace: Pa
         assert with_rg.text == fallback.text
         assert with_rg.details is not None
         assert with_rg.details["engine"] == "ripgrep"
+
+
+@pytest.mark.skipif(RG is None, reason="ripgrep (rg) is not installed")
+async def test_without_bubblewrap_a_directory_is_searched_by_the_python_search(
+    ctx: ToolContext, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ripgrep walks a directory by names, where a link swapped in meanwhile would lead it
+    outside: without its jail, the Python search, which walks through open descriptors,
+    searches a directory; a file alone is still ripgrep's (it reads the file as opened)."""
+    make_tree(workspace)
+    monkeypatch.setenv("PATH", str(workspace / "no-such-directory"))  # no bwrap on it
+    grep_module.rg_jail.cache_clear()
+    try:
+        directory = await run_tool(GrepTool(rg=RG), {"pattern": "TODO"}, ctx)
+        alone = await run_tool(GrepTool(rg=RG), {"pattern": "TODO", "path": "src/app.py"}, ctx)
+    finally:
+        grep_module.rg_jail.cache_clear()
+    assert directory.details is not None and alone.details is not None
+    assert directory.details["engine"] == "python"
+    assert "src/app.py\n4:    # TODO: parse args" in directory.text
+    assert alone.details["engine"] == "ripgrep"

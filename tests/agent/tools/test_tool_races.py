@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -18,9 +19,11 @@ import pytest
 from agent_server.agent.tools import ToolContext, run_tool
 from agent_server.agent.tools.edit import EditTool
 from agent_server.agent.tools.find import FindTool
-from agent_server.agent.tools.grep import GrepTool
+from agent_server.agent.tools.grep import GrepTool, rg_jail
 from agent_server.agent.tools.ls import LsTool
+from agent_server.agent.tools.paths import open_directory
 from agent_server.agent.tools.read import ReadTool
+from agent_server.agent.tools.sandbox import jail_argv
 from agent_server.agent.tools.write import WriteTool
 
 CALLS = 2000
@@ -175,3 +178,52 @@ async def test_find_in_a_directory_swapped_for_a_link_out_never_lists_the_outsid
         found = await call_often(FindTool(), {"pattern": "*.txt", "path": path}, ctx, CALLS)
     assert "x.txt" not in found
     assert "d/inside.txt" in found  # the directory is still searched when it stays put
+
+
+@pytest.mark.parametrize("rg", ["auto", None], ids=["ripgrep", "python"])
+@pytest.mark.parametrize("path", [".", "d"], ids=["above", "itself"])
+async def test_grep_of_a_directory_swapped_for_a_link_out_never_shows_its_lines(
+    ctx: ToolContext, workspace: Path, outside: Path, rg: str | None, path: str
+) -> None:
+    (workspace / "d").mkdir()
+    (workspace / "d" / "inside.txt").write_text("inside\n")
+    (outside / "inside.txt").write_text(OUTSIDE_TEXT)  # what a read by name through d gets
+    for i in range(100):  # searched between the listing of the workspace and the entering of d
+        (workspace / f"a{i:03d}.txt").write_text("a\n")
+    arguments = {"pattern": "SECRET|inside", "path": path}
+    with directory_swapping(workspace, "d", outside):
+        texts = await call_often(GrepTool(rg), arguments, ctx, GREP_CALLS)
+    assert "OUTSIDE-SECRET" not in texts
+    assert "1:inside" in texts  # the directory is still searched when it stays put
+
+
+@pytest.mark.skipif(
+    shutil.which("rg") is None or rg_jail(shutil.which("rg") or "") is None,
+    reason="no ripgrep, or no bubblewrap to jail it in",
+)
+def test_ripgrep_in_its_jail_cannot_reach_the_outside_even_through_a_link(
+    real_workspace: Path, outside: Path
+) -> None:
+    """What a race could at worst make ripgrep do is follow a link: in its jail, with links
+    followed on purpose (-L), the outside is not there to be read."""
+    workspace = real_workspace
+    (workspace / "inside.txt").write_text("inside SECRET\n")
+    (workspace / "out").symlink_to(outside)
+    (workspace / "out.txt").symlink_to(outside / "x.txt")
+    rg = shutil.which("rg") or ""
+    bwrap = rg_jail(rg) or ""
+    fd = open_directory(workspace, ".")
+    try:
+        command = [rg, "--no-config", "-L", "--no-messages", "SECRET", "."]
+        jailed = subprocess.run(
+            jail_argv(bwrap, fd, workspace, workspace, command),
+            pass_fds=(fd,),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        direct = subprocess.run(command, cwd=workspace, capture_output=True, text=True)
+    finally:
+        os.close(fd)
+    assert "OUTSIDE-SECRET" in direct.stdout  # followed outside the jail
+    assert jailed.stdout == "./inside.txt:inside SECRET\n"
