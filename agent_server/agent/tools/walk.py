@@ -289,10 +289,11 @@ def walk_directory(top: int, *, include_dirs: bool = False) -> Iterator[WalkEntr
 
 
 def walk_files(top: Path, *, include_dirs: bool = False) -> Iterator[Path]:
-    """The paths of walk_directory's entries below `top` (a real path, checked), opened
-    without following a link; nothing when it cannot be opened."""
+    """The paths of walk_directory's entries below `top` (as the caller spells it: the
+    workspace root, say, which may be reached through a link), its real path opened without
+    following a link; nothing when it cannot be opened."""
     try:
-        fd = open_directory(top, str(top))
+        fd = open_directory(Path(os.path.realpath(top)), str(top))
     except (OSError, PathOutsideWorkspaceError):
         return
     try:

@@ -12,7 +12,7 @@ import pytest
 from agent_server.agent.tools import ToolContext, run_tool
 from agent_server.agent.tools.find import MAX_RESULTS, FindTool
 from agent_server.agent.tools.ls import MAX_ENTRIES, LsTool
-from agent_server.agent.tools.walk import HELD_DEPTH, glob_matches
+from agent_server.agent.tools.walk import HELD_DEPTH, glob_matches, walk_files
 
 LS = LsTool()
 FIND = FindTool()
@@ -224,3 +224,15 @@ async def test_find_walks_a_tree_deeper_than_the_directories_it_holds_open(
     assert sorted(result.text.splitlines()) == sorted(expected)
     if sys.platform.startswith("linux"):
         assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_a_walk_of_a_workspace_reached_through_a_link_lists_its_files(tmp_path: Path) -> None:
+    """The workspace root may be spelled through a link (a linked project folder, macOS's
+    /var): the walk starts from its real path and names entries as the root was given."""
+    real = tmp_path / "real"
+    make_tree(real)
+    (tmp_path / "spelled").symlink_to(real, target_is_directory=True)
+    walked = [path.relative_to(tmp_path / "spelled").as_posix() for path in
+              walk_files(tmp_path / "spelled")]
+    assert "src/app.py" in walked
+    assert all(not name.startswith((".git/", "node_modules/")) for name in walked)
