@@ -147,22 +147,27 @@ class HardLinkSieve:
     secret: list[str] = field(default_factory=list)  # files that may hold secrets, left out
     _checked: dict[str, bool] = field(default_factory=dict)
 
-    def leaves_out(self, path: str) -> bool:
+    def leaves_out(self, path: str, links: int | None = None) -> bool:
         """Whether the lines of `path` (relative to `root`) are left out: hard-linked, or a
-        file that may hold secrets (read asks before it shows one)."""
+        file that may hold secrets (read asks before it shows one). `links`: how many hard
+        links the file searched has, when the search knows (it asked the file it read); else
+        the file now at `path` is asked."""
         known = self._checked.get(path)
         if known is None and secret_file(path):
             self._checked[path] = known = True
             self.secret.append(path)
         if known is None:
-            try:
-                known = has_other_links(os.stat(self.root / path, follow_symlinks=False))
-            except OSError:
-                known = False  # gone since it was searched: nothing to say about its links
+            known = links > 1 if links is not None else self._linked_now(path)
             self._checked[path] = known
             if known:
                 self.left_out.append(path)
         return known
+
+    def _linked_now(self, path: str) -> bool:
+        try:
+            return has_other_links(os.stat(self.root / path, follow_symlinks=False))
+        except OSError:
+            return False  # gone since it was searched: nothing to say about its links
 
 
 HARD_LINKED_WHY = "hard-linked file(s), which may also exist outside the workspace"
@@ -611,8 +616,8 @@ async def _run_python(
             item = json.loads(raw)
             if not item:
                 continue  # the search moves on
-            index, number, text, is_match = item
-            if sieve is not None and sieve.leaves_out(shown[index]):
+            index, number, text, is_match, links = item
+            if sieve is not None and sieve.leaves_out(shown[index], links):
                 continue
             if is_match:
                 if matches == MAX_MATCHES:

@@ -8,8 +8,9 @@ checkBinary], ...]}`: with `directory` (a descriptor the child inherits), the pa
 it and each is opened from it one name at a time without following a link, and only a
 regular file is read: what the parent's walk checked, never a link swapped in since.
 stdout: one JSON array a line, as lines are found, in the files' order: `[file index,
-line number, text, is match]`, and `[]` before a line or a file when a second or more has
-passed since the last output (so that the parent, hearing nothing for longer than a line may
+line number, text, is match, hard links]` (of the file read: its name still leads to it when
+they are counted), and `[]` before a line or a file when a second or more has passed since
+the last output (so that the parent, hearing nothing for longer than a line may
 take, knows the pattern is stuck).
 """
 
@@ -46,12 +47,18 @@ class Files:
         self._top = top
         self._held: list[tuple[str, int]] = []  # the directories on the way, below top
 
-    def open(self, path: str) -> BinaryIO | None:
-        """The regular file `path`, opened (None when it is not one, or cannot be read)."""
+    def open(self, path: str) -> tuple[BinaryIO, int] | None:
+        """The regular file `path`, opened, and how many hard links it has (None when it is
+        not one, cannot be read, or is no longer what its name leads to). The links are
+        counted on the file opened, and again once its name is seen to still lead to it: a
+        hard link to a file outside, read and then unlinked from the workspace, does not pass
+        for a file of one link."""
         if self._top is None:
-            with contextlib.suppress(OSError):
-                return open(path, "rb")
-            return None
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                return None
+            return os.fdopen(fd, "rb"), os.fstat(fd).st_nlink
         *names, name = path.split("/")
         kept = 0
         while kept < min(len(names), len(self._held)) and self._held[kept][0] == names[kept]:
@@ -63,10 +70,21 @@ class Files:
             fd = os.open(name, _FILE, dir_fd=self._last())
         except OSError:
             return None
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        try:
+            opened = os.fstat(fd)
+            named = os.stat(name, dir_fd=self._last(), follow_symlinks=False)
+        except OSError:
+            named = None
+        if (
+            named is None
+            or not stat.S_ISREG(opened.st_mode)
+            or (named.st_dev, named.st_ino) != (opened.st_dev, opened.st_ino)
+        ):
             os.close(fd)
             return None
-        return os.fdopen(fd, "rb")
+        # Counted twice: a name being replaced meanwhile (rename) may still lead to the file
+        # while its count already went down.
+        return os.fdopen(fd, "rb"), max(opened.st_nlink, named.st_nlink)
 
     def close(self, kept: int = 0) -> None:
         """Close the directories held, but the first `kept`."""
@@ -142,14 +160,15 @@ def search(request: dict[str, object], out: IO[str]) -> None:
     for index, (path, check_binary) in enumerate(files):
         if time.monotonic() - said >= PROGRESS_EVERY:
             say("[]")
-        handle = opener.open(path)
-        if handle is None:
+        found = opener.open(path)
+        if found is None:
             continue
+        handle, links = found
         for number, text, is_match in search_file(
             regex, handle, context, check_binary=check_binary
         ):
             if number:
-                say(json.dumps([index, number, text, is_match]))
+                say(json.dumps([index, number, text, is_match, links]))
             elif time.monotonic() - said >= PROGRESS_EVERY:
                 say("[]")
     opener.close()

@@ -227,3 +227,31 @@ def test_ripgrep_in_its_jail_cannot_reach_the_outside_even_through_a_link(
         os.close(fd)
     assert "OUTSIDE-SECRET" in direct.stdout  # followed outside the jail
     assert jailed.stdout == "./inside.txt:inside SECRET\n"
+
+
+async def test_a_file_read_while_hard_linked_outside_is_left_out_whatever_its_name_is_later(
+    ctx: ToolContext, workspace: Path, outside: Path
+) -> None:
+    """The Python search asks the file it read how many links it has: a hard link to an
+    outside file that something renames away, or swaps for a plain file, right after the
+    search read it is still left out."""
+    (workspace / "h.txt").write_text("inside\n")
+    stop = threading.Event()
+
+    def swap() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                os.link(outside / "x.txt", workspace / ".linked")
+                os.replace(workspace / ".linked", workspace / "h.txt")
+                (workspace / ".plain").write_text("inside\n")
+                os.replace(workspace / ".plain", workspace / "h.txt")
+
+    swapper = threading.Thread(target=swap, daemon=True)
+    swapper.start()
+    try:
+        texts = await call_often(GrepTool(None), {"pattern": "SECRET|inside"}, ctx, GREP_CALLS)
+    finally:
+        stop.set()
+        swapper.join()
+    assert "OUTSIDE-SECRET" not in texts
+    assert "1:inside" in texts
