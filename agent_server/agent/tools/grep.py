@@ -12,8 +12,9 @@ left out; only the files that matched are checked. A single file is opened here,
 for its name meanwhile is never followed. A directory is opened the same way; the Python
 search walks it through descriptors (walk.py) and opens each file from its directory without
 following a link; ripgrep, which walks by names, runs in a jail (sandbox.jail_argv) that holds
-nothing but the system's programs and that directory, mounted from its descriptor, and where
-there is no jail the Python search searches the directory. The Python fallback speaks
+nothing but the system's programs and that directory, mounted from its descriptor; where no
+jail can be made, no sandbox can either (the same bubblewrap), commands run unconfined, and
+ripgrep walks the directory by names as before. The Python fallback speaks
 Python's regex dialect; ripgrep's is nearly the same, and a pattern ripgrep rejects but Python
 accepts (look-around, backreferences) is run by the fallback.
 """
@@ -459,8 +460,9 @@ async def _rg_command(
 ) -> list[str] | None:
     """The command that runs ripgrep on what is searched: a file through its descriptor
     (/dev/fd/N); a directory in a jail (rg_jail) where nothing else exists, since ripgrep
-    walks it by names, and a link swapped in for one meanwhile would lead it outside. None
-    where there is no jail."""
+    walks it by names, and a link swapped in for one meanwhile would lead it outside. Where
+    no jail can be made, by names as before: no sandbox can be made there either, so the
+    commands that could swap a link run unconfined and reach whatever it would show."""
     args = [
         "--json",
         "--sort",
@@ -483,7 +485,7 @@ async def _rg_command(
         return [rg, *args, f"/dev/fd/{searched.fd}"]
     bwrap = await asyncio.to_thread(rg_jail, rg)
     if bwrap is None:
-        return None
+        return [rg, *args, searched.shown]
     # Run where the output's paths are relative to the workspace root, as it shows them.
     cwd = workspace if searched.top.is_relative_to(workspace) else Path("/")
     return jail_argv(bwrap, searched.fd, searched.top, cwd, [rg, *args, searched.shown])
@@ -492,11 +494,11 @@ async def _rg_command(
 @functools.cache
 def rg_jail(rg: str) -> str | None:
     """bubblewrap, when it can run `rg` in a jail here (sandbox.jail_argv); tried once per
-    process. None elsewhere (no bubblewrap, not Linux, no namespaces): then a directory is
-    searched by the Python search, which walks it through open descriptors."""
+    process. None elsewhere (no bubblewrap, not Linux, no namespaces): then ripgrep walks a
+    directory unjailed (_rg_command)."""
     bwrap = shutil.which("bwrap") if sys.platform.startswith("linux") else None
     if bwrap is None:
-        log.info("grep searches directories with its Python search: no bubblewrap here")
+        log.info("grep runs ripgrep on directories unjailed: no bubblewrap here")
         return None
     with tempfile.TemporaryDirectory(prefix="agent-grep-probe-") as probe:
         Path(probe, "probe.txt").write_text("jailed\n")
@@ -508,13 +510,13 @@ def rg_jail(rg: str) -> str | None:
                 argv, pass_fds=(fd,), capture_output=True, timeout=20, stdin=subprocess.DEVNULL
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
-            log.info("grep searches directories with its Python search: %s", exc)
+            log.info("grep runs ripgrep on directories unjailed: %s", exc)
             return None
         finally:
             os.close(fd)
     if tried.returncode != 0 or b"probe.txt" not in tried.stdout:
         why = tried.stderr.decode("utf-8", errors="replace").strip()[:200]
-        log.info("grep searches directories with its Python search: the jail failed (%s)", why)
+        log.info("grep runs ripgrep on directories unjailed: the jail failed (%s)", why)
         return None
     return bwrap
 
