@@ -131,7 +131,9 @@ async def test_a_request_too_large_for_the_rate_limit_ends_the_turn_without_retr
         assert [r.status for r in requests] == [200, 429]  # never retried
         notices = [e for e in seen if isinstance(e, events.Notice)]
         assert not [n for n in notices if "Retrying" in n.message]
-        assert [n.level for n in notices if "Waiting will not help" in n.message] == ["error"]
+        # Said once, by the turn's end, not again as a notice.
+        assert not [n for n in notices if "Waiting will not help" in n.message]
+        assert [e.error for e in seen if isinstance(e, events.TurnEnded)] == [result.error]
         # The session is intact: the next turn works.
         again = await session.run_turn("Look around.")
         assert again.stop_reason == "end_turn", again
