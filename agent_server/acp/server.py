@@ -771,7 +771,10 @@ async def serve(settings: AgentSettings) -> None:
 def main(args: Any) -> int:
     """`agent-server acp [--provider ...] [--model ...] [--mode ...] [--config FILE]`."""
     try:
-        config = load_config(Path(args.config) if args.config else None)
+        config = load_config(
+            Path(args.config) if args.config else None,
+            lambda message: print(f"agent-server acp: {message}", file=sys.stderr),
+        )
         settings = resolve_settings(config, flag_overrides(args))
     except ConfigError as error:
         print(f"agent-server acp: {error.message}", file=sys.stderr)

@@ -1,28 +1,42 @@
 """The settings file of the command-line front ends (`chat`, `acp`): the `agent` settings keys,
-in JSON or YAML, at the user's config directory or a path given with --config. Flags given on
-the command line override it."""
+in JSON or YAML, at the user's config directory (`config.json`, `config.yaml` or `config.yml`)
+or a path given with --config. Flags given on the command line override it. A bad value is an
+error naming the file; a key no setting has is reported and ignored."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import platformdirs
 import yaml
 
-from agent_server.agent.settings import AgentSettings, settings_from_json
+from agent_server.agent.settings import AgentSettings, settings_from_json, unknown_settings
 from agent_server.errors import ConfigError
 from agent_server.llm.models import YAML_SUFFIXES
 
+CONFIG_NAMES = ("config.json", "config.yaml", "config.yml")
+
 
 def default_config_path() -> Path:
-    return Path(platformdirs.user_config_dir("agent-server")) / "config.json"
+    """The settings file in the user's config directory: the one of CONFIG_NAMES there
+    (config.json when there is none); ConfigError when there are several."""
+    folder = Path(platformdirs.user_config_dir("agent-server"))
+    found = [folder / name for name in CONFIG_NAMES if (folder / name).exists()]
+    if len(found) > 1:
+        raise ConfigError(
+            f"settings files {' and '.join(map(str, found))} are both there: keep one"
+        )
+    return found[0] if found else folder / CONFIG_NAMES[0]
 
 
-def load_config(path: Path | None) -> Mapping[str, Any] | None:
-    """The config file's settings; None when there is none at the default place."""
+def load_config(
+    path: Path | None, warn: Callable[[str], None] = lambda _: None
+) -> Mapping[str, Any] | None:
+    """The config file's settings; None when there is none at the default place. A bad
+    value raises ConfigError naming the file; `warn` is told of each key no setting has."""
     candidate = path or default_config_path()
     if not candidate.exists():
         if path is not None:
@@ -35,6 +49,12 @@ def load_config(path: Path | None) -> Mapping[str, Any] | None:
         raise ConfigError(f"config file {candidate} is not valid: {error}") from error
     if not isinstance(data, Mapping):
         raise ConfigError(f"config file {candidate} must hold an object of settings")
+    try:
+        settings_from_json(data)
+    except ConfigError as error:
+        raise ConfigError(f"config file {candidate}: {error.message}") from error
+    for key in unknown_settings(data):
+        warn(f"config file {candidate}: no setting is called {key!r}; it is ignored")
     return data
 
 

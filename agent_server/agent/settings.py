@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeAlias, cast, get_args
+from typing import Any, TypeAlias, cast, get_args, get_origin, get_type_hints, is_typeddict
 
 from agent_server.context.trigger import (
     COMPACTION_ENGINES,
@@ -20,6 +20,7 @@ from agent_server.context.trigger import (
 from agent_server.errors import ConfigError
 from agent_server.llm.providers import DEFAULT_PROVIDER, PROVIDER_NAMES, provider_spec
 from agent_server.llm.stream import THINKING_LEVELS, ThinkingLevel
+from agent_server.protocol import AgentSettings as SettingsShape
 from agent_server.protocol import CacheRetentionSetting, PermissionMode, SandboxMode
 
 # "auto": short, or long while the editor says the user is idle (agent/userIdle) and for a
@@ -196,6 +197,24 @@ def settings_from_json(
         bash_timeout=float(reader.integer("bashTimeout", int(settings.bash_timeout), minimum=1)),
         tools=tools,
     )
+
+
+def unknown_settings(
+    data: Mapping[str, Any], shape: Any = SettingsShape, prefix: str = ""
+) -> list[str]:
+    """The keys of `data` no setting has (a typo: `compaction.thresold`), by their dotted
+    names; the settings are the protocol's `AgentSettings` type (the README's table)."""
+    hints = get_type_hints(shape)
+    unknown: list[str] = []
+    for key, value in data.items():
+        if key not in hints:
+            unknown.append(f"{prefix}{key}")
+            continue
+        hint = hints[key]
+        inner = get_args(hint)[0] if get_origin(hint) is not None and get_args(hint) else hint
+        if is_typeddict(inner) and isinstance(value, Mapping):
+            unknown += unknown_settings(value, inner, f"{prefix}{key}.")
+    return unknown
 
 
 def _hooks(data: Any, base: CompactionHooks) -> CompactionHooks:

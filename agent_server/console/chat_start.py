@@ -126,8 +126,15 @@ def first_line(console: Console, reader: LineReader, loading: threading.Thread) 
 
 def main(args: Any) -> int:
     prompt = " ".join(args.prompt) if args.prompt else None
+    errors = Console(stderr=True, soft_wrap=True)  # one line each, whatever the width
+
+    def warn(message: str) -> None:
+        from agent_server.console.render import shown
+
+        errors.print(shown(message, "yellow"))
+
     try:
-        config = load_config(Path(args.config) if args.config else None)
+        config = load_config(Path(args.config) if args.config else None, warn)
         settings = resolve_settings(config, flag_overrides(args))
         workspace = workspace_folder(args.workspace)
         piped = piped_input() if prompt is not None else ""
@@ -135,7 +142,7 @@ def main(args: Any) -> int:
         from agent_server.console.render import shown
 
         # Not wrapped: an error is one line, whatever the width (a long path stays whole).
-        Console(stderr=True, soft_wrap=True).print(shown(error.message, "red"))
+        errors.print(shown(error.message, "red"))
         return 2
     options: dict[str, Any] = {
         "workspace": workspace,
