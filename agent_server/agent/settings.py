@@ -192,7 +192,9 @@ def settings_from_json(
         permissions_mode=mode,
         sessions_dir=reader.optional_str("sessionsDir", settings.sessions_dir),
         models_file=reader.optional_str("modelsFile", settings.models_file),
-        context_window=reader.optional_int("contextWindow", settings.context_window),
+        context_window=reader.optional_int(
+            "contextWindow", settings.context_window, minimum=1
+        ),
         max_steps=reader.integer("maxSteps", settings.max_steps, minimum=1),
         bash_timeout=float(reader.integer("bashTimeout", int(settings.bash_timeout), minimum=1)),
         tools=tools,
@@ -238,7 +240,7 @@ def _limits(data: Any, base: CommandLimits) -> CommandLimits:
     reader = _Reader(data, "tools.limits.")
     return CommandLimits(
         processes=reader.integer("processes", base.processes, minimum=0),
-        memory_mb=reader.optional_int("memoryMB", base.memory_mb),
+        memory_mb=reader.optional_int("memoryMB", base.memory_mb, minimum=0),
         file_size_mb=reader.integer("fileSizeMB", base.file_size_mb, minimum=0),
         cpu_seconds=reader.integer("cpuSeconds", base.cpu_seconds, minimum=0),
     )
@@ -358,9 +360,11 @@ class _Reader:
             return default
         return self.number(key, 0.0)
 
-    def optional_int(self, key: str, default: int | None) -> int | None:
+    def optional_int(
+        self, key: str, default: int | None, *, minimum: int | None = None
+    ) -> int | None:
         if key in self.data and self.data[key] is None:
             return None
         if key not in self.data:
             return default
-        return self.integer(key, 0)
+        return self.integer(key, 0, minimum=minimum)

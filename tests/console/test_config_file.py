@@ -64,3 +64,23 @@ def test_an_unknown_key_is_named_with_its_file_and_the_rest_applies(tmp_path: Pa
     assert done.returncode == 0, done.stderr
     assert f"config file {path}: no setting is called 'compaction.thresold'" in done.stderr
     assert done.stdout.startswith("sim sim-small"), done.stdout
+
+
+@pytest.mark.parametrize("window", ["-5", "0"])
+def test_a_context_window_that_is_no_size_is_refused_without_a_traceback(
+    tmp_path: Path, window: str
+) -> None:
+    done = chat(tmp_path, "--provider", "openai-chat", "--base-url", "http://127.0.0.1:9/v1",
+                "--model", "local-model", "--context-window", window)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert f"setting 'contextWindow' must be at least 1, not {window}" in done.stderr
+
+
+def test_a_negative_memory_limit_is_refused() -> None:
+    from agent_server.agent.settings import settings_from_json
+    from agent_server.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"'tools.limits.memoryMB' must be at least 0"):
+        settings_from_json({"tools": {"limits": {"memoryMB": -1}}})
+    assert settings_from_json({"tools": {"limits": {"memoryMB": 0}}}).tools.limits.memory_mb == 0
