@@ -345,6 +345,13 @@ class ContextManager:
     def threshold(self) -> int:
         return compaction_threshold(self.model, self.settings)
 
+    @property
+    def compacts_above(self) -> int:
+        """The context above which the next call compacts first: the threshold; with the
+        automatic compaction off, the window (a context past it is not sent: the overflow
+        recovery compacts it)."""
+        return self.threshold if self.settings.enabled else self.model.context_window
+
     def share_of_threshold(self) -> float | None:
         """The ledger's context as a share of the threshold (the compact tool reads it);
         None when automatic compaction is off."""

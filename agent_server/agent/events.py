@@ -41,7 +41,8 @@ class UsageSnapshot:
 
     used: int  # estimated tokens of the context the next call would send
     size: int  # the model's context window
-    compact_at: int  # the threshold above which the next call compacts first
+    compact_at: int  # above it the next call compacts first (the threshold; the window when
+    # automatic compaction is off)
     window_number: int  # the cache cycle: compactions on the branch + 1
     last_call: Usage | None
     cache_hit_rate: float  # session cache-read share of prompt tokens, 0..1

@@ -690,7 +690,7 @@ class AgentSession:
         return UsageSnapshot(
             used=view.tokens,
             size=self.model.context_window,
-            compact_at=self.context.threshold,
+            compact_at=self.context.compacts_above,
             window_number=self.context.window_number(view),
             last_call=last_call,
             cache_hit_rate=self.totals.cache_hit_rate,

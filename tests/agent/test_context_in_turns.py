@@ -240,6 +240,23 @@ async def test_each_turn_reports_its_own_usage_next_to_the_session_totals(tmp_pa
         assert abs(snapshot.cost - total.cost.total) < 1e-9
 
 
+async def test_with_automatic_compaction_off_the_usage_does_not_promise_a_compaction_at_the_threshold(
+    tmp_path: Path,
+) -> None:
+    """`compaction.enabled: false`: past the threshold nothing compacts, so the usage's
+    `compact_at` (the terminal's "past the compaction point: the next request compacts
+    first") is the window, where the overflow recovery would."""
+    off = CompactionSettings(enabled=False, threshold=2500)
+    async with agent_run(tmp_path, settings=AgentSettings(permissions_mode="allowAll",
+                                                          compaction=off)) as run:
+        for prompt in PROMPTS[:2]:
+            await run.session.run_turn(prompt)
+        snapshot = run.session.usage_snapshot()
+        assert snapshot.used > 2500
+        assert not any(isinstance(e, events.CompactionStarted) for e in run.events)
+        assert snapshot.compact_at == snapshot.size
+
+
 def tool_result_texts(run: object) -> list[str]:
     """The text of every tool result in the ledger's current branch, oldest first."""
     from agent_server.llm.messages import ToolResultMessage
