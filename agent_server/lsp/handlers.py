@@ -287,7 +287,9 @@ async def initialized(ls: AgentLanguageServer, params: types.InitializedParams) 
     # at start must not share the interpreter with seconds of SDK imports.
     threading.Thread(target=_preload, name="preload-agent", daemon=True).start()
     for folder in list(ls.state.folders.values()):
-        folder.agent.update_settings(await ls.fetch_settings(folder.uri))
+        folder.agent.update_settings(
+            await ls.fetch_settings(folder.uri, folder.agent.settings)
+        )
 
 
 async def did_change_configuration(
@@ -297,7 +299,9 @@ async def did_change_configuration(
     if isinstance(settings, Mapping) and isinstance(settings.get("agent"), Mapping):
         ls.state.base_settings = merge_settings(ls.state.base_settings or {}, settings["agent"])
     for folder in list(ls.state.folders.values()):
-        folder.agent.update_settings(await ls.fetch_settings(folder.uri))
+        folder.agent.update_settings(
+            await ls.fetch_settings(folder.uri, folder.agent.settings)
+        )
 
 
 async def did_change_folders(
@@ -310,7 +314,9 @@ async def did_change_folders(
             await folder.close()
     for added in params.event.added:
         folder = ls.add_folder(added.uri, AgentSettings())
-        folder.agent.update_settings(await ls.fetch_settings(added.uri))
+        folder.agent.update_settings(
+            await ls.fetch_settings(added.uri, folder.agent.settings)
+        )
 
 
 async def shutdown(ls: AgentLanguageServer, params: Any) -> None:

@@ -424,7 +424,10 @@ class AgentLanguageServer(LanguageServer):
 
     # --- settings -------------------------------------------------------------------------
 
-    async def fetch_settings(self, uri: str) -> AgentSettings:
+    async def fetch_settings(self, uri: str, in_force: AgentSettings) -> AgentSettings:
+        """The folder's settings as the editor gives them now; with a bad value, the user is
+        told and `in_force` (the folder's settings until now) stays: one typo does not put
+        every other setting (the provider, the sessions' folder) back to its default."""
         raw: Any = self.state.base_settings
         if self.state.configuration:
             try:
@@ -442,10 +445,11 @@ class AgentLanguageServer(LanguageServer):
         except ConfigError as error:
             self.window_show_message(
                 types.ShowMessageParams(
-                    type=types.MessageType.Error, message=f"agent-server: {error.message}"
+                    type=types.MessageType.Error,
+                    message=f"agent-server: {error.message} (the settings in force are kept)",
                 )
             )
-            return AgentSettings()
+            return in_force
 
 
 def permission_message(request: PermissionRequest) -> str:

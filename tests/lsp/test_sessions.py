@@ -104,6 +104,28 @@ async def test_configuration_change_applies_to_the_next_turn(
         assert agent.permission_requests
 
 
+async def test_a_bad_value_in_changed_settings_is_shown_and_the_settings_in_force_stay(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    """A typo in one setting while a session is open: the user is told, and the session
+    goes on with the settings it had (before, every setting went back to its default: the
+    provider to anthropic, with no key, and the permission mode to allowReads)."""
+    settings = sim_settings(sim, tmp_path)
+    prompt = "Write a scratch note with the three most important findings so far."
+    async with start_agent_client([workspace], settings) as agent:
+        session_id = await agent.new_session()
+        agent.client.set_configuration({**settings, "maxSteps": "many"}, section="agent")
+        agent.client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings=None)
+        )
+        await agent.request("agent/usage", {"sessionId": session_id})  # ordering barrier
+        result = await agent.request("agent/turn", {"sessionId": session_id, "prompt": prompt})
+        assert result["stopReason"] == "end_turn"
+        assert not agent.permission_requests  # allowAll still
+        [shown] = [m.message for m in agent.client.messages if "maxSteps" in m.message]
+        assert "must be a whole number" in shown and "settings in force are kept" in shown
+
+
 async def test_rewind_continues_from_an_earlier_entry_without_deleting(
     workspace: Path, sim: SimServer, tmp_path: Path
 ) -> None:
