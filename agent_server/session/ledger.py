@@ -2,7 +2,8 @@
 
 File format: line 1 is the session header, every further line one entry (see entries.py).
 Each line is written with a single write() of the complete line, newline included, on a
-descriptor opened with O_APPEND; nothing is ever rewritten or deleted. `sync()` fsyncs (the
+descriptor opened with O_APPEND (preceded by a newline when another program left the file
+ending in an unfinished line); nothing is ever rewritten or deleted. `sync()` fsyncs (the
 agent calls it at the end of each turn; `fsync="always"` does it after every append).
 
 Loading tolerates damage without losing what is intact (`index.scan` decides, line by line):
@@ -832,7 +833,7 @@ class Ledger:
             line = encode_line(entry_to_json(entry))
             stored = entry_from_json(json.loads(line))
             try:
-                _write_all(fd, line)
+                _write_all(fd, _after_foreign_bytes(fd, self._size) + line)
                 end = os.lseek(fd, 0, os.SEEK_CUR)  # O_APPEND: the end of what was written
                 if self._fsync == "always":
                     os.fsync(fd)
@@ -1096,6 +1097,16 @@ def _end(number: int, offsets: array[int], lengths: array[int]) -> int:
 def stamp(clock: Callable[[], float]) -> str:
     """An entry's timestamp: `clock`'s time (seconds since the epoch) in ISO 8601 UTC."""
     return utc_timestamp(datetime.fromtimestamp(clock(), UTC))
+
+
+def _after_foreign_bytes(fd: int, size: int) -> bytes:
+    """What goes before a new line so that it starts a line of its own: a newline when
+    another program appended to the file (`size` is where this ledger's last write ended)
+    and left its last line unfinished; nothing otherwise (one fstat per append)."""
+    end = os.fstat(fd).st_size
+    if end > size and os.pread(fd, 1, end - 1) != b"\n":
+        return b"\n"
+    return b""
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -163,6 +163,25 @@ def test_lines_appended_by_another_program_while_open_are_indexed(tmp_path: Path
         assert_matches_file(ledger)
 
 
+def test_an_unfinished_line_another_program_appended_does_not_swallow_the_next_entry(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s.jsonl"
+    with Ledger.create(path, session_id="s", workspace="/w", fsync="never") as ledger:
+        fill(ledger, 1)
+        with path.open("ab") as handle:
+            handle.write(b'{"type":"garb')  # no newline: the next write would continue it
+        mine = ledger.append_message(user("mine"))
+        after = ledger.append_message(assistant("after mine"))
+        assert ledger.get(mine.id) == mine
+        assert_matches_file(ledger)
+    index_path_for(path).unlink()  # a full parse agrees
+    with Ledger.open(path, fsync="never") as ledger:
+        assert ledger.get(mine.id) == mine and ledger.leaf_id == after.id
+        assert [issue.reason for issue in ledger.load_report.issues] == ["not valid JSON"]
+        assert_matches_file(ledger)
+
+
 def test_a_crash_after_the_index_was_stored_loses_nothing(tmp_path: Path) -> None:
     """The sidecar is behind; the file has more complete lines and then a torn one."""
     path = tmp_path / "s.jsonl"
