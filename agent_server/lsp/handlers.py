@@ -18,6 +18,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
@@ -27,6 +28,7 @@ from agent_server.agent.settings import AgentSettings, settings_from_json
 from agent_server.errors import AgentServerError, ConfigError, SessionBusyError
 from agent_server.lsp import wire
 from agent_server.lsp.wire import Params, rpc_error
+from agent_server.stderr_log import shorten
 
 if TYPE_CHECKING:
     from agent_server.lsp.server import AgentLanguageServer
@@ -268,11 +270,7 @@ def initialize(ls: AgentLanguageServer, params: types.InitializeParams) -> None:
     ls.state.work_done_progress = bool(window and window.work_done_progress)
     workspace = params.capabilities.workspace
     ls.state.configuration = bool(workspace and workspace.configuration)
-    try:
-        base = settings_from_json(ls.state.base_settings)
-    except ConfigError as error:
-        log.error("initializationOptions.settings: %s", error.message)
-        base = AgentSettings()
+    base = _base_settings(ls)
     uris = [f.uri for f in params.workspace_folders or []]
     if not uris and params.root_uri:
         uris = [params.root_uri]
@@ -307,16 +305,36 @@ async def did_change_configuration(
 async def did_change_folders(
     ls: AgentLanguageServer, params: types.DidChangeWorkspaceFoldersParams
 ) -> None:
+    """Each folder on its own: one that is not a file:// folder (an untitled or a remote
+    workspace) is skipped with a line in the log. An added folder has the settings the
+    server has (initializationOptions, pushed changes) until the editor's own come."""
     for removed in params.event.removed:
-        path = wire.uri_to_path(removed.uri).resolve()
-        folder = ls.state.folders.pop(path, None)
+        path = _folder_path(removed.uri)
+        folder = ls.state.folders.pop(path, None) if path is not None else None
         if folder is not None:
             await folder.close()
-    for added in params.event.added:
-        folder = ls.add_folder(added.uri, AgentSettings())
-        folder.agent.update_settings(
-            await ls.fetch_settings(added.uri, folder.agent.settings)
-        )
+    added = [f.uri for f in params.event.added if _folder_path(f.uri) is not None]
+    base = _base_settings(ls)
+    folders = [(uri, ls.add_folder(uri, base)) for uri in added]
+    for uri, folder in folders:
+        folder.agent.update_settings(await ls.fetch_settings(uri, folder.agent.settings))
+
+
+def _folder_path(uri: str) -> Path | None:
+    try:
+        return wire.uri_to_path(uri).resolve()
+    except Exception:
+        log.warning("workspace folder %s skipped: not a file:// folder", shorten(uri, 200))
+        return None
+
+
+def _base_settings(ls: AgentLanguageServer) -> AgentSettings:
+    """The settings of initializationOptions and of the changes pushed since."""
+    try:
+        return settings_from_json(ls.state.base_settings)
+    except ConfigError as error:
+        log.error("initializationOptions.settings: %s", error.message)
+        return AgentSettings()
 
 
 async def shutdown(ls: AgentLanguageServer, params: Any) -> None:
