@@ -34,7 +34,12 @@ from typing import BinaryIO
 
 import platformdirs
 
-from agent_server.errors import LedgerFormatError, SessionError, SessionNotFoundError
+from agent_server.errors import (
+    ConfigError,
+    LedgerFormatError,
+    SessionError,
+    SessionNotFoundError,
+)
 from agent_server.session.entries import header_from_json
 from agent_server.session.facts import facts_of_json
 from agent_server.session.index import (
@@ -165,11 +170,17 @@ class SessionStore:
         if workspace is None:
             raise SessionError("a new session needs a workspace folder")
         directory = self.workspace_dir(workspace)
-        directory.mkdir(parents=True, exist_ok=True)
         resolved = str(Path(workspace).expanduser().resolve())
         marker = directory / WORKSPACE_FILE
-        if not marker.exists():
-            _write_json_atomic(marker, {"workspace": resolved})
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            if not marker.exists():
+                _write_json_atomic(marker, {"workspace": resolved})
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot keep sessions in {directory}: {exc.strerror or exc}; set sessionsDir "
+                "to a folder this user can write"
+            ) from exc
         if session_id is not None:
             _check_session_id(session_id)
         sid = session_id or new_session_id()

@@ -235,3 +235,17 @@ async def test_a_loaded_transcript_shows_what_the_live_stream_showed(
         assert items == loaded["transcript"]
         with pytest.raises(Exception, match="limit"):
             await agent.request("agent/session/load", {"sessionId": session_id, "limit": 0})
+
+
+async def test_a_sessions_dir_that_cannot_be_made_is_a_configuration_error(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    settings = sim_settings(sim, tmp_path, sessionsDir=str(blocker / "sessions"))
+    async with start_agent_client([workspace], settings) as agent:
+        with pytest.raises(JsonRpcException) as refused:
+            await agent.new_session()
+        assert refused.value.code == -33010  # not an internal error: the setting is wrong
+        assert str(blocker / "sessions") in refused.value.message
+        assert "sessionsDir" in refused.value.message
