@@ -43,7 +43,7 @@ Handler = Callable[["AgentLanguageServer", Params], Awaitable[Any]]
 async def session_new(ls: AgentLanguageServer, params: Params) -> protocol.SessionNewResult:
     workspace = params.workspace()
     model = params.optional_string("model")
-    title = params.optional_string("title")
+    title = params.optional_string("title", wire.MAX_TITLE_CHARS)
     folder = ls.folder_for(workspace)
     session = folder.agent.create(model=model, title=title)
     session.attach(ls.sink(session.session_id), ls.asker(session.session_id))

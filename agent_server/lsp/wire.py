@@ -65,6 +65,7 @@ SESSION_LOCKED = -33005
 SESSION_DAMAGED = -33006  # a ledger that cannot be opened: not a bug, the file is damaged
 CONFIG_ERROR = -33010
 MAX_PROMPT_CHARS = 2_000_000
+MAX_TITLE_CHARS = 1000  # a session's title, shown in every session list
 MAX_FILE_CHARS = 20_000_000  # a revised change the editor sends back (agent/requestPermission)
 DEFAULT_PAGE = 100  # transcript entries per page unless the editor asks otherwise
 MAX_PAGE = 1000
@@ -153,10 +154,13 @@ class Params:
             raise self._fail(key, "must not be empty")
         return value
 
-    def optional_string(self, key: str) -> str | None:
+    def optional_string(self, key: str, max_chars: int | None = None) -> str | None:
         if self.raw.get(key) is None:
             return None
-        return self.string(key)
+        value = self.string(key)
+        if max_chars is not None and len(value) > max_chars:
+            raise self._fail(key, f"is longer than {max_chars} characters")
+        return value
 
     def count(self, key: str, default: int, maximum: int) -> int:
         """An optional integer in [1, maximum]."""

@@ -51,6 +51,11 @@ async def test_invalid_params_name_the_field(
             ("agent/turn", {"sessionId": 7, "prompt": "hi"}, "'sessionId' must be a string"),
             ("agent/session/new", {}, "'workspaceUri' is required"),
             ("agent/session/new", {"workspaceUri": "http://example.com"}, "file://"),
+            (
+                "agent/session/new",
+                {"workspaceUri": agent.workspace_uri(), "title": "t" * 1001},
+                "'title' is longer than 1000 characters",
+            ),
             ("agent/rewind", {"sessionId": session_id}, "'entryId' is required"),
             (
                 "agent/rewind",
