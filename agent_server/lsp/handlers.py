@@ -141,8 +141,10 @@ async def usage(ls: AgentLanguageServer, params: Params) -> protocol.UsageSnapsh
 
 async def user_idle(ls: AgentLanguageServer, params: Params) -> protocol.EmptyResult:
     idle = params.boolean("idle", default=None)  # no guessing whether the user is away
+    ls.state.user_idle = idle  # a folder's agent made later reads it
     for folder in ls.state.folders.values():
-        folder.agent.set_user_idle(idle)
+        if (agent := folder.made) is not None:
+            agent.set_user_idle(idle)
     return {}
 
 

@@ -99,6 +99,11 @@ class Folder:
             self._agent = self._make()
         return self._agent
 
+    @property
+    def made(self) -> WorkspaceAgent | None:
+        """The agent if it was made (nothing is made to be told something)."""
+        return self._agent
+
     async def close(self) -> None:
         if self._agent is not None:
             await self._agent.close()
@@ -111,6 +116,7 @@ class ServerState:
     permission_requests: bool = False
     work_done_progress: bool = False
     configuration: bool = False
+    user_idle: bool = False  # agent/userIdle: for every folder, open or opened later
     turns: dict[str, TurnStream] = field(default_factory=dict)  # by session id
     progress: dict[str, asyncio.Task[None]] = field(default_factory=dict)  # by compaction id
     background: set[asyncio.Task[None]] = field(default_factory=set)
@@ -221,7 +227,9 @@ class AgentLanguageServer(LanguageServer):
         def make() -> WorkspaceAgent:
             from agent_server.agent.workspace import WorkspaceAgent
 
-            return WorkspaceAgent(path, settings, **kwargs)
+            agent = WorkspaceAgent(path, settings, **kwargs)
+            agent.set_user_idle(self.state.user_idle)
+            return agent
 
         folder = Folder(uri, make)
         self.state.folders[path] = folder

@@ -15,6 +15,7 @@ from agent_server.sim.server import SimServer
 from agent_server.sim.workspace import write_sample_workspace
 from tests.hardening.raw import RawServer, request
 from tests.lsp.conftest import sim_settings
+from tests.lsp.test_turns import OVERVIEW
 
 
 def folder_event(added: list[str] = [], removed: list[str] = []) -> dict[str, Any]:  # noqa: B006
@@ -113,3 +114,31 @@ async def test_a_folder_that_is_no_file_is_skipped_and_the_others_are_opened(
     log = server.log.decode()
     assert "untitled:Untitled-1" in log and "Traceback" not in log
     assert "InternalError" not in log
+
+
+async def test_a_folder_added_while_the_user_is_away_knows_it(
+    server: RawServer, workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    settings = sim_settings(sim, tmp_path, cacheRetention="auto")
+    added = make_folder(tmp_path / "added")
+    await initialize(server, workspace, settings)
+    await answer_configuration(server, settings, workspace.as_uri())
+    await server.send_message(request(1, "agent/userIdle", {"idle": True}))
+    assert (await server.answer(1))["result"] == {}
+    await server.send_message(folder_event(added=[added.as_uri()]))
+    await answer_configuration(server, settings, added.as_uri())
+    await server.send_message(request(2, "agent/session/new", {"workspaceUri": added.as_uri()}))
+    session_id = (await server.answer(2))["result"]["sessionId"]
+    await server.send_message(
+        request(3, "agent/turn", {"sessionId": session_id, "prompt": OVERVIEW})
+    )
+    assert (await server.answer(3))["result"]["stopReason"] == "end_turn"
+    marks = [
+        block["cache_control"]
+        for record in sim.simulator.records
+        for message in record.request.get("messages", [])
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if "cache_control" in block
+    ]
+    assert marks and all(mark.get("ttl") == "1h" for mark in marks)  # "auto" while away
