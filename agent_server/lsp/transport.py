@@ -400,6 +400,10 @@ class AgentProtocol(LanguageServerProtocol):
         except InvalidMessage as exc:
             self.dropped("dropped the notification %s: %s", shorten(method, 100), exc)
             return
+        if method == types.WINDOW_WORK_DONE_PROGRESS_CANCEL and not _is_id(message.params.token):
+            # lsprotocol lets any value through as a token; pygls would fail hashing it
+            self.dropped("dropped %s: params.token must be an integer or a string", method)
+            return
         if method == types.EXIT and self.shutdown_id is not None:
             if not self.shutdown_answered.is_set():
                 log.debug("exit waits for the answer to shutdown")

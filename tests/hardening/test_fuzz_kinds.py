@@ -92,6 +92,29 @@ async def test_cancel_requests_with_odd_ids_log_one_line_and_no_traceback(
         await server.close()
 
 
+async def test_progress_cancels_with_odd_tokens_are_dropped_without_telling_the_user(
+    tmp_path: Path,
+) -> None:
+    server = await _lsp(tmp_path)
+    try:
+        for token in ({"a": 1}, [1], 1.5, True):
+            await server.send_message(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "window/workDoneProgress/cancel",
+                    "params": {"token": token},
+                }
+            )
+        await _probe(server, "after")
+        log = server.log.decode(errors="replace")
+        assert "unhashable" not in log and "InternalError" not in log
+        assert log.count("dropped window/workDoneProgress/cancel") == 4
+        shown = [m for m in server.messages if m.get("method") == "window/showMessage"]
+        assert not shown, shown  # a client's mistake is not the user's error to read
+    finally:
+        await server.close()
+
+
 async def test_responses_to_requests_never_sent_are_dropped_without_a_traceback(
     tmp_path: Path,
 ) -> None:
