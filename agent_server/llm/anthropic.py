@@ -316,7 +316,7 @@ def _user_blocks(content: Sequence[UserContent]) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     for block in content:
         if isinstance(block, TextContent):
-            if block.text:
+            if block.text.strip():  # the API refuses empty and whitespace-only text
                 blocks.append({"type": "text", "text": block.text})
         else:
             blocks.append(_image_block(block))
@@ -347,7 +347,7 @@ def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     for block in message.content:
         if isinstance(block, TextContent):
-            if block.text:
+            if block.text.strip():
                 blocks.append({"type": "text", "text": block.text})
         elif isinstance(block, ThinkingContent):
             # Signatures are only valid for the API (and model family) that made them.

@@ -254,6 +254,8 @@ class Params:
                 raise self._fail(f"{where}.type", "must be 'text' or 'image'")
         if not any(isinstance(b, ImageContent) or b.text.strip() for b in blocks):
             raise self._fail(key, "has no text or image")
+        if sum(len(b.text) for b in blocks if isinstance(b, TextContent)) > MAX_PROMPT_CHARS:
+            raise self._fail(key, f"is longer than {MAX_PROMPT_CHARS} characters")
         return tuple(blocks)
 
 

@@ -49,6 +49,11 @@ async def test_invalid_params_name_the_field(
                 "base64",
             ),
             ("agent/turn", {"sessionId": 7, "prompt": "hi"}, "'sessionId' must be a string"),
+            (
+                "agent/turn",
+                {"sessionId": session_id, "prompt": [{"type": "text", "text": "x" * 1_500_000}] * 2},
+                "'prompt' is longer than 2000000 characters",
+            ),
             ("agent/session/new", {}, "'workspaceUri' is required"),
             ("agent/session/new", {"workspaceUri": "http://example.com"}, "file://"),
             (

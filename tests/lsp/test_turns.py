@@ -408,3 +408,18 @@ async def test_a_stopped_command_ends_as_stopped_live_and_after_a_reload(
                 if i["kind"] == "toolCallUpdate" and i["toolCallId"] == call["toolCallId"]
             ]
             assert reloaded == ends[0]
+
+
+async def test_a_prompt_with_a_blank_text_block_is_sent_and_the_session_goes_on(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    """A blank block (the newline after a pasted image, say) is not sent: Anthropic refuses
+    whitespace-only text, and the prompt, recorded as typed, was refused again at every
+    later turn."""
+    async with start_agent_client([workspace], sim_settings(sim, tmp_path)) as agent:
+        session_id = await agent.new_session()
+        blank = [{"type": "text", "text": OVERVIEW}, {"type": "text", "text": " \n "}]
+        first = await agent.request("agent/turn", {"sessionId": session_id, "prompt": blank})
+        assert first["stopReason"] == "end_turn", first.get("error")
+        again = await agent.request("agent/turn", {"sessionId": session_id, "prompt": OVERVIEW})
+        assert again["stopReason"] == "end_turn", again.get("error")
