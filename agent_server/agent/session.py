@@ -638,12 +638,7 @@ class AgentSession:
             files: tuple[FileVersion, ...] = ()
             problems: tuple[str, ...] = ()
             if restore != "conversation":
-                if self._checkpoints is None:
-                    raise ConfigError("this session keeps no checkpoints of its files")
-                plan = self.rewind_plan(entry_id)
-                files, problems = await asyncio.to_thread(
-                    restore_files, plan, self.workspace, self._checkpoints
-                )
+                files, problems = await self._restore_files(entry_id, restore)
             prompt: tuple[UserContent, ...] | None = None
             summary: str | None = None
             if restore != "files":
@@ -657,18 +652,45 @@ class AgentSession:
                     target, prompt = entry.parent_id, entry.message.typed
                 summary = await self._branch_summary(target) if summarize else None
                 self.ledger.rewind(target, summary=summary)
-            if files:
-                self.ledger.append_file_restore(entry_id, files)
-                if restore == "files":
-                    self.ledger.append_message(note_message(RESTORE_NOTE, restored_note(files)))
-            self.ledger.sync()
-            self._watch.restore(files_seen(self.ledger.projection_entries(), self._paths_of))
-            # Restored files hold what the model is told (or saw at that point): not an
-            # external edit.
-            self._watch.accept(version.path for version in files)
+            self._record_restore(entry_id, files, note=restore == "files")
             return Rewound(self.ledger.leaf_id, prompt, summary, files, problems)
         finally:
             self._busy = False
+
+    async def _restore_files(
+        self, entry_id: str, restore: RestoreChoice
+    ) -> tuple[tuple[FileVersion, ...], tuple[str, ...]]:
+        """The files put back for a rewind to `entry_id`. A restore under way cannot be
+        stopped halfway (it runs in a thread): when the rewind is cancelled meanwhile, what it
+        changed is still recorded once it ends (a later rewind must know), then the cancel
+        goes on."""
+        if self._checkpoints is None:
+            raise ConfigError("this session keeps no checkpoints of its files")
+        plan = self.rewind_plan(entry_id)
+        work = asyncio.ensure_future(
+            asyncio.to_thread(restore_files, plan, self.workspace, self._checkpoints)
+        )
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            files, _ = await work
+            self._record_restore(entry_id, files, note=restore == "files")
+            raise
+
+    def _record_restore(
+        self, entry_id: str, files: tuple[FileVersion, ...], *, note: bool
+    ) -> None:
+        """The ledger's record of the files a rewind put back (and, with `note`, the model's
+        note of them); the file watch takes them as the agent's own."""
+        if files:
+            self.ledger.append_file_restore(entry_id, files)
+            if note:
+                self.ledger.append_message(note_message(RESTORE_NOTE, restored_note(files)))
+        self.ledger.sync()
+        self._watch.restore(files_seen(self.ledger.projection_entries(), self._paths_of))
+        # Restored files hold what the model is told (or saw at that point): not an
+        # external edit.
+        self._watch.accept(version.path for version in files)
 
     def transcript(self, before: str | None = None, limit: int = DEFAULT_PAGE) -> Page:
         """A page of the current branch for display, as the items the live stream sends

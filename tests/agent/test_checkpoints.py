@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import os
 import tempfile
@@ -118,6 +119,31 @@ async def test_rewinding_to_a_prompt_puts_back_what_the_agent_wrote_and_says_wha
         await run.session.run_turn("start again")
         texts = str(run.model_requests[-1].request["messages"])
         assert "edit the note" not in texts and "create the note" not in texts
+
+
+async def test_a_rewind_cancelled_during_its_file_restore_still_records_it(
+    tmp_path: Path,
+) -> None:
+    # The editor cancels the rewind while its files are being put back (in a thread that
+    # cannot stop halfway): the files it changed are recorded all the same, so that a later
+    # rewind knows what it replaced.
+    async with agent_run(tmp_path, scenario=SCENARIO) as run:
+        await run_all(run)
+        ids = prompts(run)
+        rewinding = asyncio.ensure_future(
+            run.session.rewind(ids["edit the note"], restore="files"))
+        await asyncio.sleep(0)  # it is putting the files back now
+        rewinding.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await rewinding
+        assert (run.workspace / "notes/a.md").read_text() == "v1\n"
+        restores = [e for e in run.session.ledger.entries if isinstance(e, FileRestoreEntry)]
+        assert len(restores) == 1
+        assert {f.path for f in restores[0].files} == {"notes/a.md", "README.md"}
+        # The session is not left busy, and a rewind to before the restore undoes it.
+        assert restores[0].parent_id is not None
+        await run.session.rewind(restores[0].parent_id, restore="files")
+        assert (run.workspace / "notes/a.md").read_text() == "v2\n"
 
 
 async def test_files_only_keeps_the_conversation_and_tells_the_model(tmp_path: Path) -> None:
