@@ -33,6 +33,9 @@ export class Composer {
   private readonly note: HTMLElement;
   private state: ViewState | undefined;
   private shownQueue: unknown;
+  /** A key pressed in the box, or the box clicked or tabbed into, since the user last sent
+   * a prompt from it. */
+  private turnedTo = false;
 
   constructor(
     private readonly post: Post,
@@ -40,7 +43,15 @@ export class Composer {
   ) {
     this.input = h('textarea', { class: 'prompt', attrs: { rows: '3', placeholder: PLACEHOLDER_IDLE, 'aria-label': 'Prompt' } });
     this.input.value = draft;
+    // The user turning to the box (a key, a click, Tab into it): a new permission card leaves
+    // the focus here, so a key meant for the box does not answer the card.
+    this.input.addEventListener('pointerdown', () => (this.turnedTo = true));
+    this.input.addEventListener('focus', (e) => {
+      // From another element of the view (Tab); not the view itself getting the focus back.
+      if (e.relatedTarget) this.turnedTo = true;
+    });
     this.input.addEventListener('keydown', (e) => {
+      this.turnedTo = true;
       if (this.mentionKey(e)) return;
       if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
         e.preventDefault();
@@ -135,13 +146,17 @@ export class Composer {
     return this.input.value;
   }
 
+  /** The user asked for the box (the editor's "focus the prompt" command). */
   focus(): void {
+    this.turnedTo = true;
     this.input.focus();
   }
 
-  /** Whether the user is in the middle of writing a prompt. */
+  /** Whether the user may be writing a prompt: the box has the focus and holds text, or the
+   * user turned to it (a key, a click, Tab) since sending the last prompt. A user who sent a
+   * prompt and waits has not: a permission card may take the focus, to be answered by keys. */
   get typing(): boolean {
-    return document.activeElement === this.input && this.input.value.trim() !== '';
+    return document.activeElement === this.input && (this.input.value.trim() !== '' || this.turnedTo);
   }
 
   /** Puts a prompt back in the box, to edit and send again. */
@@ -158,6 +173,7 @@ export class Composer {
     if (!this.state || this.state.server.status !== 'running') return;
     this.post(this.images.length ? { type: 'send', text, images: this.images } : { type: 'send', text });
     this.input.value = '';
+    this.turnedTo = false;
     this.setImages([]);
     this.closeMentions();
     // The saved draft follows the box (it is saved on `input`): a reload must not bring the

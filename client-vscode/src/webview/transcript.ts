@@ -3,7 +3,7 @@
  * identity) is not touched, so streaming re-renders only the message that grows. Older
  * history loads when the top comes into view; the reader's place is kept; new output scrolls
  * into view when the reader was at the bottom. A new permission card takes the keyboard
- * focus, unless the user is typing.
+ * focus, unless the user may be typing in the prompt box (see `Composer.typing`).
  */
 import { streamingItemId, type Item, type ViewState } from '../state/reducer';
 import { button, h, Toggles, type Post } from './dom';
@@ -22,7 +22,8 @@ interface Rendered {
 export interface TranscriptHooks {
   rewind(entryId: string): void;
   resend: MessageActions['resend'];
-  /** Whether the user is typing (a new card does not take the focus then). */
+  /** Whether the user may be typing in the prompt box (a new card does not take the focus
+   * then: a key meant for the box must not answer the card). */
   typing(): boolean;
 }
 

@@ -171,6 +171,40 @@ describe('panel', () => {
     await page.close();
   });
 
+  it('a card leaves the focus in the prompt box the user turned to; it takes it from one who sent and waits', async () => {
+    const { page, posted } = await openView();
+    const options = [
+      { optionId: 'allow_once', name: 'Allow', kind: 'allow_once' },
+      { optionId: 'reject_once', name: 'Reject', kind: 'reject_once' },
+    ];
+    const ask = (requestId: string, title: string): Action =>
+      ({ type: 'permissionRequested', requestId, params: { sessionId: S, toolCall: { toolCallId: requestId, title, toolKind: 'execute', rawInput: { command: title } }, options } }) as unknown as Action;
+    const running = base([{ type: 'promptSent', text: 'run the tests' }]);
+    await show(page, running);
+    const input = page.locator('textarea.prompt');
+    // The user clicks into the empty box to write the next prompt; a card arrives: the "1"
+    // they type starts the prompt, it does not allow the command.
+    await input.click();
+    await show(page, running, [ask('p1', 'rm -rf build')]);
+    await page.locator('.card.permission.status-pending').waitFor();
+    await page.keyboard.press('1');
+    expect(await input.inputValue()).toBe('1');
+    expect(await page.locator('.card.permission.status-pending').count()).toBe(1);
+    // The user sends a prompt from the box and waits: the next card takes the focus, and
+    // "1" answers it.
+    await page.keyboard.type('. then update the notes');
+    await page.keyboard.press('Enter');
+    expect(await input.inputValue()).toBe('');
+    await show(page, running, [ask('p1', 'rm -rf build'), ask('p2', 'pytest -q')]);
+    await page.waitForFunction(() => document.activeElement?.getAttribute('data-id') === 'permission:p2');
+    await page.keyboard.press('1');
+    expect((await posted()).slice(1)).toEqual([
+      { type: 'send', text: '1. then update the notes' },
+      { type: 'permission', requestId: 'p2', optionId: 'allow_once' },
+    ]);
+    await page.close();
+  });
+
   it('queues a prompt typed during a turn, stops on Esc, and leaves no cursor on the last answer', async () => {
     const { page, posted } = await openView();
     const state = base([
