@@ -16,7 +16,8 @@ when `tools.env.pass` lists it), and receives one JSON object on its standard in
 
 A `before` hook answers on its standard output: nothing (go on); a JSON object
 `{"instructions": "..."}` (added to the summary's instructions) or `{"cancel": true,
-"reason": "..."}`; any other text is taken as instructions (as Claude Code's PreCompact).
+"reason": "..."}`; text that is not JSON is taken as instructions (as Claude Code's
+PreCompact).
 Exit code 2 cancels too, its standard error the reason (Claude Code's convention). A cancel
 holds for the compactions that can wait (threshold, requested, idle, manual); one that
 cannot (the context overflowed, or an answer was cut off by the window) runs anyway, and the
@@ -24,9 +25,10 @@ editor is told. An `after` hook's output is ignored.
 
 Bounded: each command is stopped (its whole process group) after `timeout` seconds; at most
 MAX_OUTPUT bytes of its output are read, and the instructions are cut to MAX_INSTRUCTIONS
-characters. A hook that fails (cannot start, exits with another code, times out, answers
-JSON of another shape) is reported to the editor as a warning and changes nothing: the
-compaction goes on.
+characters (a warning says so: "more than N" when the read was cut). A hook that fails
+(cannot start, exits with another code, times out, answers JSON of another shape: another
+object, an array, a string, a number) is reported to the editor as a warning and changes
+nothing: the compaction goes on.
 """
 
 from __future__ import annotations
@@ -68,6 +70,8 @@ class HookRun:
     stdout: str
     stderr: str
     problem: str | None = None
+    # The command printed more than MAX_OUTPUT bytes: `stdout` is their beginning.
+    stdout_cut: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +104,7 @@ class CompactionHookRunner:
         payload = self._payload("beforeCompaction", reason, event)
         instructions: list[str] = []
         problems: list[str] = []
+        cut_read = False
         for command in hooks.before:
             run = await run_hook(command, payload, self.workspace, self._environment(),
                                  hooks.timeout)
@@ -107,13 +112,14 @@ class CompactionHookRunner:
             problems += verdict.problems
             if verdict.instructions:
                 instructions.append(verdict.instructions)
+                cut_read = cut_read or run.stdout_cut
             if verdict.cancel:
                 return BeforeVerdict(True, verdict.reason, None, tuple(problems))
         text = "\n\n".join(instructions)
         if len(text) > MAX_INSTRUCTIONS:
             problems.append(
                 f"the compaction hooks' instructions were cut to {MAX_INSTRUCTIONS} characters "
-                f"(they gave {len(text)})"
+                f"(they gave {'more than ' if cut_read else ''}{len(text)})"
             )
             text = text[:MAX_INSTRUCTIONS]
         return BeforeVerdict(False, "", text or None, tuple(problems))
@@ -152,23 +158,29 @@ def read_before(run: HookRun) -> BeforeVerdict:
         answer = json.loads(text)
     except ValueError:
         return BeforeVerdict(instructions=text)
-    if not isinstance(answer, dict):
-        return BeforeVerdict(instructions=text)
-    cancel, instructions, reason = (answer.get(k) for k in _ANSWER_FIELDS)
-    unknown = sorted(set(answer) - set(_ANSWER_FIELDS))
-    if (
-        unknown
-        or not isinstance(cancel, bool | None)
-        or not isinstance(instructions, str | None)
-        or not isinstance(reason, str | None)
-    ):
+    if not _understood(answer):
         return BeforeVerdict(problems=(
             f"{where} answered JSON this version does not understand ({shorten(text, 200)}); "
             'expected {"instructions": "..."} or {"cancel": true, "reason": "..."}',
         ))
-    if cancel:
-        return BeforeVerdict(True, f"{where}: {shorten(reason or 'no reason given', 500)}")
-    return BeforeVerdict(instructions=instructions or None)
+    if answer.get("cancel"):
+        reason = answer.get("reason") or "no reason given"
+        return BeforeVerdict(True, f"{where}: {shorten(reason, 500)}")
+    return BeforeVerdict(instructions=answer.get("instructions") or None)
+
+
+def _understood(answer: object) -> bool:
+    """Whether a JSON answer is one of the two a `before` hook may give (an object with only
+    `cancel` (a boolean), `instructions` and `reason` (strings)); an array, a string, a number
+    or another object is not."""
+    if not isinstance(answer, dict) or set(answer) - set(_ANSWER_FIELDS):
+        return False
+    cancel, instructions, reason = (answer.get(k) for k in _ANSWER_FIELDS)
+    return (
+        isinstance(cancel, bool | None)
+        and isinstance(instructions, str | None)
+        and isinstance(reason, str | None)
+    )
 
 
 async def run_hook(
@@ -192,7 +204,7 @@ async def run_hook(
         return HookRun(command, None, "", "", f"{where} could not start: {error}")
     try:
         async with asyncio.timeout(seconds):
-            stdout, stderr, _ = await asyncio.gather(
+            (stdout, stdout_cut), (stderr, _), _ = await asyncio.gather(
                 _read_bounded(process.stdout),
                 _read_bounded(process.stderr),
                 _feed(process, payload),
@@ -210,7 +222,7 @@ async def run_hook(
         detail = shorten(err.strip() or out.strip() or "no output", 300)
         log.warning("%s exited with code %s: %s", where, code, detail)
         return HookRun(command, code, out, err, f"{where} exited with code {code}: {detail}")
-    return HookRun(command, code, out, err)
+    return HookRun(command, code, out, err, stdout_cut=stdout_cut)
 
 
 def _shell(command: str) -> Sequence[str]:
@@ -228,14 +240,17 @@ async def _feed(process: asyncio.subprocess.Process, payload: bytes) -> None:
     stdin.close()
 
 
-async def _read_bounded(stream: asyncio.StreamReader | None) -> bytes:
-    """At most MAX_OUTPUT bytes of `stream`; the rest is read and dropped, so that the
-    command never blocks on a full pipe."""
+async def _read_bounded(stream: asyncio.StreamReader | None) -> tuple[bytes, bool]:
+    """At most MAX_OUTPUT bytes of `stream`, and whether there was more; the rest is read and
+    dropped, so that the command never blocks on a full pipe."""
     assert stream is not None
     kept = bytearray()
+    cut = False
     while chunk := await stream.read(65536):
-        kept += chunk[: max(0, MAX_OUTPUT - len(kept))]
-    return bytes(kept)
+        room = max(0, MAX_OUTPUT - len(kept))
+        cut = cut or len(chunk) > room
+        kept += chunk[:room]
+    return bytes(kept), cut
 
 
 def _decode(data: bytes) -> str:

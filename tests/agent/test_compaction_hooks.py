@@ -86,7 +86,10 @@ async def test_a_hook_that_cannot_start_or_fails_is_a_problem(tmp_path: Path) ->
         (0, '{"cancel": false}', "", False, None, False),
         (0, '{"cancel": "yes"}', "", False, None, True),
         (0, '{"decision": "block"}', "", False, None, True),
-        (0, '["keep", "this"]', "", False, '["keep", "this"]', False),
+        # JSON of another shape is a problem, not instructions (nor is it pasted in them).
+        (0, '["keep", "this"]', "", False, None, True),
+        (0, '"Keep the port numbers."', "", False, None, True),
+        (0, "42", "", False, None, True),
         (2, "", "a release is running", True, None, False),
     ],
 )
@@ -114,7 +117,14 @@ async def test_the_runner_joins_instructions_and_stops_at_a_cancel(tmp_path: Pat
     long = CompactionHooks(before=(f"head -c {MAX_INSTRUCTIONS + 10} /dev/zero | tr '\\0' k",))
     verdict = await runner.before(long, "manual", {})
     assert verdict.instructions is not None and len(verdict.instructions) == MAX_INSTRUCTIONS
-    assert "cut" in verdict.problems[0]
+    assert f"cut to {MAX_INSTRUCTIONS} characters (they gave {MAX_INSTRUCTIONS + 10})" in (
+        verdict.problems[0]
+    )
+    # A hook printing more than the read takes: how much it printed is not known.
+    huge = CompactionHooks(before=(f"head -c {MAX_OUTPUT * 4} /dev/zero | tr '\\0' k",))
+    verdict = await runner.before(huge, "manual", {})
+    assert verdict.instructions is not None and len(verdict.instructions) == MAX_INSTRUCTIONS
+    assert f"(they gave more than {MAX_OUTPUT})" in verdict.problems[0]
 
 
 # --- around a compaction -------------------------------------------------------------------------
