@@ -594,7 +594,7 @@ class AcpAgent:
         root = path.resolve()
         workspace = self._workspaces.get(root)
         if workspace is None:
-            workspace = WorkspaceAgent(root, self._settings, can_rewind=False)  # ACP has none
+            workspace = WorkspaceAgent(root, self._settings, rewind="none")  # ACP has none
             self._workspaces[root] = workspace
         return workspace
 

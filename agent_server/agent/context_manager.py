@@ -42,7 +42,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeAlias
 
 from agent_server.agent.compaction_hooks import CANCELLABLE, BeforeVerdict, CompactionHookRunner
 from agent_server.agent.events import (
@@ -62,6 +62,7 @@ from agent_server.context.estimate import (
     ContextEstimate,
     estimate_context_tokens,
     estimate_prefix_tokens,
+    estimate_text_tokens,
     estimate_weighted_tokens,
 )
 from agent_server.context.projection import Projection, project
@@ -95,9 +96,11 @@ from agent_server.llm.messages import (
     AssistantMessage,
     Context,
     Message,
+    TextContent,
     ToolResultMessage,
     ToolSpec,
     Usage,
+    UserMessage,
 )
 from agent_server.llm.models import ModelInfo
 from agent_server.llm.providers import bills_cache_writes, cache_ttl
@@ -106,12 +109,18 @@ from agent_server.session.entries import (
     CompactionEntry,
     CompactionReason,
     Entry,
+    MessageEntry,
     timestamp_seconds,
 )
 from agent_server.session.ledger import Ledger
 from agent_server.stderr_log import shorten
 
 log = logging.getLogger(__name__)
+
+# How the front end lets the user rewind, which the advice of an overflow it cannot recover
+# from follows: to an entry, by its id ("entry": the editor); to before a prompt picked from
+# a numbered list ("prompt": the terminal's /rewind); not at all ("none": an ACP editor).
+RewindBy: TypeAlias = Literal["entry", "prompt", "none"]
 
 Outcome = Literal["compacted", "noop", "failed", "cancelled"]
 # How an overflow was found: the provider rejected the request, or its estimate was too large.
@@ -250,12 +259,12 @@ class ContextManager:
         policy: ContextPolicy | None = None,
         files_of: CallFiles = no_files,
         hooks: CompactionHookRunner | None = None,
-        can_rewind: bool = True,
+        rewind: RewindBy = "entry",
     ) -> None:
-        """`can_rewind`: the front end lets the user rewind to an entry (an ACP editor
-        cannot); the advice of a failure that only a smaller history fixes follows it."""
+        """`rewind`: how the front end lets the user rewind (RewindBy); the advice of a
+        failure that only a smaller history fixes follows it."""
         self.ledger = ledger
-        self.can_rewind = can_rewind
+        self.rewind = rewind
         self.hooks = hooks  # runs the compaction.hooks commands
         self.system_prompt = system_prompt
         # The session's one tool list (part of the cached prefix): read through `tools`.
@@ -292,6 +301,7 @@ class ContextManager:
         self._rejected: tuple[str, ContextView] | None = None  # (model id, the view)
         self._windows: dict[str, int] = {}  # compaction entry id -> its window number
         self._cold = False  # the prefix of the call being prepared is cold
+        self._above_said = False  # a compaction left the context above the threshold: said
 
     # --- state --------------------------------------------------------------------------
 
@@ -394,7 +404,7 @@ class ContextManager:
     def window_number(self, view: ContextView) -> int:
         """The cache cycle the view belongs to: compactions on its branch + 1, from the
         ledger (counted once per compaction entry)."""
-        compaction = view.projection.compaction if view.projection is not None else None
+        compaction = _latest_compaction(view)
         if compaction is None:
             return 1
         number = self._windows.get(compaction.id)
@@ -438,6 +448,7 @@ class ContextManager:
             cold=self._cold,
             position=step_position(view.entries),
             answer_tokens=_answer_tokens(view),
+            compacted_to=_compacted_to(view),
         )
         self._announce(decision)
         return decision
@@ -555,11 +566,16 @@ class ContextManager:
         if largest is not None:
             entry_id, message, tokens = largest
             about = f" The largest message is {_describe(message)}"
-            if self.can_rewind:
+            if self.rewind == "entry":
                 where = f" (entry {entry_id})" if entry_id else ""
                 what = (
                     f"{about}{where}, about {tokens:,} tokens: rewind to before it, or "
                     "shorten it."
+                )
+            elif self.rewind == "prompt":
+                what = (
+                    f"{about}, about {tokens:,} tokens: /rewind to before "
+                    f"{_prompt_before(view, entry_id)}, or shorten it."
                 )
             else:
                 what = (
@@ -745,7 +761,31 @@ class ContextManager:
                 first_kept_entry_id=entry.first_kept_entry_id,
             )
         )
+        if after.tokens > self.threshold and not self._above_said:
+            self._above_said = True
+            self._emit(Notice(self.turn_id, "warning", self._left_above_notice(entry, after)))
         return CompactionResult("compacted", reason, before, after.tokens, after, entry)
+
+    def _left_above_notice(self, entry: CompactionEntry, after: ContextView) -> str:
+        """Why a compaction left the context above the threshold, and what to do (said once:
+        left_above_by_compaction keeps the next threshold compaction from running for it)."""
+        pins = entry.carried.pins if entry.carried is not None else ()
+        pinned = sum(estimate_text_tokens(pin.text) for pin in pins)
+        of_pins = f"{len(pins)} pins of about {pinned:,} tokens, " if pins else ""
+        message = (
+            f"The history was compacted to about {after.tokens:,} tokens, still over the "
+            f"compaction threshold of {self.threshold:,}: what every compaction keeps (the "
+            f"system prompt and tools, your messages, {of_pins}the last turns) takes that much."
+        )
+        if after.tokens <= window_limit(self.model, self.settings):
+            more = max_kept_tokens(self.model, self.settings)
+            message += f" The next compaction waits until about {more:,} tokens more come in."
+        else:
+            message += " Every call compacts again while it stays there."
+        return message + (
+            " To compact further, remove the pins no longer needed (/pins lists them), or "
+            "raise 'compaction.threshold' (or use a model with a larger window)."
+        )
 
     def _cut(self, view: ContextView, reason: CompactionReason) -> CutPoint:
         """Where a compaction of `view` cuts. After an overflow the estimate is known to be
@@ -891,9 +931,19 @@ def _unreadable_notice(compaction: CompactionEntry, api: str) -> str:
     )
 
 
+def _latest_compaction(view: ContextView) -> CompactionEntry | None:
+    return view.projection.compaction if view.projection is not None else None
+
+
 def _compaction_id(view: ContextView) -> str | None:
-    compaction = view.projection.compaction if view.projection is not None else None
+    compaction = _latest_compaction(view)
     return compaction.id if compaction is not None else None
+
+
+def _compacted_to(view: ContextView) -> int | None:
+    """The tokens the latest compaction of `view` left (its tokens after), if known."""
+    compaction = _latest_compaction(view)
+    return compaction.tokens_after if compaction is not None else None
 
 
 def _answer_tokens(view: ContextView) -> int:
@@ -915,6 +965,19 @@ def _largest_message(view: ContextView) -> tuple[str | None, Message, int] | Non
             entry_id = view.projection.entry_ids[index] if view.projection is not None else None
             best = (entry_id, message, tokens)
     return best
+
+
+def _prompt_before(view: ContextView, entry_id: str | None) -> str:
+    """The user's prompt at or before the entry `entry_id` in `view`, as /rewind lists it
+    (its first words), or a description when the view does not hold it."""
+    index = next((i for i, e in enumerate(view.entries) if e.id == entry_id), None)
+    for entry in reversed(view.entries[: index + 1] if index is not None else ()):
+        message = entry.message if isinstance(entry, MessageEntry) else None
+        if isinstance(message, UserMessage) and message.note is None:
+            typed = " ".join(b.text for b in message.typed if isinstance(b, TextContent))
+            words = " ".join(typed.split())
+            return f'your prompt "{words[:60]}{"…" if len(words) > 60 else ""}"'
+    return "the prompt that brought it in"
 
 
 def _describe(message: Message) -> str:

@@ -39,6 +39,7 @@ from agent_server.agent.context_manager import (
     ContextManager,
     ContextPolicy,
     ContextView,
+    RewindBy,
 )
 from agent_server.agent.events import (
     AgentEvent,
@@ -242,7 +243,7 @@ class AgentSession:
         configured: AgentSettings | None = None,
         checkpoints: BlobStore | None = None,
         private_dirs: tuple[Path, ...] = (),
-        can_rewind: bool = True,
+        rewind: RewindBy = "entry",
     ) -> None:
         self.ledger = ledger
         self.workspace = workspace
@@ -288,7 +289,7 @@ class AgentSession:
             hooks=CompactionHookRunner(
                 workspace, ledger.header.session_id, self._hook_environment
             ),
-            can_rewind=can_rewind,
+            rewind=rewind,
         )
         # The pins and the plan (ledger entries); a note of a pin the user changed waits for
         # the next point where the conversation can take one (never inside a tool call's

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from agent_server.agent.checkpoints import BlobStore
-from agent_server.agent.context_manager import ContextPolicy
+from agent_server.agent.context_manager import ContextPolicy, RewindBy
 from agent_server.agent.events import EventSink, ignore_events
 from agent_server.agent.mcp.approval import APPROVALS_FILE, ApprovedFiles
 from agent_server.agent.mcp.config import McpServerConfig, default_user_file, load_server_configs
@@ -81,13 +81,13 @@ class WorkspaceAgent:
         env: Mapping[str, str] | None = None,
         watch_files: bool = True,
         clock: Callable[[], float] = time.time,
-        can_rewind: bool = True,
+        rewind: RewindBy = "entry",
     ) -> None:
         """`clock` is the sessions' (the pause since the last call is read from it: tests
-        and benchmarks share one with the simulator). `can_rewind`: the front end lets the
-        user rewind to an entry (the LSP server, the terminal; not an ACP editor): the advice
-        of its sessions' errors follows it."""
-        self.can_rewind = can_rewind
+        and benchmarks share one with the simulator). `rewind`: how the front end lets the
+        user rewind (RewindBy: to an entry in the editor, to a prompt in the terminal, not at
+        all in an ACP editor): the advice of its sessions' errors follows it."""
+        self.rewind = rewind
         protect_server_process()  # the commands it runs must not read its keys from /proc
         self.root = root.resolve()
         self.settings = settings
@@ -301,7 +301,7 @@ class WorkspaceAgent:
             configured=self.settings,
             checkpoints=BlobStore(self.store.checkpoint_dir(self.root)),
             private_dirs=(self.store.root,),
-            can_rewind=self.can_rewind,
+            rewind=self.rewind,
         )
         session.set_user_idle(self.user_idle)
         self.sessions[session.session_id] = session

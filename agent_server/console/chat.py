@@ -552,7 +552,7 @@ def run_chat(
     # tells the model so.
     ask = chat.ask if chat.interactive else None
     with asyncio.Runner() as runner:
-        agent = WorkspaceAgent(workspace, settings)
+        agent = WorkspaceAgent(workspace, settings, rewind="prompt")  # /rewind lists prompts
         try:
             if session_id:
                 session = agent.open(

@@ -12,7 +12,9 @@ context holds one the provider already rejected as too long. After a pause longe
 cache's lifetime (the prefix is cold: the next call writes it all again), compact then if the
 estimate is past `cold_cache_share` of the threshold: the rewrite costs the same either way,
 and it is the smaller context that is written. A prompt that cannot fit even alone is refused
-before anything is sent.
+before anything is sent. A context past the threshold only because the latest compaction
+left it there (what it cannot remove is that large) is not compacted for the threshold again
+until more than a kept tail has come in (`left_above_by_compaction`).
 
 **Natural breaks.** A compaction in the middle of a tool loop summarises the turn the model is
 working on; at a break (a new prompt, or a step whose tool marks the end of a unit of work) it
@@ -197,12 +199,21 @@ def window_limit(model: ModelInfo, settings: CompactionSettings) -> int:
     """The most a context may hold before it must be compacted: context window - reserve
     (room for the answer). It bounds a prompt sent alone and the retry after an overflow."""
     reserve = reserve_tokens(model, settings)
-    if reserve >= model.context_window:
+    if reserve < model.context_window:
+        return model.context_window - reserve
+    if settings.reserve_tokens is not None:
         raise ConfigError(
             f"compaction.reserveTokens ({reserve}) must be smaller than the context window "
             f"of {model.id} ({model.context_window}); lower it or remove the setting"
         )
-    return model.context_window - reserve
+    raise ConfigError(
+        f"The context window of {model.id} ({model.context_window:,} tokens) is too small: "
+        f"agent-server keeps {reserve:,} tokens of it for the model's answer (its maximum "
+        f"output + {RESERVE_MARGIN:,}, at least {MIN_RESERVE:,}). Use a window well above "
+        "that: start the model's server with a larger context and set 'contextWindow' to it "
+        "(the setting, or the model's entry in the models file); or set "
+        "'compaction.reserveTokens' below the window to keep less room for the answer."
+    )
 
 
 def compaction_threshold(model: ModelInfo, settings: CompactionSettings) -> int:
@@ -269,6 +280,25 @@ def compacts_when_cold(tokens: int, model: ModelInfo, settings: CompactionSettin
 def should_compact(tokens: int, model: ModelInfo, settings: CompactionSettings) -> bool:
     """Whether an estimate of `tokens` calls for a compaction (never when disabled)."""
     return settings.enabled and tokens > compaction_threshold(model, settings)
+
+
+def left_above_by_compaction(
+    tokens: int, compacted_to: int | None, model: ModelInfo, settings: CompactionSettings
+) -> bool:
+    """Whether a context of `tokens` is past the threshold only because the latest
+    compaction left it there: it landed above the threshold (`compacted_to`, its tokens
+    after: what no compaction removes, the system prompt, the tools and the carried block,
+    pins above all, takes that much, after a lower threshold or a smaller model) and less has
+    come in since than a compaction keeps verbatim (max_kept_tokens). Another compaction
+    would land there again and pay for a summary for little; the threshold compaction waits
+    until more has come in. Never past window_limit: room for the answer comes first."""
+    threshold = compaction_threshold(model, settings)
+    return (
+        compacted_to is not None
+        and compacted_to > threshold
+        and tokens <= window_limit(model, settings)
+        and tokens - compacted_to < max_kept_tokens(model, settings)
+    )
 
 
 def max_kept_tokens(model: ModelInfo, settings: CompactionSettings) -> int:
@@ -389,6 +419,7 @@ def decide(
     cold: bool = False,
     position: StepPosition = "turn",
     answer_tokens: int = 0,
+    compacted_to: int | None = None,
 ) -> ContextDecision:
     """The decision before a call on a context estimated at `tokens`.
 
@@ -402,8 +433,10 @@ def decide(
     `position`: where the call stands in the turn (step_position): in a "loop", a threshold
     compaction waits while a step like the last one (`answer_tokens`, the last answer's
     output, plus `next_step_tokens`) leaves room (can_wait_for_break); "requested", the model
-    asked for a compaction (compacts_on_request, reason "requested"). With compaction
-    disabled, always "send".
+    asked for a compaction (compacts_on_request, reason "requested"); `compacted_to`: the
+    tokens the latest compaction on the path left (None without one): past the threshold
+    only because of it, no threshold compaction is taken (left_above_by_compaction). With
+    compaction disabled, always "send".
     """
     threshold = compaction_threshold(model, settings)
     window = model.context_window
@@ -420,7 +453,7 @@ def decide(
     cold_compacts = cold and compacts_when_cold(tokens, model, settings)
     if leaves_no_summary_room(tokens, next_step_tokens, model, settings):
         return decision("compact", "threshold")
-    if tokens > threshold:
+    if tokens > threshold and not left_above_by_compaction(tokens, compacted_to, model, settings):
         step = answer_tokens + next_step_tokens
         if position != "loop" or not can_wait_for_break(tokens, step, model, settings):
             return decision("compact", "threshold")

@@ -173,6 +173,40 @@ async def test_a_threshold_compaction_measures_once_and_sends_what_it_built(h: H
     assert request.messages[:-1] == h.manager.view_of(request.messages[:-1]).messages
 
 
+async def test_pins_over_a_lowered_threshold_do_not_compact_every_call(tmp_path: Path) -> None:
+    """Pins made under a larger threshold (2,000 tokens), then the threshold lowered to
+    2,048 (with this test's small system prompt): a compaction carries every pin and lands
+    above it. The user is told once; the
+    next call, with little added, is sent as it is instead of compacting again for nothing;
+    once more than a kept tail has come in, it compacts again. No pin is ever dropped."""
+    provider, seen = Provider(), list[events.AgentEvent]()
+    config = FixedConfig(SIM_SMALL, SIM_SMALL, CompactionSettings(threshold=2048))
+    with Ledger.create(tmp_path / "s.jsonl", session_id="s", workspace="/w", fsync="never") as led:
+        h = Harness(led, provider, make_manager(led, provider, config=config, emit=seen.append),
+                    seen, [])
+        h.manager.begin_turn("t1")
+        for number in range(4):
+            led.append_pin(f"p{number}", "add", "rule", f"rule {number}: " + "keep it " * 240, "user")
+        fill(led, 4, result_chars=4000)
+        led.append_message(user("next"))
+        first = await h.manager.prepare()
+        assert decisions(h) == [("compact", "threshold")]
+        assert first.tokens > 2048
+        [said] = [n for n in h.of(events.Notice) if "still over" in n.message]
+        assert "4 pins" in said.message and "/pins" in said.message
+        led.append_message(assistant("done"))
+        led.append_message(user("and the tests?"))
+        await h.manager.prepare()
+        assert decisions(h)[1:] == [("send", None)]
+        fill(led, 1, result_chars=6000)  # more than a kept tail (a third of the threshold)
+        led.append_message(user("next"))
+        await h.manager.prepare()
+        assert decisions(h)[2:] == [("compact", "threshold")]
+        assert len([n for n in h.of(events.Notice) if "still over" in n.message]) == 1
+        latest = [e for e in led.entries if isinstance(e, CompactionEntry)][-1]
+        assert latest.carried is not None and len(latest.carried.pins) == 4
+
+
 async def test_the_summary_request_is_the_previous_request_plus_its_instruction(
     h: Harness,
 ) -> None:
@@ -320,6 +354,20 @@ async def test_an_overflow_is_recovered_once_with_a_fresh_bounded_summary(h: Har
     assert "rewind to before it, or shorten it" in gave_up.value.message
     assert h.of(events.OverflowHappened)[-1].action == "gaveUp"
     assert len(h.provider.requests) == 1  # no second compaction
+
+
+def test_the_terminal_is_told_to_rewind_to_before_a_prompt_not_an_entry(h: Harness) -> None:
+    """The terminal's /rewind lists prompts by number: its give-up advice names the prompt
+    that brought the largest message in, not an entry id it has no use for."""
+    fill(h.ledger, 1)
+    h.ledger.append_message(user("read   the whole\nlog"))
+    h.ledger.append_message(assistant("reading", call("log", path="app.log")))
+    h.ledger.append_message(result("log", "2024-05-06 ERROR boom\n" * 2000))
+    terminal = make_manager(h.ledger, h.provider, rewind="prompt")
+    said = terminal.gave_up_message(terminal.view())
+    assert '/rewind to before your prompt "read the whole log", or shorten it' in said
+    assert "(entry " not in said
+    assert "(entry " in h.manager.gave_up_message(h.manager.view())  # the editor's
 
 
 async def test_a_summary_request_still_too_long_leaves_the_oldest_messages_out(

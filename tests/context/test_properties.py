@@ -53,6 +53,7 @@ from agent_server.context.trigger import (
     compaction_threshold,
     decide,
     leaves_no_summary_room,
+    max_kept_tokens,
     summary_room,
     window_limit,
 )
@@ -527,6 +528,7 @@ def test_cut_points_keep_tool_pairs_and_budgets(
     st.integers(0, 20_000),
     st.one_of(st.none(), st.floats(0.05, 1.0), st.integers(2048, 300_000)),
     st.sampled_from(("sim-small", "sim-large")),
+    st.one_of(st.none(), st.integers(0, 400_000)),
 )
 def test_the_decision_compacts_exactly_when_a_rule_says_so(
     tokens: int,
@@ -539,6 +541,7 @@ def test_the_decision_compacts_exactly_when_a_rule_says_so(
     answer: int,
     threshold_setting: float | None,
     model_id: str,
+    compacted_to: int | None,
 ) -> None:
     model = BUILTIN_MODELS_BY_ID[model_id]
     if reserve is not None and reserve >= model.context_window:
@@ -555,13 +558,25 @@ def test_the_decision_compacts_exactly_when_a_rule_says_so(
         position=position,
         next_step_tokens=step,
         answer_tokens=answer,
+        compacted_to=compacted_to,
     )
     threshold = compaction_threshold(model, compaction)
+    if compacted_to is None or compacted_to <= threshold:  # the normal case: as without one
+        assert decision == decide(
+            tokens, model, compaction, truncated=truncated, holds_rejected=rejected,
+            position=position, next_step_tokens=step, answer_tokens=answer,
+        )
+    left_above = (  # past the threshold for what the last compaction could not remove
+        compacted_to is not None
+        and compacted_to > threshold
+        and tokens <= window_limit(model, compaction)
+        and tokens - compacted_to < max_kept_tokens(model, compaction)
+    )
     window = model.context_window
     assert (decision.tokens, decision.threshold, decision.window) == (tokens, threshold, window)
     assert threshold <= window_limit(model, compaction)
     early = leaves_no_summary_room(tokens, step, model, compaction)
-    past = tokens > threshold or early
+    past = (tokens > threshold and not left_above) or early
     waits = (  # a step like the last one counted twice (can_wait_for_break)
         position == "loop"
         and not early

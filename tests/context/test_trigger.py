@@ -71,6 +71,18 @@ def test_an_explicit_reserve_wins() -> None:
         compaction_threshold(model(1000, window=16_000), CompactionSettings(reserve_tokens=16_000))
 
 
+def test_a_window_too_small_for_the_default_reserve_says_so() -> None:
+    """The reserve's floor (8,192) is not a setting the user made: the error names the
+    window and what to do, not compaction.reserveTokens as the culprit."""
+    with pytest.raises(ConfigError) as raised:
+        window_limit(model(1000, window=8192), CompactionSettings())
+    message = str(raised.value)
+    assert "context window of m (8,192 tokens) is too small" in message
+    assert "8,192 tokens of it for the model's answer" in message
+    assert "'contextWindow'" in message
+    assert not message.startswith("compaction.reserveTokens")
+
+
 def test_should_compact_strictly_above_the_threshold() -> None:
     m = model(4096, window=32_768)
     settings = CompactionSettings()
