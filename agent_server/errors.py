@@ -84,8 +84,13 @@ class ProviderError(AgentServerError):
         to do, with no promise of another try."""
         tries = f"{attempts} attempt" + ("s" if attempts != 1 else "")
         todo = self.if_retries_fail or "Try again later, or switch to another model."
+        return self.last_word(f"Gave up after {tries}. {todo}")
+
+    def last_word(self, then: str) -> ProviderError:
+        """This failure, not to be retried: what went wrong, then `then` (why no other try
+        comes, and what to do), with the same status, provider and type."""
         final = type(self)(
-            f"{self.happened or self.message} Gave up after {tries}. {todo}",
+            f"{self.happened or self.message} {then}",
             status=self.status,
             provider=self.provider,
             error_type=self.error_type,

@@ -60,18 +60,12 @@ class RetryPolicy:
         None when it may be waited for."""
         if error.retry_after is None or error.retry_after <= self.max_retry_after:
             return None
-        wait = describe_seconds(error.retry_after)
-        final = type(error)(
-            f"{error.happened or error.message} {error.provider or 'The provider'} asks to wait "
-            f"{wait} before the next call, longer than agent-server waits "
-            f"({describe_seconds(self.max_retry_after)}): send the prompt again after that.",
-            status=error.status,
-            provider=error.provider,
-            error_type=error.error_type,
-            retry_after=error.retry_after,
+        return error.last_word(
+            f"{error.provider or 'The provider'} asks to wait "
+            f"{describe_seconds(error.retry_after)} before the next call, longer than "
+            f"agent-server waits ({describe_seconds(self.max_retry_after)}): send the prompt "
+            "again after that."
         )
-        final.__cause__ = error
-        return final
 
 
 @dataclass(slots=True)
