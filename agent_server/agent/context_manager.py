@@ -65,7 +65,7 @@ from agent_server.context.estimate import (
     estimate_text_tokens,
     estimate_weighted_tokens,
 )
-from agent_server.context.projection import Projection, project
+from agent_server.context.projection import Projection, is_prompt, project
 from agent_server.context.summary_prompt import (
     SUMMARY_OUTPUT_TOKENS,
     CallFiles,
@@ -100,7 +100,6 @@ from agent_server.llm.messages import (
     ToolResultMessage,
     ToolSpec,
     Usage,
-    UserMessage,
 )
 from agent_server.llm.models import ModelInfo
 from agent_server.llm.providers import bills_cache_writes, cache_ttl
@@ -973,7 +972,7 @@ def _prompt_before(view: ContextView, entry_id: str | None) -> str:
     index = next((i for i, e in enumerate(view.entries) if e.id == entry_id), None)
     for entry in reversed(view.entries[: index + 1] if index is not None else ()):
         message = entry.message if isinstance(entry, MessageEntry) else None
-        if isinstance(message, UserMessage) and message.note is None:
+        if message is not None and is_prompt(message):
             typed = " ".join(b.text for b in message.typed if isinstance(b, TextContent))
             words = " ".join(typed.split())
             return f'your prompt "{words[:60]}{"…" if len(words) > 60 else ""}"'

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from agent_server.context.summary_prompt import (
     branch_summary_message,
@@ -54,7 +55,7 @@ from agent_server.session.entries import BranchEntry, Carried, CompactionEntry, 
 INTERRUPTED_TOOL_RESULT = (
     "No result: this tool call did not complete (the turn was interrupted or rewound)."
 )
-def is_prompt(message: Message) -> bool:
+def is_prompt(message: Message) -> TypeGuard[UserMessage]:
     """What the user asked: a user message that is not a note."""
     return isinstance(message, UserMessage) and message.note is None
 
