@@ -9,6 +9,8 @@ anthropics/claude-code#7365 and #5973, openai function names in mcp-use/mcp-use#
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 from typing import Any
 
@@ -21,7 +23,19 @@ _TOP_LEVEL_REFUSED = ("oneOf", "allOf", "anyOf")
 
 
 def schema_problem(schema: Any) -> str | None:
-    """Why `schema` is not a JSON Schema (draft 2020-12), or None."""
+    """Why `schema` is not a JSON Schema (draft 2020-12), or None. Every request sends its
+    tools again: checked once per distinct schema (a check against the metaschema takes about
+    a millisecond)."""
+    try:
+        text = json.dumps(schema, sort_keys=True)
+    except (TypeError, ValueError):
+        return "the schema is not JSON"
+    return _text_problem(text)
+
+
+@functools.lru_cache(maxsize=512)
+def _text_problem(text: str) -> str | None:
+    schema = json.loads(text)
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as error:

@@ -69,6 +69,7 @@ from agent_server.agent.tools.walk import (
 )
 from agent_server.errors import ToolError, redact
 from agent_server.llm.messages import ToolSpec
+from agent_server.stderr_log import shorten
 
 log = logging.getLogger(__name__)
 
@@ -515,7 +516,7 @@ def rg_jail(rg: str) -> str | None:
         finally:
             os.close(fd)
     if tried.returncode != 0 or b"probe.txt" not in tried.stdout:
-        why = tried.stderr.decode("utf-8", errors="replace").strip()[:200]
+        why = shorten(tried.stderr.decode("utf-8", errors="replace").strip())
         log.info("grep runs ripgrep on directories unjailed: the jail failed (%s)", why)
         return None
     return bwrap
