@@ -718,6 +718,33 @@ function extensionLogs() {
     .map((f) => join(root, f));
 }
 
+/** The session files of the run's sessions folder and of the server's default one (a line each:
+ * path, size, and a ledger's prompt count from its meta), for what a failure shows. */
+function sessionFiles() {
+  if (!tmp) return [];
+  const found = spawnSync(
+    PYTHON,
+    [
+      '-c',
+      `import json, pathlib, sys
+from agent_server.session.store import default_sessions_root
+for root in (pathlib.Path(sys.argv[1]), default_sessions_root()):
+    if not root.is_dir():
+        print(f"sessions folder {root}: none")
+        continue
+    for path in sorted(root.glob("*/*")):
+        if path.name.endswith((".jsonl", ".meta.json")) and "stockroom" in path.parent.name:
+            extra = ""
+            if path.name.endswith(".meta.json"):
+                extra = f" promptCount {json.loads(path.read_text()).get('promptCount')}"
+            print(f"session file {path} {path.stat().st_size} bytes{extra}")`,
+      join(tmp, 'sessions'),
+    ],
+    { encoding: 'utf8' },
+  );
+  return (found.stdout + found.stderr).trim().split('\n').filter(Boolean);
+}
+
 async function waitUntil(predicate, timeoutMs, describe) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
@@ -797,6 +824,9 @@ try {
   const queued = await lastView?.locator('.queue .queued').allInnerTexts().catch(() => []);
   const mode = await lastView?.locator('.mode-picker').innerText({ timeout: 2_000 }).catch(() => '?');
   console.error(`[e2e] the view: session "${picker}", mode "${mode}", ${queued?.length ?? 0} prompt(s) queued${queued?.length ? `: ${queued.join(' | ')}` : ''}`);
+  // Where the sessions are: the folder the settings name, and the server's default one (a
+  // session made where the settings did not reach shows there).
+  for (const line of sessionFiles()) console.error(`[e2e] ${line}`);
   // Last, where a log cut to its end still shows it.
   for (const line of recent) console.error(line);
   console.error(`[e2e] FAIL: ${error instanceof Error ? error.message : String(error)}`);
