@@ -201,6 +201,35 @@ def settings_from_json(
     )
 
 
+def settings_skipping_bad(
+    data: Mapping[str, Any] | None,
+) -> tuple[AgentSettings, list[str]]:
+    """`settings_from_json`, with each setting that cannot be read left at its default
+    rather than every setting: one typo at a start (no settings in force yet) must not put
+    the provider and the sessions' folder back to theirs. The settings are read one by one
+    (an object's keys one level down: `compaction.threshold` alone); the problems are the
+    messages of the ones left out."""
+    try:
+        return settings_from_json(data), []
+    except ConfigError:
+        pass
+    if not isinstance(data, Mapping):
+        return AgentSettings(), ["settings must be an object"]
+    settings, problems = AgentSettings(), []
+    for key, value in data.items():
+        parts = (
+            [{key: {sub: inner}} for sub, inner in value.items()]
+            if isinstance(value, Mapping) and value
+            else [{key: value}]
+        )
+        for part in parts:
+            try:
+                settings = settings_from_json(part, settings)
+            except ConfigError as error:
+                problems.append(error.message)
+    return settings, problems
+
+
 def unknown_settings(
     data: Mapping[str, Any], shape: Any = SettingsShape, prefix: str = ""
 ) -> list[str]:

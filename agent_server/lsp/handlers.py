@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from agent_server import protocol
-from agent_server.agent.settings import AgentSettings, settings_from_json
-from agent_server.errors import AgentServerError, ConfigError, SessionBusyError
+from agent_server.agent.settings import AgentSettings, settings_skipping_bad
+from agent_server.errors import AgentServerError, SessionBusyError
 from agent_server.lsp import wire
 from agent_server.lsp.wire import Params, rpc_error
 from agent_server.stderr_log import shorten
@@ -331,12 +331,12 @@ def _folder_path(uri: str) -> Path | None:
 
 
 def _base_settings(ls: AgentLanguageServer) -> AgentSettings:
-    """The settings of initializationOptions and of the changes pushed since."""
-    try:
-        return settings_from_json(ls.state.base_settings)
-    except ConfigError as error:
-        log.error("initializationOptions.settings: %s", error.message)
-        return AgentSettings()
+    """The settings of initializationOptions and of the changes pushed since; one that
+    cannot be read is left at its default (and said in the log), not all of them."""
+    settings, problems = settings_skipping_bad(ls.state.base_settings)
+    for problem in problems:
+        log.error("initializationOptions.settings: %s (left at its default)", problem)
+    return settings
 
 
 async def shutdown(ls: AgentLanguageServer, params: Any) -> None:

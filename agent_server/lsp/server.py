@@ -43,8 +43,8 @@ from agent_server.agent.events import (
     TurnEnded,
     UsageUpdated,
 )
-from agent_server.agent.settings import AgentSettings, settings_from_json
-from agent_server.errors import ConfigError, SessionNotFoundError
+from agent_server.agent.settings import AgentSettings, settings_skipping_bad
+from agent_server.errors import SessionNotFoundError
 from agent_server.literal import literal
 from agent_server.lsp import handlers, wire
 from agent_server.lsp.outbox import Outbox
@@ -448,16 +448,16 @@ class AgentLanguageServer(LanguageServer):
                     raw = handlers.merge_settings(self.state.base_settings or {}, results[0])
             except Exception as error:
                 log.warning("workspace/configuration failed: %s", error)
-        try:
-            return settings_from_json(raw)
-        except ConfigError as error:
-            self.window_show_message(
-                types.ShowMessageParams(
-                    type=types.MessageType.Error,
-                    message=f"agent-server: {error.message} (the settings in force are kept)",
-                )
+        settings, problems = settings_skipping_bad(raw)
+        if not problems:
+            return settings
+        self.window_show_message(
+            types.ShowMessageParams(
+                type=types.MessageType.Error,
+                message=f"agent-server: {'; '.join(problems)} (the settings in force are kept)",
             )
-            return in_force
+        )
+        return in_force
 
 
 def permission_message(request: PermissionRequest) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, get_args, get_origin, get_type_hints, is_typeddict
 
 from agent_server import protocol
-from agent_server.agent.settings import settings_from_json
+from agent_server.agent.settings import AgentSettings, settings_from_json, settings_skipping_bad
 
 ROOT = Path(__file__).resolve().parents[2]
 # The objects of the settings: reading one reads the keys inside it.
@@ -97,3 +97,21 @@ def test_the_recording_sees_a_key_added_to_the_reader() -> None:
     read: set[str] = set()
     Recording(SECTIONS, "", read)["tools"].get("brandNew")
     assert "tools.brandNew" in read
+
+
+def test_settings_skipping_bad_leaves_out_only_the_settings_it_cannot_read() -> None:
+    data = {
+        "provider": "sim",
+        "sessionsDir": "/tmp/s",
+        "maxSteps": "many",
+        "compaction": {"threshold": "x", "keepRecentTokens": 4000},
+        "tools": "none",
+    }
+    settings, problems = settings_skipping_bad(data)
+    assert (settings.provider, settings.sessions_dir) == ("sim", "/tmp/s")
+    assert settings.compaction.keep_recent_tokens == 4000
+    assert settings.max_steps == AgentSettings().max_steps
+    assert settings.compaction.threshold == AgentSettings().compaction.threshold
+    assert len(problems) == 3 and "'maxSteps'" in problems[0] and "'tools'" in problems[2]
+    assert settings_skipping_bad({"provider": "sim"}) == (settings_from_json({"provider": "sim"}), [])
+    assert settings_skipping_bad(None) == (AgentSettings(), [])

@@ -126,6 +126,27 @@ async def test_a_bad_value_in_changed_settings_is_shown_and_the_settings_in_forc
         assert "must be a whole number" in shown and "settings in force are kept" in shown
 
 
+async def test_a_bad_value_in_the_settings_at_the_start_leaves_the_others_in_force(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    """A typo in one setting when the editor starts the server (no settings in force yet):
+    that one is left at its default and the user is told; the provider, the sessions'
+    folder and the mode are the user's (before, all went back to their defaults: a session
+    could not be made without an Anthropic key, and the user's sessions were not listed)."""
+    settings = sim_settings(sim, tmp_path, maxSteps="many", compaction={"threshold": "x"})
+    prompt = "Write a scratch note with the three most important findings so far."
+    async with start_agent_client([workspace], settings) as agent:
+        session_id = await agent.new_session()
+        listed = await agent.request("agent/session/list", {"workspaceUri": agent.workspace_uri()})
+        assert [s["sessionId"] for s in listed["sessions"]] == [session_id]
+        assert list((tmp_path / "sessions").glob(f"*/{session_id}.jsonl"))
+        result = await agent.request("agent/turn", {"sessionId": session_id, "prompt": prompt})
+        assert result["stopReason"] == "end_turn"
+        assert not agent.permission_requests  # allowAll
+        [shown] = [m.message for m in agent.client.messages if "maxSteps" in m.message]
+        assert "must be a whole number" in shown and "'compaction.threshold'" in shown
+
+
 async def test_rewind_continues_from_an_earlier_entry_without_deleting(
     workspace: Path, sim: SimServer, tmp_path: Path
 ) -> None:
