@@ -36,7 +36,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
 import os
 import signal
 import sys
@@ -48,8 +47,6 @@ from typing import Any
 from agent_server.context.trigger import CompactionHooks
 from agent_server.session.entries import CompactionReason
 from agent_server.stderr_log import shorten
-
-log = logging.getLogger(__name__)
 
 MAX_OUTPUT = 64 * 1024
 MAX_INSTRUCTIONS = 4000
@@ -219,8 +216,9 @@ async def run_hook(
         raise
     out, err = _decode(stdout), _decode(stderr)
     if code not in (0, _CANCEL_EXIT):
+        # Said once, by the problem (the editor's warning); a log line too would repeat it
+        # wherever the server's stderr is shown (the terminal chat's screen).
         detail = shorten(err.strip() or out.strip() or "no output", 300)
-        log.warning("%s exited with code %s: %s", where, code, detail)
         return HookRun(command, code, out, err, f"{where} exited with code {code}: {detail}")
     return HookRun(command, code, out, err, stdout_cut=stdout_cut)
 

@@ -210,6 +210,39 @@ def test_ctrl_c_during_compact_stops_it_and_the_chat_goes_on(
     assert '"type": "compaction"' not in ledger and '"type":"compaction"' not in ledger
 
 
+def test_a_failing_compaction_hook_is_shown_once_and_shortened(
+    sim: ThreadedSimServer, tmp_path: Path
+) -> None:
+    """A before hook that exits with another code than 0 or 2: one warning in the chat (the
+    server's log, which shares the terminal, does not repeat it), its stderr cut."""
+    script = tmp_path / "notes.sh"
+    script.write_text(
+        "echo 'the notes disk is full' >&2\nhead -c 3000 /dev/zero | tr '\\0' x >&2\nexit 3\n"
+    )
+    hook = f"sh {script}"
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"compaction": {
+        "keepRecentTokens": 1, "keepRecentTurns": 1, "hooks": {"before": [hook]},
+    }}))
+    child = spawn_chat(sim, tmp_path, "--yes", "--config", str(config))
+    out = Recorder()
+    child.logfile_read = out
+    for prompt in ("check the log", "write a note"):
+        child.sendline(prompt)
+        child.expect("you ›")
+    child.sendline("/compact")
+    child.expect("compacted")
+    child.expect("you ›")
+    child.sendline("/quit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    text = " ".join(out.text.split())  # as one line, however Rich wrapped it
+    assert "Compaction hook failed" in text and "exited with code 3" in text
+    assert text.count("the notes disk is full") == 1, out.text
+    assert text.count("more characters]") == 1 and "x" * 400 not in text
+
+
 def test_ctrl_c_clears_a_typed_line_and_typing_breaks_the_quitting_pair(
     sim: ThreadedSimServer, tmp_path: Path
 ) -> None:
