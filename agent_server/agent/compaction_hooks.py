@@ -25,10 +25,12 @@ editor is told. An `after` hook's output is ignored.
 
 Bounded: each command is stopped (its whole process group) after `timeout` seconds; at most
 MAX_OUTPUT bytes of its output are read, and the instructions are cut to MAX_INSTRUCTIONS
-characters (a warning says so: "more than N" when the read was cut). A hook that fails
-(cannot start, exits with another code, times out, answers JSON of another shape: another
-object, an array, a string, a number) is reported to the editor as a warning and changes
-nothing: the compaction goes on.
+characters (a warning says so). An answer must be whole UTF-8 text: a `before` hook that
+prints more than MAX_OUTPUT bytes (its answer would be read cut, a JSON object half of one)
+or bytes that are not text (not UTF-8, or a NUL) has its output ignored, with a warning; its
+exit code 2 still cancels. A hook that fails (cannot start, exits with another code, times
+out, answers JSON of another shape: another object, an array, a string, a number) is
+reported to the editor as a warning and changes nothing: the compaction goes on.
 """
 
 from __future__ import annotations
@@ -67,8 +69,9 @@ class HookRun:
     stdout: str
     stderr: str
     problem: str | None = None
-    # The command printed more than MAX_OUTPUT bytes: `stdout` is their beginning.
-    stdout_cut: bool = False
+    # Why its standard output cannot be read as an answer (more than MAX_OUTPUT bytes, or not
+    # text); `stdout` is then what was read, decoded with replacement characters.
+    unreadable: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +104,6 @@ class CompactionHookRunner:
         payload = self._payload("beforeCompaction", reason, event)
         instructions: list[str] = []
         problems: list[str] = []
-        cut_read = False
         for command in hooks.before:
             run = await run_hook(command, payload, self.workspace, self._environment(),
                                  hooks.timeout)
@@ -109,14 +111,13 @@ class CompactionHookRunner:
             problems += verdict.problems
             if verdict.instructions:
                 instructions.append(verdict.instructions)
-                cut_read = cut_read or run.stdout_cut
             if verdict.cancel:
                 return BeforeVerdict(True, verdict.reason, None, tuple(problems))
         text = "\n\n".join(instructions)
         if len(text) > MAX_INSTRUCTIONS:
             problems.append(
                 f"the compaction hooks' instructions were cut to {MAX_INSTRUCTIONS} characters "
-                f"(they gave {'more than ' if cut_read else ''}{len(text)})"
+                f"(they gave {len(text)})"
             )
             text = text[:MAX_INSTRUCTIONS]
         return BeforeVerdict(False, "", text or None, tuple(problems))
@@ -148,6 +149,8 @@ def read_before(run: HookRun) -> BeforeVerdict:
         return BeforeVerdict(True, f"{where}: {shorten(said, 500)}")
     if run.problem is not None:
         return BeforeVerdict(problems=(run.problem,))
+    if run.unreadable is not None:
+        return BeforeVerdict(problems=(f"{where} {run.unreadable}: its output is ignored",))
     text = run.stdout.strip()
     if not text:
         return BeforeVerdict()
@@ -220,7 +223,7 @@ async def run_hook(
         # wherever the server's stderr is shown (the terminal chat's screen).
         detail = shorten(err.strip() or out.strip() or "no output", 300)
         return HookRun(command, code, out, err, f"{where} exited with code {code}: {detail}")
-    return HookRun(command, code, out, err, stdout_cut=stdout_cut)
+    return HookRun(command, code, out, err, unreadable=_unreadable(stdout, stdout_cut))
 
 
 def _shell(command: str) -> Sequence[str]:
@@ -249,6 +252,22 @@ async def _read_bounded(stream: asyncio.StreamReader | None) -> tuple[bytes, boo
         cut = cut or len(chunk) > room
         kept += chunk[:room]
     return bytes(kept), cut
+
+
+def _unreadable(data: bytes, cut: bool) -> str | None:
+    """Why a command's standard output (`data`: what was read; `cut`: there was more) cannot
+    be read as an answer, or None: a cut answer is not parsed as a half of one, and bytes
+    that are not text are not handed to the model as instructions."""
+    if cut:
+        return f"printed more than {MAX_OUTPUT:,} bytes (the most an answer may be)"
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return f"printed bytes that are not UTF-8 text (at byte {error.start:,})"
+    nul = data.find(b"\0")
+    if nul >= 0:
+        return f"printed binary data (a NUL at byte {nul:,})"
+    return None
 
 
 def _decode(data: bytes) -> str:

@@ -120,11 +120,45 @@ async def test_the_runner_joins_instructions_and_stops_at_a_cancel(tmp_path: Pat
     assert f"cut to {MAX_INSTRUCTIONS} characters (they gave {MAX_INSTRUCTIONS + 10})" in (
         verdict.problems[0]
     )
-    # A hook printing more than the read takes: how much it printed is not known.
-    huge = CompactionHooks(before=(f"head -c {MAX_OUTPUT * 4} /dev/zero | tr '\\0' k",))
-    verdict = await runner.before(huge, "manual", {})
-    assert verdict.instructions is not None and len(verdict.instructions) == MAX_INSTRUCTIONS
-    assert f"(they gave more than {MAX_OUTPUT})" in verdict.problems[0]
+
+
+async def test_an_answer_longer_than_the_read_is_ignored_not_read_in_half(tmp_path: Path) -> None:
+    """A hook printing more than MAX_OUTPUT bytes: what was read is a beginning (of a JSON
+    object, half of one), so none of it becomes instructions; the other hooks' still do."""
+    runner = CompactionHookRunner(tmp_path, "s1", environment)
+    half_json = (f"""printf '{{"instructions": "'; head -c {MAX_OUTPUT + 10} /dev/zero | """
+                 """tr '\\0' k; printf '"}'""")
+    text = f"head -c {MAX_OUTPUT * 4} /dev/zero | tr '\\0' k"
+    for command in (half_json, text):
+        hooks = CompactionHooks(before=(command, "echo 'Keep the port numbers.'"))
+        verdict = await runner.before(hooks, "manual", {})
+        assert verdict.instructions == "Keep the port numbers."
+        [problem] = verdict.problems
+        assert f"printed more than {MAX_OUTPUT:,} bytes" in problem and "ignored" in problem
+    # Its exit code still says what it means: 2 cancels.
+    cancel = CompactionHooks(before=(f"{text}; exit 2",))
+    assert (await runner.before(cancel, "manual", {})).cancel
+
+
+@pytest.mark.parametrize(
+    ("command", "problem"),
+    [
+        ("printf 'Keep \\377\\376 the notes'", "not UTF-8 text (at byte 5)"),
+        ("printf 'Keep\\0the notes'", "binary data (a NUL at byte 4)"),
+    ],
+)
+async def test_an_answer_that_is_not_text_is_ignored(
+    tmp_path: Path, command: str, problem: str
+) -> None:
+    runner = CompactionHookRunner(tmp_path, "s1", environment)
+    verdict = await runner.before(CompactionHooks(before=(command,)), "manual", {})
+    assert verdict.instructions is None
+    [said] = verdict.problems
+    assert problem in said and "its output is ignored" in said
+    # Text that is UTF-8 (not ASCII) is read as it is.
+    accents = CompactionHooks(before=("printf 'Garde les numéros de port.'",))
+    verdict = await runner.before(accents, "manual", {})
+    assert verdict.instructions == "Garde les numéros de port." and not verdict.problems
 
 
 # --- around a compaction -------------------------------------------------------------------------
@@ -213,6 +247,24 @@ async def test_a_failing_hook_is_reported_and_the_compaction_goes_on(tmp_path: P
         warnings = [n.message for n in h.of(events.Notice) if n.level == "warning"]
         assert any("exited with code 9" in text for text in warnings)
         assert any("did not finish in 0.5 s" in text for text in warnings)
+
+
+async def test_a_half_json_answer_never_reaches_the_summary_request(tmp_path: Path) -> None:
+    big = tmp_path / "big.sh"
+    big.write_text(f"""printf '{{"instructions": "'\n"""
+                   f"""head -c {MAX_OUTPUT} /dev/zero | tr '\\0' k\nprintf '"}}'\n""")
+    hooks = CompactionHooks(before=(f"sh {big}", "echo 'Keep the port numbers.'"))
+    for h in hooked(tmp_path, hooks):
+        fill(h.ledger, 8)
+        h.ledger.append_message(user("next"))
+        await h.manager.prepare()
+        assert len(compactions(h)) == 1
+        [request] = h.provider.requests
+        asked = str(request.messages[-1])
+        assert "Keep the port numbers." in asked
+        assert '"instructions"' not in asked and "kkkk" not in asked
+        warnings = [n.message for n in h.of(events.Notice) if n.level == "warning"]
+        assert [w for w in warnings if f"more than {MAX_OUTPUT:,} bytes" in w]
 
 
 async def test_a_hook_gets_no_secret_from_the_environment(tmp_path: Path) -> None:
