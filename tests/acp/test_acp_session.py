@@ -228,6 +228,31 @@ async def test_cancel_while_a_permission_question_is_open(
         assert result.stop_reason == "cancelled"
 
 
+async def test_a_failing_compaction_hook_is_one_notice_and_no_log_line(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    """A before hook exiting with code 3: the client shows one notice, its stderr cut; the
+    agent's stderr (the client's log of it) does not say it again."""
+    script = tmp_path / "notes.sh"
+    script.write_text(
+        "echo 'the notes disk is full' >&2\nhead -c 3000 /dev/zero | tr '\\0' x >&2\nexit 3\n"
+    )
+    config = tmp_path / "settings.json"
+    config.write_text(json.dumps({"compaction": {
+        "keepRecentTokens": 1, "keepRecentTurns": 1, "hooks": {"before": [f"sh {script}"]},
+    }}))
+    async with start_acp(acp_args(sim, tmp_path, "--config", str(config)), tmp_path) as acp:
+        session_id = await acp.new_session(workspace)
+        for prompt in SCENARIO[:2]:
+            assert (await acp.prompt(session_id, prompt)).stop_reason == "end_turn"
+        assert (await acp.prompt(session_id, "/compact")).stop_reason == "end_turn"
+        said = acp.client.text(session_id)
+    assert said.count("the notes disk is full") == 1, said
+    assert "exited with code 3" in said and "more characters]" in said
+    assert "x" * 400 not in said
+    assert "the notes disk is full" not in (tmp_path / "acp-stderr.log").read_text()
+
+
 async def test_compaction_reaches_the_client_as_a_card_and_in_the_meter(
     workspace: Path, sim: SimServer, tmp_path: Path
 ) -> None:
