@@ -213,6 +213,29 @@ TOO_LARGE_FOR_RATE_LIMIT_WORDINGS: tuple[Wording, ...] = (
             "Limit 30000, Requested 36278.",
             "OpenAI 429 (Aider-AI/aider#1880), Groq 413 (cline/cline#4971)"),
 )
+# The model or the server cannot take the request's `tools`: waiting will not help, and
+# agent-server works through tool calls, so the user has to choose another model or start the
+# server with tool calling on. Said with any status (llama.cpp: 400, or 500 `server_error` in
+# some builds; OpenRouter: 404), so this is read before the status is.
+TOOLS_UNSUPPORTED_WORDINGS: tuple[Wording, ...] = (
+    Wording(r"does not support tools",
+            "registry.ollama.ai/library/gemma3:4b does not support tools",
+            "Ollama 400, type api_error: a model whose template has no tools "
+            "(ollama/ollama#5793, #14795)"),
+    Wording(r"tools param requires --jinja",
+            "tools param requires --jinja flag",
+            "llama.cpp llama-server started without --jinja (400, or 500 in some builds)"),
+    Wording(r"cannot use tools with stream",
+            "Cannot use tools with stream",
+            "llama.cpp llama-server builds before streamed tool calls"),
+    Wording(r"tool choice requires --enable-auto-tool-choice",
+            '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to '
+            "be set",
+            "vLLM started without tool calling (400 BadRequestError)"),
+    Wording(r"no endpoints found that support tool use",
+            "No endpoints found that support tool use.",
+            "OpenRouter 404: none of the model's providers takes tools"),
+)
 _LIMIT_AND_REQUESTED = re.compile(
     r"\blimit:?\s*(?P<limit>\d[\d,]*).{0,40}?\brequested:?\s*(?P<requested>\d[\d,]*)",
     re.IGNORECASE,
@@ -229,6 +252,7 @@ _NOT_OVERFLOW_TEXT = _compile(NOT_OVERFLOW_WORDINGS)
 _OVERFLOW_TEXT = _compile(OVERFLOW_WORDINGS)
 _RATE_LIMIT_CONTEXT = _compile((TOO_LARGE_FOR_RATE_LIMIT_CONTEXT,))
 _TOO_LARGE_TEXT = _compile(TOO_LARGE_FOR_RATE_LIMIT_WORDINGS)
+_TOOLS_UNSUPPORTED_TEXT = _compile(TOOLS_UNSUPPORTED_WORDINGS)
 _WINDOW_TEXTS = tuple(
     re.compile(w.pattern, re.IGNORECASE) for w in OVERFLOW_WORDINGS if "(?P<limit>" in w.pattern
 )
@@ -298,6 +322,11 @@ def facts_say_too_large_for_rate_limit(facts: ErrorFacts) -> bool:
     limit = int(numbers["limit"].replace(",", ""))
     requested = int(numbers["requested"].replace(",", ""))
     return requested > limit
+
+
+def facts_say_tools_unsupported(facts: ErrorFacts) -> bool:
+    """The model or the server cannot take the request's tools (TOOLS_UNSUPPORTED_WORDINGS)."""
+    return bool(_TOOLS_UNSUPPORTED_TEXT.search(facts.text))
 
 
 def server_window(facts: ErrorFacts) -> int | None:

@@ -42,6 +42,7 @@ from agent_server.llm.overflow import (
     error_facts,
     facts_say_overflow,
     facts_say_too_large_for_rate_limit,
+    facts_say_tools_unsupported,
     server_window,
 )
 
@@ -412,6 +413,18 @@ def _overflow(f: _Failure) -> ProviderError | None:
     return error
 
 
+def _tools_unsupported(f: _Failure) -> ProviderError | None:
+    if not facts_say_tools_unsupported(f.facts):
+        return None
+    return f.refused(
+        InvalidRequestError,
+        f"{f.provider} cannot give {_model(f.where)} tools ({f.detail}). agent-server works "
+        "through tool calls: choose a model that supports them (Ollama: one whose page lists "
+        "'tools'), or start the server with tool calling on (llama.cpp: --jinja; vLLM: "
+        "--enable-auto-tool-choice --tool-call-parser with the model's parser).",
+    )
+
+
 def _bad_key(f: _Failure) -> ProviderError | None:
     if not (f.status == 401 or f.codes & _AUTH_CODES):
         return None
@@ -445,7 +458,11 @@ def _unknown_model(f: _Failure) -> ProviderError | None:
 
 
 def _server_failed(f: _Failure) -> ProviderError | None:
-    if not ((f.status is not None and f.status >= 500) or f.codes & _SERVER_CODES):
+    # A server-error code counts only without a 4xx status: Ollama types every error it
+    # relays `api_error`, the 400s too, and retrying a 400 gets the same 400 again.
+    client_error = f.status is not None and 400 <= f.status < 500
+    server_code = bool(f.codes & _SERVER_CODES) and not client_error
+    if not ((f.status is not None and f.status >= 500) or server_code):
         return None
     return f.retried(
         ProviderServerError,
@@ -472,6 +489,7 @@ _RULES: tuple[Callable[[_Failure], ProviderError | None], ...] = (
     _rate_limited,
     _overloaded,
     _overflow,
+    _tools_unsupported,
     _bad_key,
     _not_allowed,
     _unknown_model,

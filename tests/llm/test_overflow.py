@@ -17,11 +17,13 @@ from agent_server.llm.overflow import (
     OVERFLOW_CODES,
     OVERFLOW_WORDINGS,
     TOO_LARGE_FOR_RATE_LIMIT_WORDINGS,
+    TOOLS_UNSUPPORTED_WORDINGS,
     ErrorFacts,
     Wording,
     error_facts,
     facts_say_overflow,
     facts_say_too_large_for_rate_limit,
+    facts_say_tools_unsupported,
     is_context_overflow,
     server_window,
 )
@@ -251,6 +253,14 @@ def test_the_too_large_rows_recognise_their_examples() -> None:
         facts = ErrorFacts(429, frozenset(), row.example)
         assert facts_say_too_large_for_rate_limit(facts)
         assert not facts_say_overflow(facts)
+
+
+@pytest.mark.parametrize("row", TOOLS_UNSUPPORTED_WORDINGS, ids=lambda row: row.pattern[:40])
+def test_every_no_tools_row_recognises_its_example(row: Wording) -> None:
+    assert row.seen.strip()
+    facts = ErrorFacts(400, frozenset(), row.example)
+    assert facts_say_tools_unsupported(facts)
+    assert not facts_say_overflow(facts)
 
 
 def test_every_overflow_example_is_a_row_or_a_code_of_the_table() -> None:

@@ -1,0 +1,98 @@
+"""What a user of a local OpenAI-compatible server (Ollama, llama.cpp's llama-server, vLLM,
+LM Studio, OpenRouter) sees when the server answers in its own way: each test puts a server
+on a real socket that answers as that one does (`wire_server`), and runs the Chat Completions
+provider, through the official SDK, against it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agent_server.errors import InvalidRequestError, ModelNotFoundError, ProviderError
+from agent_server.llm.messages import AssistantMessage, Context
+from agent_server.llm.models import ModelInfo
+from agent_server.llm.openai_chat import OpenAIChatProvider
+from agent_server.llm.stream import CallOptions, MessageDone
+from tests.llm.builders import SYSTEM, TOOLS, user
+from tests.llm.wire_server import Answer, wire_server
+
+CONTEXT = Context(SYSTEM, TOOLS, (user("Read README.md"),))
+
+
+def local_model(base_url: str) -> ModelInfo:
+    return ModelInfo("qwen3:8b", "qwen3:8b", "local", 32768, 8192, base_url=base_url)
+
+
+async def call(answer: Answer) -> tuple[AssistantMessage, list[dict[str, Any]]]:
+    """One streamed call against a server giving `answer`: the message, and the requests."""
+    async with wire_server(answer) as server:
+        provider = OpenAIChatProvider(None, server.base_url)
+        try:
+            events = [
+                event
+                async for event in provider.stream(
+                    local_model(server.base_url), CONTEXT, CallOptions()
+                )
+            ]
+        finally:
+            await provider.aclose()
+    done = events[-1]
+    assert isinstance(done, MessageDone)
+    return done.message, server.requests
+
+
+async def failure(answer: Answer) -> ProviderError:
+    with pytest.raises(ProviderError) as raised:
+        await call(answer)
+    return raised.value
+
+
+# --- a model or server that cannot take tools ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [
+        # Ollama relays every error with type `api_error`, its 400s included.
+        (400, {"message": "registry.ollama.ai/library/gemma3:4b does not support tools",
+               "type": "api_error", "param": None, "code": None}),
+        (400, {"code": 400, "message": "tools param requires --jinja flag",
+               "type": "invalid_request_error"}),
+        # Some llama.cpp builds say it with a 500.
+        (500, {"code": 500, "message": "tools param requires --jinja flag",
+               "type": "server_error"}),
+        (400, {"message": '"auto" tool choice requires --enable-auto-tool-choice and '
+                          "--tool-call-parser to be set", "type": "BadRequestError",
+               "param": None, "code": 400}),
+        (404, {"message": "No endpoints found that support tool use.", "code": 404}),
+    ],
+    ids=["ollama", "llama.cpp 400", "llama.cpp 500", "vllm", "openrouter"],
+)
+async def test_a_model_without_tools_is_an_error_saying_what_to_do(
+    status: int, error: dict[str, Any]
+) -> None:
+    raised = await failure(Answer(status, {"error": error}))
+    assert isinstance(raised, InvalidRequestError)
+    assert not raised.retryable  # the same request would be refused again
+    assert "cannot give the model 'qwen3:8b' tools" in raised.message
+    assert error["message"] in raised.message
+    assert "choose a model that supports them" in raised.message
+    assert "--jinja" in raised.message and "--enable-auto-tool-choice" in raised.message
+
+
+async def test_an_ollama_400_typed_api_error_is_not_retried_as_a_server_error() -> None:
+    error = {"message": "invalid image input", "type": "api_error", "param": None,
+             "code": None}
+    raised = await failure(Answer(400, {"error": error}))
+    assert isinstance(raised, InvalidRequestError)
+    assert not raised.retryable
+    assert "invalid image input" in raised.message
+
+
+async def test_an_ollama_model_that_is_not_pulled() -> None:
+    error = {"message": 'model "qwen3:8b" not found, try pulling it first',
+             "type": "api_error", "param": None, "code": None}
+    raised = await failure(Answer(404, {"error": error}))
+    assert isinstance(raised, ModelNotFoundError)
+    assert "try pulling it first" in raised.message
