@@ -228,6 +228,10 @@ def _int(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
 # --- streaming ------------------------------------------------------------------------------
 
 
@@ -236,6 +240,70 @@ class _OpenCall:
     id: str
     name: str
     arguments: list[str] = field(default_factory=list)
+
+
+class _StreamedCalls:
+    """The tool calls of one streamed answer, put together from their fragments.
+
+    OpenAI sends a call's `id` and name in its first fragment and its `index` in every one.
+    Compatible servers differ: Gemini's OpenAI layer, mistral.rs, SGLang and some proxies send
+    no `index` (then a fragment with a new `id`, or without an id a second name, opens a call,
+    and one without continues the last); some gateways (Ollama behind LiteLLM, dynamo) give
+    parallel calls one `index` (a new `id` there opens another call); some name a call only
+    after its first fragment. Merging two calls would run neither: their arguments would be
+    one invalid JSON text.
+    """
+
+    def __init__(self) -> None:
+        self.calls: list[_OpenCall] = []
+        self._at_index: dict[int, _OpenCall] = {}
+
+    def add(self, fragment: Mapping[str, Any]) -> list[StreamEvent]:
+        """The events one `tool_calls` fragment of a delta makes: a start, arguments."""
+        index = fragment.get("index")
+        index = index if isinstance(index, int) and not isinstance(index, bool) else None
+        given_id = _text(fragment.get("id"))
+        function = fragment.get("function") or {}
+        name = _text(function.get("name"))
+        events: list[StreamEvent] = []
+        call = self._continued(index, given_id, name)
+        if call is None:
+            call = _OpenCall(self._new_id(given_id), name)
+            self.calls.append(call)
+            if index is not None:
+                self._at_index[index] = call
+            events.append(ToolCallStart(call.id, call.name))
+        elif name and not call.name:
+            call.name = name
+        arguments = function.get("arguments")
+        if isinstance(arguments, str) and arguments:
+            call.arguments.append(arguments)
+            events.append(ToolCallDelta(call.id, arguments))
+        return events
+
+    def _continued(self, index: int | None, given_id: str, name: str) -> _OpenCall | None:
+        """The open call a fragment continues; None when it opens a new one."""
+        if index is not None:
+            call = self._at_index.get(index)
+            if call is not None and given_id and given_id != call.id and call.arguments:
+                return None  # the index was given to another call
+            return call
+        if given_id:
+            return next((call for call in self.calls if call.id == given_id), None)
+        last = self.calls[-1] if self.calls else None
+        if last is not None and name and last.name:
+            return None  # a second name: another call
+        return last
+
+    def _new_id(self, given_id: str) -> str:
+        """The fragment's id, unless missing or taken: the results must find their call."""
+        taken = {call.id for call in self.calls}
+        if given_id and given_id not in taken:
+            return given_id
+        number = len(self.calls)
+        while f"call_{number}" in taken:
+            number += 1
+        return f"call_{number}"
 
 
 class OpenAIChatProvider(OpenAIClientProvider):
@@ -267,7 +335,7 @@ class OpenAIChatProvider(OpenAIClientProvider):
         async def translate(
             events: EventDicts, assembler: MessageAssembler
         ) -> AsyncGenerator[StreamEvent, None]:
-            calls: dict[int, _OpenCall] = {}
+            calls = _StreamedCalls()
             finish: str | None = None
             usage: Mapping[str, Any] | None = None
 
@@ -289,28 +357,18 @@ class OpenAIChatProvider(OpenAIClientProvider):
                     if isinstance(content, str) and content:
                         yield emit(TextDelta(content))
                     for fragment in delta.get("tool_calls") or ():
-                        index = _int(fragment.get("index"))
-                        function = fragment.get("function") or {}
-                        call = calls.get(index)
-                        if call is None:
-                            call_id = fragment.get("id") or f"call_{index}"
-                            call = _OpenCall(str(call_id), str(function.get("name") or ""))
-                            calls[index] = call
-                            yield emit(ToolCallStart(call.id, call.name))
-                        arguments = function.get("arguments")
-                        if isinstance(arguments, str) and arguments:
-                            call.arguments.append(arguments)
-                            yield emit(ToolCallDelta(call.id, arguments))
+                        if isinstance(fragment, Mapping):
+                            for event in calls.add(fragment):
+                                yield emit(event)
                     if choice.get("finish_reason"):
                         finish = str(choice["finish_reason"])
             if not _complete(finish, usage, assembler.has_output, model):
                 return  # cut off: run_provider_stream reports a dropped connection
-            for index in sorted(calls):
-                call = calls[index]
+            for call in calls.calls:
                 arguments = parse_tool_arguments("".join(call.arguments))
                 yield emit(ToolCallEnd(ToolCall(call.id, call.name, arguments)))
             stop_reason = FINISH_REASONS.get(finish or "stop", "stop")
-            if calls and stop_reason == "stop":
+            if calls.calls and stop_reason == "stop":
                 # Some servers say "stop" after tool calls, or nothing at all.
                 stop_reason = "toolUse"
             priced = (

@@ -15,7 +15,7 @@ from agent_server.llm.models import ModelInfo
 from agent_server.llm.openai_chat import OpenAIChatProvider
 from agent_server.llm.stream import CallOptions, MessageDone
 from tests.llm.builders import SYSTEM, TOOLS, user
-from tests.llm.wire_server import Answer, wire_server
+from tests.llm.wire_server import Answer, sse_body, wire_server
 
 CONTEXT = Context(SYSTEM, TOOLS, (user("Read README.md"),))
 
@@ -96,3 +96,81 @@ async def test_an_ollama_model_that_is_not_pulled() -> None:
     raised = await failure(Answer(404, {"error": error}))
     assert isinstance(raised, ModelNotFoundError)
     assert "try pulling it first" in raised.message
+
+
+# --- streamed tool calls in each server's shape -------------------------------------------------
+
+
+def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0,
+            "model": "qwen3:8b", "choices": [{"index": 0, "delta": delta,
+                                              "finish_reason": finish}]}
+
+
+def fragment(index: int | None = None, call_id: str | None = None, name: str | None = None,
+             arguments: str | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"function": {}}
+    if index is not None:
+        out["index"] = index
+    if call_id is not None:
+        out["id"], out["type"] = call_id, "function"
+    if name is not None:
+        out["function"]["name"] = name
+    if arguments is not None:
+        out["function"]["arguments"] = arguments
+    return out
+
+
+def calls_in(*fragments: list[dict[str, Any]]) -> str:
+    chunks = [chunk({"role": "assistant", "content": None})]
+    chunks += [chunk({"tool_calls": group}) for group in fragments]
+    chunks.append(chunk({}, "tool_calls"))
+    return sse_body(chunks)
+
+
+TWO_CALLS = [("read", {"path": "a.py"}), ("bash", {"command": "ls"})]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # OpenAI's own shape: id and name first, arguments in pieces, `index` every time.
+        calls_in([fragment(0, "call_a", "read", "")], [fragment(0, arguments='{"path": ')],
+                 [fragment(0, arguments='"a.py"}')], [fragment(1, "call_b", "bash", "")],
+                 [fragment(1, arguments='{"command": "ls"}')]),
+        # Ollama, llama.cpp: each call whole in one fragment.
+        calls_in([fragment(0, "call_a", "read", '{"path": "a.py"}')],
+                 [fragment(1, "call_b", "bash", '{"command": "ls"}')]),
+        # Gemini's OpenAI layer, mistral.rs, SGLang: no `index` at all.
+        calls_in([fragment(None, "call_a", "read", '{"path": ')],
+                 [fragment(None, arguments='"a.py"}')],
+                 [fragment(None, "call_b", "bash", '{"command": "ls"}')]),
+        # Both calls in one delta, without `index`.
+        calls_in([fragment(None, "call_a", "read", '{"path": "a.py"}'),
+                  fragment(None, "call_b", "bash", '{"command": "ls"}')]),
+        # Ollama behind LiteLLM, dynamo: parallel calls all at `index` 0.
+        calls_in([fragment(0, "call_a", "read", '{"path": "a.py"}')],
+                 [fragment(0, "call_b", "bash", '{"command": "ls"}')]),
+        # The name after the id.
+        calls_in([fragment(0, "call_a")], [fragment(0, name="read")],
+                 [fragment(0, arguments='{"path": "a.py"}')],
+                 [fragment(1, "call_b", "bash", '{"command": "ls"}')]),
+    ],
+    ids=["openai", "whole", "no index", "one delta, no index", "one index", "late name"],
+)
+async def test_parallel_tool_calls_in_every_servers_shape(body: str) -> None:
+    message, _ = await call(Answer(body=body))
+    assert message.stop_reason == "toolUse"
+    assert [(c.name, c.arguments) for c in message.tool_calls] == TWO_CALLS
+    assert len({c.id for c in message.tool_calls}) == 2
+
+
+async def test_calls_without_ids_get_ids_of_their_own() -> None:
+    body = calls_in([fragment(None, None, "read", '{"path": "a.py"}')],
+                    [fragment(None, "", "bash", '{"command": "ls"}')])
+    message, _ = await call(Answer(body=body))
+    assert [(c.id, c.name) for c in message.tool_calls] == [("call_0", "read"), ("call_1", "bash")]
+    body = calls_in([fragment(0, None, "read", '{"path": "a.py"}')],
+                    [fragment(1, None, "bash", '{"command": "ls"}')])
+    message, _ = await call(Answer(body=body))
+    assert [c.id for c in message.tool_calls] == ["call_0", "call_1"]
