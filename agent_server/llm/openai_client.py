@@ -110,7 +110,7 @@ class OpenAIClientProvider:
         if not isinstance(data, Mapping) or not data.get("error"):
             return None
         error = data["error"]
-        message = error.get("message") if isinstance(error, Mapping) else None
+        message = error.get("message") if isinstance(error, Mapping) else error
         if not message or not isinstance(message, str):
             message = "An error occurred during streaming"
         return openai.APIError(message=message, request=stream.response.request, body=error)

@@ -236,6 +236,14 @@ TOOLS_UNSUPPORTED_WORDINGS: tuple[Wording, ...] = (
             "No endpoints found that support tool use.",
             "OpenRouter 404: none of the model's providers takes tools"),
 )
+# The 'baseUrl' leads to a server, but not to the API: most often a base URL without its
+# `/v1`. Said as a 404 that names no model (a model the server does not know is named), or in
+# the server's own words with any status.
+WRONG_ENDPOINT_WORDINGS: tuple[Wording, ...] = (
+    Wording(r"unexpected endpoint or method",
+            "Unexpected endpoint or method. (POST /chat/completions)",
+            "LM Studio, with status 200 (lmstudio-ai/lmstudio-bug-tracker#618)"),
+)
 _LIMIT_AND_REQUESTED = re.compile(
     r"\blimit:?\s*(?P<limit>\d[\d,]*).{0,40}?\brequested:?\s*(?P<requested>\d[\d,]*)",
     re.IGNORECASE,
@@ -253,6 +261,7 @@ _OVERFLOW_TEXT = _compile(OVERFLOW_WORDINGS)
 _RATE_LIMIT_CONTEXT = _compile((TOO_LARGE_FOR_RATE_LIMIT_CONTEXT,))
 _TOO_LARGE_TEXT = _compile(TOO_LARGE_FOR_RATE_LIMIT_WORDINGS)
 _TOOLS_UNSUPPORTED_TEXT = _compile(TOOLS_UNSUPPORTED_WORDINGS)
+_WRONG_ENDPOINT_TEXT = _compile(WRONG_ENDPOINT_WORDINGS)
 _WINDOW_TEXTS = tuple(
     re.compile(w.pattern, re.IGNORECASE) for w in OVERFLOW_WORDINGS if "(?P<limit>" in w.pattern
 )
@@ -327,6 +336,14 @@ def facts_say_too_large_for_rate_limit(facts: ErrorFacts) -> bool:
 def facts_say_tools_unsupported(facts: ErrorFacts) -> bool:
     """The model or the server cannot take the request's tools (TOOLS_UNSUPPORTED_WORDINGS)."""
     return bool(_TOOLS_UNSUPPORTED_TEXT.search(facts.text))
+
+
+def facts_say_wrong_endpoint(facts: ErrorFacts) -> bool:
+    """The base URL reaches a server but not the API (WRONG_ENDPOINT_WORDINGS): Ollama's
+    "404 page not found", vLLM's {"detail": "Not Found"}, LM Studio's 200."""
+    if _WRONG_ENDPOINT_TEXT.search(facts.text):
+        return True
+    return facts.status == 404 and "model" not in facts.text.lower()
 
 
 def server_window(facts: ErrorFacts) -> int | None:

@@ -43,6 +43,7 @@ from agent_server.llm.overflow import (
     facts_say_overflow,
     facts_say_too_large_for_rate_limit,
     facts_say_tools_unsupported,
+    facts_say_wrong_endpoint,
     server_window,
 )
 
@@ -425,6 +426,18 @@ def _tools_unsupported(f: _Failure) -> ProviderError | None:
     )
 
 
+def _wrong_endpoint(f: _Failure) -> ProviderError | None:
+    if not facts_say_wrong_endpoint(f.facts):
+        return None
+    return f.refused(
+        InvalidRequestError,
+        f"{f.provider} has no such API endpoint ({f.detail}). Check the 'baseUrl' setting: "
+        "OpenAI-compatible servers serve the API under /v1 (Ollama: "
+        "http://localhost:11434/v1, LM Studio: http://localhost:1234/v1, llama.cpp: "
+        "http://localhost:8080/v1, vLLM: http://localhost:8000/v1).",
+    )
+
+
 def _bad_key(f: _Failure) -> ProviderError | None:
     if not (f.status == 401 or f.codes & _AUTH_CODES):
         return None
@@ -452,8 +465,8 @@ def _unknown_model(f: _Failure) -> ProviderError | None:
     return f.refused(
         ModelNotFoundError,
         f"{f.provider} does not know {_model(f.where)} ({f.detail}). Check the 'model' "
-        "setting (and 'baseUrl'); a model of a local server must be defined in the models "
-        "file with the id that server uses.",
+        "setting (and 'baseUrl'): a local server's model goes by the id that server lists "
+        "(Ollama: `ollama list`, and `ollama pull` one it lacks; others: GET <baseUrl>/models).",
     )
 
 
@@ -490,6 +503,7 @@ _RULES: tuple[Callable[[_Failure], ProviderError | None], ...] = (
     _overloaded,
     _overflow,
     _tools_unsupported,
+    _wrong_endpoint,
     _bad_key,
     _not_allowed,
     _unknown_model,
@@ -545,6 +559,10 @@ def _body_message(exc: BaseException) -> str | None:
 
 
 def _body_message_of(body: object) -> str | None:
+    if isinstance(body, str):
+        # A body that is not JSON ("404 page not found"); an HTML page says nothing useful.
+        text = body.strip()
+        return text if text and not text.startswith("<") else None
     if isinstance(body, Mapping):
         inner = body.get("error", body)
         if isinstance(inner, Mapping):
@@ -553,9 +571,10 @@ def _body_message_of(body: object) -> str | None:
                 return message
         elif isinstance(inner, str):
             return inner
-        message = body.get("message")
-        if isinstance(message, str):
-            return message
+        for key in ("message", "detail"):  # "detail": FastAPI servers (vLLM, LiteLLM)
+            message = body.get(key)
+            if isinstance(message, str):
+                return message
     return None
 
 

@@ -115,8 +115,17 @@ async def _as_dicts(stream: SdkStream, error_event: ErrorEvent) -> EventDicts:
     """The stream's events as JSON objects, as the SDKs' own streams give them: a `ping` or
     an event without data is passed over, `[DONE]` ends the stream, an error event raises
     the SDK's error (`error_event`); an event whose data is not an object (no provider sends
-    such) carries nothing the translators read, and is passed over."""
-    events = server_sent_events(stream.response.aiter_bytes())
+    such) carries nothing the translators read, and is passed over. A JSON body instead of a
+    stream holds no events: its error, if it is one, is raised."""
+    response = stream.response
+    if "json" in str(response.headers.get("content-type", "")):
+        # Not a stream: a server that answers a wrong path with 200 and an error object
+        # (LM Studio) would otherwise look like a dropped connection, retried in vain.
+        error = error_event(stream, None, _decoded(await response.aread()))
+        if error is not None:
+            raise error
+        return
+    events = server_sent_events(response.aiter_bytes())
     async for event, data in events:
         if event == "ping" or not data:
             continue

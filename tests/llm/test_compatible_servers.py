@@ -96,6 +96,7 @@ async def test_an_ollama_model_that_is_not_pulled() -> None:
     raised = await failure(Answer(404, {"error": error}))
     assert isinstance(raised, ModelNotFoundError)
     assert "try pulling it first" in raised.message
+    assert "ollama list" in raised.message
 
 
 # --- streamed tool calls in each server's shape -------------------------------------------------
@@ -174,3 +175,28 @@ async def test_calls_without_ids_get_ids_of_their_own() -> None:
                     [fragment(1, None, "bash", '{"command": "ls"}')])
     message, _ = await call(Answer(body=body))
     assert [c.id for c in message.tool_calls] == ["call_0", "call_1"]
+
+
+# --- a base URL without its /v1 -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        # LM Studio answers an unknown path with 200 and an error object, not a stream.
+        (Answer(200, '{"error":"Unexpected endpoint or method. (POST /chat/completions)"}',
+                "application/json; charset=utf-8"),
+         "Unexpected endpoint or method. (POST /chat/completions)"),
+        (Answer(404, "404 page not found", "text/plain; charset=utf-8"), "404 page not found"),
+        (Answer(404, {"detail": "Not Found"}), "Not Found"),
+    ],
+    ids=["lm studio", "ollama", "vllm"],
+)
+async def test_a_base_url_without_v1_says_to_check_base_url(answer: Answer, said: str) -> None:
+    raised = await failure(answer)
+    assert isinstance(raised, InvalidRequestError)
+    assert not raised.retryable  # not a dropped connection, retried five times
+    assert said in raised.message
+    assert "has no such API endpoint" in raised.message
+    assert "Check the 'baseUrl' setting" in raised.message
+    assert "http://localhost:11434/v1" in raised.message

@@ -18,12 +18,14 @@ from agent_server.llm.overflow import (
     OVERFLOW_WORDINGS,
     TOO_LARGE_FOR_RATE_LIMIT_WORDINGS,
     TOOLS_UNSUPPORTED_WORDINGS,
+    WRONG_ENDPOINT_WORDINGS,
     ErrorFacts,
     Wording,
     error_facts,
     facts_say_overflow,
     facts_say_too_large_for_rate_limit,
     facts_say_tools_unsupported,
+    facts_say_wrong_endpoint,
     is_context_overflow,
     server_window,
 )
@@ -261,6 +263,19 @@ def test_every_no_tools_row_recognises_its_example(row: Wording) -> None:
     facts = ErrorFacts(400, frozenset(), row.example)
     assert facts_say_tools_unsupported(facts)
     assert not facts_say_overflow(facts)
+
+
+@pytest.mark.parametrize("row", WRONG_ENDPOINT_WORDINGS, ids=lambda row: row.pattern[:40])
+def test_every_wrong_endpoint_row_recognises_its_example(row: Wording) -> None:
+    assert row.seen.strip()
+    assert facts_say_wrong_endpoint(ErrorFacts(200, frozenset(), row.example))
+    assert not facts_say_overflow(ErrorFacts(200, frozenset(), row.example))
+
+
+def test_a_404_naming_a_model_is_an_unknown_model_not_a_wrong_endpoint() -> None:
+    assert facts_say_wrong_endpoint(ErrorFacts(404, frozenset(), "404 page not found"))
+    unknown = 'model "qwen3:8b" not found, try pulling it first'
+    assert not facts_say_wrong_endpoint(ErrorFacts(404, frozenset(), unknown))
 
 
 def test_every_overflow_example_is_a_row_or_a_code_of_the_table() -> None:
