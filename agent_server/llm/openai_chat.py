@@ -319,6 +319,8 @@ class OpenAIChatProvider(OpenAIClientProvider):
         assembler: MessageAssembler | None = None,
     ) -> AsyncIterator[StreamEvent]:
         params = build_request(model, context, options)
+        max_tokens = _int(params.get("max_completion_tokens") or params.get("max_tokens"))
+        local = not speaks_openai_extensions(model)  # OpenAI refuses a prompt over the window
         where = replace(self._errors, model=model.id)
 
         async def open_stream() -> AsyncStream[Any]:
@@ -371,6 +373,8 @@ class OpenAIChatProvider(OpenAIClientProvider):
             if calls.calls and stop_reason == "stop":
                 # Some servers say "stop" after tool calls, or nothing at all.
                 stop_reason = "toolUse"
+            if stop_reason == "length" and local and _cut_by_window(usage, max_tokens):
+                stop_reason = "contextOverflow"
             priced = (
                 normalise_usage(usage, model, write_retention(options, SHORT_CACHE_TTL))
                 if usage is not None
@@ -388,6 +392,15 @@ class OpenAIChatProvider(OpenAIClientProvider):
             assembler,
             error_event=self._error_event,
         )
+
+
+def _cut_by_window(usage: Mapping[str, Any] | None, max_tokens: int) -> bool:
+    """Whether a `length` finish came before the output limit: the context window filled.
+    llama.cpp's server (and Ollama with its context shift off) stop so when prompt and output
+    reach their window, with the finish_reason of the output limit."""
+    if usage is None or not isinstance(usage.get("completion_tokens"), int):
+        return False
+    return _int(usage.get("completion_tokens")) < max_tokens
 
 
 def _complete(

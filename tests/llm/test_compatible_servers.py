@@ -200,3 +200,22 @@ async def test_a_base_url_without_v1_says_to_check_base_url(answer: Answer, said
     assert "has no such API endpoint" in raised.message
     assert "Check the 'baseUrl' setting" in raised.message
     assert "http://localhost:11434/v1" in raised.message
+
+
+# --- an answer cut off by the window ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("output", "stop_reason"), [(1200, "contextOverflow"), (8192, "length")])
+async def test_a_length_finish_before_the_output_limit_is_the_window_filling(
+    output: int, stop_reason: str
+) -> None:
+    # llama.cpp stops with "length" when prompt and output reach its window (-c), as it does
+    # at max_tokens; only the output's size tells the two apart.
+    usage = {"prompt_tokens": 31568, "completion_tokens": output,
+             "total_tokens": 31568 + output}
+    body = sse_body([chunk({"role": "assistant", "content": "Here is the whole fi"}),
+                     chunk({}, "length") | {"usage": usage}])
+    message, requests = await call(Answer(body=body))
+    assert requests[0]["max_tokens"] == 8192
+    assert message.stop_reason == stop_reason
+    assert message.text == "Here is the whole fi"
