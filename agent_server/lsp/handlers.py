@@ -54,7 +54,9 @@ async def session_new(ls: AgentLanguageServer, params: Params) -> protocol.Sessi
 
 async def session_list(ls: AgentLanguageServer, params: Params) -> protocol.SessionListResult:
     folder = ls.folder_for(params.workspace())
-    return wire.session_list_result(folder.agent.list())
+    # Thousands of meta files take a second or more to read: not on the event loop, where
+    # every other request and notification would wait for them.
+    return wire.session_list_result(await asyncio.to_thread(folder.agent.list))
 
 
 async def session_load(ls: AgentLanguageServer, params: Params) -> protocol.SessionLoadResult:

@@ -463,9 +463,17 @@ def _tail_digest(path: Path, size: int) -> str:
 
 
 def _write_json_atomic(path: Path, data: object) -> None:
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", "utf-8")
-    os.replace(temporary, path)
+    """Write `path` whole or not at all. The temporary file's name is unique to this call:
+    the session list (on a thread of its own) and a ledger's sync may write the same meta
+    at once, and two writers of one temporary file would mix their bytes or lose it to
+    the other's rename."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    try:
+        temporary.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", "utf-8")
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
 
 
 def _check_session_id(session_id: str) -> None:
