@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import shlex
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias, cast, get_args
 
@@ -179,6 +179,17 @@ def parse_mode(value: str) -> PermissionMode:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class PermissionChoices:
+    """What the user chose for a session that only the open session holds, not its ledger:
+    the permission mode it was switched to (None: the configured one) and its "always"
+    answers. A session the LSP server closes to bound what it holds open gets them back
+    when it reopens (WorkspaceAgent.evict)."""
+
+    mode: PermissionMode | None
+    rules: tuple[PermissionRule, ...]
+
+
 class PermissionGate:
     """Decides tool calls for one session; owns the session's remembered answers."""
 
@@ -211,6 +222,11 @@ class PermissionGate:
     def rules(self) -> tuple[PermissionRule, ...]:
         """The "always" answers given in this session, oldest first."""
         return tuple(self._rules)
+
+    def remember(self, rules: Sequence[PermissionRule]) -> None:
+        """Takes back "always" answers given earlier (a session reopened in the same server:
+        `PermissionChoices`)."""
+        self._rules += [rule for rule in rules if rule not in self._rules]
 
     def forget(self, tool_name: str | None = None) -> None:
         """Drops the remembered answers for one tool, or all of them."""

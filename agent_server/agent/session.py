@@ -76,6 +76,7 @@ from agent_server.agent.model_choice import (
 )
 from agent_server.agent.permissions import (
     AskCallback,
+    PermissionChoices,
     PermissionGate,
     PermissionMode,
     PermissionOption,
@@ -310,6 +311,7 @@ class AgentSession:
         self._turn_task: asyncio.Task[TurnResult] | None = None
         self._turn_began = False  # the turn's task has run its first step
         self._stop_asked = False  # interrupted before that step: it stops at its start
+        self._closing = False  # `close` has begun (it runs once)
         self._busy = False
         self._current_turn: str | None = None
         self._message_seq = 0
@@ -729,20 +731,38 @@ class AgentSession:
         nothing happens). The ledger goes first: the next process to open the session (the
         editor's window reloaded) waits for it, not for the MCP servers to exit (up to the
         SDK's 2 s each)."""
-        if self.ledger.closed:
+        if self._closing:
             return
+        self._closing = True
         if self.interrupt() and self._turn_task is not None:
             # The cancelled turn writes its end (the prompt kept, "cancelled") to the ledger.
             await asyncio.wait([self._turn_task], timeout=TURN_END_WAIT)
+        self.release_ledger()
+        await self._watch.stop()
+        await self._tools.servers.close()
+        with contextlib.suppress(Exception):
+            await self._setup.provider.aclose()
+
+    def release_ledger(self) -> None:
+        """Sync and close the ledger now, between turns (`close` stops the rest): a session
+        closed to bound what a server holds open is free to reopen at once."""
+        if self.ledger.closed:
+            return
         self.ledger.sync()
         self.ledger.close()
         # Closed: its servers stopping is not news (an editor would get "MCP server ...
         # stopped." for a session it has just closed, or over a closed connection).
         self._emit_to = ignore_events
-        await self._watch.stop()
-        await self._tools.servers.close()
-        with contextlib.suppress(Exception):
-            await self._setup.provider.aclose()
+
+    def permission_choices(self) -> PermissionChoices:
+        """The user's choices only the open session holds (see PermissionChoices)."""
+        return PermissionChoices(self.config.own_mode, self.gate.rules)
+
+    def restore_permission_choices(self, choices: PermissionChoices) -> None:
+        """Take back the choices of `permission_choices` (the session reopened)."""
+        if choices.mode is not None:
+            self.set_mode(choices.mode)
+        self.gate.remember(choices.rules)
 
     # --- the turn -----------------------------------------------------------------------
 

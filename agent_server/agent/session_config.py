@@ -99,6 +99,11 @@ class SessionConfig:
     def api(self) -> str:
         return self.setup.provider.api
 
+    @property
+    def own_mode(self) -> PermissionMode | None:
+        """The permission mode the user switched this session to (None: the configured one)."""
+        return self._own_mode
+
     # --- changes ------------------------------------------------------------------------
 
     def update(self, settings: AgentSettings) -> None:

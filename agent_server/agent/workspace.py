@@ -11,6 +11,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from agent_server.agent.checkpoints import BlobStore
@@ -22,7 +23,7 @@ from agent_server.agent.mcp.servers import McpServers
 from agent_server.agent.model_call import RetryPolicy
 from agent_server.agent.model_choice import ModelChoice, choices
 from agent_server.agent.model_setup import connect, model_registry, secrets_of
-from agent_server.agent.permissions import AskCallback
+from agent_server.agent.permissions import AskCallback, PermissionChoices
 from agent_server.agent.session import AgentSession
 from agent_server.agent.session_config import ModelSetup
 from agent_server.agent.settings import AgentSettings
@@ -103,6 +104,10 @@ class WorkspaceAgent:
         # MCP servers a front end gave one session (an ACP client's mcpServers), by session id.
         self._mcp_extra: dict[str, tuple[McpServerConfig, ...]] = {}
         self._background: set[asyncio.Task[None]] = set()
+        # Sessions `evict` closed: the user's choices only they held, for their reopening,
+        # and the rest of their closing (MCP servers, the file watch) under way.
+        self._evicted: dict[str, PermissionChoices] = {}
+        self._stopping: set[asyncio.Task[None]] = set()
 
     def _make_store(self, settings: AgentSettings) -> SessionStore:
         root = (
@@ -122,6 +127,11 @@ class WorkspaceAgent:
         """Applied to each open session from its next turn."""
         if settings.sessions_dir != self.settings.sessions_dir:
             self.store = self._make_store(settings)
+        if settings.permissions_mode != self.settings.permissions_mode:
+            # As in an open session: a mode switched to holds until the setting changes.
+            self._evicted = {
+                sid: replace(choices, mode=None) for sid, choices in self._evicted.items()
+            }
         self.settings = settings
         for session in self.sessions.values():
             session.update_settings(settings)
@@ -304,6 +314,9 @@ class WorkspaceAgent:
             rewind=self.rewind,
         )
         session.set_user_idle(self.user_idle)
+        choices = self._evicted.pop(session.session_id, None)
+        if choices is not None:
+            session.restore_permission_choices(choices)
         self.sessions[session.session_id] = session
         return session
 
@@ -312,21 +325,45 @@ class WorkspaceAgent:
         its id and may load it later, from another process (an ACP client's named session)."""
         self._created.discard(session_id)
 
+    def evict(self, session_id: str) -> bool:
+        """Close an open session between turns to bound what a long-lived front end holds
+        (the LSP server's cap on open sessions); whether it was closed (not when it is busy
+        or not open). Its ledger is released at once, so that a request naming it in the
+        next breath reopens it (`open`); its MCP servers and file watch stop in the
+        background. Unlike `close_session`, nothing is deleted: a session this agent created
+        that has no prompt yet is kept (the editor holds its id and may prompt it), and is
+        removed by `close` if it still has none then. Reopened, it has back the user's
+        choices only the open session held (its permission mode, its "always" answers)."""
+        session = self.sessions.get(session_id)
+        if session is None or session.busy:
+            return False
+        del self.sessions[session_id]
+        self._evicted[session_id] = session.permission_choices()
+        session.release_ledger()
+        task = asyncio.create_task(session.close())
+        self._stopping.add(task)
+        task.add_done_callback(self._stopping.discard)
+        return True
+
     async def close_session(self, session_id: str) -> None:
         """Close one open session (its MCP servers stop, its ledger is released); one this
         agent created that never got a prompt (opened and left) is deleted, so that the
         session list holds only conversations. Closing a session not open does nothing."""
         session = self.sessions.pop(session_id, None)
         self._mcp_extra.pop(session_id, None)
+        self._evicted.pop(session_id, None)
         if session is None:
             return
         await session.close()
         if session_id in self._created and session.ledger.meta.prompt_count == 0:
-            try:
-                self.store.delete(session_id)
-            except (OSError, AgentServerError) as error:
-                log.warning("cannot remove unused session %s: %s", session_id, error)
+            self._remove_unused(session_id)
         self._created.discard(session_id)
+
+    def _remove_unused(self, session_id: str) -> None:
+        try:
+            self.store.delete(session_id)
+        except (OSError, AgentServerError) as error:
+            log.warning("cannot remove unused session %s: %s", session_id, error)
 
     async def delete(self, session_id: str) -> None:
         """Close the session if it is open, then remove it for good (ledger, outputs)."""
@@ -340,5 +377,13 @@ class WorkspaceAgent:
             task.cancel()
         for session_id in list(self.sessions):
             await self.close_session(session_id)
+        if self._stopping:
+            await asyncio.wait(list(self._stopping))
+        for session_id in self._created & set(self._evicted):
+            # Created here, evicted, not reopened: kept only if it got a prompt.
+            with contextlib.suppress(OSError, AgentServerError):
+                if self.store.info(session_id).prompt_count == 0:
+                    self._remove_unused(session_id)
         self.sessions.clear()
         self._created.clear()
+        self._evicted.clear()

@@ -47,6 +47,8 @@ async def session_new(ls: AgentLanguageServer, params: Params) -> protocol.Sessi
     folder = ls.folder_for(workspace)
     session = folder.agent.create(model=model, title=title)
     session.attach(ls.sink(session.session_id), ls.asker(session.session_id))
+    ls.state.session_use.touch(session.session_id)
+    ls.bound_open_sessions(session.session_id)
     result = wire.session_new_result(session)
     _preload_provider(session.settings.provider)
     return result
@@ -424,8 +426,14 @@ def answering(method: str, handler: Handler) -> Callable[[AgentLanguageServer, A
     @functools.wraps(handler)
     async def answer(ls: AgentLanguageServer, raw: Any) -> Any:
         params = Params(raw, method)
+        named = params.raw.get("sessionId")
         try:
-            return await handler(ls, params)
+            with (
+                ls.state.session_use.request(named)
+                if isinstance(named, str)
+                else contextlib.nullcontext()
+            ):
+                return await handler(ls, params)
         except AgentServerError as error:
             raise rpc_error(error) from None
 

@@ -48,6 +48,7 @@ from agent_server.errors import SessionNotFoundError
 from agent_server.literal import literal
 from agent_server.lsp import handlers, wire
 from agent_server.lsp.outbox import Outbox
+from agent_server.lsp.session_use import MAX_OPEN_SESSIONS, SessionUse
 from agent_server.lsp.transport import (
     AgentProtocol,
     keep_raw,
@@ -120,6 +121,7 @@ class ServerState:
     turns: dict[str, TurnStream] = field(default_factory=dict)  # by session id
     progress: dict[str, asyncio.Task[None]] = field(default_factory=dict)  # by compaction id
     background: set[asyncio.Task[None]] = field(default_factory=set)
+    session_use: SessionUse = field(default_factory=SessionUse)
 
 
 class AgentLanguageServer(LanguageServer):
@@ -271,7 +273,28 @@ class AgentLanguageServer(LanguageServer):
         if opening and repaired:
             # The editor learns of a repair once, whatever request opened the session.
             self.relay(session.session_id, Notice(None, "warning", repaired))
+        self.state.session_use.touch(session.session_id)
+        if opening:
+            self.bound_open_sessions(session.session_id)
         return session
+
+    def bound_open_sessions(self, newest: str) -> None:
+        """Past MAX_OPEN_SESSIONS open (`newest` just opened), close the least recently used
+        sessions that are idle: no request naming them under way, no turn running. Busy
+        ones stay open, even past the cap."""
+        open_ids = {
+            session_id: agent
+            for folder in self.state.folders.values()
+            if (agent := folder.made) is not None
+            for session_id in agent.sessions
+        }
+        excess = len(open_ids) - MAX_OPEN_SESSIONS
+        for session_id in self.state.session_use.closable(open_ids):
+            if excess <= 0:
+                return
+            if session_id != newest and open_ids[session_id].evict(session_id):
+                log.info("session %s closed: least recently used, reopens when named", session_id)
+                excess -= 1
 
     # --- turns and events to notifications -----------------------------------------------
 

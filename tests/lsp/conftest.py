@@ -51,6 +51,8 @@ class AgentClient:
         lambda _params: "allow_once"
     )
     permission_delay: float = 0.0
+    # When set, agent/requestPermission is answered only once it is set (a turn held waiting).
+    permission_hold: asyncio.Event | None = None
     # What the server sent that the protocol does not describe (checked when the client stops).
     undescribed: list[str] = field(default_factory=list)
 
@@ -114,6 +116,8 @@ def make_client(state: dict[str, AgentClient]) -> LanguageClient:
             except asyncio.CancelledError:
                 agent.permission_cancellations += 1
                 raise
+        if agent.permission_hold is not None:
+            await agent.permission_hold.wait()
         choice = agent.answer_permission(params)
         if choice is None:
             return {"outcome": "cancelled"}
