@@ -181,6 +181,7 @@ async def test_writing_what_programs_outside_the_sandbox_act_on_asks_even_in_all
         (".git/hooks/pre-commit", "#!/bin/sh\nid\n"),
         (".vscode/tasks.json", "{}"),
         ("g/hooks/post-merge", "#!/bin/sh\nid\n"),  # through a link to .git
+        ("vendor/lib/.git/hooks/pre-push", "#!/bin/sh\nid\n"),  # a nested repository's
         ("src/app.py", "x = 1\n"),
     ]
     scenario = {
@@ -207,13 +208,15 @@ async def test_writing_what_programs_outside_the_sandbox_act_on_asks_even_in_all
         run.session.attach(run.events.append, ask)
         assert run.session.mode == "allowAll"
         await run.session.run_turn("write them")
-        assert len(asked) == 3, asked
+        assert len(asked) == 4, asked
         assert ".git/hooks/pre-commit is acted on outside any sandbox" in asked[0]
         assert ".vscode/tasks.json" in asked[1]
         assert ".git/hooks/post-merge is acted on" in asked[2]
+        assert "vendor/lib/.git/hooks/pre-push is acted on" in asked[3]
         workspace = run.session.workspace
         assert not (workspace / ".git" / "hooks" / "pre-commit").exists()
         assert not (workspace / ".vscode" / "tasks.json").exists()
+        assert not (workspace / "vendor" / "lib" / ".git" / "hooks" / "pre-push").exists()
         assert (workspace / "src" / "app.py").read_text() == "x = 1\n"  # not asked
 
 

@@ -33,8 +33,14 @@ missing component is an empty read-only directory, which blocks creating it (and
 ignores: an empty directory is no change, so `git status` and `git add -A` are unaffected);
 git's own files that no placeholder can stand for (PLANTED_IN_GIT) are removed when a
 sandboxed command has created them. bubblewrap leaves the placeholder behind on the host as
-an empty directory; it is removed when the last sandbox using it ends (`Placeholders`). Only
-the workspace root is covered, not nested repositories or packages.
+an empty directory; it is removed when the last sandbox using it ends (`Placeholders`).
+
+Repositories nested in the workspace (a folder of several projects, a vendored clone; found by
+`nested_repositories`, as Claude Code's sandbox-runtime finds them by their `.git/HEAD`) get
+git's protections too (NESTED_GIT: hooks and config read-only, `.git` pinned, missing hooks
+placeheld, planted files removed): a hook planted in `projects/api/.git/hooks` runs at the
+user's next commit there, as one at the root would. Other protected names are guarded at the
+workspace root only: editors and agents read them where a workspace is opened.
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from agent_server.agent.tools.paths import resolve_in_workspace
+from agent_server.agent.tools.walk import SKIPPED_DIRS
 from agent_server.errors import PathOutsideWorkspaceError
 
 # Relative to the workspace root. Directories and files alike: what exists is bound as it is.
@@ -78,27 +85,77 @@ GUARDED_WHEN_MISSING = (
 # directory or file where git expects one stops git): one that a sandboxed command creates is
 # removed when the command ends (`planted_removed`).
 PLANTED_IN_GIT = (".git/commondir", ".git/config.worktree")
+# What a nested repository's `.git` holds that runs code (PROTECTED's git entries); placeheld
+# when missing, as at the root: NESTED_GUARDED.
+NESTED_GIT = tuple(name for name in PROTECTED if name.startswith(".git/"))
+NESTED_GUARDED = tuple(name for name in GUARDED_WHEN_MISSING if name.startswith(".git/"))
+# How far below the root nested repositories are looked for, and how many directories at
+# most: a bound on the time each sandboxed command's start takes in a huge tree (the
+# directories the tools never search, node_modules and the like, are not entered).
+NESTED_DEPTH = 6
+NESTED_MAX_DIRECTORIES = 5_000
 
 
-def protected_mounts(workspace: Path) -> tuple[list[Path], list[Path]]:
+def protected_mounts(
+    workspace: Path, nested: Sequence[Path] = ()
+) -> tuple[list[Path], list[Path]]:
     """(the protected paths that exist, to bind read-only over themselves; the placeholders to
-    make: the first missing component of each guarded path that does not exist). A path
-    reached through a symbolic link is bound as the place in the workspace it leads to
-    (bubblewrap follows links on both sides of a mount: a link out of the workspace would
-    mount a host path into the sandbox); one leading out, or nowhere, is left alone."""
+    make: the first missing component of each guarded path that does not exist), at the
+    root and, for git's entries, in each of the `nested` repositories (paths relative to
+    the workspace: `nested_repositories`). A path reached through a symbolic link is bound
+    as the place in the workspace it leads to (bubblewrap follows links on both sides of a
+    mount: a link out of the workspace would mount a host path into the sandbox); one
+    leading out, or nowhere, is left alone."""
+    wanted = [
+        (Path(name), name in PROTECTED, name in GUARDED_WHEN_MISSING)
+        for name in dict.fromkeys((*PROTECTED, *GUARDED_WHEN_MISSING))
+    ]
+    for repository in nested:
+        wanted += [
+            (repository / name, name in NESTED_GIT, name in NESTED_GUARDED)
+            for name in dict.fromkeys((*NESTED_GIT, *NESTED_GUARDED))
+        ]
     existing: list[Path] = []
     placeholders: list[Path] = []
-    for name in dict.fromkeys((*PROTECTED, *GUARDED_WHEN_MISSING)):
-        reached = _reached(workspace, Path(name))
+    for relative, protected, guarded in wanted:
+        reached = _reached(workspace, relative)
         if reached is None:
             continue  # through a link out of the workspace, or below a file
         path, exists = reached
         if exists:
-            if name in PROTECTED:
+            if protected:
                 existing.append(path)
-        elif name in GUARDED_WHEN_MISSING:
+        elif guarded:
             placeholders.append(path)
     return list(dict.fromkeys(existing)), list(dict.fromkeys(placeholders))
+
+
+def nested_repositories(workspace: Path) -> list[Path]:
+    """The directories below the workspace root (relative to it) that hold a `.git`, a
+    directory or a file (a submodule), not a link: at most NESTED_DEPTH levels down and
+    NESTED_MAX_DIRECTORIES directories looked at, links not followed, the directories the
+    tools never search not entered (node_modules, .venv, ...), nor a `.git`."""
+    found: list[Path] = []
+    level: list[Path] = [Path()]
+    seen = 0
+    for depth in range(NESTED_DEPTH + 1):
+        below: list[Path] = []
+        for relative in level:
+            seen += 1
+            if seen > NESTED_MAX_DIRECTORIES:
+                return found
+            try:
+                with os.scandir(workspace / relative) as entries:
+                    listed = [(e.name, e.is_dir(follow_symlinks=False), e.is_symlink())
+                              for e in entries]
+            except OSError:
+                continue
+            if depth > 0 and any(name == ".git" and not link for name, _, link in listed):
+                found.append(relative)
+            below += [relative / name for name, is_dir, _ in listed
+                      if is_dir and name not in SKIPPED_DIRS]
+        level = sorted(below)
+    return found
 
 
 def _reached(workspace: Path, relative: Path) -> tuple[Path, bool] | None:
@@ -140,7 +197,7 @@ def protected_warnings(workspace: Path, paths: Sequence[str]) -> list[str]:
         if not parts:
             continue
         shown = "/".join(parts)
-        if parts[0] == ".git" or any(
+        if ".git" in parts or any(
             shown == name or shown.startswith(f"{name}/") for name in PROTECTED
         ):
             found.append(
@@ -151,19 +208,28 @@ def protected_warnings(workspace: Path, paths: Sequence[str]) -> list[str]:
 
 
 @contextlib.contextmanager
-def planted_removed(workspace: Path) -> Iterator[list[Path]]:
+def planted_removed(workspace: Path, nested: Sequence[Path] = ()) -> Iterator[list[Path]]:
     """Around a sandboxed command: the PLANTED_IN_GIT files it created (listed when it has
-    ended) are removed then, before git outside the sandbox can read them."""
-    dot_git = workspace / ".git"
-    before = {name for name in PLANTED_IN_GIT if os.path.lexists(workspace / name)}
+    ended), at the root and in the `nested` repositories, are removed then, before git
+    outside the sandbox can read them."""
+    repositories = [workspace, *(workspace / relative for relative in nested)]
+    before = {
+        repository / name
+        for repository in repositories
+        for name in PLANTED_IN_GIT
+        if os.path.lexists(repository / name)
+    }
     removed: list[Path] = []
     try:
         yield removed
     finally:
-        if dot_git.is_dir() and not dot_git.is_symlink():
+        for repository in repositories:
+            dot_git = repository / ".git"
+            if not dot_git.is_dir() or dot_git.is_symlink():
+                continue
             for name in PLANTED_IN_GIT:
-                path = workspace / name
-                if name not in before and os.path.lexists(path):
+                path = repository / name
+                if path not in before and os.path.lexists(path):
                     with contextlib.suppress(OSError):
                         if path.is_dir() and not path.is_symlink():
                             shutil.rmtree(path)

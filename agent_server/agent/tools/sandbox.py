@@ -3,8 +3,9 @@
 **The sandbox** (Linux, with bubblewrap) shows a command what the work needs and nothing else:
 
 - the workspace, writable, except the files programs outside the sandbox act on
-  (protected_paths.py: `.mcp.json`, `AGENTS.md`, `.vscode`, `.git/hooks`, ...), which are
-  read-only, and placeheld when missing;
+  (protected_paths.py: `.mcp.json`, `AGENTS.md`, `.vscode`, `.git/hooks`, ... and the
+  hooks and config of repositories nested in it), which are read-only, and placeheld when
+  missing;
 - the system's programs and libraries, read-only: `/usr`, `/bin`, `/sbin`, `/lib*`, `/opt`,
   `/etc` (its secrets emptied: `/etc/shadow`, `/etc/gshadow`, `/etc/sudoers*`, ssh host
   keys, `/etc/ssl/private`, ...), `/sys`, `/nix` and `/snap` where present;
@@ -72,6 +73,7 @@ from agent_server.agent.tools.protected_paths import (
     empty_directory,
     empty_file,
     git_dirs,
+    nested_repositories,
     planted_removed,
     protected_mounts,
 )
@@ -229,6 +231,8 @@ class SandboxLayout:
     placeholders: bool = True  # guard protected paths that do not exist yet
     seccomp_fd: int | None = None  # a BPF program for bwrap --seccomp (with network)
     prefix: tuple[str, ...] = ()  # shell lines run before the command, inside
+    # Repositories below the root (relative to it), guarded as the root's is: protected_paths.
+    nested: tuple[Path, ...] = ()
 
 
 def bubblewrap_argv(bwrap: str, layout: SandboxLayout, command: list[str]) -> list[str]:
@@ -258,8 +262,9 @@ def bubblewrap_argv(bwrap: str, layout: SandboxLayout, command: list[str]) -> li
     for git_dir in git_dirs(root):
         argv += ["--ro-bind", str(git_dir), str(git_dir)]
     argv += ["--bind", str(root), str(root)]
-    argv += _pinned_dot_git(root)
-    existing, missing = protected_mounts(root)
+    for repository in (root, *(root / relative for relative in layout.nested)):
+        argv += _pinned_dot_git(repository)
+    existing, missing = protected_mounts(root, layout.nested)
     for path in existing:
         argv += ["--ro-bind", str(path), str(path)]
     if layout.placeholders:
@@ -456,6 +461,7 @@ def confine(command: list[str], workspace: Path, confined: Confinement) -> Launc
             seccomp = (
                 launch._exit.enter_context(_unix_socket_filter()) if confined.network else None
             )
+            nested = tuple(nested_repositories(workspace))
             layout = SandboxLayout(
                 workspace,
                 network=confined.network,
@@ -463,11 +469,13 @@ def confine(command: list[str], workspace: Path, confined: Confinement) -> Launc
                 read_paths=confined.read_paths,
                 seccomp_fd=seccomp,
                 prefix=tuple(command_limits.in_sandbox_prefix(limits, status)),
+                nested=nested,
             )
             launch.argv = bubblewrap_argv(bwrap, layout, command)
             launch.pass_fds = (seccomp,) if seccomp is not None else ()
-            launch._exit.enter_context(PLACEHOLDERS.held(protected_mounts(workspace)[1]))
-            launch._exit.enter_context(planted_removed(workspace))
+            placeholders = protected_mounts(workspace, nested)[1]
+            launch._exit.enter_context(PLACEHOLDERS.held(placeholders))
+            launch._exit.enter_context(planted_removed(workspace, nested))
             launch.before_exec = set_limits
         elif sys.platform.startswith("linux") and os.geteuid() == 0:
             launch.before_exec = _then(set_limits, _drop_inspection_capabilities)

@@ -9,6 +9,7 @@ shadow file and other sessions' ledgers; and nothing bounded its processes or me
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +20,7 @@ from agent_server.agent.settings import CommandLimits
 from agent_server.agent.tools import ToolContext, run_tool
 from agent_server.agent.tools.bash import BashTool
 from agent_server.agent.tools.limits import cgroup_roots
+from agent_server.agent.tools.protected_paths import nested_repositories
 from agent_server.agent.tools.sandbox import Confinement, sandbox_status
 from tests.hardening.listener import unix_listeners
 
@@ -147,6 +149,61 @@ async def test_git_cannot_be_swapped_for_another_repository_or_hooks_of_its_own(
     assert not (workspace / ".git" / "commondir").exists()  # removed when the command ended
     text = await run(f"cat {outside}/canary.txt || echo no-canary", context)
     assert "CANARY-GITDIR" not in text and "no-canary" in text
+
+
+@pytest.fixture
+def nested(workspace: Path) -> tuple[Path, Path]:
+    """Two repositories in the workspace, one deep and without hooks."""
+    projects = workspace / "projects"
+    api, deep = projects / "api", projects / "libs" / "a" / "b" / "vendored"
+    for repository in (api, deep):
+        repository.mkdir(parents=True)
+        subprocess.run(["git", "init", "-q", str(repository)], check=True)
+    shutil.rmtree(deep / ".git" / "hooks")  # missing: placeheld, as at the root
+    return api, deep
+
+
+async def test_a_nested_repository_is_guarded_as_the_root_one_is(
+    workspace: Path, spill_dir: Path, nested: tuple[Path, Path]
+) -> None:
+    """Before: only the workspace root's `.git` was guarded. In a folder of several projects
+    (or with a vendored clone) a sandboxed command planted a hook in a nested repository,
+    set its `core.fsmonitor`, or moved its `.git` away for a copy of its own: the user's next
+    commit there ran the command outside any sandbox."""
+    api, deep = nested
+    context = ctx(workspace, spill_dir)
+    attack = (
+        "printf '#!/bin/sh\\nid\\n' > projects/api/.git/hooks/pre-commit || echo no-hook; "
+        "git -C projects/api config core.fsmonitor 'sh -c id' || echo no-config; "
+        "mv projects/api/.git projects/api/.g && echo moved || echo no-move; "
+        "mkdir -p projects/libs/a/b/vendored/.git/hooks/x || echo no-deep-hook; "
+        "git -C projects/api -c user.email=a@b -c user.name=a commit -qm one --allow-empty "
+        "&& echo committed; echo ok > projects/api/main.py && echo wrote-src; "
+        "echo ../x > projects/api/.git/commondir && echo planted-commondir"
+    )
+    text = await run(attack, context)
+    for refused in ("no-hook", "no-config", "no-move", "no-deep-hook"):
+        assert refused in text, text
+    assert "committed" in text and "wrote-src" in text  # git and the files still work
+    assert not (api / ".git" / "hooks" / "pre-commit").exists()
+    assert "fsmonitor" not in (api / ".git" / "config").read_text()
+    assert (api / ".git").is_dir() and not (api / ".g").exists()
+    assert not (api / ".git" / "commondir").exists()  # removed when the command ended
+    assert not (deep / ".git" / "hooks").exists()  # the placeholder is gone again
+
+
+def test_nested_repositories_are_found_below_the_root_and_not_in_skipped_folders(
+    tmp_path: Path,
+) -> None:
+    for relative in ("a/.git", "b/c/.git", "node_modules/x/.git", "d/.git/sub/.git"):
+        (tmp_path / relative).mkdir(parents=True)
+    (tmp_path / "e").mkdir()
+    (tmp_path / "e" / ".git").write_text("gitdir: ../.git/modules/e\n")  # a submodule
+    (tmp_path / "f").mkdir()
+    (tmp_path / "f" / ".git").symlink_to(tmp_path / "a" / ".git")  # a link: not a repository
+    (tmp_path / ".git").mkdir()  # the root's own: guarded as the root
+    found = nested_repositories(tmp_path)
+    assert found == [Path("a"), Path("d"), Path("e"), Path("b/c")]
 
 
 # --- 2. what the sandbox shows ---------------------------------------------------------
