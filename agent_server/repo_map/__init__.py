@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agent_server.repo_map.ranking import Ranked, rank
-from agent_server.repo_map.tags import Tag, TagCache, language_of
+from agent_server.repo_map.tags import ReadFile, Tag, TagCache, language_of
 
 if TYPE_CHECKING:
     from grep_ast import TreeContext
@@ -56,10 +56,13 @@ class RepoMap:
     again after a few edits parses only the files that changed. Safe to share between
     threads."""
 
-    def __init__(self, root: Path, count_tokens: Callable[[str], int]) -> None:
+    def __init__(
+        self, root: Path, count_tokens: Callable[[str], int], read: ReadFile = Path.read_bytes
+    ) -> None:
         self.root = root
         self.count_tokens = count_tokens
-        self._tags = TagCache()
+        self._read = read
+        self._tags = TagCache(read)
         self._contexts: dict[str, tuple[tuple[int, int], TreeContext]] = {}
         self._lock = threading.Lock()
 
@@ -165,7 +168,7 @@ class RepoMap:
                 cached = self._contexts.get(cache_key)
             if cached is not None and cached[0] == key:
                 return cached[1]
-            code = file.read_text(encoding="utf-8", errors="replace")
+            code = self._read(file).decode("utf-8", errors="replace")
         except OSError:
             return None
         if not code.endswith("\n"):

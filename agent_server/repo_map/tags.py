@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -95,12 +95,18 @@ def _grammar(language: str) -> tuple[Language, Parser] | None:
         return None
 
 
+# How a file's bytes are read: OSError when it cannot be (or must not be: the agent's tool
+# refuses a link or a file with other hard links, swapped in after the files were listed).
+ReadFile = Callable[[Path], bytes]
+
+
 class TagCache:
     """Tags by file, kept while the file's modification time and size stay the same."""
 
-    def __init__(self) -> None:
+    def __init__(self, read: ReadFile = Path.read_bytes) -> None:
         self._tags: dict[Path, tuple[tuple[int, int], tuple[Tag, ...]]] = {}
         self._lock = threading.Lock()
+        self._read = read
 
     def tags(self, root: Path, relative: str) -> tuple[Tag, ...]:
         path = root / relative
@@ -113,20 +119,22 @@ class TagCache:
             cached = self._tags.get(path)
         if cached is not None and cached[0] == key:
             return cached[1]
-        tags = tuple(read_tags(path, relative)) if stat.st_size <= MAX_FILE_BYTES else ()
+        tags = (
+            tuple(read_tags(path, relative, self._read)) if stat.st_size <= MAX_FILE_BYTES else ()
+        )
         with self._lock:
             self._tags[path] = (key, tags)
         return tags
 
 
-def read_tags(path: Path, relative: str) -> Iterator[Tag]:
+def read_tags(path: Path, relative: str, read: ReadFile = Path.read_bytes) -> Iterator[Tag]:
     """The file's definitions and references (none when its language is not known)."""
     language = language_of(relative)
     grammar = _grammar(language) if language else None
     if grammar is None or language is None:
         return
     try:
-        source = path.read_bytes()
+        source = read(path)
     except OSError:
         return
     tree = grammar[1].parse(source)

@@ -12,7 +12,9 @@ straight there.
 
 Every file of the workspace is on the map (source files with their definitions, the others
 by name when the budget leaves room, as Aider lists every file git tracks), except what find
-and grep skip, files that may hold secrets, files with several hard links and symbolic links.
+and grep skip, files that may hold secrets, files with several hard links and symbolic links;
+a file is read as the read tool reads it (`read_listed`), so one swapped for a link after
+the listing is not read either.
 """
 
 from __future__ import annotations
@@ -28,10 +30,10 @@ from typing import Any
 from agent_server import repo_map
 from agent_server.agent.tools.base import ToolContext, ToolKind, ToolResult, int_arg
 from agent_server.agent.tools.output import bound_output
-from agent_server.agent.tools.paths import has_other_links, secret_file
+from agent_server.agent.tools.paths import has_other_links, open_regular, secret_file
 from agent_server.agent.tools.walk import walk_files
 from agent_server.context.estimate import estimate_text_tokens
-from agent_server.errors import InvalidToolArgumentsError, ToolError
+from agent_server.errors import AgentServerError, InvalidToolArgumentsError, ToolError
 from agent_server.llm.messages import ToolSpec
 
 MIN_TOKENS = 256
@@ -158,6 +160,17 @@ def mapped_files(workspace: Path) -> tuple[list[str], bool]:
     return out, False
 
 
+def read_listed(path: Path) -> bytes:
+    """A listed file's bytes, read as the read tool reads (open_regular): a file swapped
+    for a link (to a key outside the workspace) or given other hard links after it was
+    listed is not read (OSError), and so never reaches the map sent to the provider."""
+    try:
+        with open_regular(path, str(path), hard_links_allowed=False) as handle:
+            return handle.read()
+    except AgentServerError as error:
+        raise OSError(error.message) from error
+
+
 class _Maps:
     """One RepoMap per workspace (the last few), so that a map asked for again parses only
     the files that changed."""
@@ -169,7 +182,7 @@ class _Maps:
     def get(self, workspace: Path) -> repo_map.RepoMap:
         with self._lock:
             found = self._maps.pop(workspace, None) or repo_map.RepoMap(
-                workspace, estimate_text_tokens)
+                workspace, estimate_text_tokens, read_listed)
             self._maps[workspace] = found
             while len(self._maps) > _MAPS_KEPT:
                 self._maps.popitem(last=False)

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from agent_server.agent.tools import ToolContext, default_tools, run_tool
+from agent_server.agent.tools import repo_map as repo_map_tool
 from agent_server.agent.tools.repo_map import RepoMapTool
 from agent_server.context.estimate import estimate_text_tokens
 from agent_server.repo_map import available
@@ -100,3 +101,28 @@ async def test_the_settings_budget_is_the_default(workspace: Path, spill_dir: Pa
     small = await run_tool(TOOL, {}, ToolContext(workspace=workspace, spill_dir=spill_dir,
                                                  repo_map_tokens=300))
     assert estimate_text_tokens(small.text) <= 300
+
+
+async def test_a_file_swapped_for_a_link_after_the_listing_is_not_read(
+    workspace: Path, ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: the map listed files without links, then read them by name: a command
+    running in the background that swapped a listed file for a link (to a key or a file of
+    the home directory, which the server can read) between the two put the outside file's
+    definitions in the map sent to the provider."""
+    write_shop(workspace)
+    outside = workspace.parent / "outside.py"
+    outside.write_text("def OUTSIDE_CANARY_FUNCTION(secret):\n    return secret\n")
+    listed = repo_map_tool.mapped_files
+
+    def listed_then_swapped(root: Path) -> tuple[list[str], bool]:
+        files = listed(root)
+        target = root / "shop" / "pricing.py"
+        target.unlink()
+        target.symlink_to(outside)  # the swap, after the listing
+        return files
+
+    monkeypatch.setattr(repo_map_tool, "mapped_files", listed_then_swapped)
+    result = await run_tool(TOOL, {"focus": ["OUTSIDE_CANARY_FUNCTION", "shop/pricing.py"]}, ctx)
+    assert "OUTSIDE_CANARY_FUNCTION" not in result.text
+    assert "shop/reports.py" in result.text  # the rest is mapped
