@@ -534,10 +534,18 @@ class AnthropicProvider:
         if event != "error":
             return None
         response = stream.response
-        message = data if isinstance(data, str) else f"{data}"
-        return self._client._make_status_error(
-            message or f"Error code: {response.status_code}", body=data, response=response
+        message = (data if isinstance(data, str) else f"{data}") or (
+            f"Error code: {response.status_code}"
         )
+        # The SDK's own stream raises its client's `_make_status_error` (the status error
+        # class for the body's type); a private name, so a later SDK without it still gives
+        # the plain status error rather than an AttributeError.
+        make = getattr(self._client, "_make_status_error", None)
+        if callable(make):
+            error = make(message, body=data, response=response)
+            if isinstance(error, Exception):
+                return error
+        return anthropic.APIStatusError(message, response=response, body=data)
 
 
 async def _translate(
