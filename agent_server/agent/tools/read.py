@@ -51,6 +51,7 @@ from agent_server.agent.tools.paths import (
     open_regular,
     resolve_in_workspace,
 )
+from agent_server.agent.tools.regex_search import SNIFF_BYTES, looks_binary
 from agent_server.errors import ToolError, redact
 from agent_server.llm.messages import ImageContent, TextContent, ToolSpec
 from agent_server.redaction import REDACTED
@@ -158,7 +159,7 @@ class ReadTool:
 
 def _read_disk(path: Path, shown: str, offset: int, limit: int, ctx: ToolContext) -> ToolResult:
     with open_regular(path, shown, hard_links_allowed=ctx.hard_links_allowed) as handle:
-        head = handle.read(8192)
+        head = handle.read(SNIFF_BYTES)
         mime = image_type(path, head)
         if mime is not None:
             return _read_image(handle, shown, mime)
@@ -169,11 +170,11 @@ def _read_disk(path: Path, shown: str, offset: int, limit: int, ctx: ToolContext
 
 def _head(path: Path, shown: str, hard_links_allowed: bool) -> bytes:
     with open_regular(path, shown, hard_links_allowed=hard_links_allowed) as handle:
-        return handle.read(8192)
+        return handle.read(SNIFF_BYTES)
 
 
 def _refuse_binary(head: bytes, shown: str) -> None:
-    if b"\x00" in head:
+    if looks_binary(head):
         raise ToolError(
             f"{shown} is a binary file and cannot be shown as text. "
             "Use bash with a suitable tool (file, xxd, unzip -l, ...) to inspect it."

@@ -97,17 +97,28 @@ class Files:
         return self._held[-1][1] if self._held else self._top
 
 
+# How much of a file's start decides whether it is binary: a NUL in it (as git and ripgrep
+# decide). The read tool decides the same way (read.py); this module is its one home, as it
+# runs on the standard library alone.
+SNIFF_BYTES = 8192
+
+
+def looks_binary(head: bytes) -> bool:
+    """Whether a file whose first SNIFF_BYTES are `head` is binary."""
+    return b"\x00" in head
+
+
 def search_file(
     regex: re.Pattern[str], handle: BinaryIO, context: int, *, check_binary: bool
 ) -> Iterator[tuple[int, str, bool]]:
     """The lines of the open file that match, and `context` lines around them: (line, text,
     is match); `(0, "", False)` before each line is searched, for the caller to keep time.
-    With `check_binary`, none when its first 8 KB hold a NUL byte (how git and ripgrep decide
-    a file is binary); none when it cannot be read."""
+    With `check_binary`, none when it looks binary (looks_binary); none when it cannot be
+    read."""
     try:
         with handle:
             if check_binary:
-                if b"\x00" in handle.read(8192):
+                if looks_binary(handle.read(SNIFF_BYTES)):
                     return
                 handle.seek(0)
             yield from _search_lines(regex, handle, context)
