@@ -138,12 +138,17 @@ describe('agent settings from agentServer.*', () => {
   });
 });
 
+/** The settings package.json contributes, with their scopes. */
+function contributedSettings(): Record<string, { scope?: string }> {
+  const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    contributes: { configuration: { properties: Record<string, { scope?: string }> } };
+  };
+  return manifest.contributes.configuration.properties;
+}
+
 describe('settings a workspace must not set', () => {
   it('are machine-scoped: a folder\'s .vscode/settings.json cannot redirect the key, loosen the sandbox or run commands', () => {
-    const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
-      contributes: { configuration: { properties: Record<string, { scope?: string }> } };
-    };
-    const properties = manifest.contributes.configuration.properties;
+    const properties = contributedSettings();
     for (const key of [
       'baseUrl',
       'apiKeyEnv',
@@ -157,6 +162,17 @@ describe('settings a workspace must not set', () => {
     ]) {
       expect(properties[`agentServer.${key}`]?.scope, key).toBe('machine');
     }
+  });
+});
+
+describe('the sessions folder', () => {
+  it('is read from User settings in a remote window too (code-server, SSH, a container), so that every server started finds the same sessions', () => {
+    // In a remote window VS Code drops a machine or machine-overridable User setting, but only
+    // once it reads settings.json again after the extension's settings are known: a server
+    // started before that (a first window) used the folder, one started after (a reload, a
+    // restart after a settings change) the default one, where the sessions are not.
+    const scope = contributedSettings()['agentServer.sessionsDir']?.scope;
+    expect(['application', 'window', 'resource']).toContain(scope);
   });
 });
 
