@@ -128,7 +128,10 @@ export class AgentServer implements vscode.Disposable {
     const mcpSecrets = (await this.mcpSecrets?.all()) ?? {};
     const env = serverEnvironment(process.env, settings, keys, mcpSecrets);
     const cwd = folder?.uri.fsPath;
-    this.log.info(`Server: ${interpreter.path} -m agent_server serve (interpreter from ${interpreter.source}); ${describeKeys(keys, settings)}; MCP secrets: ${Object.keys(mcpSecrets).join(', ') || 'none'}`);
+    this.log.info(
+      `Server: ${interpreter.path} -m agent_server serve (interpreter from ${interpreter.source}); ${describeKeys(keys, settings)}; ` +
+        `MCP secrets: ${Object.keys(mcpSecrets).join(', ') || 'none'}; sessions in ${settings.sessionsDir ?? 'the default folder'}`,
+    );
 
     const preflight = await runPreflight(interpreter.path, env, cwd);
     if (!preflight.ok) {
