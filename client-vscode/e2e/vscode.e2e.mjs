@@ -15,7 +15,8 @@
 // stopping a command (the card says stopped), a rejection with words for the agent, a change
 // reviewed in VS Code's diff editor (a hunk reverted, the rest accepted) and a change already
 // made opened there; the mode and model pickers, a setting that switches the model (with its
-// cost), @-mention and pasted image; Reload Window with a prompt typed while the session comes
+// cost) and a restart after that settings change that lists the same sessions, @-mention and
+// pasted image; Reload Window with a prompt typed while the session comes
 // back (it goes to that session) and the mode kept; an API key that reaches no log.
 //
 //   npm run package && node e2e/vscode.e2e.mjs        (or `make e2e-vscode` at the root)
@@ -103,28 +104,33 @@ async function main() {
   const bare = ['/usr/bin/python3', '/usr/local/bin/python3'].find(
     (py) => existsSync(py) && spawnSync(py, ['-c', 'import agent_server'], { cwd: tmp }).status === 1,
   );
-  const settingsFile = join(data, 'User', 'settings.json');
-  const writeSettings = (extra) =>
-    writeFileSync(
-      settingsFile,
-      JSON.stringify(
-        {
-          'security.workspace.trust.enabled': false,
-          'workbench.startupEditor': 'none',
-          'workbench.tips.enabled': false,
-          'telemetry.telemetryLevel': 'off',
-          'extensions.ignoreRecommendations': true,
-          'chat.disableAIFeatures': true,
-          'agentServer.provider': 'sim',
-          'agentServer.baseUrl': sim.baseUrl,
-          'agentServer.sessionsDir': sessions,
-          ...extra,
-        },
-        null,
-        2,
-      ),
-    );
-  writeSettings({ 'agentServer.python': bare ?? PYTHON });
+  const ledgers = () => readdirSync(sessions, { recursive: true }).filter((f) => String(f).endsWith('.jsonl')).length;
+  /** Every window's "Agent Server" output channel, as VS Code logged it. */
+  const serverLogs = () =>
+    readdirSync(join(data, 'logs'), { recursive: true })
+      .filter((f) => String(f).endsWith('Agent Server.log'))
+      .map((f) => readFileSync(join(data, 'logs', String(f)), 'utf8'))
+      .join('\n');
+  // User settings, and the machine's (code-server's "Remote" settings): a remote window takes
+  // the machine-scoped ones (the interpreter, the simulator's URL) from there only.
+  const writeJson = (file, values) => {
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, JSON.stringify(values, null, 2));
+  };
+  writeJson(join(data, 'User', 'settings.json'), {
+    'security.workspace.trust.enabled': false,
+    'workbench.startupEditor': 'none',
+    'workbench.tips.enabled': false,
+    'telemetry.telemetryLevel': 'off',
+    'extensions.ignoreRecommendations': true,
+    'chat.disableAIFeatures': true,
+    'agentServer.provider': 'sim',
+    'agentServer.sessionsDir': sessions,
+  });
+  writeJson(join(data, 'Machine', 'settings.json'), {
+    'agentServer.python': bare ?? PYTHON,
+    'agentServer.baseUrl': sim.baseUrl,
+  });
   const config = join(tmp, 'code-server.yaml');
   writeFileSync(config, 'auth: none\ncert: false\n');
   const common = ['--config', config, '--extensions-dir', ext, '--user-data-dir', data];
@@ -445,6 +451,16 @@ async function main() {
   await bySetting.scrollIntoViewIfNeeded();
   await shot('settings-switched-model-with-cost');
   log(`mode "Allow all"; picked sim-large; the setting switched back with: ${(await bySetting.innerText()).replace(/\s+/g, ' ').slice(0, 160)}`);
+  // A restart after settings.json changed (the Settings editor wrote it just now) finds the
+  // session: VS Code reads settings.json again then, and a remote window (code-server) drops
+  // the User settings it does not apply there (once, a reload listed 0 sessions that way).
+  const reopenings = () => [...serverLogs().matchAll(/Reopening: (\d+) session\(s\)/g)].map((m) => Number(m[1]));
+  const reopeningsBefore = reopenings().length;
+  await runCommand(page, 'Agent: Restart Server');
+  await waitUntil(async () => reopenings().length > reopeningsBefore, 60_000, async () => 'the server did not restart');
+  if (reopenings().at(-1) !== ledgers()) fail(`after a restart the server listed ${reopenings().at(-1)} session(s) of the ${ledgers()} in ${sessions}`);
+  await waitUntil(async () => !(await view.locator('textarea.prompt').isDisabled()), 60_000, async () => 'the view did not come back after the restart');
+  log(`restarted after the settings change: the server lists the ${ledgers()} session(s)`);
 
   // An @-mention picked from the completions, and a pasted image; "Allow all" asks nothing.
   // A toast over the panel would take the click (once, on a loaded machine: "Failed to save
@@ -474,7 +490,6 @@ async function main() {
   // Reload Window, and a prompt typed at once: it waits for the session that comes back (no
   // new, empty session); the session's mode is "Allow all" still.
   const title = await view.locator('.session-picker').innerText();
-  const ledgers = () => readdirSync(sessions, { recursive: true }).filter((f) => String(f).endsWith('.jsonl')).length;
   const ledgersBefore = ledgers();
   log(`Developer: Reload Window (${ledgersBefore} session ledgers)`);
   const reloaded = Date.now();
