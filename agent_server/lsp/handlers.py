@@ -302,6 +302,9 @@ async def did_change_configuration(
     settings = getattr(params, "settings", None)
     if isinstance(settings, Mapping) and isinstance(settings.get("agent"), Mapping):
         ls.state.base_settings = merge_settings(ls.state.base_settings or {}, settings["agent"])
+        ls.state.pushed_settings = merge_settings(
+            ls.state.pushed_settings or {}, settings["agent"]
+        )
     for folder in list(ls.state.folders.values()):
         folder.agent.update_settings(
             await ls.fetch_settings(folder.uri, folder.agent.settings)

@@ -113,7 +113,8 @@ class Folder:
 @dataclass
 class ServerState:
     folders: dict[Path, Folder] = field(default_factory=dict)
-    base_settings: Mapping[str, Any] | None = None
+    base_settings: Mapping[str, Any] | None = None  # initializationOptions' and pushed ones
+    pushed_settings: Mapping[str, Any] | None = None  # didChangeConfiguration's alone
     permission_requests: bool = False
     work_done_progress: bool = False
     configuration: bool = False
@@ -458,7 +459,14 @@ class AgentLanguageServer(LanguageServer):
     async def fetch_settings(self, uri: str, in_force: AgentSettings) -> AgentSettings:
         """The folder's settings as the editor gives them now; with a bad value, the user is
         told and `in_force` (the folder's settings until now) stays: one typo does not put
-        every other setting (the provider, the sessions' folder) back to its default."""
+        every other setting (the provider, the sessions' folder) back to its default.
+
+        An editor's answer with settings in it is the whole of them: it is read over the
+        settings pushed with didChangeConfiguration only, not over initializationOptions',
+        which stand in until the editor answers (a setting the user has since removed, such
+        as a model, would otherwise keep its value from the server's start). An answer
+        without settings (null, or an empty object: an editor that keeps them in
+        initializationOptions) leaves those in force."""
         raw: Any = self.state.base_settings
         if self.state.configuration:
             try:
@@ -467,8 +475,8 @@ class AgentLanguageServer(LanguageServer):
                         items=[types.ConfigurationItem(scope_uri=uri, section="agent")]
                     )
                 )
-                if results and isinstance(results[0], Mapping):
-                    raw = handlers.merge_settings(self.state.base_settings or {}, results[0])
+                if results and isinstance(results[0], Mapping) and results[0]:
+                    raw = handlers.merge_settings(self.state.pushed_settings or {}, results[0])
             except Exception as error:
                 log.warning("workspace/configuration failed: %s", error)
         settings, problems = settings_skipping_bad(raw)

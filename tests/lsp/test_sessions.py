@@ -147,6 +147,32 @@ async def test_a_bad_value_in_the_settings_at_the_start_leaves_the_others_in_for
         assert "must be a whole number" in shown and "'compaction.threshold'" in shown
 
 
+async def test_a_setting_removed_while_the_server_runs_goes_back_to_its_default(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    """The editor's answer to workspace/configuration is the whole of its settings. Before,
+    it was read over initializationOptions': a model the user set when the server started,
+    then removed from the settings, stayed for every new session until a restart."""
+    settings = sim_settings(sim, tmp_path, model="sim-large")
+    async with start_agent_client([workspace], settings) as agent:
+        first = await agent.request("agent/session/new", {"workspaceUri": agent.workspace_uri()})
+        assert first["model"]["id"] == "sim-large"
+        agent.client.set_configuration(sim_settings(sim, tmp_path), section="agent")
+        agent.client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings=None)
+        )
+        # The server asks the editor again and applies the answer: wait for it (a new
+        # session shows the model in force), up to a bound.
+        for _ in range(100):
+            second = await agent.request(
+                "agent/session/new", {"workspaceUri": agent.workspace_uri()}
+            )
+            if second["model"]["id"] != "sim-large":
+                break
+            await asyncio.sleep(0.05)
+        assert second["model"]["id"] == "sim-small"  # the provider's default again
+
+
 async def test_rewind_continues_from_an_earlier_entry_without_deleting(
     workspace: Path, sim: SimServer, tmp_path: Path
 ) -> None:
