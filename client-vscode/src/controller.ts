@@ -192,6 +192,12 @@ export class SessionController {
       const current = this._state.sessionId;
       const target = sessions.find((s) => s.sessionId === current) ?? sessions[0];
       this.trace(`Reopening: ${sessions.length} session(s) in ${workspaceUri}; ${target ? `loading ${target.sessionId}` : 'none to load'}`);
+      if (!target && current) {
+        // Not where this server keeps sessions (another sessions folder since a restart):
+        // a prompt would name a session it does not know; it starts one there instead.
+        this.trace(`Session ${current} is not among this server's sessions: the view lets it go`);
+        this.dispatch({ type: 'sessionForgotten' });
+      }
       // The picker lists the models before any session exists, too.
       if (!target) {
         await this.listModels();

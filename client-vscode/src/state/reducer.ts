@@ -290,6 +290,9 @@ export type Action =
       canThink?: boolean;
     }
   | { type: 'mcpStatus'; params: McpStatusParams }
+  /** The server does not list the session the view shows (a restart with another sessions
+   * folder): the view forgets it, so that the next prompt starts a session there. */
+  | { type: 'sessionForgotten' }
   /** Reopening the last session began (true) or is over (false). */
   | { type: 'restoring'; restoring: boolean }
   | { type: 'promptQueued'; text: string; images?: ImageContent[] }
@@ -377,6 +380,25 @@ export function reduce(state: ViewState, action: Action): ViewState {
         plan: [],
         pins: [],
       };
+
+    case 'sessionForgotten': {
+      const fresh = initialState();
+      return {
+        ...state,
+        sessionId: undefined,
+        title: undefined,
+        items: state.items.filter((i) => i.kind === 'user' && i.pending),
+        usage: undefined,
+        turn: fresh.turn,
+        compacting: false,
+        older: fresh.older,
+        sandbox: undefined,
+        rewind: undefined,
+        mcp: undefined,
+        plan: [],
+        pins: [],
+      };
+    }
 
     case 'restoring':
       return { ...state, restoring: action.restoring };

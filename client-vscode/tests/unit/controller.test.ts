@@ -294,6 +294,25 @@ describe('SessionController', () => {
     expect(controller.state.sessions).toHaveLength(2);
   });
 
+  it('lets the session go when a restarted server does not list it, and a prompt starts one there', async () => {
+    const { controller, server } = setup();
+    server.onRequest('agent/session/list', () => ({
+      sessions: [{ sessionId: 'old', title: 'A', model: 'sim-small', createdAt: '2026-01-01T00:00:00Z', updatedAt: '2026-01-01T00:00:00Z', entryCount: 9 }],
+    }));
+    server.onRequest('agent/session/load', (p: { sessionId: string }) => ({ sessionId: p.sessionId, transcript: [], usage: usage(p.sessionId) }));
+    await controller.openInitialSession();
+    expect(controller.state.sessionId).toBe('old');
+    // The server again, with another sessions folder: it lists none.
+    server.onRequest('agent/session/list', () => ({ sessions: [] }));
+    await controller.openInitialSession();
+    expect(controller.state.sessionId).toBeUndefined();
+    const { created, turns } = recordNewSessionsAndTurns(server);
+    await controller.send('summarise what we did');
+    await waitFor(() => turns.length === 1);
+    expect(created).toHaveLength(1);
+    expect(turns[0]?.sessionId).not.toBe('old');
+  });
+
   it('waits for the server of the window before to let the session go, and the prompt typed meanwhile goes to it', async () => {
     const { controller, server, traced } = setup();
     server.onRequest('agent/session/list', () => ({
