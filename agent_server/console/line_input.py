@@ -1,6 +1,9 @@
 """The chat's input line: `input()` with readline's editing and history, a prompt put back
 in the line (a rewound prompt), and Tab completion of `@path` mentions and /commands.
 
+A paste is one prompt, whatever its lines: the reader asks the terminal for bracketed paste
+(readline's `enable-bracketed-paste`), so the pasted newlines stay in the line until Enter.
+
 It loads nothing of the agent, so the first prompt line shows before the agent has loaded
 (console/chat_start.py); the path completion imports the workspace walk when Tab is first
 pressed.
@@ -59,6 +62,11 @@ class LineReader:
         self.prefill = ""
         self._command_names = command_names
         self._matches: list[str] = []
+        readline = sys.modules.get("readline")
+        if readline is not None:
+            # CPython turns readline's bracketed paste off; without it a terminal sends a
+            # pasted text's newlines as Enter keys, each line a prompt of its own.
+            readline.parse_and_bind("set enable-bracketed-paste on")
 
     def read(self) -> str | None:
         """The next prompt; None to quit (Ctrl-D, or Ctrl-C twice in a row on an empty line).

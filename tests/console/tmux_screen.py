@@ -46,6 +46,15 @@ class TmuxScreen:
     def type(self, text: str) -> None:
         self.keys(text, literal=True)
 
+    def paste(self, text: str) -> None:
+        """Pastes `text` as a terminal does: wrapped in bracketed-paste marks only if the
+        program asked for them (else its newlines arrive as Enter keys)."""
+        subprocess.run(
+            ["tmux", "-L", self.socket, "-f", "/dev/null", "load-buffer", "-"],
+            input=text, text=True, check=True,
+        )
+        self._tmux("paste-buffer", "-p", "-d", "-t", "t")
+
     def screen(self) -> str:
         """The visible screen and its scrollback, lines as the terminal wrapped them."""
         return self._tmux("capture-pane", "-p", "-t", "t", "-S", "-2000")
