@@ -23,7 +23,6 @@ from typing import Any, TypeVar
 
 from rich.console import Console
 from rich.panel import Panel
-from rich.prompt import Prompt
 from rich.table import Table
 from rich.text import Text
 
@@ -135,21 +134,18 @@ class TerminalChat:
         options = request.options
         for number, option in enumerate(options, 1):
             self.console.print(Text(f"  {number} ", style="bold") + shown(option.name))
+        allow = next(i for i, o in enumerate(options, 1) if o.kind == "allow_once")
         reject = next(i for i, o in enumerate(options, 1) if o.kind == "reject_once")
         with default_sigint():
             try:
-                answer = Prompt.ask(
-                    Text("  choose"),
-                    choices=[str(n) for n in range(1, len(options) + 1)],
-                    default=str(reject),
-                    console=self.console,
-                )
+                answer = self.pick("choose", len(options), default=reject,
+                                   words={"y": allow, "yes": allow, "n": reject, "no": reject})
             except (KeyboardInterrupt, EOFError):
                 self.console.print(Text("\n  rejected; stopping the turn", style="yellow"))
                 if self.session is not None:
                     self.session.interrupt()
                 return None
-        chosen = options[int(answer) - 1]
+        chosen = options[(answer or reject) - 1]
         if chosen.kind.endswith("always"):
             self.console.print(Text("  ") + shown(chosen.name, "dim"))
         return chosen.option_id
@@ -403,23 +399,17 @@ class TerminalChat:
             self.console.print(
                 Text(f"  {number} ", style="bold") + shown(text[:100], one_line=True)
             )
-        picked = self.choose(
-            "rewind to before which prompt",
-            [str(n) for n in range(1, len(prompts) + 1)],
-            cancel=True,
-        )
+        picked = self.choose("rewind to before which prompt", len(prompts), cancel=True)
         if picked is None:
             return
-        entry_id = str(prompts[int(picked) - 1]["entryId"])
+        entry_id = str(prompts[picked - 1]["entryId"])
         plan = runner.run(asyncio.to_thread(session.rewind_plan, entry_id))
         self.show_plan(plan)
         options = [o for o in REWIND_CHOICES if plan.files or o[1] in ("conversation", None)]
         for number, (label, _choice) in enumerate(options, 1):
             self.console.print(Text(f"  {number} ", style="bold") + Text(label))
-        answer = self.choose(
-            "what goes back", [str(n) for n in range(1, len(options) + 1)], cancel=False
-        )
-        choice = options[int(answer) - 1][1] if answer is not None else None
+        answer = self.choose("what goes back", len(options), cancel=False)
+        choice = options[answer - 1][1] if answer is not None else None
         if choice is None:
             self.console.print(Text("  nothing changed", style="dim"))
             return
@@ -467,21 +457,44 @@ class TerminalChat:
             if plan.untracked_more:
                 self.console.print(Text(f"  and {plan.untracked_more} more files", style="yellow"))
 
-    def choose(self, question: str, choices: list[str], *, cancel: bool) -> str | None:
-        """A numbered choice; None when cancelled (Enter, when allowed; Ctrl-C; Ctrl-D)."""
+    def choose(self, question: str, count: int, *, cancel: bool) -> int | None:
+        """A number from 1 to `count`; None when cancelled (Enter, when allowed; Ctrl-C;
+        Ctrl-D)."""
         with default_sigint():
             try:
-                answer = Prompt.ask(
-                    Text(f"  {question}" + (" (Enter cancels)" if cancel else "")),
-                    choices=[*choices, ""] if cancel else choices,
-                    show_choices=not cancel,
-                    default="" if cancel else None,
-                    console=self.console,
-                )
+                if cancel:
+                    return self.pick(f"{question} (Enter cancels)", count, listed=False)
+                return self.pick(question, count)
             except (KeyboardInterrupt, EOFError):
                 self.console.print()
                 return None
-        return answer or None
+
+    def pick(
+        self,
+        question: str,
+        count: int,
+        *,
+        default: int | None = None,
+        listed: bool = True,
+        words: Mapping[str, int] | None = None,
+    ) -> int | None:
+        """The number typed (1 to `count`; one of `words`, which stand for numbers), asked
+        again after anything else; Enter: `default` (None when there is none)."""
+        label = f"  {question}"
+        if listed:
+            label += f" [{'/'.join(str(n) for n in range(1, count + 1))}]"
+        if default is not None:
+            label += f" ({default})"
+        while True:
+            answer = self.reader.answer(label + ": ").strip().lower()
+            if not answer and (default is not None or not listed):
+                return default
+            if answer.isdecimal() and 1 <= int(answer) <= count:
+                return int(answer)
+            if words and answer in words:
+                return words[answer]
+            hint = f"type 1 to {count}" + (", or y or n" if words else "")
+            self.console.print(Text(hint, style="yellow"))
 
 
 def cannot_ask(denied: int) -> str:

@@ -95,6 +95,18 @@ class LineReader:
             interrupted = False
 
     @staticmethod
+    def answer(label: str) -> str:
+        """A line answering a question, `label` as its prompt (given to input(), so that
+        readline knows where the line starts and ends it with a newline even when it is
+        empty); kept out of the prompt history, where the up arrow finds prompts."""
+        readline = sys.modules.get("readline")
+        before = readline.get_current_history_length() if readline is not None else 0
+        line = input(label)
+        if readline is not None and readline.get_current_history_length() > before:
+            readline.remove_history_item(readline.get_current_history_length() - 1)
+        return line
+
+    @staticmethod
     def typed_so_far() -> str:
         """What the line held when input() was interrupted: readline keeps it; without
         readline there is no knowing, and "" keeps the Ctrl-C pair quitting."""

@@ -20,6 +20,16 @@ SCENARIO = {
     "turns": [
         {"user": PASTED, "steps": [{"text": "That is one long trace."}]},
         {"user": "hello", "steps": [{"text": "Hello."}]},
+        *(
+            {
+                "user": f"write note {n}",
+                "steps": [
+                    {"tools": [{"name": "write", "arguments": {"path": f"n{n}.md", "content": "x\n"}}]},
+                    {"text": f"Done with note {n}."},
+                ],
+            }
+            for n in (1, 2, 3)
+        ),
     ],
 }
 
@@ -68,3 +78,47 @@ def test_a_pasted_multi_line_text_is_one_prompt(sim: ThreadedSimServer, tmp_path
     finally:
         screen.close()
     assert sent_prompts(tmp_path) == [PASTED]
+
+
+def test_a_question_answered_with_enter_y_or_n(sim: ThreadedSimServer, tmp_path: Path) -> None:
+    """Enter takes the default (reject) and what follows starts on a line of its own; `y`
+    allows once and `n` rejects, as in other agents' terminals; a typo says what to type."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    screen = chat_screen(tmp_path, workspace, "--provider", "sim", "--base-url", sim.base_url)
+    try:
+        screen.wait_for("you ›")
+        screen.type("write note 1")
+        screen.keys("Enter")
+        screen.wait_for("choose")
+        screen.keys("Enter")
+        screen.wait_for("Done with note 1.")
+        lines = screen.screen().splitlines()
+        answered = [line.rstrip() for line in lines if "choose" in line]
+        assert answered == ["  choose [1/2/3/4] (3):"], screen.screen()
+        assert any(line.strip().startswith("✗ Write n1.md") for line in lines)
+
+        screen.type("write note 2")
+        screen.keys("Enter")
+        screen.wait_for("choose", count=2)
+        screen.type("yes please")
+        screen.keys("Enter")
+        screen.wait_for("type 1 to 4")
+        screen.type("y")
+        screen.keys("Enter")
+        screen.wait_for("Done with note 2.")
+
+        screen.type("write note 3")
+        screen.keys("Enter")
+        screen.wait_for("choose", count=4)
+        screen.type("n")
+        screen.keys("Enter")
+        screen.wait_for("Done with note 3.")
+        # The answers are not prompts: the up arrow goes back to the last prompt.
+        screen.keys("Up")
+        assert screen.visible().rstrip().endswith("you › write note 3")
+    finally:
+        screen.close()
+    assert not (workspace / "n1.md").exists()
+    assert (workspace / "n2.md").read_text() == "x\n"
+    assert not (workspace / "n3.md").exists()
