@@ -24,7 +24,7 @@ from rich.text import Text
 
 from agent_server.agent.config_file import flag_overrides, load_config, resolve_settings
 from agent_server.agent.settings import AgentSettings
-from agent_server.console.line_input import LineReader, workspace_paths
+from agent_server.console.line_input import LineReader, PromptHistory, workspace_paths
 from agent_server.errors import ConfigError
 
 HINT = Text("/help lists the commands; @path attaches a file or folder; Ctrl-D quits", style="dim")
@@ -53,6 +53,14 @@ def _is_quit(line: str) -> bool:
 
     typed = read_command(line)
     return typed is not None and typed.command is not None and typed.command.name == "/quit"
+
+
+def prompt_history(settings: AgentSettings, workspace: Path) -> PromptHistory:
+    """The workspace's prompts, kept in its sessions folder."""
+    from agent_server.session.store import prompt_history_path
+
+    root = Path(settings.sessions_dir) if settings.sessions_dir else None
+    return PromptHistory(prompt_history_path(root, workspace))
 
 
 def first_screen(console: Console, settings: AgentSettings, workspace: Path) -> None:
@@ -150,18 +158,19 @@ def main(args: Any) -> int:
         "session_id": args.session,
         "assume_yes": args.yes,
     }
-    if prompt is not None or args.session:
-        if prompt is None:
-            with contextlib.suppress(ImportError):
-                import readline  # line editing and history for input()
+    if prompt is not None:
         from agent_server.console.chat import run_chat
 
         return run_chat(prompt=prompt, piped=piped, **options)
     with contextlib.suppress(ImportError):
-        import readline  # noqa: F401
+        import readline  # noqa: F401  (line editing and history for input())
     console = Console(highlight=False)
+    reader = LineReader(console, command_names, prompt_history(settings, workspace))
+    if args.session:  # it says at once which session it opened
+        from agent_server.console.chat import run_chat
+
+        return run_chat(prompt=None, console=console, reader=reader, **options)
     first_screen(console, settings, workspace)
-    reader = LineReader(console, command_names)
     reader.install_completion(workspace_paths(workspace))
     loading = threading.Thread(
         target=load_agent, args=(settings.provider,), name="load-agent", daemon=True

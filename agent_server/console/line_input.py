@@ -1,6 +1,9 @@
 """The chat's input line: `input()` with readline's editing and history, a prompt put back
 in the line (a rewound prompt), and Tab completion of `@path` mentions and /commands.
 
+The prompts typed in a workspace are kept (PromptHistory, in the sessions folder) for the up
+arrow of the next chat there, as the answers to questions are not.
+
 A paste is one prompt, whatever its lines: the reader asks the terminal for bracketed paste
 (readline's `enable-bracketed-paste`), so the pasted newlines stay in the line until Enter.
 
@@ -19,6 +22,9 @@ goes on into it.
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -54,19 +60,71 @@ def mention_matches(text: str, found: list[tuple[str, bool]]) -> tuple[list[str]
     return [], [c.rstrip() for c in candidates]
 
 
-class LineReader:
-    """Reads prompts; `prefill` is put in the next line to edit (when readline is there)."""
+HISTORY_KEPT = 500  # the prompts a workspace's history keeps (twice as many before a trim)
 
-    def __init__(self, console: Console, command_names: Callable[[str], list[str]]) -> None:
+
+class PromptHistory:
+    """The prompts typed in one workspace, one JSON string a line (a prompt may hold
+    newlines), for the up arrow of the next chat there. A file that cannot be read or
+    written only leaves the history shorter: the chat goes on."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def load(self) -> list[str]:
+        try:
+            lines = self.path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            return []
+        prompts = [p for p in map(_json_string, lines) if p]
+        if len(lines) > 2 * HISTORY_KEPT:
+            self._rewrite(prompts[-HISTORY_KEPT:])
+        return prompts[-HISTORY_KEPT:]
+
+    def add(self, prompt: str) -> None:
+        with contextlib.suppress(OSError):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as file:
+                file.write(json.dumps(prompt) + "\n")
+
+    def _rewrite(self, prompts: list[str]) -> None:
+        temporary = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        with contextlib.suppress(OSError):
+            temporary.write_text("".join(json.dumps(p) + "\n" for p in prompts), "utf-8")
+            temporary.replace(self.path)
+
+
+def _json_string(line: str) -> str:
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return ""
+    return value if isinstance(value, str) else ""
+
+
+class LineReader:
+    """Reads prompts; `prefill` is put in the next line to edit (when readline is there).
+    With a `history`, the up arrow finds the prompts of earlier chats too."""
+
+    def __init__(
+        self,
+        console: Console,
+        command_names: Callable[[str], list[str]],
+        history: PromptHistory | None = None,
+    ) -> None:
         self.console = console
         self.prefill = ""
+        self.history = history
         self._command_names = command_names
         self._matches: list[str] = []
         readline = sys.modules.get("readline")
-        if readline is not None:
-            # CPython turns readline's bracketed paste off; without it a terminal sends a
-            # pasted text's newlines as Enter keys, each line a prompt of its own.
-            readline.parse_and_bind("set enable-bracketed-paste on")
+        if readline is None:
+            return
+        # CPython turns readline's bracketed paste off; without it a terminal sends a
+        # pasted text's newlines as Enter keys, each line a prompt of its own.
+        readline.parse_and_bind("set enable-bracketed-paste on")
+        for prompt in history.load() if history is not None else ():
+            readline.add_history(prompt)
 
     def read(self) -> str | None:
         """The next prompt; None to quit (Ctrl-D, or Ctrl-C twice in a row on an empty line).
@@ -91,6 +149,8 @@ class LineReader:
                 self.console.print(Text("(Ctrl-C again or Ctrl-D to quit)", style="dim"))
                 continue
             if line.strip():
+                if self.history is not None:
+                    self.history.add(line.strip())
                 return line.strip()
             interrupted = False
 

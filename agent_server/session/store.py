@@ -8,6 +8,7 @@ Layout under the root (default: the user data directory's `agent-server/sessions
     <root>/<workspace key>/<id>.meta.json        what the session list shows
     <root>/<workspace key>/<id>.index.json       where each entry is (session/index.py)
     <root>/<workspace key>/<id>/                 large tool outputs (`session_dir`)
+    <root>/<workspace key>/prompt-history.txt    the terminal chat's prompts, for the up arrow
 
 The workspace key is a readable slug of the folder name plus a short hash of the resolved
 path, so two folders with the same name never share sessions.
@@ -58,12 +59,20 @@ log = logging.getLogger(__name__)
 LEDGER_SUFFIX = ".jsonl"
 META_SUFFIX = ".meta.json"
 WORKSPACE_FILE = "workspace.json"
+PROMPT_HISTORY_FILE = "prompt-history.txt"
 CHECKPOINT_DIR = ".checkpoints"  # not a session id: those have no dots
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 
 
 def default_sessions_root() -> Path:
     return Path(platformdirs.user_data_dir("agent-server")) / "sessions"
+
+
+def prompt_history_path(root: Path | None, workspace: Path | str) -> Path:
+    """Where `agent-server chat` keeps the prompts typed in `workspace` (line_input.py)."""
+    return (root or default_sessions_root()).expanduser() / workspace_key(workspace) / (
+        PROMPT_HISTORY_FILE
+    )
 
 
 def workspace_key(workspace: Path | str) -> str:

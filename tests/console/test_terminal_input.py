@@ -20,6 +20,7 @@ SCENARIO = {
     "turns": [
         {"user": PASTED, "steps": [{"text": "That is one long trace."}]},
         {"user": "hello", "steps": [{"text": "Hello."}]},
+        {"user": "first\nsecond", "steps": [{"text": "Two lines."}]},
         *(
             {
                 "user": f"write note {n}",
@@ -122,3 +123,51 @@ def test_a_question_answered_with_enter_y_or_n(sim: ThreadedSimServer, tmp_path:
     assert not (workspace / "n1.md").exists()
     assert (workspace / "n2.md").read_text() == "x\n"
     assert not (workspace / "n3.md").exists()
+
+
+def test_the_up_arrow_finds_the_prompts_of_an_earlier_chat(
+    sim: ThreadedSimServer, tmp_path: Path
+) -> None:
+    """Prompts typed in a workspace are kept for the next chat there (a pasted prompt whole,
+    its lines together); another workspace has its own."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    args = ("--provider", "sim", "--base-url", sim.base_url)
+    screen = chat_screen(tmp_path, workspace, *args)
+    try:
+        screen.wait_for("you ›")
+        screen.type("hello")
+        screen.keys("Enter")
+        screen.wait_for("Hello.")
+        screen.paste("first\nsecond")
+        screen.keys("Enter")
+        screen.wait_for("Two lines.")
+        screen.keys("C-d")
+        screen.wait_for("continues it")
+    finally:
+        screen.close()
+
+    screen = chat_screen(tmp_path, workspace, *args)
+    try:
+        screen.wait_for("you ›")
+        screen.keys("Up")
+        screen.wait_for("second")
+        assert screen.visible().rstrip().endswith("you › first\nsecond")
+        screen.keys("Up")
+        screen.wait_for("you › hello")
+        screen.keys("Enter")
+        screen.wait_for("Hello.")
+    finally:
+        screen.close()
+
+    elsewhere = tmp_path / "other"
+    elsewhere.mkdir()
+    screen = chat_screen(tmp_path, elsewhere, *args)
+    try:
+        screen.wait_for("you ›")
+        screen.keys("Up")
+        screen.type("!")
+        screen.wait_for("you › !")
+    finally:
+        screen.close()
+
