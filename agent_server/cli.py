@@ -17,6 +17,20 @@ from agent_server.llm.providers import PROVIDER_NAMES
 from agent_server.stderr_log import configure_logging
 
 
+def _chat_flags(chat: argparse.ArgumentParser) -> None:
+    """`agent-server chat`: one-shot with a prompt, else interactive."""
+    chat.add_argument("prompt", nargs="*", help="a one-shot prompt (none: interactive)")
+    chat.add_argument("--workspace", default=".", help="the workspace folder (default: here)")
+    _settings_flags(chat)
+    resume = chat.add_mutually_exclusive_group()
+    resume.add_argument("--session", help="continue this session (an id or a unique prefix)")
+    resume.add_argument(
+        "-c", "--continue", dest="continue_latest", action="store_true",
+        help="continue this workspace's latest session",
+    )
+    chat.add_argument("--yes", action="store_true", help="allow every tool call without asking")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="agent-server",
@@ -37,12 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--mode", choices=PERMISSION_MODES, help="the permission mode sessions start in"
     )
 
-    chat = commands.add_parser("chat", help="talk to the agent in this terminal")
-    chat.add_argument("prompt", nargs="*", help="a one-shot prompt (none: interactive)")
-    chat.add_argument("--workspace", default=".", help="the workspace folder (default: here)")
-    _settings_flags(chat)
-    chat.add_argument("--session", help="continue this session")
-    chat.add_argument("--yes", action="store_true", help="allow every tool call without asking")
+    _chat_flags(commands.add_parser("chat", help="talk to the agent in this terminal"))
 
     sessions = commands.add_parser("sessions", help="list, show or export stored sessions")
     sessions_commands = sessions.add_subparsers(dest="sessions_command", required=True)

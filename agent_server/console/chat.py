@@ -54,7 +54,7 @@ from agent_server.console.render import (
     usage_table,
 )
 from agent_server.console.sessions import sessions_table, show_tail
-from agent_server.errors import AgentServerError
+from agent_server.errors import AgentServerError, SessionNotFoundError
 from agent_server.llm.messages import TextContent
 from agent_server.lsp import wire
 
@@ -551,6 +551,7 @@ def run_chat(
     settings: AgentSettings,
     session_id: str | None,
     assume_yes: bool,
+    continue_latest: bool = False,
     console: Console | None = None,
     reader: LineReader | None = None,
     first_line: str | None = None,
@@ -558,7 +559,7 @@ def run_chat(
     """One-shot (`prompt`, with what was `piped` in) or interactive. An interactive chat
     that read its first line before the agent had loaded (console/chat_start.py) passes it
     as `first_line`, with the reader that read it; its first screen is on the terminal
-    already."""
+    already. `continue_latest` (`--continue`) opens the workspace's latest session."""
     console = console or Console(highlight=False)
     chat = TerminalChat(console, assume_yes=assume_yes, interactive=prompt is None, reader=reader)
     # A one-shot chat has no one to ask: the gate denies what would ask (unless --yes), and
@@ -567,6 +568,8 @@ def run_chat(
     with asyncio.Runner() as runner:
         agent = WorkspaceAgent(workspace, settings, rewind="prompt")  # /rewind lists prompts
         try:
+            if continue_latest:
+                session_id = latest_session(agent)
             if session_id:
                 session = agent.open(
                     agent.store.resolve(session_id), emit=chat.emit, ask=ask, assume_yes=assume_yes
@@ -605,6 +608,16 @@ def run_chat(
             return 130
         finally:
             runner.run(agent.close())
+
+
+def latest_session(agent: WorkspaceAgent) -> str:
+    """The id of the workspace's most recently used session (`chat --continue`)."""
+    sessions = agent.list()
+    if not sessions:
+        raise SessionNotFoundError(
+            f"no session to continue in {agent.root}: `agent-server chat` starts one"
+        )
+    return sessions[0].session_id
 
 
 def chat_loop(

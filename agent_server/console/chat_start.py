@@ -5,7 +5,7 @@ The agent, the terminal renderer and the provider SDKs take seconds of CPU to im
 interactive chat shows its first prompt line at once and loads them in a background thread
 while the person types (readline waits for keys with the interpreter lock released); the
 session is made when the first line is in. A one-shot chat, or one that continues a session
-(`--session`, which says at once which session it opened), loads first.
+(`--session`, `--continue`, which says at once which session it opened), loads first.
 """
 
 from __future__ import annotations
@@ -156,6 +156,7 @@ def main(args: Any) -> int:
         "workspace": workspace,
         "settings": settings,
         "session_id": args.session,
+        "continue_latest": args.continue_latest,
         "assume_yes": args.yes,
     }
     if prompt is not None:
@@ -166,7 +167,7 @@ def main(args: Any) -> int:
         import readline  # noqa: F401  (line editing and history for input())
     console = Console(highlight=False)
     reader = LineReader(console, command_names, prompt_history(settings, workspace))
-    if args.session:  # it says at once which session it opened
+    if args.session or args.continue_latest:  # it says at once which session it opened
         from agent_server.console.chat import run_chat
 
         return run_chat(prompt=None, console=console, reader=reader, **options)

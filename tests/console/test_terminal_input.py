@@ -171,3 +171,42 @@ def test_the_up_arrow_finds_the_prompts_of_an_earlier_chat(
     finally:
         screen.close()
 
+
+
+def test_continue_opens_the_workspace_latest_session(sim: ThreadedSimServer, tmp_path: Path) -> None:
+    """`chat --continue` (`-c`), as `claude --continue`: the workspace's latest session, its
+    end shown, the next prompt in it; with no session yet, a clear error."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    args = ("--provider", "sim", "--base-url", sim.base_url)
+    screen = chat_screen(tmp_path, workspace, *args, "--continue")
+    try:
+        screen.wait_for("no session to continue")
+        assert "Traceback" not in screen.screen()
+    finally:
+        screen.close()
+
+    screen = chat_screen(tmp_path, workspace, *args)
+    try:
+        screen.wait_for("you ›")
+        screen.type("hello")
+        screen.keys("Enter")
+        screen.wait_for("Hello.")
+        screen.keys("C-d")
+        screen.wait_for("continues it")
+    finally:
+        screen.close()
+    (ledger,) = (tmp_path / "sessions").rglob("*.jsonl")
+
+    screen = chat_screen(tmp_path, workspace, *args, "-c")
+    try:
+        screen.wait_for(f"session {ledger.stem}")
+        screen.wait_for("Hello.")  # the end of the conversation, shown
+        screen.wait_for("you ›")
+        screen.paste("first\nsecond")
+        screen.keys("Enter")
+        screen.wait_for("Two lines.")
+    finally:
+        screen.close()
+    assert list((tmp_path / "sessions").rglob("*.jsonl")) == [ledger]
+    assert sent_prompts(tmp_path) == ["hello", "first\nsecond"]
