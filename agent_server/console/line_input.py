@@ -102,6 +102,9 @@ def _json_string(line: str) -> str:
     return value if isinstance(value, str) else ""
 
 
+CONTINUATION = "   … "  # the prompt of a line that goes on after a `\\`
+
+
 class LineReader:
     """Reads prompts; `prefill` is put in the next line to edit (when readline is there).
     With a `history`, the up arrow finds the prompts of earlier chats too."""
@@ -129,7 +132,8 @@ class LineReader:
     def read(self) -> str | None:
         """The next prompt; None to quit (Ctrl-D, or Ctrl-C twice in a row on an empty line).
         Ctrl-C on a line with text in it clears the line, as in a shell; a line typed (or
-        cleared) between two Ctrl-Cs makes them no pair."""
+        cleared) between two Ctrl-Cs makes them no pair. A line that ends with `\\` goes
+        on in the next (Ctrl-C there drops the whole prompt)."""
         interrupted = False
         prefill, self.prefill = self.prefill, ""
         while True:
@@ -148,11 +152,33 @@ class LineReader:
                 interrupted = True
                 self.console.print(Text("(Ctrl-C again or Ctrl-D to quit)", style="dim"))
                 continue
-            if line.strip():
+            interrupted, prefill = False, ""
+            try:
+                prompt = self.continued(line).strip()
+            except KeyboardInterrupt:
+                self.console.print()
+                continue
+            if prompt:
                 if self.history is not None:
-                    self.history.add(line.strip())
-                return line.strip()
-            interrupted = False
+                    self.history.add(prompt)
+                return prompt
+
+    def continued(self, line: str) -> str:
+        """`line`, and the lines that follow while each ends with a backslash (which is
+        dropped), one prompt in the history. Ctrl-D on a following line ends the prompt."""
+        if not line.endswith("\\"):
+            return line
+        readline = sys.modules.get("readline")
+        first = readline.get_current_history_length() if readline is not None else 0
+        while line.endswith("\\"):
+            try:
+                more = self.answer(CONTINUATION)
+            except EOFError:
+                more = ""
+            line = line[:-1] + "\n" + more
+        if readline is not None and first:
+            readline.replace_history_item(first - 1, line)
+        return line
 
     @staticmethod
     def answer(label: str) -> str:

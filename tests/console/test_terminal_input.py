@@ -210,3 +210,27 @@ def test_continue_opens_the_workspace_latest_session(sim: ThreadedSimServer, tmp
         screen.close()
     assert list((tmp_path / "sessions").rglob("*.jsonl")) == [ledger]
     assert sent_prompts(tmp_path) == ["hello", "first\nsecond"]
+
+
+def test_a_backslash_at_the_end_of_a_line_goes_on_to_the_next(
+    sim: ThreadedSimServer, tmp_path: Path
+) -> None:
+    """`\\` then Enter starts a new line of the same prompt (as in Claude Code); the up arrow
+    brings the prompt back whole."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    screen = chat_screen(tmp_path, workspace, "--provider", "sim", "--base-url", sim.base_url)
+    try:
+        screen.wait_for("you ›")
+        screen.type("first\\")
+        screen.keys("Enter")
+        screen.type("second")
+        screen.keys("Enter")
+        screen.wait_for("Two lines.")
+        screen.wait_for("you ›", count=2)
+        screen.keys("Up")
+        screen.wait_for("second", count=2)
+        assert screen.visible().rstrip().endswith("you › first\nsecond")
+    finally:
+        screen.close()
+    assert sent_prompts(tmp_path) == ["first\nsecond"]
