@@ -21,7 +21,8 @@ from collections.abc import Awaitable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from rich.console import Console
+from rich.console import Console, Group
+from rich.padding import Padding
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -219,17 +220,26 @@ class TerminalChat:
     # --- commands -------------------------------------------------------------------------
 
     def show_help(self) -> None:
+        """The commands as columns, or on a narrow terminal each command and its arguments
+        on a line, what it does under it (nothing cut: an argument is typed back)."""
+        rows = [
+            (command.name, command.arguments, command.help) for command in COMMANDS
+        ] + [
+            ("@path", "", "attach a workspace file or folder (Tab completes)"),
+            ("a/b.png", "", "an image file's path attaches the image"),
+        ]
         table = Table(show_header=False, box=None, padding=(0, 2, 0, 0))
-        for command in COMMANDS:
+        table.add_column(no_wrap=True)
+        table.add_column(no_wrap=True)
+        table.add_column()
+        stacked = Table(show_header=False, box=None, padding=0)
+        stacked.add_column(overflow="fold")
+        for name, arguments, what in rows:
             # Text, not a str: Rich would read "[model id]" as markup and drop it.
-            table.add_row(
-                Text(command.name, style="bold"), Text(command.arguments), Text(command.help)
-            )
-        table.add_row(
-            Text("@path", style="bold"), "", "attach a workspace file or folder (Tab completes)"
-        )
-        table.add_row(Text("a/b.png", style="bold"), "", "an image file's path attaches the image")
-        self.console.print(table)
+            table.add_row(Text(name, style="bold"), Text(arguments), Text(what))
+            usage = Text(name, style="bold") + Text(f" {arguments}".rstrip())
+            stacked.add_row(Group(usage, Padding(Text(what), (0, 0, 0, 2))))
+        self.console.print(fitting(self.console, table, stacked))
 
     def models_table(self, session: AgentSession) -> Table:
         """The models `/model` lists, each id whole (it is what `/model <id>` takes): as

@@ -234,3 +234,23 @@ def test_a_backslash_at_the_end_of_a_line_goes_on_to_the_next(
     finally:
         screen.close()
     assert sent_prompts(tmp_path) == ["first\nsecond"]
+
+
+def test_help_on_a_narrow_terminal_shows_every_command_whole(tmp_path: Path) -> None:
+    """At 40 columns /help lists each command with its arguments on a line of its own,
+    nothing cut (an argument cut to `[instruction…` could not be typed back)."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    screen = chat_screen(tmp_path, workspace, "--provider", "sim", width=40)
+    try:
+        screen.wait_for("you ›")
+        screen.type("/help")
+        screen.keys("Enter")
+        screen.wait_for("you ›", count=2)
+        text = screen.screen()
+    finally:
+        screen.close()
+    assert "…" not in text, text
+    for words in ("/compact [instructions]", "/mode [ask|allowReads|allowAll]",
+                  "/remember [fact:] text", "/thinking [off|low|medium|high]"):
+        assert words in text, text

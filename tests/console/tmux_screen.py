@@ -76,7 +76,9 @@ class TmuxScreen:
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
 
 
-def chat_screen(tmp_path: Path, workspace: Path, *args: str, height: int = 40) -> TmuxScreen:
+def chat_screen(
+    tmp_path: Path, workspace: Path, *args: str, height: int = 40, width: int = 80
+) -> TmuxScreen:
     """`agent-server chat` with its own home and sessions folder, in a 80-column tmux."""
     return TmuxScreen(
         [sys.executable, "-m", "agent_server", "chat", "--sessions-dir",
@@ -84,4 +86,5 @@ def chat_screen(tmp_path: Path, workspace: Path, *args: str, height: int = 40) -
         cwd=workspace,
         env={"TERM": "xterm-256color", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
         height=height,
+        width=width,
     )
