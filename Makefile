@@ -52,7 +52,7 @@ test-acp-node: $(STAMP) $(ACP_NPM_STAMP)
 # ripgrep: the grep tool uses it when installed, and its tests cover both paths.
 # bubblewrap: the bash sandbox (its tests are skipped, with the reason, where it cannot run).
 system-deps:
-	@command -v rg >/dev/null && command -v bwrap >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ripgrep bubblewrap; }
+	@command -v rg >/dev/null && command -v bwrap >/dev/null && command -v tmux >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ripgrep bubblewrap tmux; }
 
 # The crash soak: SIGKILL the server at random points across many turns, reopen, check the
 # ledger (tests/hardening/soak.py). Minutes of wall time: not part of `make test` or CI.
