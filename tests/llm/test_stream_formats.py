@@ -160,26 +160,18 @@ async def test_anthropic_stop_reasons(anthropic_reason: str, stop_reason: str) -
     assert message.stop_reason == stop_reason
 
 
-async def test_anthropic_error_event_mid_stream() -> None:
-    body = anthropic_events([("text", "x")], "end_turn").split(b"event: message_delta")[0] + sse(
-        [("error", {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})]
-    )
-    provider = AnthropicProvider("k", "http://anthropic.test", http_client=transport(body))
-    with pytest.raises(OverloadedError):
-        await run(provider)
-    await provider.aclose()
-
-
-async def test_anthropic_error_event_without_the_sdks_private_helper(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("sdk_helper", [True, False], ids=["sdk helper", "without it"])
+async def test_anthropic_error_event_mid_stream(
+    sdk_helper: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The error event is raised as the SDK's stream raises it, through the client's private
+    """Raised as the SDK's stream raises it, through the client's private
     `_make_status_error`; an SDK without that name still gives a classified error (before:
     an AttributeError, "likely a bug in agent-server")."""
     import anthropic
 
-    owner = next(k for k in anthropic.AsyncAnthropic.__mro__ if "_make_status_error" in vars(k))
-    monkeypatch.delattr(owner, "_make_status_error")
+    if not sdk_helper:
+        owner = next(k for k in anthropic.AsyncAnthropic.__mro__ if "_make_status_error" in vars(k))
+        monkeypatch.delattr(owner, "_make_status_error")
     body = anthropic_events([("text", "x")], "end_turn").split(b"event: message_delta")[0] + sse(
         [("error", {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})]
     )
