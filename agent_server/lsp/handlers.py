@@ -264,7 +264,7 @@ def initialize(ls: AgentLanguageServer, params: types.InitializeParams) -> None:
         else {}
     )
     settings = options.get("settings")
-    ls.state.base_settings = settings if isinstance(settings, Mapping) else None
+    ls.state.initial_settings = settings if isinstance(settings, Mapping) else None
     declared = options.get("clientCapabilities")
     experimental = params.capabilities.experimental
     agent_caps = experimental.get("agent") if isinstance(experimental, Mapping) else None
@@ -301,7 +301,6 @@ async def did_change_configuration(
 ) -> None:
     settings = getattr(params, "settings", None)
     if isinstance(settings, Mapping) and isinstance(settings.get("agent"), Mapping):
-        ls.state.base_settings = merge_settings(ls.state.base_settings or {}, settings["agent"])
         ls.state.pushed_settings = merge_settings(
             ls.state.pushed_settings or {}, settings["agent"]
         )

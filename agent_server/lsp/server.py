@@ -113,8 +113,8 @@ class Folder:
 @dataclass
 class ServerState:
     folders: dict[Path, Folder] = field(default_factory=dict)
-    base_settings: Mapping[str, Any] | None = None  # initializationOptions' and pushed ones
-    pushed_settings: Mapping[str, Any] | None = None  # didChangeConfiguration's alone
+    initial_settings: Mapping[str, Any] | None = None  # initializationOptions.settings
+    pushed_settings: Mapping[str, Any] | None = None  # didChangeConfiguration's, merged
     permission_requests: bool = False
     work_done_progress: bool = False
     configuration: bool = False
@@ -123,6 +123,14 @@ class ServerState:
     progress: dict[str, asyncio.Task[None]] = field(default_factory=dict)  # by compaction id
     background: set[asyncio.Task[None]] = field(default_factory=set)
     session_use: SessionUse = field(default_factory=SessionUse)
+
+    @property
+    def base_settings(self) -> Mapping[str, Any] | None:
+        """initializationOptions' settings with the pushed ones over them: what holds until
+        the editor answers workspace/configuration (or when it has none)."""
+        if self.pushed_settings is None:
+            return self.initial_settings
+        return handlers.merge_settings(self.initial_settings or {}, self.pushed_settings)
 
 
 class AgentLanguageServer(LanguageServer):
