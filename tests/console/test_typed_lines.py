@@ -9,6 +9,7 @@ from rich.console import Console
 
 from agent_server.console.chat import TerminalChat
 from agent_server.console.commands import COMMANDS, prompt_with_images, read_command
+from agent_server.console.line_input import HISTORY_KEPT, PromptHistory
 from agent_server.console.render import CommandOutput
 from agent_server.llm.messages import ImageContent, TextContent
 from tests.console.test_chat_commands import PNG
@@ -70,3 +71,26 @@ def test_output_takes_a_number_in_range_and_answers_anything_else_with_its_usage
         buffer.truncate(0)
         chat.output_command(wrong)
         assert buffer.getvalue() == "/output takes 1 to 2 (the Nth last command)\n", wrong
+
+
+def test_the_prompt_history_keeps_the_last_prompts_whole_and_trims_its_file(
+    tmp_path: Path,
+) -> None:
+    """The workspace's prompts for the up arrow: a prompt with newlines comes back whole, the
+    last HISTORY_KEPT are kept, the file is rewritten once it holds twice as many, and a line
+    that is not a JSON string (a damaged file) is passed over."""
+    history = PromptHistory(tmp_path / "ws-key" / "prompt-history.txt")
+    assert history.load() == []  # no file yet
+    history.add("first line\nsecond line")
+    with history.path.open("a", encoding="utf-8") as file:
+        file.write("not json\n")
+    for number in range(2 * HISTORY_KEPT):
+        history.add(f"prompt {number}")
+    loaded = history.load()
+    assert len(loaded) == HISTORY_KEPT and loaded[-1] == f"prompt {2 * HISTORY_KEPT - 1}"
+    assert len(history.path.read_text(encoding="utf-8").splitlines()) == HISTORY_KEPT
+    history.add("again")
+    assert history.load()[-1] == "again"
+    short = PromptHistory(tmp_path / "other" / "prompt-history.txt")
+    short.add("a\nb")
+    assert short.load() == ["a\nb"]
