@@ -17,6 +17,10 @@ showing, and of how they are shown instead:
 Each becomes a visible escape in Python's notation (`\\r`, `\\x1b`, `\\u202e`, `\\U000e0041`). The
 zero-width joiner and non-joiner are left alone: scripts and emoji need them, and they hide
 nothing.
+
+Where a program's text is read for its meaning rather than shown (a compaction hook's
+answer), its terminal escape sequences are taken out whole instead (`without_escape_sequences`):
+a colourful script's `\\x1b[31m` is no part of what it said.
 """
 
 from __future__ import annotations
@@ -36,6 +40,15 @@ _INVISIBLE = (
     "\ufeff\ufff9-\ufffb"  # byte order mark, interlinear annotation controls
     "\U000e0000-\U000e007f"  # tag characters
     "\ud800-\udfff"  # lone surrogates
+)
+# ECMA-48's 7-bit escape sequences: CSI (colours, cursor moves), the string sequences OSC,
+# DCS, SOS, PM and APC (a window title, a hyperlink) up to their BEL or ST, and any other
+# (a charset switch `\x1b(B`, `\x1b7`). A string sequence never reaches past the next ESC, so
+# the search is linear.
+_ESCAPE_SEQUENCE = re.compile(
+    "\x1b\\[[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]"
+    "|\x1b[\\]PX^_][^\x07\x1b]*(?:\x07|\x1b\\\\)"
+    "|\x1b[\x20-\x2f]*[\x30-\x7e]"
 )
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _PATTERNS: dict[str, re.Pattern[str]] = {}
@@ -86,6 +99,12 @@ def literal(text: str, *, keep: str = "\n\t") -> str:
     if not _pattern(keep).search(text) and ("\r\n" not in text or "\n" not in keep):
         return text
     return "".join(piece for piece, _escaped in pieces(text, keep=keep))
+
+
+def without_escape_sequences(text: str) -> str:
+    """`text` without its terminal escape sequences (see the module docstring); a lone ESC
+    and other control characters stay, for `literal` to show."""
+    return _ESCAPE_SEQUENCE.sub("", text) if "\x1b" in text else text
 
 
 def has_hidden(text: str) -> bool:

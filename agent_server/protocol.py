@@ -1061,7 +1061,8 @@ UPDATE = _method(
 )
 USAGE_CHANGED = _method(
     "agent/usage", "server", UsageNotificationParams, None,
-    "the usage snapshot, after every call and change",
+    "the usage snapshot, after every call and change (not again when unchanged: a turn's "
+    "end after its last call sends none)",
 )
 COMPACTION = _method(
     "agent/compaction", "server", CompactionParams, None,

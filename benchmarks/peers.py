@@ -177,16 +177,20 @@ class Run:
     exploring: frozenset[str] = frozenset()  # the scenario's exploring steps
 
 
+# What every client's commands see of the terminal and the machine, the same for all: the
+# peers run as processes with these (and nothing of the shell that started the benchmark);
+# agent-server, which runs in the benchmark's process, gets them in it for the run
+# (`_environment`), with the variables below that would make its outputs differ taken out.
+# Under `CI` pytest prints each failed assertion whole: left to the shell, agent-server's test
+# outputs were shorter than the peers' (525-653 tokens a failing run in pyflakes-report).
+COMMAND_ENV = {"LANG": "C.UTF-8", "TERM": "dumb", "NO_COLOR": "1", "CI": "1"}
+NOT_IN_COMMAND_ENV = ("COLUMNS", "LINES", "FORCE_COLOR", "PY_COLORS", "CLICOLOR_FORCE",
+                      "PYTEST_ADDOPTS")
+
+
 def _clean_env(home: Path, extra: dict[str, str]) -> dict[str, str]:
     """A minimal environment: no proxy, no real key, the client's own home."""
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(home),
-        "LANG": "C.UTF-8",
-        "TERM": "dumb",
-        "NO_COLOR": "1",
-        "CI": "1",
-    }
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), **COMMAND_ENV}
     env.update(extra)
     return env
 
@@ -321,9 +325,13 @@ def run_peer(peer: Peer, executable: Path, model_id: str, run_dir: Path, scratch
 
 @contextlib.contextmanager
 def _environment(extra: Mapping[str, str]) -> Iterator[None]:
-    """`extra` in this process's environment for the while (agent-server's tools run in it)."""
-    saved = {key: os.environ.get(key) for key in extra}
-    os.environ.update(extra)
+    """`extra` in this process's environment for the while (agent-server's tools run in it),
+    over COMMAND_ENV and without NOT_IN_COMMAND_ENV, as the peers' commands see it."""
+    wanted = {**COMMAND_ENV, **extra}
+    saved = {key: os.environ.get(key) for key in (*wanted, *NOT_IN_COMMAND_ENV)}
+    for key in NOT_IN_COMMAND_ENV:
+        os.environ.pop(key, None)
+    os.environ.update(wanted)
     try:
         yield
     finally:

@@ -78,12 +78,14 @@ from agent_server.acp.updates import (
     mode_update,
     notice_text,
     options_update,
+    own_message_id,
     pins_text,
     plan_update,
     prompt_content,
     prompt_title,
     replay_updates,
     slash_command,
+    takes_argument,
     title_update,
     usage_text,
     usage_update,
@@ -97,12 +99,14 @@ from agent_server.agent.permissions import PERMISSION_MODES, PermissionRequest
 from agent_server.agent.session import AgentSession
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.workspace import WorkspaceAgent, preload_provider, preload_sandbox
+from agent_server.ending_signals import EndingSignals
 from agent_server.errors import (
     AgentServerError,
     ConfigError,
     MissingApiKeyError,
     SessionNotFoundError,
 )
+from agent_server.jsonrpc import INTERNAL_ERROR
 from agent_server.llm.messages import usage_to_json
 from agent_server.llm.models import ModelInfo
 from agent_server.llm.providers import can_think
@@ -122,7 +126,7 @@ def request_error(error: AgentServerError) -> RequestError:
     says what to do, `data.code` names the error."""
     if isinstance(error, MissingApiKeyError):
         return auth_required(error)
-    code = RESOURCE_NOT_FOUND if isinstance(error, SessionNotFoundError) else -32603
+    code = RESOURCE_NOT_FOUND if isinstance(error, SessionNotFoundError) else INTERNAL_ERROR
     return RequestError(code, error.message, {"code": error.code})
 
 
@@ -225,12 +229,16 @@ class AcpAgent:
             raise RuntimeError("the ACP connection is not open")
         return self._outbox
 
-    async def close(self) -> None:
+    async def close_sessions(self) -> None:
+        """End the turns and close the ledgers (the updates still go out: see `close`)."""
         for workspace in list(self._workspaces.values()):
             with contextlib.suppress(Exception):
                 await workspace.close()
         self._workspaces.clear()
         self._sessions.clear()
+
+    async def close(self) -> None:
+        await self.close_sessions()
         if self._outbox is not None:
             await self._outbox.close()
 
@@ -538,7 +546,12 @@ class AcpAgent:
 
     async def _run_command(self, state: AcpSession, name: str, argument: str) -> None:
         session = state.session
-        message_id = f"command-{name}"
+        message_id = own_message_id(f"command-{name}")
+        if argument and not takes_argument(name):  # "/usage why so high?": not dropped unsaid
+            self.outbox.put(session.session_id, agent_text(
+                f"/{name} takes nothing after it: nothing was done and nothing sent.", message_id
+            ))
+            return
         if name == "usage":
             self.outbox.put(
                 session.session_id, agent_text(usage_text(session.usage_snapshot()), message_id)
@@ -567,7 +580,7 @@ class AcpAgent:
     def _pins_command(self, session: AgentSession, name: str, argument: str) -> None:
         """`/remember [fact:] text`, `/forget id`, `/pins` (the plan too, as a plan update); a
         refusal is a notice saying why."""
-        message_id = f"command-{name}"
+        message_id = own_message_id(f"command-{name}")
         try:
             if name == "remember":
                 pin = session.pin(*pin_argument(argument))
@@ -750,22 +763,29 @@ class _TurnFailed(AgentServerError):
         self.code = code
 
 
-async def serve(settings: AgentSettings) -> None:
-    """Serve one client on stdin/stdout until it closes the connection."""
+async def serve(settings: AgentSettings) -> int | None:
+    """Serve one client on stdin/stdout until it closes the connection, or a SIGHUP or
+    SIGTERM ends the reading as if it had (agent_server/ending_signals.py); the exit status
+    the signal asks, if one came. Either way the sessions close before the connection does
+    (CheckedTransport), so that a running prompt is answered."""
     reader, writer = await stdio_streams(limit=STDIO_LIMIT)
     # Whatever else prints (a library, a stray print) goes to stderr: stdout is the protocol.
     sys.stdout = sys.stderr
     tasks = TaskSupervisor(source="agent-server.acp")
     transport = CheckedTransport(reader, MessageSender(writer, tasks))
     agent = AcpAgent(settings, transport)
-    try:
-        # The SDK's Agent protocol lists every method, unstable ones too; the router looks
-        # them up by name and answers the absent ones with Method not found.
-        # Unstable in the SDK, stable in ACP 1.7: session/close and session/resume.
-        await run_agent(cast(Agent, agent), transport, use_unstable_protocol=True)
-    finally:
-        await agent.close()
-        await tasks.shutdown()
+    transport.at_end = agent.close_sessions
+    with EndingSignals(through_loop=True) as ending:
+        transport.ending = ending
+        try:
+            # The SDK's Agent protocol lists every method, unstable ones too; the router
+            # looks them up by name and answers the absent ones with Method not found.
+            # Unstable in the SDK, stable in ACP 1.7: session/close and session/resume.
+            await run_agent(cast(Agent, agent), transport, use_unstable_protocol=True)
+        finally:
+            await agent.close()
+            await tasks.shutdown()
+    return ending.status
 
 
 def main(args: Any) -> int:
@@ -789,7 +809,7 @@ def main(args: Any) -> int:
         )
         return 2
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(settings))
+        return asyncio.run(serve(settings)) or 0
     return 0
 
 

@@ -16,6 +16,7 @@ fenced, so the editor shows it literally rather than as Markdown.
 from __future__ import annotations
 
 import re
+import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,6 +80,7 @@ from agent_server.agent.events import (
 )
 from agent_server.agent.mcp.session_tools import PendingTools
 from agent_server.agent.permissions import PERMISSION_MODES, PermissionMode, PermissionRequest
+from agent_server.agent.tool_runner import ABORTED_BY_USER
 from agent_server.agent.transcript import CHUNK_KINDS
 from agent_server.llm.messages import (
     IMAGE_TYPES,
@@ -262,6 +264,11 @@ def slash_command(content: Sequence[UserContent]) -> tuple[str, str] | None:
     return None
 
 
+def takes_argument(name: str) -> bool:
+    """Whether the command `name` reads words after it (it has an input hint)."""
+    return any(hint for command, _description, hint in COMMANDS if command == name)
+
+
 def available_commands() -> AvailableCommandsUpdate:
     return AvailableCommandsUpdate(
         session_update="available_commands_update",
@@ -419,11 +426,29 @@ def notice_text(message: str, message_id: str) -> AgentMessageChunk:
     return agent_text(f"\n\n{quoted}\n\n", message_id)
 
 
+def own_message_id(kind: str) -> str:
+    """A `messageId` for a message of the agent's own (a command's answer, a quoted notice):
+    new each time, since ACP joins the chunks that share one into one message."""
+    return f"{kind}-{secrets.token_hex(4)}"
+
+
 def agent_text(text: str, message_id: str) -> AgentMessageChunk:
     return AgentMessageChunk(
         session_update="agent_message_chunk",
         content=TextContentBlock(type="text", text=text),
         message_id=message_id,
+    )
+
+
+def thought_text(text: str, message_id: str) -> AgentThoughtChunk:
+    """Thinking of the model call whose answer streams under `message_id`. ACP's messageId
+    names one message ("a change in messageId indicates a new message has started"), and a
+    client may key what it shows by it alone: the thought is a message of its own, under an
+    id of its own, live and reloaded alike."""
+    return AgentThoughtChunk(
+        session_update="agent_thought_chunk",
+        content=TextContentBlock(type="text", text=text),
+        message_id=f"{message_id}-thought",
     )
 
 
@@ -538,7 +563,6 @@ class EventTranslator:
     client: ClientUpdates = field(default_factory=ClientUpdates)
     streamed: dict[str, str] = field(default_factory=dict)
     diffs: dict[str, ToolContent] = field(default_factory=dict)
-    notices: int = 0
     open_calls: dict[str, None] = field(default_factory=dict)  # started, not finished
     mcp_states: dict[str, str] = field(default_factory=dict)  # each MCP server's last state
     pending_tools: PendingTools | None = None  # a change of the MCP tools, waiting
@@ -554,13 +578,7 @@ class EventTranslator:
         if isinstance(event, TextChunk):
             return [agent_text(event.text, event.message_id)]
         if isinstance(event, ThinkingChunk):
-            return [
-                AgentThoughtChunk(
-                    session_update="agent_thought_chunk",
-                    content=TextContentBlock(type="text", text=event.text),
-                    message_id=event.message_id,
-                )
-            ]
+            return [thought_text(event.text, event.message_id)]
         if isinstance(event, AnswerDiscarded):  # ACP has no retraction: say it in words
             return [self.notice(ANSWER_DISCARDED, "warning")]
         if isinstance(event, ToolCallStarted):
@@ -597,8 +615,9 @@ class EventTranslator:
     def close_open_calls(self, stop_reason: str) -> list[SessionUpdate]:
         """The tool calls a turn left without a result (cancelled while running or while
         their permission question was open, or never run) as failed, so no card stays
-        pending or running on the client."""
-        why = "Cancelled." if stop_reason == "cancelled" else "Not run: the turn ended first."
+        pending or running on the client; a cancelled one says what the agent's own result
+        of a stopped call says."""
+        why = ABORTED_BY_USER if stop_reason == "cancelled" else "Not run: the turn ended first."
         closed: list[SessionUpdate] = [
             finished_tool_call(call_id, "failed", why, None) for call_id in self.open_calls
         ]
@@ -631,9 +650,8 @@ class EventTranslator:
         as Markdown."""
         if self.client.notices:
             return notice_update(message, severity, detail)
-        self.notices += 1
         text = message + ("\n" + code_block(detail) if detail else "")
-        return notice_text(text, f"notice-{self.notices}")
+        return notice_text(text, own_message_id("notice"))
 
     def permission_tool_call(self, request: PermissionRequest) -> ToolCallUpdate:
         """The tool call a permission question is about, diff included for edits."""
@@ -943,11 +961,7 @@ def _replayed(
         message_id = str(item.get("messageId", ""))
         if kind == "messageChunk":
             return agent_text(text, message_id)
-        return AgentThoughtChunk(
-            session_update="agent_thought_chunk",
-            content=TextContentBlock(type="text", text=text),
-            message_id=message_id,
-        )
+        return thought_text(text, message_id)
     if kind == "toolCall":
         return _replayed_call(item, cwd, pending)
     if kind == "toolCallUpdate":

@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -49,6 +48,7 @@ from agent_server.session.entries import (
     UnknownEntry,
 )
 from agent_server.session.ledger import Ledger
+from agent_server.whole_file import write_whole
 
 DETAILS_KEY = "checkpoint"  # in a write's or edit's result details
 MAX_SCANNED = 20_000  # workspace entries looked at for files changed outside the checkpoints
@@ -74,7 +74,7 @@ class BlobStore:
         target = self.path(digest)
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
-            _write_atomic(target, data, mode=0o600)
+            write_whole(target, data, mode=0o600)
         return digest
 
     def get(self, digest: str) -> bytes:
@@ -335,13 +335,3 @@ def _seconds(timestamp: str) -> float:
         return 0.0
 
 
-def _write_atomic(path: Path, data: bytes, *, mode: int) -> None:
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise

@@ -17,7 +17,9 @@ when `tools.env.pass` lists it), and receives one JSON object on its standard in
 A `before` hook answers on its standard output: nothing (go on); a JSON object
 `{"instructions": "..."}` (added to the summary's instructions) or `{"cancel": true,
 "reason": "..."}`; text that is not JSON is taken as instructions (as Claude Code's
-PreCompact).
+PreCompact). An output is read without a leading byte order mark (PowerShell and Notepad
+start UTF-8 text with one) and without terminal escape sequences (a colourful script's
+colours are not instructions), the answer's strings too (literal.without_escape_sequences).
 Exit code 2 cancels too, its standard error the reason (Claude Code's convention). A cancel
 holds for the compactions that can wait (threshold, requested, idle, manual); one that
 cannot (the context overflowed, or an answer was cut off by the window) runs anyway, and the
@@ -47,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_server.context.trigger import CompactionHooks
+from agent_server.literal import without_escape_sequences
 from agent_server.session.entries import CompactionReason
 from agent_server.stderr_log import shorten
 
@@ -163,10 +166,13 @@ def read_before(run: HookRun) -> BeforeVerdict:
             f"{where} answered JSON this version does not understand ({shorten(text, 200)}); "
             'expected {"instructions": "..."} or {"cancel": true, "reason": "..."}',
         ))
+    reason, instructions = (
+        without_escape_sequences(answer.get(key) or "").strip()
+        for key in ("reason", "instructions")
+    )
     if answer.get("cancel"):
-        reason = answer.get("reason") or "no reason given"
-        return BeforeVerdict(True, f"{where}: {shorten(reason, 500)}")
-    return BeforeVerdict(instructions=answer.get("instructions") or None)
+        return BeforeVerdict(True, f"{where}: {shorten(reason or 'no reason given', 500)}")
+    return BeforeVerdict(instructions=instructions or None)
 
 
 def _understood(answer: object) -> bool:
@@ -271,7 +277,10 @@ def _unreadable(data: bytes, cut: bool) -> str | None:
 
 
 def _decode(data: bytes) -> str:
-    return data.decode("utf-8", errors="replace")
+    """A command's output as text: without a leading byte order mark, nor terminal escape
+    sequences (see the module docstring)."""
+    text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
+    return without_escape_sequences(text)
 
 
 def _kill(process: asyncio.subprocess.Process) -> None:

@@ -62,8 +62,10 @@ from agent_server.context.estimate import (
     ContextEstimate,
     estimate_context_tokens,
     estimate_prefix_tokens,
+    estimate_text_floor,
     estimate_text_tokens,
     estimate_weighted_tokens,
+    has_real_usage,
 )
 from agent_server.context.projection import Projection, is_prompt, project
 from agent_server.context.summary_prompt import (
@@ -102,6 +104,7 @@ from agent_server.llm.messages import (
     Usage,
 )
 from agent_server.llm.models import ModelInfo
+from agent_server.llm.overflow import cut_without_saying
 from agent_server.llm.providers import bills_cache_writes, cache_ttl
 from agent_server.llm.stream import CacheRetention
 from agent_server.session.entries import (
@@ -301,6 +304,7 @@ class ContextManager:
         self._windows: dict[str, int] = {}  # compaction entry id -> its window number
         self._cold = False  # the prefix of the call being prepared is cold
         self._above_said = False  # a compaction left the context above the threshold: said
+        self._cut_said = False  # a local server cut the prompt without saying so: said once
 
     # --- state --------------------------------------------------------------------------
 
@@ -331,6 +335,32 @@ class ContextManager:
         self.last_call_at = self._clock()
         if retention is not None:
             self.last_retention = retention
+
+    def check_answer_read(self, view: ContextView, answer: AssistantMessage) -> None:
+        """Say once per session when a local server's answer to `view` reports fewer prompt
+        tokens than the chars/4 floor of what was sent: the server cut the start of the
+        conversation without an error (Ollama past its `num_ctx`), and the model has not seen
+        the system prompt or the first messages. Nothing is compacted: the window the server
+        serves is the fix, not a smaller request."""
+        if self._cut_said or self.model.vendor != "local" or not has_real_usage(answer):
+            return
+        assert answer.usage is not None
+        reported = answer.usage.prompt_tokens
+        # chars/4 of the whole context (the view's, already counted) bounds the floor from
+        # above: a server that read that much is not suspected, and the floor is not walked.
+        if not cut_without_saying(reported, view.estimate.full_estimate):
+            return
+        floor = estimate_text_floor(view.context)
+        if not cut_without_saying(reported, floor):
+            return
+        self._cut_said = True
+        self._emit(Notice(self.turn_id, "warning", (
+            f"The server says it read {reported:,} prompt tokens of a request of at least "
+            f"{floor:,} tokens: it cut the start of the conversation without saying so, and "
+            f"{self.model.id} has not seen the system prompt or the first messages. Start the "
+            "server with a larger context (Ollama: OLLAMA_CONTEXT_LENGTH or num_ctx; "
+            "llama.cpp: -c; vLLM: --max-model-len) and set 'contextWindow' to it."
+        )))
 
     def pause(self) -> float | None:
         """Seconds since the last call that used the session's cache; None before any."""

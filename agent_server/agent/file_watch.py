@@ -30,6 +30,7 @@ from pathlib import Path
 
 import watchfiles
 
+from agent_server.agent.tools.paths import listed_path, path_from_listing
 from agent_server.context.projection import compaction_window
 from agent_server.llm.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 from agent_server.session.entries import Entry, MessageEntry
@@ -172,7 +173,7 @@ class FileWatch:
                 self._on_change(self._relative(path))
 
     def _resolve(self, path: str | Path) -> Path | None:
-        candidate = Path(path)
+        candidate = Path(path_from_listing(path) if isinstance(path, str) else path)
         if not candidate.is_absolute():
             candidate = self.workspace / candidate
         try:
@@ -196,8 +197,9 @@ def _differs(seen: _Seen, now: _Seen) -> bool:
 
 
 def external_edit_note(paths: list[str]) -> str:
-    """The text of the note that tells the model about external edits."""
-    listed = ", ".join(paths)
+    """The text of the note that tells the model about external edits (each path as a
+    listing shows it: paths.listed_path)."""
+    listed = ", ".join(listed_path(path) for path in paths)
     return (
         f"{listed} changed on disk since you last read or wrote "
         f"{'it' if len(paths) == 1 else 'them'} (edited outside the agent). Read again before "

@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias, cast, get_args
 
+from agent_server.agent.mcp.approval import NO_ANSWERS, McpFileAnswers
 from agent_server.agent.shell_command import prefix_choices, prefix_label, starts_with
 from agent_server.agent.tools.base import Tool, ToolResult
 from agent_server.agent.tools.diff import FileChange
@@ -182,12 +183,14 @@ def parse_mode(value: str) -> PermissionMode:
 @dataclass(frozen=True, slots=True)
 class PermissionChoices:
     """What the user chose for a session that only the open session holds, not its ledger:
-    the permission mode it was switched to (None: the configured one) and its "always"
-    answers. A session the LSP server closes to bound what it holds open gets them back
-    when it reopens (WorkspaceAgent.evict)."""
+    the permission mode it was switched to (None: the configured one), its "always"
+    answers, and its answers about the workspace's `.mcp.json` ("Allow" and "Reject" for
+    the session). A session the LSP server closes to bound what it holds open gets them
+    back when it reopens (WorkspaceAgent.evict)."""
 
     mode: PermissionMode | None
     rules: tuple[PermissionRule, ...]
+    mcp_files: McpFileAnswers = NO_ANSWERS
 
 
 class PermissionGate:

@@ -308,6 +308,7 @@ class AgentSession:
         self.totals = SessionTotals()
         self.totals.add_sum(*ledger.usage)  # from the ledger's index: nothing is read
         self._turn_totals = _last_turn_totals(ledger)
+        self._usage_said: UsageSnapshot | None = None  # the meter the front ends were told
         self._turn_task: asyncio.Task[TurnResult] | None = None
         self._turn_began = False  # the turn's task has run its first step
         self._stop_asked = False  # interrupted before that step: it stops at its start
@@ -545,11 +546,16 @@ class AgentSession:
         A turn whose task has not run yet (a cancel read in the same breath as its prompt)
         is not cancelled as a task: the CancelledError would hit it before its first line,
         skip its handling, and leave the caller without a result. It is told to stop at its
-        start instead, and ends like any cancelled turn (the prompt kept, "cancelled")."""
+        start instead, and ends like any cancelled turn (the prompt kept, "cancelled").
+
+        A turn already stopping is not cancelled again: the second cancel would cut its
+        clean-up short (a command that ignores SIGTERM, killed after a grace, would be left
+        running when the process ends right after, as a closing session's does)."""
         if self._turn_task is None or self._turn_task.done():
             return False
         if self._turn_began:
-            self._turn_task.cancel()
+            if not self._turn_task.cancelling():
+                self._turn_task.cancel()
         else:
             self._stop_asked = True
         return True
@@ -564,7 +570,7 @@ class AgentSession:
             self._settle_unsaved_results(None)
             self.context.begin_turn(None)
             result = await self.context.compact("manual", instructions=instructions)
-            self._emit(UsageUpdated(self.usage_snapshot(result.view)))
+            self._say_usage(self.usage_snapshot(result.view))
             return result
         finally:
             self._busy = False
@@ -700,6 +706,13 @@ class AgentSession:
         (agent/transcript.py): the latest one, or the one before the cursor `before`."""
         return transcript_page(self.ledger, self._tools.runnable(), before=before, limit=limit)
 
+    def _say_usage(self, snapshot: UsageSnapshot) -> None:
+        """Tell the front ends the meter, unless they have it: a turn's end after the answer
+        that ended it is the same meter again (each front end sent it twice)."""
+        if snapshot != self._usage_said:
+            self._usage_said = snapshot
+            self._emit(UsageUpdated(snapshot))
+
     def usage_snapshot(self, view: ContextView | None = None) -> UsageSnapshot:
         """The context meter for `view` (default: the ledger's context for the next call),
         with the turn's and the session's usage."""
@@ -756,10 +769,14 @@ class AgentSession:
 
     def permission_choices(self) -> PermissionChoices:
         """The user's choices only the open session holds (see PermissionChoices)."""
-        return PermissionChoices(self.config.own_mode, self.gate.rules)
+        return PermissionChoices(
+            self.config.own_mode, self.gate.rules, self._tools.servers.answers
+        )
 
     def restore_permission_choices(self, choices: PermissionChoices) -> None:
-        """Take back the choices of `permission_choices` (the session reopened)."""
+        """Take back the choices of `permission_choices` (the session reopened); its
+        answers about `.mcp.json` are given to its servers when they are made (before they
+        start: WorkspaceAgent)."""
         if choices.mode is not None:
             self.set_mode(choices.mode)
         self.gate.remember(choices.rules)
@@ -903,7 +920,8 @@ class AgentSession:
         self.context.record_call(retention)
         if message.usage is not None:
             self._count(message.usage, self.model)
-        self._emit(UsageUpdated(self.usage_snapshot()))
+        self._say_usage(self.usage_snapshot())
+        self.context.check_answer_read(view, message)
         return message, view
 
     def _keep_interrupted(self, state: _TurnState) -> None:
@@ -954,7 +972,7 @@ class AgentSession:
             error_code=error.code if error is not None else None,
             calls=self._turn_totals.calls,
         )
-        self._emit(UsageUpdated(self.usage_snapshot()))
+        self._say_usage(self.usage_snapshot())
         self._emit(TurnEnded(turn_id, stop, usage, result.error, result.error_code))
         return result
 

@@ -24,10 +24,12 @@ from agent_server.agent.transcript import describe_call, json_details
 from agent_server.errors import redact
 from agent_server.llm.messages import ImageContent, TextContent, ToolCall, ToolResultMessage
 
+# What a call stopped by the user's cancel says: to the model (its result in the ledger) and
+# to the user (the card of every front end, live and reloaded).
+ABORTED_BY_USER = "The tool call was aborted by the user."
 
-def aborted_result(
-    call: ToolCall, why: str = "The tool call was aborted by the user."
-) -> ToolResultMessage:
+
+def aborted_result(call: ToolCall, why: str = ABORTED_BY_USER) -> ToolResultMessage:
     """The result of a call that did not run, or did not finish (`aborted` tells an editor
     it was stopped, not failed)."""
     return ToolResultMessage(

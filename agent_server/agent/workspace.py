@@ -17,7 +17,7 @@ from pathlib import Path
 from agent_server.agent.checkpoints import BlobStore
 from agent_server.agent.context_manager import ContextPolicy, RewindBy
 from agent_server.agent.events import EventSink, ignore_events
-from agent_server.agent.mcp.approval import APPROVALS_FILE, ApprovedFiles
+from agent_server.agent.mcp.approval import APPROVALS_FILE, NO_ANSWERS, ApprovedFiles
 from agent_server.agent.mcp.config import McpServerConfig, default_user_file, load_server_configs
 from agent_server.agent.mcp.servers import McpServers
 from agent_server.agent.model_call import RetryPolicy
@@ -37,7 +37,7 @@ from agent_server.errors import (
     UnknownModelError,
 )
 from agent_server.llm.providers import load_sdk, provider_spec, serves
-from agent_server.llm.stream import THINKING_LEVELS
+from agent_server.llm.stream import THINKING_LEVELS, ThinkingLevel
 from agent_server.repo_map import available as repo_map_available
 from agent_server.session.ledger import Ledger
 from agent_server.session.store import SessionInfo, SessionStore, default_sessions_root
@@ -182,10 +182,16 @@ class WorkspaceAgent:
         assume_yes: bool = False,
         policy: ContextPolicy | None = None,
         mcp_servers: Sequence[McpServerConfig] = (),
+        thinking: ThinkingLevel | None = None,
+        carried: PermissionChoices | None = None,
     ) -> AgentSession:
         """A new session. `policy` replaces the product's context handling (benchmarks only);
-        `mcp_servers` are added to the configured ones for this session (a front end's)."""
+        `mcp_servers` are added to the configured ones for this session (a front end's).
+        `thinking` and `carried` bring another session's choices over (the terminal's /new):
+        its thinking level, and its permission mode and "always" answers (PermissionChoices)."""
         settings = self.settings.with_overrides(model=model) if model else self.settings
+        if thinking is not None:
+            settings = settings.with_overrides(thinking=thinking)
         setup = self._connect(settings)
         ledger = self.store.create(self.root, title=title, model=setup.model.id)
         ledger.append_model_change(setup.provider.api, setup.model.id, settings.thinking)
@@ -193,7 +199,7 @@ class WorkspaceAgent:
         ledger.sync()
         self._mcp_extra[ledger.session_id] = tuple(mcp_servers)
         self._created.add(ledger.session_id)
-        return self._start(ledger, settings, setup, emit, ask, assume_yes, policy)
+        return self._start(ledger, settings, setup, emit, ask, assume_yes, policy, carried)
 
     def open(
         self,
@@ -278,9 +284,13 @@ class WorkspaceAgent:
         ask: AskCallback | None,
         assume_yes: bool,
         policy: ContextPolicy | None = None,
+        carried: PermissionChoices | None = None,
     ) -> AgentSession:
         system_prompt = ledger.system_prompt() or build_system_prompt(self.root)
         session_dir = self.store.session_dir(ledger.header.session_id)
+        # Reopened after `evict`: what the user chose while it was open (or, new, what they
+        # chose in the session it follows: `create`'s `carried`).
+        choices = self._evicted.pop(ledger.header.session_id, None) or carried
         mcp = McpServers(
             self.mcp_configs(settings, self._mcp_extra.get(ledger.header.session_id, ())),
             state_dir=session_dir,
@@ -289,6 +299,7 @@ class WorkspaceAgent:
             root=self.root,
             max_result_bytes=settings.mcp.max_result_mb * 1024 * 1024,
             approvals=ApprovedFiles(self.store.root / APPROVALS_FILE, self.root),
+            answers=choices.mcp_files if choices is not None else NO_ANSWERS,
         )
         session = AgentSession(
             ledger=ledger,
@@ -314,7 +325,6 @@ class WorkspaceAgent:
             rewind=self.rewind,
         )
         session.set_user_idle(self.user_idle)
-        choices = self._evicted.pop(session.session_id, None)
         if choices is not None:
             session.restore_permission_choices(choices)
         self.sessions[session.session_id] = session
@@ -333,7 +343,8 @@ class WorkspaceAgent:
         background. Unlike `close_session`, nothing is deleted: a session this agent created
         that has no prompt yet is kept (the editor holds its id and may prompt it), and is
         removed by `close` if it still has none then. Reopened, it has back the user's
-        choices only the open session held (its permission mode, its "always" answers)."""
+        choices only the open session held (its permission mode, its "always" answers, its
+        answers about the workspace's `.mcp.json`: PermissionChoices)."""
         session = self.sessions.get(session_id)
         if session is None or session.busy:
             return False

@@ -4,12 +4,15 @@ It runs the same engine the language server runs (a WorkspaceAgent for the curre
 directory) and prints the same transcript, meter and compaction markers as the demo: the
 agent's events are turned into the editor protocol's JSON and rendered by TranscriptPrinter
 (answers as Markdown; everything shown literally). Interactive commands (console/commands.py,
-`/help` lists them): /model, /mode, /rewind, /compact, /usage, /sessions, /quit; an unknown
+`/help` lists them): /model, /mode, /rewind, /compact, /usage, /sessions [id], /new, /quit;
+other agents' names (/clear, /resume) are aliases; an unknown
 `/word` is answered, not sent. `@path` attaches a workspace file or folder (Tab completes
 it), a pasted image path attaches the image. Ctrl-C stops a turn or /compact; at the prompt
 it clears a typed line, and twice on an empty line (or Ctrl-D) quits. A session opened and
-left without a prompt is not kept. A continued session (`--session`) first shows its last
-three prompts and what followed them.
+left without a prompt is not kept; one with prompts ends with the line that continues it. A
+continued session (`--session`) first shows its last three prompts and what followed them.
+/new keeps the settings of the session left (model, thinking level, permission mode, "always"
+answers); only the conversation starts again.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from collections.abc import Awaitable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,9 +33,11 @@ from rich.text import Text
 
 from agent_server.agent import events, transcript
 from agent_server.agent.checkpoints import RestorePlan
+from agent_server.agent.context_manager import CompactionResult
+from agent_server.agent.mcp.approval import NO_ANSWERS
 from agent_server.agent.memory import pin_argument
 from agent_server.agent.permissions import PermissionRequest
-from agent_server.agent.session import AgentSession, RestoreChoice
+from agent_server.agent.session import AgentSession, RestoreChoice, TurnResult
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.workspace import WorkspaceAgent, model_choices
 from agent_server.console.activity import Activity
@@ -55,8 +61,9 @@ from agent_server.console.render import (
     usage_table,
 )
 from agent_server.console.sessions import sessions_table, show_tail
+from agent_server.ending_signals import EndedBySignal, EndingSignals
 from agent_server.errors import AgentServerError, SessionNotFoundError
-from agent_server.llm.messages import TextContent
+from agent_server.llm.messages import TextContent, UserContent
 from agent_server.lsp import wire
 
 MODE_MEANINGS = {
@@ -78,8 +85,8 @@ class TerminalChat:
     reads prompts. Prompts and questions are read in the main thread between the event
     loop's runs (nothing else needs the loop then), so Ctrl-C is a plain KeyboardInterrupt
     there: at the idle prompt it asks for a second Ctrl-C (or Ctrl-D) to quit; during a turn
-    or a /compact it stops that (asyncio.Runner cancels it); at a permission question it
-    rejects the call and stops the turn."""
+    it stops the turn, saying so at once, and a second one quits (`until_stopped`), and so
+    during a /compact; at a permission question it rejects the call and stops the turn."""
 
     def __init__(
         self,
@@ -98,7 +105,7 @@ class TerminalChat:
         self.seq = 0
         self.last_turn: dict[str, Any] | None = None
         self.reader = reader or LineReader(console, command_names)
-        self.prompts = 0  # prompts sent in this run
+        self.quitting = False  # a second Ctrl-C quit while a turn was stopping
         self.activity = Activity(console) if console.is_terminal else None
         self.printer.activity = self.activity
         if interactive:
@@ -109,6 +116,8 @@ class TerminalChat:
         return self.session.session_id if self.session is not None else ""
 
     def emit(self, event: events.AgentEvent) -> None:
+        if self.quitting:  # the turn ends as the session closes, below the goodbye
+            return
         sid = self.session_id
         if isinstance(event, events.UsageUpdated):
             self.printer.usage_changed(wire.usage_json(sid, event.snapshot))
@@ -137,10 +146,14 @@ class TerminalChat:
             self.console.print(Text(f"  {number} ", style="bold") + shown(option.name))
         allow = next(i for i, o in enumerate(options, 1) if o.kind == "allow_once")
         reject = next(i for i, o in enumerate(options, 1) if o.kind == "reject_once")
+        words = {"y": allow, "yes": allow, "n": reject, "no": reject}
+        # `a` (Codex's key) or `always`: the first, narrowest always-allow (this command).
+        always = next((i for i, o in enumerate(options, 1) if o.kind == "allow_always"), None)
+        if always is not None:
+            words |= {"a": always, "always": always}
         with default_sigint():
             try:
-                answer = self.pick("choose", len(options), default=reject,
-                                   words={"y": allow, "yes": allow, "n": reject, "no": reject})
+                answer = self.pick("choose", len(options), default=reject, words=words)
             except (KeyboardInterrupt, EOFError):
                 self.console.print(Text("\n  rejected; stopping the turn", style="yellow"))
                 if self.session is not None:
@@ -166,8 +179,9 @@ class TerminalChat:
                 body, what = diff_text(change.diff), f"changes to {change.path}"
             self.console.print(Panel(body, title=shown(what, one_line=True), title_align="left"))
 
-    async def turn(self, session: AgentSession, prompt: str, piped: str = "") -> str:
-        """`piped`: what was piped into a one-shot chat, sent before the prompt (the question
+    async def turn(self, session: AgentSession, prompt: str, piped: str = "") -> str | None:
+        """The turn's stop reason; None when a second Ctrl-C quit the chat meanwhile.
+        `piped`: what was piped into a one-shot chat, sent before the prompt (the question
         after the material, as @-mentions are)."""
         if not self.interactive:
             self.printer.prompt(prompt)
@@ -194,10 +208,12 @@ class TerminalChat:
         if self.activity is not None:
             self.activity.waiting("waiting for the model")
         try:
-            result = await session.run_turn(content)
+            result = await self.run_stoppably(session, content)
         finally:
             if self.activity is not None:
                 self.activity.stop()
+        if result is None:
+            return None
         after = session.totals.to_json()
         self.last_turn = {key: after[key] - before[key] for key in TURN_FIGURES}
         self.turn_id = result.turn_id
@@ -212,10 +228,137 @@ class TerminalChat:
             self.console.print(shown(cannot_ask(self.printer.denials), "yellow"))
         return result.stop_reason
 
+    async def run_stoppably(
+        self, session: AgentSession, content: tuple[UserContent, ...]
+    ) -> TurnResult | None:
+        """The turn's result; None when a second Ctrl-C quit first."""
+        turn = asyncio.ensure_future(session.run_turn(content))
+        done = await self.until_stopped(turn, session.interrupt, "the turn")
+        return None if done is None else done.result()
+
+    async def until_stopped(
+        self, work: asyncio.Future[T], stop: Callable[[], object], what: str
+    ) -> asyncio.Future[T] | None:
+        """`work` once it has ended; None when a second Ctrl-C quit first. Ctrl-C is taken
+        here, not by asyncio.Runner (which says nothing until the work has stopped, and
+        raises KeyboardInterrupt on the second one wherever the program is): the first
+        `stop`s the work and says so at once; the second quits without waiting for it, and
+        the chat ends as any exit does, saying how to continue (a turn ends, its end
+        recorded, as the session closes). Both act from the event loop, between its
+        callbacks."""
+        loop = asyncio.get_running_loop()
+        quit_asked: asyncio.Future[Any] = loop.create_future()
+        stop_asked = False
+
+        def pressed() -> None:
+            nonlocal stop_asked
+            if stop_asked:
+                if not quit_asked.done():
+                    quit_asked.set_result(None)
+                return
+            stop_asked = True
+            self.stopping(what)
+            stop()
+
+        previous = signal.signal(
+            signal.SIGINT, lambda _signal, _frame: loop.call_soon_threadsafe(pressed)
+        )
+        try:
+            await asyncio.wait([work, quit_asked], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        if not work.done():
+            self.quitting = True
+            return None
+        return work
+
+    def stopping(self, what: str) -> None:
+        """The first Ctrl-C of a turn or a /compact, said at once: killing a command or
+        closing the model's answer can take seconds."""
+        self.console.print(Text(f"  stopping {what} (Ctrl-C again quits)", style="yellow"))
+        if self.activity is not None:
+            self.activity.stopping(f"stopping {what}")
+
+    def say_how_to_continue(self) -> None:
+        """The command that continues the session, as the chat ends: whether by /quit,
+        Ctrl-D or Ctrl-C twice (the session is saved either way). Nothing for a session that
+        has no prompt (it is not kept): one the chat went on in (/sessions id, --session)
+        says it too, though no prompt was typed here."""
+        if self.session is not None and self.session.ledger.meta.prompt_count:
+            sid = self.session_id
+            self.console.print(
+                shown(f"session {sid}: `agent-server chat --session {sid[:8]}` continues it", "dim")
+            )
+
+    def enter(self, session: AgentSession) -> None:
+        """The chat is in `session` from now on. Its last turn (for /usage) is the one its
+        ledger records, until a turn here: none when it has had no prompt."""
+        self.session, self.turn_id = session, ""
+        self.last_turn = recorded_last_turn(session)
+
+    def go_on_in(
+        self, runner: asyncio.Runner, agent: WorkspaceAgent, session: AgentSession
+    ) -> None:
+        """The chat goes on in `session` (/new, /sessions id): the one left says how to
+        continue it, and is closed (one that got no prompt is not kept)."""
+        left = self.session
+        self.say_how_to_continue()
+        if left is not None:
+            runner.run(agent.close_session(left.session_id))
+        self.enter(session)
+        self.printer.usage = None
+        self.console.print(session_line(session))
+
+    def new_session(
+        self, runner: asyncio.Runner, agent: WorkspaceAgent, left: AgentSession
+    ) -> AgentSession:
+        """`/new` (`/clear`): a new session that works as the one `left` did: on its model, at
+        its thinking level, in its permission mode, with the "always" answers given in it,
+        as Claude Code's /clear keeps its permission rules: only the conversation starts
+        again. Not its answers about the workspace's `.mcp.json` ("this session"; one
+        declined says it is asked again in a new session)."""
+        session = agent.create(
+            model=left.model.id,
+            thinking=left.thinking,
+            carried=replace(left.permission_choices(), mcp_files=NO_ANSWERS),
+            emit=self.emit,
+            ask=self.ask if self.interactive else None,
+            assume_yes=self.assume_yes,
+        )
+        self.go_on_in(runner, agent, session)
+        if session.gate.rules:
+            self.console.print(kept_answers(session))
+        return session
+
+    def resume_command(
+        self, runner: asyncio.Runner, agent: WorkspaceAgent, argument: str
+    ) -> AgentSession | None:
+        """`/sessions` (`/resume`): this workspace's sessions; `/sessions <id>`: the session
+        the chat goes on in (None when it stays in this one)."""
+        if not argument:
+            self.console.print(sessions_table(agent.list(), "sessions", self.console))
+            self.console.print(Text("/sessions <id> goes on with one", style="dim"))
+            return None
+        try:
+            session_id = agent.store.resolve(argument)
+            if session_id == self.session_id:
+                self.console.print(Text("that is this session", style="dim"))
+                return None
+            ask = self.ask if self.interactive else None
+            session = agent.open(session_id, emit=self.emit, ask=ask, assume_yes=self.assume_yes)
+        except AgentServerError as error:
+            self.console.print(shown(error.message, "red"))
+            return None
+        self.go_on_in(runner, agent, session)
+        show_tail(session.ledger.branch(), session.session_id, self.console)
+        return session
+
     def show_usage(self, session: AgentSession) -> None:
         usage = wire.usage_json(session.session_id, session.usage_snapshot())
         self.console.print(meter_text(usage, self.console.width))
         self.console.print(usage_table(usage, self.last_turn, session.totals.to_json()))
+        if self.last_turn is None:
+            self.console.print(Text("no turn yet in this session", style="dim"))
 
     # --- commands -------------------------------------------------------------------------
 
@@ -304,25 +447,38 @@ class TerminalChat:
 
     def compact_command(
         self, runner: asyncio.Runner, session: AgentSession, argument: str
-    ) -> None:
-        """`/compact [instructions]`: summarise the history now. Ctrl-C stops it and comes
-        back to the prompt, the history as it was (as Ctrl-C stops a turn)."""
+    ) -> bool:
+        """`/compact [instructions]`: summarise the history now; False when a second Ctrl-C
+        quit meanwhile. Ctrl-C stops it as it stops a turn, and comes back to the prompt,
+        the history as it was."""
         if self.activity is not None:
             self.activity.waiting("compacting")
+        ended = self.printer.compactions_ended
+
+        async def compacting() -> asyncio.Future[CompactionResult] | None:
+            work = asyncio.ensure_future(session.compact(argument or None))
+            return await self.until_stopped(work, work.cancel, "the compaction")
+
         try:
-            outcome = runner.run(_stoppable(session.compact(argument or None)))
+            done = runner.run(compacting())
         finally:
             if self.activity is not None:
                 self.activity.stop()
+        if done is None:
+            return False
+        outcome = None if done.cancelled() else done.result()
         if outcome is None:
-            self.console.print(
-                Text("  (compaction cancelled: the history is unchanged)", style="yellow")
-            )
+            if self.printer.compactions_ended == ended:  # stopped before it had begun
+                self.printer.compaction_stopped()
         elif outcome.outcome == "noop":
             self.console.print(
                 Text("nothing to compact yet: the history is already short", style="dim")
             )
-        # Otherwise the compaction's own marker (or its failure) is on screen already.
+        elif outcome.outcome == "compacted":  # the meter, as after a turn
+            usage = wire.usage_json(session.session_id, session.usage_snapshot())
+            self.console.print(meter_text(usage, self.console.width))
+        # The compaction's own marker (or its failure) is on screen already.
+        return True
 
     def mode_command(self, session: AgentSession, argument: str) -> None:
         """`/mode`: when tools ask first; `/mode <mode>`: switch."""
@@ -503,7 +659,8 @@ class TerminalChat:
                 return int(answer)
             if words and answer in words:
                 return words[answer]
-            hint = f"type 1 to {count}" + (", or y or n" if words else "")
+            keys = [word for word in words or () if len(word) == 1]
+            hint = f"type 1 to {count}" + (f", or {', '.join(keys)}" if keys else "")
             self.console.print(Text(hint, style="yellow"))
 
 
@@ -517,29 +674,33 @@ def cannot_ask(denied: int) -> str:
     )
 
 
+def kept_answers(session: AgentSession) -> Text:
+    """The "always" answers a new session (/new) keeps from the one left, in words."""
+    said = [
+        f"always {'allow' if rule.allowed else 'reject'} {rule.describe()}"
+        for rule in session.gate.rules
+    ]
+    return shown(f"kept from the last session: {'; '.join(said)}", "dim")
+
+
+def recorded_last_turn(session: AgentSession) -> dict[str, Any] | None:
+    """The figures of the session's last turn (TURN_FIGURES) as its ledger records them;
+    None when it has had no prompt."""
+    if not session.ledger.meta.prompt_count:
+        return None
+    return dict(wire.usage_json(session.session_id, session.usage_snapshot())["lastTurn"])
+
+
 def _typed_text(item: Mapping[str, Any]) -> str:
     return "\n".join(
         block["text"] for block in item.get("content", ()) if block.get("type") == "text"
     )
 
 
+INTERRUPTED = Text("interrupted", style="yellow")
 TURN_FIGURES = ("calls", "input", "cacheRead", "cacheWrite", "output", "cost")
 
 T = TypeVar("T")
-
-
-async def _stoppable(work: Awaitable[T]) -> T | None:
-    """`work`'s result, or None when Ctrl-C cancelled it. asyncio.Runner cancels its task on
-    Ctrl-C and, when the task ends cancelled, raises KeyboardInterrupt (which would quit the
-    chat); taking the cancel back here ends the task normally, as AgentSession.run_turn does
-    for a turn. A second Ctrl-C while it stops still quits."""
-    try:
-        return await work
-    except asyncio.CancelledError:
-        current = asyncio.current_task()
-        if current is not None:
-            current.uncancel()
-        return None
 
 
 @contextlib.contextmanager
@@ -575,7 +736,8 @@ def run_chat(
     # A one-shot chat has no one to ask: the gate denies what would ask (unless --yes), and
     # tells the model so.
     ask = chat.ask if chat.interactive else None
-    with asyncio.Runner() as runner:
+    # A closed terminal or a SIGTERM ends the chat as a quit does (agent_server/ending_signals.py).
+    with asyncio.Runner() as runner, EndingSignals():
         agent = WorkspaceAgent(workspace, settings, rewind="prompt")  # /rewind lists prompts
         try:
             if continue_latest:
@@ -586,38 +748,43 @@ def run_chat(
                 )
             else:
                 session = agent.create(emit=chat.emit, ask=ask, assume_yes=assume_yes)
-            chat.session = session
+            chat.enter(session)
             if first_line is None:
-                console.print(
-                    shown(
-                        f"session {session.session_id} · {settings.provider} "
-                        f"{session.model.id} · {workspace}",
-                        "dim",
-                    )
-                )
+                console.print(session_line(session))
             if session_id:  # the user continues where they left off, not blind
                 show_tail(session.ledger.branch(), session.session_id, console)
             if prompt is not None:
                 stop = runner.run(chat.turn(session, prompt, piped))
+                if stop is None:  # a second Ctrl-C while the turn was stopping
+                    console.print(INTERRUPTED)
+                    return 130
                 return 0 if stop in ("end_turn", "max_tokens") else 1
             ended = chat_loop(chat, runner, agent, session, first_line)
-            if chat.prompts:
-                console.print(
-                    shown(
-                        f"session {session.session_id}: `agent-server chat --session "
-                        f"{session.session_id[:8]}` continues it",
-                        "dim",
-                    )
-                )
+            if ended == "interrupted":
+                console.print(INTERRUPTED)
+            chat.say_how_to_continue()
             return 130 if ended == "interrupted" else 0
         except AgentServerError as error:
             console.print(shown(error.message, "bold red"))
             return 1
-        except KeyboardInterrupt:  # a second Ctrl-C while a turn was stopping
-            console.print(Text("\ninterrupted", style="yellow"))
+        except EndedBySignal as closed:  # nobody to tell: the sessions are closed below
+            chat.quitting = True  # a write to a closed terminal fails: the turn ends unsaid
+            return int(closed.code or 1)
+        except KeyboardInterrupt:  # Ctrl-C, then another, in a command's work (/model, ...)
+            console.print(Text("\n") + INTERRUPTED)
+            chat.say_how_to_continue()
             return 130
         finally:
             runner.run(agent.close())
+
+
+def session_line(session: AgentSession) -> Text:
+    """The line a session starts with: its id, provider, model and workspace."""
+    return shown(
+        f"session {session.session_id} · {session.settings.provider} {session.model.id} · "
+        f"{session.workspace}",
+        "dim",
+    )
 
 
 def latest_session(agent: WorkspaceAgent) -> str:
@@ -647,13 +814,23 @@ def chat_loop(
             return "quit"
         typed = read_command(line)
         if typed is None:
-            chat.prompts += 1
-            runner.run(chat.turn(session, line))
+            if runner.run(chat.turn(session, line)) is None:
+                return "interrupted"
             continue
         if typed.command is None:
             console.print(
                 shown(
                     f"unknown command {typed.word}: nothing was sent; /help lists the commands",
+                    "yellow",
+                )
+            )
+            continue
+        if typed.argument and not typed.command.arguments:
+            # "/new fix the parser": the words would be lost, neither done nor sent.
+            console.print(
+                shown(
+                    f"{typed.word} takes nothing after it: nothing was done and nothing sent "
+                    "(the up arrow brings the line back)",
                     "yellow",
                 )
             )
@@ -668,9 +845,12 @@ def chat_loop(
         elif name == "/output":
             chat.output_command(typed.argument)
         elif name == "/compact":
-            chat.compact_command(runner, session, typed.argument)
+            if not chat.compact_command(runner, session, typed.argument):
+                return "interrupted"
         elif name == "/sessions":
-            console.print(sessions_table(agent.list(), "sessions", console))
+            session = chat.resume_command(runner, agent, typed.argument) or session
+        elif name == "/new":
+            session = chat.new_session(runner, agent, session)
         elif name == "/model":
             chat.model_command(runner, session, typed.argument)
         elif name == "/mode":

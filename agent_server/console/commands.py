@@ -56,10 +56,17 @@ COMMANDS: tuple[Command, ...] = (
     Command("/forget", "id", "remove a pin (/pins lists them with their ids)"),
     Command("/pins", "", "the pinned rules and facts, and the task's plan"),
     Command("/usage", "", "tokens and cost of the last turn and the session"),
-    Command("/sessions", "", "the sessions of this workspace"),
+    Command("/new", "", "start a new session (also /clear); this one is kept"),
+    Command(
+        "/sessions",
+        "[id]",
+        "the sessions of this workspace; with an id (or its start), go on with that one "
+        "(also /resume)",
+    ),
     Command("/quit", "", "leave (also /exit, or Ctrl-D)"),
 )
-ALIASES = {"/exit": "/quit", "/?": "/help"}
+# Other agents' words: Claude Code's /clear, Claude Code's, Codex's and pi's /resume.
+ALIASES = {"/exit": "/quit", "/?": "/help", "/clear": "/new", "/resume": "/sessions"}
 # Words /mode takes besides the modes' own names.
 MODE_WORDS = {
     "ask": "ask",

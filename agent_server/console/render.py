@@ -206,6 +206,7 @@ class TranscriptPrinter:
         self.diffs_shown: set[str] = set()  # tool calls whose change is already on screen
         self.errors_shown: list[str] = []  # error notices of the current turn
         self.denials = 0  # tool calls of the current turn not allowed to run
+        self.compactions_ended = 0  # the compactions whose end (or failure) is on screen
         self.outputs: list[CommandOutput] = []  # the commands' outputs, oldest first
         self.output_hint = ""  # how to see a collapsed output whole, if there is a way
         self.activity: Activity | None = None  # what runs now, in a terminal chat
@@ -356,9 +357,14 @@ class TranscriptPrinter:
             return
         if status != "completed":
             error = str(params.get("error") or "")  # none when Ctrl-C cancelled it
+            if not error and status == "cancelled":  # the user stopped it: no failure
+                self.compaction_stopped()
+                return
+            self.compactions_ended += 1
             marker = Text(f"  ⟳ compaction {status}" + (": " if error else ""), style="red")
             self.console.print(marker + shown(error, "red"))
             return
+        self.compactions_ended += 1
         lines = str(params.get("summary", "")).strip().splitlines()
         preview = shown("\n".join(lines[:SUMMARY_PREVIEW_LINES]), "dim")
         if len(lines) > SUMMARY_PREVIEW_LINES:
@@ -373,6 +379,13 @@ class TranscriptPrinter:
                 title_align="left",
                 border_style="magenta",
             )
+        )
+
+    def compaction_stopped(self) -> None:
+        """A compaction the user stopped (Ctrl-C), said once."""
+        self.compactions_ended += 1
+        self.console.print(
+            Text("  ⟳ compaction cancelled: the history is unchanged", style="yellow")
         )
 
     def overflow(self, params: Mapping[str, Any]) -> None:
@@ -471,13 +484,18 @@ def usage_table(
     usage: Mapping[str, Any], turn: Mapping[str, int] | None, session: Mapping[str, Any]
 ) -> Table:
     """What `/usage` shows: the meter's figures, and the tokens and cost of the last turn and
-    of the whole session, cache reads and writes apart."""
+    of the whole session, cache reads and writes apart. No "last turn" column when there was
+    no turn (`turn` None): zeros there would read as a turn that cost nothing."""
     table = Table(title="usage", title_justify="left", show_edge=False)
     table.add_column("")
-    for column in ("last turn", "session"):
+    columns = ("last turn", "session") if turn is not None else ("session",)
+    for column in columns:
         table.add_column(column, justify="right")
-    empty: Mapping[str, Any] = {}
-    last = turn or empty
+
+    def row(label: str, last: str, whole: str) -> None:
+        table.add_row(label, *((last, whole) if turn is not None else (whole,)))
+
+    last: Mapping[str, Any] = turn or {}
     for label, key in (
         ("model calls", "calls"),
         ("input (uncached)", "input"),
@@ -485,15 +503,13 @@ def usage_table(
         ("cache writes", "cacheWrite"),
         ("output", "output"),
     ):
-        table.add_row(label, f"{int(last.get(key, 0)):,}", f"{int(session.get(key, 0)):,}")
-    table.add_row(
-        "cost", f"${float(last.get('cost', 0.0)):.4f}", f"${float(session.get('cost', 0)):.4f}"
-    )
-    table.add_row("cache-read share", "", f"{float(session.get('cacheHitRate', 0)):.0%}")
+        row(label, f"{int(last.get(key, 0)):,}", f"{int(session.get(key, 0)):,}")
+    row("cost", f"${float(last.get('cost', 0.0)):.4f}", f"${float(session.get('cost', 0)):.4f}")
+    row("cache-read share", "", f"{float(session.get('cacheHitRate', 0)):.0%}")
     size = max(int(usage["size"]), 1)
-    table.add_row("context", "", f"{format_tokens(int(usage['used']))} of {format_tokens(size)}")
-    table.add_row("compacts above", "", format_tokens(int(usage["compactAt"])))
-    table.add_row("compactions", "", str(int(usage.get("windowNumber", 1)) - 1))
+    row("context", "", f"{format_tokens(int(usage['used']))} of {format_tokens(size)}")
+    row("compacts above", "", format_tokens(int(usage["compactAt"])))
+    row("compactions", "", str(int(usage.get("windowNumber", 1)) - 1))
     return table
 
 

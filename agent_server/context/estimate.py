@@ -175,6 +175,28 @@ def estimate_full(context: Context) -> int:
     )
 
 
+def estimate_text_floor(context: Context) -> int:
+    """chars/4 of what any server is sent of `context` as text: the system prompt, the tools,
+    the messages' text, tool calls and tool results; not thinking (a Chat Completions server
+    is not sent it back) nor images (a model spends 256 to 1,600 tokens on one). A floor of
+    the prompt tokens a server reads, whatever its tokenizer: one that reports fewer has not
+    read it all."""
+    chars = 0
+    for message in context.messages:
+        if isinstance(message, AssistantMessage):
+            for block in message.content:
+                if isinstance(block, TextContent):
+                    chars += len(block.text)
+                elif isinstance(block, ToolCall):
+                    arguments = json.dumps(
+                        block.arguments, ensure_ascii=False, separators=(",", ":")
+                    )
+                    chars += len(block.name) + len(arguments)
+        else:
+            chars += sum(len(p.text) for p in message.content if isinstance(p, TextContent))
+    return estimate_prefix_tokens(context.system_prompt, context.tools) + _tokens(chars)
+
+
 def has_real_usage(message: Message) -> bool:
     """An assistant message carrying the provider's bill for a completed call."""
     return (

@@ -20,6 +20,10 @@ The provider's own context management (beta features, sent through the SDK's `be
   `CallOptions.clear_tool_results` asks; what it cleared comes back as ContextEdited.
 Usage sums `usage.iterations` when the answer has them: a compaction's tokens are billed but
 not in the top-level fields.
+
+A proxy or compatible server that ignores `stream: true` and answers with a whole `message`
+(a JSON body; the SDK's stream reads no event in it) is read as the events its stream would
+have been (`_stream_of_message`), by the same translator.
 """
 
 from __future__ import annotations
@@ -527,11 +531,14 @@ class AnthropicProvider:
             model.context_window,
             assembler,
             error_event=self._error_event,
+            unstreamed=_stream_of_message,
         )
 
     def _error_event(self, stream: SdkStream, event: str | None, data: Any) -> Exception | None:
-        """An `error` event, as the SDK's stream raises it: its status error for the body."""
-        if event != "error":
+        """An `error` event, as the SDK's stream raises it: its status error for the body; a
+        JSON body instead of a stream (no event name) that is an error object, the same."""
+        is_error_body = event is None and isinstance(data, Mapping) and data.get("type") == "error"
+        if event != "error" and not is_error_body:
             return None
         response = stream.response
         message = (data if isinstance(data, str) else f"{data}") or (
@@ -636,6 +643,36 @@ async def _translate(
             priced = usage.priced(model, options.cache_retention)
             yield MessageDone(assembler.message(stop_reason, usage=priced, model=model.id, api=API))
             return
+
+
+def _stream_of_message(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The stream events of a whole `message` (the SDK's `Message`, `BetaMessage`):
+    `message_start` with its usage, each content block whole in its `content_block_start`
+    (as a stream's start may carry it) and its `content_block_stop`, `message_delta` with the
+    stop reason and the context edits, `message_stop`. A body of another type is no answer:
+    no event (the stream counts as dropped)."""
+    if message.get("type") != "message":
+        return []
+    start = {key: value for key, value in message.items() if key != "context_management"}
+    start.update(content=[], stop_reason=None, stop_sequence=None)
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
+    content = message.get("content")
+    for index, block in enumerate(content if isinstance(content, list) else ()):
+        if isinstance(block, Mapping):
+            events.append({"type": "content_block_start", "index": index,
+                           "content_block": dict(block)})
+            events.append({"type": "content_block_stop", "index": index})
+    delta: dict[str, Any] = {
+        "type": "message_delta",
+        "delta": {"stop_reason": message.get("stop_reason"),
+                  "stop_sequence": message.get("stop_sequence")},
+    }
+    if isinstance(message.get("usage"), Mapping):
+        delta["usage"] = message["usage"]
+    if isinstance(message.get("context_management"), Mapping):
+        delta["context_management"] = message["context_management"]
+    events += [delta, {"type": "message_stop"}]
+    return events
 
 
 def _opened(block: Mapping[str, Any]) -> tuple[_Block, StreamEvent | None]:

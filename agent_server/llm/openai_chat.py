@@ -12,15 +12,25 @@ call, the usage chunk and `[DONE]` with `finish_reason: null` in every chunk); t
 is then read off the content (tool calls: `toolUse`, else `stop`). OpenAI itself always ends
 with the usage chunk this provider asks for, so from OpenAI a stream without it was cut off.
 A connection that breaks mid-way is an error of the transport, never a clean end: it is
-retried.
+retried. A server that ignores `stream: true` and answers with a whole completion (JSON) is
+read as a stream of that one chunk.
+
+Some servers at a base URL refuse `stream_options` (Mistral's API: a 422 "Extra inputs are
+not permitted" at `body.stream_options`; Azure OpenAI before api-version 2024-09-01-preview: a
+400 "Unrecognized request argument supplied: stream_options"). Such a refusal is answered by
+asking once more without it, and the provider leaves it out from then on; usage then comes
+from a chunk that carries it anyway (Mistral's last one), else there is none and the context
+is estimated.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import openai
 from openai import AsyncStream
 
 from agent_server.llm.cost import priced_usage
@@ -71,6 +81,10 @@ FINISH_REASONS: Mapping[str, StopReason] = {
     "function_call": "toolUse",
     "content_filter": "refusal",
 }
+# How near the window prompt and output must come for a `length` before the output limit to be
+# the window filling (see `_cut_by_window`): servers count a template's tokens differently, and
+# llama.cpp stops a token or two short of its window.
+WINDOW_FILLED_SHARE = 0.99
 
 
 # --- request building (pure) ----------------------------------------------------------------
@@ -241,6 +255,33 @@ class _OpenCall:
     name: str
     arguments: list[str] = field(default_factory=list)
 
+    def arguments_text(self) -> str:
+        """The JSON text of the call's arguments: its fragments joined, unless the last one
+        is the whole arguments sent again (some vLLM tool parsers, GLM's and xlam's, flush
+        them so at the end after streaming them): then that one. Only when the joined text is
+        not JSON, the last fragment is an object and the earlier ones are its start, or the
+        same object: arguments that are valid as sent are never changed."""
+        joined = "".join(self.arguments)
+        last = self.arguments[-1].strip() if self.arguments else ""
+        if len(self.arguments) < 2 or not (last.startswith("{") and last.endswith("}")):
+            return joined
+        if _json_value(joined) is not None:
+            return joined
+        whole = _json_value(last)
+        before = "".join(self.arguments[:-1]).strip()
+        if isinstance(whole, dict) and (last.startswith(before) or _json_value(before) == whole):
+            return last
+        return joined
+
+
+def _json_value(text: str) -> object | None:
+    """The value of a JSON text; None when it is not one."""
+    try:
+        value: object = json.loads(text)
+    except ValueError:
+        return None
+    return value
+
 
 class _StreamedCalls:
     """The tool calls of one streamed answer, put together from their fragments.
@@ -310,6 +351,8 @@ class OpenAIChatProvider(OpenAIClientProvider):
     """The Chat Completions API through the official SDK (`AsyncOpenAI`)."""
 
     api = API
+    # Set once the server at the base URL refused `stream_options` (see the module docstring).
+    _refuses_stream_options = False
 
     def stream(
         self,
@@ -319,11 +362,13 @@ class OpenAIChatProvider(OpenAIClientProvider):
         assembler: MessageAssembler | None = None,
     ) -> AsyncIterator[StreamEvent]:
         params = build_request(model, context, options)
+        if self._refuses_stream_options:
+            del params["stream_options"]
         max_tokens = _int(params.get("max_completion_tokens") or params.get("max_tokens"))
         local = not speaks_openai_extensions(model)  # OpenAI refuses a prompt over the window
         where = replace(self._errors, model=model.id)
 
-        async def open_stream() -> AsyncStream[Any]:
+        async def post() -> AsyncStream[Any]:
             # The SDK's request with its events as plain JSON objects (see anthropic.py).
             stream: AsyncStream[Any] = await self._client.post(
                 "/chat/completions",
@@ -333,6 +378,16 @@ class OpenAIChatProvider(OpenAIClientProvider):
                 stream_cls=AsyncStream[object],
             )
             return stream
+
+        async def open_stream() -> AsyncStream[Any]:
+            try:
+                return await post()
+            except openai.APIStatusError as exc:
+                if "stream_options" not in params or not self._refused_stream_options(exc):
+                    raise
+            self._refuses_stream_options = True
+            del params["stream_options"]
+            return await post()
 
         async def translate(
             events: EventDicts, assembler: MessageAssembler
@@ -351,7 +406,9 @@ class OpenAIChatProvider(OpenAIClientProvider):
                 if isinstance(chunk.get("usage"), Mapping):
                     usage = chunk["usage"]
                 for choice in chunk.get("choices") or ():
-                    delta = choice.get("delta") or {}
+                    # A whole completion (a server that does not stream) is one chunk whose
+                    # choice has the message where a chunk's has the delta.
+                    delta = choice.get("delta") or choice.get("message") or {}
                     reasoning = delta.get("reasoning_content") or delta.get("reasoning")
                     if isinstance(reasoning, str) and reasoning:
                         yield emit(ThinkingDelta(reasoning))
@@ -364,16 +421,19 @@ class OpenAIChatProvider(OpenAIClientProvider):
                                 yield emit(event)
                     if choice.get("finish_reason"):
                         finish = str(choice["finish_reason"])
-            if not _complete(finish, usage, assembler.has_output, model):
+            usage_asked = "stream_options" in params
+            if not _complete(finish, usage, assembler.has_output, model, usage_asked):
                 return  # cut off: run_provider_stream reports a dropped connection
             for call in calls.calls:
-                arguments = parse_tool_arguments("".join(call.arguments))
+                arguments = parse_tool_arguments(call.arguments_text())
                 yield emit(ToolCallEnd(ToolCall(call.id, call.name, arguments)))
             stop_reason = FINISH_REASONS.get(finish or "stop", "stop")
             if calls.calls and stop_reason == "stop":
                 # Some servers say "stop" after tool calls, or nothing at all.
                 stop_reason = "toolUse"
-            if stop_reason == "length" and local and _cut_by_window(usage, max_tokens):
+            if stop_reason == "length" and local and _cut_by_window(
+                usage, max_tokens, model.context_window
+            ):
                 stop_reason = "contextOverflow"
             priced = (
                 normalise_usage(usage, model, write_retention(options, SHORT_CACHE_TTL))
@@ -393,20 +453,40 @@ class OpenAIChatProvider(OpenAIClientProvider):
             error_event=self._error_event,
         )
 
+    def _refused_stream_options(self, exc: openai.APIStatusError) -> bool:
+        """Whether a server at a base URL refused the request for `stream_options`: a 400 or
+        422 whose body names it (api.openai.com takes it; other refusals are not retried)."""
+        if self._errors.base_url is None or exc.status_code not in (400, 422):
+            return False
+        return "stream_options" in str(exc.body)  # the body as the SDK read it
 
-def _cut_by_window(usage: Mapping[str, Any] | None, max_tokens: int) -> bool:
-    """Whether a `length` finish came before the output limit: the context window filled.
-    llama.cpp's server (and Ollama with its context shift off) stop so when prompt and output
-    reach their window, with the finish_reason of the output limit."""
+
+def _cut_by_window(usage: Mapping[str, Any] | None, max_tokens: int, window: int) -> bool:
+    """Whether a `length` finish came before the output limit because the context window
+    filled. llama.cpp's server (and Ollama with its context shift off) stop so when prompt and
+    output reach their window, with the finish_reason of the output limit. A server's own cap
+    on the output (llama-server's `-n`, a proxy's limit) stops below `max_tokens` too: when
+    the usage says prompt and output stayed short of the `window`, that is what it was."""
     if usage is None or not isinstance(usage.get("completion_tokens"), int):
         return False
-    return _int(usage.get("completion_tokens")) < max_tokens
+    output = _int(usage.get("completion_tokens"))
+    if output >= max_tokens:
+        return False
+    prompt = usage.get("prompt_tokens")
+    if not isinstance(prompt, int) or isinstance(prompt, bool):
+        return True  # nothing says the prompt fit
+    return prompt + output >= window * WINDOW_FILLED_SHARE
 
 
 def _complete(
-    finish: str | None, usage: Mapping[str, Any] | None, has_output: bool, model: ModelInfo
+    finish: str | None,
+    usage: Mapping[str, Any] | None,
+    has_output: bool,
+    model: ModelInfo,
+    usage_asked: bool,
 ) -> bool:
-    """Whether a stream that ended cleanly carried a whole answer (see the module docstring)."""
-    if speaks_openai_extensions(model):
+    """Whether a stream that ended cleanly carried a whole answer (see the module docstring);
+    `usage_asked`: the request had `stream_options` (a server that refused it sends none)."""
+    if speaks_openai_extensions(model) and usage_asked:
         return usage is not None
     return finish is not None or usage is not None or has_output

@@ -11,6 +11,10 @@ standalone endpoint Codex's remote compaction uses): its `output`, the user mess
 opaque, encrypted `compaction` item, is kept as returned (its raw JSON, not the SDK's
 models) and sent back in place of what it summarised (a CompactionContent opening the
 messages).
+
+A server that ignores `stream: true` and answers with a whole `response` object (a JSON body;
+the SDK's stream reads no event in it) is read as the events its stream would have been
+(`_stream_of_response`), by the same translator.
 """
 
 from __future__ import annotations
@@ -306,6 +310,7 @@ class OpenAIResponsesProvider(OpenAIClientProvider):
             model.context_window,
             assembler,
             error_event=self._error_event,
+            unstreamed=_stream_of_response,
         )
 
     async def _compact(
@@ -417,3 +422,58 @@ async def _translate(
             )
         elif kind == "error":
             raise error_from_body(event, where)
+
+
+def _stream_of_response(response: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The stream events of a whole `response` (the SDK's `Response`): for each output item
+    `response.output_item.added`, the deltas of its text, reasoning (each summary part
+    added) and arguments, `response.output_item.done`; then the event of its status
+    (`response.completed`, `response.incomplete`, `response.failed`; none for another),
+    numbered as a stream numbers them."""
+    events: list[dict[str, Any]] = []
+    output = response.get("output")
+    for index, item in enumerate(output if isinstance(output, list) else ()):
+        if isinstance(item, Mapping):
+            events.append({"type": "response.output_item.added", "output_index": index,
+                           "item": dict(item)})
+            events += _item_deltas(item, index)
+            events.append({"type": "response.output_item.done", "output_index": index,
+                           "item": dict(item)})
+    status = response.get("status")
+    if status in ("completed", "incomplete", "failed"):
+        events.append({"type": f"response.{status}", "response": dict(response)})
+    return [{**event, "sequence_number": number} for number, event in enumerate(events)]
+
+
+def _item_deltas(item: Mapping[str, Any], index: int) -> list[dict[str, Any]]:
+    """The delta events of one whole output item, as its stream sends them between its
+    `added` and `done`."""
+    where = {"item_id": item.get("id"), "output_index": index}
+    kind = item.get("type")
+    if kind == "function_call" and item.get("arguments"):
+        return [{"type": "response.function_call_arguments.delta", **where,
+                 "delta": item["arguments"]}]
+    events: list[dict[str, Any]] = []
+    if kind == "message":
+        for part_index, part in enumerate(_parts(item.get("content"))):
+            if part.get("type") == "output_text" and part.get("text"):
+                events.append({"type": "response.output_text.delta", **where,
+                               "content_index": part_index, "delta": part["text"],
+                               "logprobs": []})
+    elif kind == "reasoning":
+        for summary_index, part in enumerate(_parts(item.get("summary"))):
+            events.append({"type": "response.reasoning_summary_part.added", **where,
+                           "summary_index": summary_index, "part": dict(part)})
+            if part.get("text"):
+                events.append({"type": "response.reasoning_summary_text.delta", **where,
+                               "summary_index": summary_index, "delta": part["text"]})
+        for content_index, part in enumerate(_parts(item.get("content"))):
+            if part.get("type") == "reasoning_text" and part.get("text"):
+                events.append({"type": "response.reasoning_text.delta", **where,
+                               "content_index": content_index, "delta": part["text"]})
+    return events
+
+
+def _parts(value: object) -> list[Mapping[str, Any]]:
+    """The objects of an item's list of parts (content, summary)."""
+    return [part for part in value if isinstance(part, Mapping)] if isinstance(value, list) else []

@@ -365,6 +365,19 @@ def silent_overflow(message: AssistantMessage, context_window: int) -> bool:
     return usage is not None and usage.prompt_tokens > context_window
 
 
+# A local server read less than it was sent when it reports fewer prompt tokens than this
+# share of the chars/4 floor of the request, and at least CUT_MARGIN fewer (chars/4 is a floor
+# for every tokenizer and kind of text: context/estimate.py).
+CUT_SHARE = 0.7
+CUT_MARGIN = 1024
+
+
+def cut_without_saying(prompt_tokens: int, floor: int) -> bool:
+    """A server that reports `prompt_tokens` for a request of at least `floor` tokens has not
+    read all of it: it cut the start of the prompt without an error (Ollama past `num_ctx`)."""
+    return 0 < prompt_tokens < floor * CUT_SHARE and prompt_tokens <= floor - CUT_MARGIN
+
+
 def _assistant_overflow(message: AssistantMessage, context_window: int | None) -> bool:
     if message.stop_reason == "contextOverflow":
         return True

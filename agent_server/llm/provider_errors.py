@@ -575,6 +575,25 @@ def _body_message_of(body: object) -> str | None:
             message = body.get(key)
             if isinstance(message, str):
                 return message
+        return _validation_errors(body)
+    return None
+
+
+def _validation_errors(body: Mapping[str, Any]) -> str | None:
+    """Pydantic's validation errors (a FastAPI server's 422, Mistral's API), under `detail`,
+    `message.detail` or `message`, as `body.field: msg` each; None when there are none."""
+    message = body.get("message")
+    nested = message.get("detail") if isinstance(message, Mapping) else None
+    for entries in (body.get("detail"), nested, message):
+        if not isinstance(entries, list):
+            continue
+        said = [
+            ": ".join(filter(None, (".".join(map(str, entry.get("loc") or ())), entry["msg"])))
+            for entry in entries
+            if isinstance(entry, Mapping) and isinstance(entry.get("msg"), str)
+        ]
+        if said:
+            return "; ".join(said)
     return None
 
 

@@ -16,7 +16,14 @@ harness compacts and asks again.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Mapping,
+)
 from contextlib import aclosing
 from typing import Any, Protocol
 
@@ -53,6 +60,14 @@ Translator = Callable[[EventDicts, MessageAssembler], AsyncGenerator[StreamEvent
 # The error a provider's stream reports in an event, as its SDK raises it (the event's name,
 # its data decoded); None for an event that is not one.
 ErrorEvent = Callable[[SdkStream, str | None, Any], BaseException | None]
+# The events a provider's stream would have been for a whole answer sent as one JSON object
+# (a server that ignored `stream: true`).
+Unstreamed = Callable[[Mapping[str, Any]], Iterable[Mapping[str, Any]]]
+
+
+def as_one_event(body: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
+    """A whole answer read as one event (Chat Completions: a completion is one chunk)."""
+    return (body,)
 
 
 async def run_provider_stream(
@@ -64,19 +79,21 @@ async def run_provider_stream(
     assembler: MessageAssembler | None = None,
     *,
     error_event: ErrorEvent,
+    unstreamed: Unstreamed = as_one_event,
 ) -> AsyncGenerator[StreamEvent, None]:
     """Neutral events of one call, ending with exactly one MessageDone.
 
     `translate` turns the event dicts into neutral events, feeding each to the assembler it
     is given (the caller's `assembler`, else a new one), and yields MessageDone when the
-    provider's `end_event` arrives. `error_event` says which events are errors, and which.
+    provider's `end_event` arrives. `error_event` says which events are errors, and which;
+    `unstreamed`, which events a whole answer sent as JSON stands for.
     """
     assembler = assembler if assembler is not None else MessageAssembler()
     done: MessageDone | None = None
     try:
         stream = await open_stream()
         try:
-            dicts = _as_dicts(stream, error_event)
+            dicts = _as_dicts(stream, error_event, unstreamed)
             async with aclosing(translate(dicts, assembler)) as events:
                 async for event in events:
                     if isinstance(event, MessageDone):
@@ -111,19 +128,29 @@ async def _drain(events: EventDicts) -> None:
             raise
 
 
-async def _as_dicts(stream: SdkStream, error_event: ErrorEvent) -> EventDicts:
+async def _as_dicts(
+    stream: SdkStream, error_event: ErrorEvent, unstreamed: Unstreamed
+) -> EventDicts:
     """The stream's events as JSON objects, as the SDKs' own streams give them: a `ping` or
     an event without data is passed over, `[DONE]` ends the stream, an error event raises
     the SDK's error (`error_event`); an event whose data is not an object (no provider sends
     such) carries nothing the translators read, and is passed over. A JSON body instead of a
-    stream holds no events: its error, if it is one, is raised."""
+    stream is its error, if it is one, raised; else a server that ignored `stream: true` sent
+    a whole answer, and it is the events its stream would have been (`unstreamed`: a chat
+    completion one chunk, a Messages `message` or a Responses `response` the events of its
+    stream), for the provider's own translator. (The SDKs' streams read no event in such a
+    body: nothing is raised, nothing comes.)"""
     response = stream.response
     if "json" in str(response.headers.get("content-type", "")):
         # Not a stream: a server that answers a wrong path with 200 and an error object
         # (LM Studio) would otherwise look like a dropped connection, retried in vain.
-        error = error_event(stream, None, _decoded(await response.aread()))
+        body = _decoded(await response.aread())
+        error = error_event(stream, None, body)
         if error is not None:
             raise error
+        if isinstance(body, dict):
+            for streamed in unstreamed(body):
+                yield streamed
         return
     events = server_sent_events(response.aiter_bytes())
     async for event, data in events:

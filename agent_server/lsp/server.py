@@ -44,6 +44,7 @@ from agent_server.agent.events import (
     UsageUpdated,
 )
 from agent_server.agent.settings import AgentSettings, settings_skipping_bad
+from agent_server.ending_signals import EndingSignals
 from agent_server.errors import SessionNotFoundError
 from agent_server.literal import literal
 from agent_server.lsp import handlers, wire
@@ -165,8 +166,8 @@ class AgentLanguageServer(LanguageServer):
         flush, such as the Outbox) until `exit` or the end of the input; the exit code."""
         self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
 
-        async def connection() -> None:
-            await self._serve(stdin_reader(sys.stdin.buffer))
+        async def connection() -> int | None:
+            return await self._serve(stdin_reader(sys.stdin.buffer))
 
         return self._run(connection)
 
@@ -186,31 +187,36 @@ class AgentLanguageServer(LanguageServer):
 
         return self._run(listen)
 
-    async def _serve(self, read: Callable[[], Awaitable[bytes]]) -> None:
+    async def _serve(self, read: Callable[[], Awaitable[bytes]]) -> int | None:
+        """Serve until the input ends, or a SIGHUP or SIGTERM ends the reading as if it had
+        (agent_server/ending_signals.py); the exit status the signal asks, if one came."""
         assert isinstance(self.protocol, AgentProtocol)
         self._stop_event = threading.Event()
-        await read_loop(self.protocol, read, self._stop_event)
-        if self.protocol.shutting_down:
-            # The input ended right behind `shutdown` (and perhaps `exit`): shutdown closes
-            # the folders and is answered; an `exit` waiting for it then ends the server.
-            await self.protocol.shutdown_answered.wait()
-            return
-        # The editor went away without `exit`: end the turns and close the ledgers (of the
-        # folders whose agent was made: the others have none to close).
-        for folder in list(self.state.folders.values()):
-            with contextlib.suppress(Exception):
-                await folder.close()
+        with EndingSignals(through_loop=True) as ending:
+            await ending.stopping(read_loop(self.protocol, read, self._stop_event))
+            if self.protocol.shutting_down:
+                # The input ended right behind `shutdown` (and perhaps `exit`): shutdown
+                # closes the folders and is answered; an `exit` waiting for it then ends
+                # the server.
+                await self.protocol.shutdown_answered.wait()
+                return ending.status
+            # The editor went away without `exit`: end the turns and close the ledgers (of
+            # the folders whose agent was made: the others have none to close).
+            for folder in list(self.state.folders.values()):
+                with contextlib.suppress(Exception):
+                    await folder.close()
+        return ending.status
 
-    def _run(self, main: Callable[[], Coroutine[Any, Any, None]]) -> int:
+    def _run(self, main: Callable[[], Coroutine[Any, Any, int | None]]) -> int:
         try:
-            asyncio.run(main())
+            status = asyncio.run(main())
         except SystemExit as exit_:  # the `exit` notification
             return exit_.code if isinstance(exit_.code, int) else 0
         except (KeyboardInterrupt, BrokenPipeError):
             return 1
         finally:
             self.shutdown()  # type: ignore[no-untyped-call]
-        return 0
+        return status or 0
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         """Errors outside a request (a failed notification handler): one bounded line in

@@ -19,13 +19,14 @@ import contextlib
 import hashlib
 import logging
 import marshal
-import os
 import sys
 import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import CodeType
 from typing import Any
+
+from agent_server.whole_file import write_whole
 
 log = logging.getLogger(__name__)
 
@@ -64,9 +65,7 @@ class CompiledCodeCache:
             self._new = 0
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-            temporary.write_bytes(data)
-            os.replace(temporary, self.path)
+            write_whole(self.path, data)
         except OSError as exc:
             log.debug("cannot save the compiled-code cache %s: %s", self.path, exc)
 

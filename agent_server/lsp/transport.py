@@ -51,8 +51,17 @@ from pygls.protocol import (
     LanguageServerProtocol,
 )
 
-from agent_server.jsonrpc_ids import ID_SCAN_BYTES, answerable_id, find_request_id
-from agent_server.jsonrpc_ids import is_integer_or_string as _is_id
+from agent_server.jsonrpc import (
+    ID_SCAN_BYTES,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    answerable_id,
+    find_request_id,
+)
+from agent_server.jsonrpc import is_integer_or_string as _is_id
 from agent_server.stderr_log import shorten
 
 log = logging.getLogger(__name__)
@@ -61,11 +70,6 @@ MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 MAX_HEADER_BYTES = 8 * 1024
 READ_CHUNK = 64 * 1024
 
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
 SERVER_NOT_INITIALIZED = -32002
 REQUEST_CANCELLED = -32800
 

@@ -42,6 +42,7 @@ from agent_server.errors import (
     SessionLockedError,
     SessionNotFoundError,
 )
+from agent_server.jsonrpc import INTERNAL_ERROR
 from agent_server.llm.messages import (
     IMAGE_TYPES,
     ImageContent,
@@ -127,7 +128,7 @@ def rpc_error(error: AgentServerError) -> JsonRpcException:
     for kind, code in codes:
         if isinstance(error, kind):
             return JsonRpcException(code=code, message=message, data={"code": error.code})
-    return JsonRpcException(code=-32603, message=message, data={"code": error.code})
+    return JsonRpcException(code=INTERNAL_ERROR, message=message, data={"code": error.code})
 
 
 class Params:

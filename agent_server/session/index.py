@@ -61,6 +61,7 @@ from agent_server.session.facts import (
     message_facts,
 )
 from agent_server.session.meta import MetaFold
+from agent_server.whole_file import write_whole
 
 # 4: lastCall; 5: entries of unknown types reported; 6: the arrays as base64 of their bytes;
 # 7: pins and plans (a sidecar built before indexed them as unknown)
@@ -560,7 +561,5 @@ def read_sidecar(
 def write_sidecar(path: Path, index: LedgerIndex, tail: str) -> None:
     """Store `index` beside the ledger at `path` (atomically: temp file, rename)."""
     target = index_path_for(path)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     payload = json.dumps(index.to_json(tail), ensure_ascii=False, separators=(",", ":"))
-    temporary.write_text(payload, "utf-8")
-    os.replace(temporary, target)
+    write_whole(target, payload.encode())

@@ -53,6 +53,7 @@ from agent_server.session.index import (
 from agent_server.session.ledger import FsyncMode, Ledger
 from agent_server.session.lock import SessionLock
 from agent_server.session.meta import MetaFold, SessionMeta, meta_from_json, meta_to_json
+from agent_server.whole_file import write_whole
 
 log = logging.getLogger(__name__)
 
@@ -472,17 +473,7 @@ def _tail_digest(path: Path, size: int) -> str:
 
 
 def _write_json_atomic(path: Path, data: object) -> None:
-    """Write `path` whole or not at all. The temporary file's name is unique to this call:
-    the session list (on a thread of its own) and a ledger's sync may write the same meta
-    at once, and two writers of one temporary file would mix their bytes or lose it to
-    the other's rename."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-    try:
-        temporary.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", "utf-8")
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
+    write_whole(path, (json.dumps(data, ensure_ascii=False, indent=1) + "\n").encode())
 
 
 def _check_session_id(session_id: str) -> None:

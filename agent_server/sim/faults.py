@@ -6,7 +6,7 @@ The spec is a comma-separated list of rules:
            | KIND '%' RATE [':' PARAM]      at random, with probability RATE (0..1)
            | 'seed=' INT                    the random generator's seed (default 0)
     WHEN  := N | N '-' M                    one index, or an inclusive range
-    KIND  := 429 | 529 | 500 | 401 | 403 | drop | slow | overflow | toolarge | pause
+    KIND  := 429 | 529 | 500 | 401 | 403 | drop | slow | overflow | toolarge | pause | numctx
 
 - `429`: rate limited, with a `retry-after` header of PARAM seconds (default 1);
 - `401`, `403`: the key is refused, or may not use the model (each API's own body);
@@ -21,7 +21,11 @@ The spec is a comma-separated list of rules:
   limit (429 "Request too large ... (TPM): Limit PARAM, Requested N", PARAM default 6000);
   Anthropic has no such refusal, and the Messages API answers normally;
 - `pause`: the Anthropic answer stops with `pause_turn` before its tool calls (a long-running
-  turn the API paused); the OpenAI APIs, which have no such stop, answer normally.
+  turn the API paused); the OpenAI APIs, which have no such stop, answer normally;
+- `numctx`: Chat Completions answers as Ollama does with a context of PARAM tokens (its
+  `num_ctx`, default 4096): a longer prompt is cut from the start without an error, answered,
+  and its usage reports the cut size (PARAM prompt tokens, none cached); the other APIs answer
+  normally.
 
 Indices count model requests (messages, chat completions, responses; not count_tokens, models
 or `/_sim`) since the plan was installed. Example: `429@3,drop@5,slow@2:1.5,500%0.1,seed=7`.
@@ -36,10 +40,12 @@ from dataclasses import dataclass
 from typing import Literal, TypeAlias, cast
 
 FaultKind: TypeAlias = Literal[
-    "429", "529", "500", "401", "403", "drop", "slow", "overflow", "toolarge", "pause"
+    "429", "529", "500", "401", "403", "drop", "slow", "overflow", "toolarge", "pause",
+    "numctx",
 ]
 FAULT_KINDS: tuple[FaultKind, ...] = (
-    "429", "529", "500", "401", "403", "drop", "slow", "overflow", "toolarge", "pause"
+    "429", "529", "500", "401", "403", "drop", "slow", "overflow", "toolarge", "pause",
+    "numctx",
 )
 
 _RULE = re.compile(
@@ -58,6 +64,7 @@ _DEFAULT_PARAM: dict[str, float | None] = {
     "overflow": None,
     "toolarge": 6000.0,
     "pause": None,
+    "numctx": 4096.0,
 }
 
 

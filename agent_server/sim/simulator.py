@@ -379,7 +379,8 @@ class Simulator:
             raise openai_chat.context_length_exceeded(max(prompt, model.context_window + 1),
                                                       model.context_window)
         _refuse_too_large(fault, model, prompt + request.max_tokens)
-        usage = self.openai_cache.apply(model.id, request.cache, request.blocks)
+        usage = _cut_to_num_ctx(fault, self.openai_cache.apply(model.id, request.cache,
+                                                               request.blocks))
         reply, generation = self._reply(request.transcript, "call", model, prompt,
                                          request.max_tokens,
                                          "hidden" if model.reasoning else "none")
@@ -725,6 +726,15 @@ def _refuse_too_large(fault: Fault | None, model: ModelInfo, requested: int) -> 
     if fault is not None and fault.kind == "toolarge":
         limit = int(fault.param) if fault.param is not None else 6000
         raise openai_errors.request_too_large(model.id, limit, requested)
+
+
+def _cut_to_num_ctx(fault: Fault | None, usage: CacheUsage) -> CacheUsage:
+    """The usage Ollama reports for a prompt longer than its `num_ctx`: the prompt was cut
+    from the start without an error, and the count is of what was kept."""
+    if fault is None or fault.kind != "numctx":
+        return usage
+    num_ctx = int(fault.param) if fault.param is not None else 4096
+    return usage if usage.prompt_tokens <= num_ctx else CacheUsage(input=num_ctx)
 
 
 def _default_threshold(model: ModelInfo) -> int:

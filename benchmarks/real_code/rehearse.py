@@ -17,7 +17,14 @@ from typing import Any
 
 from agent_server.sim.knowledge import normalise
 from agent_server.sim.scenario import Fact
+from benchmarks.peers import COMMAND_ENV, NOT_IN_COMMAND_ENV
 from benchmarks.real_code import ENVIRONMENT, RealWorkload
+
+
+def _command_env() -> dict[str, str]:
+    """What the clients' commands see (peers.COMMAND_ENV), with the suite's ENVIRONMENT."""
+    kept = {k: v for k, v in os.environ.items() if k not in NOT_IN_COMMAND_ENV}
+    return {**kept, **COMMAND_ENV, **ENVIRONMENT}
 
 
 def _run(call: Mapping[str, Any], workspace: Path, outputs: dict[str, str]) -> str:
@@ -25,7 +32,7 @@ def _run(call: Mapping[str, Any], workspace: Path, outputs: dict[str, str]) -> s
     if name == "bash":
         done = subprocess.run(["bash", "-c", arguments["command"]], cwd=workspace,
                               capture_output=True, text=True, timeout=600,
-                              env={**os.environ, **ENVIRONMENT})
+                              env=_command_env())
         outputs[arguments["command"]] = done.stdout + done.stderr
         return outputs[arguments["command"]]
     path = workspace / str(arguments.get("path", "."))

@@ -15,6 +15,7 @@ import { ChatViewProvider } from './view/chatViewProvider';
 import { pickMode, pickModel, pickSession, pickThinking } from './view/pickers';
 import type { WebviewToHost } from './view/messages';
 import { ContextStatusBar } from './view/statusBar';
+import { noticeText } from './webview/literal';
 
 let server: AgentServer | undefined;
 
@@ -35,7 +36,7 @@ export function activate(context: vscode.ExtensionContext): void {
       statusBar.update(controller.state);
     },
     onConfigurationError: (message) => {
-      void vscode.window.showErrorMessage(message, 'Set API Key', 'Open Settings').then((choice) => {
+      void vscode.window.showErrorMessage(noticeText(message), 'Set API Key', 'Open Settings').then((choice) => {
         if (choice === 'Set API Key') void vscode.commands.executeCommand('agentServer.setApiKey');
         else if (choice === 'Open Settings') void vscode.commands.executeCommand('workbench.action.openSettings', CONFIG_SECTION);
       });
@@ -237,7 +238,7 @@ export function activate(context: vscode.ExtensionContext): void {
       if (instructions === undefined) return;
       await controller.compact(instructions);
       const result = controller.state.compactResult;
-      if (result && result.outcome !== 'compacted') void vscode.window.showInformationMessage(result.message);
+      if (result && result.outcome !== 'compacted') void vscode.window.showInformationMessage(noticeText(result.message));
     }),
     vscode.commands.registerCommand('agentServer.remember', async () => {
       await ensureServer();

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +78,8 @@ async def test_multi_turn_session_streams_tools_text_and_usage(
         assert usage and usage[-1].size == 32768 and usage[-1].used > usage[0].used
         assert usage[-1].cost.amount > 0
         assert usage[-1].field_meta["agentServer"]["windowNumber"] == 1
+        # Each meter once: not again when the turn ends right after the call that set it.
+        assert all(before != after for before, after in pairwise(usage)), usage
         commands = client.of("available_commands_update")
         assert [c.name for c in commands[0].available_commands] == [
             "compact", "usage", "remember", "forget", "pins", "tools"
@@ -290,10 +293,21 @@ async def test_session_reloaded_in_a_new_process_replays_its_history(
 ) -> None:
     async with start_acp(acp_args(sim, tmp_path), tmp_path) as first:
         session_id = await first.new_session(workspace)
+        await first.conn.set_config_option(
+            config_id="thinking", session_id=session_id, value="low"
+        )  # the simulator streams a scenario's thinking only when asked to think
         await first.prompt(session_id, OVERVIEW)
         await first.prompt(session_id, MODELS)
         live_calls = [c.tool_call_id for c in first.client.of("tool_call")]
-        live_text = first.client.text()
+        live_text = "".join(  # the model's answers (not the notice of the thinking level)
+            u.content.text for u in first.client.of("agent_message_chunk")
+            if not u.message_id.startswith("notice-")
+        )
+        live_thoughts = ids_of(first.client.of("agent_thought_chunk"))
+        # A thought is a message of its own: ACP's messageId names one message, and a client
+        # that keys messages by it would run the thinking into the answer.
+        assert live_thoughts
+        assert not live_thoughts & ids_of(first.client.of("agent_message_chunk"))
 
     async with start_acp(acp_args(sim, tmp_path), tmp_path) as second:
         listed = await second.conn.list_sessions(cwd=str(workspace))
@@ -309,9 +323,14 @@ async def test_session_reloaded_in_a_new_process_replays_its_history(
         assert all(r.status == "completed" for r in client.tool_results().values())
         assert set(client.tool_results()) == set(live_calls)
         assert client.text() == live_text
+        assert ids_of(client.of("agent_thought_chunk")) == live_thoughts
         replayed = len(client.updates)
         assert (await second.prompt(session_id, OVERVIEW)).stop_reason == "end_turn"
         assert len(client.updates) > replayed
+
+
+def ids_of(chunks: list[Any]) -> set[str]:
+    return {chunk.message_id for chunk in chunks}
 
 
 async def test_a_load_waits_for_the_process_before_to_let_the_session_go(

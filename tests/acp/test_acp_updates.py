@@ -29,8 +29,10 @@ from agent_server.agent.events import (
     TextChunk,
     ToolCallStarted,
     ToolCallUpdated,
+    TurnEnded,
     TurnStarted,
 )
+from agent_server.agent.tool_runner import aborted_result
 from agent_server.agent.transcript import (
     chunk_item,
     notice_item,
@@ -38,7 +40,7 @@ from agent_server.agent.transcript import (
     tool_call_update_item,
     user_message_item,
 )
-from agent_server.llm.messages import ImageContent, TextContent, ToolCall
+from agent_server.llm.messages import ImageContent, TextContent, ToolCall, Usage
 
 CWD = Path("/work/project")
 
@@ -154,6 +156,15 @@ def test_live_tool_call_streams_output_and_keeps_the_diff() -> None:
     failed = translator.updates(ToolCallUpdated("t", "c3", "failed", output="not found"))
     # A failed or refused change changed nothing: the reason, no diff.
     assert [c.type for c in failed[0].content] == ["content"]
+
+
+def test_a_call_left_open_by_a_cancel_reads_as_the_agents_own_stopped_result() -> None:
+    translator = EventTranslator(CWD)
+    bash = ToolCall("c1", "bash", {"command": "make"})
+    translator.updates(ToolCallStarted("t", bash, "Run: make", "execute", ()))
+    (closed,) = translator.updates(TurnEnded("t", "cancelled", Usage()))
+    assert closed.status == "failed"
+    assert closed.content[0].content.text == code_block(aborted_result(bash).text)
 
 
 def test_compaction_is_one_card_and_notices_are_messages_of_their_own() -> None:

@@ -108,6 +108,40 @@ async def test_malformed_lines_are_answered_and_the_agent_keeps_serving(
     assert raw_agent.process.returncode is None
 
 
+async def test_invalid_params_say_which_field_is_wrong(raw_agent: RawAgent) -> None:
+    """An editor shows an error's message, not its data: the message names the field."""
+    cases = [
+        ({"sessionId": "s"}, "session/prompt", "Invalid params: prompt: Field required"),
+        ({"cwd": "/"}, "session/new", "Invalid params: mcpServers: Field required"),
+        ({"sessionId": "s", "prompt": "hi"}, "session/prompt",
+         "Invalid params: prompt: Input should be a valid list"),
+    ]
+    for request_id, (params, method, message) in enumerate(cases, start=1):
+        await raw_agent.send(json.dumps({
+            "jsonrpc": "2.0", "id": request_id, "method": method, "params": params,
+        }).encode())
+        reply = await raw_agent.answer_to(request_id)
+        assert reply["error"]["code"] == -32602
+        assert reply["error"]["message"] == message
+
+
+async def test_null_lists_are_read_as_empty_as_the_schema_says(
+    raw_agent: RawAgent, tmp_path: Path
+) -> None:
+    """ACP's schema marks `mcpServers` (and a server's `args`, `env`, `headers`) as read
+    as empty when null (`x-deserialize-default-on-null`), as the reference SDK does."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    server = {"name": "none", "command": "/nonexistent/mcp", "args": None, "env": None}
+    for request_id, servers in enumerate([None, [server]], start=1):
+        await raw_agent.send(json.dumps({
+            "jsonrpc": "2.0", "id": request_id, "method": "session/new",
+            "params": {"cwd": str(workspace), "mcpServers": servers},
+        }).encode())
+        reply = await raw_agent.answer_to(request_id)
+        assert reply.get("result", {}).get("sessionId"), reply
+
+
 async def test_a_cancel_read_with_its_prompt_stops_the_turn(
     raw_agent: RawAgent, tmp_path: Path
 ) -> None:

@@ -161,6 +161,61 @@ async def test_an_answer_that_is_not_text_is_ignored(
     assert verdict.instructions == "Garde les numéros de port." and not verdict.problems
 
 
+@pytest.mark.parametrize(
+    ("answer", "cancel", "instructions"),
+    [
+        ('{"cancel": true, "reason": "mid-release"}', True, None),
+        ('{"instructions": "Keep the TODO list."}', False, "Keep the TODO list."),
+        ("Keep the port numbers.", False, "Keep the port numbers."),
+    ],
+)
+async def test_an_answer_after_a_byte_order_mark_is_read_as_without_it(
+    tmp_path: Path, answer: str, cancel: bool, instructions: str | None
+) -> None:
+    """PowerShell and Notepad start UTF-8 text with a byte order mark: the JSON after it is
+    still an answer, and the mark is no part of the instructions."""
+    script = tmp_path / "answer.txt"
+    script.write_bytes(b"\xef\xbb\xbf" + answer.encode() + b"\r\n")
+    runner = CompactionHookRunner(tmp_path, "s1", environment)
+    verdict = await runner.before(CompactionHooks(before=(f"cat {script}",)), "manual", {})
+    assert (verdict.cancel, verdict.instructions, verdict.problems) == (cancel, instructions, ())
+    if cancel:
+        assert verdict.reason.endswith(": mid-release")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        # Colours (CSI), a window title (OSC, ended by BEL and by ST), a charset switch.
+        r"printf '\033[1;31mKeep\033[0m the \033]0;hook\007port\033]8;;x\033\\ numbers.\033(B'",
+        # The same as JSON escapes inside the instructions' string.
+        r"""printf '{"instructions": "\\u001b[32mKeep\\u001b[0m the port numbers."}'""",
+        # A colourful JSON printer (jq -C): the escape sequences around the JSON's tokens.
+        r"""printf '\033[1;39m{\033[0m\033[34;1m"instructions"\033[0m: """
+        r"""\033[0;32m"Keep the port numbers."\033[0m\033[1;39m}\033[0m'""",
+    ],
+)
+async def test_terminal_escape_sequences_in_an_answer_are_taken_out(
+    tmp_path: Path, command: str
+) -> None:
+    """A colourful script's escape sequences are not instructions for the summariser."""
+    runner = CompactionHookRunner(tmp_path, "s1", environment)
+    verdict = await runner.before(CompactionHooks(before=(command,)), "manual", {})
+    assert (verdict.instructions, verdict.problems) == ("Keep the port numbers.", ())
+
+
+async def test_a_cancel_reason_in_colour_is_said_without_its_escape_sequences(
+    tmp_path: Path,
+) -> None:
+    runner = CompactionHookRunner(tmp_path, "s1", environment)
+    command = r"printf '\033[31mnot during the release\033[0m' >&2; exit 2"
+    verdict = await runner.before(CompactionHooks(before=(command,)), "manual", {})
+    assert verdict.cancel and verdict.reason.endswith(": not during the release")
+    json_reason = r"""printf '{"cancel": true, "reason": "\\u001b[31mmid-release\\u001b[0m"}'"""
+    verdict = await runner.before(CompactionHooks(before=(json_reason,)), "manual", {})
+    assert verdict.cancel and verdict.reason.endswith(": mid-release")
+
+
 # --- around a compaction -------------------------------------------------------------------------
 
 

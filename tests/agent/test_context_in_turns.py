@@ -7,6 +7,7 @@ per-turn usage.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
@@ -226,13 +227,18 @@ async def test_each_turn_reports_its_own_usage_next_to_the_session_totals(tmp_pa
             assert result.usage.cache_write == sum(r.tokens.cache_write for r in records)
             assert result.usage.output == sum(r.tokens.output for r in records)
             assert result.usage.cost.total > 0
-        # The usage update at the end of each turn carries the turn, and the session's sums.
+        # The last usage update of each turn carries the turn, and the session's sums.
         ends = [i for i, e in enumerate(run.events) if isinstance(e, events.TurnEnded)]
         for (result, _records), end in zip(results, ends, strict=True):
-            update = run.events[end - 1]
-            assert isinstance(update, events.UsageUpdated)
+            update = next(
+                e for e in reversed(run.events[:end]) if isinstance(e, events.UsageUpdated)
+            )
             assert update.snapshot.turn == result.usage
             assert update.snapshot.turn_calls == result.calls
+        # Each meter once: the turn's end after the answer that ended it is not said again
+        # (every front end sent it twice).
+        said = [e.snapshot for e in run.events if isinstance(e, events.UsageUpdated)]
+        assert all(a != b for a, b in itertools.pairwise(said)), said
         snapshot = run.session.usage_snapshot()
         total = sum((result.usage for result, _ in results), start=results[0][0].usage.__class__())
         assert snapshot.session.input == total.input

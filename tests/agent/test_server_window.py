@@ -20,14 +20,15 @@ from tests.agent.conftest import FAST_RETRY
 
 @asynccontextmanager
 async def local_server(
-    tmp_path: Path, served_window: int
+    tmp_path: Path, served_window: int = 32768, faults: str | None = None
 ) -> AsyncIterator[tuple[AgentSession, list[events.AgentEvent], Simulator]]:
     """A session on `tiny` at the simulator's OpenAI endpoint, a model only that server
-    knows: agent-server takes the default window (32768), the server serves `served_window`."""
+    knows (vendor local): agent-server takes the default window (32768), the server serves
+    `served_window`, with the simulator's `faults`."""
     # It takes the output budget agent-server asks for (a quarter of 32768): only the window
     # is wrong.
     served = ModelInfo("tiny", "Tiny", "local", served_window, 8192)
-    simulator = Simulator(models=(served,))
+    simulator = Simulator(models=(served,), faults=faults)
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     seen: list[events.AgentEvent] = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import random
 import re
 from collections.abc import Iterator, Sequence
@@ -519,3 +520,20 @@ def test_the_long_session_bench_opens_loads_and_pages_a_small_session(tmp_path: 
     assert "not measured" in long_session_bench.format_report(fake)
     goals = long_session_bench.goals(fake)
     assert [g["met"] for g in goals][3] is True
+
+
+def test_agent_servers_commands_see_the_environment_the_peers_commands_see(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """agent-server runs in the benchmark's process: its commands must not see the shell's
+    terminal (a width, colours) nor miss `CI`, which the peers' commands get (pytest prints
+    failed assertions whole under it)."""
+    monkeypatch.setenv("COLUMNS", "213")
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.delenv("CI", raising=False)
+    peer = peers._clean_env(Path("/home"), {"EXTRA": "x"})
+    with peers._environment({"EXTRA": "x"}):
+        ours = dict(os.environ)
+        for name in ("CI", "LANG", "TERM", "NO_COLOR", "EXTRA", *peers.NOT_IN_COMMAND_ENV):
+            assert ours.get(name) == peer.get(name), name
+    assert os.environ["COLUMNS"] == "213" and "CI" not in os.environ  # given back

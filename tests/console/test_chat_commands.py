@@ -78,6 +78,11 @@ def test_commands_are_answered_and_rewind_restores_files_and_gives_the_prompt_ba
     requests = len(sim.records)
     assert "unknown command /frobnicate: nothing was sent" in command("/frobnicate now")
     assert len(sim.records) == requests  # not sent to the model
+    # Words after a command that takes none are neither dropped unsaid nor sent.
+    refused = command("/new fix the parser")
+    assert "/new takes nothing after it: nothing was done and nothing sent" in refused
+    assert "continues it" not in refused and len(sim.records) == requests
+    assert "takes nothing after it" in command("/quit now")  # the chat goes on: a prompt
     assert "mode: allowReads" in command("/mode")
     assert "commands: not sandboxed" in command("/mode")
     switched_all = command("/mode all")

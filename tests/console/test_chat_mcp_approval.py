@@ -55,5 +55,16 @@ def test_the_terminal_asks_before_starting_the_workspace_servers(
     child.expect("you ›")
     assert "were not started" in out.text
     assert not marker.exists()
+    # As the notice says, a new session asks again: /new keeps the "always" answers, not
+    # the answers about the file, which were for the session.
+    child.sendline("/new")
+    child.expect("you ›")
+    mark = len(out.parts)
+    child.sendline("hello")
+    child.expect("choose")
+    assert "Start the MCP servers of .mcp.json" in ANSI.sub("", "".join(out.parts[mark:]))
+    child.sendline("3")
+    child.expect("you ›")
+    assert not marker.exists()
     child.sendeof()
     child.expect(pexpect.EOF)

@@ -77,3 +77,30 @@ def test_a_running_command_shows_its_last_lines_then_collapses(
             assert f"step {n}\n" in listed + "\n", n
     finally:
         screen.close()
+
+
+def test_a_terminal_narrowed_while_a_command_runs_keeps_no_stale_spinner_rows(
+    sim: ThreadedSimServer, tmp_path: Path
+) -> None:
+    """The terminal goes from 80 to 30 columns while the region shows the spinner and the
+    command's lines: it wraps the longer ones onto more rows, and the region, drawn again
+    and then erased at the end, leaves none of them behind."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    screen = chat_screen(tmp_path, workspace, "--provider", "sim", "--base-url", sim.base_url,
+                         "--yes")
+    try:
+        screen.wait_for("you ›")
+        screen.type("run the steps")
+        screen.keys("Enter")
+        screen.wait_for("step 3")
+        screen.resize(30)
+        screen.wait_for("Ctrl-C stops · Run: fo…")  # the region drawn at the new width
+        (workspace / "go").touch()
+        screen.wait_for("The steps ran.")
+        screen.wait_for("you ›", count=2)
+        text = screen.screen()
+    finally:
+        screen.close()
+    spinner_rows = [row for row in text.splitlines() if any("\u2800" <= c <= "\u28ff" for c in row)]
+    assert spinner_rows == [], text

@@ -7,6 +7,7 @@ from agent_server.context.estimate import (
     IMAGE_TOKENS,
     estimate_context_tokens,
     estimate_full,
+    estimate_text_floor,
     estimate_text_tokens,
     estimate_tokens,
     estimate_weighted_tokens,
@@ -71,6 +72,25 @@ def test_full_estimate_counts_system_and_tools() -> None:
     tool = ToolSpec("read", "Read a file", {"type": "object"})
     full = estimate_full(ctx(user("abcd"), system="s" * 40, tools=(tool,)))
     assert full == 1 + 10 + -(-(4 + 11 + len('{"type":"object"}')) // 4)
+
+
+def test_the_text_floor_counts_what_every_server_is_sent_and_not_thinking_or_images() -> None:
+    """The floor a local server's reported prompt is held to (a silent cut): a reasoning
+    model's thinking is not sent back to a Chat Completions server, and a model spends from
+    256 to 1,600 tokens on an image, so neither may raise it; text, calls and results do."""
+    tool = ToolSpec("read", "Read a file", {"type": "object"})
+    thought = AssistantMessage(
+        (ThinkingContent("t" * 40_000), TextContent("x" * 40)), "toolUse"
+    )
+    image = UserMessage((TextContent("see"), ImageContent("AAAA" * 1000, "image/png")))
+    context = ctx(
+        user("abcd"), thought, assistant("", call("c1", "read", path="a.py")),
+        result("c1", "y" * 40), image, system="s" * 40, tools=(tool,),
+    )
+    prefix = 10 + -(-(4 + 11 + len('{"type":"object"}')) // 4)
+    sent = len("abcd") + 40 + len("read") + len('{"path":"a.py"}') + 40 + len("see")
+    assert estimate_text_floor(context) == prefix + -(-sent // 4)
+    assert estimate_full(context) > estimate_text_floor(context) + 10_000 + IMAGE_TOKENS - 1
 
 
 def test_no_usage_falls_back_to_the_full_estimate() -> None:

@@ -1,12 +1,13 @@
 """A one-route HTTP server on a real socket that answers as an OpenAI-compatible server
 (Ollama, llama.cpp, vLLM, LM Studio) does: a fixed status, content type and body for every
-request, the request bodies kept. For wire shapes the simulator does not produce."""
+request (or the one a function of the request's body picks: a server that refuses some
+fields), the request bodies kept. For wire shapes the simulator does not produce."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +37,9 @@ def sse_body(chunks: Sequence[Any], done: bool = True) -> str:
 
 
 @asynccontextmanager
-async def wire_server(answer: Answer) -> AsyncIterator[WireServer]:
+async def wire_server(
+    answer_for: Answer | Callable[[dict[str, Any]], Answer],
+) -> AsyncIterator[WireServer]:
     server_state = WireServer("")
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -47,7 +50,9 @@ async def wire_server(answer: Answer) -> AsyncIterator[WireServer]:
             if name.lower() == "content-length":
                 length = int(value)
         body = await reader.readexactly(length) if length else b""
-        server_state.requests.append(json.loads(body) if body else {})
+        request = json.loads(body) if body else {}
+        server_state.requests.append(request)
+        answer = answer_for if isinstance(answer_for, Answer) else answer_for(request)
         payload = answer.body if isinstance(answer.body, str) else json.dumps(answer.body)
         data = payload.encode()
         content_type = answer.content_type if isinstance(answer.body, str) else "application/json"

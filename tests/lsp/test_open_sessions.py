@@ -1,7 +1,7 @@
 """The bound on the sessions a server holds open, over real stdio: an editor that loads many
 sessions in one window keeps at most MAX_OPEN_SESSIONS ledgers open; a session closed to
-make room reopens on its next request, keeps its permission mode, and is never deleted for
-it; a busy session is never closed."""
+make room reopens on its next request, keeps its permission mode and its answer about the
+workspace's `.mcp.json`, and is never deleted for it; a busy session is never closed."""
 
 from __future__ import annotations
 
@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from agent_server.agent.mcp.approval import held_reason
 from agent_server.lsp.session_use import MAX_OPEN_SESSIONS
 from agent_server.sim.server import SimServer
 from agent_server.sim.simulator import Simulator
+from tests.agent.mcp_tools.test_mcp_approval import write_mcp
 from tests.lsp.conftest import AgentClient, sim_settings, start_agent_client
 from tests.lsp.test_permission_answers import WRITER
 from tests.lsp.test_session_list import earlier_sessions, listed
@@ -139,3 +141,32 @@ async def test_a_closed_session_reopens_in_the_mode_it_was_switched_to(
             await load(agent, session_id)
         assert ids[0] not in open_ledgers(agent)
         assert (await load(agent, ids[0]))["mode"] == "allowAll"
+
+
+@pytest.mark.parametrize(
+    ("answer", "shown"), [("allow_once", None), ("reject_once", held_reason(declined=True))]
+)
+async def test_a_closed_session_keeps_its_answer_about_the_workspace_mcp_file(
+    answer: str, shown: str | None, workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    """"Start them (this session)" and "Do not start them" hold for the session the editor
+    shows, however often the server closed and reopened it."""
+    write_mcp(workspace)
+    ids = earlier_sessions(tmp_path, workspace, MAX_OPEN_SESSIONS + 1)
+    settings = sim_settings(sim, tmp_path, mcp={"userFile": ""})
+    async with start_agent_client([workspace], settings) as agent:
+        agent.answer_permission = lambda _params: answer
+        await load(agent, ids[0])
+        await agent.request("agent/turn", {"sessionId": ids[0], "prompt": OVERVIEW})
+        assert [p["toolCall"]["title"] for p in agent.permission_requests] == [
+            "Start the MCP servers of .mcp.json: fx"
+        ]
+        for session_id in ids[1:]:
+            await load(agent, session_id)
+        assert ids[0] not in open_ledgers(agent)
+        result = await agent.request("agent/turn", {"sessionId": ids[0], "prompt": OVERVIEW})
+        assert result["stopReason"] == "end_turn"
+        assert len(agent.permission_requests) == 1  # not asked again
+        listed = await agent.request("agent/mcp/servers", {"sessionId": ids[0]})
+        (server,) = listed["servers"]
+        assert server.get("error") == shown  # allowed: started (or starting)

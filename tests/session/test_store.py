@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from pathlib import Path
 
 import pytest
@@ -244,27 +243,3 @@ def test_a_store_scoped_to_a_workspace(tmp_path: Path, workspace: Path) -> None:
     # an unscoped store sees both
     assert {i.session_id for i in SessionStore(root).list()} == {mine_id, theirs_id}
     assert SessionStore(root).exists(theirs_id)
-
-
-def test_list_entries_written_on_two_threads_at_once_each_land_whole(tmp_path: Path) -> None:
-    """The LSP server lists sessions on a thread while a ledger's sync, on the event loop,
-    writes the same session's list entry: neither write fails or mixes with the other."""
-    target = tmp_path / "s.meta.json"
-    documents = [{"writer": n, "padding": "x" * 20_000 * (n + 1)} for n in range(2)]
-    failures: list[OSError] = []
-
-    def write(document: dict[str, object]) -> None:
-        for _ in range(200):
-            try:
-                store_module._write_json_atomic(target, document)
-            except OSError as error:
-                failures.append(error)
-
-    threads = [threading.Thread(target=write, args=(d,)) for d in documents]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not failures
-    assert json.loads(target.read_text("utf-8")) in documents
-    assert list(tmp_path.iterdir()) == [target]  # no temporary file left

@@ -19,12 +19,9 @@ Claude Code asks the same way before it starts a project's `.mcp.json` servers.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +30,7 @@ from typing import Any
 from agent_server.agent.mcp.config import WORKSPACE_FILE, McpServerConfig
 from agent_server.agent.tools.base import ToolContext, ToolKind, ToolResult
 from agent_server.llm.messages import ToolCall, ToolSpec
+from agent_server.whole_file import write_whole
 
 log = logging.getLogger(__name__)
 
@@ -81,14 +79,30 @@ class ApprovedFiles:
         data[self.workspace] = {**kept, WORKSPACE_FILE: digest}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".approved-")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(data, handle, indent=2, sort_keys=True)
-            os.replace(temporary, self.path)
+            write_whole(self.path, json.dumps(data, indent=2, sort_keys=True).encode())
         except OSError as error:
             log.warning("could not save the approval of %s: %s", WORKSPACE_FILE, error)
-            with contextlib.suppress(OSError, UnboundLocalError):
-                os.unlink(temporary)
+
+
+@dataclass(frozen=True, slots=True)
+class McpFileAnswers:
+    """What the user answered in one session about `.mcp.json` contents, by digest: "Allow"
+    (`approved`) and "Reject" (`declined`); "Always" is kept in `ApprovedFiles`. Only the
+    open session holds them: one closed to bound what a server holds open gets them back
+    when it reopens (`PermissionChoices`). Another content of the file is another digest,
+    asked about again."""
+
+    approved: frozenset[str] = frozenset()
+    declined: frozenset[str] = frozenset()
+
+    def approve(self, digest: str) -> McpFileAnswers:
+        return McpFileAnswers(self.approved | {digest}, self.declined - {digest})
+
+    def decline(self, digest: str) -> McpFileAnswers:
+        return McpFileAnswers(self.approved, self.declined | {digest})
+
+
+NO_ANSWERS = McpFileAnswers()  # a session's, until the user answers
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from agent_server.agent.mcp.approval import (
+    NO_ANSWERS,
     ApprovedFiles,
+    McpFileAnswers,
     PendingApproval,
     held_reason,
     pending_approval,
@@ -85,16 +87,18 @@ class McpServers:
         mode: ConnectMode = "auto",
         max_result_bytes: int | None = None,
         approvals: ApprovedFiles | None = None,
+        answers: McpFileAnswers = NO_ANSWERS,
     ) -> None:
         """`root`: the workspace, offered to servers that ask for the client's roots.
         `max_result_bytes`: the most one message from a stdio server may have (None: 64 MB).
         `approvals`: the workspace file contents approved for good; with it, servers from a
-        workspace file wait for the user's approval of its content (approval.py)."""
+        workspace file wait for the user's approval of its content (approval.py).
+        `answers`: what the user answered about those contents earlier in this session (a
+        session reopened: `PermissionChoices`)."""
         self._state_dir = state_dir
         self._max_result_bytes = max_result_bytes
         self._approvals = approvals
-        self._approved: set[str] = set()  # digests approved for this session
-        self._declined: set[str] = set()  # digests the user said no to, this session
+        self._answers = answers  # digests approved or declined for this session
         self._configs: dict[str, McpServerConfig] = {}  # as configured (held ones too)
         self._root = root
         self._startup_timeout = startup_timeout
@@ -105,6 +109,7 @@ class McpServers:
             config.name: self._connection(config) for config in configs
         }
         self._started = False
+        self._closed = False  # closed: nothing starts again (a restart under way ends there)
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -114,6 +119,13 @@ class McpServers:
             return
         self._started = True
         for connection in self._connections.values():
+            self._launch(connection)
+
+    def _launch(self, connection: McpConnection) -> None:
+        """Start a connection made after `start`, unless the servers were closed meanwhile:
+        a restart or a new configuration that was stopping the old server when the session
+        closed would otherwise leave the new one running, owned by nobody."""
+        if self._started and not self._closed:
             connection.start()
 
     @property
@@ -139,8 +151,7 @@ class McpServers:
             if name not in self._connections:
                 connection = self._connection(config)
                 self._connections[name] = connection
-                if self._started:
-                    connection.start()
+                self._launch(connection)
         self._changed(None)
 
     async def restart(self, name: str) -> bool:
@@ -151,12 +162,12 @@ class McpServers:
         await connection.stop()
         fresh = self._connection(self._configs.get(name, connection.config))
         self._connections[name] = fresh
-        if self._started:
-            fresh.start()
+        self._launch(fresh)
         self._changed(fresh)
         return True
 
     async def close(self) -> None:
+        self._closed = True
         await asyncio.gather(*(c.stop() for c in self._connections.values()))
 
     # --- approval of workspace files (approval.py) ------------------------------------------
@@ -168,7 +179,7 @@ class McpServers:
             config
             for name, config in sorted(self._configs.items())
             if not self._may_start(config)
-            and config.digest not in self._declined
+            and config.digest not in self._answers.declined
             and name in self._connections
         ]
         before = self._approvals.approved() if self._approvals is not None else None
@@ -176,15 +187,14 @@ class McpServers:
 
     async def approve(self, digest: str, *, remember: bool) -> None:
         """Start the servers of that content: for this session, or (`remember`) for good."""
-        self._approved.add(digest)
-        self._declined.discard(digest)
+        self._answers = self._answers.approve(digest)
         if remember and self._approvals is not None:
             self._approvals.remember(digest)
         await self._replace_held(digest)
 
     async def decline(self, digest: str) -> None:
         """Leave the servers of that content off for this session (not asked again)."""
-        self._declined.add(digest)
+        self._answers = self._answers.decline(digest)
         await self._replace_held(digest)
 
     async def _replace_held(self, digest: str) -> None:
@@ -195,14 +205,21 @@ class McpServers:
             await old.stop()
             fresh = self._connection(config)
             self._connections[name] = fresh
-            if self._started:
-                fresh.start()
+            self._launch(fresh)
         self._changed(None)
 
     def _may_start(self, config: McpServerConfig) -> bool:
         if config.digest is None or self._approvals is None:
             return True
-        return config.digest in self._approved or config.digest == self._approvals.approved()
+        return (
+            config.digest in self._answers.approved
+            or config.digest == self._approvals.approved()
+        )
+
+    @property
+    def answers(self) -> McpFileAnswers:
+        """What the user answered about workspace file contents in this session."""
+        return self._answers
 
     # --- what the session asks -------------------------------------------------------------
 
@@ -275,7 +292,7 @@ class McpServers:
 
         self._configs[config.name] = config
         if not self._may_start(config):  # shown as not started, with why; never started
-            config = replace(config, error=held_reason(config.digest in self._declined))
+            config = replace(config, error=held_reason(config.digest in self._answers.declined))
         limit = {} if self._max_result_bytes is None else {"max_message": self._max_result_bytes}
         return McpConnection(
             config,

@@ -213,6 +213,8 @@ class SessionTools:
         self._publish()
 
     def _servers_changed(self) -> None:
+        if self._ledger.closed:
+            return  # the session is closed: its servers stopping is not news (nor readable)
         if self._in_force is None:
             self._runnable = None  # the candidate moved
         self._publish()

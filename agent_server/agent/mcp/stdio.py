@@ -35,7 +35,7 @@ from mcp.client.stdio import get_default_environment, stdio_client
 from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.message import SessionMessage
 
-from agent_server.jsonrpc_ids import answerable_id, find_request_id
+from agent_server.jsonrpc import INTERNAL_ERROR, answerable_id, find_request_id
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +128,7 @@ def too_large_answer(message: Oversized, limit: int) -> SessionMessage | Excepti
     msg_id = message.answer_id()
     if msg_id is None:
         return ValueError(text + " (no request id found in it)")
-    error = {"jsonrpc": "2.0", "id": msg_id, "error": {"code": -32603, "message": text}}
+    error = {"jsonrpc": "2.0", "id": msg_id, "error": {"code": INTERNAL_ERROR, "message": text}}
     return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_python(error))
 
 

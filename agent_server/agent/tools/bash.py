@@ -69,7 +69,7 @@ SPEC = ToolSpec(
                 "type": "number",
                 "minimum": 1,
                 "maximum": MAX_TIMEOUT,
-                "description": "Seconds before the command is killed (normally 120)",
+                "description": "Seconds before the command is killed",
             },
         },
         "required": ["command"],

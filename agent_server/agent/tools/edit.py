@@ -39,11 +39,11 @@ SPEC = ToolSpec(
         "properties": {
             "path": {
                 "type": "string",
-                "description": "File path, relative to the workspace root (or absolute inside it)",
+                "description": "File path",
             },
             "oldText": {
                 "type": "string",
-                "description": "The exact text to replace; must occur exactly once in the file",
+                "description": "The exact text to replace",
             },
             "newText": {"type": "string", "description": "The text to put in its place"},
         },

@@ -1,4 +1,5 @@
-"""find: files (and directories) under a directory whose path matches a glob."""
+"""find: files (and directories) under a directory whose path matches a glob, listed as
+paths.listed_path shows them (a name with a control character quoted)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,12 @@ from agent_server.agent.tools.base import (
     str_arg,
 )
 from agent_server.agent.tools.output import bound_output
-from agent_server.agent.tools.paths import display_path, open_directory, resolve_in_workspace
+from agent_server.agent.tools.paths import (
+    display_path,
+    listed_path,
+    open_directory,
+    resolve_in_workspace,
+)
 from agent_server.agent.tools.walk import compile_glob, walk_directory
 from agent_server.errors import ToolError
 from agent_server.llm.messages import ToolSpec
@@ -40,9 +46,7 @@ SPEC = ToolSpec(
             "pattern": {"type": "string", "description": "Glob pattern, e.g. '**/*.py'"},
             "path": {
                 "type": "string",
-                "description": (
-                    "Directory to search, relative to the workspace root (default: the root)"
-                ),
+                "description": "Directory to search (default: the workspace root)",
             },
         },
         "required": ["pattern"],
@@ -81,7 +85,8 @@ class FindTool:
                 total += 1
                 if len(found) < MAX_RESULTS:
                     suffix = "/" if entry.is_dir else ""
-                    found.append(display_path(ctx.workspace, top / entry.relative) + suffix)
+                    shown = display_path(ctx.workspace, top / entry.relative)
+                    found.append(listed_path(shown) + suffix)
         details = {"pattern": pattern, "path": shown_top, "matches": total}
         if not found:
             return ToolResult.of_text(

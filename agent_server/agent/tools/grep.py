@@ -3,7 +3,8 @@
 Uses ripgrep (`rg`) when it is installed, a Python walk otherwise; both give the same output:
 `line:text` for matching lines, `line-text` for context lines, `--` between groups, under a
 heading line with the file's path when a directory is searched (as `rg --heading` prints
-them: a path once per file, not once per line). Both search hidden files, skip binary files
+them: a path once per file, not once per line), as paths.listed_path shows it (a name with a
+control character quoted). Both search hidden files, skip binary files
 and the directories find skips, and do not follow symbolic links. A directory search leaves
 out the matches in regular files with more than one hard link (they may be files outside the
 workspace under another name) unless the call was allowed for them, and says which files it
@@ -55,6 +56,7 @@ from agent_server.agent.tools.paths import (
     display_path,
     file_info,
     has_other_links,
+    listed_path,
     open_directory,
     open_regular,
     resolve_in_workspace,
@@ -100,10 +102,7 @@ SPEC = ToolSpec(
             "pattern": {"type": "string", "description": "Regular expression to search for"},
             "path": {
                 "type": "string",
-                "description": (
-                    "File or directory to search, relative to the workspace root "
-                    "(default: the root)"
-                ),
+                "description": "File or directory to search (default: the workspace root)",
             },
             "glob": {
                 "type": "string",
@@ -178,7 +177,7 @@ SECRET_WHY = "file(s) that may hold secrets"
 
 def left_out_note(paths: list[str], why: str = HARD_LINKED_WHY) -> str:
     """One line telling the model which files a search left out, why, and what to do."""
-    named = ", ".join(paths[:MAX_LEFT_OUT_NAMED])
+    named = ", ".join(listed_path(path) for path in paths[:MAX_LEFT_OUT_NAMED])
     if len(paths) > MAX_LEFT_OUT_NAMED:
         named += f" and {len(paths) - MAX_LEFT_OUT_NAMED} more"
     return f"[Left out matches in {len(paths)} {why}: {named}. Read one by name to be asked.]"
@@ -341,7 +340,7 @@ def format_lines(lines: list[GrepLine], *, headings: bool = True) -> str:
             if previous is not None:
                 out.append("")
                 numbers.append([])
-            out.append(item.path)
+            out.append(listed_path(item.path))
             numbers.append([])
         elif previous is not None and (new_file or item.line > previous.line + 1) and with_context:
             out.append("--")  # groups only matter with context

@@ -1,4 +1,5 @@
-"""ls: the entries of one directory, sorted, directories marked with a trailing '/'."""
+"""ls: the entries of one directory, sorted, directories marked with a trailing '/', each
+name as a listing shows it (paths.listed_path: one with a control character quoted)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,12 @@ from agent_server.agent.tools.base import (
     optional_str_arg,
 )
 from agent_server.agent.tools.output import bound_output
-from agent_server.agent.tools.paths import directory_names, display_path, resolve_in_workspace
+from agent_server.agent.tools.paths import (
+    directory_names,
+    display_path,
+    listed_path,
+    resolve_in_workspace,
+)
 from agent_server.errors import ToolError
 from agent_server.llm.messages import ToolSpec
 
@@ -24,15 +30,15 @@ SPEC = ToolSpec(
     name="ls",
     description=(
         "List a directory in the workspace: its entries sorted by name, including hidden "
-        f"ones, with a trailing '/' on directories; at most {MAX_ENTRIES} entries. Defaults to "
-        "the workspace root. Use find to search recursively."
+        f"ones, with a trailing '/' on directories; at most {MAX_ENTRIES} entries. Use find to "
+        "search recursively."
     ),
     parameters={
         "type": "object",
         "properties": {
             "path": {
                 "type": "string",
-                "description": "Directory, relative to the workspace root (default: the root)",
+                "description": "Directory (default: the workspace root)",
             },
         },
         "required": [],
@@ -62,7 +68,10 @@ class LsTool:
         if not path.is_dir():
             raise ToolError(f"{shown} is a file, not a directory. Use read to see its content.")
         names = sorted(
-            (name + "/" if is_dir else name for name, is_dir in directory_names(path, shown)),
+            (
+                listed_path(name) + ("/" if is_dir else "")
+                for name, is_dir in directory_names(path, shown)
+            ),
             key=lambda name: (name.casefold(), name),
         )
         details = {"path": shown, "entries": len(names)}

@@ -12,6 +12,14 @@ a time without following a symbolic link (`openat` with O_NOFOLLOW, each parent 
 fd). A link that appears after the check (something else writing in the workspace swaps a
 file for a link to the outside) is refused instead of followed, and the regular-file and
 hard-link checks look at the file that was opened (`fstat`), not at a name.
+
+How a path is listed (ls, find, grep: `listed_path`): as it is, except each name in it that
+holds a control character (C0, DEL, C1: a newline would forge a line of the listing, an ESC
+act on a terminal), a line or paragraph separator, or a byte that is not UTF-8; such a name
+is shown as a JSON string, in double quotes with escapes (`src/"a\\nIMPORTANT: ..."`,
+`"\\u001b[31mred"`, `"caf\\udce9"` for the byte 0xe9). So is a name that is itself in double
+quotes, so that every listed path reads back as the one it stands for: a path given to a tool
+is read back the same way (`path_from_listing`, in `resolve_in_workspace`).
 """
 
 from __future__ import annotations
@@ -19,7 +27,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import fnmatch
+import json
 import os
+import re
 import secrets
 import stat
 from collections.abc import Sequence
@@ -36,6 +46,7 @@ def resolve_in_workspace(workspace: Path, path: str, *, extra_roots: Sequence[Pa
     session's spill directory). Raises PathOutsideWorkspaceError naming the workspace root.
     """
     root = Path(os.path.realpath(workspace))
+    path = path_from_listing(path)
     if not path or not path.strip():
         raise PathOutsideWorkspaceError(
             f"The path is empty. Give a path relative to the workspace root {root}."
@@ -83,6 +94,48 @@ def display_path(workspace: Path, path: Path) -> str:
         return str(path)
     text = relative.as_posix()
     return text if text != "." else "."
+
+
+# A name with one of these is listed quoted: C0 and C1 controls, DEL, the line and paragraph
+# separators, and the lone surrogates that stand for bytes that are not UTF-8 (os.fsdecode).
+_UNLISTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+# What json.dumps leaves unescaped of them.
+_LEFT_BY_JSON = re.compile("[\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def listed_path(path: str) -> str:
+    """`path` (`/`-separated) as a listing shows it: each name that needs it quoted (see the
+    module docstring), the others as they are."""
+    return "/".join(_listed_name(name) for name in path.split("/"))
+
+
+def _listed_name(name: str) -> str:
+    if not _UNLISTABLE.search(name) and not _quoted(name):
+        return name
+    quoted = json.dumps(name, ensure_ascii=False)
+    return _LEFT_BY_JSON.sub(lambda found: f"\\u{ord(found.group()):04x}", quoted)
+
+
+def path_from_listing(given: str) -> str:
+    """The path `given` stands for when it was copied from a listing (`listed_path`): each
+    name in double quotes that is a JSON string is the name it spells; the rest as given."""
+    if '"' not in given:
+        return given
+    return "/".join(_name_from_listing(name) for name in given.split("/"))
+
+
+def _name_from_listing(name: str) -> str:
+    if not _quoted(name):
+        return name
+    try:
+        spelled = json.loads(name)
+    except ValueError:
+        return name
+    return spelled if isinstance(spelled, str) else name
+
+
+def _quoted(name: str) -> bool:
+    return len(name) >= 2 and name.startswith('"') and name.endswith('"')
 
 
 def _is_within(path: Path, root: Path) -> bool:
@@ -168,12 +221,14 @@ def file_warnings(workspace: Path, paths: Sequence[str]) -> list[str]:
     reads or writes them: a file that may hold secrets, a file with several hard links."""
     found = hard_linked(workspace, paths)
     for given in paths:
-        if secret_file(given):
-            try:
-                shown = display_path(workspace, resolve_in_workspace(workspace, given))
-            except PathOutsideWorkspaceError:
-                continue
-            found.append(f"{shown} may hold secrets (keys, passwords, tokens)")
+        try:
+            resolved = resolve_in_workspace(workspace, given)
+        except PathOutsideWorkspaceError:
+            continue
+        # The file the tool will open: a name copied from a listing read back, a link followed.
+        if secret_file(given) or secret_file(resolved):
+            found.append(f"{display_path(workspace, resolved)} may hold secrets (keys, passwords, "
+                         "tokens)")
     return found
 
 

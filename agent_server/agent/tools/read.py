@@ -101,7 +101,7 @@ SPEC = ToolSpec(
         "properties": {
             "path": {
                 "type": "string",
-                "description": "File path, relative to the workspace root (or absolute inside it)",
+                "description": "File path",
             },
             "offset": {
                 "type": "integer",

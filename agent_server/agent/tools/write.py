@@ -42,7 +42,7 @@ SPEC = ToolSpec(
         "properties": {
             "path": {
                 "type": "string",
-                "description": "File path, relative to the workspace root (or absolute inside it)",
+                "description": "File path",
             },
             "content": {"type": "string", "description": "The complete new content of the file"},
         },

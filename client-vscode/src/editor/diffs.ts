@@ -15,6 +15,7 @@
 import * as vscode from 'vscode';
 import type { ToolCallContent } from '../protocol/types';
 import { workspaceUri } from './open';
+import { noticeText } from '../webview/literal';
 
 export const BEFORE_SCHEME = 'agent-before';
 export const PROPOSED_SCHEME = 'agent-proposed';
@@ -144,7 +145,7 @@ export class ChangeDiffs implements vscode.Disposable {
     const root = this.root();
     const file = root ? workspaceUri(root, change.path) : undefined;
     if (!file) {
-      void vscode.window.showWarningMessage(`${change.path} is not in the workspace folder.`);
+      void vscode.window.showWarningMessage(noticeText(`${change.path} is not in the workspace folder.`));
       return;
     }
     const before = vscode.Uri.from({ scheme: BEFORE_SCHEME, path: `/${change.path}`, query: `made-${++this.counter}` });

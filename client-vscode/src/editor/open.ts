@@ -4,6 +4,7 @@
  * the workspace folder and opened only if it is there.
  */
 import * as vscode from 'vscode';
+import { labelText, noticeText } from '../webview/literal';
 
 /** The workspace URI of `path` (relative to `root`, or absolute inside it); undefined when it
  * points outside the workspace. */
@@ -19,7 +20,7 @@ export function workspaceUri(root: vscode.Uri, path: string): vscode.Uri | undef
 export async function openWorkspacePath(root: vscode.Uri | undefined, path: string, line?: number): Promise<void> {
   const uri = root ? workspaceUri(root, path) : undefined;
   if (!uri) {
-    void vscode.window.showWarningMessage(`${path} is not in the workspace folder: it was not opened.`);
+    void vscode.window.showWarningMessage(noticeText(`${path} is not in the workspace folder: it was not opened.`));
     return;
   }
   let stat: vscode.FileStat | undefined = await vscode.workspace.fs.stat(uri).then(
@@ -36,7 +37,7 @@ export async function openWorkspacePath(root: vscode.Uri | undefined, path: stri
     }
   }
   if (!stat) {
-    void vscode.window.showWarningMessage(`There is no ${path} in the workspace (any more).`);
+    void vscode.window.showWarningMessage(noticeText(`There is no ${path} in the workspace (any more).`));
     return;
   }
   if (stat.type & vscode.FileType.Directory) {
@@ -53,7 +54,7 @@ async function findByName(root: vscode.Uri, name: string): Promise<vscode.Uri | 
   const found = await vscode.workspace.findFiles(new vscode.RelativePattern(root, `**/${name}`), undefined, 20);
   if (found.length <= 1) return found[0];
   const picked = await vscode.window.showQuickPick(
-    found.map((uri) => ({ label: vscode.workspace.asRelativePath(uri, false), uri })),
+    found.map((uri) => ({ label: labelText(vscode.workspace.asRelativePath(uri, false)), uri })),
     { title: `Open ${name}`, placeHolder: `${found.length} files in the workspace are named ${name}` },
   );
   return picked?.uri;

@@ -27,6 +27,7 @@ import {
 } from '../settings/mapping';
 import { describeLaunchFailure, logLevelOf, StderrTail, type LaunchAdvice } from './launchFailure';
 import { resolveInterpreter, type Interpreter } from './python';
+import { noticeText } from '../webview/literal';
 
 export interface ServerHooks {
   /** The server is up (first start or an automatic restart): attach and reopen the session. */
@@ -283,7 +284,7 @@ function runPreflight(python: string, env: Record<string, string | undefined>, c
 
 async function showAdvice(advice: LaunchAdvice): Promise<void> {
   const actions = advice.fix ? ['Copy Install Command', 'Open Settings', 'Show Log'] : ['Open Settings', 'Show Log'];
-  const choice = await vscode.window.showErrorMessage(advice.message, ...actions);
+  const choice = await vscode.window.showErrorMessage(noticeText(advice.message), ...actions);
   if (choice === 'Copy Install Command' && advice.fix) await vscode.env.clipboard.writeText(advice.fix);
   else if (choice === 'Open Settings') await vscode.commands.executeCommand('workbench.action.openSettings', 'agentServer');
   else if (choice === 'Show Log') await vscode.commands.executeCommand('agentServer.showLog');

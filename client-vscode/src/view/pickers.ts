@@ -1,11 +1,14 @@
 /**
  * The view's pickers, as VS Code's quick pick: every choice in full, with its details (a
- * session's first prompt, a model's window and prices), whatever the width of the view.
+ * session's first prompt, a model's window and prices), whatever the width of the view. Text
+ * from the server (a session's title and first prompt, a model's name) goes in through
+ * `labelText`: shown as it is, never as an icon or a link.
  */
 import * as vscode from 'vscode';
 import type { SessionController } from '../controller';
 import { ThinkingLevelValues, type ModelChoice, type PermissionMode, type SessionSummary, type ThinkingLevel } from '../protocol/types';
 import { formatTokens } from '../state/meter';
+import { labelText, literal } from '../webview/literal';
 
 interface Item<T> extends vscode.QuickPickItem {
   value: T;
@@ -17,9 +20,9 @@ export async function pickSession(controller: SessionController): Promise<void> 
   const items: Item<string | undefined>[] = [
     { label: '$(add) New session', description: 'starts with your next prompt', value: undefined },
     ...sessions.map((s) => ({
-      label: `${s.sessionId === sessionId ? '$(check) ' : ''}${s.title || 'Untitled session'}`,
-      description: sessionDescription(s),
-      detail: s.firstPrompt ? `First prompt: ${s.firstPrompt}` : undefined,
+      label: `${s.sessionId === sessionId ? '$(check) ' : ''}${labelText(s.title || 'Untitled session')}`,
+      description: labelText(sessionDescription(s)),
+      detail: s.firstPrompt ? labelText(`First prompt: ${s.firstPrompt}`) : undefined,
       value: s.sessionId,
     })),
   ];
@@ -43,9 +46,9 @@ export async function pickModel(controller: SessionController): Promise<void> {
   }
   const picked = await vscode.window.showQuickPick(
     models.map<Item<string>>((m) => ({
-      label: `${m.id === model?.id ? '$(check) ' : ''}${m.name}`,
+      label: `${m.id === model?.id ? '$(check) ' : ''}${labelText(m.name)}`,
       description: `${formatTokens(m.contextWindow)} window · ${price(m.pricing.input)} in / ${price(m.pricing.output)} out per M tokens`,
-      detail: modelDetail(m),
+      detail: labelText(modelDetail(m)),
       value: m.id,
     })),
     {
@@ -88,7 +91,7 @@ export async function pickThinking(controller: SessionController): Promise<void>
       title: 'Agent: how hard the model thinks',
       placeHolder:
         canThink === false
-          ? `${model?.name ?? 'This model'} does not think on request: the level applies to a model that can`
+          ? `${literal(model?.name ?? 'This model', { newline: false, tab: false })} does not think on request: the level applies to a model that can`
           : 'Thinking is billed as output. A change re-reads the conversation without the cache on Anthropic: the transcript says what it costs',
     },
   );

@@ -2,6 +2,7 @@
 import * as vscode from 'vscode';
 import { meterFor } from '../state/meter';
 import type { ViewState } from '../state/reducer';
+import { literal } from '../webview/literal';
 
 export class ContextStatusBar implements vscode.Disposable {
   private readonly item: vscode.StatusBarItem;
@@ -25,7 +26,8 @@ export class ContextStatusBar implements vscode.Disposable {
     this.last = key;
     if (server.status === 'failed' || server.status === 'stopped') {
       this.item.text = '$(error) Agent';
-      this.item.tooltip = server.message ?? 'The agent server is not running.';
+      // A string tooltip shows as plain text (no icons, no Markdown): literal is enough.
+      this.item.tooltip = server.message === undefined ? 'The agent server is not running.' : literal(server.message);
       this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.errorBackground');
       return;
     }

@@ -30,3 +30,34 @@ export function literal(text: string, keep: { newline?: boolean; tab?: boolean }
   if (newline && tab) return replaced;
   return replaced.replace(newline ? /\t/g : tab ? /\n/g : /[\n\t]/g, escapeOf);
 }
+
+/** `text` for a VS Code notification (`showInformationMessage` and its kin): literal, and no
+ * `[label](command:…)`, `https:` or `file:` link in it made clickable. A notification turns
+ * such a text into a link (a command link runs the command with its arguments), so a path or
+ * a message from the model, a file or a server would otherwise offer a click that acts. A word
+ * joiner (invisible; in the text given, literal shows it as `\u2060`) goes between the `]` and
+ * the `(`, which the notification's link pattern needs side by side. */
+export function noticeText(text: string): string {
+  return unlinked(literal(text));
+}
+
+/** `text` with a word joiner between every `]` and `(`: no `[label](target)` link in it. */
+function unlinked(text: string): string {
+  return text.replace(/\]\(/g, ']\u2060(');
+}
+
+/** VS Code's icon syntax, `$(name)` or `$(name~modifier)`: the pattern of its
+ * `renderLabelWithIcons` (ThemeIcon's iconNameExpression and iconModifierExpression, VS Code
+ * 1.139). */
+const ICON = /\$\([A-Za-z0-9-]+(?:~[A-Za-z]+)?\)/g;
+
+/** `text` for a VS Code label that draws `$(name)` as an icon: a quick pick item's label,
+ * description and detail (and a status-bar item's text, a tree item's label). Literal on one
+ * line (a line break or tab shows as `\n`, `\t`, as the label would otherwise fold it into a
+ * space), every `$(name)` escaped with a backslash before it, the escape VS Code's own
+ * `escapeIcons` uses (the label then shows `$(name)`, not an icon; a backslash already before
+ * it gets one more, so it shows too), and no `[label](target)` link, as in `noticeText`: a
+ * quick pick's hover shows the description and detail as Markdown. */
+export function labelText(text: string): string {
+  return unlinked(literal(text, { newline: false, tab: false })).replace(ICON, (icon) => `\\${icon}`);
+}

@@ -28,7 +28,20 @@ export interface StubStatusBarItem {
 
 export const createdStatusBarItems: StubStatusBarItem[] = [];
 
+/** The quick picks shown, each with the items it offered; each answers `undefined` (Escape). */
+export const shownQuickPicks: { items: readonly QuickPickItem[]; options: unknown }[] = [];
+
+export interface QuickPickItem {
+  label: string;
+  description?: string;
+  detail?: string;
+}
+
 export const window = {
+  async showQuickPick<T extends QuickPickItem>(items: readonly T[] | Promise<readonly T[]>, options?: unknown): Promise<T | undefined> {
+    shownQuickPicks.push({ items: await items, options });
+    return undefined;
+  },
   createStatusBarItem(id: string, alignment: StatusBarAlignment, priority: number): StubStatusBarItem {
     const item: StubStatusBarItem = {
       id,

@@ -49,4 +49,11 @@ describe('status-bar context meter', () => {
     expect(item.text).toBe('$(error) Agent');
     expect(item.tooltip).toBe('Install the server');
   });
+
+  it('shows a server message in the tooltip literally: control and bidirectional characters as escapes', () => {
+    const bar = new ContextStatusBar('agentServer.showView');
+    const item = createdStatusBarItems.at(-1)!;
+    bar.update(reduceAll(initialState(), [{ type: 'serverStatus', status: 'failed', message: 'Cannot run /opt/\u202epy\u001b[2J' }]));
+    expect(item.tooltip).toBe('Cannot run /opt/\\u202epy\\x1b[2J');
+  });
 });

@@ -64,6 +64,13 @@ class McpRun:
         )
         self.session = self.agent.open(session_id, emit=self.emit, ask=self.ask)
 
+    def evict_and_open(self) -> None:
+        """Close the session as the LSP server does to bound what it holds open
+        (WorkspaceAgent.evict) and open it again in the same agent, as its next request does."""
+        session_id = self.session.session_id
+        assert self.agent.evict(session_id)
+        self.session = self.agent.open(session_id, emit=self.emit, ask=self.ask)
+
 
 def mcp_settings(
     base_url: str, tmp_path: Path, servers: dict[str, Any], **mcp: Any

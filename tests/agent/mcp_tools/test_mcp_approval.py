@@ -95,3 +95,64 @@ async def test_without_anyone_to_ask_the_servers_stay_off(tmp_path: Path) -> Non
         await run.session.run_turn("Shout hello.")
         assert server_state(run)[0] == "failed"
         assert "mcp__fx__shout" not in run.tool_names()
+
+
+THREE_TURNS: dict[str, Any] = {
+    "turns": [*SCENARIO["turns"], turn("Shout more.", call("mcp__fx__shout", text="more"))]
+}
+
+
+def file_questions(run: McpRun, since: int) -> list[str]:
+    """The commands of the questions about `.mcp.json` asked since the `since`th question."""
+    return [q.command or "" for q in run.asked[since:] if "MCP servers" in q.title]
+
+
+async def test_allow_for_the_session_holds_when_the_server_closes_and_reopens_it(
+    tmp_path: Path,
+) -> None:
+    """The LSP server closes the least recently used sessions and reopens them on their next
+    request: the editor shows the same session, so "Allow" (this session) still holds; a
+    changed file is another content, asked about again."""
+    write_mcp(tmp_path / "workspace")
+    async with mcp_run(tmp_path, {}, THREE_TURNS) as run:
+        run.answer = "allow_once"
+        await run.session.run_turn("Shout hello.")
+        assert len(file_questions(run, 0)) == 1 and server_state(run)[0] == "ready"
+        asked = len(run.asked)
+        run.evict_and_open()
+        await run.session.run_turn("Shout again.")
+        assert file_questions(run, asked) == []
+        assert server_state(run)[0] == "ready" and "mcp__fx__shout" in run.tool_names()
+        # For this session only: another one is asked.
+        other = run.agent.create(emit=run.emit, ask=run.ask)
+        assert "waiting for your approval" in (other.mcp_status().servers[0].error or "")
+        write_mcp(run.workspace, "--name", "changed")
+        asked = len(run.asked)
+        run.evict_and_open()
+        assert "waiting for your approval" in (server_state(run)[1] or "")
+        await run.session.run_turn("Shout more.")
+        (question,) = file_questions(run, asked)
+        assert "--name" in question
+
+
+async def test_reject_for_the_session_holds_when_the_server_closes_and_reopens_it(
+    tmp_path: Path,
+) -> None:
+    write_mcp(tmp_path / "workspace")
+    async with mcp_run(tmp_path, {}, THREE_TURNS) as run:
+        run.answer = "reject_once"
+        await run.session.run_turn("Shout hello.")
+        assert len(file_questions(run, 0)) == 1
+        asked = len(run.asked)
+        run.evict_and_open()
+        state, error = server_state(run)
+        assert state == "failed" and "you did not approve" in (error or "")
+        await run.session.run_turn("Shout again.")
+        assert file_questions(run, asked) == []
+        assert "mcp__fx__shout" not in run.tool_names()
+        write_mcp(run.workspace, "--name", "changed")
+        run.answer = "allow_once"
+        run.evict_and_open()
+        await run.session.run_turn("Shout more.")
+        (question,) = file_questions(run, asked)
+        assert "--name" in question

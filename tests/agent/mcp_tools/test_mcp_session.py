@@ -11,9 +11,16 @@ import asyncio
 import fcntl
 import itertools
 import json
+import logging
+import os
+import signal
 from pathlib import Path
 
+import pytest
+
 from agent_server.agent import events
+from agent_server.agent.mcp.config import parse_server
+from agent_server.agent.mcp.servers import McpServers
 from agent_server.agent.tools import default_tools
 from agent_server.llm.messages import ImageContent, ToolResultMessage
 from agent_server.session.entries import CompactionEntry, MessageEntry, ToolListEntry
@@ -239,6 +246,47 @@ async def test_a_server_added_later_waits_for_acceptance(tmp_path: Path) -> None
         assert prefix_problem(run.requests[0], run.requests[-1]) is None
 
 
+async def test_an_accepted_change_holds_when_the_server_closes_and_reopens_the_session(
+    tmp_path: Path,
+) -> None:
+    """The LSP server closes the least recently used sessions and reopens them on their next
+    request: the list the user accepted is the one sent, and nothing waits again."""
+    scenario = {"turns": [turn("One."), turn("Two."), turn("Three.")]}
+    async with mcp_run(tmp_path, {"fx": fixture_server()}, scenario) as run:
+        await run.session.run_turn("One.")
+        settings = run.agent.settings
+        late = {"fx": fixture_server(), "zz": fixture_server("--name", "zz")}
+        run.agent.update_settings(mcp_settings(settings.base_url, tmp_path, late))
+        await wait_for_pending(run)
+        assert run.session.accept_tools().accepted
+        await run.session.run_turn("Two.")
+        accepted = run.requests[-1]["tools"]
+        assert "mcp__zz__shout" in run.tool_names()
+        run.evict_and_open()
+        await run.session.run_turn("Three.")
+        assert json.dumps(run.requests[-1]["tools"]) == json.dumps(accepted)
+        assert prefix_problem(run.requests[-2], run.requests[-1]) is None
+        assert run.session.mcp_status().pending is None
+        assert [e.reason for e in tool_lists(run)] == ["start", "accepted"]
+
+
+async def test_closing_a_session_with_a_waiting_change_logs_no_error(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Its servers stopping after its ledger is closed is not news: no "MCP listener failed"
+    traceback in the server's log (the editor's output) at each close or eviction."""
+    scenario = {"turns": [turn("One.")]}
+    async with mcp_run(tmp_path, {"fx": fixture_server()}, scenario) as run:
+        await run.session.run_turn("One.")
+        settings = run.agent.settings
+        late = {"fx": fixture_server(), "zz": fixture_server("--name", "zz")}
+        run.agent.update_settings(mcp_settings(settings.base_url, tmp_path, late))
+        await wait_for_pending(run)
+        with caplog.at_level(logging.ERROR):
+            await run.agent.close_session(run.session.session_id)
+        assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
 async def test_images_are_passed_on_and_long_output_is_bounded(tmp_path: Path) -> None:
     scenario = {
         "turns": [
@@ -348,3 +396,30 @@ async def test_closing_lets_the_session_go_before_its_servers_have_exited(tmp_pa
         assert _alive(pid), "the ledger was held until the MCP server had exited"
         await closing
         assert not _alive(pid)
+
+
+async def test_a_server_restarted_while_the_session_closes_is_not_left_running(
+    tmp_path: Path,
+) -> None:
+    """A settings change restarts a session's changed servers in the background; if the
+    session closes meanwhile (the LSP server closes idle sessions beyond its bound), the new
+    server must not start after the close has stopped the others: nobody would stop it."""
+    old_config = parse_server(
+        "fx", fixture_server("--linger", "2"), "test", workspace=tmp_path, env=os.environ
+    )
+    new_pid = tmp_path / "new.pid"
+    new_config = parse_server(
+        "fx", fixture_server("--pid-file", str(new_pid)), "test", workspace=tmp_path,
+        env=os.environ,
+    )
+    servers = McpServers([old_config], state_dir=tmp_path)
+    await servers.wait_settled()
+    reconfiguring = asyncio.create_task(servers.reconfigure([new_config]))
+    await asyncio.sleep(0.2)  # stopping the old server, which lingers
+    await servers.close()
+    await reconfiguring
+    for _ in range(50):  # a new server writes its pid file within a second of starting
+        if new_pid.exists():
+            os.kill(int(new_pid.read_text()), signal.SIGKILL)
+            raise AssertionError("the new server was started after the close")
+        await asyncio.sleep(0.1)

@@ -1,5 +1,6 @@
-"""JSON-RPC ids: which values an answer can carry back, and reading a message's id from the
-first bytes of its body (a message refused unread: too large, not valid JSON).
+"""JSON-RPC 2.0 as the LSP server, the ACP agent and the MCP client speak it: its error codes,
+which ids an answer can carry back, and reading a message's id from the first bytes of its
+body (a message refused unread: too large, not valid JSON).
 
 LSP says an id is an integer or a string; JSON-RPC 2.0 allows any number (fractions "SHOULD
 NOT" be used) and null. An answer carries the request's id when it is a string or a finite
@@ -12,6 +13,14 @@ from __future__ import annotations
 import json
 import math
 from typing import TypeGuard
+
+# JSON-RPC 2.0's own error codes (LSP's and ours are the protocols' own: lsp/transport.py,
+# protocol.py's ERROR_CODES).
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
 
 ID_SCAN_BYTES = 4096  # how much of a message refused unread is searched for its id
 

@@ -1,0 +1,84 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { SessionController } from '../../src/controller';
+import { AgentClient } from '../../src/protocol/client';
+import type { ModelChoice, SessionSummary } from '../../src/protocol/types';
+import { pickModel, pickSession } from '../../src/view/pickers';
+import { drawnLabel } from '../support/iconLabel';
+import { connectionPair } from '../support/pipe';
+import { shownQuickPicks } from '../support/vscode-stub';
+
+let pair: ReturnType<typeof connectionPair> | undefined;
+afterEach(() => {
+  pair?.dispose();
+  pair = undefined;
+  shownQuickPicks.length = 0;
+});
+
+/** A controller on a real wire whose server answers `agent/session/list` and `agent/model/list`. */
+function setup(sessions: SessionSummary[], models: ModelChoice[]): SessionController {
+  pair = connectionPair();
+  pair.server.onRequest('agent/session/list', () => ({ sessions }));
+  pair.server.onRequest('agent/model/list', () => ({ provider: 'anthropic', current: models[0]?.id, models }));
+  const controller = new SessionController({
+    publish: () => undefined,
+    onConfigurationError: () => undefined,
+    trace: () => undefined,
+    memory: { get: () => undefined, update: () => undefined },
+  });
+  controller.attach(new AgentClient(pair.client));
+  controller.dispatch({ type: 'serverStatus', status: 'running' });
+  controller.setWorkspace('file:///w');
+  return controller;
+}
+
+function session(sessionId: string, title: string | null, firstPrompt: string | null): SessionSummary {
+  return { sessionId, title, model: null, createdAt: '2026-01-02T03:04:05Z', updatedAt: '2026-01-02T03:04:05Z', entryCount: 2, firstPrompt, promptCount: 1 };
+}
+
+function model(id: string, name: string, vendor: string): ModelChoice {
+  const pricing = { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 };
+  return { id, name, contextWindow: 200_000, vendor, maxOutput: 64_000, pricing, images: true, thinking: true, source: 'user', current: false };
+}
+
+/** Every label, description and detail of the last quick pick, as VS Code draws them. */
+function drawnItems(): { label: string; description?: string; detail?: string }[] {
+  const shown = shownQuickPicks.at(-1);
+  if (!shown) throw new Error('no quick pick was shown');
+  return shown.items.map((item) => ({
+    label: drawnLabel(item.label),
+    description: item.description === undefined ? undefined : drawnLabel(item.description),
+    detail: item.detail === undefined ? undefined : drawnLabel(item.detail),
+  }));
+}
+
+describe('the session picker', () => {
+  it('shows titles and first prompts from the model as text, never as icons or links', async () => {
+    const title = '$(check) Approved: $(terminal) run it';
+    const controller = setup(
+      [
+        session('aaaaaaaa-1', title, 'Do [this](command:workbench.action.terminal.new) $(alert)\nthen that'),
+        session('bbbbbbbb-2', '$(sync~spin) second', null),
+      ],
+      [],
+    );
+    controller.dispatch({ type: 'sessionStarted', sessionId: 'bbbbbbbb-2' });
+    await pickSession(controller);
+    const [fresh, first, current] = drawnItems();
+    expect(fresh!.label).toBe('<icon:add> New session');
+    expect(first!.label).toBe(title);
+    expect(first!.detail!.replace(/\u2060/g, '')).toBe('First prompt: Do [this](command:workbench.action.terminal.new) $(alert)\\nthen that');
+    expect(first!.detail).not.toContain('](');
+    expect(current!.label).toBe('<icon:check> $(sync~spin) second'); // the picker's own mark only
+  });
+});
+
+describe('the model picker', () => {
+  it('shows a model\u2019s name, vendor and id from the models file as text', async () => {
+    const controller = setup([], [model('$(x)-1', '$(verified) Best model', '$(github) Vendor')]);
+    await pickModel(controller);
+    const [only] = drawnItems();
+    expect(only!.label).toBe('<icon:check> $(verified) Best model');
+    expect(only!.detail).toContain('$(github) Vendor $(x)-1 (your models file)');
+    expect(only!.detail).not.toContain('<icon:');
+  });
+});
