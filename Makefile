@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 MCP_SERVERS_DIR := tests/mcp_servers
 MCP_SERVERS_STAMP := $(MCP_SERVERS_DIR)/node_modules/.installed
 
-.PHONY: demo test test-python test-acp-node lint typecheck protocol bench bench-quick bench-peers bench-recall bench-conformance system-deps mcp-test-servers soak clean
+.PHONY: demo test test-python test-acp-node lint typecheck protocol bench bench-quick bench-peers bench-recall bench-conformance system-deps mcp-test-servers soak soak-test clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -58,6 +58,11 @@ system-deps:
 # ledger (tests/hardening/soak.py). Minutes of wall time: not part of `make test` or CI.
 soak: $(STAMP) system-deps
 	$(BIN)/python -m tests.hardening.soak --kills 40
+
+# `make test` and the VS Code e2e three times in a row beside two busy loops: a test that
+# races the program it drives fails here (tests/hardening/under_load.sh). Not in CI.
+soak-test:
+	bash tests/hardening/under_load.sh
 
 # Real MCP servers from npm (pinned in package-lock.json) for the end-to-end tests.
 $(MCP_SERVERS_STAMP): $(MCP_SERVERS_DIR)/package.json $(MCP_SERVERS_DIR)/package-lock.json

@@ -167,10 +167,19 @@ def main(args: Any) -> int:
         import readline  # noqa: F401  (line editing and history for input())
     console = Console(highlight=False)
     reader = LineReader(console, command_names, prompt_history(settings, workspace))
-    if args.session or args.continue_latest:  # it says at once which session it opened
+    with reader.keeping_typeahead():  # keys typed while the agent works wait for the next read
+        return interactive(console, reader, options)
+
+
+def interactive(console: Console, reader: LineReader, options: dict[str, Any]) -> int:
+    """The interactive chat, on the terminal: the first prompt read while the agent loads
+    (unless a session is continued: it says at once which session it opened)."""
+    from_session = options["session_id"] or options["continue_latest"]
+    if from_session:
         from agent_server.console.chat import run_chat
 
         return run_chat(prompt=None, console=console, reader=reader, **options)
+    settings, workspace = options["settings"], options["workspace"]
     first_screen(console, settings, workspace)
     reader.install_completion(workspace_paths(workspace))
     loading = threading.Thread(

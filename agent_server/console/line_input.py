@@ -7,6 +7,10 @@ arrow of the next chat there, as the answers to questions are not.
 A paste is one prompt, whatever its lines: the reader asks the terminal for bracketed paste
 (readline's `enable-bracketed-paste`), so the pasted newlines stay in the line until Enter.
 
+What is typed while the chat works (a turn, a command, the agent loading) waits whole for
+the next read (`LineReader.keeping_typeahead`): Ctrl-D typed during a turn quits when it
+ends, a text pasted then is one prompt, a line typed ahead is the next prompt.
+
 It loads nothing of the agent, so the first prompt line shows before the agent has loaded
 (console/chat_start.py); the path completion imports the workspace walk when Tab is first
 pressed.
@@ -26,8 +30,10 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Callable
+import termios
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.text import Text
@@ -103,6 +109,7 @@ def _json_string(line: str) -> str:
 
 
 CONTINUATION = "   … "  # the prompt of a line that goes on after a `\\`
+BRACKETED_PASTE_ON, BRACKETED_PASTE_OFF = "\x1b[?2004h", "\x1b[?2004l"
 
 
 class LineReader:
@@ -120,6 +127,9 @@ class LineReader:
         self.history = history
         self._command_names = command_names
         self._matches: list[str] = []
+        # While keeping_typeahead: the terminal's mode for a read, and between reads.
+        self._fd = 0
+        self._modes: tuple[list[Any], list[Any]] | None = None
         readline = sys.modules.get("readline")
         if readline is None:
             return
@@ -138,7 +148,7 @@ class LineReader:
         prefill, self.prefill = self.prefill, ""
         while True:
             try:
-                line = self.input_line(prefill)
+                line = self._between_reads(self.input_line, prefill)
             except EOFError:
                 self.console.print()
                 return None
@@ -180,17 +190,77 @@ class LineReader:
             readline.replace_history_item(first - 1, line)
         return line
 
-    @staticmethod
-    def answer(label: str) -> str:
+    def answer(self, label: str) -> str:
         """A line answering a question, `label` as its prompt (given to input(), so that
         readline knows where the line starts and ends it with a newline even when it is
         empty); kept out of the prompt history, where the up arrow finds prompts."""
         readline = sys.modules.get("readline")
         before = readline.get_current_history_length() if readline is not None else 0
-        line = input(label)
+        line = self._between_reads(input, label)
         if readline is not None and readline.get_current_history_length() > before:
             readline.remove_history_item(readline.get_current_history_length() - 1)
         return line
+
+    @contextlib.contextmanager
+    def keeping_typeahead(self) -> Iterator[None]:
+        """While entered, what is typed between two reads waits whole for the next one.
+
+        In the terminal's own line mode a Ctrl-D typed while nothing reads is turned into
+        nothing when readline next switches to its raw mode, and a paste arrives without
+        its bracketed-paste marks (readline asks for them only while it reads), its
+        newlines as Enter keys: one prompt a line. So between reads the terminal is kept
+        uncooked and unechoed (the keys wait in its buffer as typed, shown by readline
+        when it reads them; Ctrl-C still interrupts) with bracketed paste on. Each read
+        turns the echo back on first (readline echoes nothing on a terminal that does not,
+        taking it for a password's). The terminal's own mode is put back at the end. Not
+        a terminal: nothing to keep."""
+        try:
+            fd = sys.stdin.fileno()
+            saved = termios.tcgetattr(fd) if os.isatty(fd) else None
+        except (OSError, ValueError, termios.error):
+            saved = None
+        if saved is None:
+            yield
+            return
+        reading = [*saved[:6], list(saved[6])]
+        reading[3] &= ~termios.ICANON
+        reading[6][termios.VMIN], reading[6][termios.VTIME] = 1, 0
+        waiting = [*reading[:6], reading[6]]
+        waiting[3] = reading[3] & ~termios.ECHO
+        self._fd, self._modes = fd, (reading, waiting)
+        try:
+            self._set(waiting)
+            yield
+        finally:
+            self._modes = None
+            self._set(saved)
+            self._write(BRACKETED_PASTE_OFF)
+
+    def _between_reads(self, read: Callable[[str], str], label: str) -> str:
+        """`read(label)` with the terminal echoing, then typeahead kept again (readline
+        turns bracketed paste off as a read ends)."""
+        if self._modes is None:
+            return read(label)
+        self._set(self._modes[0])
+        try:
+            return read(label)
+        finally:
+            if self._modes is not None:
+                self._set(self._modes[1])
+
+    def _set(self, mode: list[Any]) -> None:
+        """The terminal's mode set to `mode` (and bracketed paste on while typeahead is
+        kept); a closed terminal is let be."""
+        with contextlib.suppress(termios.error, OSError):
+            termios.tcsetattr(self._fd, termios.TCSANOW, mode)
+        if self._modes is not None:
+            self._write(BRACKETED_PASTE_ON)
+
+    @staticmethod
+    def _write(sequence: str) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.write(sequence)
+            sys.stdout.flush()
 
     @staticmethod
     def typed_so_far() -> str:

@@ -8,6 +8,7 @@ import asyncio
 import base64
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from acp.schema import (
     TextResourceContents,
 )
 
+from agent_server.acp.updates import code_block
 from agent_server.sim.scenario import parse_scenario
 from agent_server.sim.server import SimServer
 from agent_server.sim.simulator import Simulator
@@ -33,6 +35,7 @@ from tests.acp.conftest import (
     acp_args,
     start_acp,
 )
+from tests.acp.test_acp_docs import DOC
 from tests.acp.test_acp_session import wait_for
 from tests.agent.mcp_tools.conftest import FIXTURE_SERVER, call, turn
 
@@ -174,11 +177,11 @@ async def test_a_tool_call_cancelled_while_running_is_closed_on_the_wire(
         await acp.conn.cancel(session_id=sid)
         assert (await asyncio.wait_for(running, 60)).stop_reason == "cancelled"
         assert acp.client.of("tool_call") and all_closed(acp)
-        # Closed by the stopped call's own result (the agent records it as aborted) or, for a
-        # call left without one, by the translator at the turn's end ("Cancelled.").
+        # Closed by the stopped call's own result (the agent records it as aborted), in the
+        # words docs/acp.md quotes.
         last = list(acp.client.tool_results().values())[-1]
-        text = last.content[-1].content.text
-        assert last.status == "failed" and ("Cancelled" in text or "aborted" in text), text
+        assert last.status == "failed"
+        assert last.content[-1].content.text == code_block(documented_cancel_text())
 
 
 async def test_a_tool_call_cancelled_during_its_permission_question_is_closed(
@@ -195,7 +198,20 @@ async def test_a_tool_call_cancelled_during_its_permission_question_is_closed(
         assert (await asyncio.wait_for(running, 60)).stop_reason == "cancelled"
         assert acp.client.of("tool_call") and all_closed(acp)
         asked = client.questions[0].tool_call_id
-        assert acp.client.tool_results()[asked].status == "failed"
+        closed = acp.client.tool_results()[asked]
+        assert closed.status == "failed"
+        assert closed.content[-1].content.text == code_block(documented_cancel_text())
+
+
+def documented_cancel_text() -> str:
+    """What docs/acp.md says a cancelled tool call's card reads (its `session/cancel` row)."""
+    row = next(
+        line for line in DOC.read_text(encoding="utf-8").splitlines()
+        if line.startswith("| `session/cancel` |")
+    )
+    quoted = re.search(r'gets a `failed` update \("([^"]+)"', row)
+    assert quoted, row
+    return quoted.group(1)
 
 
 # --- MCP failures and changes ---------------------------------------------------------------
@@ -346,6 +362,39 @@ async def test_a_rejected_write_shows_no_diff(
         assert all(block.type != "diff" for block in refused.content)
 
 
+async def test_each_command_answer_is_a_message_of_its_own(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    """ACP's `messageId`: chunks that share one are one message, so two /usage answers in a
+    row must not share one (a client would join them into one message)."""
+    async with start_acp(acp_args(sim, tmp_path), tmp_path) as acp:
+        sid = await acp.new_session(workspace)
+        for command in ("/usage", "/usage", "/pins", "/pins"):
+            await acp.prompt(sid, command)
+        ids = [u.message_id for u in acp.client.of("agent_message_chunk", sid)]
+        assert len(ids) == 4 and len(set(ids)) == 4, ids
+
+
+async def test_words_after_a_command_that_takes_none_are_refused_not_dropped(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    """`/usage why so high?` neither runs /usage dropping the question unsaid nor sends it:
+    the answer says so; a command that takes words still reads them."""
+    async with start_acp(acp_args(sim, tmp_path), tmp_path) as acp:
+        sid = await acp.new_session(workspace)
+        requests = len(sim.simulator.records)
+        await acp.prompt(sid, "/usage why so high?")
+        await acp.prompt(sid, "/remember answer in French")
+        texts = [u.content.text for u in acp.client.of("agent_message_chunk", sid)]
+        assert texts[0] == "/usage takes nothing after it: nothing was done and nothing sent."
+        assert len(sim.simulator.records) == requests
+        pins = await acp.prompt(sid, "/pins")
+        assert pins is not None
+        assert "answer in French" in "".join(
+            u.content.text for u in acp.client.of("agent_message_chunk", sid)
+        )
+
+
 # --- ACP 1.7: close, resume, delete, $/cancel_request -------------------------------------
 
 
@@ -359,16 +408,9 @@ async def test_close_stops_the_sessions_mcp_servers_and_resume_reopens_it_quietl
         assert caps.session_capabilities.resume is not None
         assert caps.session_capabilities.delete is not None
         pid_file = tmp_path / "server.pid"
-        server = McpServerStdio(
-            name="pid",
-            command=sys.executable,
-            args=[
-                "-c",
-                f"import os, sys, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); "
-                "time.sleep(600)",
-            ],
-            env=[],
-        )
+        # A real MCP server (one that never answered would hold the prompt for the start-up
+        # timeout, 30 s) that says its process id.
+        server = fixture("pid", "--pid-file", str(pid_file))
         session = await acp.conn.new_session(cwd=str(workspace), mcp_servers=[server])
         sid = session.session_id
         await acp.prompt(sid, OVERVIEW)
@@ -412,6 +454,33 @@ async def test_a_closed_session_sends_nothing_more(
         assert [u for s, u in acp.client.updates[seen:] if s == sid] == []
 
 
+@pytest.mark.parametrize("reopen", ["resume", "load"])
+async def test_a_reopened_session_tells_a_change_of_thinking_level_like_a_new_one(
+    workspace: Path, sim: SimServer, tmp_path: Path, reopen: str
+) -> None:
+    async with start_acp(acp_args(sim, tmp_path), tmp_path) as acp:
+        sid = await acp.new_session(workspace)  # sim-small thinks on request
+
+        async def told(level: str) -> list[str]:
+            seen = len(acp.client.updates)
+            await acp.conn.set_config_option(config_id="thinking", session_id=sid, value=level)
+            await acp.prompt(sid, "/usage")  # answered after every update before it
+            return [
+                u.content.text for s, u in acp.client.updates[seen:]
+                if s == sid and (getattr(u, "message_id", None) or "").startswith("notice-")
+            ]
+
+        assert len(await told("low")) == 1
+        await acp.prompt(sid, OVERVIEW)
+        await acp.conn.close_session(session_id=sid)
+        if reopen == "resume":
+            await acp.conn.resume_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
+        else:
+            await acp.conn.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
+        notes = await told("high")
+        assert len(notes) == 1 and "Thinking: high effort (was low effort)" in notes[0], notes
+
+
 async def test_delete_removes_the_session_for_good(
     workspace: Path, sim: SimServer, tmp_path: Path
 ) -> None:
@@ -447,6 +516,30 @@ async def test_cancel_request_for_a_running_prompt_cancels_the_turn(
         await asyncio.sleep(0.5)
         assert not running.done()
         await acp.notify("$/cancel_request", {"requestId": request_id})
+        assert (await asyncio.wait_for(running, 60)).stop_reason == "cancelled"
+        assert all_closed(acp)
+
+
+async def test_session_cancel_sent_as_a_request_cancels_and_is_answered(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """ACP defines session/cancel as a notification; a client that gives it an id is
+    answered (an empty result) rather than told the method does not exist."""
+    simulator = scripted(turn("Wait a while.", call("bash", command="sleep 120")))
+    async with (
+        SimServer(simulator) as sim,
+        start_acp(acp_args(sim, tmp_path, "--mode", "allowAll"), tmp_path) as acp,
+    ):
+        sid = await acp.new_session(workspace)
+        running = asyncio.ensure_future(acp.prompt(sid, "Wait a while."))
+        await wait_for(
+            lambda: any(u.status == "in_progress" for u in acp.client.of("tool_call_update"))
+        )
+        with pytest.raises(RequestError) as bad:
+            await acp.request("session/cancel", {"session": sid})
+        assert bad.value.code == -32602
+        assert not running.done()
+        assert await acp.request("session/cancel", {"sessionId": sid}) == {}
         assert (await asyncio.wait_for(running, 60)).stop_reason == "cancelled"
         assert all_closed(acp)
 

@@ -53,11 +53,12 @@ def test_switch_back_rewind_and_compact(sim: ThreadedSimServer, tmp_path: Path) 
         screen.type(line)
         screen.keys("Enter")
         prompts += 1
-        after = screen.wait_for("you ›", count=prompts)
+        screen.wait_for("you ›", count=prompts)
+        after = screen.ready()
         return after[len(before.rstrip()) :] if after.startswith(before.rstrip()) else after
 
     try:
-        screen.wait_for("you ›")
+        screen.ready()
         send(QUESTIONS[0])
         send("/model sim-large")
         send(QUESTIONS[1])
@@ -75,6 +76,7 @@ def test_switch_back_rewind_and_compact(sim: ThreadedSimServer, tmp_path: Path) 
         screen.type(reject)
         screen.keys("Enter")
         screen.wait_for("you ›", count=prompts)
+        screen.ready()
 
         screen.type("/rewind")
         screen.keys("Enter")
@@ -92,6 +94,7 @@ def test_switch_back_rewind_and_compact(sim: ThreadedSimServer, tmp_path: Path) 
         screen.keys("Enter")
         screen.wait_for("nothing changed")
         screen.wait_for("you ›", count=prompts)
+        screen.ready()
 
         compacted = send("/compact")
         assert compacted.count("compacted: ") == 1, compacted

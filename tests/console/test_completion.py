@@ -19,7 +19,7 @@ def chat(tmp_path: Path) -> Iterator[TmuxScreen]:
         (workspace / name).parent.mkdir(parents=True, exist_ok=True)
         (workspace / name).write_text("print('hi')\n")
     screen = chat_screen(tmp_path, workspace, "--provider", "sim")
-    screen.wait_for("you ›")
+    screen.ready()
     yield screen
     screen.close()
 

@@ -1,15 +1,31 @@
 """A terminal program as a person sees it: run in tmux (a private server), keys sent with
-send-keys, the screen read with capture-pane, at a fixed size (80 columns by default)."""
+send-keys, the screen read with capture-pane, at a fixed size (80 columns by default).
+
+No test sends a key before the program is ready for it unless that is what it tests: `ready`
+waits for the empty prompt line with the cursor on it (readline reading), `typed_ahead` for
+keys to be in the terminal's buffer. Every wait is bounded (`WAIT`) and says what it waited
+for; `close` returns once the program has ended (its session closed, its lock let go)."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
 import shlex
+import signal
+import struct
 import subprocess
 import sys
+import termios
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+
+# How long a wait may take. The slowest thing waited for is a chat's start on a busy machine
+# (the agent and the SDKs imported: seconds of CPU); a minute is ten times that.
+WAIT = 60.0
+PROMPT = "you ›"
 
 
 class TmuxScreen:
@@ -21,13 +37,22 @@ class TmuxScreen:
         env: Mapping[str, str],
         width: int = 80,
         height: int = 40,
+        under_shell: bool = False,
     ) -> None:
         self.socket = f"agent-server-test-{uuid.uuid4().hex[:8]}"
-        command = " ".join(
-            ["cd", shlex.quote(str(cwd)), "&&", "exec", "env", "-i"]
+        self._pid: int | None = None
+        self._pane_pid: int | None = None
+        self._under_shell = under_shell
+        program = " ".join(
+            ["env", "-i"]
             + [shlex.quote(f"{k}={v}") for k, v in env.items()]
             + [shlex.quote(a) for a in argv]
         )
+        if under_shell:  # for `held`: tmux sends SIGCONT to its own stopped children
+            # The shell takes Ctrl-C's SIGINT as its program does (a trap: the program starts
+            # with SIGINT's default), waits for it and exits with its status.
+            program = "sh -c " + shlex.quote(f"trap : INT; {program}; exit $?")
+        command = f"cd {shlex.quote(str(cwd))} && exec {program}"
         # The program is the pane's process (exec): if it ends, the pane stays, with what it
         # printed last, so a test that waits for more shows why instead of a missing server.
         self._tmux("new-session", "-d", "-s", "t", "-x", str(width), "-y", str(height),
@@ -39,6 +64,20 @@ class TmuxScreen:
             capture_output=True, text=True, check=True,
         )
         return run.stdout
+
+    def _reap(self) -> None:
+        """Has tmux reap the program if it has ended unnoticed. Debian's tmux is built with
+        libutempter, which puts in its own SIGCHLD handler while it removes the pane's utmp
+        record as the pane's terminal closes: a program that exits in that moment is left a
+        zombie and the pane never dies (tmux/tmux#311, #4559; seen here under load, after
+        /quit). tmux's answer is a SIGCHLD sent to the server, which then reaps it."""
+        pid = self.pane_pid()
+        try:
+            state, parent = (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[:2])
+        except OSError:
+            return
+        if state == "Z":
+            os.kill(int(parent), signal.SIGCHLD)
 
     def keys(self, *keys: str, literal: bool = False) -> None:
         self._tmux("send-keys", "-t", "t", *(["-l"] if literal else []), *keys)
@@ -62,7 +101,7 @@ class TmuxScreen:
     def visible(self) -> str:
         return self._tmux("capture-pane", "-p", "-t", "t")
 
-    def wait_for(self, text: str, timeout: float = 180, *, count: int = 1) -> str:
+    def wait_for(self, text: str, timeout: float = WAIT, *, count: int = 1) -> str:
         deadline = time.monotonic() + timeout
         while True:
             screen = self.screen()
@@ -70,14 +109,147 @@ class TmuxScreen:
                 return screen
             if time.monotonic() > deadline:
                 raise AssertionError(f"{text!r} never showed; the screen:\n{screen}")
+            self._reap()  # "Pane is dead" shows once tmux has reaped the program
             time.sleep(0.2)
 
-    def close(self) -> None:
+    def ready(self, typed: str = "", timeout: float = WAIT) -> str:
+        """Waits until the program reads a line at its prompt (`you › `) holding `typed`,
+        the cursor at its end: readline is reading. Returns the screen."""
+        want = f"{PROMPT} {typed}"
+        deadline = time.monotonic() + timeout
+        while True:
+            x, y = (int(n) for n in self._tmux(
+                "display-message", "-p", "-t", "t", "#{cursor_x} #{cursor_y}").split())
+            lines = self.visible().split("\n")
+            line = lines[y] if y < len(lines) else ""
+            if line.rstrip() == want.rstrip() and x == len(want):
+                return self.screen()
+            if time.monotonic() > deadline:
+                raise AssertionError(f"never ready at {want!r}; the screen:\n{self.screen()}")
+            self._reap()
+            time.sleep(0.1)
+
+    def typed_ahead(self, count: int, timeout: float = WAIT) -> None:
+        """Waits until `count` bytes sent are in the terminal's input buffer, unread (keys
+        typed while the program does not read)."""
+        tty = self._tmux("display-message", "-p", "-t", "t", "#{pane_tty}").strip()
+        fd = os.open(tty, os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK)
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                waiting = struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0]
+                if waiting >= count:
+                    return
+                if time.monotonic() > deadline:
+                    raise AssertionError(
+                        f"{waiting} of {count} bytes typed ahead; the screen:\n{self.screen()}"
+                    )
+                time.sleep(0.05)
+        finally:
+            os.close(fd)
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """The program stopped (SIGSTOP) while entered, and let go on (SIGCONT) after: what
+        is sent meanwhile is taken in the order it came once it goes on. Needs a screen made
+        `under_shell` (tmux would let its own child go on at once)."""
+        assert self._under_shell, "held() needs TmuxScreen(..., under_shell=True)"
+        pid = self.pid()
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            deadline = time.monotonic() + WAIT
+            while _state(pid) not in ("T", "t", "", "Z"):
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"the program (pid {pid}) never stopped")
+                time.sleep(0.01)
+            yield
+        finally:
+            os.kill(pid, signal.SIGCONT)
+
+    def signal_pending(self, number: int, timeout: float = WAIT) -> None:
+        """Waits until signal `number` waits for the (held) program: a key the terminal
+        turns into a signal (Ctrl-C) has been taken."""
+        bit = 1 << (number - 1)
+        deadline = time.monotonic() + timeout
+        while True:
+            status = Path(f"/proc/{self.pid()}/status").read_text()
+            pending = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+            if (int(pending["ShdPnd"], 16) | int(pending["SigPnd"], 16)) & bit:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"signal {number} never came; the screen:\n{self.screen()}")
+            time.sleep(0.01)
+
+    def resize(self, width: int) -> None:
+        """The terminal made `width` columns wide (as a person drags its window's edge)."""
+        self._tmux("resize-window", "-t", "t", "-x", str(width))
+
+    def status(self) -> str:
+        """The program's exit status once it has ended (the pane stays: remain-on-exit);
+        empty while it runs."""
+        self._reap()
+        return self._tmux("display-message", "-p", "-t", "t", "#{pane_dead_status}").strip()
+
+    def pane_pid(self) -> int:
+        """The pane's process: the program, or the shell it runs under."""
+        if self._pane_pid is None:
+            self._pane_pid = int(
+                self._tmux("display-message", "-p", "-t", "t", "#{pane_pid}").strip()
+            )
+        return self._pane_pid
+
+    def pid(self) -> int:
+        """The program's process id: the pane's process (it is exec'd), or, `under_shell`,
+        that shell's child."""
+        if self._pid is None:
+            pane = self._pid = self.pane_pid()
+            deadline = time.monotonic() + WAIT
+            while self._under_shell and self._pid == pane:
+                children = Path(f"/proc/{pane}/task/{pane}/children").read_text().split()
+                if children:
+                    self._pid = int(children[0])
+                elif time.monotonic() > deadline:
+                    raise AssertionError("the shell never started the program")
+                else:
+                    time.sleep(0.01)
+        return self._pid
+
+    def close(self, timeout: float = WAIT) -> None:
+        """Closes the terminal (the program gets SIGHUP, as from a closed window) and waits
+        for the program to end: its sessions closed and their locks let go, so the next
+        program a test starts on them does not find them open."""
+        try:
+            pid = self.pid()
+        except subprocess.CalledProcessError:
+            pid = None  # the server is gone already
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
+        deadline = time.monotonic() + timeout
+        while pid is not None and _running(pid):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the program (pid {pid}) did not end after its terminal closed")
+            time.sleep(0.05)
+
+
+def _state(pid: int) -> str:
+    """The process's state letter (R, S, T, Z, ...); "" once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` runs (not ended; a zombie has ended, whoever reaps it)."""
+    return _state(pid) not in ("", "Z")
 
 
 def chat_screen(
-    tmp_path: Path, workspace: Path, *args: str, height: int = 40, width: int = 80
+    tmp_path: Path,
+    workspace: Path,
+    *args: str,
+    height: int = 40,
+    width: int = 80,
+    under_shell: bool = False,
 ) -> TmuxScreen:
     """`agent-server chat` with its own home and sessions folder, in a 80-column tmux."""
     return TmuxScreen(
@@ -87,4 +259,5 @@ def chat_screen(
         env={"TERM": "xterm-256color", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
         height=height,
         width=width,
+        under_shell=under_shell,
     )
