@@ -4,7 +4,9 @@ Modes: `ask` asks before every tool call; `allowReads` (the default) runs read-o
 asks before write, edit and bash; `allowAll` asks nothing. The user's "always allow" and
 "always reject" answers are remembered for the session as rules: "always allow" on a command
 tool (bash) covers that exact command, or a prefix of it the user picks (`npm test:*`, which
-only ever matches simple commands: see shell_command.py), never every command; on other tools
+only ever matches simple commands whose other words stay data in the workspace: see
+shell_command.py; a command it does not cover is asked about, the question saying why),
+never every command; on other tools
 it covers the tool. "Always reject" covers the tool. A remembered rejection holds in every
 mode (the user said no, and "allow all" is about not asking, not about overriding an answer);
 a remembered allowance spares the question.
@@ -23,7 +25,12 @@ from dataclasses import dataclass
 from typing import Literal, TypeAlias, cast, get_args
 
 from agent_server.agent.mcp.approval import NO_ANSWERS, McpFileAnswers
-from agent_server.agent.shell_command import prefix_choices, prefix_label, starts_with
+from agent_server.agent.shell_command import (
+    prefix_choices,
+    prefix_label,
+    starts_with,
+    uncovered_by,
+)
 from agent_server.agent.tools.base import Tool, ToolResult
 from agent_server.agent.tools.diff import FileChange
 from agent_server.errors import ConfigError
@@ -251,6 +258,17 @@ class PermissionGate:
         matching = [rule for rule in self._rules if rule.matches(name, command)]
         return next((r for r in matching if not r.allowed), None) or next(iter(matching), None)
 
+    def _uncovered(self, name: str, command: str | None) -> str | None:
+        """Why an "always allow" prefix the user chose does not cover `command`, which
+        starts with it (an option that runs another program, a path outside the
+        workspace), for the question to say; None when there is no such prefix."""
+        for rule in self._rules:
+            if rule.allowed and rule.tool == name and rule.prefix and command is not None:
+                why = uncovered_by(command, rule.prefix)
+                if why is not None:
+                    return f"not covered by `{prefix_label(rule.prefix)}`: {why}"
+        return None
+
     async def decide(
         self,
         tool: Tool,
@@ -314,6 +332,7 @@ class PermissionGate:
         name = tool.spec.name
         command = command_of(tool, call)
         options = options_for(tool, call)
+        warning = warning or self._uncovered(name, command)
         title = _title(tool, call) + (f" ({warning})" if warning else "")
         request = PermissionRequest(call, tool, title, options, command, change)
         try:

@@ -16,6 +16,14 @@ and every git subcommand but the read-only ones (`git push`, `git reset`, `git c
 `git config` ... are only ever allowed one exact command at a time). Tools with
 subcommands (`git`, `npm`, `cargo`, `docker`, ...) are never offered alone: `npm:*` would
 cover `npm exec`.
+
+A prefix rule covers what a command does, not only its first words: the words after the
+prefix must stay data in the workspace (`reaches_beyond`). An option that runs another
+program or writes where its arguments do not say (`git grep --open-files-in-pager=CMD`,
+`git diff --output=PATH`, `go test -exec CMD`, `cmake -E`, any `--output`, `--exec`,
+`--pager` ...: the table is `RUNS_OR_WRITES`) or an argument naming a path outside the
+workspace (absolute, `~`, `..`) is never covered: such a command is asked about again, and
+the question says why. A command that reaches beyond is offered no prefix at all.
 """
 
 from __future__ import annotations
@@ -49,7 +57,11 @@ NEVER_OFFERED: dict[str, frozenset[str]] = {
          "watch", "setsid", "stdbuf", "flock", "chroot", "unshare", "nsenter", "strace",
          "ltrace", "valgrind", "script", "taskset", "chrt", "prlimit", "systemd-run", "entr",
          "firejail", "bwrap", "fakeroot", "proot", "make", "gmake", "just", "task", "ninja",
-         "rg", "zip", "sort")  # make --eval, rg --pre, zip -TT, sort --compress-program
+         "rg", "zip", "sort",  # make --eval, rg --pre, zip -TT, sort --compress-program
+         # terminal multiplexers start commands; database shells run `.shell`, `\\!`;
+         # editors install extensions; openers start any program
+         "tmux", "screen", "byobu", "sqlite3", "sqlite", "duckdb", "psql", "mysql", "mariadb",
+         "code", "code-insiders", "codium", "cursor", "open", "xdg-open", "gio")
     ),
     "a package runner or installer": frozenset(
         ("npx", "pnpx", "bunx", "uvx", "pipx", "pip", "pip3", "gem", "brew", "apt", "apt-get",
@@ -65,9 +77,39 @@ NEVER_OFFERED: dict[str, frozenset[str]] = {
     ),
     "a command that reaches the network": frozenset(
         ("curl", "wget", "nc", "ncat", "netcat", "socat", "ssh", "scp", "sftp", "telnet",
-         "ftp", "http", "https", "xh", "aria2c")
+         "ftp", "http", "https", "xh", "aria2c", "gh", "glab")  # gh ... --body-file ~/.ssh/...
     ),
 }
+# Options that make a command run another program, or read or write where its arguments do
+# not say: never covered by a prefix rule (`reaches_beyond`). Long options match as the word
+# or `--name=value`; letters as a short option of their own or in a bundle (`-iO`). Every
+# program's, then each program's own.
+RUNS_OR_WRITES_EVERYWHERE = frozenset(
+    ("--output", "--output-file", "--output-dir", "--out-file", "--outfile", "--out-dir",
+     "--log-file", "--logfile", "--exec", "--exec-path", "--pager", "--editor", "--shell",
+     "--command", "--eval", "--rcfile", "--init-file", "--upload-pack", "--receive-pack")
+)
+RUNS_OR_WRITES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    # git grep -O/--open-files-in-pager runs a program; diff/log --output writes anywhere;
+    # --ext-diff and --textconv run the configured drivers; the others pick another repository.
+    "git": (
+        frozenset(("--open-files-in-pager", "--ext-diff", "--textconv", "--git-dir",
+                   "--work-tree", "--namespace", "--config-env", "--no-index", "--contents")),
+        frozenset("O"),
+    ),
+    "go": (frozenset(("-exec", "-toolexec", "-overlay", "-modfile", "-o", "-coverprofile",
+                      "-cpuprofile", "-memprofile", "-trace", "-outputdir")), frozenset()),
+    "cargo": (frozenset(("--config", "-Z", "--target-dir", "--manifest-path")), frozenset()),
+    "cmake": (frozenset(("-E", "-P", "--build", "--install")), frozenset()),
+    "rake": (frozenset(("--execute", "--execute-continue", "--execute-print", "--require",
+                        "--rakefile", "--libdir", "--rakelib")), frozenset("eEprfIR")),
+    "pytest": (frozenset(("--junitxml", "--junit-xml", "--basetemp", "--rootdir",
+                          "--confcutdir", "--debug", "--pastebin", "--resultlog")),
+               frozenset("pc")),
+    "tsc": (frozenset(("--outDir", "--outFile", "--out", "--declarationDir",
+                       "--tsBuildInfoFile", "--generateTrace")), frozenset()),
+}
+RUNS_OR_WRITES["py.test"] = RUNS_OR_WRITES["pytest"]
 # Versioned interpreter names: python3.12, pypy3.10, ruby3.2, perl5.36, node20, php8.3, lua5.4.
 _VERSIONED_INTERPRETER = re.compile(
     r"(?:python|pypy|ruby|perl|node|php|lua|tclsh|wish|pip|mkfs)[0-9.]*(?:\.[a-z0-9]+)?"
@@ -136,6 +178,8 @@ def prefix_choices(command: str, most: int = 2) -> list[tuple[str, ...]]:
     if words is None or never_offered(words[0]) is not None:
         return []
     program = words[0].rsplit("/", 1)[-1]
+    if reaches_beyond(words, 1) is not None:  # no prefix rule would cover this command
+        return []
     choices: list[tuple[str, ...]] = []
     for length in range(1, min(most, len(words) - 1) + 1):
         prefix = words[:length]
@@ -162,6 +206,51 @@ def prefix_label(prefix: tuple[str, ...]) -> str:
 
 
 def starts_with(command: str, prefix: tuple[str, ...]) -> bool:
-    """Whether `command` is a simple command whose first words are `prefix`."""
+    """Whether a prefix rule for `prefix` covers `command`: a simple command whose first
+    words are `prefix`, and whose other words do not reach beyond what the rule trusts."""
     words = simple_command_words(command)
-    return words is not None and words[: len(prefix)] == prefix
+    return (
+        words is not None
+        and words[: len(prefix)] == prefix
+        and reaches_beyond(words, len(prefix)) is None
+    )
+
+
+def uncovered_by(command: str, prefix: tuple[str, ...]) -> str | None:
+    """Why a simple command that starts with `prefix` is still not covered by its rule
+    (the question says it); None when it is, or when it does not start with `prefix`."""
+    words = simple_command_words(command)
+    if words is None or words[: len(prefix)] != prefix:
+        return None
+    return reaches_beyond(words, len(prefix))
+
+
+def reaches_beyond(words: tuple[str, ...], start: int) -> str | None:
+    """Why the words of a simple command from `start` on reach beyond the data a prefix
+    rule trusts them to be: an option that runs another program or reads or writes where
+    the arguments do not say (`RUNS_OR_WRITES`), or a path outside the workspace; None when
+    they do not."""
+    program = words[0].rsplit("/", 1)[-1]
+    long_options, letters = RUNS_OR_WRITES.get(program, (frozenset(), frozenset()))
+    for word in words[start:]:
+        name, _, value = word.partition("=")
+        if name in RUNS_OR_WRITES_EVERYWHERE or name in long_options:
+            return f"`{name}` runs another program or reads or writes elsewhere"
+        if word.startswith("-") and not word.startswith("--"):
+            # `-O`, `-Oless` (its value attached) or a bundle of flags (`-iO`).
+            flags = word[1:] if word[1:].isalpha() else word[1:2]
+            found = sorted(letter for letter in set(flags) if letter in letters)
+            if found:
+                return f"`-{found[0]}` runs another program or reads or writes elsewhere"
+        for path in (word, value) if value else (word,):
+            if _outside_the_workspace(path):
+                return f"`{path}` is outside the workspace"
+    return None
+
+
+def _outside_the_workspace(word: str) -> bool:
+    """A path that leaves the workspace: absolute (but /dev/null), in a home (`~`), or
+    going up (`..`)."""
+    if word.startswith("/"):
+        return word != "/dev/null"
+    return word.startswith("~") or ".." in word.split("/")

@@ -497,3 +497,73 @@ def test_the_issue_case_python3_prefix_is_gone_and_the_rm_runs_only_when_asked()
         "reject_once",
         "reject_always",
     ]
+
+
+# --- a prefix covers what a command does, not its first words (issue 44) -------------------
+
+# (the prefix the user chose, a command that starts with it and would run or write elsewhere)
+ESCAPES_A_PREFIX = [
+    (("git", "grep"), "git grep --open-files-in-pager='touch M' x"),
+    (("git", "grep"), "git grep -O'touch M' x"),
+    (("git", "grep"), "git grep -iO x"),
+    (("git", "diff"), "git diff --output=/home/user/.bashrc"),
+    (("git", "diff"), "git diff --output=.git/hooks/pre-commit"),
+    (("git", "log"), "git log --output=../elsewhere"),
+    (("git", "diff"), "git diff --ext-diff"),
+    (("git", "log"), "git log --git-dir=/other/repo/.git"),
+    (("go", "test"), "go test -exec 'touch M' ./..."),
+    (("go", "test"), "go test -toolexec=/tmp/x ./..."),
+    (("cmake",), "cmake -E touch /any/path"),
+    (("rake",), "rake -e 'system(\"touch M\")'"),
+    (("pytest",), "pytest -p evil_plugin"),
+    (("pytest",), "pytest --junitxml=/home/user/.profile"),
+    (("cat",), "cat ~/.ssh/id_rsa"),
+    (("cat",), "cat /etc/passwd"),
+    (("wc",), "wc ../../secrets.txt"),
+    (("eslint",), "eslint --output-file=/tmp/x src"),
+]
+
+
+@pytest.mark.parametrize(("prefix", "command"), ESCAPES_A_PREFIX)
+async def test_a_prefix_rule_never_covers_an_option_that_runs_or_writes_elsewhere(
+    prefix: tuple[str, ...], command: str
+) -> None:
+    """`always allow git grep:*` and the like cover data arguments in the workspace, not an
+    option that runs a program or writes a file elsewhere, nor a path outside: each is asked
+    about again, and the question says which word and why."""
+    user = User("allow_prefix:" + " ".join(prefix), "reject_once")
+    gate = PermissionGate("allowReads", user)
+    first = " ".join(prefix) + " src"  # an ordinary command, answered with the prefix
+    assert (await decide(gate, BASH, command=first)).allowed
+    decision = await decide(gate, BASH, command=command)
+    assert not decision.allowed and decision.basis == "user", command
+    assert len(user.asked) == 2
+    title = user.asked[1].title
+    assert f"not covered by `{' '.join(prefix)}:*`" in title, title
+    assert "runs another program" in title or "outside the workspace" in title, title
+
+
+@pytest.mark.parametrize(("prefix", "command"), ESCAPES_A_PREFIX)
+def test_a_command_that_reaches_beyond_is_offered_no_prefix(
+    prefix: tuple[str, ...], command: str
+) -> None:
+    assert prefix_choices(command) == [], command
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["tmux new-session -d 'touch M'", "sqlite3 db '.shell touch M'", "psql -c '\\! touch M'",
+     "code --install-extension evil.vsix", "gh pr create --body-file x", "xdg-open x"],
+)
+def test_programs_that_start_other_programs_are_offered_no_prefix(command: str) -> None:
+    assert prefix_choices(command) == [], command
+
+
+async def test_a_prefix_still_covers_ordinary_arguments_in_the_workspace() -> None:
+    user = User("allow_prefix:git grep")
+    gate = PermissionGate("allowReads", user)
+    assert (await decide(gate, BASH, command="git grep -n TODO")).allowed
+    for command in ("git grep -ic todo src", "git grep -e 'a b' -- '*.py'", "git grep x HEAD~1",
+                    "git grep x ./src/.../y"):
+        decision = await decide(gate, BASH, command=command)
+        assert decision.allowed and decision.basis == "remembered", command
