@@ -15,6 +15,7 @@ import pytest
 from agent_server.sim.scenario import parse_scenario
 from agent_server.sim.server import SimServer, ThreadedSimServer
 from agent_server.sim.simulator import Simulator
+from tests.console.tmux_screen import WAIT, wait_reading_keys
 
 # A model that tries to hide part of a command from the person approving it: Rich markup,
 # an escape sequence that clears the screen, a bidi override.
@@ -69,14 +70,12 @@ def spawn_chat(sim: ThreadedSimServer, tmp_path: Path, *extra: str) -> pexpect.s
 
 
 def interrupt(child: pexpect.spawn, expected: object) -> None:
-    """Ctrl-C, until `expected` shows. CPython's readline loop can miss a SIGINT that arrives
-    in the instant between printing the prompt and waiting for a key (it is acted on with the
-    next one); a person cannot press that fast, a test can."""
-    for _ in range(5):
-        child.sendintr()
-        if child.expect([expected, pexpect.TIMEOUT], timeout=10) == 0:
-            return
-    raise AssertionError(f"Ctrl-C never led to {expected!r}")
+    """Ctrl-C once the chat waits for a key, then `expected`. CPython's readline loop takes a
+    SIGINT that arrives between printing the prompt and waiting for a key only with the next
+    key; a person cannot press that fast, a test can: so it waits until the chat waits."""
+    wait_reading_keys(child.pid)
+    child.sendintr()
+    child.expect(expected, timeout=WAIT)
 
 
 class Recorder:
@@ -190,7 +189,7 @@ def test_ctrl_c_during_compact_stops_it_and_the_chat_goes_on(
     for prompt in ("check the log", "write a note"):
         child.sendline(prompt)
         child.expect("you ›")
-    sim.simulator.set_faults("slow@1:10")  # the summary request: time to press Ctrl-C
+    sim.simulator.set_faults("slow@1:60")  # the summary request hangs until Ctrl-C stops it
     try:
         child.sendline("/compact")
         child.expect("⟳ compacting")  # the summary is asked for

@@ -114,7 +114,7 @@ class TmuxScreen:
 
     def ready(self, typed: str = "", timeout: float = WAIT) -> str:
         """Waits until the program reads a line at its prompt (`you › `) holding `typed`,
-        the cursor at its end: readline is reading. Returns the screen."""
+        the cursor at its end, and waits for a key (`reads_keys`). Returns the screen."""
         want = f"{PROMPT} {typed}"
         deadline = time.monotonic() + timeout
         while True:
@@ -122,7 +122,7 @@ class TmuxScreen:
                 "display-message", "-p", "-t", "t", "#{cursor_x} #{cursor_y}").split())
             lines = self.visible().split("\n")
             line = lines[y] if y < len(lines) else ""
-            if line.rstrip() == want.rstrip() and x == len(want):
+            if line.rstrip() == want.rstrip() and x == len(want) and reads_keys(self.pid()):
                 return self.screen()
             if time.monotonic() > deadline:
                 raise AssertionError(f"never ready at {want!r}; the screen:\n{self.screen()}")
@@ -228,6 +228,33 @@ class TmuxScreen:
             if time.monotonic() > deadline:
                 raise AssertionError(f"the program (pid {pid}) did not end after its terminal closed")
             time.sleep(0.05)
+
+
+def reads_keys(pid: int) -> bool:
+    """Whether the program's main thread waits for a key: blocked in select or poll (what
+    readline waits in), not busy, not in a lock or a sleep. A signal (Ctrl-C) sent now is
+    taken at once; one sent a moment before readline waits may be taken only with the next
+    key (CPython's readline checks for signals when select is interrupted)."""
+    try:
+        wchan = Path(f"/proc/{pid}/wchan").read_text()
+        syscall = Path(f"/proc/{pid}/syscall").read_text().split()[0]
+    except (OSError, IndexError):
+        return False
+    return "poll" in wchan or "select" in wchan or syscall in _WAITING_SYSCALLS
+
+
+# select, poll and their kin on x86_64 (poll 7, select 23, pselect6 270, ppoll 271) and
+# aarch64 (pselect6 72, ppoll 73).
+_WAITING_SYSCALLS = frozenset(("7", "23", "270", "271", "72", "73"))
+
+
+def wait_reading_keys(pid: int, timeout: float = WAIT) -> None:
+    """Waits until the program waits for a key (`reads_keys`)."""
+    deadline = time.monotonic() + timeout
+    while not reads_keys(pid):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the program (pid {pid}) never waited for a key")
+        time.sleep(0.02)
 
 
 def _state(pid: int) -> str:
