@@ -10,7 +10,7 @@ import type { PermissionMode, ThinkingLevel } from './protocol/types';
 import { KEY_FAMILIES, ApiKeyStore, MCP_SECRET_NAME, McpSecretStore } from './secrets';
 import { AgentServer } from './server/agentServer';
 import { onPythonInterpreterChange } from './server/python';
-import { CONFIG_SECTION, DEFAULT_KEY_ENV, agentSettingsFrom, keyFamilyOf, restartReason } from './settings/mapping';
+import { CONFIG_SECTION, DEFAULT_KEY_ENV, agentSettingsFrom, keyFamilyOf, restartReason, valueOf } from './settings/mapping';
 import { ChatViewProvider } from './view/chatViewProvider';
 import { pickMode, pickModel, pickSession, pickThinking } from './view/pickers';
 import type { WebviewToHost } from './view/messages';
@@ -51,7 +51,10 @@ export function activate(context: vscode.ExtensionContext): void {
   // Before a session says its own, the view shows the settings' mode and thinking level.
   const readSettings = (): void => {
     const config = vscode.workspace.getConfiguration(CONFIG_SECTION);
-    controller.readSettings(config.get<PermissionMode>('permissions.mode'), config.get<ThinkingLevel>('thinking'));
+    controller.readSettings(
+      valueOf(config, 'permissions.mode') as PermissionMode | undefined,
+      config.get<ThinkingLevel>('thinking'),
+    );
   };
   readSettings();
 

@@ -23,6 +23,7 @@ import {
   SERVER_SECTION,
   agentSettingsFrom,
   describeKeys,
+  ignoredWorkspaceValues,
   serverEnvironment,
 } from '../settings/mapping';
 import { describeLaunchFailure, logLevelOf, StderrTail, type LaunchAdvice } from './launchFailure';
@@ -125,6 +126,11 @@ export class AgentServer implements vscode.Disposable {
     this.interpreter = interpreter;
     const config = vscode.workspace.getConfiguration(CONFIG_SECTION, folder);
     const settings = agentSettingsFrom(config);
+    for (const key of ignoredWorkspaceValues(config)) {
+      this.log.warn(
+        `${CONFIG_SECTION}.${key} is set in the workspace's settings and ignored: it is taken only from your user settings (docs/security.md)`,
+      );
+    }
     const keys = await this.keys.all();
     const mcpSecrets = (await this.mcpSecrets?.all()) ?? {};
     const env = serverEnvironment(process.env, settings, keys, mcpSecrets);

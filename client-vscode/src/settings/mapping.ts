@@ -27,9 +27,35 @@ export const DEFAULT_KEY_ENV = Object.fromEntries(
 
 const FAMILIES = Object.keys(KEY_FAMILIES) as KeyFamily[];
 
-/** Anything with WorkspaceConfiguration's `get(key)` (keys relative to `agentServer`). */
+/** Anything with WorkspaceConfiguration's `get(key)` (keys relative to `agentServer`), and
+ * its `inspect(key)`, which says where a value comes from. */
 export interface ConfigReader {
   get<T>(key: string): T | undefined;
+  inspect?<T>(key: string): { globalValue?: T; workspaceValue?: T; workspaceFolderValue?: T } | undefined;
+}
+
+/**
+ * Settings that carry authority (docs/security.md): the permission mode, and the sessions
+ * folder (where ledgers go). They are read only from the user's own settings (User, Remote):
+ * a workspace's `.vscode/settings.json` or a folder's, which a repository can ship or an agent
+ * can write, is ignored for them (`ignoredWorkspaceValues` names them, for the log). The other
+ * settings that carry authority are `machine`-scoped in package.json, which VS Code never
+ * takes from a workspace.
+ */
+export const USER_ONLY_KEYS: readonly string[] = ['permissions.mode', 'sessionsDir'];
+
+/** The value of `key`: for a user-only key, the user's own, never a workspace's. */
+export function valueOf(config: ConfigReader, key: string): unknown {
+  if (config.inspect && USER_ONLY_KEYS.includes(key)) return config.inspect<unknown>(key)?.globalValue;
+  return config.get<unknown>(key);
+}
+
+/** The user-only keys a workspace or folder sets: ignored (`USER_ONLY_KEYS`). */
+export function ignoredWorkspaceValues(config: ConfigReader): string[] {
+  return USER_ONLY_KEYS.filter((key) => {
+    const where = config.inspect?.<unknown>(key);
+    return where?.workspaceValue !== undefined || where?.workspaceFolderValue !== undefined;
+  });
 }
 
 /** Settings that only the extension reads; they never go to the server. */
@@ -37,20 +63,20 @@ export const CLIENT_ONLY_KEYS = ['python'] as const;
 
 
 function str(config: ConfigReader, key: string): string | undefined {
-  const v = config.get<unknown>(key);
+  const v = valueOf(config, key);
   if (typeof v !== 'string') return undefined;
   const t = v.trim();
   return t === '' ? undefined : t;
 }
 
 function int(config: ConfigReader, key: string): number | undefined {
-  const v = config.get<unknown>(key);
+  const v = valueOf(config, key);
   if (typeof v !== 'number' || !Number.isFinite(v)) return undefined;
   return Math.max(0, Math.round(v));
 }
 
 function bool(config: ConfigReader, key: string): boolean | undefined {
-  const v = config.get<unknown>(key);
+  const v = valueOf(config, key);
   return typeof v === 'boolean' ? v : undefined;
 }
 

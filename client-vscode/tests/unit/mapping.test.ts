@@ -6,6 +6,8 @@ import {
   keyVariableFor,
   restartReason,
   serverEnvironment,
+  ignoredWorkspaceValues,
+  valueOf,
   type ConfigReader,
 } from '../../src/settings/mapping';
 
@@ -150,6 +152,7 @@ describe('settings a workspace must not set', () => {
   it('are machine-scoped: a folder\'s .vscode/settings.json cannot redirect the key, loosen the sandbox or run commands', () => {
     const properties = contributedSettings();
     for (const key of [
+      'python',
       'baseUrl',
       'apiKeyEnv',
       'tools.sandbox',
@@ -162,6 +165,43 @@ describe('settings a workspace must not set', () => {
     ]) {
       expect(properties[`agentServer.${key}`]?.scope, key).toBe('machine');
     }
+  });
+});
+
+/** A reader whose values come from the user's settings and from a workspace's. */
+function layered(user: Record<string, unknown>, workspace: Record<string, unknown>): ConfigReader {
+  return {
+    get: <T>(key: string) => (key in workspace ? workspace[key] : user[key]) as T | undefined,
+    inspect: <T>(key: string) => ({
+      globalValue: user[key] as T | undefined,
+      workspaceValue: workspace[key] as T | undefined,
+    }),
+  };
+}
+
+describe('settings that carry authority', () => {
+  it('are taken from the user\'s settings only: a workspace cannot turn the questions off or move the sessions', () => {
+    // Compare CVE-2025-53773: an agent wrote auto-approval into .vscode/settings.json.
+    const shipped = { 'permissions.mode': 'allowAll', sessionsDir: '/tmp/repo/.agent' };
+    const config = layered({ ...DEFAULTS }, shipped);
+    const settings = agentSettingsFrom(config);
+    expect(settings.permissions?.mode).toBe('allowReads');
+    expect(settings.sessionsDir).toBeUndefined();
+    expect(ignoredWorkspaceValues(config)).toEqual(['permissions.mode', 'sessionsDir']);
+    expect(valueOf(config, 'permissions.mode')).toBe('allowReads');
+  });
+
+  it('are still the user\'s own when the user sets them', () => {
+    const config = layered({ ...DEFAULTS, 'permissions.mode': 'ask', sessionsDir: '/home/u/ledgers' }, {});
+    const settings = agentSettingsFrom(config);
+    expect(settings.permissions?.mode).toBe('ask');
+    expect(settings.sessionsDir).toBe('/home/u/ledgers');
+    expect(ignoredWorkspaceValues(config)).toEqual([]);
+  });
+
+  it('leave the other settings to the workspace, as VS Code scopes them', () => {
+    const settings = agentSettingsFrom(layered({ ...DEFAULTS }, { model: 'claude-haiku-4-5' }));
+    expect(settings.model).toBe('claude-haiku-4-5');
   });
 });
 
