@@ -17,6 +17,12 @@ from agent_server.llm.providers import PROVIDER_NAMES
 from agent_server.stderr_log import configure_logging
 
 
+def absolute_folder(value: str) -> str:
+    """A folder given on the command line, relative to the current one, as the setting takes
+    it (absolute: agent/settings.py refuses a relative sessionsDir)."""
+    return str(Path(value).expanduser().absolute())
+
+
 def _chat_flags(chat: argparse.ArgumentParser) -> None:
     """`agent-server chat`: one-shot with a prompt, else interactive."""
     chat.add_argument("prompt", nargs="*", help="a one-shot prompt (none: interactive)")
@@ -62,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         sub = sessions_commands.add_parser(name, help=helptext)
         sub.add_argument("--workspace", default=".", help="the workspace folder (default: here)")
-        sub.add_argument("--sessions-dir")
+        sub.add_argument("--sessions-dir", type=absolute_folder)
         if name != "list":
             sub.add_argument("session_id")
         if name == "export":
@@ -139,7 +145,8 @@ def _settings_flags(parser: argparse.ArgumentParser) -> None:
                         help="the window of a --model only the --base-url server knows "
                         "(default 32768; Ollama: its num_ctx)")
     parser.add_argument("--api-key-env", help="the variable that holds the API key")
-    parser.add_argument("--sessions-dir")
+    parser.add_argument("--sessions-dir", type=absolute_folder,
+                        help="where sessions are kept (relative: to the current folder)")
     parser.add_argument("--config", help="settings file (default: the user config directory)")
 
 

@@ -8,6 +8,14 @@ What looks like a secret:
   (`AKIA...`, `ASIA...`), Google (`AIza...`, `ya29....`), Stripe (`sk_live_...`), npm
   (`npm_...`), PyPI (`pypi-...`), Hugging Face (`hf_...`), a JWT (`eyJ...eyJ...`);
 - a private key block (`-----BEGIN ... PRIVATE KEY-----` to its `END` line, or to the end);
+- a credential in a URL (`URL_CREDENTIAL`), with the rest of the URL kept: its userinfo
+  (`postgres://[redacted]@db/app`; in an http(s) URL a user alone too, which is a token
+  there: Sentry's DSN `https://<key>@o1.ingest.sentry.io/42`, `https://<token>@github.com`),
+  the value of a token-like query parameter (`?token=`, `access_token=`, `api_key=`, `key=`,
+  `sig=`, `X-Amz-Signature=`, ...), and the path of a webhook, which is its secret (Slack's
+  `hooks.slack.com/services/...`, Discord's `discord.com/api/webhooks/...`, Microsoft
+  Teams' `outlook.office.com/webhook/...` and `*.webhook.office.com/...`, Zapier's
+  `hooks.zapier.com/...`);
 - the value assigned to a secret-looking name (`*SECRET*`, `*TOKEN*`, `*PASSWORD*`,
   `*PASSWD*`, `*PASSPHRASE*`, `*CREDENTIAL*`, `*_KEY`, `*API_KEY*`, `*ACCESS_KEY*`, ...)
   in an environment file, a config file or a string literal (`NAME=value`, `NAME: value`,
@@ -25,9 +33,9 @@ code (`password = vault.get(...)`), which is code, not a secret.
 `redact` works on a whole text. `StreamRedactor` works on a text that arrives in pieces (a
 command's output): it holds back the end of a piece while it could still be the start of a
 secret (an unfinished line, a run of key characters, a prefix of a session secret, an open
-private key block), so a secret split across two pieces is caught like a whole one, and
-every sink that receives the pieces (the stream to the editor, the saved full output, the
-model's copy) receives the same redacted text.
+private key block, a URL not ended yet), so a secret split across two pieces is caught like
+a whole one, and every sink that receives the pieces (the stream to the editor, the saved
+full output, the model's copy) receives the same redacted text.
 
 Redaction is the second line of defence: the first is that tools never get the keys (see
 agent/tools/environment.py), and that the file tools ask before reading files that commonly
@@ -97,6 +105,60 @@ _PLACEHOLDER = re.compile(
     r"|^(?:none|null|true|false|undefined|password|secret)$",
     re.I,
 )
+# Credentials in a URL (see the module's docstring). A scheme starts after a character no
+# scheme holds (so a long run is tried once) and is at most 31 characters long.
+_WEBHOOK_PATH = (
+    r"hooks\.slack\.com/(?:services|workflows|triggers)/"
+    r"|(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/"
+    r"|outlook\.office(?:365)?\.com/webhook(?:b2)?/"
+    r"|[A-Za-z0-9\-]{1,63}\.webhook\.office\.com/"
+    r"|hooks\.zapier\.com/"
+)
+_TOKEN_PARAMETER = (
+    r"[A-Za-z0-9_\-]{0,40}?(?:token|secret|signature|passw(?:or)?d|api[_\-]?key)"
+    r"|key|sig|pwd|auth"
+)
+URL_CREDENTIAL = re.compile(
+    r"(?<![A-Za-z0-9+.\-])(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]{0,30})://(?:"
+    r"(?P<userinfo>[^\s/?#\"'`<>]+)@"
+    r"|(?P<hook>" + _WEBHOOK_PATH + r")(?P<path>[^\s?#\"'`<>]+))"
+    r"|(?<!&)[?&](?P<parameter>" + _TOKEN_PARAMETER + r")="
+    r"(?P<value>[^\s&#\"'`<>()\[\]{}$;,]+)",
+    re.I,
+)
+# Schemes where a user alone (no password) is a credential: the key of a Sentry DSN, a token
+# in a clone URL. Elsewhere it is a login name (`ssh://git@github.com/...`).
+_TOKEN_USER_SCHEMES = frozenset({"http", "https", "ws", "wss"})
+
+
+def _url_secret(match: re.Match[str]) -> str | None:
+    """The group of a `URL_CREDENTIAL` match that is a secret, or None when there is none
+    (a login name alone, a placeholder: `<user>:<password>@`, `?key=YOUR_KEY`). A webhook's
+    path is its secret whatever it looks like."""
+    if match.group("path") is not None:
+        return "path"
+    group = "userinfo" if match.group("userinfo") is not None else "value"
+    secret = match.group(group)
+    login_name = group == "userinfo" and ":" not in secret and (
+        match.group("scheme").lower() not in _TOKEN_USER_SCHEMES
+    )
+    return None if login_name or _PLACEHOLDER.search(secret) else group
+
+
+def _redact_url(match: re.Match[str]) -> str:
+    group = _url_secret(match)
+    if group is None:
+        return match.group(0)
+    start, end = match.start(group) - match.start(), match.end(group) - match.start()
+    whole = match.group(0)
+    return whole[:start] + REDACTED + whole[end:]
+
+
+def holds_url_credential(value: str) -> bool:
+    """Whether `value` holds a URL with a credential in it (see `URL_CREDENTIAL`)."""
+    return any(_url_secret(m) is not None for m in URL_CREDENTIAL.finditer(value))
+
+
 def redact(text: str, *secrets: str) -> str:
     """`text` with the given secrets, and anything that looks like a secret, replaced."""
     for secret in secrets:
@@ -105,6 +167,8 @@ def redact(text: str, *secrets: str) -> str:
     if "PRIVATE KEY-----" in text:
         text = _PRIVATE_KEY_BLOCK.sub(REDACTED, text)
     text = KEY_PATTERN.sub(REDACTED, text)
+    if "://" in text or "=" in text:
+        text = URL_CREDENTIAL.sub(_redact_url, text)
     if not _has_secret_word(text):
         return text
     return "\n".join(
@@ -170,14 +234,31 @@ def _open_block(text: str) -> int | None:
     return begin.start()
 
 
+def _open_url(text: str, max_hold: int) -> int | None:
+    """Where a URL that ends the text begins (no space after it yet), when it is at most
+    `max_hold` characters long."""
+    at = text.rfind("://", max(0, len(text) - max_hold))
+    if at == -1 or _URL_END.search(text, at) is not None:
+        return None
+    start = at
+    while start > max(0, at - 31) and text[start - 1] in _SCHEME_CHARS:
+        start -= 1
+    return start
+
+
+_URL_END = re.compile(r"[\s\"'`<>]")
+_SCHEME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+.-")
+
+
 class StreamRedactor:
     """Redacts text that arrives in pieces as if it were one text.
 
     `feed(piece)` returns what can be passed on now; `finish()` returns what was held back.
     At most `max_hold` characters are held: the longest tail that could still grow into a
-    secret (a proper prefix of one), a key (a trailing run of key characters) or an
-    assignment (an unfinished line). A run of key characters longer than that is passed on,
-    and if it was a key, its continuation in the next pieces is dropped too. A private key
+    secret (a proper prefix of one), a key (a trailing run of key characters), an
+    assignment (an unfinished line) or a URL's credential (a URL not ended yet). A run of key
+    characters longer than that is passed on, and if it was a key, its continuation in the
+    next pieces is dropped too. A private key
     block is held until its END line (up to 16 KB; a longer one is dropped to its end).
     """
 
@@ -246,6 +327,9 @@ class StreamRedactor:
         begin = _open_block(text)  # a private key block whose END has not come yet
         if begin is not None:
             safe = min(safe, begin)
+        url = _open_url(text, self._max_hold)  # its userinfo or query may still be arriving
+        if url is not None:
+            safe = min(safe, url)
         moved = True
         while moved and safe:
             moved = False
@@ -264,6 +348,9 @@ class StreamRedactor:
                 if found != -1 and found < safe < found + len(secret):
                     safe, moved = found, True
             for match in KEY_PATTERN.finditer(text, max(0, safe - self._max_hold - 64)):
+                if match.start() < safe < match.end():
+                    safe, moved = match.start(), True
+            for match in URL_CREDENTIAL.finditer(text, max(0, safe - self._max_hold - 64)):
                 if match.start() < safe < match.end():
                     safe, moved = match.start(), True
             if "PRIVATE KEY-----" in text:  # never cut a private key block

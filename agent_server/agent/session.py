@@ -275,7 +275,8 @@ class AgentSession:
             ),
         )
         self._runner = ToolRunner(
-            self._tools.runnable, self.gate, self._tool_context, self._emit, checkpoints=checkpoints
+            self._tools.runnable, self.gate, self._tool_context, self._emit,
+            checkpoints=checkpoints, private=(*private_dirs, *private_user_dirs()),
         )
         self.context = ContextManager(
             ledger=ledger,

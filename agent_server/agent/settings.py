@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, TypeAlias, cast, get_args, get_origin, get_type_hints, is_typeddict
 
 from agent_server.context.trigger import (
@@ -190,7 +191,7 @@ def settings_from_json(
         thinking=cast(ThinkingLevel, reader.choice("thinking", settings.thinking, THINKING_LEVELS)),
         compaction=compaction,
         permissions_mode=mode,
-        sessions_dir=reader.optional_str("sessionsDir", settings.sessions_dir),
+        sessions_dir=reader.folder("sessionsDir", settings.sessions_dir),
         models_file=reader.optional_str("modelsFile", settings.models_file),
         context_window=reader.optional_int(
             "contextWindow", settings.context_window, minimum=1
@@ -329,6 +330,15 @@ class _Reader:
             return None
         if not isinstance(value, str):
             raise self._fail(key, "a string")
+        return value
+
+    def folder(self, key: str, default: str | None) -> str | None:
+        """A folder named absolutely (or from `~`): a relative one would be relative to
+        wherever the server started, the workspace folder in an editor, where a repository
+        would choose it (and ship what it holds)."""
+        value = self.optional_str(key, default)
+        if value is not None and not (value.startswith("~") or Path(value).is_absolute()):
+            raise self._fail(key, "an absolute folder (or one starting with ~)")
         return value
 
     def names(self, key: str, default: tuple[str, ...]) -> tuple[str, ...]:

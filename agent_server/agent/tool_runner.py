@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from agent_server.agent.checkpoints import DETAILS_KEY, BlobStore, Captured, capture, version_after
@@ -46,7 +47,10 @@ class ToolRunner:
         emit: EventSink,
         *,
         checkpoints: BlobStore | None = None,
+        private: Sequence[Path] = (),
     ) -> None:
+        """`private`: agent-server's own folders (protected_warnings)."""
+        self._private = tuple(private)
         self._current = tools  # the list in force can change between calls (accepted MCP tools)
         self._gate = gate
         self._make_context = make_context
@@ -94,7 +98,7 @@ class ToolRunner:
                 hard_linked(workspace, paths)
             )
             if tool.kind == "edit":
-                found += protected_warnings(workspace, paths)
+                found += protected_warnings(workspace, paths, self._private)
             warning = "; ".join(found) or None
             preview, scrubbed = await self._preview(tool, call)
             decision = await self._gate.decide(tool, call, preview, warning=warning)

@@ -17,7 +17,7 @@ from pathlib import Path
 from agent_server.agent.checkpoints import BlobStore
 from agent_server.agent.context_manager import ContextPolicy, RewindBy
 from agent_server.agent.events import EventSink, ignore_events
-from agent_server.agent.mcp.approval import APPROVALS_FILE, NO_ANSWERS, ApprovedFiles
+from agent_server.agent.mcp.approval import NO_ANSWERS, workspace_approvals
 from agent_server.agent.mcp.config import McpServerConfig, default_user_file, load_server_configs
 from agent_server.agent.mcp.servers import McpServers
 from agent_server.agent.model_call import RetryPolicy
@@ -298,7 +298,7 @@ class WorkspaceAgent:
             tool_timeout=settings.mcp.tool_timeout,
             root=self.root,
             max_result_bytes=settings.mcp.max_result_mb * 1024 * 1024,
-            approvals=ApprovedFiles(self.store.root / APPROVALS_FILE, self.root),
+            approvals=workspace_approvals(self.root, self.store.root, default_sessions_root()),
             answers=choices.mcp_files if choices is not None else NO_ANSWERS,
         )
         session = AgentSession(

@@ -1,7 +1,8 @@
 """Where sessions live: one directory per workspace, one ledger per session.
 
 Layout under the root (default: the user data directory's `agent-server/sessions`, the
-`sessionsDir` setting overrides it):
+`sessionsDir` setting, an absolute folder, overrides it; the approvals of `.mcp.json` are
+never here: agent/mcp/approval.py):
 
     <root>/<workspace key>/workspace.json        {"workspace": "/abs/path"}
     <root>/<workspace key>/<id>.jsonl            the ledger

@@ -8,8 +8,11 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, get_args, get_origin, get_type_hints, is_typeddict
 
+import pytest
+
 from agent_server import protocol
 from agent_server.agent.settings import AgentSettings, settings_from_json, settings_skipping_bad
+from agent_server.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 # The objects of the settings: reading one reads the keys inside it.
@@ -115,3 +118,25 @@ def test_settings_skipping_bad_leaves_out_only_the_settings_it_cannot_read() -> 
     assert len(problems) == 3 and "'maxSteps'" in problems[0] and "'tools'" in problems[2]
     assert settings_skipping_bad({"provider": "sim"}) == (settings_from_json({"provider": "sim"}), [])
     assert settings_skipping_bad(None) == (AgentSettings(), [])
+
+
+def test_a_relative_sessions_dir_is_refused_naming_the_setting() -> None:
+    """Issue 44: a relative sessionsDir landed in the folder the server runs in, the
+    workspace's in an editor, where a repository's own settings could put it. Left at the
+    default (the user data directory), with a problem that names the setting."""
+    settings, problems = settings_skipping_bad({"provider": "sim", "sessionsDir": ".agent"})
+    assert (settings.provider, settings.sessions_dir) == ("sim", None)
+    assert problems == [
+        "setting 'sessionsDir' must be an absolute folder (or one starting with ~), not '.agent'"
+    ]
+    for kept in ("/srv/ledgers", "~/ledgers"):
+        assert settings_from_json({"sessionsDir": kept}).sessions_dir == kept
+
+
+def test_the_command_lines_sessions_dir_is_relative_to_the_current_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    args = build_parser().parse_args(["chat", "--sessions-dir", "ledgers", "hi"])
+    assert args.sessions_dir == str(tmp_path / "ledgers")
+    assert settings_from_json({"sessionsDir": args.sessions_dir}).sessions_dir == args.sessions_dir

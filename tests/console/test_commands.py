@@ -24,7 +24,9 @@ HOSTILE_OUTPUT = {
             "user": "print the banner",
             "steps": [
                 {"tools": [{"name": "bash", "arguments": {"command": BANNER}}]},
-                {"text": "Printed."},
+                # The command's output reaches the model (and the ledger) as text, its escape
+                # sequences out (tools/bash.py); the model's answer is recorded as it came.
+                {"text": "Printed: \x1b]0;pwned\x07\x1b[2J\u202edone"},
             ],
         }
     ],
@@ -166,7 +168,8 @@ def test_remember_pins_a_rule_unless_it_says_fact() -> None:
 
 
 def hostile_session(tmp_path: Path) -> tuple[Path, str]:
-    """A workspace with one session whose command printed escape sequences: (workspace, id)."""
+    """A workspace with one session whose command printed escape sequences, and whose model
+    answered with them: (workspace, id)."""
     workspace = tmp_path / "ws"
     workspace.mkdir()
     sessions = str(tmp_path / "sessions")

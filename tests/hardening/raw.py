@@ -83,7 +83,10 @@ class RawServer:
     ended: bool = False
 
     @classmethod
-    async def start(cls, env: dict[str, str] | None = None, *args: str) -> RawServer:
+    async def start(
+        cls, env: dict[str, str] | None = None, *args: str, cwd: Path | None = None
+    ) -> RawServer:
+        """`cwd`: the folder it runs in (an editor starts it in the workspace folder)."""
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
@@ -94,6 +97,7 @@ class RawServer:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             env=env,
+            cwd=cwd,
             limit=1 << 24,
         )
         server = cls(process)

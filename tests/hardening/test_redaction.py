@@ -5,7 +5,13 @@ from __future__ import annotations
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from agent_server.redaction import REDACTED, StreamRedactor, looks_like_key, redact
+from agent_server.redaction import (
+    REDACTED,
+    StreamRedactor,
+    holds_url_credential,
+    looks_like_key,
+    redact,
+)
 
 KEY = "sk-ant-api03-" + "Q7xZ" * 20  # the provider key
 PHRASE = "correct horse battery"  # a secret with spaces in it
@@ -140,3 +146,65 @@ def test_a_private_key_block_longer_than_the_hold_is_dropped_to_its_end() -> Non
     out = "".join(redactor.feed(text[i : i + 1000]) for i in range(0, len(text), 1000))
     out += redactor.finish()
     assert out == f"before\n{REDACTED}\nafter\n"
+
+
+# --- issue 44: credentials in URLs --------------------------------------------------------
+
+# Each URL with its credential, and what is left of it: the host stays, the secret goes.
+URL_CREDENTIALS = (
+    ("https://abc123key@o1.ingest.sentry.io/42", "https://[redacted]@o1.ingest.sentry.io/42"),
+    ("postgres://user:pw1234@db.internal/app", "postgres://[redacted]@db.internal/app"),
+    ("redis://:s3cretpw@cache:6379/0", "redis://[redacted]@cache:6379/0"),
+    ("https://hooks.slack.com/services/T000/B000/XXXXSECRET",
+     "https://hooks.slack.com/services/[redacted]"),
+    ("https://discord.com/api/webhooks/1234567/Zk9fGhQ2",
+     "https://discord.com/api/webhooks/[redacted]"),
+    ("https://outlook.office.com/webhook/a1b2c3@d4e5/IncomingWebhook/f6",
+     "https://outlook.office.com/webhook/[redacted]"),
+    ("https://contoso.webhook.office.com/webhookb2/a1b2c3/IncomingWebhook/f6",
+     "https://contoso.webhook.office.com/[redacted]"),
+    ("https://hooks.zapier.com/hooks/catch/123456/abcdef/", "https://hooks.zapier.com/[redacted]"),
+    ("https://api.example.com/v1/items?token=Tk8sQ2",
+     "https://api.example.com/v1/items?token=[redacted]"),
+    ("https://api.example.com/me?fields=id&access_token=EAAB9x",
+     "https://api.example.com/me?fields=id&access_token=[redacted]"),
+    ("https://api.example.com/q?api_key=k3y9&page=2",
+     "https://api.example.com/q?api_key=[redacted]&page=2"),
+    ("https://maps.example.com/js?key=AbC123", "https://maps.example.com/js?key=[redacted]"),
+    ("https://acct.blob.core.windows.net/c/b.txt?sv=2021-08-06&sig=Zx%2Bq9",
+     "https://acct.blob.core.windows.net/c/b.txt?sv=2021-08-06&sig=[redacted]"),
+)
+ORDINARY_URLS = (
+    "http://proxy:3128",
+    "https://pypi.org/simple",
+    "https://example.com/search?q=hello&page=2&sort_key=name",
+    "ssh://git@github.com/owner/repo.git",  # a login name, not a credential
+    "postgres://app@db.internal/app",
+    "git@github.com:owner/repo.git",
+    "mail me at someone@example.com",
+    "https://api.example.com/?token=YOUR_TOKEN&key=${API_KEY}",  # placeholders
+)
+
+
+def test_credentials_in_urls_are_redacted_and_the_hosts_kept() -> None:
+    for url, redacted in URL_CREDENTIALS:
+        assert redact(f"remote: {url} (done)\n") == f"remote: {redacted} (done)\n", url
+        assert looks_like_key(url) or holds_url_credential(url), url
+    for text in ORDINARY_URLS:
+        assert redact(text) == text, text
+        assert not holds_url_credential(text), text
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    cuts=st.lists(st.integers(0, 10_000), max_size=12), max_hold=st.sampled_from([4096, 128])
+)
+def test_urls_in_pieces_are_redacted_as_a_whole(cuts: list[int], max_hold: int) -> None:
+    # One line longer than the small hold (each URL shorter): a URL cut anywhere is caught.
+    text = " ".join(url for url, _ in URL_CREDENTIALS) + " " + " ".join(ORDINARY_URLS) + "\n"
+    streamed = stream(text, cuts, (), max_hold)
+    if max_hold == 4096:
+        assert streamed == redact(text)
+    for secret in ("abc123key", "pw1234", "s3cretpw", "XXXXSECRET", "Zk9fGhQ2", "Tk8sQ2",
+                   "EAAB9x", "k3y9", "AbC123", "Zx%2Bq9"):
+        assert secret not in streamed, secret

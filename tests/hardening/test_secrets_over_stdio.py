@@ -221,3 +221,72 @@ async def test_workspace_secrets_are_asked_about_and_never_reach_the_provider(
     assert "AWS_SECRET_ACCESS_KEY=[redacted]" in provider and "PORT=3000" in provider
     assert "were replaced by [redacted]" in provider  # the model is told
     assert "Left out matches in 1 file(s) that may hold secrets: .env" in provider
+
+
+# --- issue 44: credentials in URL-shaped variables ----------------------------------------
+
+SENTRY_KEY = "e3b0c44298fc1c149afbf4c8996fb924"
+SLACK_PATH = "T0A1B2C3D/B4E5F6G7H/aB3dE5fG7hJ9kL1mN3pQ5rS7"
+URL_COMMAND = 'env; echo "dsn=$SENTRY_DSN hook=$SLACK_WEBHOOK_URL"; cat hooks.txt'
+URL_SCENARIO = {
+    "name": "url-secrets",
+    "turns": [
+        {
+            "user": "Check the hooks.",
+            "steps": [
+                {"tools": [{"name": "bash", "arguments": {"command": URL_COMMAND}}]},
+                {"text": "Checked."},
+            ],
+        }
+    ],
+}
+
+
+async def test_url_shaped_credentials_never_reach_the_ledger_editor_or_provider(
+    tmp_path: Path,
+) -> None:
+    """`SENTRY_DSN=https://<key>@host/<id>` and `SLACK_WEBHOOK_URL=https://hooks.slack.com/
+    services/...` reached a command's environment (and from its output the ledger, the editor
+    and the model): their names and values did not say secret. Now they are withheld, and
+    the same URLs printed from a file are redacted with their hosts kept."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    dsn = f"https://{SENTRY_KEY}@o450.ingest.sentry.io/5201"
+    hook = f"https://hooks.slack.com/services/{SLACK_PATH}"
+    (workspace / "hooks.txt").write_text(f"{dsn}\n{hook}\n")
+    simulator = Simulator(scenario=parse_scenario(URL_SCENARIO))
+    async with SimServer(simulator) as sim:
+        server = await RawServer.start(
+            {**os.environ, "HOME": str(tmp_path), "SENTRY_DSN": dsn, "SLACK_WEBHOOK_URL": hook}
+        )
+        try:
+            await server.initialize(
+                workspace,
+                {"provider": "sim", "baseUrl": sim.base_url,
+                 "sessionsDir": str(tmp_path / "sessions"), "permissions": {"mode": "allowAll"},
+                 "tools": {"sandbox": "off"}},
+            )
+            await server.send_message(
+                request("new", "agent/session/new", {"workspaceUri": workspace.as_uri()})
+            )
+            session_id = (await server.answer("new"))["result"]["sessionId"]
+            await server.send_message(request("turn", "agent/turn", {
+                "sessionId": session_id, "prompt": "Check the hooks."}))
+            turn = (await server.answer("turn"))["result"]
+            assert turn["stopReason"] == "end_turn"
+        finally:
+            await server.close()
+        provider = json.dumps([r.request for r in simulator.records])
+    editor = json.dumps(server.messages)
+    disk = "".join(
+        p.read_text(errors="replace") for p in (tmp_path / "sessions").rglob("*") if p.is_file()
+    )
+    log = server.log.decode("utf-8", errors="replace")
+    for where, text in (("provider", provider), ("editor", editor), ("disk", disk), ("log", log)):
+        for secret in (SENTRY_KEY, SLACK_PATH, SLACK_PATH.rsplit("/", 1)[1]):
+            at = text.find(secret)
+            around = text[max(0, at - 200) : at + 60]
+            assert at == -1, f"{secret[:8]}... reached the {where}: {around}"
+    assert "dsn= hook=" in provider  # not in the command's environment
+    assert "https://[redacted]@o450.ingest.sentry.io/5201" in provider  # the host is kept
+    assert "https://hooks.slack.com/services/[redacted]" in provider

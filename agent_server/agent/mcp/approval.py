@@ -8,11 +8,22 @@ not started, with the reason) until the user approves the file's content, identi
 SHA-256: asked at the session's next turn, through the same question as a tool call
 (`agent/requestPermission` in the editor, `session/request_permission` over ACP, a prompt in
 the terminal), which shows the file as it is. "Always" remembers the digest for this
-workspace (in the sessions directory, which no sandbox shows); "Allow" starts them for this
+workspace (in the user's config directory: `approvals_path`); "Allow" starts them for this
 session only; "Reject" leaves them off for the session. When the file changes, its servers
 are held again and the user is asked again ("changed since you approved it"). Servers from
 the user's own file, the settings or the editor's session (ACP) are not held: the user
 wrote those.
+
+Where "Always" is kept decides who can approve: only a place neither the workspace, nor a
+command, nor a tool the model calls can write. Not the sessions directory: `sessionsDir` can
+be set by the workspace's own settings, inside the workspace, and a repository that shipped
+`approved-mcp.json` with its `.mcp.json`'s digest had its servers started unasked. So the
+approvals live in agent-server's directory of the user's config (beside the user's
+`mcp.json`), which the sandbox hides and the file tools ask before changing; a file of
+approvals found inside the workspace (a config directory there, a home opened as the
+workspace) is never read, and nothing is remembered there. The old place, the default
+sessions directory, is still read (outside the workspace only); an `approved-mcp.json` in
+another sessions directory is not, and the log says so once.
 
 Claude Code asks the same way before it starts a project's `.mcp.json` servers.
 """
@@ -27,6 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import platformdirs
+
 from agent_server.agent.mcp.config import WORKSPACE_FILE, McpServerConfig
 from agent_server.agent.tools.base import ToolContext, ToolKind, ToolResult
 from agent_server.llm.messages import ToolCall, ToolSpec
@@ -35,7 +48,14 @@ from agent_server.whole_file import write_whole
 log = logging.getLogger(__name__)
 
 SHOWN_CHARS = 20_000  # of the file, in the question; past it, the servers' command lines
-APPROVALS_FILE = "approved-mcp.json"  # in the sessions directory
+APPROVALS_FILE = "approved-mcp.json"
+_TOLD: set[Path] = set()  # the files of approvals not read, said once in the log
+
+
+def approvals_path() -> Path:
+    """Where the user's "Always" answers are kept: agent-server's config directory of the
+    user, never a workspace's (see the module docstring)."""
+    return Path(platformdirs.user_config_dir("agent-server")) / APPROVALS_FILE
 
 
 def content_digest(data: bytes) -> str:
@@ -53,27 +73,51 @@ def held_reason(declined: bool) -> str:
 
 class ApprovedFiles:
     """The digests of the `.mcp.json` contents the user approved for good, per workspace, in
-    a JSON file (`{workspace: {".mcp.json": digest}}`), written atomically."""
+    a JSON file (`{workspace: {".mcp.json": digest}}`), written atomically. `earlier`: files
+    of approvals from before (the default sessions directory's), read when `path` has none
+    for the workspace. None is read, or written, inside the workspace."""
 
-    def __init__(self, path: Path, workspace: Path) -> None:
+    def __init__(self, path: Path, workspace: Path, earlier: Sequence[Path] = ()) -> None:
         self.path = path
         self.workspace = str(workspace)
+        self.earlier = tuple(earlier)
 
-    def _all(self) -> dict[str, Any]:
+    def _outside_workspace(self, path: Path) -> bool:
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            inside = path.resolve().is_relative_to(Path(self.workspace).resolve())
+        except (OSError, RuntimeError):
+            inside = True  # a loop of links: not trusted
+        if inside and path.exists():
+            ignored(path, "it is inside the workspace, where a repository or a command could "
+                    "have written it")
+        return not inside
+
+    def _all(self, path: Path) -> dict[str, Any]:
+        if not self._outside_workspace(path):
+            return {}
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return {}
         return data if isinstance(data, dict) else {}
 
     def approved(self) -> str | None:
         """The digest approved for good, if any."""
-        entry = self._all().get(self.workspace)
-        digest = entry.get(WORKSPACE_FILE) if isinstance(entry, Mapping) else None
-        return digest if isinstance(digest, str) else None
+        for path in (self.path, *self.earlier):
+            entry = self._all(path).get(self.workspace)
+            digest = entry.get(WORKSPACE_FILE) if isinstance(entry, Mapping) else None
+            if isinstance(digest, str):
+                return digest
+        return None
 
     def remember(self, digest: str) -> None:
-        data = self._all()
+        if not self._outside_workspace(self.path):
+            log.warning(
+                "the approval of %s is not remembered: %s is inside the workspace (approved "
+                "for this session only)", WORKSPACE_FILE, self.path,
+            )
+            return
+        data = self._all(self.path)
         entry = data.get(self.workspace)
         kept = entry if isinstance(entry, dict) else {}
         data[self.workspace] = {**kept, WORKSPACE_FILE: digest}
@@ -82,6 +126,34 @@ class ApprovedFiles:
             write_whole(self.path, json.dumps(data, indent=2, sort_keys=True).encode())
         except OSError as error:
             log.warning("could not save the approval of %s: %s", WORKSPACE_FILE, error)
+
+
+def ignored(path: Path, why: str) -> None:
+    """Says once in the log that a file of approvals is not read, and why."""
+    if path in _TOLD:
+        return
+    _TOLD.add(path)
+    log.warning(
+        "%s ignored: the approvals of %s are not read from it (%s); they are kept in %s",
+        path, WORKSPACE_FILE, why, approvals_path(),
+    )
+
+
+def workspace_approvals(workspace: Path, sessions_root: Path, default_root: Path) -> (
+    ApprovedFiles
+):
+    """The approvals of `workspace`'s `.mcp.json`: the user's file, and the one the default
+    sessions directory (`default_root`) held before. A `sessions_root` set elsewhere (by the
+    `sessionsDir` setting, which a workspace can set) is never read: its file is ignored,
+    and said in the log."""
+    root = sessions_root.expanduser().resolve()
+    if root != default_root.expanduser().resolve() and (root / APPROVALS_FILE).exists():
+        ignored(root / APPROVALS_FILE, (
+            "it is inside the workspace, where a repository or a command could have written it"
+            if root.is_relative_to(workspace.resolve())
+            else "it is in the folder sessionsDir names, which a workspace's settings can set"
+        ))
+    return ApprovedFiles(approvals_path(), workspace, earlier=(default_root / APPROVALS_FILE,))
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,9 @@ when the session's confinement says so (sandbox.py). Output is redacted as it ar
 for every sink: the live stream, the saved full output, the model's copy) and streams through
 `ctx.on_output` line by line, up to the output bounds. A timeout, or cancelling the call, ends
 the whole process group: SIGTERM, then SIGKILL after a short grace. The environment loses
-every variable that holds a secret (environment.py). The result keeps the tail of the output.
+every variable that holds a secret (environment.py). The result keeps the tail of the output,
+as text: escape sequences (colours, OSC 52, OSC 8) are taken out whole, other control and
+invisible characters (a lone ESC or CR, bidi overrides) shown as escapes (literal.py).
 
 Where the session has a `CommandTerminal` (an ACP editor that offers terminals), the same
 confined command line, made whole by `Launch.shell_argv`, runs there instead, with the same
@@ -39,6 +41,7 @@ from agent_server.agent.tools.output import StreamingOutput
 from agent_server.agent.tools.paths import resolve_in_workspace
 from agent_server.agent.tools.sandbox import Launch, confine
 from agent_server.errors import ToolError
+from agent_server.literal import literal, without_escape_sequences
 from agent_server.llm.messages import ToolSpec
 from agent_server.redaction import StreamRedactor
 
@@ -215,7 +218,10 @@ def _result(
     limit_notes: list[str],
 ) -> ToolResult:
     bounded = output.finish()
-    text = bounded.text if bounded.text.strip() else "(no output)"
+    # What the model reads is text: colours and other escape sequences dropped whole, any
+    # other control or invisible character (a lone ESC, CR, U+202E) shown as its escape.
+    text = literal(without_escape_sequences(bounded.text))
+    text = text if text.strip() else "(no output)"
     details: dict[str, Any] = {
         "exitCode": code,
         "timedOut": timed_out,

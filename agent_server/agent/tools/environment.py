@@ -7,8 +7,14 @@ A command the agent runs never receives a secret it could print, encode or send 
 - variables whose name says secret: a name part KEY, KEY_ID, TOKEN, SECRET, PASSWORD, PASSWD,
   PASS, PASSPHRASE, CREDENTIAL(S) or PRIVATE_KEY (`GITHUB_TOKEN`, `AWS_SECRET_ACCESS_KEY`,
   `AWS_ACCESS_KEY_ID`, `NPM_TOKEN`, `DB_PASSWORD`, `OPENAI_API_KEY`, ...);
-- variables whose value looks like a key (`sk-...`, `ghp_...`, `AKIA...`) or a URL with a
-  password in it (`postgres://user:pw@host`);
+- variables whose name says a URL with a credential in it: ending in DSN, WEBHOOK or
+  WEBHOOK_URL (`SENTRY_DSN`, `SLACK_WEBHOOK_URL`);
+- variables whose value looks like a key (`sk-...`, `ghp_...`, `AKIA...`) or holds a URL
+  with a credential in it, whatever the name (redaction's `URL_CREDENTIAL`): a userinfo
+  (`postgres://user:pw@host`, Sentry's `https://<key>@o1.ingest.sentry.io/42`), a token-like
+  query parameter (`?token=...`, `access_token=`, `api_key=`, `key=`, `sig=`), a webhook
+  (`https://hooks.slack.com/services/...`, `discord.com/api/webhooks/...`, ...); an
+  ordinary URL (`http://proxy:3128`, `https://pypi.org/simple`) passes;
 
 unless the user lists the name in the setting `tools.env.pass` (names or `*` globs).
 
@@ -22,13 +28,13 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from agent_server.redaction import looks_like_key
+from agent_server.redaction import holds_url_credential, looks_like_key
 
 _SECRET_NAME = re.compile(
     r"(?:^|_)(?:API_?KEY|KEY|KEY_ID|TOKEN|SECRET|PASSWORD|PASSWD|PASS|PASSPHRASE|"
     r"CREDENTIALS?|PRIVATE_KEY)(?:$|_)"
+    r"|(?:^|_)(?:DSN|WEBHOOK|WEBHOOK_URL)$"
 )
-_URL_WITH_PASSWORD = re.compile(r"[a-z][a-z0-9+.\-]*://[^/\s:@]+:[^/\s@]+@", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +48,7 @@ def secret_looking(name: str, value: str) -> bool:
     return (
         _SECRET_NAME.search(name.upper()) is not None
         or looks_like_key(value)
-        or _URL_WITH_PASSWORD.search(value) is not None
+        or holds_url_credential(value)
     )
 
 

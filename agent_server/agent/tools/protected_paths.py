@@ -182,21 +182,34 @@ def _reached(workspace: Path, relative: Path) -> tuple[Path, bool] | None:
     return current, True
 
 
-def protected_warnings(workspace: Path, paths: Sequence[str]) -> list[str]:
+def protected_warnings(
+    workspace: Path, paths: Sequence[str], private: Sequence[Path] = ()
+) -> list[str]:
     """Of `paths` (as a write or an edit names them), those in `.git` or among PROTECTED,
     described for a permission question: programs outside any sandbox act on them (git runs
     hooks, editors run tasks, agent-server reads instructions), so the file tools ask before
-    changing one in every mode, as the sandbox keeps commands from changing them at all."""
+    changing one in every mode, as the sandbox keeps commands from changing them at all.
+    `private`: agent-server's own folders (the sessions, the user's config with the
+    approvals of `.mcp.json`), which the sandbox hides: asked about too, when a workspace
+    holds one (a home directory opened as the workspace)."""
     found: list[str] = []
     root = workspace.resolve()
+    held = [folder for folder in map(_resolved, private) if folder.is_relative_to(root)]
     for given in paths:
         try:  # where the tool will write: a link in the workspace (`g -> .git`) followed
-            parts = resolve_in_workspace(workspace, given).relative_to(root).parts
+            target = resolve_in_workspace(workspace, given)
+            parts = target.relative_to(root).parts
         except (PathOutsideWorkspaceError, ValueError):
             continue  # the tool refuses it
         if not parts:
             continue
         shown = "/".join(parts)
+        if any(target.is_relative_to(folder) for folder in held):
+            found.append(
+                f"{shown} is agent-server's own (sessions, settings, the approvals of "
+                ".mcp.json): changing it can change what agent-server runs or trusts"
+            )
+            continue
         if ".git" in parts or any(
             shown == name or shown.startswith(f"{name}/") for name in PROTECTED
         ):
@@ -205,6 +218,13 @@ def protected_warnings(workspace: Path, paths: Sequence[str]) -> list[str]:
                 "tasks, agent instructions): changing it can run code later"
             )
     return found
+
+
+def _resolved(folder: Path) -> Path:
+    try:
+        return folder.expanduser().resolve()
+    except (OSError, RuntimeError):
+        return folder
 
 
 @contextlib.contextmanager

@@ -73,12 +73,13 @@ class McpRun:
 
 
 def mcp_settings(
-    base_url: str, tmp_path: Path, servers: dict[str, Any], **mcp: Any
+    base_url: str, tmp_path: Path, servers: dict[str, Any], sessions: Path | None = None,
+    **mcp: Any,
 ) -> AgentSettings:
     return AgentSettings(
         provider="sim",
         base_url=base_url,
-        sessions_dir=str(tmp_path / "sessions"),
+        sessions_dir=str(sessions or tmp_path / "sessions"),
         permissions_mode="allowReads",
         mcp=McpOptions(servers=servers, user_file="", **mcp),
     )
@@ -86,13 +87,15 @@ def mcp_settings(
 
 @asynccontextmanager
 async def mcp_run(
-    tmp_path: Path, servers: dict[str, Any], scenario: dict[str, Any], **mcp: Any
+    tmp_path: Path, servers: dict[str, Any], scenario: dict[str, Any],
+    sessions: Path | None = None, **mcp: Any,
 ) -> AsyncIterator[McpRun]:
+    """`sessions`: the sessionsDir (default: beside the workspace)."""
     workspace = tmp_path / "workspace"
     workspace.mkdir(parents=True, exist_ok=True)
     simulator = Simulator(scenario=parse_scenario(scenario))
     async with SimServer(simulator) as server:
-        settings = mcp_settings(server.base_url, tmp_path, servers, **mcp)
+        settings = mcp_settings(server.base_url, tmp_path, servers, sessions, **mcp)
         agent = WorkspaceAgent(workspace, settings, retry=FAST_RETRY)
         run = McpRun(agent, None, simulator, workspace)  # type: ignore[arg-type]
         run.session = agent.create(emit=run.emit, ask=run.ask)

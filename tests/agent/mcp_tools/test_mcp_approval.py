@@ -6,13 +6,18 @@ Before: whatever `.mcp.json` named started with the session, unasked, outside an
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agent_server.agent import events
-from agent_server.agent.mcp.approval import APPROVALS_FILE
+from agent_server.agent.mcp.approval import APPROVALS_FILE, approvals_path
+from agent_server.session.store import default_sessions_root
 from tests.agent.mcp_tools.conftest import FIXTURE_SERVER, McpRun, call, mcp_run, turn
 
 
@@ -39,7 +44,7 @@ def server_state(run: McpRun) -> tuple[str, str | None]:
 
 
 async def test_nothing_starts_before_the_user_approves_and_always_lasts_until_a_change(
-    tmp_path: Path,
+    tmp_path: Path, own_user_config: Path
 ) -> None:
     text = write_mcp(tmp_path / "workspace")
     async with mcp_run(tmp_path, {}, SCENARIO) as run:
@@ -63,8 +68,58 @@ async def test_nothing_starts_before_the_user_approves_and_always_lasts_until_a_
         await run.session.run_turn("Shout again.")
         assert not any("MCP servers" in q.title for q in run.asked[asked:])
         assert server_state(run)[0] == "ready"
-    approvals = json.loads((tmp_path / "sessions" / APPROVALS_FILE).read_text())
-    assert next(iter(approvals.values()))[".mcp.json"]
+    # Kept in the user's config directory, not the sessions directory (which a workspace's
+    # settings can put inside the workspace).
+    assert not (tmp_path / "sessions" / APPROVALS_FILE).exists()
+    approvals = json.loads(approvals_path().read_text())
+    assert approvals_path().is_relative_to(own_user_config)
+    assert approvals[str((tmp_path / "workspace").resolve())][".mcp.json"]
+
+
+def shipped_approval(folder: Path, workspace: Path, mcp_text: str) -> Path:
+    """An `approved-mcp.json` naming `workspace` and its `.mcp.json`'s exact digest, as a
+    repository (or a command the model ran) would write it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256(mcp_text.encode()).hexdigest()
+    path = folder / APPROVALS_FILE
+    path.write_text(json.dumps({str(workspace.resolve()): {".mcp.json": digest}}))
+    return path
+
+
+async def test_an_approval_in_a_sessions_dir_inside_the_workspace_is_not_read(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 44: `sessionsDir` can be set by the workspace's settings, inside it; a
+    repository that shipped `approved-mcp.json` there with its `.mcp.json`'s digest had the
+    servers started with the session, unasked. Now they wait for the user."""
+    workspace = tmp_path / "workspace"
+    text = write_mcp(workspace)
+    shipped = shipped_approval(workspace / ".agent-sessions", workspace, text)
+    caplog.set_level(logging.WARNING, "agent_server")
+    async with mcp_run(tmp_path, {}, SCENARIO, sessions=workspace / ".agent-sessions") as run:
+        state, error = server_state(run)
+        assert state == "failed" and "waiting for your approval" in (error or "")
+        run.answer = "reject_once"
+        await run.session.run_turn("Shout hello.")
+        assert file_questions(run, 0) == [text]
+        assert "mcp__fx__shout" not in run.tool_names()
+    told = [r.getMessage() for r in caplog.records if str(shipped) in r.getMessage()]
+    assert len(told) == 1 and "inside the workspace" in told[0]
+
+
+async def test_approvals_kept_in_the_old_default_place_are_still_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before issue 44 "Always" was kept in the default sessions directory (the user data
+    directory, outside the workspace): those answers still hold."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    workspace = tmp_path / "workspace"
+    text = write_mcp(workspace)
+    shipped_approval(default_sessions_root(), workspace, text)
+    async with mcp_run(tmp_path, {}, SCENARIO) as run:
+        await run.session.run_turn("Shout hello.")
+        assert file_questions(run, 0) == []
+        assert server_state(run)[0] == "ready"
 
 
 async def test_a_changed_file_is_held_and_asked_about_again(tmp_path: Path) -> None:

@@ -262,6 +262,63 @@ def test_tool_environment_decides_by_name_value_and_the_pass_list() -> None:
     assert "SSH_KEY_PATH" in listed.env and "MY_KEY_VAR" not in listed.env
 
 
+
+# Variables holding a URL with a credential in it, whatever their name; and names that say so.
+URL_SECRET_VARIABLES = {
+    "SENTRY_DSN": "https://abc123key@o1.ingest.sentry.io/42",
+    "ERROR_REPORTING": "https://f00dfeedkey@o2.ingest.sentry.io/7",
+    "SLACK_WEBHOOK_URL": "https://hooks.slack.com/services/T000/B000/XXXXSECRET",
+    "NOTIFY_URL": "https://hooks.slack.com/services/T111/B111/YYYYSECRET",
+    "DISCORD_HOOK": "https://discord.com/api/webhooks/1234567/Zk9fGhQ2",
+    "TEAMS_HOOK": "https://outlook.office.com/webhook/a1b2c3/IncomingWebhook/f6",
+    "TEAMS_HOOK_2": "https://contoso.webhook.office.com/webhookb2/a1b2c3/IncomingWebhook/f6",
+    "ZAP": "https://hooks.zapier.com/hooks/catch/123456/abcdef/",
+    "CACHE_URL": "redis://:s3cretpw@cache:6379/0",
+    "FEED_URL": "https://api.example.com/v1/feed?token=Tk8sQ2",
+    "GRAPH_URL": "https://graph.example.com/me?fields=id&access_token=EAAB9x",
+    "SEARCH_URL": "https://api.example.com/q?api_key=k3y9",
+    "MAPS_URL": "https://maps.example.com/js?key=AbC123",
+    "BLOB_URL": "https://acct.blob.core.windows.net/c/b.txt?sv=2021-08-06&sig=Zx9q",
+    "ERRORS_DSN": "not-a-url-but-the-name-says-so",
+    "BUILD_WEBHOOK": "plain-value",
+}
+ORDINARY_URL_VARIABLES = {
+    "HTTP_PROXY": "http://proxy:3128",
+    "PIP_INDEX_URL": "https://pypi.org/simple",
+    "DOCS_URL": "https://example.com/search?q=hello&page=2",
+    "REPO_URL": "ssh://git@github.com/owner/repo.git",
+}
+
+
+def test_urls_with_credentials_are_withheld_whatever_the_name() -> None:
+    out = tool_environment({**URL_SECRET_VARIABLES, **ORDINARY_URL_VARIABLES})
+    assert out.env == ORDINARY_URL_VARIABLES
+    assert out.withheld == tuple(sorted(URL_SECRET_VARIABLES))
+    listed = tool_environment(URL_SECRET_VARIABLES, passed=("SENTRY_DSN",))
+    assert listed.env == {"SENTRY_DSN": URL_SECRET_VARIABLES["SENTRY_DSN"]}
+
+
+async def test_urls_with_credentials_are_not_in_the_environment_nor_the_output(
+    workspace: Path, spill_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in {**URL_SECRET_VARIABLES, **ORDINARY_URL_VARIABLES}.items():
+        monkeypatch.setenv(name, value)
+    (workspace / "notes.txt").write_text("\n".join(URL_SECRET_VARIABLES.values()) + "\n")
+    ctx = ToolContext(workspace, spill_dir)
+    result = await run_tool(BASH, {"command": "env; cat notes.txt"}, ctx)
+    names = {line.split("=", 1)[0] for line in result.text.splitlines() if "=" in line}
+    assert set(ORDINARY_URL_VARIABLES) <= names
+    assert not names & set(URL_SECRET_VARIABLES), names & set(URL_SECRET_VARIABLES)
+    for secret in ("abc123key", "f00dfeedkey", "XXXXSECRET", "YYYYSECRET", "Zk9fGhQ2",
+                   "a1b2c3", "abcdef", "s3cretpw", "Tk8sQ2", "EAAB9x", "k3y9", "AbC123", "Zx9q"):
+        assert secret not in result.text, secret
+    # From the file: the hosts stay, so that the model sees what the URLs are.
+    assert "https://[redacted]@o1.ingest.sentry.io/42" in result.text
+    assert "https://hooks.slack.com/services/[redacted]" in result.text
+    assert "https://api.example.com/v1/feed?token=[redacted]" in result.text
+    assert result.text.endswith(REDACTION_NOTE)
+
+
 async def test_secrets_are_scrubbed_from_streamed_and_returned_output(
     workspace: Path, spill_dir: Path
 ) -> None:
@@ -351,3 +408,17 @@ async def test_streamed_output_is_bounded_like_the_models_copy(
     assert result.text.rstrip().endswith("300000")
     assert result.details is not None
     assert file_lines(result.details["fullOutputPath"]) == 300000
+
+
+async def test_what_the_model_reads_of_an_output_is_text(ctx: ToolContext) -> None:
+    """Issue 44, item 6: colours and other escape sequences (OSC 52 writes a terminal's
+    clipboard, OSC 8 makes a link) are taken out whole; a lone ESC, a CR, a bidi override
+    become visible escapes; CR LF line endings are line breaks."""
+    command = (
+        r"printf '\033[31mred\033[0m\n\033]52;c;cHduZWQ=\007copied\n"
+        r"\033]8;;http://evil\033\\link\033]8;;\033\\\nlone\033\nover\rwrite\n"
+        r"\342\200\256txt.exe\nwin\r\n'"
+    )
+    text = (await run_tool(BASH, {"command": command}, ctx)).text
+    assert "\x1b" not in text and "\r" not in text and "\u202e" not in text, repr(text)
+    assert "red\ncopied\nlink\nlone\\x1b\nover\\rwrite\n\\u202etxt.exe\nwin" in text, text
