@@ -12,6 +12,8 @@ import {
   ErrorAction,
   LanguageClient,
   RevealOutputChannelOn,
+  ShowMessageNotification,
+  ShowMessageRequest,
   State,
   type LanguageClientOptions,
   type ServerOptions,
@@ -27,6 +29,7 @@ import {
   serverEnvironment,
 } from '../settings/mapping';
 import { describeLaunchFailure, logLevelOf, StderrTail, type LaunchAdvice } from './launchFailure';
+import { showNotice } from './notices';
 import { resolveInterpreter, type Interpreter } from './python';
 import { noticeText } from '../webview/literal';
 
@@ -202,6 +205,12 @@ export class AgentServer implements vscode.Disposable {
     };
 
     const client = new LanguageClient('agentServer', 'Agent Server', serverOptions, clientOptions);
+    // The server's messages name settings, models and files, which may hold `[x](command:...)`:
+    // shown literally (noticeText), where vscode-languageclient would show them as Markdown.
+    client.onNotification(ShowMessageNotification.type, (params) => {
+      void showNotice(params.type, params.message);
+    });
+    client.onRequest(ShowMessageRequest.type, (params) => showNotice(params.type, params.message, params.actions));
     const agentClient = new AgentClient(client);
     this.client = client;
     this.agentClient = agentClient;

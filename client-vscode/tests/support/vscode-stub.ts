@@ -37,7 +37,20 @@ export interface QuickPickItem {
   detail?: string;
 }
 
+/** The notifications shown: (kind, text, the buttons' titles); each answers `undefined`. */
+export const shownNotices: { kind: 'error' | 'warning' | 'information'; text: string; actions: string[] }[] = [];
+
+function notice(kind: 'error' | 'warning' | 'information') {
+  return async (text: string, ...actions: { title: string }[]): Promise<undefined> => {
+    shownNotices.push({ kind, text, actions: actions.map((a) => a.title) });
+    return undefined;
+  };
+}
+
 export const window = {
+  showErrorMessage: notice('error'),
+  showWarningMessage: notice('warning'),
+  showInformationMessage: notice('information'),
   async showQuickPick<T extends QuickPickItem>(items: readonly T[] | Promise<readonly T[]>, options?: unknown): Promise<T | undefined> {
     shownQuickPicks.push({ items: await items, options });
     return undefined;
