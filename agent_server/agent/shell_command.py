@@ -21,15 +21,20 @@ A prefix rule covers what a command does, not only its first words: the words af
 prefix must stay data in the workspace (`reaches_beyond`). An option that runs another
 program or writes where its arguments do not say (`git grep --open-files-in-pager=CMD`,
 `git diff --output=PATH`, `go test -exec CMD`, `cmake -E`, any `--output`, `--exec`,
-`--pager` ...: the table is `RUNS_OR_WRITES`) or an argument naming a path outside the
-workspace (absolute, `~`, `..`) is never covered: such a command is asked about again, and
-the question says why. A command that reaches beyond is offered no prefix at all.
+`--pager` ...: the table is `RUNS_OR_WRITES`), an argument naming a path outside the
+workspace (absolute, `~`, `..`) or a file that commonly holds secrets (`.env`, `id_rsa`,
+`*.pem`: `base64 .env` would send them past the redaction) is never covered: such a
+command is asked about again, and the question says why. A command that reaches beyond is
+offered no prefix at all.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import shlex
+
+from agent_server.agent.tools.paths import SECRET_FILES, secret_file
 
 # Characters shlex reports as punctuation: every one of them chains, redirects or groups.
 _OPERATORS = "();<>|&"
@@ -245,7 +250,27 @@ def reaches_beyond(words: tuple[str, ...], start: int) -> str | None:
         for path in (word, value) if value else (word,):
             if _outside_the_workspace(path):
                 return f"`{path}` is outside the workspace"
+            if _names_a_secret_file(path):
+                return f"`{path}` may hold secrets"
     return None
+
+
+# A name of each kind SECRET_FILES lists (`*` made a letter), for a glob word to be tried on.
+_SECRET_NAMES = tuple(
+    name for name in (pattern.replace("*", "x") for pattern in SECRET_FILES)
+    if secret_file(name)
+)
+
+
+def _names_a_secret_file(word: str) -> bool:
+    """A path whose file commonly holds secrets (`.env`, `id_rsa`, `*.pem`: the file tools
+    ask before reading one), or a glob that could match one (`.env*`, `*.pem`)."""
+    name = word.rstrip("/").rsplit("/", 1)[-1]
+    if not name:
+        return False
+    if any(mark in name for mark in "*?["):
+        return any(fnmatch.fnmatchcase(secret, name) for secret in _SECRET_NAMES)
+    return secret_file(name)
 
 
 def _outside_the_workspace(word: str) -> bool:

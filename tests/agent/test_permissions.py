@@ -521,6 +521,10 @@ ESCAPES_A_PREFIX = [
     (("cat",), "cat /etc/passwd"),
     (("wc",), "wc ../../secrets.txt"),
     (("eslint",), "eslint --output-file=/tmp/x src"),
+    (("cat",), "cat .env"),
+    (("base64",), "base64 config/.env.production"),
+    (("rev",), "rev deploy/id_rsa"),
+    (("head",), "head -c 100 *.pem"),
 ]
 
 
@@ -540,7 +544,8 @@ async def test_a_prefix_rule_never_covers_an_option_that_runs_or_writes_elsewher
     assert len(user.asked) == 2
     title = user.asked[1].title
     assert f"not covered by `{' '.join(prefix)}:*`" in title, title
-    assert "runs another program" in title or "outside the workspace" in title, title
+    assert any(why in title for why in
+               ("runs another program", "outside the workspace", "may hold secrets")), title
 
 
 @pytest.mark.parametrize(("prefix", "command"), ESCAPES_A_PREFIX)

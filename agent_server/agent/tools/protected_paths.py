@@ -55,7 +55,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from agent_server.agent.tools.paths import resolve_in_workspace
+from agent_server.agent.tools.paths import resolve_in_workspace, secret_file
 from agent_server.agent.tools.walk import SKIPPED_DIRS
 from agent_server.errors import PathOutsideWorkspaceError
 
@@ -132,10 +132,20 @@ def protected_mounts(
 
 def nested_repositories(workspace: Path) -> list[Path]:
     """The directories below the workspace root (relative to it) that hold a `.git`, a
-    directory or a file (a submodule), not a link: at most NESTED_DEPTH levels down and
-    NESTED_MAX_DIRECTORIES directories looked at, links not followed, the directories the
-    tools never search not entered (node_modules, .venv, ...), nor a `.git`."""
+    directory or a file (a submodule), not a link (`guarded_below`)."""
+    return guarded_below(workspace)[0]
+
+
+def guarded_below(workspace: Path) -> tuple[list[Path], list[Path]]:
+    """(the nested repositories, the secret files), relative to the workspace root, found in
+    one walk: at most NESTED_DEPTH levels down and NESTED_MAX_DIRECTORIES directories looked
+    at, links not followed, the directories the tools never search not entered (node_modules,
+    .venv, ...), nor a `.git`. A nested repository is a directory below the root that holds a
+    `.git` (a directory or a submodule's file, not a link); a secret file, a regular file whose
+    name says it commonly holds secrets (`paths.secret_file`: `.env`, `id_rsa`, `*.pem`, ...),
+    which the sandbox shows empty."""
     found: list[Path] = []
+    secrets: list[Path] = []
     level: list[Path] = [Path()]
     seen = 0
     for depth in range(NESTED_DEPTH + 1):
@@ -143,19 +153,21 @@ def nested_repositories(workspace: Path) -> list[Path]:
         for relative in level:
             seen += 1
             if seen > NESTED_MAX_DIRECTORIES:
-                return found
+                return found, secrets
             try:
                 with os.scandir(workspace / relative) as entries:
-                    listed = [(e.name, e.is_dir(follow_symlinks=False), e.is_symlink())
-                              for e in entries]
+                    listed = [(e.name, e.is_dir(follow_symlinks=False), e.is_symlink(),
+                               e.is_file(follow_symlinks=False)) for e in entries]
             except OSError:
                 continue
-            if depth > 0 and any(name == ".git" and not link for name, _, link in listed):
+            if depth > 0 and any(name == ".git" and not link for name, _, link, _ in listed):
                 found.append(relative)
-            below += [relative / name for name, is_dir, _ in listed
+            secrets += [relative / name for name, _, _, is_file in listed
+                        if is_file and secret_file(name)]
+            below += [relative / name for name, is_dir, _, _ in listed
                       if is_dir and name not in SKIPPED_DIRS]
         level = sorted(below)
-    return found
+    return found, secrets
 
 
 def _reached(workspace: Path, relative: Path) -> tuple[Path, bool] | None:

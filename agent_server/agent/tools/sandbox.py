@@ -73,7 +73,7 @@ from agent_server.agent.tools.protected_paths import (
     empty_directory,
     empty_file,
     git_dirs,
-    nested_repositories,
+    guarded_below,
     planted_removed,
     protected_mounts,
 )
@@ -233,6 +233,8 @@ class SandboxLayout:
     prefix: tuple[str, ...] = ()  # shell lines run before the command, inside
     # Repositories below the root (relative to it), guarded as the root's is: protected_paths.
     nested: tuple[Path, ...] = ()
+    # Files that commonly hold secrets (relative to the root): shown empty and read-only.
+    secrets: tuple[Path, ...] = ()
 
 
 def bubblewrap_argv(bwrap: str, layout: SandboxLayout, command: list[str]) -> list[str]:
@@ -270,6 +272,10 @@ def bubblewrap_argv(bwrap: str, layout: SandboxLayout, command: list[str]) -> li
     if layout.placeholders:
         for path in missing:
             argv += ["--ro-bind", str(empty_directory()), str(path)]
+    for secret in layout.secrets:  # no reading them, under any encoding (`base64 .env`)
+        reached = root / secret
+        if reached.is_file() and not reached.is_symlink():
+            argv += ["--ro-bind", str(empty_file()), str(reached)]
     for private in layout.hidden:
         if private.is_dir() and _shown(private, root, home, layout.read_paths):
             argv += ["--tmpfs", str(private)]
@@ -461,7 +467,7 @@ def confine(command: list[str], workspace: Path, confined: Confinement) -> Launc
             seccomp = (
                 launch._exit.enter_context(_unix_socket_filter()) if confined.network else None
             )
-            nested = tuple(nested_repositories(workspace))
+            nested, secrets = map(tuple, guarded_below(workspace))
             layout = SandboxLayout(
                 workspace,
                 network=confined.network,
@@ -470,6 +476,7 @@ def confine(command: list[str], workspace: Path, confined: Confinement) -> Launc
                 seccomp_fd=seccomp,
                 prefix=tuple(command_limits.in_sandbox_prefix(limits, status)),
                 nested=nested,
+                secrets=secrets,
             )
             launch.argv = bubblewrap_argv(bwrap, layout, command)
             launch.pass_fds = (seccomp,) if seccomp is not None else ()

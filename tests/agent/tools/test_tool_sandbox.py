@@ -7,6 +7,7 @@ are skipped with the probe's reason, which is also what the editor is told.
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
 import shutil
 import socket
@@ -197,3 +198,29 @@ def test_the_terminal_command_line_passes_every_variable_as_it_is(workspace: Pat
     finally:
         launch.close()
     assert ran.stdout.splitlines() == ["N|K|a b|3", "0"], ran.stderr
+
+
+@needs_sandbox
+async def test_secret_files_are_shown_empty_whatever_reads_them(
+    workspace: Path, spill_dir: Path
+) -> None:
+    """Issue 44, item 7: `base64 .env` or `rev .env` sent the workspace's secrets to the
+    provider past the redaction (no key shape left). In the sandbox a file that commonly holds
+    secrets is empty and read-only, at any depth the walk reaches; a template is not."""
+    (workspace / ".env").write_text("STRIPE=sk_test_secretvalue\n")
+    (workspace / "services" / "api").mkdir(parents=True)
+    (workspace / "services" / "api" / ".env.local").write_text("DB_PASSWORD=hunter2\n")
+    (workspace / "deploy").mkdir()
+    (workspace / "deploy" / "id_ed25519").write_text("PRIVATE KEY MATERIAL\n")
+    (workspace / ".env.example").write_text("STRIPE=your-key-here\n")
+    command = (
+        "base64 .env; rev services/api/.env.local; wc -c < deploy/id_ed25519; "
+        "cat .env.example; echo more >> .env || echo refused"
+    )
+    result = await run_tool(BASH, {"command": command}, sandboxed_ctx(workspace, spill_dir))
+    text = result.text
+    encoded = base64.b64encode(b"STRIPE=sk_test_secretvalue\n").decode()
+    for secret in (encoded, "2retnuh", "hunter2", "secretvalue"):
+        assert secret not in text, text
+    assert "0\n" in text and "your-key-here" in text and "refused" in text, text
+    assert (workspace / ".env").read_text() == "STRIPE=sk_test_secretvalue\n"  # untouched
