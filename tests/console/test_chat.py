@@ -15,7 +15,7 @@ import pytest
 from agent_server.sim.scenario import parse_scenario
 from agent_server.sim.server import SimServer, ThreadedSimServer
 from agent_server.sim.simulator import Simulator
-from tests.console.tmux_screen import WAIT, wait_reading_keys
+from tests.console.tmux_screen import WAIT, process_report, wait_reading_keys
 
 # A model that tries to hide part of a command from the person approving it: Rich markup,
 # an escape sequence that clears the screen, a bidi override.
@@ -75,7 +75,10 @@ def interrupt(child: pexpect.spawn, expected: object) -> None:
     key; a person cannot press that fast, a test can: so it waits until the chat waits."""
     wait_reading_keys(child.pid)
     child.sendintr()
-    child.expect(expected, timeout=WAIT)
+    if child.expect([expected, pexpect.TIMEOUT], timeout=WAIT) == 1:
+        raise AssertionError(
+            f"Ctrl-C never led to {expected!r}; the chat:\n{process_report(child.pid)}"
+        )
 
 
 class Recorder:

@@ -248,6 +248,31 @@ def reads_keys(pid: int) -> bool:
 _WAITING_SYSCALLS = frozenset(("7", "23", "270", "271", "72", "73"))
 
 
+def process_report(pid: int) -> str:
+    """What each thread of `pid` is doing, and its signal masks: for a test that waited in
+    vain to say why (a signal blocked, ignored or pending; a thread holding on)."""
+    lines = []
+    try:
+        tasks = sorted(os.listdir(f"/proc/{pid}/task"), key=int)
+    except OSError:
+        return f"pid {pid}: gone"
+    for task in tasks:
+        base = f"/proc/{pid}/task/{task}"
+        try:
+            status = dict(
+                line.split(":\t", 1)
+                for line in Path(f"{base}/status").read_text().splitlines() if ":\t" in line
+            )
+            wchan = Path(f"{base}/wchan").read_text()
+        except OSError:
+            continue
+        masks = " ".join(f"{k}={status.get(k, '?')}" for k in
+                         ("SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt"))
+        lines.append(f"thread {task} {status.get('Name', '?')} {status.get('State', '?')} "
+                     f"wchan={wchan} {masks}")
+    return "\n".join(lines)
+
+
 def wait_reading_keys(pid: int, timeout: float = WAIT) -> None:
     """Waits until the program waits for a key (`reads_keys`)."""
     deadline = time.monotonic() + timeout
