@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import signal
 import stat
 import sys
 import threading
@@ -167,6 +168,11 @@ def main(args: Any) -> int:
         import readline  # noqa: F401  (line editing and history for input())
     console = Console(highlight=False)
     reader = LineReader(console, command_names, prompt_history(settings, workspace))
+    if sys.stdin.isatty():
+        # Ctrl-C at the prompt asks before quitting, as it stops a turn or rejects a question,
+        # even where the chat was started with SIGINT ignored (a script's background job):
+        # Python keeps an ignored SIGINT ignored, and the key did nothing at the prompt alone.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     with reader.keeping_typeahead():  # keys typed while the agent works wait for the next read
         return interactive(console, reader, options)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -50,7 +51,10 @@ def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ThreadedSimServer]
     handle.stop()
 
 
-def spawn_chat(sim: ThreadedSimServer, tmp_path: Path, *extra: str) -> pexpect.spawn:
+def spawn_chat(
+    sim: ThreadedSimServer, tmp_path: Path, *extra: str, sigint_ignored: bool = False
+) -> pexpect.spawn:
+    """`sigint_ignored`: started as a script's background job starts it (SIGINT ignored)."""
     workspace = tmp_path / "ws"
     (workspace / "logs").mkdir(parents=True, exist_ok=True)
     (workspace / "logs" / "app.log").write_text("ERROR parse: bad row\nERROR io: disk full\n")
@@ -64,6 +68,8 @@ def spawn_chat(sim: ThreadedSimServer, tmp_path: Path, *extra: str) -> pexpect.s
         dimensions=(40, 160),
         timeout=120,
         env={"TERM": "xterm-256color", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored
+        else None,
     )
     child.expect("you ›")
     return child
@@ -246,6 +252,18 @@ def test_a_failing_compaction_hook_is_shown_once_and_shortened(
     # The stderr cut once (the hook's name may be cut too, where the temporary path is long).
     said = text.split("exited with code 3:", 1)[1]
     assert said.count("more characters]") == 1 and "x" * 400 not in text, out.text
+
+
+def test_ctrl_c_at_the_prompt_works_when_the_chat_was_started_with_sigint_ignored(
+    sim: ThreadedSimServer, tmp_path: Path
+) -> None:
+    """A chat started from a script's background job inherits SIGINT ignored; Python keeps
+    it so, and Ctrl-C at the prompt did nothing (while it did stop turns and questions)."""
+    child = spawn_chat(sim, tmp_path, sigint_ignored=True)
+    interrupt(child, "Ctrl-C again or Ctrl-D to quit")
+    interrupt(child, pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
 
 
 def test_ctrl_c_clears_a_typed_line_and_typing_breaks_the_quitting_pair(
