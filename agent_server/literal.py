@@ -20,7 +20,8 @@ nothing.
 
 Where a program's text is read for its meaning rather than shown (a compaction hook's
 answer), its terminal escape sequences are taken out whole instead (`without_escape_sequences`):
-a colourful script's `\\x1b[31m` is no part of what it said.
+a colourful script's `\\x1b[31m` is no part of what it said. A command's output keeps its
+colours, which an editor draws, and loses every other sequence (`output_text`).
 """
 
 from __future__ import annotations
@@ -105,6 +106,26 @@ def without_escape_sequences(text: str) -> str:
     """`text` without its terminal escape sequences (see the module docstring); a lone ESC
     and other control characters stay, for `literal` to show."""
     return _ESCAPE_SEQUENCE.sub("", text) if "\x1b" in text else text
+
+
+# ECMA-48's SGR (Select Graphic Rendition): colours and bold, and nothing else (no cursor
+# move, no title, no link, no clipboard): an editor that shows a command's output draws them.
+_SGR = re.compile("\x1b\\[[0-9;:]*m")
+
+
+def output_text(text: str) -> str:
+    """A program's output as text, for the model and the editor alike: its colours (SGR)
+    kept, every other escape sequence taken out whole (a window title, OSC 52's clipboard,
+    OSC 8's link, a cursor move or a screen clear), any other control or invisible character
+    shown as its escape (a lone ESC, a CR, U+202E)."""
+    if "\x1b" not in text:
+        return literal(text)
+    pieces, start = [], 0
+    for colour in _SGR.finditer(text):
+        pieces += [literal(without_escape_sequences(text[start : colour.start()])), colour[0]]
+        start = colour.end()
+    pieces.append(literal(without_escape_sequences(text[start:])))
+    return "".join(pieces)
 
 
 def has_hidden(text: str) -> bool:

@@ -7,8 +7,9 @@ for every sink: the live stream, the saved full output, the model's copy) and st
 `ctx.on_output` line by line, up to the output bounds. A timeout, or cancelling the call, ends
 the whole process group: SIGTERM, then SIGKILL after a short grace. The environment loses
 every variable that holds a secret (environment.py). The result keeps the tail of the output,
-as text: escape sequences (colours, OSC 52, OSC 8) are taken out whole, other control and
-invisible characters (a lone ESC or CR, bidi overrides) shown as escapes (literal.py).
+as text: colours kept (an editor draws them), every other escape sequence (a title, OSC 52,
+OSC 8, a cursor move) taken out whole, other control and invisible characters (a lone ESC or
+CR, bidi overrides) shown as escapes (literal.output_text).
 
 Where the session has a `CommandTerminal` (an ACP editor that offers terminals), the same
 confined command line, made whole by `Launch.shell_argv`, runs there instead, with the same
@@ -41,7 +42,7 @@ from agent_server.agent.tools.output import StreamingOutput
 from agent_server.agent.tools.paths import resolve_in_workspace
 from agent_server.agent.tools.sandbox import Launch, confine
 from agent_server.errors import ToolError
-from agent_server.literal import literal, without_escape_sequences
+from agent_server.literal import output_text
 from agent_server.llm.messages import ToolSpec
 from agent_server.redaction import StreamRedactor
 
@@ -218,9 +219,9 @@ def _result(
     limit_notes: list[str],
 ) -> ToolResult:
     bounded = output.finish()
-    # What the model reads is text: colours and other escape sequences dropped whole, any
-    # other control or invisible character (a lone ESC, CR, U+202E) shown as its escape.
-    text = literal(without_escape_sequences(bounded.text))
+    # What the model (and the editor) gets is text: colours kept, other escape sequences
+    # dropped whole, other control or invisible characters (a lone ESC, CR, U+202E) escaped.
+    text = output_text(bounded.text)
     text = text if text.strip() else "(no output)"
     details: dict[str, Any] = {
         "exitCode": code,

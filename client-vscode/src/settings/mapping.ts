@@ -31,7 +31,9 @@ const FAMILIES = Object.keys(KEY_FAMILIES) as KeyFamily[];
  * its `inspect(key)`, which says where a value comes from. */
 export interface ConfigReader {
   get<T>(key: string): T | undefined;
-  inspect?<T>(key: string): { globalValue?: T; workspaceValue?: T; workspaceFolderValue?: T } | undefined;
+  inspect?<T>(
+    key: string,
+  ): { defaultValue?: T; globalValue?: T; workspaceValue?: T; workspaceFolderValue?: T } | undefined;
 }
 
 /**
@@ -44,10 +46,12 @@ export interface ConfigReader {
  */
 export const USER_ONLY_KEYS: readonly string[] = ['permissions.mode', 'sessionsDir'];
 
-/** The value of `key`: for a user-only key, the user's own, never a workspace's. */
+/** The value of `key`: for a user-only key, the user's own (User or Remote settings), else
+ * the default, never a workspace's. */
 export function valueOf(config: ConfigReader, key: string): unknown {
-  if (config.inspect && USER_ONLY_KEYS.includes(key)) return config.inspect<unknown>(key)?.globalValue;
-  return config.get<unknown>(key);
+  if (!config.inspect || !USER_ONLY_KEYS.includes(key)) return config.get<unknown>(key);
+  const where = config.inspect<unknown>(key);
+  return where?.globalValue ?? where?.defaultValue;
 }
 
 /** The user-only keys a workspace or folder sets: ignored (`USER_ONLY_KEYS`). */

@@ -168,11 +168,14 @@ describe('settings a workspace must not set', () => {
   });
 });
 
-/** A reader whose values come from the user's settings and from a workspace's. */
+/** A reader as VS Code's: package.json's defaults, the user's settings, a workspace's. */
 function layered(user: Record<string, unknown>, workspace: Record<string, unknown>): ConfigReader {
+  const defaults: Record<string, unknown> = DEFAULTS;
   return {
-    get: <T>(key: string) => (key in workspace ? workspace[key] : user[key]) as T | undefined,
+    get: <T>(key: string) =>
+      (key in workspace ? workspace[key] : key in user ? user[key] : defaults[key]) as T | undefined,
     inspect: <T>(key: string) => ({
+      defaultValue: defaults[key] as T | undefined,
       globalValue: user[key] as T | undefined,
       workspaceValue: workspace[key] as T | undefined,
     }),
@@ -183,16 +186,18 @@ describe('settings that carry authority', () => {
   it('are taken from the user\'s settings only: a workspace cannot turn the questions off or move the sessions', () => {
     // Compare CVE-2025-53773: an agent wrote auto-approval into .vscode/settings.json.
     const shipped = { 'permissions.mode': 'allowAll', sessionsDir: '/tmp/repo/.agent' };
-    const config = layered({ ...DEFAULTS }, shipped);
+    const config = layered({}, shipped);
     const settings = agentSettingsFrom(config);
     expect(settings.permissions?.mode).toBe('allowReads');
     expect(settings.sessionsDir).toBeUndefined();
     expect(ignoredWorkspaceValues(config)).toEqual(['permissions.mode', 'sessionsDir']);
+    // What the view shows before a session: the default, not nothing (the e2e's mode picker).
     expect(valueOf(config, 'permissions.mode')).toBe('allowReads');
+    expect(valueOf(layered({}, {}), 'permissions.mode')).toBe('allowReads');
   });
 
   it('are still the user\'s own when the user sets them', () => {
-    const config = layered({ ...DEFAULTS, 'permissions.mode': 'ask', sessionsDir: '/home/u/ledgers' }, {});
+    const config = layered({ 'permissions.mode': 'ask', sessionsDir: '/home/u/ledgers' }, {});
     const settings = agentSettingsFrom(config);
     expect(settings.permissions?.mode).toBe('ask');
     expect(settings.sessionsDir).toBe('/home/u/ledgers');
@@ -200,7 +205,7 @@ describe('settings that carry authority', () => {
   });
 
   it('leave the other settings to the workspace, as VS Code scopes them', () => {
-    const settings = agentSettingsFrom(layered({ ...DEFAULTS }, { model: 'claude-haiku-4-5' }));
+    const settings = agentSettingsFrom(layered({}, { model: 'claude-haiku-4-5' }));
     expect(settings.model).toBe('claude-haiku-4-5');
   });
 });

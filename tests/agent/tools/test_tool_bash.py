@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 from pathlib import Path
 
@@ -411,14 +412,17 @@ async def test_streamed_output_is_bounded_like_the_models_copy(
 
 
 async def test_what_the_model_reads_of_an_output_is_text(ctx: ToolContext) -> None:
-    """Issue 44, item 6: colours and other escape sequences (OSC 52 writes a terminal's
-    clipboard, OSC 8 makes a link) are taken out whole; a lone ESC, a CR, a bidi override
-    become visible escapes; CR LF line endings are line breaks."""
+    """Issue 44, item 6: colours stay (the editor draws them); every other escape sequence
+    (OSC 52 writes a terminal's clipboard, OSC 8 makes a link, ESC [2J clears the screen) is
+    taken out whole; a lone ESC, a CR, a bidi override become visible escapes; CR LF line
+    endings are line breaks."""
     command = (
         r"printf '\033[31mred\033[0m\n\033]52;c;cHduZWQ=\007copied\n"
-        r"\033]8;;http://evil\033\\link\033]8;;\033\\\nlone\033\nover\rwrite\n"
+        r"\033]8;;http://evil\033\\link\033]8;;\033\\\n\033[2Jlone\033\nover\rwrite\n"
         r"\342\200\256txt.exe\nwin\r\n'"
     )
     text = (await run_tool(BASH, {"command": command}, ctx)).text
-    assert "\x1b" not in text and "\r" not in text and "\u202e" not in text, repr(text)
-    assert "red\ncopied\nlink\nlone\\x1b\nover\\rwrite\n\\u202etxt.exe\nwin" in text, text
+    uncoloured = re.sub("\x1b\\[[0-9;]*m", "", text)
+    assert "\x1b" not in uncoloured and "\r" not in text and "\u202e" not in text, repr(text)
+    assert text.startswith("\x1b[31mred\x1b[0m\n"), repr(text)
+    assert "copied\nlink\nlone\\x1b\nover\\rwrite\n\\u202etxt.exe\nwin" in text, repr(text)
