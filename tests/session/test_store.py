@@ -2,12 +2,14 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
 
 from agent_server.errors import SessionLockedError, SessionNotFoundError
 from agent_server.session import store as store_module
+from agent_server.session.entries import utc_timestamp
 from agent_server.session.ledger import Ledger
 from agent_server.session.store import SessionStore, default_sessions_root, workspace_key
 
@@ -80,7 +82,12 @@ def test_list_is_newest_first_and_per_workspace(
             ids.append(ledger.session_id)
     with store.create(other, title="elsewhere") as ledger:
         elsewhere = ledger.session_id
-    # touch the first session last: it becomes the newest
+        created = ledger.header.created_at
+    # Touch the first session last: it becomes the newest. Timestamps have milliseconds: a
+    # touch in the millisecond of the last creation would tie (seen under load), so the touch
+    # waits for the clock to pass it, as any person's would.
+    while utc_timestamp() <= created:
+        time.sleep(0.001)
     with store.open(ids[0]) as ledger:
         ledger.append_message(user("again"))
     listed = [info.session_id for info in store.list(workspace)]
