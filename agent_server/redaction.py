@@ -235,8 +235,12 @@ def _open_block(text: str) -> int | None:
 
 
 def _open_url(text: str, max_hold: int) -> int | None:
-    """Where a URL that ends the text begins (no space after it yet), when it is at most
-    `max_hold` characters long."""
+    """Where a URL that ends the text begins (no space after it yet), or a scheme whose
+    `://` may be arriving (`https:`, `https:/`), when it is at most `max_hold` characters
+    long."""
+    scheme = _UNFINISHED_SCHEME.search(text, max(0, len(text) - 40))
+    if scheme is not None and len(text) - scheme.start() <= max_hold:
+        return scheme.start()
     at = text.rfind("://", max(0, len(text) - max_hold))
     if at == -1 or _URL_END.search(text, at) is not None:
         return None
@@ -247,6 +251,7 @@ def _open_url(text: str, max_hold: int) -> int | None:
 
 
 _URL_END = re.compile(r"[\s\"'`<>]")
+_UNFINISHED_SCHEME = re.compile(r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{0,30}:/?\Z")
 _SCHEME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+.-")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -208,3 +209,14 @@ def test_urls_in_pieces_are_redacted_as_a_whole(cuts: list[int], max_hold: int) 
     for secret in ("abc123key", "pw1234", "s3cretpw", "XXXXSECRET", "Zk9fGhQ2", "Tk8sQ2",
                    "EAAB9x", "k3y9", "AbC123", "Zx%2Bq9"):
         assert secret not in streamed, secret
+
+
+@pytest.mark.parametrize("after", ["https", "https:", "https:/"])
+def test_a_url_cut_inside_its_scheme_is_redacted(after: str) -> None:
+    """Found by the property above under the soak (cuts=[2061]): a piece that ended with
+    `https:` was passed on, and the rest, `//discord.com/api/webhooks/...`, no longer looked
+    like a URL."""
+    url = "https://discord.com/api/webhooks/1234567/Zk9fGhQ2"
+    text = "x " * 100 + f"see {url} now\n"  # one line, longer than what is held
+    cut = text.index(url) + len(after)
+    assert "Zk9fGhQ2" not in stream(text, [cut], (), 128)
