@@ -89,7 +89,10 @@ def test_literal_leaves_no_control_format_or_separator_character(text: str) -> N
             ), repr(char)
 
 
-@given(st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cf", "Cs", "Zl", "Zp"))))
+# Not controls, formats, surrogates, separators, nor unassigned code points (Cn: U+E0000, in
+# the tag block literal escapes, came up once in a soak run).
+@given(st.text(alphabet=st.characters(
+    blacklist_categories=("Cc", "Cf", "Cs", "Zl", "Zp", "Cn"))))
 def test_literal_changes_nothing_in_ordinary_text(text: str) -> None:
     assert literal(text) == text
 
