@@ -135,7 +135,7 @@ def add_request(bill: RunBill, record: dict[str, Any]) -> None:
     tokens = record["tokens"]
     blocks = prompt_blocks(record)
     read, written = tokens["cacheRead"], tokens["cacheWrite"]
-    price = _pricing(record)
+    price = _pricing(record).for_prompt(tokens["prompt"])  # a long prompt's rates, as billed
     write_price = price.cache_write_1h if tokens.get("cacheWrite1h") else price.cache_write_5m
     position = 0
     for category, count in blocks:

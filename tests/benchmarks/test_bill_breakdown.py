@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from agent_server.llm.cost import call_cost
 from agent_server.llm.models import BUILTIN_MODELS
 from benchmarks.bill_breakdown import prompt_blocks, run_bill
 
@@ -16,9 +17,12 @@ TOOL = {"name": "read", "description": "Read a file.",
         "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}
 
 
-def messages_record(read: int, written: int, prompt: int | None = None) -> dict[str, Any]:
+def messages_record(
+    read: int, written: int, prompt: int | None = None, *, model: str = "sim-large",
+    result_lines: int = 50,
+) -> dict[str, Any]:
     body = {
-        "model": "sim-large", "max_tokens": 1000, "tools": [TOOL],
+        "model": model, "max_tokens": 1000, "tools": [TOOL],
         "system": [{"type": "text", "text": "You are a coding agent. " * 20}],
         "messages": [
             {"role": "user", "content": [{"type": "text", "text": "Read setup.py."}]},
@@ -26,7 +30,8 @@ def messages_record(read: int, written: int, prompt: int | None = None) -> dict[
                 {"type": "tool_use", "id": "t1", "name": "read", "input": {"path": "setup.py"}},
             ]},
             {"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": "t1", "content": "import x\n" * 50},
+                {"type": "tool_result", "tool_use_id": "t1",
+                 "content": "import x\n" * result_lines},
             ]},
         ],
     }
@@ -90,3 +95,14 @@ def test_a_block_cut_by_the_cached_prefix_is_split() -> None:
 def test_a_log_the_simulator_counted_otherwise_is_refused() -> None:
     with pytest.raises(ValueError, match="the blocks hold"):
         run_bill([json.dumps(messages_record(0, 0, prompt=5))])
+
+
+def test_a_long_prompt_is_billed_at_its_own_rates_as_the_product_bills_it() -> None:
+    """A prompt past the model's long-prompt threshold costs its long rates (llm/cost.py's
+    call_cost); the breakdown priced it at the short ones."""
+    model = next(m for m in BUILTIN_MODELS if m.pricing.long_prompt is not None)
+    record = messages_record(0, 0, model=model.id, result_lines=60_000)
+    prompt = record["tokens"]["prompt"]
+    assert prompt > model.pricing.long_prompt_threshold
+    billed = call_cost(model.pricing, input=prompt, output=7).total
+    assert run_bill([json.dumps(record)]).dollars == pytest.approx(billed)
