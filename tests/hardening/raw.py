@@ -162,6 +162,15 @@ class RawServer:
         assert "result" in answer, answer
         await self.send_message({"jsonrpc": "2.0", "method": "initialized", "params": {}})
 
+    async def new_session(self, workspace: Path, msg_id: str = "new") -> str:
+        """A new session in `workspace` (agent/session/new): its id."""
+        await self.send_message(
+            request(msg_id, "agent/session/new", {"workspaceUri": workspace.as_uri()})
+        )
+        answer = await self.answer(msg_id)
+        assert "result" in answer, answer
+        return str(answer["result"]["sessionId"])
+
     async def close(self) -> int:
         if self.process.returncode is None:
             try:

@@ -70,10 +70,7 @@ async def test_a_repository_cannot_approve_its_own_mcp_json(
                 {"provider": "sim", "baseUrl": sim.base_url, "sessionsDir": sessions_dir},
                 request_permission=True,
             )
-            await server.send_message(
-                request("new", "agent/session/new", {"workspaceUri": workspace.as_uri()})
-            )
-            session_id = (await server.answer("new"))["result"]["sessionId"]
+            session_id = await server.new_session(workspace)
             await server.send_message(
                 request("t1", "agent/turn", {"sessionId": session_id, "prompt": "Hello."})
             )

@@ -67,10 +67,7 @@ async def test_an_approved_prefix_does_not_cover_options_that_run_or_write_elsew
                  "sessionsDir": str(tmp_path / "sessions")},
                 request_permission=True,
             )
-            await server.send_message(
-                request("new", "agent/session/new", {"workspaceUri": workspace.as_uri()})
-            )
-            session_id = (await server.answer("new"))["result"]["sessionId"]
+            session_id = await server.new_session(workspace)
             await server.send_message(request(
                 "turn", "agent/turn", {"sessionId": session_id, "prompt": "Look for the TODOs."}
             ))

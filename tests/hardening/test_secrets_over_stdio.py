@@ -194,10 +194,7 @@ async def test_workspace_secrets_are_asked_about_and_never_reach_the_provider(
                  "sessionsDir": str(tmp_path / "sessions"), "permissions": {"mode": "allowAll"}},
                 request_permission=True,
             )
-            await server.send_message(
-                request("new", "agent/session/new", {"workspaceUri": workspace.as_uri()})
-            )
-            session_id = (await server.answer("new"))["result"]["sessionId"]
+            session_id = await server.new_session(workspace)
             await server.send_message(request("turn", "agent/turn", {
                 "sessionId": session_id, "prompt": "Check the configuration."}))
             asked = await server.wait_for(
@@ -266,10 +263,7 @@ async def test_url_shaped_credentials_never_reach_the_ledger_editor_or_provider(
                  "sessionsDir": str(tmp_path / "sessions"), "permissions": {"mode": "allowAll"},
                  "tools": {"sandbox": "off"}},
             )
-            await server.send_message(
-                request("new", "agent/session/new", {"workspaceUri": workspace.as_uri()})
-            )
-            session_id = (await server.answer("new"))["result"]["sessionId"]
+            session_id = await server.new_session(workspace)
             await server.send_message(request("turn", "agent/turn", {
                 "sessionId": session_id, "prompt": "Check the hooks."}))
             turn = (await server.answer("turn"))["result"]

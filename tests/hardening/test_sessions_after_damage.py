@@ -332,10 +332,7 @@ async def test_a_tool_result_that_could_not_be_saved_is_recorded_as_aborted_once
         server = await RawServer.start()
         try:
             await server.initialize(workspace, settings(sim, tmp_path))
-            await server.send_message(
-                request("new", "agent/session/new", {"workspaceUri": workspace.as_uri()})
-            )
-            session_id = (await server.answer("new"))["result"]["sessionId"]
+            session_id = await server.new_session(workspace)
             await server.send_message(
                 request("t1", "agent/turn", {"sessionId": session_id, "prompt": "Run it."})
             )
