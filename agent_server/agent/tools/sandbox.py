@@ -467,7 +467,7 @@ def confine(command: list[str], workspace: Path, confined: Confinement) -> Launc
             seccomp = (
                 launch._exit.enter_context(_unix_socket_filter()) if confined.network else None
             )
-            nested, secrets = map(tuple, guarded_below(workspace))
+            nested, secrets = guarded_below(workspace)  # one walk finds both
             layout = SandboxLayout(
                 workspace,
                 network=confined.network,
@@ -475,8 +475,8 @@ def confine(command: list[str], workspace: Path, confined: Confinement) -> Launc
                 read_paths=confined.read_paths,
                 seccomp_fd=seccomp,
                 prefix=tuple(command_limits.in_sandbox_prefix(limits, status)),
-                nested=nested,
-                secrets=secrets,
+                nested=tuple(nested),
+                secrets=tuple(secrets),
             )
             launch.argv = bubblewrap_argv(bwrap, layout, command)
             launch.pass_fds = (seccomp,) if seccomp is not None else ()
