@@ -66,6 +66,12 @@ def _pattern(keep: str) -> re.Pattern[str]:
     return pattern
 
 
+def hidden_pattern(keep: str = "\n\t") -> re.Pattern[str]:
+    """The characters `literal` escapes, but for the line breaks and tabs in `keep`: for a
+    caller that shows them its own way (a listed file name, quoted: agent/tools/paths.py)."""
+    return _pattern(keep)
+
+
 def escape_of(char: str) -> str:
     """The visible stand-in for one character: `\\x1b`, `\\u202e`, `\\U000e0041`."""
     named = _NAMED.get(char)

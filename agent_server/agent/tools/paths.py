@@ -14,8 +14,10 @@ file for a link to the outside) is refused instead of followed, and the regular-
 hard-link checks look at the file that was opened (`fstat`), not at a name.
 
 How a path is listed (ls, find, grep: `listed_path`): as it is, except each name in it that
-holds a control character (C0, DEL, C1: a newline would forge a line of the listing, an ESC
-act on a terminal), a line or paragraph separator, or a byte that is not UTF-8; such a name
+holds a character that acts instead of showing (literal.py: a control character, C0, DEL,
+C1: a newline would forge a line of the listing, an ESC act on a terminal; a bidi control
+such as U+202E, which reverses what follows; an invisible format or tag character; a line or
+paragraph separator) or a byte that is not UTF-8; such a name
 is shown as a JSON string, in double quotes with escapes (`src/"a\\nIMPORTANT: ..."`,
 `"\\u001b[31mred"`, `"caf\\udce9"` for the byte 0xe9). So is a name that is itself in double
 quotes, so that every listed path reads back as the one it stands for: a path given to a tool
@@ -37,6 +39,7 @@ from pathlib import Path, PurePath
 from typing import BinaryIO
 
 from agent_server.errors import PathOutsideWorkspaceError, ToolError
+from agent_server.literal import hidden_pattern
 
 
 def resolve_in_workspace(workspace: Path, path: str, *, extra_roots: Sequence[Path] = ()) -> Path:
@@ -96,11 +99,11 @@ def display_path(workspace: Path, path: Path) -> str:
     return text if text != "." else "."
 
 
-# A name with one of these is listed quoted: C0 and C1 controls, DEL, the line and paragraph
-# separators, and the lone surrogates that stand for bytes that are not UTF-8 (os.fsdecode).
-_UNLISTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
-# What json.dumps leaves unescaped of them.
-_LEFT_BY_JSON = re.compile("[\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+# A name with one of these is listed quoted: what `literal` would escape, tabs and line
+# breaks included (C0 and C1 controls, DEL, bidi controls, invisible format characters, tag
+# characters, line and paragraph separators, and the lone surrogates that stand for bytes
+# that are not UTF-8: os.fsdecode). json.dumps escapes C0; the rest are escaped after it.
+_UNLISTABLE = hidden_pattern(keep="")
 
 
 def listed_path(path: str) -> str:
@@ -112,8 +115,16 @@ def listed_path(path: str) -> str:
 def _listed_name(name: str) -> str:
     if not _UNLISTABLE.search(name) and not _quoted(name):
         return name
-    quoted = json.dumps(name, ensure_ascii=False)
-    return _LEFT_BY_JSON.sub(lambda found: f"\\u{ord(found.group()):04x}", quoted)
+    return _UNLISTABLE.sub(_json_escape, json.dumps(name, ensure_ascii=False))
+
+
+def _json_escape(found: re.Match[str]) -> str:
+    """A character as JSON writes it escaped: `\\u202e`; past U+FFFF, its surrogate pair."""
+    code = ord(found.group())
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
 
 
 def path_from_listing(given: str) -> str:

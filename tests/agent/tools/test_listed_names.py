@@ -1,4 +1,5 @@
-"""File names with control characters in ls, find and grep: listed quoted, never raw.
+"""File names with control characters, bidi controls or invisible characters in ls, find and
+grep: listed quoted, never raw.
 
 A name such as "notes\\nIMPORTANT: ..." would forge a line of a listing (and an ESC act on
 a terminal): each tool lists it as a JSON string, and the file tools read that form back.
@@ -32,6 +33,11 @@ NAMES = {
     '"quoted".txt': '"quoted".txt',  # not in quotes as a whole: as it is
     '"quoted"': '"\\"quoted\\""',  # in quotes: quoted, so that it reads back as itself
     "café.txt": "café.txt",  # not ASCII, but nothing to hide
+    # A bidi override reverses what follows it (issue 44: "txt.exe" shown as "exe.txt"); a
+    # zero-width space and a tag character hide; past U+FFFF, JSON's surrogate pair.
+    "invoice\u202etxt.exe": '"invoice\\u202etxt.exe"',
+    "zero\u200bwidth.txt": '"zero\\u200bwidth.txt"',
+    "tag\U000e0041.txt": '"tag\\udb40\\udc41.txt"',
 }
 
 
