@@ -49,9 +49,7 @@ def test_a_running_command_shows_its_last_lines_then_collapses(
     screen = chat_screen(tmp_path, workspace, "--provider", "sim", "--base-url", sim.base_url,
                          "--yes")
     try:
-        screen.wait_for("you ›")
-        screen.type("run the steps")
-        screen.keys("Enter")
+        screen.prompt("run the steps")
         running = screen.wait_for("step 3")
         assert "Ctrl-C stops" in running  # the spinner line: something runs
         assert "Run: for i in 1 2 3" in running
@@ -69,8 +67,7 @@ def test_a_running_command_shows_its_last_lines_then_collapses(
         meter = next(line for line in done.splitlines() if line.startswith("context "))
         assert "$0.0" in meter and "cached" in meter
 
-        screen.type("/output")
-        screen.keys("Enter")
+        screen.prompt("/output")
         whole = screen.wait_for("you ›", count=3)
         listed = whole.rsplit("/output", 1)[1]
         for n in (1, 5, 17, 30):
@@ -90,9 +87,7 @@ def test_a_terminal_narrowed_while_a_command_runs_keeps_no_stale_spinner_rows(
     screen = chat_screen(tmp_path, workspace, "--provider", "sim", "--base-url", sim.base_url,
                          "--yes")
     try:
-        screen.wait_for("you ›")
-        screen.type("run the steps")
-        screen.keys("Enter")
+        screen.prompt("run the steps")
         screen.wait_for("step 3")
         screen.resize(30)
         screen.wait_for("Ctrl-C stops · Run: fo…")  # the region drawn at the new width

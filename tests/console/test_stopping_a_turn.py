@@ -36,9 +36,7 @@ def start_stubborn_turn(
         tmp_path, workspace, "--provider", "sim", "--base-url", sim.base_url, "--yes",
         under_shell=under_shell,
     )
-    screen.ready()
-    screen.type("run it")
-    screen.keys("Enter")
+    screen.prompt("run it")
     screen.wait_for("ready")
     # "ready" is in the call's title too: the command has run once it wrote its group.
     wait_for_group(workspace)
@@ -62,9 +60,7 @@ def test_the_first_ctrl_c_says_at_once_that_the_turn_is_stopping(
         stopped = after(screen.screen(), "you › run it")
         # Said first, above what the stop brought (the killed call, the turn's end).
         assert "stopping the turn (Ctrl-C again quits)" in stopped.split("✗ Run")[0], stopped
-        screen.ready()
-        screen.type("hello")
-        screen.keys("Enter")
+        screen.prompt("hello")
         screen.wait_for("Hello.")
     finally:
         screen.close()
@@ -142,9 +138,7 @@ def test_compact_stops_as_a_turn_does_and_ends_with_the_meter(
     )
     try:
         for turn in range(1, 4):
-            screen.ready()
-            screen.type("hello")
-            screen.keys("Enter")
+            screen.prompt("hello")
             screen.wait_for("Hello.", count=turn)
         screen.ready()
         sim.simulator.set_faults("slow@1:30")  # the summary request hangs
@@ -158,9 +152,7 @@ def test_compact_stops_as_a_turn_does_and_ends_with_the_meter(
         assert stopped.count("compaction cancelled") == 1, stopped  # said once
         sim.simulator.set_faults(None)
         # Once done, the context meter says what the history is now, as after a turn.
-        screen.ready()
-        screen.type("/compact")
-        screen.keys("Enter")
+        screen.prompt("/compact")
         screen.wait_for("compacted: ")
         screen.wait_for("you ›", count=6)  # 3 prompts, 2 /compacts, and the next
         compacted = after(screen.screen(), "compacted: ")

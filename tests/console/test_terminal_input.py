@@ -81,9 +81,7 @@ def test_a_pasted_multi_line_text_is_one_prompt(sim: ThreadedSimServer, tmp_path
         screen.wait_for("line 200 of the stack trace")
         screen.keys("Enter")
         screen.wait_for("That is one long trace.")
-        screen.ready()
-        screen.type("/quit")
-        screen.keys("Enter")
+        screen.prompt("/quit")
         screen.wait_for("continues it")
         assert screen.screen().count("agent ›") == 1
     finally:
@@ -98,9 +96,7 @@ def test_a_question_answered_with_enter_y_or_n(sim: ThreadedSimServer, tmp_path:
     workspace.mkdir()
     screen = chat_screen(tmp_path, workspace, "--provider", "sim", "--base-url", sim.base_url)
     try:
-        screen.ready()
-        screen.type("write note 1")
-        screen.keys("Enter")
+        screen.prompt("write note 1")
         screen.wait_for("choose")
         screen.keys("Enter")
         screen.wait_for("Done with note 1.")
@@ -109,8 +105,7 @@ def test_a_question_answered_with_enter_y_or_n(sim: ThreadedSimServer, tmp_path:
         assert answered == ["  choose [1/2/3/4] (3):"], screen.screen()
         assert any(line.strip().startswith("✗ Write n1.md") for line in lines)
 
-        screen.type("write note 2")
-        screen.keys("Enter")
+        screen.prompt("write note 2")
         screen.wait_for("choose", count=2)
         screen.type("yes please")
         screen.keys("Enter")
@@ -119,13 +114,13 @@ def test_a_question_answered_with_enter_y_or_n(sim: ThreadedSimServer, tmp_path:
         screen.keys("Enter")
         screen.wait_for("Done with note 2.")
 
-        screen.type("write note 3")
-        screen.keys("Enter")
+        screen.prompt("write note 3")
         screen.wait_for("choose", count=4)
         screen.type("n")
         screen.keys("Enter")
         screen.wait_for("Done with note 3.")
         # The answers are not prompts: the up arrow goes back to the last prompt.
+        screen.ready()
         screen.keys("Up")
         screen.ready("write note 3")
     finally:
@@ -144,16 +139,12 @@ def test_always_at_a_question_allows_that_call_for_the_session(
     workspace.mkdir()
     screen = chat_screen(tmp_path, workspace, "--provider", "sim", "--base-url", sim.base_url)
     try:
-        screen.ready()
-        screen.type("write note 4")
-        screen.keys("Enter")
+        screen.prompt("write note 4")
         screen.wait_for("choose")
         screen.type("always")
         screen.keys("Enter")
         screen.wait_for("Done with note 4.")
-        screen.ready()
-        screen.type("write note 5")
-        screen.keys("Enter")
+        screen.prompt("write note 5")
         screen.wait_for("Done with note 5.")
         assert screen.screen().count("choose [") == 1, screen.screen()
     finally:
@@ -172,28 +163,18 @@ def test_clear_starts_a_new_session_and_resume_goes_back(
     workspace.mkdir()
     screen = chat_screen(tmp_path, workspace, "--provider", "sim", "--base-url", sim.base_url)
     try:
-        screen.ready()
-        screen.type("hello")
-        screen.keys("Enter")
+        screen.prompt("hello")
         screen.wait_for("Hello.")
         (first,) = [p.stem for p in (tmp_path / "sessions").rglob("*.jsonl")]
-        screen.ready()
-        screen.type("/clear")
-        screen.keys("Enter")
+        screen.prompt("/clear")
         screen.wait_for(f"`agent-server chat --session {first[:8]}` continues it")
-        screen.ready()
-        screen.type("hello")
-        screen.keys("Enter")
+        screen.prompt("hello")
         screen.wait_for("Hello.", count=2)
         ledgers = {p.stem: p for p in (tmp_path / "sessions").rglob("*.jsonl")}
         assert len(ledgers) == 2, ledgers  # a second session, the first kept
-        screen.ready()
-        screen.type(f"/resume {first[:6]}")
-        screen.keys("Enter")
+        screen.prompt(f"/resume {first[:6]}")
         screen.wait_for(f"session {first} ·")
-        screen.ready()
-        screen.type("/quit")
-        screen.keys("Enter")
+        screen.prompt("/quit")
         screen.wait_for("Pane is dead")
         back = screen.screen().split(f"/resume {first[:6]}", 1)[1]
     finally:
@@ -216,22 +197,14 @@ def test_quitting_after_resume_says_how_to_continue_the_session_gone_back_to(
     workspace.mkdir()
     screen = chat_screen(tmp_path, workspace, "--provider", "sim", "--base-url", sim.base_url)
     try:
-        screen.ready()
-        screen.type("hello")
-        screen.keys("Enter")
+        screen.prompt("hello")
         screen.wait_for("Hello.")
         (first,) = [p.stem for p in (tmp_path / "sessions").rglob("*.jsonl")]
-        screen.ready()
-        screen.type("/clear")
-        screen.keys("Enter")
+        screen.prompt("/clear")
         screen.wait_for("continues it")
-        screen.ready()
-        screen.type(f"/resume {first[:6]}")
-        screen.keys("Enter")
+        screen.prompt(f"/resume {first[:6]}")
         screen.wait_for(f"session {first} ·")
-        screen.ready()
-        screen.type("/quit")
-        screen.keys("Enter")
+        screen.prompt("/quit")
         screen.wait_for("Pane is dead")
         back = screen.screen().split(f"/resume {first[:6]}", 1)[1]
     finally:
@@ -251,28 +224,18 @@ def test_new_keeps_the_thinking_level_and_the_always_answers(
     workspace.mkdir()
     screen = chat_screen(tmp_path, workspace, "--provider", "sim", "--base-url", sim.base_url)
     try:
-        screen.ready()
-        screen.type("/thinking high")
-        screen.keys("Enter")
+        screen.prompt("/thinking high")
         screen.wait_for("thinking: high")
-        screen.ready()
-        screen.type("write note 6")
-        screen.keys("Enter")
+        screen.prompt("write note 6")
         screen.wait_for("choose")
         screen.type("always")
         screen.keys("Enter")
         screen.wait_for("Done with note 6.")
-        screen.ready()
-        screen.type("/new")
-        screen.keys("Enter")
+        screen.prompt("/new")
         screen.wait_for("kept from the last session: always allow every write call")
-        screen.ready()
-        screen.type("/thinking")
-        screen.keys("Enter")
+        screen.prompt("/thinking")
         screen.wait_for("thinking: high", count=2)
-        screen.ready()
-        screen.type("write note 7")
-        screen.keys("Enter")
+        screen.prompt("write note 7")
         screen.wait_for("Done with note 7.")
         assert screen.screen().count("choose [") == 1, screen.screen()
     finally:
@@ -292,14 +255,10 @@ def test_usage_shows_the_recorded_last_turn_or_says_there_was_none(
     args = ("--provider", "sim", "--base-url", sim.base_url)
     screen = chat_screen(tmp_path, workspace, *args)
     try:
-        screen.ready()
-        screen.type("/usage")
-        screen.keys("Enter")
+        screen.prompt("/usage")
         screen.wait_for("no turn yet in this session")
         assert "last turn" not in screen.screen(), screen.screen()
-        screen.ready()
-        screen.type("hello")
-        screen.keys("Enter")
+        screen.prompt("hello")
         screen.wait_for("Hello.")
         screen.ready()
         screen.keys("C-d")
@@ -310,9 +269,7 @@ def test_usage_shows_the_recorded_last_turn_or_says_there_was_none(
 
     screen = chat_screen(tmp_path, workspace, *args, "--session", ledger.stem[:8])
     try:
-        screen.ready()
-        screen.type("/usage")
-        screen.keys("Enter")
+        screen.prompt("/usage")
         usage = screen.wait_for("compactions").split("/usage", 1)[1]
         screen.ready()
         screen.keys("C-d")
@@ -334,9 +291,7 @@ def test_the_up_arrow_finds_the_prompts_of_an_earlier_chat(
     args = ("--provider", "sim", "--base-url", sim.base_url)
     screen = chat_screen(tmp_path, workspace, *args)
     try:
-        screen.ready()
-        screen.type("hello")
-        screen.keys("Enter")
+        screen.prompt("hello")
         screen.wait_for("Hello.")
         screen.ready()
         screen.paste("first\nsecond")
@@ -389,9 +344,7 @@ def test_continue_opens_the_workspace_latest_session(sim: ThreadedSimServer, tmp
 
     screen = chat_screen(tmp_path, workspace, *args)
     try:
-        screen.ready()
-        screen.type("hello")
-        screen.keys("Enter")
+        screen.prompt("hello")
         screen.wait_for("Hello.")
         screen.ready()
         screen.keys("C-d")
@@ -419,9 +372,7 @@ def _during_a_turn(tmp_path: Path, *args: str) -> tuple[TmuxScreen, Path]:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     screen = chat_screen(tmp_path, workspace, "--yes", *args)
-    screen.ready()
-    screen.type("wait for go")
-    screen.keys("Enter")
+    screen.prompt("wait for go")
     screen.wait_for("until [ -e go ]")  # the command runs: the chat reads no line now
     return screen, workspace / "go"
 
@@ -472,9 +423,7 @@ def test_a_backslash_at_the_end_of_a_line_goes_on_to_the_next(
     workspace.mkdir()
     screen = chat_screen(tmp_path, workspace, "--provider", "sim", "--base-url", sim.base_url)
     try:
-        screen.ready()
-        screen.type("first\\")
-        screen.keys("Enter")
+        screen.prompt("first\\")
         screen.type("second")
         screen.keys("Enter")
         screen.wait_for("Two lines.")
@@ -494,9 +443,7 @@ def test_help_on_a_narrow_terminal_shows_every_command_whole(tmp_path: Path) -> 
     workspace.mkdir()
     screen = chat_screen(tmp_path, workspace, "--provider", "sim", width=40)
     try:
-        screen.ready()
-        screen.type("/help")
-        screen.keys("Enter")
+        screen.prompt("/help")
         screen.ready()
         text = screen.screen()
     finally:

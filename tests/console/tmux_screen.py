@@ -129,6 +129,12 @@ class TmuxScreen:
             self._reap()
             time.sleep(0.1)
 
+    def prompt(self, text: str) -> None:
+        """Types `text` and Enter at the prompt, once the chat reads it (`ready`)."""
+        self.ready()
+        self.type(text)
+        self.keys("Enter")
+
     def typed_ahead(self, count: int, timeout: float = WAIT) -> None:
         """Waits until `count` bytes sent are in the terminal's input buffer, unread (keys
         typed while the program does not read)."""
