@@ -63,7 +63,8 @@ McpTransport: TypeAlias = Literal["stdio", "http", "sse"]
 CacheRetentionSetting: TypeAlias = Literal["none", "short", "long", "auto"]
 """`auto`: short, or long while the user is away and after a pause past the short one."""
 SandboxMode: TypeAlias = Literal["auto", "always", "off"]
-"""When shell commands run in the sandbox (`auto`: under `allowAll`)."""
+"""Whether shell commands run in the sandbox (`auto`: every command where the machine can, the
+user may let one out; `always`: every command, or none; `off`)."""
 ProviderName = NewType("ProviderName", str)
 """A value of the setting `provider` (llm/providers.py; the extension's providers.ts)."""
 
@@ -358,7 +359,7 @@ class SessionState(TypedDict):
     """Whether the session's model takes a thinking level on its provider's API."""
     mode: PermissionMode
     sandbox: SandboxState
-    """How the session's commands run; it follows the mode under `tools.sandbox: auto`."""
+    """How the session's commands run (whatever the permission mode)."""
 
 
 class McpServer(TypedDict):

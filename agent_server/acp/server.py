@@ -691,8 +691,8 @@ class AcpAgent:
             raise invalid_params(
                 f"unknown mode {mode_id!r}; use one of {', '.join(PERMISSION_MODES)}"
             )
-        # At once, for the questions of a running turn and how its commands run (the
-        # sandbox follows the mode): the session's one way to switch (agent/session.py).
+        # At once, for the questions of a running turn: the session's one way to switch
+        # (agent/session.py).
         mode = state.session.set_mode(mode_id)
         state.settings = state.settings.with_overrides(permissions_mode=mode)
 

@@ -10,6 +10,10 @@ never every command; on other tools
 it covers the tool. "Always reject" covers the tool. A remembered rejection holds in every
 mode (the user said no, and "allow all" is about not asking, not about overriding an answer);
 a remembered allowance spares the question.
+Where commands run in a sandbox the user may let out (`tools.sandbox: auto`), an approval
+runs the command in it; the question also offers "Allow outside the sandbox" (once, or always
+for that exact command), and a call whose `outsideSandbox` argument asks for it is asked
+about in every mode, `allowAll` included, unless such an answer covers it.
 Options follow the Agent Client Protocol (allow_once, allow_always, reject_once,
 reject_always). With no one to ask (headless), a call that needs asking is denied unless the
 gate was built with `assume_yes` (the CLI's --yes).
@@ -66,18 +70,21 @@ class PermissionOption:
 
 
 PREFIX_OPTION = "allow_prefix:"  # + the prefix's words, shell-quoted
+OUTSIDE_OPTION = "allow_outside"  # once, outside the sandbox
+ALWAYS_OUTSIDE_OPTION = "allow_always_outside"  # this exact command, always outside
 
 
 @dataclass(frozen=True, slots=True)
 class PermissionRule:
     """A remembered "always" answer for the rest of the session: every call of `tool`, or,
     for a command tool, exactly the command `command`, or the simple commands whose first
-    words are `prefix`."""
+    words are `prefix`. `outside`: the command runs outside the sandbox (an exact command)."""
 
     tool: str
     allowed: bool
     command: str | None = None
     prefix: tuple[str, ...] | None = None
+    outside: bool = False
 
     def matches(self, tool: str, command: str | None) -> bool:
         if tool != self.tool:
@@ -90,36 +97,61 @@ class PermissionRule:
 
     def describe(self) -> str:
         """What the rule covers, in the words of the option that made it."""
+        outside = " outside the sandbox" if self.outside else ""
         if self.prefix is not None:
             return f"`{prefix_label(self.prefix)}`"
         if self.command is not None:
-            return f"`{self.command}`"
+            return f"`{self.command}`{outside}"
         return f"every {self.tool} call"
 
 
-def options_for(tool: Tool, call: ToolCall) -> tuple[PermissionOption, ...]:
+def options_for(
+    tool: Tool, call: ToolCall, escapable: bool = False
+) -> tuple[PermissionOption, ...]:
     """The choices for one call. A command tool's "always allow" covers that command, or a
     prefix of it the user picks (`npm test:*`); never every command. Other tools' cover the
-    tool. "Always reject" covers the tool."""
+    tool. "Always reject" covers the tool. `escapable`: commands run in a sandbox the user
+    may let this one out of, once or always (the exact command); a call that asks for it
+    (`outsideSandbox`) gets those choices first."""
     name = tool.spec.name
     command = command_of(tool, call)
-    covers, prefixes = name, []
-    if command is not None:
-        covers = f"`{command}`" if len(command) <= 60 and "\n" not in command else "this command"
-        prefixes = [
-            PermissionOption(
-                PREFIX_OPTION + shlex.join(prefix),
-                f"Always allow `{prefix_label(prefix)}` (this session)",
-                "allow_always",
-            )
-            for prefix in reversed(prefix_choices(command))
-        ]
-    return (
-        PermissionOption("allow_once", "Allow", "allow_once"),
-        PermissionOption("allow_always", f"Always allow {covers} (this session)", "allow_always"),
-        *prefixes,
+    reject = (
         PermissionOption("reject_once", "Reject", "reject_once"),
         PermissionOption("reject_always", f"Always reject {name} (this session)", "reject_always"),
+    )
+    if command is None:
+        return (
+            PermissionOption("allow_once", "Allow", "allow_once"),
+            PermissionOption("allow_always", f"Always allow {name} (this session)", "allow_always"),
+            *reject,
+        )
+    covers = f"`{command}`" if len(command) <= 60 and "\n" not in command else "this command"
+    out = PermissionOption(OUTSIDE_OPTION, "Allow outside the sandbox", "allow_once")
+    if escapable and asks_outside(tool, call):
+        return (
+            out,
+            PermissionOption(
+                ALWAYS_OUTSIDE_OPTION,
+                f"Always allow {covers} outside the sandbox (this session)",
+                "allow_always",
+            ),
+            PermissionOption("allow_once", "Allow in the sandbox", "allow_once"),
+            *reject,
+        )
+    prefixes = [
+        PermissionOption(
+            PREFIX_OPTION + shlex.join(prefix),
+            f"Always allow `{prefix_label(prefix)}` (this session)",
+            "allow_always",
+        )
+        for prefix in reversed(prefix_choices(command))
+    ]
+    return (
+        PermissionOption("allow_once", "Allow", "allow_once"),
+        *((out,) if escapable else ()),
+        PermissionOption("allow_always", f"Always allow {covers} (this session)", "allow_always"),
+        *prefixes,
+        *reject,
     )
 
 
@@ -127,6 +159,11 @@ def command_of(tool: Tool, call: ToolCall) -> str | None:
     """The command a command tool (kind `execute`) would run, or None for other tools."""
     command = call.arguments.get("command") if tool.kind == "execute" else None
     return command if isinstance(command, str) else None
+
+
+def asks_outside(tool: Tool, call: ToolCall) -> bool:
+    """Whether a command tool's call asks to run outside the sandbox (`outsideSandbox`)."""
+    return tool.kind == "execute" and call.arguments.get("outsideSandbox") is True
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +214,7 @@ class PermissionDecision:
     option_id: str | None = None
     message: str | None = None  # what the user said to do instead (a rejection)
     new_text: str | None = None  # the change as the user revised it (an allowed edit)
+    outside_sandbox: bool = False  # the user let this command out of the sandbox
 
 
 def parse_mode(value: str) -> PermissionMode:
@@ -252,11 +290,14 @@ class PermissionGate:
             return not tool.read_only
         return True
 
-    def _rule_for(self, tool: Tool, call: ToolCall) -> PermissionRule | None:
-        """The rule that decides this call: a rejection wins over an allowance."""
+    def _rule_for(self, tool: Tool, call: ToolCall, outside: bool) -> PermissionRule | None:
+        """The rule that decides this call: a rejection wins over an allowance; a call asking
+        to run outside the sandbox (`outside`) is allowed only by a rule that lets it out."""
         name, command = tool.spec.name, command_of(tool, call)
         matching = [rule for rule in self._rules if rule.matches(name, command)]
-        return next((r for r in matching if not r.allowed), None) or next(iter(matching), None)
+        allowing = [rule for rule in matching if rule.allowed and (rule.outside or not outside)]
+        rejecting = (rule for rule in matching if not rule.allowed)
+        return next(rejecting, None) or next(iter(allowing), None)
 
     def _uncovered(self, name: str, command: str | None) -> str | None:
         """Why an "always allow" prefix the user chose does not cover `command`, which
@@ -276,15 +317,22 @@ class PermissionGate:
         change: FileChange | None = None,
         *,
         warning: str | None = None,
+        escapable: bool = False,
     ) -> PermissionDecision:
         """`warning`: something about this call the user must hear of (a file it names may
         also exist outside the workspace); such a call is asked about whatever the mode or
-        an "always allow" answer, and the question says why."""
+        an "always allow" answer, and the question says why. `escapable`: commands run in a
+        sandbox the user may let one out of (Confinement.escapable); a call asking to be let
+        out is asked about in every mode, unless an "always ... outside" answer covers it.
+        Nothing else lets a command out: not the mode, not --yes."""
         name = tool.spec.name
-        rule = self._rule_for(tool, call)
+        outside = escapable and asks_outside(tool, call)
+        rule = self._rule_for(tool, call, outside)
         if rule is not None and not rule.allowed:
             return _remembered(rule)
-        if warning is None and not self.needs_asking(tool):
+        if warning is None and rule is not None and rule.outside and escapable:
+            return _remembered(rule)
+        if warning is None and not outside and not self.needs_asking(tool):
             return PermissionDecision(True, f"the {self._mode} mode allows {name}", False, "mode")
         if warning is None and rule is not None:
             return _remembered(rule)
@@ -297,10 +345,10 @@ class PermissionGate:
         # One question at a time: parallel calls see an "always" answer given to the first
         # one instead of asking again.
         async with self._asking:
-            rule = self._rule_for(tool, call)
+            rule = self._rule_for(tool, call, outside)
             if rule is not None and (warning is None or not rule.allowed):
                 return _remembered(rule)
-            return await self._ask_user(tool, call, change, warning)
+            return await self._ask_user(tool, call, change, warning, escapable)
 
     async def ask_about(
         self, tool: Tool, call: ToolCall, title: str, options: tuple[PermissionOption, ...]
@@ -326,12 +374,17 @@ class PermissionGate:
         return answer.option_id if isinstance(answer, PermissionAnswer) else answer
 
     async def _ask_user(
-        self, tool: Tool, call: ToolCall, change: FileChange | None, warning: str | None = None
+        self,
+        tool: Tool,
+        call: ToolCall,
+        change: FileChange | None,
+        warning: str | None = None,
+        escapable: bool = False,
     ) -> PermissionDecision:
         assert self._ask is not None
         name = tool.spec.name
         command = command_of(tool, call)
-        options = options_for(tool, call)
+        options = options_for(tool, call, escapable)
         warning = warning or self._uncovered(name, command)
         title = _title(tool, call) + (f" ({warning})" if warning else "")
         request = PermissionRequest(call, tool, title, options, command, change)
@@ -360,10 +413,13 @@ class PermissionGate:
         # change the question showed.
         message = (answer.message or "").strip() or None if not allowed else None
         new_text = answer.new_text if allowed and change is not None else None
+        outside = chosen in (OUTSIDE_OPTION, ALWAYS_OUTSIDE_OPTION)
         if not option.kind.endswith("always"):
             verb = "allowed" if allowed else "rejected"
+            where = " outside the sandbox" if outside else ""
             return PermissionDecision(
-                allowed, f"the user {verb} {name}", False, "user", chosen, message, new_text
+                allowed, f"the user {verb} {name}{where}", False, "user", chosen, message,
+                new_text, outside,
             )
         rule = PermissionRule(name, allowed)
         if allowed and command is not None:
@@ -372,11 +428,13 @@ class PermissionGate:
                     name, True, prefix=tuple(shlex.split(chosen[len(PREFIX_OPTION) :]))
                 )
             else:
-                rule = PermissionRule(name, True, command=command)
+                rule = PermissionRule(name, True, command=command, outside=outside)
         self._rules.append(rule)
         verb = "allow" if allowed else "reject"
         reason = f"the user chose to always {verb} {rule.describe()} in this session"
-        return PermissionDecision(allowed, reason, True, "user", chosen, message, new_text)
+        return PermissionDecision(
+            allowed, reason, True, "user", chosen, message, new_text, outside
+        )
 
 
 def _remembered(rule: PermissionRule) -> PermissionDecision:
@@ -386,6 +444,7 @@ def _remembered(rule: PermissionRule) -> PermissionDecision:
         f"the user chose to always {verb} {rule.describe()} in this session",
         True,
         "remembered",
+        outside_sandbox=rule.allowed and rule.outside,
     )
 
 

@@ -397,12 +397,11 @@ class AgentSession:
 
     @property
     def confinement(self) -> Confinement:
-        """How the session's commands run now (under `tools.sandbox: auto` it follows the
-        mode: sandboxed when nothing asks)."""
+        """How the session's commands run (sandboxed unless `tools.sandbox` is off, whatever
+        the permission mode: an approval lets a command run, not reach more)."""
         tools = self.settings.tools
         return confinement(
             tools.sandbox,
-            self.settings.permissions_mode,
             tools.network,
             hidden=(*self._private_dirs, *private_user_dirs()),
             read_paths=tools.read_paths,

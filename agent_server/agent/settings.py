@@ -58,8 +58,8 @@ class ToolOptions:
     # Variable names (or globs) commands receive even though they look secret; provider
     # keys never pass (agent/tools/environment.py).
     env_pass: tuple[str, ...] = ()
-    # When bash runs in the sandbox: "auto" (when permissions.mode is allowAll), "always",
-    # "off" (agent/tools/sandbox.py).
+    # Whether bash runs in the sandbox: "auto" (every command, where this machine can; the
+    # user may let one out), "always" (every command, or none), "off" (agent/tools/sandbox.py).
     sandbox: SandboxMode = "auto"
     network: bool = False  # whether sandboxed commands may use the network
     # Home-directory toolchains shown read-only in the sandbox (the rest of the home is not).

@@ -58,6 +58,7 @@ class ToolRunner:
         self._checkpoints = checkpoints
         self._told_unconfined = False
         self._confirmed: set[str] = set()  # calls the user allowed despite a warning
+        self._let_out: set[str] = set()  # commands the user let out of the sandbox
         # Changes the user revised before allowing them (by call id): what was shown, and
         # the content to write instead.
         self._revised: dict[str, tuple[FileChange, str]] = {}
@@ -90,7 +91,8 @@ class ToolRunner:
                 )
                 continue
             paths = tool.paths(call.arguments)
-            workspace = self._make_context(None).workspace
+            context = self._make_context(None)
+            workspace = context.workspace
             # Asked about in every mode: a file that may also be outside (hard links), and,
             # for the file tools, a file that may hold secrets, and one that programs outside
             # the sandbox act on (what the sandbox keeps commands from writing).
@@ -101,7 +103,9 @@ class ToolRunner:
                 found += protected_warnings(workspace, paths, self._private)
             warning = "; ".join(found) or None
             preview, scrubbed = await self._preview(tool, call)
-            decision = await self._gate.decide(tool, call, preview, warning=warning)
+            decision = await self._gate.decide(
+                tool, call, preview, warning=warning, escapable=context.confinement.escapable
+            )
             if not decision.allowed:
                 results[call.id] = self._finish(turn_id, call, denied_result(decision))
                 continue
@@ -121,6 +125,8 @@ class ToolRunner:
                     self._revised[call.id] = (preview, decision.new_text)
             if warning is not None:
                 self._confirmed.add(call.id)
+            if decision.outside_sandbox:
+                self._let_out.add(call.id)
             if tool.read_only:
                 batch.append(call)
                 continue
@@ -148,16 +154,17 @@ class ToolRunner:
             context = replace(context, call_id=call.id)
             if call.id in self._confirmed:
                 context = replace(context, hard_links_allowed=True)
-            if call.name == "bash" and context.confinement.reason and not self._told_unconfined:
+            if call.id in self._let_out:
+                self._let_out.discard(call.id)
+                context = replace(context, confinement=context.confinement.outside())
+            confined = context.confinement
+            if call.name == "bash" and confined.reason and not self._told_unconfined:
                 # The settings ask for a sandbox this machine cannot give: say so, once.
                 self._told_unconfined = True
-                self._emit(
-                    Notice(
-                        turn_id,
-                        "warning",
-                        f"Commands run without a sandbox: {context.confinement.reason}.",
-                    )
+                verb = "are refused (tools.sandbox is always)" if confined.strict else (
+                    "run without a sandbox"
                 )
+                self._emit(Notice(turn_id, "warning", f"Commands {verb}: {confined.reason}."))
             captured = await self._capture(tool, call, context)
             revised = self._revised.pop(call.id, None)
             if revised is None:

@@ -494,7 +494,7 @@ class TerminalChat:
         self.console.print(
             Text(f"mode: {mode}", style="magenta") + Text(f" ({MODE_MEANINGS[mode]})", style="dim")
         )
-        # Under `tools.sandbox: auto` the sandbox follows the mode: say how commands run now.
+        # How commands run (whatever the mode: the sandbox is `tools.sandbox`'s).
         self.console.print(shown(f"commands: {session.confinement.describe()}", "dim"))
 
     def thinking_command(self, session: AgentSession, argument: str) -> None:

@@ -315,8 +315,8 @@ def _blocks(blocks: Iterable[UserContent]) -> list[protocol.PromptBlock]:
 
 
 def session_state_json(session: AgentSession) -> protocol.SessionState:
-    """A session's model, permission mode and how its commands run (the sandbox, which
-    follows the mode under `tools.sandbox: auto`), as the editor shows them beside the meter."""
+    """A session's model, permission mode and how its commands run (the sandbox), as the
+    editor shows them beside the meter."""
     return {
         "model": model_json(session.model),
         "thinking": session.thinking,

@@ -572,3 +572,79 @@ async def test_a_prefix_still_covers_ordinary_arguments_in_the_workspace() -> No
                     "git grep x ./src/.../y"):
         decision = await decide(gate, BASH, command=command)
         assert decision.allowed and decision.basis == "remembered", command
+
+
+# --- Letting a command out of the sandbox (tools.sandbox: auto) ------------------------------
+
+
+async def decide_in_sandbox(
+    gate: PermissionGate, tool: Tool, **arguments: Any
+) -> PermissionDecision:
+    return await gate.decide(tool, call_of(tool, **arguments), escapable=True)
+
+
+def test_a_sandboxed_command_is_offered_a_way_out_once() -> None:
+    options = options_for(BASH, call_of(BASH, command="npm install"), escapable=True)
+    assert [(o.option_id, o.name, o.kind) for o in options][:3] == [
+        ("allow_once", "Allow", "allow_once"),
+        ("allow_outside", "Allow outside the sandbox", "allow_once"),
+        ("allow_always", "Always allow `npm install` (this session)", "allow_always"),
+    ]
+    # Not for other tools, nor where there is no sandbox to leave.
+    assert "allow_outside" not in {o.option_id for o in options_for(BASH, call_of(BASH, command="x"))}
+    edit = options_for(EDIT, call_of(EDIT, path="a"), escapable=True)
+    assert "allow_outside" not in {o.option_id for o in edit}
+
+
+async def test_an_approval_runs_the_command_in_the_sandbox_unless_the_user_lets_it_out() -> None:
+    user = User("allow_once", "allow_outside", "allow_always")
+    gate = PermissionGate("allowReads", user)
+    assert not (await decide_in_sandbox(gate, BASH, command="npm install")).outside_sandbox
+    out = await decide_in_sandbox(gate, BASH, command="npm install")
+    assert out.allowed and out.outside_sandbox and "outside the sandbox" in out.reason
+    # "Always allow" (a rule) keeps it in; so does the mode.
+    always = await decide_in_sandbox(gate, BASH, command="make")
+    assert always.allowed and not always.outside_sandbox
+    again = await decide_in_sandbox(gate, BASH, command="make")
+    assert again.basis == "remembered" and not again.outside_sandbox
+    free = PermissionGate("allowAll", User())
+    assert not (await decide_in_sandbox(free, BASH, command="curl x")).outside_sandbox
+
+
+@pytest.mark.parametrize("mode", ["ask", "allowReads", "allowAll"])
+async def test_a_call_asking_out_of_the_sandbox_is_asked_about_in_every_mode(mode: Any) -> None:
+    user = User("allow_always_outside", "reject_once")
+    gate = PermissionGate(mode, user)
+    first = await decide_in_sandbox(gate, BASH, command="npm install", outsideSandbox=True)
+    assert first.allowed and first.outside_sandbox and first.remembered
+    request = user.asked[0]
+    assert request.title == "Run outside the sandbox: npm install"
+    assert [o.option_id for o in request.options][:3] == [
+        "allow_outside", "allow_always_outside", "allow_once"
+    ]
+    assert gate.rules == (PermissionRule("bash", True, command="npm install", outside=True),)
+    # That exact command now runs outside without asking, asked for or not...
+    for arguments in ({"outsideSandbox": True}, {}):
+        again = await decide_in_sandbox(gate, BASH, command="npm install", **arguments)
+        assert again.allowed and again.outside_sandbox and again.basis == "remembered"
+    # ...and no other: an ordinary "always allow" never lets a command out.
+    other = await decide_in_sandbox(gate, BASH, command="npm ci", outsideSandbox=True)
+    assert not other.allowed and len(user.asked) == 2
+
+
+async def test_only_the_user_lets_a_command_out() -> None:
+    # A prefix rule, --yes and headless runs keep it in.
+    user = User("allow_prefix:npm test", "allow_once")
+    gate = PermissionGate("allowReads", user)
+    assert (await decide_in_sandbox(gate, BASH, command="npm test -q")).remembered
+    asked_out = await decide_in_sandbox(gate, BASH, command="npm test", outsideSandbox=True)
+    assert len(user.asked) == 2 and asked_out.allowed and not asked_out.outside_sandbox
+    yes = PermissionGate("allowAll", assume_yes=True)
+    assumed = await decide_in_sandbox(yes, BASH, command="curl x", outsideSandbox=True)
+    assert assumed.allowed and not assumed.outside_sandbox
+    nobody = PermissionGate("allowAll")
+    headless = await decide_in_sandbox(nobody, BASH, command="curl x", outsideSandbox=True)
+    assert not headless.allowed and headless.basis == "headless"
+    # Where commands cannot leave (no sandbox, or tools.sandbox: always) the argument is moot.
+    plain = await gate.decide(BASH, call_of(BASH, command="npm test", outsideSandbox=True))
+    assert plain.allowed and plain.basis == "remembered" and not plain.outside_sandbox

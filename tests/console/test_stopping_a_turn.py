@@ -32,9 +32,11 @@ def start_stubborn_turn(
 ) -> TmuxScreen:
     workspace = tmp_path / "ws"
     workspace.mkdir()
+    config = tmp_path / "config.json"  # unsandboxed: its group is this machine's
+    config.write_text(json.dumps({"tools": {"sandbox": "off"}}))
     screen = chat_screen(
         tmp_path, workspace, "--provider", "sim", "--base-url", sim.base_url, "--yes",
-        under_shell=under_shell,
+        "--config", str(config), under_shell=under_shell,
     )
     screen.prompt("run it")
     screen.wait_for("ready")

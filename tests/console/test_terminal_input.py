@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_server.console.line_input import CONTINUATION
 from agent_server.sim.scenario import parse_scenario
 from agent_server.sim.server import SimServer, ThreadedSimServer
 from agent_server.sim.simulator import Simulator
@@ -307,8 +308,7 @@ def test_the_up_arrow_finds_the_prompts_of_an_earlier_chat(
     try:
         screen.ready()
         screen.keys("Up")
-        screen.wait_for("second")
-        assert screen.visible().rstrip().endswith("you › first\nsecond")
+        screen.wait_for_end("you › first\nsecond")
         screen.keys("Up")
         screen.ready("hello")
         screen.keys("Enter")
@@ -424,13 +424,13 @@ def test_a_backslash_at_the_end_of_a_line_goes_on_to_the_next(
     screen = chat_screen(tmp_path, workspace, "--provider", "sim", "--base-url", sim.base_url)
     try:
         screen.prompt("first\\")
+        screen.ready(prompt=CONTINUATION)
         screen.type("second")
         screen.keys("Enter")
         screen.wait_for("Two lines.")
         screen.ready()
         screen.keys("Up")
-        screen.wait_for("second", count=2)
-        assert screen.visible().rstrip().endswith("you › first\nsecond")
+        screen.wait_for_end("you › first\nsecond")
     finally:
         screen.close()
     assert sent_prompts(tmp_path) == ["first\nsecond"]

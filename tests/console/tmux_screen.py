@@ -112,10 +112,11 @@ class TmuxScreen:
             self._reap()  # "Pane is dead" shows once tmux has reaped the program
             time.sleep(0.2)
 
-    def ready(self, typed: str = "", timeout: float = WAIT) -> str:
-        """Waits until the program reads a line at its prompt (`you › `) holding `typed`,
-        the cursor at its end, and waits for a key (`reads_keys`). Returns the screen."""
-        want = f"{PROMPT} {typed}"
+    def ready(self, typed: str = "", timeout: float = WAIT, *, prompt: str = PROMPT + " ") -> str:
+        """Waits until the program reads a line at its prompt (`you › `, or `prompt`) holding
+        `typed`, the cursor at its end, and waits for a key (`reads_keys`). Returns the
+        screen."""
+        want = f"{prompt}{typed}"
         deadline = time.monotonic() + timeout
         while True:
             x, y = (int(n) for n in self._tmux(
@@ -134,6 +135,17 @@ class TmuxScreen:
         self.ready()
         self.type(text)
         self.keys("Enter")
+
+    def wait_for_end(self, text: str, timeout: float = WAIT) -> str:
+        """Waits until the visible screen ends with `text` (a prompt drawn whole, over lines);
+        returns it."""
+        deadline = time.monotonic() + timeout
+        while not (visible := self.visible().rstrip()).endswith(text):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the screen never ended with {text!r}:\n{visible}")
+            self._reap()
+            time.sleep(0.1)
+        return visible
 
     def typed_ahead(self, count: int, timeout: float = WAIT) -> None:
         """Waits until `count` bytes sent are in the terminal's input buffer, unread (keys

@@ -25,6 +25,7 @@ import logging
 import os
 import signal
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,7 @@ from agent_server.agent.tools.paths import resolve_in_workspace
 from agent_server.agent.tools.sandbox import Launch, confine
 from agent_server.errors import ToolError
 from agent_server.literal import output_text
-from agent_server.llm.messages import ToolSpec
+from agent_server.llm.messages import TextContent, ToolSpec
 from agent_server.redaction import StreamRedactor
 
 MAX_TIMEOUT = 600.0
@@ -63,7 +64,10 @@ SPEC = ToolSpec(
         "file that read can open. The command is killed, with its child processes, when it "
         "exceeds the timeout (seconds; the default is the user's setting, normally 120; at "
         f"most {int(MAX_TIMEOUT)}). Do not start interactive programs or servers that never "
-        "exit; a command's background jobs keep running, but their later output is lost."
+        "exit; a command's background jobs keep running, but their later output is lost. "
+        "Commands run in a sandbox (no network, no home directory, the workspace writable); "
+        "only when one failed because of that, run it again with outsideSandbox: the user "
+        "is asked."
     ),
     parameters={
         "type": "object",
@@ -74,6 +78,10 @@ SPEC = ToolSpec(
                 "minimum": 1,
                 "maximum": MAX_TIMEOUT,
                 "description": "Seconds before the command is killed",
+            },
+            "outsideSandbox": {
+                "type": "boolean",
+                "description": "Ask the user to run it outside the sandbox",
             },
         },
         "required": ["command"],
@@ -90,13 +98,19 @@ class BashTool:
         return ()
 
     def title(self, arguments: Mapping[str, Any]) -> str:
-        return f"Run: {display_arg(arguments, 'command', '?')}"
+        where = " outside the sandbox" if arguments.get("outsideSandbox") is True else ""
+        return f"Run{where}: {display_arg(arguments, 'command', '?')}"
 
     async def run(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         command = str_arg(arguments, "command")
         if not command.strip():
             raise ToolError("command is empty. Give a shell command to run.")
         timeout = min(float_arg(arguments, "timeout", ctx.bash_timeout), MAX_TIMEOUT)
+        if ctx.confinement.refused:
+            raise ToolError(
+                "Commands are not run here: the user's setting tools.sandbox is `always` and "
+                f"{ctx.confinement.reason}. Do not retry; tell the user."
+            )
         cwd = resolve_in_workspace(ctx.workspace, ".")
         environment = tool_environment(os.environ, ctx.secrets, ctx.env_pass)
         if environment.withheld:
@@ -105,12 +119,17 @@ class BashTool:
         try:
             argv = launch.shell_argv(environment.env) if ctx.terminal is not None else None
             if ctx.terminal is not None and argv is not None:
-                return await _in_terminal(
+                result = await _in_terminal(
                     ctx.terminal, launch, argv, cwd, environment.env, timeout, ctx
                 )
-            return await self._run(launch, cwd, environment.env, timeout, ctx)
+            else:
+                result = await self._run(launch, cwd, environment.env, timeout, ctx)
         finally:
             await asyncio.shield(launch.aclose())
+        if arguments.get("outsideSandbox") is True and ctx.confinement.sandboxed:
+            kept_in = "It ran in the sandbox: the user did not let it out."
+            return replace(result, content=(*result.content, TextContent("\n\n" + kept_in)))
+        return result
 
     async def _run(
         self,

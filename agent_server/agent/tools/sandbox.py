@@ -28,11 +28,15 @@ Codex (`codex-rs/linux-sandbox`) and Claude Code (`sandbox-runtime`) let a sandb
 read the whole disk and deny a list; here only an allow-list is mounted, because whatever a
 command can read goes to the model's context, and so to the provider, with no network needed.
 
-When: the setting `tools.sandbox` is `auto` (the default: sandboxed when `permissions.mode`
-is `allowAll`, where nobody approves each command), `always`, or `off`. bubblewrap is probed
-once per process; where it is missing, or cannot create namespaces (containers without user
-namespaces), commands run unconfined and the editor is told why. Resource limits
-(limits.py) apply sandboxed or not.
+When: the setting `tools.sandbox` is `auto` (the default: every command is sandboxed, in every
+permission mode; one the user approves is not thereby let out, but the question offers
+"Allow outside the sandbox", and the model can ask for it, `outsideSandbox`, which is
+always asked about), `always` (every command sandboxed, no way out: where there is no sandbox
+commands are refused), or `off`. An approval is for running a command; the sandbox is what
+the command can reach, and a prefix rule (`npm test:*`) approves words, not what a test
+suite's code does. bubblewrap is probed once per process; where it is missing, or cannot
+create namespaces (containers without user namespaces), commands under `auto` run
+unconfined and the editor is told why. Resource limits (limits.py) apply sandboxed or not.
 
 **Without the sandbox** the command runs as the user, with the server's environment minus
 the secrets (environment.py). Its parent is the server, so /proc/$PPID would lead to the
@@ -61,7 +65,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Collection, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -123,7 +127,9 @@ class SandboxStatus:
 @dataclass(frozen=True, slots=True)
 class Confinement:
     """How the commands of one session run: sandboxed or not, with network or not, what the
-    sandbox hides and shows besides the workspace, and the limits on what they consume."""
+    sandbox hides and shows besides the workspace, and the limits on what they consume.
+    `strict` (`tools.sandbox: always`): no command runs outside the sandbox, not even one the
+    user lets out, and without a sandbox none runs at all."""
 
     sandboxed: bool = False
     network: bool = True
@@ -131,6 +137,21 @@ class Confinement:
     hidden: tuple[Path, ...] = ()  # never shown (the sessions, the user config and data)
     read_paths: tuple[str, ...] = DEFAULT_READ_PATHS  # shown read-only (~ is the home)
     limits: CommandLimits = field(default_factory=CommandLimits)
+    strict: bool = False
+
+    @property
+    def escapable(self) -> bool:
+        """Whether the user may let a command out of the sandbox (a question's option)."""
+        return self.sandboxed and not self.strict
+
+    @property
+    def refused(self) -> bool:
+        """No command may run: the settings require a sandbox this machine cannot give."""
+        return self.strict and not self.sandboxed
+
+    def outside(self) -> Confinement:
+        """The same, for one command the user let out of the sandbox."""
+        return replace(self, sandboxed=False, network=True, reason="") if self.escapable else self
 
     def describe(self) -> str:
         if self.sandboxed:
@@ -164,24 +185,22 @@ def private_user_dirs() -> tuple[Path, ...]:
     )
 
 
-def wants_sandbox(mode: str, permissions_mode: str) -> bool:
-    return mode == "always" or (mode == "auto" and permissions_mode == "allowAll")
-
-
 def confinement(
     mode: str,
-    permissions_mode: str,
     network: bool,
     *,
     hidden: tuple[Path, ...] = (),
     read_paths: tuple[str, ...] = DEFAULT_READ_PATHS,
     limits: CommandLimits | None = None,
 ) -> Confinement:
-    """The confinement the settings ask for, as far as this machine allows."""
+    """The confinement the setting `tools.sandbox` asks for, as far as this machine allows:
+    sandboxed unless it is `off`; where no sandbox can be made, `auto` runs commands
+    unconfined (with the reason, for the editor) and `always` refuses them."""
     extra: dict[str, Any] = {
-        "hidden": hidden, "read_paths": read_paths, "limits": limits or CommandLimits()
+        "hidden": hidden, "read_paths": read_paths, "limits": limits or CommandLimits(),
+        "strict": mode == "always",
     }
-    if not wants_sandbox(mode, permissions_mode):
+    if mode == "off":
         return Confinement(False, True, **extra)
     status = sandbox_status()
     if not status.available:

@@ -100,7 +100,10 @@ export type McpTransport = (typeof McpTransportValues)[number];
 export const CacheRetentionSettingValues = ['none', 'short', 'long', 'auto'] as const;
 export type CacheRetentionSetting = (typeof CacheRetentionSettingValues)[number];
 
-/** When shell commands run in the sandbox (`auto`: under `allowAll`). */
+/**
+ * Whether shell commands run in the sandbox (`auto`: every command where the machine can, the
+ * user may let one out; `always`: every command, or none; `off`).
+ */
 export const SandboxModeValues = ['auto', 'always', 'off'] as const;
 export type SandboxMode = (typeof SandboxModeValues)[number];
 
@@ -373,7 +376,7 @@ export interface SessionState {
   /** Whether the session's model takes a thinking level on its provider's API. */
   canThink: boolean;
   mode: PermissionMode;
-  /** How the session's commands run; it follows the mode under `tools.sandbox: auto`. */
+  /** How the session's commands run (whatever the permission mode). */
   sandbox: SandboxState;
 }
 

@@ -43,7 +43,7 @@ export function renderPermission(item: PermissionItem, post: Post): HTMLElement 
   const actions = h('div', { class: 'card-actions' });
   item.options.forEach((option, index) => {
     const key = index < 9 ? `${index + 1}` : '';
-    const b = button(option.name, () => answer(option), `${optionClass(option)} option-${option.kind}`, key ? `Press ${key}` : undefined);
+    const b = button(option.name, () => answer(option), `${optionClass(option, allow)} option-${option.kind}`, key ? `Press ${key}` : undefined);
     if (key) b.prepend(h('kbd', { class: 'key', text: key }));
     actions.append(b);
   });
@@ -98,11 +98,11 @@ export function renderPermission(item: PermissionItem, post: Post): HTMLElement 
   return card;
 }
 
-/** Allow is the primary choice; the "always" ones are quieter than it (they last the session). */
-function optionClass(option: PermissionOption): string {
+/** The first "allow once" (Enter's) is the primary choice; the others, "Allow outside the
+ * sandbox" and the "always" ones (they last the session), are quieter than it. */
+function optionClass(option: PermissionOption, primary: PermissionOption | undefined): string {
+  if (option === primary) return 'primary';
   switch (option.kind) {
-    case 'allow_once':
-      return 'primary';
     case 'reject_once':
       return 'secondary';
     default:

@@ -84,7 +84,7 @@ def test_argument_names_are_the_ones_the_scenarios_use() -> None:
         "ls": {"path"},
         "find": {"pattern", "path"},
         "grep": {"pattern", "path", "glob", "ignoreCase", "context"},
-        "bash": {"command", "timeout"},
+        "bash": {"command", "timeout", "outsideSandbox"},
         "plan": {"entries"},
         "remember": {"text", "kind"},
         "compact": {"focus"},

@@ -40,17 +40,43 @@ def sandboxed_ctx(workspace: Path, spill_dir: Path, *, network: bool = False) ->
 
 
 def test_the_settings_decide_when_to_sandbox() -> None:
-    assert not confinement("auto", "allowReads", False).sandboxed
-    assert not confinement("auto", "ask", False).sandboxed
-    assert not confinement("off", "allowAll", False).sandboxed
-    wanted = confinement("auto", "allowAll", False)
-    always = confinement("always", "ask", True)
+    # Every command is sandboxed unless the setting is off, whatever the permission mode: an
+    # approval lets a command run, not reach more.
+    off = confinement("off", False)
+    assert not off.sandboxed and not off.reason and not off.escapable and not off.refused
+    auto = confinement("auto", False)
+    always = confinement("always", True)
     if STATUS.available:
-        assert wanted.sandboxed and not wanted.network and not wanted.reason
-        assert always.sandboxed and always.network
+        assert auto.sandboxed and not auto.network and not auto.reason
+        assert auto.escapable and not auto.refused
+        assert always.sandboxed and always.network and not always.escapable
+        outside = auto.outside()
+        assert not outside.sandboxed and outside.network and not outside.escapable
+        assert always.outside() == always  # `always` lets nothing out
     else:
-        assert not wanted.sandboxed and wanted.reason == STATUS.reason
-        assert not always.sandboxed and always.reason == STATUS.reason
+        assert not auto.sandboxed and auto.reason == STATUS.reason and not auto.refused
+        assert not always.sandboxed and always.reason == STATUS.reason and always.refused
+
+
+async def test_always_without_a_sandbox_refuses_every_command(
+    workspace: Path, spill_dir: Path
+) -> None:
+    refused = Confinement(False, True, "bubblewrap is not installed", strict=True)
+    ctx = ToolContext(workspace, spill_dir, confinement=refused)
+    result = await run_tool(BashTool(), {"command": "touch ran"}, ctx)
+    assert result.is_error and "tools.sandbox is `always`" in result.text
+    assert "bubblewrap is not installed" in result.text
+    assert not (workspace / "ran").exists()
+
+
+@needs_sandbox
+async def test_a_command_that_asked_out_but_was_kept_in_says_so(
+    workspace: Path, spill_dir: Path
+) -> None:
+    ctx = sandboxed_ctx(workspace, spill_dir)
+    result = await run_tool(BashTool(), {"command": "echo hi", "outsideSandbox": True}, ctx)
+    assert "hi" in result.text and "ran in the sandbox" in result.text
+    assert result.details is not None and result.details["sandbox"]["sandboxed"]
 
 
 @needs_sandbox
