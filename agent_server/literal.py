@@ -18,6 +18,11 @@ Each becomes a visible escape in Python's notation (`\\r`, `\\x1b`, `\\u202e`, `
 zero-width joiner and non-joiner are left alone: scripts and emoji need them, and they hide
 nothing.
 
+A file's content that the model reads and then edits (the read and grep tools) cannot take
+Python's notation: a source file holds `\\x1b` as four characters often enough. Its control
+characters become Unicode's control pictures instead (`as_pictures`: ESC is U+241B, `␛`; DEL
+is `␡`), one character for one, which the edit tool takes back (`from_pictures`).
+
 Where a program's text is read for its meaning rather than shown (a compaction hook's
 answer), its terminal escape sequences are taken out whole instead (`without_escape_sequences`):
 a colourful script's `\\x1b[31m` is no part of what it said. A command's output keeps its
@@ -132,6 +137,32 @@ def output_text(text: str) -> str:
         start = colour.end()
     pieces.append(literal(without_escape_sequences(text[start:])))
     return "".join(pieces)
+
+
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f]")  # C0 but tab and newline, DEL
+_PICTURES = re.compile("[\u2400-\u241f\u2421]")
+_DEL, _DEL_PICTURE = 0x7F, 0x2421
+
+
+def as_pictures(text: str) -> str:
+    """A file's text with its control characters (C0 but tab and newline, and DEL) shown as
+    Unicode's control pictures (U+2400-U+241F, U+2421): `\x1b` becomes `␛`."""
+    return _CONTROLS.sub(_picture, text) if _CONTROLS.search(text) else text
+
+
+def from_pictures(text: str) -> str:
+    """The inverse of `as_pictures`: each control picture back to its control character."""
+    return _PICTURES.sub(_control, text) if _PICTURES.search(text) else text
+
+
+def _picture(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return chr(_DEL_PICTURE if code == _DEL else 0x2400 + code)
+
+
+def _control(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return chr(_DEL if code == _DEL_PICTURE else code - 0x2400)
 
 
 def has_hidden(text: str) -> bool:

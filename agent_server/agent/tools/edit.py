@@ -25,6 +25,7 @@ from agent_server.agent.tools.paths import (
 )
 from agent_server.agent.tools.read import refuse_redacted, refuse_repeat_notes
 from agent_server.errors import InvalidToolArgumentsError, ToolError
+from agent_server.literal import from_pictures
 from agent_server.llm.messages import ToolSpec
 
 SPEC = ToolSpec(
@@ -124,6 +125,10 @@ async def _planned(
         raise ToolError(f"{shown} is not a UTF-8 text file; it cannot be edited.") from exc
     refuse_repeat_notes(new_text, content, shown)
     refuse_redacted(new_text, content, shown)
+    # read and grep show a control character as its picture (an ESC as `␛`): text copied
+    # from them means the character itself, unless the file holds the picture as written.
+    if old_text not in content and from_pictures(old_text) != old_text:
+        old_text, new_text = from_pictures(old_text), from_pictures(new_text)
     # A file with Windows line endings, and text the model wrote with "\n": match anyway.
     crlf = "\r\n" in content and "\r\n" not in old_text and old_text not in content
     if crlf:

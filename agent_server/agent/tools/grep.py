@@ -70,6 +70,7 @@ from agent_server.agent.tools.walk import (
     walk_directory,
 )
 from agent_server.errors import ToolError, redact
+from agent_server.literal import as_pictures
 from agent_server.llm.messages import ToolSpec
 from agent_server.stderr_log import shorten
 
@@ -346,7 +347,7 @@ def format_lines(lines: list[GrepLine], *, headings: bool = True) -> str:
             out.append("--")  # groups only matter with context
             numbers.append([])
         previous = item
-        text = item.text
+        text = as_pictures(item.text)  # an ESC as `␛`, as read shows it (the edit takes it)
         if len(text) > MAX_LINE_CHARS:
             cut = len(item.text) - MAX_LINE_CHARS
             text = f"{text[:MAX_LINE_CHARS]} [... {cut} more characters]"

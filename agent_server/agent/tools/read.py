@@ -53,6 +53,7 @@ from agent_server.agent.tools.paths import (
 )
 from agent_server.agent.tools.regex_search import SNIFF_BYTES, looks_binary
 from agent_server.errors import ToolError, redact
+from agent_server.literal import as_pictures
 from agent_server.llm.messages import ImageContent, TextContent, ToolSpec
 from agent_server.redaction import REDACTED
 
@@ -278,9 +279,11 @@ def bounded_lines(handle: BinaryIO) -> Iterator[tuple[bytes, int]]:
 
 
 def render_line(raw: bytes, rest: int = 0) -> str:
-    """One line of a file as read shows it: decoded, without its terminator, cut when long
-    (`rest`: characters of it past `raw`, which bounded_lines did not keep)."""
-    line = raw.decode("utf-8", errors="replace").rstrip("\n").rstrip("\r")
+    """One line of a file as read shows it: decoded, without its terminator, its control
+    characters as control pictures (an ESC as `␛`: literal.as_pictures; the edit tool takes
+    them back), cut when long (`rest`: characters of it past `raw`, which bounded_lines did
+    not keep)."""
+    line = as_pictures(raw.decode("utf-8", errors="replace").rstrip("\n").rstrip("\r"))
     if len(line) + rest > MAX_LINE_CHARS:
         cut = len(line) + rest - MAX_LINE_CHARS
         line = f"{line[:MAX_LINE_CHARS]} [... {cut} more characters on this line]"

@@ -29,6 +29,7 @@ from agent_server.agent.tools.paths import (
 )
 from agent_server.agent.tools.read import refuse_redacted, refuse_repeat_notes
 from agent_server.errors import InvalidToolArgumentsError, ToolError
+from agent_server.literal import as_pictures, from_pictures
 from agent_server.llm.messages import ToolSpec
 
 SPEC = ToolSpec(
@@ -121,6 +122,10 @@ async def _planned(
             old = await ctx.files.read_text(path, hard_links_allowed=hard_links_allowed)
     refuse_repeat_notes(content, old, shown)
     refuse_redacted(content, old, shown)
+    if old is not None and as_pictures(old) != old and from_pictures(old) == old:
+        # The file held control characters (read showed them as pictures, `␛`) and no
+        # pictures: the content's pictures are those characters.
+        content = from_pictures(content)
     created = info is None
     change = FileChange(shown, old, content) if created or old is not None else None
     return _Plan(path, shown, content, created, change)
