@@ -38,10 +38,14 @@ def start_stubborn_turn(
         tmp_path, workspace, "--provider", "sim", "--base-url", sim.base_url, "--yes",
         "--config", str(config), under_shell=under_shell,
     )
-    screen.prompt("run it")
-    screen.wait_for("ready")
-    # "ready" is in the call's title too: the command has run once it wrote its group.
-    wait_for_group(workspace)
+    try:
+        screen.prompt("run it")
+        screen.wait_for("ready")
+        # "ready" is in the call's title too: the command has run once it wrote its group.
+        wait_for_group(workspace)
+    except BaseException:
+        screen.close()  # a chat that never got this far is not left running
+        raise
     return screen
 
 
