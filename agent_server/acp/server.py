@@ -98,7 +98,12 @@ from agent_server.agent.model_setup import offered_models
 from agent_server.agent.permissions import PERMISSION_MODES, PermissionRequest
 from agent_server.agent.session import AgentSession
 from agent_server.agent.settings import AgentSettings
-from agent_server.agent.workspace import WorkspaceAgent, preload_provider, preload_sandbox
+from agent_server.agent.workspace import (
+    WorkspaceAgent,
+    preload_provider,
+    preload_sandbox,
+    sessions_root,
+)
 from agent_server.ending_signals import EndingSignals
 from agent_server.errors import (
     AgentServerError,
@@ -111,6 +116,8 @@ from agent_server.llm.messages import usage_to_json
 from agent_server.llm.models import ModelInfo
 from agent_server.llm.providers import can_think
 from agent_server.llm.stream import THINKING_LEVELS, ThinkingLevel
+from agent_server.session.store import SessionInfo as StoredSession
+from agent_server.session.store import SessionStore
 
 log = logging.getLogger(__name__)
 
@@ -358,19 +365,16 @@ class AcpAgent:
         a working directory this process has not seen yet is found after `session/list`
         with that `cwd` (the request names no directory)."""
         state = self._sessions.pop(session_id, None)
-        roots = [state.cwd] if state is not None else [
-            root for root, workspace in self._workspaces.items()
-            if any(info.session_id == session_id for info in workspace.list())
-        ]
-        if not roots:
+        cwd = str(state.cwd) if state is not None else next(
+            (info.workspace for info in self._every_session() if info.session_id == session_id),
+            None,
+        )
+        if cwd is None:
             raise request_error(
-                SessionNotFoundError(
-                    f"unknown session {session_id}; list the sessions of its directory "
-                    "(session/list with cwd) first"
-                )
+                SessionNotFoundError(f"unknown session {session_id}; session/list lists them")
             )
         try:
-            await self._workspaces[roots[0]].delete(session_id)
+            await self._workspace(cwd).delete(session_id)
         except AgentServerError as error:
             raise request_error(error) from None
         return DeleteSessionResponse()
@@ -410,18 +414,23 @@ class AcpAgent:
     async def list_sessions(
         self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
     ) -> ListSessionsResponse:
-        workspaces = [self._workspace(cwd)] if cwd else list(self._workspaces.values())
+        """The sessions of `cwd`; without one (a history picker of every project, as acpx
+        asks), every session the sessions folder holds, newest first."""
+        infos = self._workspace(cwd).list() if cwd else self._every_session()
         sessions = [
             SessionInfo(
                 session_id=info.session_id,
-                cwd=str(workspace.root),
+                cwd=info.workspace,
                 title=info.title,
                 updated_at=info.updated_at,
             )
-            for workspace in workspaces
-            for info in workspace.list()
+            for info in infos
         ]
         return ListSessionsResponse(sessions=sessions)
+
+    def _every_session(self) -> list[StoredSession]:
+        """Every session in the sessions folder, of every workspace, newest first."""
+        return SessionStore(sessions_root(self._settings)).list()
 
     async def set_session_mode(
         self, mode_id: str, session_id: str, **kwargs: Any
@@ -826,12 +835,18 @@ def _streams(fd: int) -> bool:
 
 def acp_mcp_servers(servers: Sequence[Any] | None, root: Path) -> tuple[McpServerConfig, ...]:
     """The MCP servers an ACP client gives a session (stdio, HTTP, SSE), as configurations
-    that join the workspace's own (docs/mcp.md); a malformed one becomes a failed server
-    the editor is told about, never a failed session."""
+    that join the workspace's own (docs/mcp.md). One the schema refuses (`{"name": "x"}`:
+    no command, no url) is the request's error (Invalid params, naming it), not a session
+    started without it unsaid; a server that fails to start is told about, never a failed
+    session."""
     plain = [
         server.model_dump(by_alias=True, exclude_none=True)
         if isinstance(server, BaseModel)
         else server
         for server in servers or ()
     ]
-    return servers_from_acp(plain, workspace=root, env=os.environ)
+    configs = servers_from_acp(plain, workspace=root, env=os.environ)
+    malformed = [config.error for config in configs if config.error]
+    if malformed:
+        raise invalid_params("; ".join(malformed))
+    return configs

@@ -86,7 +86,19 @@ def named_invalid_params(error: Any) -> Any:
         if isinstance(reason, dict)
     ]
     more = f" (and {len(reasons) - 3} more)" if len(reasons) > 3 else ""
-    return {**error, "message": shorten(f"Invalid params: {'; '.join(named)}{more}", 500)}
+    # The data keeps where and what, not pydantic's echo of the input (a whole prompt) or its
+    # documentation links.
+    fields = [
+        {"field": ".".join(str(part) for part in reason.get("loc", ())),
+         "problem": str(reason.get("msg", ""))}
+        for reason in reasons
+        if isinstance(reason, dict)
+    ]
+    return {
+        **error,
+        "message": shorten(f"Invalid params: {'; '.join(named)}{more}", 500),
+        "data": {"fields": fields},
+    }
 
 
 def with_empty_lists(params: dict[str, Any]) -> dict[str, Any]:
@@ -123,6 +135,35 @@ def problem_with(message: Any) -> dict[str, Any] | None:
         )
     if "id" not in message and "method" in message and not isinstance(message["method"], str):
         return error_reply(None, INVALID_REQUEST, "Invalid Request: 'method' must be a string")
+    params = message.get("params")
+    if is_request and message.get("method") in MCP_SERVER_REQUESTS and isinstance(params, dict):
+        problem = malformed_server(params.get("mcpServers"))
+        if problem is not None:
+            return error_reply(message.get("id"), INVALID_PARAMS, f"Invalid params: {problem}")
+    return None
+
+
+def malformed_server(servers: Any) -> str | None:
+    """What is wrong with the first MCP server the schema refuses (no command, no url), or
+    None. The SDK's models drop such an entry without a word: the session would start
+    without the server and nobody would know why."""
+    if not isinstance(servers, list):
+        return None  # the SDK's models say what is wrong with the list itself
+    for index, server in enumerate(servers):
+        where = f"mcpServers[{index}]"
+        if not isinstance(server, dict):
+            return f"{where}: an object is required"
+        if not isinstance(server.get("name"), str):
+            return f"{where}.name: a string is required"
+        kind = server.get("type", "stdio")
+        if kind not in ("stdio", "http", "sse"):
+            kind = shorten(str(kind), 40)
+            return f"{where}.type: one of stdio, http, sse is required, not {kind}"
+        needed = "command" if kind == "stdio" else "url"
+        if not isinstance(server.get(needed), str) or not server[needed]:
+            what = "the program to run" if kind == "stdio" else f"the {kind} server's URL"
+            named = f"{where} ({shorten(server['name'], 60)})"
+            return f"{named}.{needed}: a string is required ({what})"
     return None
 
 

@@ -71,6 +71,13 @@ def preload_provider(provider: str) -> None:
     load_sdk(provider)
 
 
+def sessions_root(settings: AgentSettings) -> Path:
+    """The folder that holds every workspace's sessions (`sessionsDir`, else the default)."""
+    if settings.sessions_dir:
+        return Path(settings.sessions_dir).expanduser()
+    return default_sessions_root()
+
+
 class WorkspaceAgent:
     def __init__(
         self,
@@ -110,12 +117,7 @@ class WorkspaceAgent:
         self._stopping: set[asyncio.Task[None]] = set()
 
     def _make_store(self, settings: AgentSettings) -> SessionStore:
-        root = (
-            Path(settings.sessions_dir).expanduser()
-            if settings.sessions_dir
-            else default_sessions_root()
-        )
-        return SessionStore(root, self.root, clock=self._clock)
+        return SessionStore(sessions_root(settings), self.root, clock=self._clock)
 
     def set_user_idle(self, idle: bool) -> None:
         """The editor says whether the user is away: every session, and those opened later."""
