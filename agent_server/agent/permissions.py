@@ -22,10 +22,12 @@ gate was built with `assume_yes` (the CLI's --yes).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import shlex
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, TypeAlias, cast, get_args
 
 from agent_server.agent.mcp.approval import NO_ANSWERS, McpFileAnswers
@@ -41,6 +43,7 @@ from agent_server.errors import ConfigError
 from agent_server.llm.messages import ToolCall
 from agent_server.protocol import PermissionMode as PermissionMode
 from agent_server.protocol import PermissionOptionKind
+from agent_server.whole_file import write_whole
 
 PERMISSION_MODES: tuple[str, ...] = get_args(PermissionMode)
 DEFAULT_MODE: PermissionMode = "allowReads"
@@ -231,11 +234,66 @@ class PermissionChoices:
     the permission mode it was switched to (None: the configured one), its "always"
     answers, and its answers about the workspace's `.mcp.json` ("Allow" and "Reject" for
     the session). A session the LSP server closes to bound what it holds open gets them
-    back when it reopens (WorkspaceAgent.evict)."""
+    back when it reopens (WorkspaceAgent.evict); the mode and the "always" answers are also
+    saved beside its ledger when it is let go (`save_choices`), for the next process that
+    opens it (an editor's window reloaded, an ACP `session/load`)."""
 
     mode: PermissionMode | None
     rules: tuple[PermissionRule, ...]
     mcp_files: McpFileAnswers = NO_ANSWERS
+
+
+CHOICES_FILE = "choices.json"  # in the session's own folder, which no command can reach
+
+
+def save_choices(folder: Path, choices: PermissionChoices, configured: PermissionMode) -> None:
+    """The mode switched to and the "always" answers, in `folder` (the session's, under the
+    user's sessions folder: the sandbox hides it and the file tools ask before writing
+    there), for `load_choices`; `configured`, the mode the settings gave then. Nothing to
+    keep: no file."""
+    path = folder / CHOICES_FILE
+    if choices.mode is None and not choices.rules:
+        path.unlink(missing_ok=True)
+        return
+    data = {
+        "configuredMode": configured,
+        "mode": choices.mode,
+        "rules": [
+            {"tool": rule.tool, "allowed": rule.allowed, "command": rule.command,
+             "prefix": list(rule.prefix) if rule.prefix is not None else None,
+             "outside": rule.outside}
+            for rule in choices.rules
+        ],
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    write_whole(path, json.dumps(data).encode())
+
+
+def load_choices(folder: Path, configured: PermissionMode) -> PermissionChoices | None:
+    """What `save_choices` kept in `folder`, or None (none, or unreadable: logged). The mode
+    comes back only while the settings still give the mode they gave then: a mode switched
+    to holds until the setting changes, as in an open session."""
+    path = folder / CHOICES_FILE
+    try:
+        data = json.loads(path.read_bytes())
+        mode = data["mode"]
+        rules = tuple(
+            PermissionRule(
+                str(rule["tool"]), bool(rule["allowed"]),
+                command=rule["command"] if isinstance(rule["command"], str) else None,
+                prefix=tuple(str(w) for w in rule["prefix"]) if rule["prefix"] else None,
+                outside=rule.get("outside") is True,
+            )
+            for rule in data["rules"]
+        )
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        logger.warning("ignored the session's saved permission choices (%s): %s", path, error)
+        return None
+    if mode not in PERMISSION_MODES or data.get("configuredMode") != configured:
+        mode = None
+    return PermissionChoices(cast(PermissionMode | None, mode), rules)
 
 
 class PermissionGate:

@@ -81,6 +81,7 @@ from agent_server.agent.permissions import (
     PermissionMode,
     PermissionOption,
     parse_mode,
+    save_choices,
 )
 from agent_server.agent.provider_compaction import tool_result_clearing
 from agent_server.agent.session_config import (
@@ -761,6 +762,10 @@ class AgentSession:
         closed to bound what a server holds open is free to reopen at once."""
         if self.ledger.closed:
             return
+        try:
+            save_choices(self._spill_dir, self.permission_choices(), self.config.configured_mode)
+        except OSError as error:
+            log.warning("cannot save the session's permission choices: %s", error)
         self.ledger.sync()
         self.ledger.close()
         # Closed: its servers stopping is not news (an editor would get "MCP server ...

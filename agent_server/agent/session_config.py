@@ -104,6 +104,11 @@ class SessionConfig:
         """The permission mode the user switched this session to (None: the configured one)."""
         return self._own_mode
 
+    @property
+    def configured_mode(self) -> PermissionMode:
+        """The permission mode the settings give."""
+        return self._configured.permissions_mode
+
     # --- changes ------------------------------------------------------------------------
 
     def update(self, settings: AgentSettings) -> None:

@@ -23,7 +23,7 @@ from agent_server.agent.mcp.servers import McpServers
 from agent_server.agent.model_call import RetryPolicy
 from agent_server.agent.model_choice import ModelChoice, choices
 from agent_server.agent.model_setup import connect, model_registry, secrets_of
-from agent_server.agent.permissions import AskCallback, PermissionChoices
+from agent_server.agent.permissions import AskCallback, PermissionChoices, load_choices
 from agent_server.agent.session import AgentSession
 from agent_server.agent.session_config import ModelSetup
 from agent_server.agent.settings import AgentSettings
@@ -292,7 +292,11 @@ class WorkspaceAgent:
         session_dir = self.store.session_dir(ledger.header.session_id)
         # Reopened after `evict`: what the user chose while it was open (or, new, what they
         # chose in the session it follows: `create`'s `carried`).
-        choices = self._evicted.pop(ledger.header.session_id, None) or carried
+        choices = (
+            self._evicted.pop(ledger.header.session_id, None)
+            or carried
+            or load_choices(session_dir, settings.permissions_mode)
+        )
         mcp = McpServers(
             self.mcp_configs(settings, self._mcp_extra.get(ledger.header.session_id, ())),
             state_dir=session_dir,

@@ -80,3 +80,17 @@ async def test_invalid_params_name_the_field_without_echoing_the_input(
             assert error.code == -32602 and f"{field}:" in str(error)
             assert [f["field"] for f in error.data["fields"]] == [field]
             assert "pydantic" not in repr(error.data) and "a long paste" not in repr(error.data)
+
+
+async def test_a_loaded_session_keeps_the_mode_it_was_switched_to(
+    sim: SimServer, tmp_path: Path, workspace: Path
+) -> None:
+    async with start_acp(acp_args(sim, tmp_path), tmp_path) as acp:
+        session_id = await acp.new_session(workspace)
+        await acp.prompt(session_id, "hello")
+        await acp.conn.set_session_mode(mode_id="ask", session_id=session_id)
+    async with start_acp(acp_args(sim, tmp_path), tmp_path) as acp:
+        loaded = await acp.conn.load_session(
+            cwd=str(workspace), session_id=session_id, mcp_servers=[]
+        )
+        assert loaded.modes is not None and loaded.modes.current_mode_id == "ask"
