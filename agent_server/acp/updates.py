@@ -60,6 +60,7 @@ from acp.schema import (
     UserMessageChunk,
 )
 
+from agent_server.agent.checkpoints import DETAILS_KEY
 from agent_server.agent.events import (
     AgentEvent,
     AnswerDiscarded,
@@ -766,12 +767,23 @@ def finished_tool_call(
     )
 
 
+# Details that are the agent's own bookkeeping, not the tool's result: the file change (sent
+# as the diff content), the checkpoint of a write or edit (content hashes for a rewind, which
+# ACP does not offer), how a command was confined.
+_NOT_RAW_OUTPUT = frozenset({"change", DETAILS_KEY, "sandbox"})
+
+
 def raw_output(details: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """A tool's details for the client (exit code, line counts, the unified diff, ...); the
-    file change itself is the diff content."""
+    """A tool's details for the client (exit code, line counts, where a long output is saved,
+    ...), live and replayed alike; the file change itself is the diff content."""
     if not details:
         return None
-    return {key: value for key, value in details.items() if key != "change" and _is_json(value)}
+    kept = {
+        key: value
+        for key, value in details.items()
+        if key not in _NOT_RAW_OUTPUT and _is_json(value)
+    }
+    return kept or None
 
 
 def file_change_diff(cwd: Path, change: Mapping[str, Any]) -> ToolContent | None:
@@ -979,7 +991,7 @@ def _replayed(
         raw = item.get("rawOutput")
         status: ToolCallStatus = "failed" if item.get("status") == "failed" else "completed"
         return finished_tool_call(
-            call_id, status, output, diff, raw if isinstance(raw, Mapping) else None
+            call_id, status, output, diff, raw_output(raw if isinstance(raw, Mapping) else None)
         )
     if kind == "plan":  # the plan as the model wrote it then, as the live turn showed it
         return plan_update(plan_from_json(item.get("entries")))

@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 from acp import RequestError
 
+from agent_server.sim.scenario import parse_scenario
 from agent_server.sim.server import SimServer
+from agent_server.sim.simulator import Simulator
 
 from .conftest import acp_args, start_acp
 
@@ -94,3 +96,29 @@ async def test_a_loaded_session_keeps_the_mode_it_was_switched_to(
             cwd=str(workspace), session_id=session_id, mcp_servers=[]
         )
         assert loaded.modes is not None and loaded.modes.current_mode_id == "ask"
+
+
+async def test_tool_results_carry_no_bookkeeping_live_or_replayed(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """rawOutput is the tool's result (an exit code, counts), not the agent's bookkeeping:
+    no checkpoint hashes of a write, no sandbox description of a command."""
+    scenario = {"name": "raw", "turns": [{"user": "Go.", "steps": [
+        {"tools": [{"name": "write", "arguments": {"path": "new.txt", "content": "hi\n"}}]},
+        {"tools": [{"name": "bash", "arguments": {"command": "echo done; exit 3"}}]},
+        {"text": "Done."},
+    ]}]}
+    async with SimServer(Simulator(scenario=parse_scenario(scenario))) as sim:
+        args = acp_args(sim, tmp_path, "--mode", "allowAll")
+        async with start_acp(args, tmp_path) as acp:
+            session_id = await acp.new_session(workspace)
+            await acp.prompt(session_id, "Go.")
+            live = list(acp.client.tool_results().values())
+        async with start_acp(args, tmp_path) as acp:
+            await acp.conn.load_session(cwd=str(workspace), session_id=session_id, mcp_servers=[])
+            replayed = list(acp.client.tool_results().values())
+    for results in (live, replayed):
+        raws = [update.raw_output or {} for update in results]
+        assert len(raws) == 2
+        assert not any({"checkpoint", "sandbox", "change"} & set(raw) for raw in raws), raws
+        assert raws[1]["exitCode"] == 3
