@@ -93,6 +93,7 @@ from agent_server.acp.updates import (
 from agent_server.agent.config_file import flag_overrides, load_config, resolve_settings
 from agent_server.agent.events import AgentEvent
 from agent_server.agent.mcp.config import McpServerConfig, servers_from_acp
+from agent_server.agent.mcp.session_tools import FIRST_REQUEST_WAIT
 from agent_server.agent.memory import pin_argument
 from agent_server.agent.model_setup import offered_models
 from agent_server.agent.permissions import PERMISSION_MODES, PermissionRequest
@@ -538,18 +539,18 @@ class AcpAgent:
         return PromptResponse(stop_reason="end_turn")
 
     def _tell_mcp_wait(self, state: AcpSession) -> None:
-        """Before the first request, which waits for the MCP servers still starting (each up
-        to its startup timeout): say so, so a hanging server is not a silent wait."""
+        """Before the first request, which waits for the MCP servers still starting (a few
+        seconds at most: FIRST_REQUEST_WAIT): say so, so a slow server is not a silent wait."""
         status = state.session.mcp_status()
         starting = [server.name for server in status.servers if server.state == "starting"]
         if starting and not status.tools_in_force:
-            timeout = state.settings.mcp.startup_timeout
+            wait = min(state.settings.mcp.startup_timeout, FIRST_REQUEST_WAIT)
             self.outbox.put(
                 state.session.session_id,
                 state.translator.notice(
                     f"Waiting for MCP server{'s' if len(starting) > 1 else ''} "
-                    f"{', '.join(starting)} to start (up to {timeout:g} s each, the "
-                    "mcp.startupTimeout setting)."
+                    f"{', '.join(starting)} to start (up to {wait:g} s; one that starts "
+                    "later is offered with its tools then)."
                 ),
             )
 

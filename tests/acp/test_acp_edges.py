@@ -24,6 +24,7 @@ from acp.schema import (
 )
 
 from agent_server.acp.updates import code_block
+from agent_server.agent.mcp.session_tools import FIRST_REQUEST_WAIT
 from agent_server.sim.scenario import parse_scenario
 from agent_server.sim.server import SimServer
 from agent_server.sim.simulator import Simulator
@@ -246,6 +247,26 @@ async def test_a_hanging_mcp_server_is_announced_before_the_first_request_waits(
         assert not running.done()
         assert (await asyncio.wait_for(running, 120)).stop_reason == "end_turn"
         assert "MCP server slowpoke failed" in acp.client.text(sid)
+
+
+async def test_a_hanging_mcp_server_does_not_hold_the_first_prompt_for_its_timeout(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    """Issue 48: with the default startup timeout a hanging server held the first prompt 34 s.
+    The prompt now waits a few seconds at most (FIRST_REQUEST_WAIT); the server, still
+    starting, is neither failed nor waited for."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"mcp": {"startupTimeout": 600}}))
+    args = acp_args(sim, tmp_path, "--config", str(config))
+    async with start_acp(args, tmp_path) as acp:
+        slow = fixture("slowpoke", "--slow", "600")
+        session = await acp.conn.new_session(cwd=str(workspace), mcp_servers=[slow])
+        sid = session.session_id
+        answer = await asyncio.wait_for(acp.prompt(sid, OVERVIEW), 120)
+        assert answer.stop_reason == "end_turn"
+        text = acp.client.text(sid)
+        assert f"to start (up to {FIRST_REQUEST_WAIT:g} s;" in text
+        assert "MCP server slowpoke failed" not in text  # still starting: not waited out
 
 
 async def test_the_tools_changed_notice_names_what_an_acp_user_can_do(

@@ -1,7 +1,9 @@
 """The tool list in force for one session, and the MCP servers behind it.
 
 The list is fixed when the session's first request is built (after the servers had their
-chance to start, each within its startup timeout) and recorded in the ledger; a reloaded
+chance to start: FIRST_REQUEST_WAIT seconds at most, so that a slow or hanging server does
+not hold the first prompt; one ready later is a change of the list, offered to the user as
+any other) and recorded in the ledger; a reloaded
 session sends the recorded list, byte for byte, whatever its servers do. From then on the
 list changes only when the user accepts a change (the next request then re-reads the whole
 prefix: the tools come first in it), or at the next compaction after a change appeared.
@@ -14,6 +16,8 @@ A server that is no longer configured drops out of the candidate.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -33,6 +37,12 @@ from agent_server.session.entries import ToolListReason
 from agent_server.session.ledger import Ledger
 
 log = logging.getLogger(__name__)
+
+# How long the first request waits for the MCP servers still starting. Most start in a
+# second or two (npx included, once its cache is warm); a server not ready by then does not
+# hold the prompt: its tools are offered as a change to take in (`/tools`), or come in at
+# the next compaction.
+FIRST_REQUEST_WAIT = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +187,10 @@ class SessionTools:
         """The list the next request sends: fixed now if it was not yet (the servers get
         their startup time first), or the accepted change taken in."""
         if self._in_force is None:
-            await self._servers.wait_settled()
+            # A server still starting then goes on starting (its own startup timeout).
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(FIRST_REQUEST_WAIT):
+                    await self._servers.wait_settled()
             self._adopt("start")
         elif self._accept_requested:
             self._adopt("accepted")
