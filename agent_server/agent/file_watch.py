@@ -5,9 +5,15 @@ fingerprint of that content; when the file changes from outside (the user saves 
 editor, a formatter rewrites it), the next message sent to the model carries an appended note
 saying so. The note is appended, never put in the system prompt: the cached prefix stays.
 
-watchfiles reports changes as they happen (the UI can say so at once); the fingerprints are
-re-checked with a cheap stat before each message, so a missed or coalesced event is caught
-too, and the agent's own writes, recorded right after they happen, are never reported.
+watchfiles reports changes as they happen (the UI can say so at once), each file once until
+the agent sees it again (a log that grows a line every 100 ms is one notice, not one a
+second); the fingerprints are re-checked with a cheap stat before each message, so a missed
+or coalesced event is caught too, and the agent's own writes, recorded right after they
+happen, are never reported.
+
+A fingerprint costs what the file's size allows: a small file's content is hashed (saving it
+unchanged is no change); a file over HASH_LIMIT is known by its size, times and inode, never
+read whole (a page of a 200 MB log cost its whole size on every read and every watch event).
 
 Which files the agent knows comes from the ledger (`files_seen`): every file a successful
 read, write or edit returned on the path the model sees, and the files of the latest
@@ -41,34 +47,49 @@ log = logging.getLogger(__name__)
 # after the entry that recorded the agent's read or write (the entry is written just after).
 RESTORED_TOLERANCE_NS = 50_000_000
 NOTE_KIND = "externalEdit"
+# Files up to this size are known by their content's hash; larger ones by their size, times
+# and inode (reading them whole on every read and every watch event costs their size).
+HASH_LIMIT = 1 << 20
+_MISSING = "missing"  # the digest of a file that does not exist
 
 
 @dataclass(frozen=True, slots=True)
 class _Seen:
     mtime_ns: int
     size: int
-    digest: str | None  # None: the file did not exist
+    digest: str | None  # _MISSING: the file did not exist; None: too large to hash (or unreadable)
     # False for a file restored from the ledger: only when the agent saw it is known
     # (`mtime_ns`), not its content.
     known: bool = True
+    ctime_ns: int = 0
+    inode: int = 0
+
+    @property
+    def exists(self) -> bool:
+        return self.digest != _MISSING
 
 
 def _fingerprint(path: Path) -> _Seen:
     try:
         stat = path.stat()
     except OSError:
-        return _Seen(0, -1, None)
-    try:
-        digest = hashlib.blake2b(path.read_bytes(), digest_size=16).hexdigest()
-    except OSError:
-        digest = None
-    return _Seen(stat.st_mtime_ns, stat.st_size, digest)
+        return _Seen(0, -1, _MISSING)
+    digest = None
+    if stat.st_size <= HASH_LIMIT:
+        try:
+            digest = hashlib.blake2b(path.read_bytes(), digest_size=16).hexdigest()
+        except OSError:
+            digest = None
+    return _Seen(
+        stat.st_mtime_ns, stat.st_size, digest, ctime_ns=stat.st_ctime_ns, inode=stat.st_ino
+    )
 
 
 class FileWatch:
     def __init__(self, workspace: Path, on_change: Callable[[str], None] | None = None) -> None:
         self.workspace = workspace.resolve()
         self._seen: dict[Path, _Seen] = {}
+        self._told: set[Path] = set()  # changes the editor heard of since the agent saw them
         self._on_change = on_change
         self._task: asyncio.Task[None] | None = None
         self._restart = asyncio.Event()
@@ -85,6 +106,7 @@ class FileWatch:
             return
         is_new_directory = resolved.parent not in {p.parent for p in self._seen}
         self._seen[resolved] = _fingerprint(resolved)
+        self._told.discard(resolved)
         if is_new_directory and self._task is not None:
             self._restart.set()
 
@@ -95,11 +117,13 @@ class FileWatch:
             resolved = self._resolve(path)
             if resolved is not None and resolved in self._seen:
                 self._seen[resolved] = _fingerprint(resolved)
+                self._told.discard(resolved)
 
     def restore(self, seen: Mapping[str, float]) -> None:
         """Forget what is tracked and track the files of `seen` (workspace paths, with the
         time in seconds the agent last read or wrote each): after a reload or a rewind."""
         self._seen.clear()
+        self._told.clear()
         for path, seen_at in seen.items():
             resolved = self._resolve(path)
             if resolved is None or resolved.is_dir():
@@ -119,10 +143,11 @@ class FileWatch:
                     if stat.st_mtime_ns == seen.mtime_ns and stat.st_size == seen.size:
                         continue
                 except OSError:
-                    if seen.digest is None:
+                    if not seen.exists:
                         continue
             now = _fingerprint(path)
             self._seen[path] = now
+            self._told.discard(path)
             if _differs(seen, now):
                 changed.append(self._relative(path))
         return sorted(changed)
@@ -167,9 +192,10 @@ class FileWatch:
         for _kind, raw in sorted(changes, key=lambda change: change[1]):
             path = Path(raw)
             seen = self._seen.get(path)
-            if seen is None:
-                continue
+            if seen is None or path in self._told:
+                continue  # told already: said again only once the agent has seen it
             if _differs(seen, _fingerprint(path)):
+                self._told.add(path)
                 self._on_change(self._relative(path))
 
     def _resolve(self, path: str | Path) -> Path | None:
@@ -191,9 +217,13 @@ class FileWatch:
 def _differs(seen: _Seen, now: _Seen) -> bool:
     """Whether the file changed between what the agent saw and `now`."""
     if seen.known:
-        return now.digest != seen.digest
+        if seen.digest is not None and now.digest is not None:
+            return now.digest != seen.digest  # both small enough to hash (or missing)
+        # Too large to hash: its size, times and inode tell.
+        identity = (seen.size, seen.mtime_ns, seen.ctime_ns, seen.inode)
+        return identity != (now.size, now.mtime_ns, now.ctime_ns, now.inode)
     # Restored from the ledger: the file is gone, or was modified after the agent saw it.
-    return now.digest is None or now.mtime_ns > seen.mtime_ns + RESTORED_TOLERANCE_NS
+    return not now.exists or now.mtime_ns > seen.mtime_ns + RESTORED_TOLERANCE_NS
 
 
 def external_edit_note(paths: list[str]) -> str:
