@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 MCP_SERVERS_DIR := tests/mcp_servers
 MCP_SERVERS_STAMP := $(MCP_SERVERS_DIR)/node_modules/.installed
 
-.PHONY: demo test test-python test-acp-node lint typecheck protocol bench bench-quick bench-peers bench-recall bench-conformance system-deps mcp-test-servers soak soak-test clean
+.PHONY: dist demo test test-python test-acp-node lint typecheck protocol bench bench-quick bench-peers bench-recall bench-conformance system-deps mcp-test-servers soak soak-test clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -93,6 +93,10 @@ bench-recall: $(STAMP)
 # compaction-conformance-kit 0.8.0 through the product's compaction (a minute).
 bench-conformance: $(STAMP)
 	$(BIN)/agent-server bench conformance --json .bench/conformance.json
+
+# The sdist and the wheel a release would upload, in dist/ (checked by tests/test_release.py).
+dist: $(STAMP)
+	$(BIN)/python -m hatchling build -d dist
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache client-vscode/node_modules client-vscode/dist \

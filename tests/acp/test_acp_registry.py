@@ -22,6 +22,7 @@ import sys
 import tomllib
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import jsonschema
 import pytest
@@ -52,13 +53,34 @@ REGISTRY_INITIALIZE = {
 }
 
 
+ENTRY = ROOT / "registry" / "agent-server"
+
+
 def entry() -> dict[str, Any]:
-    """The JSON block of docs/acp.md's registry section."""
-    text = (ROOT / "docs" / "acp.md").read_text(encoding="utf-8")
-    found = re.search(r"^## The ACP agent registry\n.*?```json\n(.*?)```", text, re.S | re.M)
-    assert found, "docs/acp.md has a registry entry"
-    data: dict[str, Any] = json.loads(found.group(1))
+    """registry/agent-server/agent.json: the folder as the registry takes it."""
+    data: dict[str, Any] = json.loads((ENTRY / "agent.json").read_text(encoding="utf-8"))
     return data
+
+
+def test_the_icon_is_16_by_16_in_the_editors_colour_only() -> None:
+    """build_registry.py's icon check: an SVG, 16x16, monochrome with `currentColor` (a
+    hard-coded colour fails: the editor themes it)."""
+    icon = ElementTree.parse(ENTRY / "icon.svg").getroot()
+    assert icon.tag == "{http://www.w3.org/2000/svg}svg"
+    assert (icon.get("width"), icon.get("height"), icon.get("viewBox")) == ("16", "16", "0 0 16 16")
+    colours = {
+        element.get(attribute)
+        for element in icon.iter()
+        for attribute in ("fill", "stroke")
+        if element.get(attribute) is not None
+    }
+    assert colours and colours <= {"currentColor", "none"}, colours
+    assert "style" not in (ENTRY / "icon.svg").read_text()
+
+
+def test_the_entry_is_named_by_its_folder_and_offered_to_docs() -> None:
+    assert entry()["id"] == ENTRY.name
+    assert "registry/agent-server/" in (ROOT / "docs" / "acp.md").read_text(encoding="utf-8")
 
 
 def test_the_entry_passes_the_registrys_schema() -> None:
