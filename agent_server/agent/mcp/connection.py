@@ -10,6 +10,11 @@ tasks and go through the same client.
 States: starting -> ready, or failed (could not start in time, crashed, closed the
 connection; with the reason and the tail of its stderr), or stopped (the session closed it).
 A failure never reaches the session as an exception: the session sees the state.
+
+The SDK (about 0.6 s of imports) is loaded by the connection's task, on a thread
+(`_load_sdk`): making connections, which a session does when it is created, imports none of
+it, so an editor's `session/new` with MCP servers is answered at once and the servers start
+behind it.
 """
 
 from __future__ import annotations
@@ -19,30 +24,38 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
-import httpx2
-import mcp_types
-from mcp import Client, MCPError, StdioServerParameters
-from mcp.client import ClientRequestContext, Transport
-from mcp.client.sse import sse_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from agent_server import __version__
 from agent_server.agent.mcp.config import McpServerConfig, scrub
 from agent_server.agent.mcp.servers import ConnectMode, McpUnavailableError, ServerState
-from agent_server.agent.mcp.stdio import DEFAULT_MAX_MESSAGE, bounded_stdio
 from agent_server.agent.mcp.tool_list import ServerTool
 from agent_server.agent.tools.output import printable
+
+if TYPE_CHECKING:
+    import mcp_types
+    from mcp import Client
+    from mcp.client import ClientRequestContext, Transport
 
 log = logging.getLogger(__name__)
 
 STDERR_TAIL_LINES = 20
 _STDERR_TAIL_BYTES = 8192
 _MAX_PAGES = 100
-_HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
+_HTTP_CONNECT_TIMEOUT, _HTTP_READ_TIMEOUT = 30.0, 300.0
+_CANCEL_GRACE = 1.0  # seconds a start cancelled at its deadline has to end
+
+
+def _load_sdk() -> None:
+    """Import what a connection's task uses of the SDK (for a thread: see the docstring)."""
+    import httpx2  # noqa: F401
+    import mcp.client.sse
+    import mcp.client.streamable_http  # noqa: F401
+    import mcp_types.version  # noqa: F401
+
+    import agent_server.agent.mcp.stdio  # noqa: F401
 
 
 class McpConnection:
@@ -55,9 +68,10 @@ class McpConnection:
         on_change: Callable[[McpConnection], None],
         root: Path | None = None,
         mode: ConnectMode = "auto",
-        max_message: int = DEFAULT_MAX_MESSAGE,
+        max_message: int | None = None,
     ) -> None:
-        """`max_message`: the most bytes one message from a stdio server may have."""
+        """`max_message`: the most bytes one message from a stdio server may have (None:
+        stdio.DEFAULT_MAX_MESSAGE)."""
         self.config = config
         self._max_message = max_message
         self.state: ServerState = "starting" if config.error is None else "failed"
@@ -150,10 +164,7 @@ class McpConnection:
             await self._serve()
         except asyncio.CancelledError:
             if self._timed_out:
-                self._fail(
-                    f"did not start within {self._startup_timeout:g} s "
-                    "(the mcp.startupTimeout setting)"
-                )
+                self._timed_out_still_starting()
             elif not self._stopping:
                 raise
         except BaseException as failure:  # anyio wraps task-group errors in groups
@@ -167,6 +178,11 @@ class McpConnection:
             self._client = None
 
     async def _serve(self) -> None:
+        await asyncio.to_thread(_load_sdk)
+        import mcp_types
+        from mcp import Client
+        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
         async with contextlib.AsyncExitStack() as stack:
             transport = await self._transport(stack)
             client = Client(
@@ -194,6 +210,13 @@ class McpConnection:
                 group.cancel_scope.cancel()
 
     async def _transport(self, stack: contextlib.AsyncExitStack) -> Transport:
+        import httpx2
+        from mcp import StdioServerParameters
+        from mcp.client.sse import sse_client
+        from mcp.client.streamable_http import streamable_http_client
+
+        from agent_server.agent.mcp.stdio import bounded_stdio
+
         config = self.config
         if config.transport == "stdio":
             self._stderr_path.parent.mkdir(parents=True, exist_ok=True)
@@ -204,15 +227,15 @@ class McpConnection:
                 command=config.command, args=list(config.args), env=dict(config.env),
                 cwd=config.cwd,
             )
-            return _watched(
-                bounded_stdio(params, errlog, self._max_message), self._transport_ended
-            )
+            limit = {} if self._max_message is None else {"max_message": self._max_message}
+            return _watched(bounded_stdio(params, errlog, **limit), self._transport_ended)
         if config.transport == "sse":
             return _watched(
                 sse_client(config.url, headers=dict(config.headers)), self._transport_ended
             )
+        timeout = httpx2.Timeout(_HTTP_CONNECT_TIMEOUT, read=_HTTP_READ_TIMEOUT)
         http = await stack.enter_async_context(
-            httpx2.AsyncClient(headers=dict(config.headers), timeout=_HTTP_TIMEOUT)
+            httpx2.AsyncClient(headers=dict(config.headers), timeout=timeout)
         )
         return _watched(streamable_http_client(config.url, http_client=http), self._transport_ended)
 
@@ -220,11 +243,15 @@ class McpConnection:
         self, context: ClientRequestContext
     ) -> mcp_types.ListRootsResult | mcp_types.ErrorData:
         """The workspace, for servers that ask (the filesystem server confines itself to it)."""
+        import mcp_types
+
         assert self._root is not None
         root = mcp_types.Root.model_validate({"uri": self._root.as_uri(), "name": self._root.name})
         return mcp_types.ListRootsResult(roots=[root])
 
     async def _on_message(self, message: Any) -> None:
+        import mcp_types
+
         if isinstance(message, mcp_types.ToolListChangedNotification):
             self._relist.set()
 
@@ -258,6 +285,16 @@ class McpConnection:
         if self.state == "starting" and self._task is not None and not self._task.done():
             self._timed_out = True
             self._task.cancel()
+            # The task says so as it ends; one whose cancel the SDK's task groups hold up
+            # (or that had not begun) is failed a moment later all the same, so that nothing
+            # waits on a server past its deadline.
+            asyncio.get_running_loop().call_later(_CANCEL_GRACE, self._timed_out_still_starting)
+
+    def _timed_out_still_starting(self) -> None:
+        if self.state == "starting":
+            self._fail(
+                f"did not start within {self._startup_timeout:g} s (the mcp.startupTimeout setting)"
+            )
 
     def _fail(self, reason: str) -> None:
         self.error = scrub(reason, self.config.secrets)
@@ -306,6 +343,11 @@ def _describe_failure(failure: BaseException, config: McpServerConfig) -> str:
         return f"cannot run {config.command!r}: no such program (check 'command' and PATH)"
     if isinstance(leaf, PermissionError) and config.transport == "stdio":
         return f"cannot run {config.command!r}: permission denied"
+    try:
+        import httpx2
+        from mcp import MCPError
+    except ImportError:  # the SDK itself could not be loaded
+        return f"{type(leaf).__name__}: {leaf}"
     if isinstance(leaf, MCPError):
         if "closed" in leaf.error.message.lower():
             return "the server closed the connection before it was ready (it exited or crashed)"
