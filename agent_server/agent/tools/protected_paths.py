@@ -52,6 +52,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -143,7 +144,11 @@ def guarded_below(workspace: Path) -> tuple[list[Path], list[Path]]:
     .venv, ...), nor a `.git`. A nested repository is a directory below the root that holds a
     `.git` (a directory or a submodule's file, not a link); a secret file, a regular file whose
     name says it commonly holds secrets (`paths.secret_file`: `.env`, `id_rsa`, `*.pem`, ...),
-    which the sandbox shows empty."""
+    which the sandbox shows empty.
+
+    Every command pays this walk, so a directory's listing is kept between walks and read
+    again only when the directory changed: its change time (which no command can set back, as
+    it can a modification time), modification time or inode moved (`_listing`)."""
     found: list[Path] = []
     secrets: list[Path] = []
     level: list[Path] = [Path()]
@@ -154,20 +159,64 @@ def guarded_below(workspace: Path) -> tuple[list[Path], list[Path]]:
             seen += 1
             if seen > NESTED_MAX_DIRECTORIES:
                 return found, secrets
-            try:
-                with os.scandir(workspace / relative) as entries:
-                    listed = [(e.name, e.is_dir(follow_symlinks=False), e.is_symlink(),
-                               e.is_file(follow_symlinks=False)) for e in entries]
-            except OSError:
+            listed = _listing(workspace / relative)
+            if listed is None:
                 continue
-            if depth > 0 and any(name == ".git" and not link for name, _, link, _ in listed):
+            has_git, secret_names, directories = listed
+            if depth > 0 and has_git:
                 found.append(relative)
-            secrets += [relative / name for name, _, _, is_file in listed
-                        if is_file and secret_file(name)]
-            below += [relative / name for name, is_dir, _, _ in listed
-                      if is_dir and name not in SKIPPED_DIRS]
+            secrets += [relative / name for name in secret_names]
+            below += [relative / name for name in directories]
         level = sorted(below)
     return found, secrets
+
+
+# What the walk needs of a directory: whether it holds a `.git` (not a link), the names of
+# its regular files that commonly hold secrets, and the directories to go down into (links
+# not followed, SKIPPED_DIRS left out).
+_Listing = tuple[bool, tuple[str, ...], tuple[str, ...]]
+# The listings of the walks, by directory: (its change time, modification time and inode when
+# listed, the listing). Kept only for a directory unchanged for _SETTLED_NS before it was
+# listed, so that a change in the same tick of the clock cannot hide behind an equal time.
+_LISTINGS: dict[Path, tuple[tuple[int, int, int], _Listing]] = {}
+_LISTINGS_LOCK = threading.Lock()
+_LISTINGS_MAX = 4 * NESTED_MAX_DIRECTORIES
+_SETTLED_NS = 2_000_000_000
+
+
+def _listing(directory: Path) -> _Listing | None:
+    """The entries of `directory` (None when it cannot be listed), from the last walk's
+    listing when the directory has not changed since."""
+    try:
+        stat = os.stat(directory)
+    except OSError:
+        return None
+    identity = (stat.st_ctime_ns, stat.st_mtime_ns, stat.st_ino)
+    with _LISTINGS_LOCK:
+        kept = _LISTINGS.get(directory)
+    if kept is not None and kept[0] == identity:
+        return kept[1]
+    try:
+        with os.scandir(directory) as entries:
+            has_git, secrets, below = False, [], []
+            for entry in entries:
+                name = entry.name
+                if name == ".git" and not entry.is_symlink():
+                    has_git = True
+                if entry.is_file(follow_symlinks=False):
+                    if secret_file(name):
+                        secrets.append(name)
+                elif entry.is_dir(follow_symlinks=False) and name not in SKIPPED_DIRS:
+                    below.append(name)
+    except OSError:
+        return None
+    listed = (has_git, tuple(secrets), tuple(below))
+    if time.time_ns() - max(stat.st_ctime_ns, stat.st_mtime_ns) > _SETTLED_NS:
+        with _LISTINGS_LOCK:
+            if len(_LISTINGS) >= _LISTINGS_MAX:
+                _LISTINGS.clear()
+            _LISTINGS[directory] = (identity, listed)
+    return listed
 
 
 def _reached(workspace: Path, relative: Path) -> tuple[Path, bool] | None:
