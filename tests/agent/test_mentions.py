@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import base64
+import time
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 from agent_server.agent import events
 from agent_server.agent.mentions import MAX_ATTACHMENTS, complete, find_mentions
@@ -127,3 +131,40 @@ def test_completion_ranks_paths_a_person_means_first(tmp_path: Path) -> None:
     top = complete(tmp_path, "")
     assert [c.path for c in top[:3]] == ["docs/", "src/", "tests/"]
     assert {c.kind for c in top} == {"file", "directory"}
+
+
+# --- the completion index (issue 49, item 2) --------------------------------------------------
+
+
+def test_completion_walks_the_workspace_once_not_per_keystroke(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent_server.agent import mentions
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "app.py").write_text("")
+    walks: list[Path] = []
+    original = mentions.walk_files
+
+    def counting(top: Path, *, include_dirs: bool = False) -> Iterator[Path]:
+        walks.append(top)
+        return original(top, include_dirs=include_dirs)
+
+    monkeypatch.setattr(mentions, "walk_files", counting)
+    for typed in ("", "s", "sr", "src", "src/a"):
+        assert "src/app.py" in [c.path for c in mentions.complete(tmp_path, typed)]
+    assert len(walks) == 1
+
+
+def test_a_file_made_after_the_index_shows_once_it_is_rebuilt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent_server.agent import mentions
+
+    assert mentions.complete(tmp_path, "later") == []
+    (tmp_path / "later.md").write_text("")
+    monkeypatch.setattr(mentions, "INDEX_FRESH", 0.0)  # stale at once: rebuilt behind the answer
+    deadline = time.monotonic() + 30
+    while "later.md" not in [c.path for c in mentions.complete(tmp_path, "later")]:
+        assert time.monotonic() < deadline, "the index was never rebuilt"
+        time.sleep(0.05)
