@@ -142,6 +142,14 @@ describe('panel', () => {
     await page.keyboard.press('Escape');
     const feedback = page.locator('.card.permission.status-pending textarea.feedback');
     expect(await feedback.isVisible()).toBe(true);
+    // The note box takes the card's width, its button below it (issue 47: it was about 50 px
+    // wide beside its button, a syllable a line).
+    const noteBox = await feedback.boundingBox();
+    const cardBox = await page.locator('.card.permission.status-pending').boundingBox();
+    const tellBox = await page.locator('.card.permission.status-pending button.tell').boundingBox();
+    expect(noteBox && cardBox && tellBox).toBeTruthy();
+    expect(noteBox!.width).toBeGreaterThan(0.85 * cardBox!.width);
+    expect(tellBox!.y).toBeGreaterThanOrEqual(noteBox!.y + noteBox!.height);
     await feedback.fill('Do not read secrets; use .env.example.');
     await page.screenshot({ path: join(ARTIFACTS, 'webview-permission-feedback.png') });
     await feedback.press('Enter');
