@@ -10,6 +10,7 @@ import { button, h, type Post } from './dom';
 import { commandOf, contentView, inputView, toolIcon } from './toolParts';
 
 export function renderPermission(item: PermissionItem, post: Post): HTMLElement {
+  if (item.status !== 'pending') return renderAnswered(item);
   const card = h('div', { class: `card permission status-${item.status}` });
   const call = item.toolCall;
   card.append(
@@ -22,16 +23,10 @@ export function renderPermission(item: PermissionItem, post: Post): HTMLElement 
   );
   const diffs = (call.content ?? []).filter((c) => c.type === 'diff');
   const command = commandOf(call.toolKind, call.rawInput);
-  const pending = item.status === 'pending';
-  const review = pending && diffs.length ? () => post({ type: 'reviewChange', requestId: item.requestId }) : undefined;
+  const review = diffs.length ? () => post({ type: 'reviewChange', requestId: item.requestId }) : undefined;
   if (diffs.length) for (const d of diffs) card.append(contentView(d, post, call.toolKind));
   else if (command !== undefined) card.append(h('pre', { class: 'code command', text: command }));
   else card.append(inputView(call.rawInput, post));
-  if (!pending) {
-    const chosen = item.options.find((o) => o.optionId === item.selected);
-    card.append(h('div', { class: 'meta', text: item.status === 'cancelled' ? 'Cancelled.' : `Answered: ${chosen?.name ?? item.selected ?? ''}` }));
-    return card;
-  }
   card.tabIndex = -1;
   card.setAttribute('aria-label', `Permission: ${call.title}`);
   const answer = (option: PermissionOption | undefined, message?: string): void => {
@@ -96,6 +91,29 @@ export function renderPermission(item: PermissionItem, post: Post): HTMLElement 
     }
   });
   return card;
+}
+
+/**
+ * A question once answered: one line, in the past tense, with the choice (the tool row below
+ * it shows the command or the change, which the card no longer repeats); the whole title on
+ * hover.
+ */
+function renderAnswered(item: PermissionItem): HTMLElement {
+  const chosen = item.options.find((o) => o.optionId === item.selected);
+  const allowed = chosen?.kind.startsWith('allow') ?? false;
+  const verdict = item.status === 'cancelled' ? 'Cancelled' : allowed ? 'Allowed' : 'Rejected';
+  const line = h(
+    'div',
+    { class: `card permission status-${item.status} answered ${allowed ? 'allowed' : 'rejected'}`, attrs: { title: item.toolCall.title } },
+    h('span', { class: 'verdict', text: `${allowed ? '✓' : '✗'} ${verdict}` }),
+    h('span', { class: 'answered-title', text: item.toolCall.title }),
+  );
+  if (item.status !== 'cancelled' && chosen && chosen.kind !== 'allow_once' && chosen.kind !== 'reject_once') {
+    line.append(h('span', { class: 'meta answered-choice', text: chosen.name }));
+  } else if (chosen?.optionId === 'allow_outside') {
+    line.append(h('span', { class: 'meta answered-choice', text: 'outside the sandbox' }));
+  }
+  return line;
 }
 
 /** The first "allow once" (Enter's) is the primary choice; the others, "Allow outside the

@@ -191,8 +191,15 @@ describe('chat webview', () => {
     expect(await page.locator('.meter-fill').evaluate((e) => (e as HTMLElement).style.width)).toBe('73.5%');
 
     // permission cards: the answered one and the pending one with its options
+    // An answered question is one line in the past tense, not the question and its command
+    // again (issue 47: every command appeared twice).
     const answered = page.locator('.card.permission.status-answered');
-    expect(await answered.innerText()).toContain('Answered: Allow once');
+    expect(await answered.innerText()).toMatch(/^✓ Allowed\s/);
+    expect(await answered.locator('pre, button').count()).toBe(0);
+    expect(await answered.innerText()).not.toContain('?');
+    const height = (await answered.boundingBox())?.height ?? 0;
+    expect(height).toBeGreaterThan(0);
+    expect(height).toBeLessThan(30);
     const card = page.locator('.card.permission.status-pending');
     expect(await card.locator('.card-title').innerText()).toContain('Allow bash rm -rf fixtures?');
     // A command is shown as the command, whole, not as JSON.
