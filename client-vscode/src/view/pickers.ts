@@ -14,18 +14,24 @@ interface Item<T> extends vscode.QuickPickItem {
   value: T;
 }
 
+/**
+ * The first item (the one Enter takes) is the session open now, else the newest: Enter out of
+ * habit continues, it never starts a new session; "New session" comes right after it.
+ */
 export async function pickSession(controller: SessionController): Promise<void> {
   await controller.refreshSessions();
   const { sessions, sessionId } = controller.state;
-  const items: Item<string | undefined>[] = [
-    { label: '$(add) New session', description: 'starts with your next prompt', value: undefined },
-    ...sessions.map((s) => ({
-      label: `${s.sessionId === sessionId ? '$(check) ' : ''}${labelText(s.title || 'Untitled session')}`,
-      description: labelText(sessionDescription(s)),
-      detail: s.firstPrompt ? labelText(`First prompt: ${s.firstPrompt}`) : undefined,
-      value: s.sessionId,
-    })),
-  ];
+  const listed: Item<string | undefined>[] = sessions.map((s) => ({
+    label: `${s.sessionId === sessionId ? '$(check) ' : ''}${labelText(s.title || 'Untitled session')}`,
+    description: labelText(sessionDescription(s)),
+    detail: s.firstPrompt ? labelText(`First prompt: ${s.firstPrompt}`) : undefined,
+    value: s.sessionId,
+  }));
+  const first = Math.max(0, listed.findIndex((item) => item.value === sessionId));
+  const fresh: Item<string | undefined> = { label: '$(add) New session', description: 'starts with your next prompt', value: undefined };
+  const items = listed.length
+    ? [listed[first]!, fresh, ...listed.filter((_, index) => index !== first)]
+    : [fresh];
   const picked = await vscode.window.showQuickPick(items, {
     title: 'Agent: sessions in this workspace',
     placeHolder: 'Pick a session to continue (type to filter)',

@@ -16,6 +16,7 @@ afterEach(() => {
 
 /** A controller on a real wire whose server answers `agent/session/list` and `agent/model/list`. */
 function setup(sessions: SessionSummary[], models: ModelChoice[]): SessionController {
+  pair?.dispose();
   pair = connectionPair();
   pair.server.onRequest('agent/session/list', () => ({ sessions }));
   pair.server.onRequest('agent/model/list', () => ({ provider: 'anthropic', current: models[0]?.id, models }));
@@ -63,12 +64,25 @@ describe('the session picker', () => {
     );
     controller.dispatch({ type: 'sessionStarted', sessionId: 'bbbbbbbb-2' });
     await pickSession(controller);
-    const [fresh, first, current] = drawnItems();
+    const [current, fresh, first] = drawnItems();
     expect(fresh!.label).toBe('<icon:add> New session');
     expect(first!.label).toBe(title);
     expect(first!.detail!.replace(/\u2060/g, '')).toBe('First prompt: Do [this](command:workbench.action.terminal.new) $(alert)\\nthen that');
     expect(first!.detail).not.toContain('](');
     expect(current!.label).toBe('<icon:check> $(sync~spin) second'); // the picker's own mark only
+  });
+
+  it('offers first (what Enter takes) the open session, else the newest, never a new one', async () => {
+    const sessions = [session('cccccccc-3', 'newest', null), session('bbbbbbbb-2', 'open', null), session('aaaaaaaa-1', 'oldest', null)];
+    const controller = setup(sessions, []);
+    await pickSession(controller);
+    expect(drawnItems().map((i) => i.label)).toEqual(['newest', '<icon:add> New session', 'open', 'oldest']);
+    controller.dispatch({ type: 'sessionStarted', sessionId: 'bbbbbbbb-2' });
+    await pickSession(controller);
+    expect(drawnItems().map((i) => i.label)).toEqual(['<icon:check> open', '<icon:add> New session', 'newest', 'oldest']);
+    const none = setup([], []);
+    await pickSession(none);
+    expect(drawnItems().map((i) => i.label)).toEqual(['<icon:add> New session']);
   });
 });
 
