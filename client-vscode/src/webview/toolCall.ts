@@ -1,5 +1,6 @@
-/** A tool call in the transcript: its title (the file it names is a link), its status, and,
- * opened, what it ran and what came back. */
+/** A tool call in the transcript: its title (a click anywhere on the row opens or closes it;
+ * the file it names opens from the small link after the title), its status, and, opened, what
+ * it ran and what came back. */
 import type { ToolCallItem } from '../state/reducer';
 import { h, pathLink, type Post, type Toggles } from './dom';
 import { literal } from './literal';
@@ -13,7 +14,8 @@ export function renderToolCall(item: ToolCallItem, post: Post, toggles: Toggles)
     false,
     `tool status-${status}`,
     h('span', { class: `tool-icon kind-${item.toolKind}`, text: toolIcon(item.toolKind) }),
-    titleView(item, post),
+    titleView(item),
+    ...openFile(item, post),
     h('span', { class: `tool-status status-${status}`, text: statusLabel(status) }),
   );
   const body = h('div', { class: 'tool-body' });
@@ -53,8 +55,9 @@ export function renderToolCall(item: ToolCallItem, post: Post, toggles: Toggles)
   return details;
 }
 
-/** The title, with the file it names as a link (`Read ` + README.md). */
-function titleView(item: ToolCallItem, post: Post): HTMLElement {
+/** The title, the file it names set apart (`Read ` + README.md); text only: a click on it
+ * opens the row, as anywhere on the row (issue 47: it opened the file instead). */
+function titleView(item: ToolCallItem): HTMLElement {
   const title = h('span', { class: 'tool-title', title: item.title });
   const path = item.locations[0]?.path;
   const at = path ? item.title.lastIndexOf(path) : -1;
@@ -64,10 +67,21 @@ function titleView(item: ToolCallItem, post: Post): HTMLElement {
   }
   title.append(
     literal(item.title.slice(0, at)),
-    pathLink(post, path, item.locations[0]?.line, path),
+    h('span', { class: 'tool-path', text: literal(path) }),
     literal(item.title.slice(at + path.length)),
   );
   return title;
+}
+
+/** The file a tool call names, as a small link after its title (it opens the file, not the
+ * row); none when it names none. */
+function openFile(item: ToolCallItem, post: Post): HTMLElement[] {
+  const where = item.locations[0];
+  if (!where) return [];
+  const link = pathLink(post, where.path, where.line, '↗');
+  link.classList.add('open-file');
+  link.setAttribute('aria-label', link.title);
+  return [link];
 }
 
 /** Why a tool call did not run, when the user (or a remembered answer) rejected it, and what

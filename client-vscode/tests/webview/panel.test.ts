@@ -69,9 +69,15 @@ describe('panel', () => {
     await show(page, state);
     await page.waitForSelector('.item.assistant');
 
-    // The tool title's file is a link; opening it does not toggle the card.
+    // A click on the title opens the row (issue 47: it opened the file); the small link after
+    // the title opens the file without toggling the row.
     const read = page.locator('details.tool').filter({ hasText: 'Read' });
-    await read.locator('.tool-title a.path-link').click();
+    expect(await read.locator('.tool-title a').count()).toBe(0);
+    await read.locator('.tool-title').click();
+    expect(await read.evaluate((d) => (d as HTMLDetailsElement).open)).toBe(true);
+    await read.locator('summary a.open-file').click();
+    expect(await read.evaluate((d) => (d as HTMLDetailsElement).open)).toBe(true);
+    await read.locator('.tool-title').click();
     expect(await read.evaluate((d) => (d as HTMLDetailsElement).open)).toBe(false);
     // In the answer: a path in code (with its line) and one in running text; a command and a
     // version are not paths.
