@@ -59,7 +59,7 @@ export async function pickModel(controller: SessionController): Promise<void> {
     })),
     {
       title: 'Agent: model for this session',
-      placeHolder: 'Switching keeps the session; the transcript says what the switch costs (prompt caches are per model)',
+      placeHolder: 'Switching keeps the session; the transcript says what it costs',
       matchOnDescription: true,
     },
   );
@@ -69,23 +69,23 @@ export async function pickModel(controller: SessionController): Promise<void> {
 const MODES: readonly [PermissionMode, string, string][] = [
   ['ask', 'Ask every time', 'Every tool call asks first, reads too'],
   ['allowReads', 'Allow reads', 'Reads and searches run; edits and commands ask first'],
-  ['allowAll', 'Allow all', 'Every tool call runs without asking (commands in the sandbox where there is one)'],
+  ['allowAll', 'Allow all', 'Nothing asks first (commands still run in the sandbox)'],
 ];
 
 export async function pickMode(controller: SessionController): Promise<void> {
   const current = controller.state.mode;
   const picked = await vscode.window.showQuickPick(
     MODES.map<Item<PermissionMode>>(([mode, label, detail]) => ({ label: `${mode === current ? '$(check) ' : ''}${label}`, detail, value: mode })),
-    { title: 'Agent: when tools ask first', placeHolder: 'It applies at once, even to the running turn\u2019s next tool call' },
+    { title: 'Agent: when tools ask first', placeHolder: 'Applies at once, even to the running turn\u2019s next tool call' },
   );
   if (picked && picked.value !== current) await controller.setMode(picked.value);
 }
 
 const THINKING: Record<ThinkingLevel, string> = {
   off: 'No extended thinking (OpenAI: the model\u2019s default effort)',
-  low: 'A little thinking: Anthropic low effort or a 4k budget, OpenAI low reasoning effort',
-  medium: 'Anthropic medium effort or a 10k budget, OpenAI medium reasoning effort',
-  high: 'Anthropic high effort or a 32k budget, OpenAI high reasoning effort',
+  low: 'Anthropic: low effort or a 4k budget \u00b7 OpenAI: low effort',
+  medium: 'Anthropic: medium effort or a 10k budget \u00b7 OpenAI: medium effort',
+  high: 'Anthropic: high effort or a 32k budget \u00b7 OpenAI: high effort',
 };
 
 export async function pickThinking(controller: SessionController): Promise<void> {
@@ -97,8 +97,8 @@ export async function pickThinking(controller: SessionController): Promise<void>
       title: 'Agent: how hard the model thinks',
       placeHolder:
         canThink === false
-          ? `${literal(model?.name ?? 'This model', { newline: false, tab: false })} does not think on request: the level applies to a model that can`
-          : 'Thinking is billed as output. A change re-reads the conversation without the cache on Anthropic: the transcript says what it costs',
+          ? `${literal(model?.name ?? 'This model', { newline: false, tab: false })} does not think on request`
+          : 'Billed as output; on Anthropic a change re-reads the conversation uncached',
     },
   );
   if (picked && picked.value !== current) await controller.setThinking(picked.value);
@@ -111,11 +111,11 @@ function sessionDescription(s: SessionSummary): string {
 
 function modelDetail(m: ModelChoice): string {
   return [
-    `${m.vendor} ${m.id}${m.source === 'user' ? ' (your models file)' : ''}`,
-    `output up to ${formatTokens(m.maxOutput)}`,
-    `cached read ${price(m.pricing.cacheRead)}, cache write ${price(m.pricing.cacheWrite)}`,
-    m.images ? 'takes images' : 'text only',
-    m.thinking ? 'thinks on request' : '',
+    `${m.vendor} ${m.id}${m.source === 'user' ? ' (yours)' : ''}`,
+    `up to ${formatTokens(m.maxOutput)} out`,
+    `cache ${price(m.pricing.cacheRead)}/${price(m.pricing.cacheWrite)}`,
+    m.images ? 'images' : 'text only',
+    m.thinking ? 'thinks' : '',
   ]
     .filter(Boolean)
     .join(' · ');

@@ -106,7 +106,13 @@ export function renderModelChange(item: ModelChangeItem): HTMLElement {
     { class: 'marker model-change', attrs: { role: 'separator' } },
     h('div', { class: 'marker-line', text: `Model: ${item.model}${thinking}` }),
   );
-  if (item.note) el.append(h('div', { class: 'meta model-note', text: item.note }));
+  if (item.note) {
+    // Two lines, left-aligned; a click shows the rest (issue 47: three centred paragraphs
+    // filled the panel).
+    const note = h('div', { class: 'meta model-note clamped', text: item.note, title: 'Click to show all' });
+    note.addEventListener('click', () => note.classList.toggle('clamped'));
+    el.append(note);
+  }
   return el;
 }
 

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SessionController } from '../../src/controller';
 import { AgentClient } from '../../src/protocol/client';
 import type { ModelChoice, SessionSummary } from '../../src/protocol/types';
-import { pickModel, pickSession } from '../../src/view/pickers';
+import { pickMode, pickModel, pickSession, pickThinking } from '../../src/view/pickers';
 import { drawnLabel } from '../support/iconLabel';
 import { connectionPair } from '../support/pipe';
 import { shownQuickPicks } from '../support/vscode-stub';
@@ -86,13 +86,28 @@ describe('the session picker', () => {
   });
 });
 
+describe('every picker', () => {
+  it('says each choice in at most 80 characters, which VS Code shows whole (issue 47)', async () => {
+    const controller = setup([session('aaaaaaaa-1', 'one', 'first')], [model('m-1', 'Model one', 'Vendor')]);
+    await pickSession(controller);
+    await pickModel(controller);
+    await pickMode(controller);
+    await pickThinking(controller);
+    const said = shownQuickPicks.flatMap((shown) => [
+      ...shown.items.flatMap((item) => [item.description ?? '', item.detail ?? '']),
+      String((shown.options as { placeHolder?: string } | undefined)?.placeHolder ?? ''),
+    ]);
+    expect(said.filter((text) => text.length > 80)).toEqual([]);
+  });
+});
+
 describe('the model picker', () => {
   it('shows a model\u2019s name, vendor and id from the models file as text', async () => {
     const controller = setup([], [model('$(x)-1', '$(verified) Best model', '$(github) Vendor')]);
     await pickModel(controller);
     const [only] = drawnItems();
     expect(only!.label).toBe('<icon:check> $(verified) Best model');
-    expect(only!.detail).toContain('$(github) Vendor $(x)-1 (your models file)');
+    expect(only!.detail).toContain('$(github) Vendor $(x)-1 (yours)');
     expect(only!.detail).not.toContain('<icon:');
   });
 });

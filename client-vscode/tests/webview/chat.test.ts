@@ -646,7 +646,14 @@ describe('chat webview', () => {
     ] }, '*'), S);
     await page.waitForSelector('.marker.model-change');
     expect(await page.locator('.marker.model-change').innerText()).toContain('Model: claude-haiku');
-    expect(await page.locator('.marker.model-change .model-note').innerText()).toContain('uncached');
+    const note = page.locator('.marker.model-change .model-note');
+    expect(await note.innerText()).toContain('uncached');
+    // Left-aligned, two lines at most until clicked (issue 47: long centred paragraphs).
+    expect(await note.evaluate((e) => getComputedStyle(e).textAlign)).toBe('left');
+    const lineHeight = await note.evaluate((e) => parseFloat(getComputedStyle(e).lineHeight) || 16);
+    expect((await note.boundingBox())!.height).toBeLessThanOrEqual(2 * lineHeight + 2);
+    await note.click();
+    expect(await note.evaluate((e) => e.classList.contains('clamped'))).toBe(false);
     expect(await page.locator('.mode-picker').innerText()).toContain('Allow all');
     // the sandbox follows the mode (tools.sandbox: auto)
     expect(await page.locator('.sandbox-state').innerText()).toBe('Sandboxed, no network');
