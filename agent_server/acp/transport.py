@@ -35,7 +35,7 @@ import contextlib
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, get_args
 
 from acp._transport import NdjsonTransport  # the SDK's stdio transport, extended below
 
@@ -49,6 +49,7 @@ from agent_server.jsonrpc import (
     answerable_id,
     find_request_id,
 )
+from agent_server.protocol import McpTransport
 from agent_server.stderr_log import shorten
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,7 @@ AGENT_NOTIFICATIONS: dict[str, tuple[str, ...]] = {
     "$/cancel_request": (),
 }
 UNROUTED_REQUESTS = frozenset({"session/delete"})  # stable methods the SDK does not route
+MCP_TRANSPORTS: tuple[str, ...] = get_args(McpTransport)
 # Requests with MCP servers: the schema reads a null `mcpServers` (and a server's `args`,
 # `env`, `headers`) as empty (`x-deserialize-default-on-null`); the SDK's models refuse it.
 MCP_SERVER_REQUESTS = frozenset({"session/new", "session/load", "session/resume"})
@@ -156,9 +158,9 @@ def malformed_server(servers: Any) -> str | None:
         if not isinstance(server.get("name"), str):
             return f"{where}.name: a string is required"
         kind = server.get("type", "stdio")
-        if kind not in ("stdio", "http", "sse"):
+        if kind not in MCP_TRANSPORTS:
             kind = shorten(str(kind), 40)
-            return f"{where}.type: one of stdio, http, sse is required, not {kind}"
+            return f"{where}.type: one of {', '.join(MCP_TRANSPORTS)} is required, not {kind}"
         needed = "command" if kind == "stdio" else "url"
         if not isinstance(server.get(needed), str) or not server[needed]:
             what = "the program to run" if kind == "stdio" else f"the {kind} server's URL"
