@@ -58,6 +58,8 @@ MAX_INSTRUCTIONS = 4000
 # The reasons whose compaction a hook may cancel: the context still fits without it.
 CANCELLABLE: frozenset[str] = frozenset({"threshold", "requested", "idle", "manual"})
 _CANCEL_EXIT = 2
+# Seconds a cancelled run waits for its killed hook to be gone (see _reap).
+_REAP_GRACE = 5.0
 # The fields a `before` hook's JSON answer may have.
 _ANSWER_FIELDS = ("cancel", "instructions", "reason")
 
@@ -222,6 +224,7 @@ async def run_hook(
         return HookRun(command, None, "", "", f"{where} did not finish in {seconds:g} s: stopped")
     except asyncio.CancelledError:
         _kill(process)
+        await _reap(process)
         raise
     out, err = _decode(stdout), _decode(stderr)
     if code not in (0, _CANCEL_EXIT):
@@ -281,6 +284,16 @@ def _decode(data: bytes) -> str:
     sequences (see the module docstring)."""
     text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
     return without_escape_sequences(text)
+
+
+async def _reap(process: asyncio.subprocess.Process) -> None:
+    """Waits for a killed hook to be gone, its pipes closed: asyncio closes the process's
+    transport only then, and one left open when the event loop closes fails later, when it is
+    collected ("Event loop is closed"). Bounded: a child that left the process group can hold
+    the pipes open."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(_REAP_GRACE):
+            await process.wait()
 
 
 def _kill(process: asyncio.subprocess.Process) -> None:

@@ -386,6 +386,34 @@ def _clean(text: str) -> str:
     return text.rstrip("\n").rstrip("\r")
 
 
+_END_GRACE = 5.0  # seconds a search's process has to end once its search is over
+
+
+async def _end(proc: asyncio.subprocess.Process) -> None:
+    """Ends a search's process: killed if it still runs, waited for, and its pipes read to
+    their end (what is left is dropped). asyncio closes the process's transport only once the
+    process has exited and each of its pipes has been closed; `wait()` does not see to the
+    pipes when the exit is already known (ripgrep in its jail: the killed bubblewrap is
+    reported gone while ripgrep's output has not ended yet). A pipe still open when the event
+    loop closes fails later, when the transport is collected ("Event loop is closed").
+    Bounded (_END_GRACE): a process that keeps writing past its kill does not hold the call."""
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(_END_GRACE):
+            if proc.stdin is not None:
+                proc.stdin.close()
+                with contextlib.suppress(OSError):
+                    await proc.stdin.wait_closed()
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None:
+                    with contextlib.suppress(OSError):
+                        while await stream.read(1 << 16):
+                            pass
+            await proc.wait()
+
+
 # --- ripgrep ---------------------------------------------------------------------------------
 
 
@@ -441,10 +469,7 @@ async def _run_rg(
         stderr = await proc.stderr.read()  # rg prints a rejected pattern's error here
         code = await proc.wait()
     finally:
-        if proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            await proc.wait()
+        await _end(proc)
     if code == 2 and not lines and stderr.strip():
         return None  # a pattern ripgrep rejects: let the Python fallback decide
     return GrepOutcome(_trim_after_cut(lines, more, context), matches, more, "ripgrep")
@@ -632,10 +657,7 @@ async def _run_python(
         # asyncio's back (which then reports exit code 255).
         code = None if more else await proc.wait()
     finally:
-        if proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            await proc.wait()
+        await _end(proc)
     if code:
         raise ToolError(f"The Python search failed (exit code {code}).")
     return GrepOutcome(_trim_after_cut(lines, more, context), matches, more, "python")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -330,3 +332,41 @@ async def test_without_bubblewrap_ripgrep_still_searches_a_directory(
     assert directory.details["engine"] == "ripgrep" and directory.text == jailed.text
     assert "src/app.py\n4:    # TODO: parse args" in directory.text
     assert alone.details["engine"] == "ripgrep"
+
+
+async def test_a_search_cut_at_the_bound_ends_with_its_output_read_to_the_end(
+    ctx: ToolContext, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: a search stopped at the bound was waited for, but its output pipe was left open
+    when the exit was already known (ripgrep in its jail: the killed bubblewrap reported gone
+    before ripgrep's output ends). asyncio's transport then outlived the test's event loop and
+    failed some later test when collected ("Event loop is closed"). Here a stand-in ripgrep
+    exits at once; a child of its keeps stdout open a moment after the match past the bound."""
+    (workspace / "a.txt").write_text("hit\n")
+    match = (
+        '{"type":"match","data":{"path":{"text":"a.txt"},"lines":{"text":"hit\\n"},'
+        '"line_number":%d}}\n'
+    )
+    (tmp_path / "first.json").write_text("".join(match % n for n in range(1, MAX_MATCHES + 1)))
+    (tmp_path / "last.json").write_text(match % (MAX_MATCHES + 1))
+    fake = tmp_path / "fake-rg"
+    fake.write_text(
+        "#!/bin/sh\n"
+        f"cat '{tmp_path}/first.json'\n"
+        f"( exec 2>&-; sleep 0.3; cat '{tmp_path}/last.json'; sleep 0.3 ) &\n"
+    )
+    fake.chmod(0o755)
+    started: list[asyncio.subprocess.Process] = []
+    spawn = asyncio.create_subprocess_exec
+
+    async def recorded(*args: Any, **kwargs: Any) -> asyncio.subprocess.Process:
+        started.append(await spawn(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(asyncio, "create_subprocess_exec", recorded)
+    result = await run_tool(GrepTool(rg=str(fake)), {"pattern": "hit", "path": "a.txt"}, ctx)
+    assert f"Stopped after {MAX_MATCHES} matches" in result.text
+    [proc] = started
+    assert proc.returncode is not None
+    assert proc.stdout is not None and proc.stdout.at_eof()
+    assert proc.stderr is not None and proc.stderr.at_eof()
