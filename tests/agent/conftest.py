@@ -111,3 +111,18 @@ AgentRun = Callable[..., Any]
 @pytest.fixture
 def sample(tmp_path: Path) -> Path:
     return tmp_path
+
+
+@pytest.fixture
+def spawned(monkeypatch: pytest.MonkeyPatch) -> list[asyncio.subprocess.Process]:
+    """The processes started through asyncio.create_subprocess_exec during the test, in
+    order: to check how the code under test leaves them (exited, pipes read to the end)."""
+    started: list[asyncio.subprocess.Process] = []
+    spawn = asyncio.create_subprocess_exec
+
+    async def recorded(*args: Any, **kwargs: Any) -> asyncio.subprocess.Process:
+        started.append(await spawn(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(asyncio, "create_subprocess_exec", recorded)
+    return started

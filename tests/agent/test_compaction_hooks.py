@@ -13,7 +13,6 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -65,26 +64,18 @@ async def test_a_hook_that_runs_too_long_is_stopped_with_its_children(tmp_path: 
 
 
 async def test_a_cancelled_hook_is_waited_for_until_its_pipes_are_closed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, spawned: list[asyncio.subprocess.Process]
 ) -> None:
     """Before: a cancelled run killed the hook and went, its pipes still open: asyncio's
     transport then outlived the event loop (a test's) and failed some later test when it was
     collected ("Event loop is closed")."""
-    started: list[asyncio.subprocess.Process] = []
-    spawn = asyncio.create_subprocess_exec
-
-    async def recorded(*args: Any, **kwargs: Any) -> asyncio.subprocess.Process:
-        started.append(await spawn(*args, **kwargs))
-        return started[-1]
-
-    monkeypatch.setattr(asyncio, "create_subprocess_exec", recorded)
     running = asyncio.ensure_future(run_hook("sleep 60", b"{}", tmp_path, environment(), 60))
-    while not started:
+    while not spawned:
         await asyncio.sleep(0.01)
     running.cancel()
     with pytest.raises(asyncio.CancelledError):
         await running
-    [process] = started
+    [process] = spawned
     assert process.returncode is not None
     assert process.stdout is not None and process.stdout.at_eof()
     assert process.stderr is not None and process.stderr.at_eof()

@@ -7,7 +7,6 @@ import dataclasses
 import os
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -335,7 +334,7 @@ async def test_without_bubblewrap_ripgrep_still_searches_a_directory(
 
 
 async def test_a_search_cut_at_the_bound_ends_with_its_output_read_to_the_end(
-    ctx: ToolContext, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ctx: ToolContext, workspace: Path, tmp_path: Path, spawned: list[asyncio.subprocess.Process]
 ) -> None:
     """Before: a search stopped at the bound was waited for, but its output pipe was left open
     when the exit was already known (ripgrep in its jail: the killed bubblewrap reported gone
@@ -356,17 +355,9 @@ async def test_a_search_cut_at_the_bound_ends_with_its_output_read_to_the_end(
         f"( exec 2>&-; sleep 0.3; cat '{tmp_path}/last.json'; sleep 0.3 ) &\n"
     )
     fake.chmod(0o755)
-    started: list[asyncio.subprocess.Process] = []
-    spawn = asyncio.create_subprocess_exec
-
-    async def recorded(*args: Any, **kwargs: Any) -> asyncio.subprocess.Process:
-        started.append(await spawn(*args, **kwargs))
-        return started[-1]
-
-    monkeypatch.setattr(asyncio, "create_subprocess_exec", recorded)
     result = await run_tool(GrepTool(rg=str(fake)), {"pattern": "hit", "path": "a.txt"}, ctx)
     assert f"Stopped after {MAX_MATCHES} matches" in result.text
-    [proc] = started
+    [proc] = spawned
     assert proc.returncode is not None
     assert proc.stdout is not None and proc.stdout.at_eof()
     assert proc.stderr is not None and proc.stderr.at_eof()
