@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agent_server.agent.settings import PERMISSION_MODES
+from agent_server.agent.permissions import PERMISSION_MODES
 from agent_server.llm.providers import PROVIDER_NAMES
 from agent_server.stderr_log import configure_logging
 

@@ -21,11 +21,7 @@ from typing import Any, Literal, NewType, NotRequired, TypeAlias, TypedDict
 
 # CompactionEngine re-exported: a setting's value set (lsp/typescript.py reads it here).
 from agent_server.context.trigger import CompactionEngine as CompactionEngine
-from agent_server.context.trigger import (
-    ContextAction,
-    DecisionReason,
-    SummaryMode,
-)
+from agent_server.context.trigger import ContextAction, DecisionReason
 from agent_server.llm.messages import AttachmentKind
 from agent_server.llm.stream import ThinkingLevel as ThinkingLevel
 from agent_server.session.entries import CompactionReason, PinAuthor, PlanPriority, PlanStatus
@@ -836,87 +832,10 @@ class RequestPermissionResult(TypedDict):
 # --- initialization and settings -------------------------------------------------------------
 
 
-class AgentCompactionHookSettings(TypedDict):
-    """Shell commands run before and after each compaction (docs/sessions.md, Hooks)."""
-
-    before: NotRequired[list[str]]
-    after: NotRequired[list[str]]
-    timeout: NotRequired[float]
-
-
-class AgentCompactionSettings(TypedDict):
-    enabled: NotRequired[bool]
-    threshold: NotRequired[float | None]
-    hooks: NotRequired[AgentCompactionHookSettings]
-    reserveTokens: NotRequired[int | None]
-    keepRecentTokens: NotRequired[int]
-    keepRecentTurns: NotRequired[int]
-    summary: NotRequired[SummaryMode]
-    model: NotRequired[str]
-    coldCacheShare: NotRequired[float]
-    engine: NotRequired[CompactionEngine]
-    """`local`: agent-server writes the summaries; `provider`: the provider compacts, where it
-    can (Anthropic, OpenAI Responses), else local."""
-    clearToolResults: NotRequired[bool]
-    """The provider clears old tool results before the model reads them, where it can
-    (Anthropic); each clearing rewrites the cache after it."""
-
-
-class AgentPermissionSettings(TypedDict):
-    mode: NotRequired[PermissionMode]
-
-
-# `pass` is a Python keyword: the functional form.
-AgentToolEnvSettings = TypedDict("AgentToolEnvSettings", {"pass": NotRequired[list[str]]})
-
-
-class AgentToolLimitSettings(TypedDict):
-    """What one command may consume; 0 (or null memory) for no limit."""
-
-    processes: NotRequired[int]
-    memoryMB: NotRequired[int | None]
-    fileSizeMB: NotRequired[int]
-    cpuSeconds: NotRequired[int]
-
-
-class AgentToolSettings(TypedDict):
-    sandbox: NotRequired[SandboxMode]
-    network: NotRequired[bool]
-    env: NotRequired[AgentToolEnvSettings]
-    readPaths: NotRequired[list[str]]
-    limits: NotRequired[AgentToolLimitSettings]
-    repoMap: NotRequired[bool]
-    repoMapTokens: NotRequired[int]
-
-
-class AgentMcpSettings(TypedDict):
-    servers: NotRequired[dict[str, Any]]
-    userFile: NotRequired[str]
-    workspaceFile: NotRequired[bool]
-    startupTimeout: NotRequired[int]
-    toolTimeout: NotRequired[int]
-    maxResultMB: NotRequired[int]
-
-
-class AgentSettings(TypedDict):
-    """The `agent` settings section (workspace/configuration or
-    initializationOptions.settings)."""
-
-    provider: NotRequired[ProviderName]
-    model: NotRequired[str]
-    baseUrl: NotRequired[str]
-    apiKeyEnv: NotRequired[str]
-    cacheRetention: NotRequired[CacheRetentionSetting]
-    thinking: NotRequired[ThinkingLevel]
-    compaction: NotRequired[AgentCompactionSettings]
-    permissions: NotRequired[AgentPermissionSettings]
-    tools: NotRequired[AgentToolSettings]
-    sessionsDir: NotRequired[str]
-    modelsFile: NotRequired[str]
-    contextWindow: NotRequired[int | None]
-    maxSteps: NotRequired[int]
-    bashTimeout: NotRequired[int]
-    mcp: NotRequired[AgentMcpSettings]
+AgentSettings = NewType("AgentSettings", dict[str, Any])
+"""The `agent` settings section (workspace/configuration or initializationOptions.settings):
+its keys are described once, as the fields of agent_server/agent/settings.py (the README's
+table, types.ts's `AgentSettings`)."""
 
 
 class ClientCapabilities(TypedDict):

@@ -64,7 +64,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from agent_server.agent.context_manager import ContextManager, ContextPolicy, ContextView
-from agent_server.agent.settings import CacheRetentionName, ToolOptions
+from agent_server.agent.settings import ToolOptions
 from agent_server.agent.tools.repo_map import mapped_files
 from agent_server.context.cut_point import CutPoint
 from agent_server.context.estimate import estimate_text_tokens
@@ -82,6 +82,7 @@ from agent_server.llm.messages import (
     UserMessage,
 )
 from agent_server.llm.models import ModelInfo
+from agent_server.protocol import CacheRetentionSetting
 from agent_server.repo_map import RepoMap
 from agent_server.sim.tokenizer import count_tokens
 
@@ -90,7 +91,7 @@ from agent_server.sim.tokenizer import count_tokens
 class Strategy:
     name: str
     label: str
-    cache_retention: CacheRetentionName = "short"
+    cache_retention: CacheRetentionSetting = "short"
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
     policy: Callable[[], ContextPolicy] | None = None  # a fresh policy per run
     tools: ToolOptions = field(default_factory=ToolOptions)  # the repo_map tool, say

@@ -1,36 +1,23 @@
 """Agent settings: the `agent` section of the editor's configuration, or the CLI's config file.
 
-`settings_from_json` is the one place raw settings are read; a bad value raises ConfigError
-naming the key and what is expected.
+Each field is described once, with `setting(...)` (agent_server/settings_schema.py): from the
+fields come the reader (`settings_from_json`, the one place raw settings are read; a bad value
+raises ConfigError naming the key and what is expected), the editor's settings and the
+README's table (`make protocol`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any, TypeAlias, cast, get_args, get_origin, get_type_hints, is_typeddict
+from typing import Any
 
-from agent_server.context.trigger import (
-    COMPACTION_ENGINES,
-    CompactionEngine,
-    CompactionHooks,
-    CompactionSettings,
-    SummaryMode,
-)
+from agent_server.context.trigger import CompactionSettings
 from agent_server.errors import ConfigError
-from agent_server.llm.providers import DEFAULT_PROVIDER, PROVIDER_NAMES, provider_spec
-from agent_server.llm.stream import THINKING_LEVELS, ThinkingLevel
-from agent_server.protocol import AgentSettings as SettingsShape
+from agent_server.llm.providers import DEFAULT_PROVIDER, PROVIDER_NAMES, PROVIDERS, provider_spec
+from agent_server.llm.stream import ThinkingLevel
 from agent_server.protocol import CacheRetentionSetting, PermissionMode, SandboxMode
-
-# "auto": short, or long while the editor says the user is idle (agent/userIdle) and for a
-# turn whose prompt came after the cache had expired (the session's retention_for_call).
-CacheRetentionName: TypeAlias = CacheRetentionSetting
-CACHE_RETENTIONS: tuple[str, ...] = get_args(CacheRetentionSetting)
-PERMISSION_MODES: tuple[str, ...] = get_args(PermissionMode)
-SANDBOX_MODES: tuple[str, ...] = get_args(SandboxMode)
-
+from agent_server.settings_schema import check, read, root, setting, unknown_keys
 
 # Toolchains in the home directory, shown read-only in the sandbox by default (the rest of
 # the home is hidden): programs, not credentials (so `~/.cargo/bin`, never `~/.cargo`, which
@@ -47,29 +34,77 @@ class CommandLimits:
     """The `tools.limits` settings; 0 is no limit. `memory_mb` None: half the machine's
     memory."""
 
-    processes: int = 1024
-    memory_mb: int | None = None
-    file_size_mb: int = 8192
-    cpu_seconds: int = 0
+    processes: int = setting(
+        1024, "Processes at once, the command and all it starts (`0`: no limit).", minimum=0
+    )
+    memory_mb: int | None = setting(
+        None,
+        "Memory of a command's processes together, in MB (`0`: no limit).",
+        name="memoryMB", default_text="half the machine's memory", minimum=0,
+    )
+    file_size_mb: int = setting(
+        8192,
+        "The largest file one of a command's processes may write, in MB (`0`: no limit).",
+        name="fileSizeMB", minimum=0,
+    )
+    cpu_seconds: int = setting(
+        0, "CPU seconds per process (`0`: none; the timeout bounds the time).", minimum=0
+    )
+
+    def __post_init__(self) -> None:
+        check(self)
 
 
 @dataclass(frozen=True, slots=True)
 class ToolOptions:
-    # Variable names (or globs) commands receive even though they look secret; provider
-    # keys never pass (agent/tools/environment.py).
-    env_pass: tuple[str, ...] = ()
     # Whether bash runs in the sandbox: "auto" (every command, where this machine can; the
     # user may let one out), "always" (every command, or none), "off" (agent/tools/sandbox.py).
-    sandbox: SandboxMode = "auto"
-    network: bool = False  # whether sandboxed commands may use the network
+    sandbox: SandboxMode = setting(
+        "auto",
+        "Whether shell commands run in the sandbox (Linux, bubblewrap): the workspace "
+        "writable, the rest read-only, no network unless allowed. An approved command runs in "
+        "it too, unless you choose \"Allow outside the sandbox\" for it.",
+        value_texts=(
+            "Sandbox every shell command where this machine can; you may let one out when asked",
+            "Sandbox every shell command, with no way out; without a sandbox none runs",
+            "Never sandbox shell commands",
+        ),
+        authority=True, editor="machine",
+    )
+    network: bool = setting(
+        False, "Let sandboxed shell commands use the network.", authority=True, editor="machine"
+    )
+    # Variable names (or globs) commands receive even though they look secret; provider
+    # keys never pass (agent/tools/environment.py).
+    env_pass: tuple[str, ...] = setting(
+        (),
+        "Environment variables (names or `*` globs) shell commands receive although they look "
+        "secret, e.g. `NPM_TOKEN`. Provider API keys are never passed.",
+        name="env.pass", items="names", authority=True, editor="machine",
+    )
     # Home-directory toolchains shown read-only in the sandbox (the rest of the home is not).
-    read_paths: tuple[str, ...] = DEFAULT_READ_PATHS
+    read_paths: tuple[str, ...] = setting(
+        DEFAULT_READ_PATHS,
+        "Home-directory toolchains the sandbox shows, read-only (the rest of the home is an "
+        "empty folder).",
+        default_text="`~/.pyenv`, `~/.nvm`, `~/.rustup`, `~/.cargo/bin`, ...",
+        items="paths", authority=True,
+    )
     # What one command may consume, sandboxed or not (agent/tools/limits.py).
     limits: CommandLimits = field(default_factory=CommandLimits)
     # Offer the repo_map tool (when the `repomap` extra is installed): docs/tools.md; and
     # the budget of a map the model asks for without naming one.
-    repo_map: bool = False
-    repo_map_tokens: int = 1024
+    repo_map: bool = setting(
+        False,
+        "Offer the repo_map tool (Aider's repository map as a tool; needs "
+        "`pip install 'agent-server[repomap]'`; docs/tools.md).",
+    )
+    repo_map_tokens: int = setting(
+        1024, "The budget of a map the model asks for without naming one.", minimum=256
+    )
+
+    def __post_init__(self) -> None:
+        check(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,35 +112,150 @@ class McpOptions:
     """MCP servers (docs/mcp.md). `servers`: the `mcp.servers` setting, an object of servers
     in the `mcpServers` shape, checked server by server when sessions start."""
 
-    servers: Mapping[str, Any] = field(default_factory=dict)
-    user_file: str | None = None  # None: <user config dir>/agent-server/mcp.json; "": none
-    workspace_file: bool = True  # read the workspace's .mcp.json
-    startup_timeout: float = 30.0  # seconds for a server to start and list its tools
-    tool_timeout: float = 600.0  # seconds for one tool call (a server's 'timeout' overrides)
-    max_result_mb: int = 64  # the most one answer of a stdio server may have; larger: refused
+    servers: Mapping[str, Any] = setting(
+        {},
+        "MCP servers by name, in the `mcpServers` shape of `.mcp.json`: `{\"name\": "
+        "{\"command\", \"args\", \"env\"}}` or `{\"name\": {\"type\": \"http\", \"url\", "
+        "\"headers\"}}`, with `trusted` and `disabled`; added to the workspace's `.mcp.json` "
+        "and the user-level file. Keep secrets out: write `${NAME}` and store the value with "
+        "**Agent: Set MCP Secret**. See docs/mcp.md.",
+        default_text="none", authority=True, editor="machine",
+    )
+    # None: <user config dir>/agent-server/mcp.json; "": none
+    user_file: str | None = setting(
+        None,
+        "The user-level MCP file (`\"\"` for none).",
+        default_text="`<user config dir>/agent-server/mcp.json`",
+        keeps_empty=True, authority=True,
+    )
+    workspace_file: bool = setting(
+        True, "Whether to read the workspace's `.mcp.json`.", authority=True
+    )
+    startup_timeout: float = setting(
+        30.0, "Seconds an MCP server has to start and list its tools.",
+        whole=True, minimum=1, editor="window",
+    )
+    tool_timeout: float = setting(
+        600.0,
+        "Seconds one MCP tool call may take (a server's own `timeout` overrides it).",
+        whole=True, minimum=1, editor="window",
+    )
+    max_result_mb: int = setting(
+        64,
+        "The most one message of a stdio MCP server may have, in MB; a larger one is refused.",
+        name="maxResultMB", minimum=1,
+    )
+
+    def __post_init__(self) -> None:
+        check(self)
 
 
+@root
 @dataclass(frozen=True, slots=True)
 class AgentSettings:
-    provider: str = DEFAULT_PROVIDER  # a name of llm.providers.PROVIDERS
-    model: str | None = None
-    base_url: str | None = None
-    api_key_env: str | None = None
-    cache_retention: CacheRetentionName = "short"
-    # How hard a model that can think does (llm.stream.ThinkingLevel); a session keeps the
-    # level it last switched to, like its model.
-    thinking: ThinkingLevel = "off"
-    compaction: CompactionSettings = field(default_factory=CompactionSettings)
-    permissions_mode: PermissionMode = "allowReads"
-    sessions_dir: str | None = None
-    models_file: str | None = None
+    provider: str = setting(
+        DEFAULT_PROVIDER,
+        "The model provider: `sim` is the built-in simulator (no key, no network).",
+        values=PROVIDER_NAMES,
+        value_texts=tuple(spec.description for spec in PROVIDERS.values()),
+        editor="window",
+    )
+    model: str | None = setting(
+        None,
+        "A model id from the registry (docs/providers.md) or the models file.",
+        default_text="the provider's: "
+        + ", ".join(f"`{spec.default_model}` ({spec.name})" for spec in PROVIDERS.values()),
+        editor="window",
+    )
+    base_url: str | None = setting(
+        None,
+        "API base URL: a proxy, a local OpenAI-compatible server (Ollama, vLLM, llama.cpp), "
+        "or a running simulator.",
+        default_text="the provider's",
+        authority=True, editor="machine",
+    )
+    api_key_env: str | None = setting(
+        None,
+        "The environment variable the server reads the key from. Store the key itself with "
+        "**Agent: Set API Key** (secret storage), never in settings.",
+        default_text="`ANTHROPIC_API_KEY` / `OPENAI_API_KEY`",
+        authority=True, editor="machine",
+    )
+    models_file: str | None = setting(
+        None,
+        "A JSON or YAML file of extra models (window, max output, prices).",
+        default_text="none", authority=True,
+    )
     # The window of a `model` that neither the registry nor the models file knows, served
     # at `base_url` (a local OpenAI-compatible server): model_setup defines it on the spot.
-    context_window: int | None = None
-    max_steps: int = 200  # model calls in one turn before it stops with max_turn_requests
-    bash_timeout: float = 120.0
+    context_window: int | None = setting(
+        None,
+        "The window of a `model` only the server at `baseUrl` knows (`openai-chat`, "
+        "`openai-responses`).",
+        default_text="`32768`", minimum=1,
+    )
+    # "auto": short, or long while the editor says the user is idle (agent/userIdle) and for
+    # a turn whose prompt came after the cache had expired (the session's retention_for_call).
+    cache_retention: CacheRetentionSetting = setting(
+        "short",
+        "Prompt-cache retention: `short` is 5 minutes (30 on OpenAI from GPT-5.6), `long` 1 "
+        "hour (24 on OpenAI, 12 from GPT-5.6 on the Responses API).",
+        value_texts=(
+            "No prompt caching",
+            "5 minutes",
+            "1 hour (Anthropic) / 24 hours (OpenAI)",
+            "Short, and long while the window is out of focus or after the user came back "
+            "past the short lifetime",
+        ),
+        editor="window",
+    )
+    # How hard a model that can think does (llm.stream.ThinkingLevel); a session keeps the
+    # level it last switched to, like its model.
+    thinking: ThinkingLevel = setting(
+        "off",
+        "How hard a model that can think does, before it answers (its thinking shows "
+        "collapsed; it is billed as output). A session keeps the level it last switched to "
+        "(**Agent: Thinking Level**, `agent/thinking/set`). On Anthropic a change re-reads the "
+        "conversation without the prompt cache; the transcript says what it costs.",
+        value_texts=(
+            "No extended thinking (OpenAI: the model's default reasoning effort)",
+            "Anthropic: low effort (adaptive models) or a 4k thinking budget; OpenAI: low "
+            "reasoning effort",
+            "Anthropic: medium effort or a 10k budget; OpenAI: medium reasoning effort",
+            "Anthropic: high effort or a 32k budget; OpenAI: high reasoning effort",
+        ),
+        editor="window",
+    )
+    compaction: CompactionSettings = field(default_factory=CompactionSettings)
+    permissions_mode: PermissionMode = setting(
+        "allowReads",
+        "When the agent asks before running a tool.",
+        name="permissions.mode",
+        value_texts=(
+            "Ask before every tool call",
+            "Reads run; writes and shell commands ask",
+            "Run every tool call without asking",
+        ),
+        authority=True, editor="window",
+    )
+    sessions_dir: str | None = setting(
+        None,
+        "Folder for session ledgers: an absolute path, or one starting with `~` (a relative "
+        "one is refused); never where the approvals of `.mcp.json` are kept (docs/mcp.md).",
+        default_text="the user data directory",
+        folder=True, authority=True, editor="resource",
+    )
+    max_steps: int = setting(
+        200, "Model calls in one turn before it stops.", minimum=1
+    )
+    bash_timeout: float = setting(
+        120.0, "Seconds before a shell command is killed.", whole=True, minimum=1
+    )
     tools: ToolOptions = field(default_factory=ToolOptions)
     mcp: McpOptions = field(default_factory=McpOptions)
+
+    def __post_init__(self) -> None:
+        check(self)
 
     @property
     def key_variable(self) -> str:
@@ -122,84 +272,8 @@ def settings_from_json(
     settings = base or AgentSettings()
     if data is None:
         return settings
-    if not isinstance(data, Mapping):
-        raise ConfigError("settings must be an object")
-    reader = _Reader(data, "")
-    compaction_data = data.get("compaction")
-    compaction = settings.compaction
-    if compaction_data is not None:
-        if not isinstance(compaction_data, Mapping):
-            raise ConfigError("setting 'compaction' must be an object")
-        sub = _Reader(compaction_data, "compaction.")
-        # Types are read here; ranges are CompactionSettings' own checks.
-        compaction = CompactionSettings(
-            enabled=sub.boolean("enabled", compaction.enabled),
-            reserve_tokens=sub.optional_int("reserveTokens", compaction.reserve_tokens),
-            keep_recent_tokens=sub.integer("keepRecentTokens", compaction.keep_recent_tokens),
-            keep_recent_turns=sub.integer("keepRecentTurns", compaction.keep_recent_turns),
-            model=sub.optional_str("model", compaction.model),
-            summary=cast(SummaryMode, sub.optional_str("summary", None) or compaction.summary),
-            cold_cache_share=sub.number("coldCacheShare", compaction.cold_cache_share),
-            threshold=sub.optional_number("threshold", compaction.threshold),
-            hooks=_hooks(compaction_data.get("hooks"), compaction.hooks),
-            engine=cast(
-                CompactionEngine,
-                sub.choice("engine", compaction.engine, COMPACTION_ENGINES),
-            ),
-            clear_tool_results=sub.boolean("clearToolResults", compaction.clear_tool_results),
-        )
-    permissions = data.get("permissions")
-    mode = settings.permissions_mode
-    if permissions is not None:
-        if not isinstance(permissions, Mapping):
-            raise ConfigError("setting 'permissions' must be an object")
-        mode = cast(
-            PermissionMode,
-            _Reader(permissions, "permissions.").choice("mode", mode, PERMISSION_MODES),
-        )
-    tools = settings.tools
-    tools_data = data.get("tools")
-    if tools_data is not None:
-        if not isinstance(tools_data, Mapping):
-            raise ConfigError("setting 'tools' must be an object")
-        sub = _Reader(tools_data, "tools.")
-        env_pass = tools.env_pass
-        env_data = tools_data.get("env")
-        if env_data is not None:
-            if not isinstance(env_data, Mapping):
-                raise ConfigError("setting 'tools.env' must be an object")
-            env_pass = _Reader(env_data, "tools.env.").names("pass", env_pass)
-        tools = ToolOptions(
-            env_pass=env_pass,
-            sandbox=cast(SandboxMode, sub.choice("sandbox", tools.sandbox, SANDBOX_MODES)),
-            network=sub.boolean("network", tools.network),
-            read_paths=sub.paths("readPaths", tools.read_paths),
-            limits=_limits(tools_data.get("limits"), tools.limits),
-            repo_map=sub.boolean("repoMap", tools.repo_map),
-            repo_map_tokens=sub.integer("repoMapTokens", tools.repo_map_tokens, minimum=256),
-        )
-    return AgentSettings(
-        mcp=_mcp_options(data.get("mcp"), settings.mcp),
-        provider=reader.choice("provider", settings.provider, PROVIDER_NAMES),
-        model=reader.optional_str("model", settings.model),
-        base_url=reader.optional_str("baseUrl", settings.base_url),
-        api_key_env=reader.optional_str("apiKeyEnv", settings.api_key_env),
-        cache_retention=cast(
-            CacheRetentionName,
-            reader.choice("cacheRetention", settings.cache_retention, CACHE_RETENTIONS),
-        ),
-        thinking=cast(ThinkingLevel, reader.choice("thinking", settings.thinking, THINKING_LEVELS)),
-        compaction=compaction,
-        permissions_mode=mode,
-        sessions_dir=reader.folder("sessionsDir", settings.sessions_dir),
-        models_file=reader.optional_str("modelsFile", settings.models_file),
-        context_window=reader.optional_int(
-            "contextWindow", settings.context_window, minimum=1
-        ),
-        max_steps=reader.integer("maxSteps", settings.max_steps, minimum=1),
-        bash_timeout=float(reader.integer("bashTimeout", int(settings.bash_timeout), minimum=1)),
-        tools=tools,
-    )
+    result: AgentSettings = read(AgentSettings, data, settings)
+    return result
 
 
 def settings_skipping_bad(
@@ -231,179 +305,7 @@ def settings_skipping_bad(
     return settings, problems
 
 
-def unknown_settings(
-    data: Mapping[str, Any], shape: Any = SettingsShape, prefix: str = ""
-) -> list[str]:
+def unknown_settings(data: Mapping[str, Any]) -> list[str]:
     """The keys of `data` no setting has (a typo: `compaction.thresold`), by their dotted
-    names; the settings are the protocol's `AgentSettings` type (the README's table)."""
-    hints = get_type_hints(shape)
-    unknown: list[str] = []
-    for key, value in data.items():
-        if key not in hints:
-            unknown.append(f"{prefix}{key}")
-            continue
-        hint = hints[key]
-        inner = get_args(hint)[0] if get_origin(hint) is not None and get_args(hint) else hint
-        if is_typeddict(inner) and isinstance(value, Mapping):
-            unknown += unknown_settings(value, inner, f"{prefix}{key}.")
-    return unknown
-
-
-def _hooks(data: Any, base: CompactionHooks) -> CompactionHooks:
-    if data is None:
-        return base
-    if not isinstance(data, Mapping):
-        raise ConfigError("setting 'compaction.hooks' must be an object")
-    reader = _Reader(data, "compaction.hooks.")
-    return CompactionHooks(
-        before=reader.commands("before", base.before),
-        after=reader.commands("after", base.after),
-        timeout=reader.number("timeout", base.timeout),
-    )
-
-
-def _limits(data: Any, base: CommandLimits) -> CommandLimits:
-    if data is None:
-        return base
-    if not isinstance(data, Mapping):
-        raise ConfigError("setting 'tools.limits' must be an object")
-    reader = _Reader(data, "tools.limits.")
-    return CommandLimits(
-        processes=reader.integer("processes", base.processes, minimum=0),
-        memory_mb=reader.optional_int("memoryMB", base.memory_mb, minimum=0),
-        file_size_mb=reader.integer("fileSizeMB", base.file_size_mb, minimum=0),
-        cpu_seconds=reader.integer("cpuSeconds", base.cpu_seconds, minimum=0),
-    )
-
-
-def _mcp_options(data: Any, base: McpOptions) -> McpOptions:
-    if data is None:
-        return base
-    if not isinstance(data, Mapping):
-        raise ConfigError("setting 'mcp' must be an object")
-    reader = _Reader(data, "mcp.")
-    servers = data.get("servers", base.servers)
-    if servers is None:
-        servers = {}
-    if not isinstance(servers, Mapping):
-        raise ConfigError("setting 'mcp.servers' must be an object of servers, by name")
-    user_file = data.get("userFile", base.user_file)
-    if user_file is not None and not isinstance(user_file, str):
-        raise ConfigError("setting 'mcp.userFile' must be a path, or \"\" for none")
-    return McpOptions(
-        servers=dict(servers),
-        user_file=user_file,
-        workspace_file=reader.boolean("workspaceFile", base.workspace_file),
-        startup_timeout=float(
-            reader.integer("startupTimeout", int(base.startup_timeout), minimum=1)
-        ),
-        tool_timeout=float(reader.integer("toolTimeout", int(base.tool_timeout), minimum=1)),
-        max_result_mb=reader.integer("maxResultMB", base.max_result_mb, minimum=1),
-    )
-
-
-class _Reader:
-    """Typed reads of one settings object; errors name the full key."""
-
-    def __init__(self, data: Mapping[str, Any], prefix: str) -> None:
-        self.data = data
-        self.prefix = prefix
-
-    def _fail(self, key: str, expected: str) -> ConfigError:
-        return ConfigError(
-            f"setting '{self.prefix}{key}' must be {expected}, not {self.data.get(key)!r}"
-        )
-
-    def choice(self, key: str, default: str, allowed: tuple[str, ...]) -> str:
-        value = self.data.get(key)
-        if value is None or value == "":
-            return default
-        if value not in allowed:
-            raise self._fail(key, "one of " + ", ".join(allowed))
-        return str(value)
-
-    def optional_str(self, key: str, default: str | None) -> str | None:
-        if key not in self.data:
-            return default
-        value = self.data[key]
-        if value is None or value == "":
-            return None
-        if not isinstance(value, str):
-            raise self._fail(key, "a string")
-        return value
-
-    def folder(self, key: str, default: str | None) -> str | None:
-        """A folder named absolutely (or from `~`): a relative one would be relative to
-        wherever the server started, the workspace folder in an editor, where a repository
-        would choose it (and ship what it holds)."""
-        value = self.optional_str(key, default)
-        if value is not None and not (value.startswith("~") or Path(value).is_absolute()):
-            raise self._fail(key, "an absolute folder (or one starting with ~)")
-        return value
-
-    def names(self, key: str, default: tuple[str, ...]) -> tuple[str, ...]:
-        return self._strings(key, default, "a list of variable names")
-
-    def commands(self, key: str, default: tuple[str, ...]) -> tuple[str, ...]:
-        return self._strings(key, default, "a list of shell commands", lambda c: bool(c.strip()))
-
-    def paths(self, key: str, default: tuple[str, ...]) -> tuple[str, ...]:
-        return self._strings(
-            key, default, "a list of paths (absolute, or starting with ~)",
-            lambda path: path.startswith(("/", "~")),
-        )
-
-    def _strings(
-        self, key: str, default: tuple[str, ...], what: str,
-        valid: Callable[[str], bool] = bool,
-    ) -> tuple[str, ...]:
-        value = self.data.get(key)
-        if value is None:
-            return default
-        if not isinstance(value, list) or not all(
-            isinstance(v, str) and v and valid(v) for v in value
-        ):
-            raise self._fail(key, what)
-        return tuple(value)
-
-    def boolean(self, key: str, default: bool) -> bool:
-        value = self.data.get(key)
-        if value is None:
-            return default
-        if not isinstance(value, bool):
-            raise self._fail(key, "true or false")
-        return value
-
-    def integer(self, key: str, default: int, *, minimum: int | None = None) -> int:
-        value = self.data.get(key)
-        if value is None:
-            return default
-        if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value:
-            raise self._fail(key, "a whole number")
-        if minimum is not None and value < minimum:
-            raise self._fail(key, f"at least {minimum}")
-        return int(value)
-
-    def number(self, key: str, default: float) -> float:
-        value = self.data.get(key)
-        if value is None:
-            return default
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self._fail(key, "a number")
-        return float(value)
-
-    def optional_number(self, key: str, default: float | None) -> float | None:
-        if key in self.data and self.data[key] is None:
-            return None
-        if key not in self.data:
-            return default
-        return self.number(key, 0.0)
-
-    def optional_int(
-        self, key: str, default: int | None, *, minimum: int | None = None
-    ) -> int | None:
-        if key in self.data and self.data[key] is None:
-            return None
-        if key not in self.data:
-            return default
-        return self.integer(key, 0, minimum=minimum)
+    names."""
+    return unknown_keys(AgentSettings, data)

@@ -50,6 +50,7 @@ from agent_server.errors import ConfigError
 from agent_server.llm.messages import AssistantMessage, ToolResultMessage, UserMessage
 from agent_server.llm.models import ModelInfo
 from agent_server.session.entries import CompactionEntry, CompactionReason, Entry, MessageEntry
+from agent_server.settings_schema import check, setting
 
 RESERVE_MARGIN = 4096
 MIN_RESERVE = 8192
@@ -104,16 +105,28 @@ class CompactionHooks:
     """The `compaction.hooks` settings: shell commands run before and after each compaction
     (agent/compaction_hooks.py runs them; docs/sessions.md says what they get and may do)."""
 
-    before: tuple[str, ...] = ()
-    after: tuple[str, ...] = ()
-    timeout: float = DEFAULT_HOOK_TIMEOUT
+    before: tuple[str, ...] = setting(
+        (),
+        "Your shell commands run before each compaction, in the workspace folder, with the "
+        "compaction (reason, tokens) as JSON on their input. One may add instructions for the "
+        "summary (its output) or cancel (exit code 2, or `{\"cancel\": true, \"reason\": "
+        "\"...\"}`). See docs/sessions.md.",
+        items="commands", authority=True, editor="machine",
+    )
+    after: tuple[str, ...] = setting(
+        (),
+        "Your shell commands run after each compaction, with the compaction and its summary "
+        "as JSON on their input. See docs/sessions.md.",
+        items="commands", authority=True, editor="machine",
+    )
+    timeout: float = setting(
+        DEFAULT_HOOK_TIMEOUT,
+        "Seconds a compaction hook may run before it is stopped.",
+        exclusive_minimum=0, maximum=MAX_HOOK_TIMEOUT, authority=True, editor="machine",
+    )
 
     def __post_init__(self) -> None:
-        if not 0 < self.timeout <= MAX_HOOK_TIMEOUT:
-            raise ConfigError(
-                "setting 'compaction.hooks.timeout' must be a number of seconds above 0 and at "
-                f"most {MAX_HOOK_TIMEOUT:.0f}, not {self.timeout}"
-            )
+        check(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,53 +137,80 @@ class CompactionSettings:
     writes the summaries.
     """
 
-    enabled: bool = True
-    reserve_tokens: int | None = None
-    keep_recent_tokens: int = DEFAULT_KEEP_RECENT_TOKENS
-    keep_recent_turns: int = DEFAULT_KEEP_RECENT_TURNS
-    model: str | None = None
-    summary: SummaryMode = "cached"
-    cold_cache_share: float = DEFAULT_COLD_CACHE_SHARE
+    enabled: bool = setting(
+        True,
+        "Compact the history automatically near the context window.",
+        editor="window",
+    )
+    reserve_tokens: int | None = setting(
+        None,
+        "Room kept free below the window.",
+        default_text="the model's max output + 4096, in [8k, 20k]",
+        minimum=0, editor="window",
+    )
+    keep_recent_tokens: int = setting(
+        DEFAULT_KEEP_RECENT_TOKENS,
+        "Tokens of the most recent history a compaction keeps verbatim.",
+        minimum=0, editor="window",
+    )
+    keep_recent_turns: int = setting(
+        DEFAULT_KEEP_RECENT_TURNS,
+        "Recent answered turns kept verbatim when they fit that tail (a prompt not answered "
+        "yet is kept beside them, with older finished turns while the tail holds them).",
+        minimum=1,
+    )
+    model: str | None = setting(
+        None,
+        "Model for summaries.",
+        default_text="the session's model",
+        editor="window",
+    )
     # None: the window less the reserve; a number up to 1: that share of the window; above
     # 1: that many tokens. Never above the window less the reserve (window_limit).
-    threshold: float | None = None
+    threshold: float | None = setting(
+        None,
+        "When to compact: a share of the context window (`0.6`) or a number of tokens "
+        "(`120000`). Never later than the window less the reserve (`1`: only near the "
+        "window). `compaction.enabled: false` turns compaction off.",
+        default_text="the window less the reserve, at most 64k tokens",
+        exclusive_minimum=0, editor="window",
+    )
     hooks: CompactionHooks = CompactionHooks()
-    engine: CompactionEngine = "local"
+    summary: SummaryMode = setting(
+        "cached",
+        "`cached`: the summary request shares the cached prefix; `fresh`: a separate prompt.",
+    )
+    cold_cache_share: float = setting(
+        DEFAULT_COLD_CACHE_SHARE,
+        "After a pause longer than the cache's lifetime, compact at once when past this "
+        "share of the threshold (1: only at the threshold).",
+        exclusive_minimum=0, maximum=1,
+    )
+    engine: CompactionEngine = setting(
+        "local",
+        "Who writes a compaction's summary: `local` (agent-server) or `provider` (Anthropic's "
+        "on-demand compaction, OpenAI's `/responses/compact`; agent-server elsewhere, with a "
+        "notice). The same trigger, cut, ledger entry and events either way (docs/sessions.md).",
+        value_texts=(
+            "agent-server writes the summaries",
+            "The provider compacts on its side where it can (Anthropic, OpenAI Responses); "
+            "agent-server otherwise",
+        ),
+        editor="window",
+    )
     # Opt-in: the provider clears old tool results before the model reads them, where it
     # can (Anthropic's context editing); each clearing rewrites the cache after it.
-    clear_tool_results: bool = False
+    clear_tool_results: bool = setting(
+        False,
+        "Let the provider clear old tool results before the model reads them (Anthropic's "
+        "context editing). Each clearing rewrites the prompt cache after it; a notice shows "
+        "what it cost.",
+        editor="window",
+    )
 
     def __post_init__(self) -> None:
+        check(self)
         self._check_threshold()
-        if self.reserve_tokens is not None and self.reserve_tokens < 0:
-            raise ConfigError(
-                f"setting 'compaction.reserveTokens' must be 0 or more, not {self.reserve_tokens}"
-            )
-        if self.keep_recent_tokens < 0:
-            raise ConfigError(
-                "setting 'compaction.keepRecentTokens' must be 0 or more, "
-                f"not {self.keep_recent_tokens}"
-            )
-        if self.keep_recent_turns < 1:
-            raise ConfigError(
-                "setting 'compaction.keepRecentTurns' must be 1 or more, "
-                f"not {self.keep_recent_turns}"
-            )
-        if not 0 < self.cold_cache_share <= 1:
-            raise ConfigError(
-                "setting 'compaction.coldCacheShare' must be a number above 0 and at most 1 "
-                f"(1: only at the threshold), not {self.cold_cache_share}"
-            )
-        if self.engine not in COMPACTION_ENGINES:
-            raise ConfigError(
-                f"setting 'compaction.engine' must be one of {', '.join(COMPACTION_ENGINES)}, "
-                f"not {self.engine!r}"
-            )
-        if self.summary not in SUMMARY_MODES:
-            raise ConfigError(
-                f"setting 'compaction.summary' must be one of {', '.join(SUMMARY_MODES)}, "
-                f"not {self.summary!r}"
-            )
 
     def _check_threshold(self) -> None:
         value = self.threshold

@@ -11,8 +11,9 @@ Nothing here runs in the server.
 - client-vscode/src/protocol/providers.ts: the `provider` setting's values and the API keys
   they read (agent_server/llm/providers.py);
 - the method table of docs/protocol.md, between its two `protocol-table` markers;
-- the value lists of client-vscode/package.json's settings: `agentServer.provider` (values,
-  descriptions, default) and the settings whose values are a protocol value set.
+- the settings, from their one description (agent_server/lsp/settings_out.py):
+  client-vscode/package.json's, client-vscode/src/protocol/settings.ts, types.ts's
+  `AgentSettings`, and the README's table.
 """
 
 from __future__ import annotations
@@ -42,18 +43,12 @@ from typing import (
 
 from agent_server import protocol
 from agent_server.llm.providers import API_KEYS, DEFAULT_PROVIDER, PROVIDERS
+from agent_server.lsp import settings_out
 
 ROOT = Path(__file__).resolve().parents[2]
 PROTOCOL_DOC = ROOT / "docs" / "protocol.md"
 PACKAGE_JSON = ROOT / "client-vscode" / "package.json"
-# The extension's settings whose values are one of the protocol's value sets.
-SETTING_VALUES: Mapping[str, Any] = {
-    "agentServer.cacheRetention": protocol.CacheRetentionSetting,
-    "agentServer.compaction.engine": protocol.CompactionEngine,
-    "agentServer.permissions.mode": protocol.PermissionMode,
-    "agentServer.tools.sandbox": protocol.SandboxMode,
-    "agentServer.thinking": protocol.ThinkingLevel,
-}
+README = ROOT / "README.md"
 TABLE_START = "<!-- protocol-table: generated from agent_server/protocol.py by `make protocol` -->"
 TABLE_END = "<!-- /protocol-table -->"
 
@@ -131,7 +126,11 @@ def types_ts() -> str:
         "import type { Provider } from './providers';",
     ]
     for name, value in vars(protocol).items():
-        block = _declaration(name, value, names, docs)
+        block = (
+            settings_out.settings_interface(_value_sets(names))
+            if value is protocol.AgentSettings
+            else _declaration(name, value, names, docs)
+        )
         if block:
             out += ["", *block]
     out += ["", "/** Error codes of docs/protocol.md. */", "export const ErrorCodes = {"]
@@ -200,6 +199,8 @@ def _type(hint: Any, names: Mapping[Any, str], top: str | None = None) -> str:
         return "unknown"
     if hint is type(None) or hint is None:
         return "null"
+    if hint is protocol.AgentSettings:
+        return "AgentSettings"
     if isinstance(hint, NewType):
         return "Provider" if hint is protocol.ProviderName else _type(hint.__supertype__, names)
     if is_typeddict(hint):
@@ -236,6 +237,16 @@ def _aliases() -> dict[Any, str]:
         if not name.startswith("_") and get_origin(value) in (Literal, Union, types.UnionType):
             out.setdefault(value, name)
     return out
+
+
+def _value_sets(names: Mapping[Any, str]) -> dict[tuple[str, ...], str]:
+    """The protocol's value sets by their values (the providers' too), for the settings."""
+    out = {
+        tuple(get_args(alias)): name
+        for alias, name in names.items()
+        if get_origin(alias) is Literal
+    }
+    return out | {tuple(PROVIDERS): "Provider"}
 
 
 def _docs() -> dict[str, str]:
@@ -316,26 +327,36 @@ def _fields(cls: Any) -> str:
 def protocol_doc() -> str:
     """docs/protocol.md with its method table as the description gives it."""
     text = PROTOCOL_DOC.read_text(encoding="utf-8")
-    pattern = re.compile(re.escape(TABLE_START) + ".*?" + re.escape(TABLE_END), re.DOTALL)
-    if not pattern.search(text):
-        raise ValueError(f"{PROTOCOL_DOC} has no {TABLE_START} ... {TABLE_END} markers")
-    return pattern.sub(lambda _match: method_table(), text, count=1)
+    return _between(text, PROTOCOL_DOC, TABLE_START, TABLE_END, method_table())
 
 
 # --- the extension's settings ---------------------------------------------------------------
 
 
 def package_json() -> str:
-    """client-vscode/package.json with its settings' value lists as the descriptions give."""
+    """client-vscode/package.json with its settings as their description gives them."""
     package = json.loads(PACKAGE_JSON.read_text(encoding="utf-8"))
-    settings = package["contributes"]["configuration"]["properties"]
-    provider = settings["agentServer.provider"]
-    provider["enum"] = list(PROVIDERS)
-    provider["enumDescriptions"] = [spec.description for spec in PROVIDERS.values()]
-    provider["default"] = DEFAULT_PROVIDER
-    for key, values in SETTING_VALUES.items():
-        settings[key]["enum"] = list(get_args(values))
+    configuration = package["contributes"]["configuration"]
+    configuration["properties"] = settings_out.editor_properties(configuration["properties"])
     return json.dumps(package, indent=2, ensure_ascii=False) + "\n"
+
+
+def settings_ts() -> str:
+    """client-vscode/src/protocol/settings.ts."""
+    return settings_out.settings_ts(_header("agent_server/agent/settings.py"))
+
+
+def readme() -> str:
+    """README.md with its settings table as the descriptions give it."""
+    return _between(README.read_text(encoding="utf-8"), README, settings_out.TABLE_START,
+                    settings_out.TABLE_END, settings_out.readme_table())
+
+
+def _between(text: str, path: Path, start: str, end: str, block: str) -> str:
+    pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.DOTALL)
+    if not pattern.search(text):
+        raise ValueError(f"{path} has no {start} ... {end} markers")
+    return pattern.sub(lambda _match: block, text, count=1)
 
 
 # --- the files ------------------------------------------------------------------------------
@@ -346,6 +367,8 @@ GENERATED: Mapping[str, Callable[[], str]] = {
     "client-vscode/src/protocol/providers.ts": providers_ts,
     "docs/protocol.md": protocol_doc,
     "client-vscode/package.json": package_json,
+    "client-vscode/src/protocol/settings.ts": settings_ts,
+    "README.md": readme,
 }
 
 

@@ -1,18 +1,19 @@
-"""One home for the settings: the README's table lists every key the server reads, and the
-protocol's `AgentSettings` type has each of them, nothing more."""
+"""One home for the settings: the reader reads exactly the keys the settings' description
+(agent/settings.py's fields) declares, and the README's table, generated from it, lists each of
+them, nothing more."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, get_args, get_origin, get_type_hints, is_typeddict
+from typing import Any
 
 import pytest
 
-from agent_server import protocol
 from agent_server.agent.settings import AgentSettings, settings_from_json, settings_skipping_bad
 from agent_server.cli import build_parser
+from agent_server.settings_schema import described
 
 ROOT = Path(__file__).resolve().parents[2]
 # The objects of the settings: reading one reads the keys inside it.
@@ -59,15 +60,8 @@ def keys_read() -> set[str]:
     return read - sections
 
 
-def keys_typed(hints: Any = protocol.AgentSettings, prefix: str = "") -> set[str]:
-    keys: set[str] = set()
-    for name, hint in get_type_hints(hints).items():
-        inner = get_args(hint)[0] if get_origin(hint) is not None and get_args(hint) else hint
-        if is_typeddict(inner):
-            keys |= keys_typed(inner, f"{prefix}{name}.")
-        else:
-            keys.add(prefix + name)
-    return keys
+def keys_described() -> set[str]:
+    return {one.key for one in described(AgentSettings)}
 
 
 def keys_documented() -> set[str]:
@@ -91,8 +85,8 @@ def test_the_readme_table_lists_every_key_the_server_reads_and_no_other() -> Non
     assert keys_documented() == read
 
 
-def test_the_protocol_type_has_every_key_the_server_reads_and_no_other() -> None:
-    assert keys_typed() == keys_read()
+def test_the_description_has_every_key_the_server_reads_and_no_other() -> None:
+    assert keys_described() == keys_read()
 
 
 def test_the_recording_sees_a_key_added_to_the_reader() -> None:

@@ -21,11 +21,12 @@ from typing import Literal, get_args, get_origin
 
 from agent_server import protocol
 from agent_server.llm.providers import PROVIDERS
+from agent_server.lsp.typescript import GENERATED
 
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = ROOT / "agent_server"
 EXTENSION = ROOT / "client-vscode" / "src"
-GENERATED_TS = {EXTENSION / "protocol" / "types.ts", EXTENSION / "protocol" / "providers.ts"}
+GENERATED_TS = {ROOT / name for name in GENERATED if name.endswith(".ts")}
 _NAME = re.compile(r"^[A-Za-z][\w./-]*$")  # a value's name; punctuation sets are not value sets
 
 

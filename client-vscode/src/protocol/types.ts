@@ -15,9 +15,6 @@ export type ContextAction = (typeof ContextActionValues)[number];
 
 export type DecisionReason = CompactionReason | 'oversized';
 
-export const SummaryModeValues = ['cached', 'fresh'] as const;
-export type SummaryMode = (typeof SummaryModeValues)[number];
-
 export const AttachmentKindValues = ['file', 'directory', 'image'] as const;
 export type AttachmentKind = (typeof AttachmentKindValues)[number];
 
@@ -839,90 +836,105 @@ export interface RequestPermissionResult {
   outcome: SelectedOption | 'cancelled';
 }
 
-/** Shell commands run before and after each compaction (docs/sessions.md, Hooks). */
-export interface AgentCompactionHookSettings {
-  before?: string[];
-  after?: string[];
-  timeout?: number;
-}
-
-export interface AgentCompactionSettings {
-  enabled?: boolean;
-  threshold?: number | null;
-  hooks?: AgentCompactionHookSettings;
-  reserveTokens?: number | null;
-  keepRecentTokens?: number;
-  keepRecentTurns?: number;
-  summary?: SummaryMode;
-  model?: string;
-  coldCacheShare?: number;
-  /**
-   * `local`: agent-server writes the summaries; `provider`: the provider compacts, where it
-   * can (Anthropic, OpenAI Responses), else local.
-   */
-  engine?: CompactionEngine;
-  /**
-   * The provider clears old tool results before the model reads them, where it can
-   * (Anthropic); each clearing rewrites the cache after it.
-   */
-  clearToolResults?: boolean;
-}
-
-export interface AgentPermissionSettings {
-  mode?: PermissionMode;
-}
-
-export interface AgentToolEnvSettings {
-  pass?: string[];
-}
-
-/** What one command may consume; 0 (or null memory) for no limit. */
-export interface AgentToolLimitSettings {
-  processes?: number;
-  memoryMB?: number | null;
-  fileSizeMB?: number;
-  cpuSeconds?: number;
-}
-
-export interface AgentToolSettings {
-  sandbox?: SandboxMode;
-  network?: boolean;
-  env?: AgentToolEnvSettings;
-  readPaths?: string[];
-  limits?: AgentToolLimitSettings;
-  repoMap?: boolean;
-  repoMapTokens?: number;
-}
-
-export interface AgentMcpSettings {
-  servers?: Record<string, unknown>;
-  userFile?: string;
-  workspaceFile?: boolean;
-  startupTimeout?: number;
-  toolTimeout?: number;
-  maxResultMB?: number;
-}
-
-/**
- * The `agent` settings section (workspace/configuration or
- * initializationOptions.settings).
- */
+/** The `agent` settings section (workspace/configuration or
+ * initializationOptions.settings): agent_server/agent/settings.py's settings. */
 export interface AgentSettings {
+  /** The model provider: `sim` is the built-in simulator (no key, no network). */
   provider?: Provider;
-  model?: string;
-  baseUrl?: string;
-  apiKeyEnv?: string;
-  cacheRetention?: CacheRetentionSetting;
-  thinking?: ThinkingLevel;
-  compaction?: AgentCompactionSettings;
-  permissions?: AgentPermissionSettings;
-  tools?: AgentToolSettings;
-  sessionsDir?: string;
-  modelsFile?: string;
+  /** A model id from the registry (docs/providers.md) or the models file. */
+  model?: string | null;
+  /** API base URL: a proxy, a local OpenAI-compatible server (Ollama, vLLM, llama.cpp), or a running simulator. */
+  baseUrl?: string | null;
+  /** The environment variable the server reads the key from. Store the key itself with **Agent: Set API Key** (secret storage), never in settings. */
+  apiKeyEnv?: string | null;
+  /** A JSON or YAML file of extra models (window, max output, prices). */
+  modelsFile?: string | null;
+  /** The window of a `model` only the server at `baseUrl` knows (`openai-chat`, `openai-responses`). */
   contextWindow?: number | null;
+  /** Prompt-cache retention: `short` is 5 minutes (30 on OpenAI from GPT-5.6), `long` 1 hour (24 on OpenAI, 12 from GPT-5.6 on the Responses API). */
+  cacheRetention?: CacheRetentionSetting;
+  /** How hard a model that can think does, before it answers (its thinking shows collapsed; it is billed as output). A session keeps the level it last switched to (**Agent: Thinking Level**, `agent/thinking/set`). On Anthropic a change re-reads the conversation without the prompt cache; the transcript says what it costs. */
+  thinking?: ThinkingLevel;
+  compaction?: {
+    /** Compact the history automatically near the context window. */
+    enabled?: boolean;
+    /** Room kept free below the window. */
+    reserveTokens?: number | null;
+    /** Tokens of the most recent history a compaction keeps verbatim. */
+    keepRecentTokens?: number;
+    /** Recent answered turns kept verbatim when they fit that tail (a prompt not answered yet is kept beside them, with older finished turns while the tail holds them). */
+    keepRecentTurns?: number;
+    /** Model for summaries. */
+    model?: string | null;
+    /** When to compact: a share of the context window (`0.6`) or a number of tokens (`120000`). Never later than the window less the reserve (`1`: only near the window). `compaction.enabled: false` turns compaction off. */
+    threshold?: number | null;
+    hooks?: {
+      /** Your shell commands run before each compaction, in the workspace folder, with the compaction (reason, tokens) as JSON on their input. One may add instructions for the summary (its output) or cancel (exit code 2, or `{"cancel": true, "reason": "..."}`). See docs/sessions.md. */
+      before?: string[];
+      /** Your shell commands run after each compaction, with the compaction and its summary as JSON on their input. See docs/sessions.md. */
+      after?: string[];
+      /** Seconds a compaction hook may run before it is stopped. */
+      timeout?: number;
+    };
+    /** `cached`: the summary request shares the cached prefix; `fresh`: a separate prompt. */
+    summary?: 'cached' | 'fresh';
+    /** After a pause longer than the cache's lifetime, compact at once when past this share of the threshold (1: only at the threshold). */
+    coldCacheShare?: number;
+    /** Who writes a compaction's summary: `local` (agent-server) or `provider` (Anthropic's on-demand compaction, OpenAI's `/responses/compact`; agent-server elsewhere, with a notice). The same trigger, cut, ledger entry and events either way (docs/sessions.md). */
+    engine?: CompactionEngine;
+    /** Let the provider clear old tool results before the model reads them (Anthropic's context editing). Each clearing rewrites the prompt cache after it; a notice shows what it cost. */
+    clearToolResults?: boolean;
+  };
+  permissions?: {
+    /** When the agent asks before running a tool. */
+    mode?: PermissionMode;
+  };
+  /** Folder for session ledgers: an absolute path, or one starting with `~` (a relative one is refused); never where the approvals of `.mcp.json` are kept (docs/mcp.md). */
+  sessionsDir?: string | null;
+  /** Model calls in one turn before it stops. */
   maxSteps?: number;
+  /** Seconds before a shell command is killed. */
   bashTimeout?: number;
-  mcp?: AgentMcpSettings;
+  tools?: {
+    /** Whether shell commands run in the sandbox (Linux, bubblewrap): the workspace writable, the rest read-only, no network unless allowed. An approved command runs in it too, unless you choose "Allow outside the sandbox" for it. */
+    sandbox?: SandboxMode;
+    /** Let sandboxed shell commands use the network. */
+    network?: boolean;
+    env?: {
+      /** Environment variables (names or `*` globs) shell commands receive although they look secret, e.g. `NPM_TOKEN`. Provider API keys are never passed. */
+      pass?: string[];
+    };
+    /** Home-directory toolchains the sandbox shows, read-only (the rest of the home is an empty folder). */
+    readPaths?: string[];
+    limits?: {
+      /** Processes at once, the command and all it starts (`0`: no limit). */
+      processes?: number;
+      /** Memory of a command's processes together, in MB (`0`: no limit). */
+      memoryMB?: number | null;
+      /** The largest file one of a command's processes may write, in MB (`0`: no limit). */
+      fileSizeMB?: number;
+      /** CPU seconds per process (`0`: none; the timeout bounds the time). */
+      cpuSeconds?: number;
+    };
+    /** Offer the repo_map tool (Aider's repository map as a tool; needs `pip install 'agent-server[repomap]'`; docs/tools.md). */
+    repoMap?: boolean;
+    /** The budget of a map the model asks for without naming one. */
+    repoMapTokens?: number;
+  };
+  mcp?: {
+    /** MCP servers by name, in the `mcpServers` shape of `.mcp.json`: `{"name": {"command", "args", "env"}}` or `{"name": {"type": "http", "url", "headers"}}`, with `trusted` and `disabled`; added to the workspace's `.mcp.json` and the user-level file. Keep secrets out: write `${NAME}` and store the value with **Agent: Set MCP Secret**. See docs/mcp.md. */
+    servers?: Record<string, unknown>;
+    /** The user-level MCP file (`""` for none). */
+    userFile?: string | null;
+    /** Whether to read the workspace's `.mcp.json`. */
+    workspaceFile?: boolean;
+    /** Seconds an MCP server has to start and list its tools. */
+    startupTimeout?: number;
+    /** Seconds one MCP tool call may take (a server's own `timeout` overrides it). */
+    toolTimeout?: number;
+    /** The most one message of a stdio MCP server may have, in MB; a larger one is refused. */
+    maxResultMB?: number;
+  };
 }
 
 export interface ClientCapabilities {

@@ -4,14 +4,8 @@
  * a `WorkspaceConfiguration` (it has the same `get`).
  */
 import { DEFAULT_PROVIDER, KEY_FAMILIES, PROVIDER_KEYS, PROVIDERS, type KeyFamily } from '../protocol/providers';
-import {
-  CacheRetentionSettingValues,
-  CompactionEngineValues,
-  PermissionModeValues,
-  SandboxModeValues,
-  ThinkingLevelValues,
-  type AgentSettings,
-} from '../protocol/types';
+import { EDITOR_SETTINGS, type EditorSetting } from '../protocol/settings';
+import type { AgentSettings } from '../protocol/types';
 
 export { PROVIDERS, type KeyFamily, type Provider } from '../protocol/providers';
 
@@ -37,14 +31,15 @@ export interface ConfigReader {
 }
 
 /**
- * Settings that carry authority (docs/security.md): the permission mode, and the sessions
- * folder (where ledgers go). They are read only from the user's own settings (User, Remote):
- * a workspace's `.vscode/settings.json` or a folder's, which a repository can ship or an agent
- * can write, is ignored for them (`ignoredWorkspaceValues` names them, for the log). The other
- * settings that carry authority are `machine`-scoped in package.json, which VS Code never
- * takes from a workspace.
+ * Settings that carry authority (docs/security.md) and that VS Code would take from a
+ * workspace: the permission mode, and the sessions folder (where ledgers go). They are read
+ * only from the user's own settings (User, Remote): a workspace's `.vscode/settings.json` or a
+ * folder's, which a repository can ship or an agent can write, is ignored for them
+ * (`ignoredWorkspaceValues` names them, for the log). The other settings that carry authority
+ * are `machine`-scoped in package.json, which VS Code never takes from a workspace. Both come
+ * from the settings' one description (protocol/settings.ts).
  */
-export const USER_ONLY_KEYS: readonly string[] = ['permissions.mode', 'sessionsDir'];
+export const USER_ONLY_KEYS: readonly string[] = EDITOR_SETTINGS.filter((s) => s.userOnly).map((s) => s.key);
 
 /** The value of `key`: for a user-only key, the user's own (User or Remote settings), else
  * the default, never a workspace's. */
@@ -66,111 +61,68 @@ export function ignoredWorkspaceValues(config: ConfigReader): string[] {
 export const CLIENT_ONLY_KEYS = ['python'] as const;
 
 
-function str(config: ConfigReader, key: string): string | undefined {
-  const v = valueOf(config, key);
+/**
+ * The `agent` section for the server: each setting the editor offers (protocol/settings.ts),
+ * nested by its dotted key as docs/protocol.md shows it; unset, empty or out-of-bounds values
+ * are left out so the server's defaults apply.
+ */
+export function agentSettingsFrom(config: ConfigReader): AgentSettings {
+  const settings: Record<string, unknown> = {};
+  for (const setting of EDITOR_SETTINGS) {
+    const value = read(setting, valueOf(config, setting.key));
+    if (value === undefined) continue;
+    const path = setting.key.split('.');
+    let node = settings;
+    for (const part of path.slice(0, -1)) {
+      node[part] ??= {};
+      node = node[part] as Record<string, unknown>;
+    }
+    node[path[path.length - 1]!] = value;
+  }
+  return settings as AgentSettings;
+}
+
+/** One setting's value as the server takes it, or undefined to leave it to the server. */
+function read(setting: EditorSetting, v: unknown): unknown {
+  switch (setting.kind) {
+    case 'boolean':
+      return typeof v === 'boolean' ? v : undefined;
+    case 'integer':
+      return typeof v === 'number' && Number.isFinite(v) ? inBounds(setting, Math.max(0, Math.round(v))) : undefined;
+    case 'number':
+      return typeof v === 'number' && Number.isFinite(v) ? inBounds(setting, v) : undefined;
+    case 'string':
+      return trimmed(v);
+    case 'folder': {
+      const path = trimmed(v);
+      return path === undefined ? undefined : expandHome(path);
+    }
+    case 'choice': {
+      const choice = trimmed(v);
+      return choice !== undefined && setting.values?.includes(choice) ? choice : undefined;
+    }
+    case 'object':
+      return v && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length > 0 ? v : undefined;
+    default: {
+      // a list of names, commands or paths: the non-empty strings, trimmed
+      if (!Array.isArray(v)) return undefined;
+      const list = v.filter((c): c is string => typeof c === 'string' && c.trim() !== '').map((c) => c.trim());
+      return list.length > 0 ? list : undefined;
+    }
+  }
+}
+
+function trimmed(v: unknown): string | undefined {
   if (typeof v !== 'string') return undefined;
   const t = v.trim();
   return t === '' ? undefined : t;
 }
 
-function int(config: ConfigReader, key: string): number | undefined {
-  const v = valueOf(config, key);
-  if (typeof v !== 'number' || !Number.isFinite(v)) return undefined;
-  return Math.max(0, Math.round(v));
-}
-
-function bool(config: ConfigReader, key: string): boolean | undefined {
-  const v = valueOf(config, key);
-  return typeof v === 'boolean' ? v : undefined;
-}
-
-/** A list of non-empty strings (shell commands), trimmed; undefined when there is none. */
-function commands(config: ConfigReader, key: string): string[] | undefined {
-  const v = config.get<unknown>(key);
-  if (!Array.isArray(v)) return undefined;
-  const list = v.filter((c): c is string => typeof c === 'string' && c.trim() !== '').map((c) => c.trim());
-  return list.length > 0 ? list : undefined;
-}
-
-function oneOf<T extends string>(config: ConfigReader, key: string, allowed: readonly T[]): T | undefined {
-  const v = str(config, key);
-  return v !== undefined && (allowed as readonly string[]).includes(v) ? (v as T) : undefined;
-}
-
-/**
- * The `agent` section for the server: camelCase keys, nested `compaction` and `permissions`
- * objects as docs/protocol.md shows them; unset or empty values are left out so the server's
- * defaults apply.
- */
-export function agentSettingsFrom(config: ConfigReader): AgentSettings {
-  const settings: AgentSettings = {};
-  const provider = oneOf(config, 'provider', PROVIDERS);
-  if (provider) settings.provider = provider;
-  const model = str(config, 'model');
-  if (model) settings.model = model;
-  const baseUrl = str(config, 'baseUrl');
-  if (baseUrl) settings.baseUrl = baseUrl;
-  const apiKeyEnv = str(config, 'apiKeyEnv');
-  if (apiKeyEnv) settings.apiKeyEnv = apiKeyEnv;
-  const cacheRetention = oneOf(config, 'cacheRetention', CacheRetentionSettingValues);
-  if (cacheRetention) settings.cacheRetention = cacheRetention;
-  const thinking = oneOf(config, 'thinking', ThinkingLevelValues);
-  if (thinking) settings.thinking = thinking;
-
-  const compaction: NonNullable<AgentSettings['compaction']> = {};
-  const enabled = bool(config, 'compaction.enabled');
-  if (enabled !== undefined) compaction.enabled = enabled;
-  const reserveTokens = int(config, 'compaction.reserveTokens');
-  if (reserveTokens !== undefined) compaction.reserveTokens = reserveTokens;
-  const keepRecentTokens = int(config, 'compaction.keepRecentTokens');
-  if (keepRecentTokens !== undefined) compaction.keepRecentTokens = keepRecentTokens;
-  const compactionModel = str(config, 'compaction.model');
-  if (compactionModel) compaction.model = compactionModel;
-  const threshold = config.get<unknown>('compaction.threshold');
-  if (typeof threshold === 'number' && Number.isFinite(threshold) && threshold > 0) compaction.threshold = threshold;
-  const hooks: NonNullable<NonNullable<AgentSettings['compaction']>['hooks']> = {};
-  const before = commands(config, 'compaction.hooks.before');
-  if (before) hooks.before = before;
-  const after = commands(config, 'compaction.hooks.after');
-  if (after) hooks.after = after;
-  const hookTimeout = config.get<unknown>('compaction.hooks.timeout');
-  if ((before || after) && typeof hookTimeout === 'number' && hookTimeout > 0) hooks.timeout = hookTimeout;
-  if (Object.keys(hooks).length > 0) compaction.hooks = hooks;
-  const engine = oneOf(config, 'compaction.engine', CompactionEngineValues);
-  if (engine) compaction.engine = engine;
-  const clearToolResults = bool(config, 'compaction.clearToolResults');
-  if (clearToolResults !== undefined) compaction.clearToolResults = clearToolResults;
-  if (Object.keys(compaction).length > 0) settings.compaction = compaction;
-
-  const mode = oneOf(config, 'permissions.mode', PermissionModeValues);
-  if (mode) settings.permissions = { mode };
-
-  const tools: NonNullable<AgentSettings['tools']> = {};
-  const sandbox = oneOf(config, 'tools.sandbox', SandboxModeValues);
-  if (sandbox) tools.sandbox = sandbox;
-  const network = bool(config, 'tools.network');
-  if (network !== undefined) tools.network = network;
-  const passed = config.get<unknown>('tools.env.pass');
-  if (Array.isArray(passed)) {
-    const names = passed.filter((n): n is string => typeof n === 'string' && n.trim() !== '').map((n) => n.trim());
-    if (names.length > 0) tools.env = { pass: names };
-  }
-  if (Object.keys(tools).length > 0) settings.tools = tools;
-
-  const sessionsDir = str(config, 'sessionsDir');
-  if (sessionsDir) settings.sessionsDir = expandHome(sessionsDir);
-
-  const mcp: NonNullable<AgentSettings['mcp']> = {};
-  const servers = config.get<unknown>('mcp.servers');
-  if (servers && typeof servers === 'object' && !Array.isArray(servers) && Object.keys(servers).length > 0) {
-    mcp.servers = servers as Record<string, unknown>;
-  }
-  const startupTimeout = int(config, 'mcp.startupTimeout');
-  if (startupTimeout) mcp.startupTimeout = startupTimeout;
-  const toolTimeout = int(config, 'mcp.toolTimeout');
-  if (toolTimeout) mcp.toolTimeout = toolTimeout;
-  if (Object.keys(mcp).length > 0) settings.mcp = mcp;
-  return settings;
+function inBounds(setting: EditorSetting, v: number): number | undefined {
+  if (setting.minimum !== undefined && v < setting.minimum) return undefined;
+  if (setting.exclusiveMinimum !== undefined && v <= setting.exclusiveMinimum) return undefined;
+  if (setting.maximum !== undefined && v > setting.maximum) return undefined;
+  return v;
 }
 
 function expandHome(path: string): string {

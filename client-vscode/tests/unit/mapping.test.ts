@@ -16,39 +16,27 @@ function config(values: Record<string, unknown>): ConfigReader {
   return { get: <T>(key: string) => values[key] as T | undefined };
 }
 
-/** The defaults package.json contributes. */
-const DEFAULTS = {
-  python: '',
-  provider: 'anthropic',
-  model: '',
-  baseUrl: '',
-  apiKeyEnv: '',
-  cacheRetention: 'short',
-  'compaction.enabled': true,
-  'compaction.reserveTokens': null,
-  'compaction.keepRecentTokens': 8000,
-  'compaction.model': '',
-  'compaction.threshold': null,
-  'compaction.hooks.before': [],
-  'compaction.hooks.after': [],
-  'compaction.hooks.timeout': 30,
-  'compaction.engine': 'local',
-  'compaction.clearToolResults': false,
-  'permissions.mode': 'allowReads',
-  'tools.sandbox': 'auto',
-  'tools.network': false,
-  'tools.env.pass': [],
-  sessionsDir: '',
-};
+/** The defaults package.json contributes (generated from the settings' one description). */
+const DEFAULTS: Record<string, unknown> = Object.fromEntries(
+  Object.entries(contributedSettings()).map(([key, property]) => [key.replace(/^agentServer\./, ''), property.default]),
+);
 
 describe('agent settings from agentServer.*', () => {
   it('maps the defaults to the agent section, leaving empty values to the server', () => {
     expect(agentSettingsFrom(config(DEFAULTS))).toEqual({
       provider: 'anthropic',
       cacheRetention: 'short',
-      compaction: { enabled: true, keepRecentTokens: 8000, engine: 'local', clearToolResults: false },
+      thinking: 'off',
+      compaction: {
+        enabled: true,
+        keepRecentTokens: 8000,
+        hooks: { timeout: 30 },
+        engine: 'local',
+        clearToolResults: false,
+      },
       permissions: { mode: 'allowReads' },
       tools: { sandbox: 'auto', network: false },
+      mcp: { startupTimeout: 30, toolTimeout: 600 },
     });
   });
 
@@ -81,17 +69,20 @@ describe('agent settings from agentServer.*', () => {
       baseUrl: 'http://127.0.0.1:8765',
       apiKeyEnv: 'MY_KEY',
       cacheRetention: 'long',
+      thinking: 'off',
       compaction: {
         enabled: false,
         reserveTokens: 9000,
         keepRecentTokens: 4000,
         model: 'sim-large',
+        hooks: { timeout: 30 },
         engine: 'provider',
         clearToolResults: true,
       },
       permissions: { mode: 'ask' },
       tools: { sandbox: 'always', network: true, env: { pass: ['NPM_TOKEN', 'GH_*'] } },
       sessionsDir: '/tmp/sessions',
+      mcp: { startupTimeout: 30, toolTimeout: 600 },
     });
     expect(settings).not.toHaveProperty('python');
   });
@@ -114,7 +105,8 @@ describe('agent settings from agentServer.*', () => {
       threshold: 0.6,
       hooks: { before: ['./save-notes.sh'], after: ['logger compacted'], timeout: 10 },
     });
-    expect(agentSettingsFrom(config({ 'compaction.threshold': 0, 'compaction.hooks.timeout': 5 }))).toEqual({});
+    // Out of bounds (threshold above 0, timeout at most 600): left to the server's default.
+    expect(agentSettingsFrom(config({ 'compaction.threshold': 0, 'compaction.hooks.timeout': 601 }))).toEqual({});
   });
 
   it('passes cacheRetention auto through', () => {
@@ -141,9 +133,9 @@ describe('agent settings from agentServer.*', () => {
 });
 
 /** The settings package.json contributes, with their scopes. */
-function contributedSettings(): Record<string, { scope?: string }> {
+function contributedSettings(): Record<string, { scope?: string; default?: unknown }> {
   const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
-    contributes: { configuration: { properties: Record<string, { scope?: string }> } };
+    contributes: { configuration: { properties: Record<string, { scope?: string; default?: unknown }> } };
   };
   return manifest.contributes.configuration.properties;
 }
@@ -273,8 +265,10 @@ describe('MCP settings and secrets', () => {
     expect(agentSettingsFrom(config({ ...DEFAULTS, 'mcp.servers': servers, 'mcp.startupTimeout': 10 })).mcp).toEqual({
       servers,
       startupTimeout: 10,
+      toolTimeout: 600,
     });
-    expect(agentSettingsFrom(config({ ...DEFAULTS, 'mcp.servers': {} })).mcp).toBeUndefined();
+    expect(agentSettingsFrom(config({ ...DEFAULTS, 'mcp.servers': {} })).mcp?.servers).toBeUndefined();
+    expect(agentSettingsFrom(config({ 'mcp.startupTimeout': 0 })).mcp).toBeUndefined();
   });
 
   it('hands MCP secrets to the server environment; an API key of the same name wins', () => {
