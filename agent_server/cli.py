@@ -37,6 +37,19 @@ def _chat_flags(chat: argparse.ArgumentParser) -> None:
     chat.add_argument("--yes", action="store_true", help="allow every tool call without asking")
 
 
+def _serve_flags(serve: argparse.ArgumentParser) -> None:
+    serve.add_argument("--stdio", action="store_true", help="serve over stdio (the default)")
+    serve.add_argument("--tcp", metavar="HOST:PORT", help="serve over TCP, for debugging")
+    serve.add_argument(
+        "--trust-editor-settings", action="store_true",
+        help="take the settings that carry authority (the permission mode, the sandbox, the "
+        "base URL, hooks, MCP servers, the sessions folder, ...) from the editor too: only for "
+        "an editor that keeps a workspace's values out of them, as the VS Code extension "
+        "does. Without it they come from the config file alone (docs/security.md)",
+    )
+    serve.add_argument("--config", help="settings file (default: the user config directory)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="agent-server",
@@ -45,9 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--log-level", default="WARNING", help="stderr log level (default WARNING)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    serve = commands.add_parser("serve", help="run the language server (stdio by default)")
-    serve.add_argument("--stdio", action="store_true", help="serve over stdio (the default)")
-    serve.add_argument("--tcp", metavar="HOST:PORT", help="serve over TCP, for debugging")
+    _serve_flags(commands.add_parser("serve", help="run the language server (stdio by default)"))
 
     acp = commands.add_parser(
         "acp", help="run as an Agent Client Protocol agent on stdio (Zed, JetBrains, Neovim, Emacs)"
@@ -226,12 +237,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         from agent_server.lsp.startup import cached_attrs_compilation
 
         with cached_attrs_compilation():
+            from agent_server.lsp.authority import EditorSettings
             from agent_server.lsp.server import serve_stdio, serve_tcp
 
+        editor = EditorSettings(
+            trusted=args.trust_editor_settings,
+            config=Path(args.config).expanduser() if args.config else None,
+        )
         if args.tcp:
             host, _, port = str(args.tcp).rpartition(":")
-            return serve_tcp(host or "127.0.0.1", int(port))
-        return serve_stdio()
+            return serve_tcp(host or "127.0.0.1", int(port), editor)
+        return serve_stdio(editor)
     if args.command == "acp":
         from agent_server.acp.server import main as acp_main
 

@@ -308,6 +308,17 @@ def _own(cls: Any) -> tuple[Described, ...]:
     return tuple(described(cls, deep=False))
 
 
+def merge_settings(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """`override` over `base`, nested objects merged key by key; None leaves a key as it is."""
+    out = dict(base)
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = merge_settings(out[key], value)
+        elif value is not None:
+            out[key] = value
+    return out
+
+
 def unknown_keys(cls: type, data: Mapping[str, Any]) -> list[str]:
     """The keys of `data` no setting of `cls` has (a typo: `compaction.thresold`), dotted."""
     tree: dict[str, Any] = {}

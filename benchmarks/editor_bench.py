@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Mapping
@@ -33,6 +32,7 @@ from agent_server.lsp.server import agent_converter
 from agent_server.sim.scenario import parse_scenario
 from agent_server.sim.server import SimServer
 from agent_server.sim.simulator import Simulator
+from benchmarks.long_session_bench import SERVE
 
 MODEL = "sim-large"
 
@@ -108,7 +108,7 @@ async def measure(probes: int, long_tokens: int) -> dict[str, Any]:
         with tempfile.TemporaryDirectory(prefix="editor-bench-") as scratch:
             workspace = Path(scratch) / "workspace"
             workspace.mkdir()
-            await client.start_io(sys.executable, "-m", "agent_server", "serve")
+            await client.start_io(*SERVE)
             settings = {
                 "provider": "sim",
                 "baseUrl": handle.base_url,

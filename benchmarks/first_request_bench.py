@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.long_session_bench import RawClient, settled, sim_process
+from benchmarks.long_session_bench import SERVE, RawClient, settled, sim_process
 
 PLACEHOLDER_KEY = "sk-ant-placeholder-not-a-key"
 NOWHERE = "http://127.0.0.1:9"
@@ -139,7 +139,7 @@ def acp_first_session(scratch: Path) -> dict[str, float]:
 def lsp_first_session(scratch: Path) -> dict[str, float]:
     workspace = scratch / "workspace"
     workspace.mkdir(parents=True, exist_ok=True)
-    client = RawClient([sys.executable, "-m", "agent_server", "serve"], env=_environment(scratch))
+    client = RawClient(SERVE, env=_environment(scratch))
     try:
         settings = {
             "provider": "anthropic",
@@ -247,7 +247,7 @@ def turns_memory(turns: int, model: str = "sim-small") -> dict[str, Any]:
             workspace = scratch / "workspace"
             write_sample_workspace(workspace)
             client = RawClient(
-                [sys.executable, "-m", "agent_server", "serve"], env=_environment(scratch)
+                SERVE, env=_environment(scratch)
             )
             try:
                 return _drive_turns(client, workspace, scratch, base, model, turns)

@@ -463,6 +463,10 @@ def pi_open(built: dict[str, Any]) -> dict[str, Any] | None:
 # --- the editor path: a raw JSON-RPC client over stdio ---------------------------------------
 
 
+# The server as the extension starts it: it takes every setting the client sends.
+SERVE = [sys.executable, "-m", "agent_server", "serve", "--trust-editor-settings"]
+
+
 class RawClient:
     """JSON-RPC over a subprocess's pipes, with nothing between the bytes and the figures."""
 
@@ -590,7 +594,7 @@ def started_server(built: dict[str, Any]) -> RawClient:
     """`agent-server serve` on stdio with the ledger's workspace and sessions, `initialize`
     answered (`initialized` not sent yet)."""
     workspace = Path(built["workspace"])
-    client = RawClient([sys.executable, "-m", "agent_server", "serve"])
+    client = RawClient(SERVE)
     settings = {
         "provider": "sim",
         "baseUrl": "http://127.0.0.1:9",
@@ -797,7 +801,7 @@ def streamed_turn(long_tokens: int = 15_000, repeat: int = 5) -> dict[str, Any]:
         with sim_process(script) as base:
             workspace = root / "workspace"
             workspace.mkdir()
-            client = RawClient([sys.executable, "-m", "agent_server", "serve"])
+            client = RawClient(SERVE)
             try:
                 settings = {
                     "provider": "sim",
@@ -905,7 +909,7 @@ def _time_to_answer(command: Sequence[str], initialize: bool) -> tuple[float, fl
 
 
 def cold_start(repeat: int = 7) -> dict[str, Any]:
-    serve = [sys.executable, "-m", "agent_server", "serve"]
+    serve = SERVE
     bare = [sys.executable, "-c", "pass"]
     _time_to_answer(serve, True)  # the first start fills the compiled-code cache
     times = [_time_to_answer(serve, True) for _ in range(repeat)]

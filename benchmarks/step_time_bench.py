@@ -29,7 +29,6 @@ import argparse
 import json
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -44,7 +43,7 @@ from agent_server.sim.scenario import default_scenario
 from agent_server.sim.server import SimServer
 from agent_server.sim.simulator import Simulator
 from agent_server.sim.workspace import write_sample_workspace
-from benchmarks.long_session_bench import RawClient
+from benchmarks.long_session_bench import SERVE, RawClient
 from benchmarks.peers import PEERS, _clean_env, _pi_setup, cache_dir, install, turn_command
 
 MODEL = "sim-large"
@@ -116,7 +115,7 @@ def run_agent_server(scratch: Path) -> list[dict[str, Any]]:
     handle = SimServer(simulator).run_in_thread()
     env = _clean_env(scratch / "home", {"ANTHROPIC_API_KEY": PLACEHOLDER_KEY})
     (scratch / "home").mkdir()
-    client = RawClient([sys.executable, "-m", "agent_server", "serve"], env=env)
+    client = RawClient(SERVE, env=env)
     try:
         settings = {
             "provider": "anthropic",

@@ -167,7 +167,9 @@ async def run_demo(
                 f"workspace {workspace}"
             )
             demo = DemoClient(printer)
-            await demo.client.start_io(sys.executable, "-m", "agent_server", "serve")
+            await demo.client.start_io(
+                sys.executable, "-m", "agent_server", "serve", "--trust-editor-settings"
+            )
             settings = {
                 "provider": "sim",
                 "baseUrl": sim.base_url,

@@ -28,6 +28,7 @@ from agent_server.agent.settings import AgentSettings, settings_skipping_bad
 from agent_server.errors import AgentServerError, SessionBusyError
 from agent_server.lsp import wire
 from agent_server.lsp.wire import Params, rpc_error
+from agent_server.settings_schema import merge_settings
 from agent_server.stderr_log import shorten
 
 if TYPE_CHECKING:
@@ -339,7 +340,7 @@ def _folder_path(uri: str) -> Path | None:
 def _base_settings(ls: AgentLanguageServer) -> AgentSettings:
     """The settings of initializationOptions and of the changes pushed since; one that
     cannot be read is left at its default (and said in the log), not all of them."""
-    settings, problems = settings_skipping_bad(ls.state.base_settings)
+    settings, problems = settings_skipping_bad(ls.users_settings(ls.state.base_settings))
     for problem in problems:
         log.error("initializationOptions.settings: %s (left at its default)", problem)
     return settings
@@ -370,17 +371,6 @@ def _preload_provider(provider: str) -> None:
     from agent_server.agent.workspace import preload_provider
 
     preload_provider(provider)
-
-
-def merge_settings(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    """`override` over `base`, nested objects merged key by key; None leaves a key as it is."""
-    out = dict(base)
-    for key, value in override.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = merge_settings(out[key], value)
-        elif value is not None:
-            out[key] = value
-    return out
 
 
 # --- the tables ------------------------------------------------------------------------------

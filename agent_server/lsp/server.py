@@ -48,6 +48,7 @@ from agent_server.ending_signals import EndingSignals
 from agent_server.errors import SessionNotFoundError
 from agent_server.literal import literal
 from agent_server.lsp import handlers, wire
+from agent_server.lsp.authority import EditorSettings
 from agent_server.lsp.outbox import Outbox
 from agent_server.lsp.session_use import MAX_OPEN_SESSIONS, SessionUse
 from agent_server.lsp.transport import (
@@ -58,6 +59,7 @@ from agent_server.lsp.transport import (
     stream_reader,
 )
 from agent_server.lsp.wire import UnknownWorkspaceError
+from agent_server.settings_schema import merge_settings
 from agent_server.stderr_log import shorten
 
 if TYPE_CHECKING:
@@ -124,6 +126,7 @@ class ServerState:
     progress: dict[str, asyncio.Task[None]] = field(default_factory=dict)  # by compaction id
     background: set[asyncio.Task[None]] = field(default_factory=set)
     session_use: SessionUse = field(default_factory=SessionUse)
+    editor_settings: EditorSettings = field(default_factory=EditorSettings)
 
     @property
     def base_settings(self) -> Mapping[str, Any] | None:
@@ -131,7 +134,7 @@ class ServerState:
         the editor answers workspace/configuration (or when it has none)."""
         if self.pushed_settings is None:
             return self.initial_settings
-        return handlers.merge_settings(self.initial_settings or {}, self.pushed_settings)
+        return merge_settings(self.initial_settings or {}, self.pushed_settings)
 
 
 class AgentLanguageServer(LanguageServer):
@@ -490,10 +493,10 @@ class AgentLanguageServer(LanguageServer):
                     )
                 )
                 if results and isinstance(results[0], Mapping) and results[0]:
-                    raw = handlers.merge_settings(self.state.pushed_settings or {}, results[0])
+                    raw = merge_settings(self.state.pushed_settings or {}, results[0])
             except Exception as error:
                 log.warning("workspace/configuration failed: %s", error)
-        settings, problems = settings_skipping_bad(raw)
+        settings, problems = settings_skipping_bad(self.users_settings(raw))
         if not problems:
             return settings
         self.window_show_message(
@@ -503,6 +506,18 @@ class AgentLanguageServer(LanguageServer):
             )
         )
         return in_force
+
+
+    def users_settings(self, editor: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+        """The editor's settings as the server takes them (lsp/authority.py): what is
+        ignored is said once, in the log and to the user."""
+        settings, message = self.state.editor_settings.taken(editor)
+        if message:
+            log.warning("%s", message)
+            self.window_show_message(
+                types.ShowMessageParams(type=types.MessageType.Warning, message=message)
+            )
+        return settings
 
 
 def permission_message(request: PermissionRequest) -> str:
@@ -516,15 +531,20 @@ def permission_message(request: PermissionRequest) -> str:
     return text
 
 
-def create_server(**options: Any) -> AgentLanguageServer:
-    """A server with every feature registered. `options` go to each WorkspaceAgent."""
+def create_server(
+    *, editor_settings: EditorSettings | None = None, **options: Any
+) -> AgentLanguageServer:
+    """A server with every feature registered. `options` go to each WorkspaceAgent;
+    `editor_settings`: how it takes the editor's settings (lsp/authority.py)."""
     server = AgentLanguageServer(**options)
+    if editor_settings is not None:
+        server.state.editor_settings = editor_settings
     handlers.register(server)
     return server
 
 
-def serve_stdio() -> int:
-    server = create_server()
+def serve_stdio(editor_settings: EditorSettings | None = None) -> int:
+    server = create_server(editor_settings=editor_settings)
     outbox = Outbox(sys.stdout.buffer)
     server.attach_outbox(outbox)
     try:
@@ -533,5 +553,5 @@ def serve_stdio() -> int:
         outbox.close()
 
 
-def serve_tcp(host: str, port: int) -> int:
-    return create_server().serve_tcp(host, port)
+def serve_tcp(host: str, port: int, editor_settings: EditorSettings | None = None) -> int:
+    return create_server(editor_settings=editor_settings).serve_tcp(host, port)

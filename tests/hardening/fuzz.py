@@ -344,7 +344,7 @@ async def run(
             str(root / "none.json"),
         ]
         if acp
-        else ["serve"]
+        else ["serve", "--trust-editor-settings"]
     )
     process = await asyncio.create_subprocess_exec(
         sys.executable,

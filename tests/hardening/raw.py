@@ -84,15 +84,19 @@ class RawServer:
 
     @classmethod
     async def start(
-        cls, env: dict[str, str] | None = None, *args: str, cwd: Path | None = None
+        cls, env: dict[str, str] | None = None, *args: str, cwd: Path | None = None,
+        trusted: bool = True,
     ) -> RawServer:
-        """`cwd`: the folder it runs in (an editor starts it in the workspace folder)."""
+        """`cwd`: the folder it runs in (an editor starts it in the workspace folder);
+        `trusted`: as the VS Code extension starts it, taking every setting the client
+        sends (`--trust-editor-settings`), else as a plain LSP editor."""
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
             "agent_server",
             *args,
             "serve",
+            *(["--trust-editor-settings"] if trusted else []),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,

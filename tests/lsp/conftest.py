@@ -146,7 +146,7 @@ async def start_agent_client(
 ) -> AsyncIterator[AgentClient]:
     state: dict[str, AgentClient] = {}
     config = ClientServerConfig(
-        server_command=[sys.executable, "-m", "agent_server", "serve"],
+        server_command=[sys.executable, "-m", "agent_server", "serve", "--trust-editor-settings"],
         client_factory=lambda: make_client(state),
         server_env=env,
     )

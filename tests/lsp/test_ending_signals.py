@@ -93,7 +93,7 @@ def running_turn(
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config")}
     with output.open("wb") as stdout, (tmp_path / "stderr").open("wb") as stderr:
         server = subprocess.Popen(
-            [sys.executable, "-m", "agent_server", "serve"],
+            [sys.executable, "-m", "agent_server", "serve", "--trust-editor-settings"],
             stdin=subprocess.PIPE, stdout=stdout, stderr=stderr, env=env,
         )
     assert server.stdin is not None

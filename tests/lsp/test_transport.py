@@ -29,7 +29,7 @@ async def read_message(reader: asyncio.StreamReader) -> dict:
 async def test_serve_over_tcp_answers_initialize_and_invalid_params(tmp_path: Path) -> None:
     port = free_port()
     server = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "agent_server", "serve", "--tcp", f"127.0.0.1:{port}",
+        sys.executable, "-m", "agent_server", "serve", "--trust-editor-settings", "--tcp", f"127.0.0.1:{port}",
         stderr=asyncio.subprocess.PIPE,
     )
     try:

@@ -156,7 +156,9 @@ export class AgentServer implements vscode.Disposable {
     this.tail.clear();
     const serverOptions: ServerOptions = {
       command: interpreter.path,
-      args: ['-m', 'agent_server', 'serve'],
+      // The extension keeps a workspace's values out of the settings that carry authority
+      // (machine scope, USER_ONLY_KEYS): the server may take them as sent (docs/security.md).
+      args: ['-m', 'agent_server', 'serve', '--trust-editor-settings'],
       options: { cwd, env },
     };
     const clientOptions: LanguageClientOptions = {

@@ -73,7 +73,7 @@ beforeAll(async () => {
   const env = { ...process.env };
   delete env['ANTHROPIC_API_KEY'];
   delete env['OPENAI_API_KEY'];
-  server = spawn(PYTHON, ['-m', 'agent_server', '--log-level', 'INFO', 'serve'], { cwd: workspace, env: { ...env, PYTHONUNBUFFERED: '1' } });
+  server = spawn(PYTHON, ['-m', 'agent_server', '--log-level', 'INFO', 'serve', '--trust-editor-settings'], { cwd: workspace, env: { ...env, PYTHONUNBUFFERED: '1' } });
   server.stderr.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();
     if (stderr.length > 200_000) stderr = stderr.slice(-100_000);
