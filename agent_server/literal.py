@@ -21,7 +21,9 @@ nothing.
 A file's content that the model reads and then edits (the read and grep tools) cannot take
 Python's notation: a source file holds `\\x1b` as four characters often enough. Its control
 characters become Unicode's control pictures instead (`as_pictures`: ESC is U+241B, `␛`; DEL
-is `␡`), one character for one, which the edit tool takes back (`from_pictures`).
+is `␡`), one character for one, and the others, which have no picture, their code point
+between mathematical angle brackets (`⟨U+202E⟩`, which no source file writes by chance); the
+edit and write tools take both back (`from_pictures`).
 
 Where a program's text is read for its meaning rather than shown (a compaction hook's
 answer), its terminal escape sequences are taken out whole instead (`without_escape_sequences`):
@@ -35,8 +37,10 @@ import logging
 import re
 from collections.abc import Iterator
 
-_INVISIBLE = (
-    "\x00-\x08\x0b-\x1f\x7f-\x9f"  # C0 (except tab and newline), DEL, C1
+_C0_AND_DEL = "\x00-\x08\x0b-\x1f\x7f"  # C0 (except tab and newline), DEL
+# The rest, which has no control picture (a file's are shown as `⟨U+202E⟩`: `as_pictures`).
+_UNPICTURED = (
+    "\x80-\x9f"  # C1
     "\u00ad\u061c\u180e"  # soft hyphen, Arabic letter mark, Mongolian vowel separator
     "\u200b\u200e\u200f"  # zero-width space, left-to-right and right-to-left marks
     "\u2028\u2029"  # line and paragraph separators
@@ -47,6 +51,7 @@ _INVISIBLE = (
     "\U000e0000-\U000e007f"  # tag characters
     "\ud800-\udfff"  # lone surrogates
 )
+_INVISIBLE = _C0_AND_DEL + _UNPICTURED
 # ECMA-48's 7-bit escape sequences: CSI (colours, cursor moves), the string sequences OSC,
 # DCS, SOS, PM and APC (a window title, a hyperlink) up to their BEL or ST, and any other
 # (a charset switch `\x1b(B`, `\x1b7`). A string sequence never reaches past the next ESC, so
@@ -139,20 +144,33 @@ def output_text(text: str) -> str:
     return "".join(pieces)
 
 
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f]")  # C0 but tab and newline, DEL
+_CONTROLS = re.compile(f"[{_C0_AND_DEL}]")
+_OTHERS = re.compile(f"[{_UNPICTURED}]")
 _PICTURES = re.compile("[\u2400-\u241f\u2421]")
+_NOTATION = re.compile("\u27e8U\\+([0-9A-F]{4,6})\u27e9")
 _DEL, _DEL_PICTURE = 0x7F, 0x2421
 
 
 def as_pictures(text: str) -> str:
     """A file's text with its control characters (C0 but tab and newline, and DEL) shown as
-    Unicode's control pictures (U+2400-U+241F, U+2421): `\x1b` becomes `␛`."""
-    return _CONTROLS.sub(_picture, text) if _CONTROLS.search(text) else text
+    Unicode's control pictures (U+2400-U+241F, U+2421): `\x1b` becomes `␛`; and each other
+    character `literal` escapes (C1, a bidi control, an invisible format character) as its
+    code point between mathematical angle brackets: U+202E becomes `⟨U+202E⟩`."""
+    if _CONTROLS.search(text):
+        text = _CONTROLS.sub(_picture, text)
+    if _OTHERS.search(text):
+        text = _OTHERS.sub(lambda match: f"\u27e8U+{ord(match.group()):04X}\u27e9", text)
+    return text
 
 
 def from_pictures(text: str) -> str:
-    """The inverse of `as_pictures`: each control picture back to its control character."""
-    return _PICTURES.sub(_control, text) if _PICTURES.search(text) else text
+    """The inverse of `as_pictures`: each control picture back to its control character,
+    each `⟨U+202E⟩` of a character `as_pictures` shows so back to that character."""
+    if _PICTURES.search(text):
+        text = _PICTURES.sub(_control, text)
+    if "\u27e8U+" in text:
+        text = _NOTATION.sub(_unnoted, text)
+    return text
 
 
 def _picture(match: re.Match[str]) -> str:
@@ -163,6 +181,12 @@ def _picture(match: re.Match[str]) -> str:
 def _control(match: re.Match[str]) -> str:
     code = ord(match.group())
     return chr(_DEL if code == _DEL_PICTURE else code - 0x2400)
+
+
+def _unnoted(match: re.Match[str]) -> str:
+    code = int(match.group(1), 16)
+    char = chr(code) if code <= 0x10FFFF else ""
+    return char if char and _OTHERS.fullmatch(char) else match.group()
 
 
 def has_hidden(text: str) -> bool:
