@@ -96,6 +96,7 @@ from agent_server.agent.tools.base import CommandTerminal, EarlierOutput, output
 from agent_server.agent.tools.environment import tool_environment
 from agent_server.agent.tools.files import LOCAL_FILES, FileAccess
 from agent_server.agent.tools.output import output_limits
+from agent_server.agent.tools.recall import recallable
 from agent_server.agent.tools.sandbox import Confinement, confinement, private_user_dirs
 from agent_server.agent.transcript import DEFAULT_PAGE, Page
 from agent_server.agent.transcript import page as transcript_page
@@ -1158,6 +1159,7 @@ class AgentSession:
             confinement=self.confinement,
             context_share=self.context.share_of_threshold,
             terminal=self._terminal,
+            history=lambda: recallable(self.ledger.branch()),
         )
 
     def _hook_environment(self) -> dict[str, str]:

@@ -43,7 +43,9 @@ SUMMARY_OPEN = "<summary>"
 SUMMARY_CLOSE = "</summary>"
 # How a summary appears at the head of a compacted context.
 SUMMARY_PREFIX = (
-    "The conversation history before this point was compacted into the following summary:"
+    "The conversation history before this point was compacted into the following summary "
+    "(the history itself is kept: the recall tool searches its prompts, answers and tool "
+    "results):"
 )
 # Heading of a split turn's early part inside the summary block.
 SPLIT_TURN_HEADING = "## Current turn so far (its early part, summarised)"

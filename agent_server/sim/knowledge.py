@@ -25,10 +25,19 @@ When a fact is missing:
   rule) are a step of their own before the step, or, without calls, its text opens the step's
   answer: a violation, recorded with the step and the fact.
 
-Each is done at most once per fact and step (the search of a saved output once more): the
-model knows it did it from the call ids in the request (`..._<turn>_<step>d<need>_...`, and
-`d<need>s` for the search). A fetched fact still missing afterwards (the output cut again, or
-no tool to fetch it with) is `lost`, and the step goes on without it.
+Before either (after the search of a saved output), when the client offers a recall tool (one
+named `recall`, that searches the session's own history by a `query`: agent-server's), every
+missing fact but a file's is looked up with it, as a model told that its history is
+searchable would: the query is the fact's `about` (what it is about, never its text), and a
+fact its result shows is `recovered`, a rule, a request, a decision or a failed approach
+included. A file is read again instead: a
+read shows it as it is now.
+
+Each is done at most once per fact and step (the search of a saved output and the recall
+once more): the model knows it did it from the call ids in the request
+(`..._<turn>_<step>d<need>_...`, `d<need>s` for the search, `d<need>r` for the recall). A
+fetched fact still missing afterwards (the output cut again, or no tool to fetch it with) is
+`lost`, and the step goes on without it.
 
 Every check is recorded (`FactCheck`) on the request's record: the fact, its kind, the step
 and the outcome: `found`, `fetch` (missing: fetched now), `recovered` (found after its own
@@ -143,6 +152,8 @@ class Gate:
     opening: tuple[str, ...] = ()
     # The detour searches the file the client saved the fact's output in.
     saved: bool = False
+    # The detour asks the client's recall tool (a search of the session's own history).
+    recall: bool = False
 
 
 def check_needs(
@@ -154,28 +165,37 @@ def check_needs(
     can_detour: Mapping[int, bool],
     searches_done: frozenset[int] = frozenset(),
     can_search_saved: Callable[[int], bool] = lambda need: False,
+    recalls_done: frozenset[int] = frozenset(),
+    can_recall: bool = False,
 ) -> Gate:
     """The knowledge gate of a step (`step` is "<turn>:<step>"). `detours_done`: the needs
     whose detour the request already holds; `can_detour`: whether the need's calls fit a
     tool the request declares; `searches_done`, `can_search_saved`: the same for the search
-    of a saved output (asked only of a missing output)."""
+    of a saved output (asked only of a missing output); `recalls_done`, `can_recall`: the
+    same for a search of the session's own history, with the client's recall tool (asked of
+    every missing fact but a file's, which a read shows as it is now)."""
     text: RequestText | None = None
     checks: list[FactCheck] = []
     opening: list[str] = []
     needs = tuple(needs)
-    for index in _in_order(needs, facts, can_detour):
+    for index in _in_order(needs, facts, can_detour, can_recall):
         fact = facts[needs[index]]
         text = text or RequestText(transcript)
         done = index in detours_done
+        recalled = index in recalls_done
         if text.holds(fact):
             fetched = done or index in searches_done
-            outcome: Outcome = "recovered" if fetched and fact.kind in FETCHABLE else "found"
+            recovered = recalled or (fetched and fact.kind in FETCHABLE)
+            outcome: Outcome = "recovered" if recovered else "found"
             checks.append(FactCheck(fact.id, fact.kind, step, outcome))
             continue
+        if fact.kind in FETCHABLE and index not in searches_done and can_search_saved(index):
+            checks.append(FactCheck(fact.id, fact.kind, step, "fetch"))
+            return Gate(tuple(checks), detour=index, saved=True)
+        if can_recall and not recalled and not done and fact.kind != "file":
+            checks.append(FactCheck(fact.id, fact.kind, step, "fetch"))
+            return Gate(tuple(checks), detour=index, recall=True)
         if fact.kind in FETCHABLE:
-            if index not in searches_done and can_search_saved(index):
-                checks.append(FactCheck(fact.id, fact.kind, step, "fetch"))
-                return Gate(tuple(checks), detour=index, saved=True)
             if not done and can_detour.get(index, False):
                 checks.append(FactCheck(fact.id, fact.kind, step, "fetch"))
                 return Gate(tuple(checks), detour=index)
@@ -193,7 +213,7 @@ def check_needs(
 
 
 def _in_order(needs: tuple[str, ...], facts: Mapping[str, Fact],
-              can_detour: Mapping[int, bool]) -> list[int]:
+              can_detour: Mapping[int, bool], can_recall: bool = False) -> list[int]:
     """Needs in the order they are checked: what can be fetched first, then what is acted on
     with calls of its own, then what only changes the answer's text; so that a violation that
     changes the text is only ever decided in the request that answers with the step."""
@@ -201,7 +221,7 @@ def _in_order(needs: tuple[str, ...], facts: Mapping[str, Fact],
     def rank(index: int) -> tuple[int, int]:
         if facts[needs[index]].kind in FETCHABLE:
             return (0, index)
-        return (1 if can_detour.get(index, False) else 2, index)
+        return (1 if can_recall or can_detour.get(index, False) else 2, index)
 
     return sorted(range(len(needs)), key=rank)
 

@@ -60,12 +60,14 @@ FALLBACK_TURN = "f"
 LATEST_REQUEST = "latest-request"  # the fact a request without its prompt lacks
 _CALL_ID = re.compile(
     r"^(?:toolu|call|fc)_sim_(?P<turn>\d+|f)_(?P<step>\d+)"
-    r"(?:d(?P<detour>\d+)(?P<saved>s)?|(?P<explore>m))?"
+    r"(?:d(?P<detour>\d+)(?P<saved>s)?(?P<recall>r)?|(?P<explore>m))?"
     r"_(?P<index>\d+)(?:_[A-Za-z0-9]+)?$"
 )
 _ECHO_LIMIT = 400
 _FETCH_TEXT = "I no longer have {about} in front of me, so I will look at it again."
 _SEARCH_TEXT = "The output I was shown was cut; let me find {about} in the full output it saved."
+_RECALL_TEXT = "That is no longer in front of me; let me look up {about} in this session's history."
+RECALL_CALL = "recall"
 _MAP_TEXT = "Let me look at a map of the repository's code first."
 
 
@@ -102,11 +104,13 @@ class CallRef:
     detour: int | None = None
     explore: bool = False
     saved: bool = False
+    recall: bool = False
 
 
 def make_call_id(prefix: str, turn: int | str, step: int, index: int, nonce: str,
-                 detour: int | None = None, explore: bool = False, saved: bool = False) -> str:
-    saved_tag = "s" if saved else ""
+                 detour: int | None = None, explore: bool = False, saved: bool = False,
+                 recall: bool = False) -> str:
+    saved_tag = "s" if saved else "r" if recall else ""
     tag = (f"{step}d{detour}{saved_tag}" if detour is not None
            else f"{step}m" if explore else f"{step}")
     return f"{prefix}_sim_{turn}_{tag}_{index}_{nonce}"
@@ -124,7 +128,8 @@ def parse_call_id(call_id: str) -> CallRef | None:
         return None
     detour = match["detour"]
     return CallRef(match["turn"], int(match["step"]), int(detour) if detour else None,
-                   match["explore"] is not None, match["saved"] is not None)
+                   match["explore"] is not None, match["saved"] is not None,
+                   match["recall"] is not None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,8 +294,11 @@ def _gate(context: _Context, turn: int, index: int, step: Step) -> Gate:
         if (ref := parse_call_id(call.id)) is not None and ref.detour is not None
         and ref.turn == str(turn) and ref.step == index
     ]
-    done = frozenset(ref.detour for ref in refs if ref.detour is not None and not ref.saved)
+    done = frozenset(
+        ref.detour for ref in refs if ref.detour is not None and not ref.saved and not ref.recall
+    )
     searched = frozenset(ref.detour for ref in refs if ref.detour is not None and ref.saved)
+    recalled = frozenset(ref.detour for ref in refs if ref.detour is not None and ref.recall)
     fits = {
         need: bool(_fitted(context, _detour_tools(facts[fact_id]), turn, index, need))
         for need, fact_id in enumerate(step.needs)
@@ -299,8 +307,19 @@ def _gate(context: _Context, turn: int, index: int, step: Step) -> Gate:
     def can_search_saved(need: int) -> bool:
         return bool(_saved_search(context, facts[step.needs[need]], turn, index, need))
 
+    can_recall = bool(_recall(context, step.needs[0], turn, index, 0)) if step.needs else False
     return check_needs(context.transcript, facts, step.needs, f"{turn}:{index}", done, fits,
-                       searched, can_search_saved)
+                       searched, can_search_saved, recalled, can_recall)
+
+
+def _recall(context: _Context, fact_id: str, turn: int, index: int, need: int
+            ) -> tuple[PlannedCall, ...]:
+    """The search of the session's history for a fact, by what it is about (never its text:
+    the call's own arguments are in the request, and must not make the fact known)."""
+    fact = context.scenario.facts[fact_id]
+    query = fact.about or fact.id.replace("-", " ")
+    return _fitted(context, (ToolInvocation(RECALL_CALL, {"query": query}),), turn, index,
+                   need, recall=True)
 
 
 def _saved_search(context: _Context, fact: Fact, turn: int, index: int, need: int
@@ -321,6 +340,11 @@ def _detour(context: _Context, turn: int, index: int, fact_id: str, gate: Gate) 
     """The call(s) that fetch a missing fact again, or act without it."""
     fact = context.scenario.facts[fact_id]
     need = gate.detour
+    if gate.recall and need is not None:
+        return PlannedReply(source=f"recovery:{turn}:{index}:{fact.id}",
+                            text=_RECALL_TEXT.format(about=fact.about or f"`{fact.id}`"),
+                            calls=_recall(context, fact_id, turn, index, need),
+                            knowledge=gate.checks)
     if gate.saved and need is not None:
         calls = _saved_search(context, fact, turn, index, need)
     else:
@@ -337,7 +361,8 @@ def _detour(context: _Context, turn: int, index: int, fact_id: str, gate: Gate) 
 
 
 def _fitted(context: _Context, tools: tuple[ToolInvocation, ...], turn: int, index: int,
-            detour: int | None, saved: bool = False) -> tuple[PlannedCall, ...]:
+            detour: int | None, saved: bool = False, recall: bool = False
+            ) -> tuple[PlannedCall, ...]:
     if not tools:
         return ()
     cwd = working_directory(context.transcript)
@@ -347,7 +372,7 @@ def _fitted(context: _Context, tools: tuple[ToolInvocation, ...], turn: int, ind
         if fitted is not None:
             name, arguments = fitted
             call_id = make_call_id(context.id_prefix, turn, index, len(calls), context.nonce,
-                                   detour, saved=saved)
+                                   detour, saved=saved, recall=recall)
             calls.append(PlannedCall(id=call_id, name=name, arguments=arguments))
     return tuple(calls)
 

@@ -218,6 +218,48 @@ def test_a_forgotten_failure_is_tried_again() -> None:
     assert [c.outcome for c in knew.knowledge] == ["found"]
 
 
+RECALL = ToolSpec("recall", {"type": "object", "properties": {"query": {}, "entry": {}}})
+
+
+def test_a_missing_rule_is_looked_up_with_a_recall_tool_before_it_is_broken() -> None:
+    """Issue 45: a client that offers a search of the session's own history gets the rule
+    looked up, by what it is about (never its text), and the step goes on knowing it."""
+    history = first_turn(numbered(LINES, 40))
+    without_rule = (user("Read the header parser."), *history[1:])
+    asked = Transcript("", (*TOOLS, RECALL), (*without_rule, user("Fix the magic check.")))
+    reply = plan_reply(asked, scenario(), id_prefix="toolu")
+    assert reply.source == "recovery:1:0:no-vendor"
+    (call,) = reply.calls
+    assert call.name == "recall" and "vendored" not in call.arguments["query"].lower()
+    ref = parse_call_id(call.id)
+    assert ref is not None and (ref.detour, ref.recall, ref.saved) == (1, True, False)
+    assert [(c.fact, c.outcome) for c in reply.knowledge] == [("header", "found"),
+                                                              ("no-vendor", "fetch")]
+
+    def after(result: str) -> Any:
+        return plan_reply(Transcript("", asked.tools, (
+            *asked.messages, assistant(reply.text, ToolCallPart(call.id, call.name,
+                                                                call.arguments)),
+            user(ToolResultPart(call.id, result)))), scenario(), id_prefix="toolu")
+
+    found = after(f"--- entry e1: the user's prompt, turn 1 ---\n{RULE}")
+    assert found.source == "scenario:1:0"
+    assert [c.outcome for c in found.knowledge] == ["found", "recovered"]
+    # Recalled once per step: a search that finds nothing leaves the rule broken.
+    missed = after("Nothing in this session's history matches.")
+    assert missed.source == "violation:1:0:no-vendor"
+    assert [c.outcome for c in missed.knowledge] == ["found", "violated"]
+
+
+def test_a_missing_file_is_read_again_even_with_a_recall_tool() -> None:
+    """A read shows the file as it is now; an old read in the history may not be."""
+    history = first_turn("nothing useful")
+    asked = Transcript("", (*TOOLS, RECALL), (*history, user(RULE + " Fix the magic check.")))
+    reply = plan_reply(asked, scenario(), id_prefix="toolu")
+    assert reply.source == "recovery:1:0:header"
+    assert [c.name for c in reply.calls] == ["read"]
+
+
 def test_a_fact_no_declared_tool_can_fetch_is_lost() -> None:
     history = first_turn("nothing useful")
     asked = Transcript("", (TOOLS[1],), (*history, user(RULE + " Fix the magic check.")))

@@ -129,6 +129,18 @@ class CommandTerminal(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class Recallable:
+    """One piece of the session's history that the recall tool searches (tools/recall.py):
+    the text of a prompt, an answer, a tool call or a tool result, with its ledger entry, the
+    turn it came in (the user's prompts counted from 1) and what it was."""
+
+    entry_id: str
+    turn: int
+    what: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class ToolContext:
     """Where and how one tool call runs.
 
@@ -159,6 +171,8 @@ class ToolContext:
     call_id: the id of the tool call this context runs.
     terminal: where bash runs its commands when not as the server's child (an ACP editor's
         terminal); None: here.
+    history: the session's history on its branch, for recall (None where there is no
+        session: recall then refuses).
     """
 
     workspace: Path
@@ -178,6 +192,7 @@ class ToolContext:
     repo_map_tokens: int = 1024
     call_id: str = ""
     terminal: CommandTerminal | None = None
+    history: Callable[[], Sequence[Recallable]] | None = None
 
 
 class Tool(Protocol):

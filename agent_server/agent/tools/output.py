@@ -166,7 +166,7 @@ def _how_to_read(path: Path | None, first_line: int, limits: OutputLimits) -> st
     return (
         f"Full output saved to {path}; read it with the read tool "
         f'(path "{path}", offset {first_line}, limit {limits.max_lines}), or search it with '
-        "grep."
+        "grep; after a compaction, recall finds this path again."
     )
 
 

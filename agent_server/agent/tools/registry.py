@@ -17,6 +17,7 @@ from agent_server.agent.tools.grep import GrepTool
 from agent_server.agent.tools.ls import LsTool
 from agent_server.agent.tools.plan import PlanTool
 from agent_server.agent.tools.read import ReadTool
+from agent_server.agent.tools.recall import RecallTool
 from agent_server.agent.tools.remember import RememberTool
 from agent_server.agent.tools.repo_map import RepoMapTool
 from agent_server.agent.tools.write import WriteTool
@@ -32,6 +33,7 @@ _DEFAULT_TOOLS: tuple[Tool, ...] = (
     BashTool(),
     PlanTool(),
     RememberTool(),
+    RecallTool(),
     CompactTool(),
 )
 
@@ -41,7 +43,7 @@ REPO_MAP: Tool = RepoMapTool()
 
 
 def default_tools(*, repo_map: bool = False) -> tuple[Tool, ...]:
-    """read, write, edit, ls, find, grep, bash, plan, remember, compact, and repo_map when
+    """read, write, edit, ls, find, grep, bash, plan, remember, recall, compact, and repo_map when
     asked for: always the same instances, in this order."""
     return (*_DEFAULT_TOOLS, REPO_MAP) if repo_map else _DEFAULT_TOOLS
 

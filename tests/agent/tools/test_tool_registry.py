@@ -37,6 +37,7 @@ def test_default_tools_in_fixed_order() -> None:
         "bash",
         "plan",
         "remember",
+        "recall",
         "compact",
     ]
 
@@ -62,6 +63,7 @@ def test_read_only_flags_and_kinds() -> None:
         "bash": (False, "execute"),
         "plan": (True, "other"),
         "remember": (True, "other"),
+        "recall": (True, "search"),
         "compact": (True, "other"),
     }
 
@@ -87,6 +89,7 @@ def test_argument_names_are_the_ones_the_scenarios_use() -> None:
         "bash": {"command", "timeout", "outsideSandbox"},
         "plan": {"entries"},
         "remember": {"text", "kind"},
+        "recall": {"query", "entry", "offset"},
         "compact": {"focus"},
     }
 
@@ -119,4 +122,4 @@ def test_lookup_and_unknown_tool() -> None:
     assert find_tool(tools, "Grep") is None
     result = unknown_tool_result("search_web", tools)
     assert result.is_error
-    assert "read, write, edit, ls, find, grep, bash, plan, remember, compact" in result.text
+    assert "read, write, edit, ls, find, grep, bash, plan, remember, recall, compact" in result.text

@@ -1,0 +1,273 @@
+"""recall: the model searches and reads the session's own history (issue 45).
+
+A compaction replaces older messages with a summary in what the model sees; the ledger keeps
+them. recall searches every prompt, answer, tool call and tool result on the session's branch
+(before and after every compaction; a rewound branch's are not on it) and returns bounded
+excerpts, each saying which entry it came from, so that what the session saw (a rule the user
+gave, an output, an error since fixed, what was tried and failed, a decision) stays in reach.
+Given an entry's id, it reads that entry whole, a page at a time. Read-only, on the session
+alone: never asked about, in the fixed tool list.
+
+Ranking: an entry matching more of the query's words comes first, then one with more matches,
+then the newer. Each excerpt is the stretch of its entry with the most of the words, cut at
+line ends, at most EXCERPT_CHARS; at most MAX_EXCERPTS of them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agent_server.agent.tools.base import (
+    Recallable,
+    ToolContext,
+    ToolKind,
+    ToolResult,
+    display_arg,
+    optional_str_arg,
+)
+from agent_server.context.projection import is_prompt
+from agent_server.errors import ToolError
+from agent_server.llm.messages import (
+    AssistantMessage,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    ToolSpec,
+    UserMessage,
+)
+from agent_server.session.entries import Entry, MessageEntry
+
+MAX_EXCERPTS = 5
+EXCERPT_CHARS = 800
+PAGE_CHARS = 8000
+# Words too common to tell entries apart.
+_STOPWORDS = frozenset((
+    "a", "an", "and", "are", "as", "at", "be", "by", "did", "do", "does", "for", "from", "had",
+    "has", "have", "how", "i", "in", "is", "it", "its", "of", "on", "or", "that", "the",
+    "this", "to", "was", "we", "were", "what", "when", "where", "which", "who", "why", "with",
+    "you", "your", "about",
+))
+_WORD = re.compile(r"[\w.\-/]+", re.UNICODE)
+
+SPEC = ToolSpec(
+    name="recall",
+    description=(
+        "Search this session's own history: every prompt, answer, tool call and tool result "
+        "since it began, including what compactions replaced with a summary. Use it when you "
+        "need something the session had that is no longer in your context: a rule or a "
+        "correction the user gave, an output or an error, what was tried and did not work, a "
+        "decision. Returns the best-matching excerpts, each with the entry it came from; "
+        "pass that entry's id as `entry` to read it whole."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "query": {
+                "type": "string",
+                "description": "Words to look for, in any order: entries with more of them "
+                "come first",
+            },
+            "entry": {
+                "type": "string",
+                "description": "An entry id from an earlier result: read that entry instead",
+            },
+            "offset": {
+                "type": "integer",
+                "description": "With entry: the character to start reading at (default 0)",
+            },
+        },
+        "required": [],
+    },
+)
+
+
+class RecallTool:
+    spec = SPEC
+    read_only = True
+    session_only = True  # reads the session's own history: never asked about
+    kind: ToolKind = "search"
+
+    def paths(self, arguments: Mapping[str, Any]) -> tuple[str, ...]:
+        return ()
+
+    def title(self, arguments: Mapping[str, Any]) -> str:
+        if isinstance(arguments.get("entry"), str):
+            return f"Recall entry {display_arg(arguments, 'entry')}"
+        return f"Recall: {display_arg(arguments, 'query')}"
+
+    async def run(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        if ctx.history is None:
+            raise ToolError("recall is not available here: there is no session history.")
+        history = [item for item in ctx.history() if item.text.strip()]
+        entry = optional_str_arg(arguments, "entry")
+        if entry:
+            return _read_entry(history, entry, arguments.get("offset"))
+        query = optional_str_arg(arguments, "query") or ""
+        terms = query_terms(query)
+        if not terms:
+            raise ToolError("Give `query` (words to look for) or `entry` (an id to read).")
+        found = search(history, terms)
+        if not found:
+            return ToolResult.of_text(
+                f"Nothing in this session's history matches {query!r}."
+            )
+        parts = [
+            f"{len(found)} of the entries that match {query!r}, best first "
+            f"(recall with `entry` to read one whole):"
+        ]
+        for item, excerpt in found:
+            parts.append(f"--- entry {item.entry_id}: {item.what}, turn {item.turn} ---\n{excerpt}")
+        return ToolResult.of_text("\n".join(parts))
+
+
+def query_terms(query: str) -> tuple[str, ...]:
+    """The words of `query` that tell entries apart, lowercased, each once."""
+    words = (word.strip(".-/").lower() for word in _WORD.findall(query))
+    seen: dict[str, None] = {}
+    for word in words:
+        if len(word) >= 2 and word not in _STOPWORDS:
+            seen.setdefault(word)
+    return tuple(seen)
+
+
+def search(
+    history: Sequence[Recallable], terms: Sequence[str]
+) -> list[tuple[Recallable, str]]:
+    """The best entries for `terms` with their excerpts (module docstring: the ranking)."""
+    scored = []
+    for order, item in enumerate(history):
+        lowered = item.text.lower()
+        counts = [lowered.count(term) for term in terms]
+        distinct = sum(1 for count in counts if count)
+        if distinct:
+            scored.append(((distinct, sum(counts), order), item, lowered))
+    scored.sort(key=lambda found: found[0], reverse=True)
+    best = scored[:MAX_EXCERPTS]
+    return [(item, excerpt(item.text, lowered, terms)) for _, item, lowered in best]
+
+
+def excerpt(text: str, lowered: str, terms: Sequence[str]) -> str:
+    """The stretch of `text` (at most EXCERPT_CHARS) holding the most of `terms`, widened to
+    whole lines where that fits; "..." where it was cut."""
+    if len(text) <= EXCERPT_CHARS:
+        return text
+    positions = sorted(
+        (match.start(), term)
+        for term in terms
+        for match in re.finditer(re.escape(term), lowered)
+    )
+    best, best_start = -1, 0
+    for start, _ in positions:
+        window = lowered[max(0, start - EXCERPT_CHARS // 4) : start + EXCERPT_CHARS * 3 // 4]
+        score = sum(1 for term in terms if term in window)
+        if score > best:
+            best, best_start = score, max(0, start - EXCERPT_CHARS // 4)
+    end = min(len(text), best_start + EXCERPT_CHARS)
+    start = best_start
+    line_start = text.rfind("\n", 0, start) + 1
+    if start - line_start < EXCERPT_CHARS // 8:
+        start = line_start
+    line_end = text.find("\n", end)
+    if line_end != -1 and line_end - start <= EXCERPT_CHARS + EXCERPT_CHARS // 8:
+        end = line_end
+    return ("..." if start > 0 else "") + text[start:end] + ("..." if end < len(text) else "")
+
+
+def _read_entry(history: Sequence[Recallable], entry_id: str, offset: Any) -> ToolResult:
+    item = next((item for item in history if item.entry_id == entry_id), None)
+    if item is None:
+        raise ToolError(f"No entry {entry_id!r} in this session's history.")
+    start = offset if isinstance(offset, int) and not isinstance(offset, bool) else 0
+    if not 0 <= start < max(len(item.text), 1):
+        raise ToolError(f"offset must be between 0 and {len(item.text) - 1}")
+    end = min(len(item.text), start + PAGE_CHARS)
+    more = (
+        f"; recall with entry {entry_id!r} and offset {end} for the rest"
+        if end < len(item.text) else ""
+    )
+    return ToolResult.of_text(
+        f"--- entry {entry_id}: {item.what}, turn {item.turn}, characters {start}-{end} of "
+        f"{len(item.text)}{more} ---\n{item.text[start:end]}"
+    )
+
+
+# --- the history, from the ledger -----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    name: str
+    shown: str
+
+
+def recallable(entries: Iterable[Entry]) -> list[Recallable]:
+    """What recall searches of a branch's entries, in order: each message's text, with what it
+    was and the turn (the user's prompts counted from 1) it came in."""
+    out: list[Recallable] = []
+    calls: dict[str, _Call] = {}
+    turn = 0
+    for entry in entries:
+        if not isinstance(entry, MessageEntry):
+            continue
+        message = entry.message
+        if is_prompt(message):
+            turn += 1
+        for what, text in _pieces(message, calls):
+            out.append(Recallable(entry.id, max(turn, 1), what, text))
+    return out
+
+
+def _pieces(message: Any, calls: dict[str, _Call]) -> Iterable[tuple[str, str]]:
+    if isinstance(message, UserMessage):
+        text = _texts(message.content)
+        yield ("the user's prompt" if message.note is None else "a note to you"), text
+    elif isinstance(message, AssistantMessage):
+        text = _texts(message.content)
+        if text.strip():
+            yield "your answer", text
+        for part in message.content:
+            if isinstance(part, ToolCall):
+                shown = _call_shown(part)
+                calls[part.id] = _Call(part.name, shown)
+                if part.name != SPEC.name:  # a search is not what it searched for
+                    yield f"your {part.name} call ({shown[:80]})", _strings(part.arguments)
+    elif isinstance(message, ToolResultMessage):
+        call = calls.get(message.tool_call_id)
+        if message.tool_name == SPEC.name:
+            return
+        named = f"{call.name} result ({call.shown[:80]})" if call else f"{message.tool_name} result"
+        yield ("error of " if message.is_error else "") + named, _texts(message.content)
+
+
+def _texts(content: Iterable[Any]) -> str:
+    return "\n".join(part.text for part in content if isinstance(part, TextContent))
+
+
+def _strings(arguments: Mapping[str, Any]) -> str:
+    """Every string a call's arguments hold (an edit's old and new text too), a line each."""
+    out: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, Mapping):
+            for inner in value.values():
+                walk(inner)
+        elif isinstance(value, list | tuple):
+            for inner in value:
+                walk(inner)
+
+    walk(arguments)
+    return "\n".join(out)
+
+
+def _call_shown(call: ToolCall) -> str:
+    arguments = call.arguments
+    for key in ("command", "path", "pattern", "query", "text"):
+        value = arguments.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ", ".join(f"{k}={v!r}" for k, v in arguments.items())

@@ -1,0 +1,144 @@
+"""recall (issue 45): the session's own history, searched and read, across compactions, on
+the branch the session is on."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from agent_server.agent.tools import ToolContext, run_tool
+from agent_server.agent.tools.recall import (
+    EXCERPT_CHARS,
+    MAX_EXCERPTS,
+    PAGE_CHARS,
+    RecallTool,
+    query_terms,
+    recallable,
+)
+from agent_server.agent.tools.registry import default_tools
+from agent_server.llm.messages import (
+    AssistantMessage,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from agent_server.session.ledger import Ledger
+
+RULE = "Never edit CHANGELOG: the release manager writes it."
+OUTPUT = "FAILED tests/test_table.py::test_commas - AssertionError: '1,234.5' != ' 1,234.5'"
+
+
+def prompt(text: str) -> UserMessage:
+    return UserMessage(content=(TextContent(text),))
+
+
+def answer(text: str, *calls: ToolCall) -> AssistantMessage:
+    return AssistantMessage(
+        content=(TextContent(text), *calls), stop_reason="toolUse" if calls else "stop"
+    )
+
+
+def result(call: ToolCall, text: str) -> ToolResultMessage:
+    return ToolResultMessage(
+        tool_call_id=call.id, tool_name=call.name, content=(TextContent(text),)
+    )
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Ledger:
+    """A session: a rule, a long failing test run, a compaction that summarised both away,
+    then a rewind whose abandoned branch said something recall must not find."""
+    ledger = Ledger.create(tmp_path / "s.jsonl", session_id="s", workspace=str(tmp_path))
+    ledger.append_message(prompt(f"Two rules. {RULE} Then run the tests."))
+    run = ToolCall("c1", "bash", {"command": "pytest -q tests"})
+    ledger.append_message(answer("Running them.", run))
+    noise = "\n".join(f"tests/test_other.py::test_{n} PASSED" for n in range(300))
+    ledger.append_message(result(run, f"{noise}\n{OUTPUT}\n{noise}"))
+    ledger.append_message(answer("Loosening the regex did not help: the test fails the same."))
+    kept = ledger.append_message(prompt("Now fix the padding."))
+    ledger.append_compaction(
+        summary="Goal: fix decimal alignment.", first_kept_entry_id=kept.id,
+        tokens_before=30_000, reason="threshold",
+    )
+    before_rewind = ledger.leaf_id
+    ledger.append_message(prompt("Use the abandoned approach with zebra stripes."))
+    ledger.rewind(before_rewind)
+    ledger.append_message(prompt("Go on with the padding."))
+    return ledger
+
+
+def context(ctx: ToolContext, ledger: Ledger) -> ToolContext:
+    return dataclasses.replace(ctx, history=lambda: recallable(ledger.branch()))
+
+
+async def test_recall_finds_a_rule_a_compaction_summarised_away(
+    ctx: ToolContext, ledger: Ledger
+) -> None:
+    shown = (await run_tool(RecallTool(), {"query": "CHANGELOG rule"}, context(ctx, ledger))).text
+    assert RULE in shown
+    assert "the user's prompt, turn 1" in shown
+
+
+async def test_recall_cuts_a_long_output_to_the_stretch_that_matches(
+    ctx: ToolContext, ledger: Ledger
+) -> None:
+    done = await run_tool(RecallTool(), {"query": "test_commas failed"}, context(ctx, ledger))
+    assert OUTPUT in done.text
+    assert "bash result (pytest -q tests)" in done.text
+    assert len(done.text) < MAX_EXCERPTS * (EXCERPT_CHARS + 200)
+    # The whole entry is a page at a time, from where it says.
+    entry = done.text.split("--- entry ", 2)[1].split(":", 1)[0]
+    page = await run_tool(RecallTool(), {"entry": entry}, context(ctx, ledger))
+    assert f"characters 0-{PAGE_CHARS}" in page.text and f"offset {PAGE_CHARS}" in page.text
+    rest = await run_tool(
+        RecallTool(), {"entry": entry, "offset": PAGE_CHARS}, context(ctx, ledger)
+    )
+    assert "test_299 PASSED" in rest.text or "offset" in rest.text
+
+
+async def test_recall_searches_the_branch_the_session_is_on(
+    ctx: ToolContext, ledger: Ledger
+) -> None:
+    done = await run_tool(RecallTool(), {"query": "zebra stripes"}, context(ctx, ledger))
+    assert "Nothing in this session's history matches" in done.text
+    found = await run_tool(RecallTool(), {"query": "regex help"}, context(ctx, ledger))
+    assert "did not help" in found.text and "your answer" in found.text
+
+
+async def test_recall_ranks_entries_with_more_of_the_words_first(
+    ctx: ToolContext, ledger: Ledger
+) -> None:
+    done = await run_tool(RecallTool(), {"query": "padding fix"}, context(ctx, ledger))
+    first = done.text.split("--- entry ", 2)[1]
+    assert "Now fix the padding." in first  # both words, before "Go on with the padding."
+
+
+async def test_recall_asks_for_a_query_and_refuses_without_a_session(
+    ctx: ToolContext, ledger: Ledger
+) -> None:
+    assert (await run_tool(RecallTool(), {"query": "the of"}, context(ctx, ledger))).is_error
+    assert (await run_tool(RecallTool(), {"entry": "nope"}, context(ctx, ledger))).is_error
+    assert (await run_tool(RecallTool(), {"query": "rule"}, ctx)).is_error
+
+
+def test_recall_is_in_the_fixed_tool_list_and_never_asked_about() -> None:
+    tool = next(tool for tool in default_tools() if tool.spec.name == "recall")
+    assert tool.read_only and getattr(tool, "session_only", False)
+    assert query_terms("The CHANGELOG, rule!") == ("changelog", "rule")
+
+
+def test_a_search_is_not_searched_again() -> None:
+    """A recall call's own query and its result are not history: a second search would find
+    the first one's words instead of what they found."""
+    call = ToolCall("r1", "recall", {"query": "zebra"})
+    entries = [
+        ("e1", answer("Let me look.", call)),
+        ("e2", result(call, "--- entry e0: zebra ---")),
+    ]
+    from agent_server.session.entries import MessageEntry
+
+    items = recallable(MessageEntry(i, None, "t", m) for i, m in entries)
+    assert [item.what for item in items] == ["your answer"]
