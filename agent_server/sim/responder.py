@@ -68,6 +68,9 @@ _FETCH_TEXT = "I no longer have {about} in front of me, so I will look at it aga
 _SEARCH_TEXT = "The output I was shown was cut; let me find {about} in the full output it saved."
 _RECALL_TEXT = "That is no longer in front of me; let me look up {about} in this session's history."
 RECALL_CALL = "recall"
+# Where the model looks for a fact of each kind: the user's words, its own, or a tool's.
+_RECALL_IN = {"rule": "prompts", "request": "prompts", "decision": "answers",
+              "failed": "answers", "output": "results"}
 _MAP_TEXT = "Let me look at a map of the repository's code first."
 
 
@@ -317,8 +320,13 @@ def _recall(context: _Context, fact_id: str, turn: int, index: int, need: int
     """The search of the session's history for a fact, by what it is about (never its text:
     the call's own arguments are in the request, and must not make the fact known)."""
     fact = context.scenario.facts[fact_id]
-    query = fact.about or fact.id.replace("-", " ")
-    return _fitted(context, (ToolInvocation(RECALL_CALL, {"query": query}),), turn, index,
+    arguments = {"query": fact.about or fact.id.replace("-", " ")}
+    where = _RECALL_IN.get(fact.kind)
+    offered = next((t for t in context.transcript.tools if t.name == RECALL_CALL), None)
+    properties = offered.schema.get("properties") if offered is not None else None
+    if where is not None and isinstance(properties, Mapping) and "in" in properties:
+        arguments["in"] = where
+    return _fitted(context, (ToolInvocation(RECALL_CALL, arguments),), turn, index,
                    need, recall=True)
 
 

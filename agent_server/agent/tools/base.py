@@ -132,12 +132,14 @@ class CommandTerminal(Protocol):
 class Recallable:
     """One piece of the session's history that the recall tool searches (tools/recall.py):
     the text of a prompt, an answer, a tool call or a tool result, with its ledger entry, the
-    turn it came in (the user's prompts counted from 1) and what it was."""
+    turn it came in (the user's prompts counted from 1), what it was and where a search may
+    look for it."""
 
     entry_id: str
     turn: int
     what: str
     text: str
+    source: str = "results"  # "prompts", "answers" or "results" (recall's `in`)
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,6 +41,8 @@ from agent_server.llm.messages import (
 from agent_server.session.entries import Entry, MessageEntry
 
 MAX_EXCERPTS = 5
+# Where a search may look (`in`), by the kind of piece (Recallable.source).
+SOURCES = ("all", "prompts", "answers", "results")
 EXCERPT_CHARS = 800
 PAGE_CHARS = 8000
 # Words too common to tell entries apart.
@@ -78,6 +80,12 @@ SPEC = ToolSpec(
                 "type": "integer",
                 "description": "With entry: the character to start reading at (default 0)",
             },
+            "in": {
+                "type": "string",
+                "enum": list(SOURCES),
+                "description": "Where to look: prompts (what the user wrote), answers (what "
+                "you said, and your calls), results (what tools returned), or all (default)",
+            },
         },
         "required": [],
     },
@@ -109,7 +117,10 @@ class RecallTool:
         terms = query_terms(query)
         if not terms:
             raise ToolError("Give `query` (words to look for) or `entry` (an id to read).")
-        found = search(history, terms)
+        where = optional_str_arg(arguments, "in") or "all"
+        if where not in SOURCES:
+            raise ToolError(f"`in` must be one of {', '.join(SOURCES)}")
+        found = search([item for item in history if where in ("all", item.source)], terms)
         if not found:
             return ToolResult.of_text(
                 f"Nothing in this session's history matches {query!r}."
@@ -215,31 +226,37 @@ def recallable(entries: Iterable[Entry]) -> list[Recallable]:
         message = entry.message
         if is_prompt(message):
             turn += 1
-        for what, text in _pieces(message, calls):
-            out.append(Recallable(entry.id, max(turn, 1), what, text))
+        for source, what, text in _pieces(message, calls):
+            out.append(Recallable(entry.id, max(turn, 1), what, text, source))
     return out
 
 
-def _pieces(message: Any, calls: dict[str, _Call]) -> Iterable[tuple[str, str]]:
+def _pieces(message: Any, calls: dict[str, _Call]) -> Iterable[tuple[str, str, str]]:
+    """(source, what, text) of each piece of `message` recall searches."""
     if isinstance(message, UserMessage):
         text = _texts(message.content)
-        yield ("the user's prompt" if message.note is None else "a note to you"), text
+        if message.note is None:
+            yield "prompts", "the user's prompt", text
+        else:
+            yield "results", "a note to you", text
     elif isinstance(message, AssistantMessage):
         text = _texts(message.content)
         if text.strip():
-            yield "your answer", text
+            yield "answers", "your answer", text
         for part in message.content:
             if isinstance(part, ToolCall):
                 shown = _call_shown(part)
                 calls[part.id] = _Call(part.name, shown)
                 if part.name != SPEC.name:  # a search is not what it searched for
-                    yield f"your {part.name} call ({shown[:80]})", _strings(part.arguments)
+                    what = f"your {part.name} call ({shown[:80]})"
+                    yield "answers", what, _strings(part.arguments)
     elif isinstance(message, ToolResultMessage):
         call = calls.get(message.tool_call_id)
         if message.tool_name == SPEC.name:
             return
         named = f"{call.name} result ({call.shown[:80]})" if call else f"{message.tool_name} result"
-        yield ("error of " if message.is_error else "") + named, _texts(message.content)
+        what = ("error of " if message.is_error else "") + named
+        yield "results", what, _texts(message.content)
 
 
 def _texts(content: Iterable[Any]) -> str:

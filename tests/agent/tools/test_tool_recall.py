@@ -124,6 +124,18 @@ async def test_recall_asks_for_a_query_and_refuses_without_a_session(
     assert (await run_tool(RecallTool(), {"query": "rule"}, ctx)).is_error
 
 
+async def test_recall_looks_where_it_is_told(ctx: ToolContext, ledger: Ledger) -> None:
+    """`in`: the user's prompts, the model's own answers and calls, or the tools' results."""
+    run = context(ctx, ledger)
+    prompts = await run_tool(RecallTool(), {"query": "tests", "in": "prompts"}, run)
+    assert "the user's prompt" in prompts.text and "bash result" not in prompts.text
+    results = await run_tool(RecallTool(), {"query": "tests", "in": "results"}, run)
+    assert "bash result" in results.text and "the user's prompt" not in results.text
+    answers = await run_tool(RecallTool(), {"query": "pytest", "in": "answers"}, run)
+    assert "your bash call (pytest -q tests)" in answers.text
+    assert (await run_tool(RecallTool(), {"query": "tests", "in": "files"}, run)).is_error
+
+
 def test_recall_is_in_the_fixed_tool_list_and_never_asked_about() -> None:
     tool = next(tool for tool in default_tools() if tool.spec.name == "recall")
     assert tool.read_only and getattr(tool, "session_only", False)

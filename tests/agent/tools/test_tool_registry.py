@@ -89,7 +89,7 @@ def test_argument_names_are_the_ones_the_scenarios_use() -> None:
         "bash": {"command", "timeout", "outsideSandbox"},
         "plan": {"entries"},
         "remember": {"text", "kind"},
-        "recall": {"query", "entry", "offset"},
+        "recall": {"query", "entry", "offset", "in"},
         "compact": {"focus"},
     }
 
