@@ -194,7 +194,7 @@ async def test_cancel_stops_a_compact_command_and_keeps_the_conversation(
     async with start_acp(acp_args(sim, tmp_path), tmp_path) as acp:
         client = acp.client
         session_id = await acp.new_session(workspace)
-        for prompt in SCENARIO[:4]:
+        for prompt in SCENARIO[:3]:  # below the threshold: nothing compacted yet
             assert (await acp.prompt(session_id, prompt)).stop_reason == "end_turn"
 
         def cards() -> list[Any]:
@@ -278,12 +278,13 @@ async def test_compaction_reaches_the_client_as_a_card_and_in_the_meter(
         assert windows[-1] == 1 + len(started)
 
         # /compact: a manual compaction, its own card; /usage: the meter as text.
-        for prompt in MORE_SCENARIO:
-            await acp.prompt(session_id, prompt)
         assert (await acp.prompt(session_id, "/compact keep the file names")).stop_reason == "end_turn"
         cards = [c for c in client.of("tool_call") if c.tool_call_id.startswith("compaction-")]
         assert [c.raw_input["reason"] for c in cards[len(started) :]] == ["manual"]
         assert client.tool_results()[cards[-1].tool_call_id].status == "completed"
+        for prompt in MORE_SCENARIO:
+            await acp.prompt(session_id, prompt)
+        cards = [c for c in client.of("tool_call") if c.tool_call_id.startswith("compaction-")]
         await acp.prompt(session_id, "/usage")
         assert f"Cache window {len(cards) + 1}" in client.text()
 

@@ -64,10 +64,10 @@ SPEC = ToolSpec(
         "file that read can open. The command is killed, with its child processes, when it "
         "exceeds the timeout (seconds; the default is the user's setting, normally 120; at "
         f"most {int(MAX_TIMEOUT)}). Do not start interactive programs or servers that never "
-        "exit; a command's background jobs keep running, but their later output is lost. "
-        "Commands run in a sandbox (no network, no home directory, the workspace writable); "
-        "only when one failed because of that, run it again with outsideSandbox: the user "
-        "is asked."
+        "exit; a command's background jobs may be stopped when it ends, and their later "
+        "output is lost. Commands normally run in a sandbox (the workspace writable, the "
+        "home directory empty, no network unless the user allowed it); only when one failed "
+        "because of that, run it again with outsideSandbox: the user is asked."
     ),
     parameters={
         "type": "object",
