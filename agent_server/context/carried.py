@@ -9,7 +9,8 @@ part has its own budget:
 
 - **the user's own words**: every prompt (what the user typed, without what its @-mentions
   attached; never an editor note), newest first within `user_tokens` (Codex keeps up to 20k
-  tokens of user messages, codex-rs/core/src/compact.rs), rendered oldest first. The newest
+  tokens of user messages, codex-rs/core/src/compact.rs), the short ones before the pastes
+  (each paste as its head and tail), rendered oldest first. The newest
   prompt, the latest request or the correction after it, is never dropped: when it alone is
   over the budget its head and tail are kept around a note of the cut. A prompt kept verbatim
   in the tail after the compaction is not repeated. The next compaction folds this list with
@@ -59,8 +60,8 @@ MAX_FAILURE_TOKENS = 2_000
 FAILURE_SHARE_OF_THRESHOLD = 40
 MAX_PIN_TOKENS = 2_000
 PIN_SHARE_OF_THRESHOLD = 12
-# The least worth keeping of an older message cut to fit what is left of the budget.
-MIN_CUT_MESSAGE_TOKENS = 64
+# An older prompt longer than this (a pasted report, a log) is carried as its head and tail.
+LONG_MESSAGE_TOKENS = 512
 MIN_CUT_CHARS = 200
 CALL_CHARS = 240
 ERROR_CHARS = 240
@@ -185,24 +186,35 @@ def user_text(message: UserMessage) -> str:
 
 
 def _user_messages(messages: Sequence[str], budget: int) -> tuple[tuple[str, ...], int]:
-    """The newest messages within `budget` tokens (oldest first), and how many older ones
-    were left out. The newest is always there, cut to the budget if it must be; the first
-    one that does not fit is cut to what is left, if that is worth it."""
+    """The messages carried within `budget` tokens (oldest first), and how many were left
+    out. The newest is always there, cut to the budget if it must be (to half of it, when
+    it is a paste and older ones wait). Then the older short ones, newest first, while they
+    fit; then the older long ones (pastes over LONG_MESSAGE_TOKENS), each as its head and
+    tail, newest first, in what is left: a paste never pushes a short instruction out, and
+    recall finds it whole."""
     texts = [text for text in messages if text]
-    chosen: list[str] = []
-    left = budget
-    for text in reversed(texts):
-        tokens = estimate_text_tokens(text)
-        if tokens <= left:
-            chosen.append(text)
-            left -= tokens
-            continue
-        if not chosen:
-            chosen.append(_cut_to(text, budget))
-        elif left >= MIN_CUT_MESSAGE_TOKENS:
-            chosen.append(_cut_to(text, left))
-        break
-    return tuple(reversed(chosen)), len(texts) - len(chosen)
+    if not texts:
+        return (), 0
+    *older, newest = texts
+    room = budget
+    if older and estimate_text_tokens(newest) > LONG_MESSAGE_TOKENS:
+        room = min(budget, max(LONG_MESSAGE_TOKENS, budget // 2))
+    if estimate_text_tokens(newest) > room:
+        newest = _cut_to(newest, room)
+    chosen = {len(older): newest}
+    left = budget - estimate_text_tokens(newest)
+    for pastes in (False, True):
+        for index in range(len(older) - 1, -1, -1):
+            text = older[index]
+            if (estimate_text_tokens(text) > LONG_MESSAGE_TOKENS) != pastes:
+                continue
+            if pastes:
+                text = _cut_to(text, LONG_MESSAGE_TOKENS)
+            tokens = estimate_text_tokens(text)
+            if tokens <= left:
+                chosen[index] = text
+                left -= tokens
+    return tuple(chosen[index] for index in sorted(chosen)), len(texts) - len(chosen)
 
 
 def _cut_to(text: str, tokens: int) -> str:

@@ -150,7 +150,10 @@ def render_carried(carried: Carried) -> str:
     if carried.user_messages:
         left_out = carried.user_messages_left_out
         more = f"; {left_out} older ones left out" if left_out else ""
-        parts.append(f"<user-messages> (the user's own words, oldest first{more})")
+        parts.append(
+            f"<user-messages> (the user's own words, oldest first{more}; a long one cut: "
+            "recall finds it whole)"
+        )
         parts += [f"<message>\n{text}\n</message>" for text in carried.user_messages]
         parts.append("</user-messages>")
     if carried.pins:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from agent_server.context.carried import (
+    LONG_MESSAGE_TOKENS,
     CarriedBudgets,
     carried_budgets,
     carry,
@@ -143,6 +144,37 @@ def test_the_newest_words_win_the_budget_and_the_rest_are_counted() -> None:
     assert sum(estimate_text_tokens(t) for t in carried.user_messages) <= budget
 
 
+def test_long_pastes_do_not_push_a_short_rule_out() -> None:
+    """Issue 45: 40 prompts of about 2k tokens (pasted logs) on a 32k window left room for
+    one or two of them and none of the rules given before. Now the short messages are
+    carried first, and each paste as its head and tail (LONG_MESSAGE_TOKENS) in what is
+    left; recall finds a paste whole."""
+    path = Path_()
+    path.prompt("Rule: never push to main.")
+    path.answer("ok")
+    for number in range(40):
+        path.prompt(f"paste {number}:\n" + "ERROR worker timed out after 30s\n" * 230)
+        path.answer("looked at it")
+    path.prompt("Correction: the worker is in jobs/, not workers/.")
+    path.answer("ok")
+    budget = carried_budgets(24_576).user_tokens
+    carried = path.carry(CarriedBudgets(user_tokens=budget, failure_tokens=100))
+    words = carried.user_messages
+    assert words[0] == "Rule: never push to main."
+    assert words[-1] == "Correction: the worker is in jobs/, not workers/."
+    pastes = words[1:-1]
+    assert pastes and all("characters cut here" in text for text in pastes)
+    assert pastes[-1].startswith("paste 39:")  # the newest pastes fill what is left
+    assert carried.user_messages_left_out == 42 - len(words)
+    assert sum(estimate_text_tokens(t) for t in words) <= budget
+    # The newest carried message, itself a paste, keeps at most half the budget.
+    path.prompt("paste 40:\n" + "ERROR worker timed out after 30s\n" * 230)
+    path.answer("ok")
+    again = path.carry(CarriedBudgets(user_tokens=budget, failure_tokens=100)).user_messages
+    assert again[0] == "Rule: never push to main." and again[-1].startswith("paste 40:")
+    assert estimate_text_tokens(again[-1]) <= max(LONG_MESSAGE_TOKENS, budget // 2)
+
+
 def test_the_latest_request_is_never_dropped_however_long() -> None:
     path = Path_()
     path.prompt("an old rule")
@@ -151,12 +183,13 @@ def test_the_latest_request_is_never_dropped_however_long() -> None:
     path.prompt(huge)
     path.answer("ok")
     carried = path.carry(CarriedBudgets(user_tokens=300, failure_tokens=100))
-    assert len(carried.user_messages) == 1  # the older one did not fit beside it
-    latest = carried.user_messages[0]
+    # The short rule still fits beside the cut paste (issue 45: a paste never pushes it out).
+    assert carried.user_messages[0] == "an old rule" and len(carried.user_messages) == 2
+    latest = carried.user_messages[1]
     assert latest.startswith("Correction: I meant the other file.") and latest.endswith("THE END")
     assert "characters cut here" in latest
-    assert estimate_text_tokens(latest) <= 300
-    assert carried.user_messages_left_out == 1
+    assert sum(estimate_text_tokens(t) for t in carried.user_messages) <= 300
+    assert carried.user_messages_left_out == 0
 
 
 def test_what_an_at_mention_attached_is_not_the_users_words() -> None:
