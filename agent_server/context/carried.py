@@ -77,6 +77,13 @@ _ERROR_LINE = re.compile(  # case matters: "FAILED test_x", not pytest's "1 fail
 )
 _NOTE_LINE = re.compile(r"^(?:Exit code -?\d+\.|\[Output truncated.*\])$")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+# The model saying an approach it tried failed although its calls succeeded.
+_NO_HELP = re.compile(
+    r"\b(?:did not|didn't|does not|doesn't|did nothing to) (?:help|work|fix|change)\b"
+    r"|\bmade no difference\b|\bhad no effect\b|\bno better\b",
+    re.IGNORECASE,
+)
+_CONDITION = re.compile(r"\b(?:if|unless|whether|in case)\b", re.IGNORECASE)  # not a result
 
 @dataclass(frozen=True, slots=True)
 class CarriedBudgets:
@@ -229,19 +236,33 @@ def _cut_to(text: str, tokens: int) -> str:
 
 def failures_in(messages: Sequence[Message]) -> list[Failure]:
     """The failed tool calls in `messages`, in order: each with its failing line and the
-    first sentences of what the model said after it (before the next prompt)."""
+    first sentences of what the model said after it (before the next prompt); and each
+    approach the model itself said did not help (its calls succeeded: "Loosening the regex
+    did not help"), with the sentence that says so, under the last call before it."""
     calls: dict[str, ToolCall] = {}
     found: list[Failure] = []
+    last_call: ToolCall | None = None  # the latest call, unless it failed (carried as such)
     for index, message in enumerate(messages):
         if isinstance(message, AssistantMessage):
+            said = _did_not_help(message)
+            if said and last_call is not None:
+                found.append(
+                    Failure(call=bound_text(format_tool_call(last_call), CALL_CHARS),
+                            error=said, then="")
+                )
+                last_call = None
             calls.update((call.id, call) for call in message.tool_calls)
+            last_call = message.tool_calls[-1] if message.tool_calls else last_call
             continue
+        if isinstance(message, UserMessage) and is_prompt(message):
+            last_call = None  # a new request: what follows is not about the calls before it
         if not isinstance(message, ToolResultMessage) or not message.is_error:
             continue
         call = calls.get(message.tool_call_id)
         text = message.text.strip()
         if call is None or text.startswith(_NOT_RUN):
             continue
+        last_call = None  # what the model says next is this failure's `then`
         found.append(
             Failure(
                 call=bound_text(format_tool_call(call), CALL_CHARS),
@@ -250,6 +271,17 @@ def failures_in(messages: Sequence[Message]) -> list[Failure]:
             )
         )
     return found
+
+
+def _did_not_help(message: AssistantMessage) -> str:
+    """The sentence in which the model says an approach did not help ("" when none)."""
+    text = " ".join(
+        block.text.strip() for block in message.content if isinstance(block, TextContent)
+    )
+    for sentence in _SENTENCE_END.split(" ".join(text.split())):
+        if _NO_HELP.search(sentence) and not _CONDITION.search(sentence):
+            return bound_text(sentence, ERROR_CHARS)
+    return ""
 
 
 def failing_line(text: str) -> str:

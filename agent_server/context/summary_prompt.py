@@ -151,8 +151,8 @@ def render_carried(carried: Carried) -> str:
         left_out = carried.user_messages_left_out
         more = f"; {left_out} older ones left out" if left_out else ""
         parts.append(
-            f"<user-messages> (the user's own words, oldest first{more}; a long one cut: "
-            "recall finds it whole)"
+            f"<user-messages> (the user's own words, oldest first{more}; where two "
+            "disagree, the later one stands; a long one cut: recall finds it whole)"
         )
         parts += [f"<message>\n{text}\n</message>" for text in carried.user_messages]
         parts.append("</user-messages>")

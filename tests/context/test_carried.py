@@ -238,6 +238,33 @@ def test_a_failed_command_is_carried_with_its_failing_line_and_what_was_said_nex
     assert failure.then.startswith("Loosening the regex did not help")
 
 
+def test_an_approach_the_model_said_did_not_help_is_carried_as_failed() -> None:
+    """Issue 45: the command exited 0 and "it did not help" was only in the answer; the
+    approach was retried in 3 of 4 runs once a summary dropped that sentence."""
+    path = Path_()
+    path.prompt("raise the pool size and rerun the load test")
+    edit = ToolCall("c1", "edit", {"path": "pool.py", "oldText": "10", "newText": "50"})
+    run = bash("c2", "make load-test")
+    path.answer("", edit)
+    path.result(edit, "Edited pool.py")
+    path.answer("", run)
+    path.result(run, "p99 1840 ms\nExit code 0.")
+    path.answer("Raising the pool size did not help: p99 is 1840 ms as before. "
+                "If the cache does not help either, I'll profile.")
+    [failure] = path.carry().failures
+    assert failure.call == 'bash(command="make load-test")'
+    assert failure.error == "Raising the pool size did not help: p99 is 1840 ms as before."
+    # A plan ("if X does not help") is not a result; nor is what follows a new request.
+    plan = Path_()
+    plan.prompt("try the cache")
+    plan.answer("", run)
+    plan.result(run, "p99 900 ms\nExit code 0.")
+    plan.answer("If the cache does not help, I'll profile.")
+    plan.prompt("thanks")
+    plan.answer("That did not help anyone.")
+    assert plan.carry().failures == ()
+
+
 def test_calls_that_never_ran_are_not_failures_and_repeats_count_once() -> None:
     path = Path_()
     path.prompt("go")
