@@ -57,34 +57,25 @@ _WORD = re.compile(r"[\w.\-/]+", re.UNICODE)
 SPEC = ToolSpec(
     name="recall",
     description=(
-        "Search this session's own history: every prompt, answer, tool call and tool result "
-        "since it began, including what compactions replaced with a summary. Use it when you "
-        "need something the session had that is no longer in your context: a rule or a "
-        "correction the user gave, an output or an error, what was tried and did not work, a "
-        "decision. Returns the best-matching excerpts, each with the entry it came from; "
-        "pass that entry's id as `entry` to read it whole."
+        "Search this session's history (every prompt, answer, tool call and result, what "
+        "compactions summarised away included) for what is no longer in your context: a rule "
+        "or correction, an output or error, what did not work, a decision. Returns the best "
+        "excerpts, each naming its entry; pass `entry` to read one whole."
     ),
     parameters={
         "type": "object",
         "properties": {
-            "query": {
-                "type": "string",
-                "description": "Words to look for, in any order: entries with more of them "
-                "come first",
-            },
-            "entry": {
-                "type": "string",
-                "description": "An entry id from an earlier result: read that entry instead",
-            },
+            "query": {"type": "string", "description": "Words to look for, in any order"},
+            "entry": {"type": "string", "description": "An entry id from a result: read it"},
             "offset": {
                 "type": "integer",
-                "description": "With entry: the character to start reading at (default 0)",
+                "description": "With entry: the character to start at (default 0)",
             },
             "in": {
                 "type": "string",
                 "enum": list(SOURCES),
-                "description": "Where to look: prompts (what the user wrote), answers (what "
-                "you said, and your calls), results (what tools returned), or all (default)",
+                "description": "prompts (the user's), answers (yours, with your calls), "
+                "results (the tools'), or all (default)",
             },
         },
         "required": [],
