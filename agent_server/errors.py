@@ -13,9 +13,12 @@ from agent_server.redaction import redact as redact
 
 
 class AgentServerError(Exception):
-    """Base of every error agent-server raises on purpose."""
+    """Base of every error agent-server raises on purpose. `rpc`: the name of its JSON-RPC
+    code in the editor protocol's table (protocol.ERROR_CODES; the ACP agent answers with the
+    same), None for an internal error."""
 
     code = "agent_error"
+    rpc: str | None = None
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -27,6 +30,7 @@ class AgentServerError(Exception):
 
 class ConfigError(AgentServerError):
     code = "config_error"
+    rpc = "ConfigurationError"
 
 
 class MissingApiKeyError(ConfigError):
@@ -188,28 +192,34 @@ class SessionError(AgentServerError):
 
 class SessionNotFoundError(SessionError):
     code = "session_not_found"
+    rpc = "UnknownSession"
 
 
 class SessionLockedError(SessionError):
     code = "session_locked"
+    rpc = "SessionLocked"
 
 
 class SessionBusyError(SessionError):
     code = "session_busy"
+    rpc = "SessionBusy"
 
 
 class EntryNotFoundError(SessionError):
     code = "entry_not_found"
+    rpc = "UnknownEntry"
 
 
 class LedgerFormatError(SessionError):
     code = "ledger_format"
+    rpc = "SessionDamaged"
 
 
 class PinError(SessionError):
     """A pin refused (empty, too long, over the pins' budget) or not found."""
 
     code = "pin_refused"
+    rpc = "InvalidParams"
 
 
 # --- tools ----------------------------------------------------------------------------------

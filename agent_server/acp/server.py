@@ -60,7 +60,7 @@ from acp.stdio import stdio_streams
 from acp.task import MessageSender, TaskSupervisor
 from pydantic import BaseModel
 
-from agent_server import __version__
+from agent_server import __version__, protocol
 from agent_server.acp.auth import auth_methods, auth_required, authenticate
 from agent_server.acp.files import EditorFiles
 from agent_server.acp.terminal import EditorTerminal
@@ -110,6 +110,7 @@ from agent_server.errors import (
     AgentServerError,
     ConfigError,
     MissingApiKeyError,
+    SessionBusyError,
     SessionNotFoundError,
 )
 from agent_server.jsonrpc import INTERNAL_ERROR
@@ -130,11 +131,14 @@ REPLAY_PAGE = 500  # transcript entries read at a time when a session is loaded
 
 def request_error(error: AgentServerError) -> RequestError:
     """An agent error as a JSON-RPC error: ACP's "resource not found" for an unknown session,
-    "authentication required" for a missing API key, Internal error otherwise; the message
-    says what to do, `data.code` names the error."""
+    "authentication required" for a missing API key, the editor protocol's code for the
+    others it names (a session open in another process: -33005 SessionLocked; docs/protocol.md),
+    Internal error otherwise; the message says what to do, `data.code` names the error."""
     if isinstance(error, MissingApiKeyError):
         return auth_required(error)
-    code = RESOURCE_NOT_FOUND if isinstance(error, SessionNotFoundError) else INTERNAL_ERROR
+    if isinstance(error, SessionNotFoundError):
+        return RequestError(RESOURCE_NOT_FOUND, error.message, {"code": error.code})
+    code = protocol.ERROR_CODES[error.rpc] if error.rpc else INTERNAL_ERROR
     return RequestError(code, error.message, {"code": error.code})
 
 
@@ -408,7 +412,7 @@ class AcpAgent:
             state = self._adopt(session, workspace.root)
         if state.session.busy:
             raise request_error(
-                AgentServerError(f"session {session_id} is running a turn; cancel it first")
+                SessionBusyError(f"session {session_id} is running a turn; cancel it first")
             )
         return state
 

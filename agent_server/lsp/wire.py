@@ -34,13 +34,6 @@ from agent_server.agent.events import (
 )
 from agent_server.errors import (
     AgentServerError,
-    ConfigError,
-    EntryNotFoundError,
-    LedgerFormatError,
-    PinError,
-    SessionBusyError,
-    SessionLockedError,
-    SessionNotFoundError,
 )
 from agent_server.jsonrpc import INTERNAL_ERROR
 from agent_server.llm.messages import (
@@ -58,13 +51,9 @@ from agent_server.stderr_log import shorten
 
 # Our own error codes: a block outside JSON-RPC's reserved -32768..-32000 (where LSP has
 # its -32002 ServerNotInitialized and -32001 UnknownErrorCode) and LSP's -32899..-32800.
-UNKNOWN_SESSION = -33001
-SESSION_BUSY = -33002
-UNKNOWN_WORKSPACE = -33003
-UNKNOWN_ENTRY = -33004
-SESSION_LOCKED = -33005
-SESSION_DAMAGED = -33006  # a ledger that cannot be opened: not a bug, the file is damaged
-CONFIG_ERROR = -33010
+UNKNOWN_SESSION = protocol.ERROR_CODES["UnknownSession"]
+SESSION_BUSY = protocol.ERROR_CODES["SessionBusy"]
+CONFIG_ERROR = protocol.ERROR_CODES["ConfigurationError"]
 MAX_PROMPT_CHARS = 2_000_000
 MAX_TITLE_CHARS = 1000  # a session's title, shown in every session list
 MAX_FILE_CHARS = 20_000_000  # a revised change the editor sends back (agent/requestPermission)
@@ -102,6 +91,7 @@ if TYPE_CHECKING:  # the agent's heavier modules load after `initialize` (lsp/st
 
 class UnknownWorkspaceError(AgentServerError):
     code = "unknown_workspace"
+    rpc = "UnknownWorkspace"
 
 
 def invalid(message: str) -> JsonRpcInvalidParams:
@@ -114,21 +104,9 @@ def rpc_error(error: AgentServerError) -> JsonRpcException:
     """The JSON-RPC error for an agent error (docs/protocol.md, Errors)."""
     from pygls.exceptions import JsonRpcException
 
-    codes: list[tuple[type[AgentServerError], int]] = [
-        (SessionNotFoundError, UNKNOWN_SESSION),
-        (SessionBusyError, SESSION_BUSY),
-        (UnknownWorkspaceError, UNKNOWN_WORKSPACE),
-        (EntryNotFoundError, UNKNOWN_ENTRY),
-        (SessionLockedError, SESSION_LOCKED),
-        (LedgerFormatError, SESSION_DAMAGED),
-        (ConfigError, CONFIG_ERROR),
-        (PinError, protocol.ERROR_CODES["InvalidParams"]),  # bad input, nothing changed
-    ]
     message = shorten(error.message, 2000)  # it may quote a param
-    for kind, code in codes:
-        if isinstance(error, kind):
-            return JsonRpcException(code=code, message=message, data={"code": error.code})
-    return JsonRpcException(code=INTERNAL_ERROR, message=message, data={"code": error.code})
+    code = protocol.ERROR_CODES[error.rpc] if error.rpc else INTERNAL_ERROR
+    return JsonRpcException(code=code, message=message, data={"code": error.code})
 
 
 class Params:

@@ -15,6 +15,7 @@ from acp import RequestError, audio_block, text_block
 from acp.schema import PermissionOption, ToolCallUpdate
 
 from agent_server.acp.updates import ANSWER_DISCARDED
+from agent_server.protocol import ERROR_CODES
 from agent_server.sim.server import SimServer
 from tests.acp.conftest import (
     EDIT_NOTE,
@@ -355,6 +356,24 @@ async def test_a_load_waits_for_the_process_before_to_let_the_session_go(
             user_text = "".join(u.content.text for u in second.client.of("user_message_chunk"))
             assert user_text == OVERVIEW
             assert (await second.prompt(session_id, MODELS)).stop_reason == "end_turn"
+
+
+async def test_a_session_open_in_another_process_is_refused_with_its_own_code(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    """Past the wait, a load of a session another process keeps open is refused as the
+    editor protocol refuses it (-33005 SessionLocked, `data.code` session_locked), not as an
+    internal error: a client can tell the user to close it there."""
+    async with start_acp(acp_args(sim, tmp_path), tmp_path) as first:
+        session_id = await first.new_session(workspace)
+        await first.prompt(session_id, OVERVIEW)
+        async with start_acp(acp_args(sim, tmp_path), tmp_path) as second:
+            with pytest.raises(RequestError) as refused:
+                await second.conn.load_session(
+                    cwd=str(workspace), session_id=session_id, mcp_servers=[]
+                )
+    assert refused.value.code == ERROR_CODES["SessionLocked"]
+    assert (refused.value.data or {}).get("code") == "session_locked"
 
 
 async def test_file_tools_use_the_editors_buffers(
