@@ -32,6 +32,13 @@ from agent_server.session.index import IssueAction
 
 PermissionMode: TypeAlias = Literal["ask", "allowReads", "allowAll"]
 """When the agent asks before running a tool."""
+# Each mode's name and what it means, wherever a user picks one: the editor's settings and
+# mode picker (generated: client-vscode/src/protocol/settings.ts), ACP's modes, the terminal.
+PERMISSION_MODE_NAMES: dict[str, tuple[str, str]] = {
+    "ask": ("Ask every time", "Every tool call asks first, reads too"),
+    "allowReads": ("Allow reads", "Reads and searches run; writes, edits and commands ask first"),
+    "allowAll": ("Allow all", "Nothing asks first (commands still run in the sandbox)"),
+}
 PermissionOptionKind: TypeAlias = Literal[
     "allow_once", "allow_always", "reject_once", "reject_always"
 ]

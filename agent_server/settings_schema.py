@@ -53,6 +53,7 @@ class Setting:
     editor: EditorScope | None = None
     name: str | None = None  # the JSON name, when not the field's camelCase (may be dotted)
     values: tuple[str, ...] = ()  # the values of a `str` field (a Literal field has its own)
+    value_labels: tuple[str, ...] = ()  # each value's name, where a user picks one
     value_texts: tuple[str, ...] = ()  # what each value means, in the editor
     minimum: float | None = None
     exclusive_minimum: float | None = None

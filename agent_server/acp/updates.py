@@ -60,6 +60,7 @@ from acp.schema import (
     UserMessageChunk,
 )
 
+from agent_server import protocol
 from agent_server.agent.checkpoints import DETAILS_KEY
 from agent_server.agent.events import (
     AgentEvent,
@@ -126,11 +127,7 @@ ACP_STOP_REASONS: frozenset[str] = frozenset(get_args(StopReason))
 # The streamed output of a running command shown in its card: the tail, like a terminal.
 STREAMED_OUTPUT_CHARS = 16_000
 
-MODE_NAMES: Mapping[str, tuple[str, str]] = {
-    "ask": ("Ask", "Ask before every tool call"),
-    "allowReads": ("Allow reads", "Reads and searches run; writes, edits and commands ask"),
-    "allowAll": ("Allow all", "Every tool call runs without asking"),
-}
+MODE_NAMES = protocol.PERMISSION_MODE_NAMES  # one description of each mode
 COMMANDS: tuple[tuple[str, str, str | None], ...] = (
     (
         "compact",

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Literal, TypeAlias, cast, get_args
 
 from agent_server.agent.mcp.approval import NO_ANSWERS, McpFileAnswers
+from agent_server.agent.settings import AgentSettings
 from agent_server.agent.shell_command import (
     prefix_choices,
     prefix_label,
@@ -46,7 +47,7 @@ from agent_server.protocol import PermissionOptionKind
 from agent_server.whole_file import write_whole
 
 PERMISSION_MODES: tuple[str, ...] = get_args(PermissionMode)
-DEFAULT_MODE: PermissionMode = "allowReads"
+DEFAULT_MODE: PermissionMode = AgentSettings().permissions_mode
 
 
 # How a decision was reached (for logs, the editor, and the wording of a denial).

@@ -16,7 +16,12 @@ from agent_server.context.trigger import CompactionSettings
 from agent_server.errors import ConfigError
 from agent_server.llm.providers import DEFAULT_PROVIDER, PROVIDER_NAMES, PROVIDERS, provider_spec
 from agent_server.llm.stream import ThinkingLevel
-from agent_server.protocol import CacheRetentionSetting, PermissionMode, SandboxMode
+from agent_server.protocol import (
+    PERMISSION_MODE_NAMES,
+    CacheRetentionSetting,
+    PermissionMode,
+    SandboxMode,
+)
 from agent_server.settings_schema import check, read, root, setting, unknown_keys
 
 # Toolchains in the home directory, shown read-only in the sandbox by default (the rest of
@@ -231,11 +236,8 @@ class AgentSettings:
         "allowReads",
         "When the agent asks before running a tool.",
         name="permissions.mode",
-        value_texts=(
-            "Ask before every tool call",
-            "Reads run; writes and shell commands ask",
-            "Run every tool call without asking",
-        ),
+        value_labels=tuple(label for label, _ in PERMISSION_MODE_NAMES.values()),
+        value_texts=tuple(meaning for _, meaning in PERMISSION_MODE_NAMES.values()),
         authority=True, editor="window",
     )
     sessions_dir: str | None = setting(

@@ -31,6 +31,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from agent_server import protocol
 from agent_server.agent import events, transcript
 from agent_server.agent.checkpoints import RestorePlan
 from agent_server.agent.context_manager import CompactionResult
@@ -66,11 +67,6 @@ from agent_server.errors import AgentServerError, SessionNotFoundError
 from agent_server.llm.messages import TextContent, UserContent
 from agent_server.lsp import wire
 
-MODE_MEANINGS = {
-    "ask": "every tool call asks first",
-    "allowReads": "reads run; writes, edits and commands ask first",
-    "allowAll": "every tool call runs without asking",
-}
 REWIND_LISTED = 9  # the latest prompts /rewind lists (any earlier one by its number)
 REWIND_CHOICES: tuple[tuple[str, RestoreChoice | None], ...] = (
     ("conversation and files", "both"),
@@ -491,8 +487,9 @@ class TerminalChat:
                 return
             session.set_mode(mode)
         mode = session.mode
+        meaning = protocol.PERMISSION_MODE_NAMES[mode][1]
         self.console.print(
-            Text(f"mode: {mode}", style="magenta") + Text(f" ({MODE_MEANINGS[mode]})", style="dim")
+            Text(f"mode: {mode}", style="magenta") + Text(f" ({meaning})", style="dim")
         )
         # How commands run (whatever the mode: the sandbox is `tools.sandbox`'s).
         self.console.print(shown(f"commands: {session.confinement.describe()}", "dim"))

@@ -126,6 +126,8 @@ def settings_ts(header: str) -> str:
         "  key: string;",
         "  kind: SettingKind;",
         "  values?: readonly string[];",
+        "  valueLabels?: readonly string[];",
+        "  valueTexts?: readonly string[];",
         "  minimum?: number;",
         "  exclusiveMinimum?: number;",
         "  maximum?: number;",
@@ -138,6 +140,10 @@ def settings_ts(header: str) -> str:
         fields: dict[str, Any] = {"key": one.key, "kind": one.kind}
         if one.values:
             fields["values"] = list(one.values)
+        if one.spec.value_labels:
+            fields["valueLabels"] = list(one.spec.value_labels)
+        if one.spec.value_texts:
+            fields["valueTexts"] = list(one.spec.value_texts)
         for name, value in (
             ("minimum", one.spec.minimum), ("exclusiveMinimum", one.spec.exclusive_minimum),
             ("maximum", one.spec.maximum),
@@ -147,7 +153,20 @@ def settings_ts(header: str) -> str:
         fields["userOnly"] = one.spec.authority and one.spec.editor != "machine"
         body = ", ".join(f"{name}: {_ts_value(value)}" for name, value in fields.items())
         lines.append(f"  {{ {body} }},")
-    lines.append("];")
+    lines += [
+        "];",
+        "",
+        "/** The values of the setting `key` with their names and meanings, where a user picks",
+        " * one (the permission mode's picker). */",
+        "export function choicesOf(key: string): readonly [string, string, string][] {",
+        "  const setting = EDITOR_SETTINGS.find((one) => one.key === key);",
+        "  return (setting?.values ?? []).map((value, index) => [",
+        "    value,",
+        "    setting?.valueLabels?.[index] ?? value,",
+        "    setting?.valueTexts?.[index] ?? '',",
+        "  ]);",
+        "}",
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -6,6 +6,7 @@
  */
 import * as vscode from 'vscode';
 import type { SessionController } from '../controller';
+import { choicesOf } from '../protocol/settings';
 import { ThinkingLevelValues, type ModelChoice, type PermissionMode, type SessionSummary, type ThinkingLevel } from '../protocol/types';
 import { formatTokens } from '../state/meter';
 import { labelText, literal } from '../webview/literal';
@@ -66,11 +67,8 @@ export async function pickModel(controller: SessionController): Promise<void> {
   if (picked && picked.value !== model?.id) await controller.setModel(picked.value);
 }
 
-const MODES: readonly [PermissionMode, string, string][] = [
-  ['ask', 'Ask every time', 'Every tool call asks first, reads too'],
-  ['allowReads', 'Allow reads', 'Reads and searches run; edits and commands ask first'],
-  ['allowAll', 'Allow all', 'Nothing asks first (commands still run in the sandbox)'],
-];
+/** Each mode with its name and meaning, as the settings describe them (protocol/settings.ts). */
+const MODES = choicesOf('permissions.mode') as readonly [PermissionMode, string, string][];
 
 export async function pickMode(controller: SessionController): Promise<void> {
   const current = controller.state.mode;

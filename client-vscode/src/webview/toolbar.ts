@@ -6,15 +6,15 @@
  */
 import { formatTokens } from '../state/meter';
 import type { ViewState } from '../state/reducer';
+import { choicesOf } from '../protocol/settings';
 import type { PermissionMode, ThinkingLevel } from '../protocol/types';
 import { button, h, type Post } from './dom';
 import { literal } from './literal';
 
-export const MODE_LABELS: Record<PermissionMode, string> = {
-  ask: 'Ask every time',
-  allowReads: 'Allow reads',
-  allowAll: 'Allow all',
-};
+/** Each mode's name, as the settings describe it (protocol/settings.ts). */
+export const MODE_LABELS = Object.fromEntries(
+  choicesOf('permissions.mode').map(([mode, label]) => [mode, label]),
+) as Record<PermissionMode, string>;
 
 const THINKING_LABELS: Record<ThinkingLevel, string> = {
   off: 'Thinking off',
