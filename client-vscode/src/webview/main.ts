@@ -4,6 +4,7 @@
  */
 import { initialState, reduce, type ViewState } from '../state/reducer';
 import type { HostToWebview, WebviewToHost } from '../view/messages';
+import type { MemoryOpen } from './memory';
 import { ChatView } from './view';
 
 interface VsCodeApi {
@@ -15,12 +16,17 @@ interface VsCodeApi {
 declare function acquireVsCodeApi(): VsCodeApi;
 
 const vscode = acquireVsCodeApi();
-const saved = (vscode.getState() as { draft?: string } | undefined) ?? {};
+/** What the view keeps across its reloads: an unsent prompt, whether the plan and pins are open. */
+interface Saved {
+  draft?: string;
+  memory?: MemoryOpen;
+}
+const saved = (vscode.getState() as Saved | undefined) ?? {};
 
 let state: ViewState = initialState();
 const root = document.getElementById('app');
 if (!root) throw new Error('missing #app');
-const view = new ChatView(root, (message) => vscode.postMessage(message), saved.draft ?? '');
+const view = new ChatView(root, (message) => vscode.postMessage(message), saved.draft ?? '', saved.memory);
 
 let frame = 0;
 function scheduleRender(): void {
@@ -48,8 +54,13 @@ window.addEventListener('message', (event: MessageEvent<HostToWebview>) => {
   }
 });
 
-// Keep an unsent prompt across reloads of the view.
-window.addEventListener('input', () => vscode.setState({ draft: view.draft }));
+// Keep an unsent prompt, and the plan and pins open or closed, across reloads of the view.
+const save = (): void => vscode.setState({ draft: view.draft, memory: view.memoryOpen } satisfies Saved);
+window.addEventListener('input', save);
+// `toggle` does not bubble: heard on its way down.
+window.addEventListener('toggle', (event) => {
+  if (event.target instanceof HTMLDetailsElement && event.target.closest('.memory')) save();
+}, true);
 
 view.render(state);
 vscode.postMessage({ type: 'ready' });

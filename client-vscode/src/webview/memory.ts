@@ -5,12 +5,25 @@
 import type { ViewState } from '../state/reducer';
 import { button, h, type Post } from './dom';
 
-export function renderMemory(el: HTMLElement, state: ViewState, post: Post): void {
+/** Whether the plan and the pins are open: what the user last chose, kept across reloads of
+ * the view (main.ts saves it); the plan opens by default, the pins are closed. */
+export interface MemoryOpen {
+  plan: boolean;
+  pins: boolean;
+}
+
+export const MEMORY_OPEN_DEFAULT: MemoryOpen = { plan: true, pins: false };
+
+/** What is open now in `el` (the defaults for a part not shown). */
+export function memoryOpen(el: HTMLElement, defaults: MemoryOpen): MemoryOpen {
+  const open = (cls: string): boolean | undefined => el.querySelector<HTMLDetailsElement>(`details.${cls}`)?.open;
+  return { plan: open('plan') ?? defaults.plan, pins: open('pins') ?? defaults.pins };
+}
+
+export function renderMemory(el: HTMLElement, state: ViewState, post: Post, defaults: MemoryOpen = MEMORY_OPEN_DEFAULT): void {
   // What the user opened or closed stays so when the plan or the pins change (a pin removed,
-  // the model ticking a step off): the plan opens by default, the pins are closed.
-  const wasOpen = (cls: string): boolean | undefined => el.querySelector<HTMLDetailsElement>(`details.${cls}`)?.open;
-  const planOpen = wasOpen('plan') ?? true;
-  const pinsOpen = wasOpen('pins') ?? false;
+  // the model ticking a step off), and across reloads (`defaults`).
+  const { plan: planOpen, pins: pinsOpen } = memoryOpen(el, defaults);
   el.textContent = '';
   el.hidden = state.plan.length === 0 && state.pins.length === 0;
   if (state.plan.length > 0) {

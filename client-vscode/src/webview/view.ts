@@ -7,7 +7,7 @@
 import type { ViewState } from '../state/reducer';
 import { h, type Post } from './dom';
 import { Composer } from './composerView';
-import { renderMemory } from './memory';
+import { MEMORY_OPEN_DEFAULT, memoryOpen, renderMemory, type MemoryOpen } from './memory';
 import { RewindPanel } from './rewindPanel';
 import { ContextMeter, renderBanner, renderMcp } from './status';
 import { Toolbar } from './toolbar';
@@ -24,7 +24,12 @@ export class ChatView {
   private readonly composer: Composer;
   private state: ViewState | undefined;
 
-  constructor(root: HTMLElement, private readonly post: Post, draft = '') {
+  constructor(
+    root: HTMLElement,
+    private readonly post: Post,
+    draft = '',
+    private opened: MemoryOpen = MEMORY_OPEN_DEFAULT,
+  ) {
     this.toolbar = new Toolbar(post);
     this.mcp = h('div', { class: 'mcp', attrs: { 'aria-label': 'MCP servers' } });
     this.memory = h('div', { class: 'memory' });
@@ -54,6 +59,12 @@ export class ChatView {
     });
   }
 
+  /** Whether the plan and the pins are open now (what a reload of the view restores). */
+  get memoryOpen(): MemoryOpen {
+    this.opened = memoryOpen(this.memory, this.opened);
+    return this.opened;
+  }
+
   get draft(): string {
     return this.composer.draft;
   }
@@ -68,7 +79,7 @@ export class ChatView {
     this.toolbar.render(state);
     if (!previous || previous.usage !== state.usage) this.meter.render(state);
     if (!previous || previous.mcp !== state.mcp || previous.server !== state.server) renderMcp(this.mcp, state, this.post);
-    if (!previous || previous.plan !== state.plan || previous.pins !== state.pins) renderMemory(this.memory, state, this.post);
+    if (!previous || previous.plan !== state.plan || previous.pins !== state.pins) renderMemory(this.memory, state, this.post, this.opened);
     renderBanner(this.banner, state, this.post);
     this.rewind.render(state);
     if (state.draft && state.draft.seq !== previous?.draft?.seq) {

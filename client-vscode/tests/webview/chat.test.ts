@@ -500,6 +500,38 @@ describe('chat webview', () => {
     await page.close();
   });
 
+  it('keeps the plan and the pins open or closed as the user left them across a reload', async () => {
+    // Issue 47, item 3: they opened again after every reload and took the transcript's room.
+    const withMemory = reduceAll(startState(), [
+      { type: 'sessionLoaded', result: {
+        sessionId: 's-mem', transcript: [],
+        plan: [{ content: 'reproduce', status: 'in_progress', priority: 'medium' }],
+        pins: [{ id: 'p1', kind: 'rule', text: 'never edit CHANGELOG', by: 'user' }],
+      } as unknown as SessionLoadResult },
+    ]);
+    const first = await openView();
+    await show(first.page, withMemory);
+    await first.page.waitForSelector('.memory .plan-step');
+    const isOpen = (page: Page, cls: string): Promise<boolean> =>
+      page.evaluate((c) => (document.querySelector(`.memory details.${c}`) as HTMLDetailsElement).open, cls);
+    expect([await isOpen(first.page, 'plan'), await isOpen(first.page, 'pins')]).toEqual([true, false]);
+    await first.page.locator('.memory .plan summary').click();
+    await first.page.locator('.memory .pins summary').click();
+    await first.page.waitForFunction(
+      () => (window as unknown as { __saved?: { memory?: { pins: boolean } } }).__saved?.memory?.pins === true,
+    );
+    const saved = await first.page.evaluate(() => (window as unknown as { __saved: unknown }).__saved);
+    expect(saved).toEqual({ draft: '', memory: { plan: false, pins: true } });
+    await first.page.close();
+
+    const reloaded = await openView({ saved });
+    await show(reloaded.page, withMemory);
+    await reloaded.page.waitForSelector('.memory .plan-step', { state: 'attached' });
+    expect([await isOpen(reloaded.page, 'plan'), await isOpen(reloaded.page, 'pins')]).toEqual([false, true]);
+    expect(first.errors.concat(reloaded.errors)).toEqual([]);
+    await reloaded.page.close();
+  });
+
   it('shows hostile text literally, and the whole of what the user approves', async () => {
     const { page, errors } = await openView();
     await show(page, hostileState(), hostileActions());

@@ -36,7 +36,9 @@ export interface Opened {
   posted: () => Promise<unknown[]>;
 }
 
-export async function openView(options: { omitCsp?: boolean; width?: number; height?: number } = {}): Promise<Opened> {
+export async function openView(
+  options: { omitCsp?: boolean; width?: number; height?: number; saved?: unknown } = {},
+): Promise<Opened> {
   const page = await browser.newPage({ viewport: { width: options.width ?? 460, height: options.height ?? 1500 } });
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(`pageerror: ${e.message}`));
@@ -66,10 +68,11 @@ export async function openView(options: { omitCsp?: boolean; width?: number; hei
     return route.fulfill({ status: 404, body: 'not found' });
   });
   // VS Code provides acquireVsCodeApi; record what the view posts to the host.
-  await page.addInitScript(() => {
+  // `saved`: what the view saved before a reload (VS Code hands it back through getState).
+  await page.addInitScript((saved) => {
     const w = window as unknown as { __posted: unknown[]; acquireVsCodeApi: () => unknown };
     w.__posted = [];
-    let state: unknown;
+    let state: unknown = saved;
     w.acquireVsCodeApi = () => ({
       postMessage: (m: unknown) => w.__posted.push(m),
       getState: () => state,
@@ -78,7 +81,7 @@ export async function openView(options: { omitCsp?: boolean; width?: number; hei
         (w as unknown as { __saved: unknown }).__saved = s;
       },
     });
-  });
+  }, options.saved);
   await page.goto(`${ORIGIN}/`);
   await page.waitForSelector('.toolbar');
   return {
