@@ -19,6 +19,9 @@ part has its own budget:
   bounded where they are made: `pins_budget`);
 - **the plan**: the task's plan as the model last wrote it (its size is bounded by the plan
   tool), unless that plan entry is itself kept in the tail;
+- **what worked**: each shell command whose result was not an error, once (where it last
+  ran), newest first within `worked_tokens`, rendered oldest first (the command that worked,
+  not a guess at one);
 - **what failed**: each tool call whose result was an error (a command's non-zero exit, an
   edit that did not apply, a denied call), with its failing line and what the model said
   next, from the summarised part only (the kept tail shows its own), deduplicated, newest
@@ -58,6 +61,8 @@ MAX_USER_TOKENS = 20_000
 USER_SHARE_OF_THRESHOLD = 10  # and at most a tenth of the threshold here
 MAX_FAILURE_TOKENS = 2_000
 FAILURE_SHARE_OF_THRESHOLD = 40
+MAX_WORKED_TOKENS = 600
+WORKED_SHARE_OF_THRESHOLD = 80
 MAX_PIN_TOKENS = 2_000
 PIN_SHARE_OF_THRESHOLD = 12
 # An older prompt longer than this (a pasted report, a log) is carried as its head and tail.
@@ -91,12 +96,14 @@ class CarriedBudgets:
 
     user_tokens: int
     failure_tokens: int
+    worked_tokens: int = 0
 
 
 def carried_budgets(threshold: int) -> CarriedBudgets:
     return CarriedBudgets(
         user_tokens=min(MAX_USER_TOKENS, threshold // USER_SHARE_OF_THRESHOLD),
         failure_tokens=min(MAX_FAILURE_TOKENS, threshold // FAILURE_SHARE_OF_THRESHOLD),
+        worked_tokens=min(MAX_WORKED_TOKENS, threshold // WORKED_SHARE_OF_THRESHOLD),
     )
 
 
@@ -165,6 +172,9 @@ def carry(
         budgets.failure_tokens,
     )
     plan_in_tail = bool(kept) and _latest_plan_after(entries, kept[0].id)
+    worked = _newest_commands(
+        [*previous.worked, *commands_that_worked(summarized_messages)], budgets.worked_tokens
+    )
     return Carried(
         user_messages=words,
         user_messages_left_out=previous.user_messages_left_out + left_out,
@@ -172,6 +182,7 @@ def carry(
         plan=() if plan_in_tail else current_plan(entries),
         failures=failures,
         failures_left_out=previous.failures_left_out + failures_left_out,
+        worked=worked,
     )
 
 
@@ -282,6 +293,36 @@ def _did_not_help(message: AssistantMessage) -> str:
         if _NO_HELP.search(sentence) and not _CONDITION.search(sentence):
             return bound_text(sentence, ERROR_CHARS)
     return ""
+
+
+def commands_that_worked(messages: Sequence[Message]) -> list[str]:
+    """The shell commands in `messages` whose result was not an error, in order."""
+    calls: dict[str, ToolCall] = {}
+    found: list[str] = []
+    for message in messages:
+        if isinstance(message, AssistantMessage):
+            calls.update((call.id, call) for call in message.tool_calls)
+        elif isinstance(message, ToolResultMessage) and not message.is_error:
+            call = calls.get(message.tool_call_id)
+            command = call.arguments.get("command") if call is not None else None
+            if call is not None and call.name == "bash" and isinstance(command, str):
+                found.append(bound_text(" ".join(command.split()), CALL_CHARS))
+    return found
+
+
+def _newest_commands(commands: Sequence[str], budget: int) -> tuple[str, ...]:
+    """Each command once (where it last ran), the newest within `budget` tokens, oldest
+    first."""
+    latest = list(dict.fromkeys(reversed(commands)))  # newest first, each once
+    chosen: list[str] = []
+    left = budget
+    for command in latest:
+        tokens = estimate_text_tokens(command) + 2
+        if tokens > left:
+            break
+        chosen.append(command)
+        left -= tokens
+    return tuple(reversed(chosen))
 
 
 def failing_line(text: str) -> str:

@@ -173,6 +173,10 @@ def render_carried(carried: Carried) -> str:
         parts.append(f"<failed> (tool calls that failed, oldest first{more})")
         parts += [failure_line(failure) for failure in carried.failures]
         parts.append("</failed>")
+    if carried.worked:
+        parts.append("<worked> (shell commands that succeeded, each once, newest last)")
+        parts += [f"- {command}" for command in carried.worked]
+        parts.append("</worked>")
     parts.append(CARRIED_CLOSE)
     return "\n".join(parts)
 
@@ -387,6 +391,7 @@ def _carried_note(carried: Carried | None) -> str | None:
             (_newest("the tool calls that failed", "the", "failed tool calls",
                      len(carried.failures), carried.failures_left_out),
              bool(carried.failures)),
+            ("the shell commands that worked", bool(carried.worked)),
         )
         if present
     ]

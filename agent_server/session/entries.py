@@ -169,7 +169,8 @@ class Carried:
     """What a compaction carries verbatim after its summary, computed from the ledger
     (context/carried.py): the user's own messages not kept verbatim in the tail (oldest
     first; how many older ones were left out), the pins in force, the latest plan, and the
-    failed calls (oldest first; how many were left out)."""
+    failed calls (oldest first; how many were left out), and the shell commands that
+    worked."""
 
     user_messages: tuple[str, ...] = ()
     user_messages_left_out: int = 0
@@ -177,10 +178,12 @@ class Carried:
     plan: tuple[PlanItem, ...] = ()
     failures: tuple[Failure, ...] = ()
     failures_left_out: int = 0
+    # Shell commands that succeeded, each once, oldest first (the newest within a budget).
+    worked: tuple[str, ...] = ()
 
     @property
     def empty(self) -> bool:
-        return not (self.user_messages or self.pins or self.plan or self.failures)
+        return not (self.user_messages or self.pins or self.plan or self.failures or self.worked)
 
 
 @dataclass(frozen=True, slots=True)
@@ -694,6 +697,7 @@ def carried_to_json(carried: Carried) -> dict[str, Any]:
         "failures": [{"call": f.call, "error": f.error, "then": f.then}
                      for f in carried.failures],
         "failuresLeftOut": carried.failures_left_out,
+        **({"worked": list(carried.worked)} if carried.worked else {}),
     }
 
 
@@ -717,6 +721,7 @@ def carried_from_json(data: object) -> Carried:
             for f in failures
         ),
         failures_left_out=_count(data, "failuresLeftOut"),
+        worked=_str_tuple(data.get("worked")),
     )
 
 

@@ -265,6 +265,37 @@ def test_an_approach_the_model_said_did_not_help_is_carried_as_failed() -> None:
     assert plan.carry().failures == ()
 
 
+def test_the_commands_that_worked_are_carried_once_each_newest_within_the_budget() -> None:
+    """Issue 45: what worked (httpie with its session, not curl) was lost with the summary.
+    Each shell command whose result was not an error is carried once, where it last ran;
+    a failed one is not (it is under what failed)."""
+    path = Path_()
+    path.prompt("call the API")
+    curl, http, again = (bash("c1", "curl -s localhost:8000/api"),
+                         bash("c2", "http --session=dev :8000/api"),
+                         bash("c3", "http   --session=dev :8000/api"))
+    path.answer("", curl)
+    path.result(curl, "401 Unauthorized\nExit code 22.", error=True)
+    path.answer("", http)
+    path.result(http, '{"ok": true}')
+    for number in range(30):
+        call = bash(f"d{number}", f"pytest -q tests/test_{number}.py")
+        path.answer("", call)
+        path.result(call, "1 passed")
+    path.answer("", again)
+    path.result(again, '{"ok": true}')
+    carried = path.carry(CarriedBudgets(user_tokens=2000, failure_tokens=500, worked_tokens=60))
+    assert carried.worked[-1] == "http --session=dev :8000/api"  # the latest run, once
+    assert carried.worked.count("http --session=dev :8000/api") == 1
+    assert not any("curl" in command for command in carried.worked)
+    assert sum(estimate_text_tokens(c) + 2 for c in carried.worked) <= 60
+    assert len(carried.worked) < 31  # the oldest passes left out of the budget
+    assert "<worked>" in render_carried(carried) and "- http --session=dev :8000/api" in render_carried(carried)
+    # Stored on the compaction, and folded into the next one.
+    entry = CompactionEntry("c", None, "t", "s", None, 1, None, "threshold", carried=carried)
+    assert entry_from_json(entry_to_json(entry)) == entry
+
+
 def test_calls_that_never_ran_are_not_failures_and_repeats_count_once() -> None:
     path = Path_()
     path.prompt("go")
@@ -456,7 +487,9 @@ def test_a_malformed_carried_block_is_a_format_error(bad: object) -> None:
 
 
 def test_budgets_follow_the_threshold() -> None:
-    assert carried_budgets(24_576) == CarriedBudgets(user_tokens=2_457, failure_tokens=614)
+    assert carried_budgets(24_576) == CarriedBudgets(
+        user_tokens=2_457, failure_tokens=614, worked_tokens=307
+    )
     assert carried_budgets(979_520).user_tokens == 20_000  # Codex's cap
 
 
