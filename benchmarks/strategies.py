@@ -80,6 +80,7 @@ from agent_server.llm.messages import (
     ToolResultMessage,
     ToolSpec,
     UserMessage,
+    calls_that_succeeded,
 )
 from agent_server.llm.models import ModelInfo
 from agent_server.protocol import CacheRetentionSetting
@@ -610,17 +611,12 @@ class AiderMapPolicy:
 def files_in_chat(messages: Sequence[Message]) -> set[str]:
     """The files whose text the context holds: paths of read, edit and write calls that did
     not fail."""
-    calls: dict[str, ToolCall] = {}
-    out: set[str] = set()
-    for message in messages:
-        if isinstance(message, AssistantMessage):
-            calls.update((call.id, call) for call in message.tool_calls)
-        elif isinstance(message, ToolResultMessage) and not message.is_error:
-            call = calls.get(message.tool_call_id)
-            path = call.arguments.get("path") if call is not None else None
-            if call is not None and call.name in _FILE_TOOLS and isinstance(path, str):
-                out.add(path.removeprefix("./"))
-    return out
+    paths = (
+        call.arguments.get("path")
+        for call, _ in calls_that_succeeded(messages)
+        if call.name in _FILE_TOOLS
+    )
+    return {path.removeprefix("./") for path in paths if isinstance(path, str)}
 
 
 def current_message_text(messages: Sequence[Message]) -> str:

@@ -44,6 +44,7 @@ from agent_server.llm.messages import (
     ToolCall,
     ToolResultMessage,
     UserMessage,
+    calls_that_succeeded,
 )
 from agent_server.session.entries import (
     Carried,
@@ -297,17 +298,13 @@ def _did_not_help(message: AssistantMessage) -> str:
 
 def commands_that_worked(messages: Sequence[Message]) -> list[str]:
     """The shell commands in `messages` whose result was not an error, in order."""
-    calls: dict[str, ToolCall] = {}
-    found: list[str] = []
-    for message in messages:
-        if isinstance(message, AssistantMessage):
-            calls.update((call.id, call) for call in message.tool_calls)
-        elif isinstance(message, ToolResultMessage) and not message.is_error:
-            call = calls.get(message.tool_call_id)
-            command = call.arguments.get("command") if call is not None else None
-            if call is not None and call.name == "bash" and isinstance(command, str):
-                found.append(bound_text(" ".join(command.split()), CALL_CHARS))
-    return found
+    commands = (call.arguments.get("command") for call, _ in calls_that_succeeded(messages)
+                if call.name == "bash")
+    return [
+        bound_text(" ".join(command.split()), CALL_CHARS)
+        for command in commands
+        if isinstance(command, str)
+    ]
 
 
 def _newest_commands(commands: Sequence[str], budget: int) -> tuple[str, ...]:

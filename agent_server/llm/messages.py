@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, cast, get_args
 
@@ -266,6 +266,23 @@ class Context:
 
 
 # --- JSON form (ledger and wire) ------------------------------------------------------------
+
+
+def calls_that_succeeded(
+    messages: Sequence[Message],
+) -> list[tuple[ToolCall, ToolResultMessage]]:
+    """Each tool call in `messages` whose result is there and not an error, with that
+    result, in the order of the results."""
+    calls: dict[str, ToolCall] = {}
+    out: list[tuple[ToolCall, ToolResultMessage]] = []
+    for message in messages:
+        if isinstance(message, AssistantMessage):
+            calls.update((call.id, call) for call in message.tool_calls)
+        elif isinstance(message, ToolResultMessage) and not message.is_error:
+            call = calls.get(message.tool_call_id)
+            if call is not None:
+                out.append((call, message))
+    return out
 
 
 class MessageFormatError(ValueError):

@@ -17,13 +17,13 @@ from agent_server.agent.tools.output import DEFAULT_LIMITS, OutputLimits
 from agent_server.agent.tools.sandbox import Confinement
 from agent_server.errors import InvalidToolArgumentsError
 from agent_server.llm.messages import (
-    AssistantMessage,
     ImageContent,
     Message,
     TextContent,
     ToolCall,
     ToolResultMessage,
     ToolSpec,
+    calls_that_succeeded,
 )
 
 # The Agent Client Protocol's tool kinds; the editor picks an icon by it.
@@ -79,16 +79,10 @@ def outputs_in_context(messages: Sequence[Message]) -> tuple[EarlierOutput, ...]
     """The successful tool results the model has in `messages` (the context just sent),
     oldest first. Derived from what is sent, never from memory: a result a compaction folded
     into its summary is not in it."""
-    calls: dict[str, ToolCall] = {}
-    out: list[EarlierOutput] = []
-    for message in messages:
-        if isinstance(message, AssistantMessage):
-            calls.update((call.id, call) for call in message.tool_calls)
-        elif isinstance(message, ToolResultMessage) and not message.is_error:
-            call = calls.get(message.tool_call_id)
-            if call is not None:
-                out.append(EarlierOutput(call.name, call.arguments, message.text))
-    return tuple(out)
+    return tuple(
+        EarlierOutput(call.name, call.arguments, result.text)
+        for call, result in calls_that_succeeded(messages)
+    )
 
 
 class Memory(Protocol):
