@@ -13,6 +13,7 @@ VS Code extension does (machine scope, user-only keys), starts the server with
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -27,22 +28,32 @@ from agent_server.settings_schema import described, merge_settings
 log = logging.getLogger(__name__)
 
 
-def authority_keys() -> list[str]:
+@functools.cache
+def authority_keys() -> tuple[str, ...]:
     """The dotted keys of the settings that carry authority."""
-    return [one.key for one in described(AgentSettings) if one.spec.authority]
+    return tuple(one.key for one in described(AgentSettings) if one.spec.authority)
 
 
 def without_authority(data: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """`data` without the settings that carry authority, and the keys it had of them."""
+    """`data` without the settings that carry authority, and the keys it had of them. An
+    object on the way to one that is not an object (`"permissions": 5`) goes too: merged
+    over the config file it would replace the user's own value with the default."""
     out: dict[str, Any] = _plain(data)
     dropped: list[str] = []
     for key in authority_keys():
         *path, last = key.split(".")
         node: Any = out
         for part in path:
-            node = node.get(part) if isinstance(node, dict) else None
-        if isinstance(node, dict) and node.pop(last, None) is not None:
-            dropped.append(key)
+            inner = node.get(part)
+            if inner is not None and not isinstance(inner, dict):
+                del node[part]
+                dropped.append(key)
+            if not isinstance(inner, dict):
+                break
+            node = inner
+        else:
+            if node.pop(last, None) is not None:
+                dropped.append(key)
     return out, dropped
 
 

@@ -108,3 +108,16 @@ async def test_a_trusted_editor_is_taken_as_it_sends(tmp_path: Path) -> None:
         assert warnings(server) == []
     finally:
         await server.close()
+
+
+def test_an_object_of_the_wrong_shape_does_not_put_the_users_value_back_to_the_default() -> None:
+    """`"permissions": 5` from the editor, merged over the config file's `{"mode": "ask"}`,
+    replaced it; the bad value was then left at its default, allowReads: a workspace loosened
+    the user's mode. It is taken out as the mode itself would be."""
+    from agent_server.lsp.authority import without_authority
+
+    kept, dropped = without_authority({"provider": "sim", "permissions": 5, "tools": "off"})
+    assert kept == {"provider": "sim"}
+    assert "permissions.mode" in dropped and "tools.sandbox" in dropped
+    kept, dropped = without_authority({"tools": {"limits": {"processes": 9}, "network": True}})
+    assert kept == {"tools": {"limits": {"processes": 9}}} and dropped == ["tools.network"]
