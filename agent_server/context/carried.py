@@ -86,7 +86,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 # The model saying an approach it tried failed although its calls succeeded.
 _NO_HELP = re.compile(
     r"\b(?:did not|didn't|does not|doesn't|did nothing to) (?:help|work|fix|change)\b"
-    r"|\bmade no difference\b|\bhad no effect\b|\bno better\b",
+    r"|\bmade no difference\b|\bhad no effect\b",
     re.IGNORECASE,
 )
 _CONDITION = re.compile(r"\b(?:if|unless|whether|in case)\b", re.IGNORECASE)  # not a result

@@ -179,20 +179,26 @@ def excerpt(text: str, lowered: str, terms: Sequence[str]) -> str:
 
 
 def _read_entry(history: Sequence[Recallable], entry_id: str, offset: Any) -> ToolResult:
-    item = next((item for item in history if item.entry_id == entry_id), None)
-    if item is None:
+    """The entry whole, a page at a time: every piece of it (an answer and its calls)."""
+    pieces = [item for item in history if item.entry_id == entry_id]
+    if not pieces:
         raise ToolError(f"No entry {entry_id!r} in this session's history.")
+    first = pieces[0]
+    text = (
+        first.text if len(pieces) == 1
+        else "\n\n".join(f"[{item.what}]\n{item.text}" for item in pieces)
+    )
     start = offset if isinstance(offset, int) and not isinstance(offset, bool) else 0
-    if not 0 <= start < max(len(item.text), 1):
-        raise ToolError(f"offset must be between 0 and {len(item.text) - 1}")
-    end = min(len(item.text), start + PAGE_CHARS)
+    if not 0 <= start < max(len(text), 1):
+        raise ToolError(f"offset must be between 0 and {len(text) - 1}")
+    end = min(len(text), start + PAGE_CHARS)
     more = (
         f"; recall with entry {entry_id!r} and offset {end} for the rest"
-        if end < len(item.text) else ""
+        if end < len(text) else ""
     )
     return ToolResult.of_text(
-        f"--- entry {entry_id}: {item.what}, turn {item.turn}, characters {start}-{end} of "
-        f"{len(item.text)}{more} ---\n{item.text[start:end]}"
+        f"--- entry {entry_id}: {first.what}, turn {first.turn}, characters {start}-{end} of "
+        f"{len(text)}{more} ---\n{text[start:end]}"
     )
 
 

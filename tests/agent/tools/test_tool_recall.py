@@ -136,6 +136,18 @@ async def test_recall_looks_where_it_is_told(ctx: ToolContext, ledger: Ledger) -
     assert (await run_tool(RecallTool(), {"query": "tests", "in": "files"}, run)).is_error
 
 
+async def test_reading_an_entry_gives_its_answer_and_its_calls(
+    ctx: ToolContext, ledger: Ledger
+) -> None:
+    """An excerpt of a call names the entry of the answer that made it: reading that entry
+    shows the call too, not only the answer's text."""
+    run = context(ctx, ledger)
+    found = await run_tool(RecallTool(), {"query": "pytest", "in": "answers"}, run)
+    entry = found.text.split("--- entry ", 2)[1].split(":", 1)[0]
+    whole = (await run_tool(RecallTool(), {"entry": entry}, run)).text
+    assert "Running them." in whole and "pytest -q tests" in whole
+
+
 def test_recall_is_in_the_fixed_tool_list_and_never_asked_about() -> None:
     tool = next(tool for tool in default_tools() if tool.spec.name == "recall")
     assert tool.read_only and getattr(tool, "session_only", False)
