@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import importlib.util
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent_server.repo_map.ranking import Ranked, rank
-from agent_server.repo_map.tags import ReadFile, Tag, TagCache, language_of
+from agent_server.repo_map.ranking import Graph, Ranked, ranked_key
+from agent_server.repo_map.tags import FileTags, ReadFile, Tag, TagCache, language_of
 
 if TYPE_CHECKING:
     from grep_ast import TreeContext
@@ -39,6 +40,10 @@ REQUIRED_PACKAGES = ("tree_sitter", "tree_sitter_language_pack", "grep_ast", "ne
 INSTALL_HINT = "pip install 'agent-server[repomap]'"
 OK_ERROR = 0.15  # Aider stops searching once a map is within 15% of the budget
 MAX_LINE = 100  # Aider cuts every line of the map there (minified code, say)
+# The lines of the files whose scopes stay parsed (grep-ast's TreeContext holds about 3 kB a
+# line: 26 files of Django's took 80 MB), and the maps kept by what they were asked with.
+CONTEXT_LINES_KEPT = 5_000
+MAPS_KEPT = 8
 
 
 def available() -> bool:
@@ -52,9 +57,9 @@ def is_source(path: str) -> bool:
 
 
 class RepoMap:
-    """The map of one tree. It keeps what it read (tags, scopes) by file, so a map asked for
-    again after a few edits parses only the files that changed. Safe to share between
-    threads."""
+    """The map of one tree. It keeps what it read (tags, scopes) by file and the graph they
+    make, so a map asked for again after a few edits parses only the files that changed and
+    changes the graph only there. Safe to share between threads."""
 
     def __init__(
         self, root: Path, count_tokens: Callable[[str], int], read: ReadFile = Path.read_bytes
@@ -63,10 +68,13 @@ class RepoMap:
         self.count_tokens = count_tokens
         self._read = read
         self._tags = TagCache(read)
-        self._contexts: dict[str, tuple[tuple[int, int], TreeContext]] = {}
+        self._contexts: OrderedDict[str, tuple[tuple[int, int], TreeContext]] = OrderedDict()
+        self._graph = Graph()
+        self._maps: OrderedDict[tuple[object, ...], str] = OrderedDict()
         self._lock = threading.Lock()
+        self._ranking = threading.Lock()
 
-    def tags(self, path: str) -> Sequence[Tag]:
+    def tags(self, path: str) -> FileTags:
         return self._tags.tags(self.root, path)
 
     def render(
@@ -90,13 +98,37 @@ class RepoMap:
         so in Aider's map a name nobody calls stays where it is however often it is named)."""
         # (Aider puts its "important files" (aider/special.py) first when the ranking does not
         # list them; it always lists every file, so they never move: left out here.)
-        ranked = rank(self.tags, chat_files, other_files, mentioned_files, mentioned_idents,
-                      skip_chat_definitions=hide_chat_files)
+        with self._ranking:
+            self._graph.sync(self.tags, set(chat_files) | set(other_files))
+            ranked = self._graph.rank(chat_files, other_files, mentioned_files,
+                                      mentioned_idents, skip_chat_definitions=hide_chat_files)
+            key = (self._graph.version, ranked_key(chat_files, other_files, mentioned_files,
+                                                   mentioned_idents, hide_chat_files),
+                   max_tokens, line_numbers, strict, tuple(sorted(first)))
+            found = self._maps.get(key)
+        if found is not None:
+            return found
         if first:
             pinned = [item for item in ranked if isinstance(item, Tag) and item.name in first]
-            ranked = [*pinned, *(item for item in ranked if item not in pinned)]
+            pinned_set = set(pinned)
+            ranked = [*pinned, *(item for item in ranked if item not in pinned_set)]
         hidden = set(chat_files) if hide_chat_files else set()
-        return self._fit(ranked, hidden, max_tokens, line_numbers, strict)
+        text = self._fit(ranked, hidden, max_tokens, line_numbers, strict)
+        with self._ranking:
+            self._maps[key] = text
+            while len(self._maps) > MAPS_KEPT:
+                self._maps.popitem(last=False)
+        self._trim_contexts()
+        return text
+
+    def _trim_contexts(self) -> None:
+        """Drop the scopes least recently used past CONTEXT_LINES_KEPT (after a map: the
+        search for the longest map that fits parses each of its files once)."""
+        with self._lock:
+            kept = sum(len(held.lines) for _, held in self._contexts.values())
+            while kept > CONTEXT_LINES_KEPT and self._contexts:
+                _, (_, dropped) = self._contexts.popitem(last=False)
+                kept -= len(dropped.lines)
 
     def _fit(self, ranked: Sequence[Ranked], hidden: set[str], max_tokens: int,
              line_numbers: bool, strict: bool) -> str:
@@ -166,6 +198,8 @@ class RepoMap:
             cache_key = f"{int(line_numbers)}:{path}"
             with self._lock:
                 cached = self._contexts.get(cache_key)
+                if cached is not None:
+                    self._contexts.move_to_end(cache_key)
             if cached is not None and cached[0] == key:
                 return cached[1]
             code = self._read(file).decode("utf-8", errors="replace")

@@ -13,15 +13,19 @@ definition (`function_definition`, `class_declaration`, `struct_item`, `type_spe
 as C declares functions), and every other identifier is a reference. That is what Aider falls
 back to for a language whose query has no references (every name token, from pygments).
 
-Tags are cached per file by modification time and size: the map of an unchanged tree is not
+Tags are cached per file by modification time and size, as `FileTags`: the definitions with
+their lines, the references as names and counts (the map needs no more of them, and a tree of
+11,000 files holds millions), each name's string shared. The map of an unchanged tree is not
 parsed twice.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -76,6 +80,35 @@ class Tag:
     kind: TagKind
 
 
+@dataclass(frozen=True, slots=True)
+class FileTags:
+    """What one file defines (each definition once, by line) and references (how often)."""
+
+    definitions: tuple[Tag, ...]
+    referenced: tuple[str, ...]  # sorted (two tuples take a fifth of a dict's memory)
+    counts: tuple[int, ...]  # how often each is referenced
+
+    @property
+    def references(self) -> Mapping[str, int]:
+        return dict(zip(self.referenced, self.counts, strict=True))
+
+    @classmethod
+    def of(cls, tags: Iterable[Tag]) -> FileTags:
+        definitions: set[Tag] = set()
+        references: Counter[str] = Counter()
+        for tag in tags:
+            if tag.kind == "def":
+                definitions.add(Tag(tag.path, tag.line, sys.intern(tag.name), "def"))
+            else:
+                references[sys.intern(tag.name)] += 1
+        names = sorted(references)
+        return cls(tuple(sorted(definitions, key=lambda tag: (tag.line, tag.name))),
+                   tuple(names), tuple(references[name] for name in names))
+
+
+NO_TAGS = FileTags((), (), ())
+
+
 def language_of(path: str) -> str | None:
     """The language pack's name for the file's programming language, from its name (grep-ast's
     table); None for a file of data, markup or configuration, or of no language known."""
@@ -101,26 +134,30 @@ ReadFile = Callable[[Path], bytes]
 
 
 class TagCache:
-    """Tags by file, kept while the file's modification time and size stay the same."""
+    """Tags by file, kept while the file's modification time and size stay the same (the
+    same FileTags object: `Graph.sync` skips a file whose tags it already has)."""
 
     def __init__(self, read: ReadFile = Path.read_bytes) -> None:
-        self._tags: dict[Path, tuple[tuple[int, int], tuple[Tag, ...]]] = {}
+        self._tags: dict[Path, tuple[tuple[int, int], FileTags]] = {}
         self._lock = threading.Lock()
         self._read = read
 
-    def tags(self, root: Path, relative: str) -> tuple[Tag, ...]:
+    def tags(self, root: Path, relative: str) -> FileTags:
         path = root / relative
         try:
             stat = path.stat()
         except OSError:
-            return ()
+            with self._lock:
+                self._tags.pop(path, None)
+            return NO_TAGS
         key = (stat.st_mtime_ns, stat.st_size)
         with self._lock:
             cached = self._tags.get(path)
         if cached is not None and cached[0] == key:
             return cached[1]
         tags = (
-            tuple(read_tags(path, relative, self._read)) if stat.st_size <= MAX_FILE_BYTES else ()
+            FileTags.of(read_tags(path, relative, self._read))
+            if stat.st_size <= MAX_FILE_BYTES else NO_TAGS
         )
         with self._lock:
             self._tags[path] = (key, tags)

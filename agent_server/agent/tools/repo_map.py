@@ -20,6 +20,7 @@ the listing is not read either.
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import threading
 from collections import OrderedDict
@@ -30,8 +31,13 @@ from typing import Any
 from agent_server import repo_map
 from agent_server.agent.tools.base import ToolContext, ToolKind, ToolResult, int_arg
 from agent_server.agent.tools.output import bound_output
-from agent_server.agent.tools.paths import has_other_links, open_regular, secret_file
-from agent_server.agent.tools.walk import walk_files
+from agent_server.agent.tools.paths import (
+    has_other_links,
+    open_directory,
+    open_regular,
+    secret_file,
+)
+from agent_server.agent.tools.walk import walk_directory
 from agent_server.context.estimate import estimate_text_tokens
 from agent_server.errors import AgentServerError, InvalidToolArgumentsError, ToolError
 from agent_server.llm.messages import ToolSpec
@@ -144,19 +150,26 @@ def mapped_files(workspace: Path) -> tuple[list[str], bool]:
     """The workspace's files the map takes in (relative, POSIX), and whether there were more
     than it takes."""
     out: list[str] = []
-    for path in walk_files(workspace):
-        relative = path.relative_to(workspace).as_posix()
-        if secret_file(relative):
-            continue
-        try:
-            info = path.lstat()
-        except OSError:
-            continue
-        if path.is_symlink() or has_other_links(info):
-            continue
-        if len(out) == MAX_FILES:
-            return out, True
-        out.append(relative)
+    try:
+        top = open_directory(Path(os.path.realpath(workspace)), str(workspace))
+    except (OSError, AgentServerError):
+        return out, False
+    try:
+        for entry in walk_directory(top):
+            # A link (to a directory or not) is no regular file: left out, as a secret file.
+            if not entry.is_file or secret_file(entry.relative):
+                continue
+            try:
+                info = os.lstat(entry.relative, dir_fd=top)
+            except OSError:
+                continue
+            if has_other_links(info):
+                continue
+            if len(out) == MAX_FILES:
+                return out, True
+            out.append(entry.relative)
+    finally:
+        os.close(top)
     return out, False
 
 
