@@ -33,6 +33,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from agent_server.agent.tools import line_index
 from agent_server.agent.tools.base import (
     EarlierOutput,
     ToolContext,
@@ -165,6 +166,10 @@ def _read_disk(path: Path, shown: str, offset: int, limit: int, ctx: ToolContext
         if mime is not None:
             return _read_image(handle, shown, mime)
         _refuse_binary(head, shown)
+        if os.fstat(handle.fileno()).st_size > line_index.INDEXED_FROM:
+            index = line_index.index_of(handle)
+            line_index.seek_line(handle, index, offset)
+            return _read_text(handle, path, shown, offset, limit, ctx, total=index.lines)
         handle.seek(0)
         return _read_text(handle, path, shown, offset, limit, ctx)
 
@@ -211,16 +216,24 @@ def _read_image(handle: BinaryIO, shown: str, mime: str) -> ToolResult:
 
 
 def _read_text(
-    handle: BinaryIO, path: Path, shown: str, offset: int, limit: int, ctx: ToolContext
+    handle: BinaryIO, path: Path, shown: str, offset: int, limit: int, ctx: ToolContext,
+    total: int | None = None,
 ) -> ToolResult:
+    """A page of the text from `handle`: read from its start, or, when the file's `total`
+    lines are known (line_index), from line `offset`, where `handle` stands."""
     out: list[str] = []
     size = 0
-    total = 0
+    counted = 0
     last_shown = offset - 1
     stopped_by_bytes = False
-    for number, (raw, rest) in enumerate(bounded_lines(handle), start=1):
-        total = number
-        if number < offset or len(out) >= limit or stopped_by_bytes:
+    first = 1 if total is None else offset
+    for number, (raw, rest) in enumerate(bounded_lines(handle), start=first):
+        counted = number
+        if len(out) >= limit or stopped_by_bytes:
+            if total is not None:
+                break
+            continue
+        if number < offset:
             continue
         line = render_line(raw, rest)
         line_size = len(line.encode("utf-8")) + 1
@@ -230,6 +243,8 @@ def _read_text(
         out.append(line)
         size += line_size
         last_shown = number
+    if total is None:
+        total = counted
     details: dict[str, Any] = {"path": shown, "totalLines": total}
     if total == 0:
         return ToolResult.of_text(f"{shown} is empty.", details=details)
