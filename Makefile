@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 MCP_SERVERS_DIR := tests/mcp_servers
 MCP_SERVERS_STAMP := $(MCP_SERVERS_DIR)/node_modules/.installed
 
-.PHONY: dist demo test test-python test-acp-node lint typecheck protocol bench bench-quick bench-peers bench-recall bench-conformance system-deps mcp-test-servers soak soak-test clean
+.PHONY: dist demo test test-python test-acp-node lint typecheck protocol bench bench-quick bench-peers bench-recall bench-conformance bench-scale system-deps mcp-test-servers soak soak-test clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -93,6 +93,11 @@ bench-recall: $(STAMP)
 # compaction-conformance-kit 0.8.0 through the product's compaction (a minute).
 bench-conformance: $(STAMP)
 	$(BIN)/agent-server bench conformance --json .bench/conformance.json
+
+# The harness on workspaces of 133 to 114,000 files (real sdists from PyPI and synthetic trees,
+# built once in ~/.cache/agent-server/scale, about 1 GB): issue 49's figures. Not in CI.
+bench-scale: $(STAMP)
+	$(BIN)/agent-server bench scale --json .bench/scale.json
 
 # The sdist and the wheel a release would upload, in dist/ (checked by tests/test_release.py).
 dist: $(STAMP)

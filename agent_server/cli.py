@@ -109,11 +109,12 @@ def build_parser() -> argparse.ArgumentParser:
         "bench", help="run the benchmarks (from a source checkout) and print their tables"
     )
     bench.add_argument(
-        "suite", nargs="?", choices=["peers", "recall", "conformance"],
+        "suite", nargs="?", choices=["peers", "recall", "conformance", "scale"],
         help="peers: pi, Claude Code and Codex (installed from npm) and agent-server on one "
         "scripted session against the simulator; recall: the same clients on the real-code "
         "suite, with a simulated model that knows only what its request holds; conformance: "
-        "compaction-conformance-kit's canaries through the product's compaction",
+        "compaction-conformance-kit's canaries through the product's compaction; scale: "
+        "the harness on workspaces of 133 to 114,000 files (benchmarks/scale.py)",
     )
     bench.add_argument("--quick", action="store_true", help="smaller sizes: under a minute")
     bench.add_argument("--json", metavar="FILE", help="also write the results as JSON")
@@ -134,6 +135,12 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--strategies", metavar="LIST",
                        help="recall: agent-server's strategies, comma-separated, of "
                        "benchmarks/strategies.py (default: default)")
+    bench.add_argument("--workspaces", metavar="LIST",
+                       help="scale: comma-separated, of one-sdist,five-sdists,monorepo "
+                       "(default all)")
+    bench.add_argument("--measures", metavar="LIST",
+                       help="scale: comma-separated, of log_page,growing_log,mentions,"
+                       "repo_map,sandbox,search (default all)")
     bench.add_argument("--omniscient", action="store_true",
                        help="recall: a model that never misses what was dropped (every "
                        "step's needs ignored), as every figure before issue 25")
@@ -223,7 +230,12 @@ def _suite_options(args: argparse.Namespace) -> dict[str, Any] | None:
             options["strategy_names"] = listed(args.strategies)
         if args.omniscient:
             options["knows_all"] = True
-    if args.suite == "conformance" or args.suite == "recall":
+    if args.suite == "scale":
+        if listed(args.workspaces):
+            options["names"] = listed(args.workspaces)
+        if listed(args.measures):
+            options["measures"] = listed(args.measures)
+    if args.suite in ("conformance", "recall", "scale"):
         options["json_path"] = Path(args.json) if args.json else None
     if args.out:
         options["out_dir"] = Path(args.out)
