@@ -36,7 +36,7 @@ from agent_server.repo_map.tags import FileTags, ReadFile, Tag, TagCache, langua
 if TYPE_CHECKING:
     from grep_ast import TreeContext
 
-REQUIRED_PACKAGES = ("tree_sitter", "tree_sitter_language_pack", "grep_ast", "networkx")
+REQUIRED_PACKAGES = ("tree_sitter", "tree_sitter_language_pack", "grep_ast")
 INSTALL_HINT = "pip install 'agent-server[repomap]'"
 OK_ERROR = 0.15  # Aider stops searching once a map is within 15% of the budget
 MAX_LINE = 100  # Aider cuts every line of the map there (minified code, say)

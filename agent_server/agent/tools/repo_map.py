@@ -96,7 +96,7 @@ class RepoMapTool:
     async def run(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         if not repo_map.available():
             raise ToolError(
-                "The repository map needs tree-sitter, its language pack and networkx: "
+                "The repository map needs tree-sitter, its language pack and grep-ast: "
                 f"{repo_map.INSTALL_HINT}. Use find and grep meanwhile."
             )
         default = min(max(ctx.repo_map_tokens, MIN_TOKENS), MAX_TOKENS)
