@@ -59,7 +59,10 @@ def compile_glob(pattern: str) -> Glob:
             f"Invalid glob {pattern!r}: {exc.msg}. Write a character class as [abc], [a-z] "
             "(a range in order) or [!a-z] (none of them)."
         ) from exc
-    return Glob(elements, anchored=anchored)
+    # Nothing of a pattern without `/`, `**` or a class can match a `/`: it matches a path
+    # when it matches the path's last name, which is all it needs to read.
+    name_only = not anchored and "**" not in pattern and "[" not in pattern
+    return Glob(elements, anchored=anchored, name_only=name_only)
 
 
 def glob_matches(pattern: str, relative_path: str) -> bool:
@@ -110,14 +113,18 @@ class Glob:
     states met and each step from it is remembered, so a path costs a dict look-up a
     character (a lazily built DFA)."""
 
-    def __init__(self, elements: tuple[_Element, ...], *, anchored: bool) -> None:
+    def __init__(self, elements: tuple[_Element, ...], *, anchored: bool,
+                 name_only: bool = False) -> None:
         self._tests: list[CharTest | None] = [None]  # state 0 accepts; None: a free move
         self._next: list[tuple[int, ...]] = [()]
-        start = self._build(elements if anchored else (_DIRECTORIES, *elements), 0)
+        self._name_only = name_only
+        start = self._build(elements if anchored or name_only else (_DIRECTORIES, *elements), 0)
         self._start = self._closure((start,))
         self._steps: dict[tuple[frozenset[int], str], frozenset[int]] = {}
 
     def fullmatch(self, path: str) -> bool:
+        if self._name_only:
+            path = path[path.rfind("/") + 1 :]
         states = self._start
         steps = self._steps
         for char in path:

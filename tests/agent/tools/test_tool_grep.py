@@ -361,3 +361,26 @@ async def test_a_search_cut_at_the_bound_ends_with_its_output_read_to_the_end(
     assert proc.returncode is not None
     assert proc.stdout is not None and proc.stdout.at_eof()
     assert proc.stderr is not None and proc.stderr.at_eof()
+
+
+@pytest.mark.skipif(RG is None, reason="ripgrep (rg) is not installed")
+@pytest.mark.parametrize("per_file", [1, 3])
+async def test_files_searched_on_every_core_come_in_path_order(
+    ctx: ToolContext, workspace: Path, per_file: int
+) -> None:
+    """ripgrep searches unsorted (on every core) and the files are put in path order after;
+    past the bound (3 a file: 720 matches), it runs again sorted, so the first matches in path
+    order are kept: the same output as the walk in path order, whatever the threads did."""
+    for d in range(24):
+        for f in range(10):
+            path = workspace / f"d{d % 7}" / f"sub{d}" / f"f{f}.txt"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("".join(f"needle {d} {f} {n}\nhay\n" for n in range(per_file)))
+    (workspace / "d1.txt").write_text("needle beside the folder d1\n")
+    (workspace / "d1-x" / "a.txt").parent.mkdir()
+    (workspace / "d1-x" / "a.txt").write_text("needle in d1-x\n")
+    for arguments in ({"pattern": "needle"}, {"pattern": "needle", "context": 1}):
+        with_rg = await run_tool(GrepTool(rg=RG), arguments, ctx)
+        fallback = await run_tool(GrepTool(rg=None), arguments, ctx)
+        assert with_rg.text == fallback.text
+        assert with_rg.details is not None and with_rg.details["engine"] == "ripgrep"

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agent_server.agent.tools import ToolContext, run_tool
 from agent_server.agent.tools.find import MAX_RESULTS, FindTool
@@ -237,3 +239,21 @@ def test_a_walk_of_a_workspace_reached_through_a_link_lists_its_files(tmp_path: 
               walk_files(tmp_path / "spelled")]
     assert "src/app.py" in walked
     assert all(not name.startswith((".git/", "node_modules/")) for name in walked)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pattern=st.text(alphabet="ab*?{},.", min_size=1, max_size=8),
+    path=st.lists(st.text(alphabet="ab.,", max_size=5), min_size=1, max_size=4),
+)
+def test_a_glob_read_by_the_name_alone_matches_as_the_whole_path(pattern: str,
+                                                                 path: list[str]) -> None:
+    """A pattern without `/`, `**` or a class is matched against a path's last name only
+    (walk.compile_glob): the same answer as the automaton over the whole path."""
+    from agent_server.agent.tools.walk import _DIRECTORIES, Glob, _parse
+
+    if "**" in pattern:
+        return
+    whole = Glob((_DIRECTORIES, *_parse(pattern)), anchored=True)
+    relative = "/".join(path)
+    assert glob_matches(pattern, relative) is whole.fullmatch(relative)
