@@ -149,26 +149,33 @@ def guarded_below(workspace: Path) -> tuple[list[Path], list[Path]]:
     Every command pays this walk, so a directory's listing is kept between walks and read
     again only when the directory changed: its change time (which no command can set back, as
     it can a modification time), modification time or inode moved (`_listing`)."""
-    found: list[Path] = []
-    secrets: list[Path] = []
-    level: list[Path] = [Path()]
+    found: list[str] = []
+    secrets: list[str] = []
+    root = os.fspath(workspace)
+    level: list[str] = [""]  # relative, "" for the root, else "a/b/" (str: Path cost 4x)
     seen = 0
     for depth in range(NESTED_DEPTH + 1):
-        below: list[Path] = []
+        below: list[str] = []
         for relative in level:
             seen += 1
             if seen > NESTED_MAX_DIRECTORIES:
-                return found, secrets
-            listed = _listing(workspace / relative)
+                return _paths(found), _paths(secrets)
+            listed = _listing(f"{root}/{relative}")
             if listed is None:
                 continue
             has_git, secret_names, directories = listed
             if depth > 0 and has_git:
                 found.append(relative)
-            secrets += [relative / name for name in secret_names]
-            below += [relative / name for name in directories]
-        level = sorted(below)
-    return found, secrets
+            secrets += [relative + name for name in secret_names]
+            below += [f"{relative}{name}/" for name in directories]
+        # In the order of their parts (`a/b/` before `a-c/`): each listing's directories are
+        # sorted and the parents were, so the level needs no sort of its own.
+        level = below
+    return _paths(found), _paths(secrets)
+
+
+def _paths(relatives: list[str]) -> list[Path]:
+    return [Path(relative) for relative in relatives]
 
 
 # What the walk needs of a directory: whether it holds a `.git` (not a link), the names of
@@ -178,13 +185,13 @@ _Listing = tuple[bool, tuple[str, ...], tuple[str, ...]]
 # The listings of the walks, by directory: (its change time, modification time and inode when
 # listed, the listing). Kept only for a directory unchanged for _SETTLED_NS before it was
 # listed, so that a change in the same tick of the clock cannot hide behind an equal time.
-_LISTINGS: dict[Path, tuple[tuple[int, int, int], _Listing]] = {}
+_LISTINGS: dict[str, tuple[tuple[int, int, int], _Listing]] = {}
 _LISTINGS_LOCK = threading.Lock()
 _LISTINGS_MAX = 4 * NESTED_MAX_DIRECTORIES
 _SETTLED_NS = 2_000_000_000
 
 
-def _listing(directory: Path) -> _Listing | None:
+def _listing(directory: str) -> _Listing | None:
     """The entries of `directory` (None when it cannot be listed), from the last walk's
     listing when the directory has not changed since."""
     try:
@@ -210,7 +217,7 @@ def _listing(directory: Path) -> _Listing | None:
                     below.append(name)
     except OSError:
         return None
-    listed = (has_git, tuple(secrets), tuple(below))
+    listed = (has_git, tuple(secrets), tuple(sorted(below)))
     if time.time_ns() - max(stat.st_ctime_ns, stat.st_mtime_ns) > _SETTLED_NS:
         with _LISTINGS_LOCK:
             if len(_LISTINGS) >= _LISTINGS_MAX:
