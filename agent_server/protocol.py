@@ -702,6 +702,23 @@ class MentionCompleteResult(TypedDict):
     items: list[MentionItem]
 
 
+class CommandListParams(TypedDict):
+    workspaceUri: str
+
+
+class PromptCommandItem(TypedDict):
+    name: str
+    """Typed as `/name` at the start of a prompt (agent/prompt_commands.py)."""
+    description: str
+    hint: str
+    """What to type after the name ("" when the command takes no words)."""
+    origin: Literal["user", "workspace"]
+
+
+class CommandListResult(TypedDict):
+    commands: list[PromptCommandItem]
+
+
 # --- MCP servers (docs/mcp.md) ---------------------------------------------------------------
 
 
@@ -959,6 +976,10 @@ THINKING_SET = _method(
 MENTION_COMPLETE = _method(
     "agent/mention/complete", "client", MentionCompleteParams, MentionCompleteResult,
     "workspace paths for an `@` being typed",
+)
+COMMAND_LIST = _method(
+    "agent/command/list", "client", CommandListParams, CommandListResult,
+    "the user's and the workspace's prompt commands, for a `/` menu",
 )
 MCP_SERVERS = _method(
     "agent/mcp/servers", "client", McpServersParams, McpStatusParams,

@@ -663,7 +663,7 @@ class AcpAgent:
 
     def _announce(self, state: AcpSession) -> None:
         session_id = state.session.session_id
-        self.outbox.put(session_id, available_commands())
+        self.outbox.put(session_id, available_commands(state.session.workspace))
         self.outbox.put(session_id, usage_update(state.session.usage_snapshot()))
 
     def _sink(self, state: AcpSession) -> Callable[[AgentEvent], None]:

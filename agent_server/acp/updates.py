@@ -82,6 +82,7 @@ from agent_server.agent.events import (
 )
 from agent_server.agent.mcp.session_tools import PendingTools
 from agent_server.agent.permissions import PERMISSION_MODES, PermissionMode, PermissionRequest
+from agent_server.agent.prompt_commands import prompt_commands
 from agent_server.agent.tool_runner import ABORTED_BY_USER
 from agent_server.agent.transcript import CHUNK_KINDS
 from agent_server.llm.messages import (
@@ -267,7 +268,12 @@ def takes_argument(name: str) -> bool:
     return any(hint for command, _description, hint in COMMANDS if command == name)
 
 
-def available_commands() -> AvailableCommandsUpdate:
+def available_commands(workspace: Path) -> AvailableCommandsUpdate:
+    """The agent's commands, then the user's and the workspace's prompt commands (of other
+    names: agent/prompt_commands.py)."""
+    own = [(name, description, hint) for name, description, hint in COMMANDS]
+    written = [(c.name, c.description, c.hint or None)
+               for c in prompt_commands(workspace, leave_out={name for name, _, _ in own})]
     return AvailableCommandsUpdate(
         session_update="available_commands_update",
         available_commands=[
@@ -278,7 +284,7 @@ def available_commands() -> AvailableCommandsUpdate:
                 if hint
                 else None,
             )
-            for name, description, hint in COMMANDS
+            for name, description, hint in [*own, *written]
         ],
     )
 

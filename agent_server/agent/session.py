@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import get_args
 
+from agent_server.agent import prompt_commands
 from agent_server.agent.checkpoints import NOTE_KIND as RESTORE_NOTE
 from agent_server.agent.checkpoints import (
     BlobStore,
@@ -521,8 +522,9 @@ class AgentSession:
                 f"session {self.session_id} is busy with another turn; wait for it to end "
                 "or interrupt it"
             )
-        content: tuple[UserContent, ...] = (
-            (TextContent(prompt),) if isinstance(prompt, str) else tuple(prompt)
+        # A prompt that starts with a command the user wrote (`/review app.py`) is its prompt.
+        content = prompt_commands.expanded(
+            (TextContent(prompt),) if isinstance(prompt, str) else tuple(prompt), self.workspace
         )
         turn_id = turn_id or uuid.uuid4().hex[:12]
         self._busy = True

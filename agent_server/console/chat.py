@@ -49,6 +49,7 @@ from agent_server.console.commands import (
     mode_named,
     prompt_with_images,
     read_command,
+    written_commands,
 )
 from agent_server.console.line_input import LineReader, workspace_paths
 from agent_server.console.render import (
@@ -358,11 +359,14 @@ class TerminalChat:
 
     # --- commands -------------------------------------------------------------------------
 
-    def show_help(self) -> None:
+    def show_help(self, session: AgentSession | None = None) -> None:
         """The commands as columns, or on a narrow terminal each command and its arguments
         on a line, what it does under it (nothing cut: an argument is typed back)."""
         rows = [
             (command.name, command.arguments, command.help) for command in COMMANDS
+        ] + [
+            (f"/{c.name}", c.hint, f"{c.description} ({c.origin}'s command)")
+            for c in (written_commands(session.workspace) if session else [])
         ] + [
             ("@path", "", "attach a workspace file or folder (Tab completes)"),
             ("a/b.png", "", "an image file's path attaches the image"),
@@ -814,6 +818,12 @@ def chat_loop(
             if runner.run(chat.turn(session, line)) is None:
                 return "interrupted"
             continue
+        if typed.command is None and typed.word[1:] in {
+                c.name for c in written_commands(session.workspace)}:
+            # A command the user or the workspace wrote: the turn sends its prompt.
+            if runner.run(chat.turn(session, line)) is None:
+                return "interrupted"
+            continue
         if typed.command is None:
             console.print(
                 shown(
@@ -836,7 +846,7 @@ def chat_loop(
         if name == "/quit":
             return "quit"
         if name == "/help":
-            chat.show_help()
+            chat.show_help(session)
         elif name == "/usage":
             chat.show_usage(session)
         elif name == "/output":

@@ -11,6 +11,7 @@ session is made when the first line is in. A one-shot chat, or one that continue
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import signal
@@ -43,10 +44,10 @@ def load_agent(provider: str) -> None:
             import agent_server.sim.server  # noqa: F401
 
 
-def command_names(prefix: str) -> list[str]:
+def command_names(prefix: str, workspace: Path | None = None) -> list[str]:
     from agent_server.console.commands import command_names as names
 
-    return names(prefix)
+    return names(prefix, workspace)
 
 
 def _is_quit(line: str) -> bool:
@@ -167,7 +168,8 @@ def main(args: Any) -> int:
     with contextlib.suppress(ImportError):
         import readline  # noqa: F401  (line editing and history for input())
     console = Console(highlight=False)
-    reader = LineReader(console, command_names, prompt_history(settings, workspace))
+    reader = LineReader(console, functools.partial(command_names, workspace=workspace),
+                        prompt_history(settings, workspace))
     if sys.stdin.isatty():
         # Ctrl-C at the prompt asks before quitting, as it stops a turn or rejects a question,
         # even where the chat was started with SIGINT ignored (a script's background job):

@@ -2,8 +2,9 @@
 paths name).
 
 The slash commands are one table: /help lists it, Tab completes from it, and a line that
-starts with a word of the form `/name` that is not in it is answered ("unknown command"),
-never sent to the model. A line whose first word is a path (`/etc/hosts is empty?`) is a
+starts with a word of the form `/name` that is not in it, nor a command the user or the
+workspace wrote (agent/prompt_commands.py, sent as their prompt), is answered ("unknown
+command"), never sent to the model. A line whose first word is a path (`/etc/hosts is empty?`) is a
 prompt.
 
 A prompt may name image files by path, as terminals paste a file dragged onto them
@@ -19,6 +20,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent_server.agent.prompt_commands import PromptCommand, prompt_commands
 from agent_server.agent.tools.read import MAX_IMAGE_BYTES, image_type
 from agent_server.llm.messages import ImageContent, TextContent, UserContent
 
@@ -102,8 +104,17 @@ def read_command(line: str) -> Typed | None:
     return Typed(command, word, rest.strip())
 
 
-def command_names(prefix: str) -> list[str]:
-    return [c.name for c in COMMANDS if c.name.startswith(prefix)]
+def command_names(prefix: str, workspace: Path | None = None) -> list[str]:
+    """The commands that start with `prefix` (Tab completes them): the chat's own, then the
+    user's and the workspace's prompt commands (agent/prompt_commands.py)."""
+    written = [f"/{c.name}" for c in written_commands(workspace)] if workspace else []
+    return [name for name in [c.name for c in COMMANDS] + written if name.startswith(prefix)]
+
+
+def written_commands(workspace: Path) -> list[PromptCommand]:
+    """The prompt commands of other names than the chat's own (theirs come first here)."""
+    own = {name[1:] for name in [c.name for c in COMMANDS] + list(ALIASES)}
+    return prompt_commands(workspace, leave_out=own)
 
 
 def mode_named(word: str) -> str | None:

@@ -207,6 +207,15 @@ async def mention_complete(
     return wire.mention_result(found)
 
 
+async def command_list(ls: AgentLanguageServer, params: Params) -> protocol.CommandListResult:
+    folder = ls.folder_for(params.workspace())
+    from agent_server.agent.prompt_commands import prompt_commands
+
+    found = await asyncio.to_thread(prompt_commands, folder.agent.root)
+    return {"commands": [{"name": c.name, "description": c.description, "hint": c.hint,
+                          "origin": c.origin} for c in found]}
+
+
 # --- MCP servers -----------------------------------------------------------------------------
 
 
@@ -391,6 +400,7 @@ REQUESTS: Mapping[str, Handler] = {
     protocol.MODE_SET.name: mode_set,
     protocol.THINKING_SET.name: thinking_set,
     protocol.MENTION_COMPLETE.name: mention_complete,
+    protocol.COMMAND_LIST.name: command_list,
     protocol.MCP_SERVERS.name: mcp_servers,
     protocol.MCP_ACCEPT_TOOLS.name: mcp_accept_tools,
     protocol.MCP_RESTART.name: mcp_restart,

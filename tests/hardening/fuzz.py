@@ -81,6 +81,7 @@ LSP_METHODS = (
     "agent/model/set",
     "agent/mode/set",
     "agent/mention/complete",
+    "agent/command/list",
     "agent/mcp/servers",
     "agent/mcp/acceptTools",
     "agent/mcp/restart",

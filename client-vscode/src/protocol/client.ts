@@ -11,6 +11,8 @@ import {
   type AgentInitializationOptions,
   type AgentSettings,
   type AgentUpdateParams,
+  type CommandListParams,
+  type CommandListResult,
   type CompactParams,
   type CompactResult,
   type CompactionParams,
@@ -169,6 +171,10 @@ export class AgentClient {
 
   completeMention(params: MentionCompleteParams): Promise<MentionCompleteResult> {
     return this.connection.sendRequest(Methods.mentionComplete, params);
+  }
+
+  listCommands(params: CommandListParams): Promise<CommandListResult> {
+    return this.connection.sendRequest(Methods.commandList, params);
   }
 
   mcpServers(params: { sessionId: string }): Promise<McpStatusParams> {

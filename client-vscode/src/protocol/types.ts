@@ -712,6 +712,23 @@ export interface MentionCompleteResult {
   items: MentionItem[];
 }
 
+export interface CommandListParams {
+  workspaceUri: string;
+}
+
+export interface PromptCommandItem {
+  /** Typed as `/name` at the start of a prompt (agent/prompt_commands.py). */
+  name: string;
+  description: string;
+  /** What to type after the name ("" when the command takes no words). */
+  hint: string;
+  origin: 'user' | 'workspace';
+}
+
+export interface CommandListResult {
+  commands: PromptCommandItem[];
+}
+
 export type McpServersParams = SessionParams;
 
 export type McpAcceptToolsParams = SessionParams;
@@ -980,6 +997,7 @@ export const Methods = {
   modeSet: 'agent/mode/set',
   thinkingSet: 'agent/thinking/set',
   mentionComplete: 'agent/mention/complete',
+  commandList: 'agent/command/list',
   mcpServers: 'agent/mcp/servers',
   mcpAcceptTools: 'agent/mcp/acceptTools',
   mcpRestart: 'agent/mcp/restart',
