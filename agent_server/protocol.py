@@ -706,13 +706,17 @@ class CommandListParams(TypedDict):
     workspaceUri: str
 
 
+# Whose folder a prompt command comes from (agent/prompt_commands.py): the user's wins.
+CommandOrigin: TypeAlias = Literal["user", "workspace"]
+
+
 class PromptCommandItem(TypedDict):
     name: str
     """Typed as `/name` at the start of a prompt (agent/prompt_commands.py)."""
     description: str
     hint: str
     """What to type after the name ("" when the command takes no words)."""
-    origin: Literal["user", "workspace"]
+    origin: CommandOrigin
 
 
 class CommandListResult(TypedDict):

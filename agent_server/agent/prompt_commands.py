@@ -30,18 +30,16 @@ import stat
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import platformdirs
 
 from agent_server.llm.messages import TextContent, UserContent
+from agent_server.protocol import CommandOrigin as Origin
 
 WORKSPACE_FOLDER = Path(".agent-server") / "commands"
 MAX_BYTES = 64 * 1024
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _POSITIONAL = re.compile(r"\$([1-9])")
-
-Origin = Literal["user", "workspace"]
 
 
 @dataclass(frozen=True, slots=True)

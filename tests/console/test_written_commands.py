@@ -41,7 +41,7 @@ def test_a_written_command_is_listed_completed_and_sent(tmp_path: Path) -> None:
         child.sendline("/help")
         child.expect("you ›")
         assert "/hello" in screen.since(mark) and "(user's command)" in screen.since(mark)
-        child.send("/hel\t")
+        child.send("/hell\t")  # "/hel" is also /help: a bell
         child.expect("/hello")
         child.send(" Ada\r")
         child.expect("you ›")

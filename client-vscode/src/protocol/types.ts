@@ -716,13 +716,16 @@ export interface CommandListParams {
   workspaceUri: string;
 }
 
+export const CommandOriginValues = ['user', 'workspace'] as const;
+export type CommandOrigin = (typeof CommandOriginValues)[number];
+
 export interface PromptCommandItem {
   /** Typed as `/name` at the start of a prompt (agent/prompt_commands.py). */
   name: string;
   description: string;
   /** What to type after the name ("" when the command takes no words). */
   hint: string;
-  origin: 'user' | 'workspace';
+  origin: CommandOrigin;
 }
 
 export interface CommandListResult {
