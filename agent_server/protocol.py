@@ -436,6 +436,12 @@ class SessionLoadParams(TypedDict):
     """Entries in the first page (default 100)."""
 
 
+class SessionForkParams(TypedDict):
+    sessionId: str
+    limit: NotRequired[int]
+    """Entries in the first page of the fork's transcript (default 100)."""
+
+
 class RepairIssue(TypedDict):
     line: int
     offset: int
@@ -932,6 +938,10 @@ SESSION_LIST = _method(
 SESSION_LOAD = _method(
     "agent/session/load", "client", SessionLoadParams, SessionLoadResult,
     "open a session: its latest transcript page and state",
+)
+SESSION_FORK = _method(
+    "agent/session/fork", "client", SessionForkParams, SessionLoadResult,
+    "a new session going on from this one: opened, as session/load answers",
 )
 SESSION_HISTORY = _method(
     "agent/session/history", "client", SessionHistoryParams, SessionHistoryResult,

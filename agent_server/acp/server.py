@@ -31,6 +31,7 @@ from acp.schema import (
     CloseSessionResponse,
     DeleteSessionResponse,
     EmbeddedResourceContentBlock,
+    ForkSessionResponse,
     HttpMcpServer,
     ImageContentBlock,
     Implementation,
@@ -48,6 +49,7 @@ from acp.schema import (
     SessionCapabilities,
     SessionCloseCapabilities,
     SessionDeleteCapabilities,
+    SessionForkCapabilities,
     SessionInfo,
     SessionListCapabilities,
     SessionResumeCapabilities,
@@ -280,6 +282,7 @@ class AcpAgent:
                     close=SessionCloseCapabilities(),
                     resume=SessionResumeCapabilities(),
                     delete=SessionDeleteCapabilities(),
+                    fork=SessionForkCapabilities(),
                 ),
                 mcp_capabilities=McpCapabilities(http=True, sse=True),
             ),
@@ -355,6 +358,38 @@ class AcpAgent:
         preload_provider(state.session.settings.provider)
         return ResumeSessionResponse(
             modes=mode_state(state.session.gate.mode), config_options=self._options(state)
+        )
+
+    async def fork_session(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> ForkSessionResponse:
+        """A new session going on from `session_id` (WorkspaceAgent.fork), without the
+        history: the client has it (it shows the source's)."""
+        workspace = self._workspace(cwd)
+        try:
+            session = workspace.fork(
+                session_id,
+                mcp_servers=None
+                if mcp_servers is None
+                else acp_mcp_servers(mcp_servers, workspace.root),
+            )
+        except AgentServerError as error:
+            raise request_error(error) from None
+        state = self._adopt(session, workspace.root)
+        state.title = session.ledger.title
+        if state.title:
+            self.outbox.put(session.session_id, title_update(state.title))
+        self._announce(state)
+        preload_provider(session.settings.provider)
+        return ForkSessionResponse(
+            session_id=session.session_id,
+            modes=mode_state(session.gate.mode),
+            config_options=self._options(state),
         )
 
     async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:

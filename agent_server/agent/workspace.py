@@ -32,6 +32,7 @@ from agent_server.agent.tools import default_tools
 from agent_server.agent.tools.sandbox import protect_server_process, sandbox_status
 from agent_server.errors import (
     AgentServerError,
+    SessionBusyError,
     SessionLockedError,
     SessionNotFoundError,
     UnknownModelError,
@@ -223,7 +224,44 @@ class WorkspaceAgent:
             return session
         if not self.store.exists(session_id):
             raise SessionNotFoundError(f"no session {session_id} in workspace {self.root}")
-        ledger = self.store.open(session_id)
+        return self._resume(self.store.open(session_id), emit, ask, assume_yes)
+
+    def fork(
+        self,
+        session_id: str,
+        *,
+        emit: EventSink = ignore_events,
+        ask: AskCallback | None = None,
+        assume_yes: bool = False,
+        mcp_servers: Sequence[McpServerConfig] | None = None,
+    ) -> AgentSession:
+        """A new session that goes on from where `session_id` is (SessionStore.fork: its
+        conversation, every branch, its saved outputs and permission answers), opened as a
+        loaded session is; `session_id` stays as it is, open or not. `mcp_servers` (a front
+        end's): the fork's, else the source's."""
+        if not self.store.exists(session_id):
+            raise SessionNotFoundError(f"no session {session_id} in workspace {self.root}")
+        source = self.sessions.get(session_id)
+        if source is not None and source.busy:
+            raise SessionBusyError(
+                f"session {session_id} is running a turn: fork it when the turn has ended "
+                "(or interrupt it)"
+            )
+        if source is not None:
+            source.ledger.sync()  # what was appended so far is on disk to be copied
+        ledger = self.store.fork(session_id)
+        if ledger.title:
+            ledger.append_title(f"{ledger.title} (fork)")
+            ledger.sync()
+        given = self._mcp_extra.get(session_id, ()) if mcp_servers is None else mcp_servers
+        self._mcp_extra[ledger.session_id] = tuple(given)
+        # An open source's answers as they are now (the copied folder has them as saved).
+        carried = source.permission_choices() if source is not None else None
+        return self._resume(ledger, emit, ask, assume_yes, carried)
+
+    def _resume(self, ledger: Ledger, emit: EventSink, ask: AskCallback | None,
+                assume_yes: bool, carried: PermissionChoices | None = None) -> AgentSession:
+        """A session on a ledger that was written before: with its own model and thinking."""
         try:
             settings, setup = self._reopen(ledger.latest_model())
             # It keeps the thinking level it was left at (ledgers from before it was
@@ -236,7 +274,7 @@ class WorkspaceAgent:
         except BaseException:
             ledger.close()
             raise
-        return self._start(ledger, settings, setup, emit, ask, assume_yes)
+        return self._start(ledger, settings, setup, emit, ask, assume_yes, carried=carried)
 
     async def open_when_free(
         self,

@@ -327,6 +327,21 @@ class TerminalChat:
             self.console.print(kept_answers(session))
         return session
 
+    def fork_session(
+        self, runner: asyncio.Runner, agent: WorkspaceAgent, left: AgentSession
+    ) -> AgentSession:
+        """`/fork`: the chat goes on in a copy of `left` (WorkspaceAgent.fork: its
+        conversation, its model, thinking level, mode and answers); `left` stays as it was."""
+        try:
+            session = agent.fork(left.session_id, emit=self.emit,
+                                 ask=self.ask if self.interactive else None,
+                                 assume_yes=self.assume_yes)
+        except AgentServerError as error:
+            self.console.print(shown(error.message, "red"))
+            return left
+        self.go_on_in(runner, agent, session)
+        return session
+
     def resume_command(
         self, runner: asyncio.Runner, agent: WorkspaceAgent, argument: str
     ) -> AgentSession | None:
@@ -858,6 +873,8 @@ def chat_loop(
             session = chat.resume_command(runner, agent, typed.argument) or session
         elif name == "/new":
             session = chat.new_session(runner, agent, session)
+        elif name == "/fork":
+            session = chat.fork_session(runner, agent, session)
         elif name == "/model":
             chat.model_command(runner, session, typed.argument)
         elif name == "/mode":

@@ -59,6 +59,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("/pins", "", "the pinned rules and facts, and the task's plan"),
     Command("/usage", "", "tokens and cost of the last turn and the session"),
     Command("/new", "", "start a new session (also /clear); this one is kept"),
+    Command("/fork", "", "go on in a copy of this session (its conversation so far); this one "
+            "is kept as it is"),
     Command(
         "/sessions",
         "[id]",

@@ -74,6 +74,15 @@ async def session_load(ls: AgentLanguageServer, params: Params) -> protocol.Sess
     return result
 
 
+async def session_fork(ls: AgentLanguageServer, params: Params) -> protocol.SessionLoadResult:
+    session_id = params.string("sessionId")
+    limit = params.count("limit", wire.DEFAULT_PAGE, wire.MAX_PAGE)
+    session = ls.fork(session_id)
+    snapshot = session.usage_snapshot()
+    ls.notify(protocol.USAGE_CHANGED.name, wire.usage_json(session.session_id, snapshot))
+    return wire.session_load_result(session, session.transcript(limit=limit), snapshot)
+
+
 async def session_history(
     ls: AgentLanguageServer, params: Params
 ) -> protocol.SessionHistoryResult:
@@ -401,6 +410,7 @@ REQUESTS: Mapping[str, Handler] = {
     protocol.THINKING_SET.name: thinking_set,
     protocol.MENTION_COMPLETE.name: mention_complete,
     protocol.COMMAND_LIST.name: command_list,
+    protocol.SESSION_FORK.name: session_fork,
     protocol.MCP_SERVERS.name: mcp_servers,
     protocol.MCP_ACCEPT_TOOLS.name: mcp_accept_tools,
     protocol.MCP_RESTART.name: mcp_restart,

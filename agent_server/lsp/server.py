@@ -280,6 +280,13 @@ class AgentLanguageServer(LanguageServer):
         )
         return self._opened(session, opening)
 
+    def fork(self, session_id: str) -> AgentSession:
+        """A new session going on from `session_id` (WorkspaceAgent.fork), opened here."""
+        agent = self._agent_with(session_id)
+        fork = agent.fork(session_id)
+        fork.attach(self.sink(fork.session_id), self.asker(fork.session_id))
+        return self._opened(fork, True)
+
     def _agent_with(self, session_id: str) -> WorkspaceAgent:
         for folder in self.state.folders.values():
             if folder.agent.has(session_id):

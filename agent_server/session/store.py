@@ -30,7 +30,7 @@ import re
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 
@@ -42,7 +42,7 @@ from agent_server.errors import (
     SessionError,
     SessionNotFoundError,
 )
-from agent_server.session.entries import header_from_json
+from agent_server.session.entries import header_from_json, header_to_json
 from agent_server.session.facts import facts_of_json
 from agent_server.session.index import (
     DIGEST_SPAN,
@@ -51,7 +51,7 @@ from agent_server.session.index import (
     index_path_for,
     tail_digest,
 )
-from agent_server.session.ledger import FsyncMode, Ledger
+from agent_server.session.ledger import FsyncMode, Ledger, encode_line, stamp
 from agent_server.session.lock import SessionLock
 from agent_server.session.meta import MetaFold, SessionMeta, meta_from_json, meta_to_json
 from agent_server.whole_file import write_whole
@@ -208,6 +208,37 @@ class SessionStore:
         )
         self._open[sid] = ledger
         return ledger
+
+    def fork(self, session_id: str) -> Ledger:
+        """A new session that goes on from where `session_id` is: a copy of its ledger (every
+        branch, the same leaf) and of its folder (saved outputs, the permission answers), open
+        and locked, under a new id and its own creation time; `session_id` is left as it is.
+        The saved outputs' paths in the copied results name the new folder. Only whole lines
+        are copied (a turn being written in the source ends where its last line does)."""
+        source = self.ledger_path(session_id)
+        try:
+            data = source.read_bytes()
+        except OSError as exc:
+            raise SessionError(f"cannot read the session file {source}: {exc.strerror}") from exc
+        first, _, body = data[: data.rfind(b"\n") + 1].partition(b"\n")
+        header = header_from_json(json.loads(first))
+        sid = new_session_id()
+        path = source.with_name(f"{sid}{LEDGER_SUFFIX}")
+        old_dir, new_dir = source.with_suffix(""), path.with_suffix("")
+        if old_dir.is_dir():
+            shutil.copytree(old_dir, new_dir, symlinks=True)
+            # The paths of saved outputs, as the results wrote them (JSON strings).
+            body = body.replace(_in_json(old_dir), _in_json(new_dir))
+        copy = replace(header, session_id=sid, created_at=stamp(self.clock))
+        try:
+            with path.open("xb") as out:
+                out.write(encode_line(header_to_json(copy)) + body)
+                if self.fsync != "never":
+                    os.fsync(out.fileno())
+        except OSError as exc:
+            path.unlink(missing_ok=True)
+            raise SessionError(f"cannot write the session file {path}: {exc.strerror}") from exc
+        return self.open(sid)
 
     def open(self, session_id: str) -> Ledger:
         """Open and lock an existing session (SessionLockedError if it is open elsewhere)."""
@@ -368,6 +399,11 @@ class SessionStore:
             first_prompt=meta.first_prompt,
             prompt_count=meta.prompt_count,
         )
+
+
+def _in_json(path: Path) -> bytes:
+    """`path` as a ledger line writes it inside a string (ledger.encode_line)."""
+    return json.dumps(str(path), ensure_ascii=False)[1:-1].encode("utf-8")
 
 
 def new_session_id() -> str:

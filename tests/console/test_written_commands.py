@@ -55,3 +55,42 @@ def test_a_written_command_is_listed_completed_and_sent(tmp_path: Path) -> None:
         child.expect(pexpect.EOF)
     finally:
         handle.stop()
+
+
+def test_fork_goes_on_in_a_copy_and_keeps_the_session(tmp_path: Path) -> None:
+    """`/fork`: the chat goes on in a copy of the session (the model gets the conversation so
+    far); the session left is kept as it was, and the chat says how to go back to it."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    sim = Simulator()
+    handle = SimServer(sim).run_in_thread()
+    try:
+        child = pexpect.spawn(
+            sys.executable,
+            ["-m", "agent_server", "chat", "--provider", "sim", "--base-url", handle.base_url,
+             "--sessions-dir", str(tmp_path / "sessions"), "--yes"],
+            cwd=str(workspace), encoding="utf-8", codec_errors="replace", dimensions=(50, 200),
+            timeout=120,
+            env={"TERM": "xterm-256color", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        )
+        screen = Screen()
+        child.logfile_read = screen
+        child.expect("you ›")
+        child.sendline("first question")
+        child.expect("you ›")
+        [source] = list((tmp_path / "sessions").rglob("*.jsonl"))
+        mark = screen.mark
+        child.sendline("/fork")
+        child.expect("you ›")
+        assert source.stem in screen.since(mark)  # how to go on with the one left
+        child.sendline("second question")
+        child.expect("you ›")
+        sent = str(sim.records[-1].request["messages"])
+        assert "first question" in sent and "second question" in sent
+        child.sendline("/quit")
+        child.expect(pexpect.EOF)
+    finally:
+        handle.stop()
+    ledgers = {p.stem: p.read_text() for p in (tmp_path / "sessions").rglob("*.jsonl")}
+    assert len(ledgers) == 2
+    assert "second question" not in ledgers[source.stem]

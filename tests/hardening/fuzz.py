@@ -70,6 +70,7 @@ LSP_METHODS = (
     "agent/session/new",
     "agent/session/list",
     "agent/session/load",
+    "agent/session/fork",
     "agent/session/history",
     "agent/turn",
     "agent/interrupt",

@@ -250,3 +250,38 @@ def test_a_store_scoped_to_a_workspace(tmp_path: Path, workspace: Path) -> None:
     # an unscoped store sees both
     assert {i.session_id for i in SessionStore(root).list()} == {mine_id, theirs_id}
     assert SessionStore(root).exists(theirs_id)
+
+
+def test_a_fork_goes_on_from_where_the_session_is_and_leaves_it_as_it_was(
+    store: SessionStore, workspace: Path
+) -> None:
+    with store.create(workspace, title="Parser", model="sim-small") as ledger:
+        source_id = ledger.session_id
+        first = ledger.append_message(user("first"))
+        ledger.append_message(assistant("one", model="sim-small"))
+        ledger.rewind(first.id)  # a second branch, from the first prompt
+        ledger.append_message(assistant("two", model="sim-small"))
+        saved = store.session_dir(source_id) / "bash-1.txt"
+        saved.write_text("the whole output\n")
+        ledger.append_message(user(f"the output is saved in {saved}"))
+        source_bytes = ledger.path.read_bytes()
+        leaf = ledger.leaf_id
+        with ledger.path.open("ab") as torn:
+            torn.write(b'{"type":"message","id":"half')  # a line being written: not copied
+        with store.fork(source_id) as fork:
+            assert fork.session_id != source_id
+            assert fork.header.workspace == ledger.header.workspace
+            assert fork.header.created_at >= ledger.header.created_at
+            assert fork.leaf_id == leaf
+            assert [e.id for e in fork.branch()] == [e.id for e in ledger.branch()]
+            assert len(fork.entries) == len(ledger.entries)
+            assert fork.load_report.clean
+            copied = store.session_dir(fork.session_id) / "bash-1.txt"
+            assert copied.read_text() == "the whole output\n"
+            assert str(copied) in fork.path.read_text() and str(saved) not in fork.path.read_text()
+            fork.append_message(assistant("only in the fork", model="sim-small"))
+    assert ledger.path.read_bytes().startswith(source_bytes)
+    assert "only in the fork" not in ledger.path.read_text()
+    assert {info.session_id for info in store.list(workspace)} == {source_id, fork.session_id}
+    with pytest.raises(SessionNotFoundError):
+        store.fork("nosuchsession")

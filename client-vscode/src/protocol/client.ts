@@ -41,6 +41,7 @@ import {
   type RewindResult,
   type SessionListParams,
   type SessionListResult,
+  type SessionForkParams,
   type SessionLoadParams,
   type SessionHistoryParams,
   type SessionHistoryResult,
@@ -116,6 +117,10 @@ export class AgentClient {
 
   loadSession(params: SessionLoadParams): Promise<SessionLoadResult> {
     return this.connection.sendRequest(Methods.sessionLoad, params);
+  }
+
+  forkSession(params: SessionForkParams): Promise<SessionLoadResult> {
+    return this.connection.sendRequest(Methods.sessionFork, params);
   }
 
   sessionHistory(params: SessionHistoryParams): Promise<SessionHistoryResult> {

@@ -451,6 +451,12 @@ export interface SessionLoadParams {
   limit?: number;
 }
 
+export interface SessionForkParams {
+  sessionId: string;
+  /** Entries in the first page of the fork's transcript (default 100). */
+  limit?: number;
+}
+
 export interface RepairIssue {
   line: number;
   offset: number;
@@ -987,6 +993,7 @@ export const Methods = {
   sessionNew: 'agent/session/new',
   sessionList: 'agent/session/list',
   sessionLoad: 'agent/session/load',
+  sessionFork: 'agent/session/fork',
   sessionHistory: 'agent/session/history',
   turn: 'agent/turn',
   interrupt: 'agent/interrupt',
