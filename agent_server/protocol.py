@@ -138,8 +138,10 @@ class ToolCallLocation(TypedDict):
 
 
 class ToolCallTextContent(TypedDict):
+    """What the tool returned: its text, or an image (an MCP tool's screenshot)."""
+
     type: Literal["content"]
-    content: TextContent
+    content: TextContent | ImageContent
 
 
 class ToolCallDiffContent(TypedDict):

@@ -982,11 +982,11 @@ def _replayed(
     if kind == "toolCallUpdate":
         call_id = str(item.get("toolCallId", ""))
         blocks = [b for b in item.get("content") or () if isinstance(b, Mapping)]
-        output = "".join(
-            str(b["content"].get("text", ""))
-            for b in blocks
-            if b.get("type") == "content" and isinstance(b.get("content"), Mapping)
-        )
+        returned = [b["content"] for b in blocks
+                    if b.get("type") == "content" and isinstance(b.get("content"), Mapping)]
+        output = "".join(str(c.get("text", "")) for c in returned if c.get("type") == "text")
+        images = [ImageContent(str(c.get("data", "")), str(c.get("mimeType", "")))
+                  for c in returned if c.get("type") == "image"]
         diff = pending.pop(call_id, None)
         for block in blocks:
             if block.get("type") == "diff":
@@ -994,7 +994,8 @@ def _replayed(
         raw = item.get("rawOutput")
         status: ToolCallStatus = "failed" if item.get("status") == "failed" else "completed"
         return finished_tool_call(
-            call_id, status, output, diff, raw_output(raw if isinstance(raw, Mapping) else None)
+            call_id, status, output, diff, raw_output(raw if isinstance(raw, Mapping) else None),
+            images,
         )
     if kind == "plan":  # the plan as the model wrote it then, as the live turn showed it
         return plan_update(plan_from_json(item.get("entries")))

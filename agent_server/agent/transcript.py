@@ -26,6 +26,7 @@ from agent_server.errors import EntryNotFoundError
 from agent_server.llm.messages import (
     AssistantMessage,
     Attachment,
+    ImageContent,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -125,14 +126,20 @@ def tool_call_update_item(
     status: str,
     output: str | None = None,
     details: Mapping[str, Any] | None = None,
+    images: Sequence[ImageContent] = (),
 ) -> Item:
-    """A tool call's progress or result: its status, the text the model got back (and a
-    write's or edit's file change as `diff` content), and what else the tool reported for the
-    editor only (`rawOutput`: line ranges, counts, ...)."""
+    """A tool call's progress or result: its status, the text the model got back and the
+    images (an MCP tool's screenshot; a write's or edit's file change as `diff` content), and
+    what else the tool reported for the editor only (`rawOutput`: line ranges, counts, ...)."""
     item: Item = {"kind": "toolCallUpdate", "toolCallId": tool_call_id, "status": status}
     content: list[Item] = []
     if output is not None:
         content.append({"type": "content", "content": {"type": "text", "text": output}})
+    content += [
+        {"type": "content",
+         "content": {"type": "image", "data": image.data, "mimeType": image.mime_type}}
+        for image in images
+    ]
     details = details or {}
     change = details.get("change")  # a write's or edit's file change: shown as a diff
     if isinstance(change, Mapping) and change.get("type") == "diff":
@@ -205,6 +212,7 @@ def entry_items(entry: Entry, tools: Mapping[str, Tool]) -> list[Item]:
                 "failed" if message.is_error else "completed",
                 message.text,
                 message.details,
+                [block for block in message.content if isinstance(block, ImageContent)],
             )
         ]
     if isinstance(entry, CompactionEntry):

@@ -513,7 +513,7 @@ def update_json(event: AgentEvent) -> protocol.SessionUpdate | None:
         item = transcript.tool_call_item(event.tool_call, event.title, event.kind, event.locations)
     elif isinstance(event, ToolCallUpdated):
         item = transcript.tool_call_update_item(
-            event.tool_call_id, event.status, event.output, event.details
+            event.tool_call_id, event.status, event.output, event.details, event.images
         )
     elif isinstance(event, Notice):
         item = transcript.notice_item(event.level, event.message)

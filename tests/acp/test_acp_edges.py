@@ -312,7 +312,10 @@ async def test_mcp_images_reach_the_client_and_kinds_match_on_replay(
         async with start_acp(args, tmp_path) as again:
             await again.conn.load_session(cwd=str(workspace), session_id=sid, mcp_servers=[])
             replayed = [(c.title, c.kind) for c in again.client.of("tool_call")]
+            result = list(again.client.tool_results().values())[-1]
+            reloaded = [c.content for c in result.content if c.content.type == "image"]
         assert replayed == live and live[0][1] == "read"  # the server's readOnlyHint
+        assert [(i.mime_type, i.data) for i in reloaded] == [(i.mime_type, i.data) for i in images]
 
 
 # --- sessions, prompts, titles, writes ------------------------------------------------------

@@ -128,6 +128,15 @@ async def test_npm_servers_are_listed_called_and_asked_for(
         last = simulator.records[-1].request["messages"][-1]["content"]
         result_blocks = next(b for b in last if b["type"] == "tool_result")["content"]
         assert any(b["type"] == "image" for b in result_blocks)
+        # The editor gets the image too, live and when the session is loaded again.
+        def images(items: list[dict[str, Any]]) -> list[str]:
+            return [c["content"]["mimeType"] for i in items if i["kind"] == "toolCallUpdate"
+                    for c in i.get("content", ()) if c["type"] == "content"
+                    and c["content"]["type"] == "image" and c["content"]["data"]]
+
+        assert images([u["update"] for u in agent.updates]) == ["image/png"]
+        loaded = await agent.request("agent/session/load", {"sessionId": session_id})
+        assert images(loaded["transcript"]) == ["image/png"]
 
         listed = await agent.request("agent/mcp/servers", {"sessionId": session_id})
         assert listed["toolCount"] == len(tools) and listed["toolsChange"] is None

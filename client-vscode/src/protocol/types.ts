@@ -158,9 +158,10 @@ export interface ToolCallLocation {
   line?: number;
 }
 
+/** What the tool returned: its text, or an image (an MCP tool's screenshot). */
 export interface ToolCallTextContent {
   type: 'content';
-  content: TextContent;
+  content: PromptBlock;
 }
 
 /**

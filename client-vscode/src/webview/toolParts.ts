@@ -6,6 +6,7 @@
 import type { ToolCallContent, ToolKind } from '../protocol/types';
 import { ansiNodes } from './ansi';
 import { button, h, pathLink, type Post } from './dom';
+import { imageElement } from './messageItems';
 
 /** The command of a command tool (kind `execute`), shown whole instead of as JSON. */
 export function commandOf(kind: string, rawInput: unknown): string | undefined {
@@ -46,12 +47,15 @@ export interface DiffActions {
   openLabel?: string;
 }
 
-/** A tool's content: text (command output with its colours), or a file change as a diff. */
+/** A tool's content: text (command output with its colours), an image it returned (an MCP
+ * tool's screenshot), or a file change as a diff. */
 export function contentView(c: ToolCallContent, post: Post, kind: ToolKind | string, actions: DiffActions = {}): HTMLElement {
   if (c.type === 'content') {
-    if (kind !== 'execute') return h('pre', { class: 'code', text: c.content.text });
+    const returned = c.content;
+    if (returned.type === 'image') return imageElement(returned);
+    if (kind !== 'execute') return h('pre', { class: 'code', text: returned.text });
     const pre = h('pre', { class: 'code output' });
-    pre.append(...ansiNodes(c.content.text));
+    pre.append(...ansiNodes(returned.text));
     return pre;
   }
   const created = c.oldText === null;
