@@ -65,6 +65,15 @@ def prompt_history(settings: AgentSettings, workspace: Path) -> PromptHistory:
     return PromptHistory(prompt_history_path(root, workspace))
 
 
+# The built-in simulator's answers are padded on purpose: said once, so that a newcomer does
+# not take the repeated sentences (and the long answers cut in the terminal) for a fault.
+SIM_NOTE = (
+    "This is the built-in simulator, not a model: its answers are padded with plain filler "
+    "sentences to a real answer's length, so the context meter, compaction and costs behave "
+    "as they would. --provider with an API key talks to a model (README: From the terminal)."
+)
+
+
 def first_screen(console: Console, settings: AgentSettings, workspace: Path) -> None:
     from agent_server.llm.providers import PROVIDERS
 
@@ -74,6 +83,8 @@ def first_screen(console: Console, settings: AgentSettings, workspace: Path) -> 
     line.append(str(workspace))  # a path, shown as it is (no markup)
     line.stylize("dim")
     console.print(line)
+    if settings.provider == "sim":
+        console.print(Text(SIM_NOTE, style="dim"))
     console.print(HINT)
 
 

@@ -40,6 +40,7 @@ def test_quit_as_the_first_line_leaves_without_a_session(tmp_path) -> None:  # t
         cwd=str(tmp_path), encoding="utf-8", timeout=120, dimensions=(40, 80),
         env={"TERM": "xterm-256color", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
     )
+    child.expect("the built-in simulator, not a model")  # its filler said to be on purpose
     child.expect("you ›")
     child.sendline("/quit")
     child.expect(pexpect.EOF)
