@@ -1,4 +1,5 @@
-"""The command line: agent-server serve | chat | demo | sim | bench | sessions.
+"""The command line: agent-server serve | acp | chat | login | logout | demo | sim | bench |
+sessions.
 
 Each command's work lives in its own module, imported only when the command runs, so that
 `agent-server serve` starts without loading the simulator or the terminal UI.
@@ -67,8 +68,21 @@ def build_parser() -> argparse.ArgumentParser:
     acp.add_argument(
         "--mode", choices=PERMISSION_MODES, help="the permission mode sessions start in"
     )
+    acp.add_argument(
+        "action", nargs="?", choices=["login"],
+        help="login: keep an API key, as `agent-server login` (an ACP editor's terminal login)",
+    )
 
     _chat_flags(commands.add_parser("chat", help="talk to the agent in this terminal"))
+
+    login = commands.add_parser(
+        "login", help="keep the configured provider's API key for you (when the editor's "
+        "environment has no variable for it)",
+    )
+    _settings_flags(login)
+    logout = commands.add_parser("logout", help="forget the key `login` kept")
+    _settings_flags(logout)
+    logout.add_argument("--all", action="store_true", help="forget every key kept")
 
     sessions = commands.add_parser("sessions", help="list, show or export stored sessions")
     sessions_commands = sessions.add_subparsers(dest="sessions_command", required=True)
@@ -260,6 +274,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             host, _, port = str(args.tcp).rpartition(":")
             return serve_tcp(host or "127.0.0.1", int(port), editor)
         return serve_stdio(editor)
+    if args.command == "login" or (args.command == "acp" and args.action == "login"):
+        from agent_server.console.login import login
+
+        return login(args)
+    if args.command == "logout":
+        from agent_server.console.login import logout
+
+        return logout(args)
     if args.command == "acp":
         from agent_server.acp.server import main as acp_main
 

@@ -38,8 +38,9 @@ class MissingApiKeyError(ConfigError):
 
     def __init__(self, variable: str, provider: str) -> None:
         super().__init__(
-            f"No API key for {provider}: set the environment variable {variable} "
-            f"(or point the setting 'apiKeyEnv' at the variable that holds it). "
+            f"No API key for {provider}: set the environment variable {variable}, or run "
+            f"`agent-server login` to keep one for it (or point the setting 'apiKeyEnv' at the "
+            f"variable that holds it). "
             f'To try agent-server offline, set "provider": "sim" to use the built-in simulator.'
         )
         self.variable = variable

@@ -14,6 +14,7 @@ from pathlib import Path
 from agent_server.agent.session_config import ModelSetup
 from agent_server.agent.settings import AgentSettings
 from agent_server.errors import UnknownModelError
+from agent_server.llm.credentials import stored_keys
 from agent_server.llm.models import (
     ModelInfo,
     ModelRegistry,
@@ -143,4 +144,6 @@ def secrets_of(settings: AgentSettings, env: Mapping[str, str] | None = None) ->
     """The secret values a session must scrub from tool output."""
     env = env if env is not None else os.environ
     names = {settings.key_variable, *(key.variable for key in API_KEYS)}
-    return tuple(sorted(value for name in names if name and (value := env.get(name))))
+    stored = stored_keys()  # `agent-server login`'s: never in a command's environment either
+    values = {value for name in names if name and (value := env.get(name) or stored.get(name))}
+    return tuple(sorted(values | set(stored.values())))

@@ -131,7 +131,8 @@ def test_the_agent_passes_the_registrys_auth_check(tmp_path: Path) -> None:
     response = json.loads(answer.stdout.splitlines()[0])
     methods = response["result"]["authMethods"]
     assert {"agent", "terminal"} & set(auth_types(methods)), methods
-    assert [m["id"] for m in methods] == ["api-key"]
+    assert [m["id"] for m in methods] == ["api-key", "login"]
+    assert auth_types(methods) == ["agent", "terminal"] and methods[1]["args"] == ["login"]
     assert "ANTHROPIC_API_KEY" in methods[0]["description"]
 
 
@@ -151,7 +152,7 @@ async def test_authenticate_checks_the_key_and_names_the_variable(
 ) -> None:
     args = ["--provider", "anthropic", "--api-key-env", "AGENT_SERVER_TEST_UNSET_KEY"]
     async with start_acp(args, tmp_path) as acp:
-        assert [m.id for m in acp.init.auth_methods or []] == ["api-key"]
+        assert [m.id for m in acp.init.auth_methods or []] == ["api-key", "login"]
         with pytest.raises(RequestError) as refused:
             await acp.conn.authenticate(method_id="api-key")
         assert refused.value.code == -32000
@@ -162,6 +163,21 @@ async def test_authenticate_checks_the_key_and_names_the_variable(
         with pytest.raises(RequestError) as no_session:
             await acp.new_session(workspace)
         assert no_session.value.code == -32000  # an editor then offers the method
+    # The terminal login: the client runs the agent with `login`; the key is kept for the
+    # variable, and the next agent has it without the variable.
+    agent = Path(sys.executable).with_name("agent-server")
+    key = "sk-ant-test-" + "k" * 20
+    logged_in = await asyncio.to_thread(
+        subprocess.run,
+        [str(agent), "acp", "login", *args], input=key + "\n", capture_output=True, text=True,
+        env={**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config")}, timeout=120,
+        check=False,
+    )
+    assert logged_in.returncode == 0, logged_in.stderr
+    assert key not in logged_in.stdout + logged_in.stderr
+    async with start_acp(args, tmp_path) as acp:
+        await asyncio.wait_for(acp.conn.authenticate(method_id="login"), 60)
+        await acp.new_session(workspace)
     monkeypatch.setenv("AGENT_SERVER_TEST_SET_KEY", "sk-ant-test-" + "x" * 20)
     args = ["--provider", "anthropic", "--api-key-env", "AGENT_SERVER_TEST_SET_KEY"]
     async with start_acp(args, tmp_path) as acp:
