@@ -122,6 +122,13 @@ def build_parser() -> argparse.ArgumentParser:
     bench = commands.add_parser(
         "bench", help="run the benchmarks (from a source checkout) and print their tables"
     )
+    _bench_flags(bench)
+
+    return parser
+
+
+def _bench_flags(bench: argparse.ArgumentParser) -> None:
+    """`agent-server bench [SUITE]`: the suites and their options."""
     bench.add_argument(
         "suite", nargs="?", choices=["peers", "recall", "conformance", "scale"],
         help="peers: pi, Claude Code and Codex (installed from npm) and agent-server on one "
@@ -161,8 +168,6 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--out", metavar="DIR",
                        help="peers, recall: where the request logs go (default "
                        ".bench/<suite>/<time>)")
-
-    return parser
 
 
 def _settings_flags(parser: argparse.ArgumentParser) -> None:
