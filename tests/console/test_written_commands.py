@@ -15,6 +15,22 @@ from agent_server.sim.simulator import Simulator
 from tests.console.test_chat_commands import Screen
 
 
+def chat(home: Path, workspace: Path, base_url: str) -> tuple[pexpect.spawn, Screen]:
+    """`agent-server chat` on the simulator at `base_url`, at its first prompt (`home`: HOME,
+    so the user's folders are below it)."""
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "agent_server", "chat", "--provider", "sim", "--base-url", base_url,
+         "--sessions-dir", str(home / "sessions"), "--yes"],
+        cwd=str(workspace), encoding="utf-8", codec_errors="replace", dimensions=(50, 200),
+        timeout=120, env={"TERM": "xterm-256color", "PATH": "/usr/bin:/bin", "HOME": str(home)},
+    )
+    screen = Screen()
+    child.logfile_read = screen
+    child.expect("you ›")
+    return child, screen
+
+
 def test_a_written_command_is_listed_completed_and_sent(tmp_path: Path) -> None:
     workspace = tmp_path / "ws"
     (workspace / WORKSPACE_FOLDER).mkdir(parents=True)
@@ -26,17 +42,7 @@ def test_a_written_command_is_listed_completed_and_sent(tmp_path: Path) -> None:
     sim = Simulator()
     handle = SimServer(sim).run_in_thread()
     try:
-        child = pexpect.spawn(
-            sys.executable,
-            ["-m", "agent_server", "chat", "--provider", "sim", "--base-url", handle.base_url,
-             "--sessions-dir", str(tmp_path / "sessions"), "--yes"],
-            cwd=str(workspace), encoding="utf-8", codec_errors="replace", dimensions=(50, 200),
-            timeout=120,
-            env={"TERM": "xterm-256color", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
-        )
-        screen = Screen()
-        child.logfile_read = screen
-        child.expect("you ›")
+        child, screen = chat(tmp_path, workspace, handle.base_url)
         mark = screen.mark
         child.sendline("/help")
         child.expect("you ›")
@@ -65,17 +71,7 @@ def test_fork_goes_on_in_a_copy_and_keeps_the_session(tmp_path: Path) -> None:
     sim = Simulator()
     handle = SimServer(sim).run_in_thread()
     try:
-        child = pexpect.spawn(
-            sys.executable,
-            ["-m", "agent_server", "chat", "--provider", "sim", "--base-url", handle.base_url,
-             "--sessions-dir", str(tmp_path / "sessions"), "--yes"],
-            cwd=str(workspace), encoding="utf-8", codec_errors="replace", dimensions=(50, 200),
-            timeout=120,
-            env={"TERM": "xterm-256color", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
-        )
-        screen = Screen()
-        child.logfile_read = screen
-        child.expect("you ›")
+        child, screen = chat(tmp_path, workspace, handle.base_url)
         child.sendline("first question")
         child.expect("you ›")
         [source] = list((tmp_path / "sessions").rglob("*.jsonl"))
