@@ -142,7 +142,41 @@ def types_ts() -> str:
             seen.add(method.name)
             out.append(f"  {_method_key(method.name)}: {_ts(method.name)},")
     out.append("} as const;")
+    out += _method_maps(names)
     return "\n".join(out) + "\n"
+
+
+def _method_maps(names: Mapping[Any, str]) -> list[str]:
+    """Each method's params and result by its key in `Methods`, for a client typed from the
+    method table (client.ts's `request` and `on`): a method added to protocol.py needs no
+    TypeScript written by hand."""
+    out: list[str] = []
+    for title, sender, notification in (
+        ("ClientRequests", "client", False),
+        ("ServerNotifications", "server", True),
+        ("ServerRequests", "server", False),
+    ):
+        out += ["", f"/** The {_METHOD_MAP_DOCS[title]}, by their key in `Methods`. */",
+                f"export interface {title} {{"]
+        for method in protocol.METHODS:
+            if method.sender != sender or method.notification != notification:
+                continue
+            params = _type(method.params, names)
+            if notification:
+                out.append(f"  {_method_key(method.name)}: {params};")
+            else:
+                result = _type(method.result, names)
+                out.append(f"  {_method_key(method.name)}: {{ params: {params}; result: "
+                           f"{result} }};")
+        out.append("}")
+    return out
+
+
+_METHOD_MAP_DOCS = {
+    "ClientRequests": "requests the client sends (their params and result)",
+    "ServerNotifications": "notifications the server sends (their params)",
+    "ServerRequests": "requests the server sends (their params and the client's answer)",
+}
 
 
 def _declaration(

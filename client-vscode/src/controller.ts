@@ -102,11 +102,11 @@ export class SessionController {
     this.detach();
     this.client = client;
     this.subscriptions = [
-      client.onUpdate((params) => this.dispatch({ type: 'update', params })),
-      client.onUsage((params) => this.dispatch({ type: 'usage', params })),
-      client.onCompaction((params) => this.dispatch({ type: 'compaction', params })),
-      client.onOverflow((params) => this.dispatch({ type: 'overflow', params })),
-      client.onMcpStatus((params) => this.dispatch({ type: 'mcpStatus', params })),
+      client.on('update', (params) => this.dispatch({ type: 'update', params })),
+      client.on('usage', (params) => this.dispatch({ type: 'usage', params })),
+      client.on('compaction', (params) => this.dispatch({ type: 'compaction', params })),
+      client.on('overflow', (params) => this.dispatch({ type: 'overflow', params })),
+      client.on('mcpStatus', (params) => this.dispatch({ type: 'mcpStatus', params })),
       client.onRequestPermission((params, token) => this.askPermission(params, token)),
     ];
     if (this.userIdle) void this.sendUserIdle();
@@ -121,7 +121,7 @@ export class SessionController {
 
   private async sendUserIdle(): Promise<void> {
     try {
-      await this.client?.userIdle({ idle: this.userIdle });
+      await this.client?.request('userIdle', { idle: this.userIdle });
     } catch {
       // An older server without agent/userIdle: the cache keeps its configured retention.
     }
@@ -147,7 +147,7 @@ export class SessionController {
     const workspaceUri = this._state.workspaceUri;
     if (!client || !workspaceUri) return;
     try {
-      const { sessions } = await client.listSessions({ workspaceUri });
+      const { sessions } = await client.request('sessionList', { workspaceUri });
       this.dispatch({ type: 'sessionsListed', sessions });
     } catch (error) {
       this.fail('Could not list sessions', error);
@@ -187,7 +187,7 @@ export class SessionController {
   /** Whether the session to continue is open (or there was none to open). */
   private async reopen(client: AgentClient, workspaceUri: string): Promise<boolean> {
     try {
-      const { sessions } = await client.listSessions({ workspaceUri });
+      const { sessions } = await client.request('sessionList', { workspaceUri });
       this.dispatch({ type: 'sessionsListed', sessions });
       const current = this._state.sessionId;
       const target = sessions.find((s) => s.sessionId === current) ?? sessions[0];
@@ -232,18 +232,18 @@ export class SessionController {
   /** A new session, with the model and mode picked for it (if any). */
   private async startSession(workspaceUri: string): Promise<string> {
     const client = this.client as AgentClient;
-    const result = await client.newSession(
+    const result = await client.request('sessionNew', 
       this.preferredModel ? { workspaceUri, model: this.preferredModel } : { workspaceUri },
     );
     let { mode, sandbox, thinking } = result;
     if (this.preferredMode && this.preferredMode !== mode) {
-      const state = await client.setMode({ sessionId: result.sessionId, mode: this.preferredMode });
+      const state = await client.request('modeSet', { sessionId: result.sessionId, mode: this.preferredMode });
       mode = state.mode ?? mode;
       sandbox = state.sandbox ?? sandbox;
       if (mode) this.remember(result.sessionId, mode);
     }
     if (this.preferredThinking && this.preferredThinking !== thinking) {
-      thinking = (await client.setThinking({ sessionId: result.sessionId, thinking: this.preferredThinking })).thinking;
+      thinking = (await client.request('thinkingSet', { sessionId: result.sessionId, thinking: this.preferredThinking })).thinking;
     }
     this.dispatch({
       type: 'sessionStarted',
@@ -295,7 +295,7 @@ export class SessionController {
     if (!client || !sessionId || !older.cursor || older.loading) return;
     this.dispatch({ type: 'olderRequested', sessionId });
     try {
-      const result = await client.sessionHistory({ sessionId, before: older.cursor, limit: HISTORY_PAGE });
+      const result = await client.request('sessionHistory', { sessionId, before: older.cursor, limit: HISTORY_PAGE });
       this.dispatch({ type: 'olderLoaded', result });
     } catch (error) {
       this.dispatch({ type: 'olderFailed', sessionId, message: `Could not load earlier messages: ${describeError(error)}` });
@@ -345,7 +345,7 @@ export class SessionController {
     this.turnSource = source;
     let finished = false;
     try {
-      const result = await client.turn({ sessionId, prompt }, source.token);
+      const result = await client.request('turn', { sessionId, prompt }, source.token);
       if (sessionId === this._state.sessionId) this.dispatch({ type: 'turnEnded', result });
       finished = result.stopReason === 'end_turn';
     } catch (error) {
@@ -395,7 +395,7 @@ export class SessionController {
     if (!client || !sessionId || this._state.turn.status !== 'running') return;
     this.dispatch({ type: 'stopRequested' });
     try {
-      await client.interrupt({ sessionId });
+      await client.request('interrupt', { sessionId });
     } catch {
       this.turnSource?.cancel();
     }
@@ -409,10 +409,10 @@ export class SessionController {
     this.dispatch({ type: 'compactRequested' });
     try {
       const text = instructions?.trim();
-      const result = await client.compact(text ? { sessionId, instructions: text } : { sessionId });
+      const result = await client.request('compact', text ? { sessionId, instructions: text } : { sessionId });
       this.dispatch({ type: 'compactFinished', result });
       // The usage after compaction comes as agent/usage; ask in case it raced the answer.
-      const usage = await client.usage({ sessionId }).catch(() => undefined);
+      const usage = await client.request('usage', { sessionId }).catch(() => undefined);
       if (usage) this.dispatch({ type: 'usage', params: usage });
     } catch (error) {
       this.dispatch({ type: 'compactFailed', message: `Compaction failed: ${describeError(error)}` });
@@ -428,7 +428,7 @@ export class SessionController {
     if (!sessionId || this._state.turn.status !== 'idle') return;
     this.dispatch({ type: 'rewindRequested', entryId });
     try {
-      const preview = await client.rewindPreview({ sessionId, entryId });
+      const preview = await client.request('rewindPreview', { sessionId, entryId });
       this.dispatch({ type: 'rewindPreviewed', preview });
     } catch (error) {
       this.dispatch({ type: 'rewindFailed', message: `Could not rewind: ${describeError(error)}` });
@@ -448,7 +448,7 @@ export class SessionController {
     if (!sessionId || this._state.turn.status !== 'idle') return;
     this.dispatch({ type: 'rewindStarted' });
     try {
-      const result = await client.rewind(restore === 'conversation' ? { sessionId, entryId } : { sessionId, entryId, restore });
+      const result = await client.request('rewind', restore === 'conversation' ? { sessionId, entryId } : { sessionId, entryId, restore });
       this.dispatch({ type: 'rewound', restore, result });
       await this.loadSession(sessionId);
     } catch (error) {
@@ -469,7 +469,7 @@ export class SessionController {
     const { sessionId, workspaceUri } = this._state;
     if (!client || (!sessionId && !workspaceUri)) return;
     try {
-      const result = await client.listModels(sessionId ? { sessionId } : { workspaceUri });
+      const result = await client.request('modelList', sessionId ? { sessionId } : { workspaceUri });
       this.dispatch({ type: 'modelsListed', models: result.models, current: result.current });
     } catch {
       // The picker keeps what it showed (the session's own model); the list is asked again
@@ -490,7 +490,7 @@ export class SessionController {
       return;
     }
     try {
-      const result = await client.setModel({ sessionId, model });
+      const result = await client.request('modelSet', { sessionId, model });
       this.dispatch({ type: 'modelChanged', sessionId, result });
     } catch (error) {
       this.fail('Could not switch the model', error);
@@ -507,7 +507,7 @@ export class SessionController {
     const sessionId = this._state.sessionId;
     if (!sessionId) return void this.dispatch({ type: 'modeChanged', mode });
     try {
-      const result = await client.setMode({ sessionId, mode });
+      const result = await client.request('modeSet', { sessionId, mode });
       this.remember(sessionId, result.mode ?? mode);
       this.dispatch({ type: 'modeChanged', sessionId, mode: result.mode ?? mode, sandbox: result.sandbox });
     } catch (error) {
@@ -530,7 +530,7 @@ export class SessionController {
       return void this.dispatch({ type: 'settingsRead', thinking });
     }
     try {
-      const result = await client.setThinking({ sessionId, thinking });
+      const result = await client.request('thinkingSet', { sessionId, thinking });
       this.dispatch({ type: 'thinkingChanged', sessionId, result });
     } catch (error) {
       this.fail('Could not change the thinking level', error);
@@ -552,7 +552,7 @@ export class SessionController {
     this.mentionQuery = query;
     let items: MentionItem[] = [];
     try {
-      items = (await client.completeMention({ workspaceUri, query, limit: 30 })).items;
+      items = (await client.request('mentionComplete', { workspaceUri, query, limit: 30 })).items;
     } catch {
       // no completions: the mention is still typed by hand
     }
@@ -568,7 +568,7 @@ export class SessionController {
     if (!client) return void this.notConnected();
     if (!sessionId) return;
     try {
-      const result = await client.acceptTools({ sessionId });
+      const result = await client.request('mcpAcceptTools', { sessionId });
       if (result.accepted) {
         const when = result.deferred ? 'from the next model call' : 'from the next request';
         this.dispatch({
@@ -588,7 +588,7 @@ export class SessionController {
     if (!client) return void this.notConnected();
     if (!sessionId) return;
     try {
-      await client.restartMcpServer({ sessionId, name });
+      await client.request('mcpRestart', { sessionId, name });
     } catch (error) {
       this.fail(`Could not restart the MCP server ${name}`, error);
     }
@@ -604,7 +604,7 @@ export class SessionController {
     const rule = /^\s*rule:/i.exec(text);
     const body = text.slice((fact ?? rule)?.[0].length ?? 0).trim();
     try {
-      const result = await client.addPin({ sessionId, text: body, kind: fact ? 'fact' : 'rule' });
+      const result = await client.request('pinsAdd', { sessionId, text: body, kind: fact ? 'fact' : 'rule' });
       this.dispatch(
         { type: 'pinsChanged', sessionId, pins: result.pins },
         { type: 'notice', level: 'info', message: `Pinned ${result.pin.kind}: ${result.pin.text} (× in the pins above removes it).` },
@@ -630,7 +630,7 @@ export class SessionController {
     if (!client) return void this.notConnected();
     if (!sessionId) return;
     try {
-      const result = await client.removePin({ sessionId, pinId });
+      const result = await client.request('pinsRemove', { sessionId, pinId });
       this.dispatch({ type: 'pinsChanged', sessionId, pins: result.pins });
     } catch (error) {
       this.fail('Could not remove the pin', error);
@@ -711,7 +711,7 @@ async function loadWaitingForLock(client: AgentClient, sessionId: string, waitMs
   const deadline = Date.now() + waitMs;
   for (let attempt = 0; ; attempt += 1) {
     try {
-      return await client.loadSession({ sessionId });
+      return await client.request('sessionLoad', { sessionId });
     } catch (error) {
       const locked = isRpcError(error) && error.code === ErrorCodes.SessionLocked;
       if (!locked || Date.now() + LOCK_RETRY_MS > deadline) throw error;

@@ -10,53 +10,10 @@ import {
   Methods,
   type AgentInitializationOptions,
   type AgentSettings,
-  type AgentUpdateParams,
-  type CommandListParams,
-  type CommandListResult,
-  type CompactParams,
-  type CompactResult,
-  type CompactionParams,
-  type InterruptParams,
-  type InterruptResult,
-  type MentionCompleteParams,
-  type MentionCompleteResult,
-  type ModeSetParams,
-  type ModelListParams,
-  type ModelListResult,
-  type ModelSetParams,
-  type ModelSetResult,
-  type RewindPreviewParams,
-  type RewindPreviewResult,
-  type SessionState,
-  type ThinkingSetParams,
-  type ThinkingSetResult,
-  type McpAcceptToolsResult,
-  type McpStatusParams,
-  type UserIdleParams,
-  type UserIdleResult,
-  type OverflowParams,
+  type ClientRequests,
   type RequestPermissionParams,
   type RequestPermissionResult,
-  type RewindParams,
-  type RewindResult,
-  type SessionListParams,
-  type SessionListResult,
-  type SessionForkParams,
-  type SessionLoadParams,
-  type SessionHistoryParams,
-  type SessionHistoryResult,
-  type SessionLoadResult,
-  type SessionNewParams,
-  type SessionNewResult,
-  type TurnParams,
-  type TurnResult,
-  type UsageNotificationParams,
-  type UsageParams,
-  type UsageSnapshot,
-  PinsAddParams,
-  PinsAddResult,
-  PinsRemoveParams,
-  PinsRemoveResult,
+  type ServerNotifications,
 } from './types';
 
 export interface DisposableLike {
@@ -105,125 +62,28 @@ export function isRpcError(error: unknown): error is RpcError {
 export class AgentClient {
   constructor(private readonly connection: RpcConnection) {}
 
-  // ---- requests, client to server --------------------------------------------------------
+  // ---- the method table (types.ts, generated from agent_server/protocol.py) -----------------
 
-  newSession(params: SessionNewParams): Promise<SessionNewResult> {
-    return this.connection.sendRequest(Methods.sessionNew, params);
-  }
-
-  listSessions(params: SessionListParams): Promise<SessionListResult> {
-    return this.connection.sendRequest(Methods.sessionList, params);
-  }
-
-  loadSession(params: SessionLoadParams): Promise<SessionLoadResult> {
-    return this.connection.sendRequest(Methods.sessionLoad, params);
-  }
-
-  forkSession(params: SessionForkParams): Promise<SessionLoadResult> {
-    return this.connection.sendRequest(Methods.sessionFork, params);
-  }
-
-  sessionHistory(params: SessionHistoryParams): Promise<SessionHistoryResult> {
-    return this.connection.sendRequest(Methods.sessionHistory, params);
-  }
-
-  /** Long-lived: resolves when the turn ends. Cancelling `token` sends `$/cancelRequest`. */
-  turn(params: TurnParams, token?: CancellationTokenLike): Promise<TurnResult> {
+  /**
+   * A request of the method table (`ClientRequests`), by its key in `Methods`. `token`:
+   * cancelling it sends `$/cancelRequest` (a long-lived turn resolves when the turn ends).
+   */
+  request<K extends keyof ClientRequests>(
+    method: K,
+    params: ClientRequests[K]['params'],
+    token?: CancellationTokenLike,
+  ): Promise<ClientRequests[K]['result']> {
     return token
-      ? this.connection.sendRequest(Methods.turn, params, token)
-      : this.connection.sendRequest(Methods.turn, params);
+      ? this.connection.sendRequest(Methods[method], params, token)
+      : this.connection.sendRequest(Methods[method], params);
   }
 
-  interrupt(params: InterruptParams): Promise<InterruptResult> {
-    return this.connection.sendRequest(Methods.interrupt, params);
-  }
-
-  userIdle(params: UserIdleParams): Promise<UserIdleResult> {
-    return this.connection.sendRequest(Methods.userIdle, params);
-  }
-
-  compact(params: CompactParams): Promise<CompactResult> {
-    return this.connection.sendRequest(Methods.compact, params);
-  }
-
-  rewind(params: RewindParams): Promise<RewindResult> {
-    return this.connection.sendRequest(Methods.rewind, params);
-  }
-
-  rewindPreview(params: RewindPreviewParams): Promise<RewindPreviewResult> {
-    return this.connection.sendRequest(Methods.rewindPreview, params);
-  }
-
-  usage(params: UsageParams): Promise<UsageSnapshot> {
-    return this.connection.sendRequest(Methods.usage, params);
-  }
-
-  listModels(params: ModelListParams): Promise<ModelListResult> {
-    return this.connection.sendRequest(Methods.modelList, params);
-  }
-
-  setModel(params: ModelSetParams): Promise<ModelSetResult> {
-    return this.connection.sendRequest(Methods.modelSet, params);
-  }
-
-  setMode(params: ModeSetParams): Promise<SessionState> {
-    return this.connection.sendRequest(Methods.modeSet, params);
-  }
-
-  setThinking(params: ThinkingSetParams): Promise<ThinkingSetResult> {
-    return this.connection.sendRequest(Methods.thinkingSet, params);
-  }
-
-  completeMention(params: MentionCompleteParams): Promise<MentionCompleteResult> {
-    return this.connection.sendRequest(Methods.mentionComplete, params);
-  }
-
-  listCommands(params: CommandListParams): Promise<CommandListResult> {
-    return this.connection.sendRequest(Methods.commandList, params);
-  }
-
-  mcpServers(params: { sessionId: string }): Promise<McpStatusParams> {
-    return this.connection.sendRequest(Methods.mcpServers, params);
-  }
-
-  /** Take in the waiting change of the MCP tool list (the next request re-reads the prefix). */
-  acceptTools(params: { sessionId: string }): Promise<McpAcceptToolsResult> {
-    return this.connection.sendRequest(Methods.mcpAcceptTools, params);
-  }
-
-  restartMcpServer(params: { sessionId: string; name: string }): Promise<Record<string, never>> {
-    return this.connection.sendRequest(Methods.mcpRestart, params);
-  }
-
-  /** Pin a rule or a fact for the session (carried verbatim across every compaction). */
-  addPin(params: PinsAddParams): Promise<PinsAddResult> {
-    return this.connection.sendRequest(Methods.pinsAdd, params);
-  }
-
-  removePin(params: PinsRemoveParams): Promise<PinsRemoveResult> {
-    return this.connection.sendRequest(Methods.pinsRemove, params);
-  }
-
-  // ---- notifications, server to client ---------------------------------------------------
-
-  onUpdate(handler: (params: AgentUpdateParams) => void): DisposableLike {
-    return this.connection.onNotification(Methods.update, handler);
-  }
-
-  onUsage(handler: (params: UsageNotificationParams) => void): DisposableLike {
-    return this.connection.onNotification(Methods.usage, handler);
-  }
-
-  onCompaction(handler: (params: CompactionParams) => void): DisposableLike {
-    return this.connection.onNotification(Methods.compaction, handler);
-  }
-
-  onOverflow(handler: (params: OverflowParams) => void): DisposableLike {
-    return this.connection.onNotification(Methods.overflow, handler);
-  }
-
-  onMcpStatus(handler: (params: McpStatusParams) => void): DisposableLike {
-    return this.connection.onNotification(Methods.mcpStatus, handler);
+  /** A notification of the method table (`ServerNotifications`), by its key in `Methods`. */
+  on<K extends keyof ServerNotifications>(
+    method: K,
+    handler: (params: ServerNotifications[K]) => void,
+  ): DisposableLike {
+    return this.connection.onNotification(Methods[method], handler);
   }
 
   // ---- requests, server to client --------------------------------------------------------

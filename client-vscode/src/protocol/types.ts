@@ -1022,3 +1022,46 @@ export const Methods = {
   mcpStatus: 'agent/mcp/status',
   requestPermission: 'agent/requestPermission',
 } as const;
+
+/** The requests the client sends (their params and result), by their key in `Methods`. */
+export interface ClientRequests {
+  sessionNew: { params: SessionNewParams; result: SessionNewResult };
+  sessionList: { params: SessionListParams; result: SessionListResult };
+  sessionLoad: { params: SessionLoadParams; result: SessionLoadResult };
+  sessionFork: { params: SessionForkParams; result: SessionLoadResult };
+  sessionHistory: { params: SessionHistoryParams; result: SessionHistoryResult };
+  turn: { params: TurnParams; result: TurnResult };
+  interrupt: { params: SessionParams; result: EmptyResult };
+  compact: { params: CompactParams; result: CompactResult };
+  rewind: { params: RewindParams; result: RewindResult };
+  rewindPreview: { params: RewindPreviewParams; result: RewindPreviewResult };
+  usage: { params: SessionParams; result: UsageSnapshot };
+  userIdle: { params: UserIdleParams; result: EmptyResult };
+  modelList: { params: ModelListParams; result: ModelListResult };
+  modelSet: { params: ModelSetParams; result: ModelSetResult };
+  modeSet: { params: ModeSetParams; result: SessionState };
+  thinkingSet: { params: ThinkingSetParams; result: ThinkingSetResult };
+  mentionComplete: { params: MentionCompleteParams; result: MentionCompleteResult };
+  commandList: { params: CommandListParams; result: CommandListResult };
+  mcpServers: { params: SessionParams; result: McpStatusParams };
+  mcpAcceptTools: { params: SessionParams; result: McpAcceptToolsResult };
+  mcpRestart: { params: McpRestartParams; result: EmptyResult };
+  pinsList: { params: SessionParams; result: PinsResult };
+  pinsAdd: { params: PinsAddParams; result: PinsAddResult };
+  pinsRemove: { params: PinsRemoveParams; result: PinsRemoveResult };
+}
+
+/** The notifications the server sends (their params), by their key in `Methods`. */
+export interface ServerNotifications {
+  update: AgentUpdateParams;
+  usage: UsageSnapshot;
+  compaction: CompactionParams;
+  overflow: OverflowParams;
+  context: ContextDecisionParams;
+  mcpStatus: McpStatusParams;
+}
+
+/** The requests the server sends (their params and the client's answer), by their key in `Methods`. */
+export interface ServerRequests {
+  requestPermission: { params: RequestPermissionParams; result: RequestPermissionResult };
+}

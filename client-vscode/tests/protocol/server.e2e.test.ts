@@ -92,9 +92,9 @@ beforeAll(async () => {
   connection.listen();
 
   client = new AgentClient(connection);
-  client.onUpdate((p) => updates.push(p));
-  client.onUsage((p) => usages.push(p));
-  client.onCompaction((p) => compactions.push(p));
+  client.on('update', (p) => updates.push(p));
+  client.on('usage', (p) => usages.push(p));
+  client.on('compaction', (p) => compactions.push(p));
   client.onRequestPermission((p, token) => {
     permissionRequests.push(p);
     return permissionPolicy(p, token) as never;
@@ -149,17 +149,17 @@ describe('agent-server over stdio', () => {
 
   it('creates a session on the sim provider (sim-small, 32k window)', async () => {
     const workspaceUri = pathToFileURL(workspace).toString();
-    const created = await withServerLog(client.newSession({ workspaceUri, title: 'protocol test' }));
+    const created = await withServerLog(client.request('sessionNew', { workspaceUri, title: 'protocol test' }));
     sessionId = created.sessionId;
     expect(sessionId).toMatch(/\S/);
     expect(created.usage).toMatchObject({ sessionId, size: 32768 });
-    const { sessions } = await withServerLog(client.listSessions({ workspaceUri }));
+    const { sessions } = await withServerLog(client.request('sessionList', { workspaceUri }));
     expect(sessions.map((s) => s.sessionId)).toContain(sessionId);
   });
 
   it('runs a turn: updates stream in seq order, every tool call asks permission, a final result', async () => {
     const usagesBefore = usages.length;
-    const result = await withServerLog(client.turn({ sessionId, prompt: PROMPT_1 }));
+    const result = await withServerLog(client.request('turn', { sessionId, prompt: PROMPT_1 }));
     expect(result.stopReason).toBe('end_turn');
     expect(result.usage.sessionId).toBe(sessionId);
 
@@ -214,7 +214,7 @@ describe('agent-server over stdio', () => {
       return { outcome: { selected: optionOf(p, 'allow_once') } };
     };
     const asked = permissionRequests.length;
-    const result = await withServerLog(client.turn({ sessionId, prompt: PROMPT_2 }));
+    const result = await withServerLog(client.request('turn', { sessionId, prompt: PROMPT_2 }));
     permissionPolicy = (p) => ({ outcome: { selected: optionOf(p, 'allow_once') } });
     expect(result.stopReason).toBe('end_turn');
     const firstAsked = permissionRequests[asked];
@@ -227,10 +227,10 @@ describe('agent-server over stdio', () => {
   });
 
   it('compacts on request: started then completed, fewer tokens, a marker in the transcript', async () => {
-    const third = await withServerLog(client.turn({ sessionId, prompt: PROMPT_3 }));
+    const third = await withServerLog(client.request('turn', { sessionId, prompt: PROMPT_3 }));
     expect(third.stopReason).toBe('end_turn');
     const before = compactions.length;
-    const result = await withServerLog(client.compact({ sessionId, instructions: 'Keep the file names.' }));
+    const result = await withServerLog(client.request('compact', { sessionId, instructions: 'Keep the file names.' }));
     expect(result.outcome).toBe('compacted');
     expect(result.tokensAfter).toBeLessThan(result.tokensBefore);
     expect(result.windowNumber).toBe(2);
@@ -243,13 +243,13 @@ describe('agent-server over stdio', () => {
     expect(completed.tokensAfter).toBe(result.tokensAfter);
     expect(completed.summary).toMatch(/\S/);
 
-    const loaded = await withServerLog(client.loadSession({ sessionId }));
+    const loaded = await withServerLog(client.request('sessionLoad', { sessionId }));
     const markers = loaded.transcript.filter((t) => t.kind === 'compaction');
     expect(markers).toHaveLength(1);
     expect(markers[0]).toMatchObject({ reason: 'manual', tokensBefore: result.tokensBefore, tokensAfter: result.tokensAfter });
     // The ledger keeps everything: the first prompt is still in the transcript.
     expect(JSON.stringify(loaded.transcript)).toContain(PROMPT_1);
-    const usage = await withServerLog(client.usage({ sessionId }));
+    const usage = await withServerLog(client.request('usage', { sessionId }));
     expect(usage.windowNumber).toBe(2);
     expect(usage.used).toBeLessThan(result.tokensBefore);
   });
@@ -262,34 +262,34 @@ describe('agent-server over stdio', () => {
           cancelledSeen = true;
           resolve({ outcome: 'cancelled' });
         });
-        void client.interrupt({ sessionId });
+        void client.request('interrupt', { sessionId });
       });
-    const result = await withServerLog(client.turn({ sessionId, prompt: PROMPT_4 }));
+    const result = await withServerLog(client.request('turn', { sessionId, prompt: PROMPT_4 }));
     permissionPolicy = (p) => ({ outcome: { selected: optionOf(p, 'allow_once') } });
     expect(result.stopReason).toBe('cancelled');
     expect(cancelledSeen).toBe(true);
   });
 
   it('rewinds to an earlier message and reloads that branch', async () => {
-    const loaded = await withServerLog(client.loadSession({ sessionId }));
+    const loaded = await withServerLog(client.request('sessionLoad', { sessionId }));
     const firstUser = loaded.transcript.find((t) => t.kind === 'userMessage');
     expect(firstUser?.kind).toBe('userMessage');
     const entryId = firstUser?.kind === 'userMessage' ? firstUser.entryId : '';
-    const { leafId } = await withServerLog(client.rewind({ sessionId, entryId }));
+    const { leafId } = await withServerLog(client.request('rewind', { sessionId, entryId }));
     expect(leafId).toBeTruthy();
-    const after = await withServerLog(client.loadSession({ sessionId }));
+    const after = await withServerLog(client.request('sessionLoad', { sessionId }));
     expect(after.leafId).toBe(leafId);
     expect(after.transcript.length).toBeLessThan(loaded.transcript.length);
   });
 
   it('pages the transcript: the latest page and a cursor, then the history before it', async () => {
-    const whole = await withServerLog(client.loadSession({ sessionId }));
-    const first = await withServerLog(client.loadSession({ sessionId, limit: 1 }));
+    const whole = await withServerLog(client.request('sessionLoad', { sessionId }));
+    const first = await withServerLog(client.request('sessionLoad', { sessionId, limit: 1 }));
     let items = first.transcript;
     let cursor = first.cursor;
     let pages = 1;
     while (cursor) {
-      const older = await withServerLog(client.sessionHistory({ sessionId, before: cursor, limit: 1 }));
+      const older = await withServerLog(client.request('sessionHistory', { sessionId, before: cursor, limit: 1 }));
       items = [...older.transcript, ...items];
       cursor = older.cursor;
       pages += 1;
@@ -300,44 +300,44 @@ describe('agent-server over stdio', () => {
 
   it('lists and switches models, switches the mode, completes @-mentions', async () => {
     const workspaceUri = pathToFileURL(workspace).toString();
-    const listed = await withServerLog(client.listModels({ workspaceUri }));
+    const listed = await withServerLog(client.request('modelList', { workspaceUri }));
     expect(listed.provider).toBe('sim');
     expect(listed.models.map((m) => [m.id, m.contextWindow, m.current])).toEqual([
       ['sim-small', 32768, true],
       ['sim-large', 200000, false],
     ]);
     expect(listed.models[1]?.pricing.input).toBeGreaterThan(0);
-    const created = await withServerLog(client.newSession({ workspaceUri, title: 'picker' }));
+    const created = await withServerLog(client.request('sessionNew', { workspaceUri, title: 'picker' }));
     expect(created.model?.id).toBe('sim-small');
     expect(created.mode).toBe('ask');
-    await withServerLog(client.turn({ sessionId: created.sessionId, prompt: PROMPT_1 }));
-    const switched = await withServerLog(client.setModel({ sessionId: created.sessionId, model: 'sim-large' }));
+    await withServerLog(client.request('turn', { sessionId: created.sessionId, prompt: PROMPT_1 }));
+    const switched = await withServerLog(client.request('modelSet', { sessionId: created.sessionId, model: 'sim-large' }));
     expect(switched.model).toMatchObject({ id: 'sim-large', contextWindow: 200000 });
     expect(switched.entryId).toEqual(expect.any(String));
     expect(switched.cost.tokens).toBeGreaterThan(0);
     expect(switched.note).toContain('cache');
     expect(switched.usage.size).toBe(200000);
-    await expect(client.setModel({ sessionId: created.sessionId, model: 'no-such-model' })).rejects.toMatchObject({ code: -33010, message: expect.stringContaining('sim-large') });
-    expect((await withServerLog(client.setMode({ sessionId: created.sessionId, mode: 'allowAll' }))).mode).toBe('allowAll');
-    const loaded = await withServerLog(client.loadSession({ sessionId: created.sessionId }));
+    await expect(client.request('modelSet', { sessionId: created.sessionId, model: 'no-such-model' })).rejects.toMatchObject({ code: -33010, message: expect.stringContaining('sim-large') });
+    expect((await withServerLog(client.request('modeSet', { sessionId: created.sessionId, mode: 'allowAll' }))).mode).toBe('allowAll');
+    const loaded = await withServerLog(client.request('sessionLoad', { sessionId: created.sessionId }));
     expect(loaded.model?.id).toBe('sim-large');
     expect(loaded.mode).toBe('allowAll');
     expect(loaded.transcript.at(-1)).toMatchObject({ kind: 'modelChange', model: 'sim-large' });
     expect(loaded).toMatchObject({ thinking: 'off', canThink: true });
-    const thinking = await withServerLog(client.setThinking({ sessionId: created.sessionId, thinking: 'medium' }));
+    const thinking = await withServerLog(client.request('thinkingSet', { sessionId: created.sessionId, thinking: 'medium' }));
     expect(thinking).toMatchObject({ thinking: 'medium', canThink: true, entryId: expect.any(String) });
     expect(thinking.note).toContain('Thinking: medium effort (was off)');
-    const again = await withServerLog(client.loadSession({ sessionId: created.sessionId }));
+    const again = await withServerLog(client.request('sessionLoad', { sessionId: created.sessionId }));
     expect(again.thinking).toBe('medium');
     expect(again.transcript.at(-1)).toMatchObject({ kind: 'modelChange', model: 'sim-large', thinking: 'medium' });
-    const mentions = await withServerLog(client.completeMention({ workspaceUri, query: 'READ' }));
+    const mentions = await withServerLog(client.request('mentionComplete', { workspaceUri, query: 'READ' }));
     expect(mentions.items[0]).toEqual({ path: 'README.md', kind: 'file' });
-    const folders = await withServerLog(client.completeMention({ workspaceUri, query: 'sr', limit: 5 }));
+    const folders = await withServerLog(client.request('mentionComplete', { workspaceUri, query: 'sr', limit: 5 }));
     expect(folders.items[0]).toEqual({ path: 'src/', kind: 'directory' });
   });
 
   it('answers bad params with InvalidParams (-32602) and unknown sessions with -33001', async () => {
-    await expect(client.loadSession({ sessionId: '' })).rejects.toMatchObject({ code: -32602 });
-    await expect(client.usage({ sessionId: 'no-such-session' })).rejects.toMatchObject({ code: -33001 });
+    await expect(client.request('sessionLoad', { sessionId: '' })).rejects.toMatchObject({ code: -32602 });
+    await expect(client.request('usage', { sessionId: 'no-such-session' })).rejects.toMatchObject({ code: -33001 });
   });
 });

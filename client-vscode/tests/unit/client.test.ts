@@ -44,14 +44,14 @@ describe('AgentClient over a vscode-jsonrpc MessageConnection', () => {
     answer('agent/rewind', { leafId: 'e1' });
     answer('agent/usage', usage);
 
-    expect(await client.newSession({ workspaceUri: 'file:///w', title: 'T' })).toEqual({ sessionId: 's1', usage });
-    expect(await client.listSessions({ workspaceUri: 'file:///w' })).toEqual({ sessions: [] });
-    expect((await client.loadSession({ sessionId: 's1' })).sessionId).toBe('s1');
-    expect((await client.turn({ sessionId: 's1', prompt: [{ type: 'text', text: 'hi' }] })).stopReason).toBe('end_turn');
-    expect(await client.interrupt({ sessionId: 's1' })).toEqual({});
-    expect((await client.compact({ sessionId: 's1', instructions: 'keep the plan' })).outcome).toBe('noop');
-    expect(await client.rewind({ sessionId: 's1', entryId: 'e1' })).toEqual({ leafId: 'e1' });
-    expect(await client.usage({ sessionId: 's1' })).toEqual(usage);
+    expect(await client.request('sessionNew', { workspaceUri: 'file:///w', title: 'T' })).toEqual({ sessionId: 's1', usage });
+    expect(await client.request('sessionList', { workspaceUri: 'file:///w' })).toEqual({ sessions: [] });
+    expect((await client.request('sessionLoad', { sessionId: 's1' })).sessionId).toBe('s1');
+    expect((await client.request('turn', { sessionId: 's1', prompt: [{ type: 'text', text: 'hi' }] })).stopReason).toBe('end_turn');
+    expect(await client.request('interrupt', { sessionId: 's1' })).toEqual({});
+    expect((await client.request('compact', { sessionId: 's1', instructions: 'keep the plan' })).outcome).toBe('noop');
+    expect(await client.request('rewind', { sessionId: 's1', entryId: 'e1' })).toEqual({ leafId: 'e1' });
+    expect(await client.request('usage', { sessionId: 's1' })).toEqual(usage);
     expect(seen).toEqual([
       ['agent/session/new', { workspaceUri: 'file:///w', title: 'T' }],
       ['agent/session/list', { workspaceUri: 'file:///w' }],
@@ -67,10 +67,10 @@ describe('AgentClient over a vscode-jsonrpc MessageConnection', () => {
   it('delivers the four notifications to typed handlers', async () => {
     const { client, server } = setup();
     const got: string[] = [];
-    client.onUpdate((p) => got.push(`update:${p.seq}:${p.update.kind}`));
-    client.onUsage((p) => got.push(`usage:${p.used}`));
-    client.onCompaction((p) => got.push(`compaction:${p.status}`));
-    client.onOverflow((p) => got.push(`overflow:${p.action}`));
+    client.on('update', (p) => got.push(`update:${p.seq}:${p.update.kind}`));
+    client.on('usage', (p) => got.push(`usage:${p.used}`));
+    client.on('compaction', (p) => got.push(`compaction:${p.status}`));
+    client.on('overflow', (p) => got.push(`overflow:${p.action}`));
     await server.sendNotification('agent/update', {
       sessionId: 's1',
       turnId: 't1',
@@ -124,7 +124,7 @@ describe('AgentClient over a vscode-jsonrpc MessageConnection', () => {
       }),
     );
     const source = new CancellationSource();
-    const turn = client.turn({ sessionId: 's1', prompt: 'long' }, source.token);
+    const turn = client.request('turn', { sessionId: 's1', prompt: 'long' }, source.token);
     setTimeout(() => source.cancel(), 10);
     await turn.catch(() => undefined);
     await waitFor(() => cancelled);
@@ -134,7 +134,7 @@ describe('AgentClient over a vscode-jsonrpc MessageConnection', () => {
   it('surfaces server errors with their JSON-RPC code', async () => {
     const { client, server } = setup();
     server.onRequest('agent/session/load', () => new ResponseError(-33001, 'unknown session s9', { sessionId: 's9' }));
-    const error = await client.loadSession({ sessionId: 's9' }).catch((e: unknown) => e);
+    const error = await client.request('sessionLoad', { sessionId: 's9' }).catch((e: unknown) => e);
     expect(isRpcError(error)).toBe(true);
     expect(error).toMatchObject({ code: -33001, message: 'unknown session s9' });
   });
