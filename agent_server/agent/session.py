@@ -570,7 +570,7 @@ class AgentSession:
             raise SessionBusyError(f"session {self.session_id} is busy with a turn")
         self._busy = True
         try:
-            await self._apply_pending_settings()
+            await self.apply_pending_settings()
             self._settle_unsaved_results(None)
             self.context.begin_turn(None)
             result = await self.context.compact("manual", instructions=instructions)
@@ -839,7 +839,7 @@ class AgentSession:
     async def _start_turn(self, turn_id: str, content: tuple[UserContent, ...]) -> MessageEntry:
         """The prompt in the ledger (after the settings waiting for it and the notes of what
         changed), announced; its entry."""
-        await self._apply_pending_settings()
+        await self.apply_pending_settings()
         pause = self.context.pause()
         short = cache_ttl(self._setup.provider.api, self.model, "short")
         self._came_back = pause is not None and short is not None and pause > short
@@ -1294,22 +1294,22 @@ class AgentSession:
             first_line = text.splitlines()[0]
             self.ledger.append_title(first_line[:80])
 
-    async def _apply_pending_settings(self) -> None:
+    async def apply_pending_settings(self) -> None:
         """Settings changed since the last turn take effect. A change of the model (a new
         provider or model setting) or of the thinking level is recorded and announced with
-        what it costs (ModelChanged), as the user's own switch is."""
+        what it costs (ModelChanged), as the user's own switch is (SessionConfig.connect)."""
         settings = self.config.take_pending()
         if settings is None:
             return
-        previous, self.config.settings = self.config.settings, settings
-        self.gate.set_mode(settings.permissions_mode)
-        old = self._setup
+        previous, old = self.config.settings, self._setup
         if connection_changed(previous, settings) and self._reconnect is not None:
-            new = self.config.setup = self._reconnect(settings)
-            if new.provider is not old.provider:
-                with contextlib.suppress(Exception):
-                    await old.provider.aclose()
+            self.config.connect(settings, self._reconnect)
+        self.config.settings = settings
+        self.gate.set_mode(settings.permissions_mode)
         new = self._setup
+        if new.provider is not old.provider:
+            with contextlib.suppress(Exception):
+                await old.provider.aclose()
         if new.model.id != old.model.id or new.provider.api != old.provider.api:
             _cost, note = self._switch_cost(old.model, new, settings)
             self._announce_model("A settings change: " + note)

@@ -11,11 +11,13 @@ nothing is pushed anywhere when they change.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 from agent_server.agent.settings import AgentSettings
 from agent_server.context.trigger import CompactionSettings
+from agent_server.errors import AgentServerError
 from agent_server.llm.models import ModelInfo
 from agent_server.llm.providers import ANTHROPIC_MESSAGES
 from agent_server.llm.stream import Provider, ThinkingLevel
@@ -142,6 +144,18 @@ class SessionConfig:
         self._own_thinking = level if level != self._configured.thinking else None
         self.settings = self.settings.with_overrides(thinking=level)
         self._keep_choices_pending()
+
+    def connect(self, settings: AgentSettings,
+                reconnect: Callable[[AgentSettings], ModelSetup]) -> None:
+        """The connection of settings taken from `take_pending` put in force; when it cannot
+        be (a model the provider does not serve), they are pending again (unless newer ones
+        came meanwhile): each turn says why, until the settings are fixed."""
+        try:
+            self.setup = reconnect(settings)
+        except AgentServerError:
+            if self._pending is None:
+                self._pending = settings
+            raise
 
     def take_pending(self) -> AgentSettings | None:
         """The settings waiting for the next turn (None: nothing changed); they are the

@@ -127,7 +127,7 @@ class WorkspaceAgent:
             session.set_user_idle(idle)
 
     def update_settings(self, settings: AgentSettings) -> None:
-        """Applied to each open session from its next turn."""
+        """Applied to each open session at once between turns, else from its next turn."""
         if settings.sessions_dir != self.settings.sessions_dir:
             self.store = self._make_store(settings)
         if settings.permissions_mode != self.settings.permissions_mode:
@@ -138,8 +138,29 @@ class WorkspaceAgent:
         self.settings = settings
         for session in self.sessions.values():
             session.update_settings(settings)
+            self._apply_between_turns(session)
         for session in self.sessions.values():
             self._reconfigure_mcp(session)
+
+    def _apply_between_turns(self, session: AgentSession) -> None:
+        """New settings take effect at once in a session between turns: a change of the model
+        or the thinking level is recorded and said with what it costs now (the editor's picker
+        follows it), not with the next prompt, after it is paid. One that cannot be applied
+        (a model the provider does not serve) waits for the next turn, which says why."""
+        if session.busy:
+            return  # from its next turn
+
+        async def apply() -> None:
+            try:
+                await session.apply_pending_settings()
+            except AgentServerError as error:  # still pending: the next turn says it
+                log.warning("settings not applied: %s", error.message)
+
+        with contextlib.suppress(RuntimeError):  # no running loop: nothing runs yet
+            asyncio.get_running_loop()
+            task = asyncio.create_task(apply())
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
 
     def _reconfigure_mcp(self, session: AgentSession) -> None:
         """Restart what changed in the session's MCP servers (in the background)."""

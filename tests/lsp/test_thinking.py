@@ -27,9 +27,22 @@ async def _change_settings(agent: AgentClient, settings: dict[str, Any], session
 
 
 def _model_changes(agent: AgentClient, turn_id: str) -> list[dict[str, Any]]:
+    """The model changes said in a turn ("": outside any)."""
     return [
         u["update"] for u in agent.updates_of(turn_id) if u["update"]["kind"] == "modelChange"
     ]
+
+
+async def _said_at_once(agent: AgentClient, count: int) -> dict[str, Any]:
+    """The `count`th model change said outside a turn: between turns a settings change is
+    applied at once, so its cost is said before the next prompt (waited for: it is sent when
+    the server has the new settings)."""
+    for _ in range(600):
+        changes = _model_changes(agent, "")
+        if len(changes) >= count:
+            return changes[count - 1]
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no model change said after the settings change: {agent.updates}")
 
 
 def _model_requests(sim: SimServer, since: int) -> list[dict[str, Any]]:
@@ -122,24 +135,20 @@ async def test_a_settings_change_of_model_or_thinking_says_what_it_costs(
         await agent.request("agent/turn", {"sessionId": session_id, "prompt": OVERVIEW})
 
         await _change_settings(agent, {**settings, "model": "sim-large"}, session_id)
-        turn = await agent.request(
-            "agent/turn", {"sessionId": session_id, "prompt": SCENARIO_PROMPTS[1]}
-        )
-        (change,) = _model_changes(agent, turn["turnId"])
+        change = await _said_at_once(agent, 1)  # before the next prompt, not after it is paid
         assert change["model"] == "sim-large" and change["modelInfo"]["contextWindow"] == 200_000
         assert change["note"].startswith("A settings change: Switched to Simulator, 200k window.")
         assert "cache" in change["note"]
-        # The update comes before the turn's first answer: the editor shows it where it applies.
-        kinds = [u["update"]["kind"] for u in agent.updates_of(turn["turnId"])]
-        assert kinds.index("modelChange") < kinds.index("messageChunk")
+        turn = await agent.request(
+            "agent/turn", {"sessionId": session_id, "prompt": SCENARIO_PROMPTS[1]}
+        )
+        assert _model_changes(agent, turn["turnId"]) == []  # said once
+        assert sim.simulator.records[-1].request["model"] == "sim-large"
 
         await _change_settings(
             agent, {**settings, "model": "sim-large", "thinking": "low"}, session_id
         )
-        turn = await agent.request(
-            "agent/turn", {"sessionId": session_id, "prompt": SCENARIO_PROMPTS[2]}
-        )
-        (change,) = _model_changes(agent, turn["turnId"])
+        change = await _said_at_once(agent, 2)
         assert change["thinking"] == "low" and "Thinking: low effort (was off)" in change["note"]
         loaded = await agent.request("agent/session/load", {"sessionId": session_id})
         markers = [i for i in loaded["transcript"] if i["kind"] == "modelChange"]
@@ -159,11 +168,28 @@ async def test_a_provider_change_in_the_settings_says_what_the_switch_costs(
         session_id = await agent.new_session()
         await agent.request("agent/turn", {"sessionId": session_id, "prompt": OVERVIEW})
         await _change_settings(agent, {**settings, "provider": "anthropic"}, session_id)
+        change = await _said_at_once(agent, 1)
         turn = await agent.request(
             "agent/turn", {"sessionId": session_id, "prompt": SCENARIO_PROMPTS[1]}
         )
-        (change,) = _model_changes(agent, turn["turnId"])
         assert change["model"] == "claude-sonnet-5-5"
         assert change["note"].startswith("A settings change: Switched to Claude Sonnet 5.5.")
         assert "Prompt caches are per model" in change["note"]
+        assert turn["stopReason"] == "end_turn"
+
+
+async def test_settings_that_cannot_be_applied_are_said_by_each_turn_until_fixed(
+    workspace: Path, sim: SimServer, tmp_path: Path
+) -> None:
+    """A model the provider does not serve: not applied between turns (nothing said then);
+    each turn fails saying why, on the model it had, until the setting is fixed."""
+    settings = sim_settings(sim, tmp_path)
+    async with start_agent_client([workspace], settings) as agent:
+        session_id = await agent.new_session()
+        await _change_settings(agent, {**settings, "model": "no-such-model"}, session_id)
+        for prompt in SCENARIO_PROMPTS[:2]:
+            turn = await agent.request("agent/turn", {"sessionId": session_id, "prompt": prompt})
+            assert turn["stopReason"] == "error" and "no-such-model" in turn["error"]["message"]
+        await _change_settings(agent, settings, session_id)
+        turn = await agent.request("agent/turn", {"sessionId": session_id, "prompt": OVERVIEW})
         assert turn["stopReason"] == "end_turn"
