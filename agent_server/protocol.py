@@ -710,6 +710,28 @@ class MentionCompleteResult(TypedDict):
     items: list[MentionItem]
 
 
+ProblemSeverity: TypeAlias = Literal["error", "warning"]
+
+
+class Problem(TypedDict):
+    """One of the editor's diagnostics (agent/problems.py)."""
+
+    line: int
+    """1-based."""
+    severity: ProblemSeverity
+    message: str
+    source: NotRequired[str]
+    """The language server that reports it (Pylance, eslint, ...)."""
+
+
+class ProblemsParams(TypedDict):
+    sessionId: str
+    path: str
+    """The file the agent wrote or edited, workspace-relative (as its tool call named it)."""
+    problems: list[Problem]
+    """What the editor reports for it now that it did not before the agent's change."""
+
+
 class CommandListParams(TypedDict):
     workspaceUri: str
 
@@ -992,6 +1014,10 @@ THINKING_SET = _method(
 MENTION_COMPLETE = _method(
     "agent/mention/complete", "client", MentionCompleteParams, MentionCompleteResult,
     "workspace paths for an `@` being typed",
+)
+PROBLEMS = _method(
+    "agent/problems", "client", ProblemsParams, EmptyResult,
+    "what an agent's change broke, as the editor sees it: a note for its next request",
 )
 COMMAND_LIST = _method(
     "agent/command/list", "client", CommandListParams, CommandListResult,

@@ -583,7 +583,7 @@ class AgentSession:
         """The user pins a rule or a fact for the session (carried verbatim across every
         compaction); the model is told with a note. Raises PinError when it is refused."""
         pin = self.memory.pin(kind, text, "user")
-        self._note(
+        self.note(
             PIN_NOTE, f"The user pinned a {pin.kind} for the rest of this session: {pin.text}"
         )
         return pin
@@ -591,7 +591,7 @@ class AgentSession:
     def unpin(self, pin_id: str) -> Pin:
         """The user removes a pin (its id, or a unique start of it); the model is told."""
         pin = self.memory.unpin(pin_id, "user")
-        self._note(
+        self.note(
             PIN_NOTE, f"The user removed the pinned {pin.kind}, which no longer holds: {pin.text}"
         )
         return pin
@@ -1191,7 +1191,7 @@ class AgentSession:
         for note in waiting:
             self.ledger.append_message(note)
 
-    def _note(self, kind: str, text: str) -> None:
+    def note(self, kind: str, text: str) -> None:
         """A note for the model: appended now between turns, else at the next point the
         conversation can take one (after the running step's results, or before the next
         prompt)."""

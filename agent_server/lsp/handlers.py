@@ -216,6 +216,17 @@ async def mention_complete(
     return wire.mention_result(found)
 
 
+async def problems(ls: AgentLanguageServer, params: Params) -> protocol.EmptyResult:
+    session_id = params.string("sessionId")
+    path, found = params.string("path"), params.problems()
+    from agent_server.agent.problems import NOTE_KIND, problems_note
+
+    note = problems_note(path, found)
+    if note is not None:
+        ls.session(session_id).note(NOTE_KIND, note)
+    return {}
+
+
 async def command_list(ls: AgentLanguageServer, params: Params) -> protocol.CommandListResult:
     folder = ls.folder_for(params.workspace())
     from agent_server.agent.prompt_commands import prompt_commands
@@ -410,6 +421,7 @@ REQUESTS: Mapping[str, Handler] = {
     protocol.THINKING_SET.name: thinking_set,
     protocol.MENTION_COMPLETE.name: mention_complete,
     protocol.COMMAND_LIST.name: command_list,
+    protocol.PROBLEMS.name: problems,
     protocol.SESSION_FORK.name: session_fork,
     protocol.MCP_SERVERS.name: mcp_servers,
     protocol.MCP_ACCEPT_TOOLS.name: mcp_accept_tools,

@@ -32,6 +32,7 @@ from agent_server.agent.events import (
     TurnStarted,
     UsageSnapshot,
 )
+from agent_server.agent.problems import Problem
 from agent_server.errors import (
     AgentServerError,
 )
@@ -190,6 +191,27 @@ class Params:
         if isinstance(value, bool) or not isinstance(value, str | int):
             raise self._fail(key, "must be a string or an integer")
         return value
+
+    def problems(self, key: str = "problems") -> list[Problem]:
+        """A list of problems (protocol.Problem), at most 200."""
+        value = self.raw.get(key)
+        if not isinstance(value, list) or len(value) > 200:
+            raise self._fail(key, "must be a list of at most 200 problems")
+        out = []
+        for index, item in enumerate(value):
+            where = f"{key}[{index}]"
+            if not isinstance(item, Mapping):
+                raise self._fail(where, "must be an object")
+            line, severity = item.get("line"), item.get("severity")
+            message, source = item.get("message"), item.get("source", "")
+            if isinstance(line, bool) or not isinstance(line, int) or line < 1:
+                raise self._fail(f"{where}.line", "must be a line number (from 1)")
+            if severity not in get_args(protocol.ProblemSeverity):
+                raise self._fail(f"{where}.severity", "must be 'error' or 'warning'")
+            if not isinstance(message, str) or not isinstance(source, str):
+                raise self._fail(where, "needs a string message (and source)")
+            out.append(Problem(line, cast(protocol.ProblemSeverity, severity), message, source))
+        return out
 
     def workspace(self, key: str = "workspaceUri") -> Path:
         return uri_to_path(self.string(key), self._fail)

@@ -12,9 +12,11 @@ import {
 } from './protocol/client';
 import {
   ErrorCodes,
+  type AgentUpdateParams,
   type ImageContent,
   type MentionItem,
   type PermissionMode,
+  type Problem,
   type PromptBlock,
   type RequestPermissionParams,
   type RequestPermissionResult,
@@ -41,6 +43,8 @@ export interface ControllerHooks {
   onPermissionSettled?(requestId: string): void;
   /** A line for the log: how a session was reopened after a (re)start, where a prompt went. */
   trace?(message: string): void;
+  /** Every agent/update, as it comes (the host watches the agent's edits for problems). */
+  onUpdate?(params: AgentUpdateParams): void;
 }
 
 /** vscode.Memento's get/update, for the controller's own keys. */
@@ -102,7 +106,10 @@ export class SessionController {
     this.detach();
     this.client = client;
     this.subscriptions = [
-      client.on('update', (params) => this.dispatch({ type: 'update', params })),
+      client.on('update', (params) => {
+        this.dispatch({ type: 'update', params });
+        this.hooks.onUpdate?.(params);
+      }),
       client.on('usage', (params) => this.dispatch({ type: 'usage', params })),
       client.on('compaction', (params) => this.dispatch({ type: 'compaction', params })),
       client.on('overflow', (params) => this.dispatch({ type: 'overflow', params })),
@@ -110,6 +117,15 @@ export class SessionController {
       client.onRequestPermission((params, token) => this.askPermission(params, token)),
     ];
     if (this.userIdle) void this.sendUserIdle();
+  }
+
+  /** Problems the editor reports that an edit of the agent's introduced: for the model. */
+  async reportProblems(sessionId: string, path: string, problems: Problem[]): Promise<void> {
+    try {
+      await this.client?.request('problems', { sessionId, path, problems });
+    } catch (error) {
+      this.hooks.trace?.(`problems of ${path} not told: ${String(error)}`);
+    }
   }
 
   /** The user left or came back (the window's focus): told to the server, now and on attach. */

@@ -6,6 +6,7 @@ import * as vscode from 'vscode';
 import { SessionController } from './controller';
 import { ChangeDiffs } from './editor/diffs';
 import { openWorkspacePath } from './editor/open';
+import { ProblemsReporter } from './editor/problems';
 import type { PermissionMode, ThinkingLevel } from './protocol/types';
 import { KEY_FAMILIES, ApiKeyStore, MCP_SECRET_NAME, McpSecretStore } from './secrets';
 import { AgentServer } from './server/agentServer';
@@ -27,7 +28,9 @@ export function activate(context: vscode.ExtensionContext): void {
 
   let view: ChatViewProvider | undefined;
   let diffs: ChangeDiffs | undefined;
+  let problems: ProblemsReporter | undefined;
   const controller = new SessionController({
+    onUpdate: (params) => problems?.onUpdate(params),
     memory: context.workspaceState,
     onPermissionSettled: (requestId) => void diffs?.settled(requestId),
     trace: (message) => log.info(message),
@@ -44,6 +47,7 @@ export function activate(context: vscode.ExtensionContext): void {
   });
   controller.setWorkspace(vscode.workspace.workspaceFolders?.[0]?.uri.toString());
   const workspaceRoot = (): vscode.Uri | undefined => vscode.workspace.workspaceFolders?.[0]?.uri;
+  problems = new ProblemsReporter(workspaceRoot, (sessionId, path, found) => void controller.reportProblems(sessionId, path, found));
   diffs = new ChangeDiffs(workspaceRoot, {
     accept: (requestId, newText) => controller.answerPermission(requestId, 'allow_once', newText === undefined ? {} : { newText }),
     reject: (requestId, message) => controller.answerPermission(requestId, 'reject_once', message ? { message } : {}),

@@ -83,6 +83,7 @@ LSP_METHODS = (
     "agent/mode/set",
     "agent/mention/complete",
     "agent/command/list",
+    "agent/problems",
     "agent/mcp/servers",
     "agent/mcp/acceptTools",
     "agent/mcp/restart",

@@ -719,6 +719,27 @@ export interface MentionCompleteResult {
   items: MentionItem[];
 }
 
+export const ProblemSeverityValues = ['error', 'warning'] as const;
+export type ProblemSeverity = (typeof ProblemSeverityValues)[number];
+
+/** One of the editor's diagnostics (agent/problems.py). */
+export interface Problem {
+  /** 1-based. */
+  line: number;
+  severity: ProblemSeverity;
+  message: string;
+  /** The language server that reports it (Pylance, eslint, ...). */
+  source?: string;
+}
+
+export interface ProblemsParams {
+  sessionId: string;
+  /** The file the agent wrote or edited, workspace-relative (as its tool call named it). */
+  path: string;
+  /** What the editor reports for it now that it did not before the agent's change. */
+  problems: Problem[];
+}
+
 export interface CommandListParams {
   workspaceUri: string;
 }
@@ -1008,6 +1029,7 @@ export const Methods = {
   modeSet: 'agent/mode/set',
   thinkingSet: 'agent/thinking/set',
   mentionComplete: 'agent/mention/complete',
+  problems: 'agent/problems',
   commandList: 'agent/command/list',
   mcpServers: 'agent/mcp/servers',
   mcpAcceptTools: 'agent/mcp/acceptTools',
@@ -1042,6 +1064,7 @@ export interface ClientRequests {
   modeSet: { params: ModeSetParams; result: SessionState };
   thinkingSet: { params: ThinkingSetParams; result: ThinkingSetResult };
   mentionComplete: { params: MentionCompleteParams; result: MentionCompleteResult };
+  problems: { params: ProblemsParams; result: EmptyResult };
   commandList: { params: CommandListParams; result: CommandListResult };
   mcpServers: { params: SessionParams; result: McpStatusParams };
   mcpAcceptTools: { params: SessionParams; result: McpAcceptToolsResult };
