@@ -5,24 +5,15 @@ bad params get a clear error."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from pygls.exceptions import JsonRpcException
 
 from agent_server.agent.problems import MAX_PROBLEMS
 from agent_server.sim.server import SimServer
+from tests.agent.test_repo_map_in_turns import plain
 from tests.lsp.conftest import sim_settings, start_agent_client
 from tests.lsp.test_turns import OVERVIEW
-
-
-def plain(value: Any) -> Any:
-    """A request's messages without their cache breakpoints (they move to the last message)."""
-    if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items() if k != "cache_control"}
-    if isinstance(value, list):
-        return [plain(v) for v in value]
-    return value
 
 
 async def test_problems_reach_the_model_on_its_next_request(
