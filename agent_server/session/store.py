@@ -221,7 +221,11 @@ class SessionStore:
         except OSError as exc:
             raise SessionError(f"cannot read the session file {source}: {exc.strerror}") from exc
         first, _, body = data[: data.rfind(b"\n") + 1].partition(b"\n")
-        header = header_from_json(json.loads(first))
+        try:
+            header = header_from_json(json.loads(first))
+        except (ValueError, AttributeError, SessionError) as exc:
+            raise SessionError(f"the session file {source} has no readable header: it cannot "
+                               "be forked (it can still be opened)") from exc
         sid = new_session_id()
         path = source.with_name(f"{sid}{LEDGER_SUFFIX}")
         old_dir, new_dir = source.with_suffix(""), path.with_suffix("")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_server.errors import SessionLockedError, SessionNotFoundError
+from agent_server.errors import SessionError, SessionLockedError, SessionNotFoundError
 from agent_server.session import store as store_module
 from agent_server.session.entries import utc_timestamp
 from agent_server.session.ledger import Ledger
@@ -285,3 +285,16 @@ def test_a_fork_goes_on_from_where_the_session_is_and_leaves_it_as_it_was(
     assert {info.session_id for info in store.list(workspace)} == {source_id, fork.session_id}
     with pytest.raises(SessionNotFoundError):
         store.fork("nosuchsession")
+
+
+def test_a_session_whose_header_cannot_be_read_is_not_forked(
+    store: SessionStore, workspace: Path
+) -> None:
+    with store.create(workspace) as ledger:
+        session_id = ledger.session_id
+    for header in (b"5\n", b"not json\n", b""):
+        ledger.path.write_bytes(header + b'{"type":"message"}\n')
+        with pytest.raises(SessionError) as refused:
+            store.fork(session_id)
+        assert "cannot be forked" in refused.value.message
+    assert list(store.workspace_dir(workspace).glob("*.jsonl")) == [ledger.path]  # no copy
