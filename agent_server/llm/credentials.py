@@ -3,7 +3,7 @@
 
 The stored keys are in `credentials.json` beside the settings file (the user's config
 directory; never a workspace's), by the variable each stands for, readable by the user alone
-(written 0600 through a temporary file of that mode). The variable, when set, wins. A key is
+(written whole, 0600: whole_file.write_whole). The variable, when set, wins. A key is
 never logged and never part of a message; a missing one is a MissingApiKeyError that names
 the variable to set (or `agent-server login`). Which key each provider reads is its
 description's (`llm/providers.py`).
@@ -14,12 +14,13 @@ from __future__ import annotations
 import json
 import os
 import stat
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import platformdirs
+
+from agent_server.whole_file import write_whole
 
 CREDENTIALS_FILE = "credentials.json"
 
@@ -94,16 +95,9 @@ def forget_api_key(variable: str | None) -> bool:
 
 
 def _write(keys: Mapping[str, str]) -> Path:
-    """The keys written through a temporary file readable by the user alone, then renamed."""
+    """The keys written whole, readable by the user alone (whole_file: a private temporary
+    file renamed over the old one)."""
     path = credentials_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".credentials-")  # mode 0600
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(dict(sorted(keys.items())), handle, indent=2)
-            handle.write("\n")
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_whole(path, (json.dumps(dict(sorted(keys.items())), indent=2) + "\n").encode())
     return path

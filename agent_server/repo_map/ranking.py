@@ -100,7 +100,6 @@ class _Compiled:
     edges: tuple[_Name, ...]  # by names
     base_out: tuple[float, ...]  # each node's out-weight through names, unmentioned, unchatted
     self_edges: tuple[tuple[str, ...], ...]  # each node's names nobody references
-    definitions: int
 
 
 class Graph:
@@ -241,8 +240,7 @@ class Graph:
             for path in sorted(self._defines[name]):
                 self_edges[index[path]].append(name)
         self._compiled = _Compiled(nodes, names, tuple(edges), tuple(base_out),
-                                   tuple(tuple(found) for found in self_edges),
-                                   sum(len(tags.definitions) for tags in self._files.values()))
+                                   tuple(tuple(found) for found in self_edges))
         return self._compiled
 
 

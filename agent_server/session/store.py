@@ -234,11 +234,8 @@ class SessionStore:
             # The paths of saved outputs, as the results wrote them (JSON strings).
             body = body.replace(_in_json(old_dir), _in_json(new_dir))
         copy = replace(header, session_id=sid, created_at=stamp(self.clock))
-        try:
-            with path.open("xb") as out:
-                out.write(encode_line(header_to_json(copy)) + body)
-                if self.fsync != "never":
-                    os.fsync(out.fileno())
+        try:  # whole or not at all: a fork cut short is no session
+            write_whole(path, encode_line(header_to_json(copy)) + body, mode=0o644)
         except OSError as exc:
             path.unlink(missing_ok=True)
             raise SessionError(f"cannot write the session file {path}: {exc.strerror}") from exc

@@ -42,7 +42,9 @@ def test_every_figure_is_measured_and_reported(tree: Path,
     for key in ("log_page_ms", "mention_keystroke_ms", "repo_map_second_s", "grep_ms",
                 "rg_ms", "find_ms", "find_direct_ms"):
         assert figures[key] > 0, key
-    assert figures["growing_log_notices"] >= 1  # the log grew under the watch
+    # The log grew under the watch: the turn's own check (a stat) says so once, however late
+    # the watcher's notice comes on a loaded machine (that one is only counted).
+    assert figures["growing_log_notes"] == 1
     table = scale.report({"one-sdist": figures, "monorepo": {**figures, "files": 28.0}})
     assert "| files in the tree | 14 | 28 | 2.0x |" in table
     assert "grep/rg" in table
