@@ -761,10 +761,10 @@ def _notify_here(mode: str, count: int) -> dict[str, Any]:
                 if number % BURST == BURST - 1:
                     await asyncio.sleep(0)
         else:
-            from agent_server.lsp import wire
+            from agent_server.lsp import items
 
             for number, chunk in enumerate(chunks):
-                update = wire.update_json(chunk)
+                update = items.update_json(chunk)
                 server.protocol.notify(
                     "agent/update",
                     {"sessionId": "session", "turnId": "turn", "seq": number, "update": update},

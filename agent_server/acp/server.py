@@ -791,17 +791,17 @@ class AcpAgent:
             self.outbox.put(state.session.session_id, title_update(title))
 
 
-def whole_transcript(session: AgentSession) -> list[dict[str, Any]]:
-    """Every transcript item of the session's current branch, oldest first: ACP's
-    `session/load` replays the whole conversation, page after page."""
-    pages: list[list[dict[str, Any]]] = []
+def whole_transcript(session: AgentSession) -> list[AgentEvent]:
+    """Every event of the session's current branch, oldest first: ACP's `session/load`
+    replays the whole conversation, page after page."""
+    pages: list[list[AgentEvent]] = []
     cursor: str | None = None
     while True:
         page = session.transcript(before=cursor, limit=REPLAY_PAGE)
-        pages.append(page.items)
+        pages.append(page.events)
         cursor = page.cursor
         if cursor is None:
-            return [item for items in reversed(pages) for item in items]
+            return [event for events in reversed(pages) for event in events]
 
 
 class _TurnFailed(AgentServerError):

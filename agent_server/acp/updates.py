@@ -65,6 +65,7 @@ from agent_server.agent.checkpoints import DETAILS_KEY
 from agent_server.agent.events import (
     AgentEvent,
     AnswerDiscarded,
+    BranchTaken,
     CompactionFinished,
     CompactionStarted,
     McpStatusChanged,
@@ -77,6 +78,7 @@ from agent_server.agent.events import (
     ToolCallStarted,
     ToolCallUpdated,
     TurnEnded,
+    TurnStarted,
     UsageSnapshot,
     UsageUpdated,
 )
@@ -84,7 +86,6 @@ from agent_server.agent.mcp.session_tools import PendingTools
 from agent_server.agent.permissions import PERMISSION_MODES, PermissionMode, PermissionRequest
 from agent_server.agent.prompt_commands import prompt_commands
 from agent_server.agent.tool_runner import ABORTED_BY_USER
-from agent_server.agent.transcript import CHUNK_KINDS
 from agent_server.llm.messages import (
     IMAGE_TYPES,
     ImageContent,
@@ -95,7 +96,7 @@ from agent_server.llm.messages import (
 )
 from agent_server.llm.models import ModelInfo
 from agent_server.llm.stream import THINKING_LEVELS, ThinkingLevel
-from agent_server.session.entries import Pin, PlanItem, plan_from_json
+from agent_server.session.entries import Pin, PlanItem
 
 # A session update the Python SDK has no model for yet (ACP 1.7's notice and compaction
 # updates): the `update` object as the official schema spells it, sent as it is.
@@ -616,6 +617,25 @@ class EventTranslator:
             return self.close_open_calls(event.stop_reason)
         return []  # TurnStarted (the client shows its own prompt)
 
+    def replayed(self, event: AgentEvent) -> list[SessionUpdate]:
+        """An event of a stored session: as `updates` made it live, but for what the live
+        stream said otherwise (the prompt the client showed itself, the compaction's card as
+        one completed update, a rewind in words, a note under its own id)."""
+        if isinstance(event, TurnStarted):
+            return list[SessionUpdate](replayed_prompt(event))
+        if isinstance(event, CompactionFinished):
+            return [replayed_compaction(event, self.client.compaction)]
+        if isinstance(event, BranchTaken):
+            text = "The conversation continued from an earlier point."
+            if event.summary:
+                text += f" What was left behind:\n{event.summary}"
+            return [notice_text(text, f"branch-{event.entry_id}")]
+        if isinstance(event, Notice) and event.entry_id is not None:
+            return [notice_text(event.message, f"note-{event.entry_id}")]
+        if isinstance(event, Notice):  # how a stored answer ended
+            return [notice_text(event.message, "note")]
+        return self.updates(event)
+
     def close_open_calls(self, stop_reason: str) -> list[SessionUpdate]:
         """The tool calls a turn left without a result (cancelled while running or while
         their permission question was open, or never run) as failed, so no card stays
@@ -937,157 +957,52 @@ def compacted_title(before: int, after: int | None) -> str:
 
 
 def replay_updates(
-    items: Iterable[Mapping[str, Any]], cwd: Path, client: ClientUpdates | None = None
+    events: Iterable[AgentEvent], cwd: Path, client: ClientUpdates | None = None
 ) -> list[SessionUpdate]:
     """A stored session as the updates the live session sent, for `session/load`.
 
-    `items` are the session's transcript items (agent/transcript.py: the shapes the editor
-    protocol streams live), oldest first; how history looks in ACP is decided here, in one
-    place.
+    `events` are the session's transcript (agent/transcript.py: the events the live session
+    sent, and the markers it said by other means), oldest first; they go through a translator
+    of their own, the live one's `updates` for what the live session sent.
     """
-    out: list[SessionUpdate] = []
-    pending: dict[str, ToolContent | None] = {}
-    compaction = client is not None and client.compaction
-    for item in items:
-        update = (
-            _replayed_compaction(item)
-            if compaction and item.get("kind") == "compaction"
-            else _replayed(item, cwd, pending)
-        )
-        if isinstance(update, list):
-            out.extend(update)
-        elif update is not None:
-            out.append(update)
-    return out
+    translator = EventTranslator(cwd, client or ClientUpdates())
+    return [update for event in events for update in translator.replayed(event)]
 
 
-def _replayed(
-    item: Mapping[str, Any], cwd: Path, pending: dict[str, ToolContent | None]
-) -> SessionUpdate | list[SessionUpdate] | None:
-    kind = item.get("kind")
-    entry_id = str(item.get("entryId", ""))
-    if kind == "userMessage":
-        return _replayed_user(item.get("content") or (), entry_id)
-    if kind in CHUNK_KINDS:
-        content = item.get("content")
-        text = content.get("text") if isinstance(content, Mapping) else None
-        if not isinstance(text, str) or not text:
-            return None
-        message_id = str(item.get("messageId", ""))
-        if kind == "messageChunk":
-            return agent_text(text, message_id)
-        return thought_text(text, message_id)
-    if kind == "toolCall":
-        return _replayed_call(item, cwd, pending)
-    if kind == "toolCallUpdate":
-        call_id = str(item.get("toolCallId", ""))
-        blocks = [b for b in item.get("content") or () if isinstance(b, Mapping)]
-        returned = [b["content"] for b in blocks
-                    if b.get("type") == "content" and isinstance(b.get("content"), Mapping)]
-        output = "".join(str(c.get("text", "")) for c in returned if c.get("type") == "text")
-        images = [ImageContent(str(c.get("data", "")), str(c.get("mimeType", "")))
-                  for c in returned if c.get("type") == "image"]
-        diff = pending.pop(call_id, None)
-        for block in blocks:
-            if block.get("type") == "diff":
-                diff = file_change_diff(cwd, block) or diff
-        raw = item.get("rawOutput")
-        status: ToolCallStatus = "failed" if item.get("status") == "failed" else "completed"
-        return finished_tool_call(
-            call_id, status, output, diff, raw_output(raw if isinstance(raw, Mapping) else None),
-            images,
-        )
-    if kind == "plan":  # the plan as the model wrote it then, as the live turn showed it
-        return plan_update(plan_from_json(item.get("entries")))
-    if kind == "notice":
-        note = f"note-{entry_id}" if entry_id else "note"
-        return notice_text(str(item.get("message", "")), note)
-    if kind == "compaction":
-        summary = item.get("summary")
-        return ToolCallStart(
-            session_update="tool_call",
-            tool_call_id=compaction_call_id(entry_id),
-            title=compacted_title(
-                _int_or_none(item.get("tokensBefore")) or 0, _int_or_none(item.get("tokensAfter"))
-            ),
-            kind="other",
-            status="completed",
-            content=[code_block_content(summary)] if isinstance(summary, str) and summary else None,
-            raw_input={"reason": item.get("reason")},
-        )
-    if kind == "branch":
-        summary = item.get("summary")
-        text = "The conversation continued from an earlier point."
-        if isinstance(summary, str) and summary:
-            text += f" What was left behind:\n{summary}"
-        return notice_text(text, f"branch-{entry_id}")
-    return None  # modelChange, and kinds this agent does not know yet
-
-
-def _replayed_compaction(item: Mapping[str, Any]) -> RawUpdate:
-    """A stored compaction as one completed `compaction_update`, its summary included."""
-    summary = item.get("summary")
-    details = {
-        "reason": item.get("reason"),
-        "tokensBefore": _int_or_none(item.get("tokensBefore")),
-        "tokensAfter": _int_or_none(item.get("tokensAfter")),
-    }
-    return compaction_update(
-        str(item.get("entryId", "")),
-        "completed",
-        details,
-        summary=summary if isinstance(summary, str) else None,
-    )
-
-
-def _int_or_none(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _replayed_user(blocks: Iterable[Any], entry_id: str) -> list[SessionUpdate]:
-    out: list[SessionUpdate] = []
-    for block in blocks:
-        if not isinstance(block, Mapping):
-            continue
-        if block.get("type") == "text":
-            content: PromptBlock = replayed_prompt_block(str(block.get("text", "")))
-        elif block.get("type") == "image":
-            content = ImageContentBlock(
-                type="image", data=str(block.get("data", "")), mime_type=str(block.get("mimeType"))
-            )
+def replayed_prompt(event: TurnStarted) -> list[UserMessageChunk]:
+    out: list[UserMessageChunk] = []
+    for block in event.content:
+        if isinstance(block, TextContent):
+            content: PromptBlock = replayed_prompt_block(block.text)
         else:
-            continue
+            content = ImageContentBlock(type="image", data=block.data, mime_type=block.mime_type)
         out.append(
             UserMessageChunk(
-                session_update="user_message_chunk", content=content, message_id=entry_id
+                session_update="user_message_chunk", content=content, message_id=event.entry_id
             )
         )
     return out
 
 
-def _replayed_call(
-    item: Mapping[str, Any], cwd: Path, pending: dict[str, ToolContent | None]
-) -> ToolCallStart:
-    call_id = str(item.get("toolCallId", ""))
-    raw_input = item.get("rawInput")
-    arguments = dict(raw_input) if isinstance(raw_input, Mapping) else {}
-    tool_kind = str(item.get("toolKind", "other"))
-    paths = [
-        str(location["path"])
-        for location in item.get("locations") or ()
-        if isinstance(location, Mapping) and isinstance(location.get("path"), str)
-    ]
-    diff = proposed_diff(cwd, tool_kind, arguments)
-    pending[call_id] = diff
+def replayed_compaction(event: CompactionFinished, as_compaction: bool) -> SessionUpdate:
+    """A stored compaction: one completed `compaction_update`, its summary included, for a
+    client that takes them; else its card, completed."""
+    if as_compaction:
+        details = {
+            "reason": event.reason,
+            "tokensBefore": event.tokens_before,
+            "tokensAfter": event.tokens_after,
+        }
+        return compaction_update(event.compaction_id, "completed", details, summary=event.summary)
+    summary = event.summary
     return ToolCallStart(
         session_update="tool_call",
-        tool_call_id=call_id,
-        title=str(item.get("title", "")),
-        kind=acp_kind(tool_kind),
-        status="pending",
-        content=[diff] if diff is not None else None,
-        locations=locations(cwd, paths, arguments) or None,
-        raw_input=arguments,
+        tool_call_id=compaction_call_id(event.compaction_id),
+        title=compacted_title(event.tokens_before, event.tokens_after),
+        kind="other",
+        status="completed",
+        content=[code_block_content(summary)] if summary else None,
+        raw_input={"reason": event.reason},
     )
 
 

@@ -1,7 +1,10 @@
-"""What an agent session tells the outside world while it works.
+"""What an agent session tells the outside world while it works, and what it told.
 
-A UI (the LSP layer, the terminal) subscribes with a callback and renders these; none of them
-is needed to run the agent. They are plain frozen data, in the order they happen.
+A UI (the LSP layer, ACP, the terminal) subscribes with a callback and renders these; none of
+them is needed to run the agent. They are plain frozen data, in the order they happen. A
+stored session's history is the same events (agent/transcript.py makes them from the ledger),
+plus the markers the live stream says by other means (`BranchTaken`, `FilesRestored`,
+`ModelRecorded`): each front end has one translator, for live updates and replay alike.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ if TYPE_CHECKING:  # annotations only: the server imports this module before it 
     from agent_server.context.trigger import ContextDecision
     from agent_server.llm.models import ModelInfo
     from agent_server.llm.stream import ThinkingLevel
-    from agent_server.session.entries import CompactionReason, Pin, PlanItem
+    from agent_server.session.entries import CompactionReason, FileVersion, Pin, PlanItem
 
 CompactionStatus: TypeAlias = CompactionEnd
 ToolStatus: TypeAlias = ToolProgress
@@ -170,6 +173,10 @@ class Notice:
     # What it is about, for a front end that words it its own way: "toolsChanged" (the
     # MCP tools changed; McpStatusChanged, sent just before, has the change).
     topic: str | None = None
+    # In a stored session's history, an editor note the model was given (an external edit, a
+    # branch summary): its entry and kind.
+    entry_id: str | None = None
+    note: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +226,36 @@ class TurnEnded:
     error_code: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class BranchTaken:
+    """History: the conversation went on from an earlier entry (a rewind; live, the rewind's
+    own answer says it), with what was left behind when it was summarised."""
+
+    entry_id: str
+    target_id: str | None  # None: back to the very start
+    summary: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class FilesRestored:
+    """History: the files a rewind put back (restored, or deleted: absent then)."""
+
+    entry_id: str
+    target_id: str
+    files: tuple[FileVersion, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRecorded:
+    """History: the session went on with this model and thinking level from here (live, the
+    switch's answer or `ModelChanged` says it, with the model's description and cost)."""
+
+    entry_id: str
+    provider: str
+    model_id: str
+    thinking: str | None
+
+
 AgentEvent: TypeAlias = (
     TurnStarted
     | TextChunk
@@ -237,6 +274,9 @@ AgentEvent: TypeAlias = (
     | PinsChanged
     | PlanUpdated
     | TurnEnded
+    | BranchTaken
+    | FilesRestored
+    | ModelRecorded
 )
 EventSink: TypeAlias = Callable[[AgentEvent], None]
 

@@ -32,7 +32,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agent_server import protocol
-from agent_server.agent import events, transcript
+from agent_server.agent import events
 from agent_server.agent.checkpoints import RestorePlan
 from agent_server.agent.context_manager import CompactionResult
 from agent_server.agent.mcp.approval import NO_ANSWERS
@@ -66,7 +66,7 @@ from agent_server.console.sessions import sessions_table, show_tail
 from agent_server.ending_signals import EndedBySignal, EndingSignals
 from agent_server.errors import AgentServerError, SessionNotFoundError
 from agent_server.llm.messages import TextContent, UserContent
-from agent_server.lsp import wire
+from agent_server.lsp import items, wire
 
 REWIND_LISTED = 9  # the latest prompts /rewind lists (any earlier one by its number)
 REWIND_CHOICES: tuple[tuple[str, RestoreChoice | None], ...] = (
@@ -122,7 +122,7 @@ class TerminalChat:
             self.printer.compaction(wire.compaction_json(sid, event))
         elif isinstance(event, events.OverflowHappened):
             self.printer.overflow(wire.overflow_json(sid, event))
-        elif (update := wire.update_json(event)) is not None:
+        elif (update := items.update_json(event)) is not None:
             # (A prompt's update shows only what its mentions attached: the prompt itself is
             # on screen already.)
             self.printer.update(
@@ -562,12 +562,12 @@ class TerminalChat:
             self.console.print(line + shown(pin.text))
         plan = session.memory.plan()
         if plan:
-            self.printer.update({"update": transcript.plan_item(plan)})
+            self.printer.update({"update": {"kind": "plan", "entries": items.plan_json(plan)}})
 
     def rewind_command(self, runner: asyncio.Runner, session: AgentSession) -> None:
         """`/rewind`: pick a prompt, see what would change, choose what goes back."""
-        items = session.transcript(limit=500).items
-        prompts = [item for item in items if item["kind"] == "userMessage"]
+        shown_events = session.transcript(limit=500).events
+        prompts = [event for event in shown_events if isinstance(event, events.TurnStarted)]
         if not prompts:
             self.console.print(Text("nothing to rewind to yet", style="dim"))
             return
@@ -576,15 +576,15 @@ class TerminalChat:
             self.console.print(
                 Text(f"  … prompts 1 to {earlier} are earlier: type a number to pick one", "dim")
             )
-        for number, item in enumerate(prompts[earlier:], earlier + 1):
-            text = " ".join(_typed_text(item).split())
+        for number, prompt in enumerate(prompts[earlier:], earlier + 1):
+            text = " ".join(_typed_text(prompt).split())
             self.console.print(
                 Text(f"  {number} ", style="bold") + shown(text[:100], one_line=True)
             )
         picked = self.choose("rewind to before which prompt", len(prompts), cancel=True)
         if picked is None:
             return
-        entry_id = str(prompts[picked - 1]["entryId"])
+        entry_id = prompts[picked - 1].entry_id
         plan = runner.run(asyncio.to_thread(session.rewind_plan, entry_id))
         self.show_plan(plan)
         options = [o for o in REWIND_CHOICES if plan.files or o[1] in ("conversation", None)]
@@ -707,10 +707,8 @@ def recorded_last_turn(session: AgentSession) -> dict[str, Any] | None:
     return dict(wire.usage_json(session.session_id, session.usage_snapshot())["lastTurn"])
 
 
-def _typed_text(item: Mapping[str, Any]) -> str:
-    return "\n".join(
-        block["text"] for block in item.get("content", ()) if block.get("type") == "text"
-    )
+def _typed_text(prompt: events.TurnStarted) -> str:
+    return "\n".join(block.text for block in prompt.content if isinstance(block, TextContent))
 
 
 INTERRUPTED = Text("interrupted", style="yellow")

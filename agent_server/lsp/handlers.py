@@ -26,7 +26,7 @@ from lsprotocol import types
 from agent_server import protocol
 from agent_server.agent.settings import AgentSettings, settings_skipping_bad
 from agent_server.errors import AgentServerError, SessionBusyError
-from agent_server.lsp import wire
+from agent_server.lsp import items, wire
 from agent_server.lsp.wire import Params, rpc_error
 from agent_server.settings_schema import merge_settings
 from agent_server.stderr_log import shorten
@@ -267,7 +267,7 @@ async def mcp_restart(ls: AgentLanguageServer, params: Params) -> protocol.Empty
 
 
 async def pins_list(ls: AgentLanguageServer, params: Params) -> protocol.PinsResult:
-    return {"pins": wire.pins_json(ls.session(params.string("sessionId")).memory.pins())}
+    return {"pins": items.pins_json(ls.session(params.string("sessionId")).memory.pins())}
 
 
 async def pins_add(ls: AgentLanguageServer, params: Params) -> protocol.PinsAddResult:
@@ -275,13 +275,13 @@ async def pins_add(ls: AgentLanguageServer, params: Params) -> protocol.PinsAddR
     text = params.string("text")
     kind = params.choice("kind", wire.PIN_KINDS, "rule")
     pin = session.pin(kind, text)
-    return {"pin": wire.pins_json((pin,))[0], "pins": wire.pins_json(session.memory.pins())}
+    return {"pin": items.pins_json((pin,))[0], "pins": items.pins_json(session.memory.pins())}
 
 
 async def pins_remove(ls: AgentLanguageServer, params: Params) -> protocol.PinsRemoveResult:
     session = ls.session(params.string("sessionId"))
     pin = session.unpin(params.string("pinId"))
-    return {"pin": wire.pins_json((pin,))[0], "pins": wire.pins_json(session.memory.pins())}
+    return {"pin": items.pins_json((pin,))[0], "pins": items.pins_json(session.memory.pins())}
 
 
 # --- the standard LSP methods ----------------------------------------------------------------

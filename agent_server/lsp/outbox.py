@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from typing import Any, BinaryIO
 
 from agent_server import protocol
-from agent_server.agent.transcript import CHUNK_KINDS
+from agent_server.lsp.items import CHUNK_KINDS
 
 # A message sent after a quiet spell goes out at the end of the loop's turn; in a burst, what
 # arrives within this many seconds of the last write goes out together with the next one.

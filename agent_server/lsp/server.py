@@ -47,7 +47,7 @@ from agent_server.agent.settings import AgentSettings, settings_skipping_bad
 from agent_server.ending_signals import EndingSignals
 from agent_server.errors import SessionNotFoundError
 from agent_server.literal import literal
-from agent_server.lsp import handlers, wire
+from agent_server.lsp import handlers, items, wire
 from agent_server.lsp.authority import EditorSettings
 from agent_server.lsp.outbox import Outbox
 from agent_server.lsp.session_use import MAX_OPEN_SESSIONS, SessionUse
@@ -370,7 +370,7 @@ class AgentLanguageServer(LanguageServer):
             return
         if isinstance(event, TurnEnded):
             return
-        update = wire.update_json(event)
+        update = items.update_json(event)
         if update is None:
             return
         if stream is None:

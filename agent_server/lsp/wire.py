@@ -7,29 +7,17 @@ of docs/protocol.md. Everything sent is plain JSON in camelCase.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast, get_args
 from urllib.parse import unquote, urlparse
 
 from agent_server import protocol
-from agent_server.agent import transcript
 from agent_server.agent.events import (
-    AgentEvent,
-    AnswerDiscarded,
     CompactionFinished,
     CompactionStarted,
     ContextDecided,
-    ModelChanged,
-    Notice,
     OverflowHappened,
-    PinsChanged,
-    PlanUpdated,
-    TextChunk,
-    ThinkingChunk,
-    ToolCallStarted,
-    ToolCallUpdated,
-    TurnStarted,
     UsageSnapshot,
 )
 from agent_server.agent.problems import Problem
@@ -47,7 +35,14 @@ from agent_server.llm.messages import (
     content_to_json,
     is_base64,
 )
-from agent_server.session.entries import MessageEntry, Pin, PlanItem, plan_item_to_json
+from agent_server.lsp.items import (
+    model_json,
+    pins_json,
+    plan_json,
+    restored_files,
+    transcript_items,
+)
+from agent_server.session.entries import MessageEntry
 from agent_server.stderr_log import shorten
 
 # Our own error codes: a block outside JSON-RPC's reserved -32768..-32000 (where LSP has
@@ -85,7 +80,6 @@ if TYPE_CHECKING:  # the agent's heavier modules load after `initialize` (lsp/st
         TurnResult,
     )
     from agent_server.agent.transcript import Page
-    from agent_server.llm.models import ModelInfo
     from agent_server.session.ledger import LoadReport
     from agent_server.session.store import SessionInfo
 
@@ -381,20 +375,12 @@ def session_load_result(
     return out
 
 
-def pins_json(pins: Sequence[Pin]) -> list[protocol.PinInfo]:
-    return [cast(protocol.PinInfo, transcript.pin_json(pin)) for pin in pins]
-
-
-def plan_json(items: Sequence[PlanItem]) -> list[protocol.PlanEntry]:
-    return [cast(protocol.PlanEntry, plan_item_to_json(item)) for item in items]
-
-
 def history_result(session_id: str, page: Page) -> protocol.SessionHistoryResult:
     return {"sessionId": session_id, "transcript": _items(page), "cursor": page.cursor}
 
 
 def _items(page: Page) -> list[protocol.TranscriptItem]:
-    return cast(list[protocol.TranscriptItem], page.items)
+    return transcript_items(page.events)
 
 
 def turn_result(
@@ -425,10 +411,7 @@ def compact_result(outcome: CompactionResult, window_number: int) -> protocol.Co
 def rewind_json(rewound: Rewound) -> protocol.RewindResult:
     out: protocol.RewindResult = {
         "leafId": rewound.leaf_id,
-        "files": cast(
-            list[protocol.RestoredFile],
-            transcript.file_restore_item("", "", rewound.files)["files"],
-        ),
+        "files": restored_files(rewound.files),
     }
     if rewound.prompt is not None:
         out["prompt"] = _blocks(rewound.prompt)
@@ -453,10 +436,6 @@ def rewind_preview_json(
     ):
         out["prompt"] = _blocks(entry.message.typed)
     return out
-
-
-def model_json(model: ModelInfo) -> protocol.ModelRef:
-    return {"id": model.id, "name": model.name, "contextWindow": model.context_window}
 
 
 def model_list_result(
@@ -512,58 +491,6 @@ def decision_json(session_id: str, event: ContextDecided) -> protocol.ContextDec
         "threshold": decision.threshold,
         "window": decision.window,
     }
-
-
-def update_json(event: AgentEvent) -> protocol.SessionUpdate | None:
-    """The `update` of an agent/update notification, or None if the event is not one. The
-    shapes are the transcript's items (agent/transcript.py): live and loaded are alike."""
-    if isinstance(event, TurnStarted):
-        item = transcript.user_message_item(
-            event.entry_id, event.parent_id, event.content, event.attachments
-        )
-    elif isinstance(event, TextChunk):
-        item = transcript.chunk_item("messageChunk", event.message_id, event.text)
-    elif isinstance(event, ThinkingChunk):
-        item = transcript.chunk_item("thoughtChunk", event.message_id, event.text)
-    elif isinstance(event, AnswerDiscarded):
-        discarded: protocol.MessageDiscardedUpdate = {
-            "kind": "messageDiscarded",
-            "messageId": event.message_id,
-        }
-        return discarded
-    elif isinstance(event, ToolCallStarted):
-        item = transcript.tool_call_item(event.tool_call, event.title, event.kind, event.locations)
-    elif isinstance(event, ToolCallUpdated):
-        item = transcript.tool_call_update_item(
-            event.tool_call_id, event.status, event.output, event.details, event.images
-        )
-    elif isinstance(event, Notice):
-        item = transcript.notice_item(event.level, event.message)
-        if event.retry is not None:
-            retry = event.retry
-            item["retry"] = {
-                "attempt": retry.attempt,
-                "attempts": retry.attempts,
-                "wait": retry.wait,
-            }
-    elif isinstance(event, ModelChanged):
-        change: protocol.ModelChangeUpdate = {
-            "kind": "modelChange",
-            "entryId": event.entry_id,
-            "provider": event.provider,
-            "model": event.model.id,
-            "thinking": event.thinking,
-            "modelInfo": model_json(event.model),
-            "note": event.note,
-        }
-        return change
-    elif isinstance(event, PlanUpdated):
-        item = transcript.plan_item(event.items)
-    elif isinstance(event, PinsChanged):
-        item = transcript.pins_item(event.pins)
-    else:
-        return None
-    return cast(protocol.SessionUpdate, item)
 
 
 def permission_json(

@@ -23,23 +23,21 @@ from agent_server.acp.updates import (
     slash_command,
 )
 from agent_server.agent.events import (
+    AgentEvent,
+    BranchTaken,
     CompactionFinished,
     CompactionStarted,
+    FilesRestored,
+    ModelRecorded,
     Notice,
     TextChunk,
+    ThinkingChunk,
     ToolCallStarted,
     ToolCallUpdated,
     TurnEnded,
     TurnStarted,
 )
 from agent_server.agent.tool_runner import aborted_result
-from agent_server.agent.transcript import (
-    chunk_item,
-    notice_item,
-    tool_call_item,
-    tool_call_update_item,
-    user_message_item,
-)
 from agent_server.llm.messages import ImageContent, TextContent, ToolCall, Usage
 
 CWD = Path("/work/project")
@@ -194,22 +192,21 @@ def test_history_replays_as_the_live_updates_would() -> None:
     read = ToolCall("c1", "read", {"path": "a.py"})
     edit = ToolCall("c2", "edit", {"path": "a.py", "oldText": "1", "newText": "2"})
     change = {"type": "diff", "path": "a.py", "oldText": "x = 1\n", "newText": "x = 2\n"}
-    items = [
-        {"kind": "modelChange", "entryId": "m", "provider": "anthropic", "model": "sim-small"},
-        user_message_item("u1", None, (TextContent("Read a.py"),)),
-        chunk_item("thoughtChunk", "a1", "Look first."),
-        chunk_item("messageChunk", "a1", "Reading."),
-        tool_call_item(read, "Read a.py", "read", ("a.py",)),
-        tool_call_item(edit, "Edit a.py", "edit", ("a.py",)),
-        tool_call_update_item("c1", "completed", "1\tx = 1", {"startLine": 1}),
-        tool_call_update_item("c2", "completed", "Edited a.py", {"change": change}),
-        {"kind": "compaction", "entryId": "k1", "status": "completed", "reason": "threshold",
-         "tokensBefore": 27000, "tokensAfter": 6100, "summary": "## Goal"},
-        {**notice_item("info", "a.py changed on disk"), "entryId": "n1", "note": "externalEdit"},
-        {"kind": "branch", "entryId": "b1", "targetId": "u1"},
-        {"kind": "somethingNewer", "entryId": "z"},
+    history: list[AgentEvent] = [
+        ModelRecorded("m", "anthropic", "sim-small", None),
+        TurnStarted("", "u1", (TextContent("Read a.py"),)),
+        ThinkingChunk("", "a1", "Look first."),
+        TextChunk("", "a1", "Reading."),
+        ToolCallStarted("", read, "Read a.py", "read", ("a.py",)),
+        ToolCallStarted("", edit, "Edit a.py", "edit", ("a.py",)),
+        ToolCallUpdated("", "c1", "completed", "1\tx = 1", {"startLine": 1}),
+        ToolCallUpdated("", "c2", "completed", "Edited a.py", {"change": change}),
+        CompactionFinished("k1", "threshold", "completed", 27000, 6100, "## Goal"),
+        Notice(None, "info", "a.py changed on disk", entry_id="n1", note="externalEdit"),
+        BranchTaken("b1", "u1", None),
+        FilesRestored("r1", "u1", ()),
     ]
-    updates = replay_updates(items, CWD)
+    updates = replay_updates(history, CWD)
     kinds = [u.session_update for u in updates]
     assert kinds == [
         "user_message_chunk", "agent_thought_chunk", "agent_message_chunk", "tool_call",

@@ -22,9 +22,10 @@ from agent_server.agent.checkpoints import (
     restore,
     version_after,
 )
-from agent_server.agent.transcript import entry_items
+from agent_server.agent.transcript import entry_events
 from agent_server.errors import EntryNotFoundError
 from agent_server.llm.messages import TextContent, ToolResultMessage, UserMessage
+from agent_server.lsp.items import transcript_items
 from agent_server.session.entries import FileRestoreEntry, MessageEntry
 from agent_server.session.ledger import Ledger
 from tests.agent.conftest import agent_run
@@ -110,7 +111,7 @@ async def test_rewinding_to_a_prompt_puts_back_what_the_agent_wrote_and_says_wha
         # contents it replaced are kept, content-addressed.
         restore = run.session.ledger.get(str(rewound.leaf_id))
         assert isinstance(restore, FileRestoreEntry)
-        [item] = entry_items(restore, {})
+        [item] = transcript_items(entry_events(restore, {}))
         assert item["kind"] == "fileRestore"
         blobs = BlobStore(run.session._checkpoints.root)  # type: ignore[union-attr]
         replaced = {v.path: v.before for v in restore.files}

@@ -11,9 +11,10 @@ import pytest
 
 from agent_server.agent import events
 from agent_server.agent.mentions import MAX_ATTACHMENTS, complete, find_mentions
-from agent_server.agent.transcript import entry_items
+from agent_server.agent.transcript import entry_events
 from agent_server.llm.messages import ImageContent, TextContent, UserMessage
-from agent_server.lsp import wire
+from agent_server.lsp import items
+from agent_server.lsp.items import transcript_items
 from agent_server.session.entries import MessageEntry
 from agent_server.sim.request_checks import check_requests
 from tests.agent.conftest import agent_run
@@ -75,12 +76,12 @@ async def test_a_mentioned_file_and_folder_are_attached_before_the_question(tmp_
         entry = prompt_entry(run)
         assert [a.path for a in entry.message.attachments] == ["README.md", "src/"]
         assert [a.kind for a in entry.message.attachments] == ["file", "directory"]
-        [item] = entry_items(entry, {})
+        [item] = transcript_items(entry_events(entry, {}))
         assert item["content"] == [{"type": "text", "text": texts[-1]}]
         assert [a["path"] for a in item["attachments"]] == ["README.md", "src/"]
         assert item["attachments"][0]["detail"].endswith("lines")
         live = run.of(events.TurnStarted)[-1]
-        assert wire.update_json(live) == item  # live and reloaded alike
+        assert items.update_json(live) == item  # live and reloaded alike
 
 
 async def test_the_next_request_keeps_the_attachment_as_sent_even_after_the_file_changes(tmp_path: Path) -> None:

@@ -9,11 +9,12 @@ import pytest
 from agent_server.agent.model_choice import choices, switch_cost, switch_note
 from agent_server.agent.permissions import PermissionRequest
 from agent_server.agent.settings import AgentSettings
-from agent_server.agent.transcript import entry_items
+from agent_server.agent.transcript import entry_events
 from agent_server.agent.workspace import WorkspaceAgent, model_choices
 from agent_server.context.trigger import CompactionSettings
 from agent_server.errors import ConfigError, UnknownModelError
 from agent_server.llm.models import ModelInfo, ModelRegistry
+from agent_server.lsp.items import transcript_items
 from agent_server.session.entries import ModelChangeEntry
 from agent_server.sim.server import SimServer
 from agent_server.sim.simulator import Simulator
@@ -34,7 +35,7 @@ async def test_a_switch_keeps_the_session_and_its_cache_note_is_what_the_provide
         assert run.session.model.id == "sim-large" and run.session.session_id == session_id
         change = run.session.ledger.get(str(switch.entry_id))
         assert isinstance(change, ModelChangeEntry) and change.model == "sim-large"
-        assert entry_items(change, {})[0]["kind"] == "modelChange"
+        assert transcript_items(entry_events(change, {}))[0]["kind"] == "modelChange"
         assert switch.cost.tokens == tokens and switch.cost.switched > switch.cost.stayed > 0
         assert f"{tokens:,} tokens" in switch.note and "cache" in switch.note
         assert run.session.usage_snapshot().size == 200_000

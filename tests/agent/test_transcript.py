@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from agent_server.agent.tools import default_tools
-from agent_server.agent.transcript import Page, entry_items, page
+from agent_server.agent.transcript import Page, entry_events, page
 from agent_server.errors import EntryNotFoundError
+from agent_server.lsp.items import transcript_items
 from agent_server.session.ledger import Ledger
 from tests.session.builders import assistant, call, result, user
 
@@ -36,7 +37,7 @@ def all_pages(ledger: Ledger, limit: int) -> list[Page]:
 
 def whole_branch(ledger: Ledger) -> list[dict[str, object]]:
     tools = {tool.spec.name: tool for tool in TOOLS}
-    return [item for entry in ledger.branch() for item in entry_items(entry, tools)]
+    return [item for entry in ledger.branch() for item in transcript_items(entry_events(entry, tools))]
 
 
 @pytest.fixture
@@ -52,19 +53,19 @@ def test_pages_cover_the_branch_once_in_order(ledger: Ledger, limit: int) -> Non
     for n in range(6):
         turn(ledger, n, calls=n % 3)
     pages = all_pages(ledger, limit)
-    stitched = [item for p in reversed(pages) for item in p.items]
+    stitched = [item for p in reversed(pages) for item in transcript_items(p.events)]
     assert stitched == whole_branch(ledger)
     assert len(pages) > 1 or limit == 50
     for p in pages:
         # a page never starts with a tool's result: its call is on the same page
-        assert p.items[0]["kind"] != "toolCallUpdate"
-        calls = {i["toolCallId"] for i in p.items if i["kind"] == "toolCall"}
-        assert {i["toolCallId"] for i in p.items if i["kind"] == "toolCallUpdate"} <= calls
+        assert transcript_items(p.events)[0]["kind"] != "toolCallUpdate"
+        calls = {i["toolCallId"] for i in transcript_items(p.events) if i["kind"] == "toolCall"}
+        assert {i["toolCallId"] for i in transcript_items(p.events) if i["kind"] == "toolCallUpdate"} <= calls
 
 
 def test_items_are_the_live_shapes_with_the_tools_titles(ledger: Ledger) -> None:
     turn(ledger, 0, calls=1)
-    items = page(ledger, TOOLS).items
+    items = transcript_items(page(ledger, TOOLS).events)
     kinds = [i["kind"] for i in items]
     assert kinds == [
         "modelChange",
@@ -101,7 +102,7 @@ def test_paging_goes_through_compactions(ledger: Ledger) -> None:
     )
     turn(ledger, 5)
     pages = all_pages(ledger, limit=4)
-    stitched = [item for p in reversed(pages) for item in p.items]
+    stitched = [item for p in reversed(pages) for item in transcript_items(p.events)]
     assert stitched == whole_branch(ledger)
     markers = [i for i in stitched if i["kind"] == "compaction"]
     assert [m["summary"] for m in markers] == ["S1", "S2"]
@@ -119,14 +120,14 @@ def test_paging_follows_the_current_branch_and_old_cursors_their_own(ledger: Led
     prompts = [i for i in whole_branch(ledger) if i["kind"] == "userMessage"]
     ledger.rewind(prompts[2]["parentId"])  # ask the third prompt again
     turn(ledger, 9)
-    stitched = [item for p in reversed(all_pages(ledger, limit=3)) for item in p.items]
+    stitched = [item for p in reversed(all_pages(ledger, limit=3)) for item in transcript_items(p.events)]
     texts = [i["content"][0]["text"] for i in stitched if i["kind"] == "userMessage"]
     assert texts == ["prompt 0", "prompt 1", "prompt 9"]
     assert [i["kind"] for i in stitched].count("branch") == 1
     # a cursor from before the rewind still pages the path it came from
     assert before_rewind.cursor is not None
     older = page(ledger, TOOLS, before=before_rewind.cursor, limit=1000)
-    old_texts = [i["content"][0]["text"] for i in older.items if i["kind"] == "userMessage"]
+    old_texts = [i["content"][0]["text"] for i in transcript_items(older.events) if i["kind"] == "userMessage"]
     assert old_texts[-1] in ("prompt 2", "prompt 3")
     assert older.cursor is None
 
@@ -144,7 +145,7 @@ def test_rejected_and_unknown_tools_show_why(ledger: Ledger) -> None:
     )
     ledger.append_message(result("w1", "The user denied this write.", "write", error=True))
     ledger.append_message(result("z1", "Unknown tool zap.", "zap", error=True))
-    items = page(ledger, TOOLS).items
+    items = transcript_items(page(ledger, TOOLS).events)
     write, zap = (i for i in items if i["kind"] == "toolCall")
     assert write["title"].startswith("Write") and write["toolKind"] == "edit"
     assert zap["title"] == "zap" and zap["toolKind"] == "other"
@@ -162,7 +163,7 @@ async def test_a_reload_shows_the_titles_and_the_rejection_the_live_turn_showed(
     from agent_server.agent.permissions import PermissionRequest
     from agent_server.agent.settings import AgentSettings
     from agent_server.agent.workspace import WorkspaceAgent
-    from agent_server.lsp import wire
+    from agent_server.lsp import items
     from agent_server.sim.scenario import parse_scenario
     from agent_server.sim.server import SimServer
     from agent_server.sim.simulator import Simulator
@@ -198,7 +199,7 @@ async def test_a_reload_shows_the_titles_and_the_rejection_the_live_turn_showed(
         return "reject_once"
 
     def emit(event: events.AgentEvent) -> None:
-        if (item := wire.update_json(event)) is not None and item["kind"].startswith("toolCall"):
+        if (item := items.update_json(event)) is not None and item["kind"].startswith("toolCall"):
             live.append(item)
 
     async with SimServer(Simulator(scenario=scenario)) as server:
@@ -208,7 +209,7 @@ async def test_a_reload_shows_the_titles_and_the_rejection_the_live_turn_showed(
         await session.run_turn("look around")
         await agent.close()
         agent = WorkspaceAgent(workspace, settings, retry=FAST_RETRY)
-        loaded = agent.open(session.session_id).transcript().items
+        loaded = transcript_items(agent.open(session.session_id).transcript().events)
         await agent.close()
 
     def calls(items: list[dict[str, object]]) -> dict[object, object]:

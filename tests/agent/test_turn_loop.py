@@ -21,6 +21,7 @@ from agent_server.console.sessions import open_store, show_session, write_markdo
 from agent_server.context.projection import project
 from agent_server.context.trigger import CompactionSettings
 from agent_server.llm.messages import AssistantMessage, ToolResultMessage, UserMessage
+from agent_server.lsp.items import transcript_items
 from agent_server.session.entries import CompactionEntry, MessageEntry
 from agent_server.sim.request_checks import check_requests
 from agent_server.sim.scenario import default_scenario
@@ -303,7 +304,7 @@ async def test_a_failed_turn_ends_in_the_ledger_with_its_error_and_the_next_turn
 
         assert run.restart is not None
         await run.restart()
-        assert run.session.transcript().items[-1] == {
+        assert transcript_items(run.session.transcript().events)[-1] == {
             "kind": "notice", "level": "error", "message": result.error,
         }
         store = open_store(run.workspace, str(tmp_path / "sessions"))
@@ -597,7 +598,7 @@ async def test_a_stream_cut_mid_answer_discards_the_partial_answer_before_the_re
         # The ledger never had the cut answer: nothing to retract on a reload.
         ids = run.session.ledger.branch_ids()
         assert cut not in ids and retried in ids
-        assert cut not in json.dumps(run.session.transcript().items)
+        assert cut not in json.dumps(transcript_items(run.session.transcript().events))
 
 
 async def test_a_retry_before_any_text_streamed_discards_nothing(tmp_path: Path) -> None:
