@@ -23,17 +23,12 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import get_args
 
 from agent_server.agent import prompt_commands
-from agent_server.agent.checkpoints import NOTE_KIND as RESTORE_NOTE
 from agent_server.agent.checkpoints import (
     BlobStore,
     RestorePlan,
-    plan_restore,
-    restored_note,
 )
-from agent_server.agent.checkpoints import restore as restore_files
 from agent_server.agent.compaction_hooks import CompactionHookRunner
 from agent_server.agent.context_manager import (
     CompactionResult,
@@ -44,14 +39,9 @@ from agent_server.agent.context_manager import (
 )
 from agent_server.agent.events import (
     AgentEvent,
-    AnswerDiscarded,
     EventSink,
     McpStatusChanged,
-    ModelChanged,
     Notice,
-    Retry,
-    TextChunk,
-    ThinkingChunk,
     ToolCallUpdated,
     TurnEnded,
     TurnStarted,
@@ -67,14 +57,9 @@ from agent_server.agent.mcp.servers import McpServers
 from agent_server.agent.mcp.session_tools import AcceptOutcome, McpStatus, SessionTools
 from agent_server.agent.memory import PIN_NOTE, SessionMemory
 from agent_server.agent.mentions import attach_mentions
-from agent_server.agent.model_call import CallAttempt, RetryPolicy, call_model
-from agent_server.agent.model_choice import (
-    SwitchCost,
-    switch_cost,
-    switch_note,
-    thinking_note,
-    warm_prefix,
-)
+from agent_server.agent.model_call import CallAttempt, RetryPolicy
+from agent_server.agent.model_calls import ModelCalls
+from agent_server.agent.model_switch import ModelSwitch, ModelSwitcher, ThinkingSwitch
 from agent_server.agent.permissions import (
     AskCallback,
     PermissionChoices,
@@ -84,11 +69,10 @@ from agent_server.agent.permissions import (
     parse_mode,
     save_choices,
 )
-from agent_server.agent.provider_compaction import tool_result_clearing
+from agent_server.agent.rewind import RestoreChoice, Rewinder, Rewound
 from agent_server.agent.session_config import (
     ModelSetup,
     SessionConfig,
-    connection_changed,
 )
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.tool_runner import ToolRunner, aborted_result
@@ -102,21 +86,17 @@ from agent_server.agent.tools.sandbox import Confinement, confinement, private_u
 from agent_server.agent.transcript import DEFAULT_PAGE, Page
 from agent_server.agent.transcript import page as transcript_page
 from agent_server.context.estimate import estimate_context_tokens
-from agent_server.context.projection import is_prompt
 from agent_server.context.summary_prompt import note_message
 from agent_server.errors import (
     AgentServerError,
     ConfigError,
     ContextOverflowError,
-    EntryNotFoundError,
     PromptTooLargeError,
-    ProviderError,
     SessionBusyError,
 )
-from agent_server.llm.cost import SessionTotals, rewrite_cost
+from agent_server.llm.cost import SessionTotals
 from agent_server.llm.messages import (
     AssistantMessage,
-    Context,
     ImageContent,
     TextContent,
     ThinkingContent,
@@ -128,21 +108,12 @@ from agent_server.llm.messages import (
     UserMessage,
 )
 from agent_server.llm.models import ModelInfo
-from agent_server.llm.providers import bills_cache_writes, cache_ttl, can_think, serves
+from agent_server.llm.providers import cache_ttl, can_think
 from agent_server.llm.stream import (
     CacheRetention,
-    CacheUse,
-    CallOptions,
-    CompactionCall,
-    ContextEdited,
-    StreamEvent,
-    TextDelta,
-    ThinkingDelta,
     ThinkingLevel,
-    parse_thinking,
 )
-from agent_server.protocol import RestoreChoice as RestoreChoice
-from agent_server.session.entries import Entry, FileVersion, MessageEntry, Pin, PinKind
+from agent_server.session.entries import MessageEntry, Pin, PinKind
 from agent_server.session.facts import usage_of
 from agent_server.session.ledger import ABORTED_UNSAVED, Ledger
 
@@ -166,46 +137,6 @@ class TurnResult:
     error: str | None = None
     error_code: str | None = None
     calls: int = 0
-
-
-RESTORE_CHOICES: tuple[str, ...] = get_args(RestoreChoice)
-
-
-@dataclass(frozen=True, slots=True)
-class Rewound:
-    """Where a rewind left the session: `leaf_id`, the entry the next prompt follows;
-    `prompt`, the content of the prompt rewound from (to ask again, edited), if it was one
-    and the conversation went back; `summary`, the summary of the branch left behind, if one
-    was asked for and made; `files`, the files put back (`after` None: deleted) and
-    `problems`, those that could not be."""
-
-    leaf_id: str | None
-    prompt: tuple[UserContent, ...] | None = None
-    summary: str | None = None
-    files: tuple[FileVersion, ...] = ()
-    problems: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class ModelSwitch:
-    """A model switch: the model now used, the entry that records it (None: no change),
-    and what the switch costs at the next request (`note`: the same in words)."""
-
-    model: ModelInfo
-    entry_id: str | None
-    cost: SwitchCost
-    note: str
-
-
-@dataclass(frozen=True, slots=True)
-class ThinkingSwitch:
-    """A change of the thinking level: the level now used, the entry that records it (None:
-    no change), what it costs at the next request, and the same in words."""
-
-    thinking: ThinkingLevel
-    entry_id: str | None
-    cost: SwitchCost
-    note: str
 
 
 @dataclass
@@ -254,12 +185,8 @@ class AgentSession:
         # The settings and models in force, the workspace's as last given, the session's own
         # choices and the settings waiting for the next turn; the context manager reads it.
         self.config = SessionConfig(settings, setup, configured)
-        self._clock = clock  # the ledger's and the context manager's
-        self._checkpoints = checkpoints
         self._private_dirs = private_dirs  # never listed as changed files (the sessions)
-        self._reconnect = reconnect
         self._emit_to = emit
-        self._retry = retry or RetryPolicy()
         self._secrets = secrets
         self._spill_dir = spill_dir
         self._files: FileAccess = LOCAL_FILES
@@ -277,24 +204,23 @@ class AgentSession:
                 Notice(self._current_turn, "info", text, topic="toolsChanged")
             ),
         )
+        self.calls = ModelCalls(
+            ledger, self.config, self._emit, retry or RetryPolicy(), self.retention_for_call,
+            lambda: self._current_turn,
+        )
         self._runner = ToolRunner(
             self._tools.runnable, self.gate, self._tool_context, self._emit,
             checkpoints=checkpoints, private=(*private_dirs, *private_user_dirs()),
         )
         self.context = ContextManager(
-            ledger=ledger,
-            system_prompt=system_prompt,
-            tools=self._tools,
-            config=self.config,
-            call=self._context_call,
-            emit=self._emit,
-            clock=clock,
-            policy=policy,
-            files_of=self._files_of,
-            hooks=CompactionHookRunner(
-                workspace, ledger.header.session_id, self._hook_environment
-            ),
-            rewind=rewind,
+            ledger=ledger, system_prompt=system_prompt, tools=self._tools, config=self.config,
+            call=self.calls.summary, emit=self._emit, clock=clock, policy=policy,
+            files_of=self._files_of, rewind=rewind,
+            hooks=CompactionHookRunner(workspace, ledger.header.session_id, self._hook_environment),
+        )
+        self.switcher = ModelSwitcher(
+            self.config, ledger, self.context, self.gate, self._emit, self.retention_for_call,
+            clock, lambda: self._current_turn, reconnect,
         )
         # The pins and the plan (ledger entries); a note of a pin the user changed waits for
         # the next point where the conversation can take one (never inside a tool call's
@@ -308,10 +234,11 @@ class AgentSession:
             self._tools.servers.start()
         self._watch = FileWatch(workspace, on_change=self._on_external_change)
         self._watch.restore(files_seen(ledger.projection_entries(), self._paths_of))
+        self.rewinder = Rewinder(
+            ledger, workspace, checkpoints, private_dirs, self._watch, self._paths_of,
+            self.context, self._emit,
+        )
         self._watch_files = watch_files
-        self.totals = SessionTotals()
-        self.totals.add_sum(*ledger.usage)  # from the ledger's index: nothing is read
-        self._turn_totals = _last_turn_totals(ledger)
         self._usage_said: UsageSnapshot | None = None  # the meter the front ends were told
         self._turn_task: asyncio.Task[TurnResult] | None = None
         self._turn_began = False  # the turn's task has run its first step
@@ -319,17 +246,20 @@ class AgentSession:
         self._closing = False  # `close` has begun (it runs once)
         self._busy = False
         self._current_turn: str | None = None
-        self._message_seq = 0
         self._in_context: tuple[EarlierOutput, ...] = ()
         self._user_idle = False  # the editor says the user is away (agent/userIdle)
         self._came_back = False  # this turn's prompt came after the cache had expired
-        self._cleared_tool_uses = 0  # the most the provider cleared at once (context editing)
 
     # --- public API ---------------------------------------------------------------------
 
     @property
     def session_id(self) -> str:
         return self.ledger.header.session_id
+
+    @property
+    def totals(self) -> SessionTotals:
+        """Every call of the session, billed."""
+        return self.calls.totals
 
     @property
     def settings(self) -> AgentSettings:
@@ -430,87 +360,18 @@ class AgentSession:
         the ledger records the change, the context stays as it is."""
         if self._busy:
             raise SessionBusyError(f"session {self.session_id} is busy with a turn")
-        if self._reconnect is None:
-            raise ConfigError("this session cannot change its model")
         self._busy = True
         try:
-            settings = self.settings.with_overrides(model=model_id)
-            setup = self._reconnect(settings)
-            if not serves(settings.provider, setup.model, settings.base_url):
-                with contextlib.suppress(Exception):
-                    await setup.provider.aclose()
-                raise ConfigError(
-                    f"{setup.model.name} ({setup.model.id}) is not served by the provider "
-                    f"{settings.provider!r}: pick one of its models, or change the provider "
-                    "setting (which starts new sessions with it)."
-                )
-            old = self._setup
-            cost, note = self._switch_cost(old.model, setup, settings)
-            self.config.choose_model(settings, setup)
-            entry_id = None
-            if setup.model.id != old.model.id or setup.provider.api != old.provider.api:
-                entry_id = self.ledger.append_model_change(
-                    setup.provider.api, setup.model.id, settings.thinking
-                ).id
-                self.ledger.sync()
-            with contextlib.suppress(Exception):
-                await old.provider.aclose()
-            return ModelSwitch(setup.model, entry_id, cost, note)
+            return await self.switcher.switch_model(model_id)
         finally:
             self._busy = False
 
-    def _switch_cost(
-        self, old: ModelInfo, new: ModelSetup, settings: AgentSettings
-    ) -> tuple[SwitchCost, str]:
-        """What going on with `new` instead of `old` costs at the next request (the part of
-        the context `new`'s cache still holds is read, not written), and in words."""
-        retention = self.retention_for_call()  # "auto" decided as the next call would
-        view = self.context.view()
-        cost = switch_cost(
-            view.tokens,
-            old,
-            new.model,
-            cache_retention=retention,
-            settings=settings.compaction,
-            warm=warm_prefix(view.entries, new.model, new.provider.api, self._clock()),
-        )
-        return cost, switch_note(old, new.model, cost, retention)
-
     def switch_thinking(self, level: str) -> ThinkingSwitch:
-        """Think at another level from the next request, between turns (a level changed in
-        the middle of a tool loop is refused by Anthropic's API): the ledger records it,
-        the note says what it costs."""
+        """Think at another level from the next request, between turns: the ledger records
+        it, the note says what it costs."""
         if self._busy:
             raise SessionBusyError(f"session {self.session_id} is busy with a turn")
-        checked = parse_thinking(level)
-        old = self.settings.thinking
-        cost, note = self._thinking_cost(old, checked)
-        entry_id = None
-        if checked != old:
-            self.config.choose_thinking(checked)
-            entry_id = self.ledger.append_model_change(
-                self._setup.provider.api, self.model.id, checked
-            ).id
-            self.ledger.sync()
-        return ThinkingSwitch(checked, entry_id, cost, note)
-
-    def _thinking_cost(self, old: str, new: str) -> tuple[SwitchCost, str]:
-        """What thinking at `new` instead of `old` costs at the next request: on Anthropic's
-        API the messages (not the tools and system prompt) are read without the cache and
-        written again."""
-        view = self.context.view()
-        prefix = estimate_context_tokens(
-            Context(view.context.system_prompt, view.context.tools, ())
-        ).tokens
-        retention = self.retention_for_call()
-        cost = switch_cost(
-            max(0, view.tokens - prefix),
-            self.model,
-            self.model,
-            cache_retention=retention,
-            settings=self.settings.compaction,
-        )
-        return cost, thinking_note(self.model, self.config.api, old, new, cost, retention)
+        return self.switcher.switch_thinking(level)
 
     async def run_turn(
         self, prompt: str | Sequence[UserContent], turn_id: str | None = None
@@ -570,7 +431,7 @@ class AgentSession:
             raise SessionBusyError(f"session {self.session_id} is busy with a turn")
         self._busy = True
         try:
-            await self.apply_pending_settings()
+            await self.switcher.apply_pending()
             self._settle_unsaved_results(None)
             self.context.begin_turn(None)
             result = await self.context.compact("manual", instructions=instructions)
@@ -599,9 +460,7 @@ class AgentSession:
     def rewind_plan(self, entry_id: str) -> RestorePlan:
         """What restoring the files to how they were at `entry_id` would change (see
         agent/checkpoints.py): shown to the user before they confirm a rewind."""
-        if entry_id not in self.ledger:
-            raise EntryNotFoundError(f"no entry {entry_id} in session {self.session_id}")
-        return plan_restore(self.ledger, entry_id, self.workspace, ignore=self._private_dirs)
+        return self.rewinder.plan(entry_id)
 
     @property
     def tool_specs(self) -> tuple[ToolSpec, ...]:
@@ -629,81 +488,17 @@ class AgentSession:
     async def rewind(
         self, entry_id: str, *, summarize: bool = False, restore: RestoreChoice = "conversation"
     ) -> Rewound:
-        """Go back to an earlier point; nothing is deleted.
-
-        `restore` says what goes back: the conversation, the files the agent wrote or edited
-        since that point, or both. The conversation: rewinding to a prompt goes to just
-        before it, so that the next prompt replaces it (the model sees the history up to
-        there and the new prompt only); rewinding to any other entry continues after it.
-        With `summarize`, a short summary of the branch left behind is made (one model call)
-        and shown to the model as a note where the rewind happened. The files: each goes
-        back to its content when `entry_id` was written (checkpoints.py); when the
-        conversation stays, the model is told which files were put back.
-        """
+        """Go back to an earlier point, between turns; nothing is deleted. `restore` says
+        what goes back: the conversation, the files the agent wrote or edited since that
+        point, or both; with `summarize`, the model gets a summary of the branch left
+        (agent/rewind.py)."""
         if self._busy:
             raise SessionBusyError(f"session {self.session_id} is busy with a turn")
-        if entry_id not in self.ledger:
-            raise EntryNotFoundError(
-                f"cannot rewind to {entry_id}: no such entry in session {self.session_id}"
-            )
         self._busy = True
         try:
-            files: tuple[FileVersion, ...] = ()
-            problems: tuple[str, ...] = ()
-            if restore != "conversation":
-                files, problems = await self._restore_files(entry_id, restore)
-            prompt: tuple[UserContent, ...] | None = None
-            summary: str | None = None
-            if restore != "files":
-                target: str | None = entry_id
-                entry = self.ledger.get(entry_id)
-                if (
-                    isinstance(entry, MessageEntry)
-                    and isinstance(entry.message, UserMessage)
-                    and is_prompt(entry.message)
-                ):
-                    target, prompt = entry.parent_id, entry.message.typed
-                summary = await self._branch_summary(target) if summarize else None
-                self.ledger.rewind(target, summary=summary)
-            self._record_restore(entry_id, files, note=restore == "files")
-            return Rewound(self.ledger.leaf_id, prompt, summary, files, problems)
+            return await self.rewinder.rewind(entry_id, summarize, restore)
         finally:
             self._busy = False
-
-    async def _restore_files(
-        self, entry_id: str, restore: RestoreChoice
-    ) -> tuple[tuple[FileVersion, ...], tuple[str, ...]]:
-        """The files put back for a rewind to `entry_id`. A restore under way cannot be
-        stopped halfway (it runs in a thread): when the rewind is cancelled meanwhile, what it
-        changed is still recorded once it ends (a later rewind must know), then the cancel
-        goes on."""
-        if self._checkpoints is None:
-            raise ConfigError("this session keeps no checkpoints of its files")
-        plan = self.rewind_plan(entry_id)
-        work = asyncio.ensure_future(
-            asyncio.to_thread(restore_files, plan, self.workspace, self._checkpoints)
-        )
-        try:
-            return await asyncio.shield(work)
-        except asyncio.CancelledError:
-            files, _ = await work
-            self._record_restore(entry_id, files, note=restore == "files")
-            raise
-
-    def _record_restore(
-        self, entry_id: str, files: tuple[FileVersion, ...], *, note: bool
-    ) -> None:
-        """The ledger's record of the files a rewind put back (and, with `note`, the model's
-        note of them); the file watch takes them as the agent's own."""
-        if files:
-            self.ledger.append_file_restore(entry_id, files)
-            if note:
-                self.ledger.append_message(note_message(RESTORE_NOTE, restored_note(files)))
-        self.ledger.sync()
-        self._watch.restore(files_seen(self.ledger.projection_entries(), self._paths_of))
-        # Restored files hold what the model is told (or saw at that point): not an
-        # external edit.
-        self._watch.accept(version.path for version in files)
 
     def transcript(self, before: str | None = None, limit: int = DEFAULT_PAGE) -> Page:
         """A page of the current branch for display, as the items the live stream sends
@@ -738,8 +533,8 @@ class AgentSession:
             cache_hit_rate=self.totals.cache_hit_rate,
             cost=self.totals.cost,
             calls=self.totals.calls,
-            turn=self._turn_totals.as_usage(),
-            turn_calls=self._turn_totals.calls,
+            turn=self.calls.turn_totals.as_usage(),
+            turn_calls=self.calls.turn_totals.calls,
             session=self.totals.as_usage(),
         )
 
@@ -794,7 +589,7 @@ class AgentSession:
     async def _turn(self, turn_id: str, content: tuple[UserContent, ...]) -> TurnResult:
         self._turn_began = True
         self._current_turn = turn_id
-        self._turn_totals = SessionTotals()
+        self.calls.turn_totals = SessionTotals()
         self.context.begin_turn(turn_id)
         if self._watch_files:
             self._watch.start()
@@ -839,7 +634,7 @@ class AgentSession:
     async def _start_turn(self, turn_id: str, content: tuple[UserContent, ...]) -> MessageEntry:
         """The prompt in the ledger (after the settings waiting for it and the notes of what
         changed), announced; its entry."""
-        await self.apply_pending_settings()
+        await self.switcher.apply_pending()
         pause = self.context.pause()
         short = cache_ttl(self._setup.provider.api, self.model, "short")
         self._came_back = pause is not None and short is not None and pause > short
@@ -911,7 +706,7 @@ class AgentSession:
         while True:
             state.streaming = True
             try:
-                message = await self._call(turn_id, view.context, state.attempt)
+                message = await self.calls.answer(turn_id, view.context, state.attempt)
                 break
             except ContextOverflowError as overflow:
                 state.streaming = False
@@ -927,7 +722,7 @@ class AgentSession:
         )
         self.context.record_call(retention)
         if message.usage is not None:
-            self._count(message.usage, self.model)
+            self.calls.count(message.usage, self.model)
         self._say_usage(self.usage_snapshot())
         self.context.check_answer_read(view, message)
         return message, view
@@ -971,133 +766,18 @@ class AgentSession:
     def _end_turn(
         self, turn_id: str, stop: TurnStopReason, error: AgentServerError | None
     ) -> TurnResult:
-        usage = self._turn_totals.as_usage()
+        usage = self.calls.turn_totals.as_usage()
         result = TurnResult(
             turn_id,
             stop,
             usage,
             error=error.message if error is not None else None,
             error_code=error.code if error is not None else None,
-            calls=self._turn_totals.calls,
+            calls=self.calls.turn_totals.calls,
         )
         self._say_usage(self.usage_snapshot())
         self._emit(TurnEnded(turn_id, stop, usage, result.error, result.error_code))
         return result
-
-    async def _call(
-        self, turn_id: str, context: Context, attempt: list[CallAttempt]
-    ) -> AssistantMessage:
-        streamed: set[str] = set()  # the attempts that showed part of an answer
-
-        def on_event(current: CallAttempt, event: StreamEvent) -> None:
-            if isinstance(event, TextDelta):
-                streamed.add(current.message_id)
-                self._emit(TextChunk(turn_id, current.message_id, event.text))
-            elif isinstance(event, ThinkingDelta):
-                streamed.add(current.message_id)
-                self._emit(ThinkingChunk(turn_id, current.message_id, event.text))
-            elif isinstance(event, ContextEdited):
-                self._context_edited(turn_id, event)
-
-        def on_retry(error: ProviderError, wait: float, number: int, failed: CallAttempt) -> None:
-            if failed.message_id in streamed:  # the retry answers again from the start
-                self._emit(AnswerDiscarded(turn_id, failed.message_id))
-            attempts = self._retry.max_retries + 1
-            self._emit(
-                Notice(
-                    turn_id,
-                    "warning",
-                    f"{error.message} Retrying in {wait:.0f}s "
-                    f"(attempt {number + 1} of {attempts}).",
-                    Retry(number + 1, attempts, wait),
-                )
-            )
-
-        return await call_model(
-            self._setup.provider,
-            self.model,
-            context,
-            self._call_options(),
-            on_event=on_event,
-            on_retry=on_retry,
-            new_message_id=self.ledger.new_id,
-            retry=self._retry,
-            attempt_holder=attempt,
-        )
-
-    def _context_edited(self, turn_id: str, event: ContextEdited) -> None:
-        """The provider cleared old tool results: say so when it cleared more than before,
-        with what the clearing cost (the prompt after the first result it cleared is written
-        to the cache again instead of read)."""
-        if event.cleared_tool_uses <= self._cleared_tool_uses:
-            return
-        self._cleared_tool_uses = event.cleared_tool_uses
-        dollars = rewrite_cost(
-            self.model.pricing, event.cache_written,
-            bills_writes=bills_cache_writes(self._setup.provider.api, self.model),
-            long=self.retention_for_call() == "long",
-        )
-        self._emit(Notice(
-            turn_id, "info",
-            f"The provider cleared {event.cleared_tool_uses} old tool results "
-            f"({event.cleared_tokens:,} tokens) before this call: the prompt after the first "
-            f"one cleared was written to the cache again ({event.cache_written:,} tokens, "
-            f"about ${dollars:.2f} more than reading it).",
-        ))
-
-    async def _context_call(
-        self, context: Context, model: ModelInfo, cache: CacheUse, max_tokens: int,
-        compaction: CompactionCall | None = None,
-    ) -> AssistantMessage:
-        """The one model call the context manager makes its summaries with (its ModelCall);
-        with `compaction`, the provider's own compaction."""
-        # A call that shares the prefix keeps the session's call options (they are part of
-        # the prefix); only the output budget differs, and it is not part of the prompt.
-        options = replace(self._call_options(), max_tokens=max_tokens, cache=cache,
-                          compaction=compaction)
-        turn_id = self._current_turn or "compaction"
-
-        def on_retry(error: ProviderError, wait: float, number: int, _failed: CallAttempt) -> None:
-            self._emit(
-                Notice(
-                    turn_id,
-                    "warning",
-                    f"{error.message} Retrying the summary in {wait:.0f}s.",
-                    Retry(number + 1, self._retry.max_retries + 1, wait),
-                )
-            )
-
-        message = await call_model(
-            self._setup.provider,
-            model,
-            context,
-            options,
-            on_event=lambda _attempt, _event: None,
-            on_retry=on_retry,
-            new_message_id=lambda: self._new_message_id(turn_id),
-            retry=self._retry,
-        )
-        if message.usage is not None:
-            self._count(message.usage, model)
-        return message
-
-    async def _branch_summary(self, target: str | None) -> str | None:
-        """A summary of the entries the rewind to `target` leaves (from the leaf back to
-        where the two paths meet); None when there is nothing to summarise or it failed."""
-        kept = set() if target is None else set(self.ledger.branch_ids(target))
-        left_ids: list[str] = []
-        for entry_id in reversed(self.ledger.branch_ids()):  # the index: nothing is read
-            if entry_id in kept:
-                break
-            left_ids.append(entry_id)
-        left: list[Entry] = self.ledger.read(reversed(left_ids))
-        try:
-            return await self.context.summarise_branch(left) or None
-        except ProviderError as error:
-            self._emit(
-                Notice(None, "warning", f"Rewound without a summary of the branch: {error.message}")
-            )
-            return None
 
     # --- pieces -------------------------------------------------------------------------
 
@@ -1127,21 +807,6 @@ class AgentSession:
         return estimate_context_tokens(
             replace(view.context, tools=specs), fresh_from=fresh_from
         ).tokens
-
-    def _count(self, usage: Usage, model: ModelInfo) -> None:
-        """Bill one call to the session and to the running turn."""
-        self.totals.add(usage, model)
-        self._turn_totals.add(usage, model)
-
-    def _call_options(self) -> CallOptions:
-        return CallOptions(
-            session_id=self.session_id,
-            cache_retention=self.retention_for_call(),
-            thinking=self.settings.thinking,
-            clear_tool_results=tool_result_clearing(
-                self.model, self.settings.compaction, self._setup.provider.api
-            ),
-        )
 
     def _tool_context(self, on_output: Callable[[str], None] | None) -> ToolContext:
         tools = self.settings.tools
@@ -1294,46 +959,6 @@ class AgentSession:
             first_line = text.splitlines()[0]
             self.ledger.append_title(first_line[:80])
 
-    async def apply_pending_settings(self) -> None:
-        """Settings changed since the last turn take effect. A change of the model (a new
-        provider or model setting) or of the thinking level is recorded and announced with
-        what it costs (ModelChanged), as the user's own switch is (SessionConfig.connect)."""
-        settings = self.config.take_pending()
-        if settings is None:
-            return
-        previous, old = self.config.settings, self._setup
-        if connection_changed(previous, settings) and self._reconnect is not None:
-            self.config.connect(settings, self._reconnect)
-        self.config.settings = settings
-        self.gate.set_mode(settings.permissions_mode)
-        new = self._setup
-        if new.provider is not old.provider:
-            with contextlib.suppress(Exception):
-                await old.provider.aclose()
-        if new.model.id != old.model.id or new.provider.api != old.provider.api:
-            _cost, note = self._switch_cost(old.model, new, settings)
-            self._announce_model("A settings change: " + note)
-        elif settings.thinking != previous.thinking:
-            _cost, note = self._thinking_cost(previous.thinking, settings.thinking)
-            self._announce_model("A settings change: " + note)
-
-    def _announce_model(self, note: str) -> None:
-        """Record the model and thinking level now in force, and say what the change costs."""
-        setup = self._setup
-        entry = self.ledger.append_model_change(
-            setup.provider.api, setup.model.id, self.settings.thinking
-        )
-        self._emit(
-            ModelChanged(
-                self._current_turn,
-                entry.id,
-                setup.provider.api,
-                setup.model,
-                self.settings.thinking,
-                note,
-            )
-        )
-
     def _on_external_change(self, path: str) -> None:
         self._emit(
             Notice(
@@ -1343,30 +968,8 @@ class AgentSession:
             )
         )
 
-    def _new_message_id(self, turn_id: str) -> str:
-        self._message_seq += 1
-        return f"{turn_id}.{self._message_seq}"
-
     def _emit(self, event: AgentEvent) -> None:
         try:
             self._emit_to(event)
         except Exception:  # a broken UI must not break the agent
             log.exception("event sink failed on %s", type(event).__name__)
-
-
-def _last_turn_totals(ledger: Ledger) -> SessionTotals:
-    """The usage of the last turn on the branch: its calls from the leaf back to its prompt
-    (a compaction counts as the calls it made)."""
-    totals = SessionTotals()
-    node = ledger.leaf_id
-    while node is not None:
-        entry = ledger.get(node)
-        if entry is None:
-            break
-        if isinstance(entry, MessageEntry) and is_prompt(entry.message):
-            break
-        usage = usage_of(entry)
-        if usage is not None:
-            totals.add(usage)
-        node = entry.parent_id
-    return totals

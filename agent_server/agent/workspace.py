@@ -152,7 +152,7 @@ class WorkspaceAgent:
 
         async def apply() -> None:
             try:
-                await session.apply_pending_settings()
+                await session.switcher.apply_pending()
             except AgentServerError as error:  # still pending: the next turn says it
                 log.warning("settings not applied: %s", error.message)
 

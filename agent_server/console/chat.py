@@ -38,7 +38,8 @@ from agent_server.agent.context_manager import CompactionResult
 from agent_server.agent.mcp.approval import NO_ANSWERS
 from agent_server.agent.memory import pin_argument
 from agent_server.agent.permissions import PermissionRequest
-from agent_server.agent.session import AgentSession, RestoreChoice, TurnResult
+from agent_server.agent.rewind import RestoreChoice
+from agent_server.agent.session import AgentSession, TurnResult
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.workspace import WorkspaceAgent, model_choices
 from agent_server.console.activity import Activity

@@ -71,14 +71,10 @@ if TYPE_CHECKING:  # the agent's heavier modules load after `initialize` (lsp/st
     from agent_server.agent.mcp.session_tools import AcceptOutcome, McpStatus
     from agent_server.agent.mentions import Completion
     from agent_server.agent.model_choice import ModelChoice
+    from agent_server.agent.model_switch import ModelSwitch, ThinkingSwitch
     from agent_server.agent.permissions import PermissionAnswer, PermissionRequest
-    from agent_server.agent.session import (
-        AgentSession,
-        ModelSwitch,
-        Rewound,
-        ThinkingSwitch,
-        TurnResult,
-    )
+    from agent_server.agent.rewind import Rewound
+    from agent_server.agent.session import AgentSession, TurnResult
     from agent_server.agent.transcript import Page
     from agent_server.session.ledger import LoadReport
     from agent_server.session.store import SessionInfo

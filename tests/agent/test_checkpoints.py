@@ -113,7 +113,7 @@ async def test_rewinding_to_a_prompt_puts_back_what_the_agent_wrote_and_says_wha
         assert isinstance(restore, FileRestoreEntry)
         [item] = transcript_items(entry_events(restore, {}))
         assert item["kind"] == "fileRestore"
-        blobs = BlobStore(run.session._checkpoints.root)  # type: ignore[union-attr]
+        blobs = BlobStore(run.session.rewinder.checkpoints.root)  # type: ignore[union-attr]
         replaced = {v.path: v.before for v in restore.files}
         assert blobs.get(str(replaced["notes/a.md"])) == b"v2\n"
         # The conversation went back too: the next request holds none of the three turns.

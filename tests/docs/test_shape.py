@@ -38,7 +38,7 @@ def test_a_long_function_is_found(tmp_path: Path) -> None:
 # along their seams; until then none of them may grow, and no other class may join them.
 MAX_METHODS, MAX_CLASS_LINES = 30, 600
 OVERSIZED = {  # (methods, lines) when this check was written
-    "agent/session.py:AgentSession": (75, 1129),
+    "agent/session.py:AgentSession": (63, 819),
     "session/ledger.py:Ledger": (62, 766),
     "agent/context_manager.py:ContextManager": (41, 709),
     "acp/server.py:AcpAgent": (39, 577),
