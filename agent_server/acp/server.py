@@ -95,7 +95,6 @@ from agent_server.acp.updates import (
 from agent_server.agent.config_file import flag_overrides, load_config, resolve_settings
 from agent_server.agent.events import AgentEvent
 from agent_server.agent.mcp.config import McpServerConfig, servers_from_acp
-from agent_server.agent.mcp.session_tools import FIRST_REQUEST_WAIT
 from agent_server.agent.memory import pin_argument
 from agent_server.agent.model_setup import offered_models
 from agent_server.agent.permissions import PERMISSION_MODES, PermissionRequest
@@ -579,11 +578,11 @@ class AcpAgent:
 
     def _tell_mcp_wait(self, state: AcpSession) -> None:
         """Before the first request, which waits for the MCP servers still starting (a few
-        seconds at most: FIRST_REQUEST_WAIT): say so, so a slow server is not a silent wait."""
+        seconds at most: mcp.firstRequestWait): say so, not to wait silently."""
         status = state.session.mcp_status()
         starting = [server.name for server in status.servers if server.state == "starting"]
         if starting and not status.tools_in_force:
-            wait = min(state.settings.mcp.startup_timeout, FIRST_REQUEST_WAIT)
+            wait = min(state.settings.mcp.startup_timeout, state.settings.mcp.first_request_wait)
             self.outbox.put(
                 state.session.session_id,
                 state.translator.notice(

@@ -192,8 +192,7 @@ class AgentSession:
         self._files: FileAccess = LOCAL_FILES
         self._terminal: CommandTerminal | None = None
         self.gate = PermissionGate(settings.permissions_mode, ask, assume_yes=assume_yes)
-        # The tool list in force: built-in tools, then the MCP servers' (see mcp/session_tools).
-        # The context manager reads it as the session's one tool list.
+        # The one tool list in force (built-in, then MCP: mcp/session_tools), the context's too.
         self._tools = SessionTools(
             ledger=ledger,
             builtin=tools,
@@ -203,6 +202,7 @@ class AgentSession:
             on_notice=lambda text: self._emit(
                 Notice(self._current_turn, "info", text, topic="toolsChanged")
             ),
+            first_wait=lambda: self.settings.mcp.first_request_wait,
         )
         self.calls = ModelCalls(
             ledger, self.config, self._emit, retry or RetryPolicy(), self.retention_for_call,

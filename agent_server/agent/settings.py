@@ -140,6 +140,13 @@ class McpOptions:
         30.0, "Seconds an MCP server has to start and list its tools.",
         whole=True, minimum=1, editor="window",
     )
+    first_request_wait: float = setting(
+        5.0,
+        "Seconds a session's first request waits for MCP servers still starting; one ready "
+        "later is offered as a change of the tools (`/tools`), so a slow server does not hold "
+        "the first prompt.",
+        whole=True, minimum=0, editor="window",
+    )
     tool_timeout: float = setting(
         600.0,
         "Seconds one MCP tool call may take (a server's own `timeout` overrides it).",

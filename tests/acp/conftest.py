@@ -10,6 +10,7 @@ fs/write_text_file.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -182,6 +183,12 @@ async def start_acp(
     """`agent-server acp ARGS` with no config file of the user's, initialized."""
     client = client or RecordingClient()
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    user_config = tmp_path / "config" / "agent-server" / "config.json"
+    if not user_config.exists():  # a busy test machine may take more than the default's
+        # seconds to start a fixture MCP server: the first request waits for it (a test of
+        # the wait passes its own --config)
+        user_config.parent.mkdir(parents=True, exist_ok=True)
+        user_config.write_text(json.dumps({"mcp": {"firstRequestWait": 120}}))
     with (tmp_path / "acp-stderr.log").open("ab") as stderr:
         async with spawn_agent_process(
             client,

@@ -1,9 +1,10 @@
 """The tool list in force for one session, and the MCP servers behind it.
 
 The list is fixed when the session's first request is built (after the servers had their
-chance to start: FIRST_REQUEST_WAIT seconds at most, so that a slow or hanging server does
-not hold the first prompt; one ready later is a change of the list, offered to the user as
-any other) and recorded in the ledger; a reloaded
+chance to start: the `mcp.firstRequestWait` setting's seconds at most, 5 unless set: most
+start in a second or two, npx included once its cache is warm; a slow or hanging server
+does not hold the first prompt; one ready later is a change of the list, offered to the user
+as any other) and recorded in the ledger; a reloaded
 session sends the recorded list, byte for byte, whatever its servers do. From then on the
 list changes only when the user accepts a change (the next request then re-reads the whole
 prefix: the tools come first in it), or at the next compaction after a change appeared.
@@ -37,13 +38,6 @@ from agent_server.session.entries import ToolListReason
 from agent_server.session.ledger import Ledger
 
 log = logging.getLogger(__name__)
-
-# How long the first request waits for the MCP servers still starting. Most start in a
-# second or two (npx included, once its cache is warm); a server not ready by then does not
-# hold the prompt: its tools are offered as a change to take in (`/tools`), or come in at
-# the next compaction.
-FIRST_REQUEST_WAIT = 5.0
-
 
 @dataclass(frozen=True, slots=True)
 class PendingTools:
@@ -113,8 +107,10 @@ class SessionTools:
         estimate: Callable[[tuple[ToolSpec, ...]], int],
         on_status: Callable[[McpStatus], None],
         on_notice: Callable[[str], None],
+        first_wait: Callable[[], float],
     ) -> None:
         self._ledger = ledger
+        self._first_wait = first_wait  # the seconds the first request waits for servers
         self._builtin = tuple(builtin)
         self._servers = servers
         self._estimate = estimate
@@ -189,7 +185,7 @@ class SessionTools:
         if self._in_force is None:
             # A server still starting then goes on starting (its own startup timeout).
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(FIRST_REQUEST_WAIT):
+                async with asyncio.timeout(self._first_wait()):
                     await self._servers.wait_settled()
             self._adopt("start")
         elif self._accept_requested:

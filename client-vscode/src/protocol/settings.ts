@@ -53,6 +53,7 @@ export const EDITOR_SETTINGS: readonly EditorSetting[] = [
   { key: 'tools.env.pass', kind: 'names', userOnly: false },
   { key: 'mcp.servers', kind: 'object', userOnly: false },
   { key: 'mcp.startupTimeout', kind: 'integer', minimum: 1, userOnly: false },
+  { key: 'mcp.firstRequestWait', kind: 'integer', minimum: 0, userOnly: false },
   { key: 'mcp.toolTimeout', kind: 'integer', minimum: 1, userOnly: false },
 ];
 

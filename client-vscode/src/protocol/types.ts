@@ -978,6 +978,8 @@ export interface AgentSettings {
     workspaceFile?: boolean;
     /** Seconds an MCP server has to start and list its tools. */
     startupTimeout?: number;
+    /** Seconds a session's first request waits for MCP servers still starting; one ready later is offered as a change of the tools (`/tools`), so a slow server does not hold the first prompt. */
+    firstRequestWait?: number;
     /** Seconds one MCP tool call may take (a server's own `timeout` overrides it). */
     toolTimeout?: number;
     /** The most one message of a stdio MCP server may have, in MB; a larger one is refused. */

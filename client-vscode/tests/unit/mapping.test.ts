@@ -36,7 +36,7 @@ describe('agent settings from agentServer.*', () => {
       },
       permissions: { mode: 'allowReads' },
       tools: { sandbox: 'auto', network: false },
-      mcp: { startupTimeout: 30, toolTimeout: 600 },
+      mcp: { startupTimeout: 30, firstRequestWait: 5, toolTimeout: 600 },
     });
   });
 
@@ -82,7 +82,7 @@ describe('agent settings from agentServer.*', () => {
       permissions: { mode: 'ask' },
       tools: { sandbox: 'always', network: true, env: { pass: ['NPM_TOKEN', 'GH_*'] } },
       sessionsDir: '/tmp/sessions',
-      mcp: { startupTimeout: 30, toolTimeout: 600 },
+      mcp: { startupTimeout: 30, firstRequestWait: 5, toolTimeout: 600 },
     });
     expect(settings).not.toHaveProperty('python');
   });
@@ -265,6 +265,7 @@ describe('MCP settings and secrets', () => {
     expect(agentSettingsFrom(config({ ...DEFAULTS, 'mcp.servers': servers, 'mcp.startupTimeout': 10 })).mcp).toEqual({
       servers,
       startupTimeout: 10,
+      firstRequestWait: 5,
       toolTimeout: 600,
     });
     expect(agentSettingsFrom(config({ ...DEFAULTS, 'mcp.servers': {} })).mcp?.servers).toBeUndefined();

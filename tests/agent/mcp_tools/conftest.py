@@ -81,7 +81,9 @@ def mcp_settings(
         base_url=base_url,
         sessions_dir=str(sessions or tmp_path / "sessions"),
         permissions_mode="allowReads",
-        mcp=McpOptions(servers=servers, user_file="", **mcp),
+        # A busy test machine may take more than the default's seconds to start a fixture
+        # server: the first request waits for it (a test of the wait passes its own).
+        mcp=McpOptions(**{"servers": servers, "user_file": "", "first_request_wait": 120, **mcp}),
     )
 
 
