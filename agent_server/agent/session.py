@@ -78,6 +78,7 @@ from agent_server.agent.settings import AgentSettings
 from agent_server.agent.tool_runner import ToolRunner, aborted_result
 from agent_server.agent.tools import Tool, ToolContext
 from agent_server.agent.tools.base import CommandTerminal, EarlierOutput, outputs_in_context
+from agent_server.agent.tools.bash import KILL_GRACE
 from agent_server.agent.tools.environment import tool_environment
 from agent_server.agent.tools.files import LOCAL_FILES, FileAccess
 from agent_server.agent.tools.output import output_limits
@@ -124,9 +125,11 @@ TRUNCATION_NOTICE = (
     "next request; say 'continue' to carry on."
 )
 
-# Seconds a closing session waits for its cancelled turn to write its end; a tool that does
-# not stop (a thread) is left behind rather than hold the ledger.
-TURN_END_WAIT = 5.0
+# Seconds a closing session waits for its cancelled turn to write its end: a command that
+# ignores SIGTERM takes KILL_GRACE before it is killed, then its end is written in moments
+# (the rest is a margin for a busy machine); a tool that does not stop (a thread) is left
+# behind rather than hold the ledger.
+TURN_END_WAIT = KILL_GRACE + 10.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -360,8 +360,9 @@ async function main() {
   await answerCards(view);
   await input.fill('Then tell me which module is largest.');
   await input.press('Enter');
-  await view.locator('.queue .queued', { hasText: 'Then tell me which module is largest.' }).waitFor({ timeout: 10_000 });
+  await view.locator('.queue .queued', { hasText: 'Then tell me which module is largest.' }).waitFor({ timeout: 30_000 });
   await shot('prompt-typed-ahead');
+  writeFileSync(join(workspace, '.build-done'), ''); // the running command waits for it
   await view.locator('.item.assistant', { hasText: 'The largest module is' }).waitFor({ timeout: 120_000 });
   await waitIdle(view);
   if ((await view.locator('.queue .queued').count()) > 0) fail('the queued prompt stayed');

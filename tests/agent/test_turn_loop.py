@@ -379,7 +379,7 @@ async def test_cancelling_a_running_bash_command_kills_its_children(tmp_path: Pa
     async with agent_run(tmp_path, scenario=scenario, settings=settings) as run:
         turn = asyncio.ensure_future(run.session.run_turn("Run it."))
         pid_file = run.workspace / "pids"
-        for _ in range(200):
+        for _ in range(1200):  # a minute at most, for a busy machine
             if pid_file.exists() and len(pid_file.read_text().split()) == 3:
                 break
             await asyncio.sleep(0.05)
@@ -387,7 +387,7 @@ async def test_cancelling_a_running_bash_command_kills_its_children(tmp_path: Pa
         assert run.session.interrupt()
         result = await turn
         assert result.stop_reason == "cancelled"
-        for _ in range(100):
+        for _ in range(1200):
             if not any(_alive(pid) for pid in pids):
                 break
             await asyncio.sleep(0.05)

@@ -275,8 +275,7 @@ def test_ctrl_c_clears_a_typed_line_and_typing_breaks_the_quitting_pair(
     interrupt(child, "Ctrl-C again or Ctrl-D to quit")
     child.send("half a prom")
     child.expect("half a prom")
-    child.sendintr()  # clears the line; the chat goes on
-    child.expect("you ›")
+    interrupt(child, "you ›")  # clears the line; the chat goes on
     interrupt(child, "Ctrl-C again or Ctrl-D to quit")  # a new pair begins
     child.sendline("/quit")  # the line is empty: nothing of "half a prom" is sent with it
     child.expect(pexpect.EOF)

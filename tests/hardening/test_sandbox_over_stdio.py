@@ -188,7 +188,7 @@ async def test_a_workspace_mcp_json_starts_nothing_until_the_user_approves_its_c
             assert first["toolCall"]["title"].startswith("Start the MCP servers of .mcp.json")
             assert not marker.exists()
             await turn_answering("t2", "Hello again.", "allow_always")
-            for _ in range(200):  # the server starts in the background: a hang guard
+            for _ in range(1200):  # the server starts in the background: a hang guard
                 if marker.exists():
                     break
                 await asyncio.sleep(0.05)

@@ -119,7 +119,7 @@ async def test_cancelling_the_consumer_closes_the_connection(api: str) -> None:
                     await asyncio.sleep(3600)  # a slow consumer, cancelled by the user
 
         task = asyncio.create_task(consume())
-        await asyncio.wait_for(first_text.wait(), 10)
+        await asyncio.wait_for(first_text.wait(), 60)
         assert len(connections) == 1
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

@@ -113,7 +113,7 @@ async def test_thinking_switch_waits_for_the_turn(
 ) -> None:
     async with start_agent_client([workspace], sim_settings(sim, tmp_path)) as agent:
         session_id = await agent.new_session()
-        sim.simulator.set_faults("slow@1:5")
+        sim.simulator.set_faults("slow@1:60")  # the interrupt ends it
         turn = asyncio.ensure_future(
             agent.request("agent/turn", {"sessionId": session_id, "prompt": OVERVIEW})
         )

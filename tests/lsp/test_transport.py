@@ -33,11 +33,13 @@ async def test_serve_over_tcp_answers_initialize_and_invalid_params(tmp_path: Pa
         stderr=asyncio.subprocess.PIPE,
     )
     try:
-        for _ in range(200):
+        for _ in range(1200):  # a minute at most, for a busy machine
             try:
                 reader, writer = await asyncio.open_connection("127.0.0.1", port)
                 break
             except OSError:
+                if server.returncode is not None:
+                    raise AssertionError("the server exited before it listened") from None
                 await asyncio.sleep(0.05)
         else:
             raise AssertionError("the server never listened")

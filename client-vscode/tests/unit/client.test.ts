@@ -92,22 +92,28 @@ describe('AgentClient over a vscode-jsonrpc MessageConnection', () => {
       toolCall: { toolCallId: 'tc', title: 'bash ls', toolKind: 'execute', rawInput: { command: 'ls' } },
       options: [{ optionId: 'yes', name: 'Allow once', kind: 'allow_once' }],
     };
-    client.onRequestPermission((_p, token) =>
-      token.isCancellationRequested
-        ? { outcome: 'cancelled' }
-        : new Promise((resolve) => {
-            const timer = setTimeout(() => resolve({ outcome: { selected: 'yes' } }), 50);
-            token.onCancellationRequested(() => {
-              clearTimeout(timer);
-              resolve({ outcome: 'cancelled' });
-            });
-          }),
-    );
+    // The first question is answered at once; the second waits for the cancel alone (no
+    // timer racing it), sent once the handler has the question.
+    let answerAtOnce = true;
+    let entered: () => void = () => {};
+    client.onRequestPermission((_p, token) => {
+      if (token.isCancellationRequested) return { outcome: 'cancelled' };
+      if (answerAtOnce) return { outcome: { selected: 'yes' } };
+      return new Promise((resolve) => {
+        token.onCancellationRequested(() => resolve({ outcome: 'cancelled' }));
+        entered();
+      });
+    });
     expect(await server.sendRequest('agent/requestPermission', params)).toEqual({ outcome: { selected: 'yes' } });
 
+    answerAtOnce = false;
+    const asked = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
     const source = new CancellationTokenSource();
     const pending = server.sendRequest('agent/requestPermission', params, source.token);
-    setTimeout(() => source.cancel(), 5);
+    await asked;
+    source.cancel();
     // The handler saw the cancel and answered the request with the "cancelled" outcome.
     expect(await pending).toEqual({ outcome: 'cancelled' });
   });
