@@ -52,6 +52,7 @@ from acp.schema import (
     SessionForkCapabilities,
     SessionInfo,
     SessionListCapabilities,
+    SessionModeState,
     SessionResumeCapabilities,
     SetSessionConfigOptionResponse,
     SetSessionModeResponse,
@@ -312,14 +313,10 @@ class AcpAgent:
         workspace.keep(session.session_id)
         state = self._adopt(session, workspace.root)
         # Sent after the answer: the client learns of the session from it.
-        self._announce(state)
-        response = NewSessionResponse(
-            session_id=session.session_id,
-            modes=mode_state(state.session.gate.mode),
-            config_options=self._options(state),
+        modes, options = await self._present(state)
+        return NewSessionResponse(
+            session_id=session.session_id, modes=modes, config_options=options
         )
-        preload_provider(session.settings.provider)
-        return response
 
     async def load_session(
         self,
@@ -330,17 +327,8 @@ class AcpAgent:
         **kwargs: Any,
     ) -> LoadSessionResponse:
         state = await self._open(cwd, session_id, mcp_servers)
-        for update in replay_updates(whole_transcript(state.session), state.cwd, self._updates):
-            self.outbox.put(session_id, update)
-        state.title = state.session.ledger.title
-        if state.title:
-            self.outbox.put(session_id, title_update(state.title))
-        self._announce(state)
-        await self.outbox.drain()  # the history arrives before the answer
-        preload_provider(state.session.settings.provider)
-        return LoadSessionResponse(
-            modes=mode_state(state.session.gate.mode), config_options=self._options(state)
-        )
+        modes, options = await self._present(state, history=True)
+        return LoadSessionResponse(modes=modes, config_options=options)
 
     async def resume_session(
         self,
@@ -352,12 +340,8 @@ class AcpAgent:
     ) -> ResumeSessionResponse:
         """`session/load` without the history: the client still shows it."""
         state = await self._open(cwd, session_id, mcp_servers)
-        state.title = state.session.ledger.title
-        self._announce(state)
-        preload_provider(state.session.settings.provider)
-        return ResumeSessionResponse(
-            modes=mode_state(state.session.gate.mode), config_options=self._options(state)
-        )
+        modes, options = await self._present(state, title=False)
+        return ResumeSessionResponse(modes=modes, config_options=options)
 
     async def fork_session(
         self,
@@ -380,15 +364,9 @@ class AcpAgent:
         except AgentServerError as error:
             raise request_error(error) from None
         state = self._adopt(session, workspace.root)
-        state.title = session.ledger.title
-        if state.title:
-            self.outbox.put(session.session_id, title_update(state.title))
-        self._announce(state)
-        preload_provider(session.settings.provider)
+        modes, options = await self._present(state)
         return ForkSessionResponse(
-            session_id=session.session_id,
-            modes=mode_state(session.gate.mode),
-            config_options=self._options(state),
+            session_id=session.session_id, modes=modes, config_options=options
         )
 
     async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
@@ -695,10 +673,26 @@ class AcpAgent:
         self._sessions[session_id] = state
         return state
 
-    def _announce(self, state: AcpSession) -> None:
-        session_id = state.session.session_id
-        self.outbox.put(session_id, available_commands(state.session.workspace))
-        self.outbox.put(session_id, usage_update(state.session.usage_snapshot()))
+    async def _present(
+        self, state: AcpSession, *, history: bool = False, title: bool = True
+    ) -> tuple[SessionModeState, list[Any]]:
+        """What a client gets of a session it made or opened, in this order: the history
+        (`session/load`: before the answer), the title (unless the client shows it: resume),
+        the commands and the meter; the provider's SDK then loads behind the answer. Returns
+        the answer's modes and config options."""
+        session = state.session
+        if history:
+            for update in replay_updates(whole_transcript(session), state.cwd, self._updates):
+                self.outbox.put(session.session_id, update)
+        state.title = session.ledger.title
+        if title and state.title:
+            self.outbox.put(session.session_id, title_update(state.title))
+        self.outbox.put(session.session_id, available_commands(session.workspace))
+        self.outbox.put(session.session_id, usage_update(session.usage_snapshot()))
+        if history:
+            await self.outbox.drain()  # the history arrives before the answer
+        preload_provider(session.settings.provider)
+        return mode_state(session.gate.mode), self._options(state)
 
     def _sink(self, state: AcpSession) -> Callable[[AgentEvent], None]:
         session_id = state.session.session_id
