@@ -12,10 +12,10 @@ that an older server never destroys what a newer one wrote.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, TypeAlias, cast, get_args
+from typing import Any, Generic, Literal, TypeAlias, TypeVar, cast, get_args
 
 from agent_server.errors import LedgerFormatError
 from agent_server.llm.messages import (
@@ -397,113 +397,234 @@ Entry: TypeAlias = (
     | UnknownEntry
 )
 
-KNOWN_ENTRY_TYPES: frozenset[str] = frozenset(
-    (
-        "message",
-        "compaction",
-        "modelChange",
-        "branch",
-        "title",
-        "systemPrompt",
-        "fileRestore",
-        "toolList",
-        "pin",
-        "plan",
+# --- on disk: each kind's row, and the envelope every entry shares --------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """What every entry's line has besides its own fields: its id, parent and timestamp."""
+
+    id: str
+    parent_id: str | None
+    timestamp: str
+
+
+E = TypeVar("E")
+
+
+@dataclass(frozen=True, slots=True)
+class EntryKind(Generic[E]):
+    """One entry type as the ledger writes it: its `type`, its class, and how its own fields
+    are written (after the envelope's, in this order) and read back (raising
+    LedgerFormatError saying what is wrong)."""
+
+    name: str
+    cls: type[E]
+    write: Callable[[E], dict[str, Any]]
+    read: Callable[[Mapping[str, Any], Envelope], E]
+
+
+def _write_message(entry: MessageEntry) -> dict[str, Any]:
+    out: dict[str, Any] = {"message": message_to_json(entry.message)}
+    if entry.cache_retention is not None:
+        out["cacheRetention"] = entry.cache_retention
+    return out
+
+
+def _read_message(data: Mapping[str, Any], at: Envelope) -> MessageEntry:
+    try:
+        parsed = message_from_json(message_object(data))
+    except MessageFormatError as exc:
+        raise LedgerFormatError(f"bad message: {exc}") from exc
+    retention = data.get("cacheRetention")  # one this version does not know: unknown
+    known = (
+        cast(CacheRetention, retention)
+        if isinstance(retention, str) and retention in CACHE_RETENTIONS
+        else None
     )
+    return MessageEntry(at.id, at.parent_id, at.timestamp, parsed, known)
+
+
+def _write_compaction(entry: CompactionEntry) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "summary": entry.summary,
+        "firstKeptEntryId": entry.first_kept_entry_id,
+        "tokensBefore": entry.tokens_before,
+        "tokensAfter": entry.tokens_after,
+        "reason": entry.reason,
+        "details": {
+            "readFiles": list(entry.details.read_files),
+            "modifiedFiles": list(entry.details.modified_files),
+        },
+    }
+    if entry.split_turn_summary is not None:
+        out["splitTurnSummary"] = entry.split_turn_summary
+    if entry.model is not None:
+        out["model"] = entry.model
+    if entry.usage is not None:
+        out["usage"] = usage_to_json(entry.usage)
+    if entry.carried is not None:
+        out["carried"] = carried_to_json(entry.carried)
+    if entry.provider is not None:
+        out["provider"] = content_to_json(entry.provider)
+    return out
+
+
+def _read_compaction(data: Mapping[str, Any], at: Envelope) -> CompactionEntry:
+    reason = data.get("reason")
+    if reason not in COMPACTION_REASONS:
+        raise LedgerFormatError(f"unknown compaction reason {reason!r}")
+    first_kept = data.get("firstKeptEntryId")
+    if first_kept is not None and not isinstance(first_kept, str):
+        raise LedgerFormatError("firstKeptEntryId must be a string or null")
+    details = data.get("details") or {}
+    if not isinstance(details, Mapping):
+        raise LedgerFormatError("compaction details must be an object")
+    tokens_after = data.get("tokensAfter")
+    split = data.get("splitTurnSummary")
+    model = data.get("model")
+    usage = data.get("usage")
+    carried = data.get("carried")
+    return CompactionEntry(
+        id=at.id,
+        parent_id=at.parent_id,
+        timestamp=at.timestamp,
+        summary=_str(data, "summary"),
+        first_kept_entry_id=first_kept,
+        tokens_before=_int(data, "tokensBefore"),
+        tokens_after=tokens_after if isinstance(tokens_after, int) else None,
+        reason=reason,
+        details=CompactionDetails(
+            read_files=_str_tuple(details.get("readFiles")),
+            modified_files=_str_tuple(details.get("modifiedFiles")),
+        ),
+        split_turn_summary=split if isinstance(split, str) else None,
+        model=model if isinstance(model, str) else None,
+        usage=usage_from_json(usage) if isinstance(usage, Mapping) else None,
+        carried=carried_from_json(carried) if carried is not None else None,
+        provider=_provider_compaction(data.get("provider")),
+    )
+
+
+def _write_model_change(entry: ModelChangeEntry) -> dict[str, Any]:
+    out: dict[str, Any] = {"provider": entry.provider, "model": entry.model}
+    if entry.thinking is not None:
+        out["thinking"] = entry.thinking
+    return out
+
+
+def _read_model_change(data: Mapping[str, Any], at: Envelope) -> ModelChangeEntry:
+    thinking = data.get("thinking")
+    return ModelChangeEntry(
+        at.id, at.parent_id, at.timestamp, provider=_str(data, "provider"),
+        model=_str(data, "model"), thinking=thinking if isinstance(thinking, str) else None,
+    )
+
+
+def _write_branch(entry: BranchEntry) -> dict[str, Any]:
+    out: dict[str, Any] = {"targetId": entry.target_id}
+    if entry.summary is not None:
+        out["summary"] = entry.summary
+    return out
+
+
+def _read_branch(data: Mapping[str, Any], at: Envelope) -> BranchEntry:
+    target = data.get("targetId")
+    if target is not None and not isinstance(target, str):
+        raise LedgerFormatError("targetId must be a string or null")
+    summary = data.get("summary")
+    return BranchEntry(at.id, at.parent_id, at.timestamp, target_id=target,
+                       summary=summary if isinstance(summary, str) else None)
+
+
+def _read_file_restore(data: Mapping[str, Any], at: Envelope) -> FileRestoreEntry:
+    files = data.get("files")
+    if not isinstance(files, list):
+        raise LedgerFormatError("a fileRestore entry needs a 'files' list")
+    return FileRestoreEntry(
+        at.id, at.parent_id, at.timestamp, target_id=_str(data, "targetId"),
+        files=tuple(FileVersion.from_json(item) for item in files),
+    )
+
+
+def _write_tool_list(entry: ToolListEntry) -> dict[str, Any]:
+    return {
+        "reason": entry.reason,
+        "tools": [
+            {"name": t.name, "description": t.description, "inputSchema": t.parameters}
+            for t in entry.tools
+        ],
+        "mcp": [
+            {"name": s.name, "server": s.server, "tool": s.tool}
+            | ({"readOnlyHint": True} if s.read_only_hint else {})
+            for s in entry.mcp
+        ],
+    }
+
+
+def _read_pin(data: Mapping[str, Any], at: Envelope) -> PinEntry:
+    return PinEntry(at.id, at.parent_id, at.timestamp, pin_id=_str(data, "pinId"),
+                    action=cast(PinAction, _choice(data, "action", PIN_ACTIONS)),
+                    kind=cast(PinKind, _choice(data, "kind", PIN_KINDS)),
+                    text=_str(data, "text"),
+                    by=cast(PinAuthor, _choice(data, "by", PIN_AUTHORS)))
+
+
+ENTRY_KINDS: tuple[EntryKind[Any], ...] = (
+    EntryKind("message", MessageEntry, _write_message, _read_message),
+    EntryKind("compaction", CompactionEntry, _write_compaction, _read_compaction),
+    EntryKind("modelChange", ModelChangeEntry, _write_model_change, _read_model_change),
+    EntryKind("branch", BranchEntry, _write_branch, _read_branch),
+    EntryKind(
+        "title", TitleEntry, lambda e: {"title": e.title},
+        lambda data, at: TitleEntry(at.id, at.parent_id, at.timestamp, _str(data, "title")),
+    ),
+    EntryKind(
+        "systemPrompt", SystemPromptEntry, lambda e: {"text": e.text},
+        lambda data, at: SystemPromptEntry(at.id, at.parent_id, at.timestamp, _str(data, "text")),
+    ),
+    EntryKind(
+        "fileRestore", FileRestoreEntry,
+        lambda e: {"targetId": e.target_id, "files": [v.to_json() for v in e.files]},
+        _read_file_restore,
+    ),
+    EntryKind("toolList", ToolListEntry, _write_tool_list, lambda data, at: _read_tool_list(
+        data, at.id, at.parent_id, at.timestamp)),
+    EntryKind(
+        "pin", PinEntry,
+        lambda e: {"pinId": e.pin_id, "action": e.action, "kind": e.kind, "text": e.text,
+                   "by": e.by},
+        _read_pin,
+    ),
+    EntryKind(
+        "plan", PlanEntry, lambda e: {"entries": [plan_item_to_json(i) for i in e.items]},
+        lambda data, at: PlanEntry(at.id, at.parent_id, at.timestamp,
+                                   plan_from_json(data.get("entries"))),
+    ),
 )
+_BY_NAME: dict[str, EntryKind[Any]] = {kind.name: kind for kind in ENTRY_KINDS}
+_BY_CLASS: dict[type, EntryKind[Any]] = {kind.cls: kind for kind in ENTRY_KINDS}
+KNOWN_ENTRY_TYPES: frozenset[str] = frozenset(_BY_NAME)
 
 
 def entry_type(entry: Entry) -> str:
     """The `type` field this entry has on disk."""
-    if isinstance(entry, MessageEntry):
-        return "message"
-    if isinstance(entry, CompactionEntry):
-        return "compaction"
-    if isinstance(entry, ModelChangeEntry):
-        return "modelChange"
-    if isinstance(entry, BranchEntry):
-        return "branch"
-    if isinstance(entry, TitleEntry):
-        return "title"
-    if isinstance(entry, SystemPromptEntry):
-        return "systemPrompt"
-    if isinstance(entry, FileRestoreEntry):
-        return "fileRestore"
-    if isinstance(entry, ToolListEntry):
-        return "toolList"
-    if isinstance(entry, PinEntry):
-        return "pin"
-    if isinstance(entry, PlanEntry):
-        return "plan"
-    return entry.type
+    if isinstance(entry, UnknownEntry):
+        return entry.type
+    return _BY_CLASS[type(entry)].name
 
 
 def entry_to_json(entry: Entry) -> dict[str, Any]:
     if isinstance(entry, UnknownEntry):
         return copy.deepcopy(entry.raw)
-    out: dict[str, Any] = {
-        "type": entry_type(entry),
+    kind = _BY_CLASS[type(entry)]
+    return {
+        "type": kind.name,
         "id": entry.id,
         "parentId": entry.parent_id,
         "timestamp": entry.timestamp,
+        **kind.write(entry),
     }
-    if isinstance(entry, MessageEntry):
-        out["message"] = message_to_json(entry.message)
-        if entry.cache_retention is not None:
-            out["cacheRetention"] = entry.cache_retention
-    elif isinstance(entry, CompactionEntry):
-        out["summary"] = entry.summary
-        out["firstKeptEntryId"] = entry.first_kept_entry_id
-        out["tokensBefore"] = entry.tokens_before
-        out["tokensAfter"] = entry.tokens_after
-        out["reason"] = entry.reason
-        out["details"] = {
-            "readFiles": list(entry.details.read_files),
-            "modifiedFiles": list(entry.details.modified_files),
-        }
-        if entry.split_turn_summary is not None:
-            out["splitTurnSummary"] = entry.split_turn_summary
-        if entry.model is not None:
-            out["model"] = entry.model
-        if entry.usage is not None:
-            out["usage"] = usage_to_json(entry.usage)
-        if entry.carried is not None:
-            out["carried"] = carried_to_json(entry.carried)
-        if entry.provider is not None:
-            out["provider"] = content_to_json(entry.provider)
-    elif isinstance(entry, PinEntry):
-        out.update(pinId=entry.pin_id, action=entry.action, kind=entry.kind, text=entry.text,
-                   by=entry.by)
-    elif isinstance(entry, PlanEntry):
-        out["entries"] = [plan_item_to_json(item) for item in entry.items]
-    elif isinstance(entry, ModelChangeEntry):
-        out["provider"] = entry.provider
-        out["model"] = entry.model
-        if entry.thinking is not None:
-            out["thinking"] = entry.thinking
-    elif isinstance(entry, BranchEntry):
-        out["targetId"] = entry.target_id
-        if entry.summary is not None:
-            out["summary"] = entry.summary
-    elif isinstance(entry, SystemPromptEntry):
-        out["text"] = entry.text
-    elif isinstance(entry, FileRestoreEntry):
-        out["targetId"] = entry.target_id
-        out["files"] = [version.to_json() for version in entry.files]
-    elif isinstance(entry, ToolListEntry):
-        out["reason"] = entry.reason
-        out["tools"] = [
-            {"name": t.name, "description": t.description, "inputSchema": t.parameters}
-            for t in entry.tools
-        ]
-        out["mcp"] = [
-            {"name": s.name, "server": s.server, "tool": s.tool}
-            | ({"readOnlyHint": True} if s.read_only_hint else {})
-            for s in entry.mcp
-        ]
-    else:
-        out["title"] = entry.title
-    return out
 
 
 def entry_envelope(data: object) -> tuple[str, str, str | None]:
@@ -533,104 +654,12 @@ def message_object(data: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def entry_from_json(data: Mapping[str, Any]) -> Entry:
     """One ledger line's object as an entry; raises LedgerFormatError saying what is wrong."""
-    kind, entry_id, parent = entry_envelope(data)
-    if kind not in KNOWN_ENTRY_TYPES:
+    name, entry_id, parent = entry_envelope(data)
+    kind = _BY_NAME.get(name)
+    if kind is None:
         return UnknownEntry(raw=copy.deepcopy(dict(data)))
-    timestamp = _str(data, "timestamp")
-    if kind == "message":
-        message = message_object(data)
-        try:
-            parsed = message_from_json(message)
-        except MessageFormatError as exc:
-            raise LedgerFormatError(f"bad message: {exc}") from exc
-        retention = data.get("cacheRetention")  # one this version does not know: unknown
-        known = (
-            cast(CacheRetention, retention)
-            if isinstance(retention, str) and retention in CACHE_RETENTIONS
-            else None
-        )
-        return MessageEntry(entry_id, parent, timestamp, parsed, known)
-    if kind == "compaction":
-        reason = data.get("reason")
-        if reason not in COMPACTION_REASONS:
-            raise LedgerFormatError(f"unknown compaction reason {reason!r}")
-        first_kept = data.get("firstKeptEntryId")
-        if first_kept is not None and not isinstance(first_kept, str):
-            raise LedgerFormatError("firstKeptEntryId must be a string or null")
-        details = data.get("details") or {}
-        if not isinstance(details, Mapping):
-            raise LedgerFormatError("compaction details must be an object")
-        tokens_after = data.get("tokensAfter")
-        split = data.get("splitTurnSummary")
-        model = data.get("model")
-        usage = data.get("usage")
-        carried = data.get("carried")
-        provider = data.get("provider")
-        return CompactionEntry(
-            id=entry_id,
-            parent_id=parent,
-            timestamp=timestamp,
-            summary=_str(data, "summary"),
-            first_kept_entry_id=first_kept,
-            tokens_before=_int(data, "tokensBefore"),
-            tokens_after=tokens_after if isinstance(tokens_after, int) else None,
-            reason=reason,
-            details=CompactionDetails(
-                read_files=_str_tuple(details.get("readFiles")),
-                modified_files=_str_tuple(details.get("modifiedFiles")),
-            ),
-            split_turn_summary=split if isinstance(split, str) else None,
-            model=model if isinstance(model, str) else None,
-            usage=usage_from_json(usage) if isinstance(usage, Mapping) else None,
-            carried=carried_from_json(carried) if carried is not None else None,
-            provider=_provider_compaction(provider),
-        )
-    if kind == "pin":
-        return PinEntry(entry_id, parent, timestamp, pin_id=_str(data, "pinId"),
-                        action=cast(PinAction, _choice(data, "action", PIN_ACTIONS)),
-                        kind=cast(PinKind, _choice(data, "kind", PIN_KINDS)),
-                        text=_str(data, "text"),
-                        by=cast(PinAuthor, _choice(data, "by", PIN_AUTHORS)))
-    if kind == "plan":
-        return PlanEntry(entry_id, parent, timestamp, plan_from_json(data.get("entries")))
-    if kind == "modelChange":
-        thinking = data.get("thinking")
-        return ModelChangeEntry(
-            entry_id,
-            parent,
-            timestamp,
-            provider=_str(data, "provider"),
-            model=_str(data, "model"),
-            thinking=thinking if isinstance(thinking, str) else None,
-        )
-    if kind == "branch":
-        target = data.get("targetId")
-        if target is not None and not isinstance(target, str):
-            raise LedgerFormatError("targetId must be a string or null")
-        summary = data.get("summary")
-        return BranchEntry(
-            entry_id,
-            parent,
-            timestamp,
-            target_id=target,
-            summary=summary if isinstance(summary, str) else None,
-        )
-    if kind == "systemPrompt":
-        return SystemPromptEntry(entry_id, parent, timestamp, text=_str(data, "text"))
-    if kind == "fileRestore":
-        files = data.get("files")
-        if not isinstance(files, list):
-            raise LedgerFormatError("a fileRestore entry needs a 'files' list")
-        return FileRestoreEntry(
-            entry_id,
-            parent,
-            timestamp,
-            target_id=_str(data, "targetId"),
-            files=tuple(FileVersion.from_json(item) for item in files),
-        )
-    if kind == "toolList":
-        return _tool_list_from_json(data, entry_id, parent, timestamp)
-    return TitleEntry(entry_id, parent, timestamp, title=_str(data, "title"))
+    entry: Entry = kind.read(data, Envelope(entry_id, parent, _str(data, "timestamp")))
+    return entry
 
 
 def _provider_compaction(data: object) -> CompactionContent | None:
@@ -645,7 +674,7 @@ def _provider_compaction(data: object) -> CompactionContent | None:
     return block
 
 
-def _tool_list_from_json(
+def _read_tool_list(
     data: Mapping[str, Any], entry_id: str, parent: str | None, timestamp: str
 ) -> ToolListEntry:
     reason = data.get("reason", "start")
