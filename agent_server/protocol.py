@@ -444,6 +444,22 @@ class SessionForkParams(TypedDict):
     """Entries in the first page of the fork's transcript (default 100)."""
 
 
+class SessionRenameParams(TypedDict):
+    sessionId: str
+    title: str
+    """Kept on one line (each run of white space becomes a space), at most 1,000 characters."""
+
+
+class SessionRenameResult(TypedDict):
+    sessionId: str
+    title: str
+    """The title as kept."""
+
+
+class SessionDeleteParams(TypedDict):
+    sessionId: str
+
+
 class RepairIssue(TypedDict):
     line: int
     offset: int
@@ -966,6 +982,14 @@ SESSION_LOAD = _method(
 SESSION_FORK = _method(
     "agent/session/fork", "client", SessionForkParams, SessionLoadResult,
     "a new session going on from this one: opened, as session/load answers",
+)
+SESSION_RENAME = _method(
+    "agent/session/rename", "client", SessionRenameParams, SessionRenameResult,
+    "give a session a title (the session list shows it)",
+)
+SESSION_DELETE = _method(
+    "agent/session/delete", "client", SessionDeleteParams, EmptyResult,
+    "remove a session for good (closed first if it is open, its turn ended)",
 )
 SESSION_HISTORY = _method(
     "agent/session/history", "client", SessionHistoryParams, SessionHistoryResult,

@@ -83,6 +83,22 @@ async def session_fork(ls: AgentLanguageServer, params: Params) -> protocol.Sess
     return wire.session_load_result(session, session.transcript(limit=limit), snapshot)
 
 
+async def session_rename(
+    ls: AgentLanguageServer, params: Params
+) -> protocol.SessionRenameResult:
+    session_id = params.string("sessionId")
+    title = " ".join(params.string("title").split())[: wire.MAX_TITLE_CHARS]
+    if not title:
+        raise wire.invalid("agent/session/rename: the title is empty")
+    await ls.rename(session_id, title)
+    return {"sessionId": session_id, "title": title}
+
+
+async def session_delete(ls: AgentLanguageServer, params: Params) -> protocol.EmptyResult:
+    await ls.delete(params.string("sessionId"))
+    return {}
+
+
 async def session_history(
     ls: AgentLanguageServer, params: Params
 ) -> protocol.SessionHistoryResult:
@@ -423,6 +439,8 @@ REQUESTS: Mapping[str, Handler] = {
     protocol.COMMAND_LIST.name: command_list,
     protocol.PROBLEMS.name: problems,
     protocol.SESSION_FORK.name: session_fork,
+    protocol.SESSION_RENAME.name: session_rename,
+    protocol.SESSION_DELETE.name: session_delete,
     protocol.MCP_SERVERS.name: mcp_servers,
     protocol.MCP_ACCEPT_TOOLS.name: mcp_accept_tools,
     protocol.MCP_RESTART.name: mcp_restart,

@@ -287,6 +287,19 @@ class AgentLanguageServer(LanguageServer):
         fork.attach(self.sink(fork.session_id), self.asker(fork.session_id))
         return self._opened(fork, True)
 
+    async def rename(self, session_id: str, title: str) -> None:
+        """Title the session (a title entry, through its ledger if it is open here; on
+        disk otherwise, unless another process holds it)."""
+        agent = self._agent_with(session_id)
+        if session_id in agent.sessions:  # its open ledger, on the loop as every append
+            agent.store.rename(session_id, title)
+        else:  # opening a ledger reads its index: not on the loop
+            await asyncio.to_thread(agent.store.rename, session_id, title)
+
+    async def delete(self, session_id: str) -> None:
+        """Remove the session for good: closed first if it is open here (its turn ended)."""
+        await self._agent_with(session_id).delete(session_id)
+
     def _agent_with(self, session_id: str) -> WorkspaceAgent:
         for folder in self.state.folders.values():
             if folder.agent.has(session_id):

@@ -170,6 +170,41 @@ export class SessionController {
     }
   }
 
+  /** Title a session of the workspace (the server keeps it on one line). */
+  async renameSession(sessionId: string, title: string): Promise<boolean> {
+    const client = this.client;
+    if (!client) {
+      this.notConnected();
+      return false;
+    }
+    try {
+      const renamed = await client.request('sessionRename', { sessionId, title });
+      this.dispatch({ type: 'sessionRenamed', sessionId, title: renamed.title });
+      return true;
+    } catch (error) {
+      this.fail('Could not rename the session', error);
+      return false;
+    }
+  }
+
+  /** Remove a session for good; the view lets it go if it is the one open. */
+  async deleteSession(sessionId: string): Promise<boolean> {
+    const client = this.client;
+    if (!client) {
+      this.notConnected();
+      return false;
+    }
+    try {
+      await client.request('sessionDelete', { sessionId });
+      if (sessionId === this._state.sessionId) this.dispatch({ type: 'sessionForgotten' });
+      await this.refreshSessions();
+      return true;
+    } catch (error) {
+      this.fail('Could not delete the session', error);
+      return false;
+    }
+  }
+
   /** After a (re)start: list the sessions and reopen the current one, or the newest. A prompt
    * typed meanwhile waits for it (it is not sent to a new, empty session). */
   async openInitialSession(): Promise<void> {

@@ -13,7 +13,7 @@ import { AgentServer } from './server/agentServer';
 import { onPythonInterpreterChange } from './server/python';
 import { CONFIG_SECTION, DEFAULT_KEY_ENV, agentSettingsFrom, keyFamilyOf, restartReason, valueOf } from './settings/mapping';
 import { ChatViewProvider } from './view/chatViewProvider';
-import { pickMode, pickModel, pickSession, pickThinking } from './view/pickers';
+import { deleteSession, pickMode, pickModel, pickSession, pickThinking, renameSession } from './view/pickers';
 import type { WebviewToHost } from './view/messages';
 import { ContextStatusBar } from './view/statusBar';
 import { noticeText } from './webview/literal';
@@ -264,6 +264,14 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand('agentServer.pickThinking', async () => {
       await ensureServer();
       await pickThinking(controller);
+    }),
+    vscode.commands.registerCommand('agentServer.renameSession', async () => {
+      await ensureServer();
+      await renameSession(controller);
+    }),
+    vscode.commands.registerCommand('agentServer.deleteSession', async () => {
+      await ensureServer();
+      await deleteSession(controller);
     }),
     vscode.commands.registerCommand('agentServer.restartServer', async () => {
       log.info('Restart requested.');

@@ -458,6 +458,22 @@ export interface SessionForkParams {
   limit?: number;
 }
 
+export interface SessionRenameParams {
+  sessionId: string;
+  /** Kept on one line (each run of white space becomes a space), at most 1,000 characters. */
+  title: string;
+}
+
+export interface SessionRenameResult {
+  sessionId: string;
+  /** The title as kept. */
+  title: string;
+}
+
+export interface SessionDeleteParams {
+  sessionId: string;
+}
+
 export interface RepairIssue {
   line: number;
   offset: number;
@@ -1018,6 +1034,8 @@ export const Methods = {
   sessionList: 'agent/session/list',
   sessionLoad: 'agent/session/load',
   sessionFork: 'agent/session/fork',
+  sessionRename: 'agent/session/rename',
+  sessionDelete: 'agent/session/delete',
   sessionHistory: 'agent/session/history',
   turn: 'agent/turn',
   interrupt: 'agent/interrupt',
@@ -1053,6 +1071,8 @@ export interface ClientRequests {
   sessionList: { params: SessionListParams; result: SessionListResult };
   sessionLoad: { params: SessionLoadParams; result: SessionLoadResult };
   sessionFork: { params: SessionForkParams; result: SessionLoadResult };
+  sessionRename: { params: SessionRenameParams; result: SessionRenameResult };
+  sessionDelete: { params: SessionDeleteParams; result: EmptyResult };
   sessionHistory: { params: SessionHistoryParams; result: SessionHistoryResult };
   turn: { params: TurnParams; result: TurnResult };
   interrupt: { params: SessionParams; result: EmptyResult };

@@ -293,6 +293,8 @@ export type Action =
   /** The server does not list the session the view shows (a restart with another sessions
    * folder): the view forgets it, so that the next prompt starts a session there. */
   | { type: 'sessionForgotten' }
+  /** The user renamed a session: its title in the list, and the view's if it is open. */
+  | { type: 'sessionRenamed'; sessionId: string; title: string }
   /** Reopening the last session began (true) or is over (false). */
   | { type: 'restoring'; restoring: boolean }
   | { type: 'promptQueued'; text: string; images?: ImageContent[] }
@@ -358,6 +360,13 @@ export function reduce(state: ViewState, action: Action): ViewState {
 
     case 'sessionsListed':
       return { ...state, sessions: action.sessions };
+
+    case 'sessionRenamed':
+      return {
+        ...state,
+        title: action.sessionId === state.sessionId ? action.title : state.title,
+        sessions: state.sessions.map((s) => (s.sessionId === action.sessionId ? { ...s, title: action.title } : s)),
+      };
 
     case 'sessionStarted':
       return {

@@ -44,6 +44,54 @@ export async function pickSession(controller: SessionController): Promise<void> 
   else if (picked.value !== sessionId) await controller.loadSession(picked.value);
 }
 
+/** One session of the workspace, the open one first; undefined when the user picks none. */
+async function pickOneSession(controller: SessionController, title: string): Promise<SessionSummary | undefined> {
+  await controller.refreshSessions();
+  const { sessions, sessionId } = controller.state;
+  if (!sessions.length) {
+    void vscode.window.showInformationMessage('There are no sessions in this workspace yet.');
+    return undefined;
+  }
+  const ordered = [...sessions.filter((s) => s.sessionId === sessionId), ...sessions.filter((s) => s.sessionId !== sessionId)];
+  const picked = await vscode.window.showQuickPick(
+    ordered.map((s) => ({
+      label: `${s.sessionId === sessionId ? '$(check) ' : ''}${labelText(s.title || 'Untitled session')}`,
+      description: labelText(sessionDescription(s)),
+      detail: s.firstPrompt ? labelText(`First prompt: ${s.firstPrompt}`) : undefined,
+      value: s,
+    })),
+    { title, placeHolder: 'Pick a session (type to filter)', matchOnDescription: true, matchOnDetail: true },
+  );
+  return picked?.value;
+}
+
+/** "Agent: Rename Session": a session's title from now on. */
+export async function renameSession(controller: SessionController): Promise<void> {
+  const session = await pickOneSession(controller, 'Agent: rename which session?');
+  if (!session) return;
+  const title = await vscode.window.showInputBox({
+    title: 'Agent: rename the session',
+    prompt: 'Its title from now on (one line)',
+    value: session.title ?? '',
+    validateInput: (value) => (value.trim() ? undefined : 'A title cannot be empty'),
+  });
+  if (title === undefined || !title.trim()) return;
+  await controller.renameSession(session.sessionId, title);
+}
+
+/** "Agent: Delete Session": a session removed for good, once the user confirms. */
+export async function deleteSession(controller: SessionController): Promise<void> {
+  const session = await pickOneSession(controller, 'Agent: delete which session?');
+  if (!session) return;
+  const name = session.title || session.firstPrompt || 'Untitled session';
+  const answer = await vscode.window.showWarningMessage(
+    `Delete the session "${name}"?`,
+    { modal: true, detail: 'Its conversation and saved outputs are removed for good; this cannot be undone.' },
+    'Delete',
+  );
+  if (answer === 'Delete') await controller.deleteSession(session.sessionId);
+}
+
 export async function pickModel(controller: SessionController): Promise<void> {
   await controller.listModels();
   const { models, model } = controller.state;

@@ -37,13 +37,28 @@ export interface QuickPickItem {
   detail?: string;
 }
 
-/** The notifications shown: (kind, text, the buttons' titles); each answers `undefined`. */
-export const shownNotices: { kind: 'error' | 'warning' | 'information'; text: string; actions: string[] }[] = [];
+/** The notifications shown: (kind, text, the buttons' titles, the options: `modal`,
+ * `detail`); each answers the next of `answers.message`, else `undefined`. */
+export const shownNotices: { kind: 'error' | 'warning' | 'information'; text: string; actions: string[]; options?: unknown }[] = [];
+
+/** The input boxes shown, with their options; each answers the next of `answers.inputBox`. */
+export const shownInputBoxes: unknown[] = [];
+
+/** What the next quick pick, input box and message answer, in order (when a list is empty:
+ * `undefined`, as Escape). A quick pick's answer picks from the items it is shown. */
+export const answers: {
+  quickPick: ((items: readonly QuickPickItem[]) => QuickPickItem | undefined)[];
+  inputBox: (string | undefined)[];
+  message: (string | undefined)[];
+} = { quickPick: [], inputBox: [], message: [] };
 
 function notice(kind: 'error' | 'warning' | 'information') {
-  return async (text: string, ...actions: { title: string }[]): Promise<undefined> => {
-    shownNotices.push({ kind, text, actions: actions.map((a) => a.title) });
-    return undefined;
+  return async (text: string, ...rest: unknown[]): Promise<string | undefined> => {
+    const isAction = (a: unknown): boolean => typeof a === 'string' || (typeof a === 'object' && a !== null && 'title' in a);
+    const actions = rest.filter(isAction).map((a) => (typeof a === 'string' ? a : (a as { title: string }).title));
+    const options = rest.find((a) => !isAction(a));
+    shownNotices.push({ kind, text, actions, ...(options === undefined ? {} : { options }) });
+    return answers.message.shift();
   };
 }
 
@@ -52,8 +67,13 @@ export const window = {
   showWarningMessage: notice('warning'),
   showInformationMessage: notice('information'),
   async showQuickPick<T extends QuickPickItem>(items: readonly T[] | Promise<readonly T[]>, options?: unknown): Promise<T | undefined> {
-    shownQuickPicks.push({ items: await items, options });
-    return undefined;
+    const shown = await items;
+    shownQuickPicks.push({ items: shown, options });
+    return answers.quickPick.shift()?.(shown) as T | undefined;
+  },
+  async showInputBox(options?: unknown): Promise<string | undefined> {
+    shownInputBoxes.push(options);
+    return answers.inputBox.shift();
   },
   createStatusBarItem(id: string, alignment: StatusBarAlignment, priority: number): StubStatusBarItem {
     const item: StubStatusBarItem = {

@@ -2,16 +2,21 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SessionController } from '../../src/controller';
 import { AgentClient } from '../../src/protocol/client';
 import type { ModelChoice, SessionSummary } from '../../src/protocol/types';
-import { pickMode, pickModel, pickSession, pickThinking } from '../../src/view/pickers';
+import { deleteSession, pickMode, pickModel, pickSession, pickThinking, renameSession } from '../../src/view/pickers';
 import { drawnLabel } from '../support/iconLabel';
 import { connectionPair } from '../support/pipe';
-import { shownQuickPicks } from '../support/vscode-stub';
+import { answers, shownInputBoxes, shownNotices, shownQuickPicks } from '../support/vscode-stub';
 
 let pair: ReturnType<typeof connectionPair> | undefined;
 afterEach(() => {
   pair?.dispose();
   pair = undefined;
   shownQuickPicks.length = 0;
+  shownInputBoxes.length = 0;
+  shownNotices.length = 0;
+  answers.quickPick.length = 0;
+  answers.inputBox.length = 0;
+  answers.message.length = 0;
 });
 
 /** A controller on a real wire whose server answers `agent/session/list` and `agent/model/list`. */
@@ -109,5 +114,64 @@ describe('the model picker', () => {
     expect(only!.label).toBe('<icon:check> $(verified) Best model');
     expect(only!.detail).toContain('$(github) Vendor $(x)-1 (yours)');
     expect(only!.detail).not.toContain('<icon:');
+  });
+});
+
+describe('renaming and deleting a session', () => {
+  /** The controller, and the requests its server got (method, params), the list answering
+   * what is left. */
+  function managed(sessions: SessionSummary[]): { controller: SessionController; got: [string, unknown][] } {
+    const controller = setup(sessions, []);
+    const got: [string, unknown][] = [];
+    let listed = [...sessions];
+    pair!.server.onRequest('agent/session/list', () => ({ sessions: listed }));
+    pair!.server.onRequest('agent/session/rename', (params: { sessionId: string; title: string }) => {
+      got.push(['rename', params]);
+      return { sessionId: params.sessionId, title: params.title.split(/\s+/).filter(Boolean).join(' ') };
+    });
+    pair!.server.onRequest('agent/session/delete', (params: { sessionId: string }) => {
+      got.push(['delete', params]);
+      listed = listed.filter((s) => s.sessionId !== params.sessionId);
+      return {};
+    });
+    return { controller, got };
+  }
+  const pickTitled = (title: string) => (items: readonly { label: string }[]) => items.find((i) => i.label.endsWith(title));
+
+  it('renames the session picked (the open one offered first) with the title typed, as the server keeps it', async () => {
+    const { controller, got } = managed([session('aaaaaaaa-1', 'old', null), session('bbbbbbbb-2', 'open one', null)]);
+    controller.dispatch({ type: 'sessionStarted', sessionId: 'bbbbbbbb-2', title: 'open one' });
+    answers.quickPick.push(pickTitled('open one'));
+    answers.inputBox.push('  Fix the\n parser ');
+    await renameSession(controller);
+    expect(drawnItems().map((i) => i.label)).toEqual(['<icon:check> open one', 'old']);
+    expect(shownInputBoxes[0]).toMatchObject({ value: 'open one' });
+    expect(got).toEqual([['rename', { sessionId: 'bbbbbbbb-2', title: '  Fix the\n parser ' }]]);
+    expect(controller.state.title).toBe('Fix the parser');
+    expect(controller.state.sessions.find((s) => s.sessionId === 'bbbbbbbb-2')?.title).toBe('Fix the parser');
+  });
+
+  it('renames nothing when the user escapes the picker or the title', async () => {
+    const { controller, got } = managed([session('aaaaaaaa-1', 'old', null)]);
+    await renameSession(controller); // Escape on the picker
+    answers.quickPick.push(pickTitled('old'));
+    await renameSession(controller); // Escape on the title
+    expect(shownQuickPicks).toHaveLength(2);
+    expect(got).toEqual([]);
+  });
+
+  it('deletes only once the user confirms, and lets the open session go', async () => {
+    const { controller, got } = managed([session('aaaaaaaa-1', 'kept', null), session('bbbbbbbb-2', 'doomed', null)]);
+    controller.dispatch({ type: 'sessionStarted', sessionId: 'bbbbbbbb-2', title: 'doomed' });
+    answers.quickPick.push(pickTitled('doomed'));
+    await deleteSession(controller); // the confirmation escaped
+    expect(shownNotices.at(-1)).toMatchObject({ kind: 'warning', text: 'Delete the session "doomed"?', actions: ['Delete'], options: { modal: true } });
+    expect(got).toEqual([]);
+    answers.quickPick.push(pickTitled('doomed'));
+    answers.message.push('Delete');
+    await deleteSession(controller);
+    expect(got).toEqual([['delete', { sessionId: 'bbbbbbbb-2' }]]);
+    expect(controller.state.sessionId).toBeUndefined();
+    expect(controller.state.sessions.map((s) => s.sessionId)).toEqual(['aaaaaaaa-1']);
   });
 });
