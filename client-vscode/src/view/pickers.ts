@@ -22,12 +22,7 @@ interface Item<T> extends vscode.QuickPickItem {
 export async function pickSession(controller: SessionController): Promise<void> {
   await controller.refreshSessions();
   const { sessions, sessionId } = controller.state;
-  const listed: Item<string | undefined>[] = sessions.map((s) => ({
-    label: `${s.sessionId === sessionId ? '$(check) ' : ''}${labelText(s.title || 'Untitled session')}`,
-    description: labelText(sessionDescription(s)),
-    detail: s.firstPrompt ? labelText(`First prompt: ${s.firstPrompt}`) : undefined,
-    value: s.sessionId,
-  }));
+  const listed: Item<string | undefined>[] = sessions.map((s) => ({ ...sessionItem(s, sessionId), value: s.sessionId }));
   const first = Math.max(0, listed.findIndex((item) => item.value === sessionId));
   const fresh: Item<string | undefined> = { label: '$(add) New session', description: 'starts with your next prompt', value: undefined };
   const items = listed.length
@@ -54,12 +49,7 @@ async function pickOneSession(controller: SessionController, title: string): Pro
   }
   const ordered = [...sessions.filter((s) => s.sessionId === sessionId), ...sessions.filter((s) => s.sessionId !== sessionId)];
   const picked = await vscode.window.showQuickPick(
-    ordered.map((s) => ({
-      label: `${s.sessionId === sessionId ? '$(check) ' : ''}${labelText(s.title || 'Untitled session')}`,
-      description: labelText(sessionDescription(s)),
-      detail: s.firstPrompt ? labelText(`First prompt: ${s.firstPrompt}`) : undefined,
-      value: s,
-    })),
+    ordered.map((s) => ({ ...sessionItem(s, sessionId), value: s })),
     { title, placeHolder: 'Pick a session (type to filter)', matchOnDescription: true, matchOnDetail: true },
   );
   return picked?.value;
@@ -148,6 +138,16 @@ export async function pickThinking(controller: SessionController): Promise<void>
     },
   );
   if (picked && picked.value !== current) await controller.setThinking(picked.value);
+}
+
+/** A session as the pickers show it: its title (checked when open), when and how long, and
+ * its first prompt; all of it text from the server, shown literally. */
+function sessionItem(s: SessionSummary, open: string | undefined): vscode.QuickPickItem {
+  return {
+    label: `${s.sessionId === open ? '$(check) ' : ''}${labelText(s.title || 'Untitled session')}`,
+    description: labelText(sessionDescription(s)),
+    detail: s.firstPrompt ? labelText(`First prompt: ${s.firstPrompt}`) : undefined,
+  };
 }
 
 function sessionDescription(s: SessionSummary): string {
