@@ -90,12 +90,18 @@ async def session_rename(
     title = " ".join(params.string("title").split())[: wire.MAX_TITLE_CHARS]
     if not title:
         raise wire.invalid("agent/session/rename: the title is empty")
-    await ls.rename(session_id, title)
+    agent = ls.agent_with(session_id)
+    if session_id in agent.sessions:  # its open ledger, on the loop as every append
+        agent.store.rename(session_id, title)
+    else:  # opening a ledger reads its index: not on the loop
+        await asyncio.to_thread(agent.store.rename, session_id, title)
     return {"sessionId": session_id, "title": title}
 
 
 async def session_delete(ls: AgentLanguageServer, params: Params) -> protocol.EmptyResult:
-    await ls.delete(params.string("sessionId"))
+    """Closed first if it is open here (its turn ended), then removed for good."""
+    session_id = params.string("sessionId")
+    await ls.agent_with(session_id).delete(session_id)
     return {}
 
 

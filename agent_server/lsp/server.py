@@ -265,7 +265,7 @@ class AgentLanguageServer(LanguageServer):
         return folder
 
     def session(self, session_id: str) -> AgentSession:
-        agent = self._agent_with(session_id)
+        agent = self.agent_with(session_id)
         opening = session_id not in agent.sessions
         session = agent.open(session_id, emit=self.sink(session_id), ask=self.asker(session_id))
         return self._opened(session, opening)
@@ -273,7 +273,7 @@ class AgentLanguageServer(LanguageServer):
     async def session_when_free(self, session_id: str) -> AgentSession:
         """`session`, waiting a moment for another process (the server of the window before,
         on its way out) to let the session go: `session/load`'s way."""
-        agent = self._agent_with(session_id)
+        agent = self.agent_with(session_id)
         opening = session_id not in agent.sessions
         session = await agent.open_when_free(
             session_id, emit=self.sink(session_id), ask=self.asker(session_id)
@@ -282,25 +282,13 @@ class AgentLanguageServer(LanguageServer):
 
     def fork(self, session_id: str) -> AgentSession:
         """A new session going on from `session_id` (WorkspaceAgent.fork), opened here."""
-        agent = self._agent_with(session_id)
+        agent = self.agent_with(session_id)
         fork = agent.fork(session_id)
         fork.attach(self.sink(fork.session_id), self.asker(fork.session_id))
         return self._opened(fork, True)
 
-    async def rename(self, session_id: str, title: str) -> None:
-        """Title the session (a title entry, through its ledger if it is open here; on
-        disk otherwise, unless another process holds it)."""
-        agent = self._agent_with(session_id)
-        if session_id in agent.sessions:  # its open ledger, on the loop as every append
-            agent.store.rename(session_id, title)
-        else:  # opening a ledger reads its index: not on the loop
-            await asyncio.to_thread(agent.store.rename, session_id, title)
-
-    async def delete(self, session_id: str) -> None:
-        """Remove the session for good: closed first if it is open here (its turn ended)."""
-        await self._agent_with(session_id).delete(session_id)
-
-    def _agent_with(self, session_id: str) -> WorkspaceAgent:
+    def agent_with(self, session_id: str) -> WorkspaceAgent:
+        """The agent of the folder whose sessions include `session_id` (SessionNotFoundError)."""
         for folder in self.state.folders.values():
             if folder.agent.has(session_id):
                 return folder.agent
