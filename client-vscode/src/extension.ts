@@ -173,6 +173,9 @@ export function activate(context: vscode.ExtensionContext): void {
       case 'forgetPin':
         void controller.removePin(message.pinId);
         break;
+      case 'restorePin':
+        void controller.addPin(`${message.kind}: ${message.text}`);
+        break;
       case 'dismissProblem':
         controller.dismissProblem();
         break;

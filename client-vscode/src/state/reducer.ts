@@ -246,6 +246,10 @@ export interface ViewState {
    * shown above the transcript, carried by the server across every compaction. */
   plan: PlanEntry[];
   pins: PinInfo[];
+  /** Pins removed (by the user or the model) since the session was opened in this view,
+   * newest first, at most REMOVED_PINS_SHOWN: shown struck through, with Undo, until the view
+   * opens another session. One pinned again (same kind and text) leaves the list. */
+  removedPins: PinInfo[];
   /** Monotonic counter for ids of items made here (notices, optimistic prompts). */
   counter: number;
 }
@@ -261,6 +265,7 @@ export function initialState(): ViewState {
     models: [],
     plan: [],
     pins: [],
+    removedPins: [],
     counter: 0,
     restoring: false,
     queue: [],
@@ -339,6 +344,19 @@ export type Action =
 // ---------------------------------------------------------------------------------------------
 // Reducer
 
+export const REMOVED_PINS_SHOWN = 5;
+
+/** The pins in force become `pins`: those gone from the list join the removed ones (the
+ * newest first), and a removed one pinned again leaves them. */
+function withPins(state: ViewState, pins: PinInfo[]): ViewState {
+  const gone = state.pins.filter((p) => !pins.some((q) => q.id === p.id));
+  const again = (r: PinInfo): boolean => pins.some((q) => q.kind === r.kind && q.text === r.text);
+  const removedPins = [...gone.reverse(), ...state.removedPins.filter((r) => !gone.some((g) => g.id === r.id))]
+    .filter((r) => !again(r))
+    .slice(0, REMOVED_PINS_SHOWN);
+  return { ...state, pins, removedPins };
+}
+
 export function reduce(state: ViewState, action: Action): ViewState {
   switch (action.type) {
     case 'serverStatus': {
@@ -388,6 +406,7 @@ export function reduce(state: ViewState, action: Action): ViewState {
         mcp: action.mcp,
         plan: [],
         pins: [],
+        removedPins: [],
       };
 
     case 'sessionForgotten': {
@@ -406,6 +425,7 @@ export function reduce(state: ViewState, action: Action): ViewState {
         mcp: undefined,
         plan: [],
         pins: [],
+        removedPins: [],
       };
     }
 
@@ -441,7 +461,7 @@ export function reduce(state: ViewState, action: Action): ViewState {
       return { ...next, items: [...state.items, marker] };
     }
     case 'pinsChanged':
-      return action.sessionId === state.sessionId ? { ...state, pins: action.pins } : state;
+      return action.sessionId === state.sessionId ? withPins(state, action.pins) : state;
 
     case 'mcpStatus':
       // Only the current session's; another session's status arrives when it is loaded.
@@ -469,6 +489,7 @@ export function reduce(state: ViewState, action: Action): ViewState {
         // A server from before issue 26 sends neither.
         plan: result.plan ?? [],
         pins: result.pins ?? [],
+        removedPins: [],
       };
       // A damaged ledger was repaired on open: say so after the history it left.
       return result.repair ? addNotice(loaded, 'warning', result.repair.message) : loaded;
@@ -738,7 +759,7 @@ function applyUpdate(state: ViewState, params: AgentUpdateParams): ViewState {
   state = { ...state, counter };
   const u = params.update;
   if (u.kind === 'plan') return { ...state, turn, plan: u.entries };
-  if (u.kind === 'pins') return { ...state, turn, pins: u.pins };
+  if (u.kind === 'pins') return { ...withPins(state, u.pins), turn };
   let items = applySessionUpdate(state.items, u, noticeId);
   // The model answered again (or a tool ran): a retry before it worked.
   if (u.kind === 'messageChunk' || u.kind === 'thoughtChunk' || u.kind === 'toolCall') items = resolveRetries(items);

@@ -1,5 +1,5 @@
 /** Messages between the extension host and the chat webview. */
-import type { ImageContent, PermissionMode, RestoreChoice, ThinkingLevel } from '../protocol/types';
+import type { ImageContent, PermissionMode, PinKind, RestoreChoice, ThinkingLevel } from '../protocol/types';
 import type { Action, ViewState } from '../state/reducer';
 
 export type HostToWebview =
@@ -46,5 +46,7 @@ export type WebviewToHost =
   | { type: 'acceptTools' }
   | { type: 'restartMcp'; name: string }
   | { type: 'forgetPin'; pinId: string }
+  /** A removed pin pinned again, as it was. */
+  | { type: 'restorePin'; kind: PinKind; text: string }
   | { type: 'dismissProblem' }
   | { type: 'command'; command: 'showOutput' | 'openSettings' | 'setApiKey' | 'restartServer' };

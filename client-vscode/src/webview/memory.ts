@@ -25,7 +25,7 @@ export function renderMemory(el: HTMLElement, state: ViewState, post: Post, defa
   // the model ticking a step off), and across reloads (`defaults`).
   const { plan: planOpen, pins: pinsOpen } = memoryOpen(el, defaults);
   el.textContent = '';
-  el.hidden = state.plan.length === 0 && state.pins.length === 0;
+  el.hidden = state.plan.length === 0 && state.pins.length === 0 && state.removedPins.length === 0;
   if (state.plan.length > 0) {
     const done = state.plan.filter((e) => e.status === 'completed').length;
     const list = h('ul', { class: 'plan-steps', attrs: { 'aria-label': 'Plan' } });
@@ -40,13 +40,21 @@ export function renderMemory(el: HTMLElement, state: ViewState, post: Post, defa
     plan.open = planOpen;
     el.append(plan);
   }
-  if (state.pins.length > 0) {
+  if (state.pins.length > 0 || state.removedPins.length > 0) {
     const list = h('ul', { class: 'pin-list', attrs: { 'aria-label': 'Pins' } });
     for (const pin of state.pins) {
       const item = h('li', { class: `pin ${pin.kind}`, title: `${pin.kind} ${pin.id}, pinned by the ${pin.by}` });
       const forget = button('×', () => post({ type: 'forgetPin', pinId: pin.id }), 'link pin-forget');
       forget.title = `Remove this ${pin.kind} (the agent is told it no longer holds)`;
       item.append(h('span', { class: 'pin-kind', text: `${pin.kind}: ` }), h('span', { class: 'pin-text', text: pin.text }), forget);
+      list.append(item);
+    }
+    for (const pin of state.removedPins) {
+      // A trace of what no longer holds, and the way back: pinned again as it was.
+      const item = h('li', { class: `pin removed ${pin.kind}`, title: `${pin.kind} ${pin.id}, removed` });
+      const undo = button('Undo', () => post({ type: 'restorePin', kind: pin.kind, text: pin.text }), 'link pin-undo');
+      undo.title = `Pin this ${pin.kind} again`;
+      item.append(h('span', { class: 'pin-kind', text: `removed ${pin.kind}: ` }), h('span', { class: 'pin-text', text: pin.text }), undo);
       list.append(item);
     }
     const pins = h('details', { class: 'pins' }, h('summary', { text: `Pinned · ${state.pins.length}` }), list);

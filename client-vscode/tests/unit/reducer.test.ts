@@ -649,3 +649,26 @@ describe('typing ahead', () => {
     expect(state.queue.map((q) => q.text)).toEqual(['and this']);
   });
 });
+
+describe('removed pins', () => {
+  const pin = (id: string, text: string, kind: 'rule' | 'fact' = 'rule') => ({ id, kind, text, by: 'user' as const });
+  const pins = (...list: ReturnType<typeof pin>[]): Action => update({ kind: 'pins', pins: list });
+
+  it('keeps a trace of each pin removed, newest first and at most five, until another session opens', () => {
+    const all = Array.from({ length: 7 }, (_, n) => pin(`p${n}`, `rule ${n}`));
+    let state = reduceAll(withSession(), [pins(...all)]);
+    for (let n = 0; n < all.length; n++) state = reduceAll(state, [pins(...all.slice(n + 1))]);
+    expect(state.pins).toEqual([]);
+    expect(state.removedPins.map((p) => p.id)).toEqual(['p6', 'p5', 'p4', 'p3', 'p2']);
+    expect(reduceAll(state, [{ type: 'sessionStarted', sessionId: 's-2' }]).removedPins).toEqual([]);
+  });
+
+  it('forgets a removed pin once the same text is pinned again, whoever pins it', () => {
+    const state = reduceAll(withSession(), [pins(pin('a', 'never edit CHANGELOG'), pin('b', 'x', 'fact')), pins(pin('b', 'x', 'fact'))]);
+    expect(state.removedPins.map((p) => p.text)).toEqual(['never edit CHANGELOG']);
+    const again = reduceAll(state, [{ type: 'pinsChanged', sessionId: SESSION, pins: [pin('b', 'x', 'fact'), pin('c', 'never edit CHANGELOG')] }]);
+    expect(again.removedPins).toEqual([]);
+    const otherKind = reduceAll(state, [pins(pin('b', 'x', 'fact'), pin('d', 'never edit CHANGELOG', 'fact'))]);
+    expect(otherKind.removedPins.map((p) => p.id)).toEqual(['a']); // a fact is not the rule
+  });
+});

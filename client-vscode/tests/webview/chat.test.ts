@@ -485,9 +485,18 @@ describe('chat webview', () => {
     await page.locator('.pin.fact .pin-forget').click();
     expect((await posted()).at(-1)).toEqual({ type: 'forgetPin', pinId: 'e5f6a7b8' });
 
-    // The server's answer, then a reload of the session: the load result's plan and pins.
+    // The server's answer: the pin leaves a trace, struck through, with Undo (issue 47, item 9).
     const removed = reduceAll(live, [{ type: 'pinsChanged', sessionId: 's-plan', pins: [live.pins[0]!] }]);
     expect(removed.pins.map((p) => p.id)).toEqual(['a1b2c3d4']);
+    await show(page, removed);
+    await page.waitForSelector('.pin.removed');
+    expect(await page.locator('.pin.removed').innerText()).toBe(`removed fact: ${hostile}Undo`);
+    expect(await xssFlag(page)).toBeUndefined();
+    await page.locator('.pin.removed .pin-undo').click();
+    expect((await posted()).at(-1)).toEqual({ type: 'restorePin', kind: 'fact', text: hostile });
+    const again = reduceAll(removed, [{ type: 'pinsChanged', sessionId: 's-plan', pins: [live.pins[0]!, { ...live.pins[1]!, id: 'f0f0f0f0' }] }]);
+    expect(again.removedPins).toEqual([]); // pinned again: no longer a removed one
+    // Then a reload of the session: the load result's plan and pins.
     const loaded = reduceAll(startState(), [
       { type: 'sessionLoaded', result: { sessionId: 's-plan', transcript: [], plan: [], pins: removed.pins } as unknown as SessionLoadResult },
     ]);

@@ -310,7 +310,7 @@ describe('panel', () => {
     await page.locator('.memory .plan summary').click();
     const send = (actions: Action[]) => page.evaluate((a) => window.postMessage({ type: 'actions', actions: a }, '*'), actions);
     await send([{ type: 'pinsChanged', sessionId: S, pins: pins.slice(1) } as unknown as Action]);
-    await page.waitForFunction(() => document.querySelectorAll('.memory .pin').length === 2);
+    await page.waitForFunction(() => document.querySelectorAll('.memory .pin:not(.removed)').length === 2);
     expect(await open('pins')).toBe(true);
     await page.locator('.memory .pin-forget').first().click();
     // The model ticks a step off: the plan the user closed stays closed.
