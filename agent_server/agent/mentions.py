@@ -1,9 +1,11 @@
 """@-mentions: workspace files and folders a prompt names, attached for the model to see.
 
 A prompt's text may name workspace paths as `@src/app.py`, `@src/` or `@"docs/my notes.md"`
-(an `@` at the start or after a space). Each one that names an existing file or folder inside
-the workspace is attached to the prompt: a file as the read tool shows it (numbered lines, at
-most 2000 lines or 50 KB; an image as an image), a folder as the ls tool lists it. Attaching
+(an `@` at the start or after a space), and lines of a file as `@src/app.py#L10-20` (or `#L10`;
+an editor's "add the selection" writes these). Each one that names an existing file or folder
+inside the workspace is attached to the prompt: a file as the read tool shows it (numbered
+lines, at most 2000 lines or 50 KB; only the lines named, if any; an image as an image), a
+folder as the ls tool lists it. Attaching
 through the tools themselves keeps one set of rules for what the model is shown (the workspace
 rule, limits, binary files, secrets scrubbed).
 
@@ -45,6 +47,8 @@ MAX_WALKED = 20_000  # entries looked at for completions (a huge tree answers wi
 # `@` at the start or after whitespace, then a quoted path or a run of non-space characters.
 MENTION = re.compile(r'(?<!\S)@(?:"([^"\n]+)"|([^\s"]+))')
 _TRAILING = ".,;:!?)]}'"
+# Lines of a file: `#L10`, `#L10-20` (or `#L10-L20`, as GitHub writes them) after its path.
+LINES = re.compile(r"#L(\d+)(?:-L?(\d+))?$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +103,20 @@ def existing_path(workspace: Path, written: str) -> Path | None:
     return None
 
 
+def named_lines(workspace: Path, written: str) -> tuple[Path | None, tuple[int, int] | None]:
+    """The file or folder a mention names, and the lines it names (first, last) when it ends
+    with `#L...` and the path before that exists (a file named with `#L` in it wins).
+    Raises ToolError for a path outside the workspace."""
+    whole = existing_path(workspace, written)
+    match = LINES.search(written.rstrip(_TRAILING))
+    if whole is not None or match is None:
+        return whole, None
+    first, last = int(match.group(1)), int(match.group(2) or match.group(1))
+    if first < 1 or last < first:
+        return None, None
+    return existing_path(workspace, written[: match.start()]), (first, last)
+
+
 async def attach_mentions(
     content: Sequence[UserContent],
     *,
@@ -109,14 +127,14 @@ async def attach_mentions(
     blocks: list[UserContent] = []
     attachments: list[Attachment] = []
     problems: list[str] = []
-    done: set[Path] = set()
+    done: set[tuple[Path, tuple[int, int] | None]] = set()
     for written in mentioned_paths(content):
         try:
-            path = existing_path(context.workspace, written)
+            path, lines = named_lines(context.workspace, written)
         except ToolError as refused:
             problems.append(f"@{written} was not attached: {refused.message}")
             continue
-        if path is None or path in done:
+        if path is None or (path, lines) in done:
             continue
         if len(attachments) >= MAX_ATTACHMENTS:
             problems.append(
@@ -124,13 +142,14 @@ async def attach_mentions(
                 "be attached to one prompt."
             )
             continue
-        done.add(path)
+        done.add((path, lines))
         shown = display_path(context.workspace, path)
         if path.is_dir():
             shown = shown.rstrip("/") + "/"
             result = await run_tool(tools["ls"], {"path": shown}, context)
         else:
-            result = await run_tool(tools["read"], {"path": shown}, context)
+            span = {} if lines is None else {"offset": lines[0], "limit": lines[1] - lines[0] + 1}
+            result = await run_tool(tools["read"], {"path": shown, **span}, context)
         if result.is_error:
             problems.append(f"@{written} was not attached: {result.text}")
             continue
@@ -165,11 +184,12 @@ def _detail(kind: str, details: Mapping[str, object]) -> str:
     if kind == "directory":
         entries = details.get("entries")
         return f"{entries} entries" if isinstance(entries, int) else ""
-    total, end = details.get("totalLines"), details.get("endLine")
+    total, start, end = details.get("totalLines"), details.get("startLine"), details.get("endLine")
     if not isinstance(total, int):
         return ""
-    if isinstance(end, int) and end < total:
-        return f"lines 1-{end} of {total}"
+    start = start if isinstance(start, int) else 1
+    if isinstance(end, int) and (start > 1 or end < total):
+        return f"lines {start}-{end} of {total}"
     return f"{total} line{'' if total == 1 else 's'}"
 
 

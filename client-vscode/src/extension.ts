@@ -14,6 +14,7 @@ import { onPythonInterpreterChange } from './server/python';
 import { CONFIG_SECTION, DEFAULT_KEY_ENV, agentSettingsFrom, keyFamilyOf, restartReason, valueOf } from './settings/mapping';
 import { ChatViewProvider } from './view/chatViewProvider';
 import { deleteSession, pickMode, pickModel, pickSession, pickThinking, renameSession } from './view/pickers';
+import { insideFolder, mentionOf } from './editor/mention';
 import type { WebviewToHost } from './view/messages';
 import { ContextStatusBar } from './view/statusBar';
 import { noticeText } from './webview/literal';
@@ -267,6 +268,22 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand('agentServer.pickThinking', async () => {
       await ensureServer();
       await pickThinking(controller);
+    }),
+    vscode.commands.registerCommand('agentServer.addToChat', async () => {
+      const editor = vscode.window.activeTextEditor;
+      const root = workspaceRoot();
+      const file = editor?.document.uri;
+      const relative = root && file?.scheme === 'file' && root.scheme === 'file' ? insideFolder(root.path, file.path) : undefined;
+      const { selection } = editor ?? {};
+      const mention = relative === undefined ? undefined : mentionOf(relative, selection && {
+        startLine: selection.start.line, endLine: selection.end.line, endCharacter: selection.end.character, isEmpty: selection.isEmpty,
+      });
+      if (!mention) {
+        void vscode.window.showInformationMessage('Agent: open a file of the workspace folder to add it, or lines of it, to the chat.');
+        return;
+      }
+      await showView();
+      view?.insertText(mention);
     }),
     vscode.commands.registerCommand('agentServer.renameSession', async () => {
       await ensureServer();

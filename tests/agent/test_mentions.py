@@ -84,6 +84,29 @@ async def test_a_mentioned_file_and_folder_are_attached_before_the_question(tmp_
         assert items.update_json(live) == item  # live and reloaded alike
 
 
+async def test_lines_of_a_file_are_attached_as_the_selection_an_editor_adds(tmp_path: Path) -> None:
+    async with agent_run(tmp_path) as run:
+        lines = "".join(f"line {n}\n" for n in range(1, 41))
+        (run.workspace / "notes.txt").write_text(lines)
+        (run.workspace / "my notes.txt").write_text(lines)
+        (run.workspace / "odd#L2").write_text("a file named so\n")
+        await run.session.run_turn(
+            'Why @notes.txt#L10-12 and @"my notes.txt#L5", and @odd#L2, not @notes.txt#L9-3?'
+        )
+        texts = [b["text"] for b in last_user_blocks(run) if b["type"] == "text"]
+        assert texts[0].startswith('<attachment path="notes.txt" kind="file">')
+        assert "\nline 10\nline 11\nline 12\n" in texts[0] and "Showing lines 10-12 of 40" in texts[0]
+        assert "line 9\n" not in texts[0] and "line 13" not in texts[0]
+        assert "\nline 5\n" in texts[1] and "line 6" not in texts[1]
+        assert "a file named so" in texts[2]  # a file named with #L is the file itself
+        entry = prompt_entry(run)
+        # notes.txt#L9-3 names no lines: nothing attached for it.
+        assert [(a.path, a.detail) for a in entry.message.attachments] == [
+            ("notes.txt", "lines 10-12 of 40"), ("my notes.txt", "lines 5-5 of 40"), ("odd#L2", "1 line"),
+        ]
+        assert check_requests(run.sim.records).ok
+
+
 async def test_the_next_request_keeps_the_attachment_as_sent_even_after_the_file_changes(tmp_path: Path) -> None:
     async with agent_run(tmp_path) as run:
         await run.session.run_turn("Summarise @README.md")

@@ -15,6 +15,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
   private view: vscode.WebviewView | undefined;
   private ready = false;
   private queue: Action[] = [];
+  /** Text for the prompt box asked for before the webview was ready (the view just opened). */
+  private pendingText: string[] = [];
   private flushTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly disposables: vscode.Disposable[] = [];
   private readonly resolvedEmitter = new vscode.EventEmitter<void>();
@@ -45,6 +47,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
           this.ready = true;
           this.queue = [];
           void this.post({ type: 'reset', state: this.controller.state });
+          for (const text of this.pendingText.splice(0)) void this.post({ type: 'insertText', text });
           return;
         }
         this.onMessage(message);
@@ -72,6 +75,11 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Disp
 
   focusInput(): void {
     void this.post({ type: 'focusInput' });
+  }
+
+  insertText(text: string): void {
+    if (this.ready) void this.post({ type: 'insertText', text });
+    else this.pendingText.push(text);
   }
 
   get visible(): boolean {

@@ -5,7 +5,9 @@ import type { Action, ViewState } from '../state/reducer';
 export type HostToWebview =
   | { type: 'reset'; state: ViewState }
   | { type: 'actions'; actions: Action[] }
-  | { type: 'focusInput' };
+  | { type: 'focusInput' }
+  /** Text for the prompt box, at the caret (an @-mention the user asked to add). */
+  | { type: 'insertText'; text: string };
 
 export type WebviewToHost =
   | { type: 'ready' }

@@ -159,6 +159,13 @@ export class Composer {
     return document.activeElement === this.input && (this.input.value.trim() !== '' || this.turnedTo);
   }
 
+  /** Text the user asked to add (an @-mention of the editor's selection), at the caret,
+   * followed by a space to go on typing. */
+  insert(text: string): void {
+    this.turnedTo = true;
+    this.insertText(`${text} `);
+  }
+
   /** Puts a prompt back in the box, to edit and send again. */
   restore(text: string, images: readonly ImageContent[] = []): void {
     this.input.value = text;

@@ -51,6 +51,9 @@ window.addEventListener('message', (event: MessageEvent<HostToWebview>) => {
     case 'focusInput':
       view.focusInput();
       break;
+    case 'insertText':
+      view.insertText(message.text);
+      break;
   }
 });
 

@@ -73,6 +73,10 @@ export class ChatView {
     this.composer.focus();
   }
 
+  insertText(text: string): void {
+    this.composer.insert(text);
+  }
+
   render(state: ViewState): void {
     const previous = this.state;
     this.state = state;

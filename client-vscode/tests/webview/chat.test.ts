@@ -772,4 +772,16 @@ describe('chat webview', () => {
     expect(errors).toEqual([]);
     await page.close();
   });
+  it('takes what Agent: Add to Chat adds at the caret, and keeps the rest of the draft', async () => {
+    const { page, errors } = await openView();
+    await show(page, reduceAll(startState(), [{ type: 'sessionStarted', sessionId: 's-add' }]));
+    const input = page.locator('textarea.prompt');
+    await input.fill('Why does fail?');
+    await input.evaluate((el) => (el as HTMLTextAreaElement).setSelectionRange(9, 9)); // after "Why does "
+    await page.evaluate(() => window.postMessage({ type: 'insertText', text: '@"src/my app.py#L10-20"' }, '*'));
+    await page.waitForFunction(() => (document.querySelector('textarea.prompt') as HTMLTextAreaElement).value.includes('@'));
+    expect(await input.inputValue()).toBe('Why does @"src/my app.py#L10-20" fail?');
+    expect(errors).toEqual([]);
+    await page.close();
+  });
 });
