@@ -43,14 +43,15 @@ def offered() -> list[Described]:
 
 
 def editor_properties(existing: Mapping[str, Any]) -> dict[str, Any]:
-    """package.json's settings: the extension's own (`agentServer.python`: not the server's)
+    """package.json's settings: the extension's own (`agentServer.python`,
+    `agentServer.review.openDiff`: not the server's)
     as they are, then one per setting the editor offers."""
     own = {key: value for key, value in existing.items() if key in _extension_only()}
     return own | {f"{EDITOR_SECTION}.{one.key}": _property(one) for one in offered()}
 
 
 def _extension_only() -> set[str]:
-    return {f"{EDITOR_SECTION}.python"}
+    return {f"{EDITOR_SECTION}.python", f"{EDITOR_SECTION}.review.openDiff"}
 
 
 _JSON_TYPES: Mapping[str, str] = {

@@ -39,6 +39,8 @@ export interface ControllerHooks {
   /** Where the editor keeps what it must remember across reloads (the workspace's memento):
    * the permission mode picked for each session (a new session starts with the setting's). */
   memory?: Memory;
+  /** A permission question was asked (the host may open its file change for review). */
+  onPermissionAsked?(requestId: string, params: RequestPermissionParams): void;
   /** A permission question was answered or withdrawn (the host closes its diff review). */
   onPermissionSettled?(requestId: string): void;
   /** A line for the log: how a session was reopened after a (re)start, where a prompt went. */
@@ -697,6 +699,7 @@ export class SessionController {
       this.permissionWaiters.set(requestId, { resolve, cancelListener });
       this.dispatch({ type: 'permissionRequested', requestId, params });
       if (token.isCancellationRequested) this.settlePermission(requestId, 'cancelled');
+      else this.hooks.onPermissionAsked?.(requestId, params);
     });
   }
 

@@ -34,6 +34,13 @@ export function activate(context: vscode.ExtensionContext): void {
     onUpdate: (params) => problems?.onUpdate(params),
     memory: context.workspaceState,
     onPermissionSettled: (requestId) => void diffs?.settled(requestId),
+    onPermissionAsked: (requestId, params) => {
+      // agentServer.review.openDiff: a proposed edit opens in the diff editor by itself.
+      const change = params.toolCall.content?.find((c) => c.type === 'diff');
+      if (change?.type === 'diff' && vscode.workspace.getConfiguration(CONFIG_SECTION).get<boolean>('review.openDiff')) {
+        void diffs?.review(requestId, change, { preserveFocus: true });
+      }
+    },
     trace: (message) => log.info(message),
     publish: (actions) => {
       view?.publish(actions);

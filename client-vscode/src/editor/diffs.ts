@@ -125,10 +125,10 @@ export class ChangeDiffs implements vscode.Disposable {
   }
 
   /** Review a change waiting for permission: the file against the proposal (editable). */
-  async review(requestId: string, change: Diff): Promise<void> {
+  async review(requestId: string, change: Diff, { preserveFocus = false } = {}): Promise<void> {
     const existing = [...this.reviews.values()].find((r) => r.requestId === requestId);
     if (existing) {
-      await this.show(existing.before, existing.proposed, change.path, 'review');
+      await this.show(existing.before, existing.proposed, change.path, 'review', preserveFocus);
       return;
     }
     const id = ++this.counter;
@@ -137,7 +137,7 @@ export class ChangeDiffs implements vscode.Disposable {
     this.snapshots.put(before, change.oldText ?? '');
     this.proposed.put(proposed, change.newText);
     this.reviews.set(proposed.toString(), { requestId, proposed, before, newText: change.newText });
-    await this.show(before, proposed, change.path, 'review');
+    await this.show(before, proposed, change.path, 'review', preserveFocus);
   }
 
   /** A change already made: the content before it against the file now. */
@@ -164,9 +164,11 @@ export class ChangeDiffs implements vscode.Disposable {
     }
   }
 
-  private async show(before: vscode.Uri, after: vscode.Uri, path: string, kind: 'review' | 'made'): Promise<void> {
+  /** `preserveFocus`: opened by itself (agentServer.review.openDiff), the focus stays where the
+   * user is (the panel's card answers by keys too). */
+  private async show(before: vscode.Uri, after: vscode.Uri, path: string, kind: 'review' | 'made', preserveFocus = false): Promise<void> {
     const title = kind === 'review' ? `${path}: the agent's change (review, then accept or reject)` : `${path}: before the agent's change ↔ now`;
-    await vscode.commands.executeCommand('vscode.diff', before, after, title, { preview: false });
+    await vscode.commands.executeCommand('vscode.diff', before, after, title, { preview: false, preserveFocus });
   }
 
   /** The review a command from the diff editor means: the resource it was given (either

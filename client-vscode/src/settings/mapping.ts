@@ -58,7 +58,7 @@ export function ignoredWorkspaceValues(config: ConfigReader): string[] {
 }
 
 /** Settings that only the extension reads; they never go to the server. */
-export const CLIENT_ONLY_KEYS = ['python'] as const;
+export const CLIENT_ONLY_KEYS = ['python', 'review.openDiff'] as const;
 
 
 /**

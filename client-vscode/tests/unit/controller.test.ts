@@ -30,8 +30,12 @@ function recordNewSessionsAndTurns(server: MessageConnection): { created: unknow
   return { created, turns };
 }
 
+/** The permission questions the host was told of (agentServer.review.openDiff opens them). */
+let asked: [string, string][] = [];
+
 function setup(memory: Map<string, unknown> = new Map()): { controller: SessionController; server: MessageConnection; published: Action[]; configErrors: string[]; traced: string[] } {
   pair = connectionPair();
+  asked = [];
   const published: Action[] = [];
   const configErrors: string[] = [];
   const traced: string[] = [];
@@ -39,6 +43,7 @@ function setup(memory: Map<string, unknown> = new Map()): { controller: SessionC
     publish: (actions) => published.push(...actions),
     onConfigurationError: (m) => configErrors.push(m),
     trace: (m) => traced.push(m),
+    onPermissionAsked: (requestId, params) => asked.push([requestId, params.toolCall.toolCallId]),
     memory: { get: <T,>(key: string) => memory.get(key) as T | undefined, update: (key, value) => void memory.set(key, value) },
   });
   controller.attach(new AgentClient(pair.client));
@@ -123,6 +128,7 @@ describe('SessionController', () => {
     await waitFor(() => controller.state.items.some((i) => i.kind === 'permission'));
     const card = controller.state.items.find((i) => i.kind === 'permission') as PermissionItem;
     expect(card.status).toBe('pending');
+    expect(asked).toEqual([[card.requestId, 'tc']]); // the host may open the change for review
     controller.answerPermission(card.requestId, 'no');
     expect(await answer).toEqual({ outcome: { selected: 'no' } });
     expect(controller.state.items.find((i) => i.kind === 'permission')).toMatchObject({ status: 'answered', selected: 'no' });
