@@ -598,6 +598,19 @@ export class SessionController {
   /** Completions for an @-mention being typed. Each keystroke asks again and the answers may
    * come back in any order (the server lists on worker threads), so only the answer to the
    * latest query is kept: an older one arriving last would hide the list being typed for. */
+  /** The prompt commands of the workspace, for the prompt box's `/` menu. */
+  async listCommands(): Promise<void> {
+    const client = this.client;
+    const workspaceUri = this._state.workspaceUri;
+    if (!client || !workspaceUri) return;
+    try {
+      const { commands } = await client.request('commandList', { workspaceUri });
+      this.dispatch({ type: 'commandsListed', commands });
+    } catch {
+      // none listed: the menu offers the panel's own
+    }
+  }
+
   async completeMention(query: string): Promise<void> {
     const client = this.client;
     const workspaceUri = this._state.workspaceUri;

@@ -136,6 +136,9 @@ export function activate(context: vscode.ExtensionContext): void {
       case 'completeMention':
         void controller.completeMention(message.query);
         break;
+      case 'listCommands':
+        void controller.listCommands();
+        break;
       case 'permission':
         controller.answerPermission(message.requestId, message.optionId, message.message ? { message: message.message } : {});
         break;

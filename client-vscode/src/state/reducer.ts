@@ -8,6 +8,7 @@
  */
 import type {
   AgentUpdateParams,
+  PromptCommandItem,
   CompactResult,
   CompactionParams,
   CompactionReason,
@@ -231,6 +232,8 @@ export interface ViewState {
   models: ModelChoice[];
   /** Completions for the @-mention being typed (`query`: what follows the `@`). */
   mentions?: { query: string; items: MentionItem[] };
+  /** The prompt commands the server lists for the workspace (the `/` menu), once asked. */
+  commands?: PromptCommandItem[];
   /** A rewind being decided: its target and, once known, what it would change. */
   rewind?: { entryId: string; preview?: RewindPreviewResult; busy: boolean };
   /** A prompt to put back in the input box (a rewound prompt), until the view takes it. */
@@ -333,6 +336,7 @@ export type Action =
   | { type: 'modelChosen'; model: ModelRef }
   | { type: 'modeChanged'; sessionId?: string; mode: PermissionMode; sandbox?: SandboxState }
   | { type: 'mentionsListed'; query: string; items: MentionItem[] }
+  | { type: 'commandsListed'; commands: PromptCommandItem[] }
   | { type: 'rewindRequested'; entryId: string }
   | { type: 'rewindPreviewed'; preview: RewindPreviewResult }
   | { type: 'rewindCancelled' }
@@ -686,6 +690,9 @@ export function reduce(state: ViewState, action: Action): ViewState {
 
     case 'mentionsListed':
       return { ...state, mentions: { query: action.query, items: action.items } };
+
+    case 'commandsListed':
+      return { ...state, commands: action.commands };
 
     case 'rewindRequested':
       return { ...state, rewind: { entryId: action.entryId, busy: false } };

@@ -30,6 +30,8 @@ export type WebviewToHost =
   | { type: 'setMode'; mode: PermissionMode }
   /** Completions for the @-mention being typed (`query`: after the `@`). */
   | { type: 'completeMention'; query: string }
+  /** A `/` at the start of the box: the workspace's prompt commands, for the menu. */
+  | { type: 'listCommands' }
   /** `optionId` absent: the user dismissed the card (answered "cancelled"); `message`: with a
    * rejection, what the agent should do instead. */
   | { type: 'permission'; requestId: string; optionId?: string; message?: string }

@@ -4,7 +4,7 @@
  * sent) and images pasted or dropped into the box (sent as image blocks with the text).
  * Pure helpers here; the DOM lives in render.ts.
  */
-import type { ImageContent, MentionItem } from '../protocol/types';
+import type { ImageContent, MentionItem, PromptCommandItem } from '../protocol/types';
 
 /** The image types every provider accepts (the server refuses others). */
 export const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'] as const;
@@ -27,6 +27,46 @@ export function mentionAt(text: string, caret: number): MentionToken | undefined
   const query = match[2] ?? '';
   const start = caret - query.length - (match[1] ?? '').length - 1;
   return { start, end: caret, query };
+}
+
+/** A command the `/` menu offers: the panel's own, or a prompt command the server lists. */
+export interface CommandChoice {
+  name: string;
+  description: string;
+  /** What to type after it ("" when nothing). */
+  hint: string;
+}
+
+/** The panel's own commands (the controller runs them instead of sending a prompt). */
+export const PANEL_COMMANDS: readonly CommandChoice[] = [
+  { name: 'remember', description: 'pin a rule for the session (fact: text pins a fact); carried across every compaction', hint: '[fact:] text' },
+];
+
+/** The `/command` being typed: a `/` at the start of the box, the caret still in its name. */
+export function commandAt(text: string, caret: number): MentionToken | undefined {
+  const match = /^\/([^\s/]*)$/.exec(text.slice(0, caret));
+  return match ? { start: 0, end: caret, query: match[1] ?? '' } : undefined;
+}
+
+/** The commands whose name starts with `query`: the panel's first, then the server's (yours,
+ * then the workspace's); a name offered once. */
+export function commandChoices(listed: readonly PromptCommandItem[], query: string): CommandChoice[] {
+  const wanted = query.toLowerCase();
+  const seen = new Set<string>();
+  const out: CommandChoice[] = [];
+  for (const command of [...PANEL_COMMANDS, ...listed]) {
+    if (seen.has(command.name) || !command.name.toLowerCase().startsWith(wanted)) continue;
+    seen.add(command.name);
+    out.push({ name: command.name, description: command.description, hint: command.hint });
+  }
+  return out;
+}
+
+/** The text with the command being typed replaced by `/name `. */
+export function applyCommand(text: string, token: MentionToken, name: string): { text: string; caret: number } {
+  const insert = `/${name} `;
+  const after = text.slice(token.end).replace(/^\S*\s?/, '');
+  return { text: insert + after, caret: insert.length };
 }
 
 /** The text with the mention replaced by a completion: `@path ` (quoted when it has spaces);

@@ -5,12 +5,17 @@
  */
 import type { ImageContent } from '../protocol/types';
 import type { ViewState } from '../state/reducer';
-import { applyMention, imageFromDataUrl, imageProblem, mentionAt, mentionsFromUris, type MentionToken } from './composer';
+import { applyCommand, applyMention, commandAt, commandChoices, imageFromDataUrl, imageProblem, mentionAt, mentionsFromUris, type MentionToken } from './composer';
 import { button, h, type Post } from './dom';
 import { literal } from './literal';
 import { imageElement } from './messageItems';
 
-type MentionItemList = NonNullable<ViewState['mentions']>['items'];
+/** One line of the completion list: a workspace path (@-mention) or a command (`/`). */
+interface Choice {
+  label: string;
+  detail?: string;
+  kind: string;
+}
 
 const PLACEHOLDER_IDLE = 'Ask the agent… (Enter to send, Shift+Enter for a new line)';
 const PLACEHOLDER_BUSY = 'Type ahead: Enter queues it for when the agent is done · Esc stops the agent';
@@ -26,6 +31,8 @@ export class Composer {
   /** Completions for the @-mention at the caret. */
   private readonly mentionList: HTMLElement;
   private mention: MentionToken | undefined;
+  /** The `/command` being typed at the start of the box, if any (the list shows commands). */
+  private command: MentionToken | undefined;
   private mentionIndex = 0;
   /** Images pasted or dropped, sent with the next prompt. */
   private readonly imageStrip: HTMLElement;
@@ -214,7 +221,18 @@ export class Composer {
   // ---- mentions and images -----------------------------------------------------------------
 
   private updateMention(): void {
-    const token = mentionAt(this.input.value, this.input.selectionStart ?? this.input.value.length);
+    const caret = this.input.selectionStart ?? this.input.value.length;
+    const command = commandAt(this.input.value, caret);
+    if (command) {
+      if (!this.command) this.post({ type: 'listCommands' }); // a new `/`: files may have changed
+      if (command.query !== this.command?.query) this.mentionIndex = 0;
+      this.command = command;
+      this.mention = undefined;
+      if (this.state) this.renderMentions(this.state);
+      return;
+    }
+    this.command = undefined;
+    const token = mentionAt(this.input.value, caret);
     const changed = token?.query !== this.mention?.query || (token === undefined) !== (this.mention === undefined);
     this.mention = token;
     if (!token) return this.closeMentions();
@@ -227,28 +245,42 @@ export class Composer {
 
   private closeMentions(): void {
     this.mention = undefined;
+    this.command = undefined;
     this.mentionList.hidden = true;
     this.mentionList.textContent = '';
   }
 
-  /** The completions listed for the query at the caret (an older answer is not shown). */
-  private currentMentions(state: ViewState): MentionItemList {
+  /** What the list offers at the caret: commands after a `/` at the start, else the
+   * completions of the @-mention (an older answer is not shown). */
+  private currentChoices(state: ViewState): Choice[] {
+    if (this.command) {
+      return commandChoices(state.commands ?? [], this.command.query).map((c) => ({
+        label: `/${c.name}${c.hint ? ` ${c.hint}` : ''}`,
+        detail: c.description,
+        kind: 'command',
+      }));
+    }
     const listed = state.mentions;
     if (!this.mention || !listed || listed.query !== this.mention.query) return [];
-    return listed.items;
+    return listed.items.map((item) => ({ label: item.path, kind: item.kind }));
   }
 
   private renderMentions(state: ViewState): void {
-    const items = this.currentMentions(state);
+    const items = this.currentChoices(state);
     this.mentionList.textContent = '';
     this.mentionList.hidden = items.length === 0;
+    this.mentionList.setAttribute('aria-label', this.command ? 'Commands' : 'Workspace files');
     if (this.mentionIndex >= items.length) this.mentionIndex = 0;
     items.forEach((item, index) => {
       const option = h('div', {
         class: `mention${index === this.mentionIndex ? ' selected' : ''} kind-${item.kind}`,
-        text: item.path,
+        text: item.label,
         attrs: { role: 'option', 'aria-selected': String(index === this.mentionIndex) },
       });
+      if (item.detail) {
+        option.append(h('span', { class: 'choice-detail', text: ` ${item.detail}` }));
+        option.title = item.detail;
+      }
       option.addEventListener('mousedown', (e) => {
         e.preventDefault();
         this.acceptMention(index);
@@ -260,7 +292,7 @@ export class Composer {
   /** Arrow keys, Enter/Tab and Escape while completions show; true when the key was used. */
   private mentionKey(e: KeyboardEvent): boolean {
     const state = this.state;
-    const items = state ? this.currentMentions(state) : [];
+    const items = state ? this.currentChoices(state) : [];
     if (items.length === 0 || this.mentionList.hidden) return false;
     if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
       this.mentionIndex = (this.mentionIndex + (e.key === 'ArrowDown' ? 1 : items.length - 1)) % items.length;
@@ -278,11 +310,19 @@ export class Composer {
   }
 
   private acceptMention(index: number): void {
-    const item = this.state ? this.currentMentions(this.state)[index] : undefined;
-    if (!item || !this.mention) return;
-    const { text, caret } = applyMention(this.input.value, this.mention, item);
-    this.input.value = text;
-    this.input.setSelectionRange(caret, caret);
+    const state = this.state;
+    if (!state) return;
+    let applied: { text: string; caret: number } | undefined;
+    if (this.command) {
+      const choice = commandChoices(state.commands ?? [], this.command.query)[index];
+      if (choice) applied = applyCommand(this.input.value, this.command, choice.name);
+    } else {
+      const item = this.mention && state.mentions?.query === this.mention.query ? state.mentions.items[index] : undefined;
+      if (item && this.mention) applied = applyMention(this.input.value, this.mention, item);
+    }
+    if (!applied) return;
+    this.input.value = applied.text;
+    this.input.setSelectionRange(applied.caret, applied.caret);
     this.input.focus();
     this.input.dispatchEvent(new Event('input', { bubbles: true }));
   }

@@ -22,3 +22,27 @@ describe('Agent: Add to Chat', () => {
     expect(insideFolder('/w/proj', '/w/proj')).toBeUndefined();
   });
 });
+
+describe('the / menu', () => {
+  it('opens only for a / at the start, with the caret in its name', async () => {
+    const { commandAt } = await import('../../src/webview/composer');
+    expect(commandAt('/rev', 4)).toEqual({ start: 0, end: 4, query: 'rev' });
+    expect(commandAt('/', 1)).toEqual({ start: 0, end: 1, query: '' });
+    expect(commandAt('/review a.py', 12)).toBeUndefined();
+    expect(commandAt('see /rev', 8)).toBeUndefined();
+    expect(commandAt('/usr/bin', 8)).toBeUndefined(); // a path, not a command
+  });
+
+  it('lists the panel\'s commands first, a name once, and replaces the name being typed', async () => {
+    const { applyCommand, commandChoices } = await import('../../src/webview/composer');
+    const listed = [
+      { name: 'review', description: 'r', hint: '', origin: 'user' as const },
+      { name: 'remember', description: 'theirs', hint: '', origin: 'workspace' as const },
+      { name: 'deploy', description: 'd', hint: '', origin: 'workspace' as const },
+    ];
+    expect(commandChoices(listed, 're').map((c) => [c.name, c.description.slice(0, 3)])).toEqual([['remember', 'pin'], ['review', 'r']]);
+    expect(commandChoices(listed, 'D').map((c) => c.name)).toEqual(['deploy']);
+    expect(applyCommand('/rev', { start: 0, end: 4, query: 'rev' }, 'review')).toEqual({ text: '/review ', caret: 8 });
+    expect(applyCommand('/reXX tail', { start: 0, end: 3, query: 're' }, 'review')).toEqual({ text: '/review tail', caret: 8 });
+  });
+});

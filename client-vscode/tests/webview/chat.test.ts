@@ -784,4 +784,30 @@ describe('chat webview', () => {
     expect(errors).toEqual([]);
     await page.close();
   });
+  it('offers the commands after a / at the start: the panel\'s own, then the workspace\'s, and takes one', async () => {
+    const { page, errors, posted } = await openView();
+    await show(page, reduceAll(startState(), [{ type: 'sessionStarted', sessionId: 's-cmd' }]));
+    const input = page.locator('textarea.prompt');
+    await input.pressSequentially('/');
+    expect((await posted()).some((m) => (m as { type: string }).type === 'listCommands')).toBe(true);
+    const hostile = '<img src=x onerror="window.__xss=1"> review it';
+    await page.evaluate((description) => window.postMessage({ type: 'actions', actions: [{ type: 'commandsListed', commands: [
+      { name: 'review', description, hint: '[file]', origin: 'workspace' },
+      { name: 'remember', description: 'a workspace command of the same name', hint: '', origin: 'workspace' },
+    ] }] }, '*'), hostile);
+    await page.waitForFunction(() => document.querySelectorAll('.mentions .mention').length === 2);
+    expect(await page.locator('.mentions').getAttribute('aria-label')).toBe('Commands');
+    const shown = await page.locator('.mentions .mention').allInnerTexts();
+    expect(shown[0]).toContain('/remember [fact:] text');
+    expect(shown[1]).toBe(`/review [file] ${hostile}`);
+    expect(await xssFlag(page)).toBeUndefined();
+    await input.pressSequentially('rev');
+    await page.waitForFunction(() => document.querySelectorAll('.mentions .mention').length === 1);
+    await input.press('Enter');
+    expect(await input.inputValue()).toBe('/review ');
+    expect(await page.locator('.mentions').isHidden()).toBe(true);
+    expect((await posted()).some((m) => (m as { type: string }).type === 'send')).toBe(false); // Enter took the command
+    expect(errors).toEqual([]);
+    await page.close();
+  });
 });
