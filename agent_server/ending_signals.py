@@ -18,18 +18,29 @@ does, and records the exit status it asks for (128 + the signal's number, as a s
   group gets SIGTERM, then SIGKILL; the turn's end is recorded), and exits with `status`.
 
 Later signals, while that close runs, are let be: the close is bounded, and a second signal
-must not cut it short.
+must not cut it short. Bounded by a watchdog too: a close still under way CLOSE_LIMIT seconds
+after the signal (a thread that never returns keeps the interpreter from exiting) has every
+thread's stack written to stderr (the server's log) and the process ends with the status
+anyway: a closed terminal or an editor's SIGTERM always ends it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import faulthandler
+import os
 import signal
+import sys
+import threading
 from collections.abc import Callable, Coroutine
 from types import FrameType, TracebackType
 from typing import Any, TypeVar
 
 ENDING_SIGNALS = (signal.SIGHUP, signal.SIGTERM)
+# Seconds the close after a signal may take before the process ends regardless: well past
+# its bounded steps (a stopped turn's end, session/agent.TURN_END_WAIT; MCP servers' exits).
+CLOSE_LIMIT = 30.0
 T = TypeVar("T")
 
 
@@ -69,6 +80,9 @@ class EndingSignals:
         if self.status is not None:
             return  # the close is under way
         self.status = 128 + number
+        watchdog = threading.Timer(CLOSE_LIMIT, _end_now, args=(self.status,))
+        watchdog.daemon = True  # a process that ends first takes it along
+        watchdog.start()
         self._end()
 
     def signalled(self) -> bool:
@@ -96,6 +110,18 @@ class EndingSignals:
             return None
         finally:
             self._end = previous
+
+
+def _end_now(status: int) -> None:
+    """The close after a signal outlived CLOSE_LIMIT: say where every thread is, and end."""
+    with contextlib.suppress(Exception):
+        sys.stderr.write(
+            f"agent-server: still closing {CLOSE_LIMIT:g} s after the signal; ending now. "
+            "Where each thread was:\n"
+        )
+        sys.stderr.flush()
+        faulthandler.dump_traceback(all_threads=True)
+    os._exit(status)
 
 
 def _nothing() -> None:

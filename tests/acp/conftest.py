@@ -162,6 +162,12 @@ class AcpProcess:
         return request_id
 
 
+# Seconds the agent has to exit once its input is closed, before the SDK terminates it (its
+# default, 2 s, is less than a busy machine takes, and its terminate then races the exit:
+# ProcessLookupError). A hang guard: the agent's close is bounded.
+SHUTDOWN_WAIT = 60.0
+
+
 def acp_args(sim: SimServer, tmp_path: Path, *extra: str) -> list[str]:
     return [
         "--provider", "sim",
@@ -198,7 +204,7 @@ async def start_acp(
             "acp",
             *args,
             env=env,
-            transport_kwargs={"stderr": stderr.fileno()},
+            transport_kwargs={"stderr": stderr.fileno(), "shutdown_timeout": SHUTDOWN_WAIT},
         ) as (conn, process):
             init = await conn.initialize(
                 protocol_version=PROTOCOL_VERSION,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from acp import PROTOCOL_VERSION, spawn_agent_process
 
-from tests.acp.conftest import RecordingClient
+from tests.acp.conftest import SHUTDOWN_WAIT, RecordingClient
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "acp.md"
 
@@ -63,7 +63,7 @@ async def test_each_snippet_starts_an_agent_that_answers_initialize(tmp_path: Pa
         with (tmp_path / "stderr.log").open("ab") as stderr:
             async with spawn_agent_process(
                 RecordingClient(), program, *command[1:], env=env,
-                transport_kwargs={"stderr": stderr.fileno()},
+                transport_kwargs={"stderr": stderr.fileno(), "shutdown_timeout": SHUTDOWN_WAIT},
             ) as (conn, _process):
                 answer = await conn.initialize(protocol_version=PROTOCOL_VERSION)
         assert answer.agent_info is not None
