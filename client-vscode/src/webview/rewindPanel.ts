@@ -92,7 +92,11 @@ function rewindFiles(preview: RewindPreviewResult, post: Post): HTMLElement {
   }
   const { commands, files, moreFiles } = preview.notRestorable;
   if (commands.length || files.length) {
-    el.append(h('div', { class: 'label', text: 'Cannot be undone: commands run since (what they changed is not tracked), files changed otherwise' }));
+    // A short heading (the labels are small capitals); what it covers in plain words below.
+    el.append(
+      h('div', { class: 'label', text: 'Cannot be undone' }),
+      h('div', { class: 'rewind-note', text: 'Commands run since (what they changed is not tracked), and files changed otherwise:' }),
+    );
     const list = h('ul', { class: 'file-list not-restorable' });
     for (const c of commands) list.append(h('li', { class: 'command', text: `$ ${c}` }));
     for (const f of files) list.append(h('li', { class: 'file' }, pathLink(post, f)));

@@ -748,6 +748,9 @@ describe('chat webview', () => {
     expect(panel).toContain('$ make fmt');
     expect(panel).toContain('build/out.txt');
     expect(panel).toContain('and 2 more files');
+    // Issue 47, item 9: a short heading, not a sentence in capitals; the list's words below it.
+    expect(await page.locator('.rewind-panel .label').last().innerText()).toBe('CANNOT BE UNDONE');
+    expect(await page.locator('.rewind-panel .rewind-note').innerText()).toContain('Commands run since');
     await page.screenshot({ path: join(ARTIFACTS, 'webview-rewind.png') });
     // With files to put back, both go back unless the user says otherwise.
     expect(await page.getByLabel('Conversation and files').isChecked()).toBe(true);
@@ -807,6 +810,22 @@ describe('chat webview', () => {
     expect(await input.inputValue()).toBe('/review ');
     expect(await page.locator('.mentions').isHidden()).toBe(true);
     expect((await posted()).some((m) => (m as { type: string }).type === 'send')).toBe(false); // Enter took the command
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+  it('lists the files a rewind restored from the left, each bullet beside its name', async () => {
+    // Issue 47, item 9: in the centred marker the bullets sat at the left, the names in the middle.
+    const { page, errors } = await openView();
+    await show(page, reduceAll(startState(), [{ type: 'sessionLoaded', result: {
+      sessionId: 's-restored', transcript: [{ kind: 'fileRestore', entryId: 'r1', targetId: 'u1', files: [
+        { path: 'src/app.py', action: 'restore' }, { path: 'src/new.py', action: 'delete' },
+      ] }], plan: [], pins: [],
+    } as unknown as SessionLoadResult }]));
+    await page.waitForSelector('.marker.file-restore li');
+    const gaps = await page.locator('.marker.file-restore li').evaluateAll((items) =>
+      items.map((li) => (li.firstElementChild as HTMLElement).getBoundingClientRect().left - li.getBoundingClientRect().left));
+    expect(gaps.every((gap) => gap < 4)).toBe(true); // the name starts where its line does
+    expect(await page.locator('.marker.file-restore').innerText()).toContain('src/new.py — deleted');
     expect(errors).toEqual([]);
     await page.close();
   });
