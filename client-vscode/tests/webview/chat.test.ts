@@ -778,21 +778,25 @@ describe('chat webview', () => {
   it('takes what Agent: Add to Chat adds at the caret, and keeps the rest of the draft', async () => {
     const { page, errors } = await openView();
     await show(page, reduceAll(startState(), [{ type: 'sessionStarted', sessionId: 's-add' }]));
+    await page.waitForSelector('textarea.prompt:not([disabled])');
     const input = page.locator('textarea.prompt');
     await input.fill('Why does fail?');
+    await expect.poll(() => input.inputValue()).toBe('Why does fail?');
     await input.evaluate((el) => (el as HTMLTextAreaElement).setSelectionRange(9, 9)); // after "Why does "
     await page.evaluate(() => window.postMessage({ type: 'insertText', text: '@"src/my app.py#L10-20"' }, '*'));
-    await page.waitForFunction(() => (document.querySelector('textarea.prompt') as HTMLTextAreaElement).value.includes('@'));
-    expect(await input.inputValue()).toBe('Why does @"src/my app.py#L10-20" fail?');
+    await expect.poll(() => input.inputValue()).toBe('Why does @"src/my app.py#L10-20" fail?');
     expect(errors).toEqual([]);
     await page.close();
   });
   it('offers the commands after a / at the start: the panel\'s own, then the workspace\'s, and takes one', async () => {
     const { page, errors, posted } = await openView();
     await show(page, reduceAll(startState(), [{ type: 'sessionStarted', sessionId: 's-cmd' }]));
+    await page.waitForSelector('textarea.prompt:not([disabled])');
     const input = page.locator('textarea.prompt');
+    await input.click();
     await input.pressSequentially('/');
-    expect((await posted()).some((m) => (m as { type: string }).type === 'listCommands')).toBe(true);
+    await expect.poll(() => input.inputValue()).toBe('/');
+    await expect.poll(async () => (await posted()).some((m) => (m as { type: string }).type === 'listCommands')).toBe(true);
     const hostile = '<img src=x onerror="window.__xss=1"> review it';
     await page.evaluate((description) => window.postMessage({ type: 'actions', actions: [{ type: 'commandsListed', commands: [
       { name: 'review', description, hint: '[file]', origin: 'workspace' },

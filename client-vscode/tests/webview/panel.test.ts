@@ -136,6 +136,11 @@ describe('panel', () => {
     expect(await card.locator('dl.input-list').innerText()).toMatch(/path\s+README\.md\s+offset\s+1\s+limit\s+40/);
     expect(await card.innerText()).not.toContain('{');
     expect(await card.evaluate((e) => e === document.activeElement)).toBe(true);
+    // Issue 47, item 9: the choices are even rows, whatever the length of their words.
+    const widths = await card.locator('.card-actions > button:not(.link)').evaluateAll((buttons) =>
+      buttons.map((b) => Math.round(b.getBoundingClientRect().width)));
+    expect(widths).toHaveLength(4); // the four choices (a read has no review in the editor)
+    expect(new Set(widths).size).toBe(1);
     await page.screenshot({ path: join(ARTIFACTS, 'webview-permission-keys.png') });
     await page.keyboard.press('2');
     // Enter allows the next one; Esc opens "what to do instead", and Enter sends it.
@@ -165,15 +170,22 @@ describe('panel', () => {
     await page.keyboard.press('Escape');
     await page.keyboard.press('Escape');
     // A write: "Review in editor" opens the change in the diff view.
+    const long = Array.from({ length: 80 }, (_, n) => `line ${n + 1}`).join('\n') + '\n';
     await show(page, running, [
       ask('p5', {
         toolCallId: 'c5',
         title: 'Write notes/a.md',
         toolKind: 'edit',
         rawInput: { path: 'notes/a.md', content: 'x\n' },
-        content: [{ type: 'diff', path: 'notes/a.md', oldText: null, newText: 'x\n', diff: '--- /dev/null\n+++ b/notes/a.md\n@@ -0,0 +1 @@\n+x\n' }],
+        content: [{ type: 'diff', path: 'notes/a.md', oldText: null, newText: long, diff: `--- /dev/null\n+++ b/notes/a.md\n@@ -0,0 +1,80 @@\n${long.replace(/^/gm, '+')}` }],
       }),
     ]);
+    // Issue 47, item 3: the card shows the whole change; the transcript scrolls, not the card.
+    await page.locator('.card.permission.status-pending pre.diff-lines').waitFor();
+    const inner = await page.locator('.card.permission.status-pending pre').evaluateAll((pres) =>
+      pres.map((pre) => pre.scrollHeight - pre.clientHeight));
+    expect(inner.length).toBeGreaterThan(0);
+    expect(inner.every((hidden) => hidden <= 1)).toBe(true);
     await page.locator('.card.permission.status-pending button.review').click();
     expect((await posted()).slice(1)).toEqual([
       { type: 'permission', requestId: 'p1', optionId: 'allow_always' },
@@ -286,6 +298,21 @@ describe('panel', () => {
     expect(await page.locator('.mode-picker').innerText()).toContain('Ask every time');
     expect(await page.locator('.thinking-picker').innerText()).toContain('Thinking off');
     await page.screenshot({ path: join(ARTIFACTS, 'webview-narrow.png') });
+    await page.close();
+  });
+
+  it('keeps a long session title to two lines: the transcript keeps the room', async () => {
+    // Issue 47, item 3: a first prompt as the title took three lines and more above the transcript.
+    const { page } = await openView({ width: 300, height: 700 });
+    const title = 'Give me an overview of this repository: what it does, how it is laid out, and what its tests cover';
+    await show(page, base([{ type: 'sessionRenamed', sessionId: S, title }]));
+    const label = page.locator('.session-picker .picker-label');
+    await expect.poll(() => label.innerText()).toContain('Give me an overview'); // the start, as written
+    const { height, line } = await label.evaluate((e) => ({
+      height: e.getBoundingClientRect().height,
+      line: parseFloat(getComputedStyle(e).lineHeight) || parseFloat(getComputedStyle(e).fontSize) * 1.3,
+    }));
+    expect(height).toBeLessThanOrEqual(2 * line + 2);
     await page.close();
   });
 
