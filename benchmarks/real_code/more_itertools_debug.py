@@ -402,8 +402,9 @@ def _fix_and_check(s: Script) -> None:
         {"text": "Written in NOTES.md, at the root, not under logs/."},
     )
     s.turn(
-        "What did we try first that did not work, and why not?",
-        {"needs": ["failed-marker"],
+        "What did we try first that did not work, and why not? Quote the error the test run "
+        "gave then: that attempt is reverted, so a run now cannot show it.",
+        {"needs": ["failed-marker", "marker-error"],
          "text": "A fill value of our own in `replace`: the extra window still reached the "
                  "predicate."},
     )

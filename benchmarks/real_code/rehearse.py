@@ -4,7 +4,13 @@ is checked against what its command printed when a step needed it, and every fil
 against the file as it stands when a step needs it (the lines it names hold its texts: a fact
 declared before an edit of those lines is stale afterwards, and no client could find it again).
 It proves that the script matches the code at its pinned version: the edits apply, and the
-outputs and files say what the facts say they do."""
+outputs and files say what the facts say they do.
+
+An output fact may be needed after the code changed under it (the error a reverted attempt
+raised, the test that failed before the fix): its texts must be in an output its command
+printed before, and the command is run again at that point to see whether it still prints
+them. A need it no longer prints is `unrederivable`: only the session's history holds it,
+and a model that lost it from its request can recall it or lose it, not fetch it."""
 
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ import os
 import subprocess
 import tempfile
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,14 +34,18 @@ def _command_env() -> dict[str, str]:
     return {**kept, **COMMAND_ENV, **ENVIRONMENT}
 
 
-def _run(call: Mapping[str, Any], workspace: Path, outputs: dict[str, str]) -> str:
+def _shell(command: str, workspace: Path) -> str:
+    done = subprocess.run(["bash", "-c", command], cwd=workspace, capture_output=True,
+                          text=True, timeout=600, env=_command_env())
+    return done.stdout + done.stderr
+
+
+def _run(call: Mapping[str, Any], workspace: Path, outputs: dict[str, list[str]]) -> str:
     name, arguments = call["name"], call["arguments"]
     if name == "bash":
-        done = subprocess.run(["bash", "-c", arguments["command"]], cwd=workspace,
-                              capture_output=True, text=True, timeout=600,
-                              env=_command_env())
-        outputs[arguments["command"]] = done.stdout + done.stderr
-        return outputs[arguments["command"]]
+        printed = _shell(arguments["command"], workspace)
+        outputs.setdefault(arguments["command"], []).append(printed)
+        return printed
     path = workspace / str(arguments.get("path", "."))
     if name == "edit":
         text = path.read_text(encoding="utf-8")
@@ -49,40 +60,58 @@ def _run(call: Mapping[str, Any], workspace: Path, outputs: dict[str, str]) -> s
     return ""
 
 
-def rehearse(workload: RealWorkload) -> list[str]:
-    """The problems found (empty when the script holds)."""
-    problems: list[str] = []
+@dataclass
+class Rehearsal:
+    problems: list[str] = field(default_factory=list)  # empty when the script holds
+    unrederivable: list[str] = field(default_factory=list)  # "turn T step S: fact"
+
+
+def rehearse(workload: RealWorkload) -> Rehearsal:
+    """What the dry run found: the script's problems, and the needs only history can meet."""
+    found = Rehearsal()
     facts = workload.scenario.facts
     with tempfile.TemporaryDirectory() as scratch:
         workspace = Path(scratch) / "workspace"
         workload.write(workspace)
-        outputs: dict[str, str] = {}
+        outputs: dict[str, list[str]] = {}
         for t_index, turn in enumerate(workload.scenario.turns):
             for s_index, step in enumerate(turn.steps):
                 for need in step.needs:
-                    shown = _shown(facts[need], workspace, outputs)
-                    if shown is None:
-                        continue
-                    missing = [t for t in facts[need].texts
-                               if normalise(t) not in normalise(shown)]
-                    if missing:
-                        problems.append(f"turn {t_index} step {s_index}: {need}: {missing} "
-                                        f"not in what shows it now ({shown[-300:]!r})")
+                    _check(facts[need], f"turn {t_index} step {s_index}: {need}", workspace,
+                           outputs, found)
                 for tool in step.tools:
                     _run({"name": tool.name, "arguments": tool.arguments}, workspace, outputs)
-    return problems
+    return found
 
 
-def _shown(fact: Fact, workspace: Path, outputs: Mapping[str, str]) -> str | None:
-    """What shows `fact` at this point of the session: the output its command printed last,
-    or the lines of the file it names as the file stands now (None: nothing to check)."""
-    if fact.fetch is None:
+def _holds(fact: Fact, shown: str) -> bool:
+    return all(normalise(text) in normalise(shown) for text in fact.texts)
+
+
+def _check(fact: Fact, where: str, workspace: Path, outputs: Mapping[str, list[str]],
+           found: Rehearsal) -> None:
+    if fact.kind == "output" and fact.fetch is not None:
+        command = str(fact.fetch.arguments.get("command"))
+        printed = outputs.get(command, [])
+        if not any(_holds(fact, shown) for shown in printed):
+            found.problems.append(f"{where}: {list(fact.texts)} not in any output of its "
+                                  f"command so far ({(printed or [''])[-1][-300:]!r})")
+        elif not _holds(fact, _shell(command, workspace)):
+            found.unrederivable.append(where)
+        return
+    shown = _shown(fact, workspace)
+    missing = [t for t in fact.texts if normalise(t) not in normalise(shown or "")]
+    if shown is not None and missing:
+        found.problems.append(f"{where}: {missing} not in what shows it now "
+                              f"({shown[-300:]!r})")
+
+
+def _shown(fact: Fact, workspace: Path) -> str | None:
+    """The lines of the file a file fact names, as the file stands now (None: nothing to
+    check)."""
+    if fact.fetch is None or fact.kind != "file" or fact.fetch.name != "read":
         return None
     arguments = fact.fetch.arguments
-    if fact.kind == "output":
-        return outputs.get(str(arguments.get("command")), "")
-    if fact.kind != "file" or fact.fetch.name != "read":
-        return None
     path = workspace / str(arguments["path"])
     lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
     first = int(arguments.get("offset", 1))

@@ -351,8 +351,9 @@ def _check_and_document(s: Script) -> None:
         {"text": "Added under a new Development Version heading."},
     )
     s.turn(
-        "What went wrong on the way, for the pull request's description?",
-        {"needs": ["failed-preprocess"],
+        "What went wrong on the way, for the pull request's description? Quote the error it "
+        "raised; the code no longer raises it.",
+        {"needs": ["failed-preprocess", "preprocess-error"],
          "text": "The first place we put the filter was the wrong stage; the error said so, "
                  "and the statement stage works."},
     )

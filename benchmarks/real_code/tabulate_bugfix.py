@@ -267,10 +267,13 @@ def _docs_and_review(s: Script) -> None:
          "text": "Everything passes now: 248 tests, the skipped ones as before."},
     )
     s.turn(
-        "What did we try that did not work, so that I can tell the reviewer?",
-        {"needs": ["failed-regex", "thousands-regex"],
+        "What did we try that did not work, so that I can tell the reviewer? And quote the "
+        "line of the first test run that named the failing test: the run passes now, so it "
+        "cannot show it again.",
+        {"needs": ["failed-regex", "thousands-regex", "failing-test"],
          "text": "The regex change: it was the wrong place, and it was reverted before the "
-                 "fix."},
+                 "fix. The first run failed on the decimal alignment test of "
+                 "`test_internal.py`, the one the fix makes pass."},
     )
     s.turn(
         "Show me the final _afterpoint once more, and tell me which rules of this session the "

@@ -116,9 +116,33 @@ def test_a_file_fact_needed_after_an_edit_of_its_lines_is_found_stale(tmp_path: 
     s.file_fact("header-now", "pkg/core.py", "def parse_header", 4, "the parser as it is")
     s.turn("Show it again.", {"needs": ["header-now"], "text": "Here it is."})
     workload = RealWorkload("t", "test", RECIPES[0].source, s.scenario(), s.root)
-    problems = rehearse(workload)
+    problems = rehearse(workload).problems
     assert len(problems) == 1 and problems[0].startswith("turn 1 step 1: header:")
     assert "MAGIC_BYTES_V2" in problems[0]
+
+
+def test_an_output_needed_after_the_code_changed_is_found_unrederivable(tmp_path: Path
+                                                                        ) -> None:
+    """An output fact is checked against every output its command printed so far, and its
+    command is run again where a step needs it: a need it no longer prints is one only the
+    session's history can meet; a text the command never printed is the script's error."""
+    s = Script("t", tree(tmp_path))
+    show = call("bash", command="sed -n 2p pkg/core.py | tr a-z A-Z")
+    s.output_fact("count", ["IF NOT RAW.STARTSWITH(MAGIC_BYTES_V3)"], show,
+                  "what the check said after the bump")
+    s.output_fact("never", ["NEVER_PRINTED_ANYWHERE"], show, "a text it never prints")
+    s.turn("Bump the magic, then show the check in capitals.",
+           {"tools": [s.edit("pkg/core.py", "MAGIC_BYTES_V2", "MAGIC_BYTES_V3"), show]},
+           {"needs": ["count"], "text": "Bumped."})
+    s.turn("Put it back.", {"tools": [s.edit("pkg/core.py", "MAGIC_BYTES_V3",
+                                             "MAGIC_BYTES_V2")]},
+           {"needs": ["count"], "text": "Back; it said V3 before."})
+    s.turn("And the other?", {"needs": ["never"], "text": "Nothing."})
+    workload = RealWorkload("t", "test", RECIPES[0].source, s.scenario(), s.root)
+    rehearsal = rehearse(workload)
+    assert rehearsal.unrederivable == ["turn 1 step 1: count"]
+    assert len(rehearsal.problems) == 1
+    assert rehearsal.problems[0].startswith("turn 2 step 0: never:")
 
 
 def test_the_recall_command_refuses_unknown_names(tmp_path: Path) -> None:
@@ -160,7 +184,11 @@ def test_each_real_code_session_holds_against_its_pinned_source(name: str) -> No
     assert workload.scenario.facts and len(workload.scenario.turns) >= 15
     kinds = {fact.kind for fact in workload.scenario.facts.values()}
     assert {"file", "output", "rule", "failed", "request"} <= kinds
-    assert rehearse(workload) == []
+    rehearsal = rehearse(workload)
+    assert rehearsal.problems == []
+    # Each session needs, late, an output its command no longer prints (an error the fix or
+    # a revert made go away): only the session's history holds it (issue 45, item 4).
+    assert rehearsal.unrederivable, "no need that only the history can meet"
 
 
 @pytest.mark.slow
