@@ -619,6 +619,31 @@ class RewindPreviewResult(TypedDict):
     notRestorable: NotRestorable
 
 
+class RewindChangesParams(TypedDict):
+    sessionId: str
+    entryId: str
+
+
+class FileThen(TypedDict):
+    """A file the agent changed since an entry, as it was at that entry."""
+
+    path: str
+    existed: bool
+    """False: it did not exist then (the agent made it since)."""
+    text: NotRequired[str]
+    """Its content then, when it existed and is text of at most 1 MiB."""
+    omitted: NotRequired[str]
+    """Why `text` is left out though the file existed: "binary" or "over 1 MiB"."""
+
+
+class RewindChangesResult(TypedDict):
+    """What the agent changed since an entry, to show as a diff against the files now: the
+    files a restore would put back (`agent/rewind/preview`'s), each as it was then."""
+
+    entryId: str
+    files: list[FileThen]
+
+
 # --- models, modes, mentions -----------------------------------------------------------------
 
 
@@ -1012,6 +1037,10 @@ REWIND = _method(
 REWIND_PREVIEW = _method(
     "agent/rewind/preview", "client", RewindPreviewParams, RewindPreviewResult,
     "what a rewind would change",
+)
+REWIND_CHANGES = _method(
+    "agent/rewind/changes", "client", RewindChangesParams, RewindChangesResult,
+    "the files the agent changed since an entry, as they were then",
 )
 USAGE = _method(
     "agent/usage", "client", UsageParams, UsageSnapshot, "the usage snapshot",

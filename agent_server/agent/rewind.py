@@ -62,6 +62,15 @@ class Rewinder:
             raise EntryNotFoundError(f"no entry {entry_id} in session {self.ledger.session_id}")
         return plan_restore(self.ledger, entry_id, self.workspace, ignore=self.private_dirs)
 
+    def files_then(self, entry_id: str) -> list[tuple[str, bytes | None]]:
+        """The files a restore to `entry_id` would put back, each with its content then
+        (None: it did not exist): what the agent changed since, to compare with now."""
+        if self.checkpoints is None:
+            raise ConfigError("this session keeps no checkpoints of its files")
+        blobs = self.checkpoints
+        return [(planned.path, None if planned.target is None else blobs.get(planned.target))
+                for planned in self.plan(entry_id).files]
+
     async def rewind(self, entry_id: str, summarize: bool, restore: RestoreChoice) -> Rewound:
         """Rewinding to a prompt goes to just before it, so that the next prompt replaces it
         (the model sees the history up to there and the new prompt only); rewinding to any

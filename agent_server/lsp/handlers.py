@@ -170,6 +170,16 @@ async def rewind_preview(
     return wire.rewind_preview_json(session, entry_id, plan)
 
 
+async def rewind_changes(
+    ls: AgentLanguageServer, params: Params
+) -> protocol.RewindChangesResult:
+    session_id = params.string("sessionId")
+    entry_id = params.string("entryId")
+    session = ls.session(session_id)
+    files = await asyncio.to_thread(session.rewinder.files_then, entry_id)
+    return wire.rewind_changes_json(entry_id, files)
+
+
 async def usage(ls: AgentLanguageServer, params: Params) -> protocol.UsageSnapshot:
     session_id = params.string("sessionId")
     return wire.usage_json(session_id, ls.session(session_id).usage_snapshot())
@@ -436,6 +446,7 @@ REQUESTS: Mapping[str, Handler] = {
     protocol.COMPACT.name: compact,
     protocol.REWIND.name: rewind,
     protocol.REWIND_PREVIEW.name: rewind_preview,
+    protocol.REWIND_CHANGES.name: rewind_changes,
     protocol.USAGE.name: usage,
     protocol.MODEL_LIST.name: model_list,
     protocol.MODEL_SET.name: model_set,

@@ -434,6 +434,27 @@ def rewind_preview_json(
     return out
 
 
+# The most of a file's earlier content `agent/rewind/changes` sends (a diff editor's side).
+MAX_FILE_THEN = 1 << 20
+
+
+def rewind_changes_json(
+    entry_id: str, files: Iterable[tuple[str, bytes | None]]
+) -> protocol.RewindChangesResult:
+    out: list[protocol.FileThen] = []
+    for path, data in files:
+        then: protocol.FileThen = {"path": path, "existed": data is not None}
+        if data is not None and len(data) > MAX_FILE_THEN:
+            then["omitted"] = "over 1 MiB"
+        elif data is not None:
+            try:
+                then["text"] = data.decode("utf-8")
+            except UnicodeDecodeError:
+                then["omitted"] = "binary"
+        out.append(then)
+    return {"entryId": entry_id, "files": out}
+
+
 def model_list_result(
     provider: str, current: str, choices: Iterable[ModelChoice]
 ) -> protocol.ModelListResult:

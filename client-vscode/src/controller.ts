@@ -21,6 +21,7 @@ import {
   type RequestPermissionParams,
   type RequestPermissionResult,
   type RestoreChoice,
+  type RewindChangesResult,
   type ThinkingLevel,
 } from './protocol/types';
 import { initialState, reduce, type Action, type ViewState } from './state/reducer';
@@ -485,6 +486,22 @@ export class SessionController {
       this.dispatch({ type: 'rewindPreviewed', preview });
     } catch (error) {
       this.dispatch({ type: 'rewindFailed', message: `Could not rewind: ${describeError(error)}` });
+    }
+  }
+
+  /** The files the agent changed since `entryId`, as they were then (for a diff against now);
+   * undefined, with the reason shown, when they cannot be had. */
+  async changesSince(entryId: string): Promise<RewindChangesResult | undefined> {
+    const client = this.client;
+    const sessionId = this._state.sessionId;
+    if (!client) return void this.notConnected();
+    if (!sessionId) return undefined;
+    try {
+      return await client.request('rewindChanges', { sessionId, entryId });
+    } catch (error) {
+      // The rewind's choices stay open: only the diff could not be had.
+      this.dispatch({ type: 'notice', level: 'error', message: `Could not show the changes: ${describeError(error)}` });
+      return undefined;
     }
   }
 

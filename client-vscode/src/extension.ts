@@ -121,6 +121,9 @@ export function activate(context: vscode.ExtensionContext): void {
       case 'rewindCancel':
         controller.cancelRewind();
         break;
+      case 'showChangesSince':
+        void controller.changesSince(message.entryId).then((changes) => changes && diffs?.showSince(changes));
+        break;
       case 'draftTaken':
         controller.takeDraft(message.seq);
         break;

@@ -77,6 +77,7 @@ LSP_METHODS = (
     "agent/compact",
     "agent/rewind",
     "agent/rewind/preview",
+    "agent/rewind/changes",
     "agent/usage",
     "agent/model/list",
     "agent/model/set",

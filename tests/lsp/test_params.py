@@ -92,6 +92,7 @@ async def test_invalid_params_name_the_field(
                 "'query' is required",
             ),
             ("agent/rewind/preview", {"sessionId": session_id}, "'entryId' is required"),
+            ("agent/rewind/changes", {"sessionId": session_id}, "'entryId' is required"),
             ("agent/userIdle", {}, "agent/userIdle: 'idle' is required (true or false)"),
             ("agent/userIdle", None, "'idle' is required"),
             ("agent/userIdle", {"idle": None}, "'idle' is required"),
@@ -103,6 +104,9 @@ async def test_invalid_params_name_the_field(
             assert error.code == INVALID_PARAMS, (method, params, error)
             assert fragment in error.message, (fragment, error.message)
 
+        no_entry = await expect_error(agent, "agent/rewind/changes",
+                                      {"sessionId": session_id, "entryId": "nope"})
+        assert no_entry.code == -33004 and "no entry nope" in no_entry.message
         unknown = await expect_error(agent, "agent/turn", {"sessionId": "nope", "prompt": "hi"})
         assert unknown.code == -33001 and "nope" in unknown.message
         elsewhere = await expect_error(

@@ -116,7 +116,16 @@ async def test_rewind_preview_then_restore_files_and_conversation(workspace: Pat
             await agent.request("agent/turn", {"sessionId": session_id, "prompt": prompt})
         assert (workspace / "plan.md").read_text() == "one\ntwo\n"
         loaded = await agent.request("agent/session/load", {"sessionId": session_id})
-        second = [i for i in loaded["transcript"] if i["kind"] == "userMessage"][1]
+        first, second = [i for i in loaded["transcript"] if i["kind"] == "userMessage"]
+        since_second = await agent.request(
+            "agent/rewind/changes", {"sessionId": session_id, "entryId": second["entryId"]}
+        )
+        assert since_second == {"entryId": second["entryId"],
+                                "files": [{"path": "plan.md", "existed": True, "text": "one\n"}]}
+        since_first = await agent.request(
+            "agent/rewind/changes", {"sessionId": session_id, "entryId": first["entryId"]}
+        )
+        assert since_first["files"] == [{"path": "plan.md", "existed": False}]  # made since
 
         preview = await agent.request(
             "agent/rewind/preview", {"sessionId": session_id, "entryId": second["entryId"]}

@@ -13,7 +13,7 @@
  *   the edit and tells the agent).
  */
 import * as vscode from 'vscode';
-import type { ToolCallContent } from '../protocol/types';
+import type { RewindChangesResult, ToolCallContent } from '../protocol/types';
 import { workspaceUri } from './open';
 import { noticeText } from '../webview/literal';
 
@@ -153,6 +153,33 @@ export class ChangeDiffs implements vscode.Disposable {
     await this.show(before, file, change.path, 'made');
   }
 
+  /** What the agent changed since an entry, in one multi-file diff editor: each file as it was
+   * then against the file now (an empty side for a file made since, or gone now). */
+  async showSince(changes: RewindChangesResult): Promise<void> {
+    const root = this.root();
+    if (!root) return;
+    const id = ++this.counter;
+    const snapshot = (path: string, side: string, text: string): vscode.Uri => {
+      const uri = vscode.Uri.from({ scheme: BEFORE_SCHEME, path: `/${path}`, query: `since-${id}-${side}` });
+      this.snapshots.put(uri, text);
+      return uri;
+    };
+    const resources: [vscode.Uri, vscode.Uri, vscode.Uri][] = [];
+    for (const file of changes.files) {
+      const now = workspaceUri(root, file.path);
+      if (!now) continue;
+      const then = snapshot(file.path, 'then', thenText(file));
+      const exists = await vscode.workspace.fs.stat(now).then(() => true, () => false);
+      resources.push([now, then, exists ? now : snapshot(file.path, 'now', '')]);
+    }
+    if (resources.length === 0) {
+      void vscode.window.showInformationMessage('The agent changed no file since then.');
+      return;
+    }
+    const title = `The agent's changes since then (${resources.length} ${resources.length === 1 ? 'file' : 'files'})`;
+    await vscode.commands.executeCommand('vscode.changes', title, resources);
+  }
+
   /** The question was answered (here or in the view) or withdrawn: its review closes. */
   async settled(requestId: string): Promise<void> {
     for (const [key, review] of [...this.reviews]) {
@@ -216,4 +243,11 @@ export class ChangeDiffs implements vscode.Disposable {
   dispose(): void {
     for (const d of this.disposables) d.dispose();
   }
+}
+
+/** A diff side for a file as it was at an entry: its text, or why it is not shown. */
+export function thenText(file: RewindChangesResult['files'][number]): string {
+  if (!file.existed) return '';
+  if (file.text !== undefined) return file.text;
+  return `(${file.path} is not shown: ${file.omitted ?? 'not text'})\n`;
 }

@@ -628,6 +628,31 @@ export interface RewindPreviewResult {
   notRestorable: NotRestorable;
 }
 
+export interface RewindChangesParams {
+  sessionId: string;
+  entryId: string;
+}
+
+/** A file the agent changed since an entry, as it was at that entry. */
+export interface FileThen {
+  path: string;
+  /** False: it did not exist then (the agent made it since). */
+  existed: boolean;
+  /** Its content then, when it existed and is text of at most 1 MiB. */
+  text?: string;
+  /** Why `text` is left out though the file existed: "binary" or "over 1 MiB". */
+  omitted?: string;
+}
+
+/**
+ * What the agent changed since an entry, to show as a diff against the files now: the
+ * files a restore would put back (`agent/rewind/preview`'s), each as it was then.
+ */
+export interface RewindChangesResult {
+  entryId: string;
+  files: FileThen[];
+}
+
 /** US dollars per million tokens. */
 export interface ModelPricing {
   input: number;
@@ -1042,6 +1067,7 @@ export const Methods = {
   compact: 'agent/compact',
   rewind: 'agent/rewind',
   rewindPreview: 'agent/rewind/preview',
+  rewindChanges: 'agent/rewind/changes',
   usage: 'agent/usage',
   userIdle: 'agent/userIdle',
   modelList: 'agent/model/list',
@@ -1079,6 +1105,7 @@ export interface ClientRequests {
   compact: { params: CompactParams; result: CompactResult };
   rewind: { params: RewindParams; result: RewindResult };
   rewindPreview: { params: RewindPreviewParams; result: RewindPreviewResult };
+  rewindChanges: { params: RewindChangesParams; result: RewindChangesResult };
   usage: { params: SessionParams; result: UsageSnapshot };
   userIdle: { params: UserIdleParams; result: EmptyResult };
   modelList: { params: ModelListParams; result: ModelListResult };

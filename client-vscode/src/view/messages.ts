@@ -23,6 +23,8 @@ export type WebviewToHost =
   | { type: 'rewindPreview'; entryId: string }
   | { type: 'rewind'; entryId: string; restore?: RestoreChoice }
   | { type: 'rewindCancel' }
+  /** What the agent changed since the entry, in the editor's multi-file diff. */
+  | { type: 'showChangesSince'; entryId: string }
   /** The rewound prompt is in the input box now. */
   | { type: 'draftTaken'; seq: number }
   | { type: 'listModels' }

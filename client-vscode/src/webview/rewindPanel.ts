@@ -88,7 +88,10 @@ function rewindFiles(preview: RewindPreviewResult, post: Post): HTMLElement {
         h('li', { class: `file action-${f.action}${f.changedSince ? ' changed-since' : ''}` }, pathLink(post, f.path), h('span', { text: ` — ${what}${warn}` })),
       );
     }
-    el.append(list);
+    el.append(
+      list,
+      button('Show the changes', () => post({ type: 'showChangesSince', entryId: preview.entryId }), 'secondary rewind-changes', 'What the agent changed since then, against the files now, in the diff editor'),
+    );
   }
   const { commands, files, moreFiles } = preview.notRestorable;
   if (commands.length || files.length) {

@@ -752,6 +752,10 @@ describe('chat webview', () => {
     expect(await page.locator('.rewind-panel .label').last().innerText()).toBe('CANNOT BE UNDONE');
     expect(await page.locator('.rewind-panel .rewind-note').innerText()).toContain('Commands run since');
     await page.screenshot({ path: join(ARTIFACTS, 'webview-rewind.png') });
+    // Issue 47: what changed since then, as a diff (the host opens the multi-file diff).
+    await page.locator('.rewind-panel .rewind-changes').click();
+    await expect.poll(async () => (await posted()).at(-1)).toEqual({ type: 'showChangesSince', entryId: 'e1' });
+    expect(await page.locator('.rewind-panel').isVisible()).toBe(true);
     // With files to put back, both go back unless the user says otherwise.
     expect(await page.getByLabel('Conversation and files').isChecked()).toBe(true);
     await page.locator('.rewind-go').click();
@@ -770,6 +774,7 @@ describe('chat webview', () => {
     expect(sent).toContainEqual({ type: 'completeMention', query: 'sr' });
     expect(sent).toContainEqual({ type: 'send', text: 'explain @src/app.py @docs/guide.md', images: [{ type: 'image', mimeType: 'image/png', data: PNG }] });
     expect(sent).toContainEqual({ type: 'rewindPreview', entryId: 'e1' });
+    expect(sent).toContainEqual({ type: 'showChangesSince', entryId: 'e1' });
     expect(sent).toContainEqual({ type: 'rewind', entryId: 'e1', restore: 'both' });
     expect(kindsSent.at(-1)).toBe('draftTaken');
     expect(errors).toEqual([]);
