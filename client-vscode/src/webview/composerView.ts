@@ -48,7 +48,7 @@ export class Composer {
     private readonly post: Post,
     draft: string,
   ) {
-    this.input = h('textarea', { class: 'prompt', attrs: { rows: '3', placeholder: PLACEHOLDER_IDLE, 'aria-label': 'Prompt' } });
+    this.input = h('textarea', { class: 'prompt', attrs: { rows: '2', placeholder: PLACEHOLDER_IDLE, 'aria-label': 'Prompt' } });
     this.input.value = draft;
     // The user turning to the box (a key, a click, Tab into it): a new permission card leaves
     // the focus here, so a key meant for the box does not answer the card.

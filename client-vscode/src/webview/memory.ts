@@ -39,6 +39,9 @@ export function renderMemory(el: HTMLElement, state: ViewState, post: Post, defa
     const plan = h('details', { class: 'plan' }, summary, list);
     plan.open = planOpen;
     el.append(plan);
+    // A long plan scrolls in its few lines: the step in progress in view, the one before it above.
+    const current = list.querySelector<HTMLElement>('.plan-step.in_progress');
+    if (current) list.scrollTop = Math.max(0, current.offsetTop - current.offsetHeight);
   }
   if (state.pins.length > 0 || state.removedPins.length > 0) {
     const list = h('ul', { class: 'pin-list', attrs: { 'aria-label': 'Pins' } });

@@ -36,7 +36,9 @@ export class Toolbar {
   private readonly model: HTMLButtonElement;
   private readonly mode: HTMLButtonElement;
   private readonly thinking: HTMLButtonElement;
-  private readonly sandbox: HTMLElement;
+  /** Whether commands run in the sandbox: shown on the line of the MCP servers (view.ts),
+   * what the tools run with, rather than a row of its own under the pickers. */
+  readonly sandbox: HTMLElement;
 
   constructor(private readonly post: Post) {
     this.session = picker('session-picker', 'Sessions in this workspace', () => post({ type: 'pick', what: 'session' }));
@@ -88,7 +90,7 @@ export class Toolbar {
     this.sandbox.hidden = true;
     this.rows = [
       h('div', { class: 'toolbar' }, this.session, this.newButton, this.compactButton),
-      h('div', { class: 'toolbar session-bar' }, this.model, this.mode, this.thinking, this.sandbox),
+      h('div', { class: 'toolbar session-bar' }, this.model, this.mode, this.thinking),
     ];
   }
 

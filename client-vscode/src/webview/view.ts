@@ -45,7 +45,8 @@ export class ChatView {
       ...this.toolbar.rows,
       this.toolbar.compactPanel,
       this.meter.el,
-      this.mcp,
+      // What the tools run with, on one line: the sandbox, then the MCP servers.
+      h('div', { class: 'tools-line' }, this.toolbar.sandbox, this.mcp),
       this.memory,
       this.banner,
       this.transcript.el,
