@@ -56,21 +56,50 @@ export function renderToolCall(item: ToolCallItem, post: Post, toggles: Toggles)
 }
 
 /** The title, the file it names set apart (`Read ` + README.md); text only: a click on it
- * opens the row, as anywhere on the row (issue 47: it opened the file instead). */
+ * opens the row, as anywhere on the row (issue 47: it opened the file instead). As much of it
+ * as the row has room for, the whole on hover and when the row is open (issue 47, item 9). */
 function titleView(item: ToolCallItem): HTMLElement {
-  const title = h('span', { class: 'tool-title', title: item.title });
+  const whole = wholeTitle(item.title, item.rawInput);
+  const title = h('span', { class: 'tool-title', title: literal(whole.hover) });
+  const text = whole.line;
   const path = item.locations[0]?.path;
-  const at = path ? item.title.lastIndexOf(path) : -1;
+  const at = path ? text.lastIndexOf(path) : -1;
   if (!path || at < 0) {
-    title.textContent = literal(item.title);
+    title.textContent = literal(text);
     return title;
   }
   title.append(
-    literal(item.title.slice(0, at)),
+    literal(text.slice(0, at)),
     h('span', { class: 'tool-path', text: literal(path) }),
-    literal(item.title.slice(at + path.length)),
+    literal(text.slice(at + path.length)),
   );
   return title;
+}
+
+/** A title the server shortened to a fixed length (an argument's first characters and `…`, or
+ * its first line and ` …`) made whole again from the call's input: `line`, the argument's
+ * first line in full (the row shows what fits), `hover`, the argument whole. A title the
+ * input does not explain stays as it came. */
+export function wholeTitle(title: string, rawInput: unknown): { line: string; hover: string } {
+  const same = { line: title, hover: title };
+  if (!title.includes('…') || typeof rawInput !== 'object' || rawInput === null) return same;
+  for (const value of Object.values(rawInput as Record<string, unknown>)) {
+    if (typeof value !== 'string') continue;
+    const full = value.trim();
+    const [first = '', ...rest] = full.split('\n');
+    const more = rest.some((l) => l.trim()) ? ' …' : '';
+    // Its first line cut short: the longest start of it right before a `…` in the title.
+    for (let at = title.indexOf('…'); at >= 0; at = title.indexOf('…', at + 1)) {
+      const before = title.slice(0, at).replace(/ $/, '');
+      let n = Math.min(first.length, before.length);
+      while (n > 0 && !before.endsWith(first.slice(0, n))) n -= 1;
+      if (n < Math.min(8, first.length) || (n === first.length && !more)) continue;
+      const start = before.length - n;
+      const end = at + 1;
+      return { line: title.slice(0, start) + first + more + title.slice(end), hover: title.slice(0, start) + full + title.slice(end) };
+    }
+  }
+  return same;
 }
 
 /** The file a tool call names, as a small link after its title (it opens the file, not the

@@ -395,5 +395,50 @@ describe('panel', () => {
     expect(await page.locator('.card.permission.status-pending').count()).toBe(1);
     await page.close();
   });
-});
 
+  it('shows as much of a tool title as fits, the whole on hover and when the row is open', async () => {
+    // Issue 47, item 9: a long command's title came cut at 100 characters by the server, and
+    // stayed cut with an ellipsis in an open row and on hover, wherever the row had room.
+    const command = 'PYTHONPATH=src python -m pytest tests/test_storage.py tests/test_journal.py tests/test_reports.py -q --maxfail=1 -k "not slow and not network" --durations=5';
+    const cut = `Run: ${command.slice(0, 99)}…`;
+    const path = 'src/inventory/reports/quarterly/summaries/by_warehouse/north_east_region/2026/march/totals_and_adjustments.py';
+    const { page } = await openView({ width: 1400, height: 700 });
+    await show(page, base([
+      { type: 'promptSent', text: 'run the tests' },
+      update({ kind: 'toolCall', toolCallId: 'b1', title: cut, toolKind: 'execute', status: 'completed', rawInput: { command } }),
+      update({ kind: 'toolCall', toolCallId: 'r1', title: `Read ${path.slice(0, 99)}…`, toolKind: 'read', status: 'completed', rawInput: { path }, locations: [{ path }] }),
+      update({ kind: 'toolCall', toolCallId: 'b2', title: 'Run: echo one …', toolKind: 'execute', status: 'completed', rawInput: { command: 'echo one\necho two' } }),
+      { type: 'turnEnded', result: { turnId: 't1', stopReason: 'end_turn' } },
+    ]));
+    await page.waitForSelector('textarea.prompt:not([disabled])');
+    const run = page.locator('details.tool').nth(0);
+    const title = run.locator('.tool-title');
+    await expect.poll(() => title.count()).toBe(1);
+    // Wide: the whole command, nothing cut.
+    expect(await title.innerText()).toBe(`Run: ${command}`);
+    expect(await title.evaluate((e) => e.scrollWidth <= e.clientWidth + 1)).toBe(true);
+    expect(await title.getAttribute('title')).toBe(`Run: ${command}`);
+    const read = page.locator('details.tool').nth(1).locator('.tool-title');
+    expect(await read.innerText()).toBe(`Read ${path}`);
+    expect(await read.locator('.tool-path').innerText()).toBe(path);
+    // A command of two lines: its first line, the whole on hover.
+    const two = page.locator('details.tool').nth(2).locator('.tool-title');
+    expect(await two.innerText()).toBe('Run: echo one …');
+    expect(await two.getAttribute('title')).toBe('Run: echo one\necho two');
+    // Narrow: as much as fits, up to the status; open, the whole title, wrapped.
+    await page.setViewportSize({ width: 300, height: 700 });
+    await expect.poll(() => title.evaluate((e) => e.scrollWidth > e.clientWidth)).toBe(true);
+    const room = await run.locator('summary').evaluate((s) => {
+      const t = s.querySelector('.tool-title')!.getBoundingClientRect();
+      const status = s.querySelector('.tool-status')!.getBoundingClientRect();
+      return status.left - t.right;
+    });
+    expect(room).toBeLessThan(12);
+    await title.click();
+    await expect.poll(() => run.evaluate((d) => (d as HTMLDetailsElement).open)).toBe(true);
+    expect(await title.evaluate((e) => e.scrollWidth <= e.clientWidth + 1 && e.scrollHeight <= e.clientHeight + 1)).toBe(true);
+    expect(await title.innerText()).toBe(`Run: ${command}`);
+    await page.screenshot({ path: join(ARTIFACTS, 'tool-title-open-300.png') });
+    await page.close();
+  });
+});
