@@ -222,6 +222,10 @@ export function activate(context: vscode.ExtensionContext): void {
   const showView = async (): Promise<void> => {
     await vscode.commands.executeCommand(`${ChatViewProvider.viewType}.focus`);
   };
+  /** The chat where the user has it: the editor tab when it shows, else the sidebar's view. */
+  const showChat = async (): Promise<void> => {
+    if (!view?.visibleInEditor) await showView();
+  };
 
   context.subscriptions.push(
     log,
@@ -230,6 +234,9 @@ export function activate(context: vscode.ExtensionContext): void {
     diffs,
     agentServer,
     vscode.window.registerWebviewViewProvider(ChatViewProvider.viewType, view),
+    // The chat in an editor tab: the same page on the same controller (and back after a reload).
+    vscode.window.registerWebviewPanelSerializer(ChatViewProvider.panelType, view),
+    vscode.commands.registerCommand('agentServer.openChatInEditor', () => view?.openInEditor()),
     // The server starts with the view, once; after a failure it waits for a fix or a restart.
     view.onDidResolve(() => {
       if (controller.state.server.status === 'starting') void ensureServer();
@@ -243,7 +250,7 @@ export function activate(context: vscode.ExtensionContext): void {
       vscode.commands.executeCommand('workbench.action.openSettings', CONFIG_SECTION),
     ),
     vscode.commands.registerCommand('agentServer.newSession', async () => {
-      await showView();
+      await showChat();
       await ensureServer();
       await controller.newSession();
       view?.focusInput();
@@ -295,7 +302,7 @@ export function activate(context: vscode.ExtensionContext): void {
         void vscode.window.showInformationMessage('Agent: open a file of the workspace folder to add it, or lines of it, to the chat.');
         return;
       }
-      await showView();
+      await showChat();
       view?.insertText(mention);
     }),
     vscode.commands.registerCommand('agentServer.renameSession', async () => {

@@ -100,3 +100,105 @@ export const window = {
     return item;
   },
 };
+
+// ---------------------------------------------------------------------------------------------
+// Webviews: enough for the chat's pages (src/view/chatViewProvider.ts).
+
+export interface Disposable {
+  dispose(): void;
+}
+
+type Listener<T> = (value: T) => void;
+
+export class EventEmitter<T> {
+  private listeners: Listener<T>[] = [];
+  readonly event = (listener: Listener<T>): Disposable => {
+    this.listeners.push(listener);
+    return { dispose: () => (this.listeners = this.listeners.filter((l) => l !== listener)) };
+  };
+  fire(value: T): void {
+    for (const l of [...this.listeners]) l(value);
+  }
+  dispose(): void {
+    this.listeners = [];
+  }
+}
+
+export class Uri {
+  private constructor(readonly path: string) {}
+  static file(path: string): Uri {
+    return new Uri(path);
+  }
+  static joinPath(base: Uri, ...parts: string[]): Uri {
+    return new Uri([base.path, ...parts].join('/'));
+  }
+  toString(): string {
+    return `file://${this.path}`;
+  }
+}
+
+export enum ViewColumn {
+  Active = -1,
+  Beside = -2,
+  One = 1,
+}
+
+/** A webview whose page is the test: what the host posts to it, and `receive` for what the
+ * page posts to the host. */
+export class StubWebview {
+  options: unknown;
+  html = '';
+  readonly cspSource = 'vscode-webview://stub';
+  readonly posted: { type: string; [key: string]: unknown }[] = [];
+  private readonly messages = new EventEmitter<unknown>();
+  readonly onDidReceiveMessage = this.messages.event;
+  asWebviewUri(uri: Uri): Uri {
+    return uri;
+  }
+  async postMessage(message: { type: string }): Promise<boolean> {
+    this.posted.push(message);
+    return true;
+  }
+  receive(message: unknown): void {
+    this.messages.fire(message);
+  }
+}
+
+export class StubWebviewPanel {
+  readonly webview = new StubWebview();
+  visible = true;
+  active = true;
+  iconPath: unknown;
+  revealed = 0;
+  private readonly viewState = new EventEmitter<unknown>();
+  private readonly disposed = new EventEmitter<void>();
+  readonly onDidChangeViewState = this.viewState.event;
+  readonly onDidDispose = this.disposed.event;
+  constructor(
+    readonly viewType: string,
+    readonly title: string,
+  ) {}
+  reveal(): void {
+    this.revealed += 1;
+    this.setVisible(true);
+  }
+  setVisible(visible: boolean): void {
+    this.visible = visible;
+    this.viewState.fire({ webviewPanel: this });
+  }
+  dispose(): void {
+    this.visible = false;
+    this.disposed.fire();
+  }
+}
+
+/** The editor tabs of webviews the code under test opened. */
+export const createdWebviewPanels: StubWebviewPanel[] = [];
+
+Object.assign(window, {
+  createWebviewPanel(viewType: string, title: string): StubWebviewPanel {
+    const panel = new StubWebviewPanel(viewType, title);
+    createdWebviewPanels.push(panel);
+    return panel;
+  },
+});
