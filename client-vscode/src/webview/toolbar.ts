@@ -44,7 +44,7 @@ export class Toolbar {
     this.session = picker('session-picker', 'Sessions in this workspace', () => post({ type: 'pick', what: 'session' }));
     this.newButton = button('New', () => post({ type: 'newSession' }), 'secondary', 'Start a new session');
     this.compactButton = button(
-      'Compact now',
+      'Compact',
       () => {
         this.compactPanel.hidden = !this.compactPanel.hidden;
         if (!this.compactPanel.hidden) this.compactInput.focus();
@@ -52,6 +52,7 @@ export class Toolbar {
       'secondary',
       'Summarise the history now, optionally with instructions for the summary',
     );
+    this.compactButton.setAttribute('aria-label', 'Compact now');
     this.compactInput = h('input', {
       class: 'compact-instructions',
       attrs: { type: 'text', placeholder: 'Optional: what the summary should keep', 'aria-label': 'Compaction instructions' },
@@ -110,7 +111,9 @@ export class Toolbar {
     this.session.disabled = !running || busy;
     this.newButton.disabled = !running || busy || !state.workspaceUri;
     this.compactButton.disabled = !running || busy || !state.sessionId || state.compacting;
-    this.compactButton.textContent = state.compacting ? 'Compacting…' : 'Compact now';
+    // "Compact" on the button, leaving the session's title the room; "Compact now" its name.
+    this.compactButton.textContent = state.compacting ? 'Compacting…' : 'Compact';
+    this.compactButton.setAttribute('aria-label', state.compacting ? 'Compacting…' : 'Compact now');
 
     const model = state.model;
     setLabel(this.model, model ? model.name : 'Model');
