@@ -7,7 +7,7 @@
 //
 // The steps: the view in the secondary sidebar beside the Explorer, install advice for a Python
 // without the server, the settings' mode shown before the first prompt, pickers whole at the
-// default width; turns that stream, thinking switched on (with its cost) and shown collapsed,
+// default width; the layout at the default width, wider and narrower; turns that stream, thinking switched on (with its cost) and shown collapsed,
 // a compaction, an overflow recovered (one quiet line, no contradicting advice) and a retry;
 // permission cards answered from the keyboard, a command rejected, a write and an edit with
 // their diffs, a rewind that restores the files by default; command output in colour and at
@@ -16,7 +16,7 @@
 // reviewed in VS Code's diff editor (a hunk reverted, the rest accepted) and a change already
 // made opened there; the mode and model pickers, a setting that switches the model (with its
 // cost) and a restart after that settings change that lists the same sessions, @-mention and
-// pasted image; Reload Window with a prompt typed while the session comes
+// pasted image; the chat in an editor tab (the same session, driven from there); Reload Window with a prompt typed while the session comes
 // back (it goes to that session) and the mode kept; an API key that reaches no log.
 //
 //   npm run package && node e2e/vscode.e2e.mjs        (or `make e2e-vscode` at the root)
@@ -215,6 +215,20 @@ async function main() {
   if (!/% ctx/.test(status)) fail('the status-bar context meter did not show');
   await shot('turn-1-streamed');
 
+  // The layout at the sidebar's default width (300 px), dragged wider and narrower (issue 47,
+  // item 3): the head on as few rows as fit, nothing cut or leaving the view; a pin, so that
+  // the pins show too.
+  await view.locator('textarea.prompt').fill('/remember run the tests with -q');
+  await view.locator('textarea.prompt').press('Enter');
+  await view.locator('.memory .pins').waitFor({ timeout: 30_000 });
+  const defaultWidth = (await page.locator('.part.auxiliarybar').boundingBox()).width;
+  await layoutAt(view, 'default-width');
+  await setAuxiliaryBarWidth(420);
+  await layoutAt(view, 'wider');
+  await setAuxiliaryBarWidth(240);
+  await layoutAt(view, 'narrow');
+  await setAuxiliaryBarWidth(defaultWidth);
+
   // Thinking on: the switch says what it costs; the next answer shows its thinking, collapsed.
   await pick(view, '.thinking-picker', 'high');
   const thinkingMarker = view.locator('.marker.model-change', { hasText: 'thinking high' });
@@ -345,6 +359,17 @@ async function main() {
   await waitUntil(async () => output.evaluate((e) => e.scrollTop > 0 && e.scrollTop + e.clientHeight >= e.scrollHeight - 2), 10_000, async () => 'long output did not open at its end');
   await output.evaluate((e) => e.scrollIntoView({ block: 'end' }));
   await shot('command-output-coloured-at-end');
+  // Its long title (the server cut it at 100 characters): whole in the open row, at the
+  // default width and a narrow one (issue 47, item 9).
+  const runTitle = run.locator('.tool-title');
+  if (!(await runTitle.innerText()).includes('test_journal - ValueError')) fail(`the open row's title is not whole: ${await runTitle.innerText()}`);
+  await runTitle.evaluate((e) => e.scrollIntoView({ block: 'start' }));
+  await shot('tool-title-whole-when-open');
+  const sidebarWidth = (await page.locator('.part.auxiliarybar').boundingBox()).width;
+  await setAuxiliaryBarWidth(240);
+  await runTitle.evaluate((e) => e.scrollIntoView({ block: 'start' }));
+  await shot('tool-title-whole-when-open-narrow');
+  await setAuxiliaryBarWidth(sidebarWidth);
   const reply = view.locator('.item.assistant').last();
   await reply.locator('a.path-link', { hasText: 'tests/test_storage.py' }).click();
   await page.locator('.tab.active', { hasText: 'test_storage.py' }).waitFor({ timeout: 30_000 });
@@ -488,6 +513,27 @@ async function main() {
   await sent.scrollIntoViewIfNeeded();
   await shot('mention-and-image');
 
+  // The chat in an editor tab: the same session and transcript as the sidebar, driven from
+  // there (a prompt sent in the tab shows in the sidebar too); closed before the reload.
+  log('Agent: Open Chat in Editor');
+  const sideTitle = await view.locator('.session-picker').innerText();
+  await runCommand(page, 'Agent: Open Chat in Editor');
+  const chatTab = page.locator('.part.editor .tab').filter({ has: page.locator('.label-name', { hasText: /^Agent$/ }) });
+  await chatTab.first().waitFor({ timeout: 30_000 });
+  const tab = await findFrame(page, 'textarea.prompt', 30_000, true, view);
+  await waitUntil(async () => !(await tab.locator('textarea.prompt').isDisabled()) && (await tab.locator('.session-picker').innerText()) === sideTitle, 30_000, async () => `the editor tab shows "${await tab.locator('.session-picker').innerText()}", the sidebar "${sideTitle}"`);
+  const usersInSidebar = await view.locator('.item.user').count();
+  await send(tab, 'Which report runs first? (asked from the editor tab)');
+  await tab.locator('.item.assistant', { hasText: 'The low-stock report runs first.' }).waitFor({ timeout: 60_000 });
+  await waitIdle(tab);
+  await waitUntil(async () => (await view.locator('.item.user').count()) > usersInSidebar, 30_000, async () => 'a prompt sent in the editor tab did not show in the sidebar');
+  lastView = view;
+  await shot('chat-in-editor-tab');
+  log(`the chat in an editor tab: session "${sideTitle}", a prompt sent there shows in the sidebar too`);
+  await chatTab.first().hover();
+  await chatTab.first().locator('.tab-actions .action-label').first().click();
+  await waitUntil(async () => (await chatTab.count()) === 0, 30_000, async () => 'the chat tab did not close');
+
   // Reload Window, and a prompt typed at once: it waits for the session that comes back (no
   // new, empty session); the session's mode is "Allow all" still.
   const title = await view.locator('.session-picker').innerText();
@@ -564,6 +610,51 @@ async function startSimulator() {
     simulator.once('exit', (code) => reject(new Error(`the simulator exited (${code})`)));
   });
   return { baseUrl, faults: (spec) => simulator.stdin.write(`${spec}\n`) };
+}
+
+/** The secondary sidebar made `width` px wide, by the sash on its left edge (as a user drags
+ * it); a line in the log when it did not take that width. */
+async function setAuxiliaryBarWidth(width) {
+  const bar = page.locator('.part.auxiliarybar');
+  const box = await bar.boundingBox();
+  const sashes = await page.locator('.monaco-sash.vertical:not(.disabled)').evaluateAll((els) =>
+    els.map((e) => {
+      const r = e.getBoundingClientRect();
+      return { x: r.left + r.width / 2, top: r.top, bottom: r.bottom, width: r.width };
+    }),
+  );
+  const sash = sashes
+    .filter((s) => s.width > 0 && s.bottom - s.top > 100)
+    .sort((a, b) => Math.abs(a.x - box.x) - Math.abs(b.x - box.x))[0];
+  const x = sash && Math.abs(sash.x - box.x) < 8 ? sash.x : box.x;
+  const y = sash ? Math.max(box.y, sash.top) + Math.min(box.height, sash.bottom - sash.top) / 2 : box.y + box.height / 2;
+  await page.mouse.move(x, y);
+  await page.waitForTimeout(300);
+  await page.mouse.down();
+  for (let i = 1; i <= 10; i++) await page.mouse.move(x + ((box.width - width) * i) / 10, y);
+  await page.mouse.up();
+  await page.waitForTimeout(500);
+  const now = (await bar.boundingBox()).width;
+  if (Math.abs(now - width) > 12) log(`the secondary sidebar is ${Math.round(now)} px wide, not ${Math.round(width)} (sash at ${sash ? Math.round(sash.x) : 'none'}, the bar's edge at ${Math.round(box.x)})`);
+}
+
+/** A screenshot of the view as it is laid out now, and what it gives the transcript; fails
+ * when a picker is cut or a control of the head leaves the view. */
+async function layoutAt(view, name) {
+  const figures = await view.locator('body').evaluate((body) => {
+    const width = body.clientWidth;
+    const outside = [...document.querySelectorAll('.toolbar > *, .meter > *, .tools-line > *, .memory summary, .composer-actions > *')]
+      .filter((e) => e.offsetParent !== null)
+      .filter((e) => e.getBoundingClientRect().right > width + 0.5 || e.getBoundingClientRect().left < -0.5)
+      .map((e) => e.className);
+    const cut = [...document.querySelectorAll('.picker .picker-label')].filter((l) => l.scrollWidth > l.clientWidth + 1).map((l) => l.textContent);
+    const transcript = document.querySelector('.transcript').getBoundingClientRect().height;
+    return { width, height: window.innerHeight, transcript, outside, cut };
+  });
+  if (figures.cut.length) fail(`pickers cut at ${figures.width} px: ${figures.cut.join(', ')}`);
+  if (figures.outside.length) fail(`controls outside the view at ${figures.width} px: ${figures.outside.join(', ')}`);
+  await shot(`layout-${name}-${figures.width}px`);
+  log(`layout at ${figures.width} px wide: the transcript gets ${Math.round(figures.transcript)} of ${figures.height} px`);
 }
 
 /** Opens a picker (a quick pick) and chooses the item whose label contains `label`. */
@@ -712,10 +803,11 @@ async function waitIdle(view, timeoutMs = 180_000, policy = undefined) {
   fail('the turn did not finish in time');
 }
 
-async function findFrame(page, selector, timeoutMs, required = true) {
+async function findFrame(page, selector, timeoutMs, required = true, other = undefined) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     for (const frame of page.frames()) {
+      if (frame === other) continue;
       if (await frame.$(selector).catch(() => null)) return frame;
     }
     await page.waitForTimeout(500);
