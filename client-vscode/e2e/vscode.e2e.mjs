@@ -10,7 +10,8 @@
 // default width; the layout at the default width, wider and narrower; turns that stream, thinking switched on (with its cost) and shown collapsed,
 // a compaction, an overflow recovered (one quiet line, no contradicting advice) and a retry;
 // permission cards answered from the keyboard, a command rejected, a write and an edit with
-// their diffs, a rewind that restores the files by default; command output in colour and at
+// their diffs, the changes since a prompt in the multi-file diff editor, a rewind that restores
+// the files by default; command output in colour and at
 // its end, paths opened from an answer, a prompt typed ahead and sent when the turn ends, Esc
 // stopping a command (the card says stopped), a rejection with words for the agent, a change
 // reviewed in VS Code's diff editor (a hunk reverted, the rest accepted) and a change already
@@ -339,6 +340,18 @@ async function main() {
   if (!plan.includes('notes/findings.md — restore')) fail(`the rewind panel does not list the note: ${plan}`);
   if (!(await view.getByLabel('Conversation and files').isChecked())) fail('the rewind does not default to conversation and files');
   await shot('rewind-defaults-to-files');
+  // What the agent changed since then, without rewinding: each file as it was against now, in
+  // VS Code's multi-file diff editor; the rewind's choices stay open meanwhile.
+  await view.locator('.rewind-panel .rewind-changes').click();
+  const changesTab = page.locator('.part.editor .tab', { hasText: "The agent's changes since then" });
+  await changesTab.first().waitFor({ timeout: 30_000 });
+  await waitUntil(async () => (await page.locator('.part.editor').innerText()).includes('findings.md'), 30_000, async () => `the changes do not show the note: ${(await page.locator('.part.editor').innerText()).slice(0, 400)}`);
+  if (!(await view.locator('.rewind-panel .rewind-go').isVisible())) fail('showing the changes closed the rewind panel');
+  await shot('changes-since-in-diff-editor');
+  await changesTab.first().hover();
+  await changesTab.first().locator('.tab-actions .action-label').first().click();
+  await waitUntil(async () => (await changesTab.count()) === 0, 30_000, async () => 'the changes tab did not close');
+  log('the changes since the edit prompt opened in the multi-file diff editor');
   await view.locator('.rewind-panel .rewind-go').click();
   await waitUntil(async () => readFileSync(note, 'utf8') === afterWrite, 30_000, async () => `the note was not restored: ${readFileSync(note, 'utf8')}`);
   const input = view.locator('textarea.prompt');

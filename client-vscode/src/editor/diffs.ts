@@ -176,8 +176,8 @@ export class ChangeDiffs implements vscode.Disposable {
       void vscode.window.showInformationMessage('The agent changed no file since then.');
       return;
     }
-    const title = `The agent's changes since then (${resources.length} ${resources.length === 1 ? 'file' : 'files'})`;
-    await vscode.commands.executeCommand('vscode.changes', title, resources);
+    // The multi-file diff editor adds the number of files to its title itself.
+    await vscode.commands.executeCommand('vscode.changes', "The agent's changes since then", resources);
   }
 
   /** The question was answered (here or in the view) or withdrawn: its review closes. */
