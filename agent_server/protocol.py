@@ -19,9 +19,10 @@ compaction's reason, a context decision, an attachment's kind) and imports nothi
 from dataclasses import dataclass
 from typing import Any, Literal, NewType, NotRequired, TypeAlias, TypedDict
 
+from agent_server.context.decision import ContextAction, DecisionReason
+
 # CompactionEngine re-exported: a setting's value set (lsp/typescript.py reads it here).
 from agent_server.context.trigger import CompactionEngine as CompactionEngine
-from agent_server.context.trigger import ContextAction, DecisionReason
 from agent_server.llm.messages import AttachmentKind
 from agent_server.llm.stream import ThinkingLevel as ThinkingLevel
 from agent_server.session.entries import CompactionReason, PinAuthor, PlanPriority, PlanStatus

@@ -25,7 +25,7 @@ from agent_server.protocol import TurnStopReason as TurnStopReason
 
 if TYPE_CHECKING:  # annotations only: the server imports this module before it answers
     from agent_server.agent.mcp.session_tools import McpStatus
-    from agent_server.context.trigger import ContextDecision
+    from agent_server.context.decision import ContextDecision
     from agent_server.llm.models import ModelInfo
     from agent_server.llm.stream import ThinkingLevel
     from agent_server.session.entries import CompactionReason, FileVersion, Pin, PlanItem

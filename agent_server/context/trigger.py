@@ -1,4 +1,5 @@
-"""When to compact, and the decision taken before each model call: invariant 4 of DESIGN.md.
+"""When to compact: the threshold, the settings and the rules that the decision before each
+model call combines (context/decision.py, `decide`): invariant 4 of DESIGN.md.
 
 Compact when the estimate exceeds `context_window - reserve`; the reserve (room for the
 model's answer and this turn's additions) defaults to the model's max output + 4096, clamped
@@ -49,7 +50,7 @@ from agent_server.context.summary_prompt import INSTRUCTION_TOKENS, SUMMARY_OUTP
 from agent_server.errors import ConfigError
 from agent_server.llm.messages import AssistantMessage, ToolResultMessage, UserMessage
 from agent_server.llm.models import ModelInfo
-from agent_server.session.entries import CompactionEntry, CompactionReason, Entry, MessageEntry
+from agent_server.session.entries import CompactionEntry, Entry, MessageEntry
 from agent_server.settings_schema import check, setting
 
 RESERVE_MARGIN = 4096
@@ -420,89 +421,6 @@ def requested_focus(entries: Sequence[Entry]) -> str | None:
         if request:
             return None
     return None
-
-
-# --- the decision before a call --------------------------------------------------------------
-
-# "wait": past the threshold in the middle of a tool loop, sent as it is until a break while
-# a step like the last one leaves room (can_wait_for_break).
-ContextAction: TypeAlias = Literal["send", "compact", "wait", "refuse"]
-DecisionReason: TypeAlias = CompactionReason | Literal["oversized"]
-
-
-@dataclass(frozen=True, slots=True)
-class ContextDecision:
-    """What happens to the context before a model call, and why.
-
-    `action` "send": as it is; "compact": compact first, for `reason`; "wait": sent as it is
-    although `reason` ("threshold") holds, the compaction waiting for a natural break;
-    "refuse": nothing is sent (`reason` "oversized": a prompt that cannot fit even alone).
-    `tokens` is the estimate the decision was taken on, `threshold` the compaction threshold,
-    `window` the model's context window.
-    """
-
-    action: ContextAction
-    reason: DecisionReason | None
-    tokens: int
-    threshold: int
-    window: int
-
-
-def decide(
-    tokens: int,
-    model: ModelInfo,
-    settings: CompactionSettings,
-    *,
-    truncated: bool = False,
-    holds_rejected: bool = False,
-    next_step_tokens: int = 0,
-    cold: bool = False,
-    position: StepPosition = "turn",
-    answer_tokens: int = 0,
-    compacted_to: int | None = None,
-) -> ContextDecision:
-    """The decision before a call on a context estimated at `tokens`.
-
-    `truncated`: the last answer was cut off by the window (has_uncompacted_truncation);
-    `holds_rejected`: the context starts with one the provider already rejected as too long
-    for this model (nothing was compacted since): it is compacted for "overflow" instead of
-    being sent to be rejected again; `next_step_tokens`: what the last step added (the
-    estimate of what came after the last usage), the guess for the next one
-    (leaves_no_summary_room); `cold`: the pause since the last call outlived the cache, so
-    the next call writes the whole prefix again (compacts_when_cold, reason "idle");
-    `position`: where the call stands in the turn (step_position): in a "loop", a threshold
-    compaction waits while a step like the last one (`answer_tokens`, the last answer's
-    output, plus `next_step_tokens`) leaves room (can_wait_for_break); "requested", the model
-    asked for a compaction (compacts_on_request, reason "requested"); `compacted_to`: the
-    tokens the latest compaction on the path left (None without one): past the threshold
-    only because of it, no threshold compaction is taken (left_above_by_compaction). With
-    compaction disabled, always "send".
-    """
-    threshold = compaction_threshold(model, settings)
-    window = model.context_window
-
-    def decision(action: ContextAction, reason: DecisionReason | None) -> ContextDecision:
-        return ContextDecision(action, reason, tokens, threshold, window)
-
-    if not settings.enabled:
-        return decision("send", None)
-    if truncated:
-        return decision("compact", "truncation")
-    if holds_rejected:
-        return decision("compact", "overflow")
-    cold_compacts = cold and compacts_when_cold(tokens, model, settings)
-    if leaves_no_summary_room(tokens, next_step_tokens, model, settings):
-        return decision("compact", "threshold")
-    if tokens > threshold and not left_above_by_compaction(tokens, compacted_to, model, settings):
-        step = answer_tokens + next_step_tokens
-        if position != "loop" or not can_wait_for_break(tokens, step, model, settings):
-            return decision("compact", "threshold")
-        return decision("compact", "idle") if cold_compacts else decision("wait", "threshold")
-    if position == "requested" and compacts_on_request(tokens, model, settings):
-        return decision("compact", "requested")
-    if cold_compacts:
-        return decision("compact", "idle")
-    return decision("send", None)
 
 
 @dataclass(frozen=True, slots=True)

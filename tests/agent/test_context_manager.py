@@ -15,11 +15,8 @@ from typing import Any
 import pytest
 
 from agent_server.agent import events
-from agent_server.agent.context_manager import (
-    ContextManager,
-    ContextView,
-    ToolListSource,
-)
+from agent_server.agent.context_manager import ContextManager, ContextView
+from agent_server.agent.context_view import ToolListSource
 from agent_server.agent.session_config import FixedConfig
 from agent_server.agent.summary_request import cached_request_tokens, previous_request_end
 from agent_server.context.estimate import estimate_full, estimate_weighted_tokens
@@ -364,10 +361,10 @@ def test_the_terminal_is_told_to_rewind_to_before_a_prompt_not_an_entry(h: Harne
     h.ledger.append_message(assistant("reading", call("log", path="app.log")))
     h.ledger.append_message(result("log", "2024-05-06 ERROR boom\n" * 2000))
     terminal = make_manager(h.ledger, h.provider, rewind="prompt")
-    said = terminal.gave_up_message(terminal.view())
+    said = terminal.overflow.gave_up_message(terminal.view())
     assert '/rewind to before your prompt "read the whole log", or shorten it' in said
     assert "(entry " not in said
-    assert "(entry " in h.manager.gave_up_message(h.manager.view())  # the editor's
+    assert "(entry " in h.manager.overflow.gave_up_message(h.manager.view())  # the editor's
 
 
 async def test_a_summary_request_still_too_long_leaves_the_oldest_messages_out(
@@ -449,18 +446,18 @@ async def test_window_numbers_come_from_the_ledger(h: Harness) -> None:
 
 
 async def test_the_clock_stamps_the_last_call(h: Harness) -> None:
-    assert h.manager.last_call_at is None
+    assert h.manager.cache.last_call_at is None
     h.clock[0] = 1234.5
     h.manager.record_call()
-    assert h.manager.last_call_at == 1234.5
+    assert h.manager.cache.last_call_at == 1234.5
     fill(h.ledger, 8)  # ~27k tokens: the cached summary fits beside them
     h.clock[0] = 1294.5  # a minute later: the cache is warm
     await h.manager.compact("manual")
-    assert h.manager.last_call_at == 1294.5  # the cached summary read the session's cache
+    assert h.manager.cache.last_call_at == 1294.5  # the cached summary read the session's cache
     fill(h.ledger, 16)  # now over the window: only a fresh summary prompt fits
     h.clock[0] = 1354.5
     await h.manager.compact("manual")
-    assert h.manager.last_call_at == 1294.5  # a fresh prompt leaves the session's cache alone
+    assert h.manager.cache.last_call_at == 1294.5  # a fresh prompt leaves the session's cache alone
     assert decisions(h) == [("compact", "manual"), ("compact", "manual")]
     assert h.provider.shared == ["extend", "none"]
 
@@ -468,14 +465,14 @@ async def test_the_clock_stamps_the_last_call(h: Harness) -> None:
 async def test_a_pause_past_the_cache_lifetime_is_known_before_the_next_call(h: Harness) -> None:
     h.manager.record_call("short")
     h.clock[0] += 299
-    assert h.manager.cold_pause() is None
+    assert h.manager.cache.cold_pause() is None
     h.clock[0] += 2
-    assert h.manager.cold_pause() == (301, 300)
+    assert h.manager.cache.cold_pause() == (301, 300)
     h.manager.record_call("long")  # an hour now
     h.clock[0] += 1800
-    assert h.manager.cold_pause() is None
+    assert h.manager.cache.cold_pause() is None
     h.clock[0] += 1801
-    assert h.manager.cold_pause() == (3601, 3600)
+    assert h.manager.cache.cold_pause() == (3601, 3600)
     # A manual compaction then asks for its summary without the cold cache's marks.
     fill(h.ledger, 8)
     result = await h.manager.compact("manual")

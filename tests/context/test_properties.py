@@ -26,6 +26,7 @@ from agent_server.context.carried import (
     user_text,
 )
 from agent_server.context.cut_point import CutPoint, find_cut_point
+from agent_server.context.decision import decide
 from agent_server.context.estimate import (
     estimate_context_tokens,
     estimate_text_tokens,
@@ -51,7 +52,6 @@ from agent_server.context.trigger import (
     CompactionSettings,
     StepPosition,
     compaction_threshold,
-    decide,
     leaves_no_summary_room,
     max_kept_tokens,
     summary_room,

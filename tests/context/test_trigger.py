@@ -2,19 +2,18 @@ from __future__ import annotations
 
 import pytest
 
+from agent_server.context.decision import ContextDecision, decide
 from agent_server.context.summary_prompt import note_message
 from agent_server.context.trigger import (
     BREAK_DETAIL,
     COMPACTION_REQUEST_DETAIL,
     DEFAULT_MAX_THRESHOLD,
     CompactionSettings,
-    ContextDecision,
     OversizedPrompt,
     can_wait_for_break,
     compaction_threshold,
     compacts_on_request,
     compacts_when_cold,
-    decide,
     find_oversized_prompt,
     has_uncompacted_truncation,
     leaves_no_summary_room,

@@ -7,13 +7,13 @@
  */
 import type { Provider } from './providers';
 
-export const CompactionEngineValues = ['local', 'provider'] as const;
-export type CompactionEngine = (typeof CompactionEngineValues)[number];
-
 export const ContextActionValues = ['send', 'compact', 'wait', 'refuse'] as const;
 export type ContextAction = (typeof ContextActionValues)[number];
 
 export type DecisionReason = CompactionReason | 'oversized';
+
+export const CompactionEngineValues = ['local', 'provider'] as const;
+export type CompactionEngine = (typeof CompactionEngineValues)[number];
 
 export const AttachmentKindValues = ['file', 'directory', 'image'] as const;
 export type AttachmentKind = (typeof AttachmentKindValues)[number];
