@@ -46,7 +46,7 @@ from typing import Protocol
 from agent_server.agent.compaction_hooks import CompactionHookRunner
 from agent_server.agent.compactor import Compactor
 
-# Re-exported: the session imports them here.
+# Re-exported: the session and its users import them here.
 from agent_server.agent.context_view import CompactionResult as CompactionResult
 from agent_server.agent.context_view import ContextView as ContextView
 from agent_server.agent.context_view import FixedTools, ToolListSource
@@ -295,8 +295,9 @@ class ContextManager:
         cold = self.cache.cold_pause()
         self.cache.cold = cold is not None
         try:
-            if self._decision_on(view).action == "refuse":
-                raise self._refusal(view)
+            decision = self._decision_on(view)
+            if decision.action == "refuse":
+                raise self._refusal(view, decision)
             if cold is not None:
                 self._emit(Notice(self.turn_id, "info", self.cache.cold_notice(view, *cold)))
             view = await self.policy.prepare(view, self)
@@ -394,11 +395,11 @@ class ContextManager:
             threshold=window_limit(self.model, self.settings),
         )
 
-    def _refusal(self, view: ContextView) -> PromptTooLargeError:
-        """The refusal of the prompt of `view`, too large even alone (announced)."""
+    def _refusal(self, view: ContextView, decision: ContextDecision) -> PromptTooLargeError:
+        """The refusal of the prompt of `view`, too large even alone (`decision`, announced)."""
         oversized = self._oversized(view)
         assert oversized is not None
-        self._announce(self._decision_on(view))
+        self._announce(decision)
         return PromptTooLargeError(
             f"Your message is too large to send: about {oversized.tokens:,} tokens, and "
             f"{self.model.id} can take at most about {oversized.limit:,} in one message while "

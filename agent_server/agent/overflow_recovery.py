@@ -157,9 +157,8 @@ class OverflowRecovery:
         result = await self._compact(view)
         after = result.view
         compacted = result.outcome == "compacted"
-        if compacted and retries_after_overflow(
-            view.tokens, self._decide(after), model, settings, compacted=compacted
-        ):
+        if retries_after_overflow(view.tokens, self._decide(after), model, settings,
+                                  compacted=compacted):
             self._emit(
                 OverflowHappened(
                     turn_id,
