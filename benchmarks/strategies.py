@@ -419,12 +419,14 @@ class RestoreRecentFiles:
             return view
         self.workspace = Path(manager.ledger.header.workspace)
         budget = min(RESTORE_TOTAL_TOKENS, int(RESTORE_SHARE_OF_THRESHOLD * manager.threshold))
-        original = manager.summaries
-        manager.summaries = _Restoring(original, self, budget)  # type: ignore[assignment]
+        # The summaries the compaction's engine writes with: a swap anywhere else is not seen.
+        engine = manager.compactor.engine
+        original = engine.summaries
+        engine.summaries = _Restoring(original, self, budget)  # type: ignore[assignment]
         try:
             result = await manager.compact(reason, view=view)
         finally:
-            manager.summaries = original
+            engine.summaries = original
         return result.view
 
     def restored(self, cut: CutPoint, budget: int) -> str:

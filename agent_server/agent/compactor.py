@@ -68,7 +68,7 @@ class Compactor:
     ) -> None:
         self._ledger = ledger
         self._config = config
-        self._engine = engine
+        self.engine = engine
         self._tools = tools
         self._cache = cache
         self._emit = emit
@@ -129,7 +129,7 @@ class Compactor:
         )
         spent: list[Usage] = []
         try:
-            written = await self._engine.summarise(
+            written = await self.engine.summarise(
                 view.projection,
                 view.tokens,
                 cut,

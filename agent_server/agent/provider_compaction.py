@@ -106,7 +106,7 @@ class CompactionEngine:
         notice: Callable[[str], None],
         on_cache_use: Callable[[], None],
     ) -> None:
-        self._summaries = summaries
+        self.summaries = summaries  # a benchmark variant wraps them (restore-files)
         self._call = call
         self._config = config
         self._system_prompt = system_prompt
@@ -163,7 +163,7 @@ class CompactionEngine:
                         f"The provider's compaction failed ({error.message}); agent-server "
                         "writes the summary instead."
                     )
-        summary, split = await self._summaries.of_compaction(
+        summary, split = await self.summaries.of_compaction(
             projection, tokens, cut, reason, instructions=instructions, details=details,
             shares_cache=shares_cache, spent=spent, carried=carried,
         )

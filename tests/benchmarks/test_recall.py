@@ -145,6 +145,30 @@ def test_an_output_needed_after_the_code_changed_is_found_unrederivable(tmp_path
     assert rehearsal.problems[0].startswith("turn 2 step 0: never:")
 
 
+async def test_restore_files_reaches_the_summary_a_compaction_writes(tmp_path: Path) -> None:
+    """The variant as a session runs it: its block is in the compaction's summary (a swap of
+    the summaries the compaction does not write with left the variant a copy of the default)."""
+    from agent_server.session.entries import CompactionEntry
+    from agent_server.session.ledger import Ledger
+    from benchmarks.strategies import RestoreRecentFiles
+    from tests.agent.test_context_manager import Provider, fill, make_manager
+    from tests.session.builders import user
+
+    for turn in range(8):
+        (tmp_path / f"f{turn}.py").write_text(f"value_{turn} = {turn}\n")
+    with Ledger.create(tmp_path / "s.jsonl", session_id="s", workspace=str(tmp_path),
+                       fsync="never") as ledger:
+        manager = make_manager(ledger, Provider(), policy=RestoreRecentFiles())
+        manager.begin_turn("t1")
+        fill(ledger, 8)  # reads of f0.py ... f7.py, past sim-small's threshold
+        ledger.append_message(user("next"))
+        await manager.prepare()
+        [entry] = [e for e in ledger.entries if isinstance(e, CompactionEntry)]
+    assert entry.summary.startswith("SUMMARY 1")
+    assert "## Files read before this point, as they are now" in entry.summary
+    assert "value_5 = 5" in entry.summary  # the latest read of what was summarised
+
+
 def test_the_recall_command_refuses_unknown_names(tmp_path: Path) -> None:
     assert recall.main(clients=["nobody"], out_dir=tmp_path) == 2
     assert recall.main(names=["no-such-session"], out_dir=tmp_path) == 2
