@@ -545,6 +545,18 @@ class EmptyResult(TypedDict):
 InterruptResult: TypeAlias = EmptyResult
 
 
+class ToolInputParams(TypedDict):
+    """`agent/tool/input`: what the user typed into a running command (the editor's terminal
+    of the session, with `tools.terminal.visible` on): `data` is written to the command's
+    standard input as UTF-8; `end` closes that input after it (Ctrl-D). Input for a call
+    that is not running, or with the setting off, is ignored."""
+
+    sessionId: str
+    toolCallId: str
+    data: str
+    end: NotRequired[bool]
+
+
 class UserIdleParams(TypedDict):
     """`agent/userIdle`: whether the user is away (the window lost focus); `cacheRetention:
     "auto"` then keeps the prompt cache for the long retention."""
@@ -1028,6 +1040,10 @@ TURN = _method(
 INTERRUPT = _method(
     "agent/interrupt", "client", InterruptParams, InterruptResult, "end the running turn",
 )
+TOOL_INPUT = _method(
+    "agent/tool/input", "client", ToolInputParams, None,
+    "keys typed into a running command: to its standard input (`tools.terminal.visible`)",
+)
 COMPACT = _method(
     "agent/compact", "client", CompactParams, CompactResult, "compact now; answered when done",
 )
@@ -1129,5 +1145,10 @@ REQUEST_PERMISSION = _method(
     "ask the user before a tool call runs",
 )
 
-CLIENT_REQUESTS: tuple[Method, ...] = tuple(m for m in METHODS if m.sender == "client")
+CLIENT_REQUESTS: tuple[Method, ...] = tuple(
+    m for m in METHODS if m.sender == "client" and not m.notification
+)
+CLIENT_NOTIFICATIONS: tuple[Method, ...] = tuple(
+    m for m in METHODS if m.sender == "client" and m.notification
+)
 NOTIFICATIONS: tuple[Method, ...] = tuple(m for m in METHODS if m.notification)

@@ -107,6 +107,19 @@ class ToolOptions:
     repo_map_tokens: int = setting(
         1024, "The budget of a map the model asks for without naming one.", minimum=256
     )
+    # The editor shows each command in a terminal of the session's own, where the user types
+    # into the running command: its standard input is then a pipe the editor writes to
+    # (`agent/tool/input`, agent/tools/command_input.py), not the empty /dev/null.
+    terminal_visible: bool = setting(
+        False,
+        "Show each shell command the agent runs, with its output as it comes, in a terminal "
+        "of the session's own (in VS Code, named **Agent:** and the session's title), where "
+        "what you type goes to the running command's input: Enter sends the line, Ctrl-D "
+        "ends the input, Ctrl-C stops the turn as the panel's stop does. The command still "
+        "runs in the server, in the sandbox. Off: commands get no input at all (an immediate "
+        "end of input).",
+        name="terminal.visible", editor="window",
+    )
 
     def __post_init__(self) -> None:
         check(self)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 
 from agent_server import protocol
 from agent_server.agent.settings import AgentSettings, settings_skipping_bad
@@ -119,6 +120,8 @@ async def session_history(
 
 
 async def turn(ls: AgentLanguageServer, params: Params) -> protocol.TurnResult:
+    from agent_server.agent.tools.command_input import CommandInputs, typing_into
+
     session_id = params.string("sessionId")
     prompt = params.prompt()
     token = params.token("workDoneToken")
@@ -129,11 +132,36 @@ async def turn(ls: AgentLanguageServer, params: Params) -> protocol.TurnResult:
         )
     turn_id = uuid.uuid4().hex[:12]
     stream = ls.begin_turn(session_id, turn_id, token)
+    # The keys typed in the editor's terminal reach the turn's commands (agent/tool/input)
+    # while the session's tools.terminal.visible is on.
+    stream.command_input = CommandInputs(lambda: session.settings.tools.terminal_visible)
     try:
-        result = await session.run_turn(prompt, turn_id=turn_id)
+        with typing_into(stream.command_input):
+            result = await session.run_turn(prompt, turn_id=turn_id)
     finally:
         ls.end_turn(session_id, stream)
     return wire.turn_result(session_id, result, session.usage_snapshot())
+
+
+def tool_input(ls: AgentLanguageServer, params: Any) -> None:
+    """`agent/tool/input` (a notification: no answer, nothing raised): what the user typed
+    to the running command of the call, with the setting on; anything else is logged and
+    ignored (an unknown session, a call that is not running, bad params)."""
+    try:
+        read = Params(params, protocol.TOOL_INPUT.name)
+        session_id, call_id = read.string("sessionId"), read.string("toolCallId")
+        data, end = read.text("data"), read.boolean("end")
+    except JsonRpcException as error:
+        log.warning("agent/tool/input ignored: %s", shorten(str(error), 200))
+        return
+    stream = ls.state.turns.get(session_id)
+    inputs = stream.command_input if stream is not None else None
+    if inputs is None or not inputs.write(call_id, data, end):
+        # Never the data itself: it may be a password typed at a prompt.
+        log.info(
+            "agent/tool/input ignored (%d characters): no command of call %s of session %s "
+            "takes input", len(data), shorten(call_id, 80), shorten(session_id, 80),
+        )
 
 
 async def interrupt(ls: AgentLanguageServer, params: Params) -> protocol.EmptyResult:
@@ -467,6 +495,10 @@ REQUESTS: Mapping[str, Handler] = {
     protocol.PINS_REMOVE.name: pins_remove,
 }
 METHODS: tuple[str, ...] = tuple(REQUESTS)
+# The editor protocol's notifications from the client: no answer, so no error either.
+NOTIFICATIONS: Mapping[str, Callable[[AgentLanguageServer, Any], None]] = {
+    protocol.TOOL_INPUT.name: tool_input,
+}
 
 LSP_FEATURES: Mapping[str, Callable[..., Any]] = {
     types.INITIALIZE: initialize,
@@ -505,3 +537,5 @@ def register(server: AgentLanguageServer) -> None:
         server.feature(method)(feature)
     for method, handler in REQUESTS.items():
         server.feature(method)(answering(method, handler))
+    for method, notified in NOTIFICATIONS.items():
+        server.feature(method)(notified)

@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     # the background, or on the first request that needs it: startup stays short.
     from agent_server.agent.permissions import PermissionAnswer, PermissionRequest
     from agent_server.agent.session import AgentSession
+    from agent_server.agent.tools.command_input import CommandInputs
     from agent_server.agent.workspace import WorkspaceAgent
 
 log = logging.getLogger(__name__)
@@ -82,11 +83,12 @@ def agent_converter() -> cattrs.Converter:
 
 @dataclass
 class TurnStream:
-    """Per-turn notification state: the seq counter and the progress token."""
+    """Per-turn state: the seq counter, the progress token, the commands that take input."""
 
     turn_id: str
     seq: int = 0
     progress_token: str | int | None = None
+    command_input: CommandInputs | None = None  # the turn's commands that take input
 
 
 class Folder:

@@ -51,6 +51,7 @@ from pygls.protocol import (
     LanguageServerProtocol,
 )
 
+from agent_server import protocol
 from agent_server.jsonrpc import (
     ID_SCAN_BYTES,
     INTERNAL_ERROR,
@@ -73,12 +74,13 @@ READ_CHUNK = 64 * 1024
 SERVER_NOT_INITIALIZED = -32002
 REQUEST_CANCELLED = -32800
 
-# The standard methods that are notifications: sent with an id, they are invalid requests.
+# The methods that are notifications (the standard ones, and the editor protocol's from the
+# client): sent with an id, they are invalid requests.
 NOTIFICATION_METHODS = frozenset(
     method
     for method, message_types in types.METHOD_TO_TYPES.items()
     if message_types[0].__name__.endswith("Notification")
-)
+) | {method.name for method in protocol.CLIENT_NOTIFICATIONS}
 
 _RESYNC = re.compile(rb"content-length:[ \t]*\d+\r\n", re.IGNORECASE)
 _LOUD_REFUSALS = 50  # refusals logged at WARNING before they drop to DEBUG

@@ -153,6 +153,7 @@ def _method_maps(names: Mapping[Any, str]) -> list[str]:
     out: list[str] = []
     for title, sender, notification in (
         ("ClientRequests", "client", False),
+        ("ClientNotifications", "client", True),
         ("ServerNotifications", "server", True),
         ("ServerRequests", "server", False),
     ):
@@ -174,6 +175,7 @@ def _method_maps(names: Mapping[Any, str]) -> list[str]:
 
 _METHOD_MAP_DOCS = {
     "ClientRequests": "requests the client sends (their params and result)",
+    "ClientNotifications": "notifications the client sends (their params)",
     "ServerNotifications": "notifications the server sends (their params)",
     "ServerRequests": "requests the server sends (their params and the client's answer)",
 }

@@ -17,7 +17,8 @@ from agent_server.settings_schema import described
 
 ROOT = Path(__file__).resolve().parents[2]
 # The objects of the settings: reading one reads the keys inside it.
-SECTIONS: dict[str, Any] = {"compaction": {"hooks": {}}, "permissions": {}, "tools": {"env": {}, "limits": {}},
+SECTIONS: dict[str, Any] = {"compaction": {"hooks": {}}, "permissions": {},
+            "tools": {"env": {}, "limits": {}, "terminal": {}},
             "mcp": {}}
 
 

@@ -4,13 +4,14 @@ lists, and the description checks what it is given."""
 from __future__ import annotations
 
 from agent_server import protocol
-from agent_server.lsp.handlers import METHODS, REQUESTS
+from agent_server.lsp.handlers import METHODS, NOTIFICATIONS, REQUESTS
 from tests.lsp.conformance import mismatches
 
 
 def test_every_described_request_has_one_handler() -> None:
     assert sorted(REQUESTS) == sorted(m.name for m in protocol.CLIENT_REQUESTS)
     assert tuple(REQUESTS) == METHODS
+    assert sorted(NOTIFICATIONS) == sorted(m.name for m in protocol.CLIENT_NOTIFICATIONS)
     names = [(m.name, m.sender) for m in protocol.METHODS]
     assert len(names) == len(set(names)), "a method is described twice"
 

@@ -1,7 +1,8 @@
 """bash: run a shell command in the workspace.
 
 The command runs as `bash -c` in its own session (so in its own process group), with the
-workspace as working directory, no standard input, stdout and stderr merged, in the sandbox
+workspace as working directory, no standard input (or, with `tools.terminal.visible`, what the
+user types in the editor's terminal: command_input.py), stdout and stderr merged, in the sandbox
 when the session's confinement says so (sandbox.py). Output is redacted as it arrives (once,
 for every sink: the live stream, the saved full output, the model's copy) and streams through
 `ctx.on_output` line by line, up to the output bounds. A timeout, or cancelling the call, ends
@@ -38,6 +39,7 @@ from agent_server.agent.tools.base import (
     float_arg,
     str_arg,
 )
+from agent_server.agent.tools.command_input import CommandInput
 from agent_server.agent.tools.environment import tool_environment
 from agent_server.agent.tools.output import StreamingOutput
 from agent_server.agent.tools.paths import resolve_in_workspace
@@ -139,13 +141,32 @@ class BashTool:
         seconds: float,
         ctx: ToolContext,
     ) -> ToolResult:
+        inputs = ctx.command_input
+        stdin = await inputs.open(ctx.call_id) if inputs is not None else None
+        try:
+            return await self._run_with(launch, cwd, env, seconds, ctx, stdin)
+        finally:
+            if inputs is not None and stdin is not None:
+                inputs.release(ctx.call_id)
+
+    async def _run_with(
+        self,
+        launch: Launch,
+        cwd: Path,
+        env: dict[str, str],
+        seconds: float,
+        ctx: ToolContext,
+        stdin: CommandInput | None,
+    ) -> ToolResult:
+        """The command with `stdin` as its input (what the user types in the editor's
+        terminal), or none."""
         read_fd, write_fd = os.pipe()
         try:
             proc = await asyncio.create_subprocess_exec(
                 *launch.argv,
                 cwd=cwd,
                 env=env,
-                stdin=asyncio.subprocess.DEVNULL,
+                stdin=stdin.read_fd if stdin is not None else asyncio.subprocess.DEVNULL,
                 stdout=write_fd,
                 stderr=write_fd,
                 start_new_session=True,
@@ -157,6 +178,8 @@ class BashTool:
             raise ToolError(f"Could not start bash: {exc}") from exc
         finally:
             os.close(write_fd)
+            if stdin is not None:
+                stdin.started()
         # Our own pipe (not asyncio's subprocess pipes), so that waiting for bash does not
         # wait for background jobs that inherited the pipe, and so that we can stop reading.
         pipe = os.fdopen(read_fd, "rb", buffering=0)

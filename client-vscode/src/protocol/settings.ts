@@ -51,6 +51,7 @@ export const EDITOR_SETTINGS: readonly EditorSetting[] = [
   { key: 'tools.sandbox', kind: 'choice', values: ['auto', 'always', 'off'], valueTexts: ['Sandbox every shell command where this machine can; you may let one out when asked', 'Sandbox every shell command, with no way out; without a sandbox none runs', 'Never sandbox shell commands'], userOnly: false },
   { key: 'tools.network', kind: 'boolean', userOnly: false },
   { key: 'tools.env.pass', kind: 'names', userOnly: false },
+  { key: 'tools.terminal.visible', kind: 'boolean', userOnly: false },
   { key: 'mcp.servers', kind: 'object', userOnly: false },
   { key: 'mcp.startupTimeout', kind: 'integer', minimum: 1, userOnly: false },
   { key: 'mcp.firstRequestWait', kind: 'integer', minimum: 0, userOnly: false },

@@ -556,6 +556,19 @@ export type EmptyResult = Record<string, never>;
 export type InterruptResult = EmptyResult;
 
 /**
+ * `agent/tool/input`: what the user typed into a running command (the editor's terminal
+ * of the session, with `tools.terminal.visible` on): `data` is written to the command's
+ * standard input as UTF-8; `end` closes that input after it (Ctrl-D). Input for a call
+ * that is not running, or with the setting off, is ignored.
+ */
+export interface ToolInputParams {
+  sessionId: string;
+  toolCallId: string;
+  data: string;
+  end?: boolean;
+}
+
+/**
  * `agent/userIdle`: whether the user is away (the window lost focus); `cacheRetention:
  * "auto"` then keeps the prompt cache for the long retention.
  */
@@ -1009,6 +1022,10 @@ export interface AgentSettings {
     repoMap?: boolean;
     /** The budget of a map the model asks for without naming one. */
     repoMapTokens?: number;
+    terminal?: {
+      /** Show each shell command the agent runs, with its output as it comes, in a terminal of the session's own (in VS Code, named **Agent:** and the session's title), where what you type goes to the running command's input: Enter sends the line, Ctrl-D ends the input, Ctrl-C stops the turn as the panel's stop does. The command still runs in the server, in the sandbox. Off: commands get no input at all (an immediate end of input). */
+      visible?: boolean;
+    };
   };
   mcp?: {
     /** MCP servers by name, in the `mcpServers` shape of `.mcp.json`: `{"name": {"command", "args", "env"}}` or `{"name": {"type": "http", "url", "headers"}}`, with `trusted` and `disabled`; added to the workspace's `.mcp.json` and the user-level file. Keep secrets out: write `${NAME}` and store the value with **Agent: Set MCP Secret**. See docs/mcp.md. */
@@ -1064,6 +1081,7 @@ export const Methods = {
   sessionHistory: 'agent/session/history',
   turn: 'agent/turn',
   interrupt: 'agent/interrupt',
+  toolInput: 'agent/tool/input',
   compact: 'agent/compact',
   rewind: 'agent/rewind',
   rewindPreview: 'agent/rewind/preview',
@@ -1121,6 +1139,11 @@ export interface ClientRequests {
   pinsList: { params: SessionParams; result: PinsResult };
   pinsAdd: { params: PinsAddParams; result: PinsAddResult };
   pinsRemove: { params: PinsRemoveParams; result: PinsRemoveResult };
+}
+
+/** The notifications the client sends (their params), by their key in `Methods`. */
+export interface ClientNotifications {
+  toolInput: ToolInputParams;
 }
 
 /** The notifications the server sends (their params), by their key in `Methods`. */
