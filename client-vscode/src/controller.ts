@@ -23,6 +23,7 @@ import {
   type RestoreChoice,
   type RewindChangesResult,
   type ThinkingLevel,
+  type ToolInputParams,
 } from './protocol/types';
 import { initialState, reduce, type Action, type ViewState } from './state/reducer';
 
@@ -453,6 +454,22 @@ export class SessionController {
     } catch {
       this.turnSource?.cancel();
     }
+  }
+
+  /** Stop a session's turn (Ctrl-C in its commands' terminal): the panel's stop when it is
+   * the open session. */
+  async stopSession(sessionId: string): Promise<void> {
+    if (sessionId === this._state.sessionId) return this.stop();
+    try {
+      await this.client?.request('interrupt', { sessionId });
+    } catch (error) {
+      this.hooks.trace?.(`interrupting ${sessionId}: ${String(error)}`);
+    }
+  }
+
+  /** What the user typed into a running command (its terminal): no answer comes. */
+  toolInput(params: ToolInputParams): void {
+    this.client?.notify('toolInput', params);
   }
 
   async compact(instructions?: string): Promise<void> {

@@ -6,6 +6,7 @@ import * as vscode from 'vscode';
 import { SessionController } from './controller';
 import { ChangeDiffs } from './editor/diffs';
 import { openWorkspacePath } from './editor/open';
+import { CommandTerminals } from './editor/commandTerminals';
 import { ProblemsReporter } from './editor/problems';
 import type { PermissionMode, ThinkingLevel } from './protocol/types';
 import { KEY_FAMILIES, ApiKeyStore, MCP_SECRET_NAME, McpSecretStore } from './secrets';
@@ -30,8 +31,12 @@ export function activate(context: vscode.ExtensionContext): void {
   let view: ChatViewProvider | undefined;
   let diffs: ChangeDiffs | undefined;
   let problems: ProblemsReporter | undefined;
+  let terminals: CommandTerminals | undefined;
   const controller = new SessionController({
-    onUpdate: (params) => problems?.onUpdate(params),
+    onUpdate: (params) => {
+      problems?.onUpdate(params);
+      terminals?.onUpdate(params);
+    },
     memory: context.workspaceState,
     onPermissionSettled: (requestId) => void diffs?.settled(requestId),
     onPermissionAsked: (requestId, params) => {
@@ -55,6 +60,15 @@ export function activate(context: vscode.ExtensionContext): void {
   });
   controller.setWorkspace(vscode.workspace.workspaceFolders?.[0]?.uri.toString());
   const workspaceRoot = (): vscode.Uri | undefined => vscode.workspace.workspaceFolders?.[0]?.uri;
+  // agentServer.tools.terminal.visible: the session's commands in a terminal the user types in.
+  terminals = new CommandTerminals({
+    enabled: () => vscode.workspace.getConfiguration(CONFIG_SECTION).get<boolean>('tools.terminal.visible') === true,
+    title: (sessionId) =>
+      (sessionId === controller.state.sessionId ? controller.state.title : controller.state.sessions.find((s) => s.sessionId === sessionId)?.title) ?? undefined,
+    input: (params) => controller.toolInput(params),
+    interrupt: (sessionId) => void controller.stopSession(sessionId),
+  });
+  context.subscriptions.push(terminals);
   problems = new ProblemsReporter(workspaceRoot, (sessionId, path, found) => void controller.reportProblems(sessionId, path, found));
   diffs = new ChangeDiffs(workspaceRoot, {
     accept: (requestId, newText) => controller.answerPermission(requestId, 'allow_once', newText === undefined ? {} : { newText }),

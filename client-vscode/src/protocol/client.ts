@@ -10,6 +10,7 @@ import {
   Methods,
   type AgentInitializationOptions,
   type AgentSettings,
+  type ClientNotifications,
   type ClientRequests,
   type RequestPermissionParams,
   type RequestPermissionResult,
@@ -76,6 +77,12 @@ export class AgentClient {
     return token
       ? this.connection.sendRequest(Methods[method], params, token)
       : this.connection.sendRequest(Methods[method], params);
+  }
+
+  /** A notification to the server (`ClientNotifications`), by its key in `Methods`: no
+   * answer comes. */
+  notify<K extends keyof ClientNotifications>(method: K, params: ClientNotifications[K]): void {
+    void this.connection.sendNotification(Methods[method], params);
   }
 
   /** A notification of the method table (`ServerNotifications`), by its key in `Methods`. */

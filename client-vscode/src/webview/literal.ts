@@ -61,3 +61,38 @@ const ICON = /\$\([A-Za-z0-9-]+(?:~[A-Za-z]+)?\)/g;
 export function labelText(text: string): string {
   return unlinked(literal(text, { newline: false, tab: false })).replace(ICON, (icon) => `\\${icon}`);
 }
+
+/** ECMA-48's escape sequences (as the server's literal.py): CSI, the strings (OSC, DCS, PM,
+ * APC, SOS) ended by BEL or ST, and the two-character ones. */
+const ESCAPE_SEQUENCE = /\x1b\[[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]|\x1b[\]PX^_][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[\x20-\x2f]*[\x30-\x7e]/g;
+const SGR = /\x1b\[[0-9;:]*m/g;
+
+/** A command's output for a VS Code terminal, which acts on escape sequences (the server's
+ * `output_text`, with line breaks as the terminal wants them): its colours and styles (SGR)
+ * kept, but none that conceals text; every other escape sequence taken out whole (a title,
+ * OSC 52's clipboard, OSC 8's link, a cursor move, a screen clear); any other control or
+ * invisible character shown as its escape (a lone ESC, a CR, U+202E); each line break as
+ * CR LF. */
+export function terminalText(text: string): string {
+  let out = '';
+  let start = 0;
+  for (const colour of text.matchAll(SGR)) {
+    const at = colour.index ?? 0;
+    out += literal(text.slice(start, at).replace(ESCAPE_SEQUENCE, ''));
+    if (!concealing(colour[0])) out += colour[0];
+    start = at + colour[0].length;
+  }
+  out += literal(text.slice(start).replace(ESCAPE_SEQUENCE, ''));
+  return out.replace(/\n/g, '\r\n');
+}
+
+/** Whether an SGR sequence hides text (8, conceal), a colour's own numbers aside. */
+function concealing(sgr: string): boolean {
+  const params = sgr.slice(2, -1).split(/[;:]/);
+  for (let i = 0; i < params.length; i++) {
+    const p = params[i];
+    if (p === '38' || p === '48' || p === '58') i += params[i + 1] === '5' ? 2 : params[i + 1] === '2' ? 4 : 0;
+    else if (p === '8') return true;
+  }
+  return false;
+}

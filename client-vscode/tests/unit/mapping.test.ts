@@ -35,7 +35,7 @@ describe('agent settings from agentServer.*', () => {
         clearToolResults: false,
       },
       permissions: { mode: 'allowReads' },
-      tools: { sandbox: 'auto', network: false },
+      tools: { sandbox: 'auto', network: false, terminal: { visible: false } },
       mcp: { startupTimeout: 30, firstRequestWait: 5, toolTimeout: 600 },
     });
   });
@@ -80,7 +80,7 @@ describe('agent settings from agentServer.*', () => {
         clearToolResults: true,
       },
       permissions: { mode: 'ask' },
-      tools: { sandbox: 'always', network: true, env: { pass: ['NPM_TOKEN', 'GH_*'] } },
+      tools: { sandbox: 'always', network: true, env: { pass: ['NPM_TOKEN', 'GH_*'] }, terminal: { visible: false } },
       sessionsDir: '/tmp/sessions',
       mcp: { startupTimeout: 30, firstRequestWait: 5, toolTimeout: 600 },
     });

@@ -1,0 +1,120 @@
+import { describe, expect, it } from 'vitest';
+import { CommandMirror, endOf } from '../../src/editor/commandTerminal';
+import type { SessionUpdate, ToolInputParams } from '../../src/protocol/types';
+import { terminalText } from '../../src/webview/literal';
+
+function mirror(): { mirror: CommandMirror; screen: string[]; inputs: ToolInputParams[]; stops: string[] } {
+  const screen: string[] = [];
+  const inputs: ToolInputParams[] = [];
+  const stops: string[] = [];
+  const m = new CommandMirror('s1', (text) => screen.push(text), {
+    input: (params) => inputs.push(params),
+    interrupt: (sessionId) => stops.push(sessionId),
+  });
+  return { mirror: m, screen, inputs, stops };
+}
+
+const call = (command: string, id = 'c1'): SessionUpdate => ({
+  kind: 'toolCall', toolCallId: id, title: `Run: ${command}`, toolKind: 'execute', status: 'pending', rawInput: { command }, locations: [],
+});
+const running = (id = 'c1', text?: string): SessionUpdate => ({
+  kind: 'toolCallUpdate', toolCallId: id, status: 'in_progress',
+  ...(text === undefined ? {} : { content: [{ type: 'content', content: { type: 'text', text } }] }),
+});
+const ended = (status: 'completed' | 'failed', rawOutput: unknown, id = 'c1'): SessionUpdate => ({
+  kind: 'toolCallUpdate', toolCallId: id, status, content: [{ type: 'content', content: { type: 'text', text: 'the whole result' } }], rawOutput,
+});
+
+describe('the terminal of a session\'s commands', () => {
+  it('shows the command line when it starts, its output as it streams in CR LF, and how it ended', () => {
+    const { mirror: m, screen } = mirror();
+    expect(m.update(call('npm test'))).toBe(false); // announced: it may still be refused
+    expect(screen).toEqual([]);
+    expect(m.update(running())).toBe(true);
+    expect(screen.join('')).toBe('\x1b[1m$ \x1b[0mnpm test\r\n');
+    screen.length = 0;
+    m.update(running('c1', '\x1b[32mPASS\x1b[0m one\nline two\n'));
+    expect(screen.join('')).toBe('\x1b[32mPASS\x1b[0m one\r\nline two\r\n');
+    screen.length = 0;
+    m.update(ended('completed', { exitCode: 0, timedOut: false }));
+    // The result (already streamed) is not written again.
+    expect(screen.join('')).toBe('\x1b[0m\x1b[2m[exit status 0]\x1b[0m\r\n');
+    expect(m.busy).toBe(false);
+  });
+
+  it('puts the end on a line of its own, and says a failure, a stop and a timeout', () => {
+    const { mirror: m, screen } = mirror();
+    m.update(call('false; printf half'));
+    m.update(running('c1', 'half'));
+    m.update(ended('failed', { exitCode: 1, timedOut: false }));
+    expect(screen.join('')).toContain('half\x1b[0m\r\n\x1b[2m\x1b[31m[exit status 1]');
+    expect(endOf('failed', { aborted: true })).toBe('stopped');
+    expect(endOf('failed', { exitCode: null, timedOut: true })).toBe('timed out: killed');
+    expect(endOf('failed', { exitCode: -9, timedOut: false })).toBe('killed by signal 9');
+  });
+
+  it('keeps colours but takes other escape sequences out, and shows control characters', () => {
+    expect(terminalText('\x1b]0;title\x07\x1b]52;c;cGF5bG9hZA==\x07\x1b[2J\x1b[31mred\x1b[0m a\rb\u202e')).toBe('\x1b[31mred\x1b[0m a\\rb\\u202e');
+    expect(terminalText('\x1b[8mhidden\x1b[0m \x1b[38;5;8mgrey')).toBe('hidden\x1b[0m \x1b[38;5;8mgrey');
+    // An escape sequence cut between two chunks is written whole, once the rest comes.
+    const { mirror: m, screen } = mirror();
+    m.update(call('ls --color'));
+    m.update(running());
+    screen.length = 0;
+    m.update(running('c1', 'a \x1b[3'));
+    m.update(running('c1', '4mblue\x1b[0m\r'));
+    m.update(running('c1', '\n'));
+    expect(screen.join('')).toBe('a \x1b[34mblue\x1b[0m\r\n');
+  });
+
+  it('shows nothing of a call that is not a command, or of one that never ran', () => {
+    const { mirror: m, screen } = mirror();
+    m.update({ kind: 'toolCall', toolCallId: 'c1', title: 'Read a.py', toolKind: 'read', status: 'pending', rawInput: { path: 'a.py' } });
+    m.update(running());
+    m.update(call('rm -rf build', 'c2'));
+    m.update(ended('failed', { permission: 'denied', reason: 'the user rejected bash' }, 'c2'));
+    expect(screen).toEqual([]);
+  });
+
+  it('echoes a typed line, lets Backspace edit it, and sends it on Enter to the running call', () => {
+    const { mirror: m, screen, inputs } = mirror();
+    m.update(call('read name; echo hello $name'));
+    m.update(running());
+    screen.length = 0;
+    m.handleInput('worlx');
+    m.handleInput('\x7f');
+    m.handleInput('d\x1b[A\r'); // an arrow key is not text
+    expect(screen.join('')).toBe('worlx\b \bd\r\n');
+    expect(inputs).toEqual([{ sessionId: 's1', toolCallId: 'c1', data: 'world\n' }]);
+    m.handleInput('one\rtwo\r'); // a paste: each line on its own
+    expect(inputs.slice(1).map((i) => i.data)).toEqual(['one\n', 'two\n']);
+  });
+
+  it('ends the input on Ctrl-D, with what was typed, and stops the turn on Ctrl-C', () => {
+    const { mirror: m, inputs, stops, screen } = mirror();
+    m.update(call('cat'));
+    m.update(running());
+    m.handleInput('tail\x04');
+    expect(inputs).toEqual([{ sessionId: 's1', toolCallId: 'c1', data: 'tail', end: true }]);
+    m.handleInput('\x04');
+    expect(inputs[1]).toEqual({ sessionId: 's1', toolCallId: 'c1', data: '', end: true });
+    screen.length = 0;
+    m.handleInput('x\x03');
+    expect(stops).toEqual(['s1']);
+    expect(screen.join('')).toBe('x^C\r\n');
+    expect(inputs).toHaveLength(2); // the half-typed line is not sent
+  });
+
+  it('sends nothing when no command runs: a bell', () => {
+    const { mirror: m, inputs, stops, screen } = mirror();
+    m.handleInput('hello\r\x03');
+    m.update(call('true'));
+    m.update(running());
+    m.update(ended('completed', { exitCode: 0 }));
+    screen.length = 0;
+    m.handleInput('late\r');
+    expect(inputs).toEqual([]);
+    expect(stops).toEqual([]);
+    expect(screen).toEqual(['\x07']);
+  });
+});
