@@ -99,6 +99,20 @@ export const window = {
     createdStatusBarItems.push(item);
     return item;
   },
+  createTerminal(options: StubTerminalOptions): StubTerminal {
+    const terminal: StubTerminal = {
+      options,
+      shownPreservingFocus: [],
+      show(preserveFocus?: boolean) {
+        terminal.shownPreservingFocus.push(preserveFocus === true);
+      },
+      dispose() {
+        options.pty.close();
+      },
+    };
+    createdTerminals.push(terminal);
+    return terminal;
+  },
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -202,3 +216,27 @@ Object.assign(window, {
     return panel;
   },
 });
+
+export interface StubPseudoterminal {
+  onDidWrite(listener: (text: string) => void): { dispose(): void };
+  open(): void;
+  close(): void;
+  handleInput?(data: string): void;
+}
+
+export interface StubTerminalOptions {
+  name: string;
+  pty: StubPseudoterminal;
+  isTransient?: boolean;
+}
+
+export interface StubTerminal {
+  options: StubTerminalOptions;
+  /** Each `show`, whether it kept the focus where it was. */
+  shownPreservingFocus: boolean[];
+  show(preserveFocus?: boolean): void;
+  dispose(): void;
+}
+
+/** The terminals created (`window.createTerminal` with a `pty`), in order. */
+export const createdTerminals: StubTerminal[] = [];

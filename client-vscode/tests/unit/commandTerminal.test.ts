@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { CommandMirror, endOf } from '../../src/editor/commandTerminal';
-import type { SessionUpdate, ToolInputParams } from '../../src/protocol/types';
+import { CommandTerminals } from '../../src/editor/commandTerminals';
+import type { AgentUpdateParams, SessionUpdate, ToolInputParams } from '../../src/protocol/types';
+import { createdTerminals } from '../support/vscode-stub';
 import { terminalText } from '../../src/webview/literal';
 
 function mirror(): { mirror: CommandMirror; screen: string[]; inputs: ToolInputParams[]; stops: string[] } {
@@ -116,5 +118,64 @@ describe('the terminal of a session\'s commands', () => {
     expect(inputs).toEqual([]);
     expect(stops).toEqual([]);
     expect(screen).toEqual(['\x07']);
+  });
+});
+
+describe('the terminals of the sessions\' commands in VS Code', () => {
+  const update = (sessionId: string, u: SessionUpdate): AgentUpdateParams => ({ sessionId, turnId: 't', seq: 0, update: u });
+
+  function terminals(enabled: { on: boolean }) {
+    const inputs: ToolInputParams[] = [];
+    const made = new CommandTerminals({
+      enabled: () => enabled.on,
+      title: (sessionId) => (sessionId === 's1' ? 'Fix the $(alert) tests' : undefined),
+      input: (params) => inputs.push(params),
+      interrupt: () => undefined,
+    });
+    return { made, inputs };
+  }
+
+  it('open one per session at its first command, named after it, without taking the focus', () => {
+    createdTerminals.length = 0;
+    const { made, inputs } = terminals({ on: true });
+    made.onUpdate(update('s1', call('make')));
+    expect(createdTerminals).toHaveLength(0); // announced, not running: no terminal yet
+    made.onUpdate(update('s1', running('c1', 'building\n')));
+    made.onUpdate(update('s2', call('ls', 'c9')));
+    made.onUpdate(update('s2', running('c9')));
+    expect(createdTerminals.map((t) => t.options.name)).toEqual(['Agent: Fix the \\$(alert) tests', 'Agent: session']);
+    expect(createdTerminals[0]?.shownPreservingFocus).toEqual([true]);
+    // What was written before VS Code opened the terminal is shown once it does.
+    const [first] = createdTerminals;
+    const screen: string[] = [];
+    first?.options.pty.onDidWrite((text) => screen.push(text));
+    first?.options.pty.open();
+    expect(screen.join('')).toBe('\x1b[1m$ \x1b[0mmake\r\nbuilding\r\n');
+    first?.options.pty.handleInput?.('y\r');
+    expect(inputs).toEqual([{ sessionId: 's1', toolCallId: 'c1', data: 'y\n' }]);
+    // The next command of the session goes to the same terminal.
+    made.onUpdate(update('s1', ended('completed', { exitCode: 0 })));
+    made.onUpdate(update('s1', call('make test', 'c2')));
+    made.onUpdate(update('s1', running('c2')));
+    expect(createdTerminals).toHaveLength(2);
+    expect(screen.join('')).toContain('$ \x1b[0mmake test\r\n');
+    made.dispose();
+  });
+
+  it('open again after the user closed one, and not at all with the setting off', () => {
+    createdTerminals.length = 0;
+    const enabled = { on: false };
+    const { made } = terminals(enabled);
+    made.onUpdate(update('s1', call('make')));
+    made.onUpdate(update('s1', running()));
+    expect(createdTerminals).toHaveLength(0);
+    enabled.on = true;
+    made.onUpdate(update('s1', call('make', 'c2')));
+    made.onUpdate(update('s1', running('c2')));
+    createdTerminals[0]?.options.pty.close(); // the user closed it
+    made.onUpdate(update('s1', call('make', 'c3')));
+    made.onUpdate(update('s1', running('c3')));
+    expect(createdTerminals).toHaveLength(2);
+    made.dispose();
   });
 });
