@@ -159,8 +159,9 @@ def tool_input(ls: AgentLanguageServer, params: Any) -> None:
     if inputs is None or not inputs.write(call_id, data, end):
         # Never the data itself: it may be a password typed at a prompt.
         log.info(
-            "agent/tool/input ignored (%d characters): no command of call %s of session %s "
-            "takes input", len(data), shorten(call_id, 80), shorten(session_id, 80),
+            "agent/tool/input ignored (%d characters): call %s of session %s runs no command "
+            "that takes input (or its input ended, or holds 1 MB unread)",
+            len(data), shorten(call_id, 80), shorten(session_id, 80),
         )
 
 
