@@ -151,7 +151,7 @@ async def run_strategy(strategy: Strategy, workload: Workload, api: Api, root: P
                 result = await session.run_turn(prompt)
                 stops[result.stop_reason] += 1
         finally:
-            entries = list(session.ledger.entries)
+            entries = list(session.ledger.tree.entries)
             await session.close()
     seconds = time.perf_counter() - started
     results = [

@@ -62,6 +62,7 @@ from agent_server.llm.messages import (
     UserMessage,
 )
 from agent_server.llm.stream import CallOptions
+from agent_server.session.entries import CompactionEntry, ModelChangeEntry, SystemPromptEntry
 from agent_server.session.ledger import Ledger
 from agent_server.session.store import SessionStore
 from benchmarks.ledger_bench import WORDS, build_session
@@ -119,11 +120,12 @@ def build_ledger(directory: Path, entries: int) -> BuiltLedger:
     store = SessionStore(sessions_dir, workspace, fsync="never")
     started = time.perf_counter()
     ledger = store.create(workspace, title=f"bench {entries}", model=MODEL)
-    ledger.append_model_change(anthropic_api.API, MODEL)
-    ledger.append_system_prompt(build_system_prompt(workspace.resolve()))
+    ledger.add(ModelChangeEntry, anthropic_api.API, MODEL)
+    ledger.add(SystemPromptEntry, build_system_prompt(workspace.resolve()))
     if entries > 2 * VISIBLE_ENTRIES:
         build_session(ledger, entries - VISIBLE_ENTRIES)
-        ledger.append_compaction(
+        ledger.add(
+            CompactionEntry,
             summary="## Goal\n" + "Keep the parser fast and correct. " * 80,
             first_kept_entry_id=None,
             tokens_before=100_000,
@@ -152,7 +154,7 @@ def fill_context(built: BuiltLedger, tokens: int, seed: int = 5) -> None:
         return " ".join(rng.choice(WORDS) for _ in range(chars // 5))
 
     def visible(ledger: Ledger) -> int:
-        projection = project(ledger.projection_entries())
+        projection = project(ledger.tree.projection_entries())
         context = Context(system_prompt, specs, projection.messages)
         return estimate_context_tokens(context, fresh_from=projection.fresh_from).tokens
 

@@ -2,7 +2,7 @@
 
 Builds a realistic session (prompts, tool round trips with 1-2 KB results, answers with
 usage) with compactions whenever the estimate crosses the threshold of a 128k-window model,
-exactly as the agent would plan them (find_cut_point + append_compaction), then measures:
+exactly as the agent would plan them (find_cut_point + a compaction entry), then measures:
 
 - append: mean time per append (fsync="never": the disk is not what is measured);
 - load: Ledger.open of the whole file (parse, index, lock);
@@ -46,6 +46,7 @@ from agent_server.llm.messages import (
     UserMessage,
 )
 from agent_server.llm.models import ModelInfo
+from agent_server.session.entries import CompactionEntry
 from agent_server.session.ledger import Ledger
 from agent_server.session.store import SessionStore, scan_meta
 
@@ -85,7 +86,7 @@ def _measure(action: Callable[[], object], repeat: int) -> float:
 
 
 def _context_of(ledger: Ledger) -> tuple[Context, int]:
-    projection = project(ledger.projection_entries())
+    projection = project(ledger.tree.projection_entries())
     return Context(SYSTEM_PROMPT, TOOLS, projection.messages), projection.fresh_from
 
 
@@ -109,7 +110,7 @@ def build_session(ledger: Ledger, entries: int, seed: int = 7) -> dict[str, floa
         context, fresh_from = _context_of(ledger)
         tokens = estimate_context_tokens(context, fresh_from=fresh_from).tokens
         if should_compact(tokens, MODEL, SETTINGS):
-            entries_now = ledger.projection_entries()
+            entries_now = ledger.tree.projection_entries()
             cut = find_cut_point(
                 entries_now,
                 keep_recent_tokens=SETTINGS.keep_recent_tokens,
@@ -117,7 +118,8 @@ def build_session(ledger: Ledger, entries: int, seed: int = 7) -> dict[str, floa
                 max_kept_tokens=max_kept_tokens(MODEL, SETTINGS),
             )
             if cut.can_compact:
-                ledger.append_compaction(
+                ledger.add(
+                    CompactionEntry,
                     summary="## Goal\n" + _text(rng, 3000),
                     first_kept_entry_id=cut.first_kept_entry_id,
                     tokens_before=tokens,
@@ -169,7 +171,7 @@ def bench_size(entries: int, directory: Path) -> dict[str, Any]:
     load_seconds = _measure(lambda: Ledger.open(path, fsync="never").close(), repeat=3)
 
     with Ledger.open(path, fsync="never") as loaded:
-        tail = loaded.projection_entries()
+        tail = loaded.tree.projection_entries()
         projection = project(tail)
 
         def per_turn() -> None:
@@ -177,14 +179,14 @@ def bench_size(entries: int, directory: Path) -> dict[str, Any]:
             estimate_context_tokens(context, fresh_from=fresh_from)
 
         def from_branch() -> None:
-            full = project(loaded.branch())
+            full = project(loaded.tree.branch())
             estimate_context_tokens(
                 Context(SYSTEM_PROMPT, TOOLS, full.messages), fresh_from=full.fresh_from
             )
 
         turn_seconds = _measure(per_turn, repeat=200)
         branch_seconds = _measure(from_branch, repeat=5 if entries >= 100_000 else 20)
-        branch_length = len(loaded.branch())
+        branch_length = len(loaded.tree.branch())
 
     list_seconds = _measure(lambda: store.list(workspace), repeat=20)
     scan_seconds = _measure(lambda: scan_meta(path), repeat=3)

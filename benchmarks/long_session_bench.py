@@ -49,6 +49,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from agent_server.session.entries import CompactionEntry, ModelChangeEntry
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = os.sysconf("SC_PAGE_SIZE")
 MODEL = "sim-large"
@@ -79,7 +81,7 @@ def build(directory: Path, entries: int) -> dict[str, Any]:
     ids = {}
     for name, size in (("long", entries), ("short", 10)):
         ledger = store.create(workspace, title=f"{name} session", model=MODEL)
-        ledger.append_model_change("anthropic-messages", MODEL)
+        ledger.add(ModelChangeEntry, "anthropic-messages", MODEL)
         build_session(ledger, size, seed=7)
         ledger.sync()
         ids[name] = ledger.session_id
@@ -369,11 +371,12 @@ def _turns(session: Any, turns: int = 300, every: int = 25) -> float:
             AssistantMessage((TextContent("Done " * 100),), "stop", usage=Usage(10, 10))
         )
         if number % every == every - 1:
-            ledger.append_compaction(
+            ledger.add(
+                CompactionEntry,
                 summary="## Goal\n" + "summary " * 250,
                 first_kept_entry_id=prompt.id,
                 tokens_before=50_000,
-                reason="threshold",
+                reason="threshold", tokens_after=None,
             )
         session.usage_snapshot()
     gc.collect()

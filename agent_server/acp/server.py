@@ -120,6 +120,7 @@ from agent_server.llm.messages import usage_to_json
 from agent_server.llm.models import ModelInfo
 from agent_server.llm.providers import can_think
 from agent_server.llm.stream import THINKING_LEVELS, ThinkingLevel
+from agent_server.session.entries import TitleEntry
 from agent_server.session.store import SessionInfo as StoredSession
 from agent_server.session.store import SessionStore
 
@@ -511,10 +512,10 @@ class AcpAgent:
         try:
             if command is not None:
                 return await self._command_prompt(state, *command)
-            if not state.session.ledger.title:
+            if not state.session.ledger.facts.title:
                 title = prompt_title(prompt)
                 if title:
-                    state.session.ledger.append_title(title)
+                    state.session.ledger.add(TitleEntry, title)
             self._tell_mcp_wait(state)
             result = await state.session.run_turn(content)
         except AgentServerError as error:
@@ -653,7 +654,7 @@ class AcpAgent:
         session_id = session.session_id
         state = AcpSession(
             session, cwd, EventTranslator(cwd, self._updates), session.settings,
-            session.ledger.title,
+            session.ledger.facts.title,
         )
         fs = self._capabilities.fs
         files = EditorFiles(
@@ -684,7 +685,7 @@ class AcpAgent:
         if history:
             for update in replay_updates(whole_transcript(session), state.cwd, self._updates):
                 self.outbox.put(session.session_id, update)
-        state.title = session.ledger.title
+        state.title = session.ledger.facts.title
         if title and state.title:
             self.outbox.put(session.session_id, title_update(state.title))
         self.outbox.put(session.session_id, available_commands(session.workspace))
@@ -778,7 +779,7 @@ class AcpAgent:
             self.outbox.put(state.session.session_id, state.translator.notice(switch.note))
 
     def _send_title(self, state: AcpSession) -> None:
-        title = state.session.ledger.title
+        title = state.session.ledger.facts.title
         if title and title != state.title:
             state.title = title
             self.outbox.put(state.session.session_id, title_update(title))

@@ -183,14 +183,14 @@ def plan_restore(
     ignore: Iterable[Path] = (),
 ) -> RestorePlan:
     """The files to put back for a restore to `entry_id` (see the module docstring)."""
-    point = ledger.get(entry_id)
+    point = ledger.tree.get(entry_id)
     if point is None:
         raise CheckpointError(f"no entry {entry_id} in session {ledger.session_id}")
     first: dict[str, FileVersion] = {}
     last: dict[str, FileVersion] = {}
     commands: list[str] = []
     asked: dict[str, str] = {}  # bash calls since, by id, until their result says they ran
-    since = ledger.appended_after(
+    since = ledger.tree.appended_after(
         entry_id, kinds.TOOL_RESULT + kinds.ASSISTANT + kinds.FILE_RESTORE + kinds.UNKNOWN
     )
     for entry in since:

@@ -216,7 +216,7 @@ class Compactor:
                 f"the summary did not make the context smaller ({before} -> {after.tokens} "
                 "tokens); it was discarded",
             )
-        entry = self._ledger.append_compaction(tokens_after=after.tokens, **fields)
+        entry = self._ledger.add(CompactionEntry, tokens_after=after.tokens, **fields)
         tools = self._tools.specs()
         self._tools.after_compaction()  # the prefix is rebuilt: a waiting tool change comes in
         self._ledger.sync()

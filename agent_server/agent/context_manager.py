@@ -245,7 +245,7 @@ class ContextManager:
         after a switch) is passed over: the history it stood for is read from the ledger,
         and compacted again, locally, when it does not fit."""
         api = self.api
-        entries = self.ledger.projection_entries(
+        entries = self.ledger.tree.projection_entries(
             readable=lambda compaction: readable_compaction(compaction, api)
         )
         skipped = [e for e in entries
@@ -279,7 +279,7 @@ class ContextManager:
             return 1
         number = self._windows.get(compaction.id)
         if number is None:
-            number = 1 + self.ledger.compactions_on_branch(compaction.id)  # the index only
+            number = 1 + self.ledger.tree.compactions_on_branch(compaction.id)  # the index only
             self._windows[compaction.id] = number
         return number
 

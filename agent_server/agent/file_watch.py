@@ -240,7 +240,7 @@ def external_edit_note(paths: list[str]) -> str:
 def files_seen(
     entries: Sequence[Entry], paths_of: Callable[[ToolCall], Sequence[str]]
 ) -> dict[str, float]:
-    """The files the agent knows on the path `entries` (Ledger.projection_entries), with the
+    """The files the agent knows on the path `entries` (EntryTree.projection_entries), with the
     time in seconds it last read or wrote each: the paths (`paths_of`, the tools' own) of
     every tool call whose result on the path is not an error, at that result's time; the
     files attached to prompts (@-mentions), at the prompt's time; and the files the latest

@@ -20,7 +20,15 @@ from agent_server.agent.events import EventSink, PinsChanged, PlanUpdated
 from agent_server.context.carried import current_pins, current_plan, pins_budget
 from agent_server.context.estimate import estimate_text_tokens
 from agent_server.errors import PinError
-from agent_server.session.entries import PIN_KINDS, Pin, PinAuthor, PinKind, PlanItem
+from agent_server.session.entries import (
+    PIN_KINDS,
+    Pin,
+    PinAuthor,
+    PinEntry,
+    PinKind,
+    PlanEntry,
+    PlanItem,
+)
 from agent_server.session.ledger import Ledger
 
 MAX_PIN_CHARS = 2_000
@@ -44,10 +52,10 @@ class SessionMemory:
         self._current_turn = current_turn
 
     def pins(self) -> tuple[Pin, ...]:
-        return current_pins(self._ledger.projection_entries())
+        return current_pins(self._ledger.tree.projection_entries())
 
     def plan(self) -> tuple[PlanItem, ...]:
-        return current_plan(self._ledger.projection_entries())
+        return current_plan(self._ledger.tree.projection_entries())
 
     def pin(self, kind: PinKind, text: str, by: PinAuthor) -> Pin:
         """Pin `text` for the session; raises PinError when it is empty, too long, already
@@ -71,7 +79,7 @@ class SessionMemory:
                 "now): remove one first (/pins lists them)."
             )
         pin = Pin(secrets.token_hex(4), kind, text, by)
-        self._ledger.append_pin(pin.id, "add", pin.kind, pin.text, by)
+        self._ledger.add(PinEntry, pin.id, "add", pin.kind, pin.text, by)
         self._emit(PinsChanged(self._current_turn(), (*pins, pin)))
         return pin
 
@@ -79,14 +87,14 @@ class SessionMemory:
         """Remove the pin `pin_id` (or the only one its id starts with); raises PinError."""
         pins = self.pins()
         pin = find_pin(pins, pin_id)
-        self._ledger.append_pin(pin.id, "remove", pin.kind, pin.text, by)
+        self._ledger.add(PinEntry, pin.id, "remove", pin.kind, pin.text, by)
         self._emit(PinsChanged(self._current_turn(), tuple(p for p in pins if p.id != pin.id)))
         return pin
 
     def set_plan(self, items: Sequence[PlanItem]) -> None:
         """The model's new plan (the whole list; the plan tool bounds it), recorded and
         announced."""
-        self._ledger.append_plan(tuple(items))
+        self._ledger.add(PlanEntry, tuple(items))
         self._emit(PlanUpdated(self._current_turn(), tuple(items)))
 
 

@@ -59,7 +59,7 @@ class ModelCalls:
         self._new_id = ledger.new_id  # the ledger's ids, for the answers it records
         self._current_turn = current_turn  # the turn a summary is made in, if any
         self.totals = SessionTotals()  # the session's calls
-        self.totals.add_sum(*ledger.usage)  # from the ledger's index: nothing is read
+        self.totals.add_sum(*ledger.facts.usage)  # from the ledger's index: nothing is read
         # The running turn's calls, or the last one's between turns.
         self.turn_totals = last_turn_totals(ledger)
         self._cleared_tool_uses = 0  # the most the provider cleared at once (context editing)
@@ -192,7 +192,7 @@ def last_turn_totals(ledger: Ledger) -> SessionTotals:
     totals = SessionTotals()
     node = ledger.leaf_id
     while node is not None:
-        entry = ledger.get(node)
+        entry = ledger.tree.get(node)
         if entry is None:
             break
         if isinstance(entry, MessageEntry) and is_prompt(entry.message):

@@ -26,6 +26,7 @@ from agent_server.llm.messages import Context
 from agent_server.llm.models import ModelInfo
 from agent_server.llm.providers import serves
 from agent_server.llm.stream import CacheRetention, ThinkingLevel, parse_thinking
+from agent_server.session.entries import ModelChangeEntry
 from agent_server.session.ledger import Ledger
 
 
@@ -85,7 +86,8 @@ class ModelSwitcher:
         self.config.choose_model(settings, setup)
         entry_id = None
         if setup.model.id != old.model.id or setup.provider.api != old.provider.api:
-            entry_id = self.ledger.append_model_change(
+            entry_id = self.ledger.add(
+                ModelChangeEntry,
                 setup.provider.api, setup.model.id, settings.thinking
             ).id
             self.ledger.sync()
@@ -102,7 +104,8 @@ class ModelSwitcher:
         entry_id = None
         if checked != old:
             self.config.choose_thinking(checked)
-            entry_id = self.ledger.append_model_change(
+            entry_id = self.ledger.add(
+                ModelChangeEntry,
                 self.config.api, self.config.model.id, checked
             ).id
             self.ledger.sync()
@@ -170,7 +173,7 @@ class ModelSwitcher:
     def _announce(self, note: str) -> None:
         """Record the model and thinking level now in force, and say what the change costs."""
         setup, thinking = self.config.setup, self.config.settings.thinking
-        entry = self.ledger.append_model_change(setup.provider.api, setup.model.id, thinking)
+        entry = self.ledger.add(ModelChangeEntry, setup.provider.api, setup.model.id, thinking)
         self.emit(
             ModelChanged(
                 self.current_turn(), entry.id, setup.provider.api, setup.model, thinking, note

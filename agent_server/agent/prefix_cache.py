@@ -25,7 +25,7 @@ def last_cache_use(ledger: Ledger) -> tuple[float | None, CacheRetention]:
     """When the session's cache was last used (seconds on the session's clock, which stamps
     the ledger) and with what retention, by the latest model answer in the ledger that
     recorded them; (None, "short") when none did."""
-    entry = ledger.last_call
+    entry = ledger.facts.last_call
     at = timestamp_seconds(entry.timestamp) if entry is not None else None
     if entry is None or entry.cache_retention is None or at is None:
         return None, "short"

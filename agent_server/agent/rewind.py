@@ -23,7 +23,7 @@ from agent_server.context.summary_prompt import note_message
 from agent_server.errors import ConfigError, EntryNotFoundError, ProviderError
 from agent_server.llm.messages import ToolCall, UserContent, UserMessage
 from agent_server.protocol import RestoreChoice as RestoreChoice
-from agent_server.session.entries import Entry, FileVersion, MessageEntry
+from agent_server.session.entries import Entry, FileRestoreEntry, FileVersion, MessageEntry
 from agent_server.session.ledger import Ledger
 
 
@@ -58,7 +58,7 @@ class Rewinder:
 
     def plan(self, entry_id: str) -> RestorePlan:
         """What restoring the files to how they were at `entry_id` would change."""
-        if entry_id not in self.ledger:
+        if entry_id not in self.ledger.tree:
             raise EntryNotFoundError(f"no entry {entry_id} in session {self.ledger.session_id}")
         return plan_restore(self.ledger, entry_id, self.workspace, ignore=self.private_dirs)
 
@@ -78,7 +78,7 @@ class Rewinder:
         behind is made (one model call) and shown to the model as a note where the rewind
         happened. The files: each goes back to its content when `entry_id` was written; when
         the conversation stays, the model is told which files were put back."""
-        if entry_id not in self.ledger:
+        if entry_id not in self.ledger.tree:
             raise EntryNotFoundError(
                 f"cannot rewind to {entry_id}: no such entry in session {self.ledger.session_id}"
             )
@@ -90,7 +90,7 @@ class Rewinder:
         summary: str | None = None
         if restore != "files":
             target: str | None = entry_id
-            entry = self.ledger.get(entry_id)
+            entry = self.ledger.tree.get(entry_id)
             if (
                 isinstance(entry, MessageEntry)
                 and isinstance(entry.message, UserMessage)
@@ -128,11 +128,11 @@ class Rewinder:
         """The ledger's record of the files a rewind put back (and, with `note`, the model's
         note of them); the file watch takes them as the agent's own."""
         if files:
-            self.ledger.append_file_restore(entry_id, files)
+            self.ledger.add(FileRestoreEntry, entry_id, files)
             if note:
                 self.ledger.append_message(note_message(RESTORE_NOTE, restored_note(files)))
         self.ledger.sync()
-        self.watch.restore(files_seen(self.ledger.projection_entries(), self.paths_of))
+        self.watch.restore(files_seen(self.ledger.tree.projection_entries(), self.paths_of))
         # Restored files hold what the model is told (or saw at that point): not an
         # external edit.
         self.watch.accept(version.path for version in files)
@@ -140,13 +140,13 @@ class Rewinder:
     async def _branch_summary(self, target: str | None) -> str | None:
         """A summary of the entries the rewind to `target` leaves (from the leaf back to
         where the two paths meet); None when there is nothing to summarise or it failed."""
-        kept = set() if target is None else set(self.ledger.branch_ids(target))
+        kept = set() if target is None else set(self.ledger.tree.branch_ids(target))
         left_ids: list[str] = []
-        for entry_id in reversed(self.ledger.branch_ids()):  # the index: nothing is read
+        for entry_id in reversed(self.ledger.tree.branch_ids()):  # the index: nothing is read
             if entry_id in kept:
                 break
             left_ids.append(entry_id)
-        left: list[Entry] = self.ledger.read(reversed(left_ids))
+        left: list[Entry] = self.ledger.tree.read(reversed(left_ids))
         try:
             return await self.context.summarise_branch(left) or None
         except ProviderError as error:

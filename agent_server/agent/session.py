@@ -114,7 +114,7 @@ from agent_server.llm.stream import (
     CacheRetention,
     ThinkingLevel,
 )
-from agent_server.session.entries import MessageEntry, Pin, PinKind
+from agent_server.session.entries import MessageEntry, Pin, PinKind, TitleEntry
 from agent_server.session.facts import usage_of
 from agent_server.session.ledger import ABORTED_UNSAVED, Ledger
 
@@ -236,7 +236,7 @@ class AgentSession:
             asyncio.get_running_loop()
             self._tools.servers.start()
         self._watch = FileWatch(workspace, on_change=self._on_external_change)
-        self._watch.restore(files_seen(ledger.projection_entries(), self._paths_of))
+        self._watch.restore(files_seen(ledger.tree.projection_entries(), self._paths_of))
         self.rewinder = Rewinder(
             ledger, workspace, checkpoints, private_dirs, self._watch, self._paths_of,
             self.context, self._emit,
@@ -829,7 +829,7 @@ class AgentSession:
             confinement=self.confinement,
             context_share=self.context.share_of_threshold,
             terminal=self._terminal,
-            history=lambda: recallable(self.ledger.branch()),
+            history=lambda: recallable(self.ledger.tree.branch()),
         )
 
     def _hook_environment(self) -> dict[str, str]:
@@ -955,12 +955,12 @@ class AgentSession:
 
     def _maybe_title(self, content: tuple[UserContent, ...]) -> None:
         """A session without a title is named after its first prompt."""
-        if self.ledger.title:
+        if self.ledger.facts.title:
             return
         text = " ".join(block.text for block in content if isinstance(block, TextContent)).strip()
         if text:
             first_line = text.splitlines()[0]
-            self.ledger.append_title(first_line[:80])
+            self.ledger.add(TitleEntry, first_line[:80])
 
     def _on_external_change(self, path: str) -> None:
         self._emit(

@@ -151,14 +151,14 @@ def page(
 ) -> Page:
     """Up to `limit` shown entries of the current branch as events, oldest first: the latest
     ones, or (`before`, a cursor) those on the path leading to that entry, before it."""
-    if before is not None and before not in ledger:
+    if before is not None and before not in ledger.tree:
         raise EntryNotFoundError(
             f"no entry {before} in session {ledger.session_id}: the cursor is not from this session"
         )
     ids: list[str] = []
     oldest = ""
     reached_root = True
-    for entry_id, kind in ledger.walk_back(before):
+    for entry_id, kind in ledger.tree.walk_back(before):
         if entry_id == before or kind not in SHOWN:
             continue
         if len(ids) >= limit and oldest != kinds.TOOL_RESULT:
@@ -168,6 +168,6 @@ def page(
         oldest = kind
     ids.reverse()
     by_name = {tool.spec.name: tool for tool in tools}
-    events = [event for entry in ledger.read(ids) for event in entry_events(entry, by_name)]
+    events = [event for entry in ledger.tree.read(ids) for event in entry_events(entry, by_name)]
     cursor = None if reached_root or not ids else ids[0]
     return Page(events, cursor)

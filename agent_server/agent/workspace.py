@@ -40,6 +40,7 @@ from agent_server.errors import (
 from agent_server.llm.providers import load_sdk, provider_spec, serves
 from agent_server.llm.stream import THINKING_LEVELS, ThinkingLevel
 from agent_server.repo_map import available as repo_map_available
+from agent_server.session.entries import ModelChangeEntry, SystemPromptEntry, TitleEntry
 from agent_server.session.ledger import Ledger
 from agent_server.session.store import SessionInfo, SessionStore, default_sessions_root
 
@@ -218,8 +219,8 @@ class WorkspaceAgent:
             settings = settings.with_overrides(thinking=thinking)
         setup = self._connect(settings)
         ledger = self.store.create(self.root, title=title, model=setup.model.id)
-        ledger.append_model_change(setup.provider.api, setup.model.id, settings.thinking)
-        ledger.append_system_prompt(build_system_prompt(self.root))
+        ledger.add(ModelChangeEntry, setup.provider.api, setup.model.id, settings.thinking)
+        ledger.add(SystemPromptEntry, build_system_prompt(self.root))
         ledger.sync()
         self._mcp_extra[ledger.session_id] = tuple(mcp_servers)
         self._created.add(ledger.session_id)
@@ -271,8 +272,8 @@ class WorkspaceAgent:
         if source is not None:
             source.ledger.sync()  # what was appended so far is on disk to be copied
         ledger = self.store.fork(session_id)
-        if ledger.title:
-            ledger.append_title(f"{ledger.title} (fork)")
+        if ledger.facts.title:
+            ledger.add(TitleEntry, f"{ledger.facts.title} (fork)")
             ledger.sync()
         given = self._mcp_extra.get(session_id, ()) if mcp_servers is None else mcp_servers
         self._mcp_extra[ledger.session_id] = tuple(given)
@@ -284,14 +285,14 @@ class WorkspaceAgent:
                 assume_yes: bool, carried: PermissionChoices | None = None) -> AgentSession:
         """A session on a ledger that was written before: with its own model and thinking."""
         try:
-            settings, setup = self._reopen(ledger.latest_model())
+            settings, setup = self._reopen(ledger.facts.latest_model())
             # It keeps the thinking level it was left at (ledgers from before it was
             # recorded: off, which is what they sent).
-            recorded = ledger.latest_thinking() or "off"
+            recorded = ledger.facts.latest_thinking() or "off"
             if recorded in THINKING_LEVELS:
                 settings = settings.with_overrides(thinking=recorded)
-            if setup.model.id != ledger.latest_model():
-                ledger.append_model_change(setup.provider.api, setup.model.id, settings.thinking)
+            if setup.model.id != ledger.facts.latest_model():
+                ledger.add(ModelChangeEntry, setup.provider.api, setup.model.id, settings.thinking)
         except BaseException:
             ledger.close()
             raise
@@ -347,7 +348,7 @@ class WorkspaceAgent:
         policy: ContextPolicy | None = None,
         carried: PermissionChoices | None = None,
     ) -> AgentSession:
-        system_prompt = ledger.system_prompt() or build_system_prompt(self.root)
+        system_prompt = ledger.facts.system_prompt() or build_system_prompt(self.root)
         session_dir = self.store.session_dir(ledger.header.session_id)
         # Reopened after `evict`: what the user chose while it was open (or, new, what they
         # chose in the session it follows: `create`'s `carried`).
@@ -431,7 +432,7 @@ class WorkspaceAgent:
         if session is None:
             return
         await session.close()
-        if session_id in self._created and session.ledger.meta.prompt_count == 0:
+        if session_id in self._created and session.ledger.facts.meta.prompt_count == 0:
             self._remove_unused(session_id)
         self._created.discard(session_id)
 

@@ -282,7 +282,7 @@ class TerminalChat:
         Ctrl-D or Ctrl-C twice (the session is saved either way). Nothing for a session that
         has no prompt (it is not kept): one the chat went on in (/sessions id, --session)
         says it too, though no prompt was typed here."""
-        if self.session is not None and self.session.ledger.meta.prompt_count:
+        if self.session is not None and self.session.ledger.facts.meta.prompt_count:
             sid = self.session_id
             self.console.print(
                 shown(f"session {sid}: `agent-server chat --session {sid[:8]}` continues it", "dim")
@@ -363,7 +363,7 @@ class TerminalChat:
             self.console.print(shown(error.message, "red"))
             return None
         self.go_on_in(runner, agent, session)
-        show_tail(session.ledger.branch(), session.session_id, self.console)
+        show_tail(session.ledger.tree.branch(), session.session_id, self.console)
         return session
 
     def show_usage(self, session: AgentSession) -> None:
@@ -703,7 +703,7 @@ def kept_answers(session: AgentSession) -> Text:
 def recorded_last_turn(session: AgentSession) -> dict[str, Any] | None:
     """The figures of the session's last turn (TURN_FIGURES) as its ledger records them;
     None when it has had no prompt."""
-    if not session.ledger.meta.prompt_count:
+    if not session.ledger.facts.meta.prompt_count:
         return None
     return dict(wire.usage_json(session.session_id, session.usage_snapshot())["lastTurn"])
 
@@ -767,7 +767,7 @@ def run_chat(
             if first_line is None:
                 console.print(session_line(session))
             if session_id:  # the user continues where they left off, not blind
-                show_tail(session.ledger.branch(), session.session_id, console)
+                show_tail(session.ledger.tree.branch(), session.session_id, console)
             if prompt is not None:
                 stop = runner.run(chat.turn(session, prompt, piped))
                 if stop is None:  # a second Ctrl-C while the turn was stopping

@@ -54,7 +54,7 @@ from agent_server.session.entries import (
     ModelChangeEntry,
     TitleEntry,
 )
-from agent_server.session.ledger import read_ledger
+from agent_server.session.ledger_file import read_ledger
 from agent_server.session.store import SessionInfo, SessionStore, default_sessions_root
 
 TOOLS = {tool.spec.name: tool for tool in default_tools(repo_map=True)}

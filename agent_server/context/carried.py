@@ -117,7 +117,7 @@ def pins_budget(threshold: int) -> int:
 
 
 def current_pins(entries: Sequence[Entry]) -> tuple[Pin, ...]:
-    """The pins in force at the end of the path `entries` (or Ledger.projection_entries):
+    """The pins in force at the end of the path `entries` (or EntryTree.projection_entries):
     the latest compaction's carried pins, then the pin entries after it, in order."""
     window = compaction_window(entries)
     pins: dict[str, Pin] = {}

@@ -110,7 +110,7 @@ def find_cut_point(
     last_step_tokens: int | None = None,
     prompt_tokens: int | None = None,
 ) -> CutPoint:
-    """Plan a compaction of the path `entries` (a branch or Ledger.projection_entries).
+    """Plan a compaction of the path `entries` (a branch or EntryTree.projection_entries).
 
     `last_step_tokens`: when not even a split of the last turn fits the budget, the most recent
     step (the last assistant message and the tool results after it) is still kept whole if it

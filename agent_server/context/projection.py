@@ -29,7 +29,7 @@ call without its result, a lost line can leave a result without its call):
 All of this is a deterministic function of the path, so the prefix stays byte-identical from
 request to request (invariant 1).
 
-Cost: linear in `entries`, which Ledger.projection_entries keeps to what the model sees.
+Cost: linear in `entries`, which EntryTree.projection_entries keeps to what the model sees.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ class CompactionWindow:
 
 
 def compaction_window(entries: Sequence[Entry]) -> CompactionWindow:
-    """Split a root-to-leaf path (or Ledger.projection_entries) at its latest compaction."""
+    """Split a root-to-leaf path (or EntryTree.projection_entries) at its latest compaction."""
     index: int | None = None
     for position in range(len(entries) - 1, -1, -1):
         if isinstance(entries[position], CompactionEntry):
@@ -158,7 +158,7 @@ class _Item:
 
 
 def project(entries: Sequence[Entry], api: str | None = None) -> Projection:
-    """The projection of a root-to-leaf path, or of Ledger.projection_entries's tail of it,
+    """The projection of a root-to-leaf path, or of EntryTree.projection_entries's tail of it,
     for a request to `api` (None: in text only)."""
     window = compaction_window(entries)
     items = [_Item(e.id, e.message, window.compaction is None) for _, e in window.kept]

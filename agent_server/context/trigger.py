@@ -359,7 +359,7 @@ def has_uncompacted_truncation(entries: Sequence[Entry]) -> bool:
     """The last assistant message on the path (a failed call's aside) was cut off by the
     context window (stop reason contextOverflow) and no compaction entry follows it.
 
-    `entries` is a root-to-leaf path or its tail (Ledger.projection_entries).
+    `entries` is a root-to-leaf path or its tail (EntryTree.projection_entries).
     """
     for entry in reversed(entries):
         if isinstance(entry, CompactionEntry):

@@ -76,7 +76,7 @@ if TYPE_CHECKING:  # the agent's heavier modules load after `initialize` (lsp/st
     from agent_server.agent.rewind import Rewound
     from agent_server.agent.session import AgentSession, TurnResult
     from agent_server.agent.transcript import Page
-    from agent_server.session.ledger import LoadReport
+    from agent_server.session.ledger_file import LoadReport
     from agent_server.session.store import SessionInfo
 
 
@@ -351,7 +351,7 @@ def session_load_result(
     state = session_state_json(session)
     out: protocol.SessionLoadResult = {
         "sessionId": session_id,
-        "title": session.ledger.title,
+        "title": session.ledger.facts.title,
         "leafId": session.ledger.leaf_id,
         "transcript": _items(page),
         "cursor": page.cursor,
@@ -424,7 +424,7 @@ def rewind_preview_json(
     """What a rewind to `entry_id` would do: the prompt it would give back (when the entry is
     a prompt), and the files a restore would change or cannot restore."""
     out = cast(protocol.RewindPreviewResult, {"entryId": entry_id, **plan.to_json()})
-    entry = session.ledger.get(entry_id)
+    entry = session.ledger.tree.get(entry_id)
     if (
         isinstance(entry, MessageEntry)
         and isinstance(entry.message, UserMessage)

@@ -19,7 +19,7 @@ and the latest model answer that recorded its cache retention (when the cache wa
 A rebuild reads the file once, in blocks, and builds no entries: it folds what the index keeps
 of each line (`EntryFacts`) straight from the line's JSON. A message line is checked as far as
 the index needs (its envelope, a `message` object with a known role and a content list); its
-content blocks are checked when the entry is read (`Ledger.read`), where one this version
+content blocks are checked when the entry is read (`EntryTree.read`), where one this version
 cannot read is kept in the tree and not shown, as an entry of an unknown type is. The sidecar
 keeps the per-entry arrays as base64 of their bytes, so that reading it builds no int objects.
 """

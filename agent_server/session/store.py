@@ -42,7 +42,7 @@ from agent_server.errors import (
     SessionError,
     SessionNotFoundError,
 )
-from agent_server.session.entries import header_from_json, header_to_json
+from agent_server.session.entries import TitleEntry, header_from_json, header_to_json
 from agent_server.session.facts import facts_of_json
 from agent_server.session.index import (
     DIGEST_SPAN,
@@ -51,7 +51,8 @@ from agent_server.session.index import (
     index_path_for,
     tail_digest,
 )
-from agent_server.session.ledger import FsyncMode, Ledger, encode_line, stamp
+from agent_server.session.ledger import Ledger, stamp
+from agent_server.session.ledger_file import FsyncMode, encode_line
 from agent_server.session.lock import SessionLock
 from agent_server.session.meta import MetaFold, SessionMeta, meta_from_json, meta_to_json
 from agent_server.whole_file import write_whole
@@ -315,11 +316,11 @@ class SessionStore:
         """Append a title entry (through the open ledger when this store has it open)."""
         ledger = self._open.get(session_id)
         if ledger is not None:
-            ledger.append_title(title)
+            ledger.add(TitleEntry, title)
             ledger.sync()
             return
         with self.open(session_id) as opened:
-            opened.append_title(title)
+            opened.add(TitleEntry, title)
 
     def delete(self, session_id: str) -> None:
         """Remove a session's ledger, sidecars and outputs; refused while it is open."""
@@ -352,7 +353,7 @@ class SessionStore:
 
     def _write_meta(self, ledger: Ledger) -> None:
         try:
-            fold = ledger.meta
+            fold = ledger.facts.meta
             meta = SessionMeta(
                 session_id=ledger.session_id,
                 workspace=ledger.header.workspace,
@@ -361,9 +362,9 @@ class SessionStore:
                 title=fold.title,
                 model=fold.model,
                 entry_count=fold.entry_count,
-                size_bytes=ledger.size_bytes,
-                mtime_ns=ledger.mtime_ns(),
-                tail_digest=_tail_digest(ledger.path, ledger.size_bytes),
+                size_bytes=ledger.file.size,
+                mtime_ns=ledger.file.mtime_ns(),
+                tail_digest=_tail_digest(ledger.path, ledger.file.size),
                 first_prompt=fold.first_prompt,
                 prompt_count=fold.prompt_count,
             )

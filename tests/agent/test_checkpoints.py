@@ -70,7 +70,7 @@ def prompts(run) -> dict[str, str]:  # type: ignore[no-untyped-def]
     """Prompt text -> entry id, on every branch."""
     return {
         e.message.content[-1].text: e.id
-        for e in run.session.ledger.entries
+        for e in run.session.ledger.tree.entries
         if isinstance(e, MessageEntry) and isinstance(e.message, UserMessage) and e.message.note is None
     }
 
@@ -109,7 +109,7 @@ async def test_rewinding_to_a_prompt_puts_back_what_the_agent_wrote_and_says_wha
         }
         # The restore is on the ledger (after the rewind, so the new branch shows it), and the
         # contents it replaced are kept, content-addressed.
-        restore = run.session.ledger.get(str(rewound.leaf_id))
+        restore = run.session.ledger.tree.get(str(rewound.leaf_id))
         assert isinstance(restore, FileRestoreEntry)
         [item] = transcript_items(entry_events(restore, {}))
         assert item["kind"] == "fileRestore"
@@ -138,7 +138,7 @@ async def test_a_rewind_cancelled_during_its_file_restore_still_records_it(
         with pytest.raises(asyncio.CancelledError):
             await rewinding
         assert (run.workspace / "notes/a.md").read_text() == "v1\n"
-        restores = [e for e in run.session.ledger.entries if isinstance(e, FileRestoreEntry)]
+        restores = [e for e in run.session.ledger.tree.entries if isinstance(e, FileRestoreEntry)]
         assert len(restores) == 1
         assert {f.path for f in restores[0].files} == {"notes/a.md", "README.md"}
         # The session is not left busy, and a rewind to before the restore undoes it.
@@ -156,7 +156,7 @@ async def test_files_only_keeps_the_conversation_and_tells_the_model(tmp_path: P
         assert (run.workspace / "notes/a.md").read_text() == "v1\n"
         assert rewound.prompt is None
         # The conversation continues where it was, with a note for the model.
-        assert run.session.ledger.is_on_branch(str(leaf))
+        assert run.session.ledger.tree.is_on_branch(str(leaf))
         await run.session.run_turn("what now?")
         user_texts = [
             b["text"]
@@ -169,13 +169,13 @@ async def test_files_only_keeps_the_conversation_and_tells_the_model(tmp_path: P
         assert len(notes) == 1 and "notes/a.md" in notes[0] and "README.md" in notes[0]
         assert not any("changed on disk" in t for t in user_texts)  # not also an external edit
         notes_in_ledger = [
-            e for e in run.session.ledger.branch()
+            e for e in run.session.ledger.tree.branch()
             if isinstance(e, MessageEntry) and isinstance(e.message, UserMessage) and e.message.note == NOTE_KIND
         ]
         assert len(notes_in_ledger) == 1
 
         # The restore is recorded: a rewind to before it puts back what it replaced.
-        restore = next(e for e in run.session.ledger.entries if isinstance(e, FileRestoreEntry))
+        restore = next(e for e in run.session.ledger.tree.entries if isinstance(e, FileRestoreEntry))
         before_restore = restore.parent_id
         assert before_restore is not None
         await run.session.rewind(before_restore, restore="files")
@@ -273,7 +273,7 @@ def test_a_restore_puts_every_file_the_agent_wrote_back_as_it_was_at_that_point(
                     files, problems = restore(plan, workspace, blobs)
                     assert problems == ()
                     if files:
-                        ledger.append_file_restore(target, files)
+                        ledger.add(FileRestoreEntry, target, files)
                     assert state() == expected
 
 
@@ -295,7 +295,7 @@ async def test_a_rejected_command_is_not_listed_as_run(tmp_path: Path) -> None:
     ) as run:
         await run.session.run_turn("clean up")
         results = [
-            e.message for e in run.session.ledger.entries
+            e.message for e in run.session.ledger.tree.entries
             if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)
         ]
         assert results and (results[0].details or {}).get("permission") == "denied"

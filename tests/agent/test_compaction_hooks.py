@@ -257,7 +257,7 @@ def hooked(tmp_path: Path, hooks: CompactionHooks, provider: Provider | None = N
 
 
 def compactions(h: Harness) -> list[CompactionEntry]:
-    return [e for e in h.ledger.entries if isinstance(e, CompactionEntry)]
+    return [e for e in h.ledger.tree.entries if isinstance(e, CompactionEntry)]
 
 
 async def test_a_before_hook_adds_instructions_and_an_after_hook_gets_the_summary(

@@ -81,11 +81,11 @@ async def test_a_huge_paste_is_refused_at_once_and_the_session_stays_usable(
         assert not [n for n in run.of(events.Notice) if n.level == "error"]  # told once
         # The paste is kept, on a branch of its own; the conversation went on without it.
         pastes = [
-            e for e in run.session.ledger.entries
+            e for e in run.session.ledger.tree.entries
             if isinstance(e, MessageEntry) and marker in str(e.message)
         ]
         assert len(pastes) == 2
-        branch = {e.id for e in run.session.ledger.branch()}
+        branch = {e.id for e in run.session.ledger.tree.branch()}
         assert not any(e.id in branch for e in pastes)
         assert check_requests(run.sim.records).ok
 
@@ -121,7 +121,7 @@ async def test_rewinding_to_a_prompt_asks_again_without_the_old_prompt(tmp_path:
         await run.session.run_turn(PROMPTS[0])
         await run.session.run_turn(PROMPTS[1])
         second = next(
-            e for e in reversed(run.session.ledger.branch())
+            e for e in reversed(run.session.ledger.tree.branch())
             if isinstance(e, MessageEntry) and e.message == UserMessage.of_text(PROMPTS[1])
         )
         rewound = await run.session.rewind(second.id)
@@ -140,7 +140,7 @@ async def test_rewinding_to_a_prompt_asks_again_without_the_old_prompt(tmp_path:
 async def test_a_rewind_can_leave_a_summary_of_the_branch_behind(tmp_path: Path) -> None:
     async with agent_run(tmp_path) as run:
         await run.session.run_turn(PROMPTS[0])
-        start = next(e for e in run.session.ledger.branch() if isinstance(e, MessageEntry))
+        start = next(e for e in run.session.ledger.tree.branch() if isinstance(e, MessageEntry))
         await run.session.run_turn(PROMPTS[1])
         before = len(run.model_requests)
         rewound = await run.session.rewind(start.id, summarize=True)
@@ -148,7 +148,7 @@ async def test_a_rewind_can_leave_a_summary_of_the_branch_behind(tmp_path: Path)
         assert [r.source for r in summary_requests] == ["summary"]
         assert carries(summary_requests[0], PROMPTS[1])
         assert rewound.summary
-        branch = run.session.ledger.get(rewound.leaf_id)
+        branch = run.session.ledger.tree.get(rewound.leaf_id)
         assert isinstance(branch, BranchEntry) and branch.summary == rewound.summary
         await run.session.run_turn(PROMPTS[2])
         texts = user_texts(run.model_requests[-1].request)
@@ -166,12 +166,12 @@ async def test_an_external_edit_is_a_marked_note_that_the_summary_does_not_take_
         (run.workspace / "README.md").write_text("# rewritten by the user\n")
         await run.session.run_turn(PROMPTS[1])
         notes = [
-            e for e in run.session.ledger.branch()
+            e for e in run.session.ledger.tree.branch()
             if isinstance(e, MessageEntry) and isinstance(e.message, UserMessage) and e.message.note
         ]
         assert [n.message.note for n in notes] == ["externalEdit"]  # type: ignore[union-attr]
-        prompt = run.session.ledger.get(
-            next(e.id for e in run.session.ledger.branch() if e.parent_id == notes[0].id)
+        prompt = run.session.ledger.tree.get(
+            next(e.id for e in run.session.ledger.tree.branch() if e.parent_id == notes[0].id)
         )
         assert isinstance(prompt, MessageEntry)
         assert prompt.message == UserMessage.of_text(PROMPTS[1])  # the prompt is the user's alone
@@ -269,7 +269,7 @@ def tool_result_texts(run: object) -> list[str]:
 
     return [
         e.message.text
-        for e in run.session.ledger.branch()  # type: ignore[attr-defined]
+        for e in run.session.ledger.tree.branch()  # type: ignore[attr-defined]
         if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)
     ]
 
@@ -362,13 +362,13 @@ async def test_the_model_asks_for_a_compaction_at_a_break_and_it_runs_when_it_pa
         write_numbered(run.workspace / "b.txt", 900)  # past half the threshold, under it
         result = await run.session.run_turn("Read both tables, then tidy up.")
         assert result.stop_reason == "end_turn", result
-        [entry] = [e for e in run.session.ledger.entries if isinstance(e, CompactionEntry)]
+        [entry] = [e for e in run.session.ledger.tree.entries if isinstance(e, CompactionEntry)]
         assert entry.reason == "requested"
         sources = [r.source for r in run.model_requests]
         assert sources == ["scenario:0:0", "scenario:0:1", "summary", "scenario:0:2"]
         # The summary was asked to keep what the model named.
         assert carries(run.model_requests[2], focus)
-        answer = [m for m in run.session.ledger.entries if isinstance(m, MessageEntry)]
+        answer = [m for m in run.session.ledger.tree.entries if isinstance(m, MessageEntry)]
         asked = next(e.message for e in answer if getattr(e.message, "tool_name", "") == "compact")
         assert "will be compacted" in asked.text  # type: ignore[union-attr]
         decided = [(e.decision.action, e.decision.reason) for e in run.of(events.ContextDecided)]
@@ -382,8 +382,8 @@ async def test_a_compaction_asked_for_too_early_is_declined(tmp_path: Path) -> N
         write_numbered(run.workspace / "b.txt", 900)
         result = await run.session.run_turn("Read both tables, then tidy up.")
         assert result.stop_reason == "end_turn", result
-        assert not [e for e in run.session.ledger.entries if isinstance(e, CompactionEntry)]
-        asked = [e.message for e in run.session.ledger.entries if isinstance(e, MessageEntry)
+        assert not [e for e in run.session.ledger.tree.entries if isinstance(e, CompactionEntry)]
+        asked = [e.message for e in run.session.ledger.tree.entries if isinstance(e, MessageEntry)
                  and getattr(e.message, "tool_name", "") == "compact"]
         assert "Not compacted: the context is at" in asked[0].text  # type: ignore[union-attr]
         assert [r.source for r in run.model_requests] == [
@@ -429,6 +429,6 @@ async def test_past_the_threshold_in_a_tool_loop_the_compaction_waits_for_the_ne
             "scenario:1:0",
         ]
         # The whole first turn went into the summary or the kept tail: nothing was split.
-        [entry] = [e for e in run.session.ledger.entries if isinstance(e, CompactionEntry)]
+        [entry] = [e for e in run.session.ledger.tree.entries if isinstance(e, CompactionEntry)]
         assert entry.split_turn_summary is None
         assert check_requests(run.sim.records).ok

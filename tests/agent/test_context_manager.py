@@ -40,7 +40,7 @@ from agent_server.llm.messages import (
 )
 from agent_server.llm.models import BUILTIN_MODELS, ModelInfo
 from agent_server.llm.stream import CacheUse
-from agent_server.session.entries import CompactionEntry
+from agent_server.session.entries import CompactionEntry, PinEntry
 from agent_server.session.ledger import Ledger
 from tests.session.builders import assistant, call, result, user
 
@@ -154,7 +154,7 @@ async def test_a_threshold_compaction_measures_once_and_sends_what_it_built(h: H
     assert decisions(h) == [("compact", "threshold")]
     [started] = h.of(events.CompactionStarted)
     [finished] = h.of(events.CompactionFinished)
-    [entry] = [e for e in h.ledger.entries if isinstance(e, CompactionEntry)]
+    [entry] = [e for e in h.ledger.tree.entries if isinstance(e, CompactionEntry)]
     # One "tokens before", the estimate the decision was taken on, everywhere.
     assert h.of(events.ContextDecided)[0].decision.tokens == before
     assert started.tokens_before == finished.tokens_before == entry.tokens_before == before
@@ -183,7 +183,7 @@ async def test_pins_over_a_lowered_threshold_do_not_compact_every_call(tmp_path:
                     seen, [])
         h.manager.begin_turn("t1")
         for number in range(4):
-            led.append_pin(f"p{number}", "add", "rule", f"rule {number}: " + "keep it " * 240, "user")
+            led.add(PinEntry, f"p{number}", "add", "rule", f"rule {number}: " + "keep it " * 240, "user")
         fill(led, 4, result_chars=4000)
         led.append_message(user("next"))
         first = await h.manager.prepare()
@@ -200,7 +200,7 @@ async def test_pins_over_a_lowered_threshold_do_not_compact_every_call(tmp_path:
         await h.manager.prepare()
         assert decisions(h)[2:] == [("compact", "threshold")]
         assert len([n for n in h.of(events.Notice) if "still over" in n.message]) == 1
-        latest = [e for e in led.entries if isinstance(e, CompactionEntry)][-1]
+        latest = [e for e in led.tree.entries if isinstance(e, CompactionEntry)][-1]
         assert latest.carried is not None and len(latest.carried.pins) == 4
 
 
@@ -224,11 +224,11 @@ async def test_the_summary_request_is_the_previous_request_plus_its_instruction(
     instruction = last.content[-1].text  # type: ignore[union-attr]
     assert instruction.startswith(SUMMARY_REQUEST_MARKER)
     # The kept messages the request still holds are named; the step left out is kept.
-    [entry] = [e for e in h.ledger.entries if isinstance(e, CompactionEntry)]
+    [entry] = [e for e in h.ledger.tree.entries if isinstance(e, CompactionEntry)]
     kept = len(view.messages)  # the summary heads the first kept message
     assert "compacted into the following summary" in str(view.messages[0])
     assert f"except its last {kept - 2} messages:" in instruction
-    assert view.messages[-1] == h.ledger.entries[-2].message  # type: ignore[union-attr]
+    assert view.messages[-1] == h.ledger.tree.entries[-2].message  # type: ignore[union-attr]
     assert entry.first_kept_entry_id is not None
 
 
@@ -274,7 +274,7 @@ async def test_the_cached_request_counts_the_instruction_it_sends(h: Harness) ->
     for request, budget in zip(h.provider.requests, h.provider.budgets, strict=True):
         assert estimate_full(request) + budget <= SIM_SMALL.context_window
     assert set(h.provider.shared) == {"none"}  # fresh prompts only: the cached one had no room
-    assert [e for e in h.ledger.entries if isinstance(e, CompactionEntry)]
+    assert [e for e in h.ledger.tree.entries if isinstance(e, CompactionEntry)]
 
 
 def test_the_previous_request_is_the_providers_count_when_its_usage_is_current() -> None:
@@ -434,7 +434,7 @@ async def test_window_numbers_come_from_the_ledger(h: Harness) -> None:
     fill(h.ledger, 12)
     h.ledger.append_message(user("one"))
     await h.manager.prepare()
-    first = next(e for e in h.ledger.entries if isinstance(e, CompactionEntry))
+    first = next(e for e in h.ledger.tree.entries if isinstance(e, CompactionEntry))
     fill(h.ledger, 12)
     h.ledger.append_message(user("two"))
     view = await h.manager.prepare()

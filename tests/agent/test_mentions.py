@@ -45,7 +45,7 @@ def last_user_blocks(run) -> list[dict]:  # type: ignore[no-untyped-def]
 def prompt_entry(run) -> MessageEntry:  # type: ignore[no-untyped-def]
     entries = [
         e
-        for e in run.session.ledger.branch()
+        for e in run.session.ledger.tree.branch()
         if isinstance(e, MessageEntry) and isinstance(e.message, UserMessage) and e.message.note is None
     ]
     return entries[-1]

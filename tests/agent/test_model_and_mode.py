@@ -33,7 +33,7 @@ async def test_a_switch_keeps_the_session_and_its_cache_note_is_what_the_provide
 
         switch = await run.session.switch_model("sim-large")
         assert run.session.model.id == "sim-large" and run.session.session_id == session_id
-        change = run.session.ledger.get(str(switch.entry_id))
+        change = run.session.ledger.tree.get(str(switch.entry_id))
         assert isinstance(change, ModelChangeEntry) and change.model == "sim-large"
         assert transcript_items(entry_events(change, {}))[0]["kind"] == "modelChange"
         assert switch.cost.tokens == tokens and switch.cost.switched > switch.cost.stayed > 0
@@ -68,7 +68,7 @@ async def test_a_switch_is_refused_clearly(
         offered = unknown.value.message.split("use one of ")[1].split(", or define")[0]
         assert "gpt-5.5" in offered and "claude-haiku-4-5" not in offered
         assert session.model.id == "gpt-5.5"
-        assert not any(isinstance(e, ModelChangeEntry) for e in session.ledger.entries[2:])
+        assert not any(isinstance(e, ModelChangeEntry) for e in session.ledger.tree.entries[2:])
     finally:
         await agent.close()
 

@@ -85,7 +85,7 @@ async def until_compacted(session: AgentSession, start: int = 0) -> int:
 
 
 def latest_compaction(session: AgentSession) -> CompactionEntry | None:
-    found = [entry for entry in session.ledger.branch() if isinstance(entry, CompactionEntry)]
+    found = [entry for entry in session.ledger.tree.branch() if isinstance(entry, CompactionEntry)]
     return found[-1] if found else None
 
 
@@ -132,7 +132,7 @@ async def test_rewind_to_before_a_provider_compaction_leaves_it_behind(tmp_path:
         following = await until_compacted(session)
         entry = latest_compaction(session)
         assert entry is not None and entry.provider is not None
-        prompts = [e for e in session.ledger.branch()
+        prompts = [e for e in session.ledger.tree.branch()
                    if getattr(getattr(e, "message", None), "role", "") == "user"
                    and e.message.note is None]  # type: ignore[union-attr]
         await session.rewind(prompts[1].id)  # to before the second prompt
@@ -160,7 +160,7 @@ async def test_an_overflow_is_recovered_by_one_compaction_and_one_retry(tmp_path
         assert actions == ["compacting", "retrying"]
         made = run.sim.records[before:]
         assert made[0].status == 400 and all(r.status == 200 for r in made[1:])
-        compactions = [e for e in session.ledger.branch() if isinstance(e, CompactionEntry)]
+        compactions = [e for e in session.ledger.tree.branch() if isinstance(e, CompactionEntry)]
         assert [e.reason for e in compactions] == ["overflow"]
         # The rejection says the estimate was low: what is left to summarise may not fit the
         # provider's window, so agent-server's bounded prompt writes it, and says why.

@@ -41,7 +41,7 @@ SCENARIO = {
 def assistant_messages(session: AgentSession) -> list[AssistantMessage]:
     return [
         entry.message
-        for entry in session.ledger.branch()
+        for entry in session.ledger.tree.branch()
         if isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage)
     ]
 

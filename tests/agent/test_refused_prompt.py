@@ -17,18 +17,18 @@ async def test_a_refused_prompt_is_neither_title_nor_prompt(tmp_path: Path) -> N
         refused = await run.session.run_turn(HUGE)
         assert refused.stop_reason == "error"
         ledger = run.session.ledger
-        assert ledger.title is None
-        assert ledger.meta.prompt_count == 0 and ledger.meta.first_prompt is None
+        assert ledger.facts.title is None
+        assert ledger.facts.meta.prompt_count == 0 and ledger.facts.meta.first_prompt is None
 
         answered = await run.session.run_turn("What is in this repository?")
         assert answered.stop_reason == "end_turn"
-        assert ledger.title == "What is in this repository?"
-        assert ledger.meta.prompt_count == 1
-        assert ledger.meta.first_prompt == "What is in this repository?"
+        assert ledger.facts.title == "What is in this repository?"
+        assert ledger.facts.meta.prompt_count == 1
+        assert ledger.facts.meta.first_prompt == "What is in this repository?"
 
         # A fold of the file from its start (as the store rebuilds a sidecar) agrees.
         fold = MetaFold.start(ledger.header)
-        for entry in ledger.entries:
+        for entry in ledger.tree.entries:
             fold.add(facts_of(entry))
         assert (fold.title, fold.prompt_count, fold.first_prompt) == (
             "What is in this repository?", 1, "What is in this repository?"

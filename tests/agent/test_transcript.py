@@ -11,6 +11,7 @@ from agent_server.agent.tools import default_tools
 from agent_server.agent.transcript import Page, entry_events, page
 from agent_server.errors import EntryNotFoundError
 from agent_server.lsp.items import transcript_items
+from agent_server.session.entries import CompactionEntry, ModelChangeEntry, SystemPromptEntry
 from agent_server.session.ledger import Ledger
 from tests.session.builders import assistant, call, result, user
 
@@ -37,14 +38,14 @@ def all_pages(ledger: Ledger, limit: int) -> list[Page]:
 
 def whole_branch(ledger: Ledger) -> list[dict[str, object]]:
     tools = {tool.spec.name: tool for tool in TOOLS}
-    return [item for entry in ledger.branch() for item in transcript_items(entry_events(entry, tools))]
+    return [item for entry in ledger.tree.branch() for item in transcript_items(entry_events(entry, tools))]
 
 
 @pytest.fixture
 def ledger(tmp_path: Path):  # type: ignore[no-untyped-def]
     with Ledger.create(tmp_path / "s.jsonl", session_id="s", workspace="/w") as opened:
-        opened.append_model_change("anthropic-messages", "m1")
-        opened.append_system_prompt("You are a coding agent.")
+        opened.add(ModelChangeEntry, "anthropic-messages", "m1")
+        opened.add(SystemPromptEntry, "You are a coding agent.")
         yield opened
 
 
@@ -77,7 +78,7 @@ def test_items_are_the_live_shapes_with_the_tools_titles(ledger: Ledger) -> None
     ]
     prompt, first_answer, tool_call, update, answer = items[1:]
     assert prompt["content"] == [{"type": "text", "text": "prompt 0"}]
-    assert prompt["parentId"] == ledger.branch_ids()[1]  # the system prompt, not shown
+    assert prompt["parentId"] == ledger.tree.branch_ids()[1]  # the system prompt, not shown
     assert tool_call["title"] == "Read src/t0_0.py"
     assert tool_call["toolKind"] == "read"
     assert tool_call["locations"] == [{"path": "src/t0_0.py"}]
@@ -91,14 +92,16 @@ def test_items_are_the_live_shapes_with_the_tools_titles(ledger: Ledger) -> None
 def test_paging_goes_through_compactions(ledger: Ledger) -> None:
     for n in range(3):
         turn(ledger, n)
-    kept = ledger.branch_ids()[-4]
-    ledger.append_compaction(
-        summary="S1", first_kept_entry_id=kept, tokens_before=9, reason="threshold"
+    kept = ledger.tree.branch_ids()[-4]
+    ledger.add(
+        CompactionEntry,
+        summary="S1", first_kept_entry_id=kept, tokens_before=9, reason="threshold", tokens_after=None
     )
     for n in range(3, 5):
         turn(ledger, n)
-    ledger.append_compaction(
-        summary="S2", first_kept_entry_id=None, tokens_before=9, reason="manual"
+    ledger.add(
+        CompactionEntry,
+        summary="S2", first_kept_entry_id=None, tokens_before=9, reason="manual", tokens_after=None
     )
     turn(ledger, 5)
     pages = all_pages(ledger, limit=4)

@@ -43,7 +43,7 @@ def write_blob(workspace: Path, name: str, chars: int, seed: int = 1) -> None:
 
 def assert_ledger_consistent(run) -> None:  # type: ignore[no-untyped-def]
     """Every tool call answered exactly once, no result without its call, on every branch."""
-    entries = run.session.ledger.branch()
+    entries = run.session.ledger.tree.branch()
     calls, results = [], []
     for entry in entries:
         if isinstance(entry, MessageEntry):
@@ -52,7 +52,7 @@ def assert_ledger_consistent(run) -> None:  # type: ignore[no-untyped-def]
             elif isinstance(entry.message, ToolResultMessage):
                 results.append(entry.message.tool_call_id)
     assert sorted(calls) == sorted(results)
-    projected = project(run.session.ledger.projection_entries()).messages
+    projected = project(run.session.ledger.tree.projection_entries()).messages
     assert not isinstance(projected[0], ToolResultMessage)
     for before, after in itertools.pairwise(projected):
         assert not (isinstance(before, UserMessage) and isinstance(after, UserMessage))
@@ -70,7 +70,7 @@ async def test_scripted_session_compacts_and_keeps_every_invariant(tmp_path: Pat
         assert len(completed) >= 2
         assert check.windows == len(completed) + 1
         assert check.cache_read_share >= 0.85, check.summary()
-        compactions = [e for e in run.session.ledger.entries if isinstance(e, CompactionEntry)]
+        compactions = [e for e in run.session.ledger.tree.entries if isinstance(e, CompactionEntry)]
         assert len(compactions) == len(completed)
         # The cached summary requests read the prefix the turn's last request cached and write
         # nothing: after the compaction no request begins with their messages.
@@ -114,7 +114,7 @@ async def test_output_cut_off_by_the_window_forces_a_compaction_on_the_next_call
             write_blob(run.workspace, f"blob{i}.b64", 17_000, seed=i)
         first = await run.session.run_turn("Read the blob.")
         assert first.stop_reason == "max_tokens"
-        last = run.session.ledger.branch()[-1]
+        last = run.session.ledger.tree.branch()[-1]
         assert isinstance(last, MessageEntry) and last.message.stop_reason == "contextOverflow"
         requests_before = len(run.model_requests)
         second = await run.session.run_turn("Go on.")
@@ -172,7 +172,7 @@ async def test_prompt_too_long_gives_exactly_one_compaction_and_one_retry(tmp_pa
         assert [status for status, _ in statuses[:2]] == [200, 400]
         assert {source for _, source in statuses[2:-1]} == {"summary"}
         assert statuses[-1][0] == 200 and statuses[-1][1] != "summary"
-        assert len([e for e in run.session.ledger.entries if isinstance(e, CompactionEntry)]) == 1
+        assert len([e for e in run.session.ledger.tree.entries if isinstance(e, CompactionEntry)]) == 1
         overflow = [(o.kind, o.action) for o in run.of(events.OverflowHappened)]
         assert overflow == [("rejected", "compacting"), ("rejected", "retrying")]
         # The retry still carries the prompt and the results the model was waiting for.
@@ -292,7 +292,7 @@ async def test_a_failed_turn_ends_in_the_ledger_with_its_error_and_the_next_turn
     async with agent_run(tmp_path, faults="drop@2-6:6") as run:
         result = await run.session.run_turn(default_scenario().prompts[0])
         assert result.stop_reason == "error" and result.error is not None
-        failed = run.session.ledger.get(run.session.ledger.leaf_id)
+        failed = run.session.ledger.tree.get(run.session.ledger.leaf_id)
         assert isinstance(failed, MessageEntry)
         message = failed.message
         assert isinstance(message, AssistantMessage) and message.stop_reason == "error"
@@ -312,7 +312,7 @@ async def test_a_failed_turn_ends_in_the_ledger_with_its_error_and_the_next_turn
         show_session(store, run.session.session_id, shown)
         assert f"error: {result.error}" in shown.file.getvalue()  # type: ignore[attr-defined]
         markdown = io.StringIO()
-        write_markdown(run.session.ledger.branch(), markdown)
+        write_markdown(run.session.ledger.tree.branch(), markdown)
         assert f"**Error:** {result.error}" in markdown.getvalue()
         run.sim.set_faults(None)
         again = await run.session.run_turn("go on")
@@ -351,7 +351,7 @@ async def test_path_escapes_are_refused(tmp_path: Path) -> None:
         await run.session.run_turn("Peek outside.")
         results = [
             e.message
-            for e in run.session.ledger.entries
+            for e in run.session.ledger.tree.entries
             if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)
         ]
         assert len(results) == 3 and all(r.is_error for r in results)
@@ -395,7 +395,7 @@ async def test_cancelling_a_running_bash_command_kills_its_children(tmp_path: Pa
         assert_ledger_consistent(run)
         results = [
             e.message
-            for e in run.session.ledger.entries
+            for e in run.session.ledger.tree.entries
             if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)
         ]
         assert results and "aborted" in results[-1].text
@@ -442,7 +442,7 @@ async def test_permission_denial_becomes_a_tool_result(tmp_path: Path) -> None:
         assert result.stop_reason == "end_turn"
         denied = [
             e.message
-            for e in run.session.ledger.entries
+            for e in run.session.ledger.tree.entries
             if isinstance(e, MessageEntry)
             and isinstance(e.message, ToolResultMessage)
             and e.message.tool_name == "write"
@@ -500,7 +500,7 @@ async def test_an_interrupted_answer_is_kept_and_the_prefix_still_holds(tmp_path
         assert first.stop_reason == "cancelled"
         run.session.attach(original)
         partial = [
-            e.message for e in run.session.ledger.entries
+            e.message for e in run.session.ledger.tree.entries
             if isinstance(e, MessageEntry) and isinstance(e.message, AssistantMessage)
         ]
         assert len(partial) == 1 and partial[0].stop_reason == "aborted"
@@ -538,7 +538,7 @@ async def test_a_session_closed_during_a_turn_keeps_what_the_turn_wrote(tmp_path
         reopened = WorkspaceAgent(run.workspace, run.session.settings).open(run.session.session_id)
         try:
             kept = [
-                e.message for e in reopened.ledger.entries
+                e.message for e in reopened.ledger.tree.entries
                 if isinstance(e, MessageEntry) and isinstance(e.message, AssistantMessage)
             ]
             assert len(kept) == 1 and kept[0].stop_reason == "aborted"
@@ -596,7 +596,7 @@ async def test_a_stream_cut_mid_answer_discards_the_partial_answer_before_the_re
         assert isinstance(order[at + 1], events.Notice) and order[at + 1].retry is not None
         assert all(e.message_id != cut for e in order[at + 1:] if isinstance(e, events.TextChunk))
         # The ledger never had the cut answer: nothing to retract on a reload.
-        ids = run.session.ledger.branch_ids()
+        ids = run.session.ledger.tree.branch_ids()
         assert cut not in ids and retried in ids
         assert cut not in json.dumps(transcript_items(run.session.transcript().events))
 

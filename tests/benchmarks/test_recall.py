@@ -163,7 +163,7 @@ async def test_restore_files_reaches_the_summary_a_compaction_writes(tmp_path: P
         fill(ledger, 8)  # reads of f0.py ... f7.py, past sim-small's threshold
         ledger.append_message(user("next"))
         await manager.prepare()
-        [entry] = [e for e in ledger.entries if isinstance(e, CompactionEntry)]
+        [entry] = [e for e in ledger.tree.entries if isinstance(e, CompactionEntry)]
     assert entry.summary.startswith("SUMMARY 1")
     assert "## Files read before this point, as they are now" in entry.summary
     assert "value_5 = 5" in entry.summary  # the latest read of what was summarised

@@ -358,7 +358,7 @@ def test_pins_in_force_fold_the_carried_ones_with_the_entries_after() -> None:
     path.pin("a", "never edit CHANGELOG", action="remove")
     path.pin("c", "use tabs")
     assert [p.text for p in current_pins(path.entries)] == ["port is 8123", "use tabs"]
-    # from the compaction on only (what Ledger.projection_entries holds) gives the same
+    # from the compaction on only (what EntryTree.projection_entries holds) gives the same
     start = next(i for i, e in enumerate(path.entries) if isinstance(e, CompactionEntry))
     assert current_pins(path.entries[start:]) == current_pins(path.entries)
 
@@ -467,12 +467,12 @@ def test_carried_pins_and_plans_round_trip_and_old_compactions_still_load(tmp_pa
     assert "carried" not in old and entry_from_json(old).carried is None
     with Ledger.create(tmp_path / "s.jsonl", session_id="s", workspace="/w") as ledger:
         ledger.append_message(UserMessage.of_text("hi"))
-        ledger.append_pin("p1", "add", "fact", "port 8123", "model")
-        ledger.append_plan((PlanItem("s", "in_progress"),))
+        ledger.add(PinEntry, "p1", "add", "fact", "port 8123", "model")
+        ledger.add(PlanEntry, (PlanItem("s", "in_progress"),))
     with Ledger.open(tmp_path / "s.jsonl") as ledger:
         assert not ledger.load_report.issues
-        assert current_pins(ledger.projection_entries()) == (Pin("p1", "fact", "port 8123", "model"),)
-        assert current_plan(ledger.projection_entries()) == (PlanItem("s", "in_progress"),)
+        assert current_pins(ledger.tree.projection_entries()) == (Pin("p1", "fact", "port 8123", "model"),)
+        assert current_plan(ledger.tree.projection_entries()) == (PlanItem("s", "in_progress"),)
 
 
 @pytest.mark.parametrize("bad", [{"pins": "x"}, {"plan": [{"content": "a", "status": "doing"}]},

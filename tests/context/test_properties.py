@@ -74,7 +74,11 @@ from agent_server.session.entries import (
     CompactionEntry,
     Entry,
     MessageEntry,
+    ModelChangeEntry,
+    PinEntry,
+    PlanEntry,
     PlanItem,
+    TitleEntry,
 )
 from agent_server.session.ledger import Ledger
 
@@ -140,8 +144,8 @@ def as_json(messages: Sequence[Message]) -> list[str]:
 
 
 def check_ledger(ledger: Ledger) -> Projection:
-    tail = ledger.projection_entries()
-    branch = ledger.branch()
+    tail = ledger.tree.projection_entries()
+    branch = ledger.tree.branch()
     assert branch[len(branch) - len(tail) :] == tail  # a suffix of the branch
     projection = project(tail)
     assert projection == project(branch)
@@ -259,7 +263,7 @@ class Session:
 
     def pending_calls(self) -> list[ToolCall]:
         answered: set[str] = set()
-        for entry in reversed(self.ledger.projection_entries()):
+        for entry in reversed(self.ledger.tree.projection_entries()):
             if not isinstance(entry, MessageEntry):
                 continue
             message = entry.message
@@ -329,7 +333,7 @@ class Session:
         elif kind == "compact":
             self.compact(keep=a % 12_000, turns=1 + b % 3)
         elif kind == "rewind":
-            entries = ledger.entries
+            entries = ledger.tree.entries
             summary = f"branch left {self.counter}" if b % 3 == 0 else None
             if not entries or a % 11 == 0:
                 ledger.rewind(None, summary=summary)
@@ -340,23 +344,24 @@ class Session:
         elif kind == "reload":
             self.reload()
         elif kind == "pin":
-            pins = current_pins(ledger.projection_entries())
+            pins = current_pins(ledger.tree.projection_entries())
             if pins and a % 3 == 0:
                 gone = pins[b % len(pins)]
-                ledger.append_pin(gone.id, "remove", gone.kind, gone.text, "user")
+                ledger.add(PinEntry, gone.id, "remove", gone.kind, gone.text, "user")
             else:
-                ledger.append_pin(f"pin{self.counter}", "add", "rule", f"rule {a}", "model")
+                ledger.add(PinEntry, f"pin{self.counter}", "add", "rule", f"rule {a}", "model")
         elif kind == "plan":
-            ledger.append_plan(
+            ledger.add(
+                PlanEntry,
                 tuple(PlanItem(f"step {i}", "pending") for i in range(a % 4))
             )
         elif a % 2:
-            ledger.append_title(f"title {self.counter}")
+            ledger.add(TitleEntry, f"title {self.counter}")
         else:
-            ledger.append_model_change("sim", f"model-{self.counter}")
+            ledger.add(ModelChangeEntry, "sim", f"model-{self.counter}")
 
     def compact(self, *, keep: int, turns: int) -> None:
-        entries = self.ledger.projection_entries()
+        entries = self.ledger.tree.projection_entries()
         cut = find_cut_point(entries, keep_recent_tokens=keep, keep_recent_turns=turns)
         check_cut(entries, cut, keep, turns)
         budgets = CarriedBudgets(user_tokens=100 + keep // 4, failure_tokens=100 + turns * 50)
@@ -374,7 +379,8 @@ class Session:
         split = f"turn prefix {self.counter}" if cut.is_split_turn else None
         carried = carry(entries, (*cut.summarize, *cut.turn_prefix), cut.kept, budgets)
         check_carried(entries, cut, carried, budgets)
-        entry = self.ledger.append_compaction(
+        entry = self.ledger.add(
+            CompactionEntry,
             summary=summary,
             first_kept_entry_id=cut.first_kept_entry_id,
             tokens_before=cut.kept_tokens + cut.summarize_tokens,
@@ -384,14 +390,14 @@ class Session:
             carried=carried,
         )
         # the projection is the summary (and what it carries) plus exactly the kept entries
-        projection = project(self.ledger.projection_entries())
+        projection = project(self.ledger.tree.projection_entries())
         kept_alone = project(list(cut.kept)).messages
         expected = build_compacted_messages(
             summary, kept_alone, split_turn_summary=split, carried=carried
         )
         assert list(projection.messages) == expected
-        assert current_pins(self.ledger.projection_entries()) == current_pins(entries)
-        assert current_plan(self.ledger.projection_entries()) == current_plan(entries)
+        assert current_pins(self.ledger.tree.projection_entries()) == current_pins(entries)
+        assert current_plan(self.ledger.tree.projection_entries()) == current_plan(entries)
         self.head = (entry.id, head_text(projection))
         ids = [i for i in projection.entry_ids if i is not None]
         assert set(ids) <= {e.id for e in cut.kept}
@@ -400,10 +406,10 @@ class Session:
         assert projection.fresh_from == len(projection.messages)
 
     def reload(self) -> None:
-        before = project(self.ledger.projection_entries())
-        entries = list(self.ledger.entries)
+        before = project(self.ledger.tree.projection_entries())
+        entries = list(self.ledger.tree.entries)
         leaf = self.ledger.leaf_id
-        left_running = unanswered_at_end(self.ledger.branch())
+        left_running = unanswered_at_end(self.ledger.tree.branch())
         self.ledger.close()
         self.ledger = Ledger.open(self.path, fsync="never")
         report = self.ledger.load_report
@@ -411,12 +417,12 @@ class Session:
         # Reopening answers the calls the branch ended with (as a crash would leave them)
         # by appending aborted results: append-only, and the prefix of the request holds.
         assert report.aborted_tool_calls == left_running
-        reloaded = list(self.ledger.entries)
+        reloaded = list(self.ledger.tree.entries)
         assert reloaded[: len(entries)] == entries
         added = reloaded[len(entries) :]
         assert [e.message.tool_call_id for e in added] == list(left_running)  # type: ignore[attr-defined]
         assert all(isinstance(e, MessageEntry) and e.message.is_error for e in added)  # type: ignore[union-attr]
-        after = project(self.ledger.projection_entries())
+        after = project(self.ledger.tree.projection_entries())
         if not added:
             assert self.ledger.leaf_id == leaf
             assert after == before

@@ -28,7 +28,7 @@ from agent_server.llm.messages import (
     ToolCall,
     UserMessage,
 )
-from agent_server.session.entries import CompactionDetails
+from agent_server.session.entries import CompactionDetails, CompactionEntry
 from agent_server.session.ledger import Ledger
 
 from .builders import assistant, call, compaction, result, user
@@ -106,17 +106,18 @@ def test_iterative_summaries_see_only_the_previous_summary_and_what_followed(
         for index in range(6):
             led.append_message(user(f"early prompt {index}"))
             led.append_message(assistant(f"early answer {index}"))
-        cut = find_cut_point(led.projection_entries(), keep_recent_turns=2)
-        led.append_compaction(
+        cut = find_cut_point(led.tree.projection_entries(), keep_recent_turns=2)
+        led.add(
+            CompactionEntry,
             summary="FIRST SUMMARY",
             first_kept_entry_id=cut.first_kept_entry_id,
             tokens_before=100,
-            reason="threshold",
+            reason="threshold", tokens_after=None,
         )
         for index in range(6):
             led.append_message(user(f"late prompt {index}"))
             led.append_message(assistant(f"late answer {index}"))
-        second = find_cut_point(led.projection_entries(), keep_recent_turns=2)
+        second = find_cut_point(led.tree.projection_entries(), keep_recent_turns=2)
         assert second.previous is not None
         prompt = build_summary_prompt(
             second.summarize_messages, previous_summary=previous_summary_text(second.previous)

@@ -124,15 +124,15 @@ class Soak:
                 raise AssertionError(f"round {number}: unexpected damage {bad}")
             self.torn_lines += sum(1 for i in report.issues if i.action == "truncated")
             self.aborted_calls += len(report.aborted_tool_calls)
-            lost = {e for e in self.acknowledged if e not in ledger}
+            lost = {e for e in self.acknowledged if e not in ledger.tree}
             if lost:
                 raise AssertionError(f"round {number}: lost acknowledged entries {lost}")
             answered = {
                 e.message.tool_call_id
-                for e in ledger.branch()
+                for e in ledger.tree.branch()
                 if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)
             }
-            for entry in ledger.branch():
+            for entry in ledger.tree.branch():
                 if isinstance(entry, MessageEntry) and isinstance(entry.message, AssistantMessage):
                     missing = [c.id for c in entry.message.tool_calls if c.id not in answered]
                     if missing:

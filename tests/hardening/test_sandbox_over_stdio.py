@@ -61,7 +61,7 @@ def results(sessions: Path, workspace: Path, session_id: str) -> list[str]:
     with SessionStore(sessions, workspace).open(session_id) as ledger:
         return [
             "".join(b.text for b in e.message.content if isinstance(b, TextContent))
-            for e in ledger.branch()
+            for e in ledger.tree.branch()
             if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)
         ]
 

@@ -374,7 +374,7 @@ async def test_a_tool_result_that_could_not_be_saved_is_recorded_as_aborted_once
         assert ledger.load_report.clean
         kinds = [
             (type(e.message).__name__, getattr(e.message, "tool_call_id", None))
-            for e in ledger.branch()
+            for e in ledger.tree.branch()
             if isinstance(e, MessageEntry)
         ]
     at = kinds.index(("ToolResultMessage", call_id))

@@ -24,15 +24,21 @@ from agent_server.llm.messages import (
     UserMessage,
 )
 from agent_server.session.entries import (
+    CompactionEntry,
     Entry,
     MessageEntry,
+    ModelChangeEntry,
+    SystemPromptEntry,
+    TitleEntry,
+    ToolListEntry,
     UnknownEntry,
     entry_from_json,
     entry_to_json,
 )
 from agent_server.session.facts import facts_of, message_facts
 from agent_server.session.index import index_path_for
-from agent_server.session.ledger import Ledger, encode_line, read_ledger
+from agent_server.session.ledger import Ledger
+from agent_server.session.ledger_file import encode_line, read_ledger
 
 from .builders import assistant, call, result, user
 
@@ -53,11 +59,11 @@ def expected(path: Path) -> tuple[list[Entry], list[Entry]]:
 
 def assert_matches_file(ledger: Ledger) -> None:
     entries, branch = expected(ledger.path)
-    assert list(ledger.entries) == entries
-    assert ledger.branch() == branch
+    assert list(ledger.tree.entries) == entries
+    assert ledger.tree.branch() == branch
     assert ledger.entry_count == len(entries)
     assert ledger.leaf_id == (entries[-1].id if entries else None)
-    assert ledger.projection_entries() == ledger.branch()[-len(ledger.projection_entries()) :]
+    assert ledger.tree.projection_entries() == ledger.tree.branch()[-len(ledger.tree.projection_entries()) :]
 
 
 def test_the_index_is_stored_beside_the_ledger_and_used_on_open(tmp_path: Path) -> None:
@@ -121,7 +127,7 @@ def test_a_ledger_edited_by_another_program_is_reindexed(tmp_path: Path) -> None
     with Ledger.open(path, fsync="never") as ledger:
         assert_matches_file(ledger)
         assert ledger.entry_count == 8
-        edited = ledger.entries[3]
+        edited = ledger.tree.entries[3]
         assert "edited by hand" in edited.message.text  # type: ignore[union-attr]
 
 
@@ -136,7 +142,7 @@ def test_lines_appended_by_another_program_while_closed_are_folded_in(tmp_path: 
         handle.write(encode_line(extra))
     with Ledger.open(path, fsync="never") as ledger:
         assert_matches_file(ledger)
-        assert ledger.title == "X"
+        assert ledger.facts.title == "X"
         assert ledger.leaf_id == "feed0001"
     assert json.loads(index_path_for(path).read_bytes())["sizeBytes"] > stored_size
 
@@ -155,9 +161,9 @@ def test_lines_appended_by_another_program_while_open_are_indexed(tmp_path: Path
         with path.open("ab") as handle:
             handle.write(encode_line(foreign))
         mine = ledger.append_message(user("mine"))
-        assert "feed0002" in ledger
-        assert ledger.title == "From elsewhere"
-        assert ledger.get(mine.id) == mine
+        assert "feed0002" in ledger.tree
+        assert ledger.facts.title == "From elsewhere"
+        assert ledger.tree.get(mine.id) == mine
         assert_matches_file(ledger)
     with Ledger.open(path, fsync="never") as ledger:
         assert_matches_file(ledger)
@@ -173,11 +179,11 @@ def test_an_unfinished_line_another_program_appended_does_not_swallow_the_next_e
             handle.write(b'{"type":"garb')  # no newline: the next write would continue it
         mine = ledger.append_message(user("mine"))
         after = ledger.append_message(assistant("after mine"))
-        assert ledger.get(mine.id) == mine
+        assert ledger.tree.get(mine.id) == mine
         assert_matches_file(ledger)
     index_path_for(path).unlink()  # a full parse agrees
     with Ledger.open(path, fsync="never") as ledger:
-        assert ledger.get(mine.id) == mine and ledger.leaf_id == after.id
+        assert ledger.tree.get(mine.id) == mine and ledger.leaf_id == after.id
         assert [issue.reason for issue in ledger.load_report.issues] == ["not valid JSON"]
         assert_matches_file(ledger)
 
@@ -223,13 +229,13 @@ def test_a_ledger_rewritten_while_open_is_refused_clearly(tmp_path: Path) -> Non
     with Ledger.create(path, session_id="s", workspace="/w", fsync="never") as ledger:
         fill(ledger, 3)
     with Ledger.open(path, fsync="never") as ledger:
-        first = ledger.branch_ids()[0]
+        first = ledger.tree.branch_ids()[0]
         lines = path.read_bytes().split(b"\n")
         os.truncate(path, 0)
         with path.open("ab") as handle:
             handle.write(b"\n".join([lines[0], lines[2], lines[1], *lines[3:]]))
         with pytest.raises(SessionError, match="changed by another program"):
-            ledger.get(first)
+            ledger.tree.get(first)
 
 
 operations = st.lists(
@@ -262,15 +268,16 @@ def test_any_history_opens_to_what_the_file_says(
                 turns += arg
             elif op == "rewind" and ledger.entry_count:
                 assert isinstance(arg, int)
-                ledger.rewind(ledger.entries[arg % ledger.entry_count].id)
+                ledger.rewind(ledger.tree.entries[arg % ledger.entry_count].id)
             elif op == "compact" and ledger.entry_count:
                 assert isinstance(arg, int)
-                branch = ledger.branch_ids()
-                ledger.append_compaction(
+                branch = ledger.tree.branch_ids()
+                ledger.add(
+                    CompactionEntry,
                     summary="S",
                     first_kept_entry_id=branch[arg % len(branch)],
                     tokens_before=100,
-                    reason="manual",
+                    reason="manual", tokens_after=None,
                 )
             elif op == "reopen":
                 ledger.close()
@@ -296,10 +303,10 @@ def test_the_latest_system_prompt_and_tool_list_are_found_through_the_index(tmp_
     first = (ToolSpec("read", "Read a file.", {"type": "object"}),)
     second = (*first, ToolSpec("mcp__db__query", "Query the database.", {"type": "object"}))
     with Ledger.create(path, session_id="s", workspace="/w", fsync="never") as ledger:
-        ledger.append_system_prompt("You are helpful.")
-        ledger.append_tool_list(first)
+        ledger.add(SystemPromptEntry, "You are helpful.")
+        ledger.add(ToolListEntry, first)
         fill(ledger, 2)
-        ledger.append_tool_list(second, reason="accepted")
+        ledger.add(ToolListEntry, second, reason="accepted")
         fill(ledger, 1, start=2)
     stored = json.loads(index_path_for(path).read_bytes())
     assert stored["toolList"] >= 0 and stored["systemPrompt"] >= 0
@@ -307,8 +314,8 @@ def test_the_latest_system_prompt_and_tool_list_are_found_through_the_index(tmp_
         if not sidecar:
             index_path_for(path).unlink()
         with Ledger.open(path, fsync="never") as ledger:
-            assert ledger.system_prompt() == "You are helpful."
-            listed = ledger.tool_list()
+            assert ledger.facts.system_prompt() == "You are helpful."
+            listed = ledger.facts.tool_list()
             assert listed is not None and listed.tools == second and listed.reason == "accepted"
 
 
@@ -320,9 +327,9 @@ def test_the_last_call_that_used_the_cache_is_found_through_the_index(tmp_path: 
     with Ledger.create(
         path, session_id="s", workspace="/w", fsync="never", clock=lambda: now[0]
     ) as ledger:
-        assert ledger.last_call is None
+        assert ledger.facts.last_call is None
         fill(ledger, 1)  # answers that do not say how they used the cache
-        assert ledger.last_call is None
+        assert ledger.facts.last_call is None
         now[0] += 60
         ledger.append_message(assistant("cached"), cache_retention="long")
         now[0] += 60
@@ -334,7 +341,7 @@ def test_the_last_call_that_used_the_cache_is_found_through_the_index(tmp_path: 
         if not sidecar:
             index_path_for(path).unlink()
         with Ledger.open(path, fsync="never") as ledger:
-            last = ledger.last_call
+            last = ledger.facts.last_call
             assert last is not None and last.cache_retention == "long"
             assert timestamp_seconds(last.timestamp) == 1_800_000_060.0
     assert '"cacheRetention":"long"' in path.read_text("utf-8").replace(" ", "")
@@ -351,7 +358,7 @@ def test_an_index_of_the_previous_version_is_rebuilt_with_the_last_call(tmp_path
     stored["version"] = 3
     sidecar.write_text(json.dumps(stored), "utf-8")
     with Ledger.open(path, fsync="never") as ledger:
-        last = ledger.last_call
+        last = ledger.facts.last_call
         assert last is not None and last.cache_retention == "short"
 
 
@@ -391,19 +398,19 @@ def test_a_message_line_gives_the_facts_of_its_entry(
 def test_a_rebuilt_index_folds_what_the_appends_folded(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     with Ledger.create(path, session_id="s", workspace="/w", fsync="never") as ledger:
-        ledger.append_model_change("anthropic-messages", "sim-large")
+        ledger.add(ModelChangeEntry, "anthropic-messages", "sim-large")
         fill(ledger, 2)
-        ledger.append_title("a title")
+        ledger.add(TitleEntry, "a title")
         ledger.append_message(UserMessage((TextContent("edited"),), note="externalEdit"))
         ledger.append_message(assistant("ok", usage=Usage(10, 5, 100, 3), model="sim-small"),
                               cache_retention="long")
         prompt = ledger.append_message(user("withdrawn"))
         ledger.rewind(prompt.parent_id)
-        appended = (ledger.meta, ledger.usage, ledger.last_call, ledger.model_change)
+        appended = (ledger.facts.meta, ledger.facts.usage, ledger.facts.last_call, ledger.facts.model_change)
     index_path_for(path).unlink()
     with Ledger.open(path, fsync="never") as ledger:
-        assert (ledger.meta, ledger.usage, ledger.last_call, ledger.model_change) == appended
-        assert ledger.meta.first_prompt == "prompt 0" and ledger.meta.prompt_count == 2
+        assert (ledger.facts.meta, ledger.facts.usage, ledger.facts.last_call, ledger.facts.model_change) == appended
+        assert ledger.facts.meta.first_prompt == "prompt 0" and ledger.facts.meta.prompt_count == 2
 
 
 def test_a_message_this_version_cannot_read_is_kept_in_the_tree_and_not_shown(
@@ -425,11 +432,11 @@ def test_a_message_this_version_cannot_read_is_kept_in_the_tree_and_not_shown(
     path.write_bytes(b"\n".join(lines))
     index_path_for(path).unlink()
     with Ledger.open(path, fsync="never") as ledger:
-        branch = ledger.branch()
-        assert [e.id for e in branch] == ledger.branch_ids()  # the tree goes through it
-        kept = ledger.get(future.id)
+        branch = ledger.tree.branch()
+        assert [e.id for e in branch] == ledger.tree.branch_ids()  # the tree goes through it
+        kept = ledger.tree.get(future.id)
         assert isinstance(kept, UnknownEntry) and kept.raw == data
-        shown = project(ledger.projection_entries()).messages
+        shown = project(ledger.tree.projection_entries()).messages
         assert [m.role for m in shown] == ["user", "assistant", "toolResult", "assistant",
                                            "assistant"]
         # Reported, once, with its line, as every line loading cannot use is.

@@ -10,13 +10,15 @@ import pytest
 
 from agent_server.errors import EntryNotFoundError, SessionError, SessionNotFoundError
 from agent_server.llm.messages import message_to_json
-from agent_server.session import ledger as ledger_module
+from agent_server.session import ledger_file
 from agent_server.session.entries import (
     BranchEntry,
     CompactionDetails,
     CompactionEntry,
     Entry,
     MessageEntry,
+    ModelChangeEntry,
+    SystemPromptEntry,
     TitleEntry,
     UnknownEntry,
 )
@@ -66,20 +68,20 @@ def test_appends_are_one_line_each_and_chain_parents(tmp_path: Path) -> None:
     with new_ledger(tmp_path) as ledger:
         e1 = ledger.append_message(user("hi"))
         e2 = ledger.append_message(assistant("hello"))
-        e3 = ledger.append_title("Greeting")
-        e4 = ledger.append_model_change("anthropic", "claude-sonnet-4-6")
+        e3 = ledger.add(TitleEntry, "Greeting")
+        e4 = ledger.add(ModelChangeEntry, "anthropic", "claude-sonnet-4-6")
         assert [e.parent_id for e in (e1, e2, e3, e4)] == [None, e1.id, e2.id, e3.id]
         assert ledger.leaf_id == e4.id
         assert len({e1.id, e2.id, e3.id, e4.id}) == 4
         assert all(len(e.id) == 8 for e in (e1, e2, e3, e4))
-        assert ledger.title == "Greeting"
-        assert ledger.model_change == e4
-        saved = list(ledger.entries)
+        assert ledger.facts.title == "Greeting"
+        assert ledger.facts.model_change == e4
+        saved = list(ledger.tree.entries)
     data = lines(tmp_path / "s1.jsonl")
     assert [d["type"] for d in data] == ["session", "message", "message", "title", "modelChange"]
     assert data[1]["message"] == message_to_json(user("hi"))
     with Ledger.open(tmp_path / "s1.jsonl") as reopened:
-        assert list(reopened.entries) == saved
+        assert list(reopened.tree.entries) == saved
         assert reopened.leaf_id == e4.id
         assert reopened.load_report.clean
         assert reopened.load_report.entry_count == 4
@@ -87,16 +89,16 @@ def test_appends_are_one_line_each_and_chain_parents(tmp_path: Path) -> None:
 
 def test_system_prompt_and_model_are_recorded(tmp_path: Path) -> None:
     with new_ledger(tmp_path, model="sim-small") as ledger:
-        assert ledger.latest_model() == "sim-small"
-        assert ledger.system_prompt() is None
-        ledger.append_system_prompt("You are an agent.")
-        ledger.append_model_change("openai-responses", "gpt-5.1")
-        ledger.append_system_prompt("You are an agent. v2")
+        assert ledger.facts.latest_model() == "sim-small"
+        assert ledger.facts.system_prompt() is None
+        ledger.add(SystemPromptEntry, "You are an agent.")
+        ledger.add(ModelChangeEntry, "openai-responses", "gpt-5.1")
+        ledger.add(SystemPromptEntry, "You are an agent. v2")
     with Ledger.open(tmp_path / "s1.jsonl") as reopened:
         assert reopened.header.model == "sim-small"
-        assert reopened.latest_model() == "gpt-5.1"
-        assert reopened.system_prompt() == "You are an agent. v2"
-        assert reopened.meta.model == "gpt-5.1"
+        assert reopened.facts.latest_model() == "gpt-5.1"
+        assert reopened.facts.system_prompt() == "You are an agent. v2"
+        assert reopened.facts.meta.model == "gpt-5.1"
 
 
 def test_stored_entries_equal_what_a_reload_gives(tmp_path: Path) -> None:
@@ -106,7 +108,7 @@ def test_stored_entries_equal_what_a_reload_gives(tmp_path: Path) -> None:
         stored = ledger.append_message(message)
         assert list(stored.message.tool_calls[0].arguments) == ["a", "z"]
     with Ledger.open(tmp_path / "s1.jsonl") as reopened:
-        loaded = reopened.get(stored.id)
+        loaded = reopened.tree.get(stored.id)
         assert loaded == stored
         assert isinstance(loaded, MessageEntry)
         assert json.dumps(message_to_json(loaded.message)) == json.dumps(
@@ -125,20 +127,20 @@ def test_rewind_branches_and_tree_queries(tmp_path: Path) -> None:
         assert rewind.parent_id == a1.id
         assert rewind.target_id == a1.id
         u3 = ledger.append_message(user("three"))
-        assert [e.id for e in ledger.branch()] == [u1.id, a1.id, rewind.id, u3.id]
-        assert [e.id for e in ledger.children(a1.id)] == [u2.id, rewind.id]
-        assert [e.id for e in ledger.children(None)] == [u1.id]
-        assert [e.id for e in ledger.branch(u2.id)] == [u1.id, a1.id, u2.id]
-        assert ledger.get("nope") is None
+        assert [e.id for e in ledger.tree.branch()] == [u1.id, a1.id, rewind.id, u3.id]
+        assert [e.id for e in ledger.tree.children(a1.id)] == [u2.id, rewind.id]
+        assert [e.id for e in ledger.tree.children(None)] == [u1.id]
+        assert [e.id for e in ledger.tree.branch(u2.id)] == [u1.id, a1.id, u2.id]
+        assert ledger.tree.get("nope") is None
         with pytest.raises(EntryNotFoundError):
             ledger.rewind("nope")
         with pytest.raises(EntryNotFoundError):
-            ledger.branch("nope")
+            ledger.tree.branch("nope")
         start = ledger.rewind(None)
         assert start.parent_id is None
-        assert ledger.branch() == [start]
+        assert ledger.tree.branch() == [start]
         # nothing was deleted
-        assert len(ledger.entries) == 7
+        assert len(ledger.tree.entries) == 7
 
 
 def test_projection_entries_stop_at_the_first_kept_entry(tmp_path: Path) -> None:
@@ -146,7 +148,8 @@ def test_projection_entries_stop_at_the_first_kept_entry(tmp_path: Path) -> None
         old = [ledger.append_message(user(f"old {i}")).id for i in range(50)]
         kept = ledger.append_message(user("kept"))
         ledger.append_message(assistant("kept answer"))
-        compaction = ledger.append_compaction(
+        compaction = ledger.add(
+            CompactionEntry,
             summary="S",
             first_kept_entry_id=kept.id,
             tokens_before=100,
@@ -155,23 +158,23 @@ def test_projection_entries_stop_at_the_first_kept_entry(tmp_path: Path) -> None
             details=CompactionDetails(("a",), ()),
         )
         after = ledger.append_message(user("after"))
-        tail = ledger.projection_entries()
+        tail = ledger.tree.projection_entries()
         assert next(e.id for e in tail) == kept.id
         assert tail[-2:] == [compaction, after]
-        assert ledger.branch()[-len(tail) :] == tail
+        assert ledger.tree.branch()[-len(tail) :] == tail
 
     # Reopened, it never reads the entries before the kept one.
     with Ledger.open(ledger.path) as reopened:
         asked: list[str] = []
-        read = reopened._read
+        read = reopened.tree._read
 
         def spy(numbers: Iterable[int]) -> list[Entry]:
             entries = read(numbers)
             asked.extend(e.id for e in entries)
             return entries
 
-        reopened._read = spy  # type: ignore[method-assign]
-        assert reopened.projection_entries() == tail
+        reopened.tree._read = spy  # type: ignore[method-assign]
+        assert reopened.tree.projection_entries() == tail
         assert asked
         assert not set(asked) & set(old)
 
@@ -179,19 +182,20 @@ def test_projection_entries_stop_at_the_first_kept_entry(tmp_path: Path) -> None
 def test_projection_entries_when_nothing_was_kept(tmp_path: Path) -> None:
     with new_ledger(tmp_path) as ledger:
         ledger.append_message(user("old"))
-        compaction = ledger.append_compaction(
-            summary="S", first_kept_entry_id=None, tokens_before=5, reason="manual"
+        compaction = ledger.add(
+            CompactionEntry,
+            summary="S", first_kept_entry_id=None, tokens_before=5, reason="manual", tokens_after=None
         )
-        assert ledger.projection_entries() == [compaction]
+        assert ledger.tree.projection_entries() == [compaction]
         after = ledger.append_message(user("new"))
-        assert ledger.projection_entries() == [compaction, after]
+        assert ledger.tree.projection_entries() == [compaction, after]
 
 
 def test_projection_entries_without_compaction_is_the_branch(tmp_path: Path) -> None:
     with new_ledger(tmp_path) as ledger:
         for i in range(5):
             ledger.append_message(user(str(i)))
-        assert ledger.projection_entries() == ledger.branch()
+        assert ledger.tree.projection_entries() == ledger.tree.branch()
 
 
 def test_compaction_must_keep_an_entry_on_the_branch(tmp_path: Path) -> None:
@@ -201,23 +205,26 @@ def test_compaction_must_keep_an_entry_on_the_branch(tmp_path: Path) -> None:
         ledger.rewind(u1.id)
         other = ledger.append_message(user("three"))
         with pytest.raises(EntryNotFoundError, match="not on the current branch"):
-            ledger.append_compaction(
-                summary="S", first_kept_entry_id="ffffffff", tokens_before=1, reason="manual"
+            ledger.add(
+                CompactionEntry,
+                summary="S", first_kept_entry_id="ffffffff", tokens_before=1, reason="manual", tokens_after=None
             )
-        two = ledger.children(u1.id)[0]
+        two = ledger.tree.children(u1.id)[0]
         with pytest.raises(EntryNotFoundError):
-            ledger.append_compaction(
-                summary="S", first_kept_entry_id=two.id, tokens_before=1, reason="manual"
+            ledger.add(
+                CompactionEntry,
+                summary="S", first_kept_entry_id=two.id, tokens_before=1, reason="manual", tokens_after=None
             )
-        entry = ledger.append_compaction(
-            summary="S", first_kept_entry_id=other.id, tokens_before=1, reason="manual"
+        entry = ledger.add(
+            CompactionEntry,
+            summary="S", first_kept_entry_id=other.id, tokens_before=1, reason="manual", tokens_after=None
         )
         assert isinstance(entry, CompactionEntry)
 
 
 def test_generic_append_checks_ids_and_parents(tmp_path: Path) -> None:
     with new_ledger(tmp_path) as ledger:
-        first = ledger.append_title("t")
+        first = ledger.add(TitleEntry, "t")
         with pytest.raises(SessionError, match="already exists"):
             ledger.append(TitleEntry(first.id, None, "2025-01-01T00:00:00.000Z", "x"))
         with pytest.raises(EntryNotFoundError):
@@ -247,7 +254,7 @@ def test_fsync_always_syncs_every_append(tmp_path: Path, monkeypatch: pytest.Mon
             fsync=mode,  # type: ignore[arg-type]
         )
         calls: list[int] = []
-        monkeypatch.setattr(ledger_module.os, "fsync", lambda fd, calls=calls: calls.append(fd))
+        monkeypatch.setattr(ledger_file.os, "fsync", lambda fd, calls=calls: calls.append(fd))
         for text in ("a", "b", "c"):
             ledger.append_message(user(text))
         after_appends = len(calls)
@@ -279,7 +286,7 @@ def test_a_failed_write_leaves_no_partial_line(
         real_write(fd, bytes(data[: len(data) // 2]))
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(ledger_module.os, "write", half_then_fail)
+    monkeypatch.setattr(ledger_file.os, "write", half_then_fail)
     with pytest.raises(SessionError, match="not saved"):
         ledger.append_message(user("lost " * 50))
     monkeypatch.undo()
@@ -288,7 +295,7 @@ def test_a_failed_write_leaves_no_partial_line(
     ledger.close()
     with Ledger.open(tmp_path / "s1.jsonl") as reopened:
         assert reopened.load_report.clean
-        texts = [e.message.content[0].text for e in reopened.entries]  # type: ignore[union-attr]
+        texts = [e.message.content[0].text for e in reopened.tree.entries]  # type: ignore[union-attr]
         assert texts == ["before", "after"]
 
 
@@ -297,6 +304,6 @@ def test_tool_results_and_usage_survive(tmp_path: Path) -> None:
         ledger.append_message(user("go"))
         ledger.append_message(assistant("", call("c1", "read", path="a.py")))
         ledger.append_message(result("c1", "x" * 10_000))
-        before = list(ledger.entries)
+        before = list(ledger.tree.entries)
     with Ledger.open(tmp_path / "s1.jsonl") as reopened:
-        assert list(reopened.entries) == before
+        assert list(reopened.tree.entries) == before

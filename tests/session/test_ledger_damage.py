@@ -9,7 +9,8 @@ import pytest
 
 from agent_server.errors import LedgerFormatError
 from agent_server.session.entries import MessageEntry, UnknownEntry
-from agent_server.session.ledger import Ledger, read_ledger
+from agent_server.session.ledger import Ledger
+from agent_server.session.ledger_file import read_ledger
 
 from .builders import assistant, call, result, user
 
@@ -38,7 +39,7 @@ def test_cut_at_every_byte_of_the_last_line(tmp_path: Path) -> None:
         complete = cut >= len(data) - 1  # only the newline missing: the entry is whole
         expected = entries if complete else entries[:-1]
         with Ledger.open(path, fsync="never") as ledger:
-            assert list(ledger.entries) == expected, cut
+            assert list(ledger.tree.entries) == expected, cut
             report = ledger.load_report
             if cut == last_start or cut == len(data):
                 assert report.clean, cut
@@ -53,7 +54,7 @@ def test_cut_at_every_byte_of_the_last_line(tmp_path: Path) -> None:
         assert path.read_bytes().endswith(b"\n")
         with Ledger.open(path, fsync="never") as again:
             assert again.load_report.clean, cut
-            assert list(again.entries) == [*expected, added]
+            assert list(again.tree.entries) == [*expected, added]
             assert added.parent_id == expected[-1].id
 
 
@@ -65,7 +66,7 @@ def test_a_header_without_its_newline_is_repaired(tmp_path: Path) -> None:
         ledger.append_message(user("x"))
     with Ledger.open(path) as ledger:
         assert ledger.load_report.clean
-        assert len(ledger.entries) == 1
+        assert len(ledger.tree.entries) == 1
 
 
 def test_a_torn_header_is_not_a_ledger(tmp_path: Path) -> None:
@@ -105,10 +106,10 @@ def test_corrupt_middle_lines_are_reported_skipped_and_left_alone(tmp_path: Path
         # entry 3 (the tool result) lost its parent: it is attached to the entry before it
         [reattached] = [i for i in report.issues if i.action == "reattached"]
         assert reattached.line_number == 4
-        ids = [e.id for e in ledger.entries]
+        ids = [e.id for e in ledger.tree.entries]
         assert ids == [entries[0].id, entries[2].id, entries[3].id]
-        assert ledger.get(entries[2].id).parent_id == entries[0].id  # type: ignore[union-attr]
-        assert [e.id for e in ledger.branch()] == ids
+        assert ledger.tree.get(entries[2].id).parent_id == entries[0].id  # type: ignore[union-attr]
+        assert [e.id for e in ledger.tree.branch()] == ids
         ledger.append_message(user("more"))
     # the damaged part of the file is untouched; the new line follows it
     assert path.read_bytes().startswith(damaged)
@@ -134,7 +135,7 @@ def test_unknown_entry_types_are_kept_and_the_tree_goes_through_them(tmp_path: P
         assert (issue.line_number, issue.action) == (len(entries) + 2, "unknownType")
         assert "'bookmark'" in issue.reason
         assert f"line {len(entries) + 2} kept but not shown" in ledger.load_report.describe()
-        assert ledger.get("b0000001") == UnknownEntry(future)
+        assert ledger.tree.get("b0000001") == UnknownEntry(future)
         after = ledger.append_message(user("next"))
         assert after.parent_id == "b0000001"
     assert line + b"\n" in path.read_bytes()
@@ -170,18 +171,18 @@ def test_tool_calls_left_running_get_an_aborted_result_on_open(tmp_path: Path) -
         assert "1 tool call left running when the server stopped marked as aborted" in (
             report.describe()
         )
-        last = ledger.entries[-1]
+        last = ledger.tree.entries[-1]
         assert isinstance(last, MessageEntry) and last.message.role == "toolResult"
         assert last.message.tool_call_id == "c2" and last.message.is_error
         assert "may or may not have run" in last.message.content[0].text  # type: ignore[union-attr]
-        assert asked.id in ledger
+        assert asked.id in ledger.tree
     after = path.read_bytes()
     assert after.startswith(before), "append-only: nothing before the repair was rewritten"
     assert after.count(b"\n") == before.count(b"\n") + 1
     # The repaired file is consistent alone: opening it again finds nothing to do.
     with Ledger.open(path, fsync="never") as again:
         assert again.load_report.clean
-        assert len(again.entries) == 4
+        assert len(again.tree.entries) == 4
 
 
 def test_a_finished_or_rewound_branch_is_left_alone(tmp_path: Path) -> None:

@@ -68,7 +68,7 @@ def test_a_second_process_is_refused(tmp_path: Path) -> None:
     assert child.returncode == 0, child.stderr
     assert "OPENED" in child.stdout
     with Ledger.open(path) as reopened:
-        assert len(reopened.entries) == 2
+        assert len(reopened.tree.entries) == 2
 
 
 def test_a_second_ledger_in_the_same_process_is_refused(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from agent_server.errors import SessionError, SessionLockedError, SessionNotFoundError
 from agent_server.session import store as store_module
-from agent_server.session.entries import utc_timestamp
+from agent_server.session.entries import TitleEntry, utc_timestamp
 from agent_server.session.ledger import Ledger
 from agent_server.session.store import SessionStore, default_sessions_root, workspace_key
 
@@ -67,8 +67,8 @@ def test_create_list_open(store: SessionStore, workspace: Path) -> None:
         "workspace": str(workspace.resolve())
     }
     with store.open(session_id) as reopened:
-        assert len(reopened.entries) == 2
-        assert reopened.latest_model() == "sim-small"
+        assert len(reopened.tree.entries) == 2
+        assert reopened.facts.latest_model() == "sim-small"
 
 
 def test_list_is_newest_first_and_per_workspace(
@@ -123,7 +123,7 @@ def test_a_stale_sidecar_is_brought_up_to_date(store: SessionStore, workspace: P
     ledger.append_message(user("one"))
     ledger.sync()
     # appended but not synced: the sidecar is behind
-    ledger.append_title("New")
+    ledger.add(TitleEntry, "New")
     ledger.append_message(assistant("reply", model="gpt-5.1"))
     [info] = store.list(workspace)
     assert (info.title, info.model, info.entry_count) == ("New", "gpt-5.1", 3)
@@ -139,7 +139,7 @@ def test_growth_is_folded_in_without_rereading_the_start(
     for index in range(20):
         ledger.append_message(user(f"message {index}"))
     ledger.sync()
-    synced_size = ledger.size_bytes
+    synced_size = ledger.file.size
     ledger.append_message(user("new"))
     reads: list[tuple[int, int]] = []
     real_scan = store_module.scan_meta
@@ -152,7 +152,7 @@ def test_growth_is_folded_in_without_rereading_the_start(
     monkeypatch.setattr(store_module, "scan_meta", spying_scan)
     [info] = store.list(workspace)
     assert info.entry_count == 21
-    assert reads == [(synced_size, ledger.size_bytes)]
+    assert reads == [(synced_size, ledger.file.size)]
     ledger.close()
 
 
@@ -181,11 +181,11 @@ def test_rename_appends_a_title_entry(store: SessionStore, workspace: Path) -> N
     store.rename(session_id, "Renamed")
     assert store.list(workspace)[0].title == "Renamed"
     with store.open(session_id) as ledger:
-        assert ledger.title == "Renamed"
-        assert len(ledger.entries) == 1
+        assert ledger.facts.title == "Renamed"
+        assert len(ledger.tree.entries) == 1
         # while this store holds it open, rename goes through the open ledger
         store.rename(session_id, "Again")
-        assert ledger.title == "Again"
+        assert ledger.facts.title == "Again"
     assert store.list(workspace)[0].title == "Again"
 
 
@@ -273,8 +273,8 @@ def test_a_fork_goes_on_from_where_the_session_is_and_leaves_it_as_it_was(
             assert fork.header.workspace == ledger.header.workspace
             assert fork.header.created_at >= ledger.header.created_at
             assert fork.leaf_id == leaf
-            assert [e.id for e in fork.branch()] == [e.id for e in ledger.branch()]
-            assert len(fork.entries) == len(ledger.entries)
+            assert [e.id for e in fork.tree.branch()] == [e.id for e in ledger.tree.branch()]
+            assert len(fork.tree.entries) == len(ledger.tree.entries)
             assert fork.load_report.clean
             copied = store.session_dir(fork.session_id) / "bash-1.txt"
             assert copied.read_text() == "the whole output\n"

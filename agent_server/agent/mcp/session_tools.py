@@ -34,7 +34,7 @@ from agent_server.agent.mcp.tool_list import (
 )
 from agent_server.agent.tools.base import Tool
 from agent_server.llm.messages import ToolSpec
-from agent_server.session.entries import ToolListReason
+from agent_server.session.entries import ToolListEntry, ToolListReason
 from agent_server.session.ledger import Ledger
 
 log = logging.getLogger(__name__)
@@ -116,7 +116,7 @@ class SessionTools:
         self._estimate = estimate
         self._on_status = on_status
         self._on_notice = on_notice
-        recorded = ledger.tool_list()
+        recorded = ledger.facts.tool_list()
         self._in_force: ToolList | None = ToolList.of_entry(recorded) if recorded else None
         self._accept_requested = False
         self._noticed: ToolListChange | None = None
@@ -215,7 +215,7 @@ class SessionTools:
         candidate = self.candidate()
         self._accept_requested = False
         if self._in_force is None or candidate != self._in_force:
-            self._ledger.append_tool_list(candidate.specs, candidate.mcp, reason)
+            self._ledger.add(ToolListEntry, candidate.specs, candidate.mcp, reason)
         self._in_force = candidate
         self._runnable = None
         self._noticed = None

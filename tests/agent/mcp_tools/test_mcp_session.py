@@ -33,13 +33,13 @@ FX = ["crash", "big", "env", "grow", "picture", "shout"]
 
 def results(run) -> list[ToolResultMessage]:
     return [
-        e.message for e in run.session.ledger.entries
+        e.message for e in run.session.ledger.tree.entries
         if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)
     ]
 
 
 def tool_lists(run) -> list[ToolListEntry]:
-    return [e for e in run.session.ledger.entries if isinstance(e, ToolListEntry)]
+    return [e for e in run.session.ledger.tree.entries if isinstance(e, ToolListEntry)]
 
 
 async def test_tools_are_listed_in_a_stable_order_and_called_with_permission(
@@ -163,7 +163,7 @@ async def test_a_threshold_compaction_in_a_turn_sends_the_change_with_its_next_r
         assert all("mcp__fx__extra" not in run.tool_names(i) for i in range(summary))
         lists = tool_lists(run)
         assert [e.reason for e in lists] == ["start", "compaction"]
-        entry = run.session.ledger.get(lists[-1].parent_id or "")
+        entry = run.session.ledger.tree.get(lists[-1].parent_id or "")
         assert isinstance(entry, CompactionEntry)  # recorded right after the compaction
         assert run.session.mcp_status().pending is None
 

@@ -17,7 +17,7 @@ from agent_server.agent.mcp.tool_list import (
     compare,
 )
 from agent_server.agent.tools import default_tools
-from agent_server.session.entries import ToolListEntry, entry_from_json, entry_to_json
+from agent_server.session.entries import TitleEntry, ToolListEntry, entry_from_json, entry_to_json
 from agent_server.session.ledger import Ledger
 
 BUILTIN = tuple(tool.spec for tool in default_tools())
@@ -122,10 +122,10 @@ def test_the_ledger_record_round_trips_byte_for_byte(tmp_path: Path) -> None:
     schema = {"type": "object", "properties": {"q": {"type": "string", "description": "é ✓"}}}
     built = build_tool_list(BUILTIN, {"db": [tool("query", schema, "Run SQL.")]})
     ledger = Ledger.create(tmp_path / "s.jsonl", session_id="s", workspace=str(tmp_path))
-    stored = ledger.append_tool_list(built.specs, built.mcp, "start")
+    stored = ledger.add(ToolListEntry, built.specs, built.mcp, "start")
     ledger.close()
     reopened = Ledger.open(tmp_path / "s.jsonl")
-    entry = reopened.tool_list()
+    entry = reopened.facts.tool_list()
     assert entry == stored
     assert json.dumps([s.parameters for s in ToolList.of_entry(entry).specs]) == json.dumps(
         [s.parameters for s in built.specs]
@@ -142,8 +142,8 @@ def test_an_older_reader_keeps_the_entry_and_a_ledger_without_one_opens(tmp_path
     }
     assert entry_from_json(data) == entry
     ledger = Ledger.create(tmp_path / "old.jsonl", session_id="old", workspace=str(tmp_path))
-    ledger.append_title("no tool list here")
+    ledger.add(TitleEntry, "no tool list here")
     ledger.close()
     reopened = Ledger.open(tmp_path / "old.jsonl")
-    assert reopened.tool_list() is None
+    assert reopened.facts.tool_list() is None
     reopened.close()

@@ -25,6 +25,7 @@ from agent_server.llm.messages import (
     ToolResultMessage,
     UserMessage,
 )
+from agent_server.session.entries import CompactionEntry
 from agent_server.session.ledger import Ledger
 
 RULE = "Never edit CHANGELOG: the release manager writes it."
@@ -59,9 +60,10 @@ def ledger(tmp_path: Path) -> Ledger:
     ledger.append_message(result(run, f"{noise}\n{OUTPUT}\n{noise}"))
     ledger.append_message(answer("Loosening the regex did not help: the test fails the same."))
     kept = ledger.append_message(prompt("Now fix the padding."))
-    ledger.append_compaction(
+    ledger.add(
+        CompactionEntry,
         summary="Goal: fix decimal alignment.", first_kept_entry_id=kept.id,
-        tokens_before=30_000, reason="threshold",
+        tokens_before=30_000, reason="threshold", tokens_after=None,
     )
     before_rewind = ledger.leaf_id
     ledger.append_message(prompt("Use the abandoned approach with zebra stripes."))
@@ -71,7 +73,7 @@ def ledger(tmp_path: Path) -> Ledger:
 
 
 def context(ctx: ToolContext, ledger: Ledger) -> ToolContext:
-    return dataclasses.replace(ctx, history=lambda: recallable(ledger.branch()))
+    return dataclasses.replace(ctx, history=lambda: recallable(ledger.tree.branch()))
 
 
 async def test_recall_finds_a_rule_a_compaction_summarised_away(
