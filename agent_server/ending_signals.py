@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 
 ENDING_SIGNALS = (signal.SIGHUP, signal.SIGTERM)
 # Seconds the close after a signal may take before the process ends regardless: well past
-# its bounded steps (a stopped turn's end, session/agent.TURN_END_WAIT; MCP servers' exits).
+# its bounded steps (a stopped turn's end, agent/turn.TURN_END_WAIT; MCP servers' exits).
 CLOSE_LIMIT = 30.0
 T = TypeVar("T")
 

@@ -205,7 +205,7 @@ async def measure_turn(agent: WorkspaceAgent, session_id: str, repeat: int) -> d
     pieces are timed in turn within each repeat, so that the machine's noise falls on all
     of them alike; medians."""
     session = agent.open(session_id)
-    snapshot_before = session.usage_snapshot()
+    snapshot_before = session.usage.snapshot()
     if snapshot_before.used > snapshot_before.compact_at:
         raise RuntimeError(
             f"the context ({snapshot_before.used} tokens) is over the compaction threshold "
@@ -222,7 +222,7 @@ async def measure_turn(agent: WorkspaceAgent, session_id: str, repeat: int) -> d
         prepared = time.perf_counter()
         anthropic_api.build_request(session.model, context, options)
         built = time.perf_counter()
-        session.usage_snapshot()
+        session.usage.snapshot()
         snapshot = time.perf_counter()
         sdk_seconds = sdk.seconds(params)
         if number >= 3:
@@ -233,7 +233,7 @@ async def measure_turn(agent: WorkspaceAgent, session_id: str, repeat: int) -> d
     prepare, build_seconds, snapshot, sdk_seconds = (
         statistics.median(samples[key]) for key in ("prepare", "build", "snapshot", "sdk")
     )
-    tokens = session.usage_snapshot().used
+    tokens = session.usage.snapshot().used
     appends = []
     for number in range(max(5, repeat // 4)):
         call = ToolCall(f"bench_{number}", "read", {"path": f"src/module_{number}.py"})

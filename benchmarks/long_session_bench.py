@@ -309,7 +309,7 @@ def _open_here(built: dict[str, Any]) -> dict[str, Any]:
     started = time.perf_counter()
     cpu_started = time.process_time()
     session = agent.open(built["long"])
-    snapshot = session.usage_snapshot()
+    snapshot = session.usage.snapshot()
     seconds = time.perf_counter() - started
     cpu = time.process_time() - cpu_started
     held = _rss_mb()
@@ -378,7 +378,7 @@ def _turns(session: Any, turns: int = 300, every: int = 25) -> float:
                 tokens_before=50_000,
                 reason="threshold", tokens_after=None,
             )
-        session.usage_snapshot()
+        session.usage.snapshot()
     gc.collect()
     return (_rss_mb() - start) / (turns - 50)
 

@@ -558,7 +558,7 @@ class AcpAgent:
     def _tell_mcp_wait(self, state: AcpSession) -> None:
         """Before the first request, which waits for the MCP servers still starting (a few
         seconds at most: mcp.firstRequestWait): say so, not to wait silently."""
-        status = state.session.mcp_status()
+        status = state.session.tools.status()
         starting = [server.name for server in status.servers if server.state == "starting"]
         if starting and not status.tools_in_force:
             wait = min(state.settings.mcp.startup_timeout, state.settings.mcp.first_request_wait)
@@ -581,14 +581,14 @@ class AcpAgent:
             return
         if name == "usage":
             self.outbox.put(
-                session.session_id, agent_text(usage_text(session.usage_snapshot()), message_id)
+                session.session_id, agent_text(usage_text(session.usage.snapshot()), message_id)
             )
             return
         if name in ("remember", "forget", "pins"):
             self._pins_command(session, name, argument)
             return
         if name == "tools":
-            accepted = session.accept_tools()
+            accepted = session.tools.accept()
             text = (
                 f"The changed MCP tools are used from the next request (about "
                 f"{accepted.tokens:,} tokens read again without the prompt cache)."
@@ -689,7 +689,7 @@ class AcpAgent:
         if title and state.title:
             self.outbox.put(session.session_id, title_update(state.title))
         self.outbox.put(session.session_id, available_commands(session.workspace))
-        self.outbox.put(session.session_id, usage_update(session.usage_snapshot()))
+        self.outbox.put(session.session_id, usage_update(session.usage.snapshot()))
         if history:
             await self.outbox.drain()  # the history arrives before the answer
         preload_provider(session.settings.provider)

@@ -168,7 +168,7 @@ class WorkspaceAgent:
         configs = self.mcp_configs(self.settings, self._mcp_extra.get(session.session_id, ()))
         with contextlib.suppress(RuntimeError):  # no running loop: nothing runs yet
             asyncio.get_running_loop()
-            task = asyncio.create_task(session.reconfigure_mcp(configs))
+            task = asyncio.create_task(session.tools.servers.reconfigure(configs))
             self._background.add(task)
             task.add_done_callback(self._background.discard)
 

@@ -39,8 +39,9 @@ from agent_server.agent.mcp.approval import NO_ANSWERS
 from agent_server.agent.memory import pin_argument
 from agent_server.agent.permissions import PermissionRequest
 from agent_server.agent.rewind import RestoreChoice
-from agent_server.agent.session import AgentSession, TurnResult
+from agent_server.agent.session import AgentSession
 from agent_server.agent.settings import AgentSettings
+from agent_server.agent.turn import TurnResult
 from agent_server.agent.workspace import WorkspaceAgent, model_choices
 from agent_server.console.activity import Activity
 from agent_server.console.chat_start import HINT
@@ -219,7 +220,7 @@ class TerminalChat:
             {
                 "stopReason": result.stop_reason,
                 "error": result.error,
-                "usage": wire.usage_json(self.session_id, session.usage_snapshot()),
+                "usage": wire.usage_json(self.session_id, session.usage.snapshot()),
             }
         )
         if not self.interactive and self.printer.denials:
@@ -367,7 +368,7 @@ class TerminalChat:
         return session
 
     def show_usage(self, session: AgentSession) -> None:
-        usage = wire.usage_json(session.session_id, session.usage_snapshot())
+        usage = wire.usage_json(session.session_id, session.usage.snapshot())
         self.console.print(meter_text(usage, self.console.width))
         self.console.print(usage_table(usage, self.last_turn, session.totals.to_json()))
         if self.last_turn is None:
@@ -491,7 +492,7 @@ class TerminalChat:
                 Text("nothing to compact yet: the history is already short", style="dim")
             )
         elif outcome.outcome == "compacted":  # the meter, as after a turn
-            usage = wire.usage_json(session.session_id, session.usage_snapshot())
+            usage = wire.usage_json(session.session_id, session.usage.snapshot())
             self.console.print(meter_text(usage, self.console.width))
         # The compaction's own marker (or its failure) is on screen already.
         return True
@@ -586,7 +587,7 @@ class TerminalChat:
         if picked is None:
             return
         entry_id = prompts[picked - 1].entry_id
-        plan = runner.run(asyncio.to_thread(session.rewind_plan, entry_id))
+        plan = runner.run(asyncio.to_thread(session.rewinder.plan, entry_id))
         self.show_plan(plan)
         options = [o for o in REWIND_CHOICES if plan.files or o[1] in ("conversation", None)]
         for number, (label, _choice) in enumerate(options, 1):
@@ -705,7 +706,7 @@ def recorded_last_turn(session: AgentSession) -> dict[str, Any] | None:
     None when it has had no prompt."""
     if not session.ledger.facts.meta.prompt_count:
         return None
-    return dict(wire.usage_json(session.session_id, session.usage_snapshot())["lastTurn"])
+    return dict(wire.usage_json(session.session_id, session.usage.snapshot())["lastTurn"])
 
 
 def _typed_text(prompt: events.TurnStarted) -> str:

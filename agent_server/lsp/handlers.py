@@ -67,7 +67,7 @@ async def session_load(ls: AgentLanguageServer, params: Params) -> protocol.Sess
     session_id = params.string("sessionId")
     limit = params.count("limit", wire.DEFAULT_PAGE, wire.MAX_PAGE)
     session = await ls.session_when_free(session_id)
-    snapshot = session.usage_snapshot()
+    snapshot = session.usage.snapshot()
     page = session.transcript(limit=limit)
     ls.notify(protocol.USAGE_CHANGED.name, wire.usage_json(session_id, snapshot))
     result = wire.session_load_result(session, page, snapshot)
@@ -79,7 +79,7 @@ async def session_fork(ls: AgentLanguageServer, params: Params) -> protocol.Sess
     session_id = params.string("sessionId")
     limit = params.count("limit", wire.DEFAULT_PAGE, wire.MAX_PAGE)
     session = ls.fork(session_id)
-    snapshot = session.usage_snapshot()
+    snapshot = session.usage.snapshot()
     ls.notify(protocol.USAGE_CHANGED.name, wire.usage_json(session.session_id, snapshot))
     return wire.session_load_result(session, session.transcript(limit=limit), snapshot)
 
@@ -140,7 +140,7 @@ async def turn(ls: AgentLanguageServer, params: Params) -> protocol.TurnResult:
             result = await session.run_turn(prompt, turn_id=turn_id)
     finally:
         ls.end_turn(session_id, stream)
-    return wire.turn_result(session_id, result, session.usage_snapshot())
+    return wire.turn_result(session_id, result, session.usage.snapshot())
 
 
 def tool_input(ls: AgentLanguageServer, params: Any) -> None:
@@ -175,7 +175,7 @@ async def compact(ls: AgentLanguageServer, params: Params) -> protocol.CompactRe
     instructions = params.optional_string("instructions")
     session = ls.session(session_id)
     outcome = await session.compact(instructions)
-    return wire.compact_result(outcome, session.usage_snapshot().window_number)
+    return wire.compact_result(outcome, session.usage.snapshot().window_number)
 
 
 async def rewind(ls: AgentLanguageServer, params: Params) -> protocol.RewindResult:
@@ -185,7 +185,7 @@ async def rewind(ls: AgentLanguageServer, params: Params) -> protocol.RewindResu
     restore = params.choice("restore", wire.RESTORE_CHOICES, "conversation")
     session = ls.session(session_id)
     rewound = await session.rewind(entry_id, summarize=summarize, restore=restore)
-    ls.notify(protocol.USAGE_CHANGED.name, wire.usage_json(session_id, session.usage_snapshot()))
+    ls.notify(protocol.USAGE_CHANGED.name, wire.usage_json(session_id, session.usage.snapshot()))
     return wire.rewind_json(rewound)
 
 
@@ -195,7 +195,7 @@ async def rewind_preview(
     session_id = params.string("sessionId")
     entry_id = params.string("entryId")
     session = ls.session(session_id)
-    plan = await asyncio.to_thread(session.rewind_plan, entry_id)
+    plan = await asyncio.to_thread(session.rewinder.plan, entry_id)
     return wire.rewind_preview_json(session, entry_id, plan)
 
 
@@ -211,7 +211,7 @@ async def rewind_changes(
 
 async def usage(ls: AgentLanguageServer, params: Params) -> protocol.UsageSnapshot:
     session_id = params.string("sessionId")
-    return wire.usage_json(session_id, ls.session(session_id).usage_snapshot())
+    return wire.usage_json(session_id, ls.session(session_id).usage.snapshot())
 
 
 async def user_idle(ls: AgentLanguageServer, params: Params) -> protocol.EmptyResult:
@@ -244,7 +244,7 @@ async def model_set(ls: AgentLanguageServer, params: Params) -> protocol.ModelSe
     model = params.string("model")
     session = ls.session(session_id)
     switch = await session.switch_model(model)
-    snapshot = session.usage_snapshot()
+    snapshot = session.usage.snapshot()
     ls.notify(protocol.USAGE_CHANGED.name, wire.usage_json(session_id, snapshot))
     return wire.model_set_result(session_id, switch, snapshot)
 
@@ -284,7 +284,7 @@ async def problems(ls: AgentLanguageServer, params: Params) -> protocol.EmptyRes
 
     note = problems_note(path, found)
     if note is not None:
-        ls.session(session_id).note(NOTE_KIND, note)
+        ls.session(session_id).turns.note(NOTE_KIND, note)
     return {}
 
 
@@ -302,22 +302,22 @@ async def command_list(ls: AgentLanguageServer, params: Params) -> protocol.Comm
 
 async def mcp_servers(ls: AgentLanguageServer, params: Params) -> protocol.McpStatusParams:
     session_id = params.string("sessionId")
-    return wire.mcp_status_json(session_id, ls.session(session_id).mcp_status())
+    return wire.mcp_status_json(session_id, ls.session(session_id).tools.status())
 
 
 async def mcp_accept_tools(
     ls: AgentLanguageServer, params: Params
 ) -> protocol.McpAcceptToolsResult:
     session_id = params.string("sessionId")
-    return wire.accept_tools_result(ls.session(session_id).accept_tools())
+    return wire.accept_tools_result(ls.session(session_id).tools.accept())
 
 
 async def mcp_restart(ls: AgentLanguageServer, params: Params) -> protocol.EmptyResult:
     session_id = params.string("sessionId")
     name = params.string("name")
     session = ls.session(session_id)
-    if not await session.restart_mcp_server(name):
-        known = ", ".join(session.mcp_server_names()) or "none"
+    if not await session.tools.servers.restart(name):
+        known = ", ".join(session.tools.servers.names) or "none"
         raise wire.invalid(
             f"{params.method}: no MCP server named {name!r} in this session (servers: {known})"
         )

@@ -74,8 +74,9 @@ if TYPE_CHECKING:  # the agent's heavier modules load after `initialize` (lsp/st
     from agent_server.agent.model_switch import ModelSwitch, ThinkingSwitch
     from agent_server.agent.permissions import PermissionAnswer, PermissionRequest
     from agent_server.agent.rewind import Rewound
-    from agent_server.agent.session import AgentSession, TurnResult
+    from agent_server.agent.session import AgentSession
     from agent_server.agent.transcript import Page
+    from agent_server.agent.turn import TurnResult
     from agent_server.session.ledger_file import LoadReport
     from agent_server.session.store import SessionInfo
 
@@ -320,9 +321,9 @@ def session_new_result(session: AgentSession) -> protocol.SessionNewResult:
     session_id = session.session_id
     return {
         "sessionId": session_id,
-        "usage": usage_json(session_id, session.usage_snapshot()),
+        "usage": usage_json(session_id, session.usage.snapshot()),
         **session_state_json(session),
-        "mcp": mcp_status_json(session_id, session.mcp_status()),
+        "mcp": mcp_status_json(session_id, session.tools.status()),
     }
 
 
@@ -361,7 +362,7 @@ def session_load_result(
         "canThink": state["canThink"],
         "mode": state["mode"],
         "sandbox": state["sandbox"],
-        "mcp": mcp_status_json(session_id, session.mcp_status()),
+        "mcp": mcp_status_json(session_id, session.tools.status()),
         "pins": pins_json(session.memory.pins()),
         "plan": plan_json(session.memory.plan()),
     }

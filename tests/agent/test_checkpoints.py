@@ -90,7 +90,7 @@ async def test_rewinding_to_a_prompt_puts_back_what_the_agent_wrote_and_says_wha
         assert (run.workspace / "notes/a.md").read_text() == "v2\n"
         ids = prompts(run)
 
-        plan = run.session.rewind_plan(ids["create the note"])
+        plan = run.session.rewinder.plan(ids["create the note"])
         assert {(f.path, f.action, f.changed_since) for f in plan.files} == {
             ("notes/a.md", "delete", False),
             ("README.md", "restore", False),
@@ -186,7 +186,7 @@ async def test_a_file_changed_since_the_agents_edit_is_flagged(tmp_path: Path) -
     async with agent_run(tmp_path, scenario=SCENARIO) as run:
         await run_all(run)
         (run.workspace / "notes/a.md").write_text("mine\n")
-        plan = run.session.rewind_plan(prompts(run)["edit the note"])
+        plan = run.session.rewinder.plan(prompts(run)["edit the note"])
         [note] = [f for f in plan.files if f.path == "notes/a.md"]
         assert note.changed_since and note.action == "restore"
         assert "notes/a.md" not in plan.untracked
@@ -202,7 +202,7 @@ async def test_restores_follow_time_not_the_branch(tmp_path: Path) -> None:
         await run.session.rewind(ids["edit the note"])  # the conversation only
         assert (run.workspace / "notes/a.md").read_text() == "v2\n"
         await run.session.run_turn("edit the note")  # fails to match v1: the model is told
-        plan = run.session.rewind_plan(ids["create the note"])
+        plan = run.session.rewinder.plan(ids["create the note"])
         assert [(f.path, f.action) for f in plan.files] == [("notes/a.md", "delete")]
         await run.session.rewind(ids["create the note"], restore="files")
         assert not (run.workspace / "notes/a.md").exists()
@@ -213,10 +213,10 @@ async def test_nothing_to_restore_and_unknown_entries(tmp_path: Path) -> None:
         await run.session.run_turn("create the note")
         last = run.session.ledger.leaf_id
         assert last is not None
-        plan = run.session.rewind_plan(last)
+        plan = run.session.rewinder.plan(last)
         assert plan.files == () and plan.commands == ()
         with pytest.raises(EntryNotFoundError):
-            run.session.rewind_plan("nope")
+            run.session.rewinder.plan("nope")
         with pytest.raises(EntryNotFoundError):
             await run.session.rewind("nope", restore="both")
 
@@ -299,7 +299,7 @@ async def test_a_rejected_command_is_not_listed_as_run(tmp_path: Path) -> None:
             if isinstance(e, MessageEntry) and isinstance(e.message, ToolResultMessage)
         ]
         assert results and (results[0].details or {}).get("permission") == "denied"
-        plan = run.session.rewind_plan(prompts(run)["clean up"])
+        plan = run.session.rewinder.plan(prompts(run)["clean up"])
         assert plan.commands == ()
 
 

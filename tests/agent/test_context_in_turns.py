@@ -239,7 +239,7 @@ async def test_each_turn_reports_its_own_usage_next_to_the_session_totals(tmp_pa
         # (every front end sent it twice).
         said = [e.snapshot for e in run.events if isinstance(e, events.UsageUpdated)]
         assert all(a != b for a, b in itertools.pairwise(said)), said
-        snapshot = run.session.usage_snapshot()
+        snapshot = run.session.usage.snapshot()
         total = sum((result.usage for result, _ in results), start=results[0][0].usage.__class__())
         assert snapshot.session.input == total.input
         assert snapshot.calls == sum(result.calls for result, _ in results)
@@ -257,7 +257,7 @@ async def test_with_automatic_compaction_off_the_usage_does_not_promise_a_compac
                                                           compaction=off)) as run:
         for prompt in PROMPTS[:2]:
             await run.session.run_turn(prompt)
-        snapshot = run.session.usage_snapshot()
+        snapshot = run.session.usage.snapshot()
         assert snapshot.used > 2500
         assert not any(isinstance(e, events.CompactionStarted) for e in run.events)
         assert snapshot.compact_at == snapshot.size

@@ -38,7 +38,7 @@ async def test_a_switch_keeps_the_session_and_its_cache_note_is_what_the_provide
         assert transcript_items(entry_events(change, {}))[0]["kind"] == "modelChange"
         assert switch.cost.tokens == tokens and switch.cost.switched > switch.cost.stayed > 0
         assert f"{tokens:,} tokens" in switch.note and "cache" in switch.note
-        assert run.session.usage_snapshot().size == 200_000
+        assert run.session.usage.snapshot().size == 200_000
 
         await run.session.run_turn("Where is the data persisted and in what format?")
         first, second = run.model_requests[before], run.model_requests[before + 1]

@@ -475,7 +475,7 @@ async def test_manual_compaction_carries_instructions_and_a_cheaper_summary_mode
         reopened = WorkspaceAgent(run.workspace, run.session.settings).open(session_id)
         try:
             assert reopened.totals.cost == pytest.approx(before)
-            assert reopened.usage_snapshot().window_number == 2
+            assert reopened.usage.snapshot().window_number == 2
         finally:
             await reopened.close()
 

@@ -33,7 +33,7 @@ from agent_server.agent.mcp.tool_list import (
     compare,
 )
 from agent_server.agent.tools.base import Tool
-from agent_server.llm.messages import ToolSpec
+from agent_server.llm.messages import ToolCall, ToolSpec
 from agent_server.session.entries import ToolListEntry, ToolListReason
 from agent_server.session.ledger import Ledger
 
@@ -108,8 +108,10 @@ class SessionTools:
         on_status: Callable[[McpStatus], None],
         on_notice: Callable[[str], None],
         first_wait: Callable[[], float],
+        busy: Callable[[], bool],
     ) -> None:
         self._ledger = ledger
+        self._busy = busy  # a turn (or another change) is running: an accepted change waits
         self._first_wait = first_wait  # the seconds the first request waits for servers
         self._builtin = tuple(builtin)
         self._servers = servers
@@ -140,6 +142,15 @@ class SessionTools:
         if self._runnable is None:
             self._runnable = self._make_runnable(self._in_force or self.candidate())
         return self._runnable
+
+    def files_of(self, call: ToolCall) -> tuple[str, tuple[str, ...]]:
+        """The kind of a tool call's tool and the files the call reads or writes, as its
+        tool says."""
+        tool = next((tool for tool in self.runnable() if tool.spec.name == call.name), None)
+        return (tool.kind, tool.paths(call.arguments)) if tool is not None else ("other", ())
+
+    def paths_of(self, call: ToolCall) -> tuple[str, ...]:
+        return self.files_of(call)[1]
 
     def candidate(self) -> ToolList:
         builtin = tuple(tool.spec for tool in self._builtin)
@@ -198,12 +209,14 @@ class SessionTools:
         if self.pending() is not None:
             self._adopt("compaction")
 
-    def accept(self, *, busy: bool) -> AcceptOutcome:
+    def accept(self) -> AcceptOutcome:
+        """Take in the waiting change (the next request re-reads the prefix); during a turn,
+        from its next request."""
         change = self.pending()
         if change is None:
             return AcceptOutcome(False, False, 0)
         tokens = self._estimate(self.candidate().specs)
-        if busy:
+        if self._busy():
             self._accept_requested = True
             return AcceptOutcome(True, True, tokens)
         self._adopt("accepted")

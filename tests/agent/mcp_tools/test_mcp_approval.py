@@ -39,7 +39,7 @@ SCENARIO: dict[str, Any] = {
 
 
 def server_state(run: McpRun) -> tuple[str, str | None]:
-    (server,) = run.session.mcp_status().servers
+    (server,) = run.session.tools.status().servers
     return server.state, server.error
 
 
@@ -180,7 +180,7 @@ async def test_allow_for_the_session_holds_when_the_server_closes_and_reopens_it
         assert server_state(run)[0] == "ready" and "mcp__fx__shout" in run.tool_names()
         # For this session only: another one is asked.
         other = run.agent.create(emit=run.emit, ask=run.ask)
-        assert "waiting for your approval" in (other.mcp_status().servers[0].error or "")
+        assert "waiting for your approval" in (other.tools.status().servers[0].error or "")
         write_mcp(run.workspace, "--name", "changed")
         asked = len(run.asked)
         run.evict_and_open()

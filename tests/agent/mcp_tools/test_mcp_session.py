@@ -57,7 +57,7 @@ async def test_tools_are_listed_in_a_stable_order_and_called_with_permission(
         recorded = tool_lists(run)
         assert len(recorded) == 1 and recorded[0].reason == "start"
         assert [t.name for t in recorded[0].tools] == run.tool_names(0)
-        status = run.session.mcp_status()
+        status = run.session.tools.status()
         assert status.servers[0].state == "ready" and status.pending is None
 
 
@@ -68,7 +68,7 @@ async def test_a_denied_call_does_not_reach_the_server(tmp_path: Path) -> None:
         await run.session.run_turn("Crash it.")
         denied = results(run)[-1]
         assert denied.is_error and "denied" in denied.text
-        assert run.session.mcp_status().servers[0].state == "ready"
+        assert run.session.tools.status().servers[0].state == "ready"
 
 
 async def test_a_trusted_server_runs_without_asking(tmp_path: Path) -> None:
@@ -101,9 +101,9 @@ async def test_a_changed_tool_list_waits_for_the_user_and_the_prefix_holds(
         assert "mcp__fx__extra" not in run.tool_names()
         for previous, current in itertools.pairwise(requests):
             assert prefix_problem(previous, current) is None  # byte-identical until accepted
-        outcome = run.session.accept_tools()
+        outcome = run.session.tools.accept()
         assert outcome.accepted and not outcome.deferred
-        assert run.session.mcp_status().pending is None
+        assert run.session.tools.status().pending is None
         before = len(run.requests)
         await run.session.run_turn("Double 4.")
         assert "mcp__fx__extra" in run.tool_names()
@@ -128,7 +128,7 @@ async def test_a_compaction_takes_a_waiting_change_in(tmp_path: Path) -> None:
         assert "mcp__fx__extra" not in run.tool_names()
         outcome = await run.session.compact()
         assert outcome.outcome == "compacted"
-        assert run.session.mcp_status().pending is None
+        assert run.session.tools.status().pending is None
         await run.session.run_turn("And now?")
         assert "mcp__fx__extra" in run.tool_names()
         assert [e.reason for e in tool_lists(run)] == ["start", "compaction"]
@@ -165,7 +165,7 @@ async def test_a_threshold_compaction_in_a_turn_sends_the_change_with_its_next_r
         assert [e.reason for e in lists] == ["start", "compaction"]
         entry = run.session.ledger.tree.get(lists[-1].parent_id or "")
         assert isinstance(entry, CompactionEntry)  # recorded right after the compaction
-        assert run.session.mcp_status().pending is None
+        assert run.session.tools.status().pending is None
 
 
 async def test_a_crashed_server_answers_with_errors_and_the_list_stays(tmp_path: Path) -> None:
@@ -200,13 +200,13 @@ async def test_a_server_that_fails_to_start_does_not_fail_the_session(tmp_path: 
         assert result.stop_reason == "end_turn"
         assert not [n for n in run.tool_names() if n.startswith("mcp__broken")]
         assert "mcp__fx__shout" in run.tool_names()
-        broken = run.session.mcp_status().servers[0]
+        broken = run.session.tools.status().servers[0]
         assert broken.name == "broken" and broken.state == "failed"
         assert "bad credentials" in broken.stderr_tail
         missing = {"gone": {"command": "no-such-mcp-server-binary"}}
         async with mcp_run(tmp_path / "other", missing, scenario) as other:
             assert (await other.session.run_turn("Hello.")).stop_reason == "end_turn"
-            assert "no such program" in (other.session.mcp_status().servers[0].error or "")
+            assert "no such program" in (other.session.tools.status().servers[0].error or "")
 
 
 async def test_a_reload_sends_the_recorded_list_even_with_the_server_down(
@@ -258,7 +258,7 @@ async def test_an_accepted_change_holds_when_the_server_closes_and_reopens_the_s
         late = {"fx": fixture_server(), "zz": fixture_server("--name", "zz")}
         run.agent.update_settings(mcp_settings(settings.base_url, tmp_path, late))
         await wait_for_pending(run)
-        assert run.session.accept_tools().accepted
+        assert run.session.tools.accept().accepted
         await run.session.run_turn("Two.")
         accepted = run.requests[-1]["tools"]
         assert "mcp__zz__shout" in run.tool_names()
@@ -266,7 +266,7 @@ async def test_an_accepted_change_holds_when_the_server_closes_and_reopens_the_s
         await run.session.run_turn("Three.")
         assert json.dumps(run.requests[-1]["tools"]) == json.dumps(accepted)
         assert prefix_problem(run.requests[-2], run.requests[-1]) is None
-        assert run.session.mcp_status().pending is None
+        assert run.session.tools.status().pending is None
         assert [e.reason for e in tool_lists(run)] == ["start", "accepted"]
 
 
@@ -352,11 +352,11 @@ async def wait_until(run, condition, attempts: int = 1200):
     import asyncio
 
     for _ in range(attempts):
-        status = run.session.mcp_status()
+        status = run.session.tools.status()
         if condition(status):
             return status
         await asyncio.sleep(0.05)
-    raise AssertionError(f"MCP status never reached the condition: {run.session.mcp_status()}")
+    raise AssertionError(f"MCP status never reached the condition: {run.session.tools.status()}")
 
 
 def _alive(pid: int) -> bool:
