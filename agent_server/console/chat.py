@@ -401,35 +401,10 @@ class TerminalChat:
             stacked.add_row(Group(usage, Padding(Text(what), (0, 0, 0, 2))))
         self.console.print(fitting(self.console, table, stacked))
 
-    def models_table(self, session: AgentSession) -> Table:
-        """The models `/model` lists, each id whole (it is what `/model <id>` takes): as
-        columns, or one cell per model on a narrow terminal."""
-        title = f"models ({session.settings.provider})"
-        table = Table(title=title, title_justify="left")
-        for column in ("", "model", "window", "max output", "$/M in · out · cache read"):
-            table.add_column(column)
-        stacked = stacked_table(title)
-        for choice in model_choices(session.settings):
-            model, pricing = choice.model, choice.model.pricing
-            prices = f"{pricing.input:g} · {pricing.output:g} · {pricing.cache_read:g}"
-            mark = "●" if model.id == session.model.id else ""
-            name = shown(model.name + ("  (yours)" if choice.source == "user" else ""))
-            window, output = format_tokens(model.context_window), format_tokens(model.max_output)
-            table.add_row(mark, shown(model.id + "  ") + name, window, output, prices)
-            figures = (
-                f"window {window} · max output {output}\n$/M in {pricing.input:g} · out "
-                f"{pricing.output:g} · cache read {pricing.cache_read:g}"
-            )
-            stacked.add_row(
-                Text(f"{mark} " if mark else "") + shown(model.id) + Text("\n") + name
-                + Text(f"\n{figures}", style="dim")
-            )
-        return fitting(self.console, table, stacked)
-
     def model_command(self, runner: asyncio.Runner, session: AgentSession, argument: str) -> None:
         """`/model`: the models of the session's provider; `/model <id>`: switch to one."""
         if not argument:
-            self.console.print(self.models_table(session))
+            self.console.print(models_table(self.console, session))
             self.console.print(Text("/model <id> switches this session", style="dim"))
             return
         try:
@@ -530,30 +505,6 @@ class TerminalChat:
         self.console.print(shown(f"thinking: {switch.thinking}", "magenta"))
         self.console.print(shown(switch.note, "dim"))
 
-    def remember_command(self, session: AgentSession, argument: str) -> None:
-        """`/remember [fact:] text`: pin a rule or a fact for the session."""
-        kind, text = pin_argument(argument)
-        try:
-            pin = session.pin(kind, text)
-        except AgentServerError as error:
-            self.console.print(shown(error.message, "red"))
-            return
-        self.console.print(Text(f"pinned {pin.kind} {pin.id}: ", style="magenta") + shown(pin.text))
-
-    def forget_command(self, session: AgentSession, argument: str) -> None:
-        """`/forget id`: remove a pin."""
-        if not argument.strip():
-            self.console.print(
-                Text("/forget takes a pin's id: /pins lists them with their ids", style="yellow")
-            )
-            return
-        try:
-            pin = session.unpin(argument.strip())
-        except AgentServerError as error:
-            self.console.print(shown(error.message, "red"))
-            return
-        self.console.print(Text(f"removed {pin.kind} {pin.id}: ", style="dim") + shown(pin.text))
-
     def pins_command(self, session: AgentSession) -> None:
         """`/pins`: the pins in force and the task's plan."""
         pins = session.memory.pins()
@@ -588,7 +539,7 @@ class TerminalChat:
             return
         entry_id = prompts[picked - 1].entry_id
         plan = runner.run(asyncio.to_thread(session.rewinder.plan, entry_id))
-        self.show_plan(plan)
+        show_plan(self.console, plan)
         options = [o for o in REWIND_CHOICES if plan.files or o[1] in ("conversation", None)]
         for number, (label, _choice) in enumerate(options, 1):
             self.console.print(Text(f"  {number} ", style="bold") + Text(label))
@@ -614,32 +565,6 @@ class TerminalChat:
         if rewound.prompt:
             texts = (b.text for b in rewound.prompt if isinstance(b, TextContent))
             self.reader.prefill = "\n".join(texts)
-
-    def show_plan(self, plan: RestorePlan) -> None:
-        if plan.files:
-            self.console.print(Text("files a restore puts back:", style="bold"))
-            for planned in plan.files:
-                what = "delete (it did not exist then)" if planned.target is None else "restore"
-                line = shown(f"  {planned.path}: {what}")
-                if planned.changed_since:
-                    line.append(
-                        " (changed since the agent's edit: that change is lost)", style="yellow"
-                    )
-                self.console.print(line)
-        else:
-            self.console.print(
-                Text("no file the agent wrote or edited changed since then", style="dim")
-            )
-        if plan.commands or plan.untracked:
-            self.console.print(Text("not restorable:", style="bold yellow"))
-            for command in plan.commands:
-                self.console.print(shown(f"  ran: {command}", "yellow", one_line=True))
-            for path in plan.untracked:
-                self.console.print(
-                    shown(f"  {path} (changed by a command or outside the agent)", "yellow")
-                )
-            if plan.untracked_more:
-                self.console.print(Text(f"  and {plan.untracked_more} more files", style="yellow"))
 
     def choose(self, question: str, count: int, *, cancel: bool) -> int | None:
         """A number from 1 to `count`; None when cancelled (Enter, when allowed; Ctrl-C;
@@ -680,6 +605,78 @@ class TerminalChat:
             keys = [word for word in words or () if len(word) == 1]
             hint = f"type 1 to {count}" + (f", or {', '.join(keys)}" if keys else "")
             self.console.print(Text(hint, style="yellow"))
+
+
+def models_table(console: Console, session: AgentSession) -> Table:
+    """The models `/model` lists, each id whole (it is what `/model <id>` takes): as
+    columns, or one cell per model on a narrow terminal."""
+    title = f"models ({session.settings.provider})"
+    table = Table(title=title, title_justify="left")
+    for column in ("", "model", "window", "max output", "$/M in · out · cache read"):
+        table.add_column(column)
+    stacked = stacked_table(title)
+    for choice in model_choices(session.settings):
+        model, pricing = choice.model, choice.model.pricing
+        prices = f"{pricing.input:g} · {pricing.output:g} · {pricing.cache_read:g}"
+        mark = "●" if model.id == session.model.id else ""
+        name = shown(model.name + ("  (yours)" if choice.source == "user" else ""))
+        window, output = format_tokens(model.context_window), format_tokens(model.max_output)
+        table.add_row(mark, shown(model.id + "  ") + name, window, output, prices)
+        figures = (
+            f"window {window} · max output {output}\n$/M in {pricing.input:g} · out "
+            f"{pricing.output:g} · cache read {pricing.cache_read:g}"
+        )
+        stacked.add_row(
+            Text(f"{mark} " if mark else "") + shown(model.id) + Text("\n") + name
+            + Text(f"\n{figures}", style="dim")
+        )
+    return fitting(console, table, stacked)
+
+
+def remember_command(console: Console, session: AgentSession, argument: str) -> None:
+    """`/remember [fact:] text`: pin a rule or a fact for the session."""
+    kind, text = pin_argument(argument)
+    try:
+        pin = session.pin(kind, text)
+    except AgentServerError as error:
+        console.print(shown(error.message, "red"))
+        return
+    console.print(Text(f"pinned {pin.kind} {pin.id}: ", style="magenta") + shown(pin.text))
+
+
+def forget_command(console: Console, session: AgentSession, argument: str) -> None:
+    """`/forget id`: remove a pin."""
+    if not argument.strip():
+        console.print(Text("/forget takes a pin's id: /pins lists them with their ids", "yellow"))
+        return
+    try:
+        pin = session.unpin(argument.strip())
+    except AgentServerError as error:
+        console.print(shown(error.message, "red"))
+        return
+    console.print(Text(f"removed {pin.kind} {pin.id}: ", style="dim") + shown(pin.text))
+
+
+def show_plan(console: Console, plan: RestorePlan) -> None:
+    """What restoring the files for a rewind would put back, and what it cannot."""
+    if plan.files:
+        console.print(Text("files a restore puts back:", style="bold"))
+        for planned in plan.files:
+            what = "delete (it did not exist then)" if planned.target is None else "restore"
+            line = shown(f"  {planned.path}: {what}")
+            if planned.changed_since:
+                line.append(" (changed since the agent's edit: that change is lost)", "yellow")
+            console.print(line)
+    else:
+        console.print(Text("no file the agent wrote or edited changed since then", style="dim"))
+    if plan.commands or plan.untracked:
+        console.print(Text("not restorable:", style="bold yellow"))
+        for command in plan.commands:
+            console.print(shown(f"  ran: {command}", "yellow", one_line=True))
+        for path in plan.untracked:
+            console.print(shown(f"  {path} (changed by a command or outside the agent)", "yellow"))
+        if plan.untracked_more:
+            console.print(Text(f"  and {plan.untracked_more} more files", style="yellow"))
 
 
 def cannot_ask(denied: int) -> str:
@@ -884,8 +881,8 @@ def chat_loop(
         elif name == "/rewind":
             chat.rewind_command(runner, session)
         elif name == "/remember":
-            chat.remember_command(session, typed.argument)
+            remember_command(console, session, typed.argument)
         elif name == "/forget":
-            chat.forget_command(session, typed.argument)
+            forget_command(console, session, typed.argument)
         elif name == "/pins":
             chat.pins_command(session)

@@ -232,7 +232,7 @@ def test_at_40_columns_model_ids_and_session_ids_stay_whole_and_tables_fit() -> 
 
     from agent_server.agent.settings import AgentSettings
     from agent_server.agent.workspace import model_choices
-    from agent_server.console.chat import TerminalChat
+    from agent_server.console.chat import models_table
     from agent_server.console.sessions import sessions_table
     from agent_server.session.store import SessionInfo
 
@@ -241,7 +241,7 @@ def test_at_40_columns_model_ids_and_session_ids_stay_whole_and_tables_fit() -> 
     settings = AgentSettings(provider="anthropic")
     ids = [choice.model.id for choice in model_choices(settings)]
     session = types.SimpleNamespace(settings=settings, model=types.SimpleNamespace(id=ids[0]))
-    console.print(TerminalChat(console, assume_yes=False, interactive=True).models_table(session))  # type: ignore[arg-type]
+    console.print(models_table(console, session))  # type: ignore[arg-type]
     session_id = str(uuid.uuid4())
     info = SessionInfo(
         session_id=session_id, title="Explain the build system and its flags", model="m",
