@@ -62,6 +62,7 @@ from agent_server.agent.session_config import (
 from agent_server.agent.settings import AgentSettings
 from agent_server.agent.tools import Tool
 from agent_server.agent.tools.base import CommandTerminal
+from agent_server.agent.tools.command_input import CommandInputs
 from agent_server.agent.tools.files import FileAccess
 from agent_server.agent.tools.sandbox import Confinement, confinement, private_user_dirs
 from agent_server.agent.transcript import DEFAULT_PAGE, Page
@@ -295,10 +296,14 @@ class AgentSession:
         return self.switcher.switch_thinking(level)
 
     async def run_turn(
-        self, prompt: str | Sequence[UserContent], turn_id: str | None = None
+        self,
+        prompt: str | Sequence[UserContent],
+        turn_id: str | None = None,
+        command_input: CommandInputs | None = None,
     ) -> TurnResult:
         """Run one turn to its end. Cancelling the caller cancels the turn, which still
-        returns its result (stop reason "cancelled")."""
+        returns its result (stop reason "cancelled"). `command_input`: where its commands'
+        standard input comes from (the editor's terminal; None: nowhere)."""
         if self._busy:
             raise SessionBusyError(
                 f"session {self.session_id} is busy with another turn; wait for it to end "
@@ -310,7 +315,7 @@ class AgentSession:
         )
         self._busy = True
         try:
-            return await self.turns.run(turn_id or uuid.uuid4().hex[:12], content)
+            return await self.turns.run(turn_id or uuid.uuid4().hex[:12], content, command_input)
         finally:
             self._busy = False
 

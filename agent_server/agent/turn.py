@@ -43,6 +43,7 @@ from agent_server.agent.tool_runner import ToolRunner, aborted_result
 from agent_server.agent.tools import ToolContext
 from agent_server.agent.tools.base import CommandTerminal, EarlierOutput, outputs_in_context
 from agent_server.agent.tools.bash import KILL_GRACE
+from agent_server.agent.tools.command_input import CommandInputs
 from agent_server.agent.tools.environment import tool_environment
 from agent_server.agent.tools.files import LOCAL_FILES, FileAccess
 from agent_server.agent.tools.output import output_limits
@@ -159,6 +160,7 @@ class TurnLoop:
         self._watch_files = watch_files
         self.files: FileAccess = LOCAL_FILES  # where the file tools read and write
         self.terminal: CommandTerminal | None = None  # where commands run (None: here)
+        self._command_input: CommandInputs | None = None  # the running turn's (None: none)
         self.current: str | None = None  # the running turn's id
         self.came_back = False  # this turn's prompt came after the cache had expired
         self._in_context: tuple[EarlierOutput, ...] = ()
@@ -173,10 +175,16 @@ class TurnLoop:
         self.watch = FileWatch(workspace, on_change=self._on_external_change)
         self.watch.restore(files_seen(ledger.tree.projection_entries(), tools.paths_of))
 
-    async def run(self, turn_id: str, content: tuple[UserContent, ...]) -> TurnResult:
+    async def run(
+        self,
+        turn_id: str,
+        content: tuple[UserContent, ...],
+        command_input: CommandInputs | None = None,
+    ) -> TurnResult:
         """Run one turn to its end. Cancelling the caller cancels the turn, which still
-        returns its result (stop reason "cancelled")."""
+        returns its result (stop reason "cancelled"). Its commands read `command_input`."""
         self._began = self._stop_asked = False
+        self._command_input = command_input
         task = asyncio.create_task(self._turn(turn_id, content), name=f"turn-{turn_id}")
         self._task = task
         try:
@@ -452,6 +460,7 @@ class TurnLoop:
             confinement=self._confinement(),
             context_share=self.context.share_of_threshold,
             terminal=self.terminal,
+            command_input=self._command_input,
             history=lambda: recallable(self.ledger.tree.branch()),
         )
 

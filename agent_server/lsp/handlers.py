@@ -120,7 +120,7 @@ async def session_history(
 
 
 async def turn(ls: AgentLanguageServer, params: Params) -> protocol.TurnResult:
-    from agent_server.agent.tools.command_input import CommandInputs, typing_into
+    from agent_server.agent.tools.command_input import CommandInputs
 
     session_id = params.string("sessionId")
     prompt = params.prompt()
@@ -136,8 +136,7 @@ async def turn(ls: AgentLanguageServer, params: Params) -> protocol.TurnResult:
     # while the session's tools.terminal.visible is on.
     stream.command_input = CommandInputs(lambda: session.settings.tools.terminal_visible)
     try:
-        with typing_into(stream.command_input):
-            result = await session.run_turn(prompt, turn_id=turn_id)
+        result = await session.run_turn(prompt, turn_id=turn_id, command_input=stream.command_input)
     finally:
         ls.end_turn(session_id, stream)
     return wire.turn_result(session_id, result, session.usage.snapshot())

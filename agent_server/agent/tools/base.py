@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeAlias
 
-from agent_server.agent.tools.command_input import CommandInputs, current_inputs
+from agent_server.agent.tools.command_input import CommandInputs
 from agent_server.agent.tools.files import LOCAL_FILES, FileAccess
 from agent_server.agent.tools.output import DEFAULT_LIMITS, OutputLimits
 from agent_server.agent.tools.sandbox import Confinement
@@ -171,8 +171,8 @@ class ToolContext:
     history: the session's history on its branch, for recall (None where there is no
         session: recall then refuses).
     command_input: where a command's standard input comes from, by call id (the editor's
-        terminal, `tools.terminal.visible`: command_input.py); None: nowhere (/dev/null).
-        By default, what the front end running the turn set (`typing_into`).
+        terminal, `tools.terminal.visible`: command_input.py, given by the front end that
+        runs the turn); None: nowhere (/dev/null).
     """
 
     workspace: Path
@@ -193,7 +193,7 @@ class ToolContext:
     call_id: str = ""
     terminal: CommandTerminal | None = None
     history: Callable[[], Sequence[Recallable]] | None = None
-    command_input: CommandInputs | None = field(default_factory=current_inputs)
+    command_input: CommandInputs | None = None
 
 
 class Tool(Protocol):

@@ -6,20 +6,18 @@ command a pipe for its standard input, instead of /dev/null, and registers its w
 here under the tool call's id while the command runs; the front end writes what arrives to
 it (`CommandInputs.write`). The command still runs in the server, confined as any other.
 
-The front end that runs a turn says where its commands' input comes from for that turn's
-task and all it starts (`typing_into`, a context variable: the session builds the tools'
-context, and a turn's tasks inherit the variable); `ToolContext.command_input` reads it.
-Where no front end set one (the terminal chat, ACP, a test), commands get no input.
+The front end that runs a turn says where its commands' input comes from
+(`AgentSession.run_turn(..., command_input=...)`); the turn loop gives it to each tool call's
+context (`ToolContext.command_input`). Where no front end gives one (the terminal chat, ACP,
+a test), commands get no input.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
-from collections.abc import Callable, Iterator
-from contextvars import ContextVar
+from collections.abc import Callable
 
 logger = logging.getLogger(__name__)
 
@@ -117,22 +115,3 @@ class CommandInputs:
         when no such command is running, its input was closed, or it holds too much."""
         pipe = self._running.get(call_id)
         return pipe is not None and pipe.write(data.encode("utf-8"), end)
-
-
-_INPUTS: ContextVar[CommandInputs | None] = ContextVar("command_inputs", default=None)
-
-
-@contextlib.contextmanager
-def typing_into(inputs: CommandInputs | None) -> Iterator[None]:
-    """The commands started in this context (a turn's task and the tasks it makes) take
-    their input from `inputs` (None: none)."""
-    token = _INPUTS.set(inputs)
-    try:
-        yield
-    finally:
-        _INPUTS.reset(token)
-
-
-def current_inputs() -> CommandInputs | None:
-    """The command inputs of the context this runs in (`typing_into`), if any."""
-    return _INPUTS.get()

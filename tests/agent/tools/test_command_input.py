@@ -9,7 +9,7 @@ from pathlib import Path
 
 from agent_server.agent.tools import ToolContext, run_tool
 from agent_server.agent.tools.bash import BashTool
-from agent_server.agent.tools.command_input import CommandInputs, typing_into
+from agent_server.agent.tools.command_input import CommandInputs
 
 BASH = BashTool()
 ASKS = 'echo ready; read name; echo "read:$?:hello $name"; cat; echo "input ended"'
@@ -45,16 +45,3 @@ async def test_with_the_setting_off_the_command_reads_an_empty_input(tmp_path: P
     result = await run_tool(BASH, {"command": ASKS}, ctx)
     assert "read:1:hello \ninput ended" in result.text
     assert not inputs.write("c1", "world\n")
-
-
-async def test_the_tools_context_takes_the_inputs_the_turn_runs_with(tmp_path: Path) -> None:
-    inputs = CommandInputs()
-    assert ToolContext(workspace=tmp_path, spill_dir=tmp_path).command_input is None
-    with typing_into(inputs):
-        assert ToolContext(workspace=tmp_path, spill_dir=tmp_path).command_input is inputs
-
-        async def in_a_task() -> CommandInputs | None:  # a turn's tasks inherit it
-            return ToolContext(workspace=tmp_path, spill_dir=tmp_path).command_input
-
-        assert await asyncio.create_task(in_a_task()) is inputs
-    assert ToolContext(workspace=tmp_path, spill_dir=tmp_path).command_input is None
