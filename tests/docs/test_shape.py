@@ -34,12 +34,11 @@ def test_a_long_function_is_found(tmp_path: Path) -> None:
     assert long_functions(tmp_path) == [f"long.py:1 long: {MAX_LINES + 1}"]
 
 
-# No class over about 30 methods or 600 lines (issue 46). These are over it and are to be split
-# along their seams; until then none of them may grow, and no other class may join them.
+# No class over about 30 methods or 600 lines (issue 46). A class over it would be listed here
+# with its size, to be split along its seams; until then it may not grow, and no other class may
+# join it. None is over it now.
 MAX_METHODS, MAX_CLASS_LINES = 30, 600
-OVERSIZED = {  # (methods, lines) when this check was written
-    "acp/server.py:AcpAgent": (39, 570),
-}
+OVERSIZED: dict[str, tuple[int, int]] = {}  # name: (methods, lines) when it was listed
 
 
 def class_sizes(root: Path) -> dict[str, tuple[int, int]]:
@@ -56,11 +55,13 @@ def class_sizes(root: Path) -> dict[str, tuple[int, int]]:
     return out
 
 
-def oversized(sizes: dict[str, tuple[int, int]]) -> list[str]:
+def oversized(
+    sizes: dict[str, tuple[int, int]], known_sizes: dict[str, tuple[int, int]] = OVERSIZED
+) -> list[str]:
     """Classes over the bounds that are not known to be, and known ones that grew."""
     out = []
     for name, (methods, lines) in sizes.items():
-        known = OVERSIZED.get(name)
+        known = known_sizes.get(name)
         if known is None and (methods > MAX_METHODS or lines > MAX_CLASS_LINES):
             out.append(f"{name}: {methods} methods, {lines} lines")
         elif known is not None and (methods > known[0] or lines > known[1]):
@@ -77,5 +78,10 @@ def test_a_class_too_big_or_growing_is_found(tmp_path: Path) -> None:
     (tmp_path / "big.py").write_text(f"class Big:\n{methods}\n")
     assert oversized(class_sizes(tmp_path)) == [f"big.py:Big: {MAX_METHODS + 1} methods, "
                                                 f"{MAX_METHODS + 2} lines"]
-    name, (known_methods, _lines) = next(iter(OVERSIZED.items()))
-    assert oversized({name: (known_methods + 1, 1)})[0].startswith(f"{name} grew")
+    known = {"big.py:Big": (MAX_METHODS + 1, MAX_METHODS + 2)}
+    assert oversized(class_sizes(tmp_path), known) == []
+    (tmp_path / "big.py").write_text(f"class Big:\n{methods}\n    def more(self) -> None: ...\n")
+    assert oversized(class_sizes(tmp_path), known) == [
+        f"big.py:Big grew: {MAX_METHODS + 2} methods, {MAX_METHODS + 3} lines "
+        f"(was {known['big.py:Big']})"
+    ]
