@@ -444,6 +444,9 @@ def test_help_on_a_narrow_terminal_shows_every_command_whole(tmp_path: Path) -> 
     screen = chat_screen(tmp_path, workspace, "--provider", "sim", width=40)
     try:
         screen.prompt("/help")
+        # The help's last command drawn, then the prompt back: `ready` alone could still see
+        # the prompt /help was typed at, before the chat took the keys.
+        screen.wait_for("/thinking [")
         screen.ready()
         text = screen.screen()
     finally:
