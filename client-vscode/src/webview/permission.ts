@@ -7,18 +7,22 @@
 import type { PermissionOption } from '../protocol/types';
 import type { PermissionItem } from '../state/reducer';
 import { button, h, type Post } from './dom';
+import { wholeTitle } from './toolCall';
 import { commandOf, contentView, inputView, toolIcon } from './toolParts';
 
 export function renderPermission(item: PermissionItem, post: Post): HTMLElement {
   if (item.status !== 'pending') return renderAnswered(item);
   const card = h('div', { class: `card permission status-${item.status}` });
   const call = item.toolCall;
+  // A title the server cut at 100 characters, whole again from the call's input (as a tool
+  // row's: issue 47, item 9); the card's title wraps, so all of its first line shows.
+  const title = wholeTitle(call.title, call.rawInput);
   card.append(
     h(
       'div',
-      { class: 'card-title' },
+      { class: 'card-title', title: `Allow ${title.hover}?` },
       h('span', { class: `tool-icon kind-${call.toolKind}`, text: toolIcon(call.toolKind) }),
-      h('span', { text: `Allow ${call.title}?` }),
+      h('span', { text: `Allow ${title.line}?` }),
     ),
   );
   const diffs = (call.content ?? []).filter((c) => c.type === 'diff');

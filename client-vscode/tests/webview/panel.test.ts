@@ -441,4 +441,20 @@ describe('panel', () => {
     await page.screenshot({ path: join(ARTIFACTS, 'tool-title-open-300.png') });
     await page.close();
   });
+
+  it('asks about a long command by its whole first line, not the title the server cut', async () => {
+    const command = 'PYTHONPATH=src python -m pytest tests/test_storage.py tests/test_journal.py tests/test_reports.py -q --maxfail=1 -k "not slow and not network" --durations=5\necho done';
+    const first = command.split('\n')[0]!;
+    const { page } = await openView({ width: 300, height: 900 });
+    const toolCall = { toolCallId: 'c9', title: `Run: ${first.slice(0, 99)}…`, toolKind: 'execute', rawInput: { command } };
+    const options = [{ optionId: 'allow_once', name: 'Allow', kind: 'allow_once' }, { optionId: 'reject_once', name: 'Reject', kind: 'reject_once' }];
+    await show(page, base([{ type: 'promptSent', text: 'run the tests' }]), [
+      { type: 'permissionRequested', requestId: 'p9', params: { sessionId: S, toolCall, options } } as unknown as Action,
+    ]);
+    const title = page.locator('.card.permission.status-pending .card-title');
+    await title.waitFor();
+    expect(await title.innerText()).toContain(`Allow Run: ${first} …?`);
+    expect(await title.getAttribute('title')).toBe(`Allow Run: ${command}?`);
+    await page.close();
+  });
 });
