@@ -9,7 +9,7 @@
  * `vscode` import: commandTerminals.ts puts it in a `vscode.Pseudoterminal`.
  */
 import type { SessionUpdate, ToolInputParams } from '../protocol/types';
-import { terminalText } from '../webview/literal';
+import { terminalText, WHOLE_ESCAPE } from '../webview/literal';
 
 export interface CommandTerminalHooks {
   /** What the user typed, for the running command (`agent/tool/input`). */
@@ -23,16 +23,13 @@ const BOLD = '\x1b[1m';
 const RED = '\x1b[31m';
 const RESET = '\x1b[0m';
 const BELL = '\x07';
-// An escape sequence whole (literal.ts's ESCAPE_SEQUENCE, at the start of a text; a CSI or a
-// string begun is not a two-character sequence).
-const WHOLE = /^\x1b(?:\[[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]|[\]PX^_][^\x07\x1b]*(?:\x07|\x1b\\)|(?![[\]PX^_])[\x20-\x2f]*[\x30-\x7e])/;
 
 /** Where the end of a chunk that may go on in the next one starts (a CR before its LF, the
  * start of an escape sequence): that end waits for the next chunk; else `text.length`. */
 function unfinishedAt(text: string): number {
   if (text.endsWith('\r')) return text.length - 1;
   const at = text.lastIndexOf('\x1b');
-  if (at < 0 || text.length - at > 64 || WHOLE.test(text.slice(at))) return text.length;
+  if (at < 0 || text.length - at > 64 || WHOLE_ESCAPE.test(text.slice(at))) return text.length;
   return at;
 }
 

@@ -63,8 +63,11 @@ export function labelText(text: string): string {
 }
 
 /** ECMA-48's escape sequences (as the server's literal.py): CSI, the strings (OSC, DCS, PM,
- * APC, SOS) ended by BEL or ST, and the two-character ones. */
-const ESCAPE_SEQUENCE = /\x1b\[[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]|\x1b[\]PX^_][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[\x20-\x2f]*[\x30-\x7e]/g;
+ * APC, SOS) ended by BEL or ST, and the two-character ones (a CSI or a string begun and not
+ * ended is none of them: its ESC stays, and shows as its escape). */
+const ESCAPE_SEQUENCE = /\x1b\[[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]|\x1b[\]PX^_][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b(?![[\]PX^_])[\x20-\x2f]*[\x30-\x7e]/g;
+/** One escape sequence, whole, at the start of a text. */
+export const WHOLE_ESCAPE = new RegExp(`^(?:${ESCAPE_SEQUENCE.source})`);
 const SGR = /\x1b\[[0-9;:]*m/g;
 
 /** A command's output for a VS Code terminal, which acts on escape sequences (the server's
