@@ -77,6 +77,16 @@ class BlobStore:
             write_whole(target, data, mode=0o600)
         return digest
 
+    def size(self, digest: str) -> int:
+        """The stored content's size in bytes (CheckpointError when it is missing)."""
+        try:
+            return self.path(digest).stat().st_size
+        except OSError as error:
+            raise CheckpointError(
+                f"the saved content {digest[:12]} is missing from {self.root} "
+                f"({error.strerror}); that file cannot be shown"
+            ) from error
+
     def get(self, digest: str) -> bytes:
         try:
             return self.path(digest).read_bytes()

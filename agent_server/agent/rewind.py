@@ -42,6 +42,16 @@ class Rewound:
     problems: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class FileThen:
+    """A file as it was at an entry: `size` None when it did not exist then; `data` its
+    content, when not over the size asked for."""
+
+    path: str
+    size: int | None
+    data: bytes | None
+
+
 @dataclass
 class Rewinder:
     """One session's rewinds: its ledger, workspace and checkpoints, and the file watch that
@@ -62,14 +72,20 @@ class Rewinder:
             raise EntryNotFoundError(f"no entry {entry_id} in session {self.ledger.session_id}")
         return plan_restore(self.ledger, entry_id, self.workspace, ignore=self.private_dirs)
 
-    def files_then(self, entry_id: str) -> list[tuple[str, bytes | None]]:
-        """The files a restore to `entry_id` would put back, each with its content then
-        (None: it did not exist): what the agent changed since, to compare with now."""
+    def files_then(self, entry_id: str, max_bytes: int) -> list[FileThen]:
+        """The files a restore to `entry_id` would put back, each as it was then: what the
+        agent changed since, to compare with now. A content over `max_bytes` is not read."""
         if self.checkpoints is None:
             raise ConfigError("this session keeps no checkpoints of its files")
-        blobs = self.checkpoints
-        return [(planned.path, None if planned.target is None else blobs.get(planned.target))
-                for planned in self.plan(entry_id).files]
+        out = []
+        for planned in self.plan(entry_id).files:
+            if planned.target is None:
+                out.append(FileThen(planned.path, None, None))
+                continue
+            size = self.checkpoints.size(planned.target)
+            data = self.checkpoints.get(planned.target) if size <= max_bytes else None
+            out.append(FileThen(planned.path, size, data))
+        return out
 
     async def rewind(self, entry_id: str, summarize: bool, restore: RestoreChoice) -> Rewound:
         """Rewinding to a prompt goes to just before it, so that the next prompt replaces it

@@ -204,7 +204,7 @@ async def rewind_changes(
     session_id = params.string("sessionId")
     entry_id = params.string("entryId")
     session = ls.session(session_id)
-    files = await asyncio.to_thread(session.rewinder.files_then, entry_id)
+    files = await asyncio.to_thread(session.rewinder.files_then, entry_id, wire.MAX_FILE_THEN)
     return wire.rewind_changes_json(entry_id, files)
 
 

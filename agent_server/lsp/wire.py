@@ -73,7 +73,7 @@ if TYPE_CHECKING:  # the agent's heavier modules load after `initialize` (lsp/st
     from agent_server.agent.model_choice import ModelChoice
     from agent_server.agent.model_switch import ModelSwitch, ThinkingSwitch
     from agent_server.agent.permissions import PermissionAnswer, PermissionRequest
-    from agent_server.agent.rewind import Rewound
+    from agent_server.agent.rewind import FileThen, Rewound
     from agent_server.agent.session import AgentSession
     from agent_server.agent.transcript import Page
     from agent_server.agent.turn import TurnResult
@@ -439,17 +439,16 @@ def rewind_preview_json(
 MAX_FILE_THEN = 1 << 20
 
 
-def rewind_changes_json(
-    entry_id: str, files: Iterable[tuple[str, bytes | None]]
-) -> protocol.RewindChangesResult:
+def rewind_changes_json(entry_id: str, files: Iterable[FileThen]) -> protocol.RewindChangesResult:
+    """`files` as read with `MAX_FILE_THEN` (Rewinder.files_then)."""
     out: list[protocol.FileThen] = []
-    for path, data in files:
-        then: protocol.FileThen = {"path": path, "existed": data is not None}
-        if data is not None and len(data) > MAX_FILE_THEN:
+    for file in files:
+        then: protocol.FileThen = {"path": file.path, "existed": file.size is not None}
+        if file.size is not None and file.data is None:
             then["omitted"] = "over 1 MiB"
-        elif data is not None:
+        elif file.data is not None:
             try:
-                then["text"] = data.decode("utf-8")
+                then["text"] = file.data.decode("utf-8")
             except UnicodeDecodeError:
                 then["omitted"] = "binary"
         out.append(then)
