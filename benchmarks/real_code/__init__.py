@@ -7,7 +7,10 @@ versions (`sources.py`), each with planted rules, facts and a failed approach (`
   more-itertools 10.7.0;
 - `pyflakes_report`: a user's bug report (pasted, long prompts) worked through in pyflakes
   3.2.0, written after the product's defaults were set, as a session none of them was tuned
-  on.
+  on;
+- `markdown_regression`: a regression hunt in the `toc` extension of Python-Markdown 3.7 (a
+  table of contents nested wrongly after an upgrade), written later still, as a second
+  held-out session.
 
 `workloads()` prepares each (the sdist extracted, the planted change applied, in a cache
 directory) and returns what a benchmark runs: the scenario and a way to write a fresh copy of
@@ -26,6 +29,7 @@ from pathlib import Path
 
 from agent_server.sim.scenario import Scenario
 from benchmarks.real_code import (
+    markdown_regression,
     more_itertools_debug,
     pyflakes_report,
     sqlparse_feature,
@@ -54,6 +58,8 @@ RECIPES: tuple[Recipe, ...] = (
            more_itertools_debug.script),
     Recipe("pyflakes-report", "a pasted bug report, long prompts", pyflakes_report.SOURCE,
            pyflakes_report.plant, pyflakes_report.script),
+    Recipe("markdown-regression", "a regression hunt in an extension",
+           markdown_regression.SOURCE, markdown_regression.plant, markdown_regression.script),
 )
 
 
