@@ -135,6 +135,9 @@ class Recallable:
     what: str
     text: str
     source: str = "results"  # "prompts", "answers" or "results" (recall's `in`)
+    # For a call or a result: what it was for, in words (the turn's prompt, the answer that
+    # made the call), which its own text seldom says ("the test run after the quick patch").
+    context: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,6 +38,20 @@ BYTES_PER_TOKEN = 3
 # turn reads, and a build or test log larger than that is one that runs away. Without a cap,
 # `yes` for bash's 600 s maximum wrote gigabytes into the session's directory.
 MAX_SAVED_BYTES = 64 * 1024 * 1024
+# Of a command's output cut to its tail, the lines of the cut part that report an error or a
+# failure are kept too (a build's first error, a test run's failures above its last page),
+# each after its line number, in at most this share of the bound, each line at most
+# SALIENT_LINE_BYTES.
+SALIENT_SHARE = 5
+SALIENT_LINE_BYTES = 300
+# A line that reports an error or a failure, in the words compilers, test runners and logs
+# use; not one that reports a test passing (pytest's "PASSED", cargo's and go's "ok").
+_SALIENT = re.compile(
+    r"^[^\n]*?(?:\b(?:errors?|fail(?:ed|ures?|ing)?|fatal|panic(?:ked)?|exception|traceback"
+    r"|assert(?:ion)?(?:error)?)\b|^E {2,}\S)[^\n]*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+_NOT_SALIENT = re.compile(r"\bPASSED\b|\bok$|\bXFAIL\b|\b0 (?:errors?|failed|failures)\b")
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,13 +197,19 @@ def tail_notice(
     path: Path | None,
     limits: OutputLimits = DEFAULT_LIMITS,
     left_out: str = "",
+    salient: int = 0,
 ) -> str:
-    """`left_out`: what the saved file leaves out, when it is cut too."""
+    """`left_out`: what the saved file leaves out, when it is cut too; `salient`: how many
+    lines of the cut part are shown for reporting an error or a failure."""
     dropped = cut.total_lines - cut.kept_lines
     saved = f" {left_out}" if left_out and path is not None else ""
+    shown = f"the last {cut.kept_lines}"
+    if salient:
+        shown = (f"{salient} of them that report errors or failures (each after its line "
+                 f"number), then {shown}")
     return (
         f"[Output truncated: the first {dropped} of {cut.total_lines} lines were cut; showing "
-        f"the last {cut.kept_lines}. {_how_to_read(path, 1, limits)}{saved}]"
+        f"{shown}. {_how_to_read(path, 1, limits)}{saved}]"
     )
 
 
@@ -246,6 +266,78 @@ LIVE_CUT_NOTICE = (
 )
 
 
+class SalientLines:
+    """The lines of a streamed output that report an error or a failure, with their 1-based
+    numbers, gathered as the output arrives: at most `max_bytes` of them, the first ones
+    (a build's first error is usually its cause), each once. The search runs over whole
+    chunks, so an output with none costs a regular expression's scan and a line count."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self._max_bytes = max_bytes
+        self._bytes = 0
+        self._lines_before = 0  # complete lines before `_partial`
+        self._partial = ""  # the line begun and not ended (its first SALIENT_LINE_BYTES)
+        self._partial_cut = False
+        self._seen: set[str] = set()
+        self.found: list[tuple[int, str]] = []
+
+    @property
+    def full(self) -> bool:
+        return self._bytes >= self._max_bytes
+
+    def feed(self, text: str) -> None:
+        end = text.rfind("\n")
+        if end < 0:
+            self._extend_partial(text)
+            return
+        first = text.find("\n")
+        self._scan(self._partial + text[:first + 1])
+        self._scan(text[first + 1 : end + 1])
+        self._partial, self._partial_cut = "", False
+        self._extend_partial(text[end + 1 :])
+
+    def finish(self) -> None:
+        if self._partial:
+            self._scan(self._partial + "\n")
+            self._partial = ""
+
+    def _extend_partial(self, text: str) -> None:
+        room = SALIENT_LINE_BYTES * 4 - len(self._partial)
+        if room > 0:
+            self._partial += text[:room]
+        self._partial_cut = self._partial_cut or len(text) > room
+
+    def _scan(self, block: str) -> None:
+        """`block`: whole lines, each ended by a newline."""
+        if not self.full:
+            counted, at = 0, 0
+            for match in _SALIENT.finditer(block):
+                counted += block.count("\n", at, match.start())
+                at = match.start()
+                if not self._add(self._lines_before + counted + 1, match.group()):
+                    break
+        self._lines_before += block.count("\n")
+
+    def _add(self, number: int, line: str) -> bool:
+        """Keep `line` if it is one to keep and fits; False once the bound is reached."""
+        line = line.rstrip("\r")
+        if _NOT_SALIENT.search(line) or line in self._seen:
+            return True
+        self._seen.add(line)
+        data = line.encode("utf-8")
+        if len(data) > SALIENT_LINE_BYTES:
+            line = data[:SALIENT_LINE_BYTES].decode("utf-8", errors="ignore") + "…"
+        shown = f"{number}: {line}"
+        self._bytes += len(shown.encode("utf-8")) + 1
+        if self._bytes <= self._max_bytes:
+            self.found.append((number, line))
+        return not self.full
+
+    def before(self, line: int) -> list[str]:
+        """The lines found above line `line`, each after its number."""
+        return [f"{number}: {text}" for number, text in self.found if number < line]
+
+
 class StreamingOutput:
     """Collects a long-running command's output without holding all of it in memory.
 
@@ -283,12 +375,14 @@ class StreamingOutput:
         self._live_bytes = 0
         self._live_lines = 0
         self._live_cut = False
+        self._salient = SalientLines(limits.max_bytes // SALIENT_SHARE)
 
     def write(self, text: str) -> str:
         """Record `text`; returns what of it to stream live ("" past the bounds)."""
         if not text:
             return ""
         live = self._live(text)
+        self._salient.feed(text)
         size = len(text.encode("utf-8"))
         self._pieces.append(text)
         self._piece_bytes.append(size)
@@ -380,13 +474,22 @@ class StreamingOutput:
         return self._newlines + (1 if self._last_char not in ("", "\n") else 0)
 
     def finish(self) -> BoundedOutput:
-        """The tail held to the bounds, with a notice when lines were cut."""
+        """The tail held to the bounds, with a notice when lines were cut, and the lines of
+        the cut part that report an error or a failure."""
         self.close()
+        self._salient.finish()
         held = "".join(self._pieces)
         total = self.total_lines
-        cut = truncate_tail(held, self._limits.max_lines, self._limits.max_bytes)
+        limits = self._limits
+        cut = truncate_tail(held, limits.max_lines, limits.max_bytes)
         if not cut.truncated:
             return BoundedOutput(held, False, total)
+        salient = self._salient.before(total - cut.kept_lines + 1)
+        if salient:  # they take their room from the tail
+            room = sum(len(line.encode("utf-8")) + 1 for line in salient) + 1
+            cut = truncate_tail(held, limits.max_lines - len(salient) - 1,
+                                limits.max_bytes - room)
+            salient = self._salient.before(total - cut.kept_lines + 1)
         # `held` may be only the tail of the output: count lines over all of it.
         cut = Truncation(cut.text, total, cut.kept_lines, True, cut.cut_by)
         left_out = ""
@@ -396,9 +499,10 @@ class StreamingOutput:
                 f"in the middle were left out (it keeps the first "
                 f"{_size(self._saved_bytes)} and the end)."
             )
-        notice = tail_notice(cut, self._path, self._limits, left_out)
+        notice = tail_notice(cut, self._path, limits, left_out, len(salient))
+        shown = "\n".join([*salient, "", cut.text]) if salient else cut.text
         return BoundedOutput(
-            f"{notice}\n\n{cut.text}", True, total, self._path, self._left_out_bytes
+            f"{notice}\n\n{shown}", True, total, self._path, self._left_out_bytes
         )
 
     def close(self) -> None:

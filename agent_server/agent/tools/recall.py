@@ -8,13 +8,22 @@ gave, an output, an error since fixed, what was tried and failed, a decision) st
 Given an entry's id, it reads that entry whole, a page at a time. Read-only, on the session
 alone: never asked about, in the fixed tool list.
 
-Ranking: an entry matching more of the query's words comes first, then one with more matches,
-then the newer. Each excerpt is the stretch of its entry with the most of the words, cut at
-line ends, at most EXCERPT_CHARS; at most MAX_EXCERPTS of them.
+Ranking: by the query's words an entry holds, each weighted by how few entries hold it (its
+inverse document frequency), then by BM25 (Robertson and Zaragoza, "The Probabilistic
+Relevance Framework: BM25 and Beyond", 2009), then the newer first. A word is cut to its stem
+("quickest" finds "quick", "renders" finds "rendered"). A call or a result also holds the
+words around it (the turn's prompt, the answer that made the call), at half weight in BM25:
+an output seldom says what it was for.
+
+Excerpts: at most MAX_EXCERPTS, the best at most FIRST_EXCERPT_CHARS and the others
+EXCERPT_CHARS. Each is the stretch of its entry with the most of the words, cut at line ends;
+of a long tool result, half of that, then the lines of the rest that report an error or a
+failure, then its end (where a run's verdict is), as a reader of an output looks.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +37,7 @@ from agent_server.agent.tools.base import (
     display_arg,
     optional_str_arg,
 )
+from agent_server.agent.tools.output import SalientLines
 from agent_server.context.projection import is_prompt
 from agent_server.errors import ToolError
 from agent_server.llm.messages import (
@@ -44,7 +54,16 @@ MAX_EXCERPTS = 5
 # Where a search may look (`in`), by the kind of piece (Recallable.source).
 SOURCES = ("all", "prompts", "answers", "results")
 EXCERPT_CHARS = 800
+FIRST_EXCERPT_CHARS = 2400
 PAGE_CHARS = 8000
+# BM25's parameters, at the values its authors recommend; the weight of a match in the words
+# around an entry against one in its own text.
+_K1 = 1.2
+_B = 0.75
+_CONTEXT_WEIGHT = 0.5
+# Suffixes a word's stem drops (the longest first), when at least _MIN_STEM letters remain.
+_SUFFIXES = ("ing", "est", "ed", "es", "er", "s")
+_MIN_STEM = 4
 # Words too common to tell entries apart.
 _STOPWORDS = frozenset((
     "a", "an", "and", "are", "as", "at", "be", "by", "did", "do", "does", "for", "from", "had",
@@ -126,36 +145,87 @@ class RecallTool:
 
 
 def query_terms(query: str) -> tuple[str, ...]:
-    """The words of `query` that tell entries apart, lowercased, each once."""
+    """The words of `query` that tell entries apart, lowercased and cut to their stems, each
+    once."""
     words = (word.strip(".-/").lower() for word in _WORD.findall(query))
     seen: dict[str, None] = {}
     for word in words:
         if len(word) >= 2 and word not in _STOPWORDS:
-            seen.setdefault(word)
+            seen.setdefault(_stem(word))
     return tuple(seen)
+
+
+def _stem(word: str) -> str:
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= _MIN_STEM:
+            return word[: -len(suffix)]
+    return word
 
 
 def search(
     history: Sequence[Recallable], terms: Sequence[str]
 ) -> list[tuple[Recallable, str]]:
     """The best entries for `terms` with their excerpts (module docstring: the ranking)."""
+    lowered = [item.text.lower() for item in history]
+    around = [item.context.lower() for item in history]
+    counts = [[text.count(term) for term in terms] for text in lowered]
+    near = [[term in words for term in terms] for words in around]
+    total = len(history)
+    weights = [
+        math.log(1 + (total - held + 0.5) / (held + 0.5))
+        for held in (
+            sum(1 for i in range(total) if counts[i][t] or near[i][t]) for t in range(len(terms))
+        )
+    ]
+    mean_length = sum(len(text) for text in lowered) / max(total, 1) or 1.0
     scored = []
     for order, item in enumerate(history):
-        lowered = item.text.lower()
-        counts = [lowered.count(term) for term in terms]
-        distinct = sum(1 for count in counts if count)
-        if distinct:
-            scored.append(((distinct, sum(counts), order), item, lowered))
+        norm = _K1 * (1 - _B + _B * len(lowered[order]) / mean_length)
+        matched = bm25 = 0.0
+        for weight, count, is_near in zip(weights, counts[order], near[order], strict=True):
+            if count or is_near:
+                matched += weight
+                bm25 += weight * (count * (_K1 + 1) / (count + norm) + _CONTEXT_WEIGHT * is_near)
+        if matched:
+            scored.append(((round(matched, 9), bm25, order), item, lowered[order]))
     scored.sort(key=lambda found: found[0], reverse=True)
     best = scored[:MAX_EXCERPTS]
-    return [(item, excerpt(item.text, lowered, terms)) for _, item, lowered in best]
+    return [
+        (item, excerpt(item.text, text, terms,
+                       FIRST_EXCERPT_CHARS if rank == 0 else EXCERPT_CHARS,
+                       output=item.source == "results"))
+        for rank, (_, item, text) in enumerate(best)
+    ]
 
 
-def excerpt(text: str, lowered: str, terms: Sequence[str]) -> str:
-    """The stretch of `text` (at most EXCERPT_CHARS) holding the most of `terms`, widened to
-    whole lines where that fits; "..." where it was cut."""
-    if len(text) <= EXCERPT_CHARS:
+def excerpt(
+    text: str, lowered: str, terms: Sequence[str], budget: int = EXCERPT_CHARS,
+    *, output: bool = False,
+) -> str:
+    """`text` in at most `budget` characters (module docstring: the excerpts); "..." where it
+    was cut."""
+    if len(text) <= budget:
         return text
+    if not output:
+        start, end = _window(text, lowered, terms, budget)
+        return _cut(text, start, end)
+    start, end = _window(text, lowered, terms, budget // 2)
+    tail = max(end, text.find("\n", len(text) - budget // 4) + 1 or len(text))
+    flagged = SalientLines(budget // 4)
+    flagged.feed(text[:start] + "\n" + text[end:tail])
+    flagged.finish()
+    lines = [line for _, line in flagged.found]
+    parts = [_cut(text, start, end)]
+    if lines:
+        parts.append("\n".join(lines))
+    if tail < len(text):
+        parts.append(text[tail:])
+    return "\n...\n".join(part.strip("\n") for part in parts)
+
+
+def _window(text: str, lowered: str, terms: Sequence[str], size: int) -> tuple[int, int]:
+    """The start and end of the stretch of `text` (about `size` characters) holding the most
+    of `terms`, widened to whole lines where that fits."""
     positions = sorted(
         (match.start(), term)
         for term in terms
@@ -163,18 +233,22 @@ def excerpt(text: str, lowered: str, terms: Sequence[str]) -> str:
     )
     best, best_start = -1, 0
     for start, _ in positions:
-        window = lowered[max(0, start - EXCERPT_CHARS // 4) : start + EXCERPT_CHARS * 3 // 4]
+        window = lowered[max(0, start - size // 4) : start + size * 3 // 4]
         score = sum(1 for term in terms if term in window)
         if score > best:
-            best, best_start = score, max(0, start - EXCERPT_CHARS // 4)
-    end = min(len(text), best_start + EXCERPT_CHARS)
+            best, best_start = score, max(0, start - size // 4)
+    end = min(len(text), best_start + size)
     start = best_start
     line_start = text.rfind("\n", 0, start) + 1
-    if start - line_start < EXCERPT_CHARS // 8:
+    if start - line_start < size // 8:
         start = line_start
     line_end = text.find("\n", end)
-    if line_end != -1 and line_end - start <= EXCERPT_CHARS + EXCERPT_CHARS // 8:
+    if line_end != -1 and line_end - start <= size + size // 8:
         end = line_end
+    return start, end
+
+
+def _cut(text: str, start: int, end: int) -> str:
     return ("..." if start > 0 else "") + text[start:end] + ("..." if end < len(text) else "")
 
 
@@ -209,6 +283,7 @@ def _read_entry(history: Sequence[Recallable], entry_id: str, offset: Any) -> To
 class _Call:
     name: str
     shown: str
+    said: str  # the text of the answer that made the call
 
 
 def recallable(entries: Iterable[Entry]) -> list[Recallable]:
@@ -217,43 +292,49 @@ def recallable(entries: Iterable[Entry]) -> list[Recallable]:
     out: list[Recallable] = []
     calls: dict[str, _Call] = {}
     turn = 0
+    prompt = ""
     for entry in entries:
         if not isinstance(entry, MessageEntry):
             continue
         message = entry.message
         if is_prompt(message):
             turn += 1
-        for source, what, text in _pieces(message, calls):
-            out.append(Recallable(entry.id, max(turn, 1), what, text, source))
+            prompt = _texts(message.content)
+        for source, what, text, said in _pieces(message, calls):
+            around = f"{prompt}\n{said}" if said is not None else ""
+            out.append(Recallable(entry.id, max(turn, 1), what, text, source, around))
     return out
 
 
-def _pieces(message: Any, calls: dict[str, _Call]) -> Iterable[tuple[str, str, str]]:
-    """(source, what, text) of each piece of `message` recall searches."""
+def _pieces(
+    message: Any, calls: dict[str, _Call]
+) -> Iterable[tuple[str, str, str, str | None]]:
+    """(source, what, text, the words the answer that made the call said with it) of each
+    piece of `message` recall searches; None for a prompt's or an answer's own text."""
     if isinstance(message, UserMessage):
         text = _texts(message.content)
         if message.note is None:
-            yield "prompts", "the user's prompt", text
+            yield "prompts", "the user's prompt", text, None
         else:
-            yield "results", "a note to you", text
+            yield "results", "a note to you", text, None
     elif isinstance(message, AssistantMessage):
         text = _texts(message.content)
         if text.strip():
-            yield "answers", "your answer", text
+            yield "answers", "your answer", text, None
         for part in message.content:
             if isinstance(part, ToolCall):
                 shown = _call_shown(part)
-                calls[part.id] = _Call(part.name, shown)
+                calls[part.id] = _Call(part.name, shown, text)
                 if part.name != SPEC.name:  # a search is not what it searched for
                     what = f"your {part.name} call ({shown[:80]})"
-                    yield "answers", what, _strings(part.arguments)
+                    yield "answers", what, _strings(part.arguments), text
     elif isinstance(message, ToolResultMessage):
         call = calls.get(message.tool_call_id)
         if message.tool_name == SPEC.name:
             return
         named = f"{call.name} result ({call.shown[:80]})" if call else f"{message.tool_name} result"
         what = ("error of " if message.is_error else "") + named
-        yield "results", what, _texts(message.content)
+        yield "results", what, _texts(message.content), call.said if call else ""
 
 
 def _texts(content: Iterable[Any]) -> str:

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hypothesis import given
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent_server.agent.tools.output import (
     MAX_BYTES,
     MAX_LINES,
+    SALIENT_LINE_BYTES,
+    OutputLimits,
+    SalientLines,
     StreamingOutput,
     bound_output,
     truncate_head,
@@ -107,3 +111,81 @@ def test_streaming_output_small_stays_in_memory(tmp_path: Path) -> None:
     assert bounded.text == "one\ntwo"
     assert bounded.total_lines == 2
     assert not (tmp_path / "spill").exists()
+
+
+def _log(failure_at: int, lines: int = 4000) -> str:
+    """A test run's verbose log: a failure early on, passes, a verdict at the end."""
+    out = [
+        f"tests/test_t.py::test_{i} FAILED" if i == failure_at
+        else f"tests/test_t.py::test_{i} PASSED"
+        for i in range(lines)
+    ]
+    return "\n".join([*out, "= 1 failed, 3999 passed in 2.1s ="]) + "\n"
+
+
+@settings(max_examples=30, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.integers(1, 5000), min_size=1, max_size=40))
+def test_the_cut_part_of_a_tail_keeps_its_failures_whatever_the_chunks(
+    tmp_path_factory: pytest.TempPathFactory, cuts: list[int]
+) -> None:
+    """A long command output keeps its tail and, above it, each line of the cut part that
+    reports an error or a failure, after its line number; how the output arrived in chunks
+    does not change what is kept."""
+    text = _log(failure_at=37)
+    sink = StreamingOutput(tmp_path_factory.mktemp("spill"), "bash", OutputLimits(2000, 8192))
+    at = 0
+    for size in cuts * (len(text) // sum(cuts) + 1):
+        sink.write(text[at : at + size])
+        at += size
+        if at >= len(text):
+            break
+    bounded = sink.finish()
+    notice, body = bounded.text.split("\n\n", 1)
+    assert "showing 1 of them that report errors or failures" in notice
+    flagged, tail = body.split("\n\n", 1)
+    assert flagged == "38: tests/test_t.py::test_37 FAILED"
+    assert text.endswith(tail + "\n") and tail.endswith("= 1 failed, 3999 passed in 2.1s =")
+    assert len(body.encode()) <= 8192
+    assert bounded.full_output_path is not None
+    assert bounded.full_output_path.read_text() == text
+
+
+def test_what_is_flagged_in_a_cut_part() -> None:
+    """Errors and failures in the words tools use, each once, the first ones up to the
+    bound; a pass is not one, nor a line that only names a test about errors."""
+    flagged = SalientLines(200)
+    flagged.feed(
+        "tests/test_errors_module.py::test_a PASSED\n"
+        "test result: ok\n"
+        "src/a.c:3:5: error: expected ';'\n"
+        "src/a.c:3:5: error: expected ';'\n"
+        "E       assert 1 == 2\n"
+        "thread 'main' panicked at src/main.rs:2:5\n"
+        "Traceback (most recent call last):\n"
+        "FAILED (failures=2)\n"
+    )
+    flagged.finish()
+    assert flagged.found == [
+        (3, "src/a.c:3:5: error: expected ';'"),
+        (5, "E       assert 1 == 2"),
+        (6, "thread 'main' panicked at src/main.rs:2:5"),
+        (7, "Traceback (most recent call last):"),
+        (8, "FAILED (failures=2)"),
+    ]
+    full = SalientLines(45)  # "1: error one" and its newline are 13 bytes
+    full.feed("error one\nerror two\nerror three\nerror four\nerror five\n")
+    assert [number for number, _ in full.found] == [1, 2, 3]
+    long = SalientLines(10_000)
+    long.feed("error: " + "x" * 5000)  # one line, never ended
+    long.finish()
+    assert len(long.found) == 1 and long.found[0][1].endswith("…")
+    assert len(long.found[0][1].encode()) <= SALIENT_LINE_BYTES + 3
+
+
+def test_an_output_with_nothing_flagged_is_cut_as_before(tmp_path: Path) -> None:
+    sink = StreamingOutput(tmp_path, "bash", OutputLimits(2000, 4096))
+    sink.write("".join(f"line {i}\n" for i in range(3000)))
+    bounded = sink.finish()
+    assert bounded.text.startswith("[Output truncated: the first ")
+    assert "report errors" not in bounded.text
+    assert bounded.text.split("\n\n", 1)[1].startswith("line ")

@@ -14,6 +14,7 @@ from agent_server.agent.tools.recall import (
     MAX_EXCERPTS,
     PAGE_CHARS,
     RecallTool,
+    excerpt,
     query_terms,
     recallable,
 )
@@ -168,3 +169,45 @@ def test_a_search_is_not_searched_again() -> None:
 
     items = recallable(MessageEntry(i, None, "t", m) for i, m in entries)
     assert [item.what for item in items] == ["your answer"]
+
+
+def test_query_words_are_cut_to_their_stems() -> None:
+    assert query_terms("renders quickest tests failed") == ("render", "quick", "test", "fail")
+    assert query_terms("uses ran") == ("uses", "ran")  # too short a stem is left whole
+
+
+async def test_a_result_is_found_by_what_it_was_for(ctx: ToolContext, tmp_path: Path) -> None:
+    """An output seldom says what it was for: the turn's prompt and the answer that ran it
+    do, and recall finds it by their words, before an output that only shares its own."""
+    ledger = Ledger.create(tmp_path / "w.jsonl", session_id="w", workspace=str(tmp_path))
+    ledger.append_message(prompt("Try the quickest patch you can see, then run the TOC tests."))
+    run = ToolCall("c1", "bash", {"command": "python -m unittest tests.test_toc"})
+    ledger.append_message(answer("Patched; running them.", run))
+    ledger.append_message(result(run, "F.F\nFAILED (failures=2)"))
+    ledger.append_message(prompt("Revert it and run everything."))
+    again = ToolCall("c2", "bash", {"command": "python -m unittest"})
+    ledger.append_message(answer("Reverted.", again))
+    ledger.append_message(result(again, "Ran 9 tests: the test run is OK, no patch needed"))
+    found = await run_tool(
+        RecallTool(), {"query": "what the quick patch's test run said", "in": "results"},
+        context(ctx, ledger),
+    )
+    first = found.text.split("--- entry ", 2)[1]
+    assert "FAILED (failures=2)" in first and "turn 1" in first
+
+
+def test_an_excerpt_of_a_long_output_keeps_its_errors_and_its_end() -> None:
+    """Of a long result: the stretch with the query's words, then the lines of the rest
+    that report an error or a failure, then the end, where a run's verdict is."""
+    lines = [f"tests/test_t.py::test_{i} PASSED" for i in range(400)]
+    lines[20] = "tests/test_t.py::test_20 FAILED"
+    lines[200] = "tests/test_t.py::test_zebra PASSED"
+    text = "\n".join([*lines, "= 1 failed, 399 passed ="])
+    shown = excerpt(text, text.lower(), ("zebra",), 1200, output=True)
+    assert len(shown) < 1400
+    assert "test_zebra PASSED" in shown
+    assert "tests/test_t.py::test_20 FAILED" in shown
+    assert shown.endswith("= 1 failed, 399 passed =")
+    assert shown.index("test_zebra") < shown.index("test_20 FAILED") < shown.index("= 1 failed")
+    prose = excerpt(text, text.lower(), ("zebra",), 1200)  # an answer: the stretch alone
+    assert "test_zebra" in prose and "= 1 failed" not in prose
