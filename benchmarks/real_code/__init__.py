@@ -10,7 +10,10 @@ versions (`sources.py`), each with planted rules, facts and a failed approach (`
   on;
 - `markdown_regression`: a regression hunt in the `toc` extension of Python-Markdown 3.7 (a
   table of contents nested wrongly after an upgrade), written later still, as a second
-  held-out session.
+  held-out session;
+- `tomlkit_change`: a behaviour change a team asked for (where duplicate keys are reported),
+  across code, tests and the changelog, with a long exploratory phase, in tomlkit 0.15.3;
+  held out as well.
 
 `workloads()` prepares each (the sdist extracted, the planted change applied, in a cache
 directory) and returns what a benchmark runs: the scenario and a way to write a fresh copy of
@@ -34,6 +37,7 @@ from benchmarks.real_code import (
     pyflakes_report,
     sqlparse_feature,
     tabulate_bugfix,
+    tomlkit_change,
 )
 from benchmarks.real_code.script import Script
 from benchmarks.real_code.sources import Source, cache_dir, extract
@@ -60,6 +64,8 @@ RECIPES: tuple[Recipe, ...] = (
            pyflakes_report.plant, pyflakes_report.script),
     Recipe("markdown-regression", "a regression hunt in an extension",
            markdown_regression.SOURCE, markdown_regression.plant, markdown_regression.script),
+    Recipe("tomlkit-change", "a team's behaviour change, long exploration",
+           tomlkit_change.SOURCE, tomlkit_change.plant, tomlkit_change.script),
 )
 
 
