@@ -30,12 +30,15 @@ named `recall`, that searches the session's own history by a `query`: agent-serv
 missing fact but a file's is looked up with it, as a model told that its history is
 searchable would: the query is the fact's `about` (what it is about, never its text), and a
 fact its result shows is `recovered`, a rule, a request, a decision or a failed approach
-included. A file is read again instead: a
-read shows it as it is now.
+included. When the result's excerpts are cut before the whole fact but one of them shows part
+of it (`recalled_entry`: a one-line text of it, or two of its lines in a row), the model
+reads that entry whole with the tool's `entry`, as a model that sees part of what it looks
+for would: one more call. A file is read again instead: a read shows it as it is now.
 
-Each is done at most once per fact and step (the search of a saved output and the recall
-once more): the model knows it did it from the call ids in the request
-(`..._<turn>_<step>d<need>_...`, `d<need>s` for the search, `d<need>r` for the recall). A
+Each is done at most once per fact and step (the search of a saved output, the recall and the
+read of a recalled entry once more): the model knows it did it from the call ids in the
+request (`..._<turn>_<step>d<need>_...`, `d<need>s` for the search, `d<need>r` for the recall,
+`d<need>o` for the read of the entry). A
 fetched fact still missing afterwards (the output cut again, or no tool to fetch it with) is
 `lost`, and the step goes on without it.
 
@@ -48,6 +51,7 @@ its violation in this step: not counted again).
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -154,6 +158,8 @@ class Gate:
     saved: bool = False
     # The detour asks the client's recall tool (a search of the session's own history).
     recall: bool = False
+    # The detour reads whole the entry a recall's excerpt showed part of the fact from.
+    open: bool = False
 
 
 def check_needs(
@@ -167,13 +173,18 @@ def check_needs(
     can_search_saved: Callable[[int], bool] = lambda need: False,
     recalls_done: frozenset[int] = frozenset(),
     can_recall: bool = False,
+    opens_done: frozenset[int] = frozenset(),
+    can_open: Callable[[int], bool] = lambda need: False,
 ) -> Gate:
     """The knowledge gate of a step (`step` is "<turn>:<step>"). `detours_done`: the needs
     whose detour the request already holds; `can_detour`: whether the need's calls fit a
     tool the request declares; `searches_done`, `can_search_saved`: the same for the search
     of a saved output (asked only of a missing output); `recalls_done`, `can_recall`: the
     same for a search of the session's own history, with the client's recall tool (asked of
-    every missing fact but a file's, which a read shows as it is now)."""
+    every missing fact but a file's, which a read shows as it is now); `opens_done`,
+    `can_open`: the same for reading whole the entry whose excerpt, in that search's result,
+    showed part of the fact (an excerpt is cut; a model that sees part of what it looks for
+    opens the entry)."""
     text: RequestText | None = None
     checks: list[FactCheck] = []
     opening: list[str] = []
@@ -182,7 +193,7 @@ def check_needs(
         fact = facts[needs[index]]
         text = text or RequestText(transcript)
         done = index in detours_done
-        recalled = index in recalls_done
+        recalled = index in recalls_done or index in opens_done
         if text.holds(fact):
             fetched = done or index in searches_done
             recovered = recalled or (fetched and fact.kind in FETCHABLE)
@@ -195,6 +206,9 @@ def check_needs(
         if can_recall and not recalled and not done and fact.kind != "file":
             checks.append(FactCheck(fact.id, fact.kind, step, "fetch"))
             return Gate(tuple(checks), detour=index, recall=True)
+        if recalled and index not in opens_done and not done and can_open(index):
+            checks.append(FactCheck(fact.id, fact.kind, step, "fetch"))
+            return Gate(tuple(checks), detour=index, open=True)
         if fact.kind in FETCHABLE:
             if not done and can_detour.get(index, False):
                 checks.append(FactCheck(fact.id, fact.kind, step, "fetch"))
@@ -224,6 +238,32 @@ def _in_order(needs: tuple[str, ...], facts: Mapping[str, Fact],
         return (1 if can_recall or can_detour.get(index, False) else 2, index)
 
     return sorted(range(len(needs)), key=rank)
+
+
+# A recall result's excerpt begins with a line naming its entry: "--- entry 3f2a9c1e: ...".
+_RECALLED_ENTRY = re.compile(r"^--- entry (\S+?): .*$", re.MULTILINE)
+# A line of a fact shorter than this (once normalised) is no sign of it: "</ul>", "ok".
+_MIN_SIGN_CHARS = 16
+
+
+def recalled_entry(result: str, fact: Fact) -> str | None:
+    """The first entry of a recall result whose excerpt shows part of `fact`, which the model
+    opens whole; None when no excerpt does. Part of a fact: one of its texts of one line, or
+    two lines in a row of a longer one (a line alone may be in a later output as well, the
+    fixed table that still lists the same headings)."""
+    signs: list[str] = []
+    for text in fact.texts:
+        lines = [line for line in text.splitlines() if line.strip()]
+        runs = itertools.pairwise(lines) if len(lines) > 1 else [(line,) for line in lines]
+        signs.extend(normalise("\n".join(run)) for run in runs)
+    signs = [sign for sign in signs if len(sign) >= _MIN_SIGN_CHARS]
+    heads = list(_RECALLED_ENTRY.finditer(result))
+    ends = [head.start() for head in heads[1:]] + [len(result)] * bool(heads)
+    for head, end in zip(heads, ends, strict=True):
+        shown = normalise(result[head.end() : end])
+        if any(sign in shown for sign in signs):
+            return head.group(1)
+    return None
 
 
 def saved_output_search(transcript: Transcript, fact: Fact) -> ToolInvocation | None:

@@ -43,13 +43,20 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agent_server.sim.exploration import MAP_CALL, all_shown, focus, wants_map
-from agent_server.sim.knowledge import FactCheck, Gate, check_needs, saved_output_search
+from agent_server.sim.knowledge import (
+    FactCheck,
+    Gate,
+    check_needs,
+    recalled_entry,
+    saved_output_search,
+)
 from agent_server.sim.scenario import FETCHABLE, Fact, Scenario, Step, ToolInvocation
 from agent_server.sim.summary import SummaryMode, summarise
 from agent_server.sim.summary_requests import is_summary_handoff, is_summary_request
 from agent_server.sim.tokenizer import filler_text
 from agent_server.sim.tool_fitting import fit_call, working_directory
 from agent_server.sim.transcript import (
+    ToolResultPart,
     Transcript,
     TranscriptMessage,
     is_context_block,
@@ -60,13 +67,14 @@ FALLBACK_TURN = "f"
 LATEST_REQUEST = "latest-request"  # the fact a request without its prompt lacks
 _CALL_ID = re.compile(
     r"^(?:toolu|call|fc)_sim_(?P<turn>\d+|f)_(?P<step>\d+)"
-    r"(?:d(?P<detour>\d+)(?P<saved>s)?(?P<recall>r)?|(?P<explore>m))?"
+    r"(?:d(?P<detour>\d+)(?P<saved>s)?(?P<recall>r)?(?P<open>o)?|(?P<explore>m))?"
     r"_(?P<index>\d+)(?:_[A-Za-z0-9]+)?$"
 )
 _ECHO_LIMIT = 400
 _FETCH_TEXT = "I no longer have {about} in front of me, so I will look at it again."
 _SEARCH_TEXT = "The output I was shown was cut; let me find {about} in the full output it saved."
 _RECALL_TEXT = "That is no longer in front of me; let me look up {about} in this session's history."
+_OPEN_TEXT = "The search shows part of {about}; let me read that entry whole."
 RECALL_CALL = "recall"
 # Where the model looks for a fact of each kind: the user's words, its own, or a tool's.
 _RECALL_IN = {"rule": "prompts", "request": "prompts", "decision": "answers",
@@ -108,12 +116,13 @@ class CallRef:
     explore: bool = False
     saved: bool = False
     recall: bool = False
+    open: bool = False  # the read of a recalled entry whole
 
 
 def make_call_id(prefix: str, turn: int | str, step: int, index: int, nonce: str,
                  detour: int | None = None, explore: bool = False, saved: bool = False,
-                 recall: bool = False) -> str:
-    saved_tag = "s" if saved else "r" if recall else ""
+                 recall: bool = False, open: bool = False) -> str:
+    saved_tag = "s" if saved else "r" if recall else "o" if open else ""
     tag = (f"{step}d{detour}{saved_tag}" if detour is not None
            else f"{step}m" if explore else f"{step}")
     return f"{prefix}_sim_{turn}_{tag}_{index}_{nonce}"
@@ -132,7 +141,7 @@ def parse_call_id(call_id: str) -> CallRef | None:
     detour = match["detour"]
     return CallRef(match["turn"], int(match["step"]), int(detour) if detour else None,
                    match["explore"] is not None, match["saved"] is not None,
-                   match["recall"] is not None)
+                   match["recall"] is not None, match["open"] is not None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,10 +307,12 @@ def _gate(context: _Context, turn: int, index: int, step: Step) -> Gate:
         and ref.turn == str(turn) and ref.step == index
     ]
     done = frozenset(
-        ref.detour for ref in refs if ref.detour is not None and not ref.saved and not ref.recall
+        ref.detour for ref in refs
+        if ref.detour is not None and not (ref.saved or ref.recall or ref.open)
     )
     searched = frozenset(ref.detour for ref in refs if ref.detour is not None and ref.saved)
     recalled = frozenset(ref.detour for ref in refs if ref.detour is not None and ref.recall)
+    opened = frozenset(ref.detour for ref in refs if ref.detour is not None and ref.open)
     fits = {
         need: bool(_fitted(context, _detour_tools(facts[fact_id]), turn, index, need))
         for need, fact_id in enumerate(step.needs)
@@ -311,8 +322,12 @@ def _gate(context: _Context, turn: int, index: int, step: Step) -> Gate:
         return bool(_saved_search(context, facts[step.needs[need]], turn, index, need))
 
     can_recall = bool(_recall(context, step.needs[0], turn, index, 0)) if step.needs else False
+
+    def can_open(need: int) -> bool:
+        return bool(_open(context, step.needs[need], turn, index, need))
+
     return check_needs(context.transcript, facts, step.needs, f"{turn}:{index}", done, fits,
-                       searched, can_search_saved, recalled, can_recall)
+                       searched, can_search_saved, recalled, can_recall, opened, can_open)
 
 
 def _recall(context: _Context, fact_id: str, turn: int, index: int, need: int
@@ -328,6 +343,30 @@ def _recall(context: _Context, fact_id: str, turn: int, index: int, need: int
         arguments["in"] = where
     return _fitted(context, (ToolInvocation(RECALL_CALL, arguments),), turn, index,
                    need, recall=True)
+
+
+def _open(context: _Context, fact_id: str, turn: int, index: int, need: int
+          ) -> tuple[PlannedCall, ...]:
+    """The read whole of the entry whose excerpt, in the result of this need's recall, shows
+    part of the fact (`recalled_entry`); none when no excerpt does, or the client's recall
+    tool reads no entry."""
+    recalled = [
+        part.text
+        for message in context.transcript.messages
+        for part in message.parts
+        if isinstance(part, ToolResultPart)
+        and (ref := parse_call_id(part.tool_call_id)) is not None and ref.recall
+        and ref.detour == need and ref.turn == str(turn) and ref.step == index
+    ]
+    offered = next((t for t in context.transcript.tools if t.name == RECALL_CALL), None)
+    properties = offered.schema.get("properties") if offered is not None else None
+    if not recalled or not isinstance(properties, Mapping) or "entry" not in properties:
+        return ()
+    entry = recalled_entry(recalled[-1], context.scenario.facts[fact_id])
+    if entry is None:
+        return ()
+    return _fitted(context, (ToolInvocation(RECALL_CALL, {"entry": entry}),), turn, index,
+                   need, open=True)
 
 
 def _saved_search(context: _Context, fact: Fact, turn: int, index: int, need: int
@@ -353,6 +392,11 @@ def _detour(context: _Context, turn: int, index: int, fact_id: str, gate: Gate) 
                             text=_RECALL_TEXT.format(about=fact.about or f"`{fact.id}`"),
                             calls=_recall(context, fact_id, turn, index, need),
                             knowledge=gate.checks)
+    if gate.open and need is not None:
+        return PlannedReply(source=f"recovery:{turn}:{index}:{fact.id}",
+                            text=_OPEN_TEXT.format(about=fact.about or f"`{fact.id}`"),
+                            calls=_open(context, fact_id, turn, index, need),
+                            knowledge=gate.checks)
     if gate.saved and need is not None:
         calls = _saved_search(context, fact, turn, index, need)
     else:
@@ -369,7 +413,7 @@ def _detour(context: _Context, turn: int, index: int, fact_id: str, gate: Gate) 
 
 
 def _fitted(context: _Context, tools: tuple[ToolInvocation, ...], turn: int, index: int,
-            detour: int | None, saved: bool = False, recall: bool = False
+            detour: int | None, saved: bool = False, recall: bool = False, open: bool = False
             ) -> tuple[PlannedCall, ...]:
     if not tools:
         return ()
@@ -380,7 +424,7 @@ def _fitted(context: _Context, tools: tuple[ToolInvocation, ...], turn: int, ind
         if fitted is not None:
             name, arguments = fitted
             call_id = make_call_id(context.id_prefix, turn, index, len(calls), context.nonce,
-                                   detour, saved=saved, recall=recall)
+                                   detour, saved=saved, recall=recall, open=open)
             calls.append(PlannedCall(id=call_id, name=name, arguments=arguments))
     return tuple(calls)
 

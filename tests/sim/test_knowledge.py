@@ -16,10 +16,11 @@ from agent_server.sim.knowledge import (
     RequestText,
     check_needs,
     normalise,
+    recalled_entry,
     saved_output_search,
 )
 from agent_server.sim.responder import parse_call_id, plan_reply
-from agent_server.sim.scenario import ScenarioError, parse_scenario
+from agent_server.sim.scenario import Fact, ScenarioError, ToolInvocation, parse_scenario
 from agent_server.sim.server import SimServer
 from agent_server.sim.simulator import Simulator
 from agent_server.sim.transcript import (
@@ -515,3 +516,33 @@ def test_a_turn_compacted_in_its_middle_goes_on_to_its_answer() -> None:
     fresh = plan_reply(transcript(user(handoff, "Fix the magic check.")), scenario(),
                        id_prefix="call")
     assert fresh.source.startswith(("scenario:1:0", "recovery:1:0"))
+
+
+def test_a_recalled_excerpt_that_shows_part_of_an_output_gets_its_entry_read_whole() -> None:
+    """Issue 45: a recall excerpt is cut; a model that sees part of what it looks for there
+    reads that entry whole (one more call), and only then, if it is still missing, fetches
+    the output again. A line the fact shares with a later output is no sign of it: two of
+    its lines in a row are."""
+    fact = Fact("toc", "output", ('<li><a href="#changed">Changed</a><ul>\n'
+                                  '<li><a href="#fixed">Fixed</a></li>',
+                                  "FAILED (failures=4, skipped=1)"),
+                "the table of contents", ToolInvocation("bash", {"command": "toc"}))
+    later = ('--- entry aa: bash result (toc), turn 9 ---\n<li><a href="#changed">Changed</a>'
+             '<ul>\n<li><a href="#abbr">Abbr</a></li>...')
+    earlier = ('--- entry bb: bash result (toc), turn 2 ---\n<li><a href="#changed">Changed'
+               '</a><ul>\n<li><a href="#fixed">Fixed</a></li>\n...')
+    assert recalled_entry(f"5 entries:\n{later}\n{earlier}", fact) == "bb"
+    assert recalled_entry(f"5 entries:\n{later}", fact) is None
+    assert recalled_entry("--- entry cc: bash result, turn 3 ---\n"
+                          "FAILED (failures=4, skipped=1)", fact) == "cc"
+    facts = {"toc": fact}
+    empty = transcript(user("Write the notes."))
+    gate = check_needs(empty, facts, ("toc",), "4:0", frozenset(), {0: True},
+                       recalls_done=frozenset({0}), can_recall=True,
+                       can_open=lambda need: True)
+    assert (gate.detour, gate.open) == (0, True)
+    gate = check_needs(empty, facts, ("toc",), "4:0", frozenset(), {0: True},
+                       recalls_done=frozenset({0}), can_recall=True,
+                       opens_done=frozenset({0}), can_open=lambda need: True)
+    assert (gate.detour, gate.open, gate.recall) == (0, False, False)  # run it again
+    assert [c.outcome for c in gate.checks] == ["fetch"]
