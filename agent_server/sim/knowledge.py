@@ -242,28 +242,54 @@ def _in_order(needs: tuple[str, ...], facts: Mapping[str, Fact],
 
 # A recall result's excerpt begins with a line naming its entry: "--- entry 3f2a9c1e: ...".
 _RECALLED_ENTRY = re.compile(r"^--- entry (\S+?): .*$", re.MULTILINE)
+# How an excerpt says which lines of its entry it shows, and a line shown on its own.
+_STRETCH = re.compile(r"^\[lines (\d+)-(\d+)\]$")
+_OWN_LINE = re.compile(r"^(\d+): ")
 # A line of a fact shorter than this (once normalised) is no sign of it: "</ul>", "ok".
 _MIN_SIGN_CHARS = 16
 
 
-def recalled_entry(result: str, fact: Fact) -> str | None:
-    """The first entry of a recall result whose excerpt shows part of `fact`, which the model
-    opens whole; None when no excerpt does. Part of a fact: one of its texts of one line, or
-    two lines in a row of a longer one (a line alone may be in a later output as well, the
-    fixed table that still lists the same headings)."""
-    signs: list[str] = []
+def recalled_entry(result: str, fact: Fact) -> tuple[str, int] | None:
+    """The first entry of a recall result whose excerpt shows part of `fact`, and the line of
+    the entry where it does (an excerpt says which lines it shows: "[lines 180-201]", or
+    "212: ..." for a line of its own), which the model reads from; None when no excerpt
+    shows part of it. Part of a fact: one of its texts of one line, or two of its lines in a
+    row of a longer one (a line alone may be in a later output as well, the fixed table that
+    still lists the same headings)."""
+    signs: list[tuple[str, int]] = []  # (normalised, lines it spans)
     for text in fact.texts:
         lines = [line for line in text.splitlines() if line.strip()]
         runs = itertools.pairwise(lines) if len(lines) > 1 else [(line,) for line in lines]
-        signs.extend(normalise("\n".join(run)) for run in runs)
-    signs = [sign for sign in signs if len(sign) >= _MIN_SIGN_CHARS]
+        signs.extend((normalise("\n".join(run)), len(run)) for run in runs)
+    signs = [(sign, size) for sign, size in signs if len(sign) >= _MIN_SIGN_CHARS]
     heads = list(_RECALLED_ENTRY.finditer(result))
     ends = [head.start() for head in heads[1:]] + [len(result)] * bool(heads)
     for head, end in zip(heads, ends, strict=True):
-        shown = normalise(result[head.end() : end])
-        if any(sign in shown for sign in signs):
-            return head.group(1)
+        shown = _numbered(result[head.end() : end].strip("\n").split("\n"))
+        for at, (_, number) in enumerate(shown):
+            for sign, size in signs:
+                if sign in normalise("\n".join(line for line, _ in shown[at : at + size])):
+                    return head.group(1), number
     return None
+
+
+def _numbered(lines: list[str]) -> list[tuple[str, int]]:
+    """An excerpt's lines, each with its line in the entry (1 where the excerpt does not
+    say)."""
+    out: list[tuple[str, int]] = []
+    left, number = 0, 1
+    for line in lines:
+        stretch = _STRETCH.match(line)
+        if stretch is not None:
+            number, left = int(stretch[1]), int(stretch[2]) - int(stretch[1]) + 1
+            continue
+        if left:
+            out.append((line, number))
+            number, left = number + 1, left - 1
+            continue
+        own = _OWN_LINE.match(line)
+        out.append((line, int(own[1]) if own else number))
+    return out
 
 
 def saved_output_search(transcript: Transcript, fact: Fact) -> ToolInvocation | None:

@@ -74,7 +74,8 @@ _ECHO_LIMIT = 400
 _FETCH_TEXT = "I no longer have {about} in front of me, so I will look at it again."
 _SEARCH_TEXT = "The output I was shown was cut; let me find {about} in the full output it saved."
 _RECALL_TEXT = "That is no longer in front of me; let me look up {about} in this session's history."
-_OPEN_TEXT = "The search shows part of {about}; let me read that entry whole."
+_OPEN_TEXT = "The search shows part of {about}; let me read that entry from there."
+_OPEN_BEFORE = 3
 RECALL_CALL = "recall"
 # Where the model looks for a fact of each kind: the user's words, its own, or a tool's.
 _RECALL_IN = {"rule": "prompts", "request": "prompts", "decision": "answers",
@@ -347,9 +348,9 @@ def _recall(context: _Context, fact_id: str, turn: int, index: int, need: int
 
 def _open(context: _Context, fact_id: str, turn: int, index: int, need: int
           ) -> tuple[PlannedCall, ...]:
-    """The read whole of the entry whose excerpt, in the result of this need's recall, shows
-    part of the fact (`recalled_entry`); none when no excerpt does, or the client's recall
-    tool reads no entry."""
+    """The read of the entry whose excerpt, in the result of this need's recall, shows part
+    of the fact (`recalled_entry`), from a few lines above where it does; none when no
+    excerpt does, or the client's recall tool reads no entry."""
     recalled = [
         part.text
         for message in context.transcript.messages
@@ -362,10 +363,14 @@ def _open(context: _Context, fact_id: str, turn: int, index: int, need: int
     properties = offered.schema.get("properties") if offered is not None else None
     if not recalled or not isinstance(properties, Mapping) or "entry" not in properties:
         return ()
-    entry = recalled_entry(recalled[-1], context.scenario.facts[fact_id])
-    if entry is None:
+    found = recalled_entry(recalled[-1], context.scenario.facts[fact_id])
+    if found is None:
         return ()
-    return _fitted(context, (ToolInvocation(RECALL_CALL, {"entry": entry}),), turn, index,
+    entry, line = found
+    arguments: dict[str, Any] = {"entry": entry}
+    if line > _OPEN_BEFORE and "offset" in properties:
+        arguments["offset"] = line - _OPEN_BEFORE  # a few lines above what it saw
+    return _fitted(context, (ToolInvocation(RECALL_CALL, arguments),), turn, index,
                    need, open=True)
 
 

@@ -531,10 +531,18 @@ def test_a_recalled_excerpt_that_shows_part_of_an_output_gets_its_entry_read_who
              '<ul>\n<li><a href="#abbr">Abbr</a></li>...')
     earlier = ('--- entry bb: bash result (toc), turn 2 ---\n<li><a href="#changed">Changed'
                '</a><ul>\n<li><a href="#fixed">Fixed</a></li>\n...')
-    assert recalled_entry(f"5 entries:\n{later}\n{earlier}", fact) == "bb"
+    assert recalled_entry(f"5 entries:\n{later}\n{earlier}", fact) == ("bb", 1)
     assert recalled_entry(f"5 entries:\n{later}", fact) is None
-    assert recalled_entry("--- entry cc: bash result, turn 3 ---\n"
-                          "FAILED (failures=4, skipped=1)", fact) == "cc"
+    # Where it shows: the lines an excerpt says it shows, or a line's own number.
+    cut = ("--- entry cc: bash result, turn 3 ---\n[lines 40-41]\nRan 9 tests\n"
+           '<li><a href="#changed">Changed</a><ul>\n201: FAILED (failures=4, skipped=1)\n'
+           "[lines 300-301]\nx\ny")
+    assert recalled_entry(cut, fact) == ("cc", 201)
+    assert recalled_entry(cut.replace("201: FAILED (failures=4, skipped=1)\n", "")
+                          + '\n<li><a href="#fixed">Fixed</a></li>', fact) is None
+    stretch = ("--- entry dd: bash result, turn 3 ---\n[lines 40-42]\nRan 9 tests\n"
+               '<li><a href="#changed">Changed</a><ul>\n<li><a href="#fixed">Fixed</a></li>')
+    assert recalled_entry(stretch, fact) == ("dd", 41)
     facts = {"toc": fact}
     empty = transcript(user("Write the notes."))
     gate = check_needs(empty, facts, ("toc",), "4:0", frozenset(), {0: True},

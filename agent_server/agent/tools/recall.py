@@ -11,14 +11,19 @@ alone: never asked about, in the fixed tool list.
 Ranking: by the query's words an entry holds, each weighted by how few entries hold it (its
 inverse document frequency), then by BM25 (Robertson and Zaragoza, "The Probabilistic
 Relevance Framework: BM25 and Beyond", 2009), then the newer first. A word is cut to its stem
-("quickest" finds "quick", "renders" finds "rendered"). A call or a result also holds the
-words around it (the turn's prompt, the answer that made the call), at half weight in BM25:
-an output seldom says what it was for.
+("quickest" finds "quick", "renders" finds "rendered"). An answer also holds the words of
+its turn's prompt, and a call or a result those and the answer that made the call, at half
+weight in BM25: an output seldom says what it was for. The text of an answer that searched
+with recall is not searched ("let me look up the decision" is not the decision).
 
 Excerpts: at most MAX_EXCERPTS, the best at most FIRST_EXCERPT_CHARS and the others
-EXCERPT_CHARS. Each is the stretch of its entry with the most of the words, cut at line ends;
-of a long tool result, half of that, then the lines of the rest that report an error or a
-failure, then its end (where a run's verdict is), as a reader of an output looks.
+EXCERPT_CHARS. Each is the stretch of its entry with the most of the words, cut at line ends.
+Of a long tool result, a third of that (at least half of EXCERPT_CHARS) under the lines it is
+("[lines 180-201]"), then, each after its line number, the other lines holding the most of
+the words (as grep would show them) and the lines that report an error or a failure, then
+its end (where a run's verdict is), under its lines too: as a reader of an output looks, and
+so that reading the entry from a line (`entry` and `offset`, a page of whole lines) goes on
+from what an excerpt showed.
 """
 
 from __future__ import annotations
@@ -88,7 +93,7 @@ SPEC = ToolSpec(
             "entry": {"type": "string", "description": "An entry id from a result: read it"},
             "offset": {
                 "type": "integer",
-                "description": "With entry: the character to start at (default 0)",
+                "description": "With entry: the line to start at (default 1)",
             },
             "in": {
                 "type": "string",
@@ -202,25 +207,67 @@ def excerpt(
     text: str, lowered: str, terms: Sequence[str], budget: int = EXCERPT_CHARS,
     *, output: bool = False,
 ) -> str:
-    """`text` in at most `budget` characters (module docstring: the excerpts); "..." where it
-    was cut."""
+    """`text` in at most about `budget` characters (module docstring: the excerpts); "..."
+    where it was cut."""
     if len(text) <= budget:
         return text
     if not output:
         start, end = _window(text, lowered, terms, budget)
         return _cut(text, start, end)
-    start, end = _window(text, lowered, terms, budget // 2)
+    start, end = _window(text, lowered, terms, max(budget // 3, EXCERPT_CHARS // 2))
     tail = max(end, text.find("\n", len(text) - budget // 4) + 1 or len(text))
-    flagged = SalientLines(budget // 4)
+    parts = [_stretch(text, start, end)]
+    elsewhere = _lines_with(text, lowered, terms, (start, end), tail, budget // 4)
+    flagged = SalientLines(budget // 6)
     flagged.feed(text[:start] + "\n" + text[end:tail])
     flagged.finish()
-    lines = [line for _, line in flagged.found]
-    parts = [_cut(text, start, end)]
+    shown = {line for _, line in elsewhere}
+    more = [(number, line) for number, line in flagged.found if line not in shown]
+    lines = sorted(elsewhere + more)
     if lines:
-        parts.append("\n".join(lines))
+        parts.append("\n".join(f"{number}: {line}" for number, line in lines))
     if tail < len(text):
-        parts.append(text[tail:])
-    return "\n...\n".join(part.strip("\n") for part in parts)
+        parts.append(_stretch(text, tail, len(text)))
+    return "\n".join(part.strip("\n") for part in parts)
+
+
+def _stretch(text: str, start: int, end: int) -> str:
+    """`text[start:end]` under a line saying which of its lines it is (whole lines: the start
+    moved back to its line's start)."""
+    start = text.rfind("\n", 0, start) + 1
+    first = text.count("\n", 0, start) + 1
+    last = first + text.count("\n", start, end)
+    shown = text[start:end]
+    if end < len(text) and not shown.endswith("\n"):
+        shown += "..."
+    return f"[lines {first}-{last}]\n{shown}"
+
+
+def _lines_with(
+    text: str, lowered: str, terms: Sequence[str], window: tuple[int, int], tail: int,
+    budget: int,
+) -> list[tuple[int, str]]:
+    """The lines of `text` outside `window` and before `tail` holding the most of `terms`
+    (then the first), at most `budget` characters of them, each with its number: a long
+    output's other mentions, as grep would show them."""
+    found: list[tuple[int, int, str]] = []
+    at = 0
+    for number, line in enumerate(lowered[:tail].split("\n"), 1):
+        start, at = at, at + len(line) + 1
+        if window[0] <= start < window[1]:
+            continue
+        held = sum(1 for term in terms if term in line)
+        if held:
+            found.append((-held, number, text[start : start + min(len(line), 300)]))
+    found.sort()
+    out: list[tuple[int, str]] = []
+    size = 0
+    for _, number, line in found:
+        size += len(line) + 8
+        if size > budget:
+            break
+        out.append((number, line))
+    return out
 
 
 def _window(text: str, lowered: str, terms: Sequence[str], size: int) -> tuple[int, int]:
@@ -253,7 +300,8 @@ def _cut(text: str, start: int, end: int) -> str:
 
 
 def _read_entry(history: Sequence[Recallable], entry_id: str, offset: Any) -> ToolResult:
-    """The entry whole, a page at a time: every piece of it (an answer and its calls)."""
+    """The entry whole, a page at a time (whole lines, at most PAGE_CHARS, from line
+    `offset`): every piece of it (an answer and its calls)."""
     pieces = [item for item in history if item.entry_id == entry_id]
     if not pieces:
         raise ToolError(f"No entry {entry_id!r} in this session's history.")
@@ -262,17 +310,24 @@ def _read_entry(history: Sequence[Recallable], entry_id: str, offset: Any) -> To
         first.text if len(pieces) == 1
         else "\n\n".join(f"[{item.what}]\n{item.text}" for item in pieces)
     )
-    start = offset if isinstance(offset, int) and not isinstance(offset, bool) else 0
-    if not 0 <= start < max(len(text), 1):
-        raise ToolError(f"offset must be between 0 and {len(text) - 1}")
-    end = min(len(text), start + PAGE_CHARS)
+    lines = text.split("\n")
+    start = offset if isinstance(offset, int) and not isinstance(offset, bool) else 1
+    if not 1 <= start <= len(lines):
+        raise ToolError(f"offset must be a line between 1 and {len(lines)}")
+    end, size = start, 0
+    while end <= len(lines) and (end == start or size + len(lines[end - 1]) < PAGE_CHARS):
+        size += len(lines[end - 1]) + 1
+        end += 1
+    shown = "\n".join(lines[start - 1 : end - 1])
+    if len(shown) > PAGE_CHARS:  # one line longer than a page
+        shown = shown[:PAGE_CHARS] + "..."
     more = (
         f"; recall with entry {entry_id!r} and offset {end} for the rest"
-        if end < len(text) else ""
+        if end <= len(lines) else ""
     )
     return ToolResult.of_text(
-        f"--- entry {entry_id}: {first.what}, turn {first.turn}, characters {start}-{end} of "
-        f"{len(text)}{more} ---\n{text[start:end]}"
+        f"--- entry {entry_id}: {first.what}, turn {first.turn}, lines {start}-{end - 1} of "
+        f"{len(lines)}{more} ---\n{shown}"
     )
 
 
@@ -309,8 +364,9 @@ def recallable(entries: Iterable[Entry]) -> list[Recallable]:
 def _pieces(
     message: Any, calls: dict[str, _Call]
 ) -> Iterable[tuple[str, str, str, str | None]]:
-    """(source, what, text, the words the answer that made the call said with it) of each
-    piece of `message` recall searches; None for a prompt's or an answer's own text."""
+    """(source, what, text, the words around it) of each piece of `message` recall
+    searches: for an answer, none but the turn's prompt; for a call or a result, the text of
+    the answer that made the call too; None for a prompt's own text."""
     if isinstance(message, UserMessage):
         text = _texts(message.content)
         if message.note is None:
@@ -319,8 +375,11 @@ def _pieces(
             yield "results", "a note to you", text, None
     elif isinstance(message, AssistantMessage):
         text = _texts(message.content)
-        if text.strip():
-            yield "answers", "your answer", text, None
+        searching = any(
+            isinstance(part, ToolCall) and part.name == SPEC.name for part in message.content
+        )
+        if text.strip() and not searching:  # "let me look that up" is not what it found
+            yield "answers", "your answer", text, ""
         for part in message.content:
             if isinstance(part, ToolCall):
                 shown = _call_shown(part)

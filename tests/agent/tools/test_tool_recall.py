@@ -95,11 +95,23 @@ async def test_recall_cuts_a_long_output_to_the_stretch_that_matches(
     # The whole entry is a page at a time, from where it says.
     entry = done.text.split("--- entry ", 2)[1].split(":", 1)[0]
     page = await run_tool(RecallTool(), {"entry": entry}, context(ctx, ledger))
-    assert f"characters 0-{PAGE_CHARS}" in page.text and f"offset {PAGE_CHARS}" in page.text
+    head = page.text.split("\n", 1)[0]
+    last = int(head.split("lines 1-", 1)[1].split(" ", 1)[0])
+    assert f"offset {last + 1} for the rest" in head
+    assert len(page.text) - len(head) <= PAGE_CHARS + 1
     rest = await run_tool(
-        RecallTool(), {"entry": entry, "offset": PAGE_CHARS}, context(ctx, ledger)
+        RecallTool(), {"entry": entry, "offset": last + 1}, context(ctx, ledger)
     )
-    assert "test_299 PASSED" in rest.text or "offset" in rest.text
+    assert f"lines {last + 1}-" in rest.text
+    one, two = page.text.split("\n")[1:], rest.text.split("\n")[1:]
+    assert one[0] == "tests/test_other.py::test_0 PASSED" and len(one) == last
+    assert (one[-1], two[0]) == (f"tests/test_other.py::test_{last - 1} PASSED",
+                                 f"tests/test_other.py::test_{last} PASSED")
+    # The excerpt said which lines it showed: reading from there shows them again.
+    first = done.text.split("--- entry ", 2)[1]
+    line = int(first.split("[lines ", 1)[1].split("-", 1)[0])
+    there = await run_tool(RecallTool(), {"entry": entry, "offset": line}, context(ctx, ledger))
+    assert OUTPUT in there.text
 
 
 async def test_recall_searches_the_branch_the_session_is_on(
@@ -158,8 +170,9 @@ def test_recall_is_in_the_fixed_tool_list_and_never_asked_about() -> None:
 
 
 def test_a_search_is_not_searched_again() -> None:
-    """A recall call's own query and its result are not history: a second search would find
-    the first one's words instead of what they found."""
+    """A recall call's own query, the answer that made it ("let me look up ...") and its
+    result are not history: a second search would find the first one's words instead of
+    what they found."""
     call = ToolCall("r1", "recall", {"query": "zebra"})
     entries = [
         ("e1", answer("Let me look.", call)),
@@ -168,7 +181,7 @@ def test_a_search_is_not_searched_again() -> None:
     from agent_server.session.entries import MessageEntry
 
     items = recallable(MessageEntry(i, None, "t", m) for i, m in entries)
-    assert [item.what for item in items] == ["your answer"]
+    assert items == []
 
 
 def test_query_words_are_cut_to_their_stems() -> None:
