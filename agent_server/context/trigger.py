@@ -27,7 +27,7 @@ trigger does: the next request is at most the window less the summary's room. Th
 ask for a compaction at a break (the `compact` tool): it runs at the next call when the context
 is past `REQUESTED_SHARE` of the threshold (`compacts_on_request`), else it is declined.
 
-**The threshold** is `context_window - reserve`, and at most DEFAULT_MAX_THRESHOLD (64k
+**The threshold** is `context_window - reserve`, and at most DEFAULT_MAX_THRESHOLD (128k
 tokens) on a larger window, unless the `compaction.threshold` setting asks otherwise (tokens,
 or a share of the window; 1 is the window less the reserve): the window less the reserve
 stays the most a context may reach before it is compacted (`window_limit`), whatever the
@@ -69,13 +69,16 @@ KEPT_SHARE_OF_THRESHOLD = 3
 REQUESTED_SHARE = 0.5
 # Unless `compaction.threshold` says otherwise, compact past this many tokens even when the
 # window holds more. Past it every call reads the whole prefix again (a tenth of the input
-# price a token), and a compaction (the summary call, the smaller prefix written again, the
-# recoveries of what the model then fetches again) pays for itself within about five calls:
-# on the recall suite, a 200k-window debugging session costs half as much, with the same
-# recoveries and no violation (BENCHMARKS.md, "The Goal, second pass: where the bill goes,
-# and the threshold on a large window").
+# price a token), and a compaction pays for that within a few calls; but what a compaction
+# drops, the model no longer knows unless it reaches for it. 64k (stops 32-55) made a 200k
+# window compact where no peer did: on the two held-out sessions of stop 56 it cost 6 to 9
+# recoveries against the best peer's 0 and 1, and a lost decision and outputs (violations)
+# where no peer had any; at 128k neither compacts, more-itertools compacts once instead of
+# twice with fewer recoveries, and the bill is 6-24% higher on the runs that no longer
+# compact so early (BENCHMARKS.md, "The threshold on a large window, again"). On a 1M window
+# it is still an eighth of it: every call past it reads the whole prefix again.
 # `compaction.threshold: 1` compacts only near the window.
-DEFAULT_MAX_THRESHOLD = 65_536
+DEFAULT_MAX_THRESHOLD = 131_072
 # The smallest `compaction.threshold` in tokens: below it the summary, the kept turns and the
 # system prompt alone would pass it, and every call would compact.
 MIN_THRESHOLD_TOKENS = 2048
@@ -173,7 +176,7 @@ class CompactionSettings:
         "When to compact: a share of the context window (`0.6`) or a number of tokens "
         "(`120000`). Never later than the window less the reserve (`1`: only near the "
         "window). `compaction.enabled: false` turns compaction off.",
-        default_text="the window less the reserve, at most 64k tokens",
+        default_text="the window less the reserve, at most 128k tokens",
         exclusive_minimum=0, editor="window",
     )
     hooks: CompactionHooks = CompactionHooks()

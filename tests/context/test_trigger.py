@@ -54,8 +54,14 @@ def test_typical_windows() -> None:
     small = model(4096, window=32_768)  # like sim-small
     large = model(64_000, window=200_000)  # like a Claude model
     assert compaction_threshold(small, CompactionSettings()) == 32_768 - 8192
-    # a large window compacts at 64k tokens by default, near the window when asked (share 1)
-    assert compaction_threshold(large, CompactionSettings()) == 65_536
+    # a large window compacts at 128k tokens by default, near the window when asked (share 1)
+    assert compaction_threshold(large, CompactionSettings()) == 131_072
+    huge = model(64_000, window=1_000_000)
+    assert compaction_threshold(huge, CompactionSettings()) == 131_072
+    # a window whose limit is under the bound compacts at the limit
+    assert compaction_threshold(model(32_000, window=128_000), CompactionSettings()) == (
+        128_000 - 20_480
+    )
     assert compaction_threshold(large, CompactionSettings(threshold=1)) == 200_000 - 20_480
     assert compaction_threshold(large, CompactionSettings(threshold=100_000)) == 100_000
     assert window_limit(large, CompactionSettings()) == 200_000 - 20_480

@@ -123,7 +123,8 @@ def _log(failure_at: int, lines: int = 4000) -> str:
     return "\n".join([*out, "= 1 failed, 3999 passed in 2.1s ="]) + "\n"
 
 
-@settings(max_examples=30, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.integers(1, 5000), min_size=1, max_size=40))
 def test_the_cut_part_of_a_tail_keeps_its_failures_whatever_the_chunks(
     tmp_path_factory: pytest.TempPathFactory, cuts: list[int]
