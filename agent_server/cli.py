@@ -151,8 +151,9 @@ def _bench_flags(bench: argparse.ArgumentParser) -> None:
     bench.add_argument("--summarisers", metavar="LIST",
                        help="recall: comma-separated, of faithful,lossy (default both)")
     bench.add_argument("--sessions", metavar="LIST",
-                       help="recall: comma-separated, of tabulate-bugfix,sqlparse-feature,"
-                       "more-itertools-debug,pyflakes-report (default all)")
+                       help="recall: comma-separated names of the real-code suite's "
+                       "sessions (benchmarks/real_code; an unknown one lists them; "
+                       "default all)")
     bench.add_argument("--strategies", metavar="LIST",
                        help="recall: agent-server's strategies, comma-separated, of "
                        "benchmarks/strategies.py (default: default)")
