@@ -1,4 +1,4 @@
-"""A turn whose command will not stop when asked: it ignores SIGTERM, in a process group of
+"""A turn whose command will not stop when asked: it outlives SIGTERM, in a process group of
 its own (the bash tool's), and writes that group's id to `pgid` in the workspace. Stopping it
 takes the kill's grace (SIGTERM, then SIGKILL), as a slow stop does; left alone, it runs on.
 Shared by the tests of the chat, the language server and the ACP agent being ended; they
@@ -11,7 +11,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-STUBBORN = "echo $$ > pgid; trap '' TERM; echo ready; sleep 60"
+# On SIGTERM it writes `got-term` and goes on (a waiting `wait` returns to run the trap; the
+# sleep it waited for died of the signal, and the next one starts): a test sees the stop begin
+# (the kill's grace running) at once, without a screen to read.
+STUBBORN = ("echo $$ > pgid; trap 'echo > got-term' TERM; echo ready; "
+            "while :; do sleep 60 & wait; done")
 PROMPT = "run it"
 SCENARIO: dict[str, Any] = {
     "name": "stopping",
@@ -43,6 +47,15 @@ def wait_for_group(workspace: Path) -> int:
     # Not a sandbox's own process ids (a pid namespace): the group must be seen running.
     assert group_running(group), f"no group {group} running here: is the command sandboxed?"
     return group
+
+
+def wait_for_term(workspace: Path) -> None:
+    """Until the command has been sent SIGTERM (the stop has begun; SIGKILL follows after the
+    kill's grace): polled often, since the grace is short."""
+    deadline = time.monotonic() + 60
+    while not (workspace / "got-term").exists():
+        assert time.monotonic() < deadline, "the command was never sent SIGTERM"
+        time.sleep(0.005)
 
 
 def group_running(pgid: int) -> list[int]:

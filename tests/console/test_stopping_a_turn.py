@@ -17,7 +17,7 @@ from agent_server.sim.scenario import parse_scenario
 from agent_server.sim.server import SimServer, ThreadedSimServer
 from agent_server.sim.simulator import Simulator
 from tests.console.tmux_screen import TmuxScreen, chat_screen
-from tests.stubborn_command import SCENARIO, group_running, wait_for_group
+from tests.stubborn_command import SCENARIO, group_running, wait_for_group, wait_for_term
 
 
 @pytest.fixture(scope="module")
@@ -81,11 +81,14 @@ def test_a_second_ctrl_c_quits_with_the_way_back_and_the_session_saved(
     screen = start_stubborn_turn(sim, tmp_path, under_shell=True)
     try:
         screen.keys("C-c")
-        screen.wait_for("stopping the turn")
-        # The second Ctrl-C must land while the turn stops (two seconds: the command ignores
-        # SIGTERM): the chat is held still until its SIGINT is pending, so that however slow
-        # this machine is, the key comes before the turn can have ended.
+        # The second Ctrl-C must land while the turn stops (two seconds: the command outlives
+        # SIGTERM). The chat is held still from the moment the command got SIGTERM (seen in
+        # a file, not on a screen read every fraction of a second) until its second SIGINT
+        # is pending, so that however slow this machine is, the key comes before the turn
+        # can have ended: the grace's timer is the chat's, and it is stopped.
+        wait_for_term(tmp_path / "ws")
         with screen.held():
+            screen.wait_for("stopping the turn")  # written before the kill began
             screen.keys("C-c")
             screen.signal_pending(signal.SIGINT)
         screen.wait_for("Pane is dead")
