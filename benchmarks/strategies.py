@@ -7,6 +7,8 @@ Several are settings of the product's own harness:
 - `fresh-summary`: the same, with the summary asked for in a fresh prompt (the seed's way);
 - `near-window`: the default compacting only near the window (`compaction.threshold: 1`),
   as before the 64k default threshold of a large window;
+- `threshold-64k`: the default compacting at 64k tokens, the default threshold of a large
+  window from stop 32 to stop 55 (128k since);
 - `no-cache`: the same history with no cache breakpoints (`cache_retention="none"`);
 - `auto-retention`: the default with `cacheRetention: "auto"` (no editor here to say the user
   is away: the long retention for each turn that follows a pause past the short lifetime);
@@ -111,6 +113,8 @@ def strategies() -> list[Strategy]:
         ),
         Strategy("near-window", "default compacting only near the window (threshold 1)",
                  compaction=CompactionSettings(threshold=1)),
+        Strategy("threshold-64k", "default compacting at 64k tokens (the default to stop 55)",
+                 compaction=CompactionSettings(threshold=65_536)),
         Strategy("no-cache", "no caching (same history, no breakpoints)", cache_retention="none"),
         Strategy("auto-retention", "default with cacheRetention auto", cache_retention="auto"),
         Strategy("restore-files", "default with Claude Code's restore of recent files",

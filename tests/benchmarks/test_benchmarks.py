@@ -253,7 +253,7 @@ def test_every_strategy_ran_the_whole_workload_with_valid_requests(
 ) -> None:
     figures = {f.strategy: f for f in tiny_anthropic.figures}
     assert set(figures) == {
-        "default", "fresh-summary", "near-window", "no-cache", "auto-retention", "swe-agent", "swe-agent-p5",
+        "default", "fresh-summary", "near-window", "threshold-64k", "no-cache", "auto-retention", "swe-agent", "swe-agent-p5",
         "swe-agent-p10", "autogpt", "memgpt", "restore-files", "repo-map-tool", "repo-map-tool-4k",
         "aider-map",
         "aider-map-files",
