@@ -13,7 +13,10 @@ versions (`sources.py`), each with planted rules, facts and a failed approach (`
   held-out session;
 - `tomlkit_change`: a behaviour change a team asked for (where duplicate keys are reported),
   across code, tests and the changelog, with a long exploratory phase, in tomlkit 0.15.3;
-  held out as well.
+  held out as well;
+- `pyparsing_perf`: a performance regression investigated and fixed in pyparsing 3.2.3 (the
+  packrat cache created and never consulted: a CI job that times out, a rule that takes
+  seconds), over timing runs and a 68 KB profile; held out as well.
 
 `workloads()` prepares each (the sdist extracted, the planted change applied, in a cache
 directory) and returns what a benchmark runs: the scenario and a way to write a fresh copy of
@@ -35,6 +38,7 @@ from benchmarks.real_code import (
     markdown_regression,
     more_itertools_debug,
     pyflakes_report,
+    pyparsing_perf,
     sqlparse_feature,
     tabulate_bugfix,
     tomlkit_change,
@@ -66,6 +70,8 @@ RECIPES: tuple[Recipe, ...] = (
            markdown_regression.SOURCE, markdown_regression.plant, markdown_regression.script),
     Recipe("tomlkit-change", "a team's behaviour change, long exploration",
            tomlkit_change.SOURCE, tomlkit_change.plant, tomlkit_change.script),
+    Recipe("pyparsing-perf", "a performance regression, profiled and fixed",
+           pyparsing_perf.SOURCE, pyparsing_perf.plant, pyparsing_perf.script),
 )
 
 
