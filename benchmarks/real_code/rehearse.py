@@ -40,11 +40,33 @@ def _shell(command: str, workspace: Path) -> str:
     return done.stdout + done.stderr
 
 
-def _run(call: Mapping[str, Any], workspace: Path, outputs: dict[str, list[str]]) -> str:
+@dataclass
+class _Outputs:
+    """What each command printed so far, and the workspace's revision: one more after every
+    scripted edit, write or command (which may write files too). A command run
+    again at the revision of its latest output prints what it printed then (its facts are
+    texts that do not change between runs: no timings), so that output is used instead."""
+
+    printed: dict[str, list[str]] = field(default_factory=dict)
+    latest: dict[str, tuple[int, str]] = field(default_factory=dict)
+    revision: int = 0
+
+    def again(self, command: str, workspace: Path) -> str:
+        revision, printed = self.latest.get(command, (-1, ""))
+        if revision != self.revision:
+            printed = _shell(command, workspace)
+            self.latest[command] = (self.revision, printed)
+        return printed
+
+
+def _run(call: Mapping[str, Any], workspace: Path, outputs: _Outputs) -> str:
     name, arguments = call["name"], call["arguments"]
+    if name in ("bash", "edit", "write"):  # what may change the workspace
+        outputs.revision += 1
     if name == "bash":
         printed = _shell(arguments["command"], workspace)
-        outputs.setdefault(arguments["command"], []).append(printed)
+        outputs.printed.setdefault(arguments["command"], []).append(printed)
+        outputs.latest[arguments["command"]] = (outputs.revision, printed)
         return printed
     path = workspace / str(arguments.get("path", "."))
     if name == "edit":
@@ -73,7 +95,7 @@ def rehearse(workload: RealWorkload) -> Rehearsal:
     with tempfile.TemporaryDirectory() as scratch:
         workspace = Path(scratch) / "workspace"
         workload.write(workspace)
-        outputs: dict[str, list[str]] = {}
+        outputs = _Outputs()
         for t_index, turn in enumerate(workload.scenario.turns):
             for s_index, step in enumerate(turn.steps):
                 for need in step.needs:
@@ -88,15 +110,15 @@ def _holds(fact: Fact, shown: str) -> bool:
     return all(normalise(text) in normalise(shown) for text in fact.texts)
 
 
-def _check(fact: Fact, where: str, workspace: Path, outputs: Mapping[str, list[str]],
+def _check(fact: Fact, where: str, workspace: Path, outputs: _Outputs,
            found: Rehearsal) -> None:
     if fact.kind == "output" and fact.fetch is not None:
         command = str(fact.fetch.arguments.get("command"))
-        printed = outputs.get(command, [])
+        printed = outputs.printed.get(command, [])
         if not any(_holds(fact, shown) for shown in printed):
             found.problems.append(f"{where}: {list(fact.texts)} not in any output of its "
                                   f"command so far ({(printed or [''])[-1][-300:]!r})")
-        elif not _holds(fact, _shell(command, workspace)):
+        elif not _holds(fact, outputs.again(command, workspace)):
             found.unrederivable.append(where)
         return
     shown = _shown(fact, workspace)
