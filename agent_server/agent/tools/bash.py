@@ -7,9 +7,10 @@ when the session's confinement says so (sandbox.py). Output is redacted as it ar
 for every sink: the live stream, the saved full output, the model's copy) and streams through
 `ctx.on_output` line by line, up to the output bounds. A timeout, or cancelling the call, ends
 the whole process group: SIGTERM, then SIGKILL after a short grace. The environment loses
-every variable that holds a secret (environment.py). The result keeps the tail of the output,
-as text: colours kept (an editor draws them), every other escape sequence (a title, OSC 52,
-OSC 8, a cursor move) taken out whole, other control and invisible characters (a lone ESC or
+every variable that holds a secret (environment.py). The result keeps the head and the tail
+of the output (and the error lines between: output.py), as text: colours kept (an editor
+draws them), every other escape sequence (a title, OSC 52, OSC 8, a cursor move) taken out
+whole, other control and invisible characters (a lone ESC or
 CR, bidi overrides) shown as escapes (literal.output_text).
 
 Where the session has a `CommandTerminal` (an ACP editor that offers terminals), the same
@@ -62,8 +63,9 @@ SPEC = ToolSpec(
     description=(
         "Run a shell command with bash in the workspace root (stdout and stderr merged, no "
         "input). Returns the output and the exit code; a non-zero exit code is reported as an "
-        "error. Long output keeps its last 2000 lines (50 KB); the full output is saved to a "
-        "file that read can open. The command is killed, with its child processes, when it "
+        "error. Long output keeps its first and last lines (2000 lines, 50 KB in all) and the "
+        "lines between that report errors; the full output is saved to a file that read can "
+        "open. The command is killed, with its child processes, when it "
         "exceeds the timeout (seconds; the default is the user's setting, normally 120; at "
         f"most {int(MAX_TIMEOUT)}). Do not start interactive programs or servers that never "
         "exit; a command's background jobs may be stopped when it ends, and their later "

@@ -7,7 +7,8 @@ compaction in the middle of its turn (the cut point keeps a last step of up to h
 threshold), and a long test run cannot fill most of a 32k window. What does not fit is saved
 in full to a file in the session's spill directory, and the result says where and how to read
 it (the read tool with offset/limit). Most tools keep the head of their output; bash keeps
-the tail, where a log's verdict is.
+its head too (a quarter of the bounds: a sorted report's top, a tool's banner) and the tail,
+where a log's verdict is, with the lines between that report an error or a failure.
 """
 
 from __future__ import annotations
@@ -43,6 +44,10 @@ MAX_SAVED_BYTES = 64 * 1024 * 1024
 # each after its line number, in at most this share of the bound, each line at most
 # SALIENT_LINE_BYTES.
 SALIENT_SHARE = 5
+# Of a command's output cut, its first lines are kept too, in at most this share of the bounds
+# (bytes and lines):
+# a sorted report (a profile, `du | sort -rn`) and a tool's banner are at the head.
+HEAD_SHARE = 4
 SALIENT_LINE_BYTES = 300
 # A line that reports an error or a failure, in the words compilers, test runners and logs
 # use; not one that reports a test passing (pytest's "PASSED", cargo's and go's "ok").
@@ -198,18 +203,23 @@ def tail_notice(
     limits: OutputLimits = DEFAULT_LIMITS,
     left_out: str = "",
     salient: int = 0,
+    head: int = 0,
 ) -> str:
     """`left_out`: what the saved file leaves out, when it is cut too; `salient`: how many
     lines of the cut part are shown for reporting an error or a failure."""
-    dropped = cut.total_lines - cut.kept_lines
+    dropped = cut.total_lines - cut.kept_lines - head
     saved = f" {left_out}" if left_out and path is not None else ""
     shown = f"the last {cut.kept_lines}"
     if salient:
         shown = (f"{salient} of them that report errors or failures (each after its line "
                  f"number), then {shown}")
+    which = f"the first {dropped}"
+    if head:
+        which = f"{dropped} (lines {head + 1}-{head + dropped})"
+        shown = f"the first {head}, {shown}"
     return (
-        f"[Output truncated: the first {dropped} of {cut.total_lines} lines were cut; showing "
-        f"{shown}. {_how_to_read(path, 1, limits)}{saved}]"
+        f"[Output truncated: {which} of {cut.total_lines} lines were cut; showing "
+        f"{shown}. {_how_to_read(path, head + 1, limits)}{saved}]"
     )
 
 
@@ -333,9 +343,10 @@ class SalientLines:
             self.found.append((number, line))
         return not self.full
 
-    def before(self, line: int) -> list[str]:
-        """The lines found above line `line`, each after its number."""
-        return [f"{number}: {text}" for number, text in self.found if number < line]
+    def between(self, after: int, before: int) -> list[str]:
+        """The lines found below line `after` and above line `before`, each after its
+        number."""
+        return [f"{number}: {text}" for number, text in self.found if after < number < before]
 
 
 class StreamingOutput:
@@ -376,6 +387,8 @@ class StreamingOutput:
         self._live_lines = 0
         self._live_cut = False
         self._salient = SalientLines(limits.max_bytes // SALIENT_SHARE)
+        self._head = ""  # the output's first HEAD_SHARE of the bound
+        self._head_room = limits.max_bytes // HEAD_SHARE
 
     def write(self, text: str) -> str:
         """Record `text`; returns what of it to stream live ("" past the bounds)."""
@@ -383,6 +396,10 @@ class StreamingOutput:
             return ""
         live = self._live(text)
         self._salient.feed(text)
+        if self._head_room > 0:
+            part = _cut_bytes(text, self._head_room, from_end=False)
+            self._head += part
+            self._head_room -= len(part.encode("utf-8")) or self._head_room
         size = len(text.encode("utf-8"))
         self._pieces.append(text)
         self._piece_bytes.append(size)
@@ -474,8 +491,8 @@ class StreamingOutput:
         return self._newlines + (1 if self._last_char not in ("", "\n") else 0)
 
     def finish(self) -> BoundedOutput:
-        """The tail held to the bounds, with a notice when lines were cut, and the lines of
-        the cut part that report an error or a failure."""
+        """The head and the tail held to the bounds, with a notice when lines were cut, and
+        the lines of the cut part between them that report an error or a failure."""
         self.close()
         self._salient.finish()
         held = "".join(self._pieces)
@@ -484,12 +501,20 @@ class StreamingOutput:
         cut = truncate_tail(held, limits.max_lines, limits.max_bytes)
         if not cut.truncated:
             return BoundedOutput(held, False, total)
-        salient = self._salient.before(total - cut.kept_lines + 1)
+        head = self._head[: self._head.rfind("\n") + 1] if self._head_room <= 0 else ""
+        head = "".join(head.splitlines(keepends=True)[: limits.max_lines // HEAD_SHARE])
+        head_lines = head.count("\n")
+        lines_left = limits.max_lines - head_lines - 1
+        bytes_left = limits.max_bytes - len(head.encode("utf-8")) - 1
+        cut = truncate_tail(held, lines_left, bytes_left)
+        if total - cut.kept_lines <= head_lines:  # little to cut: the tail alone
+            head, head_lines = "", 0
+            cut = truncate_tail(held, limits.max_lines, limits.max_bytes)
+        salient = self._salient.between(head_lines, total - cut.kept_lines + 1)
         if salient:  # they take their room from the tail
             room = sum(len(line.encode("utf-8")) + 1 for line in salient) + 1
-            cut = truncate_tail(held, limits.max_lines - len(salient) - 1,
-                                limits.max_bytes - room)
-            salient = self._salient.before(total - cut.kept_lines + 1)
+            cut = truncate_tail(held, lines_left - len(salient) - 1, bytes_left - room)
+            salient = self._salient.between(head_lines, total - cut.kept_lines + 1)
         # `held` may be only the tail of the output: count lines over all of it.
         cut = Truncation(cut.text, total, cut.kept_lines, True, cut.cut_by)
         left_out = ""
@@ -499,8 +524,12 @@ class StreamingOutput:
                 f"in the middle were left out (it keeps the first "
                 f"{_size(self._saved_bytes)} and the end)."
             )
-        notice = tail_notice(cut, self._path, limits, left_out, len(salient))
-        shown = "\n".join([*salient, "", cut.text]) if salient else cut.text
+        notice = tail_notice(cut, self._path, limits, left_out, len(salient), head_lines)
+        first_tail = total - cut.kept_lines + 1
+        gap = f"[lines {head_lines + 1}-{first_tail - 1} cut]"
+        parts = [head.rstrip("\n")] if head_lines else []
+        parts += [gap, *salient, "", cut.text] if salient else [gap, cut.text]
+        shown = "\n".join(parts) if head_lines or salient else cut.text
         return BoundedOutput(
             f"{notice}\n\n{shown}", True, total, self._path, self._left_out_bytes
         )

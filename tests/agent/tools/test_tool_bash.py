@@ -333,15 +333,17 @@ async def test_secrets_are_scrubbed_from_streamed_and_returned_output(
     assert "".join(streamed) == "token=[redacted]\n"
 
 
-async def test_long_output_keeps_the_tail_and_spills_the_rest(
+async def test_long_output_keeps_the_head_and_tail_and_spills_the_rest(
     ctx: ToolContext, spill_dir: Path
 ) -> None:
     result = await run_tool(BASH, {"command": "seq 1 10000; echo 'BUILD FAILED'; exit 1"}, ctx)
     assert result.is_error
     lines = result.text.splitlines()
-    assert lines[0].startswith("[Output truncated: the first 8001 of 10001 lines were cut")
+    # 2,000 lines: a quarter of them the head, the gap's line, the rest the tail
+    assert lines[0].startswith("[Output truncated: 8002 (lines 501-8502) of 10001 lines were "
+                               "cut; showing the first 500, the last 1499.")
     assert lines[-3:] == ["BUILD FAILED", "", "Exit code 1."]
-    assert "1\n2\n3\n" not in result.text
+    assert lines[2:5] == ["1", "2", "3"] and "\n500\n[lines 501-8502 cut]\n8503\n" in result.text
     assert len(result.text.encode()) < 52 * 1024
     assert result.details is not None
     full = spill_dir / Path(result.details["fullOutputPath"]).name
@@ -382,7 +384,7 @@ async def test_the_saved_output_is_capped_and_says_what_it_left_out(
     left_out = result.details["fullOutputLeftOutBytes"]
     assert 3_800_000 < left_out < 4_000_000  # 5 MB but the first 1 MB and the tail held
     first = result.text.splitlines()[0]
-    assert first.startswith("[Output truncated: the first ")
+    assert first.startswith("[Output truncated: ")
     assert (
         f"The saved file is cut too: {left_out / 1024 / 1024:.1f} MB of the output in the "
         "middle were left out (it keeps the first "
@@ -392,7 +394,8 @@ async def test_the_saved_output_is_capped_and_says_what_it_left_out(
     assert content.startswith("AAAA\n" * 1000)
     note = f"[{left_out / 1024 / 1024:.1f} MB of output ("
     assert note in content
-    assert content.endswith(result.text.split("\n\n", 1)[1] + "\n")
+    assert content.endswith(result.text.split(" cut]\n", 1)[1] + "\n")  # its tail
+    assert content.startswith(result.text.split("\n\n", 1)[1].split("\n[lines ", 1)[0])
     assert content.endswith("AAAA\nEND\n")
 
 

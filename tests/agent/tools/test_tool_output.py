@@ -84,7 +84,9 @@ def test_small_output_is_untouched(tmp_path: Path) -> None:
     assert not (tmp_path / "never").exists()
 
 
-def test_streaming_output_keeps_a_bounded_tail_and_the_whole_file(tmp_path: Path) -> None:
+def test_streaming_output_keeps_a_bounded_head_and_tail_and_the_whole_file(
+    tmp_path: Path,
+) -> None:
     sink = StreamingOutput(tmp_path, "bash")
     expected: list[str] = []
     for i in range(20000):
@@ -98,9 +100,12 @@ def test_streaming_output_keeps_a_bounded_tail_and_the_whole_file(tmp_path: Path
     assert bounded.full_output_path.read_text() == "".join(expected)
     body = bounded.text.split("\n\n", 1)[1]
     assert len(body.encode()) <= MAX_BYTES
-    assert "".join(expected).endswith(body + "\n")
-    dropped = 20000 - len(body.splitlines())
-    assert f"the first {dropped} of 20000 lines were cut" in bounded.text
+    head, gap_and_tail = body.split("\n[lines ", 1)
+    gap, tail = gap_and_tail.split("\n", 1)
+    first, last = (int(n) for n in gap.removesuffix(" cut]").split("-"))
+    assert "".join(expected).startswith(head + "\n") and "".join(expected).endswith(tail + "\n")
+    assert (first, last) == (len(head.splitlines()) + 1, 20000 - len(tail.splitlines()))
+    assert f"{last - first + 1} (lines {first}-{last}) of 20000 lines were cut" in bounded.text
 
 
 def test_streaming_output_small_stays_in_memory(tmp_path: Path) -> None:
@@ -129,10 +134,10 @@ def _log(failure_at: int, lines: int = 4000) -> str:
 def test_the_cut_part_of_a_tail_keeps_its_failures_whatever_the_chunks(
     tmp_path_factory: pytest.TempPathFactory, cuts: list[int]
 ) -> None:
-    """A long command output keeps its tail and, above it, each line of the cut part that
-    reports an error or a failure, after its line number; how the output arrived in chunks
-    does not change what is kept."""
-    text = _log(failure_at=37)
+    """A long command output keeps its head, its tail and, between them, each line of the cut
+    part that reports an error or a failure, after its line number; how the output arrived
+    in chunks does not change what is kept."""
+    text = _log(failure_at=2000)
     sink = StreamingOutput(tmp_path_factory.mktemp("spill"), "bash", OutputLimits(2000, 8192))
     at = 0
     for size in cuts * (len(text) // sum(cuts) + 1):
@@ -142,9 +147,11 @@ def test_the_cut_part_of_a_tail_keeps_its_failures_whatever_the_chunks(
             break
     bounded = sink.finish()
     notice, body = bounded.text.split("\n\n", 1)
-    assert "showing 1 of them that report errors or failures" in notice
-    flagged, tail = body.split("\n\n", 1)
-    assert flagged == "38: tests/test_t.py::test_37 FAILED"
+    assert "showing the first" in notice and "1 of them that report errors or failures" in notice
+    shown, tail = body.split("\n\n", 1)
+    head, gap, flagged = shown.rsplit("\n", 2)
+    assert text.startswith(head + "\n") and gap.startswith("[lines ") and gap.endswith(" cut]")
+    assert flagged == "2001: tests/test_t.py::test_2000 FAILED"
     assert text.endswith(tail + "\n") and tail.endswith("= 1 failed, 3999 passed in 2.1s =")
     assert len(body.encode()) <= 8192
     assert bounded.full_output_path is not None
@@ -187,6 +194,6 @@ def test_an_output_with_nothing_flagged_is_cut_as_before(tmp_path: Path) -> None
     sink = StreamingOutput(tmp_path, "bash", OutputLimits(2000, 4096))
     sink.write("".join(f"line {i}\n" for i in range(3000)))
     bounded = sink.finish()
-    assert bounded.text.startswith("[Output truncated: the first ")
+    assert bounded.text.startswith("[Output truncated: ")
     assert "report errors" not in bounded.text
-    assert bounded.text.split("\n\n", 1)[1].startswith("line ")
+    assert bounded.text.split("\n\n", 1)[1].startswith("line 0\nline 1\n")
