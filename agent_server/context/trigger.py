@@ -75,7 +75,7 @@ REQUESTED_SHARE = 0.5
 # recoveries against the best peer's 0 and 1, and a lost decision and outputs (violations)
 # where no peer had any; at 128k neither compacts, more-itertools compacts once instead of
 # twice with fewer recoveries, and the bill is 6-24% higher on the runs that no longer
-# compact so early (BENCHMARKS.md, "The threshold on a large window, again"). On a 1M window
+# compact so early (BENCHMARKS.md, "Held-out sessions, and what they changed"). On a 1M window
 # it is still an eighth of it: every call past it reads the whole prefix again.
 # `compaction.threshold: 1` compacts only near the window.
 DEFAULT_MAX_THRESHOLD = 131_072

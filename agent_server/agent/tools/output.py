@@ -39,15 +39,13 @@ BYTES_PER_TOKEN = 3
 # turn reads, and a build or test log larger than that is one that runs away. Without a cap,
 # `yes` for bash's 600 s maximum wrote gigabytes into the session's directory.
 MAX_SAVED_BYTES = 64 * 1024 * 1024
-# Of a command's output cut to its tail, the lines of the cut part that report an error or a
-# failure are kept too (a build's first error, a test run's failures above its last page),
-# each after its line number, in at most this share of the bound, each line at most
-# SALIENT_LINE_BYTES.
-SALIENT_SHARE = 5
-# Of a command's output cut, its first lines are kept too, in at most this share of the bounds
-# (bytes and lines):
-# a sorted report (a profile, `du | sort -rn`) and a tool's banner are at the head.
+# Of a command's output cut, its first lines are kept, in at most this share of the bounds
+# (bytes and lines): a sorted report (a profile, `du | sort -rn`) and a tool's banner are at
+# the head. Then the lines of the cut part that report an error or a failure (a build's first
+# error, a test run's failures above its last page), each after its line number, in at most
+# SALIENT_SHARE of the bound, each line at most SALIENT_LINE_BYTES; the tail has the rest.
 HEAD_SHARE = 4
+SALIENT_SHARE = 5
 SALIENT_LINE_BYTES = 300
 # A line that reports an error or a failure, in the words compilers, test runners and logs
 # use; not one that reports a test passing (pytest's "PASSED", cargo's and go's "ok").
@@ -206,13 +204,14 @@ def tail_notice(
     head: int = 0,
 ) -> str:
     """`left_out`: what the saved file leaves out, when it is cut too; `salient`: how many
-    lines of the cut part are shown for reporting an error or a failure."""
+    lines of the cut part are shown for reporting an error or a failure; `head`: how many of
+    the first lines are shown."""
     dropped = cut.total_lines - cut.kept_lines - head
     saved = f" {left_out}" if left_out and path is not None else ""
     shown = f"the last {cut.kept_lines}"
     if salient:
-        shown = (f"{salient} of them that report errors or failures (each after its line "
-                 f"number), then {shown}")
+        shown = (f"{salient} of the cut lines that report errors or failures (each after its "
+                 f"line number), then {shown}")
     which = f"the first {dropped}"
     if head:
         which = f"{dropped} (lines {head + 1}-{head + dropped})"
@@ -286,8 +285,7 @@ class SalientLines:
         self._max_bytes = max_bytes
         self._bytes = 0
         self._lines_before = 0  # complete lines before `_partial`
-        self._partial = ""  # the line begun and not ended (its first SALIENT_LINE_BYTES)
-        self._partial_cut = False
+        self._partial = ""  # the line begun and not ended (its first characters)
         self._seen: set[str] = set()
         self.found: list[tuple[int, str]] = []
 
@@ -303,7 +301,7 @@ class SalientLines:
         first = text.find("\n")
         self._scan(self._partial + text[:first + 1])
         self._scan(text[first + 1 : end + 1])
-        self._partial, self._partial_cut = "", False
+        self._partial = ""
         self._extend_partial(text[end + 1 :])
 
     def finish(self) -> None:
@@ -315,7 +313,6 @@ class SalientLines:
         room = SALIENT_LINE_BYTES * 4 - len(self._partial)
         if room > 0:
             self._partial += text[:room]
-        self._partial_cut = self._partial_cut or len(text) > room
 
     def _scan(self, block: str) -> None:
         """`block`: whole lines, each ended by a newline."""
@@ -501,7 +498,7 @@ class StreamingOutput:
         cut = truncate_tail(held, limits.max_lines, limits.max_bytes)
         if not cut.truncated:
             return BoundedOutput(held, False, total)
-        head = self._head[: self._head.rfind("\n") + 1] if self._head_room <= 0 else ""
+        head = self._head[: self._head.rfind("\n") + 1]  # whole lines (all, if cut by lines)
         head = "".join(head.splitlines(keepends=True)[: limits.max_lines // HEAD_SHARE])
         head_lines = head.count("\n")
         lines_left = limits.max_lines - head_lines - 1

@@ -60,6 +60,7 @@ MAX_EXCERPTS = 5
 SOURCES = ("all", "prompts", "answers", "results")
 EXCERPT_CHARS = 800
 FIRST_EXCERPT_CHARS = 2400
+LINE_CHARS = 300  # the most of a line an excerpt shows on its own (a numbered line)
 PAGE_CHARS = 8000
 # BM25's parameters, at the values its authors recommend; the weight of a match in the words
 # around an entry against one in its own text.
@@ -258,7 +259,7 @@ def _lines_with(
             continue
         held = sum(1 for term in terms if term in line)
         if held:
-            found.append((-held, number, text[start : start + min(len(line), 300)]))
+            found.append((-held, number, text[start : start + min(len(line), LINE_CHARS)]))
     found.sort()
     out: list[tuple[int, str]] = []
     size = 0

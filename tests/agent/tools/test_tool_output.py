@@ -147,7 +147,7 @@ def test_the_cut_part_of_a_tail_keeps_its_failures_whatever_the_chunks(
             break
     bounded = sink.finish()
     notice, body = bounded.text.split("\n\n", 1)
-    assert "showing the first" in notice and "1 of them that report errors or failures" in notice
+    assert "showing the first" in notice and "1 of the cut lines that report errors or failures" in notice
     shown, tail = body.split("\n\n", 1)
     head, gap, flagged = shown.rsplit("\n", 2)
     assert text.startswith(head + "\n") and gap.startswith("[lines ") and gap.endswith(" cut]")
@@ -197,3 +197,13 @@ def test_an_output_with_nothing_flagged_is_cut_as_before(tmp_path: Path) -> None
     assert bounded.text.startswith("[Output truncated: ")
     assert "report errors" not in bounded.text
     assert bounded.text.split("\n\n", 1)[1].startswith("line 0\nline 1\n")
+
+
+def test_an_output_cut_by_its_lines_keeps_its_head_too(tmp_path: Path) -> None:
+    """A short-lined output over the line bound (not the byte bound) keeps its first quarter
+    of the lines as a long-lined one does."""
+    sink = StreamingOutput(tmp_path, "bash", OutputLimits(100, 50 * 1024))
+    sink.write("".join(f"n{i}\n" for i in range(1000)))
+    body = sink.finish().text.split("\n\n", 1)[1]
+    assert body.startswith("n0\nn1\n") and "\nn24\n[lines 26-926 cut]\nn926\n" in body
+    assert body.endswith("\nn999") and len(body.splitlines()) == 100
