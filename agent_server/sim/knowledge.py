@@ -33,7 +33,8 @@ fact its result shows is `recovered`, a rule, a request, a decision or a failed 
 included. When the result's excerpts are cut before the whole fact but one of them shows part
 of it (`recalled_entry`: a one-line text of it, or two of its lines in a row), the model
 reads that entry with the tool's `entry`, from a few lines above where the excerpt showed it,
-as a model that sees part of what it looks for would: one more call. A file is read again instead: a read shows it as it is now.
+as a model that sees part of what it looks for would: one more call. A file is read again
+instead: a read shows it as it is now.
 
 Each is done at most once per fact and step (the search of a saved output, the recall and the
 read of a recalled entry once more): the model knows it did it from the call ids in the
