@@ -146,8 +146,9 @@ def _command(tag: str) -> str:
 async def test_every_request_after_a_mid_turn_compaction_holds_the_prompt_and_the_result(
     tmp_path: Path,
 ) -> None:
+    # Each output is cut to a command's bound (COMMAND_MAX_BYTES): a dozen pass the threshold.
     steps = [{"tools": [{"name": "bash", "arguments": {"command": _command(str(k))}}]}
-             for k in range(5)]
+             for k in range(12)]
     scenario = {
         "name": "long outputs",
         "turns": [

@@ -42,7 +42,7 @@ from agent_server.agent.tools.base import (
 )
 from agent_server.agent.tools.command_input import CommandInput
 from agent_server.agent.tools.environment import tool_environment
-from agent_server.agent.tools.output import StreamingOutput
+from agent_server.agent.tools.output import COMMAND_MAX_BYTES, StreamingOutput, command_limits
 from agent_server.agent.tools.paths import resolve_in_workspace
 from agent_server.agent.tools.sandbox import Launch, confine
 from agent_server.errors import ToolError
@@ -63,9 +63,10 @@ SPEC = ToolSpec(
     description=(
         "Run a shell command with bash in the workspace root (stdout and stderr merged, no "
         "input). Returns the output and the exit code; a non-zero exit code is reported as an "
-        "error. Long output keeps its first and last lines (2000 lines, 50 KB in all) and the "
-        "lines between that report errors; the full output is saved to a file that read can "
-        "open. The command is killed, with its child processes, when it "
+        "error. Long output keeps its first and last lines (at most "
+        f"{COMMAND_MAX_BYTES // 1024} KB in all) and the lines between "
+        "that report errors; the full output is saved to a file that grep and read can open "
+        "(recall finds it too). The command is killed, with its child processes, when it "
         "exceeds the timeout (seconds; the default is the user's setting, normally 120; at "
         f"most {int(MAX_TIMEOUT)}). Do not start interactive programs or servers that never "
         "exit; a command's background jobs may be stopped when it ends, and their later "
@@ -185,7 +186,7 @@ class BashTool:
         # Our own pipe (not asyncio's subprocess pipes), so that waiting for bash does not
         # wait for background jobs that inherited the pipe, and so that we can stop reading.
         pipe = os.fdopen(read_fd, "rb", buffering=0)
-        output = StreamingOutput(ctx.spill_dir, "bash", ctx.limits)
+        output = StreamingOutput(ctx.spill_dir, "bash", command_limits(ctx.limits), ctx.limits)
         transport: asyncio.BaseTransport | None = None
         pump: asyncio.Task[None] | None = None
         timed_out = False
@@ -234,7 +235,7 @@ async def _in_terminal(
     kill (timeout, cancel) ends the command's first process: what is left in its cgroup is
     killed right after it (`kill_remaining`, before the terminal is released), as a local run
     ends its whole process group."""
-    output = StreamingOutput(ctx.spill_dir, "bash", ctx.limits)
+    output = StreamingOutput(ctx.spill_dir, "bash", command_limits(ctx.limits), ctx.limits)
     redactor = StreamRedactor(ctx.secrets)
 
     def record(piece: str) -> None:

@@ -29,6 +29,12 @@ CutBy = Literal["lines", "bytes"]
 
 MAX_LINES = 2000
 MAX_BYTES = 50 * 1024
+# A command's output (bash) is held to less: the model did not choose what a command prints
+# (a read names its lines), the whole is saved, and the lines it needs are one grep or recall
+# away. Measured on `bench recall` at 4, 8, 12, 16 and 50 KB (BENCHMARKS.md, "What a result
+# holds at once"); Codex holds a command's output to 10 KiB (codex-rs/core/src/tools/mod.rs,
+# MODEL_FORMAT_MAX_BYTES), Claude Code to 30,000 characters.
+COMMAND_MAX_BYTES = 8 * 1024
 # On a small window: at most this share of the compaction threshold per result, counted at
 # this many bytes per token (code and logs run about 3 characters a token).
 RESULT_SHARE_OF_THRESHOLD = 4
@@ -79,6 +85,11 @@ def output_limits(threshold: int) -> OutputLimits:
     tokens: 2,000 lines and 50 KB, or a quarter of the threshold when that is less."""
     share = threshold // RESULT_SHARE_OF_THRESHOLD * BYTES_PER_TOKEN
     return OutputLimits(MAX_LINES, max(min(MAX_BYTES, share), 4 * 1024))
+
+
+def command_limits(limits: OutputLimits) -> OutputLimits:
+    """The bounds of a command's output where a tool result's are `limits`."""
+    return OutputLimits(limits.max_lines, min(limits.max_bytes, COMMAND_MAX_BYTES))
 
 
 DEFAULT_LIMITS = OutputLimits()
@@ -356,16 +367,19 @@ class StreamingOutput:
     out. Text given to `write` should already be scrubbed of secrets.
 
     `write` also returns the part of the text to show live: the live view gets the output up
-    to the same bounds as the model's copy, then one notice, then nothing more (the result,
+    to `live` (by default the model's copy's bounds; a command's live view keeps a tool
+    result's, more than its model's copy), then one notice, then nothing more (the result,
     with the tail and the saved file's path, follows when the command ends).
     """
 
     def __init__(
-        self, spill_dir: Path, tool_name: str, limits: OutputLimits = DEFAULT_LIMITS
+        self, spill_dir: Path, tool_name: str, limits: OutputLimits = DEFAULT_LIMITS,
+        live: OutputLimits | None = None,
     ) -> None:
         self._spill_dir = spill_dir
         self._tool_name = tool_name
         self._limits = limits
+        self._live_limits = live or limits
         self._saved_bytes = 0
         # Past max_saved: what was not written to the file (the last pieces are still held).
         self._unsaved_pieces = 0
@@ -422,8 +436,9 @@ class StreamingOutput:
     def _live(self, text: str) -> str:
         if self._live_cut:
             return ""
-        lines_left = self._limits.max_lines - self._live_lines
-        bytes_left = self._limits.max_bytes - self._live_bytes
+        limits = self._live_limits
+        lines_left = limits.max_lines - self._live_lines
+        bytes_left = limits.max_bytes - self._live_bytes
         size = len(text.encode("utf-8"))
         newlines = text.count("\n")
         if size <= bytes_left and newlines <= lines_left:
@@ -432,7 +447,6 @@ class StreamingOutput:
             return text
         cut = truncate_head(text, max_lines=lines_left, max_bytes=bytes_left)
         self._live_cut = True
-        limits = self._limits
         limit = f"{limits.max_lines} lines" if cut.cut_by == "lines" else limits.size()
         kept = cut.text + ("\n" if cut.text else "")
         return kept + LIVE_CUT_NOTICE.format(limit=limit)

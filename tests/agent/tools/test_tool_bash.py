@@ -339,12 +339,14 @@ async def test_long_output_keeps_the_head_and_tail_and_spills_the_rest(
     result = await run_tool(BASH, {"command": "seq 1 10000; echo 'BUILD FAILED'; exit 1"}, ctx)
     assert result.is_error
     lines = result.text.splitlines()
-    # 2,000 lines: a quarter of them the head, the gap's line, the rest the tail
-    assert lines[0].startswith("[Output truncated: 8002 (lines 501-8502) of 10001 lines were "
-                               "cut; showing the first 500, the last 1499.")
+    # A command's 8 KB: the head (a quarter of the bytes, at most a quarter of the 2,000
+    # lines), the gap's line, the tail in the rest
+    assert lines[0].startswith("[Output truncated: 8243 (lines 501-8743) of 10001 lines were "
+                               "cut; showing the first 500, the last 1258.")
     assert lines[-3:] == ["BUILD FAILED", "", "Exit code 1."]
-    assert lines[2:5] == ["1", "2", "3"] and "\n500\n[lines 501-8502 cut]\n8503\n" in result.text
-    assert len(result.text.encode()) < 52 * 1024
+    assert lines[2:5] == ["1", "2", "3"] and "\n500\n[lines 501-8743 cut]\n8744\n" in result.text
+    bound = output_module.COMMAND_MAX_BYTES
+    assert bound < len(result.text.encode()) < bound + 1024
     assert result.details is not None
     full = spill_dir / Path(result.details["fullOutputPath"]).name
     assert str(full) == result.details["fullOutputPath"]
@@ -399,18 +401,22 @@ async def test_the_saved_output_is_capped_and_says_what_it_left_out(
     assert content.endswith("AAAA\nEND\n")
 
 
-async def test_streamed_output_is_bounded_like_the_models_copy(
+async def test_streamed_output_is_bounded_like_a_tool_result(
     workspace: Path, spill_dir: Path
 ) -> None:
+    """The editor's live view gets a tool result's bounds (2,000 lines here), more than the
+    model's copy of a command's output (COMMAND_MAX_BYTES)."""
     streamed: list[str] = []
     ctx = ToolContext(workspace, spill_dir, on_output=streamed.append)
-    result = await run_tool(BASH, {"command": "seq 1 300000"}, ctx)
+    result = await run_tool(BASH, {"command": "seq 100001 400000"}, ctx)
     live = "".join(streamed)
-    assert live.startswith("1\n2\n3\n")
-    assert live.count("\n") < 2010 and len(live.encode()) < 60 * 1024
-    assert live.rstrip().endswith("all of it is saved to a file.]")
+    assert live.startswith("100001\n100002\n") and "\n102000\n" in live
+    assert "\n102001\n" not in live
+    assert live.rstrip().endswith("passed 2000 lines. The end of it will be shown when the "
+                                  "command finishes, and all of it is saved to a file.]")
+    assert len(result.text.encode()) < output_module.COMMAND_MAX_BYTES + 1024 < len(live)
     # The end comes with the result, which names the file that holds everything.
-    assert result.text.rstrip().endswith("300000")
+    assert result.text.rstrip().endswith("400000")
     assert result.details is not None
     assert file_lines(result.details["fullOutputPath"]) == 300000
 
