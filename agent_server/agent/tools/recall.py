@@ -161,6 +161,16 @@ def query_terms(query: str) -> tuple[str, ...]:
     return tuple(seen)
 
 
+def lower(text: str) -> str:
+    """`text` in lower case, each character where it was: an excerpt's offsets, found in the
+    lowered text, are taken in the text. (A few characters lower to two, "İ" to "i̇"; those
+    stay as they are.)"""
+    lowered = text.lower()
+    if len(lowered) == len(text):  # no character lowers to more than one
+        return lowered
+    return "".join(low if len(low := char.lower()) == 1 else char for char in text)
+
+
 def _stem(word: str) -> str:
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= _MIN_STEM:
@@ -172,7 +182,7 @@ def search(
     history: Sequence[Recallable], terms: Sequence[str]
 ) -> list[tuple[Recallable, str]]:
     """The best entries for `terms` with their excerpts (module docstring: the ranking)."""
-    lowered = [item.text.lower() for item in history]
+    lowered = [lower(item.text) for item in history]
     around = [item.context.lower() for item in history]
     counts = [[text.count(term) for term in terms] for text in lowered]
     near = [[term in words for term in terms] for words in around]

@@ -15,6 +15,7 @@ from agent_server.agent.tools.recall import (
     PAGE_CHARS,
     RecallTool,
     excerpt,
+    lower,
     query_terms,
     recallable,
 )
@@ -224,3 +225,12 @@ def test_an_excerpt_of_a_long_output_keeps_its_errors_and_its_end() -> None:
     assert shown.index("test_zebra") < shown.index("test_20 FAILED") < shown.index("= 1 failed")
     prose = excerpt(text, text.lower(), ("zebra",), 1200)  # an answer: the stretch alone
     assert "test_zebra" in prose and "= 1 failed" not in prose
+
+
+def test_an_excerpt_is_where_its_words_are_after_a_character_that_lowers_to_two() -> None:
+    """"İ" lowers to two characters: the lowered text keeps it, so that the offsets of the
+    words found in it are the text's."""
+    text = "İstanbul " * 400 + "the zebra line\n" + "filler " * 400
+    assert len(lower(text)) == len(text) and lower("ABC İ") == "abc İ"
+    shown = excerpt(text, lower(text), ("zebra",), 200)
+    assert "the zebra line" in shown
