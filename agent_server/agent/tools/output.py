@@ -198,9 +198,13 @@ def _how_to_read(path: Path | None, first_line: int, limits: OutputLimits) -> st
     )
 
 
+# How the line that says a result was cut starts (recall does not search it for words).
+TRUNCATED = "[Output truncated"
+
+
 def head_notice(cut: Truncation, path: Path | None, limits: OutputLimits = DEFAULT_LIMITS) -> str:
     return (
-        f"[Output truncated at the {limits.describe(cut.cut_by)}: showing lines "
+        f"{TRUNCATED} at the {limits.describe(cut.cut_by)}: showing lines "
         f"1-{cut.kept_lines} of {cut.total_lines}. "
         f"{_how_to_read(path, cut.kept_lines + 1, limits)}]"
     )
@@ -228,7 +232,7 @@ def tail_notice(
         which = f"{dropped} (lines {head + 1}-{head + dropped})"
         shown = f"the first {head}, {shown}"
     return (
-        f"[Output truncated: {which} of {cut.total_lines} lines were cut; showing "
+        f"{TRUNCATED}: {which} of {cut.total_lines} lines were cut; showing "
         f"{shown}. {_how_to_read(path, head + 1, limits)}{saved}]"
     )
 

@@ -20,10 +20,13 @@ Excerpts: at most MAX_EXCERPTS, the best at most FIRST_EXCERPT_CHARS and the oth
 EXCERPT_CHARS. Each is the stretch of its entry with the most of the words, cut at line ends.
 Of a long tool result, a third of that (at least half of EXCERPT_CHARS) under the lines it is
 ("[lines 180-201]"), then, each after its line number, the other lines holding the most of
-the words (as grep would show them) and the lines that report an error or a failure, then
-its end (where a run's verdict is), under its lines too: as a reader of an output looks, and
+the words (as grep would show them; not the note a cut output opens with) and the lines
+that report an error or a failure, then its end (where a run's verdict is), under its lines
+too: as a reader of an output looks, and
 so that reading the entry from a line (`entry` and `offset`, a page of whole lines) goes on
-from what an excerpt showed.
+from what an excerpt showed. Under a command's result, the same command's other runs that are
+not shown themselves, newest first, each as the lines holding the most of the words: which run
+a query means ("before the fix") is seldom in its words.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from agent_server.agent.tools.base import (
     display_arg,
     optional_str_arg,
 )
-from agent_server.agent.tools.output import SalientLines
+from agent_server.agent.tools.output import TRUNCATED, SalientLines
 from agent_server.context.projection import is_prompt
 from agent_server.errors import ToolError
 from agent_server.llm.messages import (
@@ -61,6 +64,11 @@ SOURCES = ("all", "prompts", "answers", "results")
 EXCERPT_CHARS = 800
 FIRST_EXCERPT_CHARS = 2400
 LINE_CHARS = 300  # the most of a line an excerpt shows on its own (a numbered line)
+# Of a result's other runs (the same call again): the lines of each, and of all of them.
+OTHER_RUN_LINES = 2
+OTHER_RUN_CHARS = 2 * LINE_CHARS
+OTHER_RUNS_CHARS = 800
+COMMAND_RESULT = "bash result ("
 PAGE_CHARS = 8000
 # BM25's parameters, at the values its authors recommend; the weight of a match in the words
 # around an entry against one in its own text.
@@ -206,12 +214,51 @@ def search(
             scored.append(((round(matched, 9), bm25, order), item, lowered[order]))
     scored.sort(key=lambda found: found[0], reverse=True)
     best = scored[:MAX_EXCERPTS]
+    shown = {item.entry_id for _, item, _ in best}
     return [
         (item, excerpt(item.text, text, terms,
                        FIRST_EXCERPT_CHARS if rank == 0 else EXCERPT_CHARS,
-                       output=item.source == "results"))
+                       output=item.source == "results")
+         + _other_runs(item, history, lowered, terms, shown))
         for rank, (_, item, text) in enumerate(best)
     ]
+
+
+def _other_runs(
+    item: Recallable, history: Sequence[Recallable], lowered: Sequence[str],
+    terms: Sequence[str], shown: set[str],
+) -> str:
+    """Of a command's result, where the same command ran more than once, the other runs not
+    shown, newest first: each one's lines holding the most of the words, under
+    its turn and entry. The words cannot say which run is meant ("the audit before the
+    change"); the model can, seeing them side by side."""
+    key = _run_key(item)
+    if item.source != "results" or not key.startswith(COMMAND_RESULT):
+        return ""
+    lines: list[str] = []
+    size = 0
+    for order in range(len(history) - 1, -1, -1):
+        other = history[order]
+        if other.entry_id in shown or other.source != "results" or _run_key(other) != key:
+            continue
+        held = _lines_with(other.text, lowered[order], terms, (0, 0), len(other.text),
+                           OTHER_RUN_CHARS)
+        if not held:
+            continue
+        found = [f"turn {other.turn}, entry {other.entry_id}:"]
+        found += [f"  {number}: {line}" for number, line in sorted(held[:OTHER_RUN_LINES])]
+        size += sum(len(line) + 1 for line in found)
+        if lines and size > OTHER_RUNS_CHARS:
+            break
+        lines += found
+    if not lines:
+        return ""
+    return "\n[the same call's other runs, newest first]\n" + "\n".join(lines)
+
+
+def _run_key(item: Recallable) -> str:
+    """What a result was of (its tool and command), whether it failed or not."""
+    return item.what.removeprefix("error of ")
 
 
 def excerpt(
@@ -265,8 +312,8 @@ def _lines_with(
     at = 0
     for number, line in enumerate(lowered[:tail].split("\n"), 1):
         start, at = at, at + len(line) + 1
-        if window[0] <= start < window[1]:
-            continue
+        if window[0] <= start < window[1] or line.startswith(TRUNCATED.lower()):
+            continue  # the stretch shown, or the note of a cut (its saved path, its words)
         held = sum(1 for term in terms if term in line)
         if held:
             found.append((-held, number, text[start : start + min(len(line), LINE_CHARS)]))

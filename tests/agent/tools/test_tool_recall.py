@@ -234,3 +234,50 @@ def test_an_excerpt_is_where_its_words_are_after_a_character_that_lowers_to_two(
     assert len(lower(text)) == len(text) and lower("ABC İ") == "abc İ"
     shown = excerpt(text, lower(text), ("zebra",), 200)
     assert "the zebra line" in shown
+
+
+async def test_a_command_run_again_shows_its_other_runs(ctx: ToolContext, tmp_path: Path) -> None:
+    """Words cannot say which run of a command is meant ("before the fix"): under the best
+    run, the same command's other runs show the lines holding the words, newest first, each
+    under its turn and entry; a different command's runs do not."""
+    ledger = Ledger.create(tmp_path / "r.jsonl", session_id="r", workspace=str(tmp_path))
+    command = {"command": "python time_rule.py"}
+    outputs = ["parsed in 2.1 s\ncache hits/misses: [0, 0]", "parsed in 2.0 s\nno change",
+               "parsed in 0.01 s\ncache hits/misses: [309, 1721]"]
+    for turn, (ask, output) in enumerate(zip(
+        ("Time the rule.", "Try inlining, time it again.", "Now the fix: time the rule."),
+        outputs, strict=True,
+    )):
+        ledger.append_message(prompt(ask))
+        if turn == 0:
+            other = ToolCall("d", "bash", {"command": "python other.py"})
+            ledger.append_message(answer("The other script first.", other))
+            ledger.append_message(result(other, "cache hits/misses: [7, 7]"))
+        call = ToolCall(f"c{turn}", "bash", command)
+        ledger.append_message(answer("Timing it.", call))
+        ledger.append_message(result(call, output))
+    for n in range(MAX_EXCERPTS - 1):  # results that hold more of the words
+        read = ToolCall(f"r{n}", "read", {"path": f"cache_{n}.py"})
+        ledger.append_message(answer("Reading how the fix caches.", read))
+        ledger.append_message(result(read, f"# the cache statistics after the fix ({n})"))
+    found = await run_tool(
+        RecallTool(), {"query": "the cache statistics after the fix", "in": "results"},
+        context(ctx, ledger),
+    )
+    first = next(part for part in found.text.split("--- entry ") if "[309, 1721]" in part)
+    assert "bash result (python time_rule.py), turn 3" in first
+    runs = first.split("[the same call's other runs, newest first]\n", 1)[1]
+    assert runs.startswith("turn 1, entry ") and "  2: cache hits/misses: [0, 0]" in runs
+    assert "no change" not in runs and "[7, 7]" not in runs  # no words; another command
+
+
+def test_the_note_of_a_cut_is_not_a_line_holding_the_words() -> None:
+    """A cut output's first line says where the whole is saved (a path under ~/.cache, and
+    words like "errors" and "output"): an excerpt does not list it as a line that matches."""
+    lines = [f"row {i}" for i in range(400)]
+    lines[0] = "[Output truncated: 9 lines were cut. Full output saved to /home/u/.cache/x.txt]"
+    lines[200] = "the zebra cache"
+    lines[300] = "cache again"
+    text = "\n".join(lines)
+    shown = excerpt(text, lower(text), ("zebra", "cache"), 600, output=True)
+    assert "301: cache again" in shown and "1: [Output truncated" not in shown
