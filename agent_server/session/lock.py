@@ -9,13 +9,6 @@ locked a `<id>.jsonl.lock` sidecar, which deleting let a second server take.
 flock locks belong to an open file description, so a second `Ledger` on the same file in
 the same process is refused too. The refusal names the holder's pid when the OS says
 (Linux's /proc/locks), or says it is this process.
-
-A holder that has died can hold the lock a moment longer through a child: a process forked
-to run a command shares every descriptor until it execs (Python runs a `preexec_fn`, which
-joins the command's cgroup, in between), so a server killed at that moment leaves the lock
-to the child for as long as that takes. Where /proc/locks names a holder that is no longer
-alive (or the lock is gone by the time it is read), the lock is tried again for up to
-ORPHAN_WAIT seconds before the session is called open elsewhere.
 """
 
 from __future__ import annotations
@@ -23,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import time
 from pathlib import Path
 
 from agent_server.errors import SessionLockedError
@@ -69,9 +61,6 @@ else:
 
 
 _held: set[tuple[int, int]] = set()  # (device, inode) of the ledgers this process locked
-ORPHAN_WAIT = 2.0  # seconds: how long a dead holder's child may keep the lock
-_ORPHAN_POLL = 0.02
-_PROC_LOCKS = Path("/proc/locks")
 
 
 class SessionLock:
@@ -90,14 +79,14 @@ class SessionLock:
         info = os.fstat(fd)
         key = (info.st_dev, info.st_ino)
         if not _try_lock(fd):
-            who = f"pid {os.getpid()}, this process"
-            if key not in _held:
-                taken, holder = _wait_out_a_dead_holder(fd, info.st_dev, info.st_ino)
-                who = "" if taken else f"pid {holder}" if holder else "another process"
-            if who:
-                raise SessionLockedError(
-                    f"session {session_id} is open elsewhere ({who}); close it there first"
-                )
+            if key in _held:
+                who = f"pid {os.getpid()}, this process"
+            else:
+                holder = _holder_pid(info.st_dev, info.st_ino)
+                who = f"pid {holder}" if holder else "another process"
+            raise SessionLockedError(
+                f"session {session_id} is open elsewhere ({who}); close it there first"
+            )
         _held.add(key)
         return cls(fd, path, session_id, key)
 
@@ -114,39 +103,11 @@ class SessionLock:
             _unlock(fd)
 
 
-def _wait_out_a_dead_holder(fd: int, device: int, inode: int) -> tuple[bool, int | None]:
-    """Whether the lock was taken, trying again while the holder /proc/locks names is dead
-    or none is named (module docstring); if not, the live holder's pid (None where the OS
-    does not say)."""
-    if not _PROC_LOCKS.exists():
-        return False, None
-    deadline = time.monotonic() + ORPHAN_WAIT
-    while True:
-        holder = _holder_pid(device, inode)
-        if holder and _alive(holder):
-            return False, holder
-        if _try_lock(fd):
-            return True, None
-        if time.monotonic() >= deadline:
-            return False, holder or None
-        time.sleep(_ORPHAN_POLL)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process: alive
-        return True
-    return True
-
-
 def _holder_pid(device: int, inode: int) -> int | None:
     """The pid holding a flock on the file, from /proc/locks (Linux); None elsewhere."""
     wanted = f"{os.major(device):02x}:{os.minor(device):02x}:{inode}"
     try:
-        with _PROC_LOCKS.open(encoding="ascii", errors="replace") as locks:
+        with open("/proc/locks", encoding="ascii", errors="replace") as locks:
             for line in locks:
                 # "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF" (a "->" marks waiters)
                 fields = line.split()

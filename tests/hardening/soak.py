@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agent_server.agent.workspace import HOLDER_EXIT_WAIT
+from agent_server.errors import SessionLockedError
 from agent_server.llm.messages import AssistantMessage, ToolResultMessage
 from agent_server.session.entries import MessageEntry
 from agent_server.session.ledger import Ledger
@@ -39,6 +41,20 @@ from agent_server.sim.server import SimServer
 from agent_server.sim.simulator import Simulator
 from agent_server.sim.workspace import write_sample_workspace
 from tests.hardening.raw import RawServer, request
+
+
+def open_when_free(path: Path) -> Ledger:
+    """The ledger, opened as a load opens a session (agent/workspace.py, `open_when_free`):
+    tried again while it is held, for up to HOLDER_EXIT_WAIT seconds. A command's process,
+    forked by the killed server and not yet exec'd, shares its descriptor for a moment."""
+    deadline = time.monotonic() + HOLDER_EXIT_WAIT
+    while True:
+        try:
+            return Ledger.open(path)
+        except SessionLockedError:
+            if time.monotonic() > deadline:
+                raise
+        time.sleep(0.05)
 
 
 class Soak:
@@ -117,7 +133,7 @@ class Soak:
     def check(self, number: int) -> None:
         assert self.session_id is not None
         path = SessionStore(self.sessions, self.workspace).ledger_path(self.session_id)
-        with Ledger.open(path) as ledger:
+        with open_when_free(path) as ledger:
             report = ledger.load_report
             bad = [i for i in report.issues if i.action not in ("truncated", "newline_added")]
             if bad:
