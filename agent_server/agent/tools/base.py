@@ -138,6 +138,8 @@ class Recallable:
     # For a call or a result: what it was for, in words (the turn's prompt, the answer that
     # made the call), which its own text seldom says ("the test run after the quick patch").
     context: str = ""
+    # For a command's result: the command, the same for every run of it.
+    command: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,7 +68,6 @@ LINE_CHARS = 300  # the most of a line an excerpt shows on its own (a numbered l
 OTHER_RUN_LINES = 2
 OTHER_RUN_CHARS = 2 * LINE_CHARS
 OTHER_RUNS_CHARS = 800
-COMMAND_RESULT = "bash result ("
 PAGE_CHARS = 8000
 # BM25's parameters, at the values its authors recommend; the weight of a match in the words
 # around an entry against one in its own text.
@@ -232,14 +231,13 @@ def _other_runs(
     shown, newest first: each one's lines holding the most of the words, under
     its turn and entry. The words cannot say which run is meant ("the audit before the
     change"); the model can, seeing them side by side."""
-    key = _run_key(item)
-    if item.source != "results" or not key.startswith(COMMAND_RESULT):
+    if not item.command:
         return ""
     lines: list[str] = []
     size = 0
     for order in range(len(history) - 1, -1, -1):
         other = history[order]
-        if other.entry_id in shown or other.source != "results" or _run_key(other) != key:
+        if other.command != item.command or other.entry_id in shown:
             continue
         held = _lines_with(other.text, lowered[order], terms, (0, 0), len(other.text),
                            OTHER_RUN_CHARS)
@@ -254,11 +252,6 @@ def _other_runs(
     if not lines:
         return ""
     return "\n[the same call's other runs, newest first]\n" + "\n".join(lines)
-
-
-def _run_key(item: Recallable) -> str:
-    """What a result was of (its tool and command), whether it failed or not."""
-    return item.what.removeprefix("error of ")
 
 
 def excerpt(
@@ -397,6 +390,7 @@ class _Call:
     name: str
     shown: str
     said: str  # the text of the answer that made the call
+    command: str  # a command's (its `command` argument), else ""
 
 
 def recallable(entries: Iterable[Entry]) -> list[Recallable]:
@@ -413,45 +407,49 @@ def recallable(entries: Iterable[Entry]) -> list[Recallable]:
         if is_prompt(message):
             turn += 1
             prompt = _texts(message.content)
-        for source, what, text, said in _pieces(message, calls):
+        for source, what, text, said, command in _pieces(message, calls):
             around = f"{prompt}\n{said}" if said is not None else ""
-            out.append(Recallable(entry.id, max(turn, 1), what, text, source, around))
+            out.append(Recallable(entry.id, max(turn, 1), what, text, source, around, command))
     return out
 
 
 def _pieces(
     message: Any, calls: dict[str, _Call]
-) -> Iterable[tuple[str, str, str, str | None]]:
-    """(source, what, text, the words around it) of each piece of `message` recall
-    searches: for an answer, none but the turn's prompt; for a call or a result, the text of
-    the answer that made the call too; None for a prompt's own text."""
+) -> Iterable[tuple[str, str, str, str | None, str]]:
+    """(source, what, text, the words around it, the command) of each piece of `message`
+    recall searches: for an answer, none but the turn's prompt; for a call or a result, the
+    text of the answer that made the call too; None for a prompt's own text. The command:
+    of a command's result, else ""."""
     if isinstance(message, UserMessage):
         text = _texts(message.content)
         if message.note is None:
-            yield "prompts", "the user's prompt", text, None
+            yield "prompts", "the user's prompt", text, None, ""
         else:
-            yield "results", "a note to you", text, None
+            yield "results", "a note to you", text, None, ""
     elif isinstance(message, AssistantMessage):
         text = _texts(message.content)
         searching = any(
             isinstance(part, ToolCall) and part.name == SPEC.name for part in message.content
         )
         if text.strip() and not searching:  # "let me look that up" is not what it found
-            yield "answers", "your answer", text, ""
+            yield "answers", "your answer", text, "", ""
         for part in message.content:
             if isinstance(part, ToolCall):
                 shown = _call_shown(part)
-                calls[part.id] = _Call(part.name, shown, text)
+                command = part.arguments.get("command")
+                command = command if isinstance(command, str) else ""
+                calls[part.id] = _Call(part.name, shown, text, command)
                 if part.name != SPEC.name:  # a search is not what it searched for
                     what = f"your {part.name} call ({shown[:80]})"
-                    yield "answers", what, _strings(part.arguments), text
+                    yield "answers", what, _strings(part.arguments), text, ""
     elif isinstance(message, ToolResultMessage):
         call = calls.get(message.tool_call_id)
         if message.tool_name == SPEC.name:
             return
         named = f"{call.name} result ({call.shown[:80]})" if call else f"{message.tool_name} result"
         what = ("error of " if message.is_error else "") + named
-        yield "results", what, _texts(message.content), call.said if call else ""
+        said, command = (call.said, call.command) if call else ("", "")
+        yield "results", what, _texts(message.content), said, command
 
 
 def _texts(content: Iterable[Any]) -> str:

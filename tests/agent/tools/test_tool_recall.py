@@ -239,9 +239,11 @@ def test_an_excerpt_is_where_its_words_are_after_a_character_that_lowers_to_two(
 async def test_a_command_run_again_shows_its_other_runs(ctx: ToolContext, tmp_path: Path) -> None:
     """Words cannot say which run of a command is meant ("before the fix"): under the best
     run, the same command's other runs show the lines holding the words, newest first, each
-    under its turn and entry; a different command's runs do not."""
+    under its turn and entry; a different command's runs do not, even one that a title, cut
+    at 80 characters, cannot tell apart."""
     ledger = Ledger.create(tmp_path / "r.jsonl", session_id="r", workspace=str(tmp_path))
-    command = {"command": "python time_rule.py"}
+    rule = "(quota - (used + 1)) > 0 and (owner == admin or level >= 3) and region != 'x'"
+    command = {"command": f"python time_rule.py {rule!r}"}
     outputs = ["parsed in 2.1 s\ncache hits/misses: [0, 0]", "parsed in 2.0 s\nno change",
                "parsed in 0.01 s\ncache hits/misses: [309, 1721]"]
     for turn, (ask, output) in enumerate(zip(
@@ -250,7 +252,7 @@ async def test_a_command_run_again_shows_its_other_runs(ctx: ToolContext, tmp_pa
     )):
         ledger.append_message(prompt(ask))
         if turn == 0:
-            other = ToolCall("d", "bash", {"command": "python other.py"})
+            other = ToolCall("d", "bash", {"command": f"python time_rule.py {rule!r} --twice"})
             ledger.append_message(answer("The other script first.", other))
             ledger.append_message(result(other, "cache hits/misses: [7, 7]"))
         call = ToolCall(f"c{turn}", "bash", command)
@@ -265,7 +267,7 @@ async def test_a_command_run_again_shows_its_other_runs(ctx: ToolContext, tmp_pa
         context(ctx, ledger),
     )
     first = next(part for part in found.text.split("--- entry ") if "[309, 1721]" in part)
-    assert "bash result (python time_rule.py), turn 3" in first
+    assert first.split("\n", 1)[0].endswith("turn 3 ---")
     runs = first.split("[the same call's other runs, newest first]\n", 1)[1]
     assert runs.startswith("turn 1, entry ") and "  2: cache hits/misses: [0, 0]" in runs
     assert "no change" not in runs and "[7, 7]" not in runs  # no words; another command
