@@ -519,11 +519,13 @@ class StreamingOutput:
         head = self._head[: self._head.rfind("\n") + 1]  # whole lines (all, if cut by lines)
         head = "".join(head.splitlines(keepends=True)[: limits.max_lines // HEAD_SHARE])
         head_lines = head.count("\n")
+        gap_room = len(f"[lines {total}-{total} cut]") + 1  # the line naming the lines cut
         lines_left = limits.max_lines - head_lines - 1
-        bytes_left = limits.max_bytes - len(head.encode("utf-8")) - 1
+        bytes_left = limits.max_bytes - len(head.encode("utf-8")) - gap_room
         cut = truncate_tail(held, lines_left, bytes_left)
-        if total - cut.kept_lines <= head_lines:  # little to cut: the tail alone
+        if total - cut.kept_lines <= head_lines:  # the tail reaches the head (a huge last line)
             head, head_lines = "", 0
+            lines_left, bytes_left = limits.max_lines - 1, limits.max_bytes - gap_room
             cut = truncate_tail(held, limits.max_lines, limits.max_bytes)
         salient = self._salient.between(head_lines, total - cut.kept_lines + 1)
         if salient:  # they take their room from the tail

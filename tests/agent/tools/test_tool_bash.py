@@ -341,10 +341,10 @@ async def test_long_output_keeps_the_head_and_tail_and_spills_the_rest(
     lines = result.text.splitlines()
     # A command's 8 KB: the head (a quarter of the bytes, at most a quarter of the 2,000
     # lines), the gap's line, the tail in the rest
-    assert lines[0].startswith("[Output truncated: 8243 (lines 501-8743) of 10001 lines were "
-                               "cut; showing the first 500, the last 1258.")
+    assert lines[0].startswith("[Output truncated: 8248 (lines 501-8748) of 10001 lines were "
+                               "cut; showing the first 500, the last 1253.")
     assert lines[-3:] == ["BUILD FAILED", "", "Exit code 1."]
-    assert lines[2:5] == ["1", "2", "3"] and "\n500\n[lines 501-8743 cut]\n8744\n" in result.text
+    assert lines[2:5] == ["1", "2", "3"] and "\n500\n[lines 501-8748 cut]\n8749\n" in result.text
     bound = output_module.COMMAND_MAX_BYTES
     assert bound < len(result.text.encode()) < bound + 1024
     assert result.details is not None

@@ -207,3 +207,25 @@ def test_an_output_cut_by_its_lines_keeps_its_head_too(tmp_path: Path) -> None:
     body = sink.finish().text.split("\n\n", 1)[1]
     assert body.startswith("n0\nn1\n") and "\nn24\n[lines 26-926 cut]\nn926\n" in body
     assert body.endswith("\nn999") and len(body.splitlines()) == 100
+
+
+def test_a_huge_last_line_after_a_short_head_is_cut_as_a_tail(tmp_path: Path) -> None:
+    """A short first line and one line over the bound: the tail (the huge line's end) reaches
+    the head, so the cut is the tail's alone, with the error line before it in full room."""
+    sink = StreamingOutput(tmp_path, "bash", OutputLimits(2000, 8192))
+    sink.write("error: short first line\n" + "y" * 20000 + "\n")
+    bounded = sink.finish()
+    assert "[lines 2-1 cut]" not in bounded.text and "lines 2-1" not in bounded.text
+    body = bounded.text.split("\n\n", 1)[1]
+    assert body.startswith("[lines 1-1 cut]\n1: error: short first line\n")
+    assert 8000 < len(body.encode()) <= 8192  # the tail took all the room the line left it
+
+
+def test_a_cut_output_with_its_head_stays_within_the_bound(tmp_path: Path) -> None:
+    """Head, the line naming the lines cut, and tail together: at most the bound (the
+    naming line's room is taken from the tail)."""
+    sink = StreamingOutput(tmp_path, "bash", OutputLimits(100_000, 8192))
+    sink.write("a\n" * 20_000)  # short lines: the tail fills its room to the byte
+    body = sink.finish().text.split("\n\n", 1)[1]
+    assert "\n[lines 1025-" in body
+    assert 8100 < len(body.encode()) <= 8192
