@@ -28,7 +28,8 @@ When a fact is missing:
 Before either (after the search of a saved output), when the client offers a recall tool (one
 named `recall`, that searches the session's own history by a `query`: agent-server's), every
 missing fact but a file's is looked up with it, as a model told that its history is
-searchable would: the query is the fact's `about` (what it is about, never its text), and a
+searchable would: the query is the fact's `about` (what it is about, never its text), and for
+an output the command that printed it (the one the model would otherwise run again), and a
 fact its result shows is `recovered`, a rule, a request, a decision or a failed approach
 included. When the result's excerpts are cut before the whole fact but one of them shows part
 of it (`recalled_entry`: a one-line text of it, or two of its lines in a row), the model

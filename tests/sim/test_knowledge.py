@@ -342,6 +342,19 @@ def test_a_saved_output_that_does_not_hold_the_fact_is_run_again_once() -> None:
     assert [(c.fact, c.outcome) for c in step.knowledge] == [("port", "lost")]
 
 
+def test_a_missing_output_is_recalled_by_what_it_is_about_and_its_command() -> None:
+    """The model knows the command it would run again: it looks the output up by that too
+    (a report seldom names what it reports on, nor the script that printed it)."""
+    story = parse_scenario(LOG_SCENARIO, "saved-output")
+    history = ran_the_command("bye")  # the line needed was in an earlier run, compacted away
+    reply = plan_reply(Transcript("", (*TOOLS, RECALL), history), story, id_prefix="toolu")
+    assert reply.source == "recovery:0:1:port"
+    (call,) = reply.calls
+    query = call.arguments["query"]
+    assert call.name == "recall" and query.endswith(f" {TAIL}")
+    assert PORT not in query and "48213" not in query
+
+
 def test_an_output_cut_without_a_saved_file_is_run_again() -> None:
     story = parse_scenario(LOG_SCENARIO, "saved-output")
     history = ran_the_command("bye\n[... 8998 lines omitted ...]")
