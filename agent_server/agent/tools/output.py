@@ -194,12 +194,30 @@ def _how_to_read(path: Path | None, first_line: int, limits: OutputLimits) -> st
     return (
         f"Full output saved to {path}; read it with the read tool "
         f'(path "{path}", offset {first_line}, limit {limits.max_lines}), or search it with '
-        "grep; after a compaction, recall finds this path again."
+        "grep; after a compaction, recall searches it whole."
     )
 
 
 # How the line that says a result was cut starts (recall does not search it for words).
 TRUNCATED = "[Output truncated"
+_SAVED_AT = re.compile(r"Full output saved to (.+?); read it with the read tool")
+
+
+def saved_output(text: str, spill_dir: Path, max_bytes: int) -> str | None:
+    """The whole output that a cut result (`text`) says was saved, read from the session's
+    spill directory (a path anywhere else is not read); None when the result names no saved
+    file, it is gone, or it is larger than `max_bytes`."""
+    found = _SAVED_AT.search(text)
+    if found is None:
+        return None
+    path = Path(found[1])
+    try:
+        if path.resolve().parent != spill_dir.resolve() or path.stat().st_size > max_bytes:
+            return None
+        data = path.read_bytes()
+    except OSError:
+        return None
+    return data.decode("utf-8", errors="replace")
 
 
 def head_notice(cut: Truncation, path: Path | None, limits: OutputLimits = DEFAULT_LIMITS) -> str:

@@ -12,12 +12,18 @@ Ranking: by the query's words an entry holds, each weighted by how few entries h
 inverse document frequency), then by BM25 (Robertson and Zaragoza, "The Probabilistic
 Relevance Framework: BM25 and Beyond", 2009), then the newer first. A word is cut to its stem
 ("quickest" finds "quick", "renders" finds "rendered"). An answer also holds the words of
-its turn's prompt, and a call or a result those and the answer that made the call, at half
-weight in BM25: an output seldom says what it was for. The text of an answer that searched
+its turn's prompt, and a call or a result those and the answer that made the call (a result
+its call too: the command, the path), at half weight in BM25: an output seldom says what it
+was for, nor what printed it. The text of an answer that searched
 with recall is not searched ("let me look up the decision" is not the decision).
 
+A result cut short is searched, shown and read whole, from the file its whole output was
+saved in (the session's spill directory; at most SAVED_BYTES): what the cut left out is in
+reach with one search, under the line numbers of the whole.
+
 Excerpts: at most MAX_EXCERPTS, the best at most FIRST_EXCERPT_CHARS and the others
-EXCERPT_CHARS. Each is the stretch of its entry with the most of the words, cut at line ends.
+EXCERPT_CHARS. Each is the stretch of its entry with the most of the words (of a command's
+output, the words of its command left out), cut at line ends.
 Of a long tool result, a third of that (at least half of EXCERPT_CHARS) under the lines it is
 ("[lines 180-201]"), then, each after its line number, the other lines holding the most of
 the words (as grep would show them; not the note a cut output opens with) and the lines
@@ -34,7 +40,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from agent_server.agent.tools.base import (
@@ -45,7 +52,7 @@ from agent_server.agent.tools.base import (
     display_arg,
     optional_str_arg,
 )
-from agent_server.agent.tools.output import TRUNCATED, SalientLines
+from agent_server.agent.tools.output import TRUNCATED, SalientLines, saved_output
 from agent_server.context.projection import is_prompt
 from agent_server.errors import ToolError
 from agent_server.llm.messages import (
@@ -69,6 +76,10 @@ OTHER_RUN_LINES = 2
 OTHER_RUN_CHARS = 2 * LINE_CHARS
 OTHER_RUNS_CHARS = 800
 PAGE_CHARS = 8000
+# A result cut short is searched and read whole when its saved output is at most this large,
+# and while all of those read for one search are at most SAVED_TOTAL_BYTES.
+SAVED_BYTES = 1024 * 1024
+SAVED_TOTAL_BYTES = 32 * 1024 * 1024
 # BM25's parameters, at the values its authors recommend; the weight of a match in the words
 # around an entry against one in its own text.
 _K1 = 1.2
@@ -132,7 +143,9 @@ class RecallTool:
     async def run(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         if ctx.history is None:
             raise ToolError("recall is not available here: there is no session history.")
-        history = [item for item in ctx.history() if item.text.strip()]
+        history = with_whole_outputs(
+            [item for item in ctx.history() if item.text.strip()], ctx.spill_dir
+        )
         entry = optional_str_arg(arguments, "entry")
         if entry:
             return _read_entry(history, entry, arguments.get("offset"))
@@ -155,6 +168,24 @@ class RecallTool:
         for item, excerpt in found:
             parts.append(f"--- entry {item.entry_id}: {item.what}, turn {item.turn} ---\n{excerpt}")
         return ToolResult.of_text("\n".join(parts))
+
+
+def with_whole_outputs(history: Sequence[Recallable], spill_dir: Path) -> list[Recallable]:
+    """`history`, each result cut short whose whole output was saved (in `spill_dir`, at most
+    SAVED_BYTES) with that whole output as its text: what was cut is searched, shown and read
+    too, under its own line numbers. Newest first, while SAVED_TOTAL_BYTES last; a larger
+    output keeps the part its result showed (its head, its errors and its end)."""
+    out = list(history)
+    left = SAVED_TOTAL_BYTES
+    for at in range(len(out) - 1, -1, -1):
+        item = out[at]
+        if item.source != "results" or TRUNCATED not in item.text:
+            continue
+        saved = saved_output(item.text, spill_dir, min(SAVED_BYTES, left))
+        if saved is not None:
+            out[at] = replace(item, what=f"{item.what}, its whole output", text=saved)
+            left -= len(saved)
+    return out
 
 
 def query_terms(query: str) -> tuple[str, ...]:
@@ -215,12 +246,21 @@ def search(
     best = scored[:MAX_EXCERPTS]
     shown = {item.entry_id for _, item, _ in best}
     return [
-        (item, excerpt(item.text, text, terms,
+        (item, excerpt(item.text, text, within(item, terms),
                        FIRST_EXCERPT_CHARS if rank == 0 else EXCERPT_CHARS,
                        output=item.source == "results")
-         + _other_runs(item, history, lowered, terms, shown))
+         + _other_runs(item, history, lowered, within(item, terms), shown))
         for rank, (_, item, text) in enumerate(best)
     ]
+
+
+def within(item: Recallable, terms: Sequence[str]) -> Sequence[str]:
+    """The words that choose which lines of `item` to show: of a command's output, not those
+    of its command ("tests" in `unittest discover -v tests` is on every line it prints; they
+    tell which output, not which lines), unless no other word is left."""
+    command = item.command.lower()
+    own = [term for term in terms if term not in command]
+    return own or terms
 
 
 def _other_runs(
@@ -448,7 +488,9 @@ def _pieces(
             return
         named = f"{call.name} result ({call.shown[:80]})" if call else f"{message.tool_name} result"
         what = ("error of " if message.is_error else "") + named
-        said, command = (call.said, call.command) if call else ("", "")
+        # What the result was for: the answer that made the call, and the call itself (a
+        # command's output seldom names the command; "error_report.py's output" should find it).
+        said, command = (f"{call.said}\n{call.shown}", call.command) if call else ("", "")
         yield "results", what, _texts(message.content), said, command
 
 

@@ -4,11 +4,14 @@ the branch the session is on."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
 
 from agent_server.agent.tools import ToolContext, run_tool
+from agent_server.agent.tools import recall as recall_tool
+from agent_server.agent.tools.bash import BashTool
 from agent_server.agent.tools.recall import (
     EXCERPT_CHARS,
     MAX_EXCERPTS,
@@ -283,3 +286,64 @@ def test_the_note_of_a_cut_is_not_a_line_holding_the_words() -> None:
     text = "\n".join(lines)
     shown = excerpt(text, lower(text), ("zebra", "cache"), 600, output=True)
     assert "301: cache again" in shown and "1: [Output truncated" not in shown
+
+
+async def test_a_result_is_found_by_the_command_that_printed_it(
+    ctx: ToolContext, tmp_path: Path
+) -> None:
+    """A report seldom names the script that printed it: its call does, and recall finds the
+    output by the command (the run to compare with is found by what was run)."""
+    ledger = Ledger.create(tmp_path / "c.jsonl", session_id="c", workspace=str(tmp_path))
+    ledger.append_message(prompt("Run the lint team's tool over the corpus."))
+    report = ToolCall("c1", "bash", {"command": "python tools/error_report.py corpus"})
+    ledger.append_message(answer("Running it.", report))
+    ledger.append_message(result(report, "483 documents: 454 with a position, 9 without"))
+    for n in range(MAX_EXCERPTS):  # results that hold the words of the query but the command's
+        read = ToolCall(f"r{n}", "read", {"path": f"notes_{n}.md"})
+        ledger.append_message(answer("Reading the notes.", read))
+        ledger.append_message(result(read, f"the report's totals, per corpus ({n})"))
+    found = await run_tool(
+        RecallTool(), {"query": "the report's totals error_report.py", "in": "results"},
+        context(ctx, ledger),
+    )
+    assert "483 documents" in found.text.split("--- entry ", 2)[1]
+
+
+async def test_a_cut_result_is_searched_and_read_whole(
+    ctx: ToolContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A command's output cut short is saved whole: recall searches, shows and reads the
+    whole (under its own line numbers), not the part the result showed; a result naming a
+    file outside the session's spill directory, or one too large, is searched as it is."""
+    lines = [f"tests/test_{n}.py::test_case PASSED" for n in range(3000)]
+    lines[1500] = "  +  where 4 = Key('a').line, already at line 4 col 0"
+    (ctx.workspace / "log.txt").write_text("\n".join(lines) + "\n")
+    run = ToolCall("c1", "bash", {"command": "cat log.txt"})
+    ran = await run_tool(BashTool(), run.arguments, ctx)
+    assert "where 4 =" not in ran.text and "Full output saved to" in ran.text
+    outside = tmp_path / "elsewhere.txt"
+    outside.write_text("the zebra line, never to be read\n")
+    ledger = Ledger.create(tmp_path / "w.jsonl", session_id="w", workspace=str(tmp_path))
+    ledger.append_message(prompt("Run the whole suite."))
+    ledger.append_message(answer("Running it.", run))
+    ledger.append_message(result(run, ran.text))
+    forged = ToolCall("c2", "bash", {"command": "true"})
+    ledger.append_message(answer("And this.", forged))
+    ledger.append_message(result(forged, f"[Output truncated: 1 line. Full output saved to "
+                                         f"{outside}; read it with the read tool]"))
+    recall = context(ctx, ledger)
+    found = await run_tool(RecallTool(), {"query": "where key already"}, recall)
+    first = found.text.split("--- entry ", 2)[1]
+    assert "its whole output" in first.split("\n", 1)[0]
+    stretch = re.search(r"\[lines (\d+)-(\d+)\]", first)
+    assert "where 4 = Key('a')" in first and stretch is not None
+    assert int(stretch[1]) <= 1501 <= int(stretch[2])  # its line in the whole output
+    entry = first.split(":", 1)[0]
+    page = await run_tool(RecallTool(), {"entry": entry, "offset": 1500}, recall)
+    assert page.text.split("\n", 2)[1] == "tests/test_1499.py::test_case PASSED"
+    assert "of 3001" in page.text.split("\n", 1)[0]
+    missed = await run_tool(RecallTool(), {"query": "zebra"}, recall)
+    assert "never to be read" not in missed.text
+    monkeypatch.setattr(recall_tool, "SAVED_BYTES", len(ran.text))
+    shown = await run_tool(RecallTool(), {"query": "where key already"}, recall)
+    assert "where 4 =" not in shown.text and "its whole output" not in shown.text
