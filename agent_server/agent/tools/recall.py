@@ -22,8 +22,7 @@ saved in (the session's spill directory; at most SAVED_BYTES): what the cut left
 reach with one search, under the line numbers of the whole.
 
 Excerpts: at most MAX_EXCERPTS, the best at most FIRST_EXCERPT_CHARS and the others
-EXCERPT_CHARS. Each is the stretch of its entry with the most of the words (of a command's
-output, the words of its command left out), cut at line ends.
+EXCERPT_CHARS. Each is the stretch of its entry with the most of the words, cut at line ends.
 Of a long tool result, a third of that (at least half of EXCERPT_CHARS) under the lines it is
 ("[lines 180-201]"), then, each after its line number, the other lines holding the most of
 the words (as grep would show them; not the note a cut output opens with) and the lines
@@ -246,21 +245,12 @@ def search(
     best = scored[:MAX_EXCERPTS]
     shown = {item.entry_id for _, item, _ in best}
     return [
-        (item, excerpt(item.text, text, within(item, terms),
+        (item, excerpt(item.text, text, terms,
                        FIRST_EXCERPT_CHARS if rank == 0 else EXCERPT_CHARS,
                        output=item.source == "results")
-         + _other_runs(item, history, lowered, within(item, terms), shown))
+         + _other_runs(item, history, lowered, terms, shown))
         for rank, (_, item, text) in enumerate(best)
     ]
-
-
-def within(item: Recallable, terms: Sequence[str]) -> Sequence[str]:
-    """The words that choose which lines of `item` to show: of a command's output, not those
-    of its command ("tests" in `unittest discover -v tests` is on every line it prints; they
-    tell which output, not which lines), unless no other word is left."""
-    command = item.command.lower()
-    own = [term for term in terms if term not in command]
-    return own or terms
 
 
 def _other_runs(
