@@ -11,7 +11,9 @@ alone: never asked about, in the fixed tool list.
 Ranking: by the query's words an entry holds, each weighted by how few entries hold it (its
 inverse document frequency), then by BM25 (Robertson and Zaragoza, "The Probabilistic
 Relevance Framework: BM25 and Beyond", 2009), then the newer first. A word is cut to its stem
-("quickest" finds "quick", "renders" finds "rendered"). An answer also holds the words of
+("quickest" finds "quick", "renders" finds "rendered") and matches where a word starts,
+identifiers' parts included ("place" finds "places", not "replace"; "error" finds the "Error"
+of "ParseError", "cache" the "Cache" of "_parseNoCache"). An answer also holds the words of
 its turn's prompt, and a call or a result those and the answer that made the call (a result
 its call too: the command, the path), at half weight in BM25: an output seldom says what it
 was for, nor what printed it. The text of an answer that searched
@@ -208,6 +210,36 @@ def lower(text: str) -> str:
     return "".join(low if len(low := char.lower()) == 1 else char for char in text)
 
 
+def at_word_start(text: str, at: int) -> bool:
+    """Whether a word of `text` starts at `at`: after a character that is not a letter or a
+    digit (a space, "_", ".", "/"), or at a capital after a small letter or a digit, or
+    before a small letter after a capital (the "Error" of "ParseError" and "HTTPError"). A
+    query's word matches there only: "place" finds "places", not "replace"."""
+    if at == 0 or not text[at - 1].isalnum():
+        return True
+    if not text[at].isupper():
+        return False
+    return not text[at - 1].isupper() or text[at + 1 : at + 2].islower()
+
+
+def find(text: str, lowered: str, term: str, start: int = 0, end: int | None = None) -> int:
+    """Where `term` first starts a word of `text` (`lowered`: its lower case, each character
+    where it was) between `start` and `end`; -1 where it does not."""
+    end = len(text) if end is None else end
+    at = lowered.find(term, start, end)
+    while at >= 0 and not at_word_start(text, at):
+        at = lowered.find(term, at + 1, end)
+    return at
+
+
+def occurrences(text: str, lowered: str, term: str) -> int:
+    """How many words of `text` start with `term`."""
+    found, at = 0, find(text, lowered, term)
+    while at >= 0:
+        found, at = found + 1, find(text, lowered, term, at + len(term))
+    return found
+
+
 def _stem(word: str) -> str:
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= _MIN_STEM:
@@ -220,9 +252,15 @@ def search(
 ) -> list[tuple[Recallable, str]]:
     """The best entries for `terms` with their excerpts (module docstring: the ranking)."""
     lowered = [lower(item.text) for item in history]
-    around = [item.context.lower() for item in history]
-    counts = [[text.count(term) for term in terms] for text in lowered]
-    near = [[term in words for term in terms] for words in around]
+    counts = [
+        [occurrences(item.text, text, term) for term in terms]
+        for item, text in zip(history, lowered, strict=True)
+    ]
+    near = [
+        [find(item.context, around, term) >= 0 for term in terms]
+        for item in history
+        for around in (lower(item.context),)
+    ]
     total = len(history)
     weights = [
         math.log(1 + (total - held + 0.5) / (held + 0.5))
@@ -337,7 +375,7 @@ def _lines_with(
         start, at = at, at + len(line) + 1
         if window[0] <= start < window[1] or line.startswith(TRUNCATED.lower()):
             continue  # the stretch shown, or the note of a cut (its saved path, its words)
-        held = sum(1 for term in terms if term in line)
+        held = sum(1 for term in terms if find(text, lowered, term, start, at - 1) >= 0)
         if held:
             found.append((-held, number, text[start : start + min(len(line), LINE_CHARS)]))
     found.sort()
@@ -358,11 +396,12 @@ def _window(text: str, lowered: str, terms: Sequence[str], size: int) -> tuple[i
         (match.start(), term)
         for term in terms
         for match in re.finditer(re.escape(term), lowered)
+        if at_word_start(text, match.start())
     )
     best, best_start = -1, 0
     for start, _ in positions:
-        window = lowered[max(0, start - size // 4) : start + size * 3 // 4]
-        score = sum(1 for term in terms if term in window)
+        low, high = max(0, start - size // 4), start + size * 3 // 4
+        score = sum(1 for term in terms if find(text, lowered, term, low, high) >= 0)
         if score > best:
             best, best_start = score, max(0, start - size // 4)
     end = min(len(text), best_start + size)

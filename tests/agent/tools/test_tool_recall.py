@@ -19,6 +19,7 @@ from agent_server.agent.tools.recall import (
     RecallTool,
     excerpt,
     lower,
+    occurrences,
     query_terms,
     recallable,
 )
@@ -211,6 +212,20 @@ async def test_a_result_is_found_by_what_it_was_for(ctx: ToolContext, tmp_path: 
     )
     first = found.text.split("--- entry ", 2)[1]
     assert "FAILED (failures=2)" in first and "turn 1" in first
+
+
+@pytest.mark.parametrize(("text", "term", "found"), [
+    ("it places the key", "place", 1),
+    ("self._replace(key) in place", "place", 1),  # not in "_replace"
+    ("raise ParseError(...) from error", "error", 2),  # "ParseError" is two words
+    ("core.py:813(_parseNoCache)", "nocache", 1),
+    ("core.py:813(_parseNoCache)", "parse", 1),
+    ("a prefix is not a fix", "fix", 1),
+    ("HTTPError", "error", 1),
+    ("HTTPERROR", "error", 0),  # a run of capitals is one word
+])
+def test_a_word_matches_where_a_word_starts(text: str, term: str, found: int) -> None:
+    assert occurrences(text, lower(text), term) == found
 
 
 def test_an_excerpt_of_a_long_output_keeps_its_errors_and_its_end() -> None:
