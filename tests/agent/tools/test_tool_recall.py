@@ -78,6 +78,15 @@ def ledger(tmp_path: Path) -> Ledger:
     return ledger
 
 
+def reads(ledger: Ledger, count: int, said: str, text: str) -> None:
+    """`count` reads, each answered with `said` and resulting in `text` (its `{n}` the read's
+    number): results that compete with the one a test looks for."""
+    for n in range(count):
+        read = ToolCall(f"r{n}", "read", {"path": f"file_{n}.py"})
+        ledger.append_message(answer(said, read))
+        ledger.append_message(result(read, text.format(n=n)))
+
+
 def context(ctx: ToolContext, ledger: Ledger) -> ToolContext:
     return dataclasses.replace(ctx, history=lambda: recallable(ledger.tree.branch()))
 
@@ -276,10 +285,8 @@ async def test_a_command_run_again_shows_its_other_runs(ctx: ToolContext, tmp_pa
         call = ToolCall(f"c{turn}", "bash", command)
         ledger.append_message(answer("Timing it.", call))
         ledger.append_message(result(call, output))
-    for n in range(MAX_EXCERPTS - 1):  # results that hold more of the words
-        read = ToolCall(f"r{n}", "read", {"path": f"cache_{n}.py"})
-        ledger.append_message(answer("Reading how the fix caches.", read))
-        ledger.append_message(result(read, f"# the cache statistics after the fix ({n})"))
+    reads(ledger, MAX_EXCERPTS - 1, "Reading how the fix caches.",  # more of the words
+          "# the cache statistics after the fix ({n})")
     found = await run_tool(
         RecallTool(), {"query": "the cache statistics after the fix", "in": "results"},
         context(ctx, ledger),
@@ -313,10 +320,8 @@ async def test_a_result_is_found_by_the_command_that_printed_it(
     report = ToolCall("c1", "bash", {"command": "python tools/error_report.py corpus"})
     ledger.append_message(answer("Running it.", report))
     ledger.append_message(result(report, "483 documents: 454 with a position, 9 without"))
-    for n in range(MAX_EXCERPTS):  # results that hold the words of the query but the command's
-        read = ToolCall(f"r{n}", "read", {"path": f"notes_{n}.md"})
-        ledger.append_message(answer("Reading the notes.", read))
-        ledger.append_message(result(read, f"the report's totals, per corpus ({n})"))
+    reads(ledger, MAX_EXCERPTS, "Reading the notes.",  # the query's words but the command's
+          "the report's totals, per corpus ({n})")
     found = await run_tool(
         RecallTool(), {"query": "the report's totals error_report.py", "in": "results"},
         context(ctx, ledger),
