@@ -38,6 +38,7 @@ a query means ("before the fix") is seldom in its words.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -80,7 +81,7 @@ PAGE_CHARS = 8000
 # A result cut short is searched and read whole when its saved output is at most this large,
 # and while all of those read for one search are at most SAVED_TOTAL_BYTES.
 SAVED_BYTES = 1024 * 1024
-SAVED_TOTAL_BYTES = 32 * 1024 * 1024
+SAVED_TOTAL_BYTES = 16 * 1024 * 1024
 # BM25's parameters, at the values its authors recommend; the weight of a match in the words
 # around an entry against one in its own text.
 _K1 = 1.2
@@ -144,31 +145,37 @@ class RecallTool:
     async def run(self, arguments: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         if ctx.history is None:
             raise ToolError("recall is not available here: there is no session history.")
-        history = with_whole_outputs(
-            [item for item in ctx.history() if item.text.strip()], ctx.spill_dir
-        )
-        entry = optional_str_arg(arguments, "entry")
-        if entry:
-            return _read_entry(history, entry, arguments.get("offset"))
-        query = optional_str_arg(arguments, "query") or ""
-        terms = query_terms(query)
-        if not terms:
-            raise ToolError("Give `query` (words to look for) or `entry` (an id to read).")
-        where = optional_str_arg(arguments, "in") or "all"
-        if where not in SOURCES:
-            raise ToolError(f"`in` must be one of {', '.join(SOURCES)}")
-        found = search([item for item in history if where in ("all", item.source)], terms)
-        if not found:
-            return ToolResult.of_text(
-                f"Nothing in this session's history matches {query!r}."
-            )
-        parts = [
-            f"{len(found)} of the entries that match {query!r}, best first "
-            f"(recall with `entry` to read one whole):"
-        ]
-        for item, excerpt in found:
-            parts.append(f"--- entry {item.entry_id}: {item.what}, turn {item.turn} ---\n{excerpt}")
-        return ToolResult.of_text("\n".join(parts))
+        history = [item for item in ctx.history() if item.text.strip()]
+        # Reading the saved outputs and searching them all can take a second in a long
+        # session: off the event loop, which goes on serving the editor meanwhile.
+        return await asyncio.to_thread(_answer, history, arguments, ctx.spill_dir)
+
+
+def _answer(
+    history: Sequence[Recallable], arguments: Mapping[str, Any], spill_dir: Path
+) -> ToolResult:
+    """recall's answer to `arguments` from `history` (the saved outputs in `spill_dir`)."""
+    history = with_whole_outputs(history, spill_dir)
+    entry = optional_str_arg(arguments, "entry")
+    if entry:
+        return _read_entry(history, entry, arguments.get("offset"))
+    query = optional_str_arg(arguments, "query") or ""
+    terms = query_terms(query)
+    if not terms:
+        raise ToolError("Give `query` (words to look for) or `entry` (an id to read).")
+    where = optional_str_arg(arguments, "in") or "all"
+    if where not in SOURCES:
+        raise ToolError(f"`in` must be one of {', '.join(SOURCES)}")
+    found = search([item for item in history if where in ("all", item.source)], terms)
+    if not found:
+        return ToolResult.of_text(f"Nothing in this session's history matches {query!r}.")
+    parts = [
+        f"{len(found)} of the entries that match {query!r}, best first "
+        f"(recall with `entry` to read one whole):"
+    ]
+    for item, excerpt in found:
+        parts.append(f"--- entry {item.entry_id}: {item.what}, turn {item.turn} ---\n{excerpt}")
+    return ToolResult.of_text("\n".join(parts))
 
 
 def with_whole_outputs(history: Sequence[Recallable], spill_dir: Path) -> list[Recallable]:
@@ -375,7 +382,9 @@ def _lines_with(
         start, at = at, at + len(line) + 1
         if window[0] <= start < window[1] or line.startswith(TRUNCATED.lower()):
             continue  # the stretch shown, or the note of a cut (its saved path, its words)
-        held = sum(1 for term in terms if find(text, lowered, term, start, at - 1) >= 0)
+        held = sum(  # the substring first: most lines hold none of the words
+            1 for term in terms if term in line and find(text, lowered, term, start, at - 1) >= 0
+        )
         if held:
             found.append((-held, number, text[start : start + min(len(line), LINE_CHARS)]))
     found.sort()
@@ -401,7 +410,10 @@ def _window(text: str, lowered: str, terms: Sequence[str], size: int) -> tuple[i
     best, best_start = -1, 0
     for start, _ in positions:
         low, high = max(0, start - size // 4), start + size * 3 // 4
-        score = sum(1 for term in terms if find(text, lowered, term, low, high) >= 0)
+        window = lowered[low:high]
+        score = sum(
+            1 for term in terms if term in window and find(text, lowered, term, low, high) >= 0
+        )
         if score > best:
             best, best_start = score, max(0, start - size // 4)
     end = min(len(text), best_start + size)
