@@ -298,8 +298,8 @@ def saved_output_search(transcript: Transcript, fact: Fact) -> ToolInvocation | 
     """A search for an output fact's texts in the file where the client saved the whole
     output of the fact's command, when the latest result of that command names one (the
     client cut the output it showed); None otherwise."""
-    command = fact.fetch.arguments.get("command") if fact.fetch is not None else None
-    if fact.kind != "output" or not isinstance(command, str) or not command:
+    command = fact.command
+    if not command:
         return None
     ran = {
         part.id

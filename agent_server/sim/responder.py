@@ -337,9 +337,8 @@ def _recall(context: _Context, fact_id: str, turn: int, index: int, need: int
     the call's own arguments are in the request, and must not make the fact known)."""
     fact = context.scenario.facts[fact_id]
     query = fact.about or fact.id.replace("-", " ")
-    command = fact.fetch.arguments.get("command") if fact.fetch is not None else None
-    if fact.kind == "output" and isinstance(command, str) and command:
-        query = f"{query} {command}"  # the command it would otherwise run again
+    if fact.command:  # an output: the command it would otherwise run again
+        query = f"{query} {fact.command}"
     arguments = {"query": query}
     where = _RECALL_IN.get(fact.kind)
     offered = next((t for t in context.transcript.tools if t.name == RECALL_CALL), None)

@@ -104,6 +104,12 @@ class Fact:
     fetch: ToolInvocation | None = None
     otherwise: Step | None = None
 
+    @property
+    def command(self) -> str:
+        """Of an output, the command that prints it (the one that fetches it again); else ""."""
+        command = self.fetch.arguments.get("command") if self.fetch is not None else None
+        return command if self.kind == "output" and isinstance(command, str) else ""
+
 
 @dataclass(frozen=True, slots=True)
 class Turn:

@@ -194,13 +194,17 @@ def _how_to_read(path: Path | None, first_line: int, limits: OutputLimits) -> st
     return (
         f"Full output saved to {path}; read it with the read tool "
         f'(path "{path}", offset {first_line}, limit {limits.max_lines}), or search it with '
-        "grep; after a compaction, recall searches it whole."
+        "grep; after a compaction, recall finds it again."
     )
 
 
 # How the line that says a result was cut starts (recall does not search it for words).
 TRUNCATED = "[Output truncated"
-_SAVED_AT = re.compile(r"Full output saved to (.+?); read it with the read tool")
+# The path in that line (a line of its own, first or last in the result: not the output's).
+_SAVED_AT = re.compile(
+    rf"^{re.escape(TRUNCATED)}[^\n]*?Full output saved to (.+?); read it with the read tool",
+    re.MULTILINE,
+)
 
 
 def saved_output(text: str, spill_dir: Path, max_bytes: int) -> str | None:

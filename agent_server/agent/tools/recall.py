@@ -154,11 +154,12 @@ class RecallTool:
 def _answer(
     history: Sequence[Recallable], arguments: Mapping[str, Any], spill_dir: Path
 ) -> ToolResult:
-    """recall's answer to `arguments` from `history` (the saved outputs in `spill_dir`)."""
-    history = with_whole_outputs(history, spill_dir)
+    """recall's answer to `arguments` from `history` (the saved outputs in `spill_dir`, read
+    only for the entry asked for, or the pieces a search looks in)."""
     entry = optional_str_arg(arguments, "entry")
     if entry:
-        return _read_entry(history, entry, arguments.get("offset"))
+        pieces = [item for item in history if item.entry_id == entry]
+        return _read_entry(with_whole_outputs(pieces, spill_dir), entry, arguments.get("offset"))
     query = optional_str_arg(arguments, "query") or ""
     terms = query_terms(query)
     if not terms:
@@ -166,7 +167,8 @@ def _answer(
     where = optional_str_arg(arguments, "in") or "all"
     if where not in SOURCES:
         raise ToolError(f"`in` must be one of {', '.join(SOURCES)}")
-    found = search([item for item in history if where in ("all", item.source)], terms)
+    looked_in = [item for item in history if where in ("all", item.source)]
+    found = search(with_whole_outputs(looked_in, spill_dir), terms)
     if not found:
         return ToolResult.of_text(f"Nothing in this session's history matches {query!r}.")
     parts = [

@@ -12,10 +12,12 @@ from agent_server.agent.tools.output import (
     MAX_BYTES,
     MAX_LINES,
     SALIENT_LINE_BYTES,
+    TRUNCATED,
     OutputLimits,
     SalientLines,
     StreamingOutput,
     bound_output,
+    saved_output,
     truncate_head,
     truncate_tail,
 )
@@ -229,3 +231,23 @@ def test_a_cut_output_with_its_head_stays_within_the_bound(tmp_path: Path) -> No
     body = sink.finish().text.split("\n\n", 1)[1]
     assert "\n[lines 1025-" in body
     assert 8100 < len(body.encode()) <= 8192
+
+
+def test_a_saved_output_is_read_only_from_its_own_notice_in_the_spill_directory(
+    tmp_path: Path,
+) -> None:
+    """The path recall reads a cut output's whole from is the one on the notice's own line,
+    in the session's spill directory: not a path an output's text mentions, nor one elsewhere."""
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    saved = spill / "bash-1.txt"
+    saved.write_text("the whole\n")
+    notice = f"{TRUNCATED}: 9 lines. Full output saved to {saved}; read it with the read tool]"
+    assert saved_output(f"{notice}\n\nthe tail", spill, 100) == "the whole\n"
+    assert saved_output(f"the head\n\n{notice}", spill, 100) == "the whole\n"
+    assert saved_output(f"the head\n\n{notice}", spill, 5) is None  # too large
+    mentioned = f"log: Full output saved to {saved}; read it with the read tool"
+    assert saved_output(f"{mentioned}\nthe tail", spill, 100) is None
+    outside = tmp_path / "bash-2.txt"
+    outside.write_text("elsewhere")
+    assert saved_output(notice.replace(str(saved), str(outside)), spill, 100) is None
