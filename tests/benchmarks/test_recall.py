@@ -16,7 +16,7 @@ from agent_server.sim.records import RequestRecord, TokenCounts
 from agent_server.sim.responder import plan_reply
 from benchmarks import peers, recall
 from benchmarks.real_code import RECIPES, RealWorkload, workloads
-from benchmarks.real_code.rehearse import rehearse
+from benchmarks.real_code.rehearse import _Outputs, rehearse
 from benchmarks.real_code.script import Script, ScriptError, call
 
 MODEL = next(m for m in BUILTIN_MODELS if m.id == "sim-small")
@@ -143,6 +143,24 @@ def test_an_output_needed_after_the_code_changed_is_found_unrederivable(tmp_path
     assert rehearsal.unrederivable == ["turn 1 step 1: count"]
     assert len(rehearsal.problems) == 1
     assert rehearsal.problems[0].startswith("turn 2 step 0: never:")
+
+
+def test_a_command_is_run_again_only_on_content_it_has_not_run_on(tmp_path: Path) -> None:
+    """The rehearsal reuses what a command printed on the same workspace content (its facts
+    are texts that do not change between runs): an edit reverted runs nothing again."""
+    workspace, runs = tmp_path / "workspace", tmp_path / "runs"
+    workspace.mkdir()
+    (workspace / "a.txt").write_text("one")
+    outputs = _Outputs()
+    command = f"echo run >> {runs}; cat a.txt"
+    assert [outputs.again(command, workspace) for _ in range(2)] == ["one", "one"]
+    (workspace / "a.txt").write_text("two")
+    assert outputs.again(command, workspace) == "two"
+    (workspace / "a.txt").write_text("one")
+    (workspace / "__pycache__").mkdir()  # a cache a command writes is not the content
+    (workspace / "__pycache__" / "a.pyc").write_bytes(b"x")
+    assert outputs.again(command, workspace) == "one"
+    assert runs.read_text().split() == ["run", "run"]
 
 
 async def test_restore_files_reaches_the_summary_a_compaction_writes(tmp_path: Path) -> None:

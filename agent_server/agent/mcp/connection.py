@@ -114,11 +114,15 @@ class McpConnection:
         await self._settled.wait()
 
     async def stop(self) -> None:
-        """Stop the server (its process tree is ended by the SDK); idempotent."""
+        """Stop the server (its process tree is ended by the SDK); idempotent. A server
+        still starting is cancelled at once: there is no session to end gracefully, and
+        waiting for its answer held an editor's exit 10 s longer."""
         self._stopping = True
         self._wake.set()
         task = self._task
         if task is not None and not task.done():
+            if self.state == "starting":
+                task.cancel()
             with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(asyncio.shield(task), timeout=10)
             if not task.done():
