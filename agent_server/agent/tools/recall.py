@@ -13,7 +13,9 @@ inverse document frequency), then by BM25 (Robertson and Zaragoza, "The Probabil
 Relevance Framework: BM25 and Beyond", 2009), then the newer first. A word is cut to its stem
 ("quickest" finds "quick", "renders" finds "rendered") and matches where a word starts,
 identifiers' parts included ("place" finds "places", not "replace"; "error" finds the "Error"
-of "ParseError", "cache" the "Cache" of "_parseNoCache"). An answer also holds the words of
+of "ParseError", "cache" the "Cache" of "_parseNoCache"); a word of two letters matches
+only a whole word ("no" of `-p no:cacheprovider` is not the start of every `-> None`). An
+answer also holds the words of
 its turn's prompt, and a call or a result those and the answer that made the call (a result
 its call too: the command, the path), at half weight in BM25: an output seldom says what it
 was for, nor what printed it. The text of an answer that searched
@@ -97,6 +99,8 @@ _STOPWORDS = frozenset((
     "this", "to", "was", "we", "were", "what", "when", "where", "which", "who", "why", "with",
     "you", "your", "about",
 ))
+# A query's word this short matches only a whole word: "no" is not the start of "None".
+_WHOLE_WORD = 2
 _WORD = re.compile(r"[\w.\-/]+", re.UNICODE)
 
 SPEC = ToolSpec(
@@ -236,9 +240,19 @@ def find(text: str, lowered: str, term: str, start: int = 0, end: int | None = N
     where it was) between `start` and `end`; -1 where it does not."""
     end = len(text) if end is None else end
     at = lowered.find(term, start, end)
-    while at >= 0 and not at_word_start(text, at):
+    while at >= 0 and not matches_at(text, at, term):
         at = lowered.find(term, at + 1, end)
     return at
+
+
+def matches_at(text: str, at: int, term: str) -> bool:
+    """Whether `term`, found in `text` at `at`, is where a word starts, and, for a term of at
+    most _WHOLE_WORD characters, where it also ends."""
+    if not at_word_start(text, at):
+        return False
+    after = at + len(term)
+    return (len(term) > _WHOLE_WORD or after >= len(text) or not text[after].isalnum()
+            or at_word_start(text, after))
 
 
 def occurrences(text: str, lowered: str, term: str) -> int:
@@ -407,7 +421,7 @@ def _window(text: str, lowered: str, terms: Sequence[str], size: int) -> tuple[i
         (match.start(), term)
         for term in terms
         for match in re.finditer(re.escape(term), lowered)
-        if at_word_start(text, match.start())
+        if matches_at(text, match.start(), term)
     )
     best, best_start = -1, 0
     for start, _ in positions:

@@ -232,6 +232,10 @@ async def test_a_result_is_found_by_what_it_was_for(ctx: ToolContext, tmp_path: 
     ("a prefix is not a fix", "fix", 1),
     ("HTTPError", "error", 1),
     ("HTTPERROR", "error", 0),  # a run of capitals is one word
+    ("def test_it() -> None:", "no", 0),  # two letters: a whole word only
+    ("pytest -p no:cacheprovider", "no", 1),
+    ("noSuchKey or no_such_key", "no", 2),
+    ("tests/test_x.py and pytest", "py", 1),
 ])
 def test_a_word_matches_where_a_word_starts(text: str, term: str, found: int) -> None:
     assert occurrences(text, lower(text), term) == found
