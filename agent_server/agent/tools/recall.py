@@ -15,10 +15,9 @@ Relevance Framework: BM25 and Beyond", 2009), then the newer first. A word is cu
 identifiers' parts included ("place" finds "places", not "replace"; "error" finds the "Error"
 of "ParseError", "cache" the "Cache" of "_parseNoCache"); a word of two letters matches
 only a whole word ("no" of `-p no:cacheprovider` is not the start of every `-> None`). An
-answer also holds the words of
-its turn's prompt, and a call or a result those and the answer that made the call (a result
-its call too: the command, the path), at half weight in BM25: an output seldom says what it
-was for, nor what printed it. The text of an answer that searched
+answer also holds the words of its turn's prompt, and a call or a result those and the answer
+that made the call (a result its call too: the command, the path), at half weight in BM25: an
+output seldom says what it was for, nor what printed it. The text of an answer that searched
 with recall is not searched ("let me look up the decision" is not the decision).
 
 A result cut short is searched, shown and read whole, from the file its whole output was
