@@ -4,6 +4,7 @@ the product's compaction as a compactor of compaction-conformance-kit."""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from agent_server.sim.records import RequestRecord, TokenCounts
 from agent_server.sim.responder import plan_reply
 from benchmarks import peers, recall
 from benchmarks.real_code import RECIPES, RealWorkload, workloads
-from benchmarks.real_code.rehearse import _Outputs, rehearse
+from benchmarks.real_code.rehearse import Outputs, rehearse
 from benchmarks.real_code.script import Script, ScriptError, call
 
 MODEL = next(m for m in BUILTIN_MODELS if m.id == "sim-small")
@@ -151,8 +152,8 @@ def test_a_command_is_run_again_only_on_content_it_has_not_run_on(tmp_path: Path
     workspace, runs = tmp_path / "workspace", tmp_path / "runs"
     workspace.mkdir()
     (workspace / "a.txt").write_text("one")
-    outputs = _Outputs()
-    command = f"echo run >> {runs}; cat a.txt"
+    outputs = Outputs()
+    command = f"echo run >> {shlex.quote(str(runs))}; cat a.txt"
     assert [outputs.again(command, workspace) for _ in range(2)] == ["one", "one"]
     (workspace / "a.txt").write_text("two")
     assert outputs.again(command, workspace) == "two"
