@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 MCP_SERVERS_DIR := tests/mcp_servers
 MCP_SERVERS_STAMP := $(MCP_SERVERS_DIR)/node_modules/.installed
 
-.PHONY: dist demo test test-python test-acp-node lint typecheck protocol bench bench-quick bench-peers bench-recall bench-conformance bench-scale system-deps mcp-test-servers soak soak-test clean
+.PHONY: dist demo test ci test-python test-acp-node lint typecheck protocol bench bench-quick bench-peers bench-recall bench-conformance bench-scale system-deps mcp-test-servers soak soak-test clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,12 @@ demo: $(STAMP)
 # Everything: lint, types, the Python suite, the ACP agent under the official TypeScript
 # client, and the VS Code extension's tests.
 test: lint typecheck test-python test-acp-node test-extension
+
+# What `.ci/run` runs once the machine has its packages: `make test`, the extension in a real
+# VS Code and the quick benchmark, two at a time (`make -j2 ci`): the Python suite, the
+# longest, from the start in one slot, everything else one after another in the other, where
+# its workers leave a core a third of the time (the e2e mostly waits on VS Code).
+ci: test-python lint typecheck test-acp-node test-extension e2e-vscode bench-quick
 
 lint: $(STAMP)
 	$(BIN)/ruff check agent_server tests benchmarks

@@ -20,12 +20,13 @@ extension-chromium:
 extension-package: $(EXT_NPM_STAMP)
 	cd $(EXT_DIR) && npm run package
 
-test-extension: $(STAMP) $(EXT_NPM_STAMP) extension-chromium
+# The package first, a prerequisite both this and the e2e name: one `make` builds it once, and
+# never beside itself.
+test-extension: $(STAMP) $(EXT_NPM_STAMP) extension-chromium extension-package
 	cd $(EXT_DIR) && npm run typecheck
 	cd $(EXT_DIR) && npm run test:unit
 	cd $(EXT_DIR) && CHROMIUM_PATH=$(CHROMIUM) npm run test:webview
 	cd $(EXT_DIR) && npm run test:protocol
-	cd $(EXT_DIR) && npm run package
 
 test-extension-protocol: $(STAMP) $(EXT_NPM_STAMP)
 	cd $(EXT_DIR) && npm run test:protocol

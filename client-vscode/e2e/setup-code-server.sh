@@ -10,6 +10,10 @@ CACHE="${VSCODE_E2E_CACHE:-$HOME/.cache/vscode-e2e}"
 CS_VERSION="${CODE_SERVER_VERSION:-4.139.1}"
 mkdir -p "$CACHE"
 log="$CACHE/setup.log"
+# One install at a time: a second run (CI starts one early, the e2e its own) waits for the first
+# and finds it done.
+exec 9>"$CACHE/setup.lock"
+flock 9
 {
   need=()
   for p in libkrb5-dev libx11-dev libxkbfile-dev libsecret-1-dev chromium; do
