@@ -277,12 +277,15 @@ describe('SessionController', () => {
     // Sent again once the key is there: the new session keeps the prompt that started it.
     server.onRequest('agent/session/new', () => ({ sessionId: 's9', usage: usage('s9') }));
     server.onRequest('agent/session/list', () => ({ sessions: [] }));
-    let finish: (value: unknown) => void = () => undefined;
+    let finish: ((value: unknown) => void) | undefined;
     server.onRequest('agent/turn', () => new Promise((resolve) => (finish = resolve)));
     const sending = controller.send('explain the build');
     await waitFor(() => controller.state.sessionId === 's9');
     expect(controller.state.items.filter((i) => i.kind === 'user')).toHaveLength(1);
-    finish({ turnId: 't', stopReason: 'end_turn', usage: usage('s9') });
+    // The turn is finished once the server has it: the session's id comes first, and on a
+    // busy machine the turn's request can still be on its way.
+    await waitFor(() => finish !== undefined);
+    finish?.({ turnId: 't', stopReason: 'end_turn', usage: usage('s9') });
     await sending;
   });
 
