@@ -195,10 +195,16 @@ def _median_ms(run: Callable[[], object], times: int) -> float:
     return statistics.median(taken)
 
 
+@functools.cache
+def _spill() -> tempfile.TemporaryDirectory[str]:
+    """One spill directory for the run's tool contexts, removed when the process ends."""
+    return tempfile.TemporaryDirectory(prefix="scale-spill-")
+
+
 def _context(root: Path, **options: Any) -> Any:
     from agent_server.agent.tools import ToolContext
 
-    return ToolContext(root, Path(tempfile.mkdtemp(prefix="scale-spill-")), **options)
+    return ToolContext(root, Path(_spill().name), **options)
 
 
 def _tool(tool: Any, arguments: dict[str, Any], ctx: Any) -> Any:

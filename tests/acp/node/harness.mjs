@@ -122,8 +122,10 @@ export const SCENARIO = [
 ];
 
 /**
- * A temporary home: the sample workspace, the sessions folder, an empty config folder; removed
- * when the test process exits.
+ * A temporary home: the sample workspace, the sessions folder, a config folder; removed when
+ * the test process exits. Its one setting: a busy test machine may take more than the default's
+ * seconds to start a fixture MCP server, and the first request waits for it (as the Python
+ * suite's agents do, tests/acp/conftest.py).
  */
 export function makeHome() {
   const root = mkdtempSync(join(tmpdir(), "agent-server-acp-"));
@@ -135,7 +137,11 @@ export function makeHome() {
       "w(__import__('pathlib').Path(sys.argv[1]))",
     workspace,
   ]);
-  mkdirSync(join(root, "config"));
+  mkdirSync(join(root, "config", "agent-server"), { recursive: true });
+  writeFileSync(
+    join(root, "config", "agent-server", "config.json"),
+    JSON.stringify({ mcp: { firstRequestWait: 120 } }),
+  );
   return { root, workspace, sessions: join(root, "sessions"), config: join(root, "config") };
 }
 
