@@ -14,7 +14,10 @@ Relevance Framework: BM25 and Beyond", 2009), then the newer first. A word is cu
 ("quickest" finds "quick", "renders" finds "rendered") and matches where a word starts,
 identifiers' parts included ("place" finds "places", not "replace"; "error" finds the "Error"
 of "ParseError", "cache" the "Cache" of "_parseNoCache"); a word of two letters matches
-only a whole word ("no" of `-p no:cacheprovider` is not the start of every `-> None`). An
+only a whole word ("no" of `-p no:cacheprovider` is not the start of every `-> None`). A
+word naming a decision ("decision", "decided") also matches the words one is stated with
+("propose", "chose", "choice"): the tool offers decisions to look for, and they are seldom
+called that. An
 answer also holds the words of its turn's prompt, and a call or a result those and the answer
 that made the call (a result its call too: the command, the path), at half weight in BM25: an
 output seldom says what it was for, nor what printed it. The text of an answer that searched
@@ -100,6 +103,11 @@ _STOPWORDS = frozenset((
 ))
 # A query's word this short matches only a whole word: "no" is not the start of "None".
 _WHOLE_WORD = 2
+# A query's word that names a decision (the tool's description offers "a decision" to look
+# for) also matches the words a decision is stated with: one is seldom called one ("I
+# propose", "we chose", "decided"). Stems, each matching where a word starts.
+_DECISION = ("decision", "decid")
+_DECISION_SAID_WITH = ("decision", "decid", "propos", "chose", "choos", "choice")
 _WORD = re.compile(r"[\w.\-/]+", re.UNICODE)
 
 SPEC = ToolSpec(
@@ -262,6 +270,12 @@ def occurrences(text: str, lowered: str, term: str) -> int:
     return found
 
 
+def said_with(term: str) -> tuple[str, ...]:
+    """The words `term` matches: itself, or, for a word naming a decision, the words one is
+    stated with."""
+    return _DECISION_SAID_WITH if term.startswith(_DECISION) else (term,)
+
+
 def _stem(word: str) -> str:
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= _MIN_STEM:
@@ -274,12 +288,13 @@ def search(
 ) -> list[tuple[Recallable, str]]:
     """The best entries for `terms` with their excerpts (module docstring: the ranking)."""
     lowered = [lower(item.text) for item in history]
+    said = [said_with(term) for term in terms]
     counts = [
-        [occurrences(item.text, text, term) for term in terms]
+        [sum(occurrences(item.text, text, word) for word in words) for words in said]
         for item, text in zip(history, lowered, strict=True)
     ]
     near = [
-        [find(item.context, around, term) >= 0 for term in terms]
+        [any(find(item.context, around, word) >= 0 for word in words) for words in said]
         for item in history
         for around in (lower(item.context),)
     ]
@@ -304,6 +319,7 @@ def search(
     scored.sort(key=lambda found: found[0], reverse=True)
     best = scored[:MAX_EXCERPTS]
     shown = {item.entry_id for _, item, _ in best}
+    terms = [word for words in said for word in words]
     return [
         (item, excerpt(item.text, text, terms,
                        FIRST_EXCERPT_CHARS if rank == 0 else EXCERPT_CHARS,

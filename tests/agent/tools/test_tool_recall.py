@@ -241,6 +241,25 @@ def test_a_word_matches_where_a_word_starts(text: str, term: str, found: int) ->
     assert occurrences(text, lower(text), term) == found
 
 
+async def test_a_decision_is_found_by_the_words_it_was_stated_with(
+    ctx: ToolContext, tmp_path: Path
+) -> None:
+    """A decision is seldom called one: asked for "the decision about the cache", recall
+    shows first the answer to "what do you propose" and the one that says what was chosen,
+    before answers that say "cache" more often but decide nothing."""
+    ledger = Ledger.create(tmp_path / "d.jsonl", session_id="d", workspace=str(tmp_path))
+    ledger.append_message(prompt("The cache misses too often. What do you propose?"))
+    ledger.append_message(answer("A bounded LRU keyed by the file's path and its mtime."))
+    ledger.append_message(prompt("Look at how the cache is filled."))
+    reads(ledger, 3, "How the cache is filled: the cache, its cache keys.", "cache = {{}}  # {n}")
+    ledger.append_message(prompt("Anything else to keep?"))
+    ledger.append_message(answer("We chose to keep the old cache file's format."))
+    found = await run_tool(RecallTool(), {"query": "the decision about the cache",
+                                          "in": "answers"}, context(ctx, ledger))
+    first_two = "".join(found.text.split("--- entry ")[1:3])
+    assert "A bounded LRU" in first_two and "We chose" in first_two
+
+
 def test_an_excerpt_of_a_long_output_keeps_its_errors_and_its_end() -> None:
     """Of a long result: the stretch with the query's words, then the lines of the rest
     that report an error or a failure, then the end, where a run's verdict is."""
