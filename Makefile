@@ -27,8 +27,8 @@ test: lint typecheck test-python test-acp-node test-extension
 # real VS Code, two at a time (`make -j2 ci`): the Python suite, the longest, from the start in
 # one slot, everything else one after another in the other, where its workers leave a core a
 # third of the time (the e2e mostly waits on VS Code). Not the quick benchmark: its figures,
-# taken beside the suite, would say nothing (the cold start read 0.71 s there, 0.5 s alone),
-# and the suite runs each benchmark small (tests/benchmarks/).
+# taken beside the suite, say little (the server's cold start read 0.71 s there, 0.51 s beside
+# the e2e alone), and the suite runs each benchmark small (tests/benchmarks/).
 ci: test-python lint typecheck test-acp-node test-extension e2e-vscode
 
 lint: $(STAMP)
