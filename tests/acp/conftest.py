@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from agent_server.sim.scenario import default_scenario
 from agent_server.sim.server import SimServer
 from agent_server.sim.simulator import Simulator
 from agent_server.sim.workspace import write_sample_workspace
+from tests import forked_agent
 
 # The built-in scenario's prompts (sim/scenarios/default.yaml), in its order.
 PROMPTS = default_scenario().prompts
@@ -198,11 +198,7 @@ async def start_acp(
     with (tmp_path / "acp-stderr.log").open("ab") as stderr:
         async with spawn_agent_process(
             client,
-            sys.executable,
-            "-m",
-            "agent_server",
-            "acp",
-            *args,
+            *forked_agent.command("acp", *args),
             env=env,
             transport_kwargs={"stderr": stderr.fileno(), "shutdown_timeout": SHUTDOWN_WAIT},
         ) as (conn, process):

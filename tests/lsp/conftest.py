@@ -9,7 +9,6 @@ notification is checked against the protocol's description (tests/lsp/conformanc
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from agent_server.lsp.server import agent_converter
 from agent_server.sim.server import SimServer
 from agent_server.sim.simulator import Simulator
 from agent_server.sim.workspace import write_sample_workspace
+from tests import forked_agent
 from tests.lsp.conformance import check_result, mismatches
 
 _DESCRIBED = {m.name for m in protocol.CLIENT_REQUESTS}
@@ -146,7 +146,7 @@ async def start_agent_client(
 ) -> AsyncIterator[AgentClient]:
     state: dict[str, AgentClient] = {}
     config = ClientServerConfig(
-        server_command=[sys.executable, "-m", "agent_server", "serve", "--trust-editor-settings"],
+        server_command=forked_agent.command("serve", "--trust-editor-settings"),
         client_factory=lambda: make_client(state),
         server_env=env,
     )

@@ -17,6 +17,7 @@ from agent_server.agent.mcp.approval import held_reason
 from agent_server.lsp.session_use import MAX_OPEN_SESSIONS
 from agent_server.sim.server import SimServer
 from agent_server.sim.simulator import Simulator
+from tests import forked_agent
 from tests.agent.mcp_tools.test_mcp_approval import write_mcp
 from tests.lsp.conftest import AgentClient, sim_settings, start_agent_client
 from tests.lsp.test_permission_answers import WRITER
@@ -30,7 +31,7 @@ pytestmark = pytest.mark.skipif(
 
 def open_ledgers(agent: AgentClient) -> set[str]:
     """The sessions whose ledger the server process has open (by its /proc fd table)."""
-    fd_dir = Path(f"/proc/{agent.client._server.pid}/fd")
+    fd_dir = Path(f"/proc/{forked_agent.agent_pid(agent.client._server.pid)}/fd")
     ids: set[str] = set()
     for fd in os.listdir(fd_dir):
         with contextlib.suppress(OSError):  # closed while listed
