@@ -43,10 +43,11 @@ typecheck: $(STAMP)
 protocol: $(STAMP)
 	$(BIN)/python -m agent_server.lsp.typescript
 
-# One worker more than the cores: a worker waits on the processes its tests drive (the server
-# over stdio, the simulator, commands) a third of the time. On two cores, 3 workers take 507 s
-# where 2 took 660 s.
-TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
+# Two workers more than the cores: a worker waits on the processes its tests drive (the server
+# over stdio, the simulator, commands) much of the time, the more since the agents it drives
+# are forked rather than started (tests/forked_agent.py). On two cores, one after the other:
+# 3 workers 519 s (1.5 cores busy), 4 workers 465 s.
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 2 )))
 
 test-python: $(STAMP) system-deps $(MCP_SERVERS_STAMP)
 	$(BIN)/pytest -q -n $(TEST_WORKERS)

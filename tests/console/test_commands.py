@@ -14,6 +14,7 @@ from agent_server.sim.scenario import default_scenario, parse_scenario
 from agent_server.sim.server import SimServer
 from agent_server.sim.simulator import Simulator
 from agent_server.sim.workspace import write_sample_workspace
+from tests import forked_agent
 
 # A command whose output would retitle the terminal, clear it and reverse what follows.
 BANNER = r"printf '\033]0;pwned\007\033[2J\342\200\256done\n'"
@@ -36,9 +37,10 @@ HOSTILE_OUTPUT = {
 def agent_server(
     *args: str, cwd: Path, env: dict[str, str] | None = None, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """`stdin`: text piped in (else /dev/null: a one-shot chat reads a piped stdin)."""
+    """`stdin`: text piped in (else /dev/null: a one-shot chat reads a piped stdin). The
+    agent is forked from one that has imported it (tests/forked_agent.py)."""
     return subprocess.run(
-        [sys.executable, "-m", "agent_server", *args],
+        forked_agent.command(*args),
         cwd=cwd,
         capture_output=True,
         text=True,
