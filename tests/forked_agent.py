@@ -128,7 +128,8 @@ def _serve(path: str) -> None:
                 os.close(key.fd)
                 if conn.fileno() in selector.get_map():
                     selector.unregister(conn)
-                    conn.sendall(b"%d\n" % status)
+                    with contextlib.suppress(OSError):  # the launcher is going too
+                        conn.sendall(b"%d\n" % status)
                 conn.close()
             else:  # the launcher was killed before its agent ended: the agent ends too
                 selector.unregister(key.fileobj)
@@ -159,9 +160,13 @@ def _accept(listener: socket.socket, selector: selectors.BaseSelector) -> None:
     record.with_suffix(".new").write_text(str(pid))
     record.with_suffix(".new").rename(record)
     os.close(release)
-    conn.sendall(b"%d\n" % pid)
     selector.register(os.pidfd_open(pid), selectors.EVENT_READ, ("exited", pid, conn, record))
-    selector.register(conn, selectors.EVENT_READ, ("launcher gone", pid))
+    try:
+        conn.sendall(b"%d\n" % pid)
+    except OSError:  # the launcher was killed already
+        os.kill(pid, signal.SIGKILL)
+    else:
+        selector.register(conn, selectors.EVENT_READ, ("launcher gone", pid))
 
 
 def _receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
@@ -249,9 +254,10 @@ def _launch(path: str, args: list[str]) -> None:
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)
     reader = conn.makefile("rb")
-    pid = int(reader.readline())
-    for number in _FORWARDED:
-        signal.signal(number, lambda number, _frame: os.kill(pid, number))
+    agent = reader.readline()
+    if agent:
+        for number in _FORWARDED:
+            signal.signal(number, lambda number, _frame: _forward(int(agent), number))
     line = reader.readline()
     if not line:
         sys.exit("forked_agent: the zygote went away before the agent ended")
@@ -260,6 +266,11 @@ def _launch(path: str, args: list[str]) -> None:
         signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
         os.kill(os.getpid(), os.WTERMSIG(status))
     raise SystemExit(os.waitstatus_to_exitcode(status))
+
+
+def _forward(pid: int, number: int) -> None:
+    with contextlib.suppress(ProcessLookupError):  # it has ended; its status is on its way
+        os.kill(pid, number)
 
 
 if __name__ == "__main__":

@@ -120,9 +120,11 @@ describe('AgentClient over a vscode-jsonrpc MessageConnection', () => {
 
   it('cancels a turn with $/cancelRequest through CancellationSource', async () => {
     const { client, server } = setup();
+    let received = false;
     let cancelled = false;
     server.onRequest('agent/turn', (_params: unknown, token: CancellationToken) =>
       new Promise((resolve) => {
+        received = true;
         token.onCancellationRequested(() => {
           cancelled = true;
           resolve({ turnId: 't', stopReason: 'cancelled', usage });
@@ -131,7 +133,10 @@ describe('AgentClient over a vscode-jsonrpc MessageConnection', () => {
     );
     const source = new CancellationSource();
     const turn = client.request('turn', { sessionId: 's1', prompt: 'long' }, source.token);
-    setTimeout(() => source.cancel(), 10);
+    // Cancelled once the server has the turn: a token cancelled before the request goes out
+    // sends nothing at all (what a busy machine made of a fixed 10 ms).
+    await waitFor(() => received);
+    source.cancel();
     await turn.catch(() => undefined);
     await waitFor(() => cancelled);
     expect(cancelled).toBe(true);
