@@ -204,6 +204,7 @@ def _become(
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
+    tempfile.tempdir = None  # found again from the agent's TMPDIR (an import asked the zygote's)
     sys.path[0] = request["cwd"]
     sys.argv = ["agent_server", *request["args"]]
     try:
