@@ -45,7 +45,7 @@ protocol: $(STAMP)
 
 # Two workers more than the cores: a worker waits on the processes its tests drive (the server
 # over stdio, the simulator, commands) much of the time, the more since the agents it drives
-# are forked rather than started (tests/forked_agent.py). On two cores, one after the other:
+# are forked rather than started (tests/forked_agent.py). On two cores, measured in turn:
 # 3 workers 519 s (1.5 cores busy), 4 workers 465 s.
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 2 )))
 

@@ -37,7 +37,7 @@ from typing import Any
 
 _HEADER = struct.Struct("!I")
 _FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-# Imported by the zygote before it forks: everything an agent of any kind imports.
+# Imported by the zygote before it forks: the agent's modules of every kind, and the SDKs.
 _PRELOAD = (
     "agent_server.cli",
     "agent_server.lsp.server",

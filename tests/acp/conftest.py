@@ -1,10 +1,10 @@
 """Drive `agent-server acp` over real stdio with the ACP Python SDK's own client.
 
-`start_acp` spawns `python -m agent_server acp` against a simulator on loopback (the pytest
-`sim` fixture, so a test can inject faults), initializes it, and yields the SDK's
-ClientSideConnection with a `RecordingClient`: every session/update, every permission
-question (answered by `answer`), and the editor's buffers for fs/read_text_file and
-fs/write_text_file.
+`start_acp` spawns `agent_server acp` (forked: tests/forked_agent.py) against a simulator on
+loopback (the pytest `sim` fixture, so a test can inject faults), initializes it, and yields
+the SDK's ClientSideConnection with a `RecordingClient`: every session/update, every
+permission question (answered by `answer`), and the editor's buffers for fs/read_text_file
+and fs/write_text_file.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """Drive the real server over stdio with pytest-lsp's client.
 
-`start_agent_client` starts `python -m agent_server serve` as a subprocess, initializes it with
-the given settings and workspace folders, and records every agent/* notification. The client
-uses the server's own converter so that custom params stay plain JSON. Every result and
-notification is checked against the protocol's description (tests/lsp/conformance.py).
+`start_agent_client` starts `agent_server serve` as a subprocess (forked from one that has
+imported it: tests/forked_agent.py), initializes it with the given settings and workspace
+folders, and records every agent/* notification. The client uses the server's own converter
+so that custom params stay plain JSON. Every result and notification is checked against the
+protocol's description (tests/lsp/conformance.py).
 """
 
 from __future__ import annotations
