@@ -54,10 +54,11 @@ HEAD_SHARE = 4
 SALIENT_SHARE = 5
 SALIENT_LINE_BYTES = 300
 # A line that reports an error or a failure, in the words compilers, test runners and logs
-# use; not one that reports a test passing (pytest's "PASSED", cargo's and go's "ok").
+# use; not one that reports a test passing (pytest's "PASSED", cargo's and go's "ok"), nor a
+# word that names a file (a profile's `traceback.py:217(extract_stack)`, `errors.go`).
 _SALIENT = re.compile(
     r"^[^\n]*?(?:\b(?:errors?|fail(?:ed|ures?|ing)?|fatal|panic(?:ked)?|exception|traceback"
-    r"|assert(?:ion)?(?:error)?)\b|^E {2,}\S)[^\n]*$",
+    r"|assert(?:ion)?(?:error)?)\b(?!\.\w)|^E {2,}\S)[^\n]*$",
     re.IGNORECASE | re.MULTILINE,
 )
 _NOT_SALIENT = re.compile(r"\bPASSED\b|\bok$|\bXFAIL\b|\b0 (?:errors?|failed|failures)\b")
@@ -310,6 +311,11 @@ LIVE_CUT_NOTICE = (
     "\n[Live output stops here: the output passed {limit}. The end of it will be shown when "
     "the command finishes, and all of it is saved to a file.]\n"
 )
+
+
+def reports_failure(line: str) -> bool:
+    """Whether `line` reports an error or a failure, as the lines a cut keeps do."""
+    return _SALIENT.search(line) is not None and _NOT_SALIENT.search(line) is None
 
 
 class SalientLines:

@@ -162,8 +162,9 @@ def test_the_cut_part_of_a_tail_keeps_its_failures_whatever_the_chunks(
 
 def test_what_is_flagged_in_a_cut_part() -> None:
     """Errors and failures in the words tools use, each once, the first ones up to the
-    bound; a pass is not one, nor a line that only names a test about errors."""
-    flagged = SalientLines(200)
+    bound; a pass is not one, nor a line that only names a test about errors, nor a file
+    named like one (a profile's row)."""
+    flagged = SalientLines(300)
     flagged.feed(
         "tests/test_errors_module.py::test_a PASSED\n"
         "test result: ok\n"
@@ -173,6 +174,8 @@ def test_what_is_flagged_in_a_cut_part() -> None:
         "thread 'main' panicked at src/main.rs:2:5\n"
         "Traceback (most recent call last):\n"
         "FAILED (failures=2)\n"
+        "       13    0.000    0.000    0.001    0.000 traceback.py:217(extract_stack)\n"
+        "pkg/errors.go:12: cannot use x: error.\n"
     )
     flagged.finish()
     assert flagged.found == [
@@ -181,6 +184,7 @@ def test_what_is_flagged_in_a_cut_part() -> None:
         (6, "thread 'main' panicked at src/main.rs:2:5"),
         (7, "Traceback (most recent call last):"),
         (8, "FAILED (failures=2)"),
+        (10, "pkg/errors.go:12: cannot use x: error."),
     ]
     full = SalientLines(45)  # "1: error one" and its newline are 13 bytes
     full.feed("error one\nerror two\nerror three\nerror four\nerror five\n")
