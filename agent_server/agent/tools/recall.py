@@ -28,12 +28,16 @@ saved in (the session's spill directory; at most SAVED_BYTES): what the cut left
 reach with one search, under the line numbers of the whole.
 
 Excerpts: at most MAX_EXCERPTS, the best at most FIRST_EXCERPT_CHARS and the others
-EXCERPT_CHARS. Each is the stretch of its entry with the most of the words, cut at line ends.
-Of a long tool result, a third of that (at least half of EXCERPT_CHARS) under the lines it is
+EXCERPT_CHARS; the room a short best entry leaves goes to the next (a long output ranked
+second after a one-line result is not cut to the others' size). Each is the stretch of its
+entry with the most of the words, and of as many, where its rarer words gather (a test run's
+failures, not the first line that says both "test" and "failure"), cut at line ends. Of a
+long tool result, a third of that (at least half of EXCERPT_CHARS) under the lines it is
 ("[lines 180-201]"), then, each after its line number, the other lines holding the most of
-the words (as grep would show them; not the note a cut output opens with) and the lines
-that report an error or a failure, then its end (where a run's verdict is), under its lines
-too: as a reader of an output looks, and
+the words (of as many, those reporting an error or a failure first; as grep would show
+them; not the note a cut output opens with) and the lines that report an error or a
+failure, then its end (where a run's verdict is), under its lines too, the stretch running
+on to the end when only a line or two lie between: as a reader of an output looks, and
 so that reading the entry from a line (`entry` and `offset`, a page of whole lines) goes on
 from what an excerpt showed. Under a command's result, the same command's other runs that are
 not shown themselves, newest first, each as the lines holding the most of the words: which run
@@ -58,7 +62,12 @@ from agent_server.agent.tools.base import (
     display_arg,
     optional_str_arg,
 )
-from agent_server.agent.tools.output import TRUNCATED, SalientLines, saved_output
+from agent_server.agent.tools.output import (
+    TRUNCATED,
+    SalientLines,
+    reports_failure,
+    saved_output,
+)
 from agent_server.context.projection import is_prompt
 from agent_server.errors import ToolError
 from agent_server.llm.messages import (
@@ -109,6 +118,9 @@ _WHOLE_WORD = 2
 _DECISION = ("decision", "decid")
 _DECISION_SAID_WITH = ("decision", "decid", "propos", "chose", "choos", "choice")
 _WORD = re.compile(r"[\w.\-/]+", re.UNICODE)
+# A ranked entry: (the words it holds, weighted; its BM25; its order in the history), the
+# entry, its text in lower case.
+_Scored = tuple[tuple[float, float, int], Recallable, str]
 
 SPEC = ToolSpec(
     name="recall",
@@ -306,7 +318,7 @@ def search(
         )
     ]
     mean_length = sum(len(text) for text in lowered) / max(total, 1) or 1.0
-    scored = []
+    scored: list[_Scored] = []
     for order, item in enumerate(history):
         norm = _K1 * (1 - _B + _B * len(lowered[order]) / mean_length)
         matched = bm25 = 0.0
@@ -320,13 +332,14 @@ def search(
     best = scored[:MAX_EXCERPTS]
     shown = {item.entry_id for _, item, _ in best}
     terms = [word for words in said for word in words]
-    return [
-        (item, excerpt(item.text, text, terms,
-                       FIRST_EXCERPT_CHARS if rank == 0 else EXCERPT_CHARS,
-                       output=item.source == "results")
-         + _other_runs(item, history, lowered, terms, shown))
-        for rank, (_, item, text) in enumerate(best)
-    ]
+    found: list[tuple[Recallable, str]] = []
+    more = FIRST_EXCERPT_CHARS - EXCERPT_CHARS  # the best's more room, unless it is shorter
+    for _, item, text in best:
+        budget = EXCERPT_CHARS + more
+        more -= min(more, max(0, len(item.text) - EXCERPT_CHARS))
+        shown_text = excerpt(item.text, text, terms, budget, output=item.source == "results")
+        found.append((item, shown_text + _other_runs(item, history, lowered, terms, shown)))
+    return found
 
 
 def _other_runs(
@@ -373,6 +386,8 @@ def excerpt(
         return _cut(text, start, end)
     start, end = _window(text, lowered, terms, max(budget // 3, EXCERPT_CHARS // 2))
     tail = max(end, text.find("\n", len(text) - budget // 4) + 1 or len(text))
+    if tail - end <= budget // 8:  # a line or two between the stretch and the end: shown too
+        end = tail = len(text)
     parts = [_stretch(text, start, end)]
     elsewhere = _lines_with(text, lowered, terms, (start, end), tail, budget // 4)
     flagged = SalientLines(budget // 6)
@@ -407,7 +422,7 @@ def _lines_with(
     """The lines of `text` outside `window` and before `tail` holding the most of `terms`
     (then the first), at most `budget` characters of them, each with its number: a long
     output's other mentions, as grep would show them."""
-    found: list[tuple[int, int, str]] = []
+    found: list[tuple[int, bool, int, str]] = []
     at = 0
     for number, line in enumerate(lowered[:tail].split("\n"), 1):
         start, at = at, at + len(line) + 1
@@ -416,12 +431,13 @@ def _lines_with(
         held = sum(  # the substring first: most lines hold none of the words
             1 for term in terms if term in line and find(text, lowered, term, start, at - 1) >= 0
         )
-        if held:
-            found.append((-held, number, text[start : start + min(len(line), LINE_CHARS)]))
+        if held:  # the most of the words; of as many, one reporting a failure first
+            shown = text[start : start + min(len(line), LINE_CHARS)]
+            found.append((-held, not reports_failure(shown), number, shown))
     found.sort()
     out: list[tuple[int, str]] = []
     size = 0
-    for _, number, line in found:
+    for _, _, number, line in found:
         size += len(line) + 8
         if size > budget:
             break
@@ -438,15 +454,23 @@ def _window(text: str, lowered: str, terms: Sequence[str], size: int) -> tuple[i
         for match in re.finditer(re.escape(term), lowered)
         if matches_at(text, match.start(), term)
     )
-    best, best_start = -1, 0
+    total = {term: sum(1 for _, held in positions if held == term) for term in terms}
+    best: tuple[int, float] = (-1, 0.0)
+    best_start = 0
+    low_at = high_at = 0  # the positions inside the window, as it slides on
     for start, _ in positions:
         low, high = max(0, start - size // 4), start + size * 3 // 4
-        window = lowered[low:high]
-        score = sum(
-            1 for term in terms if term in window and find(text, lowered, term, low, high) >= 0
-        )
+        while low_at < len(positions) and positions[low_at][0] < low:
+            low_at += 1
+        high_at = max(high_at, low_at)
+        while high_at < len(positions) and positions[high_at][0] < high:
+            high_at += 1
+        inside = [term for at, term in positions[low_at:high_at] if at + len(term) <= high]
+        # The most of the words, then the most of each word's own mentions in the text: where
+        # its rarer words gather (a test run's failures, not its every "test").
+        score = (len(set(inside)), sum(1 / total[term] for term in inside))
         if score > best:
-            best, best_start = score, max(0, start - size // 4)
+            best, best_start = score, low
     end = min(len(text), best_start + size)
     start = best_start
     line_start = text.rfind("\n", 0, start) + 1

@@ -14,6 +14,7 @@ from agent_server.agent.tools import recall as recall_tool
 from agent_server.agent.tools.bash import BashTool
 from agent_server.agent.tools.recall import (
     EXCERPT_CHARS,
+    FIRST_EXCERPT_CHARS,
     MAX_EXCERPTS,
     PAGE_CHARS,
     RecallTool,
@@ -319,6 +320,74 @@ async def test_a_command_run_again_shows_its_other_runs(ctx: ToolContext, tmp_pa
     runs = first.split("[the same call's other runs, newest first]\n", 1)[1]
     assert runs.startswith("turn 1, entry ") and "  2: cache hits/misses: [0, 0]" in runs
     assert "no change" not in runs and "[7, 7]" not in runs  # no words; another command
+
+
+def test_an_excerpt_of_a_long_output_is_where_its_rarer_words_gather() -> None:
+    """Every line of a verbose test run says "test"; a few say "fail": the stretch shown is
+    where the failures are, not the first line that happens to hold both words."""
+    lines = [f"test_{i} (test_apis.T.test_{i}) ... ok" for i in range(600)]
+    lines[40] = "test_bad_format (test_apis.T.test_bad_format)\nTest failure on bad format ... ok"
+    for at in range(300, 304):
+        lines[at] = f"test_toc_{at} (test_legacy.T.test_toc_{at}) ... FAIL"
+    lines += ["-" * 70, "Ran 600 tests", "FAILED (failures=4)"]
+    text = "\n".join(lines)
+    shown = excerpt(text, lower(text), ("test", "fail"), FIRST_EXCERPT_CHARS, output=True)
+    stretch = shown.split("\n", 1)[1].split("...\n", 1)[0]
+    assert all(f"test_toc_{at} (test_legacy.T.test_toc_{at}) ... FAIL" in stretch
+               for at in range(300, 304))
+    assert "test_bad_format" not in stretch
+
+
+def test_of_lines_holding_as_many_words_those_reporting_a_failure_come_first() -> None:
+    """Outside the stretch, the lines with the most of the words are listed within a budget;
+    of lines holding as many, the ones that report an error or a failure come first."""
+    lines = [f"row {i}" for i in range(500)]
+    lines[250] = "the zebra cache, at its failure test"  # the stretch: four words
+    for at in range(10, 30):
+        lines[at] = f"a test of the failover {at} ... ok"  # two words, no failure
+    for at in range(40, 50):
+        lines[at] = f"error: disk quota {at}"  # failures, none of the words
+    lines[400] = "FAIL: test_padding"  # two words, a failure
+    text = "\n".join(lines)
+    shown = excerpt(text, lower(text), ("zebra", "cache", "test", "fail"), 900, output=True)
+    assert "401: FAIL: test_padding" in shown
+
+
+def test_a_line_or_two_between_the_stretch_and_the_end_are_shown() -> None:
+    """A stretch that ends a line or two above the end an excerpt shows is shown on to the
+    end, not cut for the gap: a run's verdict comes with what is just above it."""
+    lines = [f"row {i}: " + "-" * 40 for i in range(300)]
+    lines[290] = "the zebra line"
+    lines[295] = "where 4 = ParseError('Key \"a\" already exists. at line 4 col 0').line"
+    text = "\n".join(lines)
+    shown = excerpt(text, lower(text), ("zebra",), 900, output=True)
+    assert "the zebra line" in shown and "where 4 = ParseError" in shown
+    assert shown.count("[lines ") == 1 and shown.endswith("row 299: " + "-" * 40)
+
+
+async def test_the_best_entrys_room_goes_to_the_next_when_it_is_short(
+    ctx: ToolContext, tmp_path: Path
+) -> None:
+    """The best entry's excerpt may be the longest; when its text is short, that room goes to
+    the next entry, so a long output ranked second is not cut to the others' size."""
+    ledger = Ledger.create(tmp_path / "m.jsonl", session_id="m", workspace=str(tmp_path))
+    ledger.append_message(prompt("Run the zebra suite."))
+    long_call = ToolCall("c1", "bash", {"command": "run-suite"})
+    ledger.append_message(answer("Running it.", long_call))
+    rows = [f"row {i} of the output" for i in range(400)]
+    rows[100] = "zebra failure: one"
+    rows[380] = "zebra failure: two"
+    ledger.append_message(result(long_call, "\n".join(rows)))
+    ledger.append_message(prompt("And the short zebra suite, the zebra failure one."))
+    short_call = ToolCall("c2", "bash", {"command": "run-short zebra failure"})
+    ledger.append_message(answer("Running the zebra failure one.", short_call))
+    ledger.append_message(result(short_call, "zebra failure: none"))
+    found = await run_tool(RecallTool(), {"query": "zebra failure", "in": "results"},
+                           context(ctx, ledger))
+    parts = found.text.split("--- entry ")
+    assert "zebra failure: none" in parts[1]  # the best: short, shown whole
+    assert "zebra failure: one" in parts[2] and "zebra failure: two" in parts[2]
+    assert EXCERPT_CHARS < len(parts[2]) <= FIRST_EXCERPT_CHARS + 200
 
 
 def test_the_note_of_a_cut_is_not_a_line_holding_the_words() -> None:
