@@ -49,6 +49,7 @@ from __future__ import annotations
 import asyncio
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -454,7 +455,7 @@ def _window(text: str, lowered: str, terms: Sequence[str], size: int) -> tuple[i
         for match in re.finditer(re.escape(term), lowered)
         if matches_at(text, match.start(), term)
     )
-    total = {term: sum(1 for _, held in positions if held == term) for term in terms}
+    total = Counter(term for _, term in positions)  # each word's matches in the whole text
     best: tuple[int, float] = (-1, 0.0)
     best_start = 0
     low_at = high_at = 0  # the positions inside the window, as it slides on
