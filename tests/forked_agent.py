@@ -131,8 +131,9 @@ def _serve(path: str) -> None:
                     with contextlib.suppress(OSError):  # the launcher is going too
                         conn.sendall(b"%d\n" % status)
                 conn.close()
-            elif key.fd in selector.get_map():  # (not if its agent's end, just before, came
-                # in the same batch: that pid may be another process's by now)
+            elif selector.get_map().get(key.fd) is key:  # (not if its agent's end, just
+                # before, came in the same batch: that pid may be another process's by now,
+                # and the descriptor a new launcher's)
                 selector.unregister(key.fileobj)  # the launcher was killed: its agent goes too
                 os.kill(key.data[1], signal.SIGKILL)
 
