@@ -19,7 +19,10 @@ When a fact is missing:
   recovery, a billed model call of its own. An output the client cut, whose result says where
   it saved the whole (agent-server, pi and Claude Code do; `saved_output_search`), is
   searched for in that file first, as a model told where the rest is would do, rather than
-  run again and cut the same way; the command runs again only if that does not find it;
+  run again and cut the same way; the command runs again only if that does not find it. The
+  file is that of the run that printed the fact (`Scenario.printed_by`, or a run again to
+  show it): a later run, after a change, printed something else, and a model looking for
+  "the audit before the change" does not search the audit after it;
 - one no tool can show (`rule`, `request`, `decision`, `failed`) is acted on wrongly, as the
   fact says (`Fact.otherwise`): its calls (retrying the approach that failed, breaking the
   rule) are a step of their own before the step, or, without calls, its text opens the step's
@@ -294,10 +297,14 @@ def _numbered(lines: list[str]) -> list[tuple[str, int]]:
     return out
 
 
-def saved_output_search(transcript: Transcript, fact: Fact) -> ToolInvocation | None:
+def saved_output_search(
+    transcript: Transcript, fact: Fact, printed: Callable[[str], bool] = lambda _: True,
+) -> ToolInvocation | None:
     """A search for an output fact's texts in the file where the client saved the whole
-    output of the fact's command, when the latest result of that command names one (the
-    client cut the output it showed); None otherwise."""
+    output of the fact's command, when the latest result of a run that `printed` it (by the
+    call's id) names one (the client cut the output it showed); None otherwise. A run of the
+    command after a change prints something else: the model knows which run showed it
+    ("the audit before the change") and does not look for it in another's file."""
     command = fact.command
     if not command:
         return None
@@ -306,6 +313,7 @@ def saved_output_search(transcript: Transcript, fact: Fact) -> ToolInvocation | 
         for message in transcript.messages
         for part in message.parts
         if isinstance(part, ToolCallPart) and any(command in s for s in _strings(part.arguments))
+        and printed(part.id)
     }
     path = None
     for message in transcript.messages:

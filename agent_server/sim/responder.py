@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -379,10 +379,32 @@ def _open(context: _Context, fact_id: str, turn: int, index: int, need: int
 
 def _saved_search(context: _Context, fact: Fact, turn: int, index: int, need: int
                   ) -> tuple[PlannedCall, ...]:
-    search = saved_output_search(context.transcript, fact)
+    search = saved_output_search(context.transcript, fact, _printed(context.scenario, fact))
     if search is None:
         return ()
     return _fitted(context, (search,), turn, index, need, saved=True)
+
+
+def _printed(scenario: Scenario, fact: Fact) -> Callable[[str], bool]:
+    """Whether a call (by its id) is a run whose output holds `fact`: the scripted run that
+    printed it (`Scenario.printed_by`), or one run again to show it; any run of the command
+    when no step is known to have printed it."""
+    origin = scenario.printed_by(fact.id)
+
+    def printed(call_id: str) -> bool:
+        ref = parse_call_id(call_id)
+        if origin is None:
+            return True
+        if ref is None or not ref.turn.isdigit():
+            return False
+        if ref.detour is None:
+            return (int(ref.turn), ref.step) == origin and not ref.explore
+        steps = scenario.turns[int(ref.turn)].steps if int(ref.turn) < len(scenario.turns) else ()
+        needs = steps[ref.step].needs if ref.step < len(steps) else ()
+        run_again = not (ref.saved or ref.recall or ref.open)  # not a search of the history
+        return run_again and ref.detour < len(needs) and needs[ref.detour] == fact.id
+
+    return printed
 
 
 def _detour_tools(fact: Fact) -> tuple[ToolInvocation, ...]:

@@ -154,6 +154,22 @@ class Scenario:
         return [index for index, turn in enumerate(self.turns)
                 if normalise_prompt(turn.user) in flat]
 
+    def printed_by(self, fact_id: str) -> tuple[int, int] | None:
+        """Of an output fact, the step (turn, index) whose run of its command printed it: the
+        last run before the first step that needs it. None for any other fact, or when no
+        step before that runs the command."""
+        fact = self.facts[fact_id]
+        if fact.kind != "output" or fact.fetch is None:
+            return None
+        found: tuple[int, int] | None = None
+        for turn_index, turn in enumerate(self.turns):
+            for index, step in enumerate(turn.steps):
+                if fact_id in step.needs:
+                    return found
+                if fact.fetch in step.tools:
+                    found = (turn_index, index)
+        return found
+
     @property
     def prompts(self) -> tuple[str, ...]:
         """The user prompts in order: what a driver (the demo, a benchmark) sends."""

@@ -342,6 +342,42 @@ def test_a_saved_output_that_does_not_hold_the_fact_is_run_again_once() -> None:
     assert [(c.fact, c.outcome) for c in step.knowledge] == [("port", "lost")]
 
 
+RESTART = "Restart it on the other port and show me the log again."
+LOG_TWICE: dict[str, Any] = {**LOG_SCENARIO, "turns": [*LOG_SCENARIO["turns"], {
+    "user": RESTART, "steps": [
+        {"tools": [{"name": "bash", "arguments": {"command": TAIL}}]},
+        {"needs": ["port"], "text": "It listened on 48213 before the restart."},
+    ]}]}
+
+
+def ran_it_again(first: tuple[TranscriptMessage, ...], result: str
+                 ) -> tuple[TranscriptMessage, ...]:
+    return (*first, user(RESTART),
+            assistant(ToolCallPart("toolu_sim_1_0_0_bbbbbbbb", "bash", {"command": TAIL})),
+            user(ToolResultPart("toolu_sim_1_0_0_bbbbbbbb", result)))
+
+
+def test_a_saved_output_is_searched_in_the_run_that_printed_the_fact() -> None:
+    """A later run of the command (after a change) printed something else: the model looks
+    in the file of the run it saw the fact in, and in no other run's."""
+    story = parse_scenario(LOG_TWICE, "saved-output")
+    assert story.printed_by("port") == (0, 0)
+    first = ran_the_command("bye\n[Showing lines 9-9 of 9. Full output: /s/first.txt]")
+    both = ran_it_again(first, "bye\n[Showing lines 9-9 of 9. Full output: /s/second.txt]")
+    reply = plan_reply(Transcript("", (*TOOLS, GREP), both), story, id_prefix="toolu")
+    assert reply.source == "recovery:1:1:port"
+    assert [dict(c.arguments)["path"] for c in reply.calls] == ["/s/first.txt"]
+    # The run that printed it compacted away: not searched for in the later run's file, but
+    # recalled where the history is searchable, else run again.
+    later = ran_it_again((user("Summary: the server was started."),),
+                         "bye\n[Showing lines 9-9 of 9. Full output: /s/second.txt]")
+    recalled = plan_reply(Transcript("", (*TOOLS, GREP, RECALL), later), story,
+                          id_prefix="toolu")
+    assert [c.name for c in recalled.calls] == ["recall"]
+    rerun = plan_reply(Transcript("", (*TOOLS, GREP), later), story, id_prefix="toolu")
+    assert [dict(c.arguments) for c in rerun.calls] == [{"command": TAIL}]
+
+
 def test_a_missing_output_is_recalled_by_what_it_is_about_and_its_command() -> None:
     """The model knows the command it would run again: it looks the output up by that too
     (a report seldom names what it reports on, nor the script that printed it)."""
