@@ -392,9 +392,9 @@ def _printed(scenario: Scenario, fact: Fact) -> Callable[[str], bool]:
     origin = scenario.printed_by(fact.id)
 
     def printed(call_id: str) -> bool:
-        ref = parse_call_id(call_id)
         if origin is None:
             return True
+        ref = parse_call_id(call_id)
         if ref is None or not ref.turn.isdigit():
             return False
         if ref.detour is None:
