@@ -50,9 +50,11 @@ protocol: $(STAMP)
 # `.ci/run` beside the rest (745 s in all), 6 workers 560 s alone and 643 s in `.ci/run`
 # (682 s in all).
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 4 )))
+# The slowest tests are printed: where a slow CI run's time went (a test that waited out its
+# guard instead of its program, a machine slower that day).
 
 test-python: $(STAMP) system-deps $(MCP_SERVERS_STAMP)
-	$(BIN)/pytest -q -n $(TEST_WORKERS)
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --durations=15
 
 # `agent-server acp` driven over stdio by @agentclientprotocol/sdk (tests/acp/node).
 ACP_NODE := tests/acp/node
