@@ -43,13 +43,12 @@ typecheck: $(STAMP)
 protocol: $(STAMP)
 	$(BIN)/python -m agent_server.lsp.typescript
 
-# Four workers more than the cores: a worker waits on the processes its tests drive (the server
-# over stdio, the simulator, commands) and on their time-outs (an editor that never answers,
-# a hanging MCP server) much of the time. On two cores, measured in turn: 3 workers 519 s
-# (1.5 cores busy), 4 workers 465 s; with 2,261 tests, 4 workers 586 s alone and 715 s in
-# `.ci/run` beside the rest (745 s in all), 6 workers 560 s alone and 643 s in `.ci/run`
-# (682 s in all).
-TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 4 )))
+# Two workers more than the cores: a worker waits on the processes its tests drive (the server
+# over stdio, the simulator, commands) much of the time, the more since the agents it drives
+# are forked rather than started (tests/forked_agent.py). On two cores, measured in turn:
+# 3 workers 519 s (1.5 cores busy), 4 workers 465 s. With 2,261 tests, a clean-clone `.ci/run`
+# here took 693-746 s with 4 workers (four runs) and 682 and 783 s with 6: no gain to see.
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 2 )))
 # The slowest tests are printed: where a slow CI run's time went (a test that waited out its
 # guard instead of its program, a machine slower that day).
 
