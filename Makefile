@@ -49,11 +49,14 @@ protocol: $(STAMP)
 # 3 workers 519 s (1.5 cores busy), 4 workers 465 s. With 2,261 tests, a clean-clone `.ci/run`
 # here took 693-746 s with 4 workers (four runs) and 682 and 783 s with 6: no gain to see.
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 2 )))
+# A worker with nothing left takes tests queued on another (`worksteal`): with xdist's default
+# (`load`) the last minutes ran one long test after another on one worker while the others
+# stood idle. The suite alone, 4 workers, one after the other here: 473 s with `load`, 395 s.
 # The slowest tests are printed: where a slow CI run's time went (a test that waited out its
 # guard instead of its program, a machine slower that day).
 
 test-python: $(STAMP) system-deps $(MCP_SERVERS_STAMP)
-	$(BIN)/pytest -q -n $(TEST_WORKERS) --durations=15
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=15
 
 # `agent-server acp` driven over stdio by @agentclientprotocol/sdk (tests/acp/node).
 ACP_NODE := tests/acp/node
