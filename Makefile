@@ -52,8 +52,9 @@ TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 2 )))
 # A worker with nothing left takes tests queued on another (`worksteal`): with xdist's default
 # (`load`) the last minutes ran one long test after another on one worker while the others
 # stood idle. The suite alone, 4 workers, one after the other here: 473 s with `load`, 395 s.
-# In CI, where the other slot keeps both cores busy too, it gains little: a clean-clone
-# `.ci/run` took 743 s (pytest 698 s), within the 670-783 s measured with `load`.
+# In CI, where the other slot keeps both cores busy too, no gain is clear: clean-clone
+# `.ci/run`s took 743 s (pytest 698 s), within the 670-783 s measured with `load`, and 488 s
+# (pytest 460 s) later the same day: the machine varies more than any scheduling.
 # The slowest tests are printed: where a slow CI run's time went (a test that waited out its
 # guard instead of its program, a machine slower that day).
 
