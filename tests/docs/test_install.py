@@ -33,7 +33,7 @@ def test_the_built_wheel_installs_and_runs(tmp_path: Path) -> None:
     [wheel] = wheels.glob("agent_server-*.whl")
     # A venv of its own with the wheel's dependencies from the index, as pipx makes one. The
     # suite's pip installs into it (no pip of its own to set up) and compiles nothing ahead:
-    # 26 s alone and up to 141 s in CI before, most of it spent compiling dependencies' bytecode.
+    # those two took 8 of the test's 26 s alone, which grew to up to 141 s in CI.
     venv = tmp_path / "tool"
     run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=tmp_path)
     run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install",
