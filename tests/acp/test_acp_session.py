@@ -278,15 +278,12 @@ async def test_compaction_reaches_the_client_as_a_card_and_in_the_meter(
         windows = [u.field_meta["agentServer"]["windowNumber"] for u in client.of("usage_update")]
         assert windows[-1] == 1 + len(started)
 
-        # /compact, one turn on (the threshold's compaction may have kept all there was since
-        # it): a manual compaction, its own card; /usage: the meter as text.
-        first, *rest = MORE_SCENARIO
-        assert (await acp.prompt(session_id, first)).stop_reason == "end_turn"
+        # /compact: a manual compaction, its own card; /usage: the meter as text.
         assert (await acp.prompt(session_id, "/compact keep the file names")).stop_reason == "end_turn"
         cards = [c for c in client.of("tool_call") if c.tool_call_id.startswith("compaction-")]
         assert [c.raw_input["reason"] for c in cards[len(started) :]] == ["manual"]
         assert client.tool_results()[cards[-1].tool_call_id].status == "completed"
-        for prompt in rest:
+        for prompt in MORE_SCENARIO:
             await acp.prompt(session_id, prompt)
         cards = [c for c in client.of("tool_call") if c.tool_call_id.startswith("compaction-")]
         await acp.prompt(session_id, "/usage")

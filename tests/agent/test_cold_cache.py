@@ -27,13 +27,13 @@ def page(n: int) -> dict[str, Any]:
                        "arguments": {"path": "logs/app.log", "offset": 1 + 250 * n, "limit": 250}}]}
 
 
-# Turn 1 reads four pages of the log (about 15k tokens, each page cut to the 12 KB a result
-# holds on sim-small: past half the 24,576-token threshold, under the threshold); turn 2 asks
+# Turn 1 reads three pages of the log (about 15k tokens with their repeated tracebacks
+# folded: past half the 24,576-token threshold of sim-small, under the threshold); turn 2 asks
 # for a small thing.
 SCENARIO = {
     "turns": [
         {"user": "Read the start of the log.",
-         "steps": [page(0), page(1), page(2), page(3), {"text": "Read."}]},
+         "steps": [page(0), page(1), page(2), {"text": "Read."}]},
         {"user": "What is in the README?",
          "steps": [{"tools": [{"name": "read", "arguments": {"path": "README.md"}}]},
                    {"text": "A README."}]},

@@ -307,8 +307,8 @@ async def test_dense_log_pages_compact_early_enough_for_the_cached_summary(
     each compaction is the cached summary, asked while it still fits, and nothing is refused."""
     pages = [
         {"tools": [{"name": "read",
-                    "arguments": {"path": "logs/app.log", "offset": 1 + 250 * n, "limit": 250}}]}
-        for n in range(10)
+                    "arguments": {"path": "logs/app.log", "offset": 1 + 330 * n, "limit": 330}}]}
+        for n in range(7)
     ]
     scenario = {"turns": [{"user": "Page through the log.", "steps": [*pages, {"text": "Done."}]}]}
     async with agent_run(tmp_path, scenario=scenario) as run:
@@ -396,13 +396,13 @@ async def test_a_compaction_asked_for_too_early_is_declined(tmp_path: Path) -> N
 async def test_past_the_threshold_in_a_tool_loop_the_compaction_waits_for_the_next_prompt(
     tmp_path: Path,
 ) -> None:
-    """sim-small: the six reads take the context just past the threshold (24,576) in the
+    """sim-small: the four reads take the context just past the threshold (24,576) in the
     middle of the turn; its small steps leave the summary room, so the turn goes on and the
     compaction runs before the next prompt's call, summarising a finished turn."""
     scenario = {"turns": [
         {"user": "Read the tables.", "steps": [
             {"tools": [{"name": "read", "arguments": {"path": f"{name}.txt"}}
-                       for name in "abcdef"]},
+                       for name in "abcd"]},
             {"tools": [{"name": "ls", "arguments": {"path": "."}}]},
             {"tools": [{"name": "ls", "arguments": {"path": "."}}]},
             {"text": "Read."},
@@ -411,9 +411,9 @@ async def test_past_the_threshold_in_a_tool_loop_the_compaction_waits_for_the_ne
     ]}
     small = AgentSettings(permissions_mode="allowAll")
     async with agent_run(tmp_path, scenario=scenario, settings=small) as run:
-        # Each under the window-relative bound of one result (12 KB here).
-        for name in "abcdef":
-            write_numbered(run.workspace / f"{name}.txt", 320)
+        # Each under the window-relative bound of one result (about 18 KB here).
+        for name in "abcd":
+            write_numbered(run.workspace / f"{name}.txt", 480)
         for prompt in ("Read the tables.", "Now the next thing."):
             result = await run.session.run_turn(prompt)
             assert result.stop_reason == "end_turn", result

@@ -93,7 +93,7 @@ BLOB_TURN = {
             "steps": [
                 {
                     "tools": [
-                        {"name": "read", "arguments": {"path": f"blob{i}.b64"}} for i in range(5)
+                        {"name": "read", "arguments": {"path": f"blob{i}.b64"}} for i in range(3)
                     ]
                 },
                 {"text": "Here is a long answer.", "textTokens": 4000},
@@ -108,10 +108,10 @@ async def test_output_cut_off_by_the_window_forces_a_compaction_on_the_next_call
     tmp_path: Path,
 ) -> None:
     async with agent_run(tmp_path, scenario=BLOB_TURN, sample_workspace=False) as run:
-        # Each read stays under the window-relative bound of one result (12 KB here);
+        # Each read stays under the window-relative bound of one result (about 18 KB here);
         # together they leave the answer no room.
-        for i in range(5):
-            write_blob(run.workspace, f"blob{i}.b64", 10_200, seed=i)
+        for i in range(3):
+            write_blob(run.workspace, f"blob{i}.b64", 17_000, seed=i)
         first = await run.session.run_turn("Read the blob.")
         assert first.stop_reason == "max_tokens"
         last = run.session.ledger.tree.branch()[-1]

@@ -1,14 +1,14 @@
 """Output bounds: no single tool result may fill the context window.
 
 Every tool's text is held to MAX_LINES lines and MAX_BYTES bytes (UTF-8), whichever comes
-first, and on a small window to less: a sixth of the compaction threshold in tokens
+first, and on a small window to less: a quarter of the compaction threshold in tokens
 (`output_limits`), so that the step that brought a result can always be kept verbatim by a
 compaction in the middle of its turn (the cut point keeps a last step of up to half the
-threshold), and a long log read page by page does not compact at every page. What does not
-fit is saved in full to a file in the session's spill directory, and the result says where and
-how to read it (the read tool with offset/limit). Most tools keep the head of their output;
-bash keeps its head too (a quarter of the bounds: a sorted report's top, a tool's banner) and
-the tail, where a log's verdict is, with the lines between that report an error or a failure.
+threshold), and a long test run cannot fill most of a 32k window. What does not fit is saved
+in full to a file in the session's spill directory, and the result says where and how to read
+it (the read tool with offset/limit). Most tools keep the head of their output; bash keeps
+its head too (a quarter of the bounds: a sorted report's top, a tool's banner) and the tail,
+where a log's verdict is, with the lines between that report an error or a failure.
 """
 
 from __future__ import annotations
@@ -36,12 +36,8 @@ MAX_BYTES = 50 * 1024
 # MODEL_FORMAT_MAX_BYTES), Claude Code to 30,000 characters.
 COMMAND_MAX_BYTES = 8 * 1024
 # On a small window: at most this share of the compaction threshold per result, counted at
-# this many bytes per token (code and logs run about 3 characters a token). After a compaction
-# the context holds up to about half the threshold (the prefix, the summary, the carried block,
-# a kept tail of up to a third), so a page of a quarter forced the next compaction at almost
-# every page of a long log; a sixth lets two or three pages in between (BENCHMARKS.md, "A
-# read's page on a small window").
-RESULT_SHARE_OF_THRESHOLD = 6
+# this many bytes per token (code and logs run about 3 characters a token).
+RESULT_SHARE_OF_THRESHOLD = 4
 BYTES_PER_TOKEN = 3
 # The most of a command's output saved in its spill file before the rest is left out (but
 # for its last MAX_BYTES, which the result shows and the file ends with). The file is for
@@ -87,7 +83,7 @@ class OutputLimits:
 
 def output_limits(threshold: int) -> OutputLimits:
     """The bounds of one tool result for a model whose compaction threshold is `threshold`
-    tokens: 2,000 lines and 50 KB, or a sixth of the threshold when that is less."""
+    tokens: 2,000 lines and 50 KB, or a quarter of the threshold when that is less."""
     share = threshold // RESULT_SHARE_OF_THRESHOLD * BYTES_PER_TOKEN
     return OutputLimits(MAX_LINES, max(min(MAX_BYTES, share), 4 * 1024))
 

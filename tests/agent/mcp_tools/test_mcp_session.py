@@ -302,9 +302,9 @@ async def test_images_are_passed_on_and_long_output_is_bounded(tmp_path: Path) -
         assert picture.text.startswith("one red pixel:")
         await run.session.run_turn("Big.")
         big = results(run)[-1].text
-        # At most 2000 lines, and on sim-small's 32k window at most 12 KB (docs/tools.md).
+        # At most 2000 lines, and on sim-small's 32k window at most 18 KB (docs/tools.md).
         assert big.startswith("line 1\n") and "line 2001" not in big
-        assert "12 KB limit" in big and len(big.encode()) < 12 * 1024 + 800  # with the notice
+        assert "18 KB limit" in big and len(big.encode()) < 18 * 1024 + 800  # with the notice
         spilled = big.split("Full output saved to ")[1].split(";")[0]
         assert Path(spilled).read_text().endswith("line 5000")  # noqa: ASYNC240
 
