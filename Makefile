@@ -47,14 +47,14 @@ protocol: $(STAMP)
 # over stdio, the simulator, commands) much of the time, the more since the agents it drives
 # are forked rather than started (tests/forked_agent.py). On two cores, measured in turn:
 # 3 workers 519 s (1.5 cores busy), 4 workers 465 s. With 2,261 tests, a clean-clone `.ci/run`
-# here took 693-746 s with 4 workers (four runs) and 682 and 783 s with 6: no gain to see.
+# here took 693-746 s with 4 workers (five runs) and 682 and 783 s with 6: no gain to see.
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 2 )))
-# A worker with nothing left takes tests queued on another (`worksteal`): with xdist's default
-# (`load`) the last minutes ran one long test after another on one worker while the others
-# stood idle. The suite alone, 4 workers, one after the other here: 473 s with `load`, 395 s.
-# In CI, where the other slot keeps both cores busy too, no gain is clear: clean-clone
-# `.ci/run`s took 743 s (pytest 698 s), within the 670-783 s measured with `load`, and 488 s
-# (pytest 460 s) later the same day: the machine varies more than any scheduling.
+# A worker with nothing left takes tests queued on another (`worksteal`): xdist's default
+# (`load`) hands tests out ahead, and a worker can be left with a queue of long ones while the
+# others idle. The suite alone, 4 workers, one run after the other: 395 s with `worksteal`,
+# then 473 s with `load`. In CI, where the other slot keeps both cores busy too, no gain is
+# clear: clean-clone `.ci/run`s took 743 s (within the 670-783 s measured with `load`), then
+# 488, 477 and 469 s later the same day: the machine varies more than any scheduling.
 # The slowest tests are printed: where a slow CI run's time went (a test that waited out its
 # guard instead of its program, a machine slower that day).
 
