@@ -571,7 +571,9 @@ class Recall:
     `violations`: by kind, each time the model acted without an unfetchable fact (broke a
     rule, answered an older request, went against a decision, retried what failed), and
     `lost`, the (step, fact) pairs still missing after their fetch; `completed`: the
-    distinct scenario steps answered."""
+    distinct scenario steps answered; `reads_on`: the model calls that read on where a
+    result was cut before the lines its step reads to see (`agent_server.sim.reading`), billed
+    as the session's work, not counted as recoveries."""
 
     needed: int = 0
     found: int = 0
@@ -580,6 +582,7 @@ class Recall:
     recovery_cost: float = 0.0
     violations: dict[str, int] = field(default_factory=dict)
     completed: int = 0
+    reads_on: int = 0
 
     @property
     def violation_count(self) -> int:
@@ -688,6 +691,7 @@ def recall_of(records: Iterable[RequestRecord], model: ModelInfo) -> Recall:
         if record.completed_step is not None:
             completed.add(record.completed_step)
         completed.update(record.skipped)  # done with what the request already showed
+        out.reads_on += (record.source or "").startswith("read-on:")
         if (record.source or "").startswith("recovery:") and record.tokens is not None:
             tokens = record.tokens
             out.recoveries += 1

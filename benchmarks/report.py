@@ -324,6 +324,7 @@ def recall_lines() -> list[tuple[str, Any]]:
          lambda r: f"{r.recall.recoveries}, {format_tokens(r.recall.recovery_tokens)}, "
                    f"{_money(r.recall.recovery_cost)}"),
         ("violations: rule / request / decision / failed / lost", _violations),
+        ("reads on past a cut", lambda r: f"{r.recall.reads_on}"),
         ("compactions", lambda r: f"{r.summaries}"),
         ("completed steps", lambda r: f"{r.recall.completed}"),
         ("bill per completed step", lambda r: _money(r.cost_per_step)),

@@ -81,7 +81,7 @@ class RequestRecord:
     stop_reason: str | None = None
     fault: str | None = None
     # scenario:<turn>:<step>, recovery:<turn>:<step>:<fact>, violation:<turn>:<step>:<fact>,
-    # explore:<turn>:<step>, fallback:<step>, summary
+    # explore:<turn>:<step>, read-on:<turn>:<step>, fallback:<step>, summary
     source: str | None = None
     error: str | None = None
     knowledge: tuple[FactCheck, ...] = ()  # the facts the answered step needed, checked

@@ -26,7 +26,10 @@ Before a step that names facts it relies on (`Step.needs`), the knowledge gate
 step's turn and step, `d` and the need's index in the ids) or acted on wrongly, and the step
 follows. A step that explores (`Step.finds`) is skipped when the request already shows what
 it looks for, or preceded by a call of the repository map when one is declared and none is in
-the request (`exploration.py`; `m` after the step in the ids).
+the request (`exploration.py`; `m` after the step in the ids). A step that reads a stretch of
+a file to see all of it (`Step.sees`) is followed, when its results were cut before those
+lines, by reads on from where they stop (`reading.py`; `c` after the step in the ids), and
+then by the next step.
 
 The nonce in an id (a digest of the whole conversation the request carries) keeps ids unique
 within a conversation when the same turn runs twice, or after a failed turn left a partial answer
@@ -50,12 +53,14 @@ from agent_server.sim.knowledge import (
     recalled_entry,
     saved_output_search,
 )
+from agent_server.sim.reading import MAX_READS_ON, read_on
 from agent_server.sim.scenario import FETCHABLE, Fact, Scenario, Step, ToolInvocation
 from agent_server.sim.summary import SummaryMode, summarise
 from agent_server.sim.summary_requests import is_summary_handoff, is_summary_request
 from agent_server.sim.tokenizer import filler_text
 from agent_server.sim.tool_fitting import fit_call, working_directory
 from agent_server.sim.transcript import (
+    ToolCallPart,
     ToolResultPart,
     Transcript,
     TranscriptMessage,
@@ -67,7 +72,7 @@ FALLBACK_TURN = "f"
 LATEST_REQUEST = "latest-request"  # the fact a request without its prompt lacks
 _CALL_ID = re.compile(
     r"^(?:toolu|call|fc)_sim_(?P<turn>\d+|f)_(?P<step>\d+)"
-    r"(?:d(?P<detour>\d+)(?P<saved>s)?(?P<recall>r)?(?P<open>o)?|(?P<explore>m))?"
+    r"(?:d(?P<detour>\d+)(?P<saved>s)?(?P<recall>r)?(?P<open>o)?|(?P<explore>m)|(?P<more>c))?"
     r"_(?P<index>\d+)(?:_[A-Za-z0-9]+)?$"
 )
 _ECHO_LIMIT = 400
@@ -76,6 +81,7 @@ _SEARCH_TEXT = "The output I was shown was cut; let me find {about} in the full 
 _RECALL_TEXT = "That is no longer in front of me; let me look up {about} in this session's history."
 _OPEN_TEXT = "The search shows part of {about}; let me read that entry from there."
 _OPEN_BEFORE = 3
+_READ_ON_TEXT = "That was cut before the end of what I am reading; let me read on from line {line}."
 RECALL_CALL = "recall"
 # Where the model looks for a fact of each kind: the user's words, its own, or a tool's.
 _RECALL_IN = {"rule": "prompts", "request": "prompts", "decision": "answers",
@@ -95,8 +101,8 @@ class PlannedReply:
     """The full answer before any cut-off: thinking, then text, then tool calls."""
 
     # "scenario:<turn>:<step>", "recovery:<turn>:<step>:<fact>",
-    # "violation:<turn>:<step>:<fact>", "explore:<turn>:<step>", "fallback:<step>" or
-    # "summary"
+    # "violation:<turn>:<step>:<fact>", "explore:<turn>:<step>", "read-on:<turn>:<step>",
+    # "fallback:<step>" or "summary"
     source: str
     thinking: str = ""
     text: str = ""
@@ -118,14 +124,15 @@ class CallRef:
     saved: bool = False
     recall: bool = False
     open: bool = False  # the read of a recalled entry whole
+    more: bool = False  # a read on, after the step's result was cut (reading.py)
 
 
 def make_call_id(prefix: str, turn: int | str, step: int, index: int, nonce: str,
                  detour: int | None = None, explore: bool = False, saved: bool = False,
-                 recall: bool = False, open: bool = False) -> str:
+                 recall: bool = False, open: bool = False, more: bool = False) -> str:
     saved_tag = "s" if saved else "r" if recall else "o" if open else ""
     tag = (f"{step}d{detour}{saved_tag}" if detour is not None
-           else f"{step}m" if explore else f"{step}")
+           else f"{step}m" if explore else f"{step}c" if more else f"{step}")
     return f"{prefix}_sim_{turn}_{tag}_{index}_{nonce}"
 
 
@@ -142,7 +149,8 @@ def parse_call_id(call_id: str) -> CallRef | None:
     detour = match["detour"]
     return CallRef(match["turn"], int(match["step"]), int(detour) if detour else None,
                    match["explore"] is not None, match["saved"] is not None,
-                   match["recall"] is not None, match["open"] is not None)
+                   match["recall"] is not None, match["open"] is not None,
+                   match["more"] is not None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,11 +244,45 @@ def _after_results(context: _Context, last: TranscriptMessage) -> PlannedReply:
         if turn_index < len(context.scenario.turns):
             steps = context.scenario.turns[turn_index].steps
             again = ref.detour is not None or ref.explore  # the step itself is still to come
+            reading = None if again else _read_on(context, turn_index, ref.step)
+            if reading is not None:
+                return reading
             following = ref.step if again else ref.step + 1
             if following < len(steps):
                 return _scenario_step(context, turn_index, following)
         break
     return _fallback(context, 2)
+
+
+def _read_on(context: _Context, turn: int, index: int) -> PlannedReply | None:
+    """The read on of a step whose results were cut before the lines it reads to see
+    (reading.py); None when they show them all, or it has read on `MAX_READS_ON` times."""
+    steps = context.scenario.turns[turn].steps
+    sees = steps[index].sees if index < len(steps) else ()
+    if not sees:
+        return None
+    shown: list[str] = []
+    reads = 0
+    for message in context.transcript.messages:
+        for part in message.parts:
+            call_id = (part.tool_call_id if isinstance(part, ToolResultPart)
+                       else part.id if isinstance(part, ToolCallPart) else None)
+            ref = parse_call_id(call_id) if call_id is not None else None
+            if (ref is None or ref.turn != str(turn) or ref.step != index
+                    or ref.detour is not None or ref.explore):
+                continue
+            if isinstance(part, ToolResultPart):
+                shown.append(part.text)
+            elif ref.more:
+                reads += 1
+    wanted = read_on(sees, shown) if reads < MAX_READS_ON else None
+    calls = (_fitted(context, (wanted,), turn, index, None, more=True)
+             if wanted is not None else ())
+    if wanted is None or not calls:
+        return None
+    return PlannedReply(source=f"read-on:{turn}:{index}",
+                        text=_READ_ON_TEXT.format(line=wanted.arguments["offset"]),
+                        calls=calls)
 
 
 def _scenario_step(context: _Context, turn: int, index: int) -> PlannedReply:
@@ -398,7 +440,7 @@ def _printed(scenario: Scenario, fact: Fact) -> Callable[[str], bool]:
         if ref is None or not ref.turn.isdigit():
             return False
         if ref.detour is None:
-            return (int(ref.turn), ref.step) == origin and not ref.explore
+            return (int(ref.turn), ref.step) == origin and not (ref.explore or ref.more)
         steps = scenario.turns[int(ref.turn)].steps if int(ref.turn) < len(scenario.turns) else ()
         needs = steps[ref.step].needs if ref.step < len(steps) else ()
         run_again = not (ref.saved or ref.recall or ref.open)  # not a search of the history
@@ -443,8 +485,8 @@ def _detour(context: _Context, turn: int, index: int, fact_id: str, gate: Gate) 
 
 
 def _fitted(context: _Context, tools: tuple[ToolInvocation, ...], turn: int, index: int,
-            detour: int | None, saved: bool = False, recall: bool = False, open: bool = False
-            ) -> tuple[PlannedCall, ...]:
+            detour: int | None, saved: bool = False, recall: bool = False, open: bool = False,
+            more: bool = False) -> tuple[PlannedCall, ...]:
     if not tools:
         return ()
     cwd = working_directory(context.transcript)
@@ -454,7 +496,8 @@ def _fitted(context: _Context, tools: tuple[ToolInvocation, ...], turn: int, ind
         if fitted is not None:
             name, arguments = fitted
             call_id = make_call_id(context.id_prefix, turn, index, len(calls), context.nonce,
-                                   detour, saved=saved, recall=recall, open=open)
+                                   detour, saved=saved, recall=recall, open=open,
+                                   more=more)
             calls.append(PlannedCall(id=call_id, name=name, arguments=arguments))
     return tuple(calls)
 

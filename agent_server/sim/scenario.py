@@ -23,7 +23,9 @@ knowledge.py): the simulated model looks for each in the request before it answe
 missing one again with a tool, or acts without it in a recorded way. A step that explores
 (lists, finds, searches) may name what it looks for (`finds`: files, or where a text is in a
 file): when the request already shows all of it, the model does not take the step
-(exploration.py).
+(exploration.py). A step that reads a stretch of a file to see all of it may name its lines
+(`sees`: path, text and line of each): when a client's result is cut before them, the model
+reads on (reading.py).
 
 A step with tools ends its model call with a tool-use stop; the step without tools is the last
 of its turn. The scenario is consumed statelessly (see `responder.py`): which step answers a
@@ -42,7 +44,7 @@ from typing import Any, Literal, TypeAlias, get_args
 
 import yaml
 
-_STEP_KEYS = frozenset(("thinking", "text", "textTokens", "tools", "needs", "finds"))
+_STEP_KEYS = frozenset(("thinking", "text", "textTokens", "tools", "needs", "finds", "sees"))
 _LOCATION_KEYS = frozenset(("path", "text", "line"))
 _TURN_KEYS = frozenset(("user", "steps"))
 _TOOL_KEYS = frozenset(("name", "arguments"))
@@ -85,6 +87,9 @@ class Step:
     tools: tuple[ToolInvocation, ...] = ()
     needs: tuple[str, ...] = ()  # ids of the facts this step relies on
     finds: tuple[Location, ...] = ()  # what this step's calls look for (an exploring step)
+    # The lines this step's reads are meant to show, in order; a read cut before them is read
+    # on (reading.py)
+    sees: tuple[Location, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,7 +280,8 @@ def _parse_step(data: Any, where: str) -> Step:
     unknown = set(data) - _STEP_KEYS
     if unknown:
         raise ScenarioError(
-            f"{where}: unknown keys {sorted(unknown)} (expected thinking, text, textTokens, tools)"
+            f"{where}: unknown keys {sorted(unknown)} "
+            "(expected thinking, text, textTokens, tools, needs, finds, sees)"
         )
     thinking = _optional_str(data, "thinking", where)
     text = _optional_str(data, "text", where)
@@ -296,7 +302,23 @@ def _parse_step(data: Any, where: str) -> Step:
         raise ScenarioError(f"{where}.finds: expected a list of {{path, text?, line?}}")
     return Step(thinking=thinking, text=text, text_tokens=text_tokens, tools=tools,
                 needs=tuple(needs),
-                finds=tuple(_parse_location(f, f"{where}.finds[{i}]") for i, f in enumerate(finds)))
+                finds=tuple(_parse_location(f, f"{where}.finds[{i}]") for i, f in enumerate(finds)),
+                sees=_parse_sees(data.get("sees", []), tools, where))
+
+
+def _parse_sees(data: Any, tools: tuple[ToolInvocation, ...], where: str
+                ) -> tuple[Location, ...]:
+    """The lines a step's reads are to show: each with its path, text and line, put in order
+    of path and line."""
+    if not isinstance(data, list):
+        raise ScenarioError(f"{where}.sees: expected a list of {{path, text, line}}")
+    sees = [_parse_location(item, f"{where}.sees[{i}]") for i, item in enumerate(data)]
+    for index, place in enumerate(sees):
+        if place.line is None:
+            raise ScenarioError(f"{where}.sees[{index}]: expected the line's text and number")
+    if sees and not tools:
+        raise ScenarioError(f"{where}.sees: only a step that calls tools reads lines")
+    return tuple(sorted(sees, key=lambda place: (place.path, place.line or 0)))
 
 
 def _parse_location(data: Any, where: str) -> Location:

@@ -143,7 +143,9 @@ def _failed_at() -> int:
 
 
 def _page(s: Script, start: int, count: int = 380) -> dict[str, object]:
-    return call("read", path=LOG, offset=start, limit=count)
+    """A step that reads `count` lines of the log from `start`, all of them: a client whose
+    result is cut reads on from where it stops (`Script.page`)."""
+    return s.page(LOG, start, count)
 
 
 def script(root: Path) -> Script:
@@ -190,10 +192,10 @@ def _read_the_log(s: Script) -> None:
                              "the log's first batch")
     s.turn(
         "Read the log from the start and find where it goes wrong.",
-        {"tools": [_page(s, 1)]},
-        {"tools": [_page(s, 381)]},
+        _page(s, 1),
+        _page(s, 381),
         {"tools": [call("grep", pattern="ERROR|Traceback", path=LOG)]},
-        {"tools": [_page(s, max(failed_at - 200, 1))]},
+        _page(s, max(failed_at - 200, 1)),
         {"needs": [failure_line, first_page],
          "text": f"Batch {_FAILING_BATCH} failed: `replace` called our `is_spike` with "
                  "`None` instead of a reading, an AttributeError; every batch before it went "
@@ -203,10 +205,10 @@ def _read_the_log(s: Script) -> None:
     late = s.file_fact("log-late", LOG, warning, 1, "a late meter after the failure")
     s.turn(
         "Is anything else odd in the rest of the night, after that batch?",
-        {"tools": [_page(s, failed_at)]},
-        {"tools": [_page(s, failed_at + 380)]},
+        _page(s, failed_at),
+        _page(s, failed_at + 380),
         {"tools": [call("grep", pattern="WARN", path=LOG)]},
-        {"tools": [_page(s, failed_at + 760)]},
+        _page(s, failed_at + 760),
         {"needs": [late],
          "text": "Only late meters, as on other nights; the job stopped at the failed batch "
                  "and later batches ran without sums."},
@@ -221,10 +223,10 @@ def _read_the_log(s: Script) -> None:
     s.turn(
         "Read the rest of the log to the end: did the later batches finish, and which "
         "extract was the slowest?",
-        {"tools": [_page(s, failed_at + 1140)]},
-        {"tools": [_page(s, failed_at + 1520)]},
-        {"tools": [_page(s, failed_at + 1900)]},
-        {"tools": [_page(s, failed_at + 2280, _LOG_LINES)]},
+        _page(s, failed_at + 1140),
+        _page(s, failed_at + 1520),
+        _page(s, failed_at + 1900),
+        _page(s, failed_at + 2280, _LOG_LINES),
         {"needs": [last, failure_line, slow],
          "text": "They were extracted and transformed to the end of the log; only the failed "
                  "batch is missing from the night's sums. The slowest extract took just under "
@@ -384,7 +386,7 @@ def _fix_and_check(s: Script) -> None:
         "Correction: I meant with window_size=2, as the weekly job uses. Check replace with "
         "pairs, and read the part of the log around the failure again for the batch's size.",
         {"tools": [call("bash", command=weekly)]},
-        {"tools": [_page(s, max(_failed_at() - 40, 1), 80)]},
+        _page(s, max(_failed_at() - 40, 1), 80),
         {"needs": [correction, "log-failure"],
          "text": "With pairs it works too: the pair that sums to five is replaced once, and "
                  "the padding at the end is skipped."},

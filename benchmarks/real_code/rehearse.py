@@ -3,8 +3,9 @@ fresh copy of the workspace (edits and writes applied, commands run), and every 
 is checked against what its command printed when a step needed it, and every file fact
 against the file as it stands when a step needs it (the lines it names hold its texts: a fact
 declared before an edit of those lines is stale afterwards, and no client could find it again).
-It proves that the script matches the code at its pinned version: the edits apply, and the
-outputs and files say what the facts say they do.
+It proves that the script matches the code at its pinned version: the edits apply, the
+outputs and files say what the facts say they do, and the lines a step reads to see all of
+(`Step.sees`) are where it says.
 
 An output fact may be needed after the code changed under it (the error a reverted attempt
 raised, the test that failed before the fix): its texts must be in an output its command
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_server.sim.knowledge import normalise
-from agent_server.sim.scenario import Fact
+from agent_server.sim.scenario import Fact, Location
 from benchmarks.peers import COMMAND_ENV, NOT_IN_COMMAND_ENV
 from benchmarks.real_code import ENVIRONMENT, RealWorkload
 
@@ -113,9 +114,21 @@ def rehearse(workload: RealWorkload) -> Rehearsal:
                 for need in step.needs:
                     _check(facts[need], f"turn {t_index} step {s_index}: {need}", workspace,
                            outputs, found)
+                for place in step.sees:
+                    _check_seen(place, f"turn {t_index} step {s_index}", workspace, found)
                 for tool in step.tools:
                     _run({"name": tool.name, "arguments": tool.arguments}, workspace, outputs)
     return found
+
+
+def _check_seen(place: Location, where: str, workspace: Path, found: Rehearsal) -> None:
+    """A line a step reads to see (`Step.sees`) is on its line of the file as it stands."""
+    path = workspace / place.path
+    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    line = place.line or 0
+    if not 1 <= line <= len(lines) or normalise(lines[line - 1]) != normalise(place.text or ""):
+        found.problems.append(f"{where}: sees {place.text!r} on line {line} of {place.path}, "
+                              "which does not hold it")
 
 
 def _holds(fact: Fact, shown: str) -> bool:

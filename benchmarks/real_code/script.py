@@ -21,6 +21,7 @@ Texts are compared as the simulated model compares them (`agent_server.sim.knowl
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,18 @@ class Script:
             return call("read", path=path)
         first = max(self.line_of(path, anchor) - before, 1)
         return call("read", path=path, offset=first, limit=count or 60)
+
+    def page(self, path: str, first: int, count: int) -> dict[str, Any]:
+        """A step that reads `count` lines of `path` from line `first` to see every one of
+        them: the read, and the lines it is meant to show (`sees`: those long enough and found
+        once in the file), so that a model whose result comes back cut reads on
+        (`agent_server.sim.reading`) as it would to see the rest."""
+        lines = self.text(path).splitlines()
+        once = Counter(normalise(line) for line in lines)
+        sees = [{"path": path, "text": line, "line": number}
+                for number, line in enumerate(lines[first - 1 : first - 1 + count], first)
+                if len(normalise(line)) >= MIN_FACT_CHARS and once[normalise(line)] == 1]
+        return {"tools": [call("read", path=path, offset=first, limit=count)], "sees": sees}
 
     def edit(self, path: str, old: str, new: str) -> dict[str, Any]:
         text = self.text(path)
