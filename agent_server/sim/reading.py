@@ -12,8 +12,9 @@ knowledge check compares them (`knowledge.normalise`: line numbers and whitespac
 
 A client whose bound holds the whole stretch reads nothing more; one that cuts it pays for the
 reads it takes to see it all, in as many model calls (`read-on:<turn>:<step>`, neither a
-scenario step nor a recovery). The model stops after `MAX_READS_ON` reads on for one step: a
-result that keeps coming back cut (a bound smaller than a line) must not loop.
+scenario step nor a recovery). A read on that shows none of the lines (an error, a tool that
+broke) ends the reading on, as it would end a model's, and so do `MAX_READS_ON` reads on for
+one step: nothing makes the model loop.
 """
 
 from __future__ import annotations
@@ -27,14 +28,20 @@ MAX_READS_ON = 12
 _SEPARATOR = "\x00"
 
 
-def read_on(sees: tuple[Location, ...], shown: Iterable[str]) -> ToolInvocation | None:
+def read_on(sees: tuple[Location, ...], shown: Iterable[str], latest: Iterable[str] = ()
+            ) -> ToolInvocation | None:
     """The read of the first stretch of `sees` (in order of path and line) that the texts
-    `shown` (the step's results) leave out; None when they show every line."""
+    `shown` (the step's results) leave out; None when they show every line, or when `latest`
+    (the results of the read on just answered, if that is what was answered) shows none of
+    them: an error, or the same cut again, and reading on once more would not help."""
     text = _SEPARATOR.join(normalise(piece) for piece in shown)
+    answered = _SEPARATOR.join(normalise(piece) for piece in latest)
 
-    def seen(place: Location) -> bool:
-        return place.text is not None and normalise(place.text) in text
+    def seen(place: Location, within: str = text) -> bool:
+        return place.text is not None and normalise(place.text) in within
 
+    if answered and not any(seen(place, answered) for place in sees):
+        return None
     missing = next((index for index, place in enumerate(sees) if not seen(place)), None)
     if missing is None:
         return None

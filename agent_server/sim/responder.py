@@ -256,13 +256,16 @@ def _after_results(context: _Context, last: TranscriptMessage) -> PlannedReply:
 
 def _read_on(context: _Context, turn: int, index: int) -> PlannedReply | None:
     """The read on of a step whose results were cut before the lines it reads to see
-    (reading.py); None when they show them all, or it has read on `MAX_READS_ON` times."""
+    (reading.py); None when they show them all, when the read on just answered showed none of
+    them, or when it has read on `MAX_READS_ON` times."""
     steps = context.scenario.turns[turn].steps
     sees = steps[index].sees if index < len(steps) else ()
     if not sees:
         return None
     shown: list[str] = []
+    latest: list[str] = []  # the results of the read on just answered, if one was
     reads = 0
+    last = context.transcript.messages[-1]
     for message in context.transcript.messages:
         for part in message.parts:
             call_id = (part.tool_call_id if isinstance(part, ToolResultPart)
@@ -273,9 +276,11 @@ def _read_on(context: _Context, turn: int, index: int) -> PlannedReply | None:
                 continue
             if isinstance(part, ToolResultPart):
                 shown.append(part.text)
+                if ref.more and message is last:
+                    latest.append(part.text)
             elif ref.more:
                 reads += 1
-    wanted = read_on(sees, shown) if reads < MAX_READS_ON else None
+    wanted = read_on(sees, shown, latest) if reads < MAX_READS_ON else None
     calls = (_fitted(context, (wanted,), turn, index, None, more=True)
              if wanted is not None else ())
     if wanted is None or not calls:

@@ -141,16 +141,32 @@ def test_codexs_shell_reads_on_with_the_lines_it_left_out() -> None:
     assert ref is not None and ref.more and ref.detour is None and ref.step == 0
 
 
-def test_a_result_that_keeps_coming_back_cut_stops_the_reading_on() -> None:
+def test_a_read_on_that_shows_nothing_new_ends_the_reading_on() -> None:
+    """A tool that fails (pi's after a compaction in `-p`: "This extension ctx is stale")
+    gets one read on, not a loop of them."""
     plan = scenario()
     history: tuple[TranscriptMessage, ...] = (message("user", PROMPT),)
     reply = plan_reply(Transcript("", (READ,), history), plan, id_prefix="toolu")
-    for _ in range(MAX_READS_ON + 1):
-        history = answered(history, reply, "[the file changed; nothing to show]")
+    for _ in range(2):
+        history = answered(history, reply, "This extension ctx is stale after session "
+                                           "replacement or reload.")
         reply = plan_reply(Transcript("", (READ,), history), plan, id_prefix="toolu")
     assert reply.source == "scenario:0:1"
     calls = [part for m in history for part in m.parts if isinstance(part, ToolCallPart)]
-    assert len(calls) == MAX_READS_ON + 1  # the step's read and its reads on
+    assert len(calls) == 2  # the step's read and one read on
+
+
+def test_reading_on_stops_after_its_bound_however_little_each_read_shows() -> None:
+    plan = scenario()
+    history: tuple[TranscriptMessage, ...] = (message("user", PROMPT),)
+    reply = plan_reply(Transcript("", (READ,), history), plan, id_prefix="toolu")
+    line = 0
+    while reply.calls:
+        line += 1  # a bound that lets one line through at a time
+        history = answered(history, reply, numbered(line, line))
+        reply = plan_reply(Transcript("", (READ,), history), plan, id_prefix="toolu")
+    assert reply.source == "scenario:0:1"
+    assert line == MAX_READS_ON + 1  # the step's read and its reads on
 
 
 # --- the scenario and the script ------------------------------------------------------------
