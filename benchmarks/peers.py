@@ -52,7 +52,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from agent_server.agent.settings import AgentSettings, settings_from_json
 from agent_server.llm.cost import call_cost
@@ -67,6 +67,7 @@ from agent_server.sim.tokenizer import count_tokens
 from agent_server.sim.transcript import Transcript
 from agent_server.sim.workspace import write_sample_workspace
 from benchmarks.cost_bench import Bill, bill, open_session
+from benchmarks.pi_rpc import PiRpc
 from benchmarks.strategies import Strategy
 
 MODELS = ("sim-large", "sim-small")
@@ -252,11 +253,10 @@ def _codex_setup(home: Path, base_url: str, model: ModelInfo) -> dict[str, str]:
 
 
 def turn_command(peer: Peer, executable: Path, model: ModelInfo, prompt: str, first: bool,
-                 session_id: str, pi_args: Sequence[str]) -> list[str]:
-    """The command line that sends `prompt` as the next turn of the client's session."""
+                 session_id: str) -> list[str]:
+    """The command line that sends `prompt` as the next turn of the client's session (Claude
+    Code's, Codex's; pi's session is one process, `pi_command`)."""
     exe = str(executable)
-    if peer.name == "pi":
-        return [exe, *pi_args, *([] if first else ["--continue"]), "-p", prompt]
     if peer.name == "claude-code":
         session = ["--session-id", session_id] if first else ["--resume", session_id]
         return [exe, "-p", prompt, "--model", model.id, *session,
@@ -265,6 +265,11 @@ def turn_command(peer: Peer, executable: Path, model: ModelInfo, prompt: str, fi
     if first:
         return [exe, "exec", *common, prompt]
     return [exe, "exec", "resume", "--last", *common, prompt]
+
+
+def pi_command(executable: Path, pi_args: Sequence[str]) -> list[str]:
+    """pi for a whole session, in its RPC mode (benchmarks/pi_rpc.py says why not `-p`)."""
+    return [str(executable), *pi_args, "--mode", "rpc"]
 
 
 def run_peer(peer: Peer, executable: Path, model_id: str, run_dir: Path, scratch: Path,
@@ -298,10 +303,12 @@ def run_peer(peer: Peer, executable: Path, model_id: str, run_dir: Path, scratch
         session_id = str(uuid.uuid4())
         transcript = (run_dir / f"{name}.out").open("w", encoding="utf-8")
         with transcript:
-            for index, prompt in enumerate(prompts):
+            if peer.name == "pi":
+                failed, notes = _run_pi(pi_command(executable, pi_args), prompts, workspace,
+                                        env, transcript, progress, model_id)
+            for index, prompt in enumerate(prompts if peer.name != "pi" else ()):
                 progress(f"  {peer.name} on {model_id}: turn {index + 1}/{len(prompts)}")
-                command = turn_command(peer, executable, model, prompt, index == 0, session_id,
-                                       pi_args)
+                command = turn_command(peer, executable, model, prompt, index == 0, session_id)
                 try:
                     done = subprocess.run(command, cwd=workspace, env=env,
                                           stdin=subprocess.DEVNULL, capture_output=True,
@@ -321,6 +328,27 @@ def run_peer(peer: Peer, executable: Path, model_id: str, run_dir: Path, scratch
     return Run(peer.name, model_id, peer.version, list(simulator.records), len(prompts), failed,
                time.perf_counter() - started, notes, session.name, summariser,
                exploring=exploring_steps(session.scenario))
+
+
+def _run_pi(command: Sequence[str], prompts: Sequence[str], workspace: Path,
+            env: Mapping[str, str], transcript: IO[str], progress: Callable[[str], None],
+            model_id: str) -> tuple[int, list[str]]:
+    """pi's session, one RPC process for all its turns: (turns failed, notes)."""
+    failed, notes = 0, []
+    rpc = PiRpc(command, workspace, env, transcript)
+    try:
+        for index, prompt in enumerate(prompts):
+            progress(f"  pi on {model_id}: turn {index + 1}/{len(prompts)}")
+            outcome = rpc.turn(prompt, TURN_TIMEOUT)
+            transcript.write(f"### turn {index + 1} ({'ok' if outcome.ok else 'failed'})\n"
+                             f"{outcome.text}\n{outcome.error}\n")
+            transcript.flush()
+            if not outcome.ok:
+                failed += 1
+                notes.append(f"turn {index + 1} failed: {outcome.error}")
+    finally:
+        rpc.close()
+    return failed, notes
 
 
 @contextlib.contextmanager

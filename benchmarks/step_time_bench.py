@@ -28,7 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -44,7 +44,8 @@ from agent_server.sim.server import SimServer
 from agent_server.sim.simulator import Simulator
 from agent_server.sim.workspace import write_sample_workspace
 from benchmarks.long_session_bench import SERVE, RawClient
-from benchmarks.peers import PEERS, _clean_env, _pi_setup, cache_dir, install, turn_command
+from benchmarks.peers import PEERS, _clean_env, _pi_setup, cache_dir, install, pi_command
+from benchmarks.pi_rpc import PiRpc
 
 MODEL = "sim-large"
 PLACEHOLDER_KEY = "sk-ant-placeholder-not-a-key"
@@ -155,18 +156,14 @@ def run_pi(scratch: Path) -> list[dict[str, Any]]:
     try:
         extra, pi_args = _pi_setup(home, handle.base_url, model)
         env = _clean_env(home, extra)
-        for index, prompt in enumerate(default_scenario().prompts):
-            command = turn_command(peer, executable, model, prompt, index == 0, "", pi_args)
-            subprocess.run(
-                command,
-                cwd=workspace,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=600,
-                check=True,
-            )
+        rpc = PiRpc(pi_command(executable, pi_args), workspace, env, sys.stderr)
+        try:
+            for prompt in default_scenario().prompts:
+                outcome = rpc.turn(prompt, 600)
+                if not outcome.ok:
+                    raise RuntimeError(f"pi's turn failed: {outcome.error}")
+        finally:
+            rpc.close()
     finally:
         handle.stop()
         simulator.close()
