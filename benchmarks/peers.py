@@ -8,7 +8,9 @@ scenario (18 turns about the sample workspace), once on `sim-large` (200k window
 the sample workspace, a fresh home directory, a fake key and a fresh simulator; the clients
 talk to it directly over loopback (their documented base-URL settings, no proxy, no patch):
 
-- pi: a provider in `$PI_CODING_AGENT_DIR/models.json` with `api: anthropic-messages`;
+- pi: a provider in `$PI_CODING_AGENT_DIR/models.json` with `api: anthropic-messages`, one
+  `pi --mode rpc` process for the session, a `prompt` command a turn (benchmarks/pi_rpc.py:
+  `pi -p` runs an overflow's retry on a disposed session);
 - Claude Code: `ANTHROPIC_BASE_URL`, `claude -p` then `claude -p --resume`, with
   `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1` and the model's window and output limit
   (`CLAUDE_CODE_AUTO_COMPACT_WINDOW`, `CLAUDE_CODE_MAX_OUTPUT_TOKENS`), since it does not know

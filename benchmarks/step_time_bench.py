@@ -15,7 +15,8 @@ fresh copy of the workspace and a fresh simulator in this process:
   editor drives it (provider `anthropic` with a placeholder key and the simulator's base URL,
   `permissions.mode` allowAll, so that bash runs in its sandbox);
 - pi (`@mariozechner/pi-coding-agent`, the version `agent-server bench peers` pins and
-  installs): one `pi --continue -p PROMPT` per turn, configured as the peer benchmark does.
+  installs): one `pi --mode rpc` process for the session, a `prompt` command a turn
+  (benchmarks/pi_rpc.py), configured as the peer benchmark does.
 
 Runs alternate (`--runs` of each); the figure is the median step over all runs, and the
 median per tool kind.
