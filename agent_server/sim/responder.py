@@ -15,8 +15,10 @@ compactions are safe):
    client that adds its own instructions around the user's words) answers.
 3. A request that ends with a summary handed over after a compaction in the middle of a turn
    (the turn's prompt kept before it, as Codex does, or only quoted in it, or dropped) takes
-   that turn up again at its last step, the answer, whose needs fetch what is missing; with no
-   prompt kept or quoted, it gets the fallback, recorded as a violation of the latest request.
+   that turn up again: at the step after the last one the summary says was done (a faithful
+   summary's `## Where the work stands`), or, when it does not say, at its last step, the
+   answer, whose needs fetch what is missing; with no prompt kept or quoted, it gets the
+   fallback, recorded as a violation of the latest request.
 4. Anything else gets the fallback: `ls .` if an `ls` tool is offered, then `read` of the first
    file that listing names, then a text answer that says what it saw and echoes the prompt
    (turn index `f` in the ids).
@@ -81,6 +83,9 @@ _SEARCH_TEXT = "The output I was shown was cut; let me find {about} in the full 
 _RECALL_TEXT = "That is no longer in front of me; let me look up {about} in this session's history."
 _OPEN_TEXT = "The search shows part of {about}; let me read that entry from there."
 _OPEN_BEFORE = 3
+# A faithful summary's note of where the work stands (`_progress`), read back by `_done_in`.
+_PROGRESS = "The last step done: step {step} of request {turn}."
+_PROGRESS_SAID = re.compile(r"The last step done: step (?P<step>\d+) of request (?P<turn>\d+)\.")
 _READ_ON_TEXT = "That was cut before the end of what I am reading; let me read on from line {line}."
 RECALL_CALL = "recall"
 # Where the model looks for a fact of each kind: the user's words, its own, or a tool's.
@@ -177,7 +182,8 @@ def plan_reply(transcript: Transcript, scenario: Scenario, *, id_prefix: str,
     found = scenario.find_turn(texts[-1]) if texts else None
     if found is None and is_summary_request(transcript):
         return PlannedReply(source="summary",
-                            text=summarise(transcript, summariser, summary_chars))
+                            text=summarise(transcript, summariser, summary_chars,
+                                           progress=_progress(transcript)))
     if found is None and texts:
         # Not inside a summary handed over after a compaction: it quotes earlier prompts.
         found = scenario.find_turn_within(
@@ -202,10 +208,39 @@ def _ends_with_handoff(texts: list[str]) -> bool:
 
 def _resumed(context: _Context, turn: int) -> PlannedReply:
     """A turn taken up again after a compaction in its middle, from the summary: the work the
-    summary says was done is not done again blindly; the model goes on to the turn's answer,
-    whose needs (checked as ever) fetch again what it no longer has. (Redoing the turn from
-    its first step would loop for ever when the turn's own outputs are what overflows.)"""
-    return _scenario_step(context, turn, len(context.scenario.turns[turn].steps) - 1)
+    summary says was done is not done again. When the summary says which step of this turn
+    was done last (a faithful one written from the conversation's messages: `_progress`), the
+    model goes on with the next; otherwise to the turn's answer, whose needs (checked as ever)
+    fetch again what it no longer has. (Redoing the turn from its first step would loop for
+    ever when the turn's own outputs are what overflows; going on from the step after the
+    last one done cannot: each compaction's summary names a later one.)"""
+    steps = context.scenario.turns[turn].steps
+    done = _done_in(context.transcript, turn)
+    following = done + 1 if done is not None else len(steps) - 1
+    return _scenario_step(context, turn, min(following, len(steps) - 1))
+
+
+def _progress(transcript: Transcript) -> str:
+    """Where the work stands, for a summary of `transcript`: the scenario step whose results
+    came last ("" when none did, or the conversation is serialised in the instruction)."""
+    for message in reversed(transcript.messages):
+        for part in reversed(message.parts):
+            if not isinstance(part, ToolResultPart):
+                continue
+            ref = parse_call_id(part.tool_call_id)
+            if ref is not None and ref.turn.isdigit() and not ref.explore:
+                return _PROGRESS.format(turn=ref.turn, step=ref.step)
+    return ""
+
+
+def _done_in(transcript: Transcript, turn: int) -> int | None:
+    """The step of `turn` the latest summary handed over says was done last, if it says."""
+    handoffs = [text for message in transcript.messages if message.role == "user"
+                for text in message.texts if is_summary_handoff(text)]
+    found = list(_PROGRESS_SAID.finditer(handoffs[-1])) if handoffs else []
+    if not found or int(found[-1]["turn"]) != turn:
+        return None
+    return int(found[-1]["step"])
 
 
 def _without_prompt(context: _Context) -> PlannedReply:

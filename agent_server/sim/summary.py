@@ -31,7 +31,10 @@ Either can be cut to a number of characters (`max_chars`: a summariser that keep
 much), at the last line break within it, as compaction-conformance-kit cuts its own
 compactors' output to a budget.
 
-The faithful answer is the bare summary in eight sections (## Goal ... ## Critical context); a
+The faithful answer is the bare summary in eight sections (## Goal ... ## Critical context),
+then `## Where the work stands`: the last step whose results it summarised, as the responder
+notes it (a serialised conversation names no step), so that a turn compacted in its middle
+goes on from there (a lossy summary does not say; a later summary does not fold it in). A
 request about the early part of a turn only (`summary_requests.asks_for_turn_prefix`) gets
 `## Request`, `## Done so far in this turn` and `## State at the cut` instead. When the
 instruction asks for `<summary>` tags, the answer is wrapped in them.
@@ -106,9 +109,10 @@ class _Facts:
 
 
 def summarise(transcript: Transcript, mode: SummaryMode = "faithful",
-              max_chars: int | None = None) -> str:
+              max_chars: int | None = None, progress: str = "") -> str:
     """The summary answering the summary request that ends `transcript` (its body at most
-    `max_chars` characters, when given)."""
+    `max_chars` characters, when given). A faithful summary ends with `progress`, where the
+    work stands (the responder's note of the last step done), when there is one."""
     instruction = summary_instruction(transcript)
     facts = _Facts()
     conversation = _between(instruction, "<conversation>", "</conversation>")
@@ -128,6 +132,8 @@ def summarise(transcript: Transcript, mode: SummaryMode = "faithful",
         body = _render_turn_prefix(facts)
     else:
         body = _render(facts)
+    if progress and mode == "faithful":
+        body = f"{body}\n\n## Where the work stands\n{progress}"
     if max_chars is not None:
         body = _cut(body, max_chars)
     if SUMMARY_OPEN in outer:

@@ -23,7 +23,9 @@ from agent_server.llm.messages import (
     UserMessage,
 )
 from agent_server.session.entries import Carried, Failure
-from agent_server.sim.summary import LOSSY_GOAL_CHARS, MAX_SUMMARY_TOKENS, summarise
+from agent_server.sim.responder import plan_reply
+from agent_server.sim.scenario import parse_scenario
+from agent_server.sim.summary import LOSSY_GOAL_CHARS, MAX_SUMMARY_TOKENS, SummaryMode, summarise
 from agent_server.sim.summary_requests import (
     asks_for_turn_prefix,
     handoff_body,
@@ -399,3 +401,53 @@ def test_a_summary_refers_to_what_the_instruction_says_is_carried_instead_of_cop
     assert 'User said: "Fix the parser. Never push to main."' in newest
     assert 'User said: "Then the docs."' not in newest
     assert "make: no rule" in newest  # the failed call is not said to be carried
+
+
+# --- a turn compacted in its middle goes on from where the summary says -----------------------
+
+PARTS_PROMPT = "Read the three parts of the report, in order."
+PARTS = parse_scenario({"name": "parts", "turns": [{"user": PARTS_PROMPT, "steps": [
+    {"tools": [{"name": "read", "arguments": {"path": f"part-{n}.txt"}}]} for n in (1, 2, 3)
+] + [{"text": "All three parts read."}]}]})
+
+
+def _codex_before_compacting() -> tuple[TranscriptMessage, ...]:
+    """Codex's history with two steps of the turn done, then its compaction prompt."""
+    messages: list[TranscriptMessage] = [TranscriptMessage("user", (TextPart(PARTS_PROMPT),))]
+    for step in (0, 1):
+        call = ToolCallPart(f"call_sim_0_{step}_0_0000000{step}", "read",
+                            {"path": f"part-{step + 1}.txt"})
+        messages += [TranscriptMessage("assistant", (call,)),
+                     TranscriptMessage("user", (ToolResultPart(call.id, f"part {step + 1}"),))]
+    return (*messages, TranscriptMessage("user", (TextPart(CODEX),)))
+
+
+@pytest.mark.parametrize(("mode", "resumed_at"), [("faithful", "scenario:0:2"),
+                                                  ("lossy", "scenario:0:3")])
+def test_a_turn_compacted_in_its_middle_goes_on_from_where_the_summary_says(
+    mode: SummaryMode, resumed_at: str
+) -> None:
+    """Codex keeps the prompts and its summary, no result: a faithful summary says which step
+    was done last, and the model goes on with the next one (the third part is read); a lossy
+    one does not say, and the model goes on to the turn's answer."""
+    tools = (ToolSpec("read", {"type": "object", "properties": {"path": {}}}),)
+    asked = Transcript("", tools, _codex_before_compacting())
+    summary = plan_reply(asked, PARTS, id_prefix="call", summariser=mode)
+    assert summary.source == "summary"
+    assert ("The last step done: step 1 of request 0." in summary.text) == (mode == "faithful")
+    handoff = HANDOFFS["codex"].replace(PREVIOUS, summary.text)
+    after = Transcript("", tools, (TranscriptMessage("user", (TextPart(PARTS_PROMPT),
+                                                              TextPart(handoff))),))
+    reply = plan_reply(after, PARTS, id_prefix="call", summariser=mode)
+    assert reply.source == resumed_at
+    if mode == "faithful":
+        assert [call.arguments for call in reply.calls] == [{"path": "part-3.txt"}]
+
+
+def test_a_summary_of_a_serialised_conversation_names_no_step() -> None:
+    conversation = ("<conversation>\n[User]: " + PARTS_PROMPT + "\n[Assistant tool call]: "
+                    'read(path="part-1.txt")\n[Tool result read]: part 1\n</conversation>')
+    system = "You are a context summarization assistant."  # pi's summariser call
+    summary = plan_reply(_asking(conversation, tools=False, system=system), PARTS,
+                         id_prefix="toolu")
+    assert summary.source == "summary" and "The last step done" not in summary.text
