@@ -222,14 +222,18 @@ def _resumed(context: _Context, turn: int) -> PlannedReply:
 
 def _progress(transcript: Transcript) -> str:
     """Where the work stands, for a summary of `transcript`: the scenario step whose results
-    came last ("" when none did, or the conversation is serialised in the instruction)."""
+    came last (the one before it, when they were a detour or the map asked for before it: the
+    step itself was still to come); "" when there is none, or the conversation is serialised
+    in the instruction."""
     for message in reversed(transcript.messages):
         for part in reversed(message.parts):
             if not isinstance(part, ToolResultPart):
                 continue
             ref = parse_call_id(part.tool_call_id)
-            if ref is not None and ref.turn.isdigit() and not ref.explore:
-                return _PROGRESS.format(turn=ref.turn, step=ref.step)
+            if ref is None or not ref.turn.isdigit():
+                continue
+            done = ref.step - 1 if ref.detour is not None or ref.explore else ref.step
+            return _PROGRESS.format(turn=ref.turn, step=done) if done >= 0 else ""
     return ""
 
 
