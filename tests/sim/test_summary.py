@@ -451,3 +451,14 @@ def test_a_summary_of_a_serialised_conversation_names_no_step() -> None:
     summary = plan_reply(_asking(conversation, tools=False, system=system), PARTS,
                          id_prefix="toolu")
     assert summary.source == "summary" and "The last step done" not in summary.text
+
+
+def test_a_detour_before_a_step_leaves_that_step_to_come() -> None:
+    """A fetch the third step needed came last: the second step is the last one done."""
+    call = ToolCallPart("call_sim_0_2d0_0_00000009", "read", {"path": "part-2.txt"})
+    messages = (*_codex_before_compacting()[:-1], TranscriptMessage("assistant", (call,)),
+                TranscriptMessage("user", (ToolResultPart(call.id, "part 2"),)),
+                TranscriptMessage("user", (TextPart(CODEX),)))
+    tools = (ToolSpec("read", {"type": "object", "properties": {"path": {}}}),)
+    summary = plan_reply(Transcript("", tools, messages), PARTS, id_prefix="call")
+    assert "The last step done: step 1 of request 0." in summary.text
