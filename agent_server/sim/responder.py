@@ -42,6 +42,7 @@ choosing the step.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -57,7 +58,7 @@ from agent_server.sim.knowledge import (
 )
 from agent_server.sim.reading import MAX_READS_ON, read_on
 from agent_server.sim.scenario import FETCHABLE, Fact, Scenario, Step, ToolInvocation
-from agent_server.sim.summary import SummaryMode, summarise
+from agent_server.sim.summary import SummaryMode, serialised_calls, summarise
 from agent_server.sim.summary_requests import is_summary_handoff, is_summary_request
 from agent_server.sim.tokenizer import filler_text
 from agent_server.sim.tool_fitting import fit_call, working_directory
@@ -86,6 +87,10 @@ _OPEN_BEFORE = 3
 # A faithful summary's note of where the work stands (`_progress`), read back by `_done_in`.
 _PROGRESS = "The last step done: step {step} of request {turn}."
 _PROGRESS_SAID = re.compile(r"The last step done: step (?P<step>\d+) of request (?P<turn>\d+)\.")
+# Its note when the conversation was serialised (no step ids): the last call made, as JSON.
+_LAST_CALL = "The last call made: {call}"
+_LAST_CALL_SAID = re.compile(r"The last call made: (?P<call>\[.*\])$", re.MULTILINE)
+_LAST_CALL_CHARS = 400
 _READ_ON_TEXT = "That was cut before the end of what I am reading; let me read on from line {line}."
 RECALL_CALL = "recall"
 # Where the model looks for a fact of each kind: the user's words, its own, or a tool's.
@@ -215,7 +220,7 @@ def _resumed(context: _Context, turn: int) -> PlannedReply:
     ever when the turn's own outputs are what overflows; going on from the step after the
     last one done cannot: each compaction's summary names a later one.)"""
     steps = context.scenario.turns[turn].steps
-    done = _done_in(context.transcript, turn)
+    done = _done_in(context, turn)
     following = done + 1 if done is not None else len(steps) - 1
     return _scenario_step(context, turn, min(following, len(steps) - 1))
 
@@ -223,8 +228,9 @@ def _resumed(context: _Context, turn: int) -> PlannedReply:
 def _progress(transcript: Transcript) -> str:
     """Where the work stands, for a summary of `transcript`: the scenario step whose results
     came last (the one before it, when they were a detour or the map asked for before it: the
-    step itself was still to come); "" when there is none, or the conversation is serialised
-    in the instruction."""
+    step itself was still to come); for a conversation serialised in the instruction, whose
+    calls carry no ids, the last call made (name and arguments, when short); "" when there is
+    neither."""
     for message in reversed(transcript.messages):
         for part in reversed(message.parts):
             if not isinstance(part, ToolResultPart):
@@ -234,17 +240,40 @@ def _progress(transcript: Transcript) -> str:
                 continue
             done = ref.step - 1 if ref.detour is not None or ref.explore else ref.step
             return _PROGRESS.format(turn=ref.turn, step=done) if done >= 0 else ""
-    return ""
+    calls = serialised_calls(transcript)
+    said = json.dumps(list(calls[-1]), sort_keys=True, ensure_ascii=False) if calls else ""
+    return _LAST_CALL.format(call=said) if said and len(said) <= _LAST_CALL_CHARS else ""
 
 
-def _done_in(transcript: Transcript, turn: int) -> int | None:
-    """The step of `turn` the latest summary handed over says was done last, if it says."""
+def _done_in(context: _Context, turn: int) -> int | None:
+    """The step of `turn` the latest summary handed over says was done last, if it says: by
+    its number, or by its call (a summary of a serialised conversation names the last call
+    made: the latest step of the turn with that call, fitted to the request's tools)."""
+    transcript = context.transcript
     handoffs = [text for message in transcript.messages if message.role == "user"
                 for text in message.texts if is_summary_handoff(text)]
-    found = list(_PROGRESS_SAID.finditer(handoffs[-1])) if handoffs else []
-    if not found or int(found[-1]["turn"]) != turn:
+    if not handoffs:
         return None
-    return int(found[-1]["step"])
+    found = list(_PROGRESS_SAID.finditer(handoffs[-1]))
+    if found:
+        return int(found[-1]["step"]) if int(found[-1]["turn"]) == turn else None
+    calls = list(_LAST_CALL_SAID.finditer(handoffs[-1]))
+    try:
+        name, arguments = json.loads(calls[-1]["call"]) if calls else (None, None)
+    except (ValueError, TypeError):
+        return None
+    if not isinstance(name, str) or not isinstance(arguments, dict):
+        return None
+    wanted = {key: str(value) for key, value in arguments.items()}
+    cwd = working_directory(transcript)
+    steps = context.scenario.turns[turn].steps
+    for index in range(len(steps) - 1, -1, -1):
+        for tool in steps[index].tools:
+            fitted = fit_call(tool.name, tool.arguments, transcript.tools, cwd)
+            if fitted is not None and fitted[0] == name and \
+                    {key: str(value) for key, value in fitted[1].items()} == wanted:
+                return index
+    return None
 
 
 def _without_prompt(context: _Context) -> PlannedReply:

@@ -32,9 +32,10 @@ much), at the last line break within it, as compaction-conformance-kit cuts its 
 compactors' output to a budget.
 
 The faithful answer is the bare summary in eight sections (## Goal ... ## Critical context),
-then `## Where the work stands`: the last step whose results it summarised, as the responder
-notes it (a serialised conversation names no step), so that a turn compacted in its middle
-goes on from there (a lossy summary does not say; a later summary does not fold it in). A
+then `## Where the work stands`: the last step whose results it summarised, or for a
+serialised conversation the last call made, as the responder notes it, so that a turn
+compacted in its middle goes on from there (a lossy summary does not say; a later summary
+does not fold it in). A
 request about the early part of a turn only (`summary_requests.asks_for_turn_prefix`) gets
 `## Request`, `## Done so far in this turn` and `## State at the cut` instead. When the
 instruction asks for `<summary>` tags, the answer is wrapped in them.
@@ -187,7 +188,8 @@ def _facts_from_messages(
             _tool_call(call.name, dict(call.arguments), facts)
 
 
-def _facts_from_serialised(conversation: str, facts: _Facts) -> None:
+def _entries(conversation: str) -> list[tuple[str, str | None, bool, str]]:
+    """A serialised conversation's entries: (label, tool, is an error, text)."""
     entries: list[tuple[str, str | None, bool, list[str]]] = []
     for line in conversation.splitlines():
         match = _ENTRY.match(line)
@@ -195,8 +197,26 @@ def _facts_from_serialised(conversation: str, facts: _Facts) -> None:
             entries.append((match["label"], match["tool"], bool(match["error"]), [match["rest"]]))
         elif entries:
             entries[-1][3].append(line)
-    for label, tool, error, lines in entries:
-        text = "\n".join(lines).strip()
+    return [(label, tool, error, "\n".join(lines).strip())
+            for label, tool, error, lines in entries]
+
+
+def serialised_calls(transcript: Transcript) -> list[tuple[str, dict[str, object]]]:
+    """The tool calls, in order, of the conversation a summary request serialises in its
+    instruction (none when the conversation is the request's own messages)."""
+    conversation = _between(summary_instruction(transcript), "<conversation>", "</conversation>")
+    calls: list[tuple[str, dict[str, object]]] = []
+    for label, _tool, _error, text in _entries(conversation or ""):
+        if label.startswith("Assistant tool call"):
+            for call_text in _split_calls(text):
+                call = _CALL.match(call_text)
+                if call is not None:
+                    calls.append((call["name"], _call_arguments(call["args"])))
+    return calls
+
+
+def _facts_from_serialised(conversation: str, facts: _Facts) -> None:
+    for label, tool, error, text in _entries(conversation):
         if label == "User":
             _user_text(text, facts)
         elif label == "Assistant":

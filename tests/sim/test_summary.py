@@ -444,13 +444,31 @@ def test_a_turn_compacted_in_its_middle_goes_on_from_where_the_summary_says(
         assert [call.arguments for call in reply.calls] == [{"path": "part-3.txt"}]
 
 
-def test_a_summary_of_a_serialised_conversation_names_no_step() -> None:
+def test_a_summary_of_a_serialised_conversation_names_its_last_call() -> None:
+    """pi's summariser call (ours on a fresh prompt is the same shape): the calls carry no
+    ids, so the summary names the last call made, and the step is found by it."""
     conversation = ("<conversation>\n[User]: " + PARTS_PROMPT + "\n[Assistant tool call]: "
-                    'read(path="part-1.txt")\n[Tool result read]: part 1\n</conversation>')
-    system = "You are a context summarization assistant."  # pi's summariser call
+                    'read(path="part-1.txt")\n[Tool result read]: part 1\n'
+                    '[Assistant tool calls]: read(path="part-2.txt")\n[Tool result read]: '
+                    "part 2\n</conversation>")
+    system = "You are a context summarization assistant."
     summary = plan_reply(_asking(conversation, tools=False, system=system), PARTS,
                          id_prefix="toolu")
-    assert summary.source == "summary" and "The last step done" not in summary.text
+    assert summary.source == "summary"
+    assert 'The last call made: ["read", {"path": "part-2.txt"}]' in summary.text
+    assert "The last step done" not in summary.text
+    handoff = HANDOFFS["agent-server and pi"].replace(PREVIOUS, summary.text)
+    tools = (ToolSpec("read", {"type": "object", "properties": {"path": {}}}),)
+    after = Transcript("", tools, (TranscriptMessage("user", (TextPart(handoff),)),
+                                   TranscriptMessage("user", (TextPart(PARTS_PROMPT),))))
+    # the prompt after the summary is a new prompt: it starts the turn ...
+    assert plan_reply(after, PARTS, id_prefix="toolu").source == "scenario:0:0"
+    # ... but kept before it, the turn is taken up where the summary says
+    kept = Transcript("", tools, (TranscriptMessage("user", (TextPart(PARTS_PROMPT),
+                                                             TextPart(handoff))),))
+    reply = plan_reply(kept, PARTS, id_prefix="toolu")
+    assert reply.source == "scenario:0:2"
+    assert [call.arguments for call in reply.calls] == [{"path": "part-3.txt"}]
 
 
 def test_a_detour_before_a_step_leaves_that_step_to_come() -> None:
