@@ -302,34 +302,44 @@ def run_peer(peer: Peer, executable: Path, model_id: str, run_dir: Path, scratch
         else:
             extra = _codex_setup(home, handle.base_url, model)
         env = _clean_env(home, {**extra, **session.env})
-        session_id = str(uuid.uuid4())
         transcript = (run_dir / f"{name}.out").open("w", encoding="utf-8")
         with transcript:
             if peer.name == "pi":
                 failed, notes = _run_pi(pi_command(executable, pi_args), prompts, workspace,
                                         env, transcript, progress, model_id)
-            for index, prompt in enumerate(prompts if peer.name != "pi" else ()):
-                progress(f"  {peer.name} on {model_id}: turn {index + 1}/{len(prompts)}")
-                command = turn_command(peer, executable, model, prompt, index == 0, session_id)
-                try:
-                    done = subprocess.run(command, cwd=workspace, env=env,
-                                          stdin=subprocess.DEVNULL, capture_output=True,
-                                          text=True, timeout=TURN_TIMEOUT)
-                except subprocess.TimeoutExpired:
-                    failed += 1
-                    notes.append(f"turn {index + 1} timed out")
-                    continue
-                transcript.write(f"### turn {index + 1} (exit {done.returncode})\n{done.stdout}\n"
-                                 f"--- stderr\n{done.stderr}\n")
-                if done.returncode != 0:
-                    failed += 1
-                    notes.append(f"turn {index + 1} exited {done.returncode}")
+            else:
+                failed, notes = _run_turns(peer, executable, model, prompts, workspace, env,
+                                           transcript, progress)
     finally:
         handle.stop()
         simulator.close()
     return Run(peer.name, model_id, peer.version, list(simulator.records), len(prompts), failed,
                time.perf_counter() - started, notes, session.name, summariser,
                exploring=exploring_steps(session.scenario))
+
+
+def _run_turns(peer: Peer, executable: Path, model: ModelInfo, prompts: Sequence[str],
+               workspace: Path, env: Mapping[str, str], transcript: IO[str],
+               progress: Callable[[str], None]) -> tuple[int, list[str]]:
+    """Claude Code's or Codex's session, one process a turn: (turns failed, notes)."""
+    failed, notes = 0, []
+    session_id = str(uuid.uuid4())
+    for index, prompt in enumerate(prompts):
+        progress(f"  {peer.name} on {model.id}: turn {index + 1}/{len(prompts)}")
+        command = turn_command(peer, executable, model, prompt, index == 0, session_id)
+        try:
+            done = subprocess.run(command, cwd=workspace, env=env, stdin=subprocess.DEVNULL,
+                                  capture_output=True, text=True, timeout=TURN_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            failed += 1
+            notes.append(f"turn {index + 1} timed out")
+            continue
+        transcript.write(f"### turn {index + 1} (exit {done.returncode})\n{done.stdout}\n"
+                         f"--- stderr\n{done.stderr}\n")
+        if done.returncode != 0:
+            failed += 1
+            notes.append(f"turn {index + 1} exited {done.returncode}")
+    return failed, notes
 
 
 def _run_pi(command: Sequence[str], prompts: Sequence[str], workspace: Path,

@@ -35,10 +35,10 @@ The faithful answer is the bare summary in eight sections (## Goal ... ## Critic
 then `## Where the work stands`: the last step whose results it summarised, or for a
 serialised conversation the last call made, as the responder notes it, so that a turn
 compacted in its middle goes on from there (a lossy summary does not say; a later summary
-does not fold it in). A
-request about the early part of a turn only (`summary_requests.asks_for_turn_prefix`) gets
-`## Request`, `## Done so far in this turn` and `## State at the cut` instead. When the
-instruction asks for `<summary>` tags, the answer is wrapped in them.
+does not fold it in). A request about the early part of a turn only
+(`summary_requests.asks_for_turn_prefix`) gets `## Request`, `## Done so far in this turn`
+and `## State at the cut` instead. When the instruction asks for `<summary>` tags, the answer
+is wrapped in them.
 """
 
 from __future__ import annotations

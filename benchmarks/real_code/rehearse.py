@@ -114,21 +114,26 @@ def rehearse(workload: RealWorkload) -> Rehearsal:
                 for need in step.needs:
                     _check(facts[need], f"turn {t_index} step {s_index}: {need}", workspace,
                            outputs, found)
-                for place in step.sees:
-                    _check_seen(place, f"turn {t_index} step {s_index}", workspace, found)
+                _check_seen(step.sees, f"turn {t_index} step {s_index}", workspace, found)
                 for tool in step.tools:
                     _run({"name": tool.name, "arguments": tool.arguments}, workspace, outputs)
     return found
 
 
-def _check_seen(place: Location, where: str, workspace: Path, found: Rehearsal) -> None:
-    """A line a step reads to see (`Step.sees`) is on its line of the file as it stands."""
-    path = workspace / place.path
-    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
-    line = place.line or 0
-    if not 1 <= line <= len(lines) or normalise(lines[line - 1]) != normalise(place.text or ""):
-        found.problems.append(f"{where}: sees {place.text!r} on line {line} of {place.path}, "
-                              "which does not hold it")
+def _check_seen(sees: tuple[Location, ...], where: str, workspace: Path,
+                found: Rehearsal) -> None:
+    """Each line a step reads to see (`Step.sees`) is on its line of the file as it stands
+    (each file read once)."""
+    files: dict[str, list[str]] = {}
+    for place in sees:
+        if place.path not in files:
+            path = workspace / place.path
+            files[place.path] = (path.read_text(encoding="utf-8").splitlines()
+                                 if path.is_file() else [])
+        lines, line = files[place.path], place.line or 0
+        if not 1 <= line <= len(lines) or normalise(lines[line - 1]) != normalise(place.text or ""):
+            found.problems.append(f"{where}: sees {place.text!r} on line {line} of "
+                                  f"{place.path}, which does not hold it")
 
 
 def _holds(fact: Fact, shown: str) -> bool:

@@ -199,3 +199,17 @@ def test_a_scripted_page_sees_its_distinguishing_lines(tmp_path: Path) -> None:
                               "arguments": {"path": LOG, "offset": 1, "limit": 5}}]
     # a line found twice, or too short to tell, is no sign of what was read
     assert [(s["line"], s["text"]) for s in step["sees"]] == [(1, LINES[0]), (4, LINES[1])]
+
+
+def test_the_rehearsal_finds_a_line_that_is_not_where_the_step_says(tmp_path: Path) -> None:
+    from benchmarks.real_code.rehearse import Rehearsal, _check_seen
+
+    (tmp_path / "logs").mkdir()
+    (tmp_path / LOG).write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    right = tuple(sees(10, 12))
+    found = Rehearsal()
+    _check_seen(right, "turn 0 step 0", tmp_path, found)
+    assert found.problems == []
+    moved = (*right[:2], Location(LOG, LINES[11], 13))  # one line off, as after an edit
+    _check_seen(moved, "turn 0 step 0", tmp_path, found)
+    assert len(found.problems) == 1 and "on line 13" in found.problems[0]
