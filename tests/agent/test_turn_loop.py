@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import io
 import itertools
 import json
 import os
 import random
+import signal
 from pathlib import Path
 
 import pytest
@@ -361,7 +363,9 @@ async def test_path_escapes_are_refused(tmp_path: Path) -> None:
 
 
 async def test_cancelling_a_running_bash_command_kills_its_children(tmp_path: Path) -> None:
-    command = "echo $$ > pids; sleep 60 & echo $! >> pids; sleep 60 & echo $! >> pids; wait"
+    # The children sleep far longer than the test waits for them to die, so that a kill that
+    # failed cannot pass for one that worked; they are killed at the end whatever happened.
+    command = "echo $$ > pids; sleep 900 & echo $! >> pids; sleep 900 & echo $! >> pids; wait"
     scenario = {
         "turns": [
             {
@@ -384,14 +388,20 @@ async def test_cancelling_a_running_bash_command_kills_its_children(tmp_path: Pa
                 break
             await asyncio.sleep(0.05)
         pids = [int(p) for p in pid_file.read_text().split()]
-        assert run.session.interrupt()
-        result = await turn
-        assert result.stop_reason == "cancelled"
-        for _ in range(1200):
-            if not any(_alive(pid) for pid in pids):
-                break
-            await asyncio.sleep(0.05)
-        assert not any(_alive(pid) for pid in pids)
+        try:
+            assert run.session.interrupt()
+            result = await turn
+            assert result.stop_reason == "cancelled"
+            for _ in range(1200):
+                if not any(_alive(pid) for pid in pids):
+                    break
+                await asyncio.sleep(0.05)
+            assert not any(_alive(pid) for pid in pids)
+        finally:
+            for pid in pids:
+                if _alive(pid):  # only what is still running: a pid reaped may be reused
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
         assert_ledger_consistent(run)
         results = [
             e.message
