@@ -20,7 +20,8 @@ happens to keep:
   find, glob, and `cat`/`sed`/`head`/`tail`/`nl` in a shell) and modified (write, edit, a
   patch, a shell redirect), as well as file lists the instruction or the previous summary gives
   ("Read: a, b" lines, `<read-files>` blocks), commands run, failed tool calls, the first
-  sentence of the assistant's texts, and the previous summary's sections, merged. Calls whose
+  sentence of the assistant's texts, and the previous summary's sections, merged (a turn it
+  split, whose request it gives under `## Request`, is the one in progress). Calls whose
   result is an error count as failures, not as files read or modified. Lists are capped and
   the whole is trimmed until it is at most MAX_SUMMARY_TOKENS, so a compaction always shrinks
   the context, whatever the size of what it summarises;
@@ -408,9 +409,16 @@ def _render_with(facts: _Facts, caps: dict[str, int]) -> str:
         caps["items"],
     )
     progress = previous.get("Progress", [])
+    # A turn the previous compaction split (its early part summarised on its own, under
+    # "## Request": pi's and ours) was in progress after everything its Progress says: what
+    # that says is in progress was answered before it, and it is the latest request when
+    # nothing was asked since.
+    split = " ".join(line.strip() for line in previous.get("Request", []) if line.strip())
+    answered = _subsection(progress, "In progress") if split else []
     done = _merge(
         _subsection(progress, "Done"),
-        [f'Answered: "{_clip(request, 120)}"' for request in requests[:-1]],
+        [f"Answered: {_clip(item, 120)}" for item in answered]
+        + [f'Answered: "{_clip(request, 120)}"' for request in requests[:-1]],
         caps["items"],
     )
     if facts.files_read or facts.files_modified or facts.commands:
@@ -419,7 +427,9 @@ def _render_with(facts: _Facts, caps: dict[str, int]) -> str:
             f"{len(facts.files_modified)} modified, {len(facts.commands)} command(s) run."
         )
     in_progress = (
-        [f'"{_clip(requests[-1], 200)}"'] if requests else _subsection(progress, "In progress")
+        [f'"{_clip(requests[-1], 200)}"'] if requests
+        else [split] if split
+        else _subsection(progress, "In progress")
     )
     blocked = _merge(
         _subsection(progress, "Blocked"),
@@ -438,8 +448,8 @@ def _render_with(facts: _Facts, caps: dict[str, int]) -> str:
     ]
     decisions = _merge(_bullets(previous.get("Key decisions", [])), facts.notes, caps["items"])
     next_steps = (
-        [f'Continue with the latest request: "{_clip(requests[-1], 200)}"']
-        if requests
+        [f'Continue with the latest request: "{_clip(requests[-1], 200)}"'] if requests
+        else [f"Continue with the latest request: {split}"] if split
         else _bullets(previous.get("Next steps", []))[: caps["items"]]
     )
     if modified:

@@ -480,3 +480,32 @@ def test_a_detour_before_a_step_leaves_that_step_to_come() -> None:
     tools = (ToolSpec("read", {"type": "object", "properties": {"path": {}}}),)
     summary = plan_reply(Transcript("", tools, messages), PARTS, id_prefix="call")
     assert "The last step done: step 1 of request 0." in summary.text
+
+
+def test_a_turn_the_previous_summary_split_stays_the_one_in_progress() -> None:
+    """pi after an overflow in the middle of a turn: its summary is the history's, then the
+    split turn's (`## Request`). Its next compaction has no prompt to summarise, only calls:
+    the split turn's request is still the one in progress, so that a model handed the new
+    summary takes up that turn, not the one before it."""
+    split = (f"{PREVIOUS}\n\n---\n\n**Turn Context (split turn):**\n\n## Request\n"
+             '"Run the invoice tests again."\n\n## Done so far in this turn\n'
+             "- Ran `pytest tests/invoice`\n\n## State at the cut\n- Working through the request.")
+    conversation = ("<conversation>\n[Assistant tool calls]: bash(command=\"pytest tests/invoice\")"
+                    "\n\n[Tool result]: 3 passed\n</conversation>")
+    summary = summarise(_asking(f"{conversation}\n\n<previous-summary>\n{split}\n"
+                                f"</previous-summary>\n\n{PI_UPDATE}", tools=False))
+    in_progress = summary.split("### In progress")[1].split("###")[0]
+    assert '"Run the invoice tests again."' in in_progress
+    assert "Port the billing module" not in in_progress
+    assert 'Answered: "Port the billing module' in summary.split("### Done")[1].split("###")[0]
+    assert 'Continue with the latest request: "Run the invoice tests again."' in summary
+    scenario = parse_scenario({"turns": [
+        {"user": "Port the billing module to the new API.", "steps": [{"text": "Ported."}]},
+        {"user": "Run the invoice tests again.",
+         "steps": [{"tools": [{"name": "bash", "arguments": {"command": "pytest tests/invoice"}}]},
+                   {"text": "They pass."}]},
+    ]})
+    handed = Transcript("", (ToolSpec("bash", {"type": "object", "properties": {"command": {}}}),),
+                        (TranscriptMessage("user", (TextPart(summary_message_text(summary)),)),))
+    assert max(scenario.turns_quoted(summary)) == 1
+    assert plan_reply(handed, scenario, id_prefix="toolu").source.startswith("scenario:1:")
