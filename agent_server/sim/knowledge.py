@@ -59,6 +59,7 @@ import functools
 import itertools
 import json
 import re
+import shlex
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
@@ -180,6 +181,7 @@ def check_needs(
     can_recall: bool = False,
     opens_done: frozenset[int] = frozenset(),
     can_open: Callable[[int], bool] = lambda need: False,
+    compacted: frozenset[int] = frozenset(),
 ) -> Gate:
     """The knowledge gate of a step (`step` is "<turn>:<step>"). `detours_done`: the needs
     whose detour the request already holds; `can_detour`: whether the need's calls fit a
@@ -189,7 +191,9 @@ def check_needs(
     every missing fact but a file's, which a read shows as it is now); `opens_done`,
     `can_open`: the same for reading whole the entry whose excerpt, in that search's result,
     showed part of the fact (an excerpt is cut; a model that sees part of what it looks for
-    opens the entry)."""
+    opens the entry); `compacted`: the needs whose fetch a compaction took away before it was
+    read, not fetched whole again (searched, recalled, or run again narrowed: `can_search_saved`
+    says whether it can be)."""
     text: RequestText | None = None
     checks: list[FactCheck] = []
     opening: list[str] = []
@@ -215,7 +219,7 @@ def check_needs(
             checks.append(FactCheck(fact.id, fact.kind, step, "fetch"))
             return Gate(tuple(checks), detour=index, open=True)
         if fact.kind in FETCHABLE:
-            if not done and can_detour.get(index, False):
+            if not done and index not in compacted and can_detour.get(index, False):
                 checks.append(FactCheck(fact.id, fact.kind, step, "fetch"))
                 return Gate(tuple(checks), detour=index)
             checks.append(FactCheck(fact.id, fact.kind, step, "lost"))
@@ -323,9 +327,28 @@ def saved_output_search(
                 path = found[-1].rstrip(".,:") if found else None  # the latest run decides
     if path is None:
         return None
-    # The first two thirds of each line: what the model looks for, not what it would find
-    # (the call's own arguments are in the request, and must not make the fact known).
+    pattern = _looked_for(fact)
+    return ToolInvocation("grep", {"pattern": pattern, "path": path}) if pattern else None
+
+
+def narrowed_run(fact: Fact) -> ToolInvocation | None:
+    """An output fact's command run again with its output narrowed to the lines the model
+    looks for (`cmd 2>&1 | grep -E ...`): what a model does once the whole output, fetched
+    again, was compacted away before it could read it (run whole, it would overflow the window
+    again). None for a fact no shell command prints."""
+    if fact.fetch is None or fact.fetch.name != "bash" or not fact.command:
+        return None
+    pattern = _looked_for(fact)
+    if not pattern:
+        return None
+    return ToolInvocation("bash", {"command": f"{fact.command} 2>&1 | grep -E "
+                                              f"{shlex.quote(pattern)}"})
+
+
+def _looked_for(fact: Fact) -> str:
+    """The first two thirds of each line of the fact, as a regular expression: what the model
+    looks for, not what it would find (the call's own arguments are in the request, and must
+    not make the fact known)."""
     lines = [line.strip() for text in fact.texts for line in text.splitlines() if line.strip()]
     starts = (line[: max(1, len(line) * 2 // 3)] for line in lines)
-    pattern = "|".join(_REGEX_SPECIAL.sub(r"\\\1", start) for start in starts)
-    return ToolInvocation("grep", {"pattern": pattern, "path": path}) if pattern else None
+    return "|".join(_REGEX_SPECIAL.sub(r"\\\1", start) for start in starts)

@@ -53,6 +53,7 @@ from agent_server.sim.knowledge import (
     FactCheck,
     Gate,
     check_needs,
+    narrowed_run,
     recalled_entry,
     saved_output_search,
 )
@@ -82,6 +83,8 @@ _ECHO_LIMIT = 400
 _FETCH_TEXT = "I no longer have {about} in front of me, so I will look at it again."
 _SEARCH_TEXT = "The output I was shown was cut; let me find {about} in the full output it saved."
 _RECALL_TEXT = "That is no longer in front of me; let me look up {about} in this session's history."
+_NARROW_TEXT = ("That output was compacted away before I could read it; let me run it again "
+                "for {about} alone.")
 _OPEN_TEXT = "The search shows part of {about}; let me read that entry from there."
 _OPEN_BEFORE = 3
 # A faithful summary's note of where the work stands (`_progress`), read back by `_done_in`.
@@ -91,6 +94,14 @@ _PROGRESS_SAID = re.compile(r"The last step done: step (?P<step>\d+) of request 
 _LAST_CALL = "The last call made: {call}"
 _LAST_CALL_SAID = re.compile(r"The last call made: (?P<call>\[.*\])$", re.MULTILINE)
 _LAST_CALL_CHARS = 400
+# ... and, when the history was cut while a step's needs were being fetched again, which of
+# them were: their results were compacted away before the step was taken, and a model taken
+# up there does not fetch them once more (an output too large for the window would overflow
+# it again, for ever). A later summary of the same step keeps the earlier ones.
+_REFETCHED = ("Fetched again for step {step} of request {turn}, then compacted away: needs "
+              "{needs}.")
+_REFETCHED_SAID = re.compile(r"Fetched again for step (?P<step>\d+) of request (?P<turn>\d+), "
+                             r"then compacted away: needs (?P<needs>\d+(?:, \d+)*)\.")
 _READ_ON_TEXT = "That was cut before the end of what I am reading; let me read on from line {line}."
 RECALL_CALL = "recall"
 # Where the model looks for a fact of each kind: the user's words, its own, or a tool's.
@@ -216,21 +227,24 @@ def _resumed(context: _Context, turn: int) -> PlannedReply:
     summary says was done is not done again. When the summary says which step of this turn
     was done last (a faithful one written from the conversation's messages: `_progress`), the
     model goes on with the next; otherwise to the turn's answer, whose needs (checked as ever)
-    fetch again what it no longer has. (Redoing the turn from its first step would loop for
+    fetch again what it no longer has, but for those whose fetch the summary says the
+    compaction took away (`_compacted_fetches`: fetched once more, they would overflow the
+    window once more). (Redoing the turn from its first step would loop for
     ever when the turn's own outputs are what overflows; going on from the step after the
     last one done cannot: each compaction's summary names a later one.)"""
     steps = context.scenario.turns[turn].steps
     done = _done_in(context, turn)
-    following = done + 1 if done is not None else len(steps) - 1
-    return _scenario_step(context, turn, min(following, len(steps) - 1))
+    following = min(done + 1 if done is not None else len(steps) - 1, len(steps) - 1)
+    return _scenario_step(context, turn, following)
 
 
 def _progress(transcript: Transcript) -> str:
     """Where the work stands, for a summary of `transcript`: the scenario step whose results
     came last (the one before it, when they were a detour or the map asked for before it: the
-    step itself was still to come); for a conversation serialised in the instruction, whose
-    calls carry no ids, the last call made (name and arguments, when short); "" when there is
-    neither."""
+    step itself was still to come; after a fetch again, the need it fetched, and those an
+    earlier summary said were: `_REFETCHED`); for a conversation serialised in the
+    instruction, whose calls carry no ids, the last call made (name and arguments, when
+    short); "" when there is neither."""
     for message in reversed(transcript.messages):
         for part in reversed(message.parts):
             if not isinstance(part, ToolResultPart):
@@ -239,16 +253,74 @@ def _progress(transcript: Transcript) -> str:
             if ref is None or not ref.turn.isdigit():
                 continue
             done = ref.step - 1 if ref.detour is not None or ref.explore else ref.step
-            return _PROGRESS.format(turn=ref.turn, step=done) if done >= 0 else ""
+            notes = [_PROGRESS.format(turn=ref.turn, step=done)] if done >= 0 else []
+            if _fetch_again(ref) and ref.detour is not None:
+                needs = {ref.detour} | _refetched(transcript, ref.turn, ref.step)
+                notes.append(_REFETCHED.format(step=ref.step, turn=ref.turn,
+                                               needs=", ".join(map(str, sorted(needs)))))
+            return "\n".join(notes)
     calls = serialised_calls(transcript)
     said = json.dumps(list(calls[-1]), sort_keys=True, ensure_ascii=False) if calls else ""
     return _LAST_CALL.format(call=said) if said and len(said) <= _LAST_CALL_CHARS else ""
 
 
+def _fetch_again(ref: CallRef) -> bool:
+    """Whether a call is a need's fetch done again (a re-read, a re-run), not a search."""
+    return ref.detour is not None and not (ref.saved or ref.recall or ref.open)
+
+
+def _refetched(transcript: Transcript, turn: str, step: int) -> set[int]:
+    """The needs of step `step` of `turn` an earlier summary in `transcript` says were
+    fetched again and compacted away (`_REFETCHED`)."""
+    said = [match for message in transcript.messages for text in message.texts
+            for match in _REFETCHED_SAID.finditer(text)]
+    if said and (said[-1]["turn"], int(said[-1]["step"])) == (turn, step):
+        return {int(need) for need in said[-1]["needs"].split(", ")}
+    return set()
+
+
+def _compacted_fetches(context: _Context, turn: int, index: int) -> frozenset[int]:
+    """The needs of step `index` of `turn` whose fetch the latest summary handed over says a
+    compaction took away: by their numbers (`_REFETCHED`), or, for a serialised conversation,
+    the needs whose fetch is the last call made. None once a prompt came after that summary:
+    a new turn starts from what its request holds."""
+    handoffs: list[str] = []
+    for message in context.transcript.messages:
+        if message.role != "user":
+            continue
+        for text in message.texts:
+            if is_summary_handoff(text):
+                handoffs.append(text)
+            elif handoffs and not is_context_block(text):
+                return frozenset()  # a prompt after the summary
+    if not handoffs:
+        return frozenset()
+    needs = {int(need) for match in _REFETCHED_SAID.finditer(handoffs[-1])
+             if (int(match["turn"]), int(match["step"])) == (turn, index)
+             for need in match["needs"].split(", ")}
+    calls = list(_LAST_CALL_SAID.finditer(handoffs[-1]))
+    try:
+        name, arguments = json.loads(calls[-1]["call"]) if calls else (None, None)
+    except (ValueError, TypeError):
+        name, arguments = None, None
+    if isinstance(name, str) and isinstance(arguments, dict):
+        wanted = (name, {key: str(value) for key, value in arguments.items()})
+        cwd = working_directory(context.transcript)
+        step = context.scenario.turns[turn].steps[index]
+        for need, fact_id in enumerate(step.needs):
+            for tool in _detour_tools(context.scenario.facts[fact_id]):
+                fitted = fit_call(tool.name, tool.arguments, context.transcript.tools, cwd)
+                if fitted is not None and \
+                        (fitted[0], {k: str(v) for k, v in fitted[1].items()}) == wanted:
+                    needs.add(need)
+    return frozenset(needs)
+
+
 def _done_in(context: _Context, turn: int) -> int | None:
     """The step of `turn` the latest summary handed over says was done last, if it says: by
     its number, or by its call (a summary of a serialised conversation names the last call
-    made: the latest step of the turn with that call, fitted to the request's tools)."""
+    made: the latest step of the turn with that call, fitted to the request's tools; or, when
+    it was the fetch of what a step needed, the step before that one)."""
     transcript = context.transcript
     handoffs = [text for message in transcript.messages if message.role == "user"
                 for text in message.texts if is_summary_handoff(text)]
@@ -267,12 +339,20 @@ def _done_in(context: _Context, turn: int) -> int | None:
     wanted = {key: str(value) for key, value in arguments.items()}
     cwd = working_directory(transcript)
     steps = context.scenario.turns[turn].steps
+
+    def made(tool: ToolInvocation) -> bool:
+        fitted = fit_call(tool.name, tool.arguments, transcript.tools, cwd)
+        return fitted is not None and fitted[0] == name and \
+            {key: str(value) for key, value in fitted[1].items()} == wanted
+
     for index in range(len(steps) - 1, -1, -1):
-        for tool in steps[index].tools:
-            fitted = fit_call(tool.name, tool.arguments, transcript.tools, cwd)
-            if fitted is not None and fitted[0] == name and \
-                    {key: str(value) for key, value in fitted[1].items()} == wanted:
-                return index
+        if any(made(tool) for tool in steps[index].tools):
+            return index
+    # else the fetch of what a step needed: that step was still to come
+    for index in range(len(steps) - 1, -1, -1):
+        facts = context.scenario.facts
+        if any(made(tool) for need in steps[index].needs for tool in _detour_tools(facts[need])):
+            return index - 1
     return None
 
 
@@ -396,9 +476,11 @@ def _explore(context: _Context, turn: int, index: int, skipped: tuple[str, ...]
 def _step_reply(context: _Context, turn: int, index: int) -> PlannedReply:
     steps = context.scenario.turns[turn].steps
     step = steps[index]
-    gate = _gate(context, turn, index, step)
+    compacted = _compacted_fetches(context, turn, index) if step.needs else frozenset()
+    gate = _gate(context, turn, index, step, compacted)
     if gate.detour is not None:
-        return _detour(context, turn, index, step.needs[gate.detour], gate)
+        return _detour(context, turn, index, step.needs[gate.detour], gate,
+                       gate.detour in compacted)
     calls = _fitted(context, step.tools, turn, index, None)
     if step.tools and not calls:
         index = len(steps) - 1
@@ -411,7 +493,8 @@ def _step_reply(context: _Context, turn: int, index: int) -> PlannedReply:
                         calls=calls, knowledge=gate.checks)
 
 
-def _gate(context: _Context, turn: int, index: int, step: Step) -> Gate:
+def _gate(context: _Context, turn: int, index: int, step: Step,
+          compacted: frozenset[int] = frozenset()) -> Gate:
     if not step.needs:
         return Gate(())
     facts = context.scenario.facts
@@ -422,10 +505,7 @@ def _gate(context: _Context, turn: int, index: int, step: Step) -> Gate:
         if (ref := parse_call_id(call.id)) is not None and ref.detour is not None
         and ref.turn == str(turn) and ref.step == index
     ]
-    done = frozenset(
-        ref.detour for ref in refs
-        if ref.detour is not None and not (ref.saved or ref.recall or ref.open)
-    )
+    done = frozenset(ref.detour for ref in refs if ref.detour is not None and _fetch_again(ref))
     searched = frozenset(ref.detour for ref in refs if ref.detour is not None and ref.saved)
     recalled = frozenset(ref.detour for ref in refs if ref.detour is not None and ref.recall)
     opened = frozenset(ref.detour for ref in refs if ref.detour is not None and ref.open)
@@ -435,7 +515,8 @@ def _gate(context: _Context, turn: int, index: int, step: Step) -> Gate:
     }
 
     def can_search_saved(need: int) -> bool:
-        return bool(_saved_search(context, facts[step.needs[need]], turn, index, need))
+        return bool(_saved_search(context, facts[step.needs[need]], turn, index, need,
+                                  need in compacted))
 
     can_recall = bool(_recall(context, step.needs[0], turn, index, 0)) if step.needs else False
 
@@ -443,7 +524,8 @@ def _gate(context: _Context, turn: int, index: int, step: Step) -> Gate:
         return bool(_open(context, step.needs[need], turn, index, need))
 
     return check_needs(context.transcript, facts, step.needs, f"{turn}:{index}", done, fits,
-                       searched, can_search_saved, recalled, can_recall, opened, can_open)
+                       searched, can_search_saved, recalled, can_recall, opened, can_open,
+                       compacted)
 
 
 def _recall(context: _Context, fact_id: str, turn: int, index: int, need: int
@@ -492,9 +574,14 @@ def _open(context: _Context, fact_id: str, turn: int, index: int, need: int
                    need, open=True)
 
 
-def _saved_search(context: _Context, fact: Fact, turn: int, index: int, need: int
-                  ) -> tuple[PlannedCall, ...]:
+def _saved_search(context: _Context, fact: Fact, turn: int, index: int, need: int,
+                  compacted: bool = False) -> tuple[PlannedCall, ...]:
+    """The search of the saved output the fact was cut from; for a need whose fetch a
+    compaction took away, when no saved output is in reach, its command run again narrowed
+    to the lines looked for (`narrowed_run`)."""
     search = saved_output_search(context.transcript, fact, _printed(context.scenario, fact))
+    if search is None and compacted:
+        search = narrowed_run(fact)
     if search is None:
         return ()
     return _fitted(context, (search,), turn, index, need, saved=True)
@@ -528,8 +615,10 @@ def _detour_tools(fact: Fact) -> tuple[ToolInvocation, ...]:
     return fact.otherwise.tools if fact.otherwise is not None else ()
 
 
-def _detour(context: _Context, turn: int, index: int, fact_id: str, gate: Gate) -> PlannedReply:
-    """The call(s) that fetch a missing fact again, or act without it."""
+def _detour(context: _Context, turn: int, index: int, fact_id: str, gate: Gate,
+            compacted: bool = False) -> PlannedReply:
+    """The call(s) that fetch a missing fact again, or act without it (`compacted`: its
+    fetch was compacted away before)."""
     fact = context.scenario.facts[fact_id]
     need = gate.detour
     if gate.recall and need is not None:
@@ -543,12 +632,13 @@ def _detour(context: _Context, turn: int, index: int, fact_id: str, gate: Gate) 
                             calls=_open(context, fact_id, turn, index, need),
                             knowledge=gate.checks)
     if gate.saved and need is not None:
-        calls = _saved_search(context, fact, turn, index, need)
+        calls = _saved_search(context, fact, turn, index, need, compacted)
     else:
         calls = _fitted(context, _detour_tools(fact), turn, index, need)
     if fact.kind in FETCHABLE:
         about = fact.about or f"`{fact.id}`"
-        said = _SEARCH_TEXT if gate.saved else _FETCH_TEXT
+        narrowed = gate.saved and compacted and calls and calls[0].name != "grep"
+        said = _NARROW_TEXT if narrowed else _SEARCH_TEXT if gate.saved else _FETCH_TEXT
         return PlannedReply(source=f"recovery:{turn}:{index}:{fact.id}",
                             text=said.format(about=about), calls=calls,
                             knowledge=gate.checks)

@@ -509,3 +509,151 @@ def test_a_turn_the_previous_summary_split_stays_the_one_in_progress() -> None:
                         (TranscriptMessage("user", (TextPart(summary_message_text(summary)),)),))
     assert max(scenario.turns_quoted(summary)) == 1
     assert plan_reply(handed, scenario, id_prefix="toolu").source.startswith("scenario:1:")
+
+
+# --- a fetch a compaction took away is not fetched once more --------------------------------
+
+LOG_PROMPT = "Run the long job again and tell me how it ends."
+LOG = parse_scenario({"name": "log", "facts": [
+    {"id": "job-end", "kind": "output", "about": "how the job ends", "text": "exit 3 at step 9",
+     "fetch": {"name": "bash", "arguments": {"command": "./job --verbose"}}},
+    {"id": "job-start", "kind": "output", "about": "how the job starts", "text": "step 1 of 9",
+     "fetch": {"name": "bash", "arguments": {"command": "./job --head"}}},
+], "turns": [
+    {"user": "Run the long job.", "steps": [
+        {"tools": [{"name": "bash", "arguments": {"command": "./job --verbose"}}]},
+        {"text": "It ran."}]},
+    {"user": LOG_PROMPT, "steps": [
+        {"tools": [{"name": "bash", "arguments": {"command": "./job --quiet"}}]},
+        {"needs": ["job-end", "job-start"], "text": "It ends as before."}]},
+]})
+BASH = (ToolSpec("bash", {"type": "object", "properties": {"command": {}}}),)
+
+
+def test_a_fetch_again_compacted_away_is_named_and_run_again_narrowed() -> None:
+    """The output a step needs is fetched again and overflows the window; the compaction
+    that follows takes it away. The summary says so, and the model taken up there runs the
+    command again narrowed to the lines it looks for, not whole: whole, it would overflow
+    again, and again (pi on a 32k window looped so)."""
+    fetch = ToolCallPart("call_sim_1_1d0_0_00000001", "bash", {"command": "./job --verbose"})
+    asked = Transcript("", BASH, (
+        TranscriptMessage("user", (TextPart(LOG_PROMPT),)),
+        TranscriptMessage("assistant", (ToolCallPart("call_sim_1_0_0_00000000", "bash",
+                                                     {"command": "./job --quiet"}),)),
+        TranscriptMessage("user", (ToolResultPart("call_sim_1_0_0_00000000", "done"),)),
+        TranscriptMessage("assistant", (fetch,)),
+        TranscriptMessage("user", (ToolResultPart(fetch.id, "... " * 50), TextPart(CODEX))),
+    ))
+    note = "Fetched again for step 1 of request 1, then compacted away: needs 0."
+    summary = plan_reply(asked, LOG, id_prefix="call")
+    assert note in summary.text
+    handoff = HANDOFFS["codex"].replace(PREVIOUS, summary.text)
+    after = Transcript("", BASH, (TranscriptMessage("user", (TextPart(LOG_PROMPT),
+                                                             TextPart(handoff))),))
+    reply = plan_reply(after, LOG, id_prefix="call")
+    assert reply.source == "recovery:1:1:job-end"
+    assert [call.arguments for call in reply.calls] == [
+        {"command": "./job --verbose 2>&1 | grep -E 'exit 3 at '"}]
+    # its result holds the line; the other need is fetched whole, and compacted away too:
+    # the next summary names both
+    (narrowed,) = reply.calls
+    head = ToolCallPart("call_sim_1_1d1_0_00000002", "bash", {"command": "./job --head"})
+    fetched = (
+        TranscriptMessage("assistant", (ToolCallPart(narrowed.id, "bash", narrowed.arguments),)),
+        TranscriptMessage("user", (ToolResultPart(narrowed.id, "exit 3 at step 9"),)),
+        TranscriptMessage("assistant", (head,)),
+        TranscriptMessage("user", (ToolResultPart(head.id, "..."), TextPart(CODEX))),
+    )
+    again = plan_reply(Transcript("", BASH, (*after.messages, *fetched)), LOG, id_prefix="call")
+    assert "compacted away: needs 0, 1." in again.text
+    # without the note, the model fetches it whole again
+    plain = Transcript("", BASH, (TranscriptMessage("user", (
+        TextPart(LOG_PROMPT), TextPart(handoff.replace(note, "")))),))
+    reply = plan_reply(plain, LOG, id_prefix="call")
+    assert [call.arguments for call in reply.calls] == [{"command": "./job --verbose"}]
+
+
+def test_a_serialised_summary_whose_last_call_was_the_fetch_runs_it_again_narrowed() -> None:
+    """pi's summary names the last call made: when it is the fetch of a need of the step
+    taken up, that need's command runs again narrowed; a fetch no command makes (a read) is
+    not made again, and the need is lost."""
+    previous = (f"{PREVIOUS}\n\n## Where the work stands\n"
+                'The last call made: ["bash", {"command": "./job --verbose"}]')
+    handoff = summary_message_text(previous)
+    after = Transcript("", BASH, (TranscriptMessage("user", (TextPart(LOG_PROMPT),
+                                                             TextPart(handoff))),))
+    reply = plan_reply(after, LOG, id_prefix="toolu")
+    assert [call.arguments["command"] for call in reply.calls] == [
+        "./job --verbose 2>&1 | grep -E 'exit 3 at '"]
+    other = handoff.replace("./job --verbose", "./job --quiet")
+    fresh = Transcript("", BASH, (TranscriptMessage("user", (TextPart(LOG_PROMPT),
+                                                             TextPart(other))),))
+    assert [call.arguments for call in plan_reply(fresh, LOG, id_prefix="toolu").calls] == [
+        {"command": "./job --verbose"}]
+    read = parse_scenario({"name": "read", "facts": [
+        {"id": "notes", "kind": "file", "about": "the notes", "path": "notes.txt",
+         "lines": [1, 1], "text": "the deadline is Friday",
+         "fetch": {"name": "read", "arguments": {"path": "notes.txt"}}},
+    ], "turns": [{"user": LOG_PROMPT, "steps": [
+        {"tools": [{"name": "read", "arguments": {"path": "notes.txt"}}]},
+        {"needs": ["notes"], "text": "Friday."}]}]})
+    tools = (ToolSpec("read", {"type": "object", "properties": {"path": {}}}),)
+    last_read = summary_message_text(f"{PREVIOUS}\n\n## Where the work stands\n"
+                                     'The last call made: ["read", {"path": "notes.txt"}]')
+    reply = plan_reply(Transcript("", tools, (TranscriptMessage("user", (
+        TextPart(LOG_PROMPT), TextPart(last_read))),)), read, id_prefix="toolu")
+    assert reply.source == "scenario:0:1" and not reply.calls
+    assert [(c.fact, c.outcome) for c in reply.knowledge] == [("notes", "lost")]
+
+
+def test_every_need_whose_fetch_was_compacted_away_is_run_again_narrowed() -> None:
+    """Two needs printed by the same command (tomlkit's audit, before and after): once its
+    run was compacted away, neither is fetched whole again, in the request after the summary
+    nor in the one after that; a new prompt starts from what its request holds."""
+    same = parse_scenario({"name": "same", "facts": [
+        {"id": "job-end", "kind": "output", "about": "how the job ends",
+         "text": "exit 3 at step 9",
+         "fetch": {"name": "bash", "arguments": {"command": "./job --verbose"}}},
+        {"id": "job-code", "kind": "output", "about": "the job's exit code",
+         "text": "exit code 3 reported",
+         "fetch": {"name": "bash", "arguments": {"command": "./job --verbose"}}},
+    ], "turns": [{"user": LOG_PROMPT, "steps": [
+        {"tools": [{"name": "bash", "arguments": {"command": "./job --quiet"}}]},
+        {"needs": ["job-end", "job-code"], "text": "It ends as before."}]},
+        {"user": "And now?", "steps": [{"needs": ["job-end"], "text": "The same."}]}]})
+    handoff = summary_message_text(f"{PREVIOUS}\n\n## Where the work stands\n"
+                                   'The last call made: ["bash", {"command": "./job --verbose"}]')
+    messages: tuple[TranscriptMessage, ...] = (
+        TranscriptMessage("user", (TextPart(LOG_PROMPT), TextPart(handoff))),)
+    commands = []
+    for _ in range(2):
+        reply = plan_reply(Transcript("", BASH, messages), same, id_prefix="toolu")
+        (call,) = reply.calls
+        commands.append(call.arguments["command"])
+        messages += (TranscriptMessage("assistant", (ToolCallPart(call.id, "bash",
+                                                                  call.arguments),)),
+                     TranscriptMessage("user", (ToolResultPart(call.id, "nothing"),)))
+    assert all(command.startswith("./job --verbose 2>&1 | grep -E ") for command in commands)
+    messages += (TranscriptMessage("user", (TextPart("And now?"),)),)
+    (call,) = plan_reply(Transcript("", BASH, messages), same, id_prefix="toolu").calls
+    assert call.arguments == {"command": "./job --verbose"}
+
+
+def test_a_serialised_summary_whose_last_call_fetched_a_steps_need_resumes_that_step() -> None:
+    """The last call made was the fetch of what a step needed, not a step's own call: that
+    step was still to come, and it is taken up (pi skipped pyparsing's notes so)."""
+    notes = parse_scenario({"name": "notes", "facts": [
+        {"id": "job-end", "kind": "output", "about": "how the job ends",
+         "text": "exit 3 at step 9",
+         "fetch": {"name": "bash", "arguments": {"command": "./job --verbose"}}},
+    ], "turns": [{"user": LOG_PROMPT, "steps": [
+        {"tools": [{"name": "bash", "arguments": {"command": "./job --quiet"}}]},
+        {"needs": ["job-end"],
+         "tools": [{"name": "bash", "arguments": {"command": "echo done > NOTES"}}]},
+        {"text": "Noted."}]}]})
+    handoff = summary_message_text(f"{PREVIOUS}\n\n## Where the work stands\n"
+                                   'The last call made: ["bash", {"command": "./job --verbose"}]')
+    reply = plan_reply(Transcript("", BASH, (TranscriptMessage("user", (
+        TextPart(LOG_PROMPT), TextPart(handoff))),)), notes, id_prefix="toolu")
+    assert reply.source == "recovery:0:1:job-end"  # narrowed: its fetch was compacted away
+    assert reply.calls[0].arguments["command"].startswith("./job --verbose 2>&1 | grep")
