@@ -16,7 +16,9 @@ versions (`sources.py`), each with planted rules, facts and a failed approach (`
   held out as well;
 - `pyparsing_perf`: a performance regression investigated and fixed in pyparsing 3.2.3 (the
   packrat cache created and never consulted: a CI job that times out, a rule that takes
-  seconds), over timing runs and a 68 KB profile; held out as well.
+  seconds), over timing runs and a 68 KB profile; held out as well;
+- `toolz_feature`: a function added across toolz 1.0.0's namespaces (`batched`, curried by
+  hand, checked by a namespace test), written after every default was set; held out as well.
 
 `workloads()` prepares each (the sdist extracted, the planted change applied, in a cache
 directory) and returns what a benchmark runs: the scenario and a way to write a fresh copy of
@@ -42,6 +44,7 @@ from benchmarks.real_code import (
     sqlparse_feature,
     tabulate_bugfix,
     tomlkit_change,
+    toolz_feature,
 )
 from benchmarks.real_code.script import Script
 from benchmarks.real_code.sources import Source, cache_dir, extract
@@ -72,6 +75,8 @@ RECIPES: tuple[Recipe, ...] = (
            tomlkit_change.SOURCE, tomlkit_change.plant, tomlkit_change.script),
     Recipe("pyparsing-perf", "a performance regression, profiled and fixed",
            pyparsing_perf.SOURCE, pyparsing_perf.plant, pyparsing_perf.script),
+    Recipe("toolz-feature", "a function added across a package's namespaces",
+           toolz_feature.SOURCE, toolz_feature.plant, toolz_feature.script),
 )
 
 
