@@ -254,10 +254,12 @@ def _progress(transcript: Transcript) -> str:
                 continue
             done = ref.step - 1 if ref.detour is not None or ref.explore else ref.step
             notes = [_PROGRESS.format(turn=ref.turn, step=done)] if done >= 0 else []
-            if _fetch_again(ref) and ref.detour is not None:
-                needs = {ref.detour} | _refetched(transcript, ref.turn, ref.step)
-                notes.append(_REFETCHED.format(step=ref.step, turn=ref.turn,
-                                               needs=", ".join(map(str, sorted(needs)))))
+            if ref.detour is not None:  # and those an earlier summary named stay named
+                needs = _refetched(transcript, ref.turn, ref.step)
+                needs |= {ref.detour} if _fetch_again(ref) else set()
+                if needs:
+                    notes.append(_REFETCHED.format(step=ref.step, turn=ref.turn,
+                                                   needs=", ".join(map(str, sorted(needs)))))
             return "\n".join(notes)
     calls = serialised_calls(transcript)
     said = json.dumps(list(calls[-1]), sort_keys=True, ensure_ascii=False) if calls else ""
