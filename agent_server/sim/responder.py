@@ -59,7 +59,12 @@ from agent_server.sim.knowledge import (
 )
 from agent_server.sim.reading import MAX_READS_ON, read_on
 from agent_server.sim.scenario import FETCHABLE, Fact, Scenario, Step, ToolInvocation
-from agent_server.sim.summary import SummaryMode, serialised_calls, summarise
+from agent_server.sim.summary import (
+    SummaryMode,
+    said_before_last_call,
+    serialised_calls,
+    summarise,
+)
 from agent_server.sim.summary_requests import is_summary_handoff, is_summary_request
 from agent_server.sim.tokenizer import filler_text
 from agent_server.sim.tool_fitting import fit_call, working_directory
@@ -94,6 +99,8 @@ _PROGRESS_SAID = re.compile(r"The last step done: step (?P<step>\d+) of request 
 _LAST_CALL = "The last call made: {call}"
 _LAST_CALL_SAID = re.compile(r"The last call made: (?P<call>\[.*\])$", re.MULTILINE)
 _LAST_CALL_CHARS = 400
+# ... and when that call was a fetch again (the model said so before it: _FETCH_TEXT).
+_FETCHING = "That call fetched again what a step needed."
 # ... and, when the history was cut while a step's needs were being fetched again, which of
 # them were: their results were compacted away before the step was taken, and a model taken
 # up there does not fetch them once more (an output too large for the window would overflow
@@ -263,7 +270,10 @@ def _progress(transcript: Transcript) -> str:
             return "\n".join(notes)
     calls = serialised_calls(transcript)
     said = json.dumps(list(calls[-1]), sort_keys=True, ensure_ascii=False) if calls else ""
-    return _LAST_CALL.format(call=said) if said and len(said) <= _LAST_CALL_CHARS else ""
+    if not said or len(said) > _LAST_CALL_CHARS:
+        return ""
+    fetching = said_before_last_call(transcript).startswith(_FETCH_TEXT.split("{", 1)[0])
+    return _LAST_CALL.format(call=said) + (f"\n{_FETCHING}" if fetching else "")
 
 
 def _fetch_again(ref: CallRef) -> bool:
@@ -284,7 +294,9 @@ def _refetched(transcript: Transcript, turn: str, step: int) -> set[int]:
 def _compacted_fetches(context: _Context, turn: int, index: int) -> frozenset[int]:
     """The needs of step `index` of `turn` whose fetch the latest summary handed over says a
     compaction took away: by their numbers (`_REFETCHED`), or, for a serialised conversation,
-    the needs whose fetch is the last call made. None once a prompt came after that summary:
+    the needs whose fetch is the last call made when that call was a fetch again
+    (`_FETCHING`: a step's own call whose output overflowed is fetched whole once, as after
+    a compaction of the conversation's messages). None once a prompt came after that summary:
     a new turn starts from what its request holds."""
     handoffs: list[str] = []
     for message in context.transcript.messages:
@@ -300,7 +312,7 @@ def _compacted_fetches(context: _Context, turn: int, index: int) -> frozenset[in
     needs = {int(need) for match in _REFETCHED_SAID.finditer(handoffs[-1])
              if (int(match["turn"]), int(match["step"])) == (turn, index)
              for need in match["needs"].split(", ")}
-    calls = list(_LAST_CALL_SAID.finditer(handoffs[-1]))
+    calls = list(_LAST_CALL_SAID.finditer(handoffs[-1])) if _FETCHING in handoffs[-1] else []
     try:
         name, arguments = json.loads(calls[-1]["call"]) if calls else (None, None)
     except (ValueError, TypeError):

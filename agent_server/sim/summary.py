@@ -216,6 +216,22 @@ def serialised_calls(transcript: Transcript) -> list[tuple[str, dict[str, object
     return calls
 
 
+def said_before_last_call(transcript: Transcript) -> str:
+    """What the assistant said right before the last tool call of the conversation a summary
+    request serialises in its instruction ("" when it said nothing there, or when the
+    conversation is the request's own messages)."""
+    conversation = _between(summary_instruction(transcript), "<conversation>", "</conversation>")
+    said = last = ""
+    for label, _tool, _error, text in _entries(conversation or ""):
+        if label == "Assistant":
+            said = text
+        elif label.startswith("Assistant tool call"):
+            last, said = said, ""
+        else:
+            said = ""
+    return last
+
+
 def _facts_from_serialised(conversation: str, facts: _Facts) -> None:
     for label, tool, error, text in _entries(conversation):
         if label == "User":

@@ -528,6 +528,7 @@ LOG = parse_scenario({"name": "log", "facts": [
         {"needs": ["job-end", "job-start"], "text": "It ends as before."}]},
 ]})
 BASH = (ToolSpec("bash", {"type": "object", "properties": {"command": {}}}),)
+FETCHING = "That call fetched again what a step needed."
 
 
 def test_a_fetch_again_compacted_away_is_named_and_run_again_narrowed() -> None:
@@ -578,13 +579,27 @@ def test_a_serialised_summary_whose_last_call_was_the_fetch_runs_it_again_narrow
     taken up, that need's command runs again narrowed; a fetch no command makes (a read) is
     not made again, and the need is lost."""
     previous = (f"{PREVIOUS}\n\n## Where the work stands\n"
-                'The last call made: ["bash", {"command": "./job --verbose"}]')
+                'The last call made: ["bash", {"command": "./job --verbose"}]\n' + FETCHING)
     handoff = summary_message_text(previous)
     after = Transcript("", BASH, (TranscriptMessage("user", (TextPart(LOG_PROMPT),
                                                              TextPart(handoff))),))
     reply = plan_reply(after, LOG, id_prefix="toolu")
     assert [call.arguments["command"] for call in reply.calls] == [
         "./job --verbose 2>&1 | grep -E 'exit 3 at '"]
+    # a step's own call (the model did not say it was fetching) is fetched whole once
+    own = Transcript("", BASH, (TranscriptMessage("user", (
+        TextPart(LOG_PROMPT), TextPart(handoff.replace(FETCHING, "")))),))
+    assert [call.arguments for call in plan_reply(own, LOG, id_prefix="toolu").calls] == [
+        {"command": "./job --verbose"}]
+    # the summary of a serialised conversation says so when the model said it was fetching
+    said = ("<conversation>\n[User]: " + LOG_PROMPT + "\n\n[Assistant]: I no longer have how "
+            "the job ends in front of me, so I will look at it again.\n\n[Assistant tool "
+            'calls]: bash(command="./job --verbose")\n</conversation>')
+    summary = plan_reply(_asking(said, tools=False,
+                                 system="You are a context summarization assistant."),
+                         LOG, id_prefix="toolu").text
+    assert summary.endswith('The last call made: ["bash", {"command": "./job --verbose"}]\n'
+                            + FETCHING)
     other = handoff.replace("./job --verbose", "./job --quiet")
     fresh = Transcript("", BASH, (TranscriptMessage("user", (TextPart(LOG_PROMPT),
                                                              TextPart(other))),))
@@ -599,7 +614,8 @@ def test_a_serialised_summary_whose_last_call_was_the_fetch_runs_it_again_narrow
         {"needs": ["notes"], "text": "Friday."}]}]})
     tools = (ToolSpec("read", {"type": "object", "properties": {"path": {}}}),)
     last_read = summary_message_text(f"{PREVIOUS}\n\n## Where the work stands\n"
-                                     'The last call made: ["read", {"path": "notes.txt"}]')
+                                     'The last call made: ["read", {"path": "notes.txt"}]\n'
+                                     + FETCHING)
     reply = plan_reply(Transcript("", tools, (TranscriptMessage("user", (
         TextPart(LOG_PROMPT), TextPart(last_read))),)), read, id_prefix="toolu")
     assert reply.source == "scenario:0:1" and not reply.calls
@@ -622,7 +638,7 @@ def test_every_need_whose_fetch_was_compacted_away_is_run_again_narrowed() -> No
         {"needs": ["job-end", "job-code"], "text": "It ends as before."}]},
         {"user": "And now?", "steps": [{"needs": ["job-end"], "text": "The same."}]}]})
     handoff = summary_message_text(f"{PREVIOUS}\n\n## Where the work stands\n"
-                                   'The last call made: ["bash", {"command": "./job --verbose"}]')
+                                   'The last call made: ["bash", {"command": "./job --verbose"}]\n' + FETCHING)
     messages: tuple[TranscriptMessage, ...] = (
         TranscriptMessage("user", (TextPart(LOG_PROMPT), TextPart(handoff))),)
     commands = []
@@ -652,7 +668,7 @@ def test_a_serialised_summary_whose_last_call_fetched_a_steps_need_resumes_that_
          "tools": [{"name": "bash", "arguments": {"command": "echo done > NOTES"}}]},
         {"text": "Noted."}]}]})
     handoff = summary_message_text(f"{PREVIOUS}\n\n## Where the work stands\n"
-                                   'The last call made: ["bash", {"command": "./job --verbose"}]')
+                                   'The last call made: ["bash", {"command": "./job --verbose"}]\n' + FETCHING)
     reply = plan_reply(Transcript("", BASH, (TranscriptMessage("user", (
         TextPart(LOG_PROMPT), TextPart(handoff))),)), notes, id_prefix="toolu")
     assert reply.source == "recovery:0:1:job-end"  # narrowed: its fetch was compacted away
