@@ -312,21 +312,12 @@ def _compacted_fetches(context: _Context, turn: int, index: int) -> frozenset[in
     needs = {int(need) for match in _REFETCHED_SAID.finditer(handoffs[-1])
              if (int(match["turn"]), int(match["step"])) == (turn, index)
              for need in match["needs"].split(", ")}
-    calls = list(_LAST_CALL_SAID.finditer(handoffs[-1])) if _FETCHING in handoffs[-1] else []
-    try:
-        name, arguments = json.loads(calls[-1]["call"]) if calls else (None, None)
-    except (ValueError, TypeError):
-        name, arguments = None, None
-    if isinstance(name, str) and isinstance(arguments, dict):
-        wanted = (name, {key: str(value) for key, value in arguments.items()})
-        cwd = working_directory(context.transcript)
+    last = _last_call(handoffs[-1]) if _FETCHING in handoffs[-1] else None
+    if last is not None:
         step = context.scenario.turns[turn].steps[index]
-        for need, fact_id in enumerate(step.needs):
-            for tool in _detour_tools(context.scenario.facts[fact_id]):
-                fitted = fit_call(tool.name, tool.arguments, context.transcript.tools, cwd)
-                if fitted is not None and \
-                        (fitted[0], {k: str(v) for k, v in fitted[1].items()}) == wanted:
-                    needs.add(need)
+        needs |= {need for need, fact_id in enumerate(step.needs)
+                  if any(_is_call(context, tool, last)
+                         for tool in _detour_tools(context.scenario.facts[fact_id]))}
     return frozenset(needs)
 
 
@@ -343,31 +334,40 @@ def _done_in(context: _Context, turn: int) -> int | None:
     found = list(_PROGRESS_SAID.finditer(handoffs[-1]))
     if found:
         return int(found[-1]["step"]) if int(found[-1]["turn"]) == turn else None
-    calls = list(_LAST_CALL_SAID.finditer(handoffs[-1]))
+    last = _last_call(handoffs[-1])
+    if last is None:
+        return None
+    steps, facts = context.scenario.turns[turn].steps, context.scenario.facts
+    for index in range(len(steps) - 1, -1, -1):
+        if any(_is_call(context, tool, last) for tool in steps[index].tools):
+            return index
+    # else the fetch of what a step needed: that step was still to come
+    for index in range(len(steps) - 1, -1, -1):
+        if any(_is_call(context, tool, last)
+               for need in steps[index].needs for tool in _detour_tools(facts[need])):
+            return index - 1
+    return None
+
+
+def _last_call(handoff: str) -> tuple[str, dict[str, str]] | None:
+    """The last call a summary says was made (`_LAST_CALL`): its name and arguments."""
+    calls = list(_LAST_CALL_SAID.finditer(handoff))
     try:
         name, arguments = json.loads(calls[-1]["call"]) if calls else (None, None)
     except (ValueError, TypeError):
         return None
     if not isinstance(name, str) or not isinstance(arguments, dict):
         return None
-    wanted = {key: str(value) for key, value in arguments.items()}
-    cwd = working_directory(transcript)
-    steps = context.scenario.turns[turn].steps
+    return name, {key: str(value) for key, value in arguments.items()}
 
-    def made(tool: ToolInvocation) -> bool:
-        fitted = fit_call(tool.name, tool.arguments, transcript.tools, cwd)
-        return fitted is not None and fitted[0] == name and \
-            {key: str(value) for key, value in fitted[1].items()} == wanted
 
-    for index in range(len(steps) - 1, -1, -1):
-        if any(made(tool) for tool in steps[index].tools):
-            return index
-    # else the fetch of what a step needed: that step was still to come
-    for index in range(len(steps) - 1, -1, -1):
-        facts = context.scenario.facts
-        if any(made(tool) for need in steps[index].needs for tool in _detour_tools(facts[need])):
-            return index - 1
-    return None
+def _is_call(context: _Context, tool: ToolInvocation, call: tuple[str, dict[str, str]]
+             ) -> bool:
+    """Whether a scenario call, fitted to the request's tools, is `call`."""
+    fitted = fit_call(tool.name, tool.arguments, context.transcript.tools,
+                      working_directory(context.transcript))
+    return fitted is not None and \
+        (fitted[0], {key: str(value) for key, value in fitted[1].items()}) == call
 
 
 def _without_prompt(context: _Context) -> PlannedReply:
