@@ -298,27 +298,37 @@ def _compacted_fetches(context: _Context, turn: int, index: int) -> frozenset[in
     (`_FETCHING`: a step's own call whose output overflowed is fetched whole once, as after
     a compaction of the conversation's messages). None once a prompt came after that summary:
     a new turn starts from what its request holds."""
-    handoffs: list[str] = []
-    for message in context.transcript.messages:
-        if message.role != "user":
-            continue
-        for text in message.texts:
-            if is_summary_handoff(text):
-                handoffs.append(text)
-            elif handoffs and not is_context_block(text):
-                return frozenset()  # a prompt after the summary
-    if not handoffs:
+    handoffs = _handoffs(context.transcript)
+    if not handoffs or _asked_since(context.transcript):
         return frozenset()
     needs = {int(need) for match in _REFETCHED_SAID.finditer(handoffs[-1])
              if (int(match["turn"]), int(match["step"])) == (turn, index)
              for need in match["needs"].split(", ")}
     last = _last_call(handoffs[-1]) if _FETCHING in handoffs[-1] else None
     if last is not None:
-        step = context.scenario.turns[turn].steps[index]
+        step, cwd = context.scenario.turns[turn].steps[index], working_directory(context.transcript)
         needs |= {need for need, fact_id in enumerate(step.needs)
-                  if any(_is_call(context, tool, last)
+                  if any(_is_call(context, tool, last, cwd)
                          for tool in _detour_tools(context.scenario.facts[fact_id]))}
     return frozenset(needs)
+
+
+def _handoffs(transcript: Transcript) -> list[str]:
+    """The summaries handed over after a compaction that `transcript` holds, in order."""
+    return [text for message in transcript.messages if message.role == "user"
+            for text in message.texts if is_summary_handoff(text)]
+
+
+def _asked_since(transcript: Transcript) -> bool:
+    """Whether a prompt came after the latest summary handed over (context blocks aside)."""
+    asked = False
+    for message in transcript.messages:
+        for text in message.texts if message.role == "user" else ():
+            if is_summary_handoff(text):
+                asked = False
+            elif not is_context_block(text):
+                asked = True
+    return asked
 
 
 def _done_in(context: _Context, turn: int) -> int | None:
@@ -326,9 +336,7 @@ def _done_in(context: _Context, turn: int) -> int | None:
     its number, or by its call (a summary of a serialised conversation names the last call
     made: the latest step of the turn with that call, fitted to the request's tools; or, when
     it was the fetch of what a step needed, the step before that one)."""
-    transcript = context.transcript
-    handoffs = [text for message in transcript.messages if message.role == "user"
-                for text in message.texts if is_summary_handoff(text)]
+    handoffs = _handoffs(context.transcript)
     if not handoffs:
         return None
     found = list(_PROGRESS_SAID.finditer(handoffs[-1]))
@@ -338,12 +346,13 @@ def _done_in(context: _Context, turn: int) -> int | None:
     if last is None:
         return None
     steps, facts = context.scenario.turns[turn].steps, context.scenario.facts
+    cwd = working_directory(context.transcript)
     for index in range(len(steps) - 1, -1, -1):
-        if any(_is_call(context, tool, last) for tool in steps[index].tools):
+        if any(_is_call(context, tool, last, cwd) for tool in steps[index].tools):
             return index
     # else the fetch of what a step needed: that step was still to come
     for index in range(len(steps) - 1, -1, -1):
-        if any(_is_call(context, tool, last)
+        if any(_is_call(context, tool, last, cwd)
                for need in steps[index].needs for tool in _detour_tools(facts[need])):
             return index - 1
     return None
@@ -361,11 +370,10 @@ def _last_call(handoff: str) -> tuple[str, dict[str, str]] | None:
     return name, {key: str(value) for key, value in arguments.items()}
 
 
-def _is_call(context: _Context, tool: ToolInvocation, call: tuple[str, dict[str, str]]
-             ) -> bool:
+def _is_call(context: _Context, tool: ToolInvocation, call: tuple[str, dict[str, str]],
+             cwd: str | None) -> bool:
     """Whether a scenario call, fitted to the request's tools, is `call`."""
-    fitted = fit_call(tool.name, tool.arguments, context.transcript.tools,
-                      working_directory(context.transcript))
+    fitted = fit_call(tool.name, tool.arguments, context.transcript.tools, cwd)
     return fitted is not None and \
         (fitted[0], {key: str(value) for key, value in fitted[1].items()}) == call
 
@@ -376,10 +384,7 @@ def _without_prompt(context: _Context) -> PlannedReply:
     the summary handed over quotes one of the scenario's prompts, the model takes up the
     latest quoted one (`_resumed`); when nothing tells it what was asked, it gives the
     fallback's answer, recorded as a violation of the latest request."""
-    handoffs = "\n".join(
-        text for message in context.transcript.messages if message.role == "user"
-        for text in message.texts if is_summary_handoff(text)
-    )
+    handoffs = "\n".join(_handoffs(context.transcript))
     last = context.transcript.messages[-1]
     asked = [text for text in trailing_texts(last)
              if not is_summary_handoff(text) and not is_context_block(text)]
