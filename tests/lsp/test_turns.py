@@ -1,6 +1,4 @@
 """A turn over real stdio: ordered updates, the result, usage and compaction notifications."""
-# pytest-lsp's client warns about progress tokens it did not create; a client-chosen
-# workDoneToken in the request is valid LSP.
 
 from __future__ import annotations
 
@@ -24,6 +22,9 @@ async def test_turn_streams_ordered_updates_and_returns_result(
 ) -> None:
     async with start_agent_client([workspace], sim_settings(sim, tmp_path)) as agent:
         session_id = await agent.new_session()
+        # A client-chosen workDoneToken is valid LSP (no create request); the client knows its
+        # own token, so pytest-lsp's client is told it too (else it warns of an unknown one).
+        agent.client.progress_reports.setdefault("t1", [])
         result = await agent.request(
             "agent/turn", {"sessionId": session_id, "prompt": OVERVIEW, "workDoneToken": "t1"}
         )
