@@ -18,7 +18,10 @@ versions (`sources.py`), each with planted rules, facts and a failed approach (`
   packrat cache created and never consulted: a CI job that times out, a rule that takes
   seconds), over timing runs and a 68 KB profile; held out as well;
 - `toolz_feature`: a function added across toolz 1.0.0's namespaces (`batched`, curried by
-  hand, checked by a namespace test), written after every default was set; held out as well.
+  hand, checked by a namespace test), written after every default was set; held out as well;
+- `boltons_cache`: a cache that keeps deleted keys in boltons 26.2.0 (a user's report with a
+  pasted service log, a workaround that fails without a failing call), written at stop 68;
+  held out as well.
 
 `workloads()` prepares each (the sdist extracted, the planted change applied, in a cache
 directory) and returns what a benchmark runs: the scenario and a way to write a fresh copy of
@@ -37,6 +40,7 @@ from pathlib import Path
 
 from agent_server.sim.scenario import Scenario
 from benchmarks.real_code import (
+    boltons_cache,
     markdown_regression,
     more_itertools_debug,
     pyflakes_report,
@@ -77,6 +81,8 @@ RECIPES: tuple[Recipe, ...] = (
            pyparsing_perf.SOURCE, pyparsing_perf.plant, pyparsing_perf.script),
     Recipe("toolz-feature", "a function added across a package's namespaces",
            toolz_feature.SOURCE, toolz_feature.plant, toolz_feature.script),
+    Recipe("boltons-cache", "a user's report: a cache that keeps deleted keys",
+           boltons_cache.SOURCE, boltons_cache.plant, boltons_cache.script),
 )
 
 
