@@ -38,6 +38,11 @@ POP = (f"{PYTHON} -c \"from boltons.cacheutils import LRU; c = LRU(max_size=3); 
        "c['alice'] = 'session-1'; c.pop('alice'); print('get after pop:', c.get('alice')); "
        "print('links after pop:', len(c._link_lookup))\"")
 USERS = "grep -rn 'LRU\\|LRI' boltons --include=*.py"
+DICTUTILS = "boltons/dictutils.py"
+OMD_CHECK = (f"{PYTHON} -c \"from boltons.dictutils import OMD; d = OMD(); "
+             "[d.add(i, i) or d.add(i, -i) or d.__delitem__(i) for i in range(1000)]; "
+             "print('omd keys after 1000 adds and deletes:', len(d)); "
+             "print('omd cells still mapped:', len(d._map))\"")
 
 _RELEASED = "        link = self._link_lookup.pop(key)\n        link[PREV][NEXT] = link[NEXT]\n"
 _PLANTED = "        link = self._link_lookup[key]\n        link[PREV][NEXT] = link[NEXT]\n"
@@ -114,6 +119,7 @@ def script(root: Path) -> Script:
     _explore(s)
     _reproduce(s)
     _fix(s)
+    _elsewhere(s)
     _wrap_up(s)
     return s
 
@@ -304,6 +310,35 @@ def _fix(s: Script) -> None:
          "text": "Only cacheutils itself: the `cached` and `cachedmethod` decorators take "
                  "any mapping as their cache and only read and set keys, so they never went "
                  "through the broken path; an LRI shares it, since LRU inherits its delete."},
+    )
+
+
+def _elsewhere(s: Script) -> None:
+    remove_all = s.file_fact("omd-remove", DICTUTILS,
+                             "    def poplast(self, k=_MISSING, default=_MISSING):", 39,
+                             "how OrderedMultiDict removes a key's cells")
+    s.turn(
+        "OrderedMultiDict in dictutils keeps a linked list and a map of its cells too, and "
+        "our request router uses it for headers. Does deleting from it have the same problem?",
+        {"tools": [call("grep", pattern="def __delitem__|def _remove_all|def popall",
+                        path=DICTUTILS)],
+         "finds": [s.where(DICTUTILS, "class OrderedMultiDict(dict):")]},
+        {"tools": [s.read(DICTUTILS, "class OrderedMultiDict(dict):", 370)]},
+        {"needs": [remove_all],
+         "text": "No: its `_remove_all` pops every cell of the key, splices each out of the "
+                 "list, and then deletes the key from `_map`; `popall` and `poplast` go "
+                 "through it or through `_remove`, which drops the key once its last cell "
+                 "is gone."},
+    )
+    omd = s.output_fact(
+        "omd-check", ["omd keys after 1000 adds and deletes: 0", "omd cells still mapped: 0"],
+        call("bash", command=OMD_CHECK), "what the OrderedMultiDict check printed")
+    s.turn(
+        "Check that from the outside too, the way repro.py does for the cache.",
+        {"tools": [call("bash", command=OMD_CHECK)]},
+        {"needs": [omd, "repro-before"],
+         "text": "It holds: after a thousand keys added twice and deleted, nothing is left "
+                 "in the map, where the broken cache kept a link per deleted key."},
     )
 
 
