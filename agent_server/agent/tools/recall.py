@@ -40,8 +40,9 @@ failure, then its end (where a run's verdict is), under its lines too, the stret
 on to the end when only a line or two lie between: as a reader of an output looks, and
 so that reading the entry from a line (`entry` and `offset`, a page of whole lines) goes on
 from what an excerpt showed. Under a command's result, the same command's other runs that are
-not shown themselves, newest first, each as the lines holding the most of the words: which run
-a query means ("before the fix") is seldom in its words.
+not shown themselves, newest first, each as the lines holding the most of the words, or, where
+none holds any, as the lines it printed that the run shown did not: which run a query means
+("before the fix") is seldom in its words, and how the runs differ is what tells them apart.
 """
 
 from __future__ import annotations
@@ -348,9 +349,10 @@ def _other_runs(
     terms: Sequence[str], shown: set[str],
 ) -> str:
     """Of a command's result, where the same command ran more than once, the other runs not
-    shown, newest first: each one's lines holding the most of the words, under
-    its turn and entry. The words cannot say which run is meant ("the audit before the
-    change"); the model can, seeing them side by side."""
+    shown, newest first: each one's lines holding the most of the words (holding none, those
+    it printed that the run shown did not), under its turn and entry. The words cannot say
+    which run is meant ("the audit before the change"); the model can, seeing them side by
+    side."""
     if not item.command:
         return ""
     lines: list[str] = []
@@ -361,6 +363,8 @@ def _other_runs(
             continue
         held = _lines_with(other.text, lowered[order], terms, (0, 0), len(other.text),
                            OTHER_RUN_CHARS)
+        if not held:  # none of the words: where it differs from the run shown
+            held = _lines_not_in(other.text, item.text, OTHER_RUN_CHARS)
         if not held:
             continue
         found = [f"turn {other.turn}, entry {other.entry_id}:"]
@@ -372,6 +376,24 @@ def _other_runs(
     if not lines:
         return ""
     return "\n[the same call's other runs, newest first]\n" + "\n".join(lines)
+
+
+def _lines_not_in(text: str, shown: str, budget: int) -> list[tuple[int, str]]:
+    """The lines of `text` that `shown` does not hold (blank ones aside), the first first, at
+    most `budget` characters of them, each with its number: what one run of a command printed
+    that another did not."""
+    held = set(shown.split("\n"))
+    out: list[tuple[int, str]] = []
+    size = 0
+    for number, line in enumerate(text.split("\n"), 1):
+        if not line.strip() or line in held:
+            continue
+        line = line[:LINE_CHARS]
+        size += len(line) + 8
+        if size > budget:
+            break
+        out.append((number, line))
+    return out
 
 
 def excerpt(

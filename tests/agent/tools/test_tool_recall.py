@@ -289,9 +289,10 @@ def test_an_excerpt_is_where_its_words_are_after_a_character_that_lowers_to_two(
 
 async def test_a_command_run_again_shows_its_other_runs(ctx: ToolContext, tmp_path: Path) -> None:
     """Words cannot say which run of a command is meant ("before the fix"): under the best
-    run, the same command's other runs show the lines holding the words, newest first, each
-    under its turn and entry; a different command's runs do not, even one that a title, cut
-    at 80 characters, cannot tell apart."""
+    run, the same command's other runs show the lines holding the words (holding none, the
+    lines the run shown did not print), newest first, each under its turn and entry; a
+    different command's runs do not, even one that a title, cut at 80 characters, cannot tell
+    apart."""
     ledger = Ledger.create(tmp_path / "r.jsonl", session_id="r", workspace=str(tmp_path))
     rule = "(quota - (used + 1)) > 0 and (owner == admin or level >= 3) and region != 'x'"
     command = {"command": f"python time_rule.py {rule!r}"}
@@ -318,8 +319,41 @@ async def test_a_command_run_again_shows_its_other_runs(ctx: ToolContext, tmp_pa
     first = next(part for part in found.text.split("--- entry ") if "[309, 1721]" in part)
     assert first.split("\n", 1)[0].endswith("turn 3 ---")
     runs = first.split("[the same call's other runs, newest first]\n", 1)[1]
-    assert runs.startswith("turn 1, entry ") and "  2: cache hits/misses: [0, 0]" in runs
-    assert "no change" not in runs and "[7, 7]" not in runs  # no words; another command
+    assert runs.startswith("turn 2, entry ") and "  1: parsed in 2.0 s\n  2: no change" in runs
+    assert "\nturn 1, entry " in runs and "  2: cache hits/misses: [0, 0]" in runs
+    assert "parsed in 2.1 s" not in runs  # a line without the words, where one has them
+    assert "[7, 7]" not in runs  # another command
+
+
+async def test_a_command_s_other_runs_without_the_words_show_how_they_differ(
+    ctx: ToolContext, tmp_path: Path
+) -> None:
+    """A reproduction prints none of the words a query for it has ("what the reproduction
+    printed before the fix"): its other runs are shown by the lines the run shown did not
+    print, so the run before the fix is in reach however the search ranked it; a run that
+    printed the same adds nothing."""
+    ledger = Ledger.create(tmp_path / "d.jsonl", session_id="d", workspace=str(tmp_path))
+    command = {"command": "python repro.py"}
+    outputs = ["alice in cache after del: False\nget after del: session-1\nlinks left: 1000",
+               "alice in cache after del: False\nget after del: None\nlinks left: 0",
+               "alice in cache after del: False\nget after del: None\nlinks left: 0"]
+    for turn, (ask, output) in enumerate(zip(
+        ("Reproduce it in repro.py and run it.", "Then fix it.", "Run it once more."),
+        outputs, strict=True,
+    )):
+        ledger.append_message(prompt(ask))
+        call = ToolCall(f"c{turn}", "bash", command)
+        ledger.append_message(answer("Running it.", call))
+        ledger.append_message(result(call, output))
+    found = await run_tool(
+        RecallTool(), {"query": "what the reproduction printed before the fix", "in": "results"},
+        context(ctx, ledger),
+    )
+    fixed = next(part for part in found.text.split("--- entry ") if "turn 2 ---" in part)
+    runs = fixed.split("[the same call's other runs, newest first]\n", 1)[1]
+    assert runs.startswith("turn 1, entry ")
+    assert "  2: get after del: session-1\n  3: links left: 1000" in runs
+    assert "alice in cache" not in runs  # printed the same by the run shown
 
 
 def test_an_excerpt_of_a_long_output_is_where_its_rarer_words_gather() -> None:
