@@ -21,7 +21,10 @@ versions (`sources.py`), each with planted rules, facts and a failed approach (`
   hand, checked by a namespace test), written after every default was set; held out as well;
 - `boltons_cache`: a cache that keeps deleted keys in boltons 26.2.0 (a user's report with a
   pasted service log, a workaround that fails without a failing call), written at stop 68;
-  held out as well.
+  held out as well;
+- `simplejson_escape`: emoji that do not survive a round trip through simplejson 4.3.0's pure
+  Python encoder (a customer's report with the API's response, a rule about the C twin the
+  fix would tempt one to touch), written at stop 68; held out as well.
 
 `workloads()` prepares each (the sdist extracted, the planted change applied, in a cache
 directory) and returns what a benchmark runs: the scenario and a way to write a fresh copy of
@@ -45,6 +48,7 @@ from benchmarks.real_code import (
     more_itertools_debug,
     pyflakes_report,
     pyparsing_perf,
+    simplejson_escape,
     sqlparse_feature,
     tabulate_bugfix,
     tomlkit_change,
@@ -83,6 +87,8 @@ RECIPES: tuple[Recipe, ...] = (
            toolz_feature.SOURCE, toolz_feature.plant, toolz_feature.script),
     Recipe("boltons-cache", "a user's report: a cache that keeps deleted keys",
            boltons_cache.SOURCE, boltons_cache.plant, boltons_cache.script),
+    Recipe("simplejson-escape", "a customer's report: emoji that do not round-trip",
+           simplejson_escape.SOURCE, simplejson_escape.plant, simplejson_escape.script),
 )
 
 
