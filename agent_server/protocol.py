@@ -548,13 +548,16 @@ InterruptResult: TypeAlias = EmptyResult
 class ToolInputParams(TypedDict):
     """`agent/tool/input`: what the user typed into a running command (the editor's terminal
     of the session, with `tools.terminal.visible` on): `data` is written to the command's
-    standard input as UTF-8; `end` closes that input after it (Ctrl-D). Input for a call
-    that is not running, or with the setting off, is ignored."""
+    standard input as UTF-8; `end` closes that input after it (Ctrl-D); `interrupt` sends
+    the command's processes SIGINT instead (Ctrl-C: the command stops, the turn goes on; `data`
+    is then not written). Input for a call that is not running, or with the setting off, is
+    ignored."""
 
     sessionId: str
     toolCallId: str
     data: str
     end: NotRequired[bool]
+    interrupt: NotRequired[bool]
 
 
 class UserIdleParams(TypedDict):

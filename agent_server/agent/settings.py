@@ -115,7 +115,7 @@ class ToolOptions:
         "Show each shell command the agent runs, with its output as it comes, in a terminal "
         "of the session's own (in VS Code, named **Agent:** and the session's title), where "
         "what you type goes to the running command's input: Enter sends the line, Ctrl-D "
-        "ends the input, Ctrl-C stops the turn as the panel's stop does. The command still "
+        "ends the input, Ctrl-C interrupts the command (the turn goes on). The command still "
         "runs in the server, in the sandbox. Off: commands get no input at all (an immediate "
         "end of input).",
         name="terminal.visible", editor="window",

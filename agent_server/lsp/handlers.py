@@ -144,17 +144,24 @@ async def turn(ls: AgentLanguageServer, params: Params) -> protocol.TurnResult:
 
 def tool_input(ls: AgentLanguageServer, params: Any) -> None:
     """`agent/tool/input` (a notification: no answer, nothing raised): what the user typed
-    to the running command of the call, with the setting on; anything else is logged and
-    ignored (an unknown session, a call that is not running, bad params)."""
+    to the running command of the call, or Ctrl-C for it (`interrupt`), with the setting on;
+    anything else is logged and ignored (an unknown session, a call that is not running, bad
+    params)."""
     try:
         read = Params(params, protocol.TOOL_INPUT.name)
         session_id, call_id = read.string("sessionId"), read.string("toolCallId")
         data, end = read.text("data"), read.boolean("end")
+        interrupt = read.boolean("interrupt")
     except JsonRpcException as error:
         log.warning("agent/tool/input ignored: %s", shorten(str(error), 200))
         return
     stream = ls.state.turns.get(session_id)
     inputs = stream.command_input if stream is not None else None
+    if interrupt:
+        if inputs is None or not inputs.interrupt(call_id):
+            log.info("agent/tool/input: nothing to interrupt: call %s of session %s runs no "
+                     "command that takes input", shorten(call_id, 80), shorten(session_id, 80))
+        return
     if inputs is None or not inputs.write(call_id, data, end):
         # Never the data itself: it may be a password typed at a prompt.
         log.info(

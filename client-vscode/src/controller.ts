@@ -456,18 +456,7 @@ export class SessionController {
     }
   }
 
-  /** Stop a session's turn (Ctrl-C in its commands' terminal): the panel's stop when it is
-   * the open session. */
-  async stopSession(sessionId: string): Promise<void> {
-    if (sessionId === this._state.sessionId) return this.stop();
-    try {
-      await this.client?.request('interrupt', { sessionId });
-    } catch (error) {
-      this.hooks.trace?.(`interrupting ${sessionId}: ${String(error)}`);
-    }
-  }
-
-  /** What the user typed into a running command (its terminal): no answer comes. */
+  /** What the user typed into a running command, or Ctrl-C (its terminal): no answer comes. */
   toolInput(params: ToolInputParams): void {
     this.client?.notify('toolInput', params);
   }

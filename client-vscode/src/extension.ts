@@ -66,7 +66,6 @@ export function activate(context: vscode.ExtensionContext): void {
     title: (sessionId) =>
       (sessionId === controller.state.sessionId ? controller.state.title : controller.state.sessions.find((s) => s.sessionId === sessionId)?.title) ?? undefined,
     input: (params) => controller.toolInput(params),
-    interrupt: (sessionId) => void controller.stopSession(sessionId),
   });
   context.subscriptions.push(terminals);
   problems = new ProblemsReporter(workspaceRoot, (sessionId, path, found) => void controller.reportProblems(sessionId, path, found));

@@ -112,3 +112,51 @@ async def test_with_the_setting_off_the_command_reads_no_input_and_typing_is_ign
         text = result_of(agent, call_id)["content"][0]["content"]["text"]
         # read met the end of an empty input at once (status 1), cat too.
         assert "read:1:hello \ninput ended" in text and "world" not in text
+
+
+# Waits far longer than the test (a Ctrl-C that did not reach it would hang the turn until the
+# test's own timeout); what follows the sleep never prints.
+LONG = "echo ready; sleep 900; echo after"
+
+
+def long_command() -> Simulator:
+    return Simulator(scenario=parse_scenario({
+        "name": "long",
+        "turns": [{
+            "user": PROMPT,
+            "steps": [
+                {"tools": [{"name": "bash", "arguments": {"command": LONG, "timeout": 600}}]},
+                {"text": "It was interrupted."},
+            ],
+        }],
+    }))
+
+
+async def test_ctrl_c_interrupts_the_running_command_and_the_turn_goes_on(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Ctrl-C in the editor's terminal (`interrupt`) is SIGINT to the command's processes, as
+    a terminal's is: the command stops, the model is told the user interrupted it, and the
+    turn goes on to its answer. Ctrl-C for a call that runs nothing is ignored."""
+    async with SimServer(long_command()) as sim:
+        settings = sim_settings(sim, tmp_path, tools={"terminal": {"visible": True}})
+        async with start_agent_client([workspace], settings) as agent:
+            session_id = await agent.new_session()
+            turn = asyncio.ensure_future(
+                agent.request("agent/turn", {"sessionId": session_id, "prompt": PROMPT})
+            )
+            call_id = await until_ready(agent, turn)
+            typed(agent, session_id, "no-such-call", "", interrupt=True)  # ignored, logged
+            typed(agent, session_id, call_id, "", interrupt=True)
+            async with asyncio.timeout(120):
+                result = await turn
+            assert result["stopReason"] == "end_turn", result.get("error")
+            end = result_of(agent, call_id)
+            text = end["content"][0]["content"]["text"]
+            assert end["status"] == "failed", text
+            assert "ready" in text and "after" not in text
+            assert "The user interrupted the command" in text
+            assert "killed by signal SIGINT" in text or "Exit code 130" in text
+            typed(agent, session_id, call_id, "", interrupt=True)  # ended: nothing to signal
+            usage = await agent.request("agent/usage", {"sessionId": session_id})
+            assert usage["sessionId"] == session_id

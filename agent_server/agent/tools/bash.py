@@ -52,6 +52,7 @@ from agent_server.redaction import StreamRedactor
 
 MAX_TIMEOUT = 600.0
 KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
+_INTERRUPTED = "The user interrupted the command (Ctrl-C in the editor's terminal)."
 DRAIN_GRACE = 1.0  # seconds to wait for output after bash exits (background jobs may hold it)
 _CHUNK = 65536
 _PARTIAL_FLUSH = 4096  # stream an unfinished line once it is this long
@@ -183,6 +184,8 @@ class BashTool:
             os.close(write_fd)
             if stdin is not None:
                 stdin.started()
+        if stdin is not None:  # Ctrl-C in the editor's terminal: SIGINT, as a terminal's
+            stdin.on_interrupt(lambda: _signal_group(proc.pid, signal.SIGINT))
         # Our own pipe (not asyncio's subprocess pipes), so that waiting for bash does not
         # wait for background jobs that inherited the pipe, and so that we can stop reading.
         pipe = os.fdopen(read_fd, "rb", buffering=0)
@@ -210,6 +213,8 @@ class BashTool:
             await _shielded_terminate(proc.pid)
             raise
         finally:
+            if stdin is not None:
+                stdin.on_interrupt(None)  # reaped: its group id may be reused
             if pump is not None:
                 await _stop(pump)
             if transport is not None:
@@ -218,6 +223,8 @@ class BashTool:
                 pipe.close()
             output.close()
         notes = launch.limit_notes()
+        if stdin is not None and stdin.interrupted:
+            notes.append(_INTERRUPTED)
         return _result(output, proc.returncode, timed_out, detached, seconds, ctx, notes)
 
 

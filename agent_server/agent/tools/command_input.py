@@ -10,6 +10,11 @@ The front end that runs a turn says where its commands' input comes from
 (`AgentSession.run_turn(..., command_input=...)`); the turn loop gives it to each tool call's
 context (`ToolContext.command_input`). Where no front end gives one (the terminal chat, ACP,
 a test), commands get no input.
+
+Ctrl-C in that terminal interrupts the command, as a terminal's would: the bash tool says how
+(`CommandInput.on_interrupt`: SIGINT to the command's process group) while the command runs,
+and `CommandInputs.interrupt` does it. The command ends as it handles SIGINT; the turn goes on,
+and the result tells the model the user interrupted it.
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ class CommandInput:
         self._file = os.fdopen(write_fd, "wb", buffering=0)
         self._transport: asyncio.WriteTransport | None = None
         self._pipe: _WritingEnd | None = None
+        self._interrupt: Callable[[], bool] | None = None
+        self.interrupted = False  # the user interrupted the command (Ctrl-C)
 
     async def connect(self) -> None:
         """The writing end on the event loop (writes then wait there, never block it)."""
@@ -49,6 +56,18 @@ class CommandInput:
         if self._read_open:
             self._read_open = False
             os.close(self.read_fd)
+
+    def on_interrupt(self, interrupt: Callable[[], bool] | None) -> None:
+        """How to interrupt the command while it runs (True when it was signalled); None
+        once it has ended, so that a late Ctrl-C signals nothing."""
+        self._interrupt = interrupt
+
+    def interrupt(self) -> bool:
+        """Ctrl-C: the command interrupted; False when it does not run (yet, or any more)."""
+        if self._interrupt is None or not self._interrupt():
+            return False
+        self.interrupted = True
+        return True
 
     def write(self, data: bytes, end: bool) -> bool:
         """`data` to the command, then (`end`) the end of its input; False when the input is
@@ -66,6 +85,7 @@ class CommandInput:
 
     def close(self) -> None:
         """The command has ended: the pipe goes, whatever is left unread."""
+        self._interrupt = None
         if self._transport is not None:
             if self._pipe is not None and not self._pipe.lost:
                 self._transport.abort()
@@ -115,3 +135,8 @@ class CommandInputs:
         when no such command is running, its input was closed, or it holds too much."""
         pipe = self._running.get(call_id)
         return pipe is not None and pipe.write(data.encode("utf-8"), end)
+
+    def interrupt(self, call_id: str) -> bool:
+        """Ctrl-C for the running command of `call_id`; False when no such command runs."""
+        pipe = self._running.get(call_id)
+        return pipe is not None and pipe.interrupt()

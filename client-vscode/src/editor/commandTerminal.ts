@@ -5,17 +5,16 @@
  * goes to it (`agent/tool/input`). The command runs in the server, in its sandbox, with a pipe
  * for its input, not a terminal: so this is the line discipline a terminal would give it. The
  * line typed is echoed and can be edited (Backspace) and goes on Enter; Ctrl-D sends what is
- * typed and ends the command's input; Ctrl-C stops the turn, as the panel's stop does. No
- * `vscode` import: commandTerminals.ts puts it in a `vscode.Pseudoterminal`.
+ * typed and ends the command's input; Ctrl-C interrupts the command (SIGINT to its processes,
+ * as a terminal's Ctrl-C: the turn goes on, and the model is told; the panel's stop ends the
+ * turn). No `vscode` import: commandTerminals.ts puts it in a `vscode.Pseudoterminal`.
  */
 import type { SessionUpdate, ToolInputParams } from '../protocol/types';
 import { terminalText, WHOLE_ESCAPE } from '../webview/literal';
 
 export interface CommandTerminalHooks {
-  /** What the user typed, for the running command (`agent/tool/input`). */
+  /** What the user typed, or Ctrl-C, for the running command (`agent/tool/input`). */
   input(params: ToolInputParams): void;
-  /** Ctrl-C while a command runs: stop the session's turn (the panel's stop). */
-  interrupt(sessionId: string): void;
 }
 
 const DIM = '\x1b[2m';
@@ -108,8 +107,8 @@ export class CommandMirror {
         this.line = '';
       } else if (char === '\x03') {
         this.put(`${typed}^C\r\n`);
-        this.line = '';
-        this.hooks.interrupt(this.sessionId);
+        this.line = ''; // a terminal's Ctrl-C drops the line typed, too
+        this.hooks.input({ sessionId: this.sessionId, toolCallId: call, data: '', interrupt: true });
         return;
       } else if (char >= ' ' || char === '\t') {
         this.line += char;

@@ -558,14 +558,17 @@ export type InterruptResult = EmptyResult;
 /**
  * `agent/tool/input`: what the user typed into a running command (the editor's terminal
  * of the session, with `tools.terminal.visible` on): `data` is written to the command's
- * standard input as UTF-8; `end` closes that input after it (Ctrl-D). Input for a call
- * that is not running, or with the setting off, is ignored.
+ * standard input as UTF-8; `end` closes that input after it (Ctrl-D); `interrupt` sends
+ * the command's processes SIGINT instead (Ctrl-C: the command stops, the turn goes on; `data`
+ * is then not written). Input for a call that is not running, or with the setting off, is
+ * ignored.
  */
 export interface ToolInputParams {
   sessionId: string;
   toolCallId: string;
   data: string;
   end?: boolean;
+  interrupt?: boolean;
 }
 
 /**
@@ -1023,7 +1026,7 @@ export interface AgentSettings {
     /** The budget of a map the model asks for without naming one. */
     repoMapTokens?: number;
     terminal?: {
-      /** Show each shell command the agent runs, with its output as it comes, in a terminal of the session's own (in VS Code, named **Agent:** and the session's title), where what you type goes to the running command's input: Enter sends the line, Ctrl-D ends the input, Ctrl-C stops the turn as the panel's stop does. The command still runs in the server, in the sandbox. Off: commands get no input at all (an immediate end of input). */
+      /** Show each shell command the agent runs, with its output as it comes, in a terminal of the session's own (in VS Code, named **Agent:** and the session's title), where what you type goes to the running command's input: Enter sends the line, Ctrl-D ends the input, Ctrl-C interrupts the command (the turn goes on). The command still runs in the server, in the sandbox. Off: commands get no input at all (an immediate end of input). */
       visible?: boolean;
     };
   };

@@ -5,15 +5,13 @@ import type { AgentUpdateParams, SessionUpdate, ToolInputParams } from '../../sr
 import { createdTerminals } from '../support/vscode-stub';
 import { terminalText } from '../../src/webview/literal';
 
-function mirror(): { mirror: CommandMirror; screen: string[]; inputs: ToolInputParams[]; stops: string[] } {
+function mirror(): { mirror: CommandMirror; screen: string[]; inputs: ToolInputParams[] } {
   const screen: string[] = [];
   const inputs: ToolInputParams[] = [];
-  const stops: string[] = [];
   const m = new CommandMirror('s1', (text) => screen.push(text), {
     input: (params) => inputs.push(params),
-    interrupt: (sessionId) => stops.push(sessionId),
   });
-  return { mirror: m, screen, inputs, stops };
+  return { mirror: m, screen, inputs };
 }
 
 const call = (command: string, id = 'c1'): SessionUpdate => ({
@@ -92,8 +90,8 @@ describe('the terminal of a session\'s commands', () => {
     expect(inputs.slice(1).map((i) => i.data)).toEqual(['one\n', 'two\n']);
   });
 
-  it('ends the input on Ctrl-D, with what was typed, and stops the turn on Ctrl-C', () => {
-    const { mirror: m, inputs, stops, screen } = mirror();
+  it('ends the input on Ctrl-D, with what was typed, and interrupts the command on Ctrl-C', () => {
+    const { mirror: m, inputs, screen } = mirror();
     m.update(call('cat'));
     m.update(running());
     m.handleInput('tail\x04');
@@ -102,13 +100,13 @@ describe('the terminal of a session\'s commands', () => {
     expect(inputs[1]).toEqual({ sessionId: 's1', toolCallId: 'c1', data: '', end: true });
     screen.length = 0;
     m.handleInput('x\x03');
-    expect(stops).toEqual(['s1']);
     expect(screen.join('')).toBe('x^C\r\n');
-    expect(inputs).toHaveLength(2); // the half-typed line is not sent
+    // The half-typed line is not sent: Ctrl-C alone, for the command that runs.
+    expect(inputs.slice(2)).toEqual([{ sessionId: 's1', toolCallId: 'c1', data: '', interrupt: true }]);
   });
 
   it('sends nothing when no command runs: a bell', () => {
-    const { mirror: m, inputs, stops, screen } = mirror();
+    const { mirror: m, inputs, screen } = mirror();
     m.handleInput('hello\r\x03');
     m.update(call('true'));
     m.update(running());
@@ -116,7 +114,6 @@ describe('the terminal of a session\'s commands', () => {
     screen.length = 0;
     m.handleInput('late\r');
     expect(inputs).toEqual([]);
-    expect(stops).toEqual([]);
     expect(screen).toEqual(['\x07']);
   });
 });
@@ -130,7 +127,6 @@ describe('the terminals of the sessions\' commands in VS Code', () => {
       enabled: () => enabled.on,
       title: (sessionId) => (sessionId === 's1' ? 'Fix the $(alert) tests' : undefined),
       input: (params) => inputs.push(params),
-      interrupt: () => undefined,
     });
     return { made, inputs };
   }
