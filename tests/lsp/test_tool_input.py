@@ -20,17 +20,19 @@ PROMPT = "ask me my name"
 ASKS = 'echo ready; read name; echo "read:$?:hello $name"; cat; echo "input ended"'
 
 
-def asking() -> Simulator:
+def running(**arguments: Any) -> Simulator:
+    """A model that runs one bash command (its `arguments`), then answers."""
     return Simulator(scenario=parse_scenario({
-        "name": "asking",
+        "name": "one command",
         "turns": [{
             "user": PROMPT,
-            "steps": [
-                {"tools": [{"name": "bash", "arguments": {"command": ASKS}}]},
-                {"text": "Asked."},
-            ],
+            "steps": [{"tools": [{"name": "bash", "arguments": arguments}]}, {"text": "Done."}],
         }],
     }))
+
+
+def asking() -> Simulator:
+    return running(command=ASKS)
 
 
 def call_updates(agent: AgentClient) -> list[dict[str, Any]]:
@@ -119,26 +121,13 @@ async def test_with_the_setting_off_the_command_reads_no_input_and_typing_is_ign
 LONG = "echo ready; sleep 900; echo after"
 
 
-def long_command() -> Simulator:
-    return Simulator(scenario=parse_scenario({
-        "name": "long",
-        "turns": [{
-            "user": PROMPT,
-            "steps": [
-                {"tools": [{"name": "bash", "arguments": {"command": LONG, "timeout": 600}}]},
-                {"text": "It was interrupted."},
-            ],
-        }],
-    }))
-
-
 async def test_ctrl_c_interrupts_the_running_command_and_the_turn_goes_on(
     workspace: Path, tmp_path: Path
 ) -> None:
     """Ctrl-C in the editor's terminal (`interrupt`) is SIGINT to the command's processes, as
     a terminal's is: the command stops, the model is told the user interrupted it, and the
     turn goes on to its answer. Ctrl-C for a call that runs nothing is ignored."""
-    async with SimServer(long_command()) as sim:
+    async with SimServer(running(command=LONG, timeout=600)) as sim:
         settings = sim_settings(sim, tmp_path, tools={"terminal": {"visible": True}})
         async with start_agent_client([workspace], settings) as agent:
             session_id = await agent.new_session()
