@@ -52,6 +52,15 @@ async def until_ready(agent: AgentClient, turn: asyncio.Future[Any]) -> str:
     return str(call["toolCallId"])
 
 
+async def command_started(agent: AgentClient) -> tuple[str, asyncio.Future[Any], str]:
+    """A new session, its turn started, and the id of the command's call once it runs."""
+    session_id = await agent.new_session()
+    turn = asyncio.ensure_future(
+        agent.request("agent/turn", {"sessionId": session_id, "prompt": PROMPT})
+    )
+    return session_id, turn, await until_ready(agent, turn)
+
+
 def typed(agent: AgentClient, session_id: str, call_id: str, data: str, **end: bool) -> None:
     agent.client.protocol.notify(
         "agent/tool/input",
@@ -73,11 +82,7 @@ async def test_what_is_typed_reaches_the_running_command_and_ctrl_d_ends_its_inp
     async with SimServer(asking()) as sim:
         settings = sim_settings(sim, tmp_path, tools={"terminal": {"visible": True}})
         async with start_agent_client([workspace], settings) as agent:
-            session_id = await agent.new_session()
-            turn = asyncio.ensure_future(
-                agent.request("agent/turn", {"sessionId": session_id, "prompt": PROMPT})
-            )
-            call_id = await until_ready(agent, turn)
+            session_id, turn, call_id = await command_started(agent)
             typed(agent, "no-such-session", call_id, "lost\n")  # ignored, logged
             typed(agent, session_id, "no-such-call", "lost\n")
             typed(agent, session_id, call_id, "world\n")
@@ -103,11 +108,7 @@ async def test_with_the_setting_off_the_command_reads_no_input_and_typing_is_ign
         SimServer(asking()) as sim,
         start_agent_client([workspace], sim_settings(sim, tmp_path)) as agent,
     ):
-        session_id = await agent.new_session()
-        turn = asyncio.ensure_future(
-            agent.request("agent/turn", {"sessionId": session_id, "prompt": PROMPT})
-        )
-        call_id = await until_ready(agent, turn)
+        session_id, turn, call_id = await command_started(agent)
         typed(agent, session_id, call_id, "world\n", end=True)
         result = await turn
         assert result["stopReason"] == "end_turn", result.get("error")
@@ -130,11 +131,7 @@ async def test_ctrl_c_interrupts_the_running_command_and_the_turn_goes_on(
     async with SimServer(running(command=LONG, timeout=600)) as sim:
         settings = sim_settings(sim, tmp_path, tools={"terminal": {"visible": True}})
         async with start_agent_client([workspace], settings) as agent:
-            session_id = await agent.new_session()
-            turn = asyncio.ensure_future(
-                agent.request("agent/turn", {"sessionId": session_id, "prompt": PROMPT})
-            )
-            call_id = await until_ready(agent, turn)
+            session_id, turn, call_id = await command_started(agent)
             typed(agent, session_id, "no-such-call", "", interrupt=True)  # ignored, logged
             typed(agent, session_id, call_id, "", interrupt=True)
             async with asyncio.timeout(120):
