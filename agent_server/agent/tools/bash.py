@@ -185,7 +185,8 @@ class BashTool:
             if stdin is not None:
                 stdin.started()
         if stdin is not None:  # Ctrl-C in the editor's terminal: SIGINT, as a terminal's
-            stdin.on_interrupt(lambda: _signal_group(proc.pid, signal.SIGINT))
+            spared = proc.pid if launch.wrapped else None
+            stdin.on_interrupt(lambda: _interrupt(proc.pid, spared))
         # Our own pipe (not asyncio's subprocess pipes), so that waiting for bash does not
         # wait for background jobs that inherited the pipe, and so that we can stop reading.
         pipe = os.fdopen(read_fd, "rb", buffering=0)
@@ -386,10 +387,17 @@ def _group_alive(pgid: int) -> bool:
 
 
 def _has_live_member(pgid: int) -> bool:
+    members = _live_members(pgid)
+    return True if members is None else bool(members)  # no /proc: the SIGKILL is harmless
+
+
+def _live_members(pgid: int) -> list[int] | None:
+    """The processes of the group that are not zombies; None where /proc cannot say."""
     try:
         names = os.listdir("/proc")
     except OSError:
-        return True  # no /proc: assume alive, the SIGKILL is harmless
+        return None
+    found: list[int] = []
     for name in names:
         if not name.isdigit():
             continue
@@ -401,5 +409,22 @@ def _has_live_member(pgid: int) -> bool:
         # pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses.
         fields = stat[stat.rfind(")") + 2 :].split()
         if len(fields) >= 3 and fields[2] == str(pgid) and fields[0] != "Z":
-            return True
-    return False
+            found.append(int(name))
+    return found
+
+
+def _interrupt(pgid: int, spared: int | None) -> bool:
+    """Ctrl-C: SIGINT to the command's process group, as a terminal's goes to its foreground
+    group, but not to `spared`, the sandbox's launcher: it would die of it and take the
+    command with it before the command could handle it (a test run's summary, a trap). True
+    when a process was signalled."""
+    members = _live_members(pgid) if spared is not None else None
+    if members is None:
+        return _signal_group(pgid, signal.SIGINT)
+    sent = False
+    for pid in members:
+        if pid != spared:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGINT)
+                sent = True
+    return sent

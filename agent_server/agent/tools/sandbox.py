@@ -403,6 +403,9 @@ class Launch:
     status: LimitStatus | None = None
     group: CommandCgroup | None = None
     drops_capabilities: bool = False  # before_exec gives up the inspection capabilities
+    # argv starts the sandbox (bwrap), whose first process stays outside it and runs the
+    # command as its descendant: a signal meant for the command is not for it.
+    wrapped: bool = False
     _exit: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
 
     def shell_argv(self, env_names: Collection[str]) -> list[str] | None:
@@ -498,6 +501,7 @@ def confine(command: list[str], workspace: Path, confined: Confinement) -> Launc
                 secrets=tuple(secrets),
             )
             launch.argv = bubblewrap_argv(bwrap, layout, command)
+            launch.wrapped = True
             launch.pass_fds = (seccomp,) if seccomp is not None else ()
             placeholders = protected_mounts(workspace, nested)[1]
             launch._exit.enter_context(PLACEHOLDERS.held(placeholders))
