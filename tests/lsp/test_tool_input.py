@@ -136,8 +136,13 @@ async def test_ctrl_c_interrupts_the_running_command_and_the_turn_goes_on(
             session_id, turn, call_id = await command_started(agent)
             typed(agent, session_id, "no-such-call", "", interrupt=True)  # ignored, logged
             typed(agent, session_id, call_id, "", interrupt=True)
-            async with asyncio.timeout(120):
-                result = await turn
+            try:
+                async with asyncio.timeout(120):
+                    result = await turn
+            except TimeoutError:  # what the command printed says how far it got
+                shown = [c["content"].get("text", "") for u in call_updates(agent)
+                         for c in u.get("content", [])]
+                raise AssertionError(f"the command went on: {shown!r}") from None
             assert result["stopReason"] == "end_turn", result.get("error")
             end = result_of(agent, call_id)
             text = end["content"][0]["content"]["text"]

@@ -26,7 +26,7 @@ import contextlib
 import logging
 import os
 import signal
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -174,7 +174,7 @@ class BashTool:
                 stdout=write_fd,
                 stderr=write_fd,
                 start_new_session=True,
-                preexec_fn=launch.before_exec,
+                preexec_fn=_as_a_terminal_starts_it(launch.before_exec),
                 pass_fds=launch.pass_fds,
             )
         except OSError as exc:
@@ -384,6 +384,23 @@ def _group_alive(pgid: int) -> bool:
     except PermissionError:
         return True
     return _has_live_member(pgid)
+
+
+def _as_a_terminal_starts_it(before: Callable[[], None] | None) -> Callable[[], None]:
+    """What the child runs before exec: SIGINT and SIGQUIT back to their defaults and no
+    signal blocked, as a terminal starts a program, then `before`. A server started with
+    SIGINT ignored (a script's background job) or with signals blocked would pass that on
+    through exec, and through the sandbox to the command, and Ctrl-C in the editor's terminal
+    would reach nothing."""
+
+    def run() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, ())
+        if before is not None:
+            before()
+
+    return run
 
 
 def _has_live_member(pgid: int) -> bool:

@@ -98,6 +98,25 @@ async def test_no_output(ctx: ToolContext) -> None:
     assert result.text == "(no output)"
 
 
+async def test_a_command_starts_with_sigint_as_a_terminal_gives_it(ctx: ToolContext) -> None:
+    """A server started with SIGINT ignored (a script's background job) or blocked would pass
+    that on through exec, and through the sandbox: each command starts with SIGINT and
+    SIGQUIT at their defaults and neither blocked, so that Ctrl-C in the editor's terminal
+    reaches it."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGQUIT})
+    try:
+        command = "grep -E '^Sig(Ign|Blk)' /proc/$$/status"
+        result = await run_tool(BASH, {"command": command}, ctx)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        signal.signal(signal.SIGINT, previous)
+    masks = dict(line.split(":", 1) for line in result.text.splitlines() if line[:3] == "Sig")
+    bits = (1 << (signal.SIGINT - 1)) | (1 << (signal.SIGQUIT - 1))
+    assert int(masks["SigIgn"], 16) & bits == 0, result.text
+    assert int(masks["SigBlk"], 16) & bits == 0, result.text
+
+
 async def test_killed_by_a_signal(ctx: ToolContext) -> None:
     result = await run_tool(BASH, {"command": "kill -KILL $$"}, ctx)
     assert result.is_error
