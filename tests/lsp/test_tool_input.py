@@ -61,10 +61,11 @@ async def command_started(agent: AgentClient) -> tuple[str, asyncio.Future[Any],
     return session_id, turn, await until_ready(agent, turn)
 
 
-def typed(agent: AgentClient, session_id: str, call_id: str, data: str, **end: bool) -> None:
+def typed(agent: AgentClient, session_id: str, call_id: str, data: str, **flags: bool) -> None:
+    """`agent/tool/input` for the call: `data`, and `end` or `interrupt` when given."""
     agent.client.protocol.notify(
         "agent/tool/input",
-        {"sessionId": session_id, "toolCallId": call_id, "data": data, **end},
+        {"sessionId": session_id, "toolCallId": call_id, "data": data, **flags},
     )
 
 

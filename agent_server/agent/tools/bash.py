@@ -52,10 +52,10 @@ from agent_server.redaction import StreamRedactor
 
 MAX_TIMEOUT = 600.0
 KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
-_INTERRUPTED = "The user interrupted the command (Ctrl-C in the editor's terminal)."
 DRAIN_GRACE = 1.0  # seconds to wait for output after bash exits (background jobs may hold it)
 _CHUNK = 65536
 _PARTIAL_FLUSH = 4096  # stream an unfinished line once it is this long
+_INTERRUPTED = "The user interrupted the command (Ctrl-C in the editor's terminal)."
 
 logger = logging.getLogger(__name__)
 

@@ -85,7 +85,6 @@ class CommandInput:
 
     def close(self) -> None:
         """The command has ended: the pipe goes, whatever is left unread."""
-        self._interrupt = None
         if self._transport is not None:
             if self._pipe is not None and not self._pipe.lost:
                 self._transport.abort()

@@ -357,6 +357,7 @@ def _other_runs(
         return ""
     lines: list[str] = []
     size = 0
+    printed: set[str] | None = None  # the lines of the run shown, once one is compared to it
     for order in range(len(history) - 1, -1, -1):
         other = history[order]
         if other.command != item.command or other.entry_id in shown:
@@ -364,7 +365,8 @@ def _other_runs(
         held = _lines_with(other.text, lowered[order], terms, (0, 0), len(other.text),
                            OTHER_RUN_CHARS)
         if not held:  # none of the words: where it differs from the run shown
-            held = _lines_not_in(other.text, item.text, OTHER_RUN_CHARS)
+            printed = set(item.text.split("\n")) if printed is None else printed
+            held = _lines_not_in(other.text, printed, OTHER_RUN_CHARS)
         if not held:
             continue
         found = [f"turn {other.turn}, entry {other.entry_id}:"]
@@ -378,15 +380,14 @@ def _other_runs(
     return "\n[the same call's other runs, newest first]\n" + "\n".join(lines)
 
 
-def _lines_not_in(text: str, shown: str, budget: int) -> list[tuple[int, str]]:
-    """The lines of `text` that `shown` does not hold (blank ones aside), the first first, at
-    most `budget` characters of them, each with its number: what one run of a command printed
+def _lines_not_in(text: str, printed: set[str], budget: int) -> list[tuple[int, str]]:
+    """The lines of `text` not among `printed` (blank ones aside), the first first, at most
+    `budget` characters of them, each with its number: what one run of a command printed
     that another did not."""
-    held = set(shown.split("\n"))
     out: list[tuple[int, str]] = []
     size = 0
     for number, line in enumerate(text.split("\n"), 1):
-        if not line.strip() or line in held:
+        if not line.strip() or line in printed:
             continue
         line = line[:LINE_CHARS]
         size += len(line) + 8
