@@ -8,6 +8,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agent_server.agent.tools import ToolContext, run_tool
 from agent_server.agent.tools import recall as recall_tool
@@ -19,10 +21,12 @@ from agent_server.agent.tools.recall import (
     PAGE_CHARS,
     RecallTool,
     excerpt,
+    find,
     lower,
     occurrences,
     query_terms,
     recallable,
+    word_starts,
 )
 from agent_server.agent.tools.registry import default_tools
 from agent_server.llm.messages import (
@@ -237,9 +241,28 @@ async def test_a_result_is_found_by_what_it_was_for(ctx: ToolContext, tmp_path: 
     ("pytest -p no:cacheprovider", "no", 1),
     ("noSuchKey or no_such_key", "no", 2),
     ("tests/test_x.py and pytest", "py", 1),
+    ("Ärger: ParseError, unerrorable", "error", 1),  # not ASCII: the loop of `find`
 ])
 def test_a_word_matches_where_a_word_starts(text: str, term: str, found: int) -> None:
     assert occurrences(text, lower(text), term) == found
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    text=st.text(alphabet="aAbBzZ01_ .-/:\n", max_size=60),
+    term=st.text(alphabet="ab0.-", min_size=1, max_size=4),
+)
+def test_an_ascii_text_is_searched_by_the_same_rules_as_any_text(text: str, term: str) -> None:
+    """An ASCII text is searched by a regular expression, any other by the loop of `find`
+    (at_word_start's and matches_at's rules, a character at a time): they find the same
+    words."""
+    lowered = lower(text)
+    by_loop, at = [], find(text, lowered, term)
+    while at >= 0:
+        by_loop.append(at)
+        at = find(text, lowered, term, at + len(term))
+    assert word_starts(text, lowered, term) == by_loop
+    assert occurrences(text, lowered, term) == len(by_loop)
 
 
 async def test_a_decision_is_found_by_the_words_it_was_stated_with(
