@@ -24,7 +24,11 @@ versions (`sources.py`), each with planted rules, facts and a failed approach (`
   held out as well;
 - `simplejson_escape`: emoji that do not survive a round trip through simplejson 4.3.0's pure
   Python encoder (a customer's report with the API's response, a rule about the C twin the
-  fix would tempt one to touch), written at stop 68; held out as well.
+  fix would tempt one to touch), written at stop 68; held out as well;
+- `click_envvar`: a dry run that ran for real because click 8.5.1 left a dash in a
+  subcommand's environment variable prefix (an incident pasted with a shell transcript, a
+  230 KB verbose suite run, a reproduction the assistant writes), written at stop 69; held
+  out as well.
 
 `workloads()` prepares each (the sdist extracted, the planted change applied, in a cache
 directory) and returns what a benchmark runs: the scenario and a way to write a fresh copy of
@@ -44,6 +48,7 @@ from pathlib import Path
 from agent_server.sim.scenario import Scenario
 from benchmarks.real_code import (
     boltons_cache,
+    click_envvar,
     markdown_regression,
     more_itertools_debug,
     pyflakes_report,
@@ -89,6 +94,8 @@ RECIPES: tuple[Recipe, ...] = (
            boltons_cache.SOURCE, boltons_cache.plant, boltons_cache.script),
     Recipe("simplejson-escape", "a customer's report: emoji that do not round-trip",
            simplejson_escape.SOURCE, simplejson_escape.plant, simplejson_escape.script),
+    Recipe("click-envvar", "an incident: a dry run that ran for real", click_envvar.SOURCE,
+           click_envvar.plant, click_envvar.script),
 )
 
 
