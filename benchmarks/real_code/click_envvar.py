@@ -324,7 +324,7 @@ def _fix(s: Script) -> None:
         "command's name? Shell completion comes to mind.",
         {"tools": [call("grep", pattern="_COMPLETE|replace\\(\"-\", \"_\"\\)", path="src/click")],
          "finds": [s.where(CORE, "        if complete_var is None:")]},
-        {"tools": [s.read(CORE, "        if complete_var is None:", 12, before=12)]},
+        {"tools": [s.read(CORE, "        if complete_var is None:", 24, before=12)]},
         {"needs": [completion],
          "text": "Shell completion's variable, `_{PROG_NAME}_COMPLETE`, replaces dashes and "
                  "dots itself before upper-casing, so `ops-cli` gives `_OPS_CLI_COMPLETE`; it "

@@ -283,26 +283,45 @@ def matches_at(text: str, at: int, term: str) -> bool:
 def word_starts(text: str, lowered: str, term: str) -> list[int]:
     """Where the words of `text` that start with `term` start, the first first (each after
     the one before it ends)."""
-    if text.isascii():
-        return [match.start() for match in _word_pattern(term).finditer(text)]
-    found: list[int] = []
-    at = find(text, lowered, term)
-    while at >= 0:
-        found.append(at)
-        at = find(text, lowered, term, at + len(term))
-    return found
+    at, often = _first(text, lowered, term)
+    if often:
+        return [match.start() for match in _word_pattern(term).finditer(text, at)]
+    return _word_starts_from(text, lowered, term, at)
 
 
 def occurrences(text: str, lowered: str, term: str) -> int:
     """How many words of `text` start with `term`."""
-    if text.isascii():
-        return len(_word_pattern(term).findall(text))
-    return len(word_starts(text, lowered, term))
+    at, often = _first(text, lowered, term)
+    if often:
+        return len(_word_pattern(term).findall(text, at))
+    return len(_word_starts_from(text, lowered, term, at))
 
 
-# An ASCII text (most outputs) is searched by regular expressions that state at_word_start's
-# and matches_at's rules, in C: the loop of `find` takes seconds over a saved megabyte for a
-# common word ("test" in a verbose test run). The two agree; a property test says so.
+def _word_starts_from(text: str, lowered: str, term: str, at: int) -> list[int]:
+    """word_starts by the loop, from `at`, where `term` is first in `lowered` (-1: nowhere)."""
+    found: list[int] = []
+    while at >= 0:
+        if matches_at(text, at, term):
+            found.append(at)
+            at = lowered.find(term, at + len(term))
+        else:
+            at = lowered.find(term, at + 1)
+    return found
+
+
+# Where an ASCII text (most outputs) holds a term often, it is searched by a regular
+# expression that states at_word_start's and matches_at's rules, in C: the loop of `find`
+# takes seconds over a saved megabyte for a common word ("test" in a verbose test run). Where
+# it holds it seldom, the loop is quicker than the expression's scan, and where it does not
+# hold it, one `find` says so. The two agree; a property test says so.
+_LOOP_MOST = 32
+
+
+def _first(text: str, lowered: str, term: str) -> tuple[int, bool]:
+    """Where `term` is first in `lowered` (-1: nowhere), and whether it is there often enough,
+    in an ASCII text, to be searched by the expression."""
+    at = lowered.find(term)
+    return at, at >= 0 and lowered.count(term, at) > _LOOP_MOST and text.isascii()
 
 
 @functools.lru_cache(maxsize=256)

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agent_server.agent.tools import ToolContext, run_tool
@@ -248,21 +248,29 @@ def test_a_word_matches_where_a_word_starts(text: str, term: str, found: int) ->
 
 
 @settings(max_examples=400, deadline=None)
+@example(text="AAa Ab aB", term="a")  # a capital before a small one after a capital
+@example(text="b0Ab-ab0.a", term="ab")  # a capital after a digit; two letters end a word
 @given(
     text=st.text(alphabet="aAbBzZ01_ .-/:\n", max_size=60),
     term=st.text(alphabet="ab0.-", min_size=1, max_size=4),
 )
 def test_an_ascii_text_is_searched_by_the_same_rules_as_any_text(text: str, term: str) -> None:
-    """An ASCII text is searched by a regular expression, any other by the loop of `find`
-    (at_word_start's and matches_at's rules, a character at a time): they find the same
-    words."""
+    """An ASCII text holding a word often is searched by a regular expression, any other by
+    the loop of `find` (at_word_start's and matches_at's rules, a character at a time): they
+    find the same words."""
     lowered = lower(text)
     by_loop, at = [], find(text, lowered, term)
     while at >= 0:
         by_loop.append(at)
         at = find(text, lowered, term, at + len(term))
-    assert word_starts(text, lowered, term) == by_loop
-    assert occurrences(text, lowered, term) == len(by_loop)
+    by_pattern = [match.start() for match in recall_tool._word_pattern(term).finditer(text)]
+    assert by_pattern == by_loop
+    many = (text + "\n") * 40  # often enough for word_starts to take the expression
+    width = len(text) + 1
+    assert word_starts(many, lower(many), term) == [
+        copy * width + at for copy in range(40) for at in by_loop
+    ]
+    assert occurrences(many, lower(many), term) == 40 * len(by_loop)
 
 
 async def test_a_decision_is_found_by_the_words_it_was_stated_with(
