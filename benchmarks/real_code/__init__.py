@@ -28,7 +28,10 @@ versions (`sources.py`), each with planted rules, facts and a failed approach (`
 - `click_envvar`: a dry run that ran for real because click 8.5.1 left a dash in a
   subcommand's environment variable prefix (an incident pasted with a shell transcript, a
   230 KB verbose suite run, a reproduction the assistant writes), written at stop 69; held
-  out as well.
+  out as well;
+- `networkx_cutoff`: towns exactly at the cutoff dropped from a delivery zone by NetworkX
+  3.6.1's Dijkstra search (a team's report with its drive-time table, a 2,500-line module
+  read at length, no test of the library catching it), written at stop 69; held out as well.
 
 `workloads()` prepares each (the sdist extracted, the planted change applied, in a cache
 directory) and returns what a benchmark runs: the scenario and a way to write a fresh copy of
@@ -51,6 +54,7 @@ from benchmarks.real_code import (
     click_envvar,
     markdown_regression,
     more_itertools_debug,
+    networkx_cutoff,
     pyflakes_report,
     pyparsing_perf,
     simplejson_escape,
@@ -96,6 +100,8 @@ RECIPES: tuple[Recipe, ...] = (
            simplejson_escape.SOURCE, simplejson_escape.plant, simplejson_escape.script),
     Recipe("click-envvar", "an incident: a dry run that ran for real", click_envvar.SOURCE,
            click_envvar.plant, click_envvar.script),
+    Recipe("networkx-cutoff", "a team's report: towns at the edge of a zone",
+           networkx_cutoff.SOURCE, networkx_cutoff.plant, networkx_cutoff.script),
 )
 
 
