@@ -390,24 +390,27 @@ def search(
     shown = {item.entry_id for _, item, _ in best}
     terms = [word for words in said for word in words]
     found: list[tuple[Recallable, str]] = []
+    held_by_run: dict[int, list[tuple[int, str]]] = {}  # _other_runs's lines, by run, once
     more = FIRST_EXCERPT_CHARS - EXCERPT_CHARS  # the best's more room, unless it is shorter
     for _, item, text in best:
         budget = EXCERPT_CHARS + more
         more -= min(more, max(0, len(item.text) - EXCERPT_CHARS))
         shown_text = excerpt(item.text, text, terms, budget, output=item.source == "results")
-        found.append((item, shown_text + _other_runs(item, history, lowered, terms, shown)))
+        others = _other_runs(item, history, lowered, terms, shown, held_by_run)
+        found.append((item, shown_text + others))
     return found
 
 
 def _other_runs(
     item: Recallable, history: Sequence[Recallable], lowered: Sequence[str],
-    terms: Sequence[str], shown: set[str],
+    terms: Sequence[str], shown: set[str], held_by_run: dict[int, list[tuple[int, str]]],
 ) -> str:
     """Of a command's result, where the same command ran more than once, the other runs not
     shown, newest first: each one's lines holding the most of the words (holding none, those
     it printed that the run shown did not), under its turn and entry. The words cannot say
     which run is meant ("the audit before the change"); the model can, seeing them side by
-    side."""
+    side. `held_by_run` keeps each run's lines holding the words, found once for every
+    result shown."""
     if not item.command:
         return ""
     lines: list[str] = []
@@ -417,8 +420,11 @@ def _other_runs(
         other = history[order]
         if other.command != item.command or other.entry_id in shown:
             continue
-        held = _lines_with(other.text, lowered[order], terms, (0, 0), len(other.text),
-                           OTHER_RUN_CHARS)
+        held = held_by_run.get(order)
+        if held is None:
+            held = held_by_run[order] = _lines_with(
+                other.text, lowered[order], terms, (0, 0), len(other.text), OTHER_RUN_CHARS
+            )
         if not held:  # none of the words: where it differs from the run shown
             printed = set(item.text.split("\n")) if printed is None else printed
             held = _lines_not_in(other.text, printed, OTHER_RUN_CHARS)
