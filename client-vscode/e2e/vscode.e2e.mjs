@@ -347,6 +347,9 @@ async function main() {
   await changesTab.first().waitFor({ timeout: 30_000 });
   await waitUntil(async () => (await page.locator('.part.editor').innerText()).includes('findings.md'), 30_000, async () => `the changes do not show the note: ${(await page.locator('.part.editor').innerText()).slice(0, 400)}`);
   if (!(await view.locator('.rewind-panel .rewind-go').isVisible())) fail('showing the changes closed the rewind panel');
+  // A file changed in place, not renamed: no "R" beside its name, no old name struck through.
+  const flags = await page.locator('.part.editor .multiDiffEntry .file-path .status').allInnerTexts();
+  if (flags.length === 0 || flags.some((flag) => flag.trim() !== '')) fail(`the changes mark the note as other than changed in place: ${JSON.stringify(flags)}`);
   await shot('changes-since-in-diff-editor');
   await changesTab.first().hover();
   await changesTab.first().locator('.tab-actions .action-label').first().click();

@@ -159,8 +159,10 @@ export class ChangeDiffs implements vscode.Disposable {
     const root = this.root();
     if (!root) return;
     const id = ++this.counter;
-    const snapshot = (path: string, side: string, text: string): vscode.Uri => {
-      const uri = vscode.Uri.from({ scheme: BEFORE_SCHEME, path: `/${path}`, query: `since-${id}-${side}` });
+    // A snapshot has the file's own path (the side is in its query): the multi-file diff
+    // editor marks a pair whose paths differ as a rename ("R", the old name struck through).
+    const snapshot = (file: vscode.Uri, side: string, text: string): vscode.Uri => {
+      const uri = vscode.Uri.from({ scheme: BEFORE_SCHEME, path: file.path, query: `since-${id}-${side}` });
       this.snapshots.put(uri, text);
       return uri;
     };
@@ -168,9 +170,9 @@ export class ChangeDiffs implements vscode.Disposable {
     for (const file of changes.files) {
       const now = workspaceUri(root, file.path);
       if (!now) continue;
-      const then = snapshot(file.path, 'then', thenText(file));
+      const then = snapshot(now, 'then', thenText(file));
       const exists = await vscode.workspace.fs.stat(now).then(() => true, () => false);
-      resources.push([now, then, exists ? now : snapshot(file.path, 'now', '')]);
+      resources.push([now, then, exists ? now : snapshot(now, 'now', '')]);
     }
     if (resources.length === 0) {
       void vscode.window.showInformationMessage('The agent changed no file since then.');
