@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from agent_server.agent.tools import ToolContext, run_tool
+from agent_server.agent.tools import bash as bash_tool
 from agent_server.agent.tools import output as output_module
 from agent_server.agent.tools.bash import BashTool
 from agent_server.agent.tools.environment import tool_environment
@@ -115,6 +116,26 @@ async def test_a_command_starts_with_sigint_as_a_terminal_gives_it(ctx: ToolCont
     bits = (1 << (signal.SIGINT - 1)) | (1 << (signal.SIGQUIT - 1))
     assert int(masks["SigIgn"], 16) & bits == 0, result.text
     assert int(masks["SigBlk"], 16) & bits == 0, result.text
+
+
+def test_a_command_is_started_without_forking_the_server_when_nothing_needs_resetting(
+) -> None:
+    """The reset runs in the child before exec, which forks the whole server; only where
+    this thread holds SIGINT or SIGQUIT ignored or blocked is it added."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGQUIT})
+    quit_before = signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+    try:
+        assert bash_tool._as_a_terminal_starts_it(None) is None
+        signal.signal(signal.SIGQUIT, signal.SIG_IGN)
+        assert callable(bash_tool._as_a_terminal_starts_it(None))
+        signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        assert callable(bash_tool._as_a_terminal_starts_it(None))
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        signal.signal(signal.SIGQUIT, quit_before)
+        signal.signal(signal.SIGINT, before)
 
 
 async def test_killed_by_a_signal(ctx: ToolContext) -> None:
