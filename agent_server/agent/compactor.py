@@ -208,6 +208,16 @@ class Compactor:
             id="", parent_id=self._ledger.leaf_id, timestamp="", tokens_after=None, **fields
         )
         after = self._view_of_entries((*view.entries, candidate))
+        carried = candidate.carried
+        if after.tokens >= before and carried is not None and carried.said:
+            # The model's words are carried to spare a recall, the first part to yield: where
+            # they would keep the compaction from making the context smaller (a short history
+            # of the user's own words, compacted by hand), it is kept without them.
+            fields["carried"] = dataclasses.replace(
+                carried, said=(), said_left_out=carried.said_left_out + len(carried.said)
+            )
+            candidate = dataclasses.replace(candidate, carried=fields["carried"])
+            after = self._view_of_entries((*view.entries, candidate))
         if after.tokens >= before:
             return self._failed(
                 compaction_id,

@@ -19,9 +19,16 @@ part has its own budget:
   bounded where they are made: `pins_budget`);
 - **the plan**: the task's plan as the model last wrote it (its size is bounded by the plan
   tool), unless that plan entry is itself kept in the tail;
-- **what worked**: each shell command whose result was not an error, once (where it last
-  ran), newest first within `worked_tokens`, rendered oldest first (the command that worked,
-  not a guess at one);
+- **what worked**: each shell command whose result was not an error, with how its output
+  ended (its last line: a run's verdict), once for each ending (where it last ran), newest
+  first within `worked_tokens`, rendered oldest first (the command that worked, not a guess
+  at one, and what it said before a fix as well as after);
+- **what the model said**: the text of each of its messages (its findings, decisions and
+  answers, not its calls), each once, newest first within `said_tokens`, the short ones
+  before the long (each long one as its head and tail), rendered oldest first: what it
+  concluded from a file or an output, and what it decided, outlive any summary the way the
+  user's words do. They are the first part to yield where a compaction would not make the
+  context smaller with them (agent/compactor.py);
 - **what failed**: each tool call whose result was an error (a command's non-zero exit, an
   edit that did not apply, a denied call), with its failing line and what the model said
   next, from the summarised part only (the kept tail shows its own), deduplicated, newest
@@ -66,6 +73,8 @@ MAX_WORKED_TOKENS = 600
 WORKED_SHARE_OF_THRESHOLD = 80
 MAX_PIN_TOKENS = 2_000
 PIN_SHARE_OF_THRESHOLD = 12
+MAX_SAID_TOKENS = 2_000
+SAID_SHARE_OF_THRESHOLD = 40
 # An older prompt longer than this (a pasted report, a log) is carried as its head and tail.
 LONG_MESSAGE_TOKENS = 512
 MIN_CUT_CHARS = 200
@@ -98,6 +107,7 @@ class CarriedBudgets:
     user_tokens: int
     failure_tokens: int
     worked_tokens: int = 0
+    said_tokens: int = 0
 
 
 def carried_budgets(threshold: int) -> CarriedBudgets:
@@ -105,6 +115,7 @@ def carried_budgets(threshold: int) -> CarriedBudgets:
         user_tokens=min(MAX_USER_TOKENS, threshold // USER_SHARE_OF_THRESHOLD),
         failure_tokens=min(MAX_FAILURE_TOKENS, threshold // FAILURE_SHARE_OF_THRESHOLD),
         worked_tokens=min(MAX_WORKED_TOKENS, threshold // WORKED_SHARE_OF_THRESHOLD),
+        said_tokens=min(MAX_SAID_TOKENS, threshold // SAID_SHARE_OF_THRESHOLD),
     )
 
 
@@ -167,7 +178,10 @@ def carry(
         for message in summarized_messages
         if isinstance(message, UserMessage) and is_prompt(message)
     ]
-    words, left_out = _user_messages([*previous.user_messages, *prompts], budgets.user_tokens)
+    words, left_out = _words_within([*previous.user_messages, *prompts], budgets.user_tokens)
+    said, said_left_out = _words_within(
+        _latest_once([*previous.said, *model_words(summarized_messages)]), budgets.said_tokens
+    )
     failures, failures_left_out = _newest_within(
         _dedupe([*previous.failures, *failures_in(summarized_messages)]),
         budgets.failure_tokens,
@@ -184,6 +198,8 @@ def carry(
         failures=failures,
         failures_left_out=previous.failures_left_out + failures_left_out,
         worked=worked,
+        said=said,
+        said_left_out=previous.said_left_out + said_left_out,
     )
 
 
@@ -204,16 +220,32 @@ def user_text(message: UserMessage) -> str:
     return "\n".join(part for part in parts if part.strip()).strip()
 
 
-def _user_messages(messages: Sequence[str], budget: int) -> tuple[tuple[str, ...], int]:
+def model_words(messages: Sequence[Message]) -> list[str]:
+    """The text of each of the model's messages in `messages` (its calls left out), in
+    order."""
+    texts = (
+        "\n".join(block.text for block in message.content if isinstance(block, TextContent))
+        for message in messages
+        if isinstance(message, AssistantMessage)
+    )
+    return [text.strip() for text in texts if text.strip()]
+
+
+def _latest_once(texts: Sequence[str]) -> list[str]:
+    """Each text once, where it last appears ("Let me look." said ten times is one)."""
+    return list(reversed(dict.fromkeys(reversed(texts))))
+
+
+def _words_within(messages: Sequence[str], budget: int) -> tuple[tuple[str, ...], int]:
     """The messages carried within `budget` tokens (oldest first), and how many were left
-    out. The newest is always there, cut to the budget if it must be (to half of it, when
-    it is a paste and older ones wait). Then the older short ones, newest first, while they
-    fit; then the older long ones (pastes over LONG_MESSAGE_TOKENS), each as its head and
-    tail, newest first, in what is left: a paste never pushes a short instruction out, and
-    recall finds it whole."""
+    out. The newest is always there (unless the budget is none), cut to the budget if it
+    must be (to half of it, when it is long and older ones wait). Then the older short ones,
+    newest first, while they fit; then the older long ones (over LONG_MESSAGE_TOKENS: a
+    paste, a long answer), each as its head and tail, newest first, in what is left: a long
+    message never pushes a short one out, and recall finds it whole."""
     texts = [text for text in messages if text]
-    if not texts:
-        return (), 0
+    if not texts or budget <= 0:
+        return (), len(texts)
     *older, newest = texts
     room = budget
     if older and estimate_text_tokens(newest) > LONG_MESSAGE_TOKENS:
@@ -297,19 +329,23 @@ def _did_not_help(message: AssistantMessage) -> str:
 
 
 def commands_that_worked(messages: Sequence[Message]) -> list[str]:
-    """The shell commands in `messages` whose result was not an error, in order."""
-    commands = (call.arguments.get("command") for call, _ in calls_that_succeeded(messages)
-                if call.name == "bash")
-    return [
-        bound_text(" ".join(command.split()), CALL_CHARS)
-        for command in commands
-        if isinstance(command, str)
-    ]
+    """The shell commands in `messages` whose result was not an error, in order: each with
+    how its output ended after " → " (its last line, as the bash tool noted it), when it
+    did."""
+    worked: list[str] = []
+    for call, result in calls_that_succeeded(messages):
+        command = call.arguments.get("command")
+        if call.name != "bash" or not isinstance(command, str):
+            continue
+        line = bound_text(" ".join(command.split()), CALL_CHARS)
+        end = (result.details or {}).get("lastLine")
+        worked.append(f"{line} → {end}" if isinstance(end, str) and end else line)
+    return worked
 
 
 def _newest_commands(commands: Sequence[str], budget: int) -> tuple[str, ...]:
-    """Each command once (where it last ran), the newest within `budget` tokens, oldest
-    first."""
+    """Each command and ending once (where it last ran), the newest within `budget` tokens,
+    oldest first."""
     latest = list(dict.fromkeys(reversed(commands)))  # newest first, each once
     chosen: list[str] = []
     left = budget

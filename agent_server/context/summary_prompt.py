@@ -147,15 +147,11 @@ def render_carried(carried: Carried) -> str:
     if carried.empty:
         return ""
     parts = [CARRIED_OPEN, CARRIED_INTRO]
-    if carried.user_messages:
-        left_out = carried.user_messages_left_out
-        more = f"; {left_out} older ones left out" if left_out else ""
-        parts.append(
-            f"<user-messages> (the user's own words, oldest first{more}; where two "
-            "disagree, the later one stands; a long one cut: recall finds it whole)"
-        )
-        parts += [f"<message>\n{text}\n</message>" for text in carried.user_messages]
-        parts.append("</user-messages>")
+    parts += _messages("user-messages", "the user's own words", carried.user_messages,
+                       carried.user_messages_left_out,
+                       "where two disagree, the later one stands; ")
+    parts += _messages("assistant-messages", "your own words before this point", carried.said,
+                       carried.said_left_out)
     if carried.pins:
         parts.append("<pinned> (rules and facts pinned for this session)")
         parts += [f"- [{pin.kind}, pinned by the {pin.by}] {pin.text}" for pin in carried.pins]
@@ -174,11 +170,25 @@ def render_carried(carried: Carried) -> str:
         parts += [failure_line(failure) for failure in carried.failures]
         parts.append("</failed>")
     if carried.worked:
-        parts.append("<worked> (shell commands that succeeded, each once, newest last)")
+        parts.append(
+            "<worked> (shell commands that succeeded, each once, newest last; after → the "
+            "last line of its output)"
+        )
         parts += [f"- {command}" for command in carried.worked]
         parts.append("</worked>")
     parts.append(CARRIED_CLOSE)
     return "\n".join(parts)
+
+
+def _messages(
+    tag: str, whose: str, texts: Sequence[str], left_out: int, rule: str = ""
+) -> list[str]:
+    """A part of the carried block that holds messages verbatim, oldest first."""
+    if not texts:
+        return []
+    more = f"; {left_out} older ones left out" if left_out else ""
+    heading = f"<{tag}> ({whose}, oldest first{more}; {rule}a long one cut: recall finds it whole)"
+    return [heading, *(f"<message>\n{text}\n</message>" for text in texts), f"</{tag}>"]
 
 
 def _plan_line(item: PlanItem) -> str:
@@ -386,6 +396,9 @@ def _carried_note(carried: Carried | None) -> str | None:
             (_newest("the user's own messages", "the user's", "messages",
                      len(carried.user_messages), carried.user_messages_left_out),
              bool(carried.user_messages)),
+            (_newest("the assistant's own messages", "the assistant's", "messages",
+                     len(carried.said), carried.said_left_out),
+             bool(carried.said)),
             ("the pinned rules and facts", bool(carried.pins)),
             ("the plan", bool(carried.plan)),
             (_newest("the tool calls that failed", "the", "failed tool calls",
@@ -400,11 +413,11 @@ def _carried_note(carried: Carried | None) -> str | None:
         f"After the summary, agent-server carries verbatim {listed}: refer to them briefly "
         "instead of copying them out."
     )
-    if carried.user_messages_left_out or carried.failures_left_out:
+    if carried.user_messages_left_out or carried.said_left_out or carried.failures_left_out:
         # What is left out of the block is in no later context but the summary's.
         note += (
-            " Older ones are not carried: keep in the summary what the older messages asked "
-            "and ruled and what the older failed calls tried."
+            " Older ones are not carried: keep in the summary what the older messages asked, "
+            "ruled, found and decided and what the older failed calls tried."
         )
     step = next((item.content for item in carried.plan if item.status == "in_progress"), None)
     if step:

@@ -180,10 +180,16 @@ class Carried:
     failures_left_out: int = 0
     # Shell commands that succeeded, each once, oldest first (the newest within a budget).
     worked: tuple[str, ...] = ()
+    # The text of the model's messages, oldest first (the newest within a budget).
+    said: tuple[str, ...] = ()
+    said_left_out: int = 0
 
     @property
     def empty(self) -> bool:
-        return not (self.user_messages or self.pins or self.plan or self.failures or self.worked)
+        return not (
+            self.user_messages or self.pins or self.plan or self.failures or self.worked
+            or self.said
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -727,6 +733,8 @@ def carried_to_json(carried: Carried) -> dict[str, Any]:
                      for f in carried.failures],
         "failuresLeftOut": carried.failures_left_out,
         **({"worked": list(carried.worked)} if carried.worked else {}),
+        **({"said": list(carried.said), "saidLeftOut": carried.said_left_out}
+           if carried.said or carried.said_left_out else {}),
     }
 
 
@@ -751,6 +759,8 @@ def carried_from_json(data: object) -> Carried:
         ),
         failures_left_out=_count(data, "failuresLeftOut"),
         worked=_str_tuple(data.get("worked")),
+        said=_str_tuple(data.get("said")),
+        said_left_out=_count(data, "saidLeftOut"),
     )
 
 

@@ -174,3 +174,62 @@ async def test_every_request_after_a_mid_turn_compaction_holds_the_prompt_and_th
             assert PROMPT in body, f"request {index} ({sources[index]}) lost the prompt"
             assert f"END OF OUTPUT {step - 1}" in body, f"request {index} lost the result"
         assert not any((s or "").startswith(("fallback", "violation")) for s in sources)
+
+
+async def test_a_decision_the_model_stated_is_in_every_request_after_the_compaction(
+    tmp_path: Path,
+) -> None:
+    # The model's own words are carried like the user's (context/carried.py): a decision it
+    # stated in the middle of an answer reaches the model after the summary, whatever the
+    # summary kept, without a recall.
+    decision = "we fix the comparison in the search rather than pad the cutoff in the service"
+    steps = [{"tools": [{"name": "bash", "arguments": {"command": _command(str(k))}}]}
+             for k in range(12)]
+    scenario = {
+        "name": "a decision, then long outputs",
+        "turns": [
+            {"user": "Where should the cutoff be fixed?",
+             "steps": [{"tools": [{"name": "ls", "arguments": {"path": "."}}]},
+                       {"text": f"The search drops towns at the cutoff. So {decision}."}]},
+            {"user": PROMPT, "steps": [*steps, {"text": "All of them pass."}]},
+        ],
+    }
+    settings = AgentSettings(permissions_mode="allowAll", model="sim-small")
+    async with agent_run(tmp_path, scenario=scenario, settings=settings) as run:
+        for prompt in ("Where should the cutoff be fixed?", PROMPT):
+            result = await run.session.run_turn(prompt)
+            assert result.stop_reason == "end_turn", result
+        requests = run.model_requests
+        sources = [r.source for r in requests]
+        first = sources.index("summary")
+        after = [i for i in range(first + 1, len(requests)) if sources[i] != "summary"]
+        assert after, sources
+        for index in after:
+            body = json.dumps(requests[index].request, ensure_ascii=False)
+            carried = body[body.index("<assistant-messages>"):body.index("</assistant-messages>")]
+            assert decision in carried, f"request {index} ({sources[index]}) lost the decision"
+
+
+async def test_the_models_words_yield_where_they_would_keep_a_compaction_from_paying(
+    tmp_path: Path,
+) -> None:
+    # A history of the user's own rules and short acknowledgements, compacted by hand: the
+    # rules are carried verbatim, so the summary frees little, and the model's words on top
+    # would make the context larger. The compaction is kept without them rather than
+    # discarded (the ledger keeps them, and recall finds them).
+    turns = [{"user": f"Rule {i}: keep the wording of this rule exactly as written here.",
+              "steps": [{"text": f"Noted rule {i}: " + "I will follow it in every later step. " * 2}]}
+             for i in range(30)]
+    settings = AgentSettings(permissions_mode="allowAll", model="sim-small")
+    async with agent_run(tmp_path, scenario={"name": "rules", "turns": turns},
+                         settings=settings) as run:
+        for turn in turns:
+            result = await run.session.run_turn(turn["user"])
+            assert result.stop_reason == "end_turn", result
+        compacted = await run.session.compact()
+        assert compacted.outcome == "compacted", compacted.error
+        assert compacted.tokens_after < compacted.tokens_before
+        entry = compacted.entry
+        assert entry is not None and entry.carried is not None
+        assert entry.carried.said == () and entry.carried.said_left_out > 0
+        assert len(entry.carried.user_messages) > 20  # the rules themselves are all carried

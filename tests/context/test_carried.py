@@ -18,6 +18,7 @@ from agent_server.context.carried import (
     current_plan,
     failing_line,
     failures_in,
+    model_words,
     user_text,
 )
 from agent_server.context.cut_point import find_cut_point
@@ -77,8 +78,11 @@ class Path_:
     def answer(self, text: str, *calls: ToolCall) -> MessageEntry:
         return self.add(AssistantMessage((TextContent(text), *calls), "toolUse" if calls else "stop"))
 
-    def result(self, call: ToolCall, text: str, error: bool = False) -> MessageEntry:
-        return self.add(ToolResultMessage(call.id, call.name, (TextContent(text),), is_error=error))
+    def result(self, call: ToolCall, text: str, error: bool = False,
+               last_line: str | None = None) -> MessageEntry:
+        details = {"lastLine": last_line} if last_line is not None else None
+        return self.add(ToolResultMessage(call.id, call.name, (TextContent(text),),
+                                          is_error=error, details=details))
 
     def pin(self, pin_id: str, text: str, action: str = "add") -> None:
         entry = PinEntry(f"p{len(self.entries)}", self._parent(), "", pin_id, action, "rule", text, "user")  # type: ignore[arg-type]
@@ -217,6 +221,96 @@ def test_a_second_compaction_folds_the_first_ones_words_with_the_prompts_since()
     assert second.user_messages == ("rule: keep the API", "second")
 
 
+# --- what the model said ------------------------------------------------------------------------
+
+
+def test_the_models_own_words_are_carried_oldest_first_without_its_calls() -> None:
+    path = Path_()
+    path.prompt("why does the zone drop towns at 30 minutes?")
+    call = bash("c1", "python zone.py")
+    path.answer("", call)  # a call alone says nothing
+    path.result(call, "in zone: Bamberg")
+    path.answer("The search stops at the cutoff: we fix the comparison rather than pad it.",
+                ToolCall("c2", "edit", {"path": "weighted.py"}))
+    path.result(ToolCall("c2", "edit", {}), "edited")
+    path.answer("Fixed: both towns are in the zone.")
+    carried = path.carry(CarriedBudgets(user_tokens=500, failure_tokens=100, said_tokens=500))
+    assert carried.said == (
+        "The search stops at the cutoff: we fix the comparison rather than pad it.",
+        "Fixed: both towns are in the zone.",
+    )
+    assert carried.said_left_out == 0
+    text = render_carried(carried)
+    assert "<assistant-messages> (your own words before this point, oldest first" in text
+    assert text.index("we fix the comparison") < text.index("Fixed: both towns")
+    # None when the budget is none, and counted as left out.
+    none = path.carry(CarriedBudgets(user_tokens=500, failure_tokens=100))
+    assert none.said == () and none.said_left_out == 2
+
+
+def test_the_models_newest_words_win_its_budget_and_a_long_answer_is_cut_last() -> None:
+    path = Path_()
+    path.prompt("go")
+    path.answer("Decision: the flag is --strip-semicolon, with dashes.")
+    for number in range(12):
+        path.answer(f"Step {number}: " + "checked the module " * 20)
+    path.answer("A long report:\n" + "row of the table\n" * 400 + "End of the report.")
+    path.answer("Done.")
+    budget = 300
+    carried = path.carry(CarriedBudgets(user_tokens=500, failure_tokens=100, said_tokens=budget))
+    said = carried.said
+    assert said[-1] == "Done."
+    assert sum(estimate_text_tokens(text) for text in said) <= budget
+    assert carried.said_left_out == 15 - len(said)
+    # The short ones go first, newest first: the long report, newer, only in what is left
+    # (nothing here), so it pushes none of them out.
+    assert [text.split(":")[0] for text in said[:-1]] == ["Step 9", "Step 10", "Step 11"]
+    wide = path.carry(CarriedBudgets(user_tokens=500, failure_tokens=100, said_tokens=2_000))
+    [report] = [text for text in wide.said if text.startswith("A long report")]
+    assert "characters cut here" in report and report.endswith("End of the report.")
+    assert wide.said[0] == "Decision: the flag is --strip-semicolon, with dashes."
+
+
+def test_a_text_kept_in_the_tail_is_not_carried_and_a_second_compaction_folds_the_first() -> None:
+    path = Path_()
+    path.prompt("first")
+    path.answer("We keep the public API as it is.")
+    kept = path.prompt("second")
+    path.answer("Two.")
+    wide = CarriedBudgets(user_tokens=500, failure_tokens=100, said_tokens=500)
+    first = path.carry(wide, keep=2)
+    assert first.said == ("We keep the public API as it is.",)
+    path.compact(first, kept.id)
+    path.prompt("third")
+    path.answer("Three.")
+    entries = path.entries
+    window = [e for e in entries if isinstance(e, MessageEntry)][2:]
+    second = carry(entries, window[:-2], window[-2:], wide)
+    assert second.said == ("We keep the public API as it is.", "Two.")
+
+
+def test_the_models_words_are_carried_once_each_where_they_last_appear() -> None:
+    path = Path_()
+    path.prompt("go")
+    for number in range(10):
+        path.answer("Let me look.", ToolCall(f"c{number}", "ls", {}))
+        path.result(ToolCall(f"c{number}", "ls", {}), "a.py")
+        path.answer(f"Found {number}.")
+    carried = path.carry(CarriedBudgets(user_tokens=500, failure_tokens=100, said_tokens=500))
+    assert carried.said == (*(f"Found {n}." for n in range(9)), "Let me look.", "Found 9.")
+    assert carried.said_left_out == 0
+
+
+def test_model_words_joins_a_messages_texts_and_skips_the_rest() -> None:
+    messages = [
+        UserMessage.of_text("hi"),
+        AssistantMessage((TextContent("One."), ToolCall("c", "ls", {}), TextContent("Two.")),
+                         "toolUse"),
+        AssistantMessage((TextContent("  "),), "stop"),
+    ]
+    assert model_words(messages) == ["One.\nTwo."]
+
+
 # --- what failed ------------------------------------------------------------------------------
 
 
@@ -294,6 +388,31 @@ def test_the_commands_that_worked_are_carried_once_each_newest_within_the_budget
     # Stored on the compaction, and folded into the next one.
     entry = CompactionEntry("c", None, "t", "s", None, 1, None, "threshold", carried=carried)
     assert entry_from_json(entry_to_json(entry)) == entry
+
+
+def test_a_command_that_worked_is_carried_with_how_its_output_ended() -> None:
+    # The verdict of a run (its output's last line, as the bash tool notes it) is carried
+    # beside the command: the count before a fix outlives the summary. The same command with
+    # another ending is another line; one without a noted ending is the command alone.
+    path = Path_()
+    path.prompt("run the suite before and after the fix")
+    before, fix, after, old = (bash("c1", "pytest -q"), bash("c2", "sed -i s/a/b/ x.py"),
+                               bash("c3", "pytest -q"), bash("c4", "make docs"))
+    path.answer("", before)
+    path.result(before, "....\n129 passed, 2 skipped in 3.1s", last_line="129 passed, 2 skipped in 3.1s")
+    path.answer("", fix)
+    path.result(fix, "(no output)")
+    path.answer("", after)
+    path.result(after, ".....\n130 passed, 2 skipped in 3.2s", last_line="130 passed, 2 skipped in 3.2s")
+    path.answer("", old)
+    path.result(old, "built")  # a result from before results noted their last line
+    carried = path.carry(CarriedBudgets(user_tokens=500, failure_tokens=100, worked_tokens=200))
+    assert carried.worked == (
+        "pytest -q → 129 passed, 2 skipped in 3.1s",
+        "sed -i s/a/b/ x.py",
+        "pytest -q → 130 passed, 2 skipped in 3.2s",
+        "make docs",
+    )
 
 
 def test_calls_that_never_ran_are_not_failures_and_repeats_count_once() -> None:
@@ -433,7 +552,9 @@ def test_the_summary_request_names_only_the_newest_when_older_ones_are_not_carri
     assert "carries verbatim the user's 2 newest messages and the tool calls that failed" in (
         instruction
     )
-    assert "keep in the summary what the older messages asked and ruled" in instruction
+    assert "keep in the summary what the older messages asked, ruled, found and decided" in (
+        instruction
+    )
     whole = build_summary_instruction(
         kept_messages=0, previous_summary_in_context=True, carried=Carried(("b",))
     )
@@ -459,10 +580,15 @@ def test_a_fresh_summary_prompt_shows_the_previous_carried_block() -> None:
 def test_carried_pins_and_plans_round_trip_and_old_compactions_still_load(tmp_path: Path) -> None:
     carried = Carried(
         ("a",), 1, (Pin("p", "rule", "r", "user"),), (PlanItem("s", "pending", "low"),),
-        (Failure("c", "e", "t"),), 3,
+        (Failure("c", "e", "t"),), 3, ("make test",), ("We keep the API.",), 2,
     )
     entry = CompactionEntry("c", None, "t", "S", None, 1, None, "manual", carried=carried)
     assert entry_from_json(json.loads(json.dumps(entry_to_json(entry)))) == entry
+    # A block written before the model's words were carried has none.
+    before = entry_to_json(CompactionEntry("c", None, "t", "S", None, 1, None, "manual",
+                                           carried=Carried(("a",))))
+    assert "said" not in before["carried"]
+    assert entry_from_json(before).carried == Carried(("a",))
     old = entry_to_json(CompactionEntry("c", None, "t", "S", None, 1, None, "manual"))
     assert "carried" not in old and entry_from_json(old).carried is None
     with Ledger.create(tmp_path / "s.jsonl", session_id="s", workspace="/w") as ledger:
@@ -476,7 +602,8 @@ def test_carried_pins_and_plans_round_trip_and_old_compactions_still_load(tmp_pa
 
 
 @pytest.mark.parametrize("bad", [{"pins": "x"}, {"plan": [{"content": "a", "status": "doing"}]},
-                                 {"userMessagesLeftOut": -1}, []])
+                                 {"userMessagesLeftOut": -1}, {"said": "x"},
+                                 {"said": ["a"], "saidLeftOut": True}, []])
 def test_a_malformed_carried_block_is_a_format_error(bad: object) -> None:
     from agent_server.errors import LedgerFormatError
 
@@ -488,8 +615,9 @@ def test_a_malformed_carried_block_is_a_format_error(bad: object) -> None:
 
 def test_budgets_follow_the_threshold() -> None:
     assert carried_budgets(24_576) == CarriedBudgets(
-        user_tokens=2_457, failure_tokens=614, worked_tokens=307
+        user_tokens=2_457, failure_tokens=614, worked_tokens=307, said_tokens=614
     )
+    assert carried_budgets(979_520).said_tokens == 2_000
     assert carried_budgets(979_520).user_tokens == 20_000  # Codex's cap
 
 

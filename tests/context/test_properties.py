@@ -23,6 +23,7 @@ from agent_server.context.carried import (
     carry,
     current_pins,
     current_plan,
+    model_words,
     user_text,
 )
 from agent_server.context.cut_point import CutPoint, find_cut_point
@@ -207,6 +208,23 @@ def check_carried(
             "characters cut here" in words[-1] and words[-1][:20] == latest[:20]
         )
     assert carried.pins == current_pins(entries)
+    # The model's words: within their budget, none from the kept tail, the newest of the
+    # summarised part carried (cut if it must be) whenever there is a budget.
+    said = carried.said
+    assert sum(estimate_text_tokens(text) for text in said) <= budgets.said_tokens
+    summarized_said = model_words([e.message for e in (*cut.summarize, *cut.turn_prefix)])
+    previous = compaction_window(entries).compaction
+    carried_before = previous.carried.said if previous and previous.carried else ()
+    kept_said = set(model_words([e.message for e in cut.kept])) - {*summarized_said,
+                                                                   *carried_before}
+    assert not set(said) & kept_said, "a text kept verbatim is carried too"
+    if summarized_said and budgets.said_tokens:
+        newest = summarized_said[-1]
+        assert said[-1] == newest or (
+            "characters cut here" in said[-1] and said[-1][:20] == newest[:20]
+        )
+    elif not budgets.said_tokens:
+        assert not said
 
 
 def check_cut(entries: Sequence[Entry], cut: CutPoint, budget: int, turns: int) -> None:
@@ -364,7 +382,8 @@ class Session:
         entries = self.ledger.tree.projection_entries()
         cut = find_cut_point(entries, keep_recent_tokens=keep, keep_recent_turns=turns)
         check_cut(entries, cut, keep, turns)
-        budgets = CarriedBudgets(user_tokens=100 + keep // 4, failure_tokens=100 + turns * 50)
+        budgets = CarriedBudgets(user_tokens=100 + keep // 4, failure_tokens=100 + turns * 50,
+                                 said_tokens=60 + keep // 8 if turns > 1 else 0)
         if not cut.can_compact:
             event("compaction: nothing to summarise")
             return

@@ -42,11 +42,16 @@ from agent_server.agent.tools.base import (
 )
 from agent_server.agent.tools.command_input import CommandInput
 from agent_server.agent.tools.environment import tool_environment
-from agent_server.agent.tools.output import COMMAND_MAX_BYTES, StreamingOutput, command_limits
+from agent_server.agent.tools.output import (
+    COMMAND_MAX_BYTES,
+    TRUNCATED,
+    StreamingOutput,
+    command_limits,
+)
 from agent_server.agent.tools.paths import resolve_in_workspace
 from agent_server.agent.tools.sandbox import Launch, confine
 from agent_server.errors import ToolError
-from agent_server.literal import output_text
+from agent_server.literal import literal, output_text, without_escape_sequences
 from agent_server.llm.messages import TextContent, ToolSpec
 from agent_server.redaction import StreamRedactor
 
@@ -54,6 +59,7 @@ MAX_TIMEOUT = 600.0
 KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
 DRAIN_GRACE = 1.0  # seconds to wait for output after bash exits (background jobs may hold it)
 _CHUNK = 65536
+LAST_LINE_CHARS = 200  # of the output's last line, noted in the result's details
 _PARTIAL_FLUSH = 4096  # stream an unfinished line once it is this long
 _INTERRUPTED = "The user interrupted the command (Ctrl-C in the editor's terminal)."
 
@@ -281,6 +287,7 @@ def _result(
         "timedOut": timed_out,
         **bounded.details(),
         "sandbox": ctx.confinement.to_json(),
+        **({"lastLine": last} if (last := _last_line(bounded.text)) else {}),
     }
     notes: list[str] = list(limit_notes)
     if detached:
@@ -306,6 +313,16 @@ def _result(
         notes.append(f"Exit code {code}.")
         return ToolResult.error(_join(text, notes), details)
     return ToolResult.of_text(_join(text, notes), details=details)
+
+
+def _last_line(output: str) -> str:
+    """The output's last line with words in it, without its colours, at most 200 characters
+    (not the note of a cut): how a command ended, which a compaction carries beside it."""
+    for line in reversed(without_escape_sequences(output).splitlines()):
+        line = literal(line.strip())
+        if line and not line.startswith(TRUNCATED):
+            return line if len(line) <= LAST_LINE_CHARS else line[: LAST_LINE_CHARS - 1] + "…"
+    return ""
 
 
 def _join(text: str, notes: list[str]) -> str:
