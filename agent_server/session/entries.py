@@ -501,8 +501,8 @@ def _read_compaction(data: Mapping[str, Any], at: Envelope) -> CompactionEntry:
         tokens_after=tokens_after if isinstance(tokens_after, int) else None,
         reason=reason,
         details=CompactionDetails(
-            read_files=_str_tuple(details.get("readFiles")),
-            modified_files=_str_tuple(details.get("modifiedFiles")),
+            read_files=_str_tuple(details, "readFiles"),
+            modified_files=_str_tuple(details, "modifiedFiles"),
         ),
         split_turn_summary=split if isinstance(split, str) else None,
         model=model if isinstance(model, str) else None,
@@ -745,7 +745,7 @@ def carried_from_json(data: object) -> Carried:
     pins = _objects(data.get("pins"), "carried pins")
     failures = _objects(data.get("failures"), "carried failures")
     return Carried(
-        user_messages=_str_tuple(data.get("userMessages")),
+        user_messages=_str_tuple(data, "userMessages"),
         user_messages_left_out=_count(data, "userMessagesLeftOut"),
         pins=tuple(
             Pin(_str(p, "id"), cast(PinKind, _choice(p, "kind", PIN_KINDS)), _str(p, "text"),
@@ -758,8 +758,8 @@ def carried_from_json(data: object) -> Carried:
             for f in failures
         ),
         failures_left_out=_count(data, "failuresLeftOut"),
-        worked=_str_tuple(data.get("worked")),
-        said=_str_tuple(data.get("said")),
+        worked=_str_tuple(data, "worked"),
+        said=_str_tuple(data, "said"),
         said_left_out=_count(data, "saidLeftOut"),
     )
 
@@ -810,9 +810,10 @@ def _int(data: Mapping[str, Any], key: str) -> int:
     return value
 
 
-def _str_tuple(value: object) -> tuple[str, ...]:
+def _str_tuple(data: Mapping[str, Any], key: str) -> tuple[str, ...]:
+    value = data.get(key)
     if value is None:
         return ()
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise LedgerFormatError("file lists must be lists of strings")
+        raise LedgerFormatError(f"{key!r} must be a list of strings")
     return tuple(value)

@@ -613,6 +613,15 @@ def test_a_malformed_carried_block_is_a_format_error(bad: object) -> None:
         entry_from_json(data)
 
 
+def test_a_malformed_list_is_reported_by_its_name() -> None:
+    from agent_server.errors import LedgerFormatError
+
+    data = entry_to_json(CompactionEntry("c", None, "t", "S", None, 1, None, "manual"))
+    data["carried"] = {"said": ["a", 1]}
+    with pytest.raises(LedgerFormatError, match="'said' must be a list of strings"):
+        entry_from_json(data)
+
+
 def test_budgets_follow_the_threshold() -> None:
     assert carried_budgets(24_576) == CarriedBudgets(
         user_tokens=2_457, failure_tokens=614, worked_tokens=307, said_tokens=614
