@@ -346,10 +346,9 @@ def commands_that_worked(messages: Sequence[Message]) -> list[str]:
 def _newest_commands(commands: Sequence[str], budget: int) -> tuple[str, ...]:
     """Each command and ending once (where it last ran), the newest within `budget` tokens,
     oldest first."""
-    latest = list(dict.fromkeys(reversed(commands)))  # newest first, each once
     chosen: list[str] = []
     left = budget
-    for command in latest:
+    for command in reversed(_latest_once(commands)):  # newest first
         tokens = estimate_text_tokens(command) + 2
         if tokens > left:
             break

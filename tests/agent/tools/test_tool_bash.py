@@ -101,7 +101,7 @@ async def test_no_output(ctx: ToolContext) -> None:
 
 
 async def test_the_outputs_last_line_is_in_the_details_without_its_colours(
-    ctx: ToolContext, spill_dir: Path
+    ctx: ToolContext,
 ) -> None:
     # What a compaction carries beside a command that worked (context/carried.py): how it
     # ended, a run's verdict; not the note of a cut, nor the terminal's colours.
