@@ -20,9 +20,10 @@ part has its own budget:
 - **the plan**: the task's plan as the model last wrote it (its size is bounded by the plan
   tool), unless that plan entry is itself kept in the tail;
 - **what worked**: each shell command whose result was not an error, with how its output
-  ended (its last line: a run's verdict), once for each ending (where it last ran), newest
-  first within `worked_tokens`, rendered oldest first (the command that worked, not a guess
-  at one, and what it said before a fix as well as after);
+  ended (its last line: a run's verdict), once for each ending (where it last ran; the time
+  a run took is no other ending), newest first within `worked_tokens`, rendered oldest first
+  (the command that worked, not a guess at one, and what it said before a fix as well as
+  after);
 - **what the model said**: the text of each of its messages (its findings, decisions and
   answers, not its calls), each once, newest first within `said_tokens`, the short ones
   before the long (each long one as its head and tail), rendered oldest first: what it
@@ -38,7 +39,7 @@ part has its own budget:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from agent_server.context.estimate import estimate_text_tokens
@@ -98,6 +99,9 @@ _NO_HELP = re.compile(
     r"|\bmade no difference\b|\bhad no effect\b",
     re.IGNORECASE,
 )
+_ENDS = " → "  # between a command that worked and how its output ended
+# A duration a run prints ("in 0.16s", "Ran 5 tests in 0.002s", "(0:00:01)", "12 ms").
+_DURATION = re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|s|secs?|seconds?)\b|\(\d+:\d\d:\d\d\)")
 _CONDITION = re.compile(r"\b(?:if|unless|whether|in case)\b", re.IGNORECASE)  # not a result
 
 @dataclass(frozen=True, slots=True)
@@ -231,9 +235,18 @@ def model_words(messages: Sequence[Message]) -> list[str]:
     return [text.strip() for text in texts if text.strip()]
 
 
-def _latest_once(texts: Sequence[str]) -> list[str]:
-    """Each text once, where it last appears ("Let me look." said ten times is one)."""
-    return list(reversed(dict.fromkeys(reversed(texts))))
+def _latest_once(texts: Sequence[str], key: Callable[[str], str] = str) -> list[str]:
+    """Each text once (texts with the same `key` are one), as and where it last appears
+    ("Let me look." said ten times is one)."""
+    latest = {key(text): index for index, text in enumerate(texts)}
+    return [texts[index] for index in sorted(latest.values())]
+
+
+def _without_timings(worked: str) -> str:
+    """A command that worked with the durations its ending printed left out: the same run of
+    `pytest -q` "in 0.16s" and "in 0.17s" is one ending (the command itself as it is)."""
+    command, arrow, ending = worked.partition(_ENDS)
+    return command + arrow + " ".join(_DURATION.sub("", ending).split())
 
 
 def _words_within(messages: Sequence[str], budget: int) -> tuple[tuple[str, ...], int]:
@@ -339,16 +352,16 @@ def commands_that_worked(messages: Sequence[Message]) -> list[str]:
             continue
         line = bound_text(" ".join(command.split()), CALL_CHARS)
         end = (result.details or {}).get("lastLine")
-        worked.append(f"{line} → {end}" if isinstance(end, str) and end else line)
+        worked.append(f"{line}{_ENDS}{end}" if isinstance(end, str) and end else line)
     return worked
 
 
 def _newest_commands(commands: Sequence[str], budget: int) -> tuple[str, ...]:
-    """Each command and ending once (where it last ran), the newest within `budget` tokens,
-    oldest first."""
+    """Each command and ending once (where it last ran; an ending that differs only in the
+    time a run took is the same), the newest within `budget` tokens, oldest first."""
     chosen: list[str] = []
     left = budget
-    for command in reversed(_latest_once(commands)):  # newest first
+    for command in reversed(_latest_once(commands, _without_timings)):  # newest first
         tokens = estimate_text_tokens(command) + 2
         if tokens > left:
             break

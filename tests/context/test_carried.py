@@ -415,6 +415,30 @@ def test_a_command_that_worked_is_carried_with_how_its_output_ended() -> None:
     )
 
 
+def test_a_run_that_differs_only_in_its_timing_is_carried_once() -> None:
+    # The same quiet test run three times, "in 0.16s", "in 0.17s", "in 0.16s": one line (the
+    # latest), so the budget holds the commands before it; another count is another ending.
+    path = Path_()
+    path.prompt("fix it and run the tests each time")
+    runs = [("58 passed in 0.16s", "c1"), ("57 passed, 1 failed in 0.17s", "c2"),
+            ("58 passed in 0.17s", "c3"), ("58 passed in 0.16s (0:00:01)", "c4")]
+    for ending, call_id in runs:
+        call = bash(call_id, "pytest -q")
+        path.answer("", call)
+        path.result(call, f"...\n{ending}", last_line=ending)
+    for call_id, seconds in (("c5", "5s"), ("c6", "10s")):  # a duration in the command counts
+        call = bash(call_id, f"sleep {seconds}")
+        path.answer("", call)
+        path.result(call, "done", last_line="done")
+    carried = path.carry(CarriedBudgets(user_tokens=500, failure_tokens=100, worked_tokens=200))
+    assert carried.worked == (
+        "pytest -q → 57 passed, 1 failed in 0.17s",
+        "pytest -q → 58 passed in 0.16s (0:00:01)",
+        "sleep 5s → done",
+        "sleep 10s → done",
+    )
+
+
 def test_calls_that_never_ran_are_not_failures_and_repeats_count_once() -> None:
     path = Path_()
     path.prompt("go")
