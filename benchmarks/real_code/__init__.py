@@ -31,7 +31,10 @@ versions (`sources.py`), each with planted rules, facts and a failed approach (`
   out as well;
 - `networkx_cutoff`: towns exactly at the cutoff dropped from a delivery zone by NetworkX
   3.6.1's Dijkstra search (a team's report with its drive-time table, a 2,500-line module
-  read at length, no test of the library catching it), written at stop 69; held out as well.
+  read at length, no test of the library catching it), written at stop 69; held out as well;
+- `isodate_offset`: a payroll export whose St. John's clock-ins isodate 0.7.2 reads an hour
+  early (an offset's sign kept off its minutes: a team's report, their data file a rule
+  forbids editing, experiments before any code is read), written at stop 71; held out as well.
 
 `workloads()` prepares each (the sdist extracted, the planted change applied, in a cache
 directory) and returns what a benchmark runs: the scenario and a way to write a fresh copy of
@@ -52,6 +55,7 @@ from agent_server.sim.scenario import Scenario
 from benchmarks.real_code import (
     boltons_cache,
     click_envvar,
+    isodate_offset,
     markdown_regression,
     more_itertools_debug,
     networkx_cutoff,
@@ -102,6 +106,8 @@ RECIPES: tuple[Recipe, ...] = (
            click_envvar.plant, click_envvar.script),
     Recipe("networkx-cutoff", "a team's report: towns at the edge of a zone",
            networkx_cutoff.SOURCE, networkx_cutoff.plant, networkx_cutoff.script),
+    Recipe("isodate-offset", "a user's data file a parser reads wrong",
+           isodate_offset.SOURCE, isodate_offset.plant, isodate_offset.script),
 )
 
 
