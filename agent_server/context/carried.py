@@ -20,7 +20,8 @@ part has its own budget:
 - **the plan**: the task's plan as the model last wrote it (its size is bounded by the plan
   tool), unless that plan entry is itself kept in the tail;
 - **what worked**: each shell command whose result was not an error, with how its output
-  ended (its last line: a run's verdict), once for each ending (where it last ran; the time
+  ended (a short output whole, a reproduction's few lines; a long one's last line, a run's
+  verdict), once for each ending (where it last ran; the time
   a run took is no other ending), newest first within `worked_tokens`, rendered oldest first
   (the command that worked, not a guess at one, and what it said before a fix as well as
   after);
@@ -70,8 +71,8 @@ MAX_USER_TOKENS = 20_000
 USER_SHARE_OF_THRESHOLD = 10  # and at most a tenth of the threshold here
 MAX_FAILURE_TOKENS = 2_000
 FAILURE_SHARE_OF_THRESHOLD = 40
-MAX_WORKED_TOKENS = 600
-WORKED_SHARE_OF_THRESHOLD = 80
+MAX_WORKED_TOKENS = 1_200
+WORKED_SHARE_OF_THRESHOLD = 40
 MAX_PIN_TOKENS = 2_000
 PIN_SHARE_OF_THRESHOLD = 12
 MAX_SAID_TOKENS = 2_000
@@ -343,15 +344,16 @@ def _did_not_help(message: AssistantMessage) -> str:
 
 def commands_that_worked(messages: Sequence[Message]) -> list[str]:
     """The shell commands in `messages` whose result was not an error, in order: each with
-    how its output ended after " → " (its last line, as the bash tool noted it), when it
-    did."""
+    how its output ended after " → " (as the bash tool noted it: a short output whole, a
+    long one's last line), when it did."""
     worked: list[str] = []
     for call, result in calls_that_succeeded(messages):
         command = call.arguments.get("command")
         if call.name != "bash" or not isinstance(command, str):
             continue
         line = bound_text(" ".join(command.split()), CALL_CHARS)
-        end = (result.details or {}).get("lastLine")
+        details = result.details or {}
+        end = details.get("ending", details.get("lastLine"))  # lastLine: an older result's
         worked.append(f"{line}{_ENDS}{end}" if isinstance(end, str) and end else line)
     return worked
 

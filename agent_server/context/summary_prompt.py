@@ -171,8 +171,8 @@ def render_carried(carried: Carried) -> str:
         parts.append("</failed>")
     if carried.worked:
         parts.append(
-            "<worked> (shell commands that succeeded, each once, newest last; after → the "
-            "last line of its output)"
+            "<worked> (shell commands that succeeded, each once, newest last; after → how "
+            "its output ended: a short one whole, its lines split by |, else its last line)"
         )
         parts += [f"- {command}" for command in carried.worked]
         parts.append("</worked>")

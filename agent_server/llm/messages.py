@@ -234,7 +234,7 @@ class ToolResultMessage:
     role: Literal["toolResult"] = "toolResult"
     # What the tool reported for the editor (a diff, line ranges): kept in the ledger so a
     # reloaded transcript shows what the live one did; never sent to a model as such (a
-    # compaction carries a command's `lastLine`, a line of the output the model saw).
+    # compaction carries a command's `ending`, output the model saw).
     details: Mapping[str, Any] | None = None
 
     @property

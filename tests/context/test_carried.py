@@ -79,8 +79,8 @@ class Path_:
         return self.add(AssistantMessage((TextContent(text), *calls), "toolUse" if calls else "stop"))
 
     def result(self, call: ToolCall, text: str, error: bool = False,
-               last_line: str | None = None) -> MessageEntry:
-        details = {"lastLine": last_line} if last_line is not None else None
+               ending: str | None = None, key: str = "ending") -> MessageEntry:
+        details = {key: ending} if ending is not None else None
         return self.add(ToolResultMessage(call.id, call.name, (TextContent(text),),
                                           is_error=error, details=details))
 
@@ -391,27 +391,32 @@ def test_the_commands_that_worked_are_carried_once_each_newest_within_the_budget
 
 
 def test_a_command_that_worked_is_carried_with_how_its_output_ended() -> None:
-    # The verdict of a run (its output's last line, as the bash tool notes it) is carried
-    # beside the command: the count before a fix outlives the summary. The same command with
-    # another ending is another line; one without a noted ending is the command alone.
+    # How a run ended (as the bash tool notes it: a verdict, a reproduction's few lines) is
+    # carried beside the command: the count before a fix outlives the summary. The same
+    # command with another ending is another line; one without a noted ending is the command
+    # alone; a result recorded before `ending` was named gives its `lastLine`.
     path = Path_()
     path.prompt("run the suite before and after the fix")
-    before, fix, after, old = (bash("c1", "pytest -q"), bash("c2", "sed -i s/a/b/ x.py"),
-                               bash("c3", "pytest -q"), bash("c4", "make docs"))
+    before, fix, after, old, older = (
+        bash("c1", "pytest -q"), bash("c2", "sed -i s/a/b/ x.py"), bash("c3", "pytest -q"),
+        bash("c4", "make docs"), bash("c5", "python repro.py"))
     path.answer("", before)
-    path.result(before, "....\n129 passed, 2 skipped in 3.1s", last_line="129 passed, 2 skipped in 3.1s")
+    path.result(before, "....\n129 passed, 2 skipped in 3.1s", ending="129 passed, 2 skipped in 3.1s")
     path.answer("", fix)
     path.result(fix, "(no output)")
     path.answer("", after)
-    path.result(after, ".....\n130 passed, 2 skipped in 3.2s", last_line="130 passed, 2 skipped in 3.2s")
+    path.result(after, ".....\n130 passed, 2 skipped in 3.2s", ending="130 passed, 2 skipped in 3.2s")
     path.answer("", old)
-    path.result(old, "built")  # a result from before results noted their last line
+    path.result(old, "built")  # a result from before results noted how they ended
+    path.answer("", older)
+    path.result(older, "a\nb", ending="b", key="lastLine")
     carried = path.carry(CarriedBudgets(user_tokens=500, failure_tokens=100, worked_tokens=200))
     assert carried.worked == (
         "pytest -q → 129 passed, 2 skipped in 3.1s",
         "sed -i s/a/b/ x.py",
         "pytest -q → 130 passed, 2 skipped in 3.2s",
         "make docs",
+        "python repro.py → b",
     )
 
 
@@ -425,11 +430,11 @@ def test_a_run_that_differs_only_in_its_timing_is_carried_once() -> None:
     for ending, call_id in runs:
         call = bash(call_id, "pytest -q")
         path.answer("", call)
-        path.result(call, f"...\n{ending}", last_line=ending)
+        path.result(call, f"...\n{ending}", ending=ending)
     for call_id, seconds in (("c5", "5s"), ("c6", "10s")):  # a duration in the command counts
         call = bash(call_id, f"sleep {seconds}")
         path.answer("", call)
-        path.result(call, "done", last_line="done")
+        path.result(call, "done", ending="done")
     carried = path.carry(CarriedBudgets(user_tokens=500, failure_tokens=100, worked_tokens=200))
     assert carried.worked == (
         "pytest -q → 57 passed, 1 failed in 0.17s",
@@ -648,7 +653,7 @@ def test_a_malformed_list_is_reported_by_its_name() -> None:
 
 def test_budgets_follow_the_threshold() -> None:
     assert carried_budgets(24_576) == CarriedBudgets(
-        user_tokens=2_457, failure_tokens=614, worked_tokens=307, said_tokens=614
+        user_tokens=2_457, failure_tokens=614, worked_tokens=614, said_tokens=614
     )
     assert carried_budgets(979_520).said_tokens == 2_000
     assert carried_budgets(979_520).user_tokens == 20_000  # Codex's cap

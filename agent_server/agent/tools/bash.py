@@ -59,7 +59,11 @@ MAX_TIMEOUT = 600.0
 KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
 DRAIN_GRACE = 1.0  # seconds to wait for output after bash exits (background jobs may hold it)
 _CHUNK = 65536
-LAST_LINE_CHARS = 200  # of the output's last line, noted in the result's details
+# How an output ended, noted in the result's details (`ending`): the whole output when it
+# is this short, its lines joined by " | " (a reproduction's few lines), else its last line
+# (a run's verdict), at most LAST_LINE_CHARS.
+SHORT_OUTPUT_CHARS = 300
+LAST_LINE_CHARS = 200
 _PARTIAL_FLUSH = 4096  # stream an unfinished line once it is this long
 _INTERRUPTED = "The user interrupted the command (Ctrl-C in the editor's terminal)."
 
@@ -287,7 +291,7 @@ def _result(
         "timedOut": timed_out,
         **bounded.details(),
         "sandbox": ctx.confinement.to_json(),
-        **({"lastLine": last} if (last := _last_line(bounded.text)) else {}),
+        **({"ending": ending} if (ending := _ending(bounded.text)) else {}),
     }
     notes: list[str] = list(limit_notes)
     if detached:
@@ -315,14 +319,19 @@ def _result(
     return ToolResult.of_text(_join(text, notes), details=details)
 
 
-def _last_line(output: str) -> str:
-    """The output's last line with words in it, without its colours, at most 200 characters
-    (not the note of a cut): how a command ended, which a compaction carries beside it."""
-    for line in reversed(without_escape_sequences(output).splitlines()):
-        line = literal(line.strip())
-        if line and not line.startswith(TRUNCATED):
-            return line if len(line) <= LAST_LINE_CHARS else line[: LAST_LINE_CHARS - 1] + "…"
-    return ""
+def _ending(output: str) -> str:
+    """How the output ended, without its colours: the whole output when it is short (its
+    lines with words in them, joined by " | "), else its last line, cut to LAST_LINE_CHARS
+    (never the note of a cut); a compaction carries it beside a command that worked."""
+    lines = [literal(line.strip()) for line in without_escape_sequences(output).splitlines()]
+    lines = [line for line in lines if line and not line.startswith(TRUNCATED)]
+    if not lines:
+        return ""
+    whole = " | ".join(lines)
+    if len(whole) <= SHORT_OUTPUT_CHARS:
+        return whole
+    last = lines[-1]
+    return last if len(last) <= LAST_LINE_CHARS else last[: LAST_LINE_CHARS - 1] + "…"
 
 
 def _join(text: str, notes: list[str]) -> str:

@@ -97,20 +97,27 @@ async def test_non_zero_exit_is_an_error_with_the_code(ctx: ToolContext) -> None
 async def test_no_output(ctx: ToolContext) -> None:
     result = await run_tool(BASH, {"command": "true"}, ctx)
     assert result.text == "(no output)"
-    assert result.details is not None and "lastLine" not in result.details
+    assert result.details is not None and "ending" not in result.details
 
 
-async def test_the_outputs_last_line_is_in_the_details_without_its_colours(
+async def test_how_the_output_ended_is_in_the_details_without_its_colours(
     ctx: ToolContext,
 ) -> None:
-    # What a compaction carries beside a command that worked (context/carried.py): how it
-    # ended, a run's verdict; not the note of a cut, nor the terminal's colours.
-    result = await run_tool(BASH, {"command": "printf 'a\\n\\033[32m5 passed\\033[0m in 0.1s\\n\\n'"},
-                            ctx)
-    assert result.details is not None and result.details["lastLine"] == "5 passed in 0.1s"
-    long = await run_tool(BASH, {"command": "seq 1 20000; echo verdict: done"}, ctx)
-    assert long.details is not None and long.details["truncated"]
-    assert long.details["lastLine"] == "verdict: done"
+    # What a compaction carries beside a command that worked (context/carried.py): a short
+    # output whole (a reproduction's lines), a long one's last line (a run's verdict); not
+    # the note of a cut, nor the terminal's colours.
+    short = await run_tool(BASH, {"command": "printf 'a\n\033[32m5 passed\033[0m in 0.1s\n\n'"},
+                           ctx)
+    assert short.details is not None and short.details["ending"] == "a | 5 passed in 0.1s"
+    lines = "; ".join(f"echo 'line {i} of a longer report'" for i in range(12))
+    longer = await run_tool(BASH, {"command": f"{lines}; echo 'verdict: 12 lines'"}, ctx)
+    assert longer.details is not None and longer.details["ending"] == "verdict: 12 lines"
+    cut = await run_tool(BASH, {"command": "seq 1 20000; echo verdict: done"}, ctx)
+    assert cut.details is not None and cut.details["truncated"]
+    assert cut.details["ending"] == "verdict: done"
+    wide = await run_tool(BASH, {"command": "printf '%0500d\\n' 7"}, ctx)
+    assert wide.details is not None and len(wide.details["ending"]) == 200
+    assert wide.details["ending"].endswith("…")
 
 
 async def test_a_command_starts_with_sigint_as_a_terminal_gives_it(ctx: ToolContext) -> None:
