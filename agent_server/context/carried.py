@@ -21,10 +21,9 @@ part has its own budget:
   tool), unless that plan entry is itself kept in the tail;
 - **what worked**: each shell command whose result was not an error, with how its output
   ended (a short output whole, a reproduction's few lines; a long one's last line, a run's
-  verdict), once for each ending (where it last ran; the time
-  a run took is no other ending), newest first within `worked_tokens`, rendered oldest first
-  (the command that worked, not a guess at one, and what it said before a fix as well as
-  after);
+  verdict), once for each ending (where it last ran; the time a run took is no other
+  ending), newest first within `worked_tokens`, rendered oldest first (the command that
+  worked, not a guess at one, and what it said before a fix as well as after);
 - **what the model said**: the text of each of its messages (its findings, decisions and
   answers, not its calls), each once, newest first within `said_tokens`, the short ones
   before the long (each long one as its head and tail), rendered oldest first: what it

@@ -321,7 +321,7 @@ def _result(
 
 def _ending(output: str) -> str:
     """How the output ended, without its colours: the whole output when it is short (its
-    lines with words in them, joined by " | "), else its last line, cut to LAST_LINE_CHARS
+    lines that are not blank, joined by " | "), else its last line, cut to LAST_LINE_CHARS
     (never the note of a cut); a compaction carries it beside a command that worked."""
     lines = [literal(line.strip()) for line in without_escape_sequences(output).splitlines()]
     lines = [line for line in lines if line and not line.startswith(TRUNCATED)]
