@@ -11,6 +11,7 @@ a valid request, and the same whichever way it is computed.
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -225,6 +226,13 @@ def check_carried(
         )
     elif not budgets.said_tokens:
         assert not said
+    # The commands that worked: within their budget, each command and ending once, however
+    # long each run took.
+    worked = carried.worked
+    event(f"commands that worked carried: {min(len(worked), 3)}")
+    assert sum(estimate_text_tokens(command) + 2 for command in worked) <= budgets.worked_tokens
+    untimed = [re.sub(r" in \d+\.\d+s$", "", command) for command in worked]
+    assert len(set(untimed)) == len(untimed), "a command and its ending carried twice"
 
 
 def check_cut(entries: Sequence[Entry], cut: CutPoint, budget: int, turns: int) -> None:
@@ -318,7 +326,8 @@ class Session:
             ledger.append_message(UserMessage.of_text(f"prompt {self.counter} " + "u" * (a % 4000)))
         elif kind == "assistant":
             calls = tuple(
-                ToolCall(f"call{self.counter}_{i}", ("read", "edit", "bash")[i], {"path": f"f{i}"})
+                ToolCall(f"call{self.counter}_{i}", ("bash", "read", "edit")[i],
+                         {"command": f"make t{a % 3}"} if i == 0 else {"path": f"f{i}"})
                 for i in range(a % 4)
             )
             variant = b % 8
@@ -345,8 +354,12 @@ class Session:
             for call in pending[: 1 + a % len(pending)]:
                 failed = b % 3 == 0
                 text = f"Error: boom {a % 7}\nExit code 1." if failed else "r" * (b % 30_000)
+                # A command's ending as the bash tool notes it: a count, and a time that
+                # varies from run to run.
+                ending = {"ending": f"{b % 3} passed in 0.{a % 10}s"}
                 ledger.append_message(
-                    ToolResultMessage(call.id, call.name, (TextContent(text),), is_error=failed)
+                    ToolResultMessage(call.id, call.name, (TextContent(text),), is_error=failed,
+                                      details=ending if call.name == "bash" else None)
                 )
         elif kind == "compact":
             self.compact(keep=a % 12_000, turns=1 + b % 3)
@@ -383,6 +396,7 @@ class Session:
         cut = find_cut_point(entries, keep_recent_tokens=keep, keep_recent_turns=turns)
         check_cut(entries, cut, keep, turns)
         budgets = CarriedBudgets(user_tokens=100 + keep // 4, failure_tokens=100 + turns * 50,
+                                 worked_tokens=40 + keep // 16,
                                  said_tokens=60 + keep // 8 if turns > 1 else 0)
         if not cut.can_compact:
             event("compaction: nothing to summarise")
