@@ -172,9 +172,9 @@ def render_carried(carried: Carried) -> str:
     if carried.worked:
         parts.append(
             "<worked> (shell commands that succeeded, each once, newest last; after → how "
-            "its output ended: a short one whole, its lines split by |, else its last line)"
+            "its output ended: a short one whole, else its last line)"
         )
-        parts += [f"- {command}" for command in carried.worked]
+        parts += [f"- {command}".replace("\n", "\n    ") for command in carried.worked]
         parts.append("</worked>")
     parts.append(CARRIED_CLOSE)
     return "\n".join(parts)

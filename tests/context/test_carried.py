@@ -420,6 +420,22 @@ def test_a_command_that_worked_is_carried_with_how_its_output_ended() -> None:
     )
 
 
+def test_a_short_output_is_carried_whole_under_its_command() -> None:
+    # A reproduction's few lines (the bash tool's `ending`) are shown under the command,
+    # indented, with their own indentation kept: what it printed before the fix, which no
+    # command prints again once the fix is in.
+    path = Path_()
+    path.prompt("reproduce it")
+    repro = bash("c1", "python zone.py")
+    path.answer("", repro)
+    printed = "cutoff 30:\n  in zone: Depot\n  outside: Hallstadt"
+    path.result(repro, printed, ending=printed)
+    carried = path.carry(CarriedBudgets(user_tokens=500, failure_tokens=100, worked_tokens=200))
+    assert carried.worked == (f"python zone.py → {printed}",)
+    assert ("- python zone.py → cutoff 30:\n      in zone: Depot\n      outside: Hallstadt\n"
+            "</worked>") in render_carried(carried)
+
+
 def test_a_run_that_differs_only_in_its_timing_is_carried_once() -> None:
     # The same quiet test run three times, "in 0.16s", "in 0.17s", "in 0.16s": one line (the
     # latest), so the budget holds the commands before it; another count is another ending.

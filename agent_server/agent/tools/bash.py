@@ -60,8 +60,8 @@ KILL_GRACE = 2.0  # seconds between SIGTERM and SIGKILL
 DRAIN_GRACE = 1.0  # seconds to wait for output after bash exits (background jobs may hold it)
 _CHUNK = 65536
 # How an output ended, noted in the result's details (`ending`): the whole output when it
-# is this short, its lines joined by " | " (a reproduction's few lines), else its last line
-# (a run's verdict), at most LAST_LINE_CHARS.
+# is this short (a reproduction's few lines), else its last line (a run's verdict), at most
+# LAST_LINE_CHARS.
 SHORT_OUTPUT_CHARS = 300
 LAST_LINE_CHARS = 200
 _PARTIAL_FLUSH = 4096  # stream an unfinished line once it is this long
@@ -320,17 +320,18 @@ def _result(
 
 
 def _ending(output: str) -> str:
-    """How the output ended, without its colours: the whole output when it is short (its
-    lines that are not blank, joined by " | "), else its last line, cut to LAST_LINE_CHARS
-    (never the note of a cut); a compaction carries it beside a command that worked."""
-    lines = [literal(line.strip()) for line in without_escape_sequences(output).splitlines()]
-    lines = [line for line in lines if line and not line.startswith(TRUNCATED)]
+    """How the output ended, without its colours: the whole output when it is short, its
+    lines as they are (their indentation kept: a table's alignment, a listing's nesting;
+    blank lines left out), else its last line, cut to LAST_LINE_CHARS (never the note of a
+    cut); a compaction carries it beside a command that worked."""
+    lines = [literal(line.rstrip()) for line in without_escape_sequences(output).splitlines()]
+    lines = [line for line in lines if line.strip() and not line.lstrip().startswith(TRUNCATED)]
     if not lines:
         return ""
-    whole = " | ".join(lines)
+    whole = "\n".join(lines)
     if len(whole) <= SHORT_OUTPUT_CHARS:
         return whole
-    last = lines[-1]
+    last = lines[-1].strip()
     return last if len(last) <= LAST_LINE_CHARS else last[: LAST_LINE_CHARS - 1] + "…"
 
 

@@ -108,7 +108,10 @@ async def test_how_the_output_ended_is_in_the_details_without_its_colours(
     # the note of a cut, nor the terminal's colours.
     short = await run_tool(BASH, {"command": "printf 'a\n\033[32m5 passed\033[0m in 0.1s\n\n'"},
                            ctx)
-    assert short.details is not None and short.details["ending"] == "a | 5 passed in 0.1s"
+    assert short.details is not None and short.details["ending"] == "a\n5 passed in 0.1s"
+    # Its lines as they are: a table's alignment kept, blank lines left out.
+    table = await run_tool(BASH, {"command": "printf '  1,234.5\\n\\n   12.25  \\n'"}, ctx)
+    assert table.details is not None and table.details["ending"] == "  1,234.5\n   12.25"
     lines = "; ".join(f"echo 'line {i} of a longer report'" for i in range(12))
     longer = await run_tool(BASH, {"command": f"{lines}; echo 'verdict: 12 lines'"}, ctx)
     assert longer.details is not None and longer.details["ending"] == "verdict: 12 lines"
