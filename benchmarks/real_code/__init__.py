@@ -34,7 +34,11 @@ versions (`sources.py`), each with planted rules, facts and a failed approach (`
   read at length, no test of the library catching it), written at stop 69; held out as well;
 - `isodate_offset`: a payroll export whose St. John's clock-ins isodate 0.7.2 reads an hour
   early (an offset's sign kept off its minutes: a team's report, their data file a rule
-  forbids editing, experiments before any code is read), written at stop 71; held out as well.
+  forbids editing, experiments before any code is read), written at stop 71; held out as well;
+- `docutils_deprecation`: a review before a deprecation in Docutils 0.23.1 (every call of
+  `nodes.unescape()` read where it is, the 3,300-line parser module in pages, before its
+  ignored `respect_whitespace` argument warns; the review finds a call site that passes it
+  for the argument it meant), written at stop 71; held out as well.
 
 `workloads()` prepares each (the sdist extracted, the planted change applied, in a cache
 directory) and returns what a benchmark runs: the scenario and a way to write a fresh copy of
@@ -55,6 +59,7 @@ from agent_server.sim.scenario import Scenario
 from benchmarks.real_code import (
     boltons_cache,
     click_envvar,
+    docutils_deprecation,
     isodate_offset,
     markdown_regression,
     more_itertools_debug,
@@ -108,6 +113,9 @@ RECIPES: tuple[Recipe, ...] = (
            networkx_cutoff.SOURCE, networkx_cutoff.plant, networkx_cutoff.script),
     Recipe("isodate-offset", "a user's data file a parser reads wrong",
            isodate_offset.SOURCE, isodate_offset.plant, isodate_offset.script),
+    Recipe("docutils-deprecation", "a review before a deprecation",
+           docutils_deprecation.SOURCE, docutils_deprecation.plant,
+           docutils_deprecation.script),
 )
 
 
