@@ -47,9 +47,10 @@ BYTES_PER_TOKEN = 3
 MAX_SAVED_BYTES = 64 * 1024 * 1024
 # Of a command's output cut, its first lines are kept, in at most this share of the bounds
 # (bytes and lines): a sorted report (a profile, `du | sort -rn`) and a tool's banner are at
-# the head. Then the lines of the cut part that report an error or a failure (a build's first
-# error, a test run's failures above its last page), each after its line number, in at most
-# SALIENT_SHARE of the bound, each line at most SALIENT_LINE_BYTES; the tail has the rest.
+# the head. Then the lines of the cut part that report an error or a failure (a test run's
+# summary of its failures first, then a build's first error), each after its line number, in
+# at most SALIENT_SHARE of the bound, each line at most SALIENT_LINE_BYTES; the tail has the
+# rest.
 HEAD_SHARE = 4
 SALIENT_SHARE = 5
 SALIENT_LINE_BYTES = 300
@@ -57,11 +58,15 @@ SALIENT_LINE_BYTES = 300
 # use; not one that reports a test passing (pytest's "PASSED", cargo's and go's "ok"), nor a
 # word that names a file (a profile's `traceback.py:217(extract_stack)`, `errors.go`).
 _SALIENT = re.compile(
-    r"^[^\n]*?(?:\b(?:errors?|fail(?:ed|ures?|ing)?|fatal|panic(?:ked)?|exception|traceback"
+    r"^[^\n]*?(?:\b(?:errors?|(?:sub)?fail(?:ed|ures?|ing)?|fatal|panic(?:ked)?|exception|traceback"
     r"|assert(?:ion)?(?:error)?)\b(?!\.\w)|^E {2,}\S)[^\n]*$",
     re.IGNORECASE | re.MULTILINE,
 )
 _NOT_SALIENT = re.compile(r"\bPASSED\b|\bok$|\bXFAIL\b|\b0 (?:errors?|failed|failures)\b")
+# A line that opens with a test runner's verdict on one test: a run's summary of its failures
+# (pytest's `FAILED x - Error`, `SUBFAILED(i=1) x`, `ERROR x`; unittest's `FAIL: x`; go's
+# `--- FAIL: X`). Case matters: "failed to open" is no verdict.
+_VERDICT = re.compile(r"^[ \t]*(?:--- )?(?:SUB)?(?:FAILED|FAIL|ERROR)\b[^\n]*$", re.MULTILINE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,21 +325,33 @@ def reports_failure(line: str) -> bool:
 
 class SalientLines:
     """The lines of a streamed output that report an error or a failure, with their 1-based
-    numbers, gathered as the output arrives: at most `max_bytes` of them, the first ones
-    (a build's first error is usually its cause), each once. The search runs over whole
-    chunks, so an output with none costs a regular expression's scan and a line count."""
+    numbers, gathered as the output arrives: at most `max_bytes` of them, each once. First
+    the lines that open with a test runner's verdict (pytest's `FAILED x` and `SUBFAILED(..)
+    x`, unittest's `FAIL: x`, go's `--- FAIL: X`, `ERROR x`): a run's summary, a failure to a
+    line, its message after it; then the first others (a build's first error is usually its
+    cause). The search runs over whole chunks, so an output with none costs a regular
+    expression's scan and a line count; once the others fill the bound, only lines that
+    open with a verdict are looked for."""
 
     def __init__(self, max_bytes: int) -> None:
         self._max_bytes = max_bytes
-        self._bytes = 0
         self._lines_before = 0  # complete lines before `_partial`
         self._partial = ""  # the line begun and not ended (its first characters)
         self._seen: set[str] = set()
-        self.found: list[tuple[int, str]] = []
+        # (number, line, bytes shown), each kind within max_bytes
+        self._verdicts: list[tuple[int, str, int]] = []
+        self._others: list[tuple[int, str, int]] = []
 
     @property
-    def full(self) -> bool:
-        return self._bytes >= self._max_bytes
+    def found(self) -> list[tuple[int, str]]:
+        """The lines kept, in order: the verdicts first within the bound, then the others."""
+        chosen: list[tuple[int, str]] = []
+        size = 0
+        for number, line, shown in (*self._verdicts, *self._others):
+            if size + shown <= self._max_bytes:
+                chosen.append((number, line))
+                size += shown
+        return sorted(chosen)
 
     def feed(self, text: str) -> None:
         end = text.rfind("\n")
@@ -357,31 +374,35 @@ class SalientLines:
         if room > 0:
             self._partial += text[:room]
 
+    def _full(self, kept: list[tuple[int, str, int]]) -> bool:
+        return sum(shown for _, _, shown in kept) >= self._max_bytes
+
     def _scan(self, block: str) -> None:
         """`block`: whole lines, each ended by a newline."""
-        if not self.full:
+        others_full = self._full(self._others)
+        if not (others_full and self._full(self._verdicts)):
             counted, at = 0, 0
-            for match in _SALIENT.finditer(block):
+            for match in (_VERDICT if others_full else _SALIENT).finditer(block):
                 counted += block.count("\n", at, match.start())
                 at = match.start()
-                if not self._add(self._lines_before + counted + 1, match.group()):
+                self._add(self._lines_before + counted + 1, match.group())
+                if self._full(self._verdicts) and self._full(self._others):
                     break
         self._lines_before += block.count("\n")
 
-    def _add(self, number: int, line: str) -> bool:
-        """Keep `line` if it is one to keep and fits; False once the bound is reached."""
+    def _add(self, number: int, line: str) -> None:
+        """Keep `line` if it is one to keep and its kind's bound has room."""
         line = line.rstrip("\r")
-        if _NOT_SALIENT.search(line) or line in self._seen:
-            return True
+        if line in self._seen or not reports_failure(line):
+            return
+        kept = self._verdicts if _VERDICT.match(line) else self._others
+        if self._full(kept):
+            return
         self._seen.add(line)
         data = line.encode("utf-8")
         if len(data) > SALIENT_LINE_BYTES:
             line = data[:SALIENT_LINE_BYTES].decode("utf-8", errors="ignore") + "…"
-        shown = f"{number}: {line}"
-        self._bytes += len(shown.encode("utf-8")) + 1
-        if self._bytes <= self._max_bytes:
-            self.found.append((number, line))
-        return not self.full
+        kept.append((number, line, len(f"{number}: {line}".encode()) + 1))
 
     def between(self, after: int, before: int) -> list[str]:
         """The lines found below line `after` and above line `before`, each after its

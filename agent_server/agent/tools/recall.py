@@ -36,10 +36,11 @@ long tool result, a third of that (at least half of EXCERPT_CHARS) under the lin
 ("[lines 180-201]"), then, each after its line number, the other lines holding the most of
 the words (of as many, those reporting an error or a failure first; as grep would show
 them; not the note a cut output opens with) and the lines that report an error or a
-failure, then its end (where a run's verdict is), under its lines too, the stretch running
-on to the end when only a line or two lie between: as a reader of an output looks, and
-so that reading the entry from a line (`entry` and `offset`, a page of whole lines) goes on
-from what an excerpt showed. Under a command's result, the same command's other runs that are
+failure (a test run's summary of its failures first, as a cut keeps them), then its end
+(where a run's verdict is), under its lines too, the stretch running on to the end when only
+a line or two lie between: as a reader of an output looks, and so that reading the entry
+from a line (`entry` and `offset`, a page of whole lines) goes on from what an excerpt
+showed. Under a command's result, the same command's other runs that are
 not shown themselves, newest first, each as the lines holding the most of the words, or, where
 none holds any, as the lines it printed that the run shown did not: which run a query means
 ("before the fix") is seldom in its words, and how the runs differ is what tells them apart.

@@ -196,6 +196,37 @@ def test_what_is_flagged_in_a_cut_part() -> None:
     assert len(long.found[0][1].encode()) <= SALIENT_LINE_BYTES + 3
 
 
+def test_a_runs_summary_of_its_failures_comes_before_the_first_errors() -> None:
+    """A line that opens with a test runner's verdict (pytest's FAILED and SUBFAILED,
+    unittest's FAIL:, go's --- FAIL:) is kept before the other lines that report a failure,
+    wherever it is: a run's summary names each failure on a line, where the lines before it
+    repeat one test's details. Within what is left, the first others as before; case matters
+    ("failed to open" is no verdict)."""
+    details = "".join(f"E       detail {i} of the first failure\n" for i in range(20))
+    summary = (
+        "=========================== short test summary info ============================\n"
+        'SUBFAILED(id="cases[1]") tests/test_a.py::test_a - AssertionError: 1 != 2\n'
+        "FAILED tests/test_b.py::test_b - KeyError: 'x'\n"
+        "FAIL: test_c (tests.test_c.CTest.test_c)\n"
+        "--- FAIL: TestD (0.00s)\n"
+        "failed to open the cache, going on without it\n"
+    )
+    flagged = SalientLines(400)
+    flagged.feed("tests/test_a.py::test_a SUBFAIL [ 10%]\n" + details + summary)
+    flagged.finish()
+    lines = [line for _, line in flagged.found]
+    assert lines[:1] == ["tests/test_a.py::test_a SUBFAIL [ 10%]"]  # the first others
+    assert lines[-4:] == [
+        'SUBFAILED(id="cases[1]") tests/test_a.py::test_a - AssertionError: 1 != 2',
+        "FAILED tests/test_b.py::test_b - KeyError: 'x'",
+        "FAIL: test_c (tests.test_c.CTest.test_c)",
+        "--- FAIL: TestD (0.00s)",
+    ]
+    assert [number for number, _ in flagged.found] == sorted(n for n, _ in flagged.found)
+    assert sum(len(f"{n}: {line}".encode()) + 1 for n, line in flagged.found) <= 400
+    assert "failed to open the cache, going on without it" not in lines[-4:]
+
+
 def test_an_output_with_nothing_flagged_is_cut_as_before(tmp_path: Path) -> None:
     sink = StreamingOutput(tmp_path, "bash", OutputLimits(2000, 4096))
     sink.write("".join(f"line {i}\n" for i in range(3000)))
