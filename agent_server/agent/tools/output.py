@@ -378,16 +378,26 @@ class SalientLines:
         return sum(shown for _, _, shown in kept) >= self._max_bytes
 
     def _scan(self, block: str) -> None:
-        """`block`: whole lines, each ended by a newline."""
-        others_full = self._full(self._others)
-        if not (others_full and self._full(self._verdicts)):
-            counted, at = 0, 0
-            for match in (_VERDICT if others_full else _SALIENT).finditer(block):
+        """`block`: whole lines, each ended by a newline. The lines that report a failure
+        until the others fill the bound, then only those that open with a verdict."""
+        at, counted = 0, 0  # where the search is, and the lines of `block` before it
+        for pattern in (_SALIENT, _VERDICT):
+            if pattern is _SALIENT and self._full(self._others):
+                continue
+            for match in pattern.finditer(block, at):
                 counted += block.count("\n", at, match.start())
                 at = match.start()
                 self._add(self._lines_before + counted + 1, match.group())
                 if self._full(self._verdicts) and self._full(self._others):
                     break
+                if pattern is _SALIENT and self._full(self._others):
+                    counted += block.count("\n", at, match.end())
+                    at = match.end()
+                    break
+            else:
+                break  # the block searched to its end
+            if self._full(self._verdicts):
+                break
         self._lines_before += block.count("\n")
 
     def _add(self, number: int, line: str) -> None:

@@ -225,6 +225,14 @@ def test_a_runs_summary_of_its_failures_comes_before_the_first_errors() -> None:
     assert [number for number, _ in flagged.found] == sorted(n for n, _ in flagged.found)
     assert sum(len(f"{n}: {line}".encode()) + 1 for n, line in flagged.found) <= 400
     assert "failed to open the cache, going on without it" not in lines[-4:]
+    # However the output arrives: the lines and their numbers are the same.
+    whole = "tests/test_a.py::test_a SUBFAIL [ 10%]\n" + details + summary
+    for size in (7, 64, 1000):
+        streamed = SalientLines(400)
+        for at in range(0, len(whole), size):
+            streamed.feed(whole[at : at + size])
+        streamed.finish()
+        assert streamed.found == flagged.found
 
 
 def test_an_output_with_nothing_flagged_is_cut_as_before(tmp_path: Path) -> None:
