@@ -345,10 +345,19 @@ class SalientLines:
     @property
     def found(self) -> list[tuple[int, str]]:
         """The lines kept, in order: the verdicts first within the bound, then the others."""
+        return self._chosen(0, None)
+
+    def between(self, after: int, before: int) -> list[str]:
+        """The lines kept below line `after` and above line `before` (the verdicts there
+        first within the bound, then the others there), each after its number."""
+        return [f"{number}: {text}" for number, text in self._chosen(after, before)]
+
+    def _chosen(self, after: int, before: int | None) -> list[tuple[int, str]]:
         chosen: list[tuple[int, str]] = []
         size = 0
         for number, line, shown in (*self._verdicts, *self._others):
-            if size + shown <= self._max_bytes:
+            within = after < number and (before is None or number < before)
+            if within and size + shown <= self._max_bytes:
                 chosen.append((number, line))
                 size += shown
         return sorted(chosen)
@@ -413,11 +422,6 @@ class SalientLines:
         if len(data) > SALIENT_LINE_BYTES:
             line = data[:SALIENT_LINE_BYTES].decode("utf-8", errors="ignore") + "…"
         kept.append((number, line, len(f"{number}: {line}".encode()) + 1))
-
-    def between(self, after: int, before: int) -> list[str]:
-        """The lines found below line `after` and above line `before`, each after its
-        number."""
-        return [f"{number}: {text}" for number, text in self.found if after < number < before]
 
 
 class StreamingOutput:

@@ -225,6 +225,10 @@ def test_a_runs_summary_of_its_failures_comes_before_the_first_errors() -> None:
     assert [number for number, _ in flagged.found] == sorted(n for n, _ in flagged.found)
     assert sum(len(f"{n}: {line}".encode()) + 1 for n, line in flagged.found) <= 400
     assert "failed to open the cache, going on without it" not in lines[-4:]
+    # A cut shows the lines of its cut part: verdicts in the end it keeps anyway (a summary
+    # on the last page) take none of the room of those between.
+    between = flagged.between(0, len(details.splitlines()) + 2)
+    assert between[0] == "1: tests/test_a.py::test_a SUBFAIL [ 10%]" and len(between) == 9
     # However the output arrives: the lines and their numbers are the same.
     whole = "tests/test_a.py::test_a SUBFAIL [ 10%]\n" + details + summary
     for size in (7, 64, 1000):
