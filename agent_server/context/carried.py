@@ -227,12 +227,16 @@ def user_text(message: UserMessage) -> str:
 def model_words(messages: Sequence[Message]) -> list[str]:
     """The text of each of the model's messages in `messages` (its calls left out), in
     order."""
-    texts = (
-        "\n".join(block.text for block in message.content if isinstance(block, TextContent))
-        for message in messages
-        if isinstance(message, AssistantMessage)
-    )
-    return [text.strip() for text in texts if text.strip()]
+    texts = (_said(message) for message in messages if isinstance(message, AssistantMessage))
+    return [text for text in texts if text]
+
+
+def _said(message: AssistantMessage) -> str:
+    """What the model wrote in `message`: its text blocks, a line apart (its calls and its
+    thinking left out)."""
+    return "\n".join(
+        block.text for block in message.content if isinstance(block, TextContent)
+    ).strip()
 
 
 def _latest_once(texts: Sequence[str], key: Callable[[str], str] = str) -> list[str]:
@@ -332,10 +336,7 @@ def failures_in(messages: Sequence[Message]) -> list[Failure]:
 
 def _did_not_help(message: AssistantMessage) -> str:
     """The sentence in which the model says an approach did not help ("" when none)."""
-    text = " ".join(
-        block.text.strip() for block in message.content if isinstance(block, TextContent)
-    )
-    for sentence in _SENTENCE_END.split(" ".join(text.split())):
+    for sentence in _SENTENCE_END.split(" ".join(_said(message).split())):
         if _NO_HELP.search(sentence) and not _CONDITION.search(sentence):
             return bound_text(sentence, ERROR_CHARS)
     return ""
@@ -389,12 +390,8 @@ def _said_next(messages: Iterable[Message]) -> str:
     for message in messages:
         if isinstance(message, UserMessage) and is_prompt(message):
             return ""
-        if isinstance(message, AssistantMessage):
-            text = " ".join(
-                block.text.strip() for block in message.content if isinstance(block, TextContent)
-            ).strip()
-            if text:
-                return _first_sentences(text, THEN_CHARS)
+        if isinstance(message, AssistantMessage) and (text := _said(message)):
+            return _first_sentences(text, THEN_CHARS)
     return ""
 
 
