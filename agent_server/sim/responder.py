@@ -1,8 +1,9 @@
 """What the simulated model says next: a scenario step, a detour the step needs, the fallback,
 or a summary.
 
-The choice is read from the request alone (stateless and deterministic, so retries and
-compactions are safe):
+The choice is read from the request alone (deterministic, so retries and compactions are
+safe), but for one count the request cannot hold (`Refetches`: how often a need was fetched
+again over the run, which a compaction with a summary that does not say so erases):
 
 1. The last user message holds tool results: the first result whose id the simulator made
    (`toolu_sim_<turn>_<step>_<i>_<nonce>`, `call_sim_...`) gives turn and step; the answer is
@@ -44,6 +45,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -115,6 +117,12 @@ RECALL_CALL = "recall"
 _RECALL_IN = {"rule": "prompts", "request": "prompts", "decision": "answers",
               "failed": "answers", "output": "results"}
 _MAP_TEXT = "Let me look at a map of the repository's code first."
+# The most times the model fetches one need of one step again whole (a re-read, a re-run) in a
+# run; from then on the need counts as compacted away (`_compacted_fetches`): searched for, or
+# run again narrowed, else lost. No finished `bench recall` run of any client fetched one need
+# more than four times; pi's lossy 32k run of docutils-deprecation did 174 times, each fetch
+# overflowing the window and each lossy summary dropping it.
+MAX_FETCHES_AGAIN = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +189,31 @@ def parse_call_id(call_id: str) -> CallRef | None:
                    match["more"] is not None)
 
 
+class Refetches:
+    """How many times, over one run, each need of each step was fetched again whole: what a
+    model would remember of its own attempts, and a request after a compaction whose summary
+    dropped them cannot show (the faithful summary's `_REFETCHED` note says it for one step)."""
+
+    def __init__(self) -> None:
+        self._counts: Counter[tuple[int, int, int]] = Counter()
+
+    def given_up(self, turn: int, step: int) -> frozenset[int]:
+        """The needs of `step` of `turn` fetched again MAX_FETCHES_AGAIN times already."""
+        return frozenset(need for (t, s, need), count in self._counts.items()
+                         if (t, s) == (turn, step) and count >= MAX_FETCHES_AGAIN)
+
+    def count(self, reply: PlannedReply) -> None:
+        """Count the fetches again whole among `reply`'s calls."""
+        for call in reply.calls:
+            ref = parse_call_id(call.id)
+            if ref is not None and ref.turn.isdigit() and ref.detour is not None \
+                    and _fetch_again(ref):
+                self._counts[int(ref.turn), ref.step, ref.detour] += 1
+
+    def clear(self) -> None:
+        self._counts.clear()
+
+
 @dataclass(frozen=True, slots=True)
 class _Context:
     """What every step of one request shares."""
@@ -189,12 +222,16 @@ class _Context:
     scenario: Scenario
     id_prefix: str
     nonce: str
+    refetches: Refetches | None = None
 
 
 def plan_reply(transcript: Transcript, scenario: Scenario, *, id_prefix: str,
-               summariser: SummaryMode = "faithful", summary_chars: int | None = None
-               ) -> PlannedReply:
-    context = _Context(transcript, scenario, id_prefix, conversation_digest(transcript))
+               summariser: SummaryMode = "faithful", summary_chars: int | None = None,
+               refetches: Refetches | None = None) -> PlannedReply:
+    """What the model says to `transcript`; `refetches`, when given, counts the run's fetches
+    again whole (and bounds them: MAX_FETCHES_AGAIN)."""
+    context = _Context(transcript, scenario, id_prefix, conversation_digest(transcript),
+                       refetches)
     last = transcript.messages[-1] if transcript.messages else None
     if last is None or last.role != "user":
         return _fallback(context, 2)
@@ -495,7 +532,11 @@ def _explore(context: _Context, turn: int, index: int, skipped: tuple[str, ...]
 def _step_reply(context: _Context, turn: int, index: int) -> PlannedReply:
     steps = context.scenario.turns[turn].steps
     step = steps[index]
-    compacted = _compacted_fetches(context, turn, index) if step.needs else frozenset()
+    compacted: frozenset[int] = frozenset()
+    if step.needs:
+        compacted = _compacted_fetches(context, turn, index)
+        if context.refetches is not None:
+            compacted |= context.refetches.given_up(turn, index)
     gate = _gate(context, turn, index, step, compacted)
     if gate.detour is not None:
         return _detour(context, turn, index, step.needs[gate.detour], gate,

@@ -49,7 +49,7 @@ from agent_server.sim.generation import Generation, ThinkingMode, generate, paus
 from agent_server.sim.knowledge import FactCheck
 from agent_server.sim.records import RequestLog, RequestRecord, TokenCounts
 from agent_server.sim.rejection import RequestRejected
-from agent_server.sim.responder import PlannedReply, plan_reply
+from agent_server.sim.responder import PlannedReply, Refetches, plan_reply
 from agent_server.sim.scenario import Scenario, default_scenario, load_scenario
 from agent_server.sim.sse import ChunkedResponse, install_drop_log_filter, json_bytes
 from agent_server.sim.summary import SUMMARY_MODES, SummaryMode
@@ -135,6 +135,7 @@ class Simulator:
         self._log = RequestLog(log_path, keep=keep_records)
         self._responses: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
         self._serial = 0
+        self._refetches = Refetches()
         install_drop_log_filter()
         self.app: ASGIApp = self._build_app()
 
@@ -150,10 +151,11 @@ class Simulator:
         self.faults.install(plan)
 
     def reset(self) -> None:
-        """Forget every cached prefix and stored response (records stay)."""
+        """Forget every cached prefix, stored response and fetch counted (records stay)."""
         self.anthropic_cache.clear()
         self.openai_cache.clear()
         self._responses.clear()
+        self._refetches.clear()
 
     def close(self) -> None:
         self._log.close()
@@ -494,7 +496,9 @@ class Simulator:
                max_tokens: int, thinking: ThinkingMode) -> tuple[PlannedReply, Generation]:
         """(what answered, the output) for one request."""
         reply = plan_reply(transcript, self.scenario, id_prefix=id_prefix,
-                           summariser=self.summariser, summary_chars=self.summary_chars)
+                           summariser=self.summariser, summary_chars=self.summary_chars,
+                           refetches=self._refetches)
+        self._refetches.count(reply)
         generation = generate(reply, prompt_tokens=prompt, max_tokens=max_tokens,
                               context_window=model.context_window, thinking=thinking)
         return reply, generation

@@ -19,7 +19,7 @@ from agent_server.sim.knowledge import (
     recalled_entry,
     saved_output_search,
 )
-from agent_server.sim.responder import parse_call_id, plan_reply
+from agent_server.sim.responder import MAX_FETCHES_AGAIN, Refetches, parse_call_id, plan_reply
 from agent_server.sim.scenario import Fact, ScenarioError, ToolInvocation, parse_scenario
 from agent_server.sim.server import SimServer
 from agent_server.sim.simulator import Simulator
@@ -530,6 +530,52 @@ async def test_over_the_responses_api_the_fetch_is_the_clients_shell(
     (call,) = [item for item in response.output if item.type == "function_call"]
     assert "cat -n src/codec.py | sed -n '40,42p'" in call.arguments
     assert simulator.records[-1].source == "recovery:1:0:header"
+
+
+async def test_the_simulator_counts_a_runs_fetches_again_across_its_requests(
+    knowing: tuple[Simulator, AsyncAnthropic, AsyncOpenAI],
+) -> None:
+    simulator, anthropic, _ = knowing
+    for _ in range(MAX_FETCHES_AGAIN + 1):  # the same request: each re-read was taken away
+        await anthropic.messages.create(
+            model="sim-large", max_tokens=1000, tools=ANTHROPIC_TOOLS,  # type: ignore[arg-type]
+            messages=as_anthropic("(cut)", rule=True))  # type: ignore[arg-type]
+    records = [r.to_json() for r in simulator.records]
+    assert [r["source"] for r in records] == (
+        ["recovery:1:0:header"] * MAX_FETCHES_AGAIN + ["scenario:1:0"])
+    assert [(k["fact"], k["outcome"]) for k in records[-1]["knowledge"]] == [
+        ("header", "lost"), ("no-vendor", "found")]
+
+
+def test_a_need_fetched_again_and_lost_each_time_is_fetched_narrowed_after_the_limit() -> None:
+    # Each request is the same: every fetch was compacted away by a summary that did not say
+    # so (pi's lossy 32k run of docutils-deprecation fetched the same output 174 times).
+    story = parse_scenario(LOG_SCENARIO, "saved-output")
+    history = ran_the_command("bye\n[... 8998 lines omitted ...]")
+    refetches = Refetches()
+    whole = []
+    for _ in range(MAX_FETCHES_AGAIN + 2):
+        reply = plan_reply(Transcript("", (*TOOLS, GREP), history), story, id_prefix="toolu",
+                           refetches=refetches)
+        refetches.count(reply)
+        whole.append([dict(c.arguments) for c in reply.calls] == [{"command": TAIL}])
+    assert whole == [True] * MAX_FETCHES_AGAIN + [False, False]
+    narrowed = reply.calls[0].arguments["command"]
+    assert narrowed.startswith(f"{TAIL} 2>&1 | grep -E ") and PORT not in narrowed
+    # Another step's need, or the same need without the count, is fetched whole as before.
+    fresh = plan_reply(Transcript("", (*TOOLS, GREP), history), story, id_prefix="toolu")
+    assert [dict(c.arguments) for c in fresh.calls] == [{"command": TAIL}]
+    assert refetches.given_up(0, 1) == {0} and refetches.given_up(0, 0) == frozenset()
+    # What the narrowed run shows is recovered; when it shows nothing, the need is lost.
+    found = answered(history, reply, PORT)
+    step = plan_reply(Transcript("", (*TOOLS, GREP), found), story, id_prefix="toolu",
+                      refetches=refetches)
+    assert [(c.fact, c.outcome) for c in step.knowledge] == [("port", "recovered")]
+    empty = answered(history, reply, "")
+    step = plan_reply(Transcript("", (*TOOLS, GREP), empty), story, id_prefix="toolu",
+                      refetches=refetches)
+    assert step.source == "scenario:0:1"
+    assert [(c.fact, c.outcome) for c in step.knowledge] == [("port", "lost")]
 
 
 def test_a_request_that_lost_its_prompt_goes_on_from_the_summary_or_answers_blind() -> None:
