@@ -1,8 +1,10 @@
-"""The benchmark's tables (rich) and the goals checked against its figures."""
+"""The benchmark's tables (rich) and the goals checked against its figures (issue 45's over
+the recall benchmark's runs: benchmarks/recall_goal.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict
 from typing import Any
 
 from rich.console import Console
@@ -420,10 +422,16 @@ def head_table(rows: Sequence[Any]) -> Table:
 
 
 def print_recall(rows: Sequence[Any], run_dir: Any, seconds: float) -> None:
+    """The recall benchmark's tables and notes, then issue 45's Goal counted over agent-server's
+    runs that a peer finished too (`benchmarks.recall_goal`), then where the logs are."""
+    from benchmarks.recall_goal import checks, summary_lines
+
     strategies = any(getattr(row, "strategy", "default") != "default" for row in rows)
+    goal = summary_lines(checks(asdict(row) for row in rows))
     _print_runs([recall_table(rows), *([head_table(rows)] if strategies else [])], rows, 240,
                 lambda r: f"{r.session} {r.model} {r.summariser} {_client(r)}",
-                f"{len(rows)} runs in {seconds:.0f} s; request logs: {run_dir}")
+                "\n".join([*(f"Goal, {line}" for line in goal),
+                           f"{len(rows)} runs in {seconds:.0f} s; request logs: {run_dir}"]))
 
 
 def print_peers(rows: Sequence[Any], run_dir: Any) -> None:
