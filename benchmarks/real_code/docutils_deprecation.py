@@ -64,11 +64,6 @@ UTILS_RUN = f"{PYTEST} -q {UTILS_TESTS}"
 PROBE = f"{PYTHON} {PROBE_FILE}"
 PROBE_HTML = f"{PYTHON} {PROBE_FILE} html5"
 
-_TEST_DATA = "test/functional/input/data"
-_STYLESHEET_LINKS = {"html4css1.css": "html4css1", "math.css": "html5_polyglot",
-                     "minimal.css": "html5_polyglot", "plain.css": "html5_polyglot",
-                     "responsive.css": "html5_polyglot", "tuftig.css": "html5_polyglot"}
-
 _RELEASED = "                text = unescape(text, True)\n"
 _PLANTED = "                text = unescape(text, respect_whitespace=True)\n"
 _INLINE_OBJ = "    def inline_obj(self, match, lineno, end_pattern, nodeclass,"
@@ -200,12 +195,8 @@ pseudo-XML; the backslashes were gone before any writer saw the document.
 
 
 def plant(root: Path) -> None:
-    """The inliner's literal branch passes the ignored argument instead of the one it means;
-    and the sdist's six symbolic links, which its extraction leaves out (the test data's
-    stylesheets, links to the writers' own: without them two stylesheet tests fail)."""
+    """The inliner's literal branch passes the ignored argument instead of the one it means."""
     plant_change(root / STATES, _RELEASED, _PLANTED)
-    for name, writer in _STYLESHEET_LINKS.items():
-        (root / _TEST_DATA / name).symlink_to(f"../../../../docutils/writers/{writer}/{name}")
 
 
 def script(root: Path) -> Script:

@@ -78,15 +78,24 @@ def _check(source: Source, path: Path) -> None:
 
 
 def extract(source: Source, dest: Path, cache: Path | None = None) -> None:
-    """The sdist's tree (without its top directory) written into `dest`."""
+    """The sdist's tree (without its top directory) written into `dest`: its files, folders
+    and links, but for a link that leads out of the tree (tarfile's "data" filter refuses
+    it; docutils' sdist links its test data's stylesheets to the writers' own)."""
     path = archive(source, cache)
     dest.mkdir(parents=True, exist_ok=True)
     with tarfile.open(path) as tar:
         members = tar.getmembers()
         top = members[0].name.split("/", 1)[0]
         for member in members:
-            if not member.name.startswith(top + "/") or not (member.isfile() or member.isdir()):
+            kept = member.isfile() or member.isdir() or member.issym() or member.islnk()
+            if not member.name.startswith(top + "/") or not kept:
                 continue
             member.name = member.name[len(top) + 1 :]
-            if member.name:
+            if member.islnk():
+                member.linkname = member.linkname.removeprefix(top + "/")
+            if not member.name:
+                continue
+            try:
                 tar.extract(member, dest, filter="data")
+            except (tarfile.AbsoluteLinkError, tarfile.LinkOutsideDestinationError):
+                continue
