@@ -41,6 +41,12 @@ def test_a_peer_with_a_failed_turn_is_neither_the_cheapest_nor_the_best() -> Non
 
 
 def test_recoveries_are_checked_by_count_then_by_their_cost() -> None:
+    # The fewest and the cheapest are each the best any finished peer did, apart.
+    (apart,) = checks([row("pi", 1.0, recoveries=1, recovery_cost=0.03),
+                       row("codex", 1.0, recoveries=4, recovery_cost=0.02),
+                       row("agent-server", 0.5, recoveries=1, recovery_cost=0.025)])
+    assert (apart.best_recoveries, apart.best_recovery_cost) == (1, 0.02)
+    assert (apart.recoveries_met, apart.recovery_cost_met) == (True, False)
     rows = [row("pi", 1.0, recoveries=2, recovery_cost=0.02),
             row("codex", 1.0, recoveries=2, recovery_cost=0.01),
             row("agent-server", 0.5, recoveries=2, recovery_cost=0.015),
@@ -48,7 +54,7 @@ def test_recoveries_are_checked_by_count_then_by_their_cost() -> None:
             row("agent-server", 0.5, recoveries=3, session="t"),
             row("pi", 1.0, recoveries=2, session="t")]
     found = {(c.run[0], c.client): c for c in checks(rows)}
-    same = found["s", "agent-server"]  # as few as the best (Codex), but dearer
+    same = found["s", "agent-server"]  # as few as the best, but dearer than Codex's
     assert same.best_recovery_cost == 0.01
     assert (same.recoveries_met, same.recovery_cost_met) == (True, False)
     fewer = found["s", "agent-server-anthropic"]
