@@ -1,7 +1,8 @@
-"""The code the real-code suite works on: source distributions from PyPI, pinned by version and
-hash, fetched with pip when a benchmark first needs them and kept in a cache
-(`~/.cache/agent-server/sources`, or `$AGENT_SERVER_SOURCES_CACHE`), as `bench peers` keeps the
-clients it installs. Nothing of them is committed here."""
+"""The code the real-code suite works on: source distributions from PyPI, and package tarballs
+from npm, pinned by version and hash, fetched with pip (or `npm pack`) when a benchmark first
+needs them and kept in a cache (`~/.cache/agent-server/sources`, or
+`$AGENT_SERVER_SOURCES_CACHE`), as `bench peers` keeps the clients it installs. Nothing of
+them is committed here."""
 
 from __future__ import annotations
 
@@ -15,19 +16,35 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+PYPI = "pypi"
+NPM = "npm"
+
 
 @dataclass(frozen=True, slots=True)
 class Source:
-    """A pinned source distribution: what pip fetches, and the hash it must have."""
+    """A pinned source distribution: what pip (or npm) fetches, and the hash it must have."""
 
-    name: str  # the project's name on PyPI
+    name: str  # the project's name on its registry
     version: str
     sha256: str
     license: str  # as its LICENSE file states
+    registry: str = PYPI  # PYPI (an sdist, with pip) or NPM (a tarball, with `npm pack`)
 
     @property
     def requirement(self) -> str:
+        if self.registry == NPM:
+            return f"{self.name}@{self.version}"
         return f"{self.name}=={self.version}"
+
+    @property
+    def file_names(self) -> tuple[str, ...]:
+        """The names the fetched archive has in the cache: an sdist's (its project's name as
+        written, or with underscores), or the tarball `npm pack` writes (a scope's `@` dropped
+        and its `/` made a dash: `@scope/name` 1.0 is `scope-name-1.0.tgz`)."""
+        if self.registry == NPM:
+            return (f"{self.name.removeprefix('@').replace('/', '-')}-{self.version}.tgz",)
+        return (f"{self.name}-{self.version}.tar.gz",
+                f"{self.name.replace('-', '_')}-{self.version}.tar.gz")
 
 
 class SourceError(RuntimeError):
@@ -40,34 +57,49 @@ def cache_dir() -> Path:
 
 
 def archive(source: Source, cache: Path | None = None) -> Path:
-    """The source's sdist, fetched with `pip download` if the cache does not hold it yet, its
-    SHA-256 checked."""
+    """The source's sdist (or npm tarball), fetched with `pip download` (or `npm pack`) if the
+    cache does not hold it yet, its SHA-256 checked."""
     cache = cache or cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
     found = _cached(source, cache)
     if found is None:
         with tempfile.TemporaryDirectory(dir=cache) as scratch:
-            done = subprocess.run(
-                [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-                 "--disable-pip-version-check", "--quiet", "--dest", scratch,
-                 source.requirement],
-                capture_output=True, text=True,
-            )
-            fetched = next(Path(scratch).glob("*.tar.gz"), None)
+            tool, command, pattern = _fetch_command(source, scratch)
+            try:
+                done = subprocess.run(command, capture_output=True, text=True)
+            except FileNotFoundError as error:
+                raise SourceError(f"{tool} could not fetch {source.requirement}: {error}"
+                                  ) from error
+            fetched = next(Path(scratch).glob(pattern), None)
             if done.returncode != 0 or fetched is None:
-                raise SourceError(f"pip could not fetch {source.requirement}: "
+                raise SourceError(f"{tool} could not fetch {source.requirement}: "
                                   f"{done.stderr.strip()[-500:]}")
             _check(source, fetched)
-            found = cache / fetched.name
+            # Kept under a name `_cached` finds again.
+            found = cache / (fetched.name if fetched.name in source.file_names
+                             else source.file_names[0])
             shutil.move(str(fetched), found)
     _check(source, found)
     return found
 
 
+def _fetch_command(source: Source, scratch: str) -> tuple[str, list[str], str]:
+    """The tool that fetches the source into `scratch`, its command, and the pattern of the
+    file it writes there."""
+    if source.registry == NPM:
+        return ("npm", [shutil.which("npm") or "npm", "pack", source.requirement,
+                        "--pack-destination", scratch, "--ignore-scripts", "--silent"],
+                "*.tgz")
+    if source.registry != PYPI:
+        raise SourceError(f"{source.requirement}: no registry named {source.registry!r}")
+    return ("pip", [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary",
+                    ":all:", "--disable-pip-version-check", "--quiet", "--dest", scratch,
+                    source.requirement], "*.tar.gz")
+
+
 def _cached(source: Source, cache: Path) -> Path | None:
-    names = {f"{source.name}-{source.version}.tar.gz",
-             f"{source.name.replace('-', '_')}-{source.version}.tar.gz"}
-    return next((cache / name for name in names if (cache / name).is_file()), None)
+    return next((cache / name for name in source.file_names if (cache / name).is_file()),
+                None)
 
 
 def _check(source: Source, path: Path) -> None:
@@ -78,9 +110,10 @@ def _check(source: Source, path: Path) -> None:
 
 
 def extract(source: Source, dest: Path, cache: Path | None = None) -> None:
-    """The sdist's tree (without its top directory) written into `dest`: its files, folders
-    and links, but for a link that leads out of the tree (tarfile's "data" filter refuses
-    it; docutils' sdist links its test data's stylesheets to the writers' own)."""
+    """The sdist's tree (without its top directory: an npm tarball's is `package/`) written into
+    `dest`: its files, folders and links, but for a link that leads out of the tree (tarfile's
+    "data" filter refuses it; docutils' sdist links its test data's stylesheets to the
+    writers' own)."""
     path = archive(source, cache)
     dest.mkdir(parents=True, exist_ok=True)
     with tarfile.open(path) as tar:
