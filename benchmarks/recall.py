@@ -121,7 +121,7 @@ def main(clients: Sequence[str] | None = None, models: Sequence[str] | None = No
     scratch = Path(tempfile.mkdtemp(prefix=f"recall-{stamp}-", dir=runs))
     rows: list[peers.Figures] = []
     try:
-        _progress(f"preparing {', '.join(names)} (sources from PyPI, cached)")
+        _progress(f"preparing {', '.join(names)} (sources from PyPI and npm, cached)")
         prepared = workloads(tuple(names), trees=scratch / "trees")
         if knows_all:
             prepared = [replace(w, scenario=omniscient(w.scenario)) for w in prepared]

@@ -1,5 +1,6 @@
-"""The real-code suite: sessions on code no one on this team wrote, fetched from PyPI at pinned
-versions (`sources.py`), each with planted rules, facts and a failed approach (`script.py`):
+"""The real-code suite: sessions on code no one on this team wrote, fetched from PyPI (and one
+from npm) at pinned versions (`sources.py`), each with planted rules, facts and a failed
+approach (`script.py`):
 
 - `tabulate_bugfix`: a library bugfix in tabulate 0.9.0 (one large module);
 - `sqlparse_feature`: a feature across several modules of sqlparse 0.5.3;
@@ -38,7 +39,12 @@ versions (`sources.py`), each with planted rules, facts and a failed approach (`
 - `docutils_deprecation`: a review before a deprecation in Docutils 0.23.1 (every call of
   `nodes.unescape()` read where it is, the 3,300-line parser module in pages, before its
   ignored `respect_whitespace` argument warns; the review finds a call site that passes it
-  for the argument it meant), written at stop 71; held out as well.
+  for the argument it meant), written at stop 71; held out as well;
+- `semver_range`: a dependency bot that took breaking 0.x minors because semver 7.7.2, from
+  npm, gave a caret on a full 0.x version a 1.x bound (a team's fork and the bot's night
+  pasted, their `node:test` files run with Node's own runner, a 56 KB TAP run whose failures
+  sit in its middle, a reproduction the assistant writes), the suite's first session on
+  JavaScript, written at stop 72; held out as well.
 
 `workloads()` prepares each (the sdist extracted, the planted change applied, in a cache
 directory) and returns what a benchmark runs: the scenario and a way to write a fresh copy of
@@ -66,6 +72,7 @@ from benchmarks.real_code import (
     networkx_cutoff,
     pyflakes_report,
     pyparsing_perf,
+    semver_range,
     simplejson_escape,
     sqlparse_feature,
     tabulate_bugfix,
@@ -116,6 +123,8 @@ RECIPES: tuple[Recipe, ...] = (
     Recipe("docutils-deprecation", "a review before a deprecation",
            docutils_deprecation.SOURCE, docutils_deprecation.plant,
            docutils_deprecation.script),
+    Recipe("semver-range", "a bot's night: 0.x minors a caret let in", semver_range.SOURCE,
+           semver_range.plant, semver_range.script),
 )
 
 
