@@ -54,19 +54,28 @@ MAX_SAVED_BYTES = 64 * 1024 * 1024
 HEAD_SHARE = 4
 SALIENT_SHARE = 5
 SALIENT_LINE_BYTES = 300
+# A test runner's mark of one test failed, opening its line: TAP's `not ok 3 - name` (Node's
+# `node --test`, tape, prove, bats), and the crosses of Jest (✕), Vitest (×), Node's spec
+# reporter (✖), Playwright (✘) and others (✗).
+_FAILED_MARK = r"[ \t]*(?:not ok\b|[✕✖×✗✘] )"
 # A line that reports an error or a failure, in the words compilers, test runners and logs
-# use; not one that reports a test passing (pytest's "PASSED", cargo's and go's "ok"), nor a
-# word that names a file (a profile's `traceback.py:217(extract_stack)`, `errors.go`).
+# use, or with a runner's mark; not one that reports a test passing (pytest's "PASSED",
+# cargo's and go's "ok"), nor an expected failure (pytest's XFAIL, TAP's `# TODO` and
+# `# SKIP`), nor a word that names a file (a profile's `traceback.py:217(extract_stack)`,
+# `errors.go`).
 _SALIENT = re.compile(
     r"^[^\n]*?(?:\b(?:errors?|(?:sub)?fail(?:ed|ures?|ing)?|fatal|panic(?:ked)?|exception|traceback"
-    r"|assert(?:ion)?(?:error)?)\b(?!\.\w)|^E {2,}\S)[^\n]*$",
+    r"|assert(?:ion)?(?:error)?)\b(?!\.\w)|^E {2,}\S|^" + _FAILED_MARK + r")[^\n]*$",
     re.IGNORECASE | re.MULTILINE,
 )
-_NOT_SALIENT = re.compile(r"\bPASSED\b|\bok$|\bXFAIL\b|\b0 (?:errors?|failed|failures)\b")
+_NOT_SALIENT = re.compile(r"\bPASSED\b|^(?![ \t]*not ok\b).*\bok$|\bXFAIL\b"
+                          r"|\b0 (?:errors?|failed|failures)\b|# ?(?i:todo|skip)\b")
 # A line that opens with a test runner's verdict on one test: a run's summary of its failures
 # (pytest's `FAILED x - Error`, `SUBFAILED(i=1) x`, `ERROR x`; unittest's `FAIL: x`; go's
-# `--- FAIL: X`). Case matters: "failed to open" is no verdict.
-_VERDICT = re.compile(r"^[ \t]*(?:--- )?(?:SUB)?(?:FAILED|FAIL|ERROR)\b[^\n]*$", re.MULTILINE)
+# `--- FAIL: X`), or a failed test's mark (`_FAILED_MARK`). Case matters: "failed to open"
+# is no verdict.
+_VERDICT = re.compile(r"^(?:[ \t]*(?:--- )?(?:SUB)?(?:FAILED|FAIL|ERROR)\b|" + _FAILED_MARK
+                      + r")[^\n]*$", re.MULTILINE)
 
 
 @dataclass(frozen=True, slots=True)

@@ -239,6 +239,39 @@ def test_a_runs_summary_of_its_failures_comes_before_the_first_errors() -> None:
         assert streamed.found == flagged.found
 
 
+def test_a_failed_tests_mark_is_a_verdict_in_other_runners_too() -> None:
+    """TAP's `not ok` (Node's `node --test`, tape, prove) and the crosses of Jest, Vitest and
+    Node's spec reporter open a failed test's line: kept first, as pytest's FAILED is. A
+    passing `ok`, TAP's expected failures (`# TODO`, `# SKIP`) and its counts of none are
+    not failures."""
+    yaml = "".join(f"  stack: frame {i} (node:internal/test_runner/test:{i}:1)\n"
+                   for i in range(30))
+    tap = (
+        "TAP version 13\n# Subtest: parses a caret range\nok 1 - parses a caret range\n"
+        "not ok 2 - keeps the prerelease out of ^1.2.3\n  ---\n  failureType: 'testCodeFailure'\n"
+        "  error: |-\n    Expected values to be strictly equal:\n" + yaml
+        + "not ok 3 - later # TODO not written yet\nok 4 - gt\n"
+        "    not ok 1 - an inner case fails too\n"
+        "  ✕ adds 1 + 2 (3 ms)\n✖ two fails (0.7ms)\n   × vitest's cross\n"
+        "# tests 4\n# pass 2\n# fail 2\n# skipped 0\n# todo 1\n"
+    )
+    flagged = SalientLines(330)
+    flagged.feed(tap)
+    flagged.finish()
+    lines = [line for _, line in flagged.found]
+    assert lines[:1] == ["not ok 2 - keeps the prerelease out of ^1.2.3"]
+    assert [line for line in lines if line.lstrip()[:1] in "n✕✖×"] == [
+        "not ok 2 - keeps the prerelease out of ^1.2.3",
+        "    not ok 1 - an inner case fails too",
+        "  ✕ adds 1 + 2 (3 ms)",
+        "✖ two fails (0.7ms)",
+        "   × vitest's cross",
+    ]
+    assert "  error: |-" in lines  # the first other, after the verdicts
+    assert not any("TODO" in line or line.startswith(("ok ", "# skipped", "# todo"))
+                   for line in lines)
+
+
 def test_an_output_with_nothing_flagged_is_cut_as_before(tmp_path: Path) -> None:
     sink = StreamingOutput(tmp_path, "bash", OutputLimits(2000, 4096))
     sink.write("".join(f"line {i}\n" for i in range(3000)))
