@@ -126,6 +126,7 @@ class Compactor:
             (*cut.summarize, *cut.turn_prefix),
             cut.kept,
             carried_budgets(self._threshold),
+            self._files_of,
         )
         spent: list[Usage] = []
         try:

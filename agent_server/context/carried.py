@@ -25,7 +25,9 @@ part has its own budget:
   ending), newest first within `worked_tokens`, rendered oldest first (the command that
   worked, not a guess at one, and what it said before a fix as well as after);
 - **what the model said**: the text of each of its messages (its findings, decisions and
-  answers, not its calls), each once, newest first within `said_tokens`, the short ones
+  answers, not its calls; not the words of a message whose calls only look something up,
+  "let me read the parser again", which say what it is about to see, not what it saw), each
+  once, newest first within `said_tokens`, the short ones
   before the long (each long one as its head and tail), rendered oldest first: what it
   concluded from a file or an output, and what it decided, outlive any summary the way the
   user's words do. They are the first part to yield where a compaction would not make the
@@ -44,7 +46,14 @@ from dataclasses import dataclass
 
 from agent_server.context.estimate import estimate_text_tokens
 from agent_server.context.projection import compaction_window, is_prompt
-from agent_server.context.summary_prompt import bound_text, failure_line, format_tool_call
+from agent_server.context.summary_prompt import (
+    READ_KINDS,
+    CallFiles,
+    bound_text,
+    failure_line,
+    format_tool_call,
+    no_files,
+)
 from agent_server.llm.messages import (
     AssistantMessage,
     Message,
@@ -169,10 +178,11 @@ def carry(
     summarized: Sequence[MessageEntry],
     kept: Sequence[MessageEntry],
     budgets: CarriedBudgets,
+    files_of: CallFiles = no_files,
 ) -> Carried:
     """What a compaction of the path `entries` carries, `summarized` being the message
     entries its summary replaces (the cut's summarised part and split-turn prefix) and `kept`
-    those it keeps verbatim (find_cut_point's)."""
+    those it keeps verbatim (find_cut_point's); `files_of` says each call's tool kind."""
     window = compaction_window(entries)
     previous = window.compaction.carried if window.compaction is not None else None
     previous = previous or Carried()
@@ -184,7 +194,8 @@ def carry(
     ]
     words, left_out = _words_within([*previous.user_messages, *prompts], budgets.user_tokens)
     said, said_left_out = _words_within(
-        _latest_once([*previous.said, *model_words(summarized_messages)]), budgets.said_tokens
+        _latest_once([*previous.said, *model_words(summarized_messages, files_of)]),
+        budgets.said_tokens,
     )
     failures, failures_left_out = _newest_within(
         _dedupe([*previous.failures, *failures_in(summarized_messages)]),
@@ -224,11 +235,21 @@ def user_text(message: UserMessage) -> str:
     return "\n".join(part for part in parts if part.strip()).strip()
 
 
-def model_words(messages: Sequence[Message]) -> list[str]:
+def model_words(messages: Sequence[Message], files_of: CallFiles = no_files) -> list[str]:
     """The text of each of the model's messages in `messages` (its calls left out), in
-    order."""
-    texts = (_said(message) for message in messages if isinstance(message, AssistantMessage))
+    order; but for a message whose calls all only look something up (their tools' kind, as
+    `files_of` says, is read or search: a read, a grep, a recall)."""
+    texts = (
+        _said(message)
+        for message in messages
+        if isinstance(message, AssistantMessage) and not _only_looks(message, files_of)
+    )
     return [text for text in texts if text]
+
+
+def _only_looks(message: AssistantMessage, files_of: CallFiles) -> bool:
+    calls = message.tool_calls
+    return bool(calls) and all(files_of(call)[0] in READ_KINDS for call in calls)
 
 
 def _said(message: AssistantMessage) -> str:

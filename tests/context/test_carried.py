@@ -301,6 +301,32 @@ def test_the_models_words_are_carried_once_each_where_they_last_appear() -> None
     assert carried.said_left_out == 0
 
 
+def test_the_words_of_a_message_that_only_looks_something_up_are_not_carried() -> None:
+    """"Let me read the parser again" says what the model is about to see, not what it saw:
+    a message whose calls are all reads or searches (by their tools' kinds) is left out; one
+    that also changes something, or runs a command, or calls nothing, is carried."""
+    kinds = {"read": "read", "ls": "read", "grep": "search", "recall": "search",
+             "edit": "edit", "bash": "execute"}
+
+    def files_of(call: ToolCall) -> tuple[str, tuple[str, ...]]:
+        return kinds.get(call.name, "other"), ()
+
+    messages = [
+        UserMessage.of_text("go"),
+        AssistantMessage((TextContent("That is no longer in front of me; let me look it up."),
+                          ToolCall("r", "recall", {"query": "the decision"})), "toolUse"),
+        AssistantMessage((TextContent("Let me read it and list the tests."),
+                          ToolCall("a", "read", {}), ToolCall("b", "ls", {})), "toolUse"),
+        AssistantMessage((TextContent("The bound is wrong: we restore the minor's."),
+                          ToolCall("c", "read", {}), ToolCall("d", "edit", {})), "toolUse"),
+        AssistantMessage((TextContent("Running the suite."), bash("e", "pytest")), "toolUse"),
+        AssistantMessage((TextContent("Fixed."),), "stop"),
+    ]
+    assert model_words(messages, files_of) == [
+        "The bound is wrong: we restore the minor's.", "Running the suite.", "Fixed."]
+    assert len(model_words(messages)) == 5  # a caller that knows no kinds leaves none out
+
+
 def test_model_words_joins_a_messages_texts_and_skips_the_rest() -> None:
     messages = [
         UserMessage.of_text("hi"),
