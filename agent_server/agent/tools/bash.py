@@ -25,6 +25,7 @@ import codecs
 import contextlib
 import logging
 import os
+import re
 import signal
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -64,6 +65,14 @@ _CHUNK = 65536
 # LAST_LINE_CHARS.
 SHORT_OUTPUT_CHARS = 300
 LAST_LINE_CHARS = 200
+# A run that ends with a block of counts, a line each, says its verdict there, not on its
+# last line (Node's `node --test`: "# tests 193", "# pass 193", "# fail 0", ... "# duration_ms
+# 189.8"; its spec reporter the same after "ℹ"): the block is the ending, its lines joined,
+# the time it took left out (the same run is the same ending).
+_COUNT_LINE = re.compile(
+    r"^\s*(?:[#ℹ]\s*)?[A-Za-z][A-Za-z_ ]{0,20}?:?\s+\d[\d.,]*(?:\s?[a-z]{1,2})?$")
+_TIMING = re.compile(r"duration|time|elapsed", re.IGNORECASE)
+_COUNTS_JOINED = " · "
 _PARTIAL_FLUSH = 4096  # stream an unfinished line once it is this long
 _INTERRUPTED = "The user interrupted the command (Ctrl-C in the editor's terminal)."
 
@@ -322,8 +331,9 @@ def _result(
 def _ending(output: str) -> str:
     """How the output ended, without its colours: the whole output when it is short, its
     lines as they are (their indentation kept: a table's alignment, a listing's nesting;
-    blank lines left out), else its last line, cut to LAST_LINE_CHARS (never the note of a
-    cut); a compaction carries it beside a command that worked."""
+    blank lines left out), else its last line, or the block of counts it ends with
+    (`_COUNT_LINE`), cut to LAST_LINE_CHARS (never the note of a cut); a compaction carries
+    it beside a command that worked."""
     lines = [literal(line.rstrip()) for line in without_escape_sequences(output).splitlines()]
     lines = [line for line in lines if line.strip() and not line.lstrip().startswith(TRUNCATED)]
     if not lines:
@@ -332,7 +342,18 @@ def _ending(output: str) -> str:
     if len(whole) <= SHORT_OUTPUT_CHARS:
         return whole
     last = lines[-1].strip()
+    counts = _trailing_counts(lines)
+    if len(counts) > 1 and (said := [c for c in counts if not _TIMING.search(c)]):
+        last = _COUNTS_JOINED.join(said)
     return last if len(last) <= LAST_LINE_CHARS else last[: LAST_LINE_CHARS - 1] + "…"
+
+
+def _trailing_counts(lines: list[str]) -> list[str]:
+    """The block of count lines the output ends with (`_COUNT_LINE`), stripped, in order."""
+    start = len(lines)
+    while start > 0 and _COUNT_LINE.match(lines[start - 1]):
+        start -= 1
+    return [line.strip() for line in lines[start:]]
 
 
 def _join(text: str, notes: list[str]) -> str:

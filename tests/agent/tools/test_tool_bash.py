@@ -121,6 +121,15 @@ async def test_how_the_output_ended_is_in_the_details_without_its_colours(
     wide = await run_tool(BASH, {"command": "printf '%0500d\\n' 7"}, ctx)
     assert wide.details is not None and len(wide.details["ending"]) == 200
     assert wide.details["ending"].endswith("…")
+    # A run that ends with a block of counts (Node's TAP): the block, without its timing.
+    counts = "; ".join(f"echo '# {key} {value}'" for key, value in (
+        ("tests", 40), ("pass", 38), ("fail", 2), ("todo", 0), ("duration_ms", 78.16)))
+    tap = await run_tool(BASH, {"command": f"{lines}; echo 1..40; {counts}"}, ctx)
+    assert tap.details is not None
+    assert tap.details["ending"] == "# tests 40 · # pass 38 · # fail 2 · # todo 0"
+    # A last line that only looks like a count stays the last line.
+    one = await run_tool(BASH, {"command": f"{lines}; echo 'total 42'"}, ctx)
+    assert one.details is not None and one.details["ending"] == "total 42"
 
 
 async def test_a_command_starts_with_sigint_as_a_terminal_gives_it(ctx: ToolContext) -> None:
