@@ -63,9 +63,11 @@ _FAILED_MARK = r"[ \t]*(?:not ok\b|[✕✖×✗✘] )"
 # cargo's and go's "ok"), nor an expected failure (pytest's XFAIL, TAP's `# TODO` and
 # `# SKIP`), nor a word that names a file (a profile's `traceback.py:217(extract_stack)`,
 # `errors.go`).
+# (What opens a line is tried once at its start, not at each character the lazy scan for
+# the words passes: a 17 MB output is scanned faster than with the words alone.)
 _SALIENT = re.compile(
-    r"^[^\n]*?(?:\b(?:errors?|(?:sub)?fail(?:ed|ures?|ing)?|fatal|panic(?:ked)?|exception|traceback"
-    r"|assert(?:ion)?(?:error)?)\b(?!\.\w)|^E {2,}\S|^" + _FAILED_MARK + r")[^\n]*$",
+    r"^(?:[^\n]*?\b(?:errors?|(?:sub)?fail(?:ed|ures?|ing)?|fatal|panic(?:ked)?|exception"
+    r"|traceback|assert(?:ion)?(?:error)?)\b(?!\.\w)|E {2,}\S|" + _FAILED_MARK + r")[^\n]*$",
     re.IGNORECASE | re.MULTILINE,
 )
 _NOT_SALIENT = re.compile(r"\bPASSED\b|^(?![ \t]*not ok\b).*\bok$|\bXFAIL\b"
