@@ -120,8 +120,8 @@ _MAP_TEXT = "Let me look at a map of the repository's code first."
 # The most times the model fetches one need of one step again whole (a re-read, a re-run) in a
 # run; from then on the need counts as compacted away (`_compacted_fetches`): searched for, or
 # run again narrowed, else lost. No finished `bench recall` run of any client fetched one need
-# more than four times; pi's lossy 32k run of docutils-deprecation did 174 times, each fetch
-# overflowing the window and each lossy summary dropping it.
+# more than four times; pi's lossy 32k run of docutils-deprecation fetched one 174 times, each
+# fetch overflowing the window and each lossy summary dropping it.
 MAX_FETCHES_AGAIN = 4
 
 
@@ -206,9 +206,9 @@ class Refetches:
         """Count the fetches again whole among `reply`'s calls."""
         for call in reply.calls:
             ref = parse_call_id(call.id)
-            if ref is not None and ref.turn.isdigit() and ref.detour is not None \
-                    and _fetch_again(ref):
-                self._counts[int(ref.turn), ref.step, ref.detour] += 1
+            need = ref.detour if ref is not None and _fetch_again(ref) else None
+            if ref is not None and need is not None and ref.turn.isdigit():
+                self._counts[int(ref.turn), ref.step, need] += 1
 
     def clear(self) -> None:
         self._counts.clear()
