@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from typing import Any
 COMPACTING_LIMIT = 0.85
 QUIET_LIMIT = 0.92
 OURS = "agent-server"
+USAGE = "python -m benchmarks.recall_goal RUNS.json [RUNS.json ...]"
 
 Run = tuple[str, str, str]  # session, window (model), summariser
 
@@ -123,7 +124,7 @@ def summary_lines(found: Sequence[Check]) -> list[str]:
     return lines
 
 
-def _count(found: Sequence[Check], met: Any) -> str:
+def _count(found: Sequence[Check], met: Callable[[Check], bool]) -> str:
     return f"{sum(1 for check in found if met(check))} of {len(found)}"
 
 
@@ -146,7 +147,7 @@ def run_lines(found: Sequence[Check]) -> list[str]:
 
 def main(argv: Sequence[str]) -> int:
     if not argv:
-        print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
+        print(f"usage: {USAGE}", file=sys.stderr)
         return 2
     rows: list[Mapping[str, Any]] = []
     for name in argv:

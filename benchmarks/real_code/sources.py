@@ -15,9 +15,12 @@ import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
-PYPI = "pypi"
-NPM = "npm"
+# Where a source comes from: an sdist from PyPI (pip), or a tarball from npm (`npm pack`).
+Registry = Literal["pypi", "npm"]
+PYPI: Registry = "pypi"
+NPM: Registry = "npm"
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +31,7 @@ class Source:
     version: str
     sha256: str
     license: str  # as its LICENSE file states
-    registry: str = PYPI  # PYPI (an sdist, with pip) or NPM (a tarball, with `npm pack`)
+    registry: Registry = PYPI
 
     @property
     def requirement(self) -> str:
@@ -90,8 +93,6 @@ def _fetch_command(source: Source, scratch: str) -> tuple[str, list[str], str]:
         return ("npm", [shutil.which("npm") or "npm", "pack", source.requirement,
                         "--pack-destination", scratch, "--ignore-scripts", "--silent"],
                 "*.tgz")
-    if source.registry != PYPI:
-        raise SourceError(f"{source.requirement}: no registry named {source.registry!r}")
     return ("pip", [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary",
                     ":all:", "--disable-pip-version-check", "--quiet", "--dest", scratch,
                     source.requirement], "*.tar.gz")
