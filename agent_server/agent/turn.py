@@ -46,6 +46,7 @@ from agent_server.agent.tools.bash import KILL_GRACE
 from agent_server.agent.tools.command_input import CommandInputs
 from agent_server.agent.tools.environment import tool_environment
 from agent_server.agent.tools.files import LOCAL_FILES, FileAccess
+from agent_server.agent.tools.followed import followed_tests
 from agent_server.agent.tools.output import output_limits
 from agent_server.agent.tools.recall import recallable
 from agent_server.agent.tools.sandbox import Confinement, private_user_dirs
@@ -462,6 +463,7 @@ class TurnLoop:
             terminal=self.terminal,
             command_input=self._command_input,
             history=lambda: recallable(self.ledger.tree.branch()),
+            followed=lambda: followed_tests(self.ledger.tree.branch()),
         )
 
     def hook_environment(self) -> dict[str, str]:

@@ -175,6 +175,8 @@ class ToolContext:
         terminal); None: here.
     history: the session's history on its branch, for recall (None where there is no
         session: recall then refuses).
+    followed: the tests the session follows, newest first (followed.py), whose lines a cut
+        command output keeps.
     command_input: where a command's standard input comes from, by call id (the editor's
         terminal, `tools.terminal.visible`: command_input.py, given by the front end that
         runs the turn); None: nowhere (/dev/null).
@@ -198,6 +200,7 @@ class ToolContext:
     call_id: str = ""
     terminal: CommandTerminal | None = None
     history: Callable[[], Sequence[Recallable]] | None = None
+    followed: Callable[[], Sequence[str]] = lambda: ()
     command_input: CommandInputs | None = None
 
 

@@ -209,7 +209,8 @@ class BashTool:
         # Our own pipe (not asyncio's subprocess pipes), so that waiting for bash does not
         # wait for background jobs that inherited the pipe, and so that we can stop reading.
         pipe = os.fdopen(read_fd, "rb", buffering=0)
-        output = StreamingOutput(ctx.spill_dir, "bash", command_limits(ctx.limits), ctx.limits)
+        output = StreamingOutput(ctx.spill_dir, "bash", command_limits(ctx.limits), ctx.limits,
+                             followed=ctx.followed())
         transport: asyncio.BaseTransport | None = None
         pump: asyncio.Task[None] | None = None
         timed_out = False
@@ -262,7 +263,8 @@ async def _in_terminal(
     kill (timeout, cancel) ends the command's first process: what is left in its cgroup is
     killed right after it (`kill_remaining`, before the terminal is released), as a local run
     ends its whole process group."""
-    output = StreamingOutput(ctx.spill_dir, "bash", command_limits(ctx.limits), ctx.limits)
+    output = StreamingOutput(ctx.spill_dir, "bash", command_limits(ctx.limits), ctx.limits,
+                             followed=ctx.followed())
     redactor = StreamRedactor(ctx.secrets)
 
     def record(piece: str) -> None:

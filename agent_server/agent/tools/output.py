@@ -18,6 +18,7 @@ import logging
 import re
 import uuid
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -78,6 +79,25 @@ _NOT_SALIENT = re.compile(r"\bPASSED\b|^(?![ \t]*not ok\b).*\bok$|\bXFAIL\b"
 # is no verdict.
 _VERDICT = re.compile(r"^(?:[ \t]*(?:--- )?(?:SUB)?(?:FAILED|FAIL|ERROR)\b|" + _FAILED_MARK
                       + r")[^\n]*$", re.MULTILINE)
+# The test a verdict line names, by runner: pytest's node id (`FAILED x - msg`,
+# `SUBFAILED(i=1) x`, `ERROR x`: a path with `.py` or `::`), unittest's `FAIL: name
+# (module.Class.name)`, go's `--- FAIL: TestX (0.01s)`, TAP's `not ok 3 - name`, a cross's
+# `✕ name (5 ms)`. The line may follow its number (`914: `, as a cut shows it, or grep's
+# `914:`).
+_FAILED_TEST = re.compile(
+    r"^(?:\d+: ?)?[ \t]*(?:(?:SUB)?FAILED(?:\([^)\n]*\))? (?P<pytest>\S*(?:::|\.py)\S*)(?: - .*)?"
+    r"|ERROR (?P<pytest_error>\S*(?:::|\.py)\S*)(?: - .*)?"
+    r"|(?:FAIL|ERROR): (?P<unittest>\w+ \([\w.]+\))"
+    r"|--- FAIL: (?P<go>\S+)(?: \(.*)?"
+    r"|not ok \d+(?: -)? (?P<tap>.+?)"
+    r"|[✕✖×✗✘] (?P<cross>.+?)(?: \(\d+(?:\.\d+)? ?m?s\))?)[ \t]*$",
+    re.MULTILINE,
+)
+# A test's name shorter than this says too little to follow ("a", "works").
+MIN_TEST_NAME = 6
+# A followed test's lines kept in one output: pytest -v's status line, or TAP's subtest header
+# and its `ok` line; the third and later (a name that is a prefix of many) are not.
+LINES_PER_TEST = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,16 +276,20 @@ def tail_notice(
     left_out: str = "",
     salient: int = 0,
     head: int = 0,
+    *,
+    followed: bool = False,
 ) -> str:
     """`left_out`: what the saved file leaves out, when it is cut too; `salient`: how many
-    lines of the cut part are shown for reporting an error or a failure; `head`: how many of
-    the first lines are shown."""
+    lines of the cut part are shown for reporting an error or a failure (`followed`: or for
+    naming a test the session follows); `head`: how many of the first lines are shown."""
     dropped = cut.total_lines - cut.kept_lines - head
     saved = f" {left_out}" if left_out and path is not None else ""
     shown = f"the last {cut.kept_lines}"
     if salient:
-        shown = (f"{salient} of the cut lines that report errors or failures (each after its "
-                 f"line number), then {shown}")
+        kept = "report errors or failures"
+        if followed:
+            kept += ", or name a test that failed or was written earlier in this session"
+        shown = f"{salient} of the cut lines that {kept} (each after its line number), then {shown}"
     which = f"the first {dropped}"
     if head:
         which = f"{dropped} (lines {head + 1}-{head + dropped})"
@@ -334,39 +358,58 @@ def reports_failure(line: str) -> bool:
     return _SALIENT.search(line) is not None and _NOT_SALIENT.search(line) is None
 
 
+def failed_tests(text: str) -> list[str]:
+    """The tests that `text`'s verdict lines say failed, by name, in order, each once (an
+    expected failure, TAP's `# TODO` or `# SKIP`, is none)."""
+    names: list[str] = []
+    for match in _FAILED_TEST.finditer(text):
+        name = next(group for group in match.groups() if group is not None)
+        if match["tap"] is not None and _NOT_SALIENT.search(match.group()):
+            continue
+        if len(name) >= MIN_TEST_NAME and name not in names:
+            names.append(name)
+    return names
+
+
 class SalientLines:
     """The lines of a streamed output that report an error or a failure, with their 1-based
     numbers, gathered as the output arrives: at most `max_bytes` of them, each once. First
     the lines that open with a test runner's verdict (pytest's `FAILED x` and `SUBFAILED(..)
     x`, unittest's `FAIL: x`, go's `--- FAIL: X`, `ERROR x`): a run's summary, a failure to a
-    line, its message after it; then the first others (a build's first error is usually its
-    cause). The search runs over whole chunks, so an output with none costs a regular
-    expression's scan and a line count; once the others fill the bound, only lines that
-    open with a verdict are looked for."""
+    line, its message after it; then the lines that name a test of `followed` (the session's:
+    one that failed before passing now is a verdict too), at most LINES_PER_TEST each; then
+    the first others (a build's first error is usually its cause). The search runs over
+    whole chunks, so an output with none costs a regular expression's scan, a substring
+    search per followed test and a line count; once the others fill the bound, only lines
+    that open with a verdict are looked for."""
 
-    def __init__(self, max_bytes: int) -> None:
+    def __init__(self, max_bytes: int, followed: Sequence[str] = ()) -> None:
         self._max_bytes = max_bytes
+        self._followed = {name: 0 for name in followed if name}  # lines kept of each
         self._lines_before = 0  # complete lines before `_partial`
         self._partial = ""  # the line begun and not ended (its first characters)
         self._seen: set[str] = set()
         # (number, line, bytes shown), each kind within max_bytes
         self._verdicts: list[tuple[int, str, int]] = []
         self._others: list[tuple[int, str, int]] = []
+        self._follows: list[tuple[int, str, int]] = []
 
     @property
     def found(self) -> list[tuple[int, str]]:
-        """The lines kept, in order: the verdicts first within the bound, then the others."""
+        """The lines kept, in order: the verdicts first within the bound, then the lines of
+        followed tests, then the others."""
         return self._chosen(0, None)
 
     def between(self, after: int, before: int) -> list[str]:
         """The lines kept below line `after` and above line `before` (the verdicts there
-        first within the bound, then the others there), each after its number."""
+        first within the bound, then the followed tests' lines, then the others), each after
+        its number."""
         return [f"{number}: {text}" for number, text in self._chosen(after, before)]
 
     def _chosen(self, after: int, before: int | None) -> list[tuple[int, str]]:
         chosen: list[tuple[int, str]] = []
         size = 0
-        for number, line, shown in (*self._verdicts, *self._others):
+        for number, line, shown in (*self._verdicts, *self._follows, *self._others):
             within = after < number and (before is None or number < before)
             if within and size + shown <= self._max_bytes:
                 chosen.append((number, line))
@@ -397,9 +440,20 @@ class SalientLines:
     def _full(self, kept: list[tuple[int, str, int]]) -> bool:
         return sum(shown for _, _, shown in kept) >= self._max_bytes
 
+    @property
+    def follows(self) -> bool:
+        """Whether a line was kept for naming a followed test."""
+        return bool(self._follows)
+
     def _scan(self, block: str) -> None:
-        """`block`: whole lines, each ended by a newline. The lines that report a failure
-        until the others fill the bound, then only those that open with a verdict."""
+        """`block`: whole lines, each ended by a newline."""
+        self._scan_failures(block)
+        self._scan_followed(block)
+        self._lines_before += block.count("\n")
+
+    def _scan_failures(self, block: str) -> None:
+        """The lines that report a failure until the others fill the bound, then only those
+        that open with a verdict."""
         at, counted = 0, 0  # where the search is, and the lines of `block` before it
         for pattern in (_SALIENT, _VERDICT):
             if pattern is _SALIENT and self._full(self._others):
@@ -418,7 +472,38 @@ class SalientLines:
                 break  # the block searched to its end
             if self._full(self._verdicts):
                 break
-        self._lines_before += block.count("\n")
+
+    def _scan_followed(self, block: str) -> None:
+        """The lines that name a followed test, the name standing apart (no letter, digit or
+        underscore on either side), LINES_PER_TEST a test at most: all of them, not only as
+        many as the bound holds, since those in the head or the tail the cut keeps anyway
+        take none of its room (`_chosen`)."""
+        found: list[int] = []  # where each line to keep starts
+        for name, kept in self._followed.items():
+            at = block.find(name)
+            while at >= 0 and kept < LINES_PER_TEST:
+                end = at + len(name)
+                if not (_word_char(block, at - 1) or _word_char(block, end)):
+                    start = block.rfind("\n", 0, at) + 1
+                    if start not in found:
+                        found.append(start)
+                        kept += 1
+                    at = block.find("\n", end)
+                at = block.find(name, at + 1) if at >= 0 else -1
+        counted, at = 0, 0
+        for start in sorted(found):
+            counted += block.count("\n", at, start)
+            at = start
+            line = block[start : block.find("\n", start)].rstrip("\r")
+            if line in self._seen:
+                continue
+            names = [name for name in self._followed if name in line]
+            if any(self._followed[name] >= LINES_PER_TEST for name in names):
+                continue
+            for name in names:
+                self._followed[name] += 1
+            self._seen.add(line)
+            self._follows.append(_kept(self._lines_before + counted + 1, line))
 
     def _add(self, number: int, line: str) -> None:
         """Keep `line` if it is one to keep and its kind's bound has room."""
@@ -429,10 +514,20 @@ class SalientLines:
         if self._full(kept):
             return
         self._seen.add(line)
-        data = line.encode("utf-8")
-        if len(data) > SALIENT_LINE_BYTES:
-            line = data[:SALIENT_LINE_BYTES].decode("utf-8", errors="ignore") + "…"
-        kept.append((number, line, len(f"{number}: {line}".encode()) + 1))
+        kept.append(_kept(number, line))
+
+
+def _kept(number: int, line: str) -> tuple[int, str, int]:
+    """A line kept: its number, its text (at most SALIENT_LINE_BYTES) and the bytes shown."""
+    data = line.encode("utf-8")
+    if len(data) > SALIENT_LINE_BYTES:
+        line = data[:SALIENT_LINE_BYTES].decode("utf-8", errors="ignore") + "…"
+    return number, line, len(f"{number}: {line}".encode()) + 1
+
+
+def _word_char(text: str, index: int) -> bool:
+    """Whether `text` has a letter, a digit or an underscore at `index` (False outside it)."""
+    return 0 <= index < len(text) and (text[index].isalnum() or text[index] == "_")
 
 
 class StreamingOutput:
@@ -452,7 +547,7 @@ class StreamingOutput:
 
     def __init__(
         self, spill_dir: Path, tool_name: str, limits: OutputLimits = DEFAULT_LIMITS,
-        live: OutputLimits | None = None,
+        live: OutputLimits | None = None, followed: Sequence[str] = (),
     ) -> None:
         self._spill_dir = spill_dir
         self._tool_name = tool_name
@@ -475,7 +570,7 @@ class StreamingOutput:
         self._live_bytes = 0
         self._live_lines = 0
         self._live_cut = False
-        self._salient = SalientLines(limits.max_bytes // SALIENT_SHARE)
+        self._salient = SalientLines(limits.max_bytes // SALIENT_SHARE, followed)
         self._head = ""  # the output's first HEAD_SHARE of the bound
         self._head_room = limits.max_bytes // HEAD_SHARE
 
@@ -615,7 +710,8 @@ class StreamingOutput:
                 f"in the middle were left out (it keeps the first "
                 f"{_size(self._saved_bytes)} and the end)."
             )
-        notice = tail_notice(cut, self._path, limits, left_out, len(salient), head_lines)
+        notice = tail_notice(cut, self._path, limits, left_out, len(salient), head_lines,
+                             followed=self._salient.follows)
         first_tail = total - cut.kept_lines + 1
         gap = f"[lines {head_lines + 1}-{first_tail - 1} cut]"
         parts = [head.rstrip("\n")] if head_lines else []
