@@ -243,7 +243,10 @@ def _codex_setup(home: Path, base_url: str, model: ModelInfo) -> dict[str, str]:
         f'model = "{model.id}"\n'
         'model_provider = "sim"\n'
         f"model_context_window = {model.context_window}\n"
-        'sandbox_mode = "workspace-write"\n'
+        # Unsandboxed, as every other client runs its commands here: Codex's Linux sandbox
+        # fails a Node child process it has already run (openai/codex#41175), so `node
+        # --test` reports whole files, never a test, and it refuses sockets a test suite opens.
+        'sandbox_mode = "danger-full-access"\n'
         "\n[model_providers.sim]\n"
         'name = "agent-server sim"\n'
         f'base_url = "{base_url}/v1"\n'
