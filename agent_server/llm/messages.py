@@ -77,6 +77,23 @@ class ToolCall:
     arguments: Mapping[str, Any]
     type: Literal["toolCall"] = "toolCall"
 
+    def strings(self) -> str:
+        """Every string the arguments hold (an edit's old and new text too), a line each."""
+        out: list[str] = []
+
+        def walk(value: Any) -> None:
+            if isinstance(value, str):
+                out.append(value)
+            elif isinstance(value, Mapping):
+                for inner in value.values():
+                    walk(inner)
+            elif isinstance(value, list | tuple):
+                for inner in value:
+                    walk(inner)
+
+        walk(self.arguments)
+        return "\n".join(out)
+
 
 @dataclass(frozen=True, slots=True)
 class CompactionContent:

@@ -17,8 +17,7 @@ in JavaScript). The newest MAX_FOLLOWED, newest first.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
 from agent_server.agent.tools.output import MIN_TEST_NAME, failed_tests
 from agent_server.llm.messages import AssistantMessage, TextContent, ToolCall, ToolResultMessage
@@ -50,7 +49,7 @@ def followed_tests(entries: Iterable[Entry]) -> tuple[str, ...]:
         elif isinstance(message, AssistantMessage):
             for block in message.content:
                 if isinstance(block, ToolCall):
-                    found += defined_tests(_strings(block.arguments))
+                    found += defined_tests(block.strings())
         for name in found:
             names.pop(name, None)
             names[name] = None
@@ -65,14 +64,3 @@ def defined_tests(source: str) -> list[str]:
         if len(name) >= MIN_TEST_NAME and name not in names:
             names.append(name)
     return names
-
-
-def _strings(value: Any) -> str:
-    """Every string in `value` (a call's arguments), a line each."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Mapping):
-        return "\n".join(_strings(inner) for inner in value.values())
-    if isinstance(value, list | tuple):
-        return "\n".join(_strings(inner) for inner in value)
-    return ""

@@ -672,7 +672,7 @@ def _pieces(
                 calls[part.id] = _Call(part.name, shown, text, command)
                 if part.name != SPEC.name:  # a search is not what it searched for
                     what = f"your {part.name} call ({shown[:80]})"
-                    yield "answers", what, _strings(part.arguments), text, ""
+                    yield "answers", what, part.strings(), text, ""
     elif isinstance(message, ToolResultMessage):
         call = calls.get(message.tool_call_id)
         if message.tool_name == SPEC.name:
@@ -687,24 +687,6 @@ def _pieces(
 
 def _texts(content: Iterable[Any]) -> str:
     return "\n".join(part.text for part in content if isinstance(part, TextContent))
-
-
-def _strings(arguments: Mapping[str, Any]) -> str:
-    """Every string a call's arguments hold (an edit's old and new text too), a line each."""
-    out: list[str] = []
-
-    def walk(value: Any) -> None:
-        if isinstance(value, str):
-            out.append(value)
-        elif isinstance(value, Mapping):
-            for inner in value.values():
-                walk(inner)
-        elif isinstance(value, list | tuple):
-            for inner in value:
-                walk(inner)
-
-    walk(arguments)
-    return "\n".join(out)
 
 
 def _call_shown(call: ToolCall) -> str:
