@@ -44,7 +44,14 @@ approach (`script.py`):
   npm, gave a caret on a full 0.x version a 1.x bound (a team's fork and the bot's night
   pasted, their `node:test` files run with Node's own runner, a 56 KB TAP run whose failures
   sit in its middle, a reproduction the assistant writes), the suite's first session on
-  JavaScript, written at stop 72; held out as well.
+  JavaScript, written at stop 72; held out as well;
+- `rfc3986_dots`: a docs link checker whose links above a site's root lost the slash after
+  the host in rfc3986 2.0.0 (`remove_dot_segments` put the root back only when nothing was
+  left: a team's report with the night's log, a 330 KB verbose suite run, a reproduction the
+  assistant writes), the suite's first whose fix breaks another test (the first fix strips
+  every leading empty segment, and the test of a path with two leading slashes fails), the
+  fix narrowed and its regression test moved at the user's correction, written at stop 73;
+  held out as well.
 
 `workloads()` prepares each (the sdist extracted, the planted change applied, in a cache
 directory) and returns what a benchmark runs: the scenario and a way to write a fresh copy of
@@ -72,6 +79,7 @@ from benchmarks.real_code import (
     networkx_cutoff,
     pyflakes_report,
     pyparsing_perf,
+    rfc3986_dots,
     semver_range,
     simplejson_escape,
     sqlparse_feature,
@@ -125,6 +133,8 @@ RECIPES: tuple[Recipe, ...] = (
            docutils_deprecation.script),
     Recipe("semver-range", "a bot's night: 0.x minors a caret let in", semver_range.SOURCE,
            semver_range.plant, semver_range.script),
+    Recipe("rfc3986-dots", "a fix that breaks another test: links above the root",
+           rfc3986_dots.SOURCE, rfc3986_dots.plant, rfc3986_dots.script),
 )
 
 
