@@ -9,9 +9,10 @@ saved output for it. So a cut also keeps the lines that name a followed test
 
 The names come from the session's ledger, on its branch, so a compaction does not forget
 them: each verdict line of a tool result (`output.failed_tests`: pytest's node id, unittest's
-`name (module.Class.name)`, go's `TestX`, TAP's and Jest's test names), and each test a call's
-arguments define (`def test_x(` in Python, `func TestX(` in Go, `test("name"` and `it("name"`
-in JavaScript). The newest MAX_FOLLOWED, newest first.
+`name (module.Class.name)`, go's `TestX`, TAP's and Jest's test names), and each test a call
+writes (`def test_x(` in Python, `func TestX(` in Go, `test("name"` and `it("name"` in
+JavaScript; not those an edit's old text defines already). The newest MAX_FOLLOWED, newest
+first.
 """
 
 from __future__ import annotations
@@ -49,11 +50,21 @@ def followed_tests(entries: Iterable[Entry]) -> tuple[str, ...]:
         elif isinstance(message, AssistantMessage):
             for block in message.content:
                 if isinstance(block, ToolCall):
-                    found += defined_tests(block.strings())
+                    found += written_tests(block)
         for name in found:
             names.pop(name, None)
             names[name] = None
     return tuple(reversed(names))[:MAX_FOLLOWED]
+
+
+def written_tests(call: ToolCall) -> list[str]:
+    """The tests `call` writes: those its arguments define, but for those an edit's old text
+    defines already (the lines around a change it quotes)."""
+    old, new = call.arguments.get("oldText"), call.arguments.get("newText")
+    if isinstance(old, str) and isinstance(new, str):
+        before = defined_tests(old)
+        return [name for name in defined_tests(new) if name not in before]
+    return defined_tests(call.strings())
 
 
 def defined_tests(source: str) -> list[str]:

@@ -478,29 +478,25 @@ class SalientLines:
         underscore on either side), LINES_PER_TEST a test at most: all of them, not only as
         many as the bound holds, since those in the head or the tail the cut keeps anyway
         take none of its room (`_chosen`)."""
-        found: list[int] = []  # where each line to keep starts
+        found: dict[int, list[str]] = {}  # where each line to keep starts: its tests
         for name, kept in self._followed.items():
             at = block.find(name)
             while at >= 0 and kept < LINES_PER_TEST:
                 end = at + len(name)
                 if not (_word_char(block, at - 1) or _word_char(block, end)):
-                    start = block.rfind("\n", 0, at) + 1
-                    if start not in found:
-                        found.append(start)
-                        kept += 1
+                    found.setdefault(block.rfind("\n", 0, at) + 1, []).append(name)
+                    kept += 1
                     at = block.find("\n", end)
                 at = block.find(name, at + 1) if at >= 0 else -1
         counted, at = 0, 0
-        for start in sorted(found):
+        for start, names in sorted(found.items()):
             counted += block.count("\n", at, start)
             at = start
             line = block[start : block.find("\n", start)].rstrip("\r")
-            if line in self._seen:
+            wanted = [name for name in names if self._followed[name] < LINES_PER_TEST]
+            if line in self._seen or not wanted:
                 continue
-            names = [name for name in self._followed if name in line]
-            if any(self._followed[name] >= LINES_PER_TEST for name in names):
-                continue
-            for name in names:
+            for name in wanted:
                 self._followed[name] += 1
             self._seen.add(line)
             self._follows.append(_kept(self._lines_before + counted + 1, line))

@@ -94,8 +94,11 @@ def test_a_session_follows_what_failed_and_what_it_wrote_newest_first() -> None:
         return [AssistantMessage((ToolCall(call_id, "bash", {"command": "pytest"}),), "toolUse"),
                 ToolResultMessage(call_id, "bash", (TextContent(output),), is_error=True)]
 
-    edit = ToolCall("c2", "edit", {"path": "tests/test_b.py", "oldText": "x",
-                                   "newText": "def test_the_regression(self):\n    pass\n"})
+    # An edit writes the tests its new text defines, not those its old text quotes already.
+    edit = ToolCall("c2", "edit", {"path": "tests/test_b.py",
+                                   "oldText": "def test_existing_one(self):\n",
+                                   "newText": "def test_existing_one(self):\n    pass\n\n"
+                                              "def test_the_regression(self):\n    pass\n"})
     entries = _entries(
         UserMessage((TextContent("Run the tests."),)),
         *run("c1", "FAILED tests/test_a.py::test_first - E\nFAILED tests/test_a.py::test_second"),
@@ -148,6 +151,14 @@ def test_a_cut_keeps_the_lines_of_the_tests_followed(tmp_path: Path) -> None:
     room.feed(_verbose_run(1000, {}))
     room.finish()
     assert room.between(10, 990) == ["501: tests/test_m.py::test_case_0500 PASSED [ 50%]"]
+    # A line naming two followed tests is kept while either has room: the bare function's
+    # name has used its two lines on other cases, the node id of case 9 has not.
+    both = SalientLines(600, followed=("test_case", "tests/test_m.py::test_case[9]"))
+    both.feed("".join(f"tests/test_m.py::test_case[{i}] PASSED\n" for i in range(12)))
+    both.finish()
+    assert [line for _, line in both.found] == [
+        "tests/test_m.py::test_case[0] PASSED", "tests/test_m.py::test_case[1] PASSED",
+        "tests/test_m.py::test_case[9] PASSED"]
     # The verdicts come first: with a room for one line, a failure's, not the followed one's.
     narrow = SalientLines(60, followed=("tests/test_m.py::test_case_0002",))
     narrow.feed(_verbose_run(5, {}) + "FAILED tests/test_m.py::test_case_0004 - E\n")
